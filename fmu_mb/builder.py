@@ -1,0 +1,548 @@
+"""ModelBuilder: the declarative model API, one call per physical item.
+
+    mb = ModelBuilder("double_pendulum", overrides, gravity=(9.81, 0.0))
+    l1 = mb.param("l1", 0.55, "m", "length of rod 1")
+    rod1 = mb.body("rod1", mass=1.0, inertia=rod_inertia(1.0, l1))
+    mb.revolute("A", mb.ground, rod1, parent_point=(0, 0), child_point=(-l1 / 2, 0))
+    mb.initial("A", value=0.3, rate=0.0)
+    model = mb.build()
+
+Everything is validated once, in the call that declares it or in build(); errors name the
+item, the argument, the value received and what was expected. build() finds the spanning
+tree and the cut joints, assembles consistent initial coordinates (assembly.py) and returns an
+immutable Model.
+"""
+import math
+import re
+from collections import deque
+from dataclasses import replace
+
+import numpy as np
+
+from . import assembly
+from .errors import ModelError
+from .kinematics import PairSet
+from .model import (GROUND, Body, Compiled, Drive, Element, InitialCondition, Input, Joint,
+                    Marker, Model, Parameter, Topology)
+from .motion import Motion
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_RESERVED = {"time", "energy", "constraint", GROUND}
+
+
+def rod_inertia(mass: float, length: float) -> float:
+    """Inertia of a uniform slender rod about its centre, m l^2 / 12 [kg.m2]."""
+    return mass * length ** 2 / 12.0
+
+
+def disc_inertia(mass: float, radius: float) -> float:
+    """Inertia of a uniform disc about its centre, m r^2 / 2 [kg.m2]."""
+    return mass * radius ** 2 / 2.0
+
+
+class ModelBuilder:
+    """Collects the items of a planar model; `build()` validates and returns a Model.
+
+    Parameters
+    ----------
+    name : model name (an identifier; becomes the FMU's model name).
+    overrides : mapping parameter name -> value given by the user (unknown names raise in
+        build(), listing the declared parameters).
+    gravity : (gx, gy) gravity acceleration vector [m/s2], any direction.
+    """
+
+    ground = GROUND
+
+    def __init__(self, name, overrides=None, gravity=(0.0, -9.81), description=""):
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ModelError(f"model name: expected an identifier [A-Za-z_][A-Za-z0-9_]*, "
+                             f"received {name!r}")
+        self.name = name
+        self.description = description
+        self._overrides = dict(overrides or {})
+        self.gravity = _vec2(f"model '{name}'", "gravity", gravity)
+        self._params, self._bodies, self._joints, self._drives = [], [], [], []
+        self._elements, self._markers, self._inputs, self._initial = [], [], [], {}
+        self._names = {}
+
+    # ------------------------------------------------------------------ parameters
+    def param(self, name, default, unit="1", description="", *, min=None, max=None,
+              choices=None, structural=False):
+        """Declare a named parameter and return its value (the override if one was given).
+
+        The type follows `default`: float, int, or str (then `choices` lists the allowed
+        values). min/max bound numeric values. `structural` marks a parameter that changes
+        the model's shape (number of bodies); an FMU exposes it as a constant.
+        """
+        where = f"parameter '{name}'"
+        self._claim(name, "parameter")
+        value = self._overrides.get(name, default)
+        if isinstance(default, bool):
+            raise ModelError(f"{where}: default must be a number or a string, received bool")
+        if isinstance(default, str):
+            choices = tuple(choices or ())
+            if default not in choices:
+                raise ModelError(f"{where}: default {default!r} is not one of {list(choices)}")
+            if value not in choices:
+                raise ModelError(f"{where}: expected one of {list(choices)}, received {value!r}")
+        elif isinstance(default, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ModelError(f"{where}: expected an integer, received {value!r}")
+            value = int(value)
+        else:
+            value = _number(where, "value", value)
+            default = float(default)
+        if min is not None and value < min:
+            raise ModelError(f"{where}: expected a value >= {min}, received {value!r}")
+        if max is not None and value > max:
+            raise ModelError(f"{where}: expected a value <= {max}, received {value!r}")
+        self._params.append(Parameter(name, value, default, unit, description,
+                                      tuple(choices) if choices else None, structural))
+        return value
+
+    # ------------------------------------------------------------------ bodies
+    def body(self, name, *, mass, inertia, position=(0.0, 0.0), angle=0.0,
+             velocity=(0.0, 0.0), angular_velocity=0.0):
+        """A planar rigid body: mass [kg] and inertia about the centre of mass [kg.m2].
+
+        position/angle (and velocity/angular_velocity) are the initial pose of a free body,
+        and the starting guess of the assembly for a body placed by joints.
+        """
+        where = f"body '{name}'"
+        self._claim(name, "body")
+        mass = _number(where, "mass", mass, positive=True)
+        inertia = _number(where, "inertia", inertia, positive=True)
+        self._bodies.append(Body(name, mass, inertia, len(self._bodies),
+                                 _vec2(where, "position", position),
+                                 _number(where, "angle", angle),
+                                 _vec2(where, "velocity", velocity),
+                                 _number(where, "angular_velocity", angular_velocity)))
+        return name
+
+    # ------------------------------------------------------------------ joints
+    def revolute(self, name, parent, child, *, parent_point=(0.0, 0.0),
+                 child_point=(0.0, 0.0), angle0=0.0):
+        """Revolute joint: child_point of child coincides with parent_point of parent.
+
+        Joint angle = phi_child - phi_parent - angle0 [rad].
+        """
+        return self._joint(name, "revolute", parent, child, parent_point, child_point,
+                           angle0=angle0)
+
+    def prismatic(self, name, parent, child, *, axis=(1.0, 0.0), parent_point=(0.0, 0.0),
+                  child_point=(0.0, 0.0), angle0=0.0):
+        """Prismatic (translational) joint sliding along `axis` (parent frame).
+
+        Joint position = (r_child(child_point) - r_parent(parent_point)) . axis [m]; the
+        relative angle stays angle0.
+        """
+        return self._joint(name, "prismatic", parent, child, parent_point, child_point,
+                           axis=axis, angle0=angle0)
+
+    def weld(self, name, parent, child, *, parent_point=(0.0, 0.0), child_point=(0.0, 0.0),
+             angle0=0.0):
+        """Fixed joint: the points coincide and the relative angle stays angle0."""
+        return self._joint(name, "weld", parent, child, parent_point, child_point,
+                           angle0=angle0)
+
+    def distance(self, name, parent, child, *, length, parent_point=(0.0, 0.0),
+                 child_point=(0.0, 0.0)):
+        """Massless link of `length` [m] between two points (one constraint row)."""
+        where = f"distance '{name}'"
+        length = _number(where, "length", length, positive=True)
+        return self._joint(name, "distance", parent, child, parent_point, child_point,
+                           length=length)
+
+    def _joint(self, name, kind, parent, child, parent_point, child_point, axis=(1.0, 0.0),
+               angle0=0.0, length=0.0):
+        where = f"{kind} '{name}'"
+        self._claim(name, "joint")
+        parent = self._body_ref(where, "parent", parent)
+        child = self._body_ref(where, "child", child)
+        if parent == child:
+            raise ModelError(f"{where}: parent and child are the same body '{parent}'; "
+                             f"expected two different bodies")
+        axis = _vec2(where, "axis", axis)
+        norm = math.hypot(*axis)
+        if norm < 1e-12:
+            raise ModelError(f"{where}: axis must be a nonzero vector, received {axis}")
+        self._joints.append(Joint(name, kind, parent, child,
+                                  _vec2(where, "parent_point", parent_point),
+                                  _vec2(where, "child_point", child_point),
+                                  (axis[0] / norm, axis[1] / norm),
+                                  _number(where, "angle0", angle0), length))
+        return name
+
+    def drive(self, name, joint, motion):
+        """Driving constraint: the coordinate of `joint` follows motion f(t) (a Motion).
+
+        The multiplier gives the driving effort (output <name>.effort) [N.m or N].
+        """
+        where = f"drive '{name}'"
+        self._claim(name, "drive")
+        j = self._joint_ref(where, "joint", joint)
+        if j.coordinate is None:
+            raise ModelError(f"{where}: joint '{j.name}' is a {j.kind} joint without a "
+                             f"coordinate; expected a revolute or prismatic joint")
+        if not isinstance(motion, Motion):
+            raise ModelError(f"{where}: motion must be a fmu_mb.Motion (see fmu_mb.motion), "
+                             f"received {type(motion).__name__}")
+        self._drives.append(Drive(name, j.name, motion))
+        return name
+
+    # ------------------------------------------------------------------ elements
+    def tsda(self, name, a, b, *, a_point=(0.0, 0.0), b_point=(0.0, 0.0), stiffness=0.0,
+             free_length=0.0, damping=0.0, input=True):
+        """Translational spring-damper-actuator (seed 003) between point a_point of body a
+        and b_point of body b: s = k (l - l0) + c l' + h [N], positive in tension.
+
+        input: True (input named '<name>.h'), a name, or False/None (no actuator).
+        """
+        where = f"tsda '{name}'"
+        self._claim(name, "element")
+        el = Element(name, "tsda", self._body_ref(where, "a", a), self._body_ref(where, "b", b),
+                     _vec2(where, "a_point", a_point), _vec2(where, "b_point", b_point),
+                     _number(where, "stiffness", stiffness, nonneg=True),
+                     _number(where, "damping", damping, nonneg=True),
+                     _number(where, "free_length", free_length, nonneg=True),
+                     input=self._input(where, name, input, "N", "actuator force h of " + name))
+        if el.a == el.b:
+            raise ModelError(f"{where}: a and b are the same body '{el.a}'")
+        self._elements.append(el)
+        return name
+
+    def rsda(self, name, a=None, b=None, *, joint=None, stiffness=0.0, free_angle=0.0,
+             damping=0.0, input=True):
+        """Rotational spring-damper-actuator (seed 003) between bodies a and b (or the parent
+        and child of `joint`): theta = phi_b - phi_a, s = k (theta - theta0) + c theta' + h
+        [N.m]; s acts to decrease theta (on b: -s, on a: +s).
+        """
+        where = f"rsda '{name}'"
+        self._claim(name, "element")
+        if joint is not None:
+            j = self._joint_ref(where, "joint", joint)
+            a, b = j.parent, j.child
+        if a is None or b is None:
+            raise ModelError(f"{where}: give the bodies a and b, or joint=")
+        a, b = self._body_ref(where, "a", a), self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        self._elements.append(Element(
+            name, "rsda", a, b, stiffness=_number(where, "stiffness", stiffness, nonneg=True),
+            damping=_number(where, "damping", damping, nonneg=True),
+            free_value=_number(where, "free_angle", free_angle),
+            input=self._input(where, name, input, "N.m", "actuator torque h of " + name)))
+        return name
+
+    def force(self, name, body, *, point=(0.0, 0.0), direction=(1.0, 0.0), frame="global",
+              value=0.0, input=True):
+        """Force (value + h) along unit `direction` at `point` of `body` [N].
+
+        frame "global": direction fixed in space; "body": direction turns with the body.
+        """
+        where = f"force '{name}'"
+        self._claim(name, "element")
+        if frame not in ("global", "body"):
+            raise ModelError(f"{where}: frame must be 'global' or 'body', received {frame!r}")
+        d = _vec2(where, "direction", direction)
+        n = math.hypot(*d)
+        if n < 1e-12:
+            raise ModelError(f"{where}: direction must be a nonzero vector, received {d}")
+        self._elements.append(Element(
+            name, "force", GROUND, self._body_ref(where, "body", body, allow_ground=False),
+            b_point=_vec2(where, "point", point), direction=(d[0] / n, d[1] / n), frame=frame,
+            value=_number(where, "value", value),
+            input=self._input(where, name, input, "N", "force h of " + name)))
+        return name
+
+    def torque(self, name, body, *, reaction=GROUND, value=0.0, input=True):
+        """Pure torque (value + h) on `body`, counter-clockwise positive [N.m], with the
+        opposite torque on `reaction` (none when it is the ground)."""
+        where = f"torque '{name}'"
+        self._claim(name, "element")
+        b = self._body_ref(where, "body", body, allow_ground=False)
+        a = self._body_ref(where, "reaction", reaction)
+        if a == b:
+            raise ModelError(f"{where}: body and reaction are the same body '{b}'")
+        self._elements.append(Element(
+            name, "torque", a, b, value=_number(where, "value", value),
+            input=self._input(where, name, input, "N.m", "torque h of " + name)))
+        return name
+
+    def point(self, name, body, point=(0.0, 0.0)):
+        """A named point (marker) on a body; outputs <name>.x, .y, .vx, .vy."""
+        where = f"point '{name}'"
+        self._claim(name, "point")
+        self._markers.append(Marker(name, self._body_ref(where, "body", body, allow_ground=False),
+                                    _vec2(where, "point", point)))
+        return name
+
+    # ------------------------------------------------------------------ initial conditions
+    def initial(self, joint, value=None, rate=None):
+        """Initial coordinate [rad or m] and rate of a revolute or prismatic joint.
+
+        Joints left out are found by the assembly (closest to the bodies' given poses).
+        """
+        where = f"initial condition of joint '{joint}'"
+        j = self._joint_ref(where, "joint", joint)
+        if j.coordinate is None:
+            raise ModelError(f"{where}: a {j.kind} joint has no coordinate; expected a "
+                             f"revolute or prismatic joint")
+        if j.name in self._initial:
+            raise ModelError(f"{where}: given twice")
+        v = None if value is None else _number(where, "value", value)
+        r = None if rate is None else _number(where, "rate", rate)
+        self._initial[j.name] = InitialCondition(j.name, v, r)
+
+    # ------------------------------------------------------------------ build
+    def build(self):
+        """Validate, find the topology, assemble the initial state; return the Model."""
+        declared = [p.name for p in self._params]
+        unknown = sorted(set(self._overrides) - set(declared))
+        if unknown:
+            raise ModelError(f"model '{self.name}': unknown parameter(s) {unknown}; "
+                             f"parameters are {declared}")
+        if not self._bodies:
+            raise ModelError(f"model '{self.name}': no bodies; declare at least one with "
+                             f"mb.body(...)")
+        compiled = _compile(self)
+        tree, cut, loops = _spanning_tree(self)
+        nb = len(self._bodies)
+        gruebler = 3 * nb - sum(3 - j.freedom for j in self._joints) - len(self._drives)
+        topo = Topology(nb, len(self._joints), max(len(self._joints) - nb, 0), gruebler, 0,
+                        compiled.n_rows, 0, tuple(name for name, _ in tree), tuple(cut),
+                        tuple(loops))
+        zeros = np.zeros(3 * nb)
+        model = Model(self.name, self.gravity, tuple(self._bodies), tuple(self._joints),
+                      tuple(self._drives), tuple(self._elements), tuple(self._markers),
+                      tuple(self._params), tuple(self._inputs),
+                      tuple(self._initial.values()), topo, compiled, zeros, zeros,
+                      0.0, self.description)
+        x0, xd0, rank = assembly.assemble(model, tree)
+        topo = replace(topo, dof=3 * nb - rank, redundant=compiled.n_rows - rank)
+        x0.setflags(write=False)
+        xd0.setflags(write=False)
+        return replace(model, x0=x0, xd0=xd0, topology=topo)
+
+    # ------------------------------------------------------------------ helpers
+    def _claim(self, name, kind):
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ModelError(f"{kind} name: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
+                             f"(it becomes an FMU variable prefix), received {name!r}")
+        if name in _RESERVED:
+            raise ModelError(f"{kind} name {name!r} is reserved; reserved names are "
+                             f"{sorted(_RESERVED)}")
+        if name in self._names:
+            raise ModelError(f"{kind} '{name}': the name is already used by a "
+                             f"{self._names[name]}; names must be unique")
+        self._names[name] = kind
+
+    def _body_ref(self, where, arg, value, allow_ground=True):
+        names = [b.name for b in self._bodies]
+        if value == GROUND and allow_ground:
+            return GROUND
+        if not isinstance(value, str) or value not in names:
+            valid = ([GROUND] if allow_ground else []) + names
+            raise ModelError(f"{where}: unknown {arg} body {value!r}; bodies are {valid}")
+        return value
+
+    def _joint_ref(self, where, arg, value):
+        for j in self._joints:
+            if j.name == value:
+                return j
+        raise ModelError(f"{where}: unknown {arg} {value!r}; joints are "
+                         f"{[j.name for j in self._joints]}")
+
+    def _input(self, where, name, value, unit, description):
+        if value is False or value is None:
+            return None
+        iname = f"{name}.h" if value is True else value
+        if not isinstance(iname, str) or not _INPUT_NAME.match(iname):
+            raise ModelError(f"{where}: input name must be a dotted identifier like "
+                             f"'{name}.h', received {value!r}")
+        if any(i.name == iname for i in self._inputs):
+            raise ModelError(f"{where}: input '{iname}' is already declared")
+        self._inputs.append(Input(iname, unit, description))
+        return iname
+
+
+# ---------------------------------------------------------------------- validation helpers
+def _number(where, arg, value, positive=False, nonneg=False):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ModelError(f"{where}: {arg} must be a number, received {value!r}") from None
+    if not math.isfinite(v):
+        raise ModelError(f"{where}: {arg} must be finite, received {v}")
+    if positive and v <= 0.0:
+        raise ModelError(f"{where}: {arg} must be > 0, received {v}")
+    if nonneg and v < 0.0:
+        raise ModelError(f"{where}: {arg} must be >= 0, received {v}")
+    return v
+
+
+def _vec2(where, arg, value):
+    try:
+        a, b = value
+    except (TypeError, ValueError):
+        raise ModelError(f"{where}: {arg} must be a pair (x, y), received {value!r}") from None
+    return (_number(where, arg + "[0]", a), _number(where, arg + "[1]", b))
+
+
+# ---------------------------------------------------------------------- topology
+def _spanning_tree(mb):
+    """Breadth-first spanning tree from the ground over revolute, prismatic and weld joints;
+    distance joints and loop-closing joints are cut joints. Returns (tree, cut, loops) with
+    loops[i] the bodies of the loop that cut joint i closes."""
+    adj = {b.name: [] for b in mb._bodies}
+    adj[GROUND] = []
+    for j in mb._joints:
+        if j.kind != "distance":
+            adj[j.parent].append(j)
+            adj[j.child].append(j)
+    seen, parent_of, tree = set(), {}, []
+    roots = [GROUND] + [b.name for b in mb._bodies]
+    for root in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        parent_of[root] = None
+        queue = deque([root])
+        while queue:
+            node = queue.popleft()
+            for j in adj[node]:
+                other = j.child if j.parent == node else j.parent
+                if other not in seen:
+                    seen.add(other)
+                    parent_of[other] = node
+                    tree.append((j.name, node))
+                    queue.append(other)
+    in_tree = {name for name, _ in tree}
+    cut = [j.name for j in mb._joints if j.name not in in_tree]
+    loops = []
+    for name in cut:
+        j = next(jj for jj in mb._joints if jj.name == name)
+        pa, pb = _path(parent_of, j.parent), _path(parent_of, j.child)
+        common = set(pa) & set(pb)
+        loop = [n for n in pa if n not in common] + [n for n in reversed(pb) if n not in common]
+        join = next((n for n in pa if n in common), None)
+        loops.append(tuple(loop + ([join] if join else [])))
+    return tree, cut, loops
+
+
+def _path(parent_of, node):
+    out = []
+    while node is not None:
+        out.append(node)
+        node = parent_of.get(node)
+    return out
+
+
+# ---------------------------------------------------------------------- compile
+def _compile(mb):
+    bodies = mb._bodies
+    nb = len(bodies)
+    idx = {b.name: b.index for b in bodies}
+    idx[GROUND] = nb
+    mass = np.array([[b.mass, b.mass, b.inertia] for b in bodies]).reshape(-1)
+
+    row = 0
+    pd, ang, prj, dst, joint_rows = [], [], [], [], []
+    for j in mb._joints:
+        rows = list(range(row, row + j.n_rows))
+        joint_rows.append(np.array(rows, dtype=np.intp))
+        item = (idx[j.parent], idx[j.child], j.parent_point, j.child_point)
+        if j.kind in ("revolute", "weld"):
+            pd.append((item, rows[0:2]))
+        if j.kind == "weld":
+            ang.append((item, rows[2], j.angle0))
+        if j.kind == "prismatic":
+            prj.append((item, rows[0], (-j.axis[1], j.axis[0])))
+            ang.append((item, rows[1], j.angle0))
+        if j.kind == "distance":
+            dst.append((item, rows[0], j.length))
+        row += j.n_rows
+    drives = []
+    jmap = {j.name: j for j in mb._joints}
+    for d in mb._drives:
+        j = jmap[d.joint]
+        ps = PairSet.make([idx[j.parent]], [idx[j.child]], [j.parent_point], [j.child_point])
+        if j.kind == "revolute":
+            drives.append((row, "angle", ps, j.angle0, d.motion))
+        else:
+            drives.append((row, "position", ps, np.array([j.axis]), d.motion))
+        row += 1
+
+    def pairs(items):
+        if not items:
+            return PairSet.make([], [], np.zeros((0, 2)), np.zeros((0, 2)))
+        p, c, sp, sc = zip(*[it[0] for it in items])
+        return PairSet.make(p, c, sp, sc)
+
+    def arr(values, dtype=float):
+        a = np.array(values, dtype=dtype)
+        a.setflags(write=False)
+        return a
+
+    coord_ang, coord_prj, coord_joints = [], [], []
+    for k, j in enumerate(mb._joints):
+        if j.coordinate is None:
+            continue
+        pos = len(coord_joints)
+        coord_joints.append(k)
+        item = ((idx[j.parent], idx[j.child], j.parent_point, j.child_point), pos)
+        if j.kind == "revolute":
+            coord_ang.append((item[0], pos, j.angle0))
+        else:
+            coord_prj.append((item[0], pos, j.axis))
+
+    els = mb._elements
+    inames = [i.name for i in mb._inputs]
+
+    def uidx(e):
+        return inames.index(e.input) if e.input else -1
+
+    tsda = [e for e in els if e.kind == "tsda"]
+    rsda = [e for e in els if e.kind == "rsda"]
+    frc = [e for e in els if e.kind == "force"]
+    trq = [e for e in els if e.kind == "torque"]
+    return Compiled(
+        nb=nb, mass_diag=arr(mass), inv_mass_diag=arr(1.0 / mass), n_rows=row,
+        pd=pairs(pd), pd_rows=arr([r for _, r in pd], np.intp).reshape(-1, 2),
+        ang=pairs(ang), ang_offset=arr([a for *_, a in ang]),
+        ang_rows=arr([r for _, r, _ in ang], np.intp),
+        prj=pairs(prj), prj_w0=arr([w for *_, w in prj]).reshape(-1, 2),
+        prj_rows=arr([r for _, r, _ in prj], np.intp),
+        dst=pairs(dst), dst_length=arr([L for *_, L in dst]),
+        dst_rows=arr([r for _, r, _ in dst], np.intp),
+        drives=tuple(drives), joint_rows=tuple(joint_rows), coord_joints=tuple(coord_joints),
+        coord_ang=pairs(coord_ang), coord_ang_offset=arr([a for *_, a in coord_ang]),
+        coord_ang_pos=arr([p for _, p, _ in coord_ang], np.intp),
+        coord_prj=pairs(coord_prj), coord_prj_w0=arr([w for *_, w in coord_prj]).reshape(-1, 2),
+        coord_prj_pos=arr([p for _, p, _ in coord_prj], np.intp),
+        tsda=PairSet.make([idx[e.a] for e in tsda], [idx[e.b] for e in tsda],
+                          np.array([e.a_point for e in tsda]).reshape(-1, 2),
+                          np.array([e.b_point for e in tsda]).reshape(-1, 2)),
+        tsda_k=arr([e.stiffness for e in tsda]), tsda_c=arr([e.damping for e in tsda]),
+        tsda_l0=arr([e.free_value for e in tsda]), tsda_u=arr([uidx(e) for e in tsda], np.intp),
+        rsda=PairSet.make([idx[e.a] for e in rsda], [idx[e.b] for e in rsda],
+                          np.zeros((len(rsda), 2)), np.zeros((len(rsda), 2))),
+        rsda_k=arr([e.stiffness for e in rsda]), rsda_c=arr([e.damping for e in rsda]),
+        rsda_theta0=arr([e.free_value for e in rsda]),
+        rsda_u=arr([uidx(e) for e in rsda], np.intp),
+        frc_body=arr([idx[e.b] for e in frc], np.intp),
+        frc_point=arr([e.b_point for e in frc]).reshape(-1, 2),
+        frc_dir=arr([e.direction for e in frc]).reshape(-1, 2),
+        frc_body_frame=arr([e.frame == "body" for e in frc], bool),
+        frc_value=arr([e.value for e in frc]), frc_u=arr([uidx(e) for e in frc], np.intp),
+        trq_body=arr([idx[e.b] for e in trq], np.intp),
+        trq_reaction=arr([idx[e.a] for e in trq], np.intp),
+        trq_value=arr([e.value for e in trq]), trq_u=arr([uidx(e) for e in trq], np.intp),
+        markers=PairSet.make([idx[m.body] for m in mb._markers], [idx[m.body] for m in
+                                                                   mb._markers],
+                             np.array([m.point for m in mb._markers]).reshape(-1, 2),
+                             np.array([m.point for m in mb._markers]).reshape(-1, 2)),
+    )

