@@ -112,7 +112,8 @@ def _tree_placement(model, tree):
     nb = len(model.bodies)
     pose = {b.name: [np.array(b.position, float), float(b.angle)] for b in model.bodies}
     pose["ground"] = [np.zeros(2), 0.0]
-    given = {ic.joint: ic.value for ic in model.initial if ic.value is not None}
+    given = {ic.joint: (ic.value if ic.value is not None else ic.guess)
+             for ic in model.initial if ic.value is not None or ic.guess is not None}
     for name, placed in tree:
         j = model.joint(name)
         q = given.get(name, 0.0)

@@ -281,10 +281,11 @@ class ModelBuilder:
         return name
 
     # ------------------------------------------------------------------ initial conditions
-    def initial(self, joint, value=None, rate=None):
+    def initial(self, joint, value=None, rate=None, *, guess=None):
         """Initial coordinate [rad or m] and rate of a revolute or prismatic joint.
 
-        Joints left out are found by the assembly (closest to the bodies' given poses).
+        Joints left out are found by the assembly; `guess` (not enforced) is the starting
+        value of the joint's coordinate there, to pick an assembly mode (branch) of a loop.
         """
         where = f"initial condition of joint '{joint}'"
         j = self._joint_ref(where, "joint", joint)
@@ -295,7 +296,10 @@ class ModelBuilder:
             raise ModelError(f"{where}: given twice")
         v = None if value is None else _number(where, "value", value)
         r = None if rate is None else _number(where, "rate", rate)
-        self._initial[j.name] = InitialCondition(j.name, v, r)
+        gs = None if guess is None else _number(where, "guess", guess)
+        if v is not None and gs is not None:
+            raise ModelError(f"{where}: give value or guess, not both")
+        self._initial[j.name] = InitialCondition(j.name, v, r, gs)
 
     # ------------------------------------------------------------------ build
     def build(self):
@@ -427,9 +431,10 @@ def _spanning_tree(mb):
         j = next(jj for jj in mb._joints if jj.name == name)
         pa, pb = _path(parent_of, j.parent), _path(parent_of, j.child)
         common = set(pa) & set(pb)
-        loop = [n for n in pa if n not in common] + [n for n in reversed(pb) if n not in common]
-        join = next((n for n in pa if n in common), None)
-        loops.append(tuple(loop + ([join] if join else [])))
+        join = [n for n in pa if n in common][:1]
+        loop = ([n for n in pa if n not in common] + join
+                + [n for n in reversed(pb) if n not in common])
+        loops.append(tuple(loop))
     return tree, cut, loops
 
 

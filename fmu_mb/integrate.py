@@ -120,6 +120,9 @@ def advance(model, state, t_end, u=None, settings=None):
     if t_end < t0:
         raise InputError(f"advance: t_end = {t_end!r} is before the current time {t0!r}; "
                          f"expected t_end >= t")
+    if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.qd))):
+        raise InputError(f"advance: the state at t = {t0!r} holds non-finite coordinates; "
+                         f"expected finite q and qd")
     if t_end == t0:
         return state
     form = get_formulation(settings.formulation)

@@ -141,11 +141,13 @@ class Input:
 
 @dataclass(frozen=True)
 class InitialCondition:
-    """Initial joint coordinate and/or rate; None leaves it to the assembly."""
+    """Initial joint coordinate and/or rate; None leaves it to the assembly, which starts
+    from `guess` (or 0) for the joint's coordinate."""
 
     joint: str
     value: Optional[float] = None
     rate: Optional[float] = None
+    guess: Optional[float] = None
 
 
 @dataclass(frozen=True)

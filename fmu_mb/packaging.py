@@ -13,6 +13,7 @@ import math
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import sysconfig
@@ -22,7 +23,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-__all__ = ["PackagingError", "package_fmu", "unit_exponents", "SHIM_NAME"]
+__all__ = ["PackagingError", "package_fmu", "unit_exponents", "drop_exit_finalizer", "SHIM_NAME"]
 
 #: File name of the native shim placed next to the FMU's linux64 binary.
 SHIM_NAME = "libfmu_mb_pyshim.so"
@@ -144,7 +145,8 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
     project_files : list of Path
         Files and package directories bundled into resources/.
     dest : Path
-        Output directory, or a file path ending in ".fmu".
+        Output directory (the FMU is named after the slave class), or a file path ending in
+        ".fmu". Written only once everything succeeded; an existing file is replaced.
     units : dict[str, str], optional
         Variable name -> unit string (see `unit_exponents`), for Real variables. Adds a
         `<UnitDefinitions>` block with each unit's `<BaseUnit>` exponents and `unit`
@@ -198,9 +200,10 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
 
     dest = Path(dest)
     with tempfile.TemporaryDirectory(prefix="fmu_mb_package_") as tmp:
-        script = Path(tmp) / f"{module_name}.py"
+        script = Path(tmp) / "script" / f"{module_name}.py"
+        script.parent.mkdir()
         script.write_text(slave_source, encoding="utf-8")
-        fmu = _build(FmuBuilder, script, module_name, project_files, dest)
+        fmu = _build(FmuBuilder, script, module_name, project_files, Path(tmp) / "build")
         with zipfile.ZipFile(fmu) as z:
             xml = z.read("modelDescription.xml")
         root = _parse_model_description(xml, fmu)
@@ -214,7 +217,7 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
             replaced.update(_make_standalone(fmu, binary, Path(tmp) / "native", tools))
         if replaced:
             _rewrite_zip(fmu, replaced)
-    return fmu
+        return _install(fmu, dest)
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -261,6 +264,22 @@ def _build(builder, script: Path, module_name: str, project_files: list[Path],
         if saved_module is not None:
             sys.modules[module_name] = saved_module
     return Path(fmu)
+
+
+def _install(fmu: Path, dest: Path) -> Path:
+    """Move the finished FMU to `dest` (a directory, or a file path ending in .fmu)."""
+    target = dest if dest.suffix == ".fmu" and not dest.is_dir() else dest / fmu.name
+    partial = target.with_name(target.name + ".partial")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(fmu, partial)
+        os.replace(partial, target)
+    except OSError as exc:
+        raise PackagingError(f"cannot write the FMU to {str(target)!r}: {exc}") from exc
+    finally:
+        if partial.exists():
+            partial.unlink()
+    return target
 
 
 def _parse_model_description(xml: bytes, fmu: Path) -> ET.Element:
@@ -452,7 +471,7 @@ def _make_standalone(fmu: Path, binary: str, workdir: Path,
         data = z.read(binary)
     shim = _compile_shim(workdir, tools)
     target = workdir / Path(binary).name
-    target.write_bytes(data)
+    target.write_bytes(drop_exit_finalizer(data))
     patchelf = tools["patchelf"]
     needed = _run([patchelf, "--print-needed", str(target)], "patchelf --print-needed").split()
     rpath = _run([patchelf, "--print-rpath", str(target)], "patchelf --print-rpath").strip()
@@ -468,6 +487,86 @@ def _make_standalone(fmu: Path, binary: str, workdir: Path,
         raise PackagingError(f"patchelf did not add {SHIM_NAME} to {binary}")
     return {binary: target.read_bytes(),
             f"{Path(binary).parent.as_posix()}/{SHIM_NAME}": shim.read_bytes()}
+
+
+# pythonfmu 0.7.0 finalises Python twice on Linux: a static destructor of its global
+# std::shared_ptr<PyState> and an ELF destructor (onLibraryUnload, the last .fini_array entry)
+# that assigns nullptr to that shared_ptr. The library has STB_GNU_UNIQUE symbols, so glibc
+# never unloads it on dlclose; at exit() the static destructor runs first and onLibraryUnload
+# then releases the destroyed shared_ptr again (a use after free that valgrind shows in every
+# run and that occasionally aborts the host with "free(): corrupted unsorted chunks").
+# Shortening DT_FINI_ARRAYSZ by one entry drops onLibraryUnload; the static destructor still
+# finalises Python. Applied only when the binary matches this exact layout.
+_UNLOAD_SYMBOL = b"_ZN12_GLOBAL__N_115onLibraryUnloadEv"
+
+
+def drop_exit_finalizer(elf: bytes) -> bytes:
+    """Return `elf` without pythonfmu's onLibraryUnload destructor, or unchanged if absent.
+
+    Parameters
+    ----------
+    elf : bytes
+        A pythonfmu 0.7.0 linux64 binary (ELF64, x86-64).
+
+    Returns
+    -------
+    bytes
+        The binary with DT_FINI_ARRAYSZ reduced by 8 when the last .fini_array entry is
+        onLibraryUnload; otherwise `elf` itself.
+    """
+    try:
+        if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+            return elf
+        phoff, shoff = struct.unpack_from("<QQ", elf, 0x20)
+        phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", elf, 0x36)
+        segments = [struct.unpack_from("<IIQQQQQQ", elf, phoff + i * phentsize)
+                    for i in range(phnum)]
+
+        def file_offset(vaddr):
+            for p_type, _, p_offset, p_vaddr, _, p_filesz, _, _ in segments:
+                if p_type == 1 and p_vaddr <= vaddr < p_vaddr + p_filesz:
+                    return vaddr - p_vaddr + p_offset
+            raise ValueError(vaddr)
+
+        dynamic = next(p for p in segments if p[0] == 2)
+        tags = {}
+        for i in range(dynamic[5] // 16):
+            tag, value = struct.unpack_from("<qQ", elf, dynamic[2] + 16 * i)
+            if tag == 0:
+                break
+            tags.setdefault(tag, (value, dynamic[2] + 16 * i + 8))
+        fini_array, (size, size_offset) = tags[26][0], tags[28]
+        if size < 16:
+            return elf
+        last = fini_array + size - 8
+
+        sections = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize)
+                    for i in range(shnum)]
+        unload = None
+        targets = set()
+        for _, sh_type, _, _, sh_offset, sh_size, sh_link, _, _, _ in sections:
+            if sh_type == 2:                                   # SHT_SYMTAB
+                strtab = sections[sh_link]
+                for j in range(sh_size // 24):
+                    st_name, _, _, _, st_value, _ = struct.unpack_from(
+                        "<IBBHQQ", elf, sh_offset + 24 * j)
+                    start = strtab[4] + st_name
+                    if elf[start:elf.index(b"\0", start)] == _UNLOAD_SYMBOL:
+                        unload = st_value
+            elif sh_type == 4:                                 # SHT_RELA
+                for j in range(sh_size // 24):
+                    r_offset, r_info, r_addend = struct.unpack_from(
+                        "<QQq", elf, sh_offset + 24 * j)
+                    if r_offset == last and r_info & 0xFFFFFFFF == 8:   # R_X86_64_RELATIVE
+                        targets.add(r_addend)
+        targets.add(struct.unpack_from("<Q", elf, file_offset(last))[0])
+        if unload is None or unload not in targets:
+            return elf
+    except (IndexError, KeyError, StopIteration, ValueError, struct.error):
+        return elf
+    patched = bytearray(elf)
+    struct.pack_into("<Q", patched, size_offset, size - 8)
+    return bytes(patched)
 
 
 # -- zip --------------------------------------------------------------------------------------

@@ -1,0 +1,46 @@
+"""Shared fixtures: model files and small hand-made models."""
+from pathlib import Path
+
+import pytest
+
+from fmu_mb import ModelBuilder, harmonic, load_model, rod_inertia
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
+MODEL_FILES = sorted(p for p in MODELS.glob("*.py") if not p.name.startswith("_"))
+
+
+def model(name, **overrides):
+    return load_model(MODELS / f"{name}.py", **overrides)
+
+
+def zoo(**overrides):
+    """One of every joint, drive and element type, for derivative checks."""
+    mb = ModelBuilder("zoo", overrides, gravity=(0.3, -9.81))
+    k = mb.param("k", 50.0, "N/m", "spring stiffness")
+    b1 = mb.body("b1", mass=2.0, inertia=rod_inertia(2.0, 1.0))
+    b2 = mb.body("b2", mass=1.0, inertia=0.05)
+    b3 = mb.body("b3", mass=0.7, inertia=0.02)
+    b4 = mb.body("b4", mass=0.4, inertia=0.01, position=(0.2, -1.2))
+    mb.revolute("R", mb.ground, b1, parent_point=(0.1, 0.2), child_point=(-0.5, 0.05))
+    mb.prismatic("P", b1, b2, axis=(0.8, 0.6), parent_point=(0.2, 0.0),
+                 child_point=(-0.1, 0.03), angle0=0.3)
+    mb.weld("W", b2, b3, parent_point=(0.15, 0.0), child_point=(-0.05, 0.02), angle0=-0.4)
+    mb.distance("L", b1, b4, length=0.8, parent_point=(0.3, 0.0), child_point=(0.0, 0.1))
+    mb.drive("spin", "R", harmonic(0.2, 0.5, offset=0.4))
+    mb.tsda("spring", b1, b4, a_point=(-0.2, 0.1), b_point=(0.05, 0.0), stiffness=k,
+            free_length=0.5, damping=0.7)
+    mb.tsda("ground_spring", mb.ground, b4, a_point=(1.0, 0.0), stiffness=20.0,
+            free_length=0.3, damping=0.2)
+    mb.rsda("twist", b1, b4, stiffness=3.0, free_angle=0.2, damping=0.1)
+    mb.force("push", b4, point=(0.02, 0.01), direction=(0.0, 1.0), frame="body", value=1.5)
+    mb.force("wind", b2, direction=(1.0, 1.0), value=0.5)
+    mb.torque("motor", b3, reaction=b1, value=0.25)
+    mb.point("tip", b3, (0.1, -0.05))
+    mb.initial("P", value=0.25, rate=0.1)
+    return mb.build()
+
+
+@pytest.fixture
+def zoo_model():
+    return zoo()
