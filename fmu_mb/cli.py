@@ -1,0 +1,172 @@
+"""The fmu-mb command line.
+
+    fmu-mb simulate MODEL.py --stop-time T [--output-interval DT] [--set NAME=VALUE ...]
+                    [--input NAME=VALUE ...] [--formulation F] [--method M] [-o OUT.csv]
+    fmu-mb info MODEL.py [--set NAME=VALUE ...]
+
+Bad arguments print one line "fmu-mb: error: ..." and exit with status 2; a model or solver
+error exits with status 1.
+"""
+import argparse
+import sys
+
+import numpy as np
+
+from .errors import FmuMbError
+from .formulations import FORMULATIONS
+from .integrate import METHODS, STABILIZATIONS
+
+
+def _assignment(text):
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, received {text!r}")
+    name, value = text.split("=", 1)
+    if not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, received {text!r}")
+    return name.strip(), value.strip()
+
+
+def _value(text):
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _positive(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, received {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, received {text!r}")
+    return v
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="fmu-mb", description="Planar multibody models as FMUs.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("simulate", help="simulate a model file and write its outputs as CSV")
+    s.add_argument("model", help="model file (defines build(**overrides))")
+    s.add_argument("--stop-time", type=_positive, required=True, help="end time [s]")
+    s.add_argument("--output-interval", type=_positive, default=None,
+                   help="output (communication) interval [s]")
+    s.add_argument("--set", type=_assignment, action="append", default=[],
+                   metavar="NAME=VALUE", help="parameter value")
+    s.add_argument("--input", type=_assignment, action="append", default=[],
+                   metavar="NAME=VALUE", help="constant input value")
+    s.add_argument("--formulation", default="newton_euler", choices=FORMULATIONS)
+    s.add_argument("--method", default="dop853", choices=METHODS)
+    s.add_argument("--stabilization", default="projection", choices=STABILIZATIONS)
+    s.add_argument("--rtol", type=_positive, default=1e-9)
+    s.add_argument("--atol", type=_positive, default=1e-11)
+    s.add_argument("--step", type=_positive, default=1e-3, help="fixed step of rk4 [s]")
+    s.add_argument("-o", "--output", default=None, help="CSV file (default: stdout)")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    i = sub.add_parser("info", help="list parameters, inputs, outputs and topology")
+    i.add_argument("model")
+    i.add_argument("--set", type=_assignment, action="append", default=[],
+                   metavar="NAME=VALUE")
+
+    b = sub.add_parser("build", help="build FMUs of model files")
+    b.add_argument("models", nargs="+")
+    b.add_argument("-o", "--output-dir", default=".")
+    return p
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "simulate":
+            return _simulate(args)
+        if args.command == "info":
+            return _info(args)
+        if args.command == "build":
+            return _build(args)
+    except FmuMbError as exc:
+        print(f"fmu-mb: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"fmu-mb: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _load(args):
+    from .loader import load_model
+
+    return load_model(args.model, **{k: _value(v) for k, v in args.set})
+
+
+def _simulate(args):
+    from .integrate import Settings
+    from .simulate import simulate
+
+    model = _load(args)
+    settings = Settings(method=args.method, formulation=args.formulation, rtol=args.rtol,
+                        atol=args.atol, step=args.step, stabilization=args.stabilization)
+    inputs = {}
+    for name, value in args.input:
+        try:
+            inputs[name] = float(value)
+        except ValueError:
+            print(f"fmu-mb: error: --input {name}: expected a number, received {value!r}",
+                  file=sys.stderr)
+            return 2
+    data = simulate(model, args.stop_time, args.output_interval, inputs=inputs,
+                    settings=settings, progress=not args.quiet)
+    out = open(args.output, "w", newline="") if args.output else sys.stdout
+    try:
+        out.write(",".join(data.dtype.names) + "\n")
+        np.savetxt(out, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
+    finally:
+        if args.output:
+            out.close()
+    return 0
+
+
+def _info(args):
+    from .outputs import output_spec
+
+    m = _load(args)
+    t = m.topology
+    lines = [f"model {m.name}: {m.description.strip().splitlines()[0] if m.description else ''}",
+             "", "parameters:"]
+    for p in m.parameters:
+        extra = f" (one of {list(p.choices)})" if p.choices else ""
+        extra += " (structural)" if p.structural else ""
+        lines.append(f"  {p.name} = {p.value!r} [{p.unit}]  {p.description}{extra}")
+    lines += ["", "inputs:"] + [f"  {i.name} [{i.unit}]  {i.description}" for i in m.inputs]
+    if not m.inputs:
+        lines.append("  (none)")
+    lines += ["", "outputs:"] + [f"  {n} [{u}]  {d}" for n, u, d in output_spec(m)]
+    lines += ["", "topology:",
+              f"  bodies n_B = {t.n_bodies}, joints n_G = {t.n_joints}, loops n_L = {t.n_loops}",
+              f"  Gruebler-Kutzbach DOF = {t.gruebler_dof}, DOF from rank(D) = {t.dof}, "
+              f"constraints = {t.n_constraints}, redundant = {t.redundant}",
+              f"  tree joints: {list(t.tree_joints)}",
+              f"  cut joints: {list(t.cut_joints)}"]
+    for cut, loop in zip(t.cut_joints, t.loops):
+        lines.append(f"  loop closed by {cut}: {' - '.join(loop)}")
+    print("\n".join(lines))
+    return 0
+
+
+def _build(args):
+    try:
+        from .fmu_build import build_fmus
+    except ImportError as exc:
+        print(f"fmu-mb: error: building FMUs needs pythonfmu (pip install 'fmu_mb[fmu]'): "
+              f"{exc}", file=sys.stderr)
+        return 1
+    for path in build_fmus(args.models, args.output_dir):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
