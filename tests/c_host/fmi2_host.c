@@ -247,7 +247,8 @@ static int simulate(const Api* api, const char* guid, const char* instance_name,
     }
 
     int ok = 1;
-    ok = ok && check(api->setup_experiment(c, 0, 0.0, 0.0, 1, stop_time), "fmi2SetupExperiment", run);
+    ok = ok && check(api->setup_experiment(c, 0, 0.0, 0.0, 1, stop_time),
+                     "fmi2SetupExperiment", run);
     if (ok && set->n > 0) {
         ok = check(api->set_real(c, set->vr, set->n, set->value), "fmi2SetReal", run);
     }
@@ -378,7 +379,15 @@ int main(int argc, char** argv)
     free(input.value);
     free(out.vr);
     free(out.value);
-    /* The library is not dlclose()d: pythonfmu finalises the interpreter in
-     * its destructor, and re-initialising Python in one process is unsafe. */
+    /* Unload explicitly.  pythonfmu 0.7.0 finalises Python from a static
+     * destructor and again from an ELF destructor; when exit() unloads the
+     * library instead, the static one runs first and the ELF one then uses the
+     * destroyed std::shared_ptr (use after free, an occasional
+     * "free(): corrupted unsorted chunks" abort at exit).  dlclose() runs them
+     * in the safe order. */
+    if (dlclose(lib) != 0) {
+        fprintf(stderr, "fmi2_host: dlclose failed: %s\n", dlerror());
+        status = status ? status : 3;
+    }
     return status;
 }
