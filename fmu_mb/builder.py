@@ -113,8 +113,11 @@ class ModelBuilder:
         """
         where = f"body '{name}'"
         self._claim(name, "body")
-        mass = _number(where, "mass", mass, positive=True)
-        inertia = _number(where, "inertia", inertia, positive=True)
+        mass = _number(where, "mass", mass, nonneg=True)
+        inertia = _number(where, "inertia", inertia, nonneg=True)
+        if mass == 0.0 and inertia > 0.0:
+            raise ModelError(f"{where}: a body with zero mass must have zero inertia "
+                             f"(a massless link), received inertia {inertia}")
         self._bodies.append(Body(name, mass, inertia, len(self._bodies),
                                  _vec2(where, "position", position),
                                  _number(where, "angle", angle),
@@ -453,6 +456,9 @@ def _compile(mb):
     idx = {b.name: b.index for b in bodies}
     idx[GROUND] = nb
     mass = np.array([[b.mass, b.mass, b.inertia] for b in bodies]).reshape(-1)
+    # metric of the projections: the masses, with zero entries replaced by a small weight
+    # (a massless coordinate is the cheapest one to move)
+    weight = np.where(mass > 0, mass, 1e-6 * max(mass.max(), 1e-300))
 
     row = 0
     pd, ang, prj, dst, joint_rows = [], [], [], [], []
@@ -515,7 +521,8 @@ def _compile(mb):
     frc = [e for e in els if e.kind == "force"]
     trq = [e for e in els if e.kind == "torque"]
     return Compiled(
-        nb=nb, mass_diag=arr(mass), inv_mass_diag=arr(1.0 / mass), n_rows=row,
+        nb=nb, mass_diag=arr(mass), inv_mass_diag=arr(1.0 / weight),
+        mass_positive=bool(np.all(mass > 0)), n_rows=row,
         pd=pairs(pd), pd_rows=arr([r for _, r in pd], np.intp).reshape(-1, 2),
         ang=pairs(ang), ang_offset=arr([a for *_, a in ang]),
         ang_rows=arr([r for _, r, _ in ang], np.intp),

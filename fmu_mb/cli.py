@@ -143,7 +143,8 @@ def _info(args):
     lines += ["", "inputs:"] + [f"  {i.name} [{i.unit}]  {i.description}" for i in m.inputs]
     if not m.inputs:
         lines.append("  (none)")
-    lines += ["", "outputs:"] + [f"  {n} [{u}]  {d}" for n, u, d in output_spec(m)]
+    lines += ["", "outputs:"]
+    lines += [f"  {v.name} [{v.unit}]  {v.description}" for v in output_spec(m)]
     lines += ["", "topology:",
               f"  bodies n_B = {t.n_bodies}, joints n_G = {t.n_joints}, loops n_L = {t.n_loops}",
               f"  Gruebler-Kutzbach DOF = {t.gruebler_dof}, DOF from rank(D) = {t.dof}, "

@@ -43,12 +43,29 @@ def schur_solve(S, rhs):
     return y, int(keep.sum())
 
 
-def solve_kkt(Minv, D, F, b):
-    """Solve M a + D' lam = F, D a = b for a, lam with M = diag(1 / Minv).
+def solve_kkt(Minv, D, F, b, mass=None):
+    """Solve M a + D' lam = F, D a = b for a, lam with M = diag(mass).
 
-    Minv : (n,) inverse mass diagonal; D : (m, n); F : (n,); b : (m,).
-    Returns a (n,), lam (m,).
+    Minv : (n,) inverse mass diagonal (used when every mass entry is > 0); D : (m, n);
+    F : (n,); b : (m,); mass : (n,) diagonal of M, needed when it has zero entries (point
+    masses with zero inertia, massless links): then the full KKT matrix is solved by LU, and
+    by least squares if it is singular. Returns a (n,), lam (m,).
     """
+    if mass is not None and not np.all(mass > 0):
+        n, m = D.shape[1], D.shape[0]
+        K = np.zeros((n + m, n + m))
+        K[np.arange(n), np.arange(n)] = mass
+        K[:n, n:] = D.T
+        K[n:, :n] = D
+        rhs = np.concatenate([F, b])
+        try:
+            sol = np.linalg.solve(K, rhs)
+            if np.all(np.isfinite(sol)):
+                return sol[:n], sol[n:]
+        except np.linalg.LinAlgError:
+            pass
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+        return sol[:n], sol[n:]
     if D.shape[0] == 0:
         return Minv * F, np.zeros(0)
     DMi = D * Minv

@@ -22,7 +22,9 @@ GROUND = "ground"
 
 @dataclass(frozen=True)
 class Body:
-    """A planar rigid body: mass [kg], inertia about its centre of mass [kg.m2]."""
+    """A planar rigid body: mass [kg], inertia about its centre of mass [kg.m2]. A zero
+    inertia makes a point mass; zero mass and inertia a massless link (its coordinates are then
+    fixed by constraints alone, and M is singular: the KKT system is solved in full)."""
 
     name: str
     mass: float
@@ -173,7 +175,9 @@ class Compiled:
 
     nb: int
     mass_diag: np.ndarray           # (3 nb,) diag(m, m, J) per body
-    inv_mass_diag: np.ndarray       # (3 nb,)
+    inv_mass_diag: np.ndarray       # (3 nb,) 1 / mass, or the projection metric's inverse
+                                    # weights where a mass entry is zero
+    mass_positive: bool             # every entry of mass_diag > 0 (Schur complement usable)
     # constraint rows
     n_rows: int
     pd: PairSet                     # revolute + weld: point difference, 2 rows each

@@ -14,6 +14,7 @@ energy.kinetic, energy.potential, energy.total [J]; constraint.residual (max |Ph
 constraint.velocity_residual (max |D xd + Phi_t|).
 """
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,9 +24,19 @@ from .elements import element_outputs, kinetic_energy, potential_energy
 from .formulations import get_formulation
 
 
+class OutputVar(NamedTuple):
+    """One output: name, unit, description and kind ("real", "integer" or "boolean"; the
+    value array holds every kind as float)."""
+
+    name: str
+    unit: str
+    description: str
+    kind: str = "real"
+
+
 @lru_cache(maxsize=128)
 def output_spec(model):
-    """Tuple of (name, unit, description) of every output, in value order."""
+    """Tuple of OutputVar of every output, in value order."""
     out = []
     for b in model.bodies:
         out += [(f"{b.name}.x", "m", f"x of the centre of mass of {b.name}"),
@@ -74,11 +85,11 @@ def output_spec(model):
             ("constraint.residual", "1", "largest constraint residual |Phi| [m or rad]"),
             ("constraint.velocity_residual", "1",
              "largest velocity constraint residual |D xd + Phi_t| [m/s or rad/s]")]
-    return tuple(out)
+    return tuple(OutputVar(*o) for o in out)
 
 
 def output_names(model):
-    return tuple(name for name, _, _ in output_spec(model))
+    return tuple(v.name for v in output_spec(model))
 
 
 def output_values(model, state, u, formulation="newton_euler"):

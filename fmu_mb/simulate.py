@@ -72,7 +72,7 @@ def simulate(model, t_end, output_interval=None, inputs=None, settings=None, sta
     times = t0 + (t_end - t0) * np.arange(n + 1) / n
     funcs = input_functions(model, inputs)
     spec = output_spec(model)
-    data = np.zeros(n + 1, dtype=[("time", float)] + [(name, float) for name, _, _ in spec])
+    data = np.zeros(n + 1, dtype=[("time", float)] + [(v.name, float) for v in spec])
     rows = np.zeros((n + 1, len(spec)))
     names = model.input_names
 
@@ -91,8 +91,8 @@ def simulate(model, t_end, output_interval=None, inputs=None, settings=None, sta
     if bar:
         bar.close()
     data["time"] = times
-    for i, (name, _, _) in enumerate(spec):
-        data[name] = rows[:, i]
+    for i, v in enumerate(spec):
+        data[v.name] = rows[:, i]
     return data
 
 

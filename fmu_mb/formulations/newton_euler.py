@@ -43,5 +43,6 @@ def accelerations(model, x, xd, t, u, baumgarte=None):
         alpha, beta = baumgarte
         b = b - 2.0 * alpha * (D @ xd + phi_t) - beta * beta * phi
     F = applied_forces(model, x, xd, t, u)
-    xdd, lam = solve_kkt(model.compiled.inv_mass_diag, D, F, b)
+    C = model.compiled
+    xdd, lam = solve_kkt(C.inv_mass_diag, D, F, b, None if C.mass_positive else C.mass_diag)
     return Dynamics(xdd, lam, phi, D)
