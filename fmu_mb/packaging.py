@@ -235,10 +235,10 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
 # -- building ---------------------------------------------------------------------------------
 
 def _check_arguments(slave_source: str, module_name: str, project_files: list[Path]) -> None:
-    if not isinstance(slave_source, str) or "Fmi2Slave" not in slave_source:
+    if not isinstance(slave_source, str) or "class " not in slave_source:
         raise PackagingError(
             "slave_source: expected the text of a Python script defining a pythonfmu "
-            "Fmi2Slave subclass")
+            "Fmi2Slave subclass (no class definition found)")
     if (not isinstance(module_name, str) or not module_name.isidentifier()
             or keyword.iskeyword(module_name)):
         raise PackagingError(

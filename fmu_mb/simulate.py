@@ -69,7 +69,11 @@ def simulate(model, t_end, output_interval=None, inputs=None, settings=None, sta
     if not (output_interval > 0 and math.isfinite(output_interval)):
         raise InputError(f"simulate: output_interval must be > 0, received {output_interval!r}")
     n = max(1, int(round((t_end - t0) / output_interval)))
-    times = t0 + (t_end - t0) * np.arange(n + 1) / n
+    if abs(n * output_interval - (t_end - t0)) > 1e-9 * max(1.0, abs(t_end)):
+        n = int(math.ceil((t_end - t0) / output_interval - 1e-9))
+    # the grid an FMI master uses: t_k = t0 + k dt, the last point clipped to t_end
+    times = np.minimum(t0 + np.arange(n + 1) * output_interval, t_end)
+    times[-1] = t_end
     funcs = input_functions(model, inputs)
     spec = output_spec(model)
     data = np.zeros(n + 1, dtype=[("time", float)] + [(v.name, float) for v in spec])
@@ -84,7 +88,9 @@ def simulate(model, t_end, output_interval=None, inputs=None, settings=None, sta
     bar = _Progress(n) if progress else None
     for k in range(n):
         u = u_at(times[k])
-        state = advance(model, state, float(times[k + 1]), u, settings)
+        # t_k + (t_k+1 - t_k): the end time a master's doStep(t_k, step) computes
+        t_next = float(times[k] + (times[k + 1] - times[k]))
+        state = advance(model, state, t_next, u, settings)
         rows[k + 1] = output_values(model, state, u, settings.formulation)
         if bar:
             bar.update(k + 1)

@@ -36,6 +36,8 @@
 #endif
 
 extern int Py_IsInitialized(void);
+extern void Py_InitializeEx(int initsigs);
+extern void* PyEval_SaveThread(void);
 
 static void* libpython_handle = NULL;
 
@@ -58,8 +60,15 @@ __attribute__((constructor)) static void fmu_mb_pyshim_init(void)
     if (Py_IsInitialized()) {
         return;
     }
-    if (getenv("PYTHONEXECUTABLE") != NULL || getenv("PYTHONHOME") != NULL) {
-        return;
+    if (getenv("PYTHONEXECUTABLE") == NULL && getenv("PYTHONHOME") == NULL) {
+        setenv("PYTHONEXECUTABLE", FMU_MB_PYTHON_EXECUTABLE, 0);
     }
-    setenv("PYTHONEXECUTABLE", FMU_MB_PYTHON_EXECUTABLE, 0);
+    /* Start the interpreter here, before the FMU's own code runs, so that pythonfmu finds it
+     * running, does not own it, and never calls Py_Finalize at process exit: numpy and scipy
+     * do not survive finalisation in an embedded interpreter (scipy's uarray module crashes
+     * in its static destructors), and a host process should not crash while exiting.
+     * No signal handlers are installed (the host keeps its own), and the GIL is released
+     * with this thread's state kept, so later FMI calls on this thread are cheap. */
+    Py_InitializeEx(0);
+    (void)PyEval_SaveThread();
 }

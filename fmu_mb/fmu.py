@@ -1,0 +1,250 @@
+"""MultibodySlave: the generic pythonfmu 0.7.0 co-simulation adapter over Model/State/advance.
+
+A generated subclass per model (see fmu_build.py) carries the model file's source text, so the
+FMU needs no installed fmu_mb: the package is bundled in resources/ and the model is built
+from the embedded source.
+
+Variables (names = simulate() column names, "structured" convention, units in the
+description and as FMI unit attributes):
+- parameters: every model parameter (Real, Integer or String; structural ones are fixed at
+  build time) and the solver settings solver.method, solver.formulation,
+  solver.stabilization, solver.rtol, solver.atol, solver.step;
+- inputs: every model input h, start 0, held constant over a communication step;
+- outputs: every output of outputs.output_spec (initial="exact").
+
+Behaviour importers rely on:
+- parameters are validated when initialisation ends; an invalid one logs the reason and fails
+  exitInitializationMode (pythonfmu reports any Python exception there as fmi2Fatal);
+- doStep never raises: a non-finite input, a negative step, a communication point that is not
+  the FMU's time, or a step the solver cannot complete (lock-up, NaN) logs the reason and
+  returns fmi2Discard; the state from before the call is kept, so the master may retry or
+  restore a saved FMU state;
+- the FMU state (get/set, serialise) holds the whole solver state (time, coordinates, rates,
+  step-size hint, contact data), the inputs, parameters and settings: a round trip continues
+  bit-identically.
+"""
+import math
+import sys
+import types
+
+import numpy as np
+from pythonfmu import Fmi2Slave
+from pythonfmu.default_experiment import DefaultExperiment
+from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
+from pythonfmu.variables import Boolean, Integer, Real, String
+
+from .errors import FmuMbError
+from .formulations import FORMULATIONS
+from .integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
+from .outputs import output_spec, output_values
+from .units import describe
+
+#: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
+SOLVER_PARAMETERS = {
+    "solver.method": ("method", "dop853", "1", f"integration method, one of {list(METHODS)}"),
+    "solver.formulation": ("formulation", "newton_euler", "1",
+                           f"formulation, one of {list(FORMULATIONS)}"),
+    "solver.stabilization": ("stabilization", "projection", "1",
+                             f"drift control, one of {list(STABILIZATIONS)}"),
+    "solver.rtol": ("rtol", 1e-9, "1", "relative tolerance of the adaptive methods"),
+    "solver.atol": ("atol", 1e-11, "1", "absolute tolerance of the adaptive methods"),
+    "solver.step": ("step", 1e-3, "s", "step of the fixed-step method rk4"),
+}
+
+
+_KEEP_ALIVE = []
+
+
+def hold_globals(namespace):
+    """Keep one more reference to a generated wrapper module's globals.
+
+    pythonfmu 0.7.0's fmi2Instantiate (findClass) re-executes the wrapper script in the
+    module's globals and then releases a *borrowed* reference to that dict. Once the dict is
+    freed, the next instantiation of the same FMU in the process fails or crashes. The wrapper
+    calls this at module level, so every execution of the script (the import and each
+    re-execution) adds the reference that findClass takes away.
+    """
+    _KEEP_ALIVE.append(namespace)
+
+
+def module_from_source(name, filename, source):
+    """Execute a model file's source as module `name` (cached in sys.modules)."""
+    module = sys.modules.get(name)
+    if module is None:
+        module = types.ModuleType(name)
+        module.__file__ = filename
+        exec(compile(source, filename, "exec"), module.__dict__)
+        sys.modules[name] = module
+    return module
+
+
+class MultibodySlave(Fmi2Slave):
+    """Co-simulation adapter; a generated subclass sets the class attributes below."""
+
+    model_module = ""         # unique module name for the model source
+    model_filename = ""       # file name of the model (also bundled in resources/)
+    model_source = ""         # text of the model file
+    build_overrides = {}      # structural parameter values fixed at build time
+    experiment = {}           # default experiment: start_time, stop_time, step_size
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._module = module_from_source(self.model_module, self.model_filename,
+                                          self.model_source)
+        self._model = self._module.build(**self.build_overrides)
+        self._pending = {p.name: p.value for p in self._model.parameters}
+        self._solver = {k: v[1] for k, v in SOLVER_PARAMETERS.items()}
+        self._settings = Settings()
+        self._inputs = np.zeros(len(self._model.inputs))
+        self._state = initial_state(self._model, self._settings)
+        self._out = None
+        self.description = (self._model.description or self._model.name).strip()
+        exp = dict(self.experiment)
+        self.default_experiment = DefaultExperiment(
+            start_time=exp.get("start_time", 0.0), stop_time=exp.get("stop_time", 2.0),
+            step_size=exp.get("step_size", 0.01))
+        self._register()
+
+    # ------------------------------------------------------------------ variables
+    def _register(self):
+        m = self._model
+        for p in m.parameters:
+            self._register_parameter(p.name, p.value, p.unit, p.description, p.structural,
+                                     self._pending)
+        for name, (_, default, unit, text) in SOLVER_PARAMETERS.items():
+            self._register_parameter(name, default, unit, text, False, self._solver)
+        for k, inp in enumerate(m.inputs):
+            self.register_variable(Real(
+                inp.name, start=0.0, causality=Fmi2Causality.input,
+                variability=Fmi2Variability.continuous,
+                description=describe(inp.description + " (held over a step)", inp.unit),
+                getter=(lambda k=k: float(self._inputs[k])),
+                setter=(lambda v, k=k: self._set_input(k, v))), nested=False)
+        for i, var in enumerate(output_spec(m)):
+            cls, conv = {"real": (Real, float), "integer": (Integer, int),
+                         "boolean": (Boolean, bool)}[var.kind]
+            extra = {} if var.kind == "real" else {"variability": Fmi2Variability.discrete}
+            self.register_variable(cls(
+                var.name, causality=Fmi2Causality.output, initial=Fmi2Initial.exact,
+                description=describe(var.description, var.unit),
+                getter=(lambda i=i, conv=conv: conv(self._outputs()[i])),
+                **({"variability": Fmi2Variability.continuous} if not extra else extra)),
+                nested=False)
+
+    def _register_parameter(self, name, value, unit, text, structural, store):
+        if isinstance(value, str):
+            cls = String
+        elif isinstance(value, int):
+            cls = Integer
+        else:
+            cls = Real
+        note = " (structural: fixed when the FMU was built)" if structural else ""
+        self.register_variable(cls(
+            name, causality=Fmi2Causality.parameter, variability=Fmi2Variability.fixed,
+            description=describe(text + note, unit), getter=(lambda: store[name]),
+            setter=(lambda v: store.__setitem__(name, v))), nested=False)
+
+    def _set_input(self, k, value):
+        self._inputs[k] = value   # validated in do_step (a setter cannot return an error)
+        self._out = None
+
+    def _outputs(self):
+        if self._out is None:
+            self._out = output_values(self._model, self._state, self._safe_inputs(),
+                                      self._settings.formulation)
+        return self._out
+
+    def _safe_inputs(self):
+        u = self._inputs
+        return u if np.all(np.isfinite(u)) else np.where(np.isfinite(u), u, 0.0)
+
+    # ------------------------------------------------------------------ life cycle
+    def exit_initialization_mode(self):
+        try:
+            self._configure()
+        except (FmuMbError, ValueError, TypeError) as exc:
+            self.log(f"{self._model.name}: invalid parameter: {exc}", Fmi2Status.error)
+            raise
+
+    def _configure(self):
+        for p in self._model.parameters:
+            if p.structural and self._pending[p.name] != p.value:
+                raise FmuMbError(
+                    f"parameter '{p.name}' is structural (it changes the model's variables); "
+                    f"this FMU was built with {p.name} = {p.value!r}, received "
+                    f"{self._pending[p.name]!r}; rebuild it with "
+                    f"fmu-mb build MODEL.py --set {p.name}={self._pending[p.name]}")
+        overrides = {k: v for k, v in self._pending.items()}
+        settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in self._solver.items()})
+        model = self._module.build(**overrides)
+        self._model, self._settings = model, settings
+        state = initial_state(model, settings)
+        t0 = self.default_experiment.start_time if self._start is None else self._start
+        self._state = State(float(t0), state.q.copy(), state.qd.copy(), 0.0, state.coords,
+                            dict(state.extra))
+        self._out = None
+
+    _start = None
+
+    def setup_experiment(self, start_time, stop_time, tolerance):
+        self._start = float(start_time)
+
+    def do_step(self, current_time, step_size):
+        name = self._model.name
+        t = self._state.t
+        try:
+            if not (math.isfinite(step_size) and step_size >= 0.0):
+                return self._discard(f"{name}: doStep with communication step {step_size!r} "
+                                     f"at t = {current_time!r}; expected a finite step >= 0")
+            if abs(current_time - t) > 1e-9 * max(1.0, abs(t)):
+                return self._discard(f"{name}: doStep at t = {current_time!r}, but the FMU is "
+                                     f"at t = {t!r}; expected the last communication point "
+                                     f"(restore a saved FMU state to go back)")
+            bad = [inp.name for inp, v in zip(self._model.inputs, self._inputs)
+                   if not math.isfinite(v)]
+            if bad:
+                return self._discard(f"{name}: input(s) {bad} are not finite at "
+                                     f"t = {current_time!r}; the step was not taken")
+            if step_size == 0.0:
+                return True
+            self._state = advance(self._model, self._state, current_time + step_size,
+                                  self._inputs, self._settings)
+            self._out = None
+            return True
+        except FmuMbError as exc:
+            return self._discard(f"{name}: the step from t = {t!r} to "
+                                 f"{current_time + step_size!r} failed and was discarded: {exc}")
+        except Exception as exc:  # an internal error must not kill the host either
+            return self._discard(f"{name}: internal error in the step from t = {t!r}: "
+                                 f"{type(exc).__name__}: {exc}")
+
+    def _discard(self, message):
+        self.log(message, Fmi2Status.discard)
+        return False
+
+    # ------------------------------------------------------------------ FMU state
+    def _get_fmu_state(self):
+        return {"state": self._state.to_dict(),
+                "inputs": [float(v).hex() for v in self._inputs],
+                "parameters": {k: (v.hex() if isinstance(v, float) else v)
+                               for k, v in self._pending.items()},
+                "solver": {k: (v.hex() if isinstance(v, float) else v)
+                           for k, v in self._solver.items()},
+                "start": self._start}
+
+    def _set_fmu_state(self, blob):
+        def unhex(v):
+            return float.fromhex(v) if isinstance(v, str) and v.startswith(("0x", "-0x")) \
+                else v
+
+        pending = {k: unhex(v) for k, v in blob["parameters"].items()}
+        solver = {k: unhex(v) for k, v in blob["solver"].items()}
+        if pending != {p.name: p.value for p in self._model.parameters} or \
+                solver != self._solver:
+            self._pending, self._solver = pending, solver
+            self._configure()
+        self._pending, self._solver = pending, solver
+        self._start = blob.get("start")
+        self._state = State.from_dict(blob["state"])
+        self._inputs = np.array([float.fromhex(v) for v in blob["inputs"]])
+        self._out = None

@@ -1,0 +1,395 @@
+"""FMUs of every model: validation, fmpy, libcosim and a plain C host against simulate(),
+state round trips, reset, several instances, and every bad-input case."""
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.fmu
+
+pythonfmu = pytest.importorskip("pythonfmu")
+fmpy = pytest.importorskip("fmpy")
+if not pythonfmu.FmuBuilder.has_binary():
+    pytest.skip("pythonfmu has no binary for this platform", allow_module_level=True)
+
+from fmpy import extract, read_model_description, simulate_fmu  # noqa: E402
+from fmpy.fmi1 import FMICallException  # noqa: E402
+from fmpy.fmi2 import FMU2Slave  # noqa: E402
+from fmpy.validation import validate_fmu  # noqa: E402
+
+from fmu_mb import Settings, load_model, simulate  # noqa: E402
+from fmu_mb.fmu_build import build_fmu  # noqa: E402
+
+from conftest import MODEL_FILES, MODELS  # noqa: E402
+
+C_HOST = Path(__file__).resolve().parent / "c_host" / "fmi2_host.c"
+
+LOCKING_MODEL = '''"""Non-Grashof four-bar whose driven crank locks up near t = 0.86 s."""
+from fmu_mb import ModelBuilder, constant_rate
+
+
+def build(**overrides):
+    mb = ModelBuilder("locking", overrides, gravity=(0.0, 0.0))
+    rate = mb.param("rate", 1.0, "rad/s", "crank rate")
+    crank = mb.body("crank", mass=1.0, inertia=0.01)
+    coupler = mb.body("coupler", mass=1.0, inertia=0.01)
+    rocker = mb.body("rocker", mass=1.0, inertia=0.01)
+    mb.revolute("O", mb.ground, crank, child_point=(-0.1, 0.0))
+    mb.revolute("A", crank, coupler, parent_point=(0.1, 0.0), child_point=(-0.1, 0.0))
+    mb.revolute("B", coupler, rocker, parent_point=(0.1, 0.0), child_point=(0.1, 0.0))
+    mb.revolute("C", mb.ground, rocker, parent_point=(0.5, 0.0), child_point=(-0.1, 0.0))
+    mb.drive("spin", "O", constant_rate(rate))
+    mb.torque("load", rocker)
+    mb.initial("A", guess=1.0)
+    mb.initial("C", guess=2.0)
+    return mb.build()
+'''
+
+
+@pytest.fixture(scope="session")
+def fmus(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fmus")
+    paths = {p.stem: build_fmu(p, out) for p in MODEL_FILES}
+    lock = out / "locking.py"
+    lock.write_text(LOCKING_MODEL)
+    paths["locking"] = build_fmu(lock, out)
+    return paths
+
+
+def vr_of(fmu_path):
+    md = read_model_description(str(fmu_path))
+    return {v.name: v.valueReference for v in md.modelVariables}, md
+
+
+@pytest.mark.parametrize("name", [p.stem for p in MODEL_FILES])
+def test_fmu_validates(fmus, name):
+    assert validate_fmu(str(fmus[name])) == []
+    cli = subprocess.run([sys.executable, "-m", "fmpy", "validate",
+                          str(fmus[name])], capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+
+
+@pytest.mark.parametrize("name", [p.stem for p in MODEL_FILES])
+def test_fmu_matches_simulate_with_inputs_and_start_values(fmus, name):
+    model = load_model(MODELS / f"{name}.py")
+    real_params = [p for p in model.parameters
+                   if isinstance(p.value, float) and p.unit not in ("rad", "rad/s")
+                   and p.value != 0.0]
+    start = {real_params[0].name: real_params[0].value * 1.1} if real_params else {}
+    inputs = None
+    table = {}
+    if model.inputs:
+        # a piecewise-constant table (fmpy treats the repeated time as a step); the
+        # reference gets the same values as a function, so no interpolation formula differs
+        times = np.array([0.0, 0.2, 0.2, 1.0])
+        dtype = [("time", float)] + [(i.name, float) for i in model.inputs]
+        inputs = np.zeros(len(times), dtype=dtype)
+        inputs["time"] = times
+        for k, i in enumerate(model.inputs):
+            lo, hi = 0.3 * (k + 1), -0.2 * (k + 1)
+            inputs[i.name] = [lo, lo, hi, hi]
+            table[i.name] = (lambda lo, hi: lambda t: lo if t < 0.2 - 1e-12 else hi)(lo, hi)
+    r = simulate_fmu(str(fmus[name]), stop_time=0.5, output_interval=0.05,
+                     start_values=start, input=inputs)
+    assert r["time"][-1] == pytest.approx(0.5, abs=1e-12)
+    ref = simulate(load_model(MODELS / f"{name}.py", **start), 0.5, 0.05, inputs=table)
+    for col in r.dtype.names[1:]:
+        np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
+
+
+def test_units_are_declared(fmus):
+    _, md = vr_of(fmus["slider_crank"])
+    units = {v.name: v.unit for v in md.modelVariables}
+    assert units["crank.x"] == "m" and units["crank.omega"] == "rad/s"
+    assert units["drive.h"] == "N.m" and units["O.fx"] == "N"
+    assert {u.name for u in md.unitDefinitions} >= {"m", "rad/s", "N.m", "N"}
+
+
+def test_resources_hold_package_and_model_file(fmus):
+    names = zipfile.ZipFile(fmus["four_bar"]).namelist()
+    assert "resources/four_bar.py" in names
+    assert "resources/fmu_mb/integrate.py" in names
+    assert not any("__pycache__" in n for n in names)
+
+
+# ---------------------------------------------------------------------- fmpy low level
+def instantiate(fmu_path, name="inst", unzipdir=None):
+    md = read_model_description(str(fmu_path))
+    unzipdir = unzipdir or extract(str(fmu_path))
+    fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipdir,
+                    modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name)
+    messages = []
+    fmu.instantiate(loggingOn=True, callbacks=None)
+    return fmu, md, unzipdir, messages
+
+
+def init(fmu, start=None, vr=None):
+    fmu.setupExperiment(startTime=0.0)
+    fmu.enterInitializationMode()
+    for k, v in (start or {}).items():
+        fmu.setReal([vr[k]], [v])
+    fmu.exitInitializationMode()
+
+
+def run(fmu, vr, t0, n, dt, names, inp=None):
+    out = []
+    t = t0
+    for k in range(n):
+        if inp:
+            fmu.setReal([vr[inp]], [0.5 * np.sin(3 * t)])
+        fmu.doStep(currentCommunicationPoint=t, communicationStepSize=dt)
+        t += dt
+        out.append(fmu.getReal([vr[x] for x in names]))
+    return np.array(out), t
+
+
+NAMES = ["rod1.phi", "rod2.phi", "B.fx", "energy.total"]
+
+
+def test_state_get_set_and_serialize_continue_bit_identically(fmus):
+    path = fmus["double_pendulum"]
+    vr, _ = vr_of(path)
+    a, _, unz, _ = instantiate(path, "a")
+    init(a)
+    run(a, vr, 0.0, 37, 0.013, NAMES, "actuator_A.h")
+    t = 37 * 0.013
+    saved = a.getFMUstate()
+    blob = a.serializeFMUstate(saved)
+    first, _ = run(a, vr, t, 25, 0.011, NAMES, "actuator_A.h")
+    a.setFMUstate(saved)
+    again, _ = run(a, vr, t, 25, 0.011, NAMES, "actuator_A.h")
+    assert np.array_equal(first, again)
+    b, _, _, _ = instantiate(path, "b", unz)
+    init(b)
+    b.setFMUstate(b.deSerializeFMUstate(blob))
+    other, _ = run(b, vr, t, 25, 0.011, NAMES, "actuator_A.h")
+    assert np.array_equal(first, other)
+    a.freeFMUstate(saved)
+    for f in (a, b):
+        f.terminate()
+        f.freeInstance()
+
+
+def test_reset_and_two_instances_match_a_fresh_instance(fmus):
+    path = fmus["double_pendulum"]
+    vr, _ = vr_of(path)
+    a, _, unz, _ = instantiate(path, "a")
+    b, _, _, _ = instantiate(path, "b", unz)
+    init(a, {"l1": 0.7}, vr)
+    init(b)
+    ra, _ = run(a, vr, 0.0, 20, 0.01, NAMES, "actuator_A.h")
+    rb, _ = run(b, vr, 0.0, 20, 0.01, NAMES)
+    assert not np.allclose(ra, rb)
+    a.reset()
+    init(a)
+    ra2, _ = run(a, vr, 0.0, 20, 0.01, NAMES)
+    assert np.array_equal(ra2, rb)
+    ref = simulate(load_model(MODELS / "double_pendulum.py"), 0.2, 0.01)
+    np.testing.assert_allclose(rb[:, 0], ref["rod1.phi"][1:], rtol=1e-12, atol=1e-13)
+    for f in (a, b):
+        f.terminate()
+        f.freeInstance()
+
+
+def test_two_different_fmus_in_one_process(fmus):
+    dp, sc = fmus["double_pendulum"], fmus["slider_crank"]
+    vr1, _ = vr_of(dp)
+    vr2, _ = vr_of(sc)
+    a, *_ = instantiate(dp, "dp")
+    b, *_ = instantiate(sc, "sc")
+    init(a)
+    init(b)
+    ra, _ = run(a, vr1, 0.0, 10, 0.02, ["rod2.phi"])
+    rb, _ = run(b, vr2, 0.0, 10, 0.02, ["slider.x"])
+    np.testing.assert_allclose(ra[:, 0], simulate(load_model(MODELS / "double_pendulum.py"),
+                                                  0.2, 0.02)["rod2.phi"][1:], atol=1e-12)
+    np.testing.assert_allclose(rb[:, 0], simulate(load_model(MODELS / "slider_crank.py"),
+                                                  0.2, 0.02)["slider.x"][1:], atol=1e-12)
+    for f in (a, b):
+        f.terminate()
+        f.freeInstance()
+
+
+def test_deterministic_outputs(fmus):
+    res = []
+    for _ in range(2):
+        r = simulate_fmu(str(fmus["four_bar"]), stop_time=0.3, output_interval=0.01)
+        res.append(r)
+    for col in res[0].dtype.names:
+        assert np.array_equal(res[0][col], res[1][col])
+
+
+def test_small_and_irregular_communication_steps(fmus):
+    path = fmus["double_pendulum"]
+    vr, _ = vr_of(path)
+    a, *_ = instantiate(path, "a")
+    init(a)
+    t = 0.0
+    for dt in (1e-6, 3.7e-4, 0.0123, 1e-5, 0.05):
+        a.doStep(currentCommunicationPoint=t, communicationStepSize=dt)
+        t += dt
+    ref = simulate(load_model(MODELS / "double_pendulum.py"), t, t)
+    assert a.getReal([vr["rod2.phi"]])[0] == pytest.approx(ref["rod2.phi"][-1], abs=1e-9)
+    a.terminate()
+    a.freeInstance()
+
+
+# ---------------------------------------------------------------------- bad input
+def instantiate_logged(path, name, messages):
+    """FMU2Slave with a logger callback that collects the messages (as fmpy does)."""
+    from ctypes import byref
+
+    from fmpy import calloc, free
+    from fmpy.fmi2 import (fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFreeMemoryTYPE,
+                           fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
+    from fmpy.logging import addLoggerProxy
+
+    md = read_model_description(str(path))
+    fmu = FMU2Slave(guid=md.guid, unzipDirectory=extract(str(path)),
+                    modelIdentifier=md.coSimulation.modelIdentifier, instanceName=name)
+    cb = fmi2CallbackFunctions()
+    cb.logger = fmi2CallbackLoggerTYPE(
+        lambda env, inst, status, cat, msg: messages.append(msg.decode()))
+    cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
+    cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
+    addLoggerProxy(byref(cb))
+    fmu.instantiate(callbacks=cb, loggingOn=True)
+    fmu._keep_callbacks = cb
+    return fmu, {v.name: v.valueReference for v in md.modelVariables}
+
+
+def discarded(fmu, t, dt):
+    with pytest.raises(FMICallException) as exc:
+        fmu.doStep(currentCommunicationPoint=t, communicationStepSize=dt)
+    assert exc.value.status == 2       # fmi2Discard, not fatal
+
+
+@pytest.mark.parametrize("case", ["nan_input", "inf_input", "negative_step", "wrong_time"])
+def test_bad_input_discards_and_keeps_state(fmus, case):
+    path = fmus["double_pendulum"]
+    vr, _ = vr_of(path)
+    a, *_ = instantiate(path, "a")
+    init(a)
+    run(a, vr, 0.0, 5, 0.01, NAMES)
+    before = a.getReal([vr[x] for x in NAMES])
+    if case == "nan_input":
+        a.setReal([vr["actuator_A.h"]], [float("nan")])
+        discarded(a, 0.05, 0.01)
+        a.setReal([vr["actuator_A.h"]], [0.0])
+    elif case == "inf_input":
+        a.setReal([vr["actuator_B.h"]], [float("inf")])
+        discarded(a, 0.05, 0.01)
+        a.setReal([vr["actuator_B.h"]], [0.0])
+    elif case == "negative_step":
+        discarded(a, 0.05, -0.01)
+    else:
+        discarded(a, 0.3, 0.01)
+    assert a.getReal([vr[x] for x in NAMES]) == before
+    # the instance stays usable from the same point and gives the undisturbed result
+    rest, _ = run(a, vr, 0.05, 5, 0.01, NAMES)
+    ref = simulate(load_model(MODELS / "double_pendulum.py"), 0.1, 0.01)
+    assert rest[-1][0] == pytest.approx(ref["rod1.phi"][-1], abs=1e-12)
+    a.terminate()
+    a.freeInstance()
+
+
+def test_lock_up_discards_with_logged_message_and_keeps_state(fmus):
+    messages = []
+    a, vr = instantiate_logged(fmus["locking"], "lock", messages)
+    init(a)
+    t = 0.0
+    for _ in range(8):
+        a.doStep(currentCommunicationPoint=t, communicationStepSize=0.1)
+        t += 0.1
+    before = a.getReal([vr["O.angle"], vr["coupler.x"]])
+    discarded(a, t, 0.1)
+    assert a.getReal([vr["O.angle"], vr["coupler.x"]]) == before
+    text = " ".join(messages)
+    assert "failed and was discarded" in text and "t = 0.8" in text
+    # the master can go on with smaller steps up to the lock-up
+    a.doStep(currentCommunicationPoint=t, communicationStepSize=0.01)
+    a.terminate()
+    a.freeInstance()
+
+
+def test_invalid_parameter_fails_initialisation_with_message(fmus):
+    messages = []
+    a, vr = instantiate_logged(fmus["double_pendulum"], "bad", messages)
+    a.setupExperiment(startTime=0.0)
+    a.enterInitializationMode()
+    a.setReal([vr["l1"]], [-1.0])
+    with pytest.raises(FMICallException):
+        a.exitInitializationMode()
+    text = " ".join(messages)
+    assert "invalid parameter" in text and "'l1'" in text and "expected a value >= 1e-09" in text
+
+
+def test_structural_parameter_change_is_refused(fmus):
+    path = fmus["n_four_bar"]
+    md = read_model_description(str(path))
+    assert any(v.name == "N" and v.type == "Integer" for v in md.modelVariables)
+    with pytest.raises(Exception):
+        simulate_fmu(str(path), stop_time=0.1, start_values={"N": 3})
+
+
+# ---------------------------------------------------------------------- other hosts
+def test_libcosim_matches_simulate_with_two_different_fmus(fmus):
+    cosim = pytest.importorskip("libcosimpy.CosimExecution")
+    from libcosimpy.CosimObserver import CosimObserver
+    from libcosimpy.CosimSlave import CosimLocalSlave
+    from libcosimpy.CosimLogging import CosimLogLevel, log_output_level
+    log_output_level(CosimLogLevel.ERROR)
+    dt = 0.01
+    ex = cosim.CosimExecution.from_step_size(step_size=int(dt * 1e9))
+    i1 = ex.add_local_slave(CosimLocalSlave(fmu_path=str(fmus["double_pendulum"]),
+                                            instance_name="dp"))
+    i2 = ex.add_local_slave(CosimLocalSlave(fmu_path=str(fmus["slider_crank"]),
+                                            instance_name="sc"))
+    obs = CosimObserver.create_last_value()
+    ex.add_observer(obs)
+    vr1, _ = vr_of(fmus["double_pendulum"])
+    vr2, _ = vr_of(fmus["slider_crank"])
+    ex.real_initial_value(i1, vr1["l1"], 0.6)
+    ex.real_initial_value(i2, vr2["drive.h"], 0.4)
+    ex.simulate_until(int(0.5e9))
+    dp = obs.last_real_values(i1, [vr1["rod1.phi"], vr1["rod2.phi"]])
+    sc = obs.last_real_values(i2, [vr2["slider.x"], vr2["O.rate"]])
+    ref1 = simulate(load_model(MODELS / "double_pendulum.py", l1=0.6), 0.5, dt)
+    ref2 = simulate(load_model(MODELS / "slider_crank.py"), 0.5, dt, inputs={"drive.h": 0.4})
+    np.testing.assert_allclose(dp, [ref1["rod1.phi"][-1], ref1["rod2.phi"][-1]], atol=1e-11)
+    np.testing.assert_allclose(sc, [ref2["slider.x"][-1], ref2["O.rate"][-1]], atol=1e-11)
+
+
+def test_plain_c_host_without_environment(fmus, tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    host = tmp_path / "host"
+    subprocess.run([cc, "-O1", "-o", str(host), str(C_HOST), "-ldl"], check=True)
+    path = fmus["double_pendulum"]
+    md = read_model_description(str(path))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    unz = tmp_path / "dp"
+    zipfile.ZipFile(path).extractall(unz)
+    outs = [vr[n] for n in ("rod1.phi", "rod2.phi", "B.fx")]
+    cmd = [str(host), str(unz), md.guid, md.coSimulation.modelIdentifier, "0.3", "0.01",
+           "--set", f"{vr['l1']}=0.6", "--input", f"{vr['actuator_A.h']}=0.25",
+           "--out", ",".join(map(str, outs))]
+    res = subprocess.run(cmd, capture_output=True, text=True,
+                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, timeout=120)
+    assert res.returncode == 0, res.stderr
+    rows = [list(map(float, line.split(",")))[1:] for line in res.stdout.strip().splitlines()
+            if line and line[0] in "0123456789-"]      # columns: run, time, outputs
+    ref = simulate(load_model(MODELS / "double_pendulum.py", l1=0.6), 0.3, 0.01,
+                   inputs={"actuator_A.h": 0.25})
+    last = rows[-1]
+    np.testing.assert_allclose(last[-3:], [ref["rod1.phi"][-1], ref["rod2.phi"][-1],
+                                           ref["B.fx"][-1]], atol=1e-12)
+    # both runs in the one process gave the same numbers
+    n = len(rows) // 2
+    assert rows[:n] == rows[n:]
