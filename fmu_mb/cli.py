@@ -72,9 +72,14 @@ def _parser():
     i.add_argument("--set", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE")
 
-    b = sub.add_parser("build", help="build FMUs of model files")
-    b.add_argument("models", nargs="+")
-    b.add_argument("-o", "--output-dir", default=".")
+    b = sub.add_parser("build", help="build FMI 2.0 co-simulation FMUs of model files")
+    b.add_argument("models", nargs="+", help="model files")
+    b.add_argument("-o", "--output-dir", default=".", help="folder of the .fmu files")
+    b.add_argument("--set", type=_assignment, action="append", default=[],
+                   metavar="NAME=VALUE",
+                   help="parameter value fixed at build time (structural parameters)")
+    b.add_argument("--no-standalone", action="store_true",
+                   help="skip the native shim that lets C/C++ hosts load the FMU")
     return p
 
 
@@ -90,7 +95,7 @@ def main(argv=None):
     except FmuMbError as exc:
         print(f"fmu-mb: error: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:
+    except (OSError, RuntimeError) as exc:   # PackagingError is a RuntimeError
         print(f"fmu-mb: error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -164,7 +169,9 @@ def _build(args):
         print(f"fmu-mb: error: building FMUs needs pythonfmu (pip install 'fmu_mb[fmu]'): "
               f"{exc}", file=sys.stderr)
         return 1
-    for path in build_fmus(args.models, args.output_dir):
+    overrides = {k: _value(v) for k, v in args.set}
+    for path in build_fmus(args.models, args.output_dir, overrides,
+                           standalone=not args.no_standalone):
         print(path)
     return 0
 

@@ -2,6 +2,9 @@
 from fmu_mb import ModelBuilder, deg, rod_inertia
 
 
+DEFAULT_EXPERIMENT = {"stop_time": 2.0, "step_size": 0.01}
+
+
 def build(**overrides):
     mb = ModelBuilder("double_pendulum", overrides, description=__doc__)
     m1 = mb.param("m1", 1.0, "kg", "mass of rod 1", min=1e-9)

@@ -2,6 +2,9 @@
 from fmu_mb import ModelBuilder, deg, rod_inertia
 
 
+DEFAULT_EXPERIMENT = {"stop_time": 2.0, "step_size": 0.01}
+
+
 def build(**overrides):
     mb = ModelBuilder("four_bar", overrides, description=__doc__)
     a = mb.param("crank_length", 0.1, "m", "crank length", min=1e-9)

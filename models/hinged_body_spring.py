@@ -4,6 +4,9 @@ spring free length l0 = l."""
 from fmu_mb import ModelBuilder, rod_inertia
 
 
+DEFAULT_EXPERIMENT = {"stop_time": 2.0, "step_size": 0.01}
+
+
 def build(**overrides):
     mb = ModelBuilder("hinged_body_spring", overrides, description=__doc__)
     l = mb.param("l", 1.0, "m", "length of the body", min=1e-9)

@@ -4,6 +4,9 @@ import math
 from fmu_mb import ModelBuilder, rod_inertia
 
 
+DEFAULT_EXPERIMENT = {"stop_time": 10.0, "step_size": 0.01}
+
+
 def build(**overrides):
     mb = ModelBuilder("n_four_bar", overrides, description=__doc__)
     n = mb.param("N", 2, "1", "number of four-bar loops", min=1, max=200, structural=True)
