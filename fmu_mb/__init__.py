@@ -29,11 +29,14 @@ from .errors import (AssemblyError, DriftError, FmuMbError, InputError, Integrat
                      ModelError, SingularSystemError)
 from .formulations import FORMULATIONS
 from .integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
+from .inverse import (InverseDynamics, KinematicState, inverse_dynamics, kinematic_analysis,
+                      kinematic_trajectory)
 from .loader import load_model, load_module
 from .model import Model
 from .motion import Motion, constant_rate, harmonic, polynomial
 from .outputs import output_names, output_spec, output_values
 from .simulate import simulate
+from .tree import tree_coordinates
 from .units import deg
 
 __version__ = "0.1.0"
@@ -44,4 +47,6 @@ __all__ = [
     "output_spec", "output_values", "Motion", "constant_rate", "harmonic", "polynomial",
     "FORMULATIONS", "METHODS", "STABILIZATIONS", "FmuMbError", "ModelError", "AssemblyError",
     "SingularSystemError", "DriftError", "IntegrationError", "InputError", "__version__",
+    "kinematic_analysis", "kinematic_trajectory", "inverse_dynamics", "KinematicState",
+    "InverseDynamics", "tree_coordinates",
 ]

@@ -5,13 +5,19 @@ Each is a small namespace with the same functions:
     initial_state(model) -> State
     project(model, y, t, tol) -> y on the constraint manifold
     absolute(model, q, qd) -> (x, xd) absolute body coordinates
+    lam(model, dyn) -> multipliers of every Newton-Euler constraint row
+
+newton_euler works in absolute coordinates x; tmt and lagrange in the tree joint coordinates
+(fmu_mb.tree.tree_coordinates), with cut joints and drives as constraint rows.
 """
 from types import SimpleNamespace
 
 from ..errors import InputError
+from . import lagrange as _lagrange
 from . import newton_euler as _ne
+from . import tmt as _tmt
 
-FORMULATIONS = ("newton_euler",)
+FORMULATIONS = ("newton_euler", "tmt", "lagrange")
 
 
 def _ne_initial(model):
@@ -31,6 +37,10 @@ _REGISTRY = {
         name="newton_euler", coordinates=_ne.coordinates, accelerations=_ne.accelerations,
         initial_state=_ne_initial, project=_ne_project, absolute=lambda model, q, qd: (q, qd),
         lam=lambda model, dyn: dyn.lam),
+    **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
+        name=mod.__name__.rsplit(".", 1)[1], coordinates=mod.coordinates,
+        accelerations=mod.accelerations, initial_state=mod.initial_state,
+        project=mod.project, absolute=mod.absolute, lam=mod.lam) for mod in (_tmt, _lagrange)},
 }
 
 

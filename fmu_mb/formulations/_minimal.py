@@ -1,0 +1,142 @@
+"""What the minimal-coordinate formulations (tmt, lagrange) share: the cut-joint constraint
+rows in q, the constrained solve (seed 000 ch.2 eq. 20), projection, the initial state, and
+the recovery of every Newton-Euler multiplier once the motion is known (seed 001's reaction
+force problem).
+
+Constraint rows in q: the cut joints' and drives' rows phi(x, t) of constraints.evaluate at
+x = T(q), chained with Tq:  Dq = D_cut Tq,  conv_q = D_cut g + conv_cut.
+
+    [ Mbar  Dq' ] [ qdd ]   [ fbar              ]
+    [ Dq    0   ] [ lam ] = [ -conv_q (Baumgarte) ]
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg as sla
+
+from .. import constraints
+from ..elements import applied_forces
+from ..errors import AssemblyError, DriftError, SingularSystemError
+from ..linalg import schur_solve
+from ..tree import tree_map
+
+COORDINATES = "joint"
+
+
+@dataclass(frozen=True, eq=False)
+class Dynamics:
+    """One solve in joint coordinates; lam_cut are the multipliers of the cut and drive rows
+    (model.compiled rows `rows`); x, xd, xdd the absolute motion it implies; t, u the time
+    and inputs it was solved at."""
+
+    qdd: np.ndarray     # (n,) [rad/s2 or m/s2]
+    lam_cut: np.ndarray
+    rows: np.ndarray
+    x: np.ndarray
+    xd: np.ndarray
+    xdd: np.ndarray
+    t: float
+    u: np.ndarray
+
+
+def cut_rows(model, x, xd, Tq, g, t):
+    """phi (mc,), Dq (mc, n), conv_q (mc,), phi_t (mc,) of the cut joints and drives."""
+    rows = tree_map(model).cut_rows
+    if len(rows) == 0:
+        n = Tq.shape[1]
+        z = np.zeros(0)
+        return z, np.zeros((0, n)), z, z
+    phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
+    Dc = D[rows]
+    return phi[rows], Dc @ Tq, Dc @ g + conv[rows], phi_t[rows]
+
+
+def solve(model, Mbar, fbar, phi, Dq, conv, phi_t, qd, baumgarte):
+    """Solve seed 000 ch.2 eq. 20 for qdd and the cut multipliers lam."""
+    b = -conv
+    if baumgarte is not None and len(b):
+        alpha, beta = baumgarte
+        b = b - 2.0 * alpha * (Dq @ qd + phi_t) - beta * beta * phi
+    n, m = Mbar.shape[0], Dq.shape[0]
+    try:
+        c = sla.cho_factor(Mbar, lower=True, check_finite=False)
+        d = np.abs(np.diag(c[0]))
+        if n and d.min() ** 2 <= 1e-12 * d.max() ** 2:
+            raise np.linalg.LinAlgError
+        if m == 0:
+            return sla.cho_solve(c, fbar, check_finite=False), np.zeros(0)
+        MiDt = sla.cho_solve(c, Dq.T, check_finite=False)
+        lam, _ = schur_solve(Dq @ MiDt, Dq @ sla.cho_solve(c, fbar, check_finite=False) - b)
+        return sla.cho_solve(c, fbar - Dq.T @ lam, check_finite=False), lam
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    # Mbar singular (a massless body): the full KKT matrix can still be regular
+    K = np.zeros((n + m, n + m))
+    K[:n, :n], K[:n, n:], K[n:, :n] = Mbar, Dq.T, Dq
+    rhs = np.concatenate([fbar, b])
+    try:
+        sol = np.linalg.solve(K, rhs)
+    except np.linalg.LinAlgError:
+        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+    if not np.all(np.isfinite(sol)) or np.abs(K @ sol - rhs).max() > 1e-8 * (
+            1.0 + np.abs(rhs).max()):
+        raise SingularSystemError(f"model '{model.name}': the reduced mass matrix is singular "
+                                  f"and the drives and cut joints do not fix the motion")
+    return sol[:n], sol[n:]
+
+
+def lam(model, dyn):
+    """All Newton-Euler multipliers (model.compiled.n_rows): D' lam = f - M xdd at the motion
+    of dyn (least squares, minimum norm for redundant rows, as newton_euler)."""
+    C = model.compiled
+    if C.n_rows == 0:
+        return np.zeros(0)
+    _, D, _, _ = constraints.evaluate(model, dyn.x, dyn.xd, dyn.t, need_conv=False)
+    r = applied_forces(model, dyn.x, dyn.xd, dyn.t, dyn.u) - C.mass_diag * dyn.xdd
+    y, _ = schur_solve(D @ D.T, D @ r)
+    return y
+
+
+def initial_state(model, form):
+    """State(t0, q0, qd0, coords="joint") from the assembled model.x0, model.xd0."""
+    from ..integrate import State
+
+    tm = tree_map(model)
+    q, qd, _, _ = constraints.joint_coordinates(model, model.x0, model.xd0)
+    pos = {k: i for i, k in enumerate(model.compiled.coord_joints)}
+    sel = [pos[k] for k in tm.joints]
+    fr = [3 * b + c for b in tm.free for c in range(3)]
+    q0 = np.concatenate([q[sel], model.x0[fr]])
+    qd0 = np.concatenate([qd[sel], model.xd0[fr]])
+    x, _ = form.absolute(model, q0, qd0)
+    scale = 1.0 + np.abs(model.x0).max(initial=0.0)
+    if np.abs(x - model.x0).max(initial=0.0) > 1e-8 * scale:
+        raise AssemblyError(f"model '{model.name}': T(q0) does not reproduce the "
+                                  f"assembled pose (error {np.abs(x - model.x0).max():.3g})")
+    return State(model.t0, q0, qd0, 0.0, COORDINATES)
+
+
+def project(model, y, t, tol, kinematics):
+    """Project y = (q, qd) onto the cut and drive rows: Newton with minimum-norm steps on
+    phi(T(q), t) = 0, then qd onto Dq qd = -phi_t. kinematics(model, q, qd) -> x, xd, Tq, g."""
+    rows = tree_map(model).cut_rows
+    if len(rows) == 0:
+        return y
+    n = tree_map(model).n
+    q, qd = y[:n].copy(), y[n:]
+    zero = np.zeros(n)
+    for it in range(12):
+        x, _, Tq, _ = kinematics(model, q, zero)
+        phi, D, _, phi_t = constraints.evaluate(model, x, np.zeros_like(x), t, need_conv=False)
+        phi, Dq, phi_t = phi[rows], D[rows] @ Tq, phi_t[rows]
+        err = np.abs(phi).max()
+        if err <= tol * (1.0 + np.abs(x).max()):
+            break
+        if it == 11 or not np.isfinite(err):
+            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
+                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
+                             f"locked up or left its assembly branch")
+        step, _ = schur_solve(Dq @ Dq.T, phi)
+        q -= Dq.T @ step
+    corr, _ = schur_solve(Dq @ Dq.T, Dq @ qd + phi_t)
+    return np.concatenate([q, qd - Dq.T @ corr])

@@ -1,0 +1,58 @@
+"""The TMT method in tree joint coordinates (seed 000 ch.3 eq. 9; seed 001).
+
+    x = T(q),  xd = Tq qd,  xdd = Tq qdd + g                  (fmu_mb.tree.transform)
+    Mbar = Tq' M Tq,  fbar = Tq' (f - Dv' s - M g)
+    [ Mbar  Dq' ] [ qdd ]   [ fbar    ]
+    [ Dq    0   ] [ lam ] = [ -conv_q ]     (cut joints and drives; seed 000 ch.2 eq. 20)
+
+q are the tree joint coordinates (fmu_mb.tree.tree_coordinates). The multipliers of every
+Newton-Euler row are recovered from the motion (`lam`), so reaction outputs are the same as
+with newton_euler.
+"""
+import numpy as np
+
+from ..elements import applied_forces
+from ..tree import transform, tree_coordinates
+from . import _minimal
+from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
+
+
+def coordinates(model):
+    """Names of q: '<joint>.angle' / '<joint>.position' of the tree joints."""
+    return tree_coordinates(model)
+
+
+def reduced_equations(model, q, qd, t, u):
+    """Mbar (n, n) and fbar (n,) of Mbar qdd = fbar (+ cut rows), and x, xd, Tq, g."""
+    x, xd, Tq, g = transform(model, q, qd)
+    M = model.compiled.mass_diag
+    f = applied_forces(model, x, xd, t, u)
+    MT = M[:, None] * Tq
+    return Tq.T @ MT, Tq.T @ (f - M * g), x, xd, Tq, g
+
+
+def accelerations(model, q, qd, t, u, baumgarte=None):
+    """Solve the TMT equations for qdd (and the cut multipliers) at (q, qd, t), inputs u."""
+    Mbar, fbar, x, xd, Tq, g = reduced_equations(model, q, qd, t, u)
+    phi, Dq, conv, phi_t = _minimal.cut_rows(model, x, xd, Tq, g, t)
+    qdd, lam_cut = _minimal.solve(model, Mbar, fbar, phi, Dq, conv, phi_t, qd, baumgarte)
+    return Dynamics(qdd, lam_cut, _minimal.tree_map(model).cut_rows, x, xd, Tq @ qdd + g,
+                    t, u)
+
+
+def absolute(model, q, qd):
+    """(x, xd) = (T(q), Tq qd)."""
+    x, xd, _, _ = transform(model, np.asarray(q, float), np.asarray(qd, float))
+    return x, xd
+
+
+def initial_state(model):
+    import sys
+    return _minimal.initial_state(model, sys.modules[__name__])
+
+
+def project(model, y, t, tol):
+    return _minimal.project(model, y, t, tol, transform)
+
+
+lam = _minimal.lam
