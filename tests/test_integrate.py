@@ -70,10 +70,11 @@ def n_four_bar_reference(N, t_end, g=9.81):
     return np.cos(th), np.sin(th)
 
 
-def test_n_four_bar_passes_singular_configurations_on_its_branch():
+@pytest.mark.parametrize("interval", [0.5, 0.02])
+def test_n_four_bar_passes_singular_configurations_on_its_branch(interval):
     """IFToMM A02 with N = 2 to t = 10 s (several passes through the collinear pose)."""
     m = model("n_four_bar", N=2)
-    r = simulate(m, 10.0, 0.5)
+    r = simulate(m, 10.0, interval)
     ref = n_four_bar_reference(2, 10.0)
     assert abs(r["B0.x"][-1] - ref[0]) < 1e-6
     assert abs(r["B0.y"][-1] - ref[1]) < 1e-6
