@@ -29,35 +29,14 @@ from conftest import MODEL_FILES, MODELS  # noqa: E402
 
 C_HOST = Path(__file__).resolve().parent / "c_host" / "fmi2_host.c"
 
-LOCKING_MODEL = '''"""Non-Grashof four-bar whose driven crank locks up near t = 0.86 s."""
-from fmu_mb import ModelBuilder, constant_rate
-
-
-def build(**overrides):
-    mb = ModelBuilder("locking", overrides, gravity=(0.0, 0.0))
-    rate = mb.param("rate", 1.0, "rad/s", "crank rate")
-    crank = mb.body("crank", mass=1.0, inertia=0.01)
-    coupler = mb.body("coupler", mass=1.0, inertia=0.01)
-    rocker = mb.body("rocker", mass=1.0, inertia=0.01)
-    mb.revolute("O", mb.ground, crank, child_point=(-0.1, 0.0))
-    mb.revolute("A", crank, coupler, parent_point=(0.1, 0.0), child_point=(-0.1, 0.0))
-    mb.revolute("B", coupler, rocker, parent_point=(0.1, 0.0), child_point=(0.1, 0.0))
-    mb.revolute("C", mb.ground, rocker, parent_point=(0.5, 0.0), child_point=(-0.1, 0.0))
-    mb.drive("spin", "O", constant_rate(rate))
-    mb.torque("load", rocker)
-    mb.initial("A", guess=1.0)
-    mb.initial("C", guess=2.0)
-    return mb.build()
-'''
+LOCKING_MODEL = Path(__file__).resolve().parent / "data" / "locking_four_bar.py"
 
 
 @pytest.fixture(scope="session")
 def fmus(tmp_path_factory):
     out = tmp_path_factory.mktemp("fmus")
     paths = {p.stem: build_fmu(p, out) for p in MODEL_FILES}
-    lock = out / "locking.py"
-    lock.write_text(LOCKING_MODEL)
-    paths["locking"] = build_fmu(lock, out)
+    paths["locking"] = build_fmu(LOCKING_MODEL, out)
     return paths
 
 

@@ -158,21 +158,12 @@ def test_non_finite_state_is_reported():
 
 
 def locking_four_bar():
-    """A non-Grashof four-bar (crank 0.2, coupler 0.2, rocker 0.2, ground 0.5 m) whose crank
-    is driven at 1 rad/s: the loop cannot close beyond a crank angle of acos(0.65)."""
-    from fmu_mb import ModelBuilder, constant_rate
-    mb = ModelBuilder("lock", gravity=(0.0, 0.0))
-    crank = mb.body("crank", mass=1.0, inertia=0.01)
-    coupler = mb.body("coupler", mass=1.0, inertia=0.01)
-    rocker = mb.body("rocker", mass=1.0, inertia=0.01)
-    mb.revolute("O", mb.ground, crank, child_point=(-0.1, 0.0))
-    mb.revolute("A", crank, coupler, parent_point=(0.1, 0.0), child_point=(-0.1, 0.0))
-    mb.revolute("B", coupler, rocker, parent_point=(0.1, 0.0), child_point=(0.1, 0.0))
-    mb.revolute("C", mb.ground, rocker, parent_point=(0.5, 0.0), child_point=(-0.1, 0.0))
-    mb.drive("spin", "O", constant_rate(1.0))
-    mb.initial("A", guess=1.0)
-    mb.initial("C", guess=2.0)
-    return mb.build()
+    """A non-Grashof four-bar (crank, coupler, rocker 0.2 m, ground 0.5 m) whose crank is
+    driven at 1 rad/s: the loop cannot close beyond a crank angle of acos(0.65)."""
+    from pathlib import Path
+
+    from fmu_mb import load_model
+    return load_model(Path(__file__).resolve().parent / "data" / "locking_four_bar.py")
 
 
 @pytest.mark.parametrize("method", ["rk4", "dop853"])
