@@ -3,6 +3,9 @@
     fmu-mb simulate MODEL.py --stop-time T [--output-interval DT] [--set NAME=VALUE ...]
                     [--input NAME=VALUE ...] [--formulation F] [--method M] [-o OUT.csv]
     fmu-mb info MODEL.py [--set NAME=VALUE ...]
+    fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
+    fmu-mb plot OUT.csv [--columns NAME ...] -o plot.png
+    fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F]
 
 Bad arguments print one line "fmu-mb: error: ..." and exit with status 2; a model or solver
 error exits with status 1.
@@ -72,6 +75,21 @@ def _parser():
     i.add_argument("--set", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE")
 
+    pl = sub.add_parser("plot", help="plot outputs of a CSV result over time")
+    pl.add_argument("csv", help="CSV written by fmu-mb simulate or the main job")
+    pl.add_argument("--columns", nargs="+", default=None,
+                    help="columns to plot (default: the first three coordinates and energy)")
+    pl.add_argument("-o", "--output", default="plot.png")
+
+    an = sub.add_parser("animate", help="animate a mechanism from a CSV result")
+    an.add_argument("model", help="model file of the result")
+    an.add_argument("csv", help="CSV with the model's body coordinates")
+    an.add_argument("--set", type=_assignment, action="append", default=[],
+                    metavar="NAME=VALUE", help="parameter value used for the result")
+    an.add_argument("-o", "--output", default="anim.gif", help=".gif (or .mp4 with ffmpeg)")
+    an.add_argument("--every", type=int, default=1, help="draw every N-th row")
+    an.add_argument("--fps", type=_positive, default=25.0)
+
     b = sub.add_parser("build", help="build FMI 2.0 co-simulation FMUs of model files")
     b.add_argument("models", nargs="+", help="model files")
     b.add_argument("-o", "--output-dir", default=".", help="folder of the .fmu files")
@@ -92,6 +110,10 @@ def main(argv=None):
             return _info(args)
         if args.command == "build":
             return _build(args)
+        if args.command == "plot":
+            return _plot(args)
+        if args.command == "animate":
+            return _animate(args)
     except FmuMbError as exc:
         print(f"fmu-mb: error: {exc}", file=sys.stderr)
         return 1
@@ -159,6 +181,29 @@ def _info(args):
     for cut, loop in zip(t.cut_joints, t.loops):
         lines.append(f"  loop closed by {cut}: {' - '.join(loop)}")
     print("\n".join(lines))
+    return 0
+
+
+def _plot(args):
+    from .viz import plot_outputs, read_csv
+
+    data = read_csv(args.csv)
+    cols = args.columns
+    if not cols:
+        names = data.dtype.names[1:]
+        cols = [n for n in names if n.endswith((".phi", ".angle", ".position"))][:3]
+        cols += [n for n in ("energy.total",) if n in names]
+    plot_outputs(data, cols, args.output, title=str(args.csv))
+    print(args.output)
+    return 0
+
+
+def _animate(args):
+    from .viz import animate, read_csv
+
+    model = _load(args)
+    n = animate(model, read_csv(args.csv), args.output, every=args.every, fps=args.fps)
+    print(f"{args.output}: {n} frames")
     return 0
 
 

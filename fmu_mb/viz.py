@@ -1,0 +1,157 @@
+"""Plots of outputs over time and animations of a mechanism from its body coordinates.
+
+    fmu-mb plot OUT.csv [--columns NAME ...] -o plot.png
+    fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F]
+
+A body is drawn as the lines from its centre of mass to every point where something is
+attached to it (joints, force elements, named points), so a rod appears as a rod; joints as
+small circles, the ground's attachment points as triangles, translational spring-dampers as
+zig-zags. Needs matplotlib (the `fmu` extra); GIFs are written with Pillow, which matplotlib
+installs.
+"""
+import numpy as np
+
+from .errors import InputError
+from .model import GROUND
+
+
+def read_csv(path):
+    """A CSV written by `fmu-mb simulate` or the main job as a structured array."""
+    try:
+        data = np.genfromtxt(path, delimiter=",", names=True, deletechars="")
+    except OSError as exc:
+        raise InputError(f"cannot read {str(path)!r}: {exc}") from None
+    if data.dtype.names is None or "time" not in data.dtype.names:
+        raise InputError(f"{str(path)!r}: expected a CSV with a header whose first column is "
+                         f"'time'")
+    return np.atleast_1d(data)
+
+
+def plot_outputs(data, columns, path, title=""):
+    """Plot `columns` of a result (structured array) over time into `path` (PNG, PDF...)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = data.dtype.names
+    unknown = [c for c in columns if c not in names]
+    if unknown:
+        raise InputError(f"unknown column(s) {unknown}; columns are {list(names[1:])}")
+    fig, axes = plt.subplots(len(columns), 1, figsize=(7, 1.9 * len(columns)), sharex=True,
+                             squeeze=False)
+    for ax, name in zip(axes[:, 0], columns):
+        ax.plot(data["time"], data[name])
+        ax.set_ylabel(name, fontsize=8)
+        ax.grid(True, alpha=0.3)
+    axes[-1, 0].set_xlabel("time [s]")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def attachment_points(model):
+    """Per body name (and the ground): local points where joints and elements attach."""
+    pts = {b.name: [(0.0, 0.0)] for b in model.bodies}
+    pts[GROUND] = []
+    for j in model.joints:
+        pts[j.parent].append(j.parent_point)
+        pts[j.child].append(j.child_point)
+    for e in model.elements:
+        if e.kind == "tsda":
+            pts[e.a].append(e.a_point)
+            pts[e.b].append(e.b_point)
+        elif e.kind == "force":
+            pts[e.b].append(e.b_point)
+    for m in model.markers:
+        pts[m.body].append(m.point)
+    return pts
+
+
+def _world(data, k, body, point):
+    if body == GROUND:
+        return np.asarray(point, float)
+    x, y, phi = (data[f"{body}.{c}"][k] for c in ("x", "y", "phi"))
+    c, s = np.cos(phi), np.sin(phi)
+    return np.array([x + c * point[0] - s * point[1], y + s * point[0] + c * point[1]])
+
+
+def _zigzag(a, b, n=8, width=0.04):
+    d = b - a
+    length = np.hypot(*d)
+    if length < 1e-12:
+        return np.array([a, b])
+    u, v = d / length, np.array([-d[1], d[0]]) / length
+    s = np.linspace(0, 1, 2 * n + 1)
+    off = np.zeros_like(s)
+    off[1:-1:2], off[2:-1:2] = width, -width
+    return a + np.outer(s * length, u) + np.outer(off * min(1.0, length), v)
+
+
+def animate(model, data, path, every=1, fps=25):
+    """Write an animation of `model` moving as in `data` (needs <body>.x/.y/.phi columns).
+
+    Returns the number of frames written (one per `every` rows of data).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
+    missing = [f"{b.name}.{c}" for b in model.bodies for c in ("x", "y", "phi")
+               if f"{b.name}.{c}" not in data.dtype.names]
+    if missing:
+        raise InputError(f"the data lacks the body coordinates {missing[:6]} of model "
+                         f"'{model.name}'; expected a result of this model")
+    if every < 1:
+        raise InputError(f"every must be >= 1, received {every}")
+    pts = attachment_points(model)
+    frames = list(range(0, len(data), every))
+    allxy = np.array([_world(data, k, b, p) for k in frames for b, ps in pts.items()
+                      for p in ps] or [[0.0, 0.0]])
+    lo, hi = allxy.min(axis=0), allxy.max(axis=0)
+    pad = 0.08 * max(hi - lo) + 1e-3
+    fig, ax = plt.subplots(figsize=(6, 6))
+    ax.set_aspect("equal")
+    ax.set_xlim(lo[0] - pad, hi[0] + pad)
+    ax.set_ylim(lo[1] - pad, hi[1] + pad)
+    ax.grid(True, alpha=0.25)
+    body_lines = {b.name: ax.plot([], [], "-", lw=3, color="tab:blue")[0] for b in model.bodies}
+    joint_dots = ax.plot([], [], "o", ms=6, mfc="white", mec="k")[0]
+    ground_marks = ax.plot([], [], "^", ms=9, color="0.3")[0]
+    springs = {e.name: ax.plot([], [], "-", lw=1, color="tab:red")[0]
+               for e in model.elements if e.kind == "tsda"}
+    label = ax.text(0.02, 0.97, "", transform=ax.transAxes, va="top")
+    ax.set_title(model.name)
+
+    def draw(k):
+        for b in model.bodies:
+            c = _world(data, k, b.name, (0.0, 0.0))
+            seg = []
+            for p in pts[b.name][1:] or [(0.0, 0.0)]:
+                seg += [c, _world(data, k, b.name, p), [np.nan, np.nan]]
+            seg = np.array(seg)
+            body_lines[b.name].set_data(seg[:, 0], seg[:, 1])
+        jp = np.array([_world(data, k, j.child, j.child_point) for j in model.joints]
+                      or np.zeros((0, 2)))
+        joint_dots.set_data(jp[:, 0] if len(jp) else [], jp[:, 1] if len(jp) else [])
+        gp = np.array([_world(data, k, j.parent, j.parent_point) for j in model.joints
+                       if j.parent == GROUND] or np.zeros((0, 2)))
+        ground_marks.set_data(gp[:, 0] if len(gp) else [], gp[:, 1] if len(gp) else [])
+        for e in model.elements:
+            if e.kind == "tsda":
+                z = _zigzag(_world(data, k, e.a, e.a_point), _world(data, k, e.b, e.b_point))
+                springs[e.name].set_data(z[:, 0], z[:, 1])
+        label.set_text(f"t = {data['time'][k]:.3f} s")
+        return []
+
+    anim = FuncAnimation(fig, draw, frames=frames, blit=False)
+    if str(path).lower().endswith(".gif"):
+        anim.save(str(path), writer=PillowWriter(fps=fps))
+    else:
+        anim.save(str(path), writer="ffmpeg", fps=fps)
+    plt.close(fig)
+    return len(frames)
