@@ -25,8 +25,8 @@ if "numpy" in _sys.modules:                      # a BLAS is loaded already: lim
         pass
 
 from .builder import ModelBuilder, disc_inertia, rod_inertia
-from .errors import (AssemblyError, DriftError, FmuMbError, InputError, IntegrationError,
-                     ModelError, SingularSystemError)
+from .errors import (AssemblyError, DriftError, FmuMbError, ImpactError, InputError,
+                     IntegrationError, ModelError, SingularSystemError)
 from .formulations import FORMULATIONS
 from .integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
 from .inverse import (InverseDynamics, KinematicState, inverse_dynamics, kinematic_analysis,
@@ -46,7 +46,8 @@ __all__ = [
     "advance", "initial_state", "simulate", "load_model", "load_module", "output_names",
     "output_spec", "output_values", "Motion", "constant_rate", "harmonic", "polynomial",
     "FORMULATIONS", "METHODS", "STABILIZATIONS", "FmuMbError", "ModelError", "AssemblyError",
-    "SingularSystemError", "DriftError", "IntegrationError", "InputError", "__version__",
+    "SingularSystemError", "DriftError", "IntegrationError", "InputError", "ImpactError",
+    "__version__",
     "kinematic_analysis", "kinematic_trajectory", "inverse_dynamics", "KinematicState",
     "InverseDynamics", "tree_coordinates",
 ]

@@ -22,8 +22,8 @@ import numpy as np
 from . import assembly
 from .errors import ModelError
 from .kinematics import PairSet
-from .model import (GROUND, Body, Compiled, Drive, Element, InitialCondition, Input, Joint,
-                    Marker, Model, Parameter, Topology)
+from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCondition, Input,
+                    Joint, Marker, Model, Parameter, Topology)
 from .motion import Motion
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -65,6 +65,7 @@ class ModelBuilder:
         self._params, self._bodies, self._joints, self._drives = [], [], [], []
         self._elements, self._markers, self._inputs, self._initial = [], [], [], {}
         self._names = {}
+        self._contacts = []
 
     # ------------------------------------------------------------------ parameters
     def param(self, name, default, unit="1", description="", *, min=None, max=None,
@@ -283,6 +284,99 @@ class ModelBuilder:
                                     _vec2(where, "point", point)))
         return name
 
+    # ------------------------------------------------------------------ contacts
+    def contact(self, name, body, point=(0.0, 0.0), *, other=GROUND, line_point=(0.0, 0.0),
+                normal=(0.0, 1.0), radius=0.0, restitution=1.0):
+        """Unilateral contact of `point` of `body` (a circle of `radius` around it) with the
+        line through `line_point` of `other` whose unit `normal` (other's frame) points to the
+        free side: gap = (r_point - r_line) . n - radius >= 0 [m]. Newton's law with
+        restitution e in [0, 1] at impacts (seed 000 sec. 1.4)."""
+        where = f"contact '{name}'"
+        self._claim(name, "contact")
+        n = _vec2(where, "normal", normal)
+        norm = math.hypot(*n)
+        if norm < 1e-12:
+            raise ModelError(f"{where}: normal must be a nonzero vector, received {n}")
+        b = self._body_ref(where, "body", body, allow_ground=False)
+        o = self._body_ref(where, "other", other)
+        if b == o:
+            raise ModelError(f"{where}: body and other are the same body '{b}'")
+        self._contacts.append(Contact(
+            name, "point_line", b, o, _vec2(where, "point", point),
+            _vec2(where, "line_point", line_point), (n[0] / norm, n[1] / norm),
+            _number(where, "radius", radius, nonneg=True),
+            restitution=_restitution(where, restitution)))
+        return name
+
+    def contact_points(self, name, a, b, *, a_point=(0.0, 0.0), b_point=(0.0, 0.0),
+                       distance, side="apart", restitution=1.0, method="impact",
+                       singular_joint=None, criterion=1e-4, criterion_scale=1.0,
+                       sharpening=0.5):
+        """Unilateral contact between a point of body a and a point of body b at distance
+        l: side "apart" keeps l >= distance (two balls: distance = sum of radii), side
+        "within" keeps l <= distance (a string of that length) [m].
+
+        method "reduction" treats the slack-to-taut event by Drenovac's Reduction Method
+        (seed 002) on the joint coordinate of `singular_joint` (e.g. the middle hinge of a
+        string modelled by two massless rods): a pass starts when det(Mbar)/criterion_scale
+        falls to `criterion` (d); d is multiplied by `sharpening` after every pass.
+        """
+        where = f"contact '{name}'"
+        self._claim(name, "contact")
+        a = self._body_ref(where, "a", a)
+        b = self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        if side not in ("apart", "within"):
+            raise ModelError(f"{where}: side must be 'apart' or 'within', received {side!r}")
+        if method not in ("impact", "reduction"):
+            raise ModelError(f"{where}: method must be 'impact' or 'reduction', received "
+                             f"{method!r}")
+        sj = None
+        if method == "reduction":
+            if singular_joint is None:
+                raise ModelError(f"{where}: method 'reduction' needs singular_joint=, the "
+                                 f"joint whose coordinate is singular at the impact")
+            j = self._joint_ref(where, "singular_joint", singular_joint)
+            if j.coordinate is None:
+                raise ModelError(f"{where}: singular_joint '{j.name}' is a {j.kind} joint; "
+                                 f"expected a revolute or prismatic joint")
+            sj = j.name
+        sharpening = _number(where, "sharpening", sharpening, positive=True)
+        if sharpening > 1.0:
+            raise ModelError(f"{where}: sharpening must be in (0, 1], received {sharpening}")
+        self._contacts.append(Contact(
+            name, "point_point", a, b, _vec2(where, "a_point", a_point),
+            _vec2(where, "b_point", b_point), (0.0, 0.0),
+            _number(where, "distance", distance, positive=True),
+            1.0 if side == "apart" else -1.0, restitution=_restitution(where, restitution),
+            method=method, singular_joint=sj,
+            criterion=_number(where, "criterion", criterion, positive=True),
+            criterion_scale=_number(where, "criterion_scale", criterion_scale, positive=True),
+            sharpening=sharpening))
+        return name
+
+    def joint_limit(self, name, joint, *, lower=None, upper=None, restitution=1.0):
+        """End stop on the coordinate q of a revolute or prismatic joint: give lower (gap =
+        q - lower >= 0) or upper (gap = upper - q >= 0) [rad or m]; Newton's law on q'."""
+        where = f"joint_limit '{name}'"
+        self._claim(name, "contact")
+        j = self._joint_ref(where, "joint", joint)
+        if j.coordinate is None:
+            raise ModelError(f"{where}: joint '{j.name}' is a {j.kind} joint without a "
+                             f"coordinate; expected a revolute or prismatic joint")
+        if (lower is None) == (upper is None):
+            raise ModelError(f"{where}: give exactly one of lower= or upper= (declare two "
+                             f"limits for both ends), received lower={lower!r}, "
+                             f"upper={upper!r}")
+        bound = _number(where, "lower" if upper is None else "upper",
+                        lower if upper is None else upper)
+        self._contacts.append(Contact(
+            name, "joint_limit", j.child, j.parent, offset=bound,
+            side=1.0 if upper is None else -1.0, joint=j.name,
+            restitution=_restitution(where, restitution)))
+        return name
+
     # ------------------------------------------------------------------ initial conditions
     def initial(self, joint, value=None, rate=None, *, guess=None):
         """Initial coordinate [rad or m] and rate of a revolute or prismatic joint.
@@ -327,7 +421,7 @@ class ModelBuilder:
                       tuple(self._drives), tuple(self._elements), tuple(self._markers),
                       tuple(self._params), tuple(self._inputs),
                       tuple(self._initial.values()), topo, compiled, zeros, zeros,
-                      0.0, self.description)
+                      0.0, self.description, tuple(self._contacts))
         x0, xd0, rank = assembly.assemble(model, tree)
         topo = replace(topo, dof=3 * nb - rank, redundant=compiled.n_rows - rank)
         x0.setflags(write=False)
@@ -389,6 +483,13 @@ def _number(where, arg, value, positive=False, nonneg=False):
     if nonneg and v < 0.0:
         raise ModelError(f"{where}: {arg} must be >= 0, received {v}")
     return v
+
+
+def _restitution(where, value):
+    e = _number(where, "restitution", value)
+    if not 0.0 <= e <= 1.0:
+        raise ModelError(f"{where}: restitution must be in [0, 1], received {e}")
+    return e
 
 
 def _vec2(where, arg, value):
@@ -520,7 +621,10 @@ def _compile(mb):
     rsda = [e for e in els if e.kind == "rsda"]
     frc = [e for e in els if e.kind == "force"]
     trq = [e for e in els if e.kind == "torque"]
+    from .impact import compile_contacts
+
     return Compiled(
+        contacts=compile_contacts(mb._contacts, idx, jmap),
         nb=nb, mass_diag=arr(mass), inv_mass_diag=arr(1.0 / weight),
         mass_positive=bool(np.all(mass > 0)), n_rows=row,
         pd=pairs(pd), pd_rows=arr([r for _, r in pd], np.intp).reshape(-1, 2),

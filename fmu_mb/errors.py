@@ -31,3 +31,7 @@ class IntegrationError(FmuMbError):
 
 class InputError(FmuMbError, ValueError):
     """An input or argument given at run time is invalid (NaN, wrong name, negative step)."""
+
+
+class ImpactError(FmuMbError):
+    """The impact equations have no admissible solution (or a contact setting is unusable)."""

@@ -41,6 +41,10 @@ class Settings:
     formulations); step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
     methods; max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
     baumgarte : (alpha, beta) [1/s]; projection_tol : target |Phi| after projection [m, rad].
+    Contacts: contact_tol : gap below which a contact counts as closed at an impact and
+    penetration that triggers event location [m or rad]; contact_velocity : rebound gap rate
+    below which a contact becomes persistent [m/s or rad/s]; event_tol : time tolerance of
+    the event location on the dense output [s].
     """
 
     method: str = "dop853"
@@ -52,12 +56,16 @@ class Settings:
     stabilization: str = "projection"
     baumgarte: tuple = (10.0, 10.0)
     projection_tol: float = 1e-13
+    contact_tol: float = 1e-9
+    contact_velocity: float = 1e-3
+    event_tol: float = 1e-15
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
         _choice("stabilization", self.stabilization, STABILIZATIONS)
         get_formulation(self.formulation)
-        for name in ("step", "rtol", "atol", "max_step", "projection_tol"):
+        for name in ("step", "rtol", "atol", "max_step", "projection_tol", "contact_tol",
+                     "contact_velocity", "event_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
                 raise InputError(f"solver setting '{name}' must be a number > 0, received {v!r}")
@@ -87,16 +95,41 @@ class State:
             a.setflags(write=False)
 
     def to_dict(self):
-        """A JSON-able dict that restores exactly (floats as hex strings)."""
-        return {"t": self.t.hex(), "q": [v.hex() for v in self.q.tolist()],
+        """A JSON-able dict that restores exactly (floats as hex strings, also inside extra,
+        where a float f is written as {"float": f.hex()})."""
+        return {"t": float(self.t).hex(), "q": [v.hex() for v in self.q.tolist()],
                 "qd": [v.hex() for v in self.qd.tolist()], "h": float(self.h).hex(),
-                "coords": self.coords, "extra": dict(self.extra)}
+                "coords": self.coords, "extra": _encode(self.extra)}
 
     @classmethod
     def from_dict(cls, d):
         return cls(float.fromhex(d["t"]), np.array([float.fromhex(v) for v in d["q"]]),
                    np.array([float.fromhex(v) for v in d["qd"]]), float.fromhex(d["h"]),
-                   d["coords"], dict(d.get("extra", {})))
+                   d["coords"], _decode(d.get("extra", {})))
+
+
+def _encode(v):
+    if isinstance(v, dict):
+        return {str(k): _encode(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_encode(x) for x in v]
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return {"float": float(v).hex()}
+    return v
+
+
+def _decode(v):
+    if isinstance(v, dict):
+        if set(v) == {"float"}:
+            return float.fromhex(v["float"])
+        return {k: _decode(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    return v
 
 
 def initial_state(model, settings=None):
@@ -125,6 +158,13 @@ def advance(model, state, t_end, u=None, settings=None):
                          f"expected finite q and qd")
     if t_end == t0:
         return state
+    if model.contacts:
+        if settings.formulation != "newton_euler":
+            raise InputError(f"model '{model.name}' has contacts "
+                             f"{[c.name for c in model.contacts]}: impacts are implemented in "
+                             f"the 'newton_euler' formulation; received formulation "
+                             f"{settings.formulation!r}")
+        return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
     n = state.q.shape[0]
     baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
@@ -222,4 +262,342 @@ def project_absolute(model, y, t, tol):
     if it:
         phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
     xd = xd - min_norm_correction(Minv, D, D @ xd + phi_t)
+    return np.concatenate([x, xd])
+
+
+# ---------------------------------------------------------------------- contacts and events
+class _Stepper:
+    """One interface over the scipy steppers and rk4: step(), set_y(), dense(), t, y, h."""
+
+    def __init__(self, settings, rhs, t, y, t_end, h, model):
+        self.rhs, self.t_end, self.model = rhs, t_end, model
+        if settings.method == "rk4":
+            self.solver = None
+            self.nsteps = max(1, math.ceil((t_end - t) / settings.step - 1e-9))
+            self.t0, self.k = t, 0
+            self.dt = (t_end - t) / self.nsteps
+            self.t, self.y, self.f = t, y, rhs(t, y)
+            self.h = self.dt
+            return
+        first = min(h, t_end - t) if h > 0 else None
+        try:
+            self.solver = _SCIPY[settings.method](rhs, t, y, t_end, rtol=settings.rtol,
+                                                   atol=settings.atol,
+                                                   max_step=settings.max_step,
+                                                   first_step=first)
+        except ValueError as exc:
+            raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
+                                   f"t = {t:.9g} s: {exc}") from None
+        self.method = settings.method
+        self.t, self.y, self.h = t, y, (h if h > 0 else 0.0)
+
+    def step(self):
+        if self.solver is None:
+            t, y, dt, rhs = self.t, self.y, self.dt, self.rhs
+            k1 = self.f
+            k2 = rhs(t + dt / 2, y + dt / 2 * k1)
+            k3 = rhs(t + dt / 2, y + dt / 2 * k2)
+            k4 = rhs(t + dt, y + dt * k3)
+            self.t_old, self.y_old, self.f_old = t, y, k1
+            self.k += 1
+            self.t = self.t_end if self.k == self.nsteps else self.t0 + self.k * dt
+            self.y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            _check(self.y, self.t, self.model)
+            self.f = rhs(self.t, self.y)
+            return
+        s = self.solver
+        msg = s.step()
+        if s.status == "failed":
+            raise IntegrationError(f"model '{self.model.name}': the {self.method} integrator "
+                                   f"failed at t = {s.t:.9g} s: {msg}")
+        _check(s.y, s.t, self.model)
+        self.t_old, self.t, self.y, self.h = s.t_old, s.t, s.y, s.h_abs
+        self._dense = s.dense_output()
+
+    def set_y(self, y):
+        if np.array_equal(y, self.y):
+            return
+        self.y = y
+        if self.solver is None:
+            self.f = self.rhs(self.t, y)
+        else:
+            self.solver.y = y
+            self.solver.f = self.rhs(self.t, y)
+
+    def dense(self):
+        if self.solver is not None:
+            return self._dense
+        t0, t1, y0, y1, f0, f1 = self.t_old, self.t, self.y_old, self.y, self.f_old, self.f
+        dt = t1 - t0
+
+        def sol(t):                              # cubic Hermite between the step ends
+            s = (t - t0) / dt
+            h00, h10 = 2 * s ** 3 - 3 * s ** 2 + 1, s ** 3 - 2 * s ** 2 + s
+            h01, h11 = -2 * s ** 3 + 3 * s ** 2, s ** 3 - s ** 2
+            return h00 * y0 + h10 * dt * f0 + h01 * y1 + h11 * dt * f1
+        return sol
+
+
+def _advance_contacts(model, state, t_end, uvec, settings):
+    """advance() for models with contacts: integrate, locate events on the dense output,
+    apply impacts / persistent-contact changes / Reduction passes, restart."""
+    from . import impact
+    from scipy.optimize import brentq
+
+    st = impact.Status(model, state.extra)
+    nq = state.q.shape[0]
+    y = np.concatenate([state.q, state.qd])
+    t, h = state.t, state.h
+    baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
+    project = settings.stabilization == "projection"
+    reduction = model.compiled.contacts.reduction
+    repeats, t_last = 0, None
+    while t < t_end:
+        y = _release_tensile(model, st, t, y, uvec, impact)
+        active = st.active()
+        locks = st.locks(model)
+        ip = st.passing()
+        pas, t_pass_end = None, math.inf
+        if ip is not None:
+            P = st.data[st.names[ip]]["pass"]
+            pas = (impact.singular_position(model, ip), P[0], P[2], P[3])
+            t_pass_end = P[1]
+
+        def rhs(tt, yy, active=active, pas=pas, locks=locks):
+            dyn = impact.accelerations(model, yy[:nq], yy[nq:], tt, uvec, active, pas, baum,
+                                       locks)
+            return np.concatenate([yy[nq:], dyn.qdd])
+
+        def proj(tt, yy, active=active, pas=pas, locks=locks):
+            return _project_contacts(model, yy, tt, settings.projection_tol, active, pas,
+                                     impact, locks)
+
+        stepper = _Stepper(settings, rhs, t, y, t_end, h, model)
+        event = None
+        while event is None and stepper.t < t_end:
+            y_old = stepper.y
+            stepper.step()
+            if project:
+                stepper.set_y(proj(stepper.t, stepper.y))
+            event = _find_event(model, st, stepper.dense(), stepper.t_old, y_old, stepper.t,
+                                active, pas, t_pass_end, reduction, uvec, settings, impact,
+                                brentq, locks)
+        h = stepper.h
+        if event is None:
+            y, t = stepper.y, stepper.t
+            break
+        te, kind, i, ye = event
+        # Zeno guard: more than 100 events per contact, each within 10 ns of the last
+        close = t_last is not None and te - t_last <= 1e-8 * max(1.0, abs(te))
+        repeats = repeats + 1 if close else 0
+        if repeats > 100 * len(model.contacts):
+            raise IntegrationError(f"model '{model.name}': contact '{st.names[i]}' switches "
+                                   f"state endlessly at t = {te:.9g} s (Zeno behaviour); "
+                                   f"raise Settings.contact_velocity")
+        t_last = te
+        y = proj(te, ye) if project else ye
+        y = _handle_event(model, st, kind, i, te, y, settings, impact)
+        if project:
+            T0 = _kinetic(model, y)
+            y = proj(te, y, st.active(), impact.pass_tuple(model, st), st.locks(model))
+            if kind in ("impact", "pass_end"):      # a rebound below contact_velocity removed
+                st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y), 0.0)
+        t = te
+    return replace(state, t=float(t_end), q=y[:nq].copy(), qd=y[nq:].copy(), h=float(h),
+                   extra=st.to_extra(state.extra))
+
+
+def _kinetic(model, y):
+    from .elements import kinetic_energy
+
+    return kinetic_energy(model, y[y.shape[0] // 2:])
+
+
+def _release_tensile(model, st, t, y, uvec, impact):
+    """Release persistent contacts whose force would be tensile (most tensile first)."""
+    n = y.shape[0] // 2
+    while True:
+        active = st.active()
+        if not active.any():
+            return y
+        dyn = impact.accelerations(model, y[:n], y[n:], t, uvec, active,
+                                   impact.pass_tuple(model, st), locks=st.locks(model))
+        lam_c = np.where(active, dyn.lam_c, -np.inf)
+        i = int(np.argmax(lam_c))
+        if lam_c[i] <= 0.0:
+            return y
+        _release(model, st, i, y[:n], impact)
+
+
+def _release(model, st, i, x, impact):
+    rec = st.data[st.names[i]]
+    rec["active"] = False
+    if model.contacts[i].method == "reduction":   # start below the criterion's new value
+        c = model.contacts[i]
+        rec["d"] = min(rec["d"], impact.criterion(model, x, i) * c.sharpening)
+
+
+def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction, uvec,
+                settings, impact, brentq, locks):
+    """Earliest event in (t0, t1]: (t_event, kind, contact index, y at t_event) or None.
+
+    kinds: "impact" (a gap of an inactive contact reaches zero), "release" (the force of a
+    persistent contact reaches zero, about to become tensile), "criterion" (det-M criterion
+    of a Reduction contact reaches d), "pass_end" (a Reduction pass is over).
+    """
+    n = y0.shape[0] // 2
+    tol = settings.contact_tol
+    samples = [t0 + (t1 - t0) * k / 4 for k in range(1, 4)] + [t1]
+    ys = [dense(s) for s in samples[:-1]] + [None]
+    ys[-1] = dense(t1) if settings.method != "rk4" else dense(t1)
+    found = []
+    watch = ~active & ~reduction
+    red = reduction & ~active
+    if pas is not None:
+        red[:] = False
+
+    def values(yy, tt):
+        out = np.full(len(model.contacts), np.inf)
+        if watch.any():
+            g = impact.gaps(model, yy[:n])
+            out[watch] = g[watch]
+        if active.any():
+            dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, active, pas,
+                                       locks=locks)
+            out[active] = -dyn.lam_c[active]        # contact force, >= 0 while pushing
+        for i in np.flatnonzero(red):
+            out[i] = impact.criterion(model, yy[:n], i) - st.data[st.names[i]]["d"]
+        return out
+
+    v0 = values(y0, t0)
+    prev_t, prev_v = t0, v0
+    for s, yy in zip(samples, ys):
+        v = values(yy, s)
+        # a gap crossing zero, or (starting from ~0, just after an impact) beyond -tol
+        hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol)), v < 0.0)
+        if hit.any():
+            for i in np.flatnonzero(hit):
+                a = prev_t
+                if not prev_v[i] > 0 and watch[i]:
+                    # just after an impact the gap starts at ~0: look for the flight phase
+                    for k in range(1, 60):
+                        tk = prev_t + (s - prev_t) * 2.0 ** -k
+                        if tk <= prev_t:
+                            break
+                        if values(dense(tk), tk)[i] > 0:
+                            a = tk
+                            break
+                shift = 0.0 if a > prev_t or prev_v[i] > 0 else (
+                    tol if watch[i] and prev_v[i] + tol > 0 else None)
+                if shift is None:
+                    te = prev_t
+                else:
+                    def f(tt, i=i, shift=shift):
+                        return values(dense(tt), tt)[i] + shift
+                    te = brentq(f, a, s, xtol=settings.event_tol, rtol=4 * np.finfo(
+                        float).eps)
+                kind = "impact" if watch[i] else ("release" if active[i] else "criterion")
+                found.append((te, kind, int(i)))
+            break
+        prev_t, prev_v = s, v
+    if t0 < t_pass_end <= t1:
+        found.append((t_pass_end, "pass_end", st.passing()))
+    if not found:
+        return None
+    te, kind, i = min(found)
+    ye = dense(te) if te < t1 else dense(t1)
+    return te, kind, i, np.asarray(ye, dtype=float)
+
+
+def _handle_event(model, st, kind, i, te, y, settings, impact):
+    from .elements import kinetic_energy
+
+    n = y.shape[0] // 2
+    x, xd = y[:n], y[n:].copy()
+    name = st.names[i]
+    rec = st.data[name]
+    if kind == "release":
+        _release(model, st, i, x, impact)
+        return y
+    if kind == "impact":
+        gap = impact.gaps(model, x)
+        reduction = model.compiled.contacts.reduction
+        closed = (gap <= settings.contact_tol) & ~reduction
+        closed[i] = True
+        res = impact.impact(model, x, xd, te, closed)
+        xd = res.xd
+        for k in np.flatnonzero(closed):
+            r = st.data[st.names[k]]
+            if res.impacted[k]:
+                r["impacts"] += 1
+                r["last_time"] = float(te)
+                r["last_impulse"] = float(res.p[k])
+            r["energy_loss"] += float(max(res.energy_loss[k], 0.0))
+            r["active"] = bool(res.v_plus[k] < settings.contact_velocity)
+        return np.concatenate([x, xd])
+    k = impact.singular_position(model, i)
+    _, Dc, _ = impact.contact_rows(model, x, xd)
+    if kind == "criterion":                       # seed 002 sec. 4: start a pass
+        q, qd, _, _ = _joint_coordinates(model, x, xd)
+        q_s, v_s = float(q[k]), float(qd[k])
+        if v_s == 0.0 or q_s * v_s > 0.0:         # not approaching the singular point
+            rec["d"] *= model.contacts[i].sharpening
+            return y
+        dt = abs(q_s / v_s)
+        T0 = kinetic_energy(model, xd)
+        v_gap = float(Dc[i] @ xd)
+        xd = impact.set_joint_rate(model, x, xd, te, k, 2.0 * v_s)
+        rec["pass"] = [float(te), float(te + dt), q_s, 2.0 * v_s, v_s, v_gap, float(T0)]
+        return np.concatenate([x, xd])
+    # pass_end (seed 002 sec. 4 and 5): the singular rate back to v*, then k on the impact line
+    t_s, t_e, q_s, v_m, v_s, v_gap, T0 = rec["pass"]
+    xd = impact.set_joint_rate(model, x, xd, te, k, v_s)
+    xd = impact.restitute(model, x, xd, te, i, model.contacts[i].restitution)
+    _, Dc, _ = impact.contact_rows(model, x, xd)
+    rec["pass"] = None
+    rec["passes"] += 1
+    rec["impacts"] += 1
+    rec["last_time"] = float(t_s + (t_e - t_s) / 2.0)
+    rec["last_impulse"] = float(impact.effective_mass(model, x, i) * abs(Dc[i] @ xd - v_gap))
+    rec["energy_loss"] += float(max(T0 - kinetic_energy(model, xd), 0.0))
+    rec["d"] *= model.contacts[i].sharpening
+    if abs(Dc[i] @ xd) < settings.contact_velocity:   # persistent: lock the singular joint
+        rec["active"] = True
+        rec["lock"] = float(_joint_coordinates(model, x, xd)[0][k])
+    return np.concatenate([x, xd])
+
+
+def _joint_coordinates(model, x, xd):
+    return constraints.joint_coordinates(model, x, xd)
+
+
+def _project_contacts(model, y, t, tol, active, pas, impact, locks=None):
+    """project_absolute with the persistent contacts and a Reduction pass as extra rows."""
+    C = model.compiled
+    n = 3 * C.nb
+    x, xd = y[:n].copy(), y[n:]
+    Minv = C.inv_mass_diag
+    zero = np.zeros(n)
+    scale = 1.0 + np.abs(x).max()
+
+    def rows(x):
+        phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
+        res, J, _, rate = impact.extra_rows(model, x, zero, t, active, pas, locks)
+        return (np.concatenate([phi, res]), np.vstack([D, J]),
+                np.concatenate([-phi_t, rate]))
+    if C.n_rows == 0 and not active.any() and pas is None:
+        return y
+    for it in range(12):
+        r, A, b = rows(x)
+        err = np.abs(r).max(initial=0.0)
+        if err <= tol * scale:
+            break
+        if it == 11 or not np.isfinite(err):
+            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
+                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
+                             f"locked up or left its assembly branch")
+        x -= min_norm_correction(Minv, A, r)
+    if it:
+        r, A, b = rows(x)
+    xd = xd - min_norm_correction(Minv, A, A @ xd - b)
     return np.concatenate([x, xd])

@@ -120,6 +120,42 @@ class Marker:
 
 
 @dataclass(frozen=True)
+class Contact:
+    """A unilateral contact with gap D_c(x) >= 0 and Newton's restitution (seed 000 sec. 1.4).
+
+    kind "point_line": point `point` of `body` against the line through `other_point` of
+        `other` (the ground or a body) with unit normal `normal` (in `other`'s frame);
+        gap = (r_point - r_line) . n - offset (offset: a radius) [m].
+    kind "point_point": points of `body` (a) and `other` (b); with l = |r_b - r_a|,
+        gap = l - offset (side +1: the points stay apart, e.g. two balls) or offset - l
+        (side -1: the points stay within offset, e.g. a string) [m].
+    kind "joint_limit": joint coordinate q of `joint` against a bound (offset);
+        gap = side (q - offset), side +1 for a lower and -1 for an upper limit [rad or m].
+    method "impact": classical impact equations (seed 000 eq. 20) with event location;
+    method "reduction": Drenovac's Reduction Method (seed 002) on the joint coordinate of
+        `singular_joint` with the det-M criterion `criterion` (scaled by criterion_scale),
+        multiplied by `sharpening` after every pass.
+    """
+
+    name: str
+    kind: str
+    body: str
+    other: str
+    point: Vec2 = (0.0, 0.0)
+    other_point: Vec2 = (0.0, 0.0)
+    normal: Vec2 = (0.0, 1.0)
+    offset: float = 0.0
+    side: float = 1.0
+    joint: Optional[str] = None
+    restitution: float = 1.0
+    method: str = "impact"
+    singular_joint: Optional[str] = None
+    criterion: float = 1e-4
+    criterion_scale: float = 1.0
+    sharpening: float = 0.5
+
+
+@dataclass(frozen=True)
 class Parameter:
     """A named model parameter (becomes an FMU parameter)."""
 
@@ -223,6 +259,7 @@ class Compiled:
     trq_value: np.ndarray
     trq_u: np.ndarray
     markers: PairSet                # p = body (c unused)
+    contacts: object = None         # impact.ContactBlock (None: no contacts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -245,6 +282,7 @@ class Model:
     xd0: np.ndarray = field(repr=False)
     t0: float = 0.0
     description: str = ""
+    contacts: tuple = ()            # Contact items (unilateral constraints)
 
     # ----------------------------------------------------------------- lookups
     @property
@@ -256,6 +294,9 @@ class Model:
 
     def joint(self, name: str) -> Joint:
         return _lookup(self.joints, name, "joint")
+
+    def contact(self, name: str) -> Contact:
+        return _lookup(self.contacts, name, "contact")
 
     def parameter(self, name: str) -> Parameter:
         return _lookup(self.parameters, name, "parameter")

@@ -10,6 +10,11 @@ Per drive R: R.effort [N.m or N], the generalised force the drive applies along 
 coordinate. Per TSDA E: E.force [N] (tension positive), E.length [m]; per RSDA: E.torque
 [N.m], E.angle [rad]; per force element: E.force [N]; per torque element: E.torque [N.m].
 Per point P: P.x, P.y [m], P.vx, P.vy [m/s].
+Per contact C: C.gap [m or rad], C.impacts (integer: impacts so far), C.last_time [s] and
+C.last_impulse [N.s or N.m.s] (time and impulse magnitude of the last impact), C.active
+(boolean: in persistent contact), C.energy_loss [J] (kinetic energy lost in its impacts),
+C.force [N or N.m] (force of the persistent contact, pushing positive; 0 when not active).
+Impacts inside a communication step show at its end.
 energy.kinetic, energy.potential, energy.total [J]; constraint.residual (max |Phi|) and
 constraint.velocity_residual (max |D xd + Phi_t|).
 """
@@ -79,6 +84,18 @@ def output_spec(model):
                 (f"{p.name}.y", "m", f"y of point {p.name}"),
                 (f"{p.name}.vx", "m/s", f"x velocity of point {p.name}"),
                 (f"{p.name}.vy", "m/s", f"y velocity of point {p.name}")]
+    for c, unit in zip(model.contacts, model.compiled.contacts.units if model.contacts else ()):
+        rot = unit == "rad"
+        out += [(f"{c.name}.gap", unit, f"gap of contact {c.name}"),
+                (f"{c.name}.impacts", "1", f"number of impacts of contact {c.name}", "integer"),
+                (f"{c.name}.last_time", "s", f"time of the last impact of contact {c.name}"),
+                (f"{c.name}.last_impulse", "N.m.s" if rot else "N.s",
+                 f"impulse magnitude of the last impact of contact {c.name}"),
+                (f"{c.name}.active", "1", f"contact {c.name} is in persistent contact",
+                 "boolean"),
+                (f"{c.name}.energy_loss", "J", f"kinetic energy lost in impacts of {c.name}"),
+                (f"{c.name}.force", "N.m" if rot else "N",
+                 f"force of the persistent contact {c.name}, pushing positive")]
     out += [("energy.kinetic", "J", "kinetic energy"),
             ("energy.potential", "J", "potential energy (gravity and springs)"),
             ("energy.total", "J", "kinetic plus potential energy"),
@@ -96,7 +113,16 @@ def output_values(model, state, u, formulation="newton_euler"):
     """Values of every output at `state` with inputs u (array), in output_spec order."""
     form = get_formulation(formulation)
     x, xd = form.absolute(model, state.q, state.qd)
-    dyn = form.accelerations(model, state.q, state.qd, state.t, u)
+    status = None
+    if model.contacts and form.name == "newton_euler":
+        from . import impact
+
+        status = impact.status_of(model, state)
+        dyn = impact.accelerations(model, x, xd, state.t, u, status.active(),
+                                   impact.pass_tuple(model, status),
+                                   locks=status.locks(model))
+    else:
+        dyn = form.accelerations(model, state.q, state.qd, state.t, u)
     phi, D, _, phi_t = constraints.evaluate(model, x, xd, state.t, need_conv=False)
     lam = form.lam(model, dyn)
     vals = []
@@ -127,6 +153,16 @@ def output_values(model, state, u, formulation="newton_euler"):
         C = model.compiled
         r, v = kin.points(xe, xde, C.markers.p, C.markers.sp)
         vals += np.concatenate([r, v], axis=1).reshape(-1).tolist()
+    if model.contacts:
+        from . import impact
+
+        status = status or impact.status_of(model, state)
+        gap = impact.gaps(model, x)
+        lam_c = getattr(dyn, "lam_c", np.zeros(len(model.contacts)))
+        for i, c in enumerate(model.contacts):
+            r = status.data[c.name]
+            vals += [gap[i], float(r["impacts"]), r["last_time"], r["last_impulse"],
+                     float(r["active"]), r["energy_loss"], -lam_c[i]]
     T, V = kinetic_energy(model, xd), potential_energy(model, x)
     vals += [T, V, T + V, np.abs(phi).max(initial=0.0),
              np.abs(D @ xd + phi_t).max(initial=0.0)]

@@ -1,6 +1,7 @@
 """FMUs of every model: validation, fmpy, libcosim and a plain C host against simulate(),
 state round trips, reset, several instances, and every bad-input case."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,30 +54,52 @@ def test_fmu_validates(fmus, name):
     assert cli.returncode == 0, cli.stdout + cli.stderr
 
 
+def applied_inputs(calls, vrs):
+    """The input values fmpy set before each doStep, parsed from its FMI call log."""
+    current, per_step = {}, []
+    for msg in calls:
+        if msg.startswith("fmi2SetReal("):
+            m = re.search(r"vr=\[([^\]]*)\], nvr=\d+, value=\[([^\]]*)\]", msg)
+            refs = [int(v) for v in m.group(1).split(",")]
+            vals = [float(v) for v in m.group(2).split(",")]
+            current.update(zip(refs, vals))
+        elif msg.startswith("fmi2DoStep("):
+            per_step.append([current.get(v, 0.0) for v in vrs])
+    return np.array(per_step)
+
+
 @pytest.mark.parametrize("name", [p.stem for p in MODEL_FILES])
 def test_fmu_matches_simulate_with_inputs_and_start_values(fmus, name):
     model = load_model(MODELS / f"{name}.py")
     real_params = [p for p in model.parameters
                    if isinstance(p.value, float) and p.unit not in ("rad", "rad/s")
-                   and p.value != 0.0]
+                   and p.value != 0.0 and not p.structural]
     start = {real_params[0].name: real_params[0].value * 1.1} if real_params else {}
     inputs = None
-    table = {}
+    dt = 0.05
     if model.inputs:
-        # a piecewise-constant table (fmpy treats the repeated time as a step); the
-        # reference gets the same values as a function, so no interpolation formula differs
+        # an input table with a step and a ramp; fmpy interpolates it and sets the values
+        # at each communication point; the reference gets exactly the values fmpy set
         times = np.array([0.0, 0.2, 0.2, 1.0])
         dtype = [("time", float)] + [(i.name, float) for i in model.inputs]
         inputs = np.zeros(len(times), dtype=dtype)
         inputs["time"] = times
         for k, i in enumerate(model.inputs):
-            lo, hi = 0.3 * (k + 1), -0.2 * (k + 1)
-            inputs[i.name] = [lo, lo, hi, hi]
-            table[i.name] = (lambda lo, hi: lambda t: lo if t < 0.2 - 1e-12 else hi)(lo, hi)
-    r = simulate_fmu(str(fmus[name]), stop_time=0.5, output_interval=0.05,
-                     start_values=start, input=inputs)
+            inputs[i.name] = [0.3 * (k + 1), 0.1, -0.2 * (k + 1), 0.4]
+    calls = []
+    r = simulate_fmu(str(fmus[name]), stop_time=0.5, output_interval=dt,
+                     start_values=start, input=inputs, fmi_call_logger=calls.append)
     assert r["time"][-1] == pytest.approx(0.5, abs=1e-12)
-    ref = simulate(load_model(MODELS / f"{name}.py", **start), 0.5, 0.05, inputs=table)
+    table = {}
+    if model.inputs:
+        vr, _ = vr_of(fmus[name])
+        per_step = applied_inputs(calls, [vr[i.name] for i in model.inputs])
+        assert per_step.shape[0] == 10
+        assert len(set(per_step[:, 0])) > 2            # the inputs really vary
+        for k, i in enumerate(model.inputs):
+            table[i.name] = (lambda v: lambda t: v[min(int(round(t / dt)), len(v) - 1)])(
+                per_step[:, k])
+    ref = simulate(load_model(MODELS / f"{name}.py", **start), 0.5, dt, inputs=table)
     for col in r.dtype.names[1:]:
         np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
 

@@ -1,0 +1,431 @@
+"""Unilateral contacts: gap functions, impact equations, persistent contact, Reduction Method.
+
+Gap D_c(x) >= 0 per contact with Jacobian Dc = dD_c/dx and convective term conv (gap'' =
+Dc xdd + conv), built from the vectorised primitives of kinematics.py. At an impact (seed 000
+sec. 1.4, eq. 20) positions stay, and the velocities after impact xd+ with joint impulses r_k
+and contact impulses r_c solve
+
+    [ M    D'   Dc' ] [ xd+ ]   [ M xd-          ]
+    [ D    0    0   ] [ r_k ] = [ -phi_t         ]
+    [ Dc   0    0   ] [ r_c ]   [ -e Dc xd-      ]
+
+for the contacts in the active set; the set is found by an active-set method for the
+complementarity problem (a contact whose impulse would pull leaves the set, a closed contact
+that would penetrate joins it) and the result is checked: no penetration velocity, no pulling
+impulse. The impulse on the bodies is -Dc' r_c, so a pushing impulse has r_c < 0; we report its
+magnitude p = -r_c >= 0.
+
+A contact whose rebound velocity is below `Settings.contact_velocity` becomes persistent: a
+bilateral row Dc xdd = -conv whose multiplier lam_c gives the contact force -lam_c, released
+when that force would become tensile. Drenovac's Reduction Method (seed 002) replaces the
+impact equations for contacts declared with method "reduction" (see `start_pass`).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import constraints
+from . import kinematics as kin
+from .elements import applied_forces
+from .errors import ImpactError
+from .kinematics import PairSet
+from .linalg import solve_kkt
+
+
+@dataclass(frozen=True, eq=False)
+class ContactBlock:
+    """Compiled contacts (index arrays); pos arrays give the place in model.contacts order."""
+
+    n: int
+    pl: PairSet                 # point-line: p = line body, c = point body
+    pl_w0: np.ndarray           # (k, 2) normals in the line body's frame
+    pl_offset: np.ndarray       # (k,) radii
+    pl_pos: np.ndarray
+    pp: PairSet                 # point-point
+    pp_offset: np.ndarray       # (k,) distances
+    pp_side: np.ndarray         # (k,) +1 apart, -1 within
+    pp_pos: np.ndarray
+    ja: PairSet                 # revolute limits: relative angle
+    ja_offset: np.ndarray       # angle0 + bound
+    ja_side: np.ndarray
+    ja_pos: np.ndarray
+    jp: PairSet                 # prismatic limits: projection on the axis
+    jp_w0: np.ndarray
+    jp_offset: np.ndarray
+    jp_side: np.ndarray
+    jp_pos: np.ndarray
+    restitution: np.ndarray     # (n,)
+    reduction: np.ndarray       # (n,) bool: handled by the Reduction Method
+    units: tuple                # per contact: unit of the gap ("m" or "rad")
+
+
+def compile_contacts(contacts, idx, joints):
+    """ContactBlock from the builder's Contact items (idx: body name -> index)."""
+    if not contacts:
+        return None
+    groups = {"pl": [], "pp": [], "ja": [], "jp": []}
+    units = []
+    for k, c in enumerate(contacts):
+        if c.kind == "point_line":
+            groups["pl"].append((idx[c.other], idx[c.body], c.other_point, c.point, c.normal,
+                                 c.offset, 1.0, k))
+            units.append("m")
+        elif c.kind == "point_point":
+            groups["pp"].append((idx[c.body], idx[c.other], c.point, c.other_point, (0, 0),
+                                 c.offset, c.side, k))
+            units.append("m")
+        else:
+            j = joints[c.joint]
+            if j.kind == "revolute":
+                groups["ja"].append((idx[j.parent], idx[j.child], (0, 0), (0, 0), (0, 0),
+                                     j.angle0 + c.offset, c.side, k))
+                units.append("rad")
+            else:
+                groups["jp"].append((idx[j.parent], idx[j.child], j.parent_point,
+                                     j.child_point, j.axis, c.offset, c.side, k))
+                units.append("m")
+
+    def ps(g):
+        items = groups[g]
+        if not items:
+            return PairSet.make([], [], np.zeros((0, 2)), np.zeros((0, 2)))
+        p, c, sp, sc = zip(*[it[:4] for it in items])
+        return PairSet.make(p, c, sp, sc)
+
+    def col(g, i, dtype=float):
+        a = np.array([it[i] for it in groups[g]], dtype=dtype)
+        if i == 4:
+            a = a.reshape(-1, 2)
+        a.setflags(write=False)
+        return a
+
+    return ContactBlock(
+        len(contacts), ps("pl"), col("pl", 4), col("pl", 5), col("pl", 7, np.intp),
+        ps("pp"), col("pp", 5), col("pp", 6), col("pp", 7, np.intp),
+        ps("ja"), col("ja", 5), col("ja", 6), col("ja", 7, np.intp),
+        ps("jp"), col("jp", 4), col("jp", 5), col("jp", 6), col("jp", 7, np.intp),
+        np.array([c.restitution for c in contacts]),
+        np.array([c.method == "reduction" for c in contacts]), tuple(units))
+
+
+def contact_rows(model, x, xd):
+    """Gaps of every contact at (x, xd).
+
+    Returns gap (nc,) [m or rad], Dc (nc, 3 nb) and conv (nc,) with gap'' = Dc xdd + conv.
+    """
+    B = model.compiled.contacts
+    n = 3 * model.compiled.nb
+    gap, conv = np.zeros(B.n), np.zeros(B.n)
+    Dc = np.zeros((B.n, n + 3))
+    xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
+
+    def put(pos, cols, val, J, cv):
+        gap[pos] = val
+        Dc[pos[:, None], cols] = J
+        conv[pos] = cv
+
+    if len(B.pl):
+        val, J, cv = kin.projection(B.pl, xe, xde, B.pl_w0)
+        put(B.pl_pos, B.pl.cols, val - B.pl_offset, J, cv)
+    if len(B.pp):
+        val, J, cv = kin.distance(B.pp, xe, xde)
+        s = B.pp_side
+        put(B.pp_pos, B.pp.cols, s * (val - B.pp_offset), s[:, None] * J, s * cv)
+    if len(B.ja):
+        val, J, cv = kin.relative_angle(B.ja, xe, xde)
+        s = B.ja_side
+        put(B.ja_pos, B.ja.cols, s * (val - B.ja_offset), s[:, None] * J, s * cv)
+    if len(B.jp):
+        val, J, cv = kin.projection(B.jp, xe, xde, B.jp_w0)
+        s = B.jp_side
+        put(B.jp_pos, B.jp.cols, s * (val - B.jp_offset), s[:, None] * J, s * cv)
+    return gap, Dc[:, :n], conv
+
+
+def gaps(model, x):
+    """Gap values only (nc,) [m or rad]."""
+    return contact_rows(model, x, np.zeros_like(x))[0]
+
+
+# ---------------------------------------------------------------------- impact equations
+@dataclass(frozen=True)
+class ImpactResult:
+    """Solution of seed 000 eq. 20 at one instant.
+
+    xd : (n,) velocities after impact; r_k : (m,) joint impulses [N.s or N.m.s];
+    r_c : (nc,) contact impulses (pushing < 0; zero for contacts outside the active set);
+    p : (nc,) impulse magnitudes -r_c >= 0; v_minus, v_plus : (nc,) gap rates before/after;
+    impacted : (nc,) bool, contacts that were approaching and received an impulse;
+    energy_loss : (nc,) kinetic energy lost per contact, p (v- + v+) / -2 [J].
+    """
+
+    xd: np.ndarray
+    r_k: np.ndarray
+    r_c: np.ndarray
+    p: np.ndarray
+    v_minus: np.ndarray
+    v_plus: np.ndarray
+    impacted: np.ndarray
+    energy_loss: np.ndarray
+
+
+def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
+    """Velocities after an impact at configuration x with velocities xd before it.
+
+    closed : (nc,) bool, contacts that are closed (gap ~ 0); default: gap <= 1e-9.
+    restitution : (nc,) Newton coefficients; default the model's.
+    Solves eq. 20 for the active set of the complementarity problem: for each closed contact
+    either p > 0 and v+ = -e min(v-, 0), or p = 0 and v+ >= -e min(v-, 0).
+    Raises ImpactError when no admissible solution is found.
+    """
+    B = model.compiled.contacts
+    C = model.compiled
+    n = 3 * C.nb
+    gap, Dc, _ = contact_rows(model, x, xd)
+    if closed is None:
+        closed = gap <= 1e-9
+    closed = np.asarray(closed, bool)
+    e = B.restitution if restitution is None else np.asarray(restitution, float)
+    _, D, _, phi_t = constraints.evaluate(model, x, xd, t, need_conv=False)
+    v_minus = Dc @ xd
+    target = -e * np.minimum(v_minus, 0.0)
+    scale = tol * (1.0 + np.abs(v_minus).max(initial=0.0))
+    active = closed & (v_minus < 0.0)
+    mass = None if C.mass_positive else C.mass_diag
+    F = C.mass_diag * xd
+    seen = set()
+    for _ in range(4 * B.n + 4):
+        ia = np.flatnonzero(active)
+        A = np.vstack([D, Dc[ia]])
+        b = np.concatenate([-phi_t, target[ia]])
+        xd_plus, r = solve_kkt(C.inv_mass_diag, A, F, b, mass)
+        r_c = np.zeros(B.n)
+        r_c[ia] = r[D.shape[0]:]
+        v_plus = Dc @ xd_plus
+        pulling = active & (r_c > scale)
+        penetrating = closed & ~active & (v_plus < target - scale)
+        if not pulling.any() and not penetrating.any():
+            p = -r_c
+            loss = -p * (v_minus + v_plus) / 2.0
+            return ImpactResult(xd_plus, r[:D.shape[0]], r_c, p, v_minus, v_plus,
+                                (p > scale) & (v_minus < -scale), loss)
+        key = tuple(ia)
+        if key in seen:
+            break
+        seen.add(key)
+        if pulling.any():                     # release the most pulling contact first
+            active[np.argmax(np.where(pulling, r_c, -np.inf))] = False
+        else:
+            active[np.argmin(np.where(penetrating, v_plus - target, np.inf))] = True
+    names = [model.contacts[i].name for i in np.flatnonzero(closed)]
+    raise ImpactError(f"model '{model.name}': no admissible impact solution for the closed "
+                      f"contacts {names} (velocities before impact {v_minus[closed]}); the "
+                      f"contacts may be redundant or the impact ill-posed")
+
+
+# ---------------------------------------------------------------------- contact status
+class Status:
+    """Mutable contact status during one advance(); saved in State.extra['contacts'].
+
+    Per contact: impacts, last_time, last_impulse, energy_loss, active (persistent), and for
+    Reduction-Method contacts d (current criterion), passes and the pass in progress
+    [t_start, t_end, q_start, v_mean, v_star] or None.
+    """
+
+    FIELDS = ("impacts", "last_time", "last_impulse", "energy_loss", "active", "d",
+              "passes", "pass", "lock")
+
+    def __init__(self, model, extra):
+        saved = (extra or {}).get("contacts", {})
+        self.names = [c.name for c in model.contacts]
+        self.data = {}
+        for c in model.contacts:
+            s = saved.get(c.name, {})
+            self.data[c.name] = {"impacts": int(s.get("impacts", 0)),
+                                 "last_time": float(s.get("last_time", 0.0)),
+                                 "last_impulse": float(s.get("last_impulse", 0.0)),
+                                 "energy_loss": float(s.get("energy_loss", 0.0)),
+                                 "active": bool(s.get("active", False)),
+                                 "d": float(s.get("d", c.criterion)),
+                                 "passes": int(s.get("passes", 0)),
+                                 "lock": float(s.get("lock", 0.0)),
+                                 "pass": (None if s.get("pass") is None
+                                          else [float(v) for v in s["pass"]])}
+
+    def active(self):
+        return np.array([self.data[n]["active"] for n in self.names], bool)
+
+    def locks(self, model):
+        """{contact index: (joint coordinate position, q_lock)} of locked Reduction contacts."""
+        out = {}
+        for i, c in enumerate(model.contacts):
+            if c.method == "reduction" and self.data[c.name]["active"]:
+                out[i] = (singular_position(model, i), self.data[c.name]["lock"])
+        return out
+
+    def passing(self):
+        """Index of the Reduction-Method contact in a pass, or None."""
+        for i, n in enumerate(self.names):
+            if self.data[n]["pass"] is not None:
+                return i
+        return None
+
+    def to_extra(self, extra):
+        out = dict(extra or {})
+        out["contacts"] = {n: dict(d) for n, d in self.data.items()}
+        return out
+
+
+def pass_tuple(model, st):
+    """(joint-coordinate position, t_start, q_start, v_mean) of the pass in progress, or None."""
+    ip = st.passing()
+    if ip is None:
+        return None
+    P = st.data[st.names[ip]]["pass"]
+    return (singular_position(model, ip), P[0], P[2], P[3])
+
+
+def status_of(model, state):
+    """Status read from state.extra (defaults when absent)."""
+    return Status(model, state.extra)
+
+
+# ---------------------------------------------------------------------- dynamics with contacts
+@dataclass(frozen=True)
+class ContactDynamics:
+    """Accelerations with persistent contacts (and a Reduction pass) as bilateral rows.
+
+    qdd : (n,) xdd; lam : (m,) joint multipliers; lam_c : (nc,) contact multipliers (zero for
+    inactive contacts; contact force = -lam_c >= 0 when pushing); phi, D as in Dynamics.
+    """
+
+    qdd: np.ndarray
+    lam: np.ndarray
+    lam_c: np.ndarray
+    phi: np.ndarray
+    D: np.ndarray
+
+
+def extra_rows(model, x, xd, t, active, pas, locks=None):
+    """Rows added to the joints' constraints: active contacts (gap = 0), Reduction contacts
+    in persistent contact (singular coordinate locked: q_s = q_lock) and the singular
+    coordinate of a Reduction pass (q_s = q_start + v_mean (t - t_start)).
+
+    active : (nc,) bool; pas : None or (joint coordinate position, t_start, q_start, v_mean);
+    locks : {contact index: (joint coordinate position, q_lock)} for active Reduction contacts.
+    Returns res (k,), J (k, n), conv (k,), rate (k,) (the required J xd), in the order of
+    np.flatnonzero(active) followed by the pass row.
+    """
+    locks = locks or {}
+    ia = np.flatnonzero(active)
+    n = x.shape[0]
+    if not len(ia) and pas is None:
+        return np.zeros(0), np.zeros((0, n)), np.zeros(0), np.zeros(0)
+    res, J, conv, rate = np.zeros(len(ia)), np.zeros((len(ia), n)), np.zeros(len(ia)), []
+    if len(ia):
+        gap, Dc, cv = contact_rows(model, x, xd)
+        res[:], J[:], conv[:] = gap[ia], Dc[ia], cv[ia]
+    rate = np.zeros(len(ia))
+    if locks or pas is not None:
+        q, _, Jq, cq = constraints.joint_coordinates(model, x, xd)
+        for r, i in enumerate(ia):
+            if i in locks:
+                k, q_lock = locks[i]
+                res[r], J[r], conv[r] = q[k] - q_lock, Jq[k], cq[k]
+        if pas is not None:
+            k, t0, q0, vm = pas
+            res = np.append(res, q[k] - q0 - vm * (t - t0))
+            J = np.vstack([J, Jq[k:k + 1]])
+            conv = np.append(conv, cq[k])
+            rate = np.append(rate, vm)
+    return res, J, conv, rate
+
+
+def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=None):
+    """Solve M xdd + D' lam + Dc_A' lam_c = f, D xdd = -conv, Dc_A xdd = -conv_c.
+
+    active : (nc,) bool persistent contacts; pas, locks : see extra_rows. For a locked
+    Reduction contact lam_c is sign(q_lock) times the lock's multiplier, so that -lam_c > 0
+    while the lock holds the string taut.
+    """
+    C = model.compiled
+    phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
+    res, J, cv, rate = extra_rows(model, x, xd, t, active, pas, locks)
+    A = np.vstack([D, J])
+    b = -np.concatenate([conv, cv])
+    if baumgarte is not None:
+        alpha, beta = baumgarte
+        b = b - 2.0 * alpha * (A @ xd - np.concatenate([-phi_t, rate])) \
+            - beta * beta * np.concatenate([phi, res])
+    F = applied_forces(model, x, xd, t, u)
+    xdd, lam = solve_kkt(C.inv_mass_diag, A, F, b, None if C.mass_positive else C.mass_diag)
+    m = D.shape[0]
+    lam_c = np.zeros(len(model.contacts))
+    ia = np.flatnonzero(active)
+    lam_c[ia] = lam[m:m + len(ia)]
+    for i, (k, q_lock) in (locks or {}).items():
+        lam_c[i] *= 1.0 if q_lock >= 0 else -1.0
+    return ContactDynamics(xdd, lam[:m], lam_c, phi, D)
+
+
+# ---------------------------------------------------------------------- Reduction Method
+def reduced_mass_matrix(model, x):
+    """Mbar = Tq' M Tq in the joint coordinates q (revolute and prismatic joints), with Tq =
+    dx/dq from [D; Jq] Tq = [0; I]; needs the joint coordinates to be a minimal set."""
+    C = model.compiled
+    zero = np.zeros_like(x)
+    _, D, _, _ = constraints.evaluate(model, x, zero, model.t0, need_conv=False)
+    _, _, Jq, _ = constraints.joint_coordinates(model, x, zero)
+    A = np.vstack([D, Jq])
+    if A.shape[0] != A.shape[1]:
+        raise ImpactError(f"model '{model.name}': the Reduction Method needs the joint "
+                          f"coordinates to be a minimal set ({A.shape[1]} absolute coordinates,"
+                          f" {D.shape[0]} constraint rows, {Jq.shape[0]} joint coordinates)")
+    rhs = np.zeros((A.shape[0], Jq.shape[0]))
+    rhs[D.shape[0]:] = np.eye(Jq.shape[0])
+    Tq = np.linalg.solve(A, rhs)
+    return Tq.T @ (C.mass_diag[:, None] * Tq)
+
+
+def criterion(model, x, i):
+    """Drenovac's m(t) = det(Mbar) / criterion_scale for contact i."""
+    return float(np.linalg.det(reduced_mass_matrix(model, x))) / model.contacts[i].criterion_scale
+
+
+def singular_position(model, i):
+    """Position of contact i's singular joint in the joint-coordinate vector."""
+    name = model.contacts[i].singular_joint
+    k = [j.name for j in model.joints].index(name)
+    return model.compiled.coord_joints.index(k)
+
+
+def set_joint_rate(model, x, xd, t, k, value):
+    """xd with joint rate k set to `value`, the other joint rates kept, D xd = -phi_t."""
+    _, D, _, phi_t = constraints.evaluate(model, x, xd, t, need_conv=False)
+    _, qd, Jq, _ = constraints.joint_coordinates(model, x, xd)
+    qd = qd.copy()
+    qd[k] = value
+    A = np.vstack([D, Jq])
+    return np.linalg.lstsq(A, np.concatenate([-phi_t, qd]), rcond=None)[0]
+
+
+def restitute(model, x, xd, t, i, k):
+    """Velocities with the gap rate of contact i scaled by k (seed 002 sec. 5: the impact-line
+    velocity times k), by the impulse equations (eq. 20 with target k Dc xd)."""
+    C = model.compiled
+    _, D, _, phi_t = constraints.evaluate(model, x, xd, t, need_conv=False)
+    _, Dc, _ = contact_rows(model, x, xd)
+    A = np.vstack([D, Dc[i:i + 1]])
+    b = np.concatenate([-phi_t, [k * (Dc[i] @ xd)]])
+    xd_plus, _ = solve_kkt(C.inv_mass_diag, A, C.mass_diag * xd, b,
+                           None if C.mass_positive else C.mass_diag)
+    return xd_plus
+
+
+def effective_mass(model, x, i):
+    """1 / (Dc W Dc') with W the inverse masses (zero for massless coordinates)."""
+    _, Dc, _ = contact_rows(model, x, np.zeros_like(x))
+    md = model.compiled.mass_diag
+    w = np.where(md > 0, 1.0 / np.where(md > 0, md, 1.0), 0.0)
+    s = float(Dc[i] @ (w * Dc[i]))
+    return 1.0 / s if s > 0 else 0.0
