@@ -43,9 +43,12 @@ def plot(result, names, title, path):
 
 
 def key_outputs(names):
-    """A few outputs worth showing: coordinates of the first bodies, energy, residual."""
-    picks = [n for n in names if n.endswith((".phi", ".angle", ".position", ".x", ".y"))][:3]
-    return picks + [n for n in ("energy.total", "constraint.residual") if n in names]
+    """A few outputs worth showing: joint coordinates, impact counts, then body coordinates;
+    and the energy and the constraint residual."""
+    picks = [n for n in names if n.endswith((".angle", ".position"))][:2]
+    picks += [n for n in names if n.endswith(".impacts")][:1]
+    picks += [n for n in names if n.endswith((".y", ".phi")) and n not in picks]
+    return picks[:3] + [n for n in ("energy.total", "constraint.residual") if n in names]
 
 
 def main(argv=None):
