@@ -209,14 +209,19 @@ def _animate(args):
 
 def _build(args):
     try:
-        from .fmu_build import build_fmus
+        from .fmu_build import build_controller_fmu, build_fmus, is_controller_file
     except ImportError as exc:
         print(f"fmu-mb: error: building FMUs needs pythonfmu (pip install 'fmu_mb[fmu]'): "
               f"{exc}", file=sys.stderr)
         return 1
     overrides = {k: _value(v) for k, v in args.set}
-    for path in build_fmus(args.models, args.output_dir, overrides,
-                           standalone=not args.no_standalone):
+    for model in args.models:
+        if is_controller_file(model):     # build() returned a ControllerSpec
+            path = build_controller_fmu(model, args.output_dir,
+                                        standalone=not args.no_standalone)
+        else:
+            path, = build_fmus([model], args.output_dir, overrides,
+                               standalone=not args.no_standalone)
         print(path)
     return 0
 

@@ -261,8 +261,13 @@ def instantiate_logged(path, name, messages):
     cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
     addLoggerProxy(byref(cb))
     fmu.instantiate(callbacks=cb, loggingOn=True)
-    fmu._keep_callbacks = cb
+    # fmpy's logger proxy keeps the last logger in a process-wide variable that other
+    # instances' default callbacks also go through: the callbacks must outlive this FMU
+    _CALLBACKS.append(cb)
     return fmu, {v.name: v.valueReference for v in md.modelVariables}
+
+
+_CALLBACKS = []
 
 
 def discarded(fmu, t, dt):
