@@ -57,17 +57,22 @@ def build_fmu(model_file, out_dir, overrides=None, standalone=True):
     units.update({i.name: i.unit for i in model.inputs})
     units.update({v.name: v.unit for v in output_spec(model) if v.kind == "real"})
     units.update({"solver.step": "s", "solver.rtol": "1", "solver.atol": "1"})
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    return _package(text, module_name, [model_file], Path(out_dir) / f"{model.name}.fmu",
+                    units, standalone)
+
+
+def _package(text, module_name, extra_files, dest, units, standalone):
+    """package_fmu with a clean copy of the fmu_mb package (and extra_files) in resources/."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="fmu_mb_build_") as tmp:
         pkg = Path(tmp) / "fmu_mb"
         shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns(
             "__pycache__", "*.pyc", "*.so", "*.o"))
-        model_copy = Path(tmp) / model_file.name
-        shutil.copy2(model_file, model_copy)
-        fmu = package_fmu(text, module_name, [pkg, model_copy], out_dir / f"{model.name}.fmu",
-                          units=units, standalone=standalone)
-    return fmu
+        files = [pkg]
+        for f in extra_files:
+            files.append(Path(tmp) / Path(f).name)
+            shutil.copy2(f, files[-1])
+        return package_fmu(text, module_name, files, dest, units=units, standalone=standalone)
 
 
 def build_fmus(model_files, out_dir, overrides=None, standalone=True):
@@ -121,14 +126,8 @@ def build_controller_fmu(spec_or_file, out_dir, standalone=True):
     digest = hashlib.sha1(repr((d, _package_digest())).encode()).hexdigest()[:10]
     module_name = f"fmu_mb_ctl_{spec.name}_{digest}"
     text = CONTROLLER_WRAPPER.format(name=spec.name, spec=d)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="fmu_mb_build_") as tmp:
-        pkg = Path(tmp) / "fmu_mb"
-        shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns(
-            "__pycache__", "*.pyc", "*.so", "*.o"))
-        return package_fmu(text, module_name, [pkg], out_dir / f"{spec.name}.fmu",
-                           units=spec.units(), standalone=standalone)
+    return _package(text, module_name, [], Path(out_dir) / f"{spec.name}.fmu", spec.units(),
+                    standalone)
 
 
 def is_controller_file(path):
