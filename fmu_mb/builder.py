@@ -187,10 +187,7 @@ class ModelBuilder:
         """
         where = f"drive '{name}'"
         self._claim(name, "drive")
-        j = self._joint_ref(where, "joint", joint)
-        if j.coordinate is None:
-            raise ModelError(f"{where}: joint '{j.name}' is a {j.kind} joint without a "
-                             f"coordinate; expected a revolute or prismatic joint")
+        j = self._coordinate_joint(where, joint)
         if not isinstance(motion, Motion):
             raise ModelError(f"{where}: motion must be a fmu_mb.Motion (see fmu_mb.motion), "
                              f"received {type(motion).__name__}")
@@ -361,10 +358,7 @@ class ModelBuilder:
         q - lower >= 0) or upper (gap = upper - q >= 0) [rad or m]; Newton's law on q'."""
         where = f"joint_limit '{name}'"
         self._claim(name, "contact")
-        j = self._joint_ref(where, "joint", joint)
-        if j.coordinate is None:
-            raise ModelError(f"{where}: joint '{j.name}' is a {j.kind} joint without a "
-                             f"coordinate; expected a revolute or prismatic joint")
+        j = self._coordinate_joint(where, joint)
         if (lower is None) == (upper is None):
             raise ModelError(f"{where}: give exactly one of lower= or upper= (declare two "
                              f"limits for both ends), received lower={lower!r}, "
@@ -449,6 +443,14 @@ class ModelBuilder:
             valid = ([GROUND] if allow_ground else []) + names
             raise ModelError(f"{where}: unknown {arg} body {value!r}; bodies are {valid}")
         return value
+
+    def _coordinate_joint(self, where, value):
+        """The revolute or prismatic joint called `value` (drives and limits need one)."""
+        j = self._joint_ref(where, "joint", value)
+        if j.coordinate is None:
+            raise ModelError(f"{where}: joint '{j.name}' is a {j.kind} joint without a "
+                             f"coordinate; expected a revolute or prismatic joint")
+        return j
 
     def _joint_ref(self, where, arg, value):
         for j in self._joints:
