@@ -35,7 +35,8 @@ from pythonfmu.variables import Boolean, Integer, Real, String
 
 from .errors import FmuMbError
 from .formulations import FORMULATIONS
-from .integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
+from .integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
+                        initial_state)
 from .outputs import output_spec, output_values
 from .units import describe
 
@@ -177,6 +178,7 @@ class MultibodySlave(Fmi2Slave):
         overrides = {k: v for k, v in self._pending.items()}
         settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in self._solver.items()})
         model = self._module.build(**overrides)
+        check_settings(model, settings)
         self._model, self._settings = model, settings
         state = initial_state(model, settings)
         t0 = self.default_experiment.start_time if self._start is None else self._start

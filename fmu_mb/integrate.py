@@ -139,6 +139,15 @@ def initial_state(model, settings=None):
     return form.initial_state(model)
 
 
+def check_settings(model, settings):
+    """Raise InputError when `settings` cannot run `model` (contacts need newton_euler)."""
+    if model.contacts and settings.formulation != "newton_euler":
+        raise InputError(f"model '{model.name}' has contacts "
+                         f"{[c.name for c in model.contacts]}: impacts are implemented in "
+                         f"the 'newton_euler' formulation; received formulation "
+                         f"{settings.formulation!r}")
+
+
 def advance(model, state, t_end, u=None, settings=None):
     """Integrate from state.t to t_end with inputs u held constant; return the new State.
 
@@ -159,11 +168,7 @@ def advance(model, state, t_end, u=None, settings=None):
     if t_end == t0:
         return state
     if model.contacts:
-        if settings.formulation != "newton_euler":
-            raise InputError(f"model '{model.name}' has contacts "
-                             f"{[c.name for c in model.contacts]}: impacts are implemented in "
-                             f"the 'newton_euler' formulation; received formulation "
-                             f"{settings.formulation!r}")
+        check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
     n = state.q.shape[0]

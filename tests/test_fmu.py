@@ -336,6 +336,17 @@ def test_invalid_parameter_fails_initialisation_with_message(fmus):
     assert "invalid parameter" in text and "'l1'" in text and "expected a value >= 1e-09" in text
 
 
+def test_formulation_without_impacts_is_refused_at_initialisation(fmus):
+    messages = []
+    a, vr = instantiate_logged(fmus["bouncing_ball"], "bb", messages)
+    a.setupExperiment(startTime=0.0)
+    a.enterInitializationMode()
+    a.setString([vr["solver.formulation"]], ["tmt"])
+    with pytest.raises(FMICallException):
+        a.exitInitializationMode()
+    assert "impacts are implemented in the 'newton_euler' formulation" in " ".join(messages)
+
+
 def test_structural_parameter_change_is_refused(fmus):
     path = fmus["n_four_bar"]
     md = read_model_description(str(path))
