@@ -6,6 +6,9 @@
     fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
     fmu-mb plot OUT.csv [--columns NAME ...] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F]
+    fmu-mb sweep MODEL.fmu --param NAME=start:stop:count [--param ...] --stop-time T
+                 [--output-interval DT] [--outputs NAME ...] [--scheduler ADDRESS]
+                 [--workers N] [-o table.csv]
 
 Bad arguments print one line "fmu-mb: error: ..." and exit with status 2; a model or solver
 error exits with status 1.
@@ -46,6 +49,25 @@ def _positive(text):
     if not v > 0 or v == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, received {text!r}")
     return v
+
+
+def _sweep_param(text):
+    from .sweep import parse_param
+
+    try:
+        return parse_param(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--param: ")) from None
+
+
+def _workers(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, received {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, received {text!r}")
+    return n
 
 
 def _parser():
@@ -89,6 +111,7 @@ def _parser():
     an.add_argument("-o", "--output", default="anim.gif", help=".gif (or .mp4 with ffmpeg)")
     an.add_argument("--every", type=int, default=1, help="draw every N-th row")
     an.add_argument("--fps", type=_positive, default=25.0)
+    an.add_argument("--quiet", action="store_true", help="no progress bar")
 
     b = sub.add_parser("build", help="build FMI 2.0 co-simulation FMUs of model files")
     b.add_argument("models", nargs="+", help="model files")
@@ -98,6 +121,25 @@ def _parser():
                    help="parameter value fixed at build time (structural parameters)")
     b.add_argument("--no-standalone", action="store_true",
                    help="skip the native shim that lets C/C++ hosts load the FMU")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    sw = sub.add_parser("sweep", help="run a grid of parameter variants of an FMU on Dask")
+    sw.add_argument("fmu", help="FMU built by fmu-mb build")
+    sw.add_argument("--param", type=_sweep_param, action="append", required=True,
+                    metavar="NAME=start:stop:count",
+                    help="parameter values linspace(start, stop, count); the grid is the "
+                         "cartesian product of all --param")
+    sw.add_argument("--stop-time", type=_positive, required=True, help="end time [s]")
+    sw.add_argument("--output-interval", type=_positive, default=None,
+                    help="communication interval [s] (default: fmpy's)")
+    sw.add_argument("--outputs", nargs="+", default=None, metavar="NAME",
+                    help="outputs whose final values go into the table (default: all)")
+    sw.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="address of an existing Dask scheduler (default: a local cluster)")
+    sw.add_argument("--workers", type=_workers, default=None,
+                    help="worker processes of the local cluster (default: CPU count)")
+    sw.add_argument("-o", "--output", default=None, help="CSV table (default: stdout)")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 
@@ -114,6 +156,8 @@ def main(argv=None):
             return _plot(args)
         if args.command == "animate":
             return _animate(args)
+        if args.command == "sweep":
+            return _sweep(args)
     except FmuMbError as exc:
         print(f"fmu-mb: error: {exc}", file=sys.stderr)
         return 1
@@ -202,7 +246,8 @@ def _animate(args):
     from .viz import animate, read_csv
 
     model = _load(args)
-    n = animate(model, read_csv(args.csv), args.output, every=args.every, fps=args.fps)
+    n = animate(model, read_csv(args.csv), args.output, every=args.every, fps=args.fps,
+                progress=not args.quiet)
     print(f"{args.output}: {n} frames")
     return 0
 
@@ -214,15 +259,50 @@ def _build(args):
         print(f"fmu-mb: error: building FMUs needs pythonfmu (pip install 'fmu_mb[fmu]'): "
               f"{exc}", file=sys.stderr)
         return 1
+    from .simulate import _Progress
+
     overrides = {k: _value(v) for k, v in args.set}
-    for model in args.models:
+    bar = None if args.quiet else _Progress(len(args.models))
+    for k, model in enumerate(args.models):
         if is_controller_file(model):     # build() returned a ControllerSpec
             path = build_controller_fmu(model, args.output_dir,
                                         standalone=not args.no_standalone)
         else:
             path, = build_fmus([model], args.output_dir, overrides,
                                standalone=not args.no_standalone)
-        print(path)
+        if bar and bar.shown:
+            sys.stderr.write("\r\033[K")     # the path on a clean line, the bar below it
+        print(path, flush=True)
+        if bar:
+            bar.update(k + 1)
+    if bar:
+        bar.close()
+    return 0
+
+
+def _sweep(args):
+    try:
+        from .sweep import sweep, write_table
+        import dask.distributed  # noqa: F401
+    except ImportError as exc:
+        print(f"fmu-mb: error: sweeps need dask.distributed (pip install 'fmu_mb[sweep]'): "
+              f"{exc}", file=sys.stderr)
+        return 1
+    params = {}
+    for name, values in args.param:
+        if name in params:
+            print(f"fmu-mb: error: --param {name} given twice", file=sys.stderr)
+            return 2
+        params[name] = values
+    columns, rows = sweep(args.fmu, params, args.stop_time, args.output_interval,
+                          args.outputs, scheduler=args.scheduler, workers=args.workers,
+                          progress=not args.quiet)
+    write_table(columns, rows, args.output or sys.stdout)
+    failed = sum(r["status"] != "ok" for r in rows)
+    if args.output:
+        print(f"{args.output}: {len(rows)} variants, {failed} failed")
+    elif failed:
+        print(f"fmu-mb: {failed} of {len(rows)} variants failed", file=sys.stderr)
     return 0
 
 

@@ -90,10 +90,11 @@ def _zigzag(a, b, n=8, width=0.04):
     return a + np.outer(s * length, u) + np.outer(off * min(1.0, length), v)
 
 
-def animate(model, data, path, every=1, fps=25):
+def animate(model, data, path, every=1, fps=25, progress=False):
     """Write an animation of `model` moving as in `data` (needs <body>.x/.y/.phi columns).
 
     Returns the number of frames written (one per `every` rows of data).
+    progress : print a progress bar (per frame) to stderr once the run takes over a second.
     """
     import matplotlib
 
@@ -149,9 +150,19 @@ def animate(model, data, path, every=1, fps=25):
         return []
 
     anim = FuncAnimation(fig, draw, frames=frames, blit=False)
-    if str(path).lower().endswith(".gif"):
-        anim.save(str(path), writer=PillowWriter(fps=fps))
-    else:
-        anim.save(str(path), writer="ffmpeg", fps=fps)
-    plt.close(fig)
+    bar = None
+    if progress:
+        from .simulate import _Progress
+
+        bar = _Progress(len(frames))
+    callback = (lambda i, n: bar.update(i + 1)) if bar else None
+    try:
+        if str(path).lower().endswith(".gif"):
+            anim.save(str(path), writer=PillowWriter(fps=fps), progress_callback=callback)
+        else:
+            anim.save(str(path), writer="ffmpeg", fps=fps, progress_callback=callback)
+    finally:
+        if bar:
+            bar.close()
+        plt.close(fig)
     return len(frames)
