@@ -171,6 +171,11 @@ def advance(model, state, t_end, u=None, settings=None):
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
+    if form.native_advance is not None:
+        res = form.native_advance(model, state, t_end, uvec, settings)
+        if res is not None:
+            q, qd, h = res
+            return replace(state, t=float(t_end), q=q, qd=qd, h=h)
     n = state.q.shape[0]
     baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
 

@@ -6,18 +6,22 @@ Each is a small namespace with the same functions:
     project(model, y, t, tol) -> y on the constraint manifold
     absolute(model, q, qd) -> (x, xd) absolute body coordinates
     lam(model, dyn) -> multipliers of every Newton-Euler constraint row
+    native_advance(model, state, t_end, u, settings) -> (q, qd, h), or None; only
+        formulations that integrate in compiled code have it (others: None attribute)
 
-newton_euler works in absolute coordinates x; tmt and lagrange in the tree joint coordinates
-(fmu_mb.tree.tree_coordinates), with cut joints and drives as constraint rows.
+newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
+coordinates (fmu_mb.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
+constraint rows; recursive (the articulated-body algorithm in C) runs open trees only.
 """
 from types import SimpleNamespace
 
 from ..errors import InputError
 from . import lagrange as _lagrange
 from . import newton_euler as _ne
+from . import recursive as _recursive
 from . import tmt as _tmt
 
-FORMULATIONS = ("newton_euler", "tmt", "lagrange")
+FORMULATIONS = ("newton_euler", "tmt", "lagrange", "recursive")
 
 
 def _ne_initial(model):
@@ -36,11 +40,13 @@ _REGISTRY = {
     "newton_euler": SimpleNamespace(
         name="newton_euler", coordinates=_ne.coordinates, accelerations=_ne.accelerations,
         initial_state=_ne_initial, project=_ne_project, absolute=lambda model, q, qd: (q, qd),
-        lam=lambda model, dyn: dyn.lam),
+        lam=lambda model, dyn: dyn.lam, native_advance=None),
     **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
         name=mod.__name__.rsplit(".", 1)[1], coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
-        project=mod.project, absolute=mod.absolute, lam=mod.lam) for mod in (_tmt, _lagrange)},
+        project=mod.project, absolute=mod.absolute, lam=mod.lam,
+        native_advance=getattr(mod, "native_advance", None))
+        for mod in (_tmt, _lagrange, _recursive)},
 }
 
 
