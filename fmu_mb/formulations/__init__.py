@@ -6,6 +6,9 @@ Each is a small namespace with the same functions:
     project(model, y, t, tol) -> y on the constraint manifold
     absolute(model, q, qd) -> (x, xd) absolute body coordinates
     lam(model, dyn) -> multipliers of every Newton-Euler constraint row
+and tmt and lagrange also (for contacts, fmu_mb.impact_minimal)
+    equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
+    kinematics(model, q, qd) -> x, xd, Tq, g
 
 newton_euler works in absolute coordinates x; tmt and lagrange in the tree joint coordinates
 (fmu_mb.tree.tree_coordinates), with cut joints and drives as constraint rows.
@@ -40,7 +43,9 @@ _REGISTRY = {
     **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
         name=mod.__name__.rsplit(".", 1)[1], coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
-        project=mod.project, absolute=mod.absolute, lam=mod.lam) for mod in (_tmt, _lagrange)},
+        project=mod.project, absolute=mod.absolute, lam=mod.lam,
+        equations=mod.reduced_equations, kinematics=mod.kinematics)
+        for mod in (_tmt, _lagrange)},
 }
 
 
