@@ -49,8 +49,9 @@ def singular_position(model, i, formulation="tmt"):
     if k not in tm.joints:
         raise InputError(f"model '{model.name}': contact '{c.name}' uses the Reduction Method "
                          f"on joint '{c.singular_joint}', a cut joint without a coordinate in "
-                         f"the tree joint coordinates of formulation {formulation!r}; use "
-                         f"formulation 'newton_euler'")
+                         f"the tree joint coordinates of formulation {formulation!r}; the "
+                         f"Reduction Method needs the joint coordinates to be a minimal set "
+                         f"(no closed loops) in every formulation")
     return tm.joints.index(k)
 
 
