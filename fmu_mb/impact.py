@@ -19,6 +19,10 @@ A contact whose rebound velocity is below `Settings.contact_velocity` becomes pe
 bilateral row Dc xdd = -conv whose multiplier lam_c gives the contact force -lam_c, released
 when that force would become tensile. Drenovac's Reduction Method (seed 002) replaces the
 impact equations for contacts declared with method "reduction" (see `start_pass`).
+
+Everything here is in absolute coordinates x (newton_euler); fmu_mb.impact_minimal gives the
+same functions in tree joint coordinates, and `contact_kit(formulation)` picks the set the
+event loop in integrate.py uses.
 """
 from dataclasses import dataclass
 
@@ -152,7 +156,9 @@ def gaps(model, x):
 class ImpactResult:
     """Solution of seed 000 eq. 20 at one instant.
 
-    xd : (n,) velocities after impact; r_k : (m,) joint impulses [N.s or N.m.s];
+    xd : (n,) velocities after impact in the formulation's coordinates (x, or q with
+    impact_minimal); r_k : (m,) impulses of the joint rows (all of them in x, the cut joints'
+    and drives' in q) [N.s or N.m.s];
     r_c : (nc,) contact impulses (pushing < 0; zero for contacts outside the active set);
     p : (nc,) impulse magnitudes -r_c >= 0; v_minus, v_plus : (nc,) gap rates before/after;
     impacted : (nc,) bool, contacts that were approaching and received an impulse;

@@ -37,8 +37,7 @@ _SCIPY = {"dopri5": RK45, "dop853": DOP853, "radau": Radau}
 class Settings:
     """Solver settings.
 
-    method : one of METHODS; formulation : "newton_euler" (more with the minimal-coordinate
-    formulations); step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
+    method : one of METHODS; formulation : one of formulations.FORMULATIONS; step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
     methods; max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
     baumgarte : (alpha, beta) [1/s]; projection_tol : target |Phi| after projection [m, rad].
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
