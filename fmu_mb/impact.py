@@ -19,6 +19,10 @@ A contact whose rebound velocity is below `Settings.contact_velocity` becomes pe
 bilateral row Dc xdd = -conv whose multiplier lam_c gives the contact force -lam_c, released
 when that force would become tensile. Drenovac's Reduction Method (seed 002) replaces the
 impact equations for contacts declared with method "reduction" (see `start_pass`).
+
+Everything here is in absolute coordinates x (newton_euler); fmu_mb.impact_minimal gives the
+same functions in tree joint coordinates, and `contact_kit(formulation)` picks the set the
+event loop in integrate.py uses.
 """
 from dataclasses import dataclass
 
@@ -27,9 +31,9 @@ import numpy as np
 from . import constraints
 from . import kinematics as kin
 from .elements import applied_forces
-from .errors import ImpactError
+from .errors import DriftError, ImpactError
 from .kinematics import PairSet
-from .linalg import solve_kkt
+from .linalg import min_norm_correction, solve_kkt
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,7 +156,9 @@ def gaps(model, x):
 class ImpactResult:
     """Solution of seed 000 eq. 20 at one instant.
 
-    xd : (n,) velocities after impact; r_k : (m,) joint impulses [N.s or N.m.s];
+    xd : (n,) velocities after impact in the formulation's coordinates (x, or q with
+    impact_minimal); r_k : (m,) impulses of the joint rows (all of them in x, the cut joints'
+    and drives' in q) [N.s or N.m.s];
     r_c : (nc,) contact impulses (pushing < 0; zero for contacts outside the active set);
     p : (nc,) impulse magnitudes -r_c >= 0; v_minus, v_plus : (nc,) gap rates before/after;
     impacted : (nc,) bool, contacts that were approaching and received an impulse;
@@ -178,36 +184,47 @@ def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
     either p > 0 and v+ = -e min(v-, 0), or p = 0 and v+ >= -e min(v-, 0).
     Raises ImpactError when no admissible solution is found.
     """
-    B = model.compiled.contacts
     C = model.compiled
-    n = 3 * C.nb
     gap, Dc, _ = contact_rows(model, x, xd)
+    _, D, _, phi_t = constraints.evaluate(model, x, xd, t, need_conv=False)
+    mass = None if C.mass_positive else C.mass_diag
+    F = C.mass_diag * xd
+
+    def solve(A, b):
+        return solve_kkt(C.inv_mass_diag, A, F, b, mass)
+    return solve_impact(model, xd, gap, Dc, D, phi_t, solve, closed, restitution, tol)
+
+
+def solve_impact(model, v, gap, Dc, D, phi_t, solve, closed=None, restitution=None,
+                 tol=1e-10):
+    """The active-set solution of the impact equations in any coordinates v (x of
+    newton_euler, q of tmt and lagrange): Dc (nc, n) gap rows, D (m, n) and phi_t (m,) the
+    bilateral rows; solve(A, b) -> (v+, r) solves [M A'; A 0] [v+; r] = [M v-; b] with the
+    formulation's mass matrix. Returns ImpactResult with xd = v+."""
+    B = model.compiled.contacts
     if closed is None:
         closed = gap <= 1e-9
-    closed = np.asarray(closed, bool)
+    closed = np.array(closed, bool)
     e = B.restitution if restitution is None else np.asarray(restitution, float)
-    _, D, _, phi_t = constraints.evaluate(model, x, xd, t, need_conv=False)
-    v_minus = Dc @ xd
+    v_minus = Dc @ v
     target = -e * np.minimum(v_minus, 0.0)
     scale = tol * (1.0 + np.abs(v_minus).max(initial=0.0))
     active = closed & (v_minus < 0.0)
-    mass = None if C.mass_positive else C.mass_diag
-    F = C.mass_diag * xd
     seen = set()
     for _ in range(4 * B.n + 4):
         ia = np.flatnonzero(active)
         A = np.vstack([D, Dc[ia]])
         b = np.concatenate([-phi_t, target[ia]])
-        xd_plus, r = solve_kkt(C.inv_mass_diag, A, F, b, mass)
+        v_plus_all, r = solve(A, b)
         r_c = np.zeros(B.n)
         r_c[ia] = r[D.shape[0]:]
-        v_plus = Dc @ xd_plus
+        v_plus = Dc @ v_plus_all
         pulling = active & (r_c > scale)
         penetrating = closed & ~active & (v_plus < target - scale)
         if not pulling.any() and not penetrating.any():
             p = -r_c
             loss = -p * (v_minus + v_plus) / 2.0
-            return ImpactResult(xd_plus, r[:D.shape[0]], r_c, p, v_minus, v_plus,
+            return ImpactResult(v_plus_all, r[:D.shape[0]], r_c, p, v_minus, v_plus,
                                 (p > scale) & (v_minus < -scale), loss)
         key = tuple(ia)
         if key in seen:
@@ -255,12 +272,15 @@ class Status:
     def active(self):
         return np.array([self.data[n]["active"] for n in self.names], bool)
 
-    def locks(self, model):
-        """{contact index: (joint coordinate position, q_lock)} of locked Reduction contacts."""
+    def locks(self, model, position=None):
+        """{contact index: (joint coordinate position, q_lock)} of locked Reduction contacts;
+        position(model, i) gives the place of the singular coordinate (default: in the
+        joint coordinates of newton_euler, `singular_position`)."""
+        position = position or singular_position
         out = {}
         for i, c in enumerate(model.contacts):
             if c.method == "reduction" and self.data[c.name]["active"]:
-                out[i] = (singular_position(model, i), self.data[c.name]["lock"])
+                out[i] = (position(model, i), self.data[c.name]["lock"])
         return out
 
     def passing(self):
@@ -276,13 +296,14 @@ class Status:
         return out
 
 
-def pass_tuple(model, st):
-    """(joint-coordinate position, t_start, q_start, v_mean) of the pass in progress, or None."""
+def pass_tuple(model, st, position=None):
+    """(joint-coordinate position, t_start, q_start, v_mean) of the pass in progress, or None;
+    position as in Status.locks."""
     ip = st.passing()
     if ip is None:
         return None
     P = st.data[st.names[ip]]["pass"]
-    return (singular_position(model, ip), P[0], P[2], P[3])
+    return ((position or singular_position)(model, ip), P[0], P[2], P[3])
 
 
 def status_of(model, state):
@@ -429,3 +450,70 @@ def effective_mass(model, x, i):
     w = np.where(md > 0, 1.0 / np.where(md > 0, md, 1.0), 0.0)
     s = float(Dc[i] @ (w * Dc[i]))
     return 1.0 / s if s > 0 else 0.0
+
+
+def project(model, y, t, tol, active, pas=None, locks=None):
+    """Project y = (x, xd) onto the joints' rows (as integrate.project_absolute) and the
+    extra rows of the persistent contacts and a Reduction pass (minimum M-norm changes)."""
+    C = model.compiled
+    n = 3 * C.nb
+    x, xd = y[:n].copy(), y[n:]
+    Minv = C.inv_mass_diag
+    zero = np.zeros(n)
+    scale = 1.0 + np.abs(x).max()
+
+    def rows(x):
+        phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
+        res, J, _, rate = extra_rows(model, x, zero, t, active, pas, locks)
+        return (np.concatenate([phi, res]), np.vstack([D, J]),
+                np.concatenate([-phi_t, rate]))
+    if C.n_rows == 0 and not active.any() and pas is None:
+        return y
+    for it in range(12):
+        r, A, b = rows(x)
+        err = np.abs(r).max(initial=0.0)
+        if err <= tol * scale:
+            break
+        if it == 11 or not np.isfinite(err):
+            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
+                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
+                             f"locked up or left its assembly branch")
+        x -= min_norm_correction(Minv, A, r)
+    if it:
+        r, A, b = rows(x)
+    xd = xd - min_norm_correction(Minv, A, A @ xd - b)
+    return np.concatenate([x, xd])
+
+
+# ---------------------------------------------------------------------- per formulation
+def contact_kit(formulation):
+    """The contact functions of a formulation, all in its coordinates q (x for newton_euler,
+    tree joint coordinates for tmt and lagrange), with the signatures of this module's:
+    gaps(model, q), contact_rows(model, q, qd), accelerations(model, q, qd, t, u, active,
+    pas, baumgarte, locks), impact(model, q, qd, t, closed), project(model, y, t, tol, active,
+    pas, locks), kinetic(model, q, qd), and for the Reduction Method singular_position,
+    criterion, joint_coordinates, set_joint_rate, restitute, effective_mass, pass_tuple,
+    locks(model, st)."""
+    if formulation != "newton_euler":
+        from .formulations import get_formulation
+        from .impact_minimal import contact_kit as minimal_kit
+
+        return minimal_kit(get_formulation(formulation))
+    return _NE_KIT
+
+
+def _ne_kit():
+    from types import SimpleNamespace
+
+    from .elements import kinetic_energy
+
+    return SimpleNamespace(
+        gaps=gaps, contact_rows=contact_rows, accelerations=accelerations, impact=impact,
+        project=project, kinetic=lambda model, x, xd: kinetic_energy(model, xd),
+        singular_position=singular_position, criterion=criterion,
+        joint_coordinates=constraints.joint_coordinates, set_joint_rate=set_joint_rate,
+        restitute=restitute, effective_mass=effective_mass, pass_tuple=pass_tuple,
+        locks=lambda model, st: st.locks(model))
+
+
+_NE_KIT = _ne_kit()

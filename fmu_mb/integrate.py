@@ -37,8 +37,7 @@ _SCIPY = {"dopri5": RK45, "dop853": DOP853, "radau": Radau}
 class Settings:
     """Solver settings.
 
-    method : one of METHODS; formulation : "newton_euler" (more with the minimal-coordinate
-    formulations); step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
+    method : one of METHODS; formulation : one of formulations.FORMULATIONS; step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
     methods; max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
     baumgarte : (alpha, beta) [1/s]; projection_tol : target |Phi| after projection [m, rad].
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
@@ -140,12 +139,24 @@ def initial_state(model, settings=None):
 
 
 def check_settings(model, settings):
-    """Raise InputError when `settings` cannot run `model` (contacts need newton_euler)."""
+    """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
+    joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
+    runs open trees without drives or contacts."""
+    if settings.formulation == "recursive":
+        from .kernel import supported
+
+        why = supported(model)
+        if why is not None:
+            raise InputError(f"model '{model.name}': formulation 'recursive' runs open trees "
+                             f"of revolute, prismatic and weld joints; {why}. Use formulation "
+                             f"'tmt' or 'newton_euler'")
+        return
     if model.contacts and settings.formulation != "newton_euler":
-        raise InputError(f"model '{model.name}' has contacts "
-                         f"{[c.name for c in model.contacts]}: impacts are implemented in "
-                         f"the 'newton_euler' formulation; received formulation "
-                         f"{settings.formulation!r}")
+        from .impact_minimal import singular_position
+
+        for i, c in enumerate(model.contacts):
+            if c.method == "reduction":
+                singular_position(model, i, settings.formulation)
 
 
 def advance(model, state, t_end, u=None, settings=None):
@@ -350,11 +361,15 @@ class _Stepper:
 
 def _advance_contacts(model, state, t_end, uvec, settings):
     """advance() for models with contacts: integrate, locate events on the dense output,
-    apply impacts / persistent-contact changes / Reduction passes, restart."""
-    from . import impact
+    apply impacts / persistent-contact changes / Reduction passes, restart. The contact
+    functions come from the formulation (impact.contact_kit), so the loop is the same in
+    absolute and in joint coordinates."""
     from scipy.optimize import brentq
 
-    st = impact.Status(model, state.extra)
+    from .impact import Status, contact_kit
+
+    impact = contact_kit(settings.formulation)
+    st = Status(model, state.extra)
     nq = state.q.shape[0]
     y = np.concatenate([state.q, state.qd])
     t, h = state.t, state.h
@@ -365,7 +380,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
-        locks = st.locks(model)
+        locks = impact.locks(model, st)
         ip = st.passing()
         pas, t_pass_end = None, math.inf
         if ip is not None:
@@ -379,8 +394,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             return np.concatenate([yy[nq:], dyn.qdd])
 
         def proj(tt, yy, active=active, pas=pas, locks=locks):
-            return _project_contacts(model, yy, tt, settings.projection_tol, active, pas,
-                                     impact, locks)
+            return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
         stepper = _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
@@ -408,19 +422,19 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         y = proj(te, ye) if project else ye
         y = _handle_event(model, st, kind, i, te, y, settings, impact)
         if project:
-            T0 = _kinetic(model, y)
-            y = proj(te, y, st.active(), impact.pass_tuple(model, st), st.locks(model))
+            T0 = _kinetic(model, y, impact)
+            y = proj(te, y, st.active(), impact.pass_tuple(model, st), impact.locks(model, st))
             if kind in ("impact", "pass_end"):      # a rebound below contact_velocity removed
-                st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y), 0.0)
+                st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y, impact),
+                                                           0.0)
         t = te
     return replace(state, t=float(t_end), q=y[:nq].copy(), qd=y[nq:].copy(), h=float(h),
                    extra=st.to_extra(state.extra))
 
 
-def _kinetic(model, y):
-    from .elements import kinetic_energy
-
-    return kinetic_energy(model, y[y.shape[0] // 2:])
+def _kinetic(model, y, impact):
+    n = y.shape[0] // 2
+    return impact.kinetic(model, y[:n], y[n:])
 
 
 def _release_tensile(model, st, t, y, uvec, impact):
@@ -431,7 +445,7 @@ def _release_tensile(model, st, t, y, uvec, impact):
         if not active.any():
             return y
         dyn = impact.accelerations(model, y[:n], y[n:], t, uvec, active,
-                                   impact.pass_tuple(model, st), locks=st.locks(model))
+                                   impact.pass_tuple(model, st), locks=impact.locks(model, st))
         lam_c = np.where(active, dyn.lam_c, -np.inf)
         i = int(np.argmax(lam_c))
         if lam_c[i] <= 0.0:
@@ -520,8 +534,6 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
 
 
 def _handle_event(model, st, kind, i, te, y, settings, impact):
-    from .elements import kinetic_energy
-
     n = y.shape[0] // 2
     x, xd = y[:n], y[n:].copy()
     name = st.names[i]
@@ -548,13 +560,13 @@ def _handle_event(model, st, kind, i, te, y, settings, impact):
     k = impact.singular_position(model, i)
     _, Dc, _ = impact.contact_rows(model, x, xd)
     if kind == "criterion":                       # seed 002 sec. 4: start a pass
-        q, qd, _, _ = _joint_coordinates(model, x, xd)
+        q, qd, _, _ = impact.joint_coordinates(model, x, xd)
         q_s, v_s = float(q[k]), float(qd[k])
         if v_s == 0.0 or q_s * v_s > 0.0:         # not approaching the singular point
             rec["d"] *= model.contacts[i].sharpening
             return y
         dt = abs(q_s / v_s)
-        T0 = kinetic_energy(model, xd)
+        T0 = impact.kinetic(model, x, xd)
         v_gap = float(Dc[i] @ xd)
         xd = impact.set_joint_rate(model, x, xd, te, k, 2.0 * v_s)
         rec["pass"] = [float(te), float(te + dt), q_s, 2.0 * v_s, v_s, v_gap, float(T0)]
@@ -569,45 +581,9 @@ def _handle_event(model, st, kind, i, te, y, settings, impact):
     rec["impacts"] += 1
     rec["last_time"] = float(t_s + (t_e - t_s) / 2.0)
     rec["last_impulse"] = float(impact.effective_mass(model, x, i) * abs(Dc[i] @ xd - v_gap))
-    rec["energy_loss"] += float(max(T0 - kinetic_energy(model, xd), 0.0))
+    rec["energy_loss"] += float(max(T0 - impact.kinetic(model, x, xd), 0.0))
     rec["d"] *= model.contacts[i].sharpening
     if abs(Dc[i] @ xd) < settings.contact_velocity:   # persistent: lock the singular joint
         rec["active"] = True
-        rec["lock"] = float(_joint_coordinates(model, x, xd)[0][k])
-    return np.concatenate([x, xd])
-
-
-def _joint_coordinates(model, x, xd):
-    return constraints.joint_coordinates(model, x, xd)
-
-
-def _project_contacts(model, y, t, tol, active, pas, impact, locks=None):
-    """project_absolute with the persistent contacts and a Reduction pass as extra rows."""
-    C = model.compiled
-    n = 3 * C.nb
-    x, xd = y[:n].copy(), y[n:]
-    Minv = C.inv_mass_diag
-    zero = np.zeros(n)
-    scale = 1.0 + np.abs(x).max()
-
-    def rows(x):
-        phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
-        res, J, _, rate = impact.extra_rows(model, x, zero, t, active, pas, locks)
-        return (np.concatenate([phi, res]), np.vstack([D, J]),
-                np.concatenate([-phi_t, rate]))
-    if C.n_rows == 0 and not active.any() and pas is None:
-        return y
-    for it in range(12):
-        r, A, b = rows(x)
-        err = np.abs(r).max(initial=0.0)
-        if err <= tol * scale:
-            break
-        if it == 11 or not np.isfinite(err):
-            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
-                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
-                             f"locked up or left its assembly branch")
-        x -= min_norm_correction(Minv, A, r)
-    if it:
-        r, A, b = rows(x)
-    xd = xd - min_norm_correction(Minv, A, A @ xd - b)
+        rec["lock"] = float(impact.joint_coordinates(model, x, xd)[0][k])
     return np.concatenate([x, xd])

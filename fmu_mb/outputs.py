@@ -114,17 +114,18 @@ def output_values(model, state, u, formulation="newton_euler"):
     form = get_formulation(formulation)
     x, xd = form.absolute(model, state.q, state.qd)
     status = None
-    if model.contacts and form.name == "newton_euler":
+    if model.contacts:      # one solve in absolute coordinates whatever the formulation
         from . import impact
 
         status = impact.status_of(model, state)
         dyn = impact.accelerations(model, x, xd, state.t, u, status.active(),
                                    impact.pass_tuple(model, status),
                                    locks=status.locks(model))
+        lam = dyn.lam
     else:
         dyn = form.accelerations(model, state.q, state.qd, state.t, u)
+        lam = form.lam(model, dyn)
     phi, D, _, phi_t = constraints.evaluate(model, x, xd, state.t, need_conv=False)
-    lam = form.lam(model, dyn)
     vals = []
     for b in model.bodies:
         i = 3 * b.index

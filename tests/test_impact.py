@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import ellipk
 
-from fmu_mb import (InputError, IntegrationError, ModelBuilder, ModelError, Settings, State,
+from fmu_mb import (IntegrationError, ModelBuilder, ModelError, Settings, State,
                     advance, initial_state, output_names, output_spec, output_values,
                     rod_inertia, simulate)
 from fmu_mb import impact
@@ -357,13 +357,6 @@ def test_rk4_locates_impacts_on_its_hermite_interpolant():
     t1 = math.sqrt(2 / G)
     assert c["impacts"] == 2
     assert abs(c["last_time"] - 2 * t1) < 1e-12      # free fall is cubic-exact
-
-
-def test_contacts_need_newton_euler():
-    m = model("bouncing_ball")
-    with pytest.raises(InputError, match="impacts are implemented in the 'newton_euler' "
-                                         "formulation"):
-        advance(m, initial_state(m), 0.1, settings=Settings(formulation="tmt"))
 
 
 # ---------------------------------------------------------------------- builder errors

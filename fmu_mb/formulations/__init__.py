@@ -8,6 +8,9 @@ Each is a small namespace with the same functions:
     lam(model, dyn) -> multipliers of every Newton-Euler constraint row
     native_advance(model, state, t_end, u, settings) -> (q, qd, h), or None; only
         formulations that integrate in compiled code have it (others: None attribute)
+and tmt and lagrange also (for contacts, fmu_mb.impact_minimal)
+    equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
+    kinematics(model, q, qd) -> x, xd, Tq, g
 
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
@@ -45,7 +48,9 @@ _REGISTRY = {
         name=mod.__name__.rsplit(".", 1)[1], coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
         project=mod.project, absolute=mod.absolute, lam=mod.lam,
-        native_advance=getattr(mod, "native_advance", None))
+        native_advance=getattr(mod, "native_advance", None),
+        equations=getattr(mod, "reduced_equations", None),
+        kinematics=getattr(mod, "kinematics", None))
         for mod in (_tmt, _lagrange, _recursive)},
 }
 

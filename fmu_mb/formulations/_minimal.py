@@ -116,11 +116,15 @@ def initial_state(model, form):
     return State(model.t0, q0, qd0, 0.0, COORDINATES)
 
 
-def project(model, y, t, tol, kinematics):
+def project(model, y, t, tol, kinematics, extra=None, weighted=False):
     """Project y = (q, qd) onto the cut and drive rows: Newton with minimum-norm steps on
-    phi(T(q), t) = 0, then qd onto Dq qd = -phi_t. kinematics(model, q, qd) -> x, xd, Tq, g."""
+    phi(T(q), t) = 0, then qd onto Dq qd = -phi_t. kinematics(model, q, qd) -> x, xd, Tq, g.
+    extra(q, x, Tq) -> (res (k,), J (k, n), rate (k,)) adds rows res = 0, J qd = rate
+    (persistent contacts, fmu_mb.impact_minimal). weighted: the velocity change of least
+    kinetic energy (minimum Mbar-norm, an inelastic impulse on the rows) instead of the
+    minimum-norm change in q."""
     rows = tree_map(model).cut_rows
-    if len(rows) == 0:
+    if len(rows) == 0 and extra is None:
         return y
     n = tree_map(model).n
     q, qd = y[:n].copy(), y[n:]
@@ -128,8 +132,12 @@ def project(model, y, t, tol, kinematics):
     for it in range(12):
         x, _, Tq, _ = kinematics(model, q, zero)
         phi, D, _, phi_t = constraints.evaluate(model, x, np.zeros_like(x), t, need_conv=False)
-        phi, Dq, phi_t = phi[rows], D[rows] @ Tq, phi_t[rows]
-        err = np.abs(phi).max()
+        phi, Dq, b = phi[rows], D[rows] @ Tq, -phi_t[rows]
+        if extra is not None:
+            res, J, rate = extra(q, x, Tq)
+            phi, Dq = np.concatenate([phi, res]), np.vstack([Dq, J])
+            b = np.concatenate([b, rate])
+        err = np.abs(phi).max(initial=0.0)
         if err <= tol * (1.0 + np.abs(x).max()):
             break
         if it == 11 or not np.isfinite(err):
@@ -138,5 +146,9 @@ def project(model, y, t, tol, kinematics):
                              f"locked up or left its assembly branch")
         step, _ = schur_solve(Dq @ Dq.T, phi)
         q -= Dq.T @ step
-    corr, _ = schur_solve(Dq @ Dq.T, Dq @ qd + phi_t)
+    if weighted:
+        Mbar = Tq.T @ (model.compiled.mass_diag[:, None] * Tq)
+        z = np.zeros(b.shape[0])
+        return np.concatenate([q, solve(model, Mbar, Mbar @ qd, z, Dq, -b, z, qd, None)[0]])
+    corr, _ = schur_solve(Dq @ Dq.T, Dq @ qd - b)
     return np.concatenate([q, qd - Dq.T @ corr])

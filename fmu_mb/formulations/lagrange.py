@@ -115,9 +115,17 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
     return Dynamics(qdd, lam_cut, tree_map(model).cut_rows, x, xd, J @ qdd + g, t, u)
 
 
-def _kinematics(model, q, qd):
+def kinematics(model, q, qd):
+    """x, xd, J = dx/dq and g = (d/dq J qd) qd from the jets (the shape of tree.transform)."""
     x, J, xd, Jd = pose_jets(model, q, qd)
     return x, xd, J, Jd @ qd
+
+
+def reduced_equations(model, q, qd, t, u):
+    """M (n, n), h (n,) of M qdd = h (+ cut rows) and x, xd, J, g: the shape of
+    tmt.reduced_equations, by Lagrange's route."""
+    M, h, x, xd, J, Jd = equations(model, q, qd, t, u)
+    return M, h, x, xd, J, Jd @ qd
 
 
 def absolute(model, q, qd):
@@ -131,7 +139,7 @@ def initial_state(model):
 
 
 def project(model, y, t, tol):
-    return _minimal.project(model, y, t, tol, _kinematics)
+    return _minimal.project(model, y, t, tol, kinematics)
 
 
 lam = _minimal.lam

@@ -55,4 +55,7 @@ def project(model, y, t, tol):
     return _minimal.project(model, y, t, tol, transform)
 
 
+kinematics = transform
+
+
 lam = _minimal.lam
