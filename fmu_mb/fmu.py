@@ -37,7 +37,7 @@ from .errors import FmuMbError
 from .formulations import FORMULATIONS
 from .integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
                         initial_state)
-from .outputs import output_spec, output_values
+from .outputs import Outputs, output_spec
 from .units import describe
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
@@ -128,7 +128,7 @@ class MultibodySlave(Fmi2Slave):
             self.register_variable(cls(
                 var.name, causality=Fmi2Causality.output, initial=Fmi2Initial.exact,
                 description=describe(var.description, var.unit),
-                getter=(lambda i=i, conv=conv: conv(self._outputs()[i])),
+                getter=(lambda i=i, conv=conv: conv(self._outputs().value(i))),
                 **({"variability": Fmi2Variability.continuous} if not extra else extra)),
                 nested=False)
 
@@ -151,8 +151,8 @@ class MultibodySlave(Fmi2Slave):
 
     def _outputs(self):
         if self._out is None:
-            self._out = output_values(self._model, self._state, self._safe_inputs(),
-                                      self._settings.formulation)
+            self._out = Outputs(self._model, self._state, self._safe_inputs(),
+                                self._settings.formulation)
         return self._out
 
     def _safe_inputs(self):

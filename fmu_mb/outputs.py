@@ -42,67 +42,90 @@ class OutputVar(NamedTuple):
 @lru_cache(maxsize=128)
 def output_spec(model):
     """Tuple of OutputVar of every output, in value order."""
+    return tuple(OutputVar(*o) for o, _ in _spec(model))
+
+
+@lru_cache(maxsize=128)
+def output_groups(model):
+    """Per group (see Outputs), the indices of its outputs in output_spec order."""
+    groups = {}
+    for i, (_, g) in enumerate(_spec(model)):
+        groups.setdefault(g, []).append(i)
+    return {g: np.array(ix, dtype=np.intp) for g, ix in groups.items()}
+
+
+@lru_cache(maxsize=128)
+def _spec(model):
+    """((name, unit, description[, kind]), group) of every output, in value order. Groups:
+    motion (bodies, markers), coords (joint coordinates and rates), dynamics (reactions,
+    drive efforts, contact forces), elements, contacts (gaps and impact records), energy
+    (energies and constraint residuals)."""
     out = []
+
+    def add(group, *entries):
+        out.extend((e, group) for e in entries)
+
     for b in model.bodies:
-        out += [(f"{b.name}.x", "m", f"x of the centre of mass of {b.name}"),
-                (f"{b.name}.y", "m", f"y of the centre of mass of {b.name}"),
-                (f"{b.name}.phi", "rad", f"angle of {b.name} from the x axis"),
-                (f"{b.name}.vx", "m/s", f"x velocity of the centre of mass of {b.name}"),
-                (f"{b.name}.vy", "m/s", f"y velocity of the centre of mass of {b.name}"),
-                (f"{b.name}.omega", "rad/s", f"angular velocity of {b.name}")]
+        add("motion", (f"{b.name}.x", "m", f"x of the centre of mass of {b.name}"),
+            (f"{b.name}.y", "m", f"y of the centre of mass of {b.name}"),
+            (f"{b.name}.phi", "rad", f"angle of {b.name} from the x axis"),
+            (f"{b.name}.vx", "m/s", f"x velocity of the centre of mass of {b.name}"),
+            (f"{b.name}.vy", "m/s", f"y velocity of the centre of mass of {b.name}"),
+            (f"{b.name}.omega", "rad/s", f"angular velocity of {b.name}"))
     for j in model.joints:
         if j.kind == "revolute":
-            out += [(f"{j.name}.angle", "rad", f"angle of joint {j.name}"),
-                    (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}")]
+            add("coords", (f"{j.name}.angle", "rad", f"angle of joint {j.name}"),
+                (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"))
         elif j.kind == "prismatic":
-            out += [(f"{j.name}.position", "m", f"position of joint {j.name}"),
-                    (f"{j.name}.rate", "m/s", f"sliding rate of joint {j.name}")]
+            add("coords", (f"{j.name}.position", "m", f"position of joint {j.name}"),
+                (f"{j.name}.rate", "m/s", f"sliding rate of joint {j.name}"))
         if j.kind == "distance":
-            out.append((f"{j.name}.tension", "N", f"tension of link {j.name}"))
+            add("dynamics", (f"{j.name}.tension", "N", f"tension of link {j.name}"))
         else:
-            out += [(f"{j.name}.fx", "N", f"x reaction force of {j.parent} on {j.child}"),
-                    (f"{j.name}.fy", "N", f"y reaction force of {j.parent} on {j.child}")]
+            add("dynamics", (f"{j.name}.fx", "N", f"x reaction force of {j.parent} on {j.child}"),
+                (f"{j.name}.fy", "N", f"y reaction force of {j.parent} on {j.child}"))
         if j.kind in ("weld", "prismatic"):
-            out.append((f"{j.name}.torque", "N.m", f"reaction torque of {j.parent} on "
-                                                   f"{j.child}"))
+            add("dynamics", (f"{j.name}.torque", "N.m", f"reaction torque of {j.parent} on "
+                                                         f"{j.child}"))
     for d in model.drives:
         unit = "N.m" if model.joint(d.joint).kind == "revolute" else "N"
-        out.append((f"{d.name}.effort", unit, f"driving effort of {d.name} on joint {d.joint}"))
+        add("dynamics", (f"{d.name}.effort", unit,
+                         f"driving effort of {d.name} on joint {d.joint}"))
     for e in model.elements:
         if e.kind == "tsda":
-            out += [(f"{e.name}.force", "N", f"force of {e.name}, tension positive"),
-                    (f"{e.name}.length", "m", f"length of {e.name}")]
+            add("elements", (f"{e.name}.force", "N", f"force of {e.name}, tension positive"),
+                (f"{e.name}.length", "m", f"length of {e.name}"))
         elif e.kind == "rsda":
-            out += [(f"{e.name}.torque", "N.m", f"torque of {e.name}"),
-                    (f"{e.name}.angle", "rad", f"relative angle of {e.name}")]
+            add("elements", (f"{e.name}.torque", "N.m", f"torque of {e.name}"),
+                (f"{e.name}.angle", "rad", f"relative angle of {e.name}"))
         elif e.kind == "force":
-            out.append((f"{e.name}.force", "N", f"force {e.name}"))
+            add("elements", (f"{e.name}.force", "N", f"force {e.name}"))
         else:
-            out.append((f"{e.name}.torque", "N.m", f"torque {e.name}"))
+            add("elements", (f"{e.name}.torque", "N.m", f"torque {e.name}"))
     for p in model.markers:
-        out += [(f"{p.name}.x", "m", f"x of point {p.name}"),
-                (f"{p.name}.y", "m", f"y of point {p.name}"),
-                (f"{p.name}.vx", "m/s", f"x velocity of point {p.name}"),
-                (f"{p.name}.vy", "m/s", f"y velocity of point {p.name}")]
+        add("motion", (f"{p.name}.x", "m", f"x of point {p.name}"),
+            (f"{p.name}.y", "m", f"y of point {p.name}"),
+            (f"{p.name}.vx", "m/s", f"x velocity of point {p.name}"),
+            (f"{p.name}.vy", "m/s", f"y velocity of point {p.name}"))
     for c, unit in zip(model.contacts, model.compiled.contacts.units if model.contacts else ()):
         rot = unit == "rad"
-        out += [(f"{c.name}.gap", unit, f"gap of contact {c.name}"),
-                (f"{c.name}.impacts", "1", f"number of impacts of contact {c.name}", "integer"),
-                (f"{c.name}.last_time", "s", f"time of the last impact of contact {c.name}"),
-                (f"{c.name}.last_impulse", "N.m.s" if rot else "N.s",
-                 f"impulse magnitude of the last impact of contact {c.name}"),
-                (f"{c.name}.active", "1", f"contact {c.name} is in persistent contact",
-                 "boolean"),
-                (f"{c.name}.energy_loss", "J", f"kinetic energy lost in impacts of {c.name}"),
-                (f"{c.name}.force", "N.m" if rot else "N",
-                 f"force of the persistent contact {c.name}, pushing positive")]
-    out += [("energy.kinetic", "J", "kinetic energy"),
-            ("energy.potential", "J", "potential energy (gravity and springs)"),
-            ("energy.total", "J", "kinetic plus potential energy"),
-            ("constraint.residual", "1", "largest constraint residual |Phi| [m or rad]"),
-            ("constraint.velocity_residual", "1",
-             "largest velocity constraint residual |D xd + Phi_t| [m/s or rad/s]")]
-    return tuple(OutputVar(*o) for o in out)
+        add("contacts", (f"{c.name}.gap", unit, f"gap of contact {c.name}"),
+            (f"{c.name}.impacts", "1", f"number of impacts of contact {c.name}", "integer"),
+            (f"{c.name}.last_time", "s", f"time of the last impact of contact {c.name}"),
+            (f"{c.name}.last_impulse", "N.m.s" if rot else "N.s",
+             f"impulse magnitude of the last impact of contact {c.name}"),
+            (f"{c.name}.active", "1", f"contact {c.name} is in persistent contact",
+             "boolean"),
+            (f"{c.name}.energy_loss", "J", f"kinetic energy lost in impacts of {c.name}"))
+        add("dynamics", (f"{c.name}.force", "N.m" if rot else "N",
+                         f"force of the persistent contact {c.name}, pushing positive"))
+    add("energy", ("energy.kinetic", "J", "kinetic energy"),
+        ("energy.potential", "J", "potential energy (gravity and springs)"),
+        ("energy.total", "J", "kinetic plus potential energy"),
+        ("constraint.residual", "1", "largest constraint residual |Phi| [m or rad]"),
+        ("constraint.velocity_residual", "1",
+         "largest velocity constraint residual |D xd + Phi_t| [m/s or rad/s]"))
+    return tuple(out)
 
 
 def output_names(model):
@@ -111,60 +134,165 @@ def output_names(model):
 
 def output_values(model, state, u, formulation="newton_euler"):
     """Values of every output at `state` with inputs u (array), in output_spec order."""
-    form = get_formulation(formulation)
-    x, xd = form.absolute(model, state.q, state.qd)
-    status = None
-    if model.contacts:      # one solve in absolute coordinates whatever the formulation
+    return Outputs(model, state, u, formulation).values()
+
+
+class Outputs:
+    """The outputs of one state, computed by group on first use (an FMU's getReal of a joint
+    angle does not solve for reactions). `value(i)` is output i of output_spec; `values()`
+    all of them. Joint coordinates and rates of tree joints are read from a joint-coordinate
+    state directly (they are its q and qd); everything else goes through the absolute
+    coordinates x = T(q)."""
+
+    def __init__(self, model, state, u, formulation="newton_euler"):
+        self.model, self.state, self.u = model, state, u
+        self.form = get_formulation(formulation)
+        self._groups = output_groups(model)
+        self._vals = np.full(len(output_spec(model)), np.nan)
+        self._done = set()
+        self._owner = _owners(model)
+        self._cache = {}
+
+    def value(self, i):
+        g = self._owner[i]
+        if g not in self._done:
+            self._compute(g)
+        return self._vals[i]
+
+    def values(self):
+        for g in self._groups:
+            if g not in self._done:
+                self._compute(g)
+        return self._vals.copy()
+
+    def _compute(self, g):
+        self._vals[self._groups[g]] = getattr(self, "_" + g)()
+        self._done.add(g)
+
+    # ------------------------------------------------------------ shared intermediates
+    def _get(self, key):
+        if key not in self._cache:
+            self._cache[key] = getattr(self, "_make_" + key)()
+        return self._cache[key]
+
+    def _make_absolute(self):
+        return self.form.absolute(self.model, self.state.q, self.state.qd)
+
+    def _make_constraints(self):
+        x, xd = self._get("absolute")
+        return constraints.evaluate(self.model, x, xd, self.state.t, need_conv=False)
+
+    def _make_status(self):
         from . import impact
 
-        status = impact.status_of(model, state)
-        dyn = impact.accelerations(model, x, xd, state.t, u, status.active(),
-                                   impact.pass_tuple(model, status),
-                                   locks=status.locks(model))
-        lam = dyn.lam
-    else:
-        dyn = form.accelerations(model, state.q, state.qd, state.t, u)
-        lam = form.lam(model, dyn)
-    phi, D, _, phi_t = constraints.evaluate(model, x, xd, state.t, need_conv=False)
-    vals = []
-    for b in model.bodies:
-        i = 3 * b.index
-        vals += [x[i], x[i + 1], x[i + 2], xd[i], xd[i + 1], xd[i + 2]]
-    if model.joints:
+        return impact.status_of(self.model, self.state)
+
+    def _make_dynamics(self):
+        model, state, u = self.model, self.state, self.u
+        if model.contacts:      # one solve in absolute coordinates whatever the formulation
+            from . import impact
+
+            x, xd = self._get("absolute")
+            status = self._get("status")
+            dyn = impact.accelerations(model, x, xd, state.t, u, status.active(),
+                                       impact.pass_tuple(model, status),
+                                       locks=status.locks(model))
+            return dyn, dyn.lam
+        dyn = self.form.accelerations(model, state.q, state.qd, state.t, u)
+        return dyn, self.form.lam(model, dyn)
+
+    # ------------------------------------------------------------ groups
+    def _motion(self):
+        model = self.model
+        x, xd = self._get("absolute")
+        nb = len(model.bodies)
+        vals = [np.stack([x[0::3], x[1::3], x[2::3], xd[0::3], xd[1::3], xd[2::3]],
+                         axis=1).reshape(-1)] if nb else []
+        if model.markers:
+            xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
+            C = model.compiled
+            r, v = kin.points(xe, xde, C.markers.p, C.markers.sp)
+            vals.append(np.concatenate([r, v], axis=1).reshape(-1))
+        return np.concatenate(vals) if vals else np.zeros(0)
+
+    def _coords(self):
+        model, state = self.model, self.state
+        src = _coordinate_source(model)
+        if state.coords == "joint" and src is not None:
+            return np.stack([state.q[src], state.qd[src]], axis=1).reshape(-1)
+        x, xd = self._get("absolute")
         q, qd, _, _ = constraints.joint_coordinates(model, x, xd)
-        reac = constraints.reactions(model, x, D, lam)
-        pos = {k: p for p, k in enumerate(model.compiled.coord_joints)}
-        for k, j in enumerate(model.joints):
-            if k in pos:
-                vals += [q[pos[k]], qd[pos[k]]]
-            if j.kind == "distance":
-                vals.append(lam[model.compiled.joint_rows[k][0]])
-            else:
-                vals += [reac[k, 0], reac[k, 1]]
-            if j.kind in ("weld", "prismatic"):
-                vals.append(reac[k, 2])
-    for row, *_ in model.compiled.drives:
-        vals.append(-lam[row])
-    if model.elements:
-        eo = element_outputs(model, x, xd, u)
-        for e, (s, el) in zip(model.elements, eo):
+        return np.stack([q, qd], axis=1).reshape(-1)
+
+    def _dynamics(self):
+        model = self.model
+        x, _ = self._get("absolute")
+        _, D, _, _ = self._get("constraints")
+        dyn, lam = self._get("dynamics")
+        vals = []
+        if model.joints:
+            reac = constraints.reactions(model, x, D, lam)
+            for k, j in enumerate(model.joints):
+                if j.kind == "distance":
+                    vals.append(lam[model.compiled.joint_rows[k][0]])
+                else:
+                    vals += [reac[k, 0], reac[k, 1]]
+                if j.kind in ("weld", "prismatic"):
+                    vals.append(reac[k, 2])
+        for row, *_ in model.compiled.drives:
+            vals.append(-lam[row])
+        if model.contacts:
+            lam_c = getattr(dyn, "lam_c", np.zeros(len(model.contacts)))
+            vals += [-v for v in lam_c]
+        return np.array(vals, dtype=float)
+
+    def _elements(self):
+        x, xd = self._get("absolute")
+        vals = []
+        for e, (s, el) in zip(self.model.elements,
+                              element_outputs(self.model, x, xd, self.u)):
             vals += [s, el] if e.kind in ("tsda", "rsda") else [s]
-    if model.markers:
-        xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
-        C = model.compiled
-        r, v = kin.points(xe, xde, C.markers.p, C.markers.sp)
-        vals += np.concatenate([r, v], axis=1).reshape(-1).tolist()
-    if model.contacts:
+        return np.array(vals, dtype=float)
+
+    def _contacts(self):
         from . import impact
 
-        status = status or impact.status_of(model, state)
-        gap = impact.gaps(model, x)
-        lam_c = getattr(dyn, "lam_c", np.zeros(len(model.contacts)))
-        for i, c in enumerate(model.contacts):
+        x, _ = self._get("absolute")
+        status = self._get("status")
+        gap = impact.gaps(self.model, x)
+        vals = []
+        for i, c in enumerate(self.model.contacts):
             r = status.data[c.name]
             vals += [gap[i], float(r["impacts"]), r["last_time"], r["last_impulse"],
-                     float(r["active"]), r["energy_loss"], -lam_c[i]]
-    T, V = kinetic_energy(model, xd), potential_energy(model, x)
-    vals += [T, V, T + V, np.abs(phi).max(initial=0.0),
-             np.abs(D @ xd + phi_t).max(initial=0.0)]
-    return np.array(vals, dtype=float)
+                     float(r["active"]), r["energy_loss"]]
+        return np.array(vals, dtype=float)
+
+    def _energy(self):
+        x, xd = self._get("absolute")
+        phi, D, _, phi_t = self._get("constraints")
+        T, V = kinetic_energy(self.model, xd), potential_energy(self.model, x)
+        return np.array([T, V, T + V, np.abs(phi).max(initial=0.0),
+                         np.abs(D @ xd + phi_t).max(initial=0.0)])
+
+
+@lru_cache(maxsize=128)
+def _owners(model):
+    owner = [None] * len(output_spec(model))
+    for g, ix in output_groups(model).items():
+        for i in ix:
+            owner[i] = g
+    return tuple(owner)
+
+
+@lru_cache(maxsize=128)
+def _coordinate_source(model):
+    """Positions in a joint-coordinate q of the coordinate joints (model.compiled
+    .coord_joints order), or None when one of them is not a tree coordinate (a cut joint)."""
+    from .tree import tree_map
+
+    tm = tree_map(model)
+    pos = {k: i for i, k in enumerate(tm.joints)}
+    src = [pos.get(k) for k in model.compiled.coord_joints]
+    if any(p is None for p in src):
+        return None
+    return np.array(src, dtype=np.intp)
