@@ -173,7 +173,7 @@ def advance(model, state, t_end, u=None, settings=None):
     if t_end < t0:
         raise InputError(f"advance: t_end = {t_end!r} is before the current time {t0!r}; "
                          f"expected t_end >= t")
-    if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.qd))):
+    if not (np.isfinite(state.q).all() and np.isfinite(state.qd).all()):
         raise InputError(f"advance: the state at t = {t0!r} holds non-finite coordinates; "
                          f"expected finite q and qd")
     if t_end == t0:
@@ -186,7 +186,7 @@ def advance(model, state, t_end, u=None, settings=None):
         res = form.native_advance(model, state, t_end, uvec, settings)
         if res is not None:
             q, qd, h = res
-            return replace(state, t=float(t_end), q=q, qd=qd, h=h)
+            return State(float(t_end), q, qd, h, state.coords, state.extra)
     n = state.q.shape[0]
     baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
 

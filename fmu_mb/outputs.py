@@ -152,8 +152,13 @@ class Outputs:
         self._done = set()
         self._owner = _owners(model)
         self._cache = {}
+        self._direct = _direct_coordinates(model) if state.coords == "joint" else None
 
     def value(self, i):
+        if self._direct is not None:           # a tree joint's coordinate or rate: q, qd
+            hit = self._direct.get(i)
+            if hit is not None:
+                return float((self.state.qd if hit[0] else self.state.q)[hit[1]])
         g = self._owner[i]
         if g not in self._done:
             self._compute(g)
@@ -296,3 +301,14 @@ def _coordinate_source(model):
     if any(p is None for p in src):
         return None
     return np.array(src, dtype=np.intp)
+
+
+@lru_cache(maxsize=128)
+def _direct_coordinates(model):
+    """{output index: (0 for the coordinate or 1 for the rate, position in q)} of the joint
+    coordinates a joint-coordinate state holds directly (the same numbers as _coords)."""
+    src = _coordinate_source(model)
+    if src is None:
+        return {}
+    ix = output_groups(model).get("coords", ())
+    return {int(i): (k % 2, int(src[k // 2])) for k, i in enumerate(ix)}
