@@ -37,7 +37,7 @@ from .errors import FmuMbError
 from .formulations import FORMULATIONS
 from .integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
                         initial_state)
-from .outputs import Outputs, output_spec
+from .outputs import Outputs, _direct_coordinates, output_spec
 from .units import describe
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
@@ -105,6 +105,8 @@ class MultibodySlave(Fmi2Slave):
             start_time=exp.get("start_time", 0.0), stop_time=exp.get("stop_time", 2.0),
             step_size=exp.get("step_size", 0.01))
         self._register()
+        self._real_getters = {v.value_reference: v.getter for v in self.vars.values()
+                              if isinstance(v, Real)}
 
     # ------------------------------------------------------------------ variables
     def _register(self):
@@ -128,7 +130,7 @@ class MultibodySlave(Fmi2Slave):
             self.register_variable(cls(
                 var.name, causality=Fmi2Causality.output, initial=Fmi2Initial.exact,
                 description=describe(var.description, var.unit),
-                getter=(lambda i=i, conv=conv: conv(self._outputs().value(i))),
+                getter=(lambda i=i, conv=conv: conv(self._output(i))),
                 **({"variability": Fmi2Variability.continuous} if not extra else extra)),
                 nested=False)
 
@@ -148,6 +150,25 @@ class MultibodySlave(Fmi2Slave):
     def _set_input(self, k, value):
         self._inputs[k] = value   # validated in do_step (a setter cannot return an error)
         self._out = None
+
+    def _output(self, i):
+        """Output i; a tree joint's coordinate or rate straight from a joint-coordinate
+        state (the same number Outputs gives), anything else through Outputs."""
+        st = self._state
+        if st.coords == "joint":
+            hit = _direct_coordinates(self._model).get(i)
+            if hit is not None:
+                return (st.qd if hit[0] else st.q)[hit[1]]
+        return self._outputs().value(i)
+
+    def get_real(self, vrs):
+        """pythonfmu's get_real without its per-variable type dispatch (one dict lookup per
+        reference); a reference that is not a Real goes to pythonfmu's own error."""
+        getters = self._real_getters
+        try:
+            return [float(getters[vr]()) for vr in vrs]
+        except KeyError:
+            return super().get_real(vrs)
 
     def _outputs(self):
         if self._out is None:

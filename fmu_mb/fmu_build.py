@@ -68,11 +68,25 @@ def _package(text, module_name, extra_files, dest, units, standalone):
         pkg = Path(tmp) / "fmu_mb"
         shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns(
             "__pycache__", "*.pyc", "*.so", "*.o"))
+        _add_kernel(pkg / "native")
         files = [pkg]
         for f in extra_files:
             files.append(Path(tmp) / Path(f).name)
             shutil.copy2(f, files[-1])
         return package_fmu(text, module_name, files, dest, units=units, standalone=standalone)
+
+
+def _add_kernel(native_dir):
+    """Put the compiled native kernel beside its source in the FMU's copy of the package, so
+    that the FMU runs the 'recursive' formulation on a host without a C compiler and without
+    compiling at instantiation. Without a compiler here the FMU compiles it on first use."""
+    from .kernel import KernelUnavailable, library_path
+
+    try:
+        lib = library_path()
+    except KernelUnavailable:
+        return
+    shutil.copy2(lib, Path(native_dir) / lib.name)
 
 
 def build_fmus(model_files, out_dir, overrides=None, standalone=True):

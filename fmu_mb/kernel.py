@@ -103,9 +103,8 @@ def build_library(dest_dir):
 _LOCK = threading.Lock()
 
 
-@lru_cache(maxsize=1)
-def library():
-    """The loaded kernel (ctypes.CDLL) with its integrator tableaus set."""
+def library_path():
+    """Path of the compiled kernel: an existing one for this source, or a new build."""
     with _LOCK:
         path, errors = None, []
         for d in _cache_dirs():
@@ -125,7 +124,13 @@ def library():
             raise KernelUnavailable("cannot write the compiled kernel anywhere: "
                                     + "; ".join(errors) + " (set FMU_MB_CACHE to a writable "
                                     "folder)")
-        lib = ctypes.CDLL(str(path))
+        return path
+
+
+@lru_cache(maxsize=1)
+def library():
+    """The loaded kernel (ctypes.CDLL) with its integrator tableaus set."""
+    lib = ctypes.CDLL(str(library_path()))
     P, I, D = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
     lib.mbk_create.restype = P
     lib.mbk_create.argtypes = [I, I, P, P, I, P, P, P, P, D, D]
@@ -134,7 +139,7 @@ def library():
     lib.mbk_set_tableau.argtypes = [I, I, I, P, P, P, P, P, P]
     lib.mbk_accelerations.argtypes = [P, P, P, P, P, P, P, P]
     lib.mbk_applied_forces.argtypes = [P, P, P, P, P]
-    lib.mbk_advance.argtypes = [P, I, D, D, P, P, P, D, D, D, D, P, P]
+    lib.mbk_advance.argtypes = [P, I, P, P, P, P]
     lib.mbk_last_error_index.argtypes = [P]
     _set_tableaus(lib)
     return lib
@@ -243,15 +248,13 @@ class TreeKernel:
                               [e.name for e in model.elements if e.kind == "rsda"])
         self._y = np.zeros(2 * n)
         self._u = np.zeros(max(1, self.n_inputs))
-        self._h = np.zeros(1)
+        self._par = np.zeros(8)          # t, t_end, h, rtol, atol, max_step, step, t_fail
         self._nfev = np.zeros(1, dtype=np.intc)
-        self._tfail = np.zeros(1)
         self._out = np.zeros((4, 3 * nb))
         self._qdd = np.zeros(max(1, n))
         p = lambda a: a.ctypes.data  # noqa: E731
-        self._py, self._pu, self._ph, self._pn, self._pt = (p(self._y), p(self._u),
-                                                            p(self._h), p(self._nfev),
-                                                            p(self._tfail))
+        self._py, self._pu, self._ppar, self._pn = (p(self._y), p(self._u), p(self._par),
+                                                    p(self._nfev))
         self._pq, self._pqd = self._py, self._py + 8 * n
         self._pqdd = p(self._qdd)
         self._px, self._pxd, self._pxdd, self._pf = (p(self._out[0]), p(self._out[1]),
@@ -296,14 +299,14 @@ class TreeKernel:
     def advance(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step):
         """Integrate to t_end; returns (q, qd, h, number of right-hand sides)."""
         self._load(q, qd, u)
-        self._h[0] = h
-        rc = self.lib.mbk_advance(self.handle, METHOD_CODES[method], t, t_end, self._py,
-                                  self._ph, self._pu, rtol, atol, max_step, step, self._pn,
-                                  self._pt)
+        par = self._par
+        par[:7] = (t, t_end, h, rtol, atol, max_step, step)
+        rc = self.lib.mbk_advance(self.handle, METHOD_CODES[method], self._ppar, self._py,
+                                  self._pu, self._pn)
         if rc:
-            raise self._error(rc, float(self._tfail[0]), f"the {method} integrator failed")
+            raise self._error(rc, float(par[7]), f"the {method} integrator failed")
         n = self.n
-        return self._y[:n].copy(), self._y[n:].copy(), float(self._h[0]), int(self._nfev[0])
+        return self._y[:n].copy(), self._y[n:].copy(), float(par[2]), int(self._nfev[0])
 
 
 _KERNELS = weakref.WeakKeyDictionary()

@@ -322,6 +322,9 @@ class Model:
         """
         from .errors import InputError
 
+        if isinstance(u, np.ndarray) and u.shape == (len(self.inputs),) and \
+                u.dtype == float and np.isfinite(u).all():
+            return u.copy()                          # the common case (FMU, simulate)
         names = self.input_names
         out = np.zeros(len(names))
         if u is None:
@@ -333,9 +336,6 @@ class Model:
                                      f"{list(names)}")
                 out[names.index(key)] = _finite(self, key, val)
             return out
-        if isinstance(u, np.ndarray) and u.shape == (len(names),) and u.dtype == float and \
-                np.isfinite(u).all():
-            return u.copy()                          # the common case (FMU, simulate)
         arr = np.asarray(u, dtype=float).reshape(-1)
         if arr.shape != (len(names),):
             raise InputError(f"model '{self.name}': expected {len(names)} input values "

@@ -148,9 +148,8 @@ class Outputs:
         self.model, self.state, self.u = model, state, u
         self.form = get_formulation(formulation)
         self._groups = output_groups(model)
-        self._vals = np.full(len(output_spec(model)), np.nan)
+        self._vals = None
         self._done = set()
-        self._owner = _owners(model)
         self._cache = {}
         self._direct = _direct_coordinates(model) if state.coords == "joint" else None
 
@@ -159,7 +158,7 @@ class Outputs:
             hit = self._direct.get(i)
             if hit is not None:
                 return float((self.state.qd if hit[0] else self.state.q)[hit[1]])
-        g = self._owner[i]
+        g = _owners(self.model)[i]
         if g not in self._done:
             self._compute(g)
         return self._vals[i]
@@ -168,9 +167,13 @@ class Outputs:
         for g in self._groups:
             if g not in self._done:
                 self._compute(g)
+        if self._vals is None:                      # a model without outputs
+            return np.zeros(0)
         return self._vals.copy()
 
     def _compute(self, g):
+        if self._vals is None:
+            self._vals = np.full(len(output_spec(self.model)), np.nan)
         self._vals[self._groups[g]] = getattr(self, "_" + g)()
         self._done.add(g)
 

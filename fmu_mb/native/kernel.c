@@ -554,9 +554,9 @@ static int initial_step(Kernel *k, const Tableau *T, double t, const double *y, 
  * > 0), 2: rk4 with steps of at most `step`. On success y holds the state at t_end and h_io
  * the step-size hint to continue with; on failure y is unchanged and t_fail holds the time.
  */
-int mbk_advance(Kernel *k, int method, double t, double t_end, double *y, double *h_io,
-                const double *u, double rtol, double atol, double max_step, double step,
-                int *nfev, double *t_fail)
+static int advance(Kernel *k, int method, double t, double t_end, double *y, double *h_io,
+                   const double *u, double rtol, double atol, double max_step, double step,
+                   int *nfev, double *t_fail)
 {
     int n = k->n, m = 2 * n, rc;
     double *K = k->K, *yt = k->ytmp, *yn = k->ynew;
@@ -719,4 +719,12 @@ int mbk_advance(Kernel *k, int method, double t, double t_end, double *y, double
     memcpy(y, yc, sizeof(double) * m);
     *h_io = h_abs;
     return OK;
+}
+
+/* mbk_advance with the scalars in one array (fewer foreign-call arguments):
+ * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)] */
+int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, int *nfev)
+{
+    return advance(k, method, par[0], par[1], y, &par[2], u, par[3], par[4], par[5], par[6],
+                   nfev, &par[7]);
 }
