@@ -2,14 +2,16 @@
 
     python bench/profile_fmu_mb.py [--case cosim|chain16|all] [--top 25] [--out DIR]
 
-cosim   : double pendulum, 1 ms communication steps for 0.5 s, advance() + output_values()
-          per step (what the FMU's doStep + getReal do, without the pythonfmu layer),
-          default Settings (dop853, newton_euler, rtol 1e-9) and the best formulation;
-chain16 : 16-link chain, one advance() over 2 s at rtol 1e-6 (tmt if registered).
+cosim   : double pendulum, 1 ms communication steps for 0.5 s, advance() + the four joint
+          outputs A.angle, B.angle, A.rate, B.rate per step (what the FMU's doStep + getReal
+          do, without the pythonfmu layer), default Settings (dop853, newton_euler, rtol
+          1e-9) and the best formulation (recursive: the compiled kernel);
+chain16 : 16-link chain, one advance() over 2 s at rtol 1e-6 (recursive if registered).
 
 Prints the top functions by own time and the share of own time spent in: numpy / linalg
 calls (C functions and numpy's Python wrappers), scipy's integrator (scipy/integrate),
 the model equations (fmu_mb formulations, kinematics, constraints, elements, tree),
+the native kernel (fmu_mb/kernel.py: ctypes calls, the C work is booked to them),
 projection, and output evaluation (fmu_mb/outputs.py and what it calls).
 Writes DIR/profile_<case>.prof for snakeviz / pstats.
 """
@@ -24,18 +26,22 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import fmu_mb  # noqa: E402
-from fmu_mb import Settings, advance, initial_state, load_model, output_values  # noqa: E402
+from fmu_mb import Settings, advance, initial_state, load_model  # noqa: E402
+from fmu_mb.outputs import Outputs, output_names  # noqa: E402
 
-BEST = "tmt" if "tmt" in fmu_mb.FORMULATIONS else "newton_euler"
+BEST = next(f for f in ("recursive", "tmt", "newton_euler") if f in fmu_mb.FORMULATIONS)
 
 
 def case_cosim(settings, t_end=0.5, dt=1e-3):
     m = load_model(str(ROOT / "models" / "double_pendulum.py"))
     st = initial_state(m, settings)
     u = m.input_vector(None)
+    names = output_names(m)
+    ia = [names.index(n) for n in ("A.angle", "B.angle", "A.rate", "B.rate")]
     for k in range(int(round(t_end / dt))):
         st = advance(m, st, (k + 1) * dt, u, settings)
-        output_values(m, st, u, settings.formulation)
+        out = Outputs(m, st, u, settings.formulation)
+        [out.value(i) for i in ia]
 
 
 def case_chain(n=16):
@@ -51,6 +57,8 @@ def bucket(filename, func):
         return "numpy/scipy.linalg calls"
     if "scipy/integrate" in f:
         return "scipy integrator (Python)"
+    if "fmu_mb/kernel" in f:
+        return "native kernel (ctypes call incl. the C work)"
     if "fmu_mb/outputs" in f:
         return "output evaluation"
     if "fmu_mb/integrate" in f:

@@ -139,6 +139,8 @@ def library():
     lib.mbk_set_tableau.argtypes = [I, I, I, P, P, P, P, P, P]
     lib.mbk_accelerations.argtypes = [P, P, P, P, P, P, P, P]
     lib.mbk_applied_forces.argtypes = [P, P, P, P, P]
+    lib.mbk_kinematics.restype = None
+    lib.mbk_kinematics.argtypes = [P, P, P, P, P]
     lib.mbk_advance.argtypes = [P, I, P, P, P, P]
     lib.mbk_last_error_index.argtypes = [P]
     _set_tableaus(lib)
@@ -275,7 +277,7 @@ class TreeKernel:
         n = self.n
         self._y[:n] = q
         self._y[n:] = qd
-        if self.n_inputs:
+        if self.n_inputs and u is not None:
             self._u[:self.n_inputs] = u
 
     def accelerations(self, q, qd, u, t=0.0):
@@ -287,6 +289,12 @@ class TreeKernel:
             raise self._error(rc, t, "the accelerations cannot be computed")
         o = self._out
         return self._qdd[:self.n].copy(), o[0].copy(), o[1].copy(), o[2].copy()
+
+    def kinematics(self, q, qd):
+        """x, xd (3 nb,) of the bodies at (q, qd)."""
+        self._load(q, qd, None)
+        self.lib.mbk_kinematics(self.handle, self._pq, self._pqd, self._px, self._pxd)
+        return self._out[0].copy(), self._out[1].copy()
 
     def applied_forces(self, q, qd, u):
         """f - Dv' s (3 nb,) at (q, qd): the kernel's own element forces (for tests)."""

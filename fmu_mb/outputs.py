@@ -57,7 +57,7 @@ def output_groups(model):
 @lru_cache(maxsize=128)
 def _spec(model):
     """((name, unit, description[, kind]), group) of every output, in value order. Groups:
-    motion (bodies, markers), coords (joint coordinates and rates), dynamics (reactions,
+    motion (bodies), markers, coords (joint coordinates and rates), dynamics (reactions,
     drive efforts, contact forces), elements, contacts (gaps and impact records), energy
     (energies and constraint residuals)."""
     out = []
@@ -103,7 +103,7 @@ def _spec(model):
         else:
             add("elements", (f"{e.name}.torque", "N.m", f"torque {e.name}"))
     for p in model.markers:
-        add("motion", (f"{p.name}.x", "m", f"x of point {p.name}"),
+        add("markers", (f"{p.name}.x", "m", f"x of point {p.name}"),
             (f"{p.name}.y", "m", f"y of point {p.name}"),
             (f"{p.name}.vx", "m/s", f"x velocity of point {p.name}"),
             (f"{p.name}.vy", "m/s", f"y velocity of point {p.name}"))
@@ -211,17 +211,20 @@ class Outputs:
 
     # ------------------------------------------------------------ groups
     def _motion(self):
+        x, xd = self._get("absolute")
+        nb = len(self.model.bodies)
+        out = np.empty((nb, 6))
+        out[:, :3] = x.reshape(nb, 3)
+        out[:, 3:] = xd.reshape(nb, 3)
+        return out.reshape(-1)
+
+    def _markers(self):
         model = self.model
         x, xd = self._get("absolute")
-        nb = len(model.bodies)
-        vals = [np.stack([x[0::3], x[1::3], x[2::3], xd[0::3], xd[1::3], xd[2::3]],
-                         axis=1).reshape(-1)] if nb else []
-        if model.markers:
-            xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
-            C = model.compiled
-            r, v = kin.points(xe, xde, C.markers.p, C.markers.sp)
-            vals.append(np.concatenate([r, v], axis=1).reshape(-1))
-        return np.concatenate(vals) if vals else np.zeros(0)
+        xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
+        C = model.compiled
+        r, v = kin.points(xe, xde, C.markers.p, C.markers.sp)
+        return np.concatenate([r, v], axis=1).reshape(-1)
 
     def _coords(self):
         model, state = self.model, self.state

@@ -458,6 +458,14 @@ int mbk_accelerations(Kernel *k, const double *q, const double *qd, const double
     return OK;
 }
 
+/* x, xd (3 nb each) of the bodies at (q, qd): forward kinematics only */
+void mbk_kinematics(Kernel *k, const double *q, const double *qd, double *x, double *xd)
+{
+    kinematics(k, q, qd);
+    memcpy(x, k->x, sizeof(double) * 3 * k->nb);
+    memcpy(xd, k->xd, sizeof(double) * 3 * k->nb);
+}
+
 /* generalised applied forces f (3 nb) at (q, qd): for tests and outputs */
 int mbk_applied_forces(Kernel *k, const double *q, const double *qd, const double *u, double *f)
 {
