@@ -149,10 +149,15 @@ def library():
 
 def _set_tableaus(lib):
     """The Runge-Kutta coefficients are scipy's own (RK45 and DOP853), not retyped."""
-    from scipy.integrate import RK45
+    from scipy.integrate import DOP853, RK45
     from scipy.integrate._ivp import dop853_coefficients as dc
 
     keep = []
+
+    def square(A, s):            # scipy stores only the used columns (RK45.A is 6 x 5)
+        out = np.zeros((s, s))
+        out[:, :min(s, A.shape[1])] = np.asarray(A, dtype=float)[:s, :s]
+        return out
 
     def ptr(a):
         a = np.ascontiguousarray(a, dtype=float)
@@ -160,11 +165,11 @@ def _set_tableaus(lib):
         return a.ctypes.data
 
     s = RK45.n_stages
-    rc = lib.mbk_set_tableau(0, s, RK45.error_estimator_order, ptr(RK45.A), ptr(RK45.B),
-                             ptr(RK45.C), ptr(RK45.E), None, None)
+    rc = lib.mbk_set_tableau(0, s, RK45.error_estimator_order, ptr(square(RK45.A, s)),
+                             ptr(RK45.B), ptr(RK45.C), ptr(RK45.E), None, None)
     s8 = dc.N_STAGES
-    rc |= lib.mbk_set_tableau(1, s8, 7, ptr(dc.A[:s8, :s8]), ptr(dc.B), ptr(dc.C[:s8]), None,
-                              ptr(dc.E3), ptr(dc.E5))
+    rc |= lib.mbk_set_tableau(1, s8, DOP853.error_estimator_order, ptr(square(dc.A, s8)),
+                              ptr(dc.B), ptr(dc.C[:s8]), None, ptr(dc.E3), ptr(dc.E5))
     if rc:
         raise KernelUnavailable("the kernel refused scipy's Runge-Kutta tableaus")
 
