@@ -52,9 +52,10 @@ def native_advance(model, state, t_end, u, settings):
     implementation (radau: advance() then calls `accelerations` from scipy's stepper)."""
     if settings.method not in ("rk4", "dopri5", "dop853"):
         return None
+    rtol = max(settings.rtol, 100 * np.finfo(float).eps)     # scipy's clamp, same control
     q, qd, h, _ = tree_kernel(model).advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
-        settings.rtol, settings.atol, settings.max_step, settings.step)
+        rtol, settings.atol, settings.max_step, settings.step)
     return q, qd, h
 
 

@@ -359,8 +359,8 @@ static int aba(Kernel *k, double *qdd)
             for (int r = 0; r < 3; r++)
                 U[r] = I[3 * r] * S[0] + I[3 * r + 1] * S[1] + I[3 * r + 2] * S[2];
             double D = S[0] * U[0] + S[1] * U[1] + S[2] * U[2];
-            double scale = I[0] + I[4] + I[8];
-            if (!(D > 1e-13 * scale) || !(scale > 0.0)) {
+            double scale = fabs(S[0] * U[0]) + fabs(S[1] * U[1]) + fabs(S[2] * U[2]);
+            if (!(D > 1e-13 * scale) || !(D > 0.0)) {      /* scale-free: D's own units */
                 k->last_error_body = b;
                 return ERR_SINGULAR;
             }
@@ -570,6 +570,8 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
     double *K = k->K, *yt = k->ytmp, *yn = k->ynew;
     *nfev = 0;
     *t_fail = t;
+    if (m == 0)                                /* no coordinates: nothing moves */
+        return OK;
     if (method == 2) {
         double span = t_end - t;
         double ns = ceil(span / step - 1e-9);
