@@ -253,6 +253,7 @@ class TreeKernel:
         self.n_inputs = len(model.inputs)
         self.element_names = ([e.name for e in model.elements if e.kind == "tsda"] +
                               [e.name for e in model.elements if e.kind == "rsda"])
+        self._lock = threading.Lock()    # one workspace per model; ctypes drops the GIL
         self._y = np.zeros(2 * n)
         self._u = np.zeros(max(1, self.n_inputs))
         self._par = np.zeros(8)          # t, t_end, h, rtol, atol, max_step, step, t_fail
@@ -285,7 +286,7 @@ class TreeKernel:
         if self.n_inputs and u is not None:
             self._u[:self.n_inputs] = u
 
-    def accelerations(self, q, qd, u, t=0.0):
+    def _accelerations_unlocked(self, q, qd, u, t=0.0):
         """qdd (n,) and x, xd, xdd (3 nb,) at (q, qd) with inputs u."""
         self._load(q, qd, u)
         rc = self.lib.mbk_accelerations(self.handle, self._pq, self._pqd, self._pu,
@@ -295,13 +296,13 @@ class TreeKernel:
         o = self._out
         return self._qdd[:self.n].copy(), o[0].copy(), o[1].copy(), o[2].copy()
 
-    def kinematics(self, q, qd):
+    def _kinematics_unlocked(self, q, qd):
         """x, xd (3 nb,) of the bodies at (q, qd)."""
         self._load(q, qd, None)
         self.lib.mbk_kinematics(self.handle, self._pq, self._pqd, self._px, self._pxd)
         return self._out[0].copy(), self._out[1].copy()
 
-    def applied_forces(self, q, qd, u):
+    def _applied_forces_unlocked(self, q, qd, u):
         """f - Dv' s (3 nb,) at (q, qd): the kernel's own element forces (for tests)."""
         self._load(q, qd, u)
         rc = self.lib.mbk_applied_forces(self.handle, self._pq, self._pqd, self._pu, self._pf)
@@ -309,7 +310,7 @@ class TreeKernel:
             raise self._error(rc, 0.0, "the applied forces cannot be computed")
         return self._out[3].copy()
 
-    def advance(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step):
+    def _advance_unlocked(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step):
         """Integrate to t_end; returns (q, qd, h, number of right-hand sides)."""
         self._load(q, qd, u)
         par = self._par
@@ -321,6 +322,18 @@ class TreeKernel:
         n = self.n
         return self._y[:n].copy(), self._y[n:].copy(), float(par[2]), int(self._nfev[0])
 
+
+def _locked(name):
+    def call(self, *args, **kwargs):
+        with self._lock:
+            return getattr(self, name)(*args, **kwargs)
+    call.__name__ = name[1:].replace("_unlocked", "")
+    call.__doc__ = getattr(TreeKernel, name).__doc__
+    return call
+
+
+for _name in ("accelerations", "kinematics", "applied_forces", "advance"):
+    setattr(TreeKernel, _name, _locked(f"_{_name}_unlocked"))
 
 _KERNELS = weakref.WeakKeyDictionary()
 
