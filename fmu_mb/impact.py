@@ -380,13 +380,20 @@ def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=No
             - beta * beta * np.concatenate([phi, res])
     F = applied_forces(model, x, xd, t, u)
     xdd, lam = solve_kkt(C.inv_mass_diag, A, F, b, None if C.mass_positive else C.mass_diag)
+    return contact_dynamics(model, xdd, lam, phi, D, active, locks)
+
+
+def contact_dynamics(model, qdd, lam, phi, D, active, locks):
+    """ContactDynamics from a solve with the joint rows (phi, D) first, then one extra row per
+    active contact: the contact multipliers in model.contacts order, with the sign of a
+    Reduction lock's side (any coordinates: x or q)."""
     m = D.shape[0]
     lam_c = np.zeros(len(model.contacts))
     ia = np.flatnonzero(active)
     lam_c[ia] = lam[m:m + len(ia)]
     for i, (k, q_lock) in (locks or {}).items():
         lam_c[i] *= 1.0 if q_lock >= 0 else -1.0
-    return ContactDynamics(xdd, lam[:m], lam_c, phi, D)
+    return ContactDynamics(qdd, lam[:m], lam_c, phi, D)
 
 
 # ---------------------------------------------------------------------- Reduction Method

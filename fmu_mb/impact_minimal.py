@@ -88,13 +88,7 @@ def accelerations(model, form, q, qd, t, u, active, pas=None, baumgarte=None, lo
     qdd, lam = _minimal.solve(model, Mbar, fbar, np.concatenate([phi, res]),
                               np.vstack([Dq, J]), np.concatenate([conv, cv]),
                               np.concatenate([phi_t, -rate]), qd, baumgarte)
-    m = phi.shape[0]
-    lam_c = np.zeros(len(model.contacts))
-    ia = np.flatnonzero(active)
-    lam_c[ia] = lam[m:m + len(ia)]
-    for i, (k, q_lock) in (locks or {}).items():
-        lam_c[i] *= 1.0 if q_lock >= 0 else -1.0
-    return _ne.ContactDynamics(qdd, lam[:m], lam_c, phi, Dq)
+    return _ne.contact_dynamics(model, qdd, lam, phi, Dq, active, locks)
 
 
 def _impact_system(model, form, q, qd, t):
