@@ -23,7 +23,7 @@ import fmu_mb  # noqa: E402,F401
 from fmpy import extract, read_model_description  # noqa: E402
 from fmpy.fmi2 import FMU2Slave  # noqa: E402
 
-from fmu_mb.fmu_build import build_fmu  # noqa: E402
+from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 
 def main(argv=None):

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 import fmu_mb  # noqa: E402
 from fmu_mb import Settings, advance, initial_state, load_model  # noqa: E402
-from fmu_mb.outputs import Outputs, output_names  # noqa: E402
+from fmu_mb.dynamics.outputs import Outputs, output_names  # noqa: E402
 
 BEST = next(f for f in ("recursive", "tmt", "newton_euler") if f in fmu_mb.FORMULATIONS)
 

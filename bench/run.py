@@ -31,7 +31,7 @@ import fmu_mb  # noqa: E402  (limits BLAS threads before numpy loads)
 import numpy as np  # noqa: E402
 from fmu_mb import (Settings, advance, initial_state, load_model, output_names,  # noqa: E402
                     output_values)
-from fmu_mb.outputs import Outputs  # noqa: E402
+from fmu_mb.dynamics.outputs import Outputs  # noqa: E402
 
 import references as R  # noqa: E402
 
@@ -201,7 +201,7 @@ def cosim(steps, fm_tol, ex_tol, form, log):
     from fmpy.fmi2 import FMU2Slave
 
     import exudyn_models as X
-    from fmu_mb.fmu_build import build_fmu
+    from fmu_mb.fmi.build import build_fmu
 
     dt = 1e-3
     ref, _, _ = R.double_pendulum(steps * dt)

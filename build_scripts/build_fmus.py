@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fmu_mb.fmu_build import build_fmus  # noqa: E402
+from fmu_mb.fmi.build import build_fmus  # noqa: E402
 
 
 def model_files():

@@ -21,7 +21,7 @@ from fmpy import read_model_description, simulate_fmu  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
 from build_fmus import model_files  # noqa: E402
-from fmu_mb.fmu_build import build_fmu  # noqa: E402
+from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 
 def plot(result, names, title, path):

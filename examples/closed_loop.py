@@ -64,7 +64,7 @@ LOOPS = [
 
 def build(loop, out_dir=ROOT / "out" / "examples"):
     """Build (or reuse) the plant and controller FMUs of a loop; returns their paths."""
-    from fmu_mb.fmu_build import build_controller_fmu, build_fmu
+    from fmu_mb.fmi.build import build_controller_fmu, build_fmu
     return build_fmu(loop.plant, out_dir), build_controller_fmu(loop.controller, out_dir)
 
 

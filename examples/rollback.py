@@ -19,7 +19,7 @@ OUTPUTS = ["ball.y", "ball.vy", "floor.impacts"]
 
 
 def build(out_dir=ROOT / "out" / "examples"):
-    from fmu_mb.fmu_build import build_fmu
+    from fmu_mb.fmi.build import build_fmu
     return build_fmu(ROOT / "models" / "bouncing_ball.py", out_dir)
 
 

@@ -24,19 +24,19 @@ if "numpy" in _sys.modules:                      # a BLAS is loaded already: lim
     except ImportError:
         pass
 
-from .builder import ModelBuilder, disc_inertia, rod_inertia
+from .mechanics.builder import ModelBuilder, disc_inertia, rod_inertia
 from .errors import (AssemblyError, DriftError, FmuMbError, ImpactError, InputError,
                      IntegrationError, ModelError, SingularSystemError)
-from .formulations import FORMULATIONS
-from .integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
-from .inverse import (InverseDynamics, KinematicState, inverse_dynamics, kinematic_analysis,
+from .dynamics.formulations import FORMULATIONS
+from .dynamics.integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
+from .dynamics.inverse import (InverseDynamics, KinematicState, inverse_dynamics, kinematic_analysis,
                       kinematic_trajectory)
-from .loader import load_model, load_module
-from .model import Model
-from .motion import Motion, constant_rate, harmonic, polynomial
-from .outputs import output_names, output_spec, output_values
-from .simulate import simulate
-from .tree import tree_coordinates
+from .mechanics.loader import load_model, load_module
+from .mechanics.model import Model
+from .mechanics.motion import Motion, constant_rate, harmonic, polynomial
+from .dynamics.outputs import output_names, output_spec, output_values
+from .dynamics.simulate import simulate
+from .mechanics.tree import tree_coordinates
 from .units import deg
 
 __version__ = "0.1.0"

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from fmu_mb import (AssemblyError, ModelBuilder, ModelError, constant_rate, constraints,
-                    initial_state, load_model)
+from fmu_mb import (AssemblyError, ModelBuilder, ModelError, constant_rate, initial_state, load_model)
+from fmu_mb.mechanics import constraints
 
 from conftest import MODELS, model
 

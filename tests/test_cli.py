@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from fmu_mb import simulate
-from fmu_mb.cli import main
+from fmu_mb.tools.cli import main
 
 from conftest import MODELS, model
 

@@ -4,8 +4,9 @@ D xd (seed 003's debugging advice), element forces against the potential energy.
 import numpy as np
 import pytest
 
-from fmu_mb import ModelBuilder, constraints, harmonic
-from fmu_mb.elements import applied_forces, potential_energy
+from fmu_mb import ModelBuilder, harmonic
+from fmu_mb.mechanics import constraints
+from fmu_mb.mechanics.elements import applied_forces, potential_energy
 
 from conftest import zoo
 

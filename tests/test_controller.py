@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fmu_mb.controller import PidState, channel, controller, pid, pid_step
+from fmu_mb.fmi.controller import PidState, channel, controller, pid, pid_step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,7 +67,7 @@ fmu_only = [pytest.mark.fmu]
 def hand_fmus(tmp_path_factory):
     pytest.importorskip("pythonfmu")
     pytest.importorskip("fmpy")
-    from fmu_mb.fmu_build import build_controller_fmu
+    from fmu_mb.fmi.build import build_controller_fmu
     out = tmp_path_factory.mktemp("ctl")
     return {aw: build_controller_fmu(spec(aw), out / aw) for aw in EXPECTED}
 
@@ -144,7 +144,7 @@ def test_state_round_trip_is_bit_identical_and_nan_discards(hand_fmus):
 def test_fmu_mb_build_accepts_a_controller_file(tmp_path):
     pytest.importorskip("pythonfmu")
     from fmpy import read_model_description
-    res = subprocess.run([sys.executable, "-m", "fmu_mb.cli", "build",
+    res = subprocess.run([sys.executable, "-m", "fmu_mb.tools.cli", "build",
                           str(ROOT / "examples/controllers/slider_crank_pid.py"),
                           "-o", str(tmp_path)], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -161,7 +161,7 @@ def test_unlimited_controller_with_setpoint_input(tmp_path):
     from fmpy import simulate_fmu
     from fmpy.validation import validate_fmu
 
-    from fmu_mb.fmu_build import build_controller_fmu
+    from fmu_mb.fmi.build import build_controller_fmu
     s = pid("free_pid", kp=2.0, ki=1.0, setpoint_input=True)
     assert (s.u_min, s.u_max) == (-1e300, 1e300)         # "no limit", finite for the XML
     path = build_controller_fmu(s, tmp_path)

@@ -24,7 +24,7 @@ from fmpy.fmi2 import FMU2Slave  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
 from fmu_mb import Settings, load_model, simulate  # noqa: E402
-from fmu_mb.fmu_build import build_fmu  # noqa: E402
+from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 from conftest import MODEL_FILES, MODELS  # noqa: E402
 
@@ -115,7 +115,7 @@ def test_units_are_declared(fmus):
 def test_resources_hold_package_and_model_file(fmus):
     names = zipfile.ZipFile(fmus["four_bar"]).namelist()
     assert "resources/four_bar.py" in names
-    assert "resources/fmu_mb/integrate.py" in names
+    assert "resources/fmu_mb/dynamics/integrate.py" in names
     assert not any("__pycache__" in n for n in names)
 
 
@@ -358,7 +358,7 @@ def test_recursive_formulation_fmu_matches_simulate(fmus):
     """The FMU runs the compiled kernel it carries: equal to simulate() in 'recursive', and to
     newton_euler within the integration tolerance."""
     with zipfile.ZipFile(fmus["double_pendulum"]) as z:
-        assert any(n.startswith("resources/fmu_mb/native/_kernel-") and n.endswith(".so")
+        assert any(n.startswith("resources/fmu_mb/dynamics/native/_kernel-") and n.endswith(".so")
                    for n in z.namelist())
     r = simulate_fmu(str(fmus["double_pendulum"]), stop_time=0.5, output_interval=0.01,
                      start_values={"solver.formulation": "recursive"})

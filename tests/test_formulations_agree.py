@@ -4,11 +4,11 @@ integration tolerance."""
 import numpy as np
 import pytest
 
-from fmu_mb import (FORMULATIONS, DriftError, State, constraints, output_names, output_values,
-                    simulate)
-from fmu_mb.formulations import get_formulation, newton_euler, tmt
-from fmu_mb.kernel import supported
-from fmu_mb.tree import tree_map
+from fmu_mb import FORMULATIONS, DriftError, State, output_names, output_values, simulate
+from fmu_mb.mechanics import constraints
+from fmu_mb.dynamics.formulations import get_formulation, newton_euler, tmt
+from fmu_mb.dynamics.kernel import supported
+from fmu_mb.mechanics.tree import tree_map
 
 from conftest import model, zoo
 from test_tmt import reversed_tree

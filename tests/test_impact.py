@@ -11,7 +11,7 @@ from scipy.special import ellipk
 from fmu_mb import (IntegrationError, ModelBuilder, ModelError, Settings, State,
                     advance, initial_state, output_names, output_spec, output_values,
                     rod_inertia, simulate)
-from fmu_mb import impact
+from fmu_mb.dynamics import impact
 from fmu_mb.errors import ImpactError
 
 from conftest import model

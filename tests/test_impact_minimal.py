@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 from scipy.special import ellipk
 
-import fmu_mb.integrate as integrate
+import fmu_mb.dynamics.integrate as integrate
 from fmu_mb import (InputError, ModelBuilder, Settings, advance, initial_state, output_names,
                     output_values, simulate)
-from fmu_mb import impact
+from fmu_mb.dynamics import impact
+from fmu_mb.dynamics.impact_minimal import contact_kit
 from fmu_mb.errors import ImpactError
-from fmu_mb.formulations import get_formulation
+from fmu_mb.dynamics.formulations import get_formulation
 
 from conftest import model
 
@@ -114,7 +115,7 @@ def test_impact_in_q_equals_impact_in_x_mapped_by_Tq(name, overrides, formulatio
     including a closed loop (slider-crank) and several simultaneous contacts (cradle)."""
     m = model(name, **overrides)
     form = get_formulation(formulation)
-    kit = impact.contact_kit(formulation)
+    kit = contact_kit(formulation)
     rng = np.random.default_rng(5)
     impacted = 0
     for _ in range(8):
@@ -152,7 +153,7 @@ def test_persistent_contact_force_in_q_equals_newton_euler(formulation):
     for name in ("falling_rod", "slider_crank_stop", "newtons_cradle"):
         m = model(name)
         form = get_formulation(formulation)
-        kit = impact.contact_kit(formulation)
+        kit = contact_kit(formulation)
         rng = np.random.default_rng(1)
         y = random_state(m, form, rng, 0.05)
         n = y.shape[0] // 2

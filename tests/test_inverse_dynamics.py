@@ -8,8 +8,8 @@ from scipy.integrate import solve_ivp
 
 from fmu_mb import (ModelBuilder, ModelError, State, output_names, output_values, polynomial,
                     rod_inertia, simulate)
-from fmu_mb.formulations import get_formulation
-from fmu_mb.inverse import inverse_dynamics, kinematic_analysis, kinematic_trajectory
+from fmu_mb.dynamics.formulations import get_formulation
+from fmu_mb.dynamics.inverse import inverse_dynamics, kinematic_analysis, kinematic_trajectory
 
 from conftest import model
 

@@ -9,11 +9,11 @@ import pytest
 
 from fmu_mb import (InputError, IntegrationError, ModelBuilder, Settings, State, advance,
                     initial_state, rod_inertia, simulate)
-from fmu_mb.elements import applied_forces
-from fmu_mb.formulations import get_formulation, newton_euler, tmt
-from fmu_mb.integrate import check_settings
-from fmu_mb.kernel import supported, tree_kernel
-from fmu_mb.tree import transform
+from fmu_mb.mechanics.elements import applied_forces
+from fmu_mb.dynamics.formulations import get_formulation, newton_euler, tmt
+from fmu_mb.dynamics.integrate import check_settings
+from fmu_mb.dynamics.kernel import supported, tree_kernel
+from fmu_mb.mechanics.tree import transform
 
 from conftest import model
 from test_tmt import reversed_tree
@@ -193,7 +193,7 @@ def test_blow_up_raises_instead_of_returning_nan():
 
 def test_kernel_is_built_in_the_cache_and_a_missing_compiler_is_reported(tmp_path,
                                                                            monkeypatch):
-    from fmu_mb import kernel
+    from fmu_mb.dynamics import kernel
 
     monkeypatch.setattr(kernel, "_cache_dirs", lambda: [tmp_path / "cache"])
     path = kernel.library_path()

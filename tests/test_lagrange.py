@@ -3,9 +3,9 @@ kinetic energy identity, and hand-derived closed forms (seed 000 ch.1 ex.1, ch.2
 import numpy as np
 import pytest
 
-from fmu_mb.elements import kinetic_energy
-from fmu_mb.formulations import lagrange
-from fmu_mb.tree import tree_coordinates
+from fmu_mb.mechanics.elements import kinetic_energy
+from fmu_mb.dynamics.formulations import lagrange
+from fmu_mb.mechanics.tree import tree_coordinates
 
 from conftest import model, zoo
 from test_seed_examples import double_pendulum_minimal

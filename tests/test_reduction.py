@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fmu_mb import ModelBuilder, advance, initial_state, simulate
-from fmu_mb import impact
+from fmu_mb.dynamics import impact
 from fmu_mb.errors import ImpactError
 
 from conftest import model

@@ -2,10 +2,11 @@
 import numpy as np
 import pytest
 
-from fmu_mb import constraints, initial_state, output_names, output_values
-from fmu_mb import kinematics as kin
-from fmu_mb.formulations import newton_euler
-from fmu_mb.kinematics import PairSet
+from fmu_mb import initial_state, output_names, output_values
+from fmu_mb.mechanics import constraints
+from fmu_mb.mechanics import kinematics as kin
+from fmu_mb.dynamics.formulations import newton_euler
+from fmu_mb.mechanics.kinematics import PairSet
 
 from conftest import model
 
@@ -79,7 +80,7 @@ def test_hinged_body_spring_force_transformation_matches_seed():
     m = model("hinged_body_spring", g=0.0)
     l, k = m.parameter("l").value, m.parameter("k").value
     x = np.array([l / 2, 0.0, 0.0])
-    from fmu_mb.elements import applied_forces
+    from fmu_mb.mechanics.elements import applied_forces
     f = applied_forces(m, x, np.zeros(3), 0.0, np.zeros(1))
     np.testing.assert_allclose(f, -np.array([4 / 5, -3 / 5, -l / 10]) * (-k * l / 6),
                                atol=1e-13)
@@ -95,7 +96,7 @@ def test_statics_reactions_balance_applied_forces():
     s = initial_state(m)
     dyn = newton_euler.accelerations(m, s.q, s.qd, 0.0, h)
     np.testing.assert_allclose(dyn.qdd, 0.0, atol=1e-12)
-    from fmu_mb.elements import applied_forces
+    from fmu_mb.mechanics.elements import applied_forces
     f = applied_forces(m, s.q, s.qd, 0.0, h)
     np.testing.assert_allclose(f, dyn.D.T @ dyn.lam, atol=1e-12)
     out = dict(zip(output_names(m), output_values(m, s, h)))

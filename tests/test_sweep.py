@@ -16,10 +16,10 @@ if not pythonfmu.FmuBuilder.has_binary():
 
 from fmpy import simulate_fmu  # noqa: E402
 
-import fmu_mb.simulate  # noqa: E402
-from fmu_mb.cli import main  # noqa: E402
-from fmu_mb.fmu_build import build_fmu  # noqa: E402
-from fmu_mb.sweep import grid, sweep  # noqa: E402
+import fmu_mb.dynamics.simulate  # noqa: E402
+from fmu_mb.tools.cli import main  # noqa: E402
+from fmu_mb.fmi.build import build_fmu  # noqa: E402
+from fmu_mb.tools.sweep import grid, sweep  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
@@ -136,13 +136,13 @@ def test_cli_sweep_argument_errors(fmus, argv, code, message, capsys):
 @pytest.fixture
 def eager_progress(monkeypatch):
     """Progress bars that show at once instead of after one second."""
-    init = sys.modules["fmu_mb.simulate"]._Progress.__init__
+    init = sys.modules["fmu_mb.dynamics.simulate"]._Progress.__init__
 
     def started_early(self, total):
         init(self, total)
         self.start -= 5.0
 
-    monkeypatch.setattr(sys.modules["fmu_mb.simulate"]._Progress, "__init__", started_early)
+    monkeypatch.setattr(sys.modules["fmu_mb.dynamics.simulate"]._Progress, "__init__", started_early)
 
 
 def test_sweep_build_animate_show_progress(fmus, tmp_path, capsys, eager_progress):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from fmu_mb import ModelBuilder, rod_inertia
-from fmu_mb.formulations import tmt
-from fmu_mb.tree import transform, tree_coordinates
+from fmu_mb.dynamics.formulations import tmt
+from fmu_mb.mechanics.tree import transform, tree_coordinates
 
 from conftest import model, zoo
 from test_seed_examples import double_pendulum_minimal
@@ -64,8 +64,8 @@ def test_jacobian_and_convective_term_match_finite_differences(name):
 @pytest.mark.parametrize("name", CASES)
 def test_tree_joint_rows_hold_at_any_q(name):
     """T(q) satisfies every tree joint's constraint rows exactly, at position and velocity."""
-    from fmu_mb import constraints
-    from fmu_mb.tree import tree_map
+    from fmu_mb.mechanics import constraints
+    from fmu_mb.mechanics.tree import tree_map
     m = CASES[name]()
     tm = tree_map(m)
     tree_rows = np.setdiff1d(np.arange(m.compiled.n_rows), tm.cut_rows)

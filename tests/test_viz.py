@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from fmu_mb.cli import main  # noqa: E402
+from fmu_mb.tools.cli import main  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
@@ -30,7 +30,7 @@ def test_animation_has_the_expected_number_of_frames(result_csv, tmp_path, every
 def test_animation_draws_the_bodies_where_the_result_puts_them(result_csv):
     """The crank's drawn line ends at the joint A computed from the CSV columns."""
     from fmu_mb import load_model
-    from fmu_mb.viz import _world, attachment_points, read_csv
+    from fmu_mb.tools.viz import _world, attachment_points, read_csv
     m = load_model(MODELS / "slider_crank.py")
     data = read_csv(result_csv)
     pts = attachment_points(m)

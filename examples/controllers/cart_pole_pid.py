@@ -4,7 +4,7 @@ upright (cart 1 kg, pole 0.2 kg, 1 m; Q = diag(10, 100, 1, 10) on (x, theta, xd,
 R = 0.1): u = 10 (x - r) + 12.91 xd - 88.63 phi - 23.41 phid with phi = pivot.angle
 (counter-clockwise). The positive feedback on the cart position is the non-minimum-phase
 cart-pole: the cart first moves away from the target to tilt the pole towards it."""
-from fmu_mb.controller import channel, controller
+from fmu_mb.fmi.controller import channel, controller
 
 
 def build():

@@ -6,7 +6,7 @@ u = -1000 (x - r) - 1626 xd + 2180 phi - 5268 phid. The position channel measure
 position x.position (set-point = target), the sway channel the rope angle phi.angle (set-point
 0; a negative kp because the cart has to move under the load).
 """
-from fmu_mb.controller import channel, controller
+from fmu_mb.fmi.controller import channel, controller
 
 
 def build():

@@ -2,7 +2,7 @@
 set-point 15 rad/s, torque limited to +-30 N.m (the start from 10 rad/s saturates, so the
 back-calculation anti-windup, kaw = ki/kp, matters). Tuned for the example's horizontal
 slider-crank (g = 0) with a 20 kg crank acting as a flywheel; sampled at 10 ms."""
-from fmu_mb.controller import pid
+from fmu_mb.fmi.controller import pid
 
 
 def build():

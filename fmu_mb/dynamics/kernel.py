@@ -1,10 +1,10 @@
-"""The native kernel (fmu_mb/native/kernel.c): open-tree forward dynamics by the
+"""The native kernel (fmu_mb/dynamics/native/kernel.c): open-tree forward dynamics by the
 articulated-body algorithm and the explicit integrators, in C, called through ctypes.
 
 The library is compiled on first use with the system C compiler (`$CC`, `cc`, `gcc` or
 `clang`; flags `-O2 -ffp-contract=off`, so results do not depend on FMA contraction) and kept
 
-1. next to the source (``fmu_mb/native/_kernel-<hash>.so``) when that folder is writable or
+1. next to the source (``fmu_mb/dynamics/native/_kernel-<hash>.so``) when that folder is writable or
    the library is already there (an FMU carries a prebuilt one in its resources), else
 2. in ``$FMU_MB_CACHE`` or ``$XDG_CACHE_HOME/fmu_mb`` (default ``~/.cache/fmu_mb``).
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FmuMbError, InputError, IntegrationError, SingularSystemError
+from ..errors import FmuMbError, InputError, IntegrationError, SingularSystemError
 
 SOURCE = Path(__file__).resolve().parent / "native" / "kernel.c"
 CFLAGS = ["-O2", "-ffp-contract=off", "-fPIC", "-shared", "-Wall"]
@@ -193,7 +193,7 @@ class TreeKernel:
     """The kernel instance of one Model (open tree), with preallocated ctypes buffers."""
 
     def __init__(self, model):
-        from .tree import tree_map
+        from ..mechanics.tree import tree_map
 
         why = supported(model)
         if why is not None:

@@ -1,7 +1,7 @@
 """Contacts in the tree joint coordinates q of the tmt and lagrange formulations (seed 000
 ch.2 eq. 22, ch.3 eq. 15).
 
-The gap rows follow from those in absolute coordinates (fmu_mb.impact.contact_rows) by the
+The gap rows follow from those in absolute coordinates (fmu_mb.dynamics.impact.contact_rows) by the
 chain rule through x = T(q), as the cut joints' rows do in _minimal.cut_rows:
 
     Dq_c = Dc Tq,      conv_q = Dc g + conv_c
@@ -23,10 +23,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import impact as _ne
-from .elements import kinetic_energy
-from .errors import InputError
-from .formulations import _minimal
-from .tree import tree_map
+from ..mechanics.elements import kinetic_energy
+from ..errors import InputError
+from .formulations import _minimal, get_formulation
+from ..mechanics.tree import tree_map
 
 
 def contact_rows(model, form, q, qd):
@@ -140,15 +140,21 @@ def project(model, form, y, t, tol, active, pas=None, locks=None):
     return _minimal.project(model, y, t, tol, form.kinematics, extra, weighted=True)
 
 
-def contact_kit(form):
-    """impact.contact_kit for the minimal-coordinate formulation `form`."""
-    return _kit(form.name)
+def contact_kit(formulation):
+    """The contact functions of a formulation, all in its coordinates q (x for newton_euler,
+    tree joint coordinates for tmt and lagrange), with the signatures of impact.py's:
+    gaps(model, q), contact_rows(model, q, qd), accelerations(model, q, qd, t, u, active,
+    pas, baumgarte, locks), impact(model, q, qd, t, closed), project(model, y, t, tol, active,
+    pas, locks), kinetic(model, q, qd), and for the Reduction Method singular_position,
+    criterion, joint_coordinates, set_joint_rate, restitute, effective_mass, pass_tuple,
+    locks(model, st)."""
+    if formulation == "newton_euler":
+        return _ne.NE_KIT
+    return _kit(get_formulation(formulation).name)
 
 
 @lru_cache(maxsize=None)
 def _kit(name):
-    from .formulations import get_formulation
-
     form = get_formulation(name)
 
     def on_x(f):

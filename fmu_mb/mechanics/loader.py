@@ -4,7 +4,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from .errors import ModelError
+from ..errors import ModelError
 
 
 def load_module(path):

@@ -8,17 +8,18 @@ Each is a small namespace with the same functions:
     lam(model, dyn) -> multipliers of every Newton-Euler constraint row
     native_advance(model, state, t_end, u, settings) -> (q, qd, h), or None; only
         formulations that integrate in compiled code have it (others: None attribute)
-and tmt and lagrange also (for contacts, fmu_mb.impact_minimal)
+and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
     kinematics(model, q, qd) -> x, xd, Tq, g
 
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
-coordinates (fmu_mb.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
+coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
 constraint rows; recursive (the articulated-body algorithm in C) runs open trees only.
 """
 from types import SimpleNamespace
 
-from ..errors import InputError
+from ...errors import InputError
+from ..state import State
 from . import lagrange as _lagrange
 from . import newton_euler as _ne
 from . import recursive as _recursive
@@ -28,15 +29,11 @@ FORMULATIONS = ("newton_euler", "tmt", "lagrange", "recursive")
 
 
 def _ne_initial(model):
-    from ..integrate import State
-
     return State(model.t0, model.x0.copy(), model.xd0.copy(), 0.0, _ne.COORDINATES)
 
 
 def _ne_project(model, y, t, tol):
-    from ..integrate import project_absolute
-
-    return project_absolute(model, y, t, tol)
+    return _ne.project_absolute(model, y, t, tol)
 
 
 _REGISTRY = {

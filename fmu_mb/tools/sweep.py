@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def parse_param(text):
@@ -138,7 +138,7 @@ def sweep(fmu, params, stop_time, output_interval=None, outputs=None, scheduler=
     """
     from dask.distributed import Client, LocalCluster, as_completed
 
-    from .simulate import _Progress
+    from ..dynamics.simulate import _Progress
 
     fmu = os.path.abspath(str(fmu))
     if not os.path.isfile(fmu):

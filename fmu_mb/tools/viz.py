@@ -11,8 +11,8 @@ installs.
 """
 import numpy as np
 
-from .errors import InputError
-from .model import GROUND
+from ..errors import InputError
+from ..mechanics.model import GROUND
 
 
 def read_csv(path):
@@ -152,7 +152,7 @@ def animate(model, data, path, every=1, fps=25, progress=False):
     anim = FuncAnimation(fig, draw, frames=frames, blit=False)
     bar = None
     if progress:
-        from .simulate import _Progress
+        from ..dynamics.simulate import _Progress
 
         bar = _Progress(len(frames))
     callback = (lambda i, n: bar.update(i + 1)) if bar else None

@@ -1,4 +1,4 @@
-"""The articulated-body algorithm in tree joint coordinates, compiled (fmu_mb/native/kernel.c).
+"""The articulated-body algorithm in tree joint coordinates, compiled (fmu_mb/dynamics/native/kernel.c).
 
 Featherstone's recursive O(N) forward dynamics for open trees, written in the absolute body
 coordinates of seed 000 (x = (x, y, phi) per centre of mass, M = diag(m, m, J)): the joint
@@ -16,7 +16,7 @@ clear InputError says so). q and the outputs are those of tmt: joint coordinates
 import numpy as np
 
 from ..kernel import tree_kernel
-from ..tree import tree_coordinates, tree_map
+from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 

@@ -1,18 +1,18 @@
 """The TMT method in tree joint coordinates (seed 000 ch.3 eq. 9; seed 001).
 
-    x = T(q),  xd = Tq qd,  xdd = Tq qdd + g                  (fmu_mb.tree.transform)
+    x = T(q),  xd = Tq qd,  xdd = Tq qdd + g                  (fmu_mb.mechanics.tree.transform)
     Mbar = Tq' M Tq,  fbar = Tq' (f - Dv' s - M g)
     [ Mbar  Dq' ] [ qdd ]   [ fbar    ]
     [ Dq    0   ] [ lam ] = [ -conv_q ]     (cut joints and drives; seed 000 ch.2 eq. 20)
 
-q are the tree joint coordinates (fmu_mb.tree.tree_coordinates). The multipliers of every
+q are the tree joint coordinates (fmu_mb.mechanics.tree.tree_coordinates). The multipliers of every
 Newton-Euler row are recovered from the motion (`lam`), so reaction outputs are the same as
 with newton_euler.
 """
 import numpy as np
 
-from ..elements import applied_forces
-from ..tree import transform, tree_coordinates
+from ...mechanics.elements import applied_forces
+from ...mechanics.tree import transform, tree_coordinates
 from . import _minimal
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 

@@ -12,8 +12,8 @@ the loop (bodies) they belong to.
 import numpy as np
 
 from . import constraints
-from .errors import AssemblyError
-from .linalg import min_norm_correction, numerical_rank
+from ..errors import AssemblyError
+from ..linalg import min_norm_correction, numerical_rank
 
 TOL = 1e-12
 MAX_ITER = 50

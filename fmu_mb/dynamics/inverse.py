@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import constraints
-from .elements import applied_forces
-from .errors import AssemblyError, ModelError
-from .linalg import numerical_rank, schur_solve
+from ..mechanics import constraints
+from ..mechanics.elements import applied_forces
+from ..errors import AssemblyError, ModelError
+from ..linalg import numerical_rank, schur_solve
 
 
 @dataclass(frozen=True, eq=False)

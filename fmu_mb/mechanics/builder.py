@@ -20,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import assembly
-from .errors import ModelError
+from ..errors import ModelError
 from .kinematics import PairSet
 from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCondition, Input,
                     Joint, Marker, Model, Parameter, Topology)
@@ -189,7 +189,7 @@ class ModelBuilder:
         self._claim(name, "drive")
         j = self._coordinate_joint(where, joint)
         if not isinstance(motion, Motion):
-            raise ModelError(f"{where}: motion must be a fmu_mb.Motion (see fmu_mb.motion), "
+            raise ModelError(f"{where}: motion must be a fmu_mb.Motion (see fmu_mb.mechanics.motion), "
                              f"received {type(motion).__name__}")
         self._drives.append(Drive(name, j.name, motion))
         return name
@@ -623,7 +623,7 @@ def _compile(mb):
     rsda = [e for e in els if e.kind == "rsda"]
     frc = [e for e in els if e.kind == "force"]
     trq = [e for e in els if e.kind == "torque"]
-    from .impact import compile_contacts
+    from .contacts import compile_contacts
 
     return Compiled(
         contacts=compile_contacts(mb._contacts, idx, jmap),

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.integrate import DOP853, RK45, Radau
 
-from . import constraints
-from .errors import DriftError, InputError, IntegrationError
+from ..mechanics import constraints
+from ..errors import DriftError, InputError, IntegrationError
 from .formulations import get_formulation
-from .linalg import min_norm_correction
+from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
+from .state import State
+from ..linalg import min_norm_correction
 
 METHODS = ("rk4", "dopri5", "dop853", "radau")
 STABILIZATIONS = ("projection", "baumgarte", "none")
@@ -74,61 +76,6 @@ def _choice(name, value, valid):
     if value not in valid:
         raise InputError(f"solver setting '{name}': unknown value {value!r}; valid values are "
                          f"{list(valid)}")
-
-
-@dataclass(frozen=True, eq=False)
-class State:
-    """Time t [s], coordinates q and rates qd of the formulation's coordinate set, and the
-    step-size hint h [s] the adaptive methods continue with (part of the state so that a saved
-    and restored state continues bit-identically). Arrays are read-only."""
-
-    t: float
-    q: np.ndarray
-    qd: np.ndarray
-    h: float = 0.0
-    coords: str = "absolute"
-    extra: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        for a in (self.q, self.qd):
-            a.setflags(write=False)
-
-    def to_dict(self):
-        """A JSON-able dict that restores exactly (floats as hex strings, also inside extra,
-        where a float f is written as {"float": f.hex()})."""
-        return {"t": float(self.t).hex(), "q": [v.hex() for v in self.q.tolist()],
-                "qd": [v.hex() for v in self.qd.tolist()], "h": float(self.h).hex(),
-                "coords": self.coords, "extra": _encode(self.extra)}
-
-    @classmethod
-    def from_dict(cls, d):
-        return cls(float.fromhex(d["t"]), np.array([float.fromhex(v) for v in d["q"]]),
-                   np.array([float.fromhex(v) for v in d["qd"]]), float.fromhex(d["h"]),
-                   d["coords"], _decode(d.get("extra", {})))
-
-
-def _encode(v):
-    if isinstance(v, dict):
-        return {str(k): _encode(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_encode(x) for x in v]
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return {"float": float(v).hex()}
-    return v
-
-
-def _decode(v):
-    if isinstance(v, dict):
-        if set(v) == {"float"}:
-            return float.fromhex(v["float"])
-        return {k: _decode(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_decode(x) for x in v]
-    return v
 
 
 def initial_state(model, settings=None):
@@ -249,43 +196,6 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
     return solver.y, solver.h_abs
 
 
-#: largest relative residual a stalled position projection may end with (singular poses)
-PROJECTION_ACCEPT = 1e-10
-
-
-def project_absolute(model, y, t, tol):
-    """Project y = (x, xd) onto Phi(x, t) = 0 and D xd = -Phi_t (minimum M-norm changes)."""
-    C = model.compiled
-    if C.n_rows == 0:
-        return y
-    n = 3 * C.nb
-    x, xd = y[:n].copy(), y[n:]
-    Minv = C.inv_mass_diag
-    zero = np.zeros(n)
-    scale = 1.0 + np.abs(x).max()
-    prev = np.inf
-    for it in range(12):
-        phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
-        err = np.abs(phi).max()
-        if err <= tol * scale:
-            break
-        # near a singular configuration Newton stalls at the conditioning floor: accept a
-        # stalled residual that is still tiny, fail on one that is not (a lock-up)
-        stalled = it >= 2 and err > 0.5 * prev
-        if (stalled or it == 11) and err <= PROJECTION_ACCEPT * scale:
-            break
-        if stalled or it == 11 or not np.isfinite(err):
-            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
-                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
-                             f"locked up or left its assembly branch")
-        prev = err
-        x -= min_norm_correction(Minv, D, phi)
-    if it:
-        phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
-    xd = xd - min_norm_correction(Minv, D, D @ xd + phi_t)
-    return np.concatenate([x, xd])
-
-
 # ---------------------------------------------------------------------- contacts and events
 class _Stepper:
     """One interface over the scipy steppers and rk4: step(), set_y(), dense(), t, y, h."""
@@ -366,7 +276,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     absolute and in joint coordinates."""
     from scipy.optimize import brentq
 
-    from .impact import Status, contact_kit
+    from .impact import Status
+    from .impact_minimal import contact_kit
 
     impact = contact_kit(settings.formulation)
     st = Status(model, state.extra)

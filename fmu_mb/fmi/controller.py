@@ -4,7 +4,7 @@ A controller definition file (like a model file) defines `build()` returning a
 `ControllerSpec`, made with `pid(...)` for one loop or `controller(name, channels)` for the
 sum of several PID channels (e.g. cart position + load sway for the crane):
 
-    from fmu_mb.controller import pid
+    from fmu_mb.fmi.controller import pid
     def build():
         return pid("speed_pid", kp=20.0, ki=40.0, setpoint=15.0, u_min=-50.0, u_max=50.0)
 
@@ -37,7 +37,7 @@ from pythonfmu.default_experiment import DefaultExperiment
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Real
 
-from .units import describe
+from ..units import describe
 
 ANTI_WINDUP = ("back_calculation", "clamp", "none")
 NO_LIMIT = 1e300     # an infinite output limit is stored as +-NO_LIMIT
@@ -109,7 +109,7 @@ class ControllerSpec:
 
 
 def _known_units():
-    from .units import UNITS
+    from ..units import UNITS
     return set(UNITS)
 
 

@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import constraints
-from . import kinematics as kin
-from .elements import element_outputs, kinetic_energy, potential_energy
+from ..mechanics import constraints
+from ..mechanics import kinematics as kin
+from ..mechanics.elements import element_outputs, kinetic_energy, potential_energy
 from .formulations import get_formulation
 
 
@@ -299,7 +299,7 @@ def _owners(model):
 def _coordinate_source(model):
     """Positions in a joint-coordinate q of the coordinate joints (model.compiled
     .coord_joints order), or None when one of them is not a tree coordinate (a cut joint)."""
-    from .tree import tree_map
+    from ..mechanics.tree import tree_map
 
     tm = tree_map(model)
     pos = {k: i for i, k in enumerate(tm.joints)}

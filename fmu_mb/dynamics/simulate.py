@@ -10,7 +10,7 @@ import time as _time
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 from .integrate import Settings, advance, initial_state
 from .outputs import output_spec, output_values
 

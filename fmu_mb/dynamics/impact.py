@@ -20,135 +20,21 @@ bilateral row Dc xdd = -conv whose multiplier lam_c gives the contact force -lam
 when that force would become tensile. Drenovac's Reduction Method (seed 002) replaces the
 impact equations for contacts declared with method "reduction" (see `start_pass`).
 
-Everything here is in absolute coordinates x (newton_euler); fmu_mb.impact_minimal gives the
-same functions in tree joint coordinates, and `contact_kit(formulation)` picks the set the
-event loop in integrate.py uses.
+Everything here is in absolute coordinates x (newton_euler); fmu_mb.dynamics.impact_minimal gives the
+same functions in tree joint coordinates, and its `contact_kit(formulation)` picks the set
+the event loop in integrate.py uses. The gap geometry (ContactBlock, contact_rows, gaps)
+lives in fmu_mb.mechanics.contacts.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import constraints
-from . import kinematics as kin
-from .elements import applied_forces
-from .errors import DriftError, ImpactError
-from .kinematics import PairSet
-from .linalg import min_norm_correction, solve_kkt
-
-
-@dataclass(frozen=True, eq=False)
-class ContactBlock:
-    """Compiled contacts (index arrays); pos arrays give the place in model.contacts order."""
-
-    n: int
-    pl: PairSet                 # point-line: p = line body, c = point body
-    pl_w0: np.ndarray           # (k, 2) normals in the line body's frame
-    pl_offset: np.ndarray       # (k,) radii
-    pl_pos: np.ndarray
-    pp: PairSet                 # point-point
-    pp_offset: np.ndarray       # (k,) distances
-    pp_side: np.ndarray         # (k,) +1 apart, -1 within
-    pp_pos: np.ndarray
-    ja: PairSet                 # revolute limits: relative angle
-    ja_offset: np.ndarray       # angle0 + bound
-    ja_side: np.ndarray
-    ja_pos: np.ndarray
-    jp: PairSet                 # prismatic limits: projection on the axis
-    jp_w0: np.ndarray
-    jp_offset: np.ndarray
-    jp_side: np.ndarray
-    jp_pos: np.ndarray
-    restitution: np.ndarray     # (n,)
-    reduction: np.ndarray       # (n,) bool: handled by the Reduction Method
-    units: tuple                # per contact: unit of the gap ("m" or "rad")
-
-
-def compile_contacts(contacts, idx, joints):
-    """ContactBlock from the builder's Contact items (idx: body name -> index)."""
-    if not contacts:
-        return None
-    groups = {"pl": [], "pp": [], "ja": [], "jp": []}
-    units = []
-    for k, c in enumerate(contacts):
-        if c.kind == "point_line":
-            groups["pl"].append((idx[c.other], idx[c.body], c.other_point, c.point, c.normal,
-                                 c.offset, 1.0, k))
-            units.append("m")
-        elif c.kind == "point_point":
-            groups["pp"].append((idx[c.body], idx[c.other], c.point, c.other_point, (0, 0),
-                                 c.offset, c.side, k))
-            units.append("m")
-        else:
-            j = joints[c.joint]
-            if j.kind == "revolute":
-                groups["ja"].append((idx[j.parent], idx[j.child], (0, 0), (0, 0), (0, 0),
-                                     j.angle0 + c.offset, c.side, k))
-                units.append("rad")
-            else:
-                groups["jp"].append((idx[j.parent], idx[j.child], j.parent_point,
-                                     j.child_point, j.axis, c.offset, c.side, k))
-                units.append("m")
-
-    def ps(g):
-        items = groups[g]
-        if not items:
-            return PairSet.make([], [], np.zeros((0, 2)), np.zeros((0, 2)))
-        p, c, sp, sc = zip(*[it[:4] for it in items])
-        return PairSet.make(p, c, sp, sc)
-
-    def col(g, i, dtype=float):
-        a = np.array([it[i] for it in groups[g]], dtype=dtype)
-        if i == 4:
-            a = a.reshape(-1, 2)
-        a.setflags(write=False)
-        return a
-
-    return ContactBlock(
-        len(contacts), ps("pl"), col("pl", 4), col("pl", 5), col("pl", 7, np.intp),
-        ps("pp"), col("pp", 5), col("pp", 6), col("pp", 7, np.intp),
-        ps("ja"), col("ja", 5), col("ja", 6), col("ja", 7, np.intp),
-        ps("jp"), col("jp", 4), col("jp", 5), col("jp", 6), col("jp", 7, np.intp),
-        np.array([c.restitution for c in contacts]),
-        np.array([c.method == "reduction" for c in contacts]), tuple(units))
-
-
-def contact_rows(model, x, xd):
-    """Gaps of every contact at (x, xd).
-
-    Returns gap (nc,) [m or rad], Dc (nc, 3 nb) and conv (nc,) with gap'' = Dc xdd + conv.
-    """
-    B = model.compiled.contacts
-    n = 3 * model.compiled.nb
-    gap, conv = np.zeros(B.n), np.zeros(B.n)
-    Dc = np.zeros((B.n, n + 3))
-    xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
-
-    def put(pos, cols, val, J, cv):
-        gap[pos] = val
-        Dc[pos[:, None], cols] = J
-        conv[pos] = cv
-
-    if len(B.pl):
-        val, J, cv = kin.projection(B.pl, xe, xde, B.pl_w0)
-        put(B.pl_pos, B.pl.cols, val - B.pl_offset, J, cv)
-    if len(B.pp):
-        val, J, cv = kin.distance(B.pp, xe, xde)
-        s = B.pp_side
-        put(B.pp_pos, B.pp.cols, s * (val - B.pp_offset), s[:, None] * J, s * cv)
-    if len(B.ja):
-        val, J, cv = kin.relative_angle(B.ja, xe, xde)
-        s = B.ja_side
-        put(B.ja_pos, B.ja.cols, s * (val - B.ja_offset), s[:, None] * J, s * cv)
-    if len(B.jp):
-        val, J, cv = kin.projection(B.jp, xe, xde, B.jp_w0)
-        s = B.jp_side
-        put(B.jp_pos, B.jp.cols, s * (val - B.jp_offset), s[:, None] * J, s * cv)
-    return gap, Dc[:, :n], conv
-
-
-def gaps(model, x):
-    """Gap values only (nc,) [m or rad]."""
-    return contact_rows(model, x, np.zeros_like(x))[0]
+from ..mechanics import constraints
+from ..mechanics import kinematics as kin
+from ..mechanics.elements import applied_forces
+from ..errors import DriftError, ImpactError
+from ..mechanics.contacts import ContactBlock, compile_contacts, contact_rows, gaps  # noqa: F401
+from ..linalg import min_norm_correction, solve_kkt
 
 
 # ---------------------------------------------------------------------- impact equations
@@ -492,27 +378,11 @@ def project(model, y, t, tol, active, pas=None, locks=None):
     return np.concatenate([x, xd])
 
 
-# ---------------------------------------------------------------------- per formulation
-def contact_kit(formulation):
-    """The contact functions of a formulation, all in its coordinates q (x for newton_euler,
-    tree joint coordinates for tmt and lagrange), with the signatures of this module's:
-    gaps(model, q), contact_rows(model, q, qd), accelerations(model, q, qd, t, u, active,
-    pas, baumgarte, locks), impact(model, q, qd, t, closed), project(model, y, t, tol, active,
-    pas, locks), kinetic(model, q, qd), and for the Reduction Method singular_position,
-    criterion, joint_coordinates, set_joint_rate, restitute, effective_mass, pass_tuple,
-    locks(model, st)."""
-    if formulation != "newton_euler":
-        from .formulations import get_formulation
-        from .impact_minimal import contact_kit as minimal_kit
-
-        return minimal_kit(get_formulation(formulation))
-    return _NE_KIT
-
-
+# ---------------------------------------------------------------------- contact kit
 def _ne_kit():
     from types import SimpleNamespace
 
-    from .elements import kinetic_energy
+    from ..mechanics.elements import kinetic_energy
 
     return SimpleNamespace(
         gaps=gaps, contact_rows=contact_rows, accelerations=accelerations, impact=impact,
@@ -523,4 +393,4 @@ def _ne_kit():
         locks=lambda model, st: st.locks(model))
 
 
-_NE_KIT = _ne_kit()
+NE_KIT = _ne_kit()

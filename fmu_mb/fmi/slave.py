@@ -33,12 +33,12 @@ from pythonfmu.default_experiment import DefaultExperiment
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Boolean, Integer, Real, String
 
-from .errors import FmuMbError
-from .formulations import FORMULATIONS
-from .integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
+from ..errors import FmuMbError
+from ..dynamics.formulations import FORMULATIONS
+from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
                         initial_state)
-from .outputs import Outputs, _direct_coordinates, output_spec
-from .units import describe
+from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
+from ..units import describe
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
 SOLVER_PARAMETERS = {

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg as sla
 
-from .. import constraints
-from ..elements import applied_forces
-from ..errors import AssemblyError, DriftError, SingularSystemError
-from ..linalg import schur_solve
-from ..tree import tree_map
+from ...mechanics import constraints
+from ...mechanics.elements import applied_forces
+from ...errors import AssemblyError, DriftError, SingularSystemError
+from ...linalg import schur_solve
+from ...mechanics.tree import tree_map
 
 COORDINATES = "joint"
 
@@ -99,7 +99,7 @@ def lam(model, dyn):
 
 def initial_state(model, form):
     """State(t0, q0, qd0, coords="joint") from the assembled model.x0, model.xd0."""
-    from ..integrate import State
+    from ..state import State
 
     tm = tree_map(model)
     q, qd, _, _ = constraints.joint_coordinates(model, model.x0, model.xd0)
@@ -120,7 +120,7 @@ def project(model, y, t, tol, kinematics, extra=None, weighted=False):
     """Project y = (q, qd) onto the cut and drive rows: Newton with minimum-norm steps on
     phi(T(q), t) = 0, then qd onto Dq qd = -phi_t. kinematics(model, q, qd) -> x, xd, Tq, g.
     extra(q, x, Tq) -> (res (k,), J (k, n), rate (k,)) adds rows res = 0, J qd = rate
-    (persistent contacts, fmu_mb.impact_minimal). weighted: the velocity change of least
+    (persistent contacts, fmu_mb.dynamics.impact_minimal). weighted: the velocity change of least
     kinetic energy (minimum Mbar-norm, an inelastic impulse on the rows) instead of the
     minimum-norm change in q."""
     rows = tree_map(model).cut_rows

@@ -18,9 +18,9 @@ import sys
 
 import numpy as np
 
-from .errors import FmuMbError
-from .formulations import FORMULATIONS
-from .integrate import METHODS, STABILIZATIONS
+from ..errors import FmuMbError
+from ..dynamics.formulations import FORMULATIONS
+from ..dynamics.integrate import METHODS, STABILIZATIONS
 
 
 def _assignment(text):
@@ -168,14 +168,14 @@ def main(argv=None):
 
 
 def _load(args):
-    from .loader import load_model
+    from ..mechanics.loader import load_model
 
     return load_model(args.model, **{k: _value(v) for k, v in args.set})
 
 
 def _simulate(args):
-    from .integrate import Settings
-    from .simulate import simulate
+    from ..dynamics.integrate import Settings
+    from ..dynamics.simulate import simulate
 
     model = _load(args)
     settings = Settings(method=args.method, formulation=args.formulation, rtol=args.rtol,
@@ -201,7 +201,7 @@ def _simulate(args):
 
 
 def _info(args):
-    from .outputs import output_spec
+    from ..dynamics.outputs import output_spec
 
     m = _load(args)
     t = m.topology
@@ -254,12 +254,12 @@ def _animate(args):
 
 def _build(args):
     try:
-        from .fmu_build import build_controller_fmu, build_fmus, is_controller_file
+        from ..fmi.build import build_controller_fmu, build_fmus, is_controller_file
     except ImportError as exc:
         print(f"fmu-mb: error: building FMUs needs pythonfmu (pip install 'fmu_mb[fmu]'): "
               f"{exc}", file=sys.stderr)
         return 1
-    from .simulate import _Progress
+    from ..dynamics.simulate import _Progress
 
     overrides = {k: _value(v) for k, v in args.set}
     bar = None if args.quiet else _Progress(len(args.models))

@@ -259,7 +259,7 @@ class Compiled:
     trq_value: np.ndarray
     trq_u: np.ndarray
     markers: PairSet                # p = body (c unused)
-    contacts: object = None         # impact.ContactBlock (None: no contacts)
+    contacts: object = None         # contacts.ContactBlock (None: no contacts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -320,7 +320,7 @@ class Model:
         u : None, a mapping name -> value, or a sequence of len(model.inputs) values.
         Raises InputError for an unknown name, a wrong length or a non-finite value.
         """
-        from .errors import InputError
+        from ..errors import InputError
 
         if isinstance(u, np.ndarray) and u.shape == (len(self.inputs),) and \
                 u.dtype == float and np.isfinite(u).all():
@@ -346,7 +346,7 @@ class Model:
 
 
 def _finite(model, key, val):
-    from .errors import InputError
+    from ..errors import InputError
 
     try:
         v = float(val)
@@ -362,6 +362,6 @@ def _lookup(items, name, what):
     for item in items:
         if item.name == name:
             return item
-    from .errors import ModelError
+    from ..errors import ModelError
 
     raise ModelError(f"unknown {what} '{name}'; {what}s are {[i.name for i in items]}")

@@ -18,8 +18,8 @@ import sys
 
 import numpy as np
 
-from ..elements import applied_forces
-from ..tree import tree_coordinates, tree_map
+from ...mechanics.elements import applied_forces
+from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 

@@ -1,0 +1,86 @@
+"""Newton-Euler with Lagrange multipliers in absolute coordinates (seed 000 ch.1 eq. 8, 12).
+
+    [ M  D' ] [ xdd ]   [ f - Dv' s ]
+    [ D  0  ] [ lam ] = [ -conv     ]
+
+x = (x, y, phi) per body, M = diag(m, m, J), D = dphi/dx, conv = D_{k,pq} xd_p xd_q (+ the
+drives' -f''(t)). Baumgarte stabilisation replaces -conv by -conv - 2 alpha phi' - beta^2 phi.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...mechanics import constraints
+from ...mechanics.elements import applied_forces
+from ...errors import DriftError
+from ...linalg import min_norm_correction, solve_kkt
+
+COORDINATES = "absolute"
+
+
+@dataclass(frozen=True)
+class Dynamics:
+    """Result of one solve: accelerations, multipliers and the rows they came from."""
+
+    qdd: np.ndarray     # (n,) xdd [m/s2, rad/s2]
+    lam: np.ndarray     # (m,) multipliers (sign: M xdd + D' lam = f)
+    phi: np.ndarray     # (m,) constraint residual
+    D: np.ndarray       # (m, n) constraint Jacobian
+
+
+def coordinates(model):
+    """Names of x: <body>.x, <body>.y, <body>.phi per body."""
+    return tuple(f"{b.name}.{c}" for b in model.bodies for c in ("x", "y", "phi"))
+
+
+def accelerations(model, x, xd, t, u, baumgarte=None):
+    """Solve seed 000 eq. 12 for xdd and lam at (x, xd, t) with inputs u (array).
+
+    baumgarte : None or (alpha, beta) [1/s].
+    """
+    phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
+    b = -conv
+    if baumgarte is not None:
+        alpha, beta = baumgarte
+        b = b - 2.0 * alpha * (D @ xd + phi_t) - beta * beta * phi
+    F = applied_forces(model, x, xd, t, u)
+    C = model.compiled
+    xdd, lam = solve_kkt(C.inv_mass_diag, D, F, b, None if C.mass_positive else C.mass_diag)
+    return Dynamics(xdd, lam, phi, D)
+
+
+#: largest relative residual a stalled position projection may end with (singular poses)
+PROJECTION_ACCEPT = 1e-10
+
+
+def project_absolute(model, y, t, tol):
+    """Project y = (x, xd) onto Phi(x, t) = 0 and D xd = -Phi_t (minimum M-norm changes)."""
+    C = model.compiled
+    if C.n_rows == 0:
+        return y
+    n = 3 * C.nb
+    x, xd = y[:n].copy(), y[n:]
+    Minv = C.inv_mass_diag
+    zero = np.zeros(n)
+    scale = 1.0 + np.abs(x).max()
+    prev = np.inf
+    for it in range(12):
+        phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
+        err = np.abs(phi).max()
+        if err <= tol * scale:
+            break
+        # near a singular configuration Newton stalls at the conditioning floor: accept a
+        # stalled residual that is still tiny, fail on one that is not (a lock-up)
+        stalled = it >= 2 and err > 0.5 * prev
+        if (stalled or it == 11) and err <= PROJECTION_ACCEPT * scale:
+            break
+        if stalled or it == 11 or not np.isfinite(err):
+            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
+                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
+                             f"locked up or left its assembly branch")
+        prev = err
+        x -= min_norm_correction(Minv, D, phi)
+    if it:
+        phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
+    xd = xd - min_norm_correction(Minv, D, D @ xd + phi_t)
+    return np.concatenate([x, xd])
