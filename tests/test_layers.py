@@ -34,6 +34,8 @@ def _graph():
 
 def _layer(mod):
     parts = mod.split(".")
+    if mod == "fmu_mb.__main__":        # `python -m fmu_mb`: the entry point, above the tools
+        return 5
     return LAYERS.get(parts[1], 0) if len(parts) > 1 else 0
 
 
