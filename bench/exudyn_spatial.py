@@ -1,0 +1,165 @@
+"""The double-wishbone suspension (models/double_wishbone.py) built again in Exudyn 1.13.6 from
+the same constants, and its wheel-centre trajectory against fmu_mb's for a road step and a
+road sine.
+
+Exudyn's model: its own Euler-parameter rigid bodies (CreateRigidBody), CreateRevoluteJoint,
+CreateSphericalJoint, CreatePrismaticJoint, CreateSpringDamper (the tyre's with a user
+function that adds the road term), index-3 generalized-alpha without numerical damping
+(spectral radius 1). The road input is the same zero-order hold as fmu_mb's (constant over each
+communication interval dt), and Exudyn's step divides dt, so both integrate the same
+piecewise-constant input. Exudyn's own error is estimated by halving its step (second order:
+error(h) ~ 4/3 |x(h) - x(h/2)|).
+
+    python bench/exudyn_spatial.py            # step and sine: max |wheel centre difference|
+"""
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, ROOT)
+from fmu_mb.mechanics.loader import load_module  # noqa: E402
+
+MODEL = os.path.join(ROOT, "models", "double_wishbone.py")
+G = 9.81
+DT = 1e-3                    # communication interval of the input (zero-order hold) [s]
+
+
+def road_step(t, z=0.03, t0=0.1):
+    """A curb: the road rises by z [m] at t0."""
+    return z if t >= t0 else 0.0
+
+
+def road_sine(t, z=0.02, f=2.0):
+    """A road wave of amplitude z [m] and frequency f [Hz] under the wheel."""
+    return z * math.sin(2 * math.pi * f * t)
+
+
+def held(road, dt=DT):
+    """The zero-order hold of road(t) over intervals [k dt, (k+1) dt): what fmu_mb's simulate
+    (and an FMU master) feeds the model."""
+    def z(t):
+        return road(math.floor(t / dt + 1e-9) * dt)
+    return z
+
+
+def exudyn_double_wishbone(road, t_end, step, dt=DT):
+    """Wheel-centre positions (rows t, x, y, z) from Exudyn at the multiples of dt."""
+    import exudyn as exu
+    from exudyn.utilities import (MarkerBodyPosition, ObjectGround, RigidBodyInertia,
+                                  SensorMarker)
+    dw = load_module(MODEL)
+    P, M = dw.hp, dw.MASSES
+    k_s, c_s, k_t, k_r, c_r, F0 = 181496.0, 17490.0, 4.0e5, 2.0e5, 2.0e3, 1.0e4
+    SC = exu.SystemContainer()
+    mbs = SC.AddSystem()
+    ground = mbs.AddObject(ObjectGround())
+
+    def body(mass, com, J):
+        return mbs.CreateRigidBody(inertia=RigidBodyInertia(mass=mass, inertiaTensor=J),
+                                   referencePosition=list(com), gravity=[0, 0, -G])
+    ua = body(M["upper_arm"], P("UCA_CM"), np.diag(dw.INERTIAS["upper_arm"]))
+    la = body(M["lower_arm"], P("LCA_CM"), np.diag(dw.INERTIAS["lower_arm"]))
+    m_c, c_c, J_c = dw.carrier_properties(M["upright"], M["spindle"], M["wheel"], M["tyre"])
+    ca = body(m_c, c_c, J_c)
+    c_tr = 0.5 * (P("TIEROD_C") + P("TIEROD_U"))
+    tr = body(M["tie_rod"], c_tr, dw.rod_tensor(M["tie_rod"], dw.TIE_ROD_RADIUS,
+                                                 P("TIEROD_C"), P("TIEROD_U")))
+    rc = dw.rack_centre()
+    half = 2 * P("TIEROD_C")[1]
+    ra = body(M["rack"], rc, np.diag([M["rack"] * half ** 2 / 12, M["rack"] * 0.02 ** 2 / 2,
+                                      M["rack"] * half ** 2 / 12]))
+    mbs.CreateRevoluteJoint(itemNumbers=[ground, ua], position=list(P("UCA_F")),
+                            axis=list(P("UCA_F") - P("UCA_B")), useGlobalFrame=True)
+    mbs.CreateRevoluteJoint(itemNumbers=[ground, la], position=list(P("LCA_F")),
+                            axis=list(P("LCA_F") - P("LCA_B")), useGlobalFrame=True)
+    mbs.CreateSphericalJoint(itemNumbers=[ua, ca], position=list(P("UCA_U")))
+    mbs.CreateSphericalJoint(itemNumbers=[la, ca], position=list(P("LCA_U")))
+    mbs.CreateSphericalJoint(itemNumbers=[ca, tr], position=list(P("TIEROD_U")))
+    mbs.CreateSphericalJoint(itemNumbers=[ra, tr], position=list(P("TIEROD_C")))
+    mbs.CreatePrismaticJoint(itemNumbers=[ground, ra], position=list(rc), axis=[0, 1, 0],
+                             useGlobalFrame=True)
+    S0 = dw.SPRING_PRELOAD_GRAVITY + dw.SPRING_PRELOAD_PER_LOAD * F0
+    R0 = dw.RACK_PRELOAD_GRAVITY + dw.RACK_PRELOAD_PER_LOAD * F0
+    l_s = np.linalg.norm(P("SPRING_A") - P("SPRING_C"))
+    mbs.CreateSpringDamper(itemNumbers=[ground, la], localPosition0=list(P("SPRING_C")),
+                           localPosition1=list(P("SPRING_A") - P("LCA_CM")),
+                           referenceLength=l_s + S0 / k_s, stiffness=k_s, damping=c_s)
+    wc = P("SPINDLE")
+    r_t = dw.TYRE_RADIUS
+    z_road = held(road, dt)
+
+    def tyre_force(mbs_, t, item, dL, dL_t, stiffness, damping, force):
+        # fmu_mb's tyre.h = -k_t z_r, added to the spring's k (l - l0) + c l'
+        return stiffness * dL + damping * dL_t - k_t * z_road(max(t - 0.5 * step, 0.0))
+    mbs.CreateSpringDamper(itemNumbers=[ground, ca], localPosition0=list(wc - [0, 0, r_t]),
+                           localPosition1=list(wc - c_c), referenceLength=r_t + F0 / k_t,
+                           stiffness=k_t, damping=0.0, springForceUserFunction=tyre_force)
+    L_r = dw.RACK_SPRING_LENGTH
+    mbs.CreateSpringDamper(itemNumbers=[ground, ra], localPosition0=list(rc - [0, L_r, 0]),
+                           localPosition1=[0, 0, 0], referenceLength=L_r - R0 / k_r,
+                           stiffness=k_r, damping=c_r)
+    marker = mbs.AddMarker(MarkerBodyPosition(bodyNumber=ca, localPosition=list(wc - c_c)))
+    sensor = mbs.AddSensor(SensorMarker(markerNumber=marker, storeInternal=True,
+                                        outputVariableType=exu.OutputVariableType.Position))
+    mbs.Assemble()
+    s = exu.SimulationSettings()
+    s.timeIntegration.endTime = t_end
+    s.timeIntegration.numberOfSteps = int(round(t_end / step))
+    s.timeIntegration.verboseMode = 0
+    s.timeIntegration.newton.relativeTolerance = 1e-10
+    s.timeIntegration.newton.absoluteTolerance = 1e-10
+    s.timeIntegration.generalizedAlpha.spectralRadius = 1.0
+    s.solution.file.write = False
+    s.solution.sensors.writePeriod = dt
+    s.linearSolver.solverType = exu.LinearSolverType.EigenDense
+    t0 = time.perf_counter()
+    mbs.SolveDynamic(s)
+    wall = time.perf_counter() - t0
+    data = mbs.GetSensorStoredData(sensor)
+    return data, wall
+
+
+def fmu_mb_double_wishbone(road, t_end, dt=DT, rtol=1e-10, atol=1e-12):
+    """Wheel-centre positions (rows t, x, y, z) from fmu_mb's simulate with tyre.h = -k_t z_r
+    held over each interval dt."""
+    from fmu_mb import load_model, simulate
+    model = load_model(MODEL)
+    k_t = 4.0e5
+    t0 = time.perf_counter()
+    r = simulate(model, t_end, dt, inputs={"tyre.h": lambda t: -k_t * road(t)}, rtol=rtol,
+                 atol=atol)
+    wall = time.perf_counter() - t0
+    return np.column_stack([r["time"], r["wheel_centre.x"], r["wheel_centre.y"],
+                            r["wheel_centre.z"]]), wall
+
+
+def compare(road, t_end, step=1e-4):
+    """max |wheel centre fmu_mb - Exudyn| and Exudyn's own error estimate [m]."""
+    ex1, w1 = exudyn_double_wishbone(road, t_end, step)
+    ex2, w2 = exudyn_double_wishbone(road, t_end, step / 2)
+    fm, wf = fmu_mb_double_wishbone(road, t_end)
+    n = min(len(ex2), len(fm))
+    assert np.allclose(ex2[:n, 0], fm[:n, 0], atol=1e-9)
+    err_ex = 4.0 / 3.0 * np.abs(ex1[:n, 1:] - ex2[:n, 1:]).max()
+    diff = np.abs(ex2[:n, 1:] - fm[:n, 1:]).max()
+    travel = np.abs(fm[:n, 3] - fm[0, 3]).max()
+    return {"diff": diff, "exudyn_error": err_ex, "travel": travel, "wall_fmu_mb": wf,
+            "wall_exudyn": w2}
+
+
+def main():
+    for name, road in (("step 30 mm at 0.1 s", road_step), ("sine 20 mm, 2 Hz", road_sine)):
+        c = compare(road, 1.0)
+        print(f"{name}: wheel-centre travel {c['travel'] * 1e3:.2f} mm; "
+              f"max |fmu_mb - Exudyn| {c['diff']:.2e} m; Exudyn's error at h = 5e-5 "
+              f"~ {c['exudyn_error']:.1e} m; wall fmu_mb {c['wall_fmu_mb']:.1f} s, "
+              f"Exudyn {c['wall_exudyn']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

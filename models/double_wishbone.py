@@ -1,0 +1,201 @@
+"""Double-wishbone front suspension, one corner (seed 001, ch. 3.1): upper and lower wishbone,
+wheel carrier, tie rod and steering rack, with a coil-over spring-damper, a tyre spring to the
+road and a steering-rack spring; the chassis is the ground.
+
+Geometry and masses: the front double-wishbone corner of the AM General HMMWV (M998/M1097),
+as published in Project Chrono's vehicle model library,
+src/chrono_models/vehicle/hmmwv/suspension/HMMWV_DoubleWishbone.cpp (class
+HMMWV_DoubleWishboneFront: hardpoints UCA_F/B/U, LCA_F/B/U, TIEROD_C/U, SPRING_C/A, SPINDLE,
+UPRIGHT and the arms' centres of mass, in inches; masses and moments of inertia), with the wheel
+(HMMWV_Wheel: 18.8 kg) and the 37 x 12.5 R16.5 tyre (HMMWV_TMeasyTire: 37.6 kg, rated load
+3850 lbf at 50 psi). Frame: x forward, y to the left, z up, origin midway between the lower
+wishbone's chassis pivots (Chrono's suspension frame); gravity 9.81 m/s2 along -z. The HMMWV is
+a light utility vehicle, not a passenger car: no passenger-car hardpoint table was at hand
+(see README "Models").
+
+Bodies (n_B = 5) and joints (n_G = 7), as in seed 001's double wishbone:
+    upper_arm  -- revolute uca_pivot (axis UCA_F-UCA_B) to the chassis
+    lower_arm  -- revolute lca_pivot (axis LCA_F-LCA_B) to the chassis
+    carrier    -- spherical upper_ball (UCA_U), spherical lower_ball (LCA_U); the wheel carrier
+                  is upright + spindle + wheel + tyre as one rigid body (wheel spin not modelled)
+    tie_rod    -- spherical outer_tie_rod (TIEROD_U) to the carrier, spherical inner_tie_rod
+                  (TIEROD_C) to the rack; a uniform cylinder of radius 0.02 m
+    rack       -- prismatic rack_guide along y to the chassis (seed 001's steering rack,
+                  displacement s; the HMMWV itself steers through a Pitman arm)
+Grubler-Kutzbach: f = 6 n_B - sum(6 - f_G) = 30 - (3*5 + 4*3) = 3, the seed's count: spring
+compression (angle beta), steering (rack displacement s), and the isolated spin of the tie rod
+about its own axis (the seed's "isolated degree of freedom"). The constraint Jacobian has full
+rank 27, so the rank-based count is 3 as well; `python -m fmu_mb info` shows both.
+
+Force elements:
+    coil_over  -- TSDA chassis SPRING_C to lower arm SPRING_A: k = spring_stiffness (the slope
+                  of Chrono's spring table at small deflection, 3629.9 N per 0.02 m), c =
+                  damper_damping (mean of Chrono's mid-stroke compression and rebound rates,
+                  71.5 and 128.25 lbf.s/in), free length from the static equilibrium below;
+                  input coil_over.h (active suspension force, tension positive)
+    tyre       -- vertical TSDA from the wheel centre to the contact point r_t below it (the
+                  road); k = tyre_stiffness (assumed 4e5 N/m: about 43 mm deflection at the
+                  rated load 17.1 kN), free length r_t + F0 / k_t; input tyre.h. A road
+                  displacement z_r (up) enters as tyre.h = -tyre_stiffness * z_r; the geometric
+                  lateral stiffness F0 / r_t stands in for the tyre's lateral stiffness
+    steering   -- TSDA chassis to rack along y (steering column and driver, assumed
+                  2e5 N/m, 2e3 N.s/m); input steering.h = rack force (tension positive)
+At the design pose the corner carries the static wheel load F0 = wheel_load (assumed 10 kN)
+and is in static equilibrium: the free lengths of coil_over and steering were found by virtual
+work on the mechanism's velocity Jacobian at the design pose (bench/suspension_statics.py prints
+them; tests/test_suspensions.py checks the equilibrium). Changing masses or F0 moves the
+equilibrium, as on a car.
+
+Output of interest: the marker wheel_centre (SPINDLE) -> wheel_centre.x, .y, .z.
+"""
+import numpy as np
+
+from fmu_mb import ModelBuilder
+
+DEFAULT_EXPERIMENT = {"stop_time": 2.0, "step_size": 0.001}
+
+IN = 0.0254                      # Chrono gives the HMMWV hardpoints in inches
+HARDPOINTS = {k: tuple(IN * np.array(v)) for k, v in {
+    "SPINDLE": (-1.59, 35.815, -1.035),        # wheel centre
+    "UPRIGHT": (-1.59, 29.5675, -1.035),       # upright centre of mass
+    "UCA_F": (-1.8864, 17.5575, 9.6308),
+    "UCA_B": (-10.5596, 18.8085, 7.6992),
+    "UCA_U": (-2.088, 28.17, 8.484),
+    "UCA_CM": (-4.155, 23.176, 8.575),
+    "LCA_F": (8.79, 12.09, 0.0),
+    "LCA_B": (-8.79, 12.09, 0.0),
+    "LCA_U": (-1.40, 30.965, -4.65),
+    "LCA_CM": (0.0, 21.528, -2.325),
+    "SPRING_C": (4.095, 20.07, 7.775),
+    "SPRING_A": (3.827, 21.385, -1.835),
+    "TIEROD_C": (-9.855, 17.655, 2.135),
+    "TIEROD_U": (-6.922, 32.327, -0.643),
+}.items()}
+
+# Chrono's values (kg, kg.m2 as principal moments along x, y, z); the wheel's and tyre's y axis
+# is the spin axis; the rack's mass is assumed. Chrono's z moments of the arms (0.06276 and
+# 0.8938, marked "TODO: Fix these values" there) exceed Ixx + Iyy, which no rigid body can
+# have; they are taken as Ixx + Iyy (a flat plate), 0.06 and 0.8.
+MASSES = {"upper_arm": 5.813, "lower_arm": 23.965, "upright": 19.450, "spindle": 14.705,
+          "wheel": 18.8, "tyre": 37.6, "tie_rod": 6.0, "rack": 5.0}
+INERTIAS = {"upper_arm": (0.03, 0.03, 0.06), "lower_arm": (0.4, 0.4, 0.8),
+            "upright": (0.1656, 0.1934, 0.04367), "spindle": (0.04117, 0.07352, 0.04117),
+            "wheel": (0.4634, 0.6243, 0.4634), "tyre": (3.84, 6.69, 3.84)}
+TIE_ROD_RADIUS = 0.02            # Chrono's m_tierodRadius
+TYRE_RADIUS = IN * 37.0 / 2      # 37 in tyre
+RACK_SPRING_LENGTH = 0.3         # length of the steering TSDA at the design pose [m]
+
+# The design pose is the static equilibrium (python bench/suspension_statics.py, default
+# masses): coil-over compression S0 = SPRING_PRELOAD_GRAVITY g / 9.81 + SPRING_PRELOAD_PER_LOAD
+# F0 and steering TSDA tension R0 likewise [N]; the free lengths follow from S0, R0.
+SPRING_PRELOAD_GRAVITY = -2301.791544
+SPRING_PRELOAD_PER_LOAD = 2.213808
+RACK_PRELOAD_GRAVITY = -42.735507
+RACK_PRELOAD_PER_LOAD = 0.053361
+
+
+def hp(name):
+    return np.array(HARDPOINTS[name])
+
+
+def parallel_axis(parts):
+    """Mass, centre of mass and inertia about it (global axes) of rigidly joined parts
+    [(mass, centre, 3 x 3 inertia about its own centre)]."""
+    m = sum(p[0] for p in parts)
+    c = sum(p[0] * np.asarray(p[1]) for p in parts) / m
+    J = np.zeros((3, 3))
+    for mi, ci, Ji in parts:
+        d = np.asarray(ci) - c
+        J += np.asarray(Ji) + mi * (d @ d * np.eye(3) - np.outer(d, d))
+    return m, c, J
+
+
+def rod_tensor(mass, radius, a, b):
+    """Inertia about the centre (global axes) of a uniform cylinder from point a to point b."""
+    u = np.asarray(b) - np.asarray(a)
+    length = np.linalg.norm(u)
+    u = u / length
+    axial = mass * radius ** 2 / 2
+    transverse = mass * (3 * radius ** 2 + length ** 2) / 12
+    return transverse * (np.eye(3) - np.outer(u, u)) + axial * np.outer(u, u)
+
+
+def carrier_properties(m_upright, m_spindle, m_wheel, m_tyre):
+    """The wheel carrier: upright + spindle + wheel + tyre as one rigid body."""
+    return parallel_axis([
+        (m_upright, hp("UPRIGHT"), np.diag(INERTIAS["upright"])),
+        (m_spindle, hp("SPINDLE"), np.diag(INERTIAS["spindle"])),
+        (m_wheel, hp("SPINDLE"), np.diag(INERTIAS["wheel"])),
+        (m_tyre, hp("SPINDLE"), np.diag(INERTIAS["tyre"]))])
+
+
+def rack_centre():
+    """Centre of mass of the (half) steering rack: on the car's centre plane, level with the
+    inner tie-rod joint."""
+    c = hp("TIEROD_C")
+    return np.array([c[0], 0.0, c[2]])
+
+
+def build(**overrides):
+    mb = ModelBuilder("double_wishbone", overrides, gravity=(0.0, 0.0, -9.81),
+                      description=__doc__.split("\n")[0])
+    g = mb.param("g", 9.81, "m/s2", "gravity acceleration along -z", min=0.0)
+    m_ua = mb.param("upper_arm_mass", MASSES["upper_arm"], "kg", "upper wishbone mass", min=1e-6)
+    m_la = mb.param("lower_arm_mass", MASSES["lower_arm"], "kg", "lower wishbone mass", min=1e-6)
+    m_up = mb.param("upright_mass", MASSES["upright"], "kg", "upright mass", min=0.0)
+    m_sp = mb.param("spindle_mass", MASSES["spindle"], "kg", "spindle and hub mass", min=0.0)
+    m_wh = mb.param("wheel_mass", MASSES["wheel"], "kg", "wheel (rim) mass", min=0.0)
+    m_ty = mb.param("tyre_mass", MASSES["tyre"], "kg", "tyre mass", min=0.0)
+    m_tr = mb.param("tie_rod_mass", MASSES["tie_rod"], "kg", "tie rod mass", min=1e-6)
+    m_ra = mb.param("rack_mass", MASSES["rack"], "kg", "steering rack mass (half)", min=1e-6)
+    k_s = mb.param("spring_stiffness", 181496.0, "N/m", "coil spring stiffness", min=0.0)
+    c_s = mb.param("damper_damping", 17490.0, "N.s/m", "damper coefficient", min=0.0)
+    k_t = mb.param("tyre_stiffness", 4.0e5, "N/m", "tyre vertical stiffness", min=1.0)
+    c_t = mb.param("tyre_damping", 0.0, "N.s/m", "tyre vertical damping", min=0.0)
+    F0 = mb.param("wheel_load", 1.0e4, "N", "static wheel load at the design pose "
+                  "(sets the tyre's free length)", min=0.0)
+    k_r = mb.param("steering_stiffness", 2.0e5, "N/m", "steering stiffness at the rack",
+                   min=1.0)
+    c_r = mb.param("steering_damping", 2.0e3, "N.s/m", "steering damping at the rack",
+                   min=0.0)
+    mb.gravity = (0.0, 0.0, -g)
+
+    P = hp
+    # ---- bodies at the design pose (orientation: body axes = global axes)
+    ua = mb.body("upper_arm", mass=m_ua, inertia=INERTIAS["upper_arm"], position=P("UCA_CM"))
+    la = mb.body("lower_arm", mass=m_la, inertia=INERTIAS["lower_arm"], position=P("LCA_CM"))
+    m_c, c_c, J_c = carrier_properties(m_up, m_sp, m_wh, m_ty)
+    ca = mb.body("carrier", mass=m_c, inertia=J_c, position=c_c)
+    c_tr = 0.5 * (P("TIEROD_C") + P("TIEROD_U"))
+    tr = mb.body("tie_rod", mass=m_tr, position=c_tr,
+                 inertia=rod_tensor(m_tr, TIE_ROD_RADIUS, P("TIEROD_C"), P("TIEROD_U")))
+    half = 2 * P("TIEROD_C")[1]
+    ra = mb.body("rack", mass=m_ra, position=rack_centre(),
+                 inertia=(m_ra * half ** 2 / 12, m_ra * 0.02 ** 2 / 2, m_ra * half ** 2 / 12))
+
+    # ---- joints (seed 001: 3 with f_G = 1, 4 with f_G = 3)
+    G = mb.ground
+    mb.revolute("uca_pivot", G, ua, at=P("UCA_F"), axis=P("UCA_F") - P("UCA_B"))
+    mb.revolute("lca_pivot", G, la, at=P("LCA_F"), axis=P("LCA_F") - P("LCA_B"))
+    mb.spherical("upper_ball", ua, ca, at=P("UCA_U"))
+    mb.spherical("lower_ball", la, ca, at=P("LCA_U"))
+    mb.spherical("outer_tie_rod", ca, tr, at=P("TIEROD_U"))
+    mb.spherical("inner_tie_rod", ra, tr, at=P("TIEROD_C"))
+    mb.prismatic("rack_guide", G, ra, at=rack_centre(), axis=(0.0, 1.0, 0.0))
+
+    # ---- force elements (points in body axes = global offsets from the centres)
+    S0 = SPRING_PRELOAD_GRAVITY * g / 9.81 + SPRING_PRELOAD_PER_LOAD * F0
+    R0 = RACK_PRELOAD_GRAVITY * g / 9.81 + RACK_PRELOAD_PER_LOAD * F0
+    l_s = np.linalg.norm(P("SPRING_A") - P("SPRING_C"))
+    mb.tsda("coil_over", G, la, a_point=P("SPRING_C"), b_point=P("SPRING_A") - P("LCA_CM"),
+            stiffness=k_s, damping=c_s, free_length=l_s + (S0 / k_s if k_s > 0 else 0.0))
+    wc = P("SPINDLE")
+    road = wc - np.array([0.0, 0.0, TYRE_RADIUS])
+    mb.tsda("tyre", G, ca, a_point=road, b_point=wc - c_c, stiffness=k_t, damping=c_t,
+            free_length=TYRE_RADIUS + F0 / k_t)
+    rc = rack_centre()
+    mb.tsda("steering", G, ra, a_point=rc - np.array([0.0, RACK_SPRING_LENGTH, 0.0]),
+            b_point=(0.0, 0.0, 0.0), stiffness=k_r, damping=c_r,
+            free_length=RACK_SPRING_LENGTH - R0 / k_r)
+    mb.point("wheel_centre", ca, at=wc)
+    return mb.build()
