@@ -5,7 +5,7 @@
     fmu-mb info MODEL.py [--set NAME=VALUE ...]
     fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
     fmu-mb plot OUT.csv [--columns NAME ...] -o plot.png
-    fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F]
+    fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F] [--view V]
     fmu-mb sweep MODEL.fmu --param NAME=start:stop:count [--param ...] --stop-time T
                  [--output-interval DT] [--outputs NAME ...] [--scheduler ADDRESS]
                  [--workers N] [-o table.csv]
@@ -111,6 +111,9 @@ def _parser():
     an.add_argument("-o", "--output", default="anim.gif", help=".gif (or .mp4 with ffmpeg)")
     an.add_argument("--every", type=int, default=1, help="draw every N-th row")
     an.add_argument("--fps", type=_positive, default=25.0)
+    an.add_argument("--view", default="iso",
+                    help="spatial models: projection iso, front, side, top, or AZ,EL in "
+                         "degrees (azimuth about the up axis, elevation)")
     an.add_argument("--quiet", action="store_true", help="no progress bar")
 
     b = sub.add_parser("build", help="build FMI 2.0 co-simulation FMUs of model files")
@@ -236,6 +239,8 @@ def _plot(args):
     if not cols:
         names = data.dtype.names[1:]
         cols = [n for n in names if n.endswith((".phi", ".angle", ".position"))][:3]
+        if not cols:          # no joint coordinates (e.g. only distance links): positions
+            cols = [n for n in names if n.endswith(".z")][:3] or list(names[:3])
         cols += [n for n in ("energy.total",) if n in names]
     plot_outputs(data, cols, args.output, title=str(args.csv))
     print(args.output)
@@ -247,7 +252,7 @@ def _animate(args):
 
     model = _load(args)
     n = animate(model, read_csv(args.csv), args.output, every=args.every, fps=args.fps,
-                progress=not args.quiet)
+                progress=not args.quiet, view=args.view)
     print(f"{args.output}: {n} frames")
     return 0
 

@@ -53,14 +53,16 @@ def plot_outputs(data, columns, path, title=""):
 
 
 def attachment_points(model):
-    """Per body name (and the ground): local points where joints and elements attach."""
-    pts = {b.name: [(0.0, 0.0)] for b in model.bodies}
+    """Per body name (and the ground): local points where joints and elements attach (the
+    centre of mass first)."""
+    zero = (0.0, 0.0, 0.0) if getattr(model, "spatial", False) else (0.0, 0.0)
+    pts = {b.name: [zero] for b in model.bodies}
     pts[GROUND] = []
     for j in model.joints:
         pts[j.parent].append(j.parent_point)
         pts[j.child].append(j.child_point)
     for e in model.elements:
-        if e.kind == "tsda":
+        if e.kind in ("tsda", "bushing"):
             pts[e.a].append(e.a_point)
             pts[e.b].append(e.b_point)
         elif e.kind == "force":
@@ -90,17 +92,20 @@ def _zigzag(a, b, n=8, width=0.04):
     return a + np.outer(s * length, u) + np.outer(off * min(1.0, length), v)
 
 
-def animate(model, data, path, every=1, fps=25, progress=False):
-    """Write an animation of `model` moving as in `data` (needs <body>.x/.y/.phi columns).
+def animate(model, data, path, every=1, fps=25, progress=False, view="iso"):
+    """Write an animation of `model` moving as in `data` (needs <body>.x/.y/.phi columns;
+    spatial models <body>.x/.y/.z/.e0.../.e3, drawn in the projection `view`, see
+    `projection`).
 
     Returns the number of frames written (one per `every` rows of data).
     progress : print a progress bar (per frame) to stderr once the run takes over a second.
     """
+    if getattr(model, "spatial", False):
+        return _animate_spatial(model, data, path, every, fps, progress, view)
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.animation import FuncAnimation, PillowWriter
 
     missing = [f"{b.name}.{c}" for b in model.bodies for c in ("x", "y", "phi")
                if f"{b.name}.{c}" not in data.dtype.names]
@@ -149,6 +154,13 @@ def animate(model, data, path, every=1, fps=25, progress=False):
         label.set_text(f"t = {data['time'][k]:.3f} s")
         return []
 
+    return _save(fig, draw, frames, path, fps, progress)
+
+
+def _save(fig, draw, frames, path, fps, progress):
+    import matplotlib.pyplot as plt
+    from matplotlib.animation import FuncAnimation, PillowWriter
+
     anim = FuncAnimation(fig, draw, frames=frames, blit=False)
     bar = None
     if progress:
@@ -166,3 +178,160 @@ def animate(model, data, path, every=1, fps=25, progress=False):
             bar.close()
         plt.close(fig)
     return len(frames)
+
+
+# ---------------------------------------------------------------- spatial models
+VIEWS = {"iso": (45.0, 35.264), "front": (0.0, 0.0), "side": (90.0, 0.0), "top": (0.0, 90.0)}
+
+
+def projection(model, view="iso"):
+    """2 x 3 matrix of an orthographic projection onto the screen (right, up).
+
+    The screen's up is the model's up, against gravity (z when there is none). `view` names a
+    camera direction: "iso" (azimuth 45, elevation 35.264 deg), "front" (from the first
+    horizontal axis, x for a z-up model), "side" (from the second), "top", or "AZ,EL" in
+    degrees: azimuth about the up axis from the first horizontal axis, elevation above the
+    horizontal plane."""
+    if isinstance(view, str) and view in VIEWS:
+        az, el = VIEWS[view]
+    else:
+        try:
+            az, el = (float(v) for v in str(view).split(","))
+        except ValueError:
+            raise InputError(f"view must be one of {list(VIEWS)} or 'AZ,EL' in degrees, "
+                             f"received {view!r}") from None
+        if not (np.isfinite(az) and np.isfinite(el) and -90.0 <= el <= 90.0):
+            raise InputError(f"view 'AZ,EL': expected finite angles with -90 <= EL <= 90, "
+                             f"received {view!r}")
+    g = np.asarray(model.gravity, float)
+    up = -g / np.linalg.norm(g) if np.linalg.norm(g) > 0 else np.array([0.0, 0.0, 1.0])
+    axes = np.eye(3)
+    h1 = axes[int(np.argmin(np.abs(axes @ up)))]           # the axis least along up
+    h1 = h1 - (h1 @ up) * up
+    h1 /= np.linalg.norm(h1)
+    h2 = np.cross(up, h1)
+    a, e = np.radians(az), np.radians(el)
+    cam = np.cos(e) * (np.cos(a) * h1 + np.sin(a) * h2) + np.sin(e) * up
+    right = np.cross(up, cam)
+    if np.linalg.norm(right) < 1e-9:                        # looking along up: keep h2 right
+        right = h2
+    right /= np.linalg.norm(right)
+    return np.stack([right, np.cross(cam, right)])
+
+
+def _rotations(data, k, body):
+    from ..mechanics.spatial.rotations import matrix
+
+    e = np.array([[data[f"{body}.e{i}"][k] for i in range(4)]])
+    return matrix(e)[0]
+
+
+def _world3(data, k, body, point):
+    """Global position of `point` (body axes) of `body` in row k of a spatial result."""
+    if body == GROUND:
+        return np.asarray(point, float)
+    r = np.array([data[f"{body}.{c}"][k] for c in "xyz"])
+    return r + _rotations(data, k, body) @ np.asarray(point, float)
+
+
+def _zigzag3(a, b, normal, n=8, width=0.04):
+    d = b - a
+    length = np.linalg.norm(d)
+    if length < 1e-12:
+        return np.array([a, b])
+    u = d / length
+    v = np.cross(u, normal)
+    if np.linalg.norm(v) < 1e-9:
+        v = np.cross(u, np.eye(3)[int(np.argmin(np.abs(u)))])
+    v /= np.linalg.norm(v)
+    s = np.linspace(0, 1, 2 * n + 1)
+    off = np.zeros_like(s)
+    off[1:-1:2], off[2:-1:2] = width, -width
+    return a + np.outer(s * length, u) + np.outer(off * min(1.0, length), v)
+
+
+def spatial_frame(model, data, k, pts=None):
+    """The drawing of row k of a spatial result, in global coordinates: {"bodies": {name:
+    polyline (n, 3), nan-separated segments from the centre of mass to each attachment
+    point}, "joints": (n, 3), "ground": (n, 3), "springs": {name: polyline}}."""
+    pts = pts or attachment_points(model)
+    nan = np.full(3, np.nan)
+    bodies = {}
+    for b in model.bodies:
+        c = _world3(data, k, b.name, (0.0, 0.0, 0.0))
+        seg = []
+        for p in pts[b.name][1:] or [(0.0, 0.0, 0.0)]:
+            seg += [c, _world3(data, k, b.name, p), nan]
+        bodies[b.name] = np.array(seg)
+    joints = np.array([_world3(data, k, j.child, j.child_point) for j in model.joints]
+                      or np.zeros((0, 3)))
+    ground = np.array([_world3(data, k, j.parent, j.parent_point) for j in model.joints
+                       if j.parent == GROUND] or np.zeros((0, 3)))
+    return {"bodies": bodies, "joints": joints, "ground": ground,
+            "springs": {e.name: (_world3(data, k, e.a, e.a_point),
+                                 _world3(data, k, e.b, e.b_point))
+                        for e in model.elements if e.kind == "tsda"}}
+
+
+def _animate_spatial(model, data, path, every, fps, progress, view):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    needed = [f"{b.name}.{c}" for b in model.bodies for c in ("x", "y", "z", "e0", "e1",
+                                                                "e2", "e3")]
+    missing = [c for c in needed if c not in data.dtype.names]
+    if missing:
+        raise InputError(f"the data lacks the body coordinates {missing[:6]} of model "
+                         f"'{model.name}'; expected a result of this model")
+    if every < 1:
+        raise InputError(f"every must be >= 1, received {every}")
+    P = projection(model, view)
+    pts = attachment_points(model)
+    frames = list(range(0, len(data), every))
+    drawn = [spatial_frame(model, data, k, pts) for k in frames]
+    allp = np.vstack([np.vstack(list(d["bodies"].values()) + [d["joints"], d["ground"]]
+                                + [np.array(s) for s in d["springs"].values()])
+                      for d in drawn])
+    xy = allp[np.all(np.isfinite(allp), axis=1)] @ P.T
+    lo, hi = xy.min(axis=0), xy.max(axis=0)
+    pad = 0.08 * max(hi - lo) + 1e-3
+    width = float(max(hi - lo)) * 0.015
+    cam = np.cross(P[0], P[1])
+    fig, ax = plt.subplots(figsize=(6, 6))
+    ax.set_aspect("equal")
+    ax.set_xlim(lo[0] - pad, hi[0] + pad)
+    ax.set_ylim(lo[1] - pad, hi[1] + pad)
+    ax.grid(True, alpha=0.25)
+    ax.set_xticklabels([])
+    ax.set_yticklabels([])
+    # the global axes as a small tripod in the lower left corner
+    for e, name in zip(np.eye(3), "xyz"):
+        v = P @ e * 0.08 * max(hi - lo)
+        o = lo - 0.5 * pad + 0.1 * (hi - lo)
+        ax.annotate("", xy=o + v, xytext=o, arrowprops=dict(arrowstyle="->", color="0.4"))
+        ax.text(*(o + 1.15 * v), name, color="0.4", fontsize=8)
+    body_lines = {b.name: ax.plot([], [], "-", lw=3, color="tab:blue")[0] for b in model.bodies}
+    joint_dots = ax.plot([], [], "o", ms=6, mfc="white", mec="k")[0]
+    ground_marks = ax.plot([], [], "^", ms=9, color="0.3")[0]
+    springs = {e.name: ax.plot([], [], "-", lw=1, color="tab:red")[0]
+               for e in model.elements if e.kind == "tsda"}
+    label = ax.text(0.02, 0.97, "", transform=ax.transAxes, va="top")
+    ax.set_title(f"{model.name} (view {view})")
+
+    def draw(i):
+        d = drawn[i]
+        for name, line in body_lines.items():
+            q = d["bodies"][name] @ P.T
+            line.set_data(q[:, 0], q[:, 1])
+        for art, pts_ in ((joint_dots, d["joints"]), (ground_marks, d["ground"])):
+            q = pts_ @ P.T if len(pts_) else np.zeros((0, 2))
+            art.set_data(q[:, 0], q[:, 1])
+        for name, (a, b) in d["springs"].items():
+            q = _zigzag3(a, b, cam, width=width) @ P.T
+            springs[name].set_data(q[:, 0], q[:, 1])
+        label.set_text(f"t = {data['time'][frames[i]]:.3f} s")
+        return []
+
+    return _save(fig, draw, list(range(len(frames))), path, fps, progress)
