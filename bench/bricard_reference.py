@@ -177,13 +177,13 @@ def cond(A):
     return s[0] / s[-1]
 
 
-def minimal_route(rtol=1e-13, atol=1e-14):
-    """P3 at OUT_TIMES from the minimal-coordinate equation; also the worst conditioning of
-    the closure in q2..q5 met along the way and the energy drift."""
+def minimal_route(rtol=1e-13, atol=1e-14, t_end=T_END):
+    """P3 at the OUT_TIMES up to t_end from the minimal-coordinate equation; also the worst
+    conditioning of the closure in q2..q5 met along the way and the energy drift."""
     mb = MinimalBricard()
     t0 = time.perf_counter()
-    sol = solve_ivp(mb.rhs, (0.0, T_END), [0.0, 0.0], method="DOP853", rtol=rtol, atol=atol,
-                    t_eval=OUT_TIMES)
+    sol = solve_ivp(mb.rhs, (0.0, t_end), [0.0, 0.0], method="DOP853", rtol=rtol, atol=atol,
+                    t_eval=OUT_TIMES[OUT_TIMES <= t_end + 1e-12])
     if not sol.success:
         raise RuntimeError(sol.message)
     wall = time.perf_counter() - t0

@@ -1,0 +1,139 @@
+"""Seed 001's suspensions (models/double_wishbone.py, models/five_point_suspension.py): the
+seed's degree-of-freedom counts, the design pose as static equilibrium (computed independently
+by virtual work in bench/suspension_statics.py), the double wishbone against the same model
+in Exudyn, and its FMU in fmpy and libcosim with a road input."""
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from fmu_mb import load_model, simulate
+from fmu_mb.tools.cli import main
+
+from conftest import MODELS, ROOT
+
+K_TYRE = 4.0e5          # the models' default tyre stiffness: tyre.h = -K_TYRE * z_road
+
+
+@pytest.mark.parametrize("name,counts", [
+    ("double_wishbone", "bodies n_B = 5, joints n_G = 7, loops n_L = 2"),
+    ("five_point_suspension", "bodies n_B = 1, joints n_G = 5, loops n_L = 4")])
+def test_info_reproduces_the_seed_dof_counts(name, counts, capsys):
+    """Seed 001: double wishbone f = 6*5 - (3*5 + 4*3) = 3 (compression, steering, the tie
+    rod's isolated spin); five-point suspension f = 1."""
+    dof = 3 if name == "double_wishbone" else 1
+    assert main(["info", str(MODELS / f"{name}.py")]) == 0
+    out = capsys.readouterr().out
+    assert counts in out
+    assert f"Gruebler-Kutzbach DOF = {dof}, DOF from rank(D) = {dof}," in out
+    assert "redundant = 0" in out
+
+
+@pytest.mark.parametrize("name", ["double_wishbone", "five_point_suspension"])
+def test_design_pose_is_the_static_equilibrium(name):
+    """The free lengths come from virtual work on the velocity Jacobian (no dynamics): at
+    rest, fmu_mb's accelerations must vanish, so the wheel centre stays put."""
+    r = simulate(load_model(MODELS / f"{name}.py"), 0.2, 0.05)
+    for c in "xyz":
+        assert np.abs(r[f"wheel_centre.{c}"] - r[f"wheel_centre.{c}"][0]).max() < 1e-7
+
+
+def test_wheel_load_and_road_step_give_the_static_wheel_rate():
+    """Raising the road by z moves the wheel centre, once settled, by z k_t / (k_t + k_w),
+    with the wheel rate k_w = k_s MR^2 + (geometric terms of the preloads); checked loosely
+    (10 %) against the motion ratio of bench/suspension_statics.py."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import suspension_statics as st
+    mr = st.double_wishbone()["motion_ratio"]
+    k_w = 181496.0 * mr ** 2
+    z = 0.01
+    r = simulate(load_model(MODELS / "double_wishbone.py", damper_damping=4e4), 1.5, 0.05,
+                 inputs={"tyre.h": -K_TYRE * z})
+    rise = r["wheel_centre.z"][-1] - r["wheel_centre.z"][0]
+    assert rise == pytest.approx(z * K_TYRE / (K_TYRE + k_w), rel=0.1)
+
+
+# ---------------------------------------------------------------- against Exudyn
+def _exudyn_spatial():
+    pytest.importorskip("exudyn")
+    sys.path.insert(0, str(ROOT / "bench"))
+    import exudyn_spatial
+    return exudyn_spatial
+
+
+@pytest.mark.parametrize("road", ["step", "sine"])
+def test_double_wishbone_wheel_centre_matches_exudyn(road):
+    """Same geometry, masses, springs and the same zero-order-held road input in both
+    engines. fmu_mb runs at rtol 1e-10 (its error is far below Exudyn's); Exudyn's
+    generalized-alpha is second order, so the error of its run at h/2 = 5e-5 s is about
+    |x(h) - x(h/2)| / 3. fmu_mb must agree with that run within three times this estimate
+    (plus 1e-9 m for Exudyn's Newton tolerance), and the estimate itself must be small
+    against the wheel travel."""
+    es = _exudyn_spatial()
+    fn = es.road_step if road == "step" else es.road_sine
+    c = es.compare(fn, 0.5, step=1e-4)
+    assert c["travel"] > 5e-3
+    assert c["exudyn_error"] < 1e-3 * c["travel"]
+    assert c["diff"] < 3 * c["exudyn_error"] + 1e-9, c
+
+
+# ---------------------------------------------------------------- the FMU in two masters
+def _road(t):
+    """A 20 mm curb at 0.05 s, then a 2 Hz, 10 mm wave on top from 0.25 s."""
+    return (0.02 if t >= 0.05 else 0.0) + (0.01 * math.sin(4 * math.pi * (t - 0.25))
+                                            if t >= 0.25 else 0.0)
+
+
+@pytest.mark.fmu
+def test_double_wishbone_fmu_gives_the_same_wheel_centre_in_fmpy_and_libcosim(tmp_path):
+    pytest.importorskip("pythonfmu")
+    fmpy = pytest.importorskip("fmpy")
+    cosim = pytest.importorskip("libcosimpy.CosimExecution")
+    from fmpy.fmi2 import FMU2Slave
+    from libcosimpy.CosimLogging import CosimLogLevel, log_output_level
+    from libcosimpy.CosimManipulator import CosimManipulator
+    from libcosimpy.CosimObserver import CosimObserver
+    from libcosimpy.CosimSlave import CosimLocalSlave
+    from fmu_mb.fmi.build import build_fmu
+
+    path = build_fmu(MODELS / "double_wishbone.py", tmp_path)
+    md = fmpy.read_model_description(str(path))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    outs = [vr[f"wheel_centre.{c}"] for c in "xyz"]
+    h, n = 0.01, 50
+    u = [-K_TYRE * _road(k * h) for k in range(n)]       # held over [k h, (k+1) h)
+
+    f = FMU2Slave(guid=md.guid, unzipDirectory=fmpy.extract(str(path)),
+                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName="dw")
+    f.instantiate()
+    f.setupExperiment(startTime=0.0)
+    f.enterInitializationMode()
+    f.exitInitializationMode()
+    a = []
+    for k in range(n):
+        f.setReal([vr["tyre.h"]], [u[k]])
+        f.doStep(currentCommunicationPoint=k * h, communicationStepSize=h)
+        a.append(f.getReal(outs))
+    f.terminate()
+    f.freeInstance()
+
+    log_output_level(CosimLogLevel.ERROR)
+    ex = cosim.CosimExecution.from_step_size(step_size=int(round(h * 1e9)))
+    s = ex.add_local_slave(CosimLocalSlave(fmu_path=str(path), instance_name="dw"))
+    obs = CosimObserver.create_last_value()
+    ex.add_observer(obs)
+    man = CosimManipulator.create_override()
+    ex.add_manipulator(man)
+    b = []
+    for k in range(n):
+        man.slave_real_values(s, [vr["tyre.h"]], [u[k]])
+        ex.step()
+        b.append(obs.last_real_values(s, outs))
+
+    a, b = np.array(a), np.array(b)
+    assert np.ptp(a[:, 2]) > 0.01                         # the wheel really moves
+    np.testing.assert_allclose(b, a, rtol=0, atol=1e-12)
+    ref = simulate(load_model(MODELS / "double_wishbone.py"), n * h, h,
+                   inputs={"tyre.h": lambda t: u[min(int(round(t / h)), n - 1)]})
+    np.testing.assert_allclose(a[:, 2], ref["wheel_centre.z"][1:], rtol=0, atol=1e-12)
