@@ -82,7 +82,16 @@ def initial_state(model, settings=None):
     """The model's assembled initial state in the coordinates of settings.formulation."""
     settings = settings or Settings()
     form = get_formulation(settings.formulation)
+    check_spatial(model, settings)
     return form.initial_state(model)
+
+
+def check_spatial(model, settings):
+    """Spatial models run in newton_euler only (tmt, lagrange and recursive are planar)."""
+    if model.spatial and settings.formulation != "newton_euler":
+        raise InputError(f"model '{model.name}' is spatial: formulation "
+                         f"'{settings.formulation}' is planar only; use formulation "
+                         f"'newton_euler'")
 
 
 def check_settings(model, settings):
@@ -125,6 +134,7 @@ def advance(model, state, t_end, u=None, settings=None):
                          f"expected finite q and qd")
     if t_end == t0:
         return state
+    check_spatial(model, settings)
     if model.contacts:
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)

@@ -24,7 +24,7 @@ def assemble(model, tree):
 
     tree : [(joint name, name of the already placed side)] in placement order.
     """
-    x = _tree_placement(model, tree)
+    x = _reference_pose(model) if model.spatial else _tree_placement(model, tree)
     t0 = model.t0
     spec = [(i, ic) for i, ic in enumerate(_initial_by_coord(model)) if ic is not None]
     pos_spec = [(i, ic.value) for i, ic in spec if ic.value is not None]
@@ -48,8 +48,7 @@ def assemble(model, tree):
     _, _, Jq, _ = constraints.joint_coordinates(model, x, zero)
     A = np.vstack([D, Jq[[i for i, _ in rate_spec]]]) if rate_spec else D
     b = np.concatenate([-phi_t, [v for _, v in rate_spec]])
-    xd = np.array([v for body in model.bodies
-                   for v in (*body.velocity, body.angular_velocity)], dtype=float)
+    xd = _velocity_guess(model, x)
     xd = xd + min_norm_correction(Minv, A, b - A @ xd)
     res = A @ xd - b
     if np.abs(res).max(initial=0.0) > 1e-8 * (1.0 + np.abs(b).max(initial=0.0)):
@@ -58,6 +57,26 @@ def assemble(model, tree):
                             f"inconsistent with the constraints (velocity residual "
                             f"{np.abs(res).max():.3g}); give fewer rates or consistent ones")
     return x, xd, numerical_rank(D)
+
+
+def _reference_pose(model):
+    """Spatial: x = (r, p) of every body at its declared (reference) pose."""
+    return np.array([v for b in model.bodies for v in (*b.position, *b.orientation)], float)
+
+
+def _velocity_guess(model, x):
+    """The bodies' declared velocities as xd: (v, omega) planar, (v, p') with
+    p' = E(p)' omega / 2 spatial (omega in global axes)."""
+    if not model.spatial:
+        return np.array([v for body in model.bodies
+                         for v in (*body.velocity, body.angular_velocity)], dtype=float)
+    from .spatial.rotations import E_matrix
+
+    X = x.reshape(-1, 7)
+    w = np.array([b.angular_velocity for b in model.bodies], float).reshape(-1, 3)
+    pd = 0.5 * np.einsum("kij,ki->kj", E_matrix(X[:, 3:]), w)
+    v = np.array([b.velocity for b in model.bodies], float).reshape(-1, 3)
+    return np.concatenate([v, pd], axis=1).reshape(-1)
 
 
 def _size(model):

@@ -1,0 +1,170 @@
+"""Spatial kinematics of body-fixed points and directions, vectorised over pairs of bodies.
+
+Absolute coordinates per body: q_b = (r, p), r the centre of mass [m] and p the Euler
+parameters (rotations.py); velocity coordinates q_b' = (r', p'). The ground is an extra body
+at index nb with r = 0, p = (1, 0, 0, 0), so every primitive works on the extended vectors.
+
+Each primitive is a `Term`: its value, its Jacobian J with respect to the 14 coordinates
+[r_p, p_p, r_c, p_c] of a pair (columns `Pairs.cols`), its rate J q' and its convective
+term conv = J' q' (so value'' = J q'' + conv, seed 000's D_{k,pq} q'_p q'_q). A point is
+r + A(p) s and a direction A(p) a, both quadratic in p, so J is the exact derivative and
+conv = 2 A(p') s. Constraint rows, joint coordinates and the elongations of force elements
+are products of these (`dot`, `norm`, `angle`), composed by the product rule: one tested
+set of functions serves all of them.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import rotations as rot
+
+NQ = 7
+
+
+@dataclass(frozen=True, eq=False)
+class Pairs:
+    """k pairs (parent p, child c) of bodies; cols (k, 14) are the columns in the extended
+    coordinate vector of [r_p, p_p, r_c, p_c]."""
+
+    p: np.ndarray
+    c: np.ndarray
+    cols: np.ndarray
+
+    @classmethod
+    def make(cls, p, c):
+        p = np.asarray(p, dtype=np.intp).reshape(-1)
+        c = np.asarray(c, dtype=np.intp).reshape(-1)
+        cols = np.concatenate([NQ * p[:, None] + np.arange(NQ),
+                               NQ * c[:, None] + np.arange(NQ)], axis=1)
+        for a in (p, c, cols):
+            a.setflags(write=False)
+        return cls(p, c, cols)
+
+    def __len__(self):
+        return len(self.p)
+
+
+@dataclass(frozen=True, eq=False)
+class Term:
+    """val (k, ...) with J (k, ..., 14), rate (k, ...) and conv (k, ...)."""
+
+    val: np.ndarray
+    J: np.ndarray
+    rate: np.ndarray
+    conv: np.ndarray
+
+    def __sub__(self, other):
+        return Term(self.val - other.val, self.J - other.J, self.rate - other.rate,
+                    self.conv - other.conv)
+
+    def __add__(self, other):
+        return Term(self.val + other.val, self.J + other.J, self.rate + other.rate,
+                    self.conv + other.conv)
+
+    def scale(self, c):
+        return Term(c * self.val, c * self.J, c * self.rate, c * self.conv)
+
+
+def frames(x_ext, xd_ext, idx):
+    """r (k, 3), p (k, 4), r' (k, 3), p' (k, 4) of bodies idx."""
+    b, bd = x_ext.reshape(-1, NQ)[idx], xd_ext.reshape(-1, NQ)[idx]
+    return b[:, :3], b[:, 3:], bd[:, :3], bd[:, 3:]
+
+
+def vector(pairs, x_ext, xd_ext, side, s, point):
+    """Point r + A s (point=True) or direction A s of local vectors s (k, 3) on the parent
+    (side 0) or child (side 1) of each pair: a Term of shape (k, 3)."""
+    idx = pairs.p if side == 0 else pairs.c
+    r, p, rd, pd = frames(x_ext, xd_ext, idx)
+    k = len(idx)
+    As = rot.rotate(p, s)
+    Jp = rot.rotate_jacobian(p, s)
+    J = np.zeros((k, 3, 2 * NQ))
+    o = side * NQ
+    J[:, :, o + 3:o + 7] = Jp
+    rate = np.einsum("kij,kj->ki", Jp, pd)
+    conv = 2.0 * rot.rotate(pd, s)
+    if point:
+        J[:, :, o:o + 3] = np.eye(3)
+        return Term(r + As, J, rd + rate, conv)
+    return Term(As, J, rate, conv)
+
+
+def dot(a, b):
+    """Scalar product of two vector Terms (k, 3): a Term (k,)."""
+    val = np.einsum("ki,ki->k", a.val, b.val)
+    J = np.einsum("ki,kij->kj", b.val, a.J) + np.einsum("ki,kij->kj", a.val, b.J)
+    rate = np.einsum("ki,ki->k", a.rate, b.val) + np.einsum("ki,ki->k", a.val, b.rate)
+    conv = (np.einsum("ki,ki->k", a.conv, b.val) + 2.0 * np.einsum("ki,ki->k", a.rate, b.rate)
+            + np.einsum("ki,ki->k", a.val, b.conv))
+    return Term(val, J, rate, conv)
+
+
+def norm(d):
+    """Length |d| of a vector Term (k, 3): a Term (k,). Undefined at |d| = 0."""
+    length = np.sqrt(np.einsum("ki,ki->k", d.val, d.val))
+    e = d.val / length[:, None]
+    J = np.einsum("ki,kij->kj", e, d.J)
+    rate = np.einsum("ki,ki->k", e, d.rate)
+    conv = (np.einsum("ki,ki->k", e, d.conv)
+            + (np.einsum("ki,ki->k", d.rate, d.rate) - rate ** 2) / length)
+    return Term(length, J, rate, conv)
+
+
+def angle(c, s):
+    """theta = atan2(s, c) of two scalar Terms: a Term (k,) with value in (-pi, pi]."""
+    r2 = c.val ** 2 + s.val ** 2
+    J = (c.val[:, None] * s.J - s.val[:, None] * c.J) / r2[:, None]
+    rate = (c.val * s.rate - s.val * c.rate) / r2
+    conv = ((c.val * s.conv - s.val * c.conv) / r2
+            - 2.0 * rate * (c.val * c.rate + s.val * s.rate) / r2)
+    return Term(np.arctan2(s.val, c.val), J, rate, conv)
+
+
+def scatter(J, cols, n_ext):
+    """Dense Jacobian rows (k, n_ext) from J (k, 14) on the pairs' columns (duplicated
+    columns, e.g. a pair of the same body, add up)."""
+    out = np.zeros((J.shape[0], n_ext))
+    rows = np.repeat(np.arange(J.shape[0]), cols.shape[1])
+    np.add.at(out, (rows, cols.reshape(-1)), J.reshape(-1))
+    return out
+
+
+class JointFrames:
+    """The joint frames of k joints: points sp, sc (k, 3) and frames Fp, Fc (k, 3, 3) (columns
+    x, y, z in body axes) on parent and child; they coincide at the reference pose. Gives the
+    Terms the constraint rows and joint coordinates are made of."""
+
+    def __init__(self, pairs, sp, sc, Fp, Fc, x_ext, xd_ext):
+        self.pairs, self.sp, self.sc, self.Fp, self.Fc = pairs, sp, sc, Fp, Fc
+        self.x, self.xd = x_ext, xd_ext
+        self._cache = {}
+
+    def axis(self, side, i):
+        key = ("axis", side, i)
+        if key not in self._cache:
+            F = self.Fp if side == 0 else self.Fc
+            self._cache[key] = vector(self.pairs, self.x, self.xd, side, F[:, :, i], False)
+        return self._cache[key]
+
+    def d(self):
+        """Point difference r_c(sc) - r_p(sp) (k, 3)."""
+        if "d" not in self._cache:
+            self._cache["d"] = (vector(self.pairs, self.x, self.xd, 1, self.sc, True)
+                                - vector(self.pairs, self.x, self.xd, 0, self.sp, True))
+        return self._cache["d"]
+
+    def rotation_angle(self):
+        """Angle of the child's x axis about the parent's z axis, from the parent's x axis."""
+        xc = self.axis(1, 0)
+        return angle(dot(self.axis(0, 0), xc), dot(self.axis(0, 1), xc))
+
+    def small_rotation(self):
+        """Small rotation vector of the child's frame relative to the parent's, parent axes:
+        theta_x = (z_p . y_c - y_p . z_c) / 2 and cyclic; three Terms (k,)."""
+        out = []
+        for i in range(3):
+            j, k = (i + 1) % 3, (i + 2) % 3
+            out.append((dot(self.axis(0, k), self.axis(1, j))
+                        - dot(self.axis(0, j), self.axis(1, k))).scale(0.5))
+        return out
