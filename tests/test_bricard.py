@@ -14,7 +14,7 @@ from fmu_mb.tools.viz import read_csv
 from conftest import MODELS, ROOT
 
 REF = np.genfromtxt(ROOT / "tests" / "data" / "bricard_p3_reference.csv", delimiter=",",
-                    names=True, comments="#")
+                    names=True, skip_header=1)
 
 
 def ref_at(t):
