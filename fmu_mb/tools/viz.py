@@ -253,7 +253,8 @@ def _zigzag3(a, b, normal, n=8, width=0.04):
 def spatial_frame(model, data, k, pts=None):
     """The drawing of row k of a spatial result, in global coordinates: {"bodies": {name:
     polyline (n, 3), nan-separated segments from the centre of mass to each attachment
-    point}, "joints": (n, 3), "ground": (n, 3), "springs": {name: polyline}}."""
+    point}, "joints": (n, 3), "ground": (n, 3), "links": distance joints as nan-separated
+    segments, "springs": {name: (end a, end b)}}."""
     pts = pts or attachment_points(model)
     nan = np.full(3, np.nan)
     bodies = {}
@@ -265,9 +266,14 @@ def spatial_frame(model, data, k, pts=None):
         bodies[b.name] = np.array(seg)
     joints = np.array([_world3(data, k, j.child, j.child_point) for j in model.joints]
                       or np.zeros((0, 3)))
-    ground = np.array([_world3(data, k, j.parent, j.parent_point) for j in model.joints
-                       if j.parent == GROUND] or np.zeros((0, 3)))
+    ground = np.array([_world3(data, k, GROUND, j.parent_point if j.parent == GROUND
+                               else j.child_point) for j in model.joints
+                       if GROUND in (j.parent, j.child)] or np.zeros((0, 3)))
+    links = [[_world3(data, k, j.parent, j.parent_point),
+              _world3(data, k, j.child, j.child_point), nan]
+             for j in model.joints if j.kind == "distance"]
     return {"bodies": bodies, "joints": joints, "ground": ground,
+            "links": np.array(links).reshape(-1, 3),
             "springs": {e.name: (_world3(data, k, e.a, e.a_point),
                                  _world3(data, k, e.b, e.b_point))
                         for e in model.elements if e.kind == "tsda"}}
@@ -291,7 +297,8 @@ def _animate_spatial(model, data, path, every, fps, progress, view):
     pts = attachment_points(model)
     frames = list(range(0, len(data), every))
     drawn = [spatial_frame(model, data, k, pts) for k in frames]
-    allp = np.vstack([np.vstack(list(d["bodies"].values()) + [d["joints"], d["ground"]]
+    allp = np.vstack([np.vstack(list(d["bodies"].values()) + [d["joints"], d["ground"],
+                                                                d["links"]]
                                 + [np.array(s) for s in d["springs"].values()])
                       for d in drawn])
     xy = allp[np.all(np.isfinite(allp), axis=1)] @ P.T
@@ -313,6 +320,7 @@ def _animate_spatial(model, data, path, every, fps, progress, view):
         ax.annotate("", xy=o + v, xytext=o, arrowprops=dict(arrowstyle="->", color="0.4"))
         ax.text(*(o + 1.15 * v), name, color="0.4", fontsize=8)
     body_lines = {b.name: ax.plot([], [], "-", lw=3, color="tab:blue")[0] for b in model.bodies}
+    link_lines = ax.plot([], [], "-", lw=1.5, color="0.2")[0]
     joint_dots = ax.plot([], [], "o", ms=6, mfc="white", mec="k")[0]
     ground_marks = ax.plot([], [], "^", ms=9, color="0.3")[0]
     springs = {e.name: ax.plot([], [], "-", lw=1, color="tab:red")[0]
@@ -325,7 +333,8 @@ def _animate_spatial(model, data, path, every, fps, progress, view):
         for name, line in body_lines.items():
             q = d["bodies"][name] @ P.T
             line.set_data(q[:, 0], q[:, 1])
-        for art, pts_ in ((joint_dots, d["joints"]), (ground_marks, d["ground"])):
+        for art, pts_ in ((joint_dots, d["joints"]), (ground_marks, d["ground"]),
+                          (link_lines, d["links"])):
             q = pts_ @ P.T if len(pts_) else np.zeros((0, 2))
             art.set_data(q[:, 0], q[:, 1])
         for name, (a, b) in d["springs"].items():
