@@ -65,28 +65,40 @@ class Term:
         return Term(c * self.val, c * self.J, c * self.rate, c * self.conv)
 
 
-def frames(x_ext, xd_ext, idx):
-    """r (k, 3), p (k, 4), r' (k, 3), p' (k, 4) of bodies idx."""
-    b, bd = x_ext.reshape(-1, NQ)[idx], xd_ext.reshape(-1, NQ)[idx]
-    return b[:, :3], b[:, 3:], bd[:, :3], bd[:, 3:]
+class Bodies:
+    """Per body of the extended vectors (ground last): r, p, r', p' and, computed once per
+    evaluation, the rotation matrices A (nb + 1, 3, 3), their derivatives dA (nb + 1, 3, 3, 4)
+    (dA[:, :, j, :] = d(A e_j)/dp) and A(p') (the quadratic form at p', for conv = 2 A(p') s).
+    Every vector A s then costs one small product."""
+
+    def __init__(self, x_ext, xd_ext):
+        b, bd = x_ext.reshape(-1, NQ), xd_ext.reshape(-1, NQ)
+        self.r, self.p, self.rd, self.pd = b[:, :3], b[:, 3:], bd[:, :3], bd[:, 3:]
+        n = b.shape[0]
+        unit = np.tile(np.eye(3), (n, 1))
+        pp = np.repeat(self.p, 3, axis=0)
+        self.A = rot.rotate(pp, unit).reshape(n, 3, 3).transpose(0, 2, 1)
+        self.dA = rot.rotate_jacobian(pp, unit).reshape(n, 3, 3, 4).transpose(0, 2, 1, 3)
+        self.Ad = rot.rotate(np.repeat(self.pd, 3, axis=0), unit).reshape(n, 3, 3) \
+            .transpose(0, 2, 1)
 
 
-def vector(pairs, x_ext, xd_ext, side, s, point):
+def vector(pairs, bodies, side, s, point):
     """Point r + A s (point=True) or direction A s of local vectors s (k, 3) on the parent
-    (side 0) or child (side 1) of each pair: a Term of shape (k, 3)."""
+    (side 0) or child (side 1) of each pair: a Term of shape (k, 3). bodies : Bodies."""
     idx = pairs.p if side == 0 else pairs.c
-    r, p, rd, pd = frames(x_ext, xd_ext, idx)
+    B = bodies
     k = len(idx)
-    As = rot.rotate(p, s)
-    Jp = rot.rotate_jacobian(p, s)
+    As = np.einsum("kij,kj->ki", B.A[idx], s)
+    Jp = np.einsum("kijq,kj->kiq", B.dA[idx], s)
     J = np.zeros((k, 3, 2 * NQ))
     o = side * NQ
     J[:, :, o + 3:o + 7] = Jp
-    rate = np.einsum("kij,kj->ki", Jp, pd)
-    conv = 2.0 * rot.rotate(pd, s)
+    rate = np.einsum("kiq,kq->ki", Jp, B.pd[idx])
+    conv = 2.0 * np.einsum("kij,kj->ki", B.Ad[idx], s)
     if point:
         J[:, :, o:o + 3] = np.eye(3)
-        return Term(r + As, J, rd + rate, conv)
+        return Term(B.r[idx] + As, J, B.rd[idx] + rate, conv)
     return Term(As, J, rate, conv)
 
 
@@ -135,23 +147,23 @@ class JointFrames:
     x, y, z in body axes) on parent and child; they coincide at the reference pose. Gives the
     Terms the constraint rows and joint coordinates are made of."""
 
-    def __init__(self, pairs, sp, sc, Fp, Fc, x_ext, xd_ext):
+    def __init__(self, pairs, sp, sc, Fp, Fc, bodies):
         self.pairs, self.sp, self.sc, self.Fp, self.Fc = pairs, sp, sc, Fp, Fc
-        self.x, self.xd = x_ext, xd_ext
+        self.bodies = bodies
         self._cache = {}
 
     def axis(self, side, i):
         key = ("axis", side, i)
         if key not in self._cache:
             F = self.Fp if side == 0 else self.Fc
-            self._cache[key] = vector(self.pairs, self.x, self.xd, side, F[:, :, i], False)
+            self._cache[key] = vector(self.pairs, self.bodies, side, F[:, :, i], False)
         return self._cache[key]
 
     def d(self):
         """Point difference r_c(sc) - r_p(sp) (k, 3)."""
         if "d" not in self._cache:
-            self._cache["d"] = (vector(self.pairs, self.x, self.xd, 1, self.sc, True)
-                                - vector(self.pairs, self.x, self.xd, 0, self.sp, True))
+            self._cache["d"] = (vector(self.pairs, self.bodies, 1, self.sc, True)
+                                - vector(self.pairs, self.bodies, 0, self.sp, True))
         return self._cache["d"]
 
     def rotation_angle(self):
