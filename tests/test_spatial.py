@@ -276,6 +276,18 @@ def test_revolute_reaction_at_release_and_a_drive_effort_against_statics():
     assert r["A.fz"][0] == pytest.approx(9.81 / 4, rel=1e-12)
     assert r["A.fx"][0] == pytest.approx(0.0, abs=1e-12)
     assert r["A.ty"][0] == pytest.approx(0.0, abs=1e-12)        # no torque about the axis
+    # a weld carries the weight and its moment: torque of the parent on the child at the
+    # joint point = -(r_cg x m gravity)
+    mw = ModelBuilder("cantilever", {}, gravity=(0.0, 0.0, -9.81))
+    arm = mw.body("arm", mass=2.0, inertia=(0.01, 0.2, 0.2), position=(0.5, 0.0, 0.0),
+                  orientation=cardan(0.3, 0.2, 0.1))
+    mw.fixed("W", arm, mw.ground, at=(0.0, 0.0, 0.0))      # the ground is the child here
+    rw = simulate(mw.build(), 0.1, 0.1)
+    # the arm (parent) on the ground (child) is minus the ground on the arm
+    np.testing.assert_allclose([rw[f"W.f{c}"][-1] for c in "xyz"], [0, 0, -2 * 9.81],
+                               atol=1e-9)
+    np.testing.assert_allclose([rw[f"W.t{c}"][-1] for c in "xyz"], [0, 0.5 * 2 * 9.81, 0],
+                               atol=1e-9)
     mb.drive("turn", "A", constant_rate(2.0))
     r = simulate(mb.build(), 1.0, 0.1)
     theta = 2.0 * r["time"]
@@ -335,3 +347,26 @@ def test_spatial_builder_errors_name_the_item_and_what_was_expected():
     pb = planar.body("p", mass=1.0, inertia=0.1)
     with pytest.raises(ModelError, match="spatial models only"):
         planar.spherical("S", planar.ground, pb)
+
+
+def test_kinematic_analysis_and_inverse_dynamics_of_a_driven_spatial_pendulum():
+    from fmu_mb import inverse_dynamics, kinematic_analysis
+
+    mb = ModelBuilder("pend3", {}, gravity=(0.0, 0.0, -9.81))
+    rod = mb.body("rod", mass=1.0, inertia=(0.0, 1 / 12, 1 / 12), position=(0.5, 0.0, 0.0))
+    mb.revolute("A", mb.ground, rod, at=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0))
+    mb.drive("turn", "A", harmonic(0.5, 0.7))
+    model = mb.build()
+    t = 0.3
+    ks = kinematic_analysis(model, t)
+    w = 2 * math.pi * 0.7
+    theta, thd, thdd = (0.5 * math.sin(w * t), 0.5 * w * math.cos(w * t),
+                        -0.5 * w * w * math.sin(w * t))
+    assert ks.x[0] == pytest.approx(0.5 * math.cos(theta), abs=1e-12)
+    assert ks.x[2] == pytest.approx(-0.5 * math.sin(theta), abs=1e-12)
+    inv = inverse_dynamics(model, t, ks.x, ks.xd, ks.xdd)
+    # I_pivot thdd = effort + m g (l / 2) cos(theta), I_pivot = m l^2 / 3
+    assert inv.efforts[0] == pytest.approx(thdd / 3 - 9.81 * 0.5 * math.cos(theta), rel=1e-9)
+    assert inv.residual < 1e-9
+    r = simulate(model, t, t)
+    assert r["turn.effort"][-1] == pytest.approx(inv.efforts[0], rel=1e-7)
