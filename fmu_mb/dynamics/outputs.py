@@ -320,8 +320,8 @@ class Outputs:
                     vals += list(reac[k])
                 else:
                     vals += [reac[k, 0], reac[k, 1]]
-                if j.kind in ("weld", "prismatic") and not model.spatial:
-                    vals.append(reac[k, 2])
+                    if j.kind in ("weld", "prismatic"):
+                        vals.append(reac[k, 2])
         for row, *_ in model.compiled.drives:
             vals.append(-lam[row])
         if model.contacts:
