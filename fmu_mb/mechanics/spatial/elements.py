@@ -70,21 +70,20 @@ def applied_forces(model, x, xd, t, u):
     Gd = rot.G_matrix(pd)
     F[:nb, 3:] = 8.0 * np.einsum("kai,kab,kbj,kj->ki", Gd, C.inertia, Gd, p)
     xe, xde = extended(x), extended_rate(xd)
-    B = kin.Bodies(xe, xde)
+    B = kin.bodies(xe, xde)
     for s, term, pairs in _element_terms(C, B, u):
-        np.add.at(f, pairs.cols.reshape(-1), (-term.J * s[:, None]).reshape(-1))
+        kin.add(f, pairs.cols, -term.J * s[:, None])
     if len(C.frc_body):
         Fv, _ = _force_vectors(C, xe, u)
         pairs = kin.Pairs.make(C.frc_body, C.frc_body)
         pt = kin.vector(pairs, B, 0, C.frc_point, True)
-        np.add.at(f, pairs.cols[:, :7].reshape(-1),
-                  np.einsum("ki,kij->kj", Fv, pt.J[:, :, :7]).reshape(-1))
+        kin.add(f, pairs.cols[:, :7], np.einsum("ki,kij->kj", Fv, pt.J[:, :, :7]))
     if len(C.trq_body):
         n = _torque_vectors(C, xe, u)
         for body, sign in ((C.trq_body, 1.0), (C.trq_reaction, -1.0)):
             pb = xe.reshape(-1, kin.NQ)[body, 3:]
             Q = 2.0 * np.einsum("kij,ki->kj", rot.E_matrix(pb), sign * n)
-            np.add.at(f, (kin.NQ * body[:, None] + np.arange(3, 7)).reshape(-1), Q.reshape(-1))
+            kin.add(f, kin.NQ * body[:, None] + np.arange(3, 7), Q)
     return f[:-kin.NQ]
 
 
@@ -141,7 +140,7 @@ def element_outputs(model, x, xd, u):
     frame a's axes); force (magnitude [N]); torque (magnitude [N.m])."""
     C = model.compiled
     per = {}
-    terms = _element_terms(C, kin.Bodies(extended(x), extended_rate(xd)), u)
+    terms = _element_terms(C, kin.bodies(extended(x), extended_rate(xd)), u)
     k = 0
     if len(C.tsda.pairs):
         s, term, _ = terms[k]
@@ -168,7 +167,7 @@ def potential_energy(model, x):
     C = model.compiled
     r, _, _, _ = _bodies(model, x, x)
     V = -float(np.sum(C.mass * (r @ np.asarray(model.gravity))))
-    B = kin.Bodies(extended(x), np.zeros(x.shape[0] + kin.NQ))
+    B = kin.bodies(extended(x), np.zeros(x.shape[0] + kin.NQ))
     if len(C.tsda.pairs):
         term = kin.norm(C.tsda.frames(B).d())
         V += float(np.sum(0.5 * C.tsda.k * (term.val - C.tsda.e0) ** 2))
@@ -210,6 +209,6 @@ def marker_outputs(model, x, xd):
     C = model.compiled
     if not len(C.markers):
         return np.zeros((0, 6))
-    pt = kin.vector(C.markers, kin.Bodies(extended(x), extended_rate(xd)), 0,
+    pt = kin.vector(C.markers, kin.bodies(extended(x), extended_rate(xd)), 0,
                     C.marker_points, True)
     return np.concatenate([pt.val, pt.rate], axis=1)

@@ -65,6 +65,21 @@ class Term:
         return Term(c * self.val, c * self.J, c * self.rate, c * self.conv)
 
 
+_LAST = [(None, None)]      # (key, Bodies), read and replaced as one tuple (threads)
+
+
+def bodies(x_ext, xd_ext):
+    """Bodies of (x_ext, xd_ext), reusing the last one for the same numbers (constraints and
+    applied forces of one right-hand side evaluate the same state)."""
+    key = x_ext.tobytes() + xd_ext.tobytes()
+    last_key, last = _LAST[0]
+    if last_key == key:
+        return last
+    B = Bodies(x_ext, xd_ext)
+    _LAST[0] = (key, B)
+    return B
+
+
 class Bodies:
     """Per body of the extended vectors (ground last): r, p, r', p' and, computed once per
     evaluation, the rotation matrices A (nb + 1, 3, 3), their derivatives dA (nb + 1, 3, 3, 4)
@@ -133,13 +148,15 @@ def angle(c, s):
     return Term(np.arctan2(s.val, c.val), J, rate, conv)
 
 
-def scatter(J, cols, n_ext):
-    """Dense Jacobian rows (k, n_ext) from J (k, 14) on the pairs' columns (duplicated
-    columns, e.g. a pair of the same body, add up)."""
-    out = np.zeros((J.shape[0], n_ext))
-    rows = np.repeat(np.arange(J.shape[0]), cols.shape[1])
-    np.add.at(out, (rows, cols.reshape(-1)), J.reshape(-1))
-    return out
+def put(out, rows, cols, J):
+    """Write Jacobian rows J (k, 14) into out[rows] at the pairs' columns (the two bodies of a
+    pair differ, so no column repeats within a row)."""
+    out[rows[:, None], cols] = J
+
+
+def add(f, cols, values):
+    """f[cols] += values with repeated columns summed (several items on one body)."""
+    f += np.bincount(cols.reshape(-1), values.reshape(-1), minlength=f.shape[0])
 
 
 class JointFrames:
