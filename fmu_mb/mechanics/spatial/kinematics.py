@@ -98,23 +98,34 @@ class Bodies:
             .transpose(0, 2, 1)
 
 
-def vector(pairs, bodies, side, s, point):
-    """Point r + A s (point=True) or direction A s of local vectors s (k, 3) on the parent
-    (side 0) or child (side 1) of each pair: a Term of shape (k, 3). bodies : Bodies."""
+def vectors(pairs, bodies, side, S):
+    """A s, d(A s)/dp, its rate and 2 A(p') s of m local vectors S (k, m, 3) per pair on the
+    parent (side 0) or child (side 1): arrays (k, m, 3), (k, m, 3, 4), (k, m, 3), (k, m, 3)."""
     idx = pairs.p if side == 0 else pairs.c
     B = bodies
-    k = len(idx)
-    As = np.einsum("kij,kj->ki", B.A[idx], s)
-    Jp = np.einsum("kijq,kj->kiq", B.dA[idx], s)
+    As = np.einsum("kij,kmj->kmi", B.A[idx], S)
+    Jp = np.einsum("kijq,kmj->kmiq", B.dA[idx], S)
+    rate = np.einsum("kmiq,kq->kmi", Jp, B.pd[idx])
+    conv = 2.0 * np.einsum("kij,kmj->kmi", B.Ad[idx], S)
+    return idx, As, Jp, rate, conv
+
+
+def _term(bodies, side, idx, As, Jp, rate, conv, point):
+    k = As.shape[0]
     J = np.zeros((k, 3, 2 * NQ))
     o = side * NQ
     J[:, :, o + 3:o + 7] = Jp
-    rate = np.einsum("kiq,kq->ki", Jp, B.pd[idx])
-    conv = 2.0 * np.einsum("kij,kj->ki", B.Ad[idx], s)
     if point:
         J[:, :, o:o + 3] = np.eye(3)
-        return Term(B.r[idx] + As, J, B.rd[idx] + rate, conv)
+        return Term(bodies.r[idx] + As, J, bodies.rd[idx] + rate, conv)
     return Term(As, J, rate, conv)
+
+
+def vector(pairs, bodies, side, s, point):
+    """Point r + A s (point=True) or direction A s of local vectors s (k, 3) on the parent
+    (side 0) or child (side 1) of each pair: a Term of shape (k, 3). bodies : Bodies."""
+    idx, As, Jp, rate, conv = vectors(pairs, bodies, side, s[:, None, :])
+    return _term(bodies, side, idx, As[:, 0], Jp[:, 0], rate[:, 0], conv[:, 0], point)
 
 
 def dot(a, b):
@@ -169,18 +180,31 @@ class JointFrames:
         self.bodies = bodies
         self._cache = {}
 
+    def _side(self, side):
+        """The joint point and the three frame axes of one side, in one batch."""
+        key = ("side", side)
+        if key not in self._cache:
+            s, F = (self.sp, self.Fp) if side == 0 else (self.sc, self.Fc)
+            S = np.concatenate([s[:, None, :], F.transpose(0, 2, 1)], axis=1)
+            self._cache[key] = vectors(self.pairs, self.bodies, side, S)
+        return self._cache[key]
+
+    def _slot(self, side, m, point):
+        idx, As, Jp, rate, conv = self._side(side)
+        return _term(self.bodies, side, idx, As[:, m], Jp[:, m], rate[:, m], conv[:, m],
+                     point)
+
     def axis(self, side, i):
+        """Frame axis i (0, 1, 2: x, y, z) of the parent (side 0) or child (side 1)."""
         key = ("axis", side, i)
         if key not in self._cache:
-            F = self.Fp if side == 0 else self.Fc
-            self._cache[key] = vector(self.pairs, self.bodies, side, F[:, :, i], False)
+            self._cache[key] = self._slot(side, i + 1, False)
         return self._cache[key]
 
     def d(self):
         """Point difference r_c(sc) - r_p(sp) (k, 3)."""
         if "d" not in self._cache:
-            self._cache["d"] = (vector(self.pairs, self.bodies, 1, self.sc, True)
-                                - vector(self.pairs, self.bodies, 0, self.sp, True))
+            self._cache["d"] = self._slot(1, 0, True) - self._slot(0, 0, True)
         return self._cache["d"]
 
     def rotation_angle(self):
