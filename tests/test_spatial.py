@@ -377,3 +377,32 @@ def test_kinematic_analysis_and_inverse_dynamics_of_a_driven_spatial_pendulum():
     assert inv.residual < 1e-9
     r = simulate(model, t, t)
     assert r["turn.effort"][-1] == pytest.approx(inv.efforts[0], rel=1e-7)
+
+
+def test_body_frame_joint_definitions_equal_the_global_ones_and_info_shows_the_topology(
+        capsys):
+    from fmu_mb.tools.cli import main
+
+    def pendulum(local):
+        mb = ModelBuilder("p", {}, gravity=(0.0, -9.81, 0.0))
+        q = cardan(0.4, -0.2, 0.7)
+        A = rot.matrix(q[None])[0]
+        c = np.array([0.3, -0.4, 0.2])
+        link = mb.body("link", mass=1.5, inertia=(0.02, 0.03, 0.04), position=tuple(c),
+                       orientation=q, angular_velocity=(0.0, 0.0, 1.0))
+        axis = np.array([0.0, 0.6, 0.8])
+        if local:       # the same joint in body axes: point and axis seen from each body
+            mb.revolute("R", mb.ground, link, parent_point=(0.0, 0.0, 0.0),
+                        child_point=tuple(A.T @ -c), parent_axis=tuple(axis))
+        else:
+            mb.revolute("R", mb.ground, link, at=(0.0, 0.0, 0.0), axis=tuple(axis))
+        return mb.build()
+    a = simulate(pendulum(False), 0.5, 0.1)
+    b = simulate(pendulum(True), 0.5, 0.1)
+    for name in ("link.x", "link.y", "link.z", "R.angle", "R.fx", "energy.total"):
+        np.testing.assert_allclose(a[name], b[name], atol=1e-12, err_msg=name)
+    assert np.ptp(a["R.angle"]) > 0.1
+    assert main(["info", str(MODELS / "bricard.py")]) == 0
+    out = capsys.readouterr().out
+    assert "Gruebler-Kutzbach DOF = 0, DOF from rank(D) = 1, constraints = 35, redundant = 1" \
+        in out and "spatial" in out
