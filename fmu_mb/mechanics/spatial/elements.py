@@ -14,7 +14,7 @@ G p' = -G(p') p. It equals the gyroscopic term -omega' x (J omega') (body axes) 
 Force elements (element force s enters as -Dv' s, seed 000 eq. 12):
 - TSDA: l = |r_b(sb) - r_a(sa)|, s = k (l - l0) + c l' + h, positive in tension [N];
 - RSDA on a revolute joint: theta = the joint angle, s = k (theta - theta0) + c theta' + h
-  [N.m], acting to decrease theta;
+  [N.m] with theta - theta0 taken in (-pi, pi], acting to decrease theta;
 - bushing between frame a (at sa, axes Fa) and frame b: e = (d . x_a, d . y_a, d . z_a,
   theta_x, theta_y, theta_z) with d = r_b(sb) - r_a(sa) and theta the small rotation of frame
   b relative to frame a (kinematics.JointFrames.small_rotation), in frame a's axes;
@@ -49,6 +49,12 @@ def mass_matrix(model, x):
         M[o:o + 3, o:o + 3] = C.mass[b] * np.eye(3)
         M[o + 3:o + 7, o + 3:o + 7] = Mp[b]
     return M
+
+
+def wrap(a):
+    """Angles into (-pi, pi]: the RSDA's theta - theta0, so that its spring has no jump where
+    the joint angle (in (-pi, pi]) wraps."""
+    return np.pi - (np.pi - a) % (2.0 * np.pi)
 
 
 def _h(index, u):
@@ -98,7 +104,7 @@ def _element_terms(C, B, u):
     if len(C.rsda.pairs):
         g = C.rsda
         term = coordinate_term("revolute", g.frames(B))
-        s = g.k * (term.val - g.e0) + g.c * term.rate + _h(g.u, u)
+        s = g.k * wrap(term.val - g.e0) + g.c * term.rate + _h(g.u, u)
         out.append((s, term, g.pairs))
     if len(C.bushing.pairs):
         g = C.bushing
@@ -173,7 +179,7 @@ def potential_energy(model, x):
         V += float(np.sum(0.5 * C.tsda.k * (term.val - C.tsda.e0) ** 2))
     if len(C.rsda.pairs):
         term = coordinate_term("revolute", C.rsda.frames(B))
-        V += float(np.sum(0.5 * C.rsda.k * (term.val - C.rsda.e0) ** 2))
+        V += float(np.sum(0.5 * C.rsda.k * wrap(term.val - C.rsda.e0) ** 2))
     if len(C.bushing.pairs):
         terms = bushing_terms(C.bushing.frames(B))
         e = np.stack([t.val for t in terms], axis=1) - C.bushing.e0
