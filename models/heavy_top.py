@@ -2,7 +2,8 @@
 (body z) starts at the nutation angle theta0 from the vertical, spinning at omega3 about
 itself and precessing about the vertical at the slow steady-precession rate
 Omega = (C omega3 - sqrt(C^2 omega3^2 - 4 A m g l cos theta0)) / (2 A cos theta0) plus
-`precession_offset` (0: steady precession; otherwise the top nutates)."""
+`precession_offset` (0: steady precession; otherwise the top nutates). Input: a torque about
+the symmetry axis, `spin_motor.h` [N.m] (reacting on the ground)."""
 import math
 
 import numpy as np
@@ -40,5 +41,6 @@ def build(**overrides):
                   orientation=cardan(theta0, 0.0, 0.0), angular_velocity=tuple(omega),
                   velocity=tuple(np.cross(omega, r)))
     mb.spherical("pivot", mb.ground, top, at=(0.0, 0.0, 0.0))
+    mb.torque("spin_motor", top, axis=(0.0, 0.0, 1.0), frame="body")   # input spin_motor.h
     mb.point("tip", top, (0.0, 0.0, 2 * l))
     return mb.build()

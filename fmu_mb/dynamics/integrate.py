@@ -98,6 +98,7 @@ def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
     runs open trees without drives or contacts."""
+    check_spatial(model, settings)
     if settings.formulation == "recursive":
         from .kernel import supported
 

@@ -466,6 +466,12 @@ class ModelBuilder(SpatialItems):
         if not self._bodies:
             raise ModelError(f"model '{self.name}': no bodies; declare at least one with "
                              f"mb.body(...)")
+        if len(self.gravity) != (3 if self.spatial else 2):
+            raise ModelError(f"model '{self.name}': gravity {tuple(self.gravity)} does not match "
+                             f"the model's kind ({'spatial' if self.spatial else 'planar'}, "
+                             f"decided by the gravity given to ModelBuilder); give "
+                             f"{'three' if self.spatial else 'two'} components, or construct "
+                             f"the builder with the other kind")
         if self.spatial and self._contacts:
             raise ModelError(f"model '{self.name}': contacts are not available in spatial "
                              f"models yet")

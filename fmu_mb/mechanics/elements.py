@@ -128,6 +128,13 @@ def potential_energy(model, x):
     return V
 
 
+def mass_times(model, x, a):
+    """M(x) a: the mass matrix (diagonal planar, block-diagonal in x spatial) times a."""
+    if model.compiled.spatial:
+        return _spatial.mass_matrix(model, x) @ a
+    return model.compiled.mass_diag * a
+
+
 def kinetic_energy(model, xd, x=None):
     """1/2 xd' M xd [J] (x is needed by spatial models, whose M depends on it)."""
     if model.compiled.spatial:

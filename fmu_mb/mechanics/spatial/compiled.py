@@ -36,8 +36,9 @@ class Group:
     K: np.ndarray = None
     C: np.ndarray = None
 
-    def frames(self, x_ext, xd_ext):
-        return kin.JointFrames(self.pairs, self.sp, self.sc, self.Fp, self.Fc, x_ext, xd_ext)
+    def frames(self, bodies):
+        """kinematics.JointFrames of the items at the state of `bodies` (kinematics.Bodies)."""
+        return kin.JointFrames(self.pairs, self.sp, self.sc, self.Fp, self.Fc, bodies)
 
 
 def empty_group(kind):

@@ -80,23 +80,24 @@ def evaluate(model, x, xd, t, need_conv=True):
     """Constraint rows at (x, xd, t): phi (m,), D (m, 7 nb), conv (m,) or None, phi_t (m,)."""
     C = model.compiled
     xe, xde = extended(x), extended_rate(xd)
+    B = kin.bodies(xe, xde)
     m, n_ext = C.n_rows, xe.shape[0]
     phi, conv, phi_t = np.empty(m), np.zeros(m), np.zeros(m)
     D = np.zeros((m, n_ext))
     for g in C.joint_groups:
-        jf = g.frames(xe, xde)
+        jf = g.frames(B)
         for r, term in enumerate(joint_terms(g.kind, jf, g.length)):
             rows = g.rows[:, r]
             phi[rows] = term.val
-            D[rows] = kin.scatter(term.J, g.pairs.cols, n_ext)
+            kin.put(D, rows, g.pairs.cols, term.J)
             conv[rows] = term.conv
     for row, g, motion in C.drives:
-        term = coordinate_term(g.kind, g.frames(xe, xde))
+        term = coordinate_term(g.kind, g.frames(B))
         res = term.val[0] - motion.value(t)
         if g.kind == "revolute":                  # the angle is measured in (-pi, pi]
             res = (res + np.pi) % (2.0 * np.pi) - np.pi
         phi[row] = res
-        D[row] = kin.scatter(term.J, g.pairs.cols, n_ext)[0]
+        kin.put(D, np.array([row]), g.pairs.cols, term.J)
         conv[row] = term.conv[0] - motion.acceleration(t)
         phi_t[row] = -motion.rate(t)
     nb = C.nb
@@ -115,14 +116,15 @@ def joint_coordinates(model, x, xd):
     joints, with their Jacobian (nq, 7 nb) and convective terms, compiled.coord_joints order."""
     C = model.compiled
     xe, xde = extended(x), extended_rate(xd)
+    B = kin.bodies(xe, xde)
     nq = len(C.coord_joints)
     q, qd, conv = np.zeros(nq), np.zeros(nq), np.zeros(nq)
     J = np.zeros((nq, xe.shape[0]))
     for g in C.coord_groups:
-        term = coordinate_term(g.kind, g.frames(xe, xde))
+        term = coordinate_term(g.kind, g.frames(B))
         pos = g.rows[:, 0]
         q[pos], qd[pos], conv[pos] = term.val - g.length, term.rate, term.conv
-        J[pos] = kin.scatter(term.J, g.pairs.cols, xe.shape[0])
+        kin.put(J, pos, g.pairs.cols, term.J)
     return q, qd, J[:, :-kin.NQ], conv
 
 

@@ -14,7 +14,7 @@ G p' = -G(p') p. It equals the gyroscopic term -omega' x (J omega') (body axes) 
 Force elements (element force s enters as -Dv' s, seed 000 eq. 12):
 - TSDA: l = |r_b(sb) - r_a(sa)|, s = k (l - l0) + c l' + h, positive in tension [N];
 - RSDA on a revolute joint: theta = the joint angle, s = k (theta - theta0) + c theta' + h
-  [N.m], acting to decrease theta;
+  [N.m] with theta - theta0 taken in (-pi, pi], acting to decrease theta;
 - bushing between frame a (at sa, axes Fa) and frame b: e = (d . x_a, d . y_a, d . z_a,
   theta_x, theta_y, theta_z) with d = r_b(sb) - r_a(sa) and theta the small rotation of frame
   b relative to frame a (kinematics.JointFrames.small_rotation), in frame a's axes;
@@ -51,6 +51,12 @@ def mass_matrix(model, x):
     return M
 
 
+def wrap(a):
+    """Angles into (-pi, pi]: the RSDA's theta - theta0, so that its spring has no jump where
+    the joint angle (in (-pi, pi]) wraps."""
+    return np.pi - (np.pi - a) % (2.0 * np.pi)
+
+
 def _h(index, u):
     out = np.zeros(index.shape[0])
     has = index >= 0
@@ -70,39 +76,39 @@ def applied_forces(model, x, xd, t, u):
     Gd = rot.G_matrix(pd)
     F[:nb, 3:] = 8.0 * np.einsum("kai,kab,kbj,kj->ki", Gd, C.inertia, Gd, p)
     xe, xde = extended(x), extended_rate(xd)
-    for s, term, pairs in _element_terms(C, xe, xde, u):
-        np.add.at(f, pairs.cols.reshape(-1), (-term.J * s[:, None]).reshape(-1))
+    B = kin.bodies(xe, xde)
+    for s, term, pairs in _element_terms(C, B, u):
+        kin.add(f, pairs.cols, -term.J * s[:, None])
     if len(C.frc_body):
         Fv, _ = _force_vectors(C, xe, u)
         pairs = kin.Pairs.make(C.frc_body, C.frc_body)
-        pt = kin.vector(pairs, xe, xde, 0, C.frc_point, True)
-        np.add.at(f, pairs.cols[:, :7].reshape(-1),
-                  np.einsum("ki,kij->kj", Fv, pt.J[:, :, :7]).reshape(-1))
+        pt = kin.vector(pairs, B, 0, C.frc_point, True)
+        kin.add(f, pairs.cols[:, :7], np.einsum("ki,kij->kj", Fv, pt.J[:, :, :7]))
     if len(C.trq_body):
         n = _torque_vectors(C, xe, u)
         for body, sign in ((C.trq_body, 1.0), (C.trq_reaction, -1.0)):
             pb = xe.reshape(-1, kin.NQ)[body, 3:]
             Q = 2.0 * np.einsum("kij,ki->kj", rot.E_matrix(pb), sign * n)
-            np.add.at(f, (kin.NQ * body[:, None] + np.arange(3, 7)).reshape(-1), Q.reshape(-1))
+            kin.add(f, kin.NQ * body[:, None] + np.arange(3, 7), Q)
     return f[:-kin.NQ]
 
 
-def _element_terms(C, xe, xde, u):
+def _element_terms(C, B, u):
     """(s (k,), Term (k,), pairs) for every scalar elongation of the TSDA, RSDA and bushings."""
     out = []
     if len(C.tsda.pairs):
         g = C.tsda
-        term = kin.norm(g.frames(xe, xde).d())
+        term = kin.norm(g.frames(B).d())
         s = g.k * (term.val - g.e0) + g.c * term.rate + _h(g.u, u)
         out.append((s, term, g.pairs))
     if len(C.rsda.pairs):
         g = C.rsda
-        term = coordinate_term("revolute", g.frames(xe, xde))
-        s = g.k * (term.val - g.e0) + g.c * term.rate + _h(g.u, u)
+        term = coordinate_term("revolute", g.frames(B))
+        s = g.k * wrap(term.val - g.e0) + g.c * term.rate + _h(g.u, u)
         out.append((s, term, g.pairs))
     if len(C.bushing.pairs):
         g = C.bushing
-        terms = bushing_terms(g.frames(xe, xde))
+        terms = bushing_terms(g.frames(B))
         e = np.stack([t.val for t in terms], axis=1) - g.e0
         ed = np.stack([t.rate for t in terms], axis=1)
         s = np.einsum("kij,kj->ki", g.K, e) + np.einsum("kij,kj->ki", g.C, ed)
@@ -139,9 +145,8 @@ def element_outputs(model, x, xd, u):
     [m]); RSDA (torque s [N.m], angle [rad]); bushing (s: fx, fy, fz [N], tx, ty, tz [N.m],
     frame a's axes); force (magnitude [N]); torque (magnitude [N.m])."""
     C = model.compiled
-    xe, xde = extended(x), extended_rate(xd)
     per = {}
-    terms = _element_terms(C, xe, xde, u)
+    terms = _element_terms(C, kin.bodies(extended(x), extended_rate(xd)), u)
     k = 0
     if len(C.tsda.pairs):
         s, term, _ = terms[k]
@@ -168,15 +173,15 @@ def potential_energy(model, x):
     C = model.compiled
     r, _, _, _ = _bodies(model, x, x)
     V = -float(np.sum(C.mass * (r @ np.asarray(model.gravity))))
-    xe, zero = extended(x), np.zeros(x.shape[0] + kin.NQ)
+    B = kin.bodies(extended(x), np.zeros(x.shape[0] + kin.NQ))
     if len(C.tsda.pairs):
-        term = kin.norm(C.tsda.frames(xe, zero).d())
+        term = kin.norm(C.tsda.frames(B).d())
         V += float(np.sum(0.5 * C.tsda.k * (term.val - C.tsda.e0) ** 2))
     if len(C.rsda.pairs):
-        term = coordinate_term("revolute", C.rsda.frames(xe, zero))
-        V += float(np.sum(0.5 * C.rsda.k * (term.val - C.rsda.e0) ** 2))
+        term = coordinate_term("revolute", C.rsda.frames(B))
+        V += float(np.sum(0.5 * C.rsda.k * wrap(term.val - C.rsda.e0) ** 2))
     if len(C.bushing.pairs):
-        terms = bushing_terms(C.bushing.frames(xe, zero))
+        terms = bushing_terms(C.bushing.frames(B))
         e = np.stack([t.val for t in terms], axis=1) - C.bushing.e0
         V += float(0.5 * np.einsum("ki,kij,kj->", e, C.bushing.K, e))
     return V
@@ -210,5 +215,6 @@ def marker_outputs(model, x, xd):
     C = model.compiled
     if not len(C.markers):
         return np.zeros((0, 6))
-    pt = kin.vector(C.markers, extended(x), extended_rate(xd), 0, C.marker_points, True)
+    pt = kin.vector(C.markers, kin.bodies(extended(x), extended_rate(xd)), 0,
+                    C.marker_points, True)
     return np.concatenate([pt.val, pt.rate], axis=1)

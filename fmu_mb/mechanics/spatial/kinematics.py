@@ -65,29 +65,67 @@ class Term:
         return Term(c * self.val, c * self.J, c * self.rate, c * self.conv)
 
 
-def frames(x_ext, xd_ext, idx):
-    """r (k, 3), p (k, 4), r' (k, 3), p' (k, 4) of bodies idx."""
-    b, bd = x_ext.reshape(-1, NQ)[idx], xd_ext.reshape(-1, NQ)[idx]
-    return b[:, :3], b[:, 3:], bd[:, :3], bd[:, 3:]
+_LAST = [(None, None)]      # (key, Bodies), read and replaced as one tuple (threads)
 
 
-def vector(pairs, x_ext, xd_ext, side, s, point):
-    """Point r + A s (point=True) or direction A s of local vectors s (k, 3) on the parent
-    (side 0) or child (side 1) of each pair: a Term of shape (k, 3)."""
+def bodies(x_ext, xd_ext):
+    """Bodies of (x_ext, xd_ext), reusing the last one for the same numbers (constraints and
+    applied forces of one right-hand side evaluate the same state)."""
+    key = x_ext.tobytes() + xd_ext.tobytes()
+    last_key, last = _LAST[0]
+    if last_key == key:
+        return last
+    B = Bodies(x_ext, xd_ext)
+    _LAST[0] = (key, B)
+    return B
+
+
+class Bodies:
+    """Per body of the extended vectors (ground last): r, p, r', p' and, computed once per
+    evaluation, the rotation matrices A (nb + 1, 3, 3), their derivatives dA (nb + 1, 3, 3, 4)
+    (dA[:, :, j, :] = d(A e_j)/dp) and A(p') (the quadratic form at p', for conv = 2 A(p') s).
+    Every vector A s then costs one small product."""
+
+    def __init__(self, x_ext, xd_ext):
+        b, bd = x_ext.reshape(-1, NQ), xd_ext.reshape(-1, NQ)
+        self.r, self.p, self.rd, self.pd = b[:, :3], b[:, 3:], bd[:, :3], bd[:, 3:]
+        n = b.shape[0]
+        unit = np.tile(np.eye(3), (n, 1))
+        pp = np.repeat(self.p, 3, axis=0)
+        self.A = rot.rotate(pp, unit).reshape(n, 3, 3).transpose(0, 2, 1)
+        self.dA = rot.rotate_jacobian(pp, unit).reshape(n, 3, 3, 4).transpose(0, 2, 1, 3)
+        self.Ad = rot.rotate(np.repeat(self.pd, 3, axis=0), unit).reshape(n, 3, 3) \
+            .transpose(0, 2, 1)
+
+
+def vectors(pairs, bodies, side, S):
+    """A s, d(A s)/dp, its rate and 2 A(p') s of m local vectors S (k, m, 3) per pair on the
+    parent (side 0) or child (side 1): arrays (k, m, 3), (k, m, 3, 4), (k, m, 3), (k, m, 3)."""
     idx = pairs.p if side == 0 else pairs.c
-    r, p, rd, pd = frames(x_ext, xd_ext, idx)
-    k = len(idx)
-    As = rot.rotate(p, s)
-    Jp = rot.rotate_jacobian(p, s)
+    B = bodies
+    As = np.einsum("kij,kmj->kmi", B.A[idx], S)
+    Jp = np.einsum("kijq,kmj->kmiq", B.dA[idx], S)
+    rate = np.einsum("kmiq,kq->kmi", Jp, B.pd[idx])
+    conv = 2.0 * np.einsum("kij,kmj->kmi", B.Ad[idx], S)
+    return idx, As, Jp, rate, conv
+
+
+def _term(bodies, side, idx, As, Jp, rate, conv, point):
+    k = As.shape[0]
     J = np.zeros((k, 3, 2 * NQ))
     o = side * NQ
     J[:, :, o + 3:o + 7] = Jp
-    rate = np.einsum("kij,kj->ki", Jp, pd)
-    conv = 2.0 * rot.rotate(pd, s)
     if point:
         J[:, :, o:o + 3] = np.eye(3)
-        return Term(r + As, J, rd + rate, conv)
+        return Term(bodies.r[idx] + As, J, bodies.rd[idx] + rate, conv)
     return Term(As, J, rate, conv)
+
+
+def vector(pairs, bodies, side, s, point):
+    """Point r + A s (point=True) or direction A s of local vectors s (k, 3) on the parent
+    (side 0) or child (side 1) of each pair: a Term of shape (k, 3). bodies : Bodies."""
+    idx, As, Jp, rate, conv = vectors(pairs, bodies, side, s[:, None, :])
+    return _term(bodies, side, idx, As[:, 0], Jp[:, 0], rate[:, 0], conv[:, 0], point)
 
 
 def dot(a, b):
@@ -121,13 +159,15 @@ def angle(c, s):
     return Term(np.arctan2(s.val, c.val), J, rate, conv)
 
 
-def scatter(J, cols, n_ext):
-    """Dense Jacobian rows (k, n_ext) from J (k, 14) on the pairs' columns (duplicated
-    columns, e.g. a pair of the same body, add up)."""
-    out = np.zeros((J.shape[0], n_ext))
-    rows = np.repeat(np.arange(J.shape[0]), cols.shape[1])
-    np.add.at(out, (rows, cols.reshape(-1)), J.reshape(-1))
-    return out
+def put(out, rows, cols, J):
+    """Write Jacobian rows J (k, 14) into out[rows] at the pairs' columns (the two bodies of a
+    pair differ, so no column repeats within a row)."""
+    out[rows[:, None], cols] = J
+
+
+def add(f, cols, values):
+    """f[cols] += values with repeated columns summed (several items on one body)."""
+    f += np.bincount(cols.reshape(-1), values.reshape(-1), minlength=f.shape[0])
 
 
 class JointFrames:
@@ -135,23 +175,36 @@ class JointFrames:
     x, y, z in body axes) on parent and child; they coincide at the reference pose. Gives the
     Terms the constraint rows and joint coordinates are made of."""
 
-    def __init__(self, pairs, sp, sc, Fp, Fc, x_ext, xd_ext):
+    def __init__(self, pairs, sp, sc, Fp, Fc, bodies):
         self.pairs, self.sp, self.sc, self.Fp, self.Fc = pairs, sp, sc, Fp, Fc
-        self.x, self.xd = x_ext, xd_ext
+        self.bodies = bodies
         self._cache = {}
 
+    def _side(self, side):
+        """The joint point and the three frame axes of one side, in one batch."""
+        key = ("side", side)
+        if key not in self._cache:
+            s, F = (self.sp, self.Fp) if side == 0 else (self.sc, self.Fc)
+            S = np.concatenate([s[:, None, :], F.transpose(0, 2, 1)], axis=1)
+            self._cache[key] = vectors(self.pairs, self.bodies, side, S)
+        return self._cache[key]
+
+    def _slot(self, side, m, point):
+        idx, As, Jp, rate, conv = self._side(side)
+        return _term(self.bodies, side, idx, As[:, m], Jp[:, m], rate[:, m], conv[:, m],
+                     point)
+
     def axis(self, side, i):
+        """Frame axis i (0, 1, 2: x, y, z) of the parent (side 0) or child (side 1)."""
         key = ("axis", side, i)
         if key not in self._cache:
-            F = self.Fp if side == 0 else self.Fc
-            self._cache[key] = vector(self.pairs, self.x, self.xd, side, F[:, :, i], False)
+            self._cache[key] = self._slot(side, i + 1, False)
         return self._cache[key]
 
     def d(self):
         """Point difference r_c(sc) - r_p(sp) (k, 3)."""
         if "d" not in self._cache:
-            self._cache["d"] = (vector(self.pairs, self.x, self.xd, 1, self.sc, True)
-                                - vector(self.pairs, self.x, self.xd, 0, self.sp, True))
+            self._cache["d"] = self._slot(1, 0, True) - self._slot(0, 0, True)
         return self._cache["d"]
 
     def rotation_angle(self):

@@ -23,19 +23,29 @@ def tilde(v):
     return out
 
 
+def cross(a, b):
+    """a x b for (k, 3) arrays (np.cross has a large per-call overhead at these sizes)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
 def rotate(p, s):
     """A(p) s for p (k, 4), s (k, 3) (the quadratic form: exact for any p)."""
     e0, e = p[:, 0:1], p[:, 1:]
-    return ((e0 ** 2 - np.sum(e * e, axis=1, keepdims=True)) * s
-            + 2.0 * e * np.sum(e * s, axis=1, keepdims=True) + 2.0 * e0 * np.cross(e, s))
+    ee = (e * e).sum(axis=1)[:, None]
+    es = (e * s).sum(axis=1)[:, None]
+    return (e0 * e0 - ee) * s + 2.0 * es * e + 2.0 * e0 * cross(e, s)
 
 
 def rotate_jacobian(p, s):
     """d(A(p) s)/dp, shape (k, 3, 4) (exact derivative of the quadratic form)."""
     e0, e = p[:, 0], p[:, 1:]
     J = np.empty((p.shape[0], 3, 4))
-    J[:, :, 0] = 2.0 * (e0[:, None] * s + np.cross(e, s))
-    es = np.sum(e * s, axis=1)
+    J[:, :, 0] = 2.0 * (e0[:, None] * s + cross(e, s))
+    es = (e * s).sum(axis=1)
     J[:, :, 1:] = 2.0 * (es[:, None, None] * np.eye(3) + e[:, :, None] * s[:, None, :]
                          - s[:, :, None] * e[:, None, :] - e0[:, None, None] * tilde(s))
     return J
