@@ -131,9 +131,12 @@ def double_wishbone():
     ls = u @ s.point("lower_arm", P("SPRING_A")) @ N1
     k = np.argmax(np.abs(wz))               # the bump motion (the tie-rod spin has wz = 0)
     mr = ls[k] / wz[k]
+    i = s._col("carrier")
+    twist = N1[i:i + 6, k] / wz[k]          # carrier (v, w) per unit wheel-centre rise
     return {"C": C.shape, "rank": np.linalg.matrix_rank(C), "dof": N.shape[1],
             "spring_gravity": xg[0], "spring_per_load": xf[0], "rack_gravity": xg[1],
-            "rack_per_load": xf[1], "residual": max(rg, rf), "motion_ratio": mr}
+            "rack_per_load": xf[1], "residual": max(rg, rf), "motion_ratio": mr,
+            "carrier_twist": twist}
 
 
 def five_point(mr_dw, k_dw, c_dw):
@@ -153,18 +156,22 @@ def five_point(mr_dw, k_dw, c_dw):
     ls = u @ s.point("carrier", P["LCA_U"]) @ N
     mr = (ls / wz)[0]
     ratio = (mr_dw / mr) ** 2
+    twist = N[:, 0] / wz[0]
     return {"C": C.shape, "rank": np.linalg.matrix_rank(C), "dof": N.shape[1],
             "spring_gravity": xg[0], "spring_per_load": xf[0], "residual": max(rg, rf),
-            "motion_ratio": mr, "stiffness": k_dw * ratio, "damping": c_dw * ratio}
+            "motion_ratio": mr, "stiffness": k_dw * ratio, "damping": c_dw * ratio,
+            "carrier_twist": twist}
 
 
 def main():
     dw = double_wishbone()
     print("double wishbone:", {k: (round(v, 6) if isinstance(v, float) else v)
-                               for k, v in dw.items()})
+                               for k, v in dw.items() if k != "carrier_twist"})
     fp = five_point(dw["motion_ratio"], 181496.0, 17490.0)
     print("five-point:     ", {k: (round(v, 6) if isinstance(v, float) else v)
-                               for k, v in fp.items()})
+                               for k, v in fp.items() if k != "carrier_twist"})
+    print("carrier twist per unit wheel rise, double wishbone with the rack held vs five-point:",
+          np.abs(dw["carrier_twist"] - fp["carrier_twist"]).max())
     print(f"double wishbone, F0 = 1e4 N: coil-over {dw['spring_gravity'] + 1e4 * dw['spring_per_load']:.3f} N"
           f" compression, rack {dw['rack_gravity'] + 1e4 * dw['rack_per_load']:.3f} N tension")
 

@@ -17,8 +17,8 @@ inner end fixed to the chassis: hardpoints from Project Chrono,
 src/chrono_models/vehicle/hmmwv/suspension/HMMWV_DoubleWishbone.cpp (HMMWV_DoubleWishboneFront,
 inches), wheel carrier = upright + spindle + wheel (HMMWV_Wheel) + tyre (HMMWV_TMeasyTire).
 Frame x forward, y left, z up; gravity along -z. The outer ends of each arm pair coincide (one
-ball joint per wishbone), so this linkage moves exactly like the double wishbone with its
-rack held: the two models cross-check each other's kinematics.
+ball joint per wishbone), so this linkage has the kinematics of the double wishbone with
+its rack held (tests/test_suspensions.py compares the carrier's velocity at the design pose).
 
     upper_front  chassis UCA_F  -- carrier UCA_U       lower_front  chassis LCA_F -- carrier LCA_U
     upper_rear   chassis UCA_B  -- carrier UCA_U       lower_rear   chassis LCA_B -- carrier LCA_U
