@@ -36,7 +36,7 @@ import numpy as np
 
 from fmu_mb import ModelBuilder
 
-DEFAULT_EXPERIMENT = {"stop_time": 2.0, "step_size": 0.001}
+DEFAULT_EXPERIMENT = {"stop_time": 1.0, "step_size": 0.005}
 
 IN = 0.0254
 HARDPOINTS = {k: np.array(v) * IN for k, v in {
