@@ -87,11 +87,11 @@ def initial_state(model, settings=None):
 
 
 def check_spatial(model, settings):
-    """Spatial models run in newton_euler only (tmt, lagrange and recursive are planar)."""
-    if model.spatial and settings.formulation != "newton_euler":
+    """Spatial models run in newton_euler and tmt (lagrange and recursive are planar)."""
+    if model.spatial and settings.formulation not in ("newton_euler", "tmt"):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
-                         f"'newton_euler'")
+                         f"'newton_euler' or 'tmt'")
 
 
 def check_settings(model, settings):

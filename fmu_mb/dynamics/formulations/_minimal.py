@@ -39,9 +39,10 @@ class Dynamics:
     u: np.ndarray
 
 
-def cut_rows(model, x, xd, Tq, g, t):
-    """phi (mc,), Dq (mc, n), conv_q (mc,), phi_t (mc,) of the cut joints and drives."""
-    rows = tree_map(model).cut_rows
+def cut_rows(model, x, xd, Tq, g, t, rows=None):
+    """phi (mc,), Dq (mc, n), conv_q (mc,), phi_t (mc,) of the cut joints and drives (rows:
+    their compiled rows, the planar tree's by default)."""
+    rows = tree_map(model).cut_rows if rows is None else rows
     if len(rows) == 0:
         n = Tq.shape[1]
         z = np.zeros(0)
@@ -116,17 +117,18 @@ def initial_state(model, form):
     return State(model.t0, q0, qd0, 0.0, COORDINATES)
 
 
-def project(model, y, t, tol, kinematics, extra=None, weighted=False):
+def project(model, y, t, tol, kinematics, extra=None, weighted=False, cut=None, n=None):
     """Project y = (q, qd) onto the cut and drive rows: Newton with minimum-norm steps on
     phi(T(q), t) = 0, then qd onto Dq qd = -phi_t. kinematics(model, q, qd) -> x, xd, Tq, g.
     extra(q, x, Tq) -> (res (k,), J (k, n), rate (k,)) adds rows res = 0, J qd = rate
-    (persistent contacts, fmu_mb.dynamics.impact_minimal). weighted: the velocity change of least
+    (persistent contacts, fmu_mb.dynamics.impact_minimal; spatial normalisation rows). cut, n:
+    the cut rows and the number of coordinates (default: the planar tree's). weighted: the velocity change of least
     kinetic energy (minimum Mbar-norm, an inelastic impulse on the rows) instead of the
     minimum-norm change in q."""
-    rows = tree_map(model).cut_rows
+    rows = tree_map(model).cut_rows if cut is None else cut
     if len(rows) == 0 and extra is None:
         return y
-    n = tree_map(model).n
+    n = tree_map(model).n if n is None else n
     q, qd = y[:n].copy(), y[n:]
     zero = np.zeros(n)
     for it in range(12):

@@ -1,0 +1,384 @@
+"""Spatial tree joint coordinates: x = T(q) along the spanning tree, its Jacobian Tq and the
+convective term g = (d/dt Tq) qd (seed 001: relative kinematics, kinematic differentials).
+
+Coordinates q per tree joint (declared order), then per floating root body:
+
+- revolute: `J.angle` theta about the joint z axis;
+- prismatic: `J.position` s along z;
+- cylindrical: `J.angle`, `J.position`;
+- universal: `J.angle1` about the parent's z axis, `J.angle2` about the child's z axis
+  (p_rel = qz(angle1) U qz(angle2), U the constant quarter-turn frame change that takes the
+  child's z axis to the parent's x axis: angle1 = 0 is not the reference pose);
+- spherical: `J.e0 .. J.e3`, the Euler parameters of the child joint frame relative to the
+  parent joint frame, with the normalisation row p_rel . p_rel = 1;
+- weld: none;
+- floating root (no tree joint to the ground): `B.x .y .z .e0 .. .e3`, its absolute (r, p)
+  with the normalisation row.
+
+Why Euler parameters for the spherical and floating joints: A(p) is quadratic in p, so the
+chain p_child = p_parent (x) f_p (x) p_rel (x) f_c* (quaternion products, bilinear) and
+r = r_parent + A(p) s are polynomials in q: Tq and g are exact, there is no singular pose (a
+rotation vector or Cardan angles have one), and the norm is one constraint row that the
+projection keeps, as the body Euler parameters of newton_euler. Its qd is the time derivative
+of q, so the integrators and the FMU state are unchanged.
+
+Each quantity is carried as a jet (value v, Jacobian J = dv/dq, rate v' = J qd, conv
+c = (d/dt J) qd, so v'' = J qdd + c); quaternion products and rotations are bilinear and the
+jets follow the product rule. Per tree joint from the placed body X to the other body Y:
+
+    forward (X the joint's parent):  p_Y = p_X (x) f_X (x) s p_rel (x) f_Y*
+                                     r_Y = r_X + A(p_X) (s_X + F_X d) - A(p_Y) s_Y
+    reverse (X the joint's child):   p_Y = p_X (x) f_X (x) s p_rel* (x) f_Y*
+                                     r_Y = r_X + A(p_X) s_X - A(p_Y) (s_Y + F_Y d)
+
+with f the Euler parameters of the joint frames F (body axes), d the joint translation in the
+parent joint frame and s = +-1 fixed once so that T(q0) reproduces the assembled Euler
+parameters' sign.
+"""
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ...errors import AssemblyError
+from . import rotations as rot
+
+NQ = 7
+#: coordinates of each joint kind (floating roots: 7)
+NCOORD = {"revolute": 1, "prismatic": 1, "cylindrical": 2, "universal": 2, "spherical": 4,
+          "weld": 0, "free": 7}
+_NAMES = {"revolute": ("angle",), "prismatic": ("position",),
+          "cylindrical": ("angle", "position"), "universal": ("angle1", "angle2"),
+          "spherical": ("e0", "e1", "e2", "e3"), "weld": (),
+          "free": ("x", "y", "z", "e0", "e1", "e2", "e3")}
+#: U of the universal joint: takes e3 to e1 and e1 to e3 (a half turn about (1, 0, 1)/sqrt 2)
+_U = np.array([0.0, 1.0, 0.0, 1.0]) / np.sqrt(2.0)
+_ONE = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def qmul(a, b):
+    """Quaternion product a (x) b of arrays (4, ...) (scalar first), broadcast over the rest."""
+    a0, a1, a2, a3 = a[0], a[1], a[2], a[3]
+    b0, b1, b2, b3 = b[0], b[1], b[2], b[3]
+    return np.stack([a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3,
+                     a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
+                     a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1,
+                     a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0])
+
+
+_CONJ = np.array([1.0, -1.0, -1.0, -1.0])
+
+
+@dataclass
+class Jet:
+    """v (d,), J (d, n), r (d,) = J qd, c (d,) = (d/dt J) qd."""
+
+    v: np.ndarray
+    J: np.ndarray
+    r: np.ndarray
+    c: np.ndarray
+
+    def conj(self):
+        k = _CONJ[:, None]
+        return Jet(_CONJ * self.v, k * self.J, _CONJ * self.r, _CONJ * self.c)
+
+    def __add__(self, o):
+        if isinstance(o, Jet):
+            return Jet(self.v + o.v, self.J + o.J, self.r + o.r, self.c + o.c)
+        return Jet(self.v + o, self.J, self.r, self.c)
+
+    def __sub__(self, o):
+        return self + o.scaled(-1.0)
+
+    def scaled(self, k):
+        return Jet(k * self.v, k * self.J, k * self.r, k * self.c)
+
+
+def const(v, n):
+    v = np.asarray(v, float)
+    z = np.zeros_like(v)
+    return Jet(v, np.zeros((v.shape[0], n)), z, z)
+
+
+def bilinear(B, a, b):
+    """The jet of B(a, b) for a bilinear B (either argument a Jet or a constant array)."""
+    if not isinstance(a, Jet):
+        return Jet(B(a, b.v), B(a[:, None], b.J), B(a, b.r), B(a, b.c))
+    if not isinstance(b, Jet):
+        return Jet(B(a.v, b), B(a.J, b[:, None]), B(a.r, b), B(a.c, b))
+    return Jet(B(a.v, b.v), B(a.J, b.v[:, None]) + B(a.v[:, None], b.J),
+               B(a.r, b.v) + B(a.v, b.r),
+               B(a.c, b.v) + 2.0 * B(a.r, b.r) + B(a.v, b.c))
+
+
+def _pure(v):
+    """(0, v) of a vector jet or array."""
+    if isinstance(v, Jet):
+        def pad(u):
+            return np.concatenate([np.zeros((1,) + u.shape[1:]), u])
+        return Jet(pad(v.v), pad(v.J), pad(v.r), pad(v.c))
+    return np.concatenate([[0.0], v])
+
+
+def _vec(j):
+    return Jet(j.v[1:], j.J[1:], j.r[1:], j.c[1:])
+
+
+def rotate(p, s):
+    """A(p) s = vec(p (x) (0, s) (x) p*): the quadratic form of rotations.py."""
+    ps = bilinear(qmul, p, _pure(s))
+    pc = p.conj() if isinstance(p, Jet) else _CONJ * p
+    return _vec(bilinear(qmul, ps, pc))
+
+
+def _coord(q, qd, i, n):
+    J = np.zeros((1, n))
+    J[0, i] = 1.0
+    return Jet(q[i:i + 1], J, qd[i:i + 1], np.zeros(1))
+
+
+def _half_angle_quat(th):
+    """qz(theta) = (cos theta/2, 0, 0, sin theta/2) as a jet of a scalar jet theta."""
+    h = 0.5 * th.v[0]
+    c, s = np.cos(h), np.sin(h)
+    w = 0.5 * th.r[0]
+    n = th.J.shape[1]
+    v = np.array([c, 0.0, 0.0, s])
+    J = np.zeros((4, n))
+    J[0], J[3] = -0.5 * s * th.J[0], 0.5 * c * th.J[0]
+    r = np.array([-s * w, 0.0, 0.0, c * w])
+    cc = np.array([-c * w * w - 0.5 * s * th.c[0], 0.0, 0.0, -s * w * w + 0.5 * c * th.c[0]])
+    return Jet(v, J, r, cc)
+
+
+def relative(kind, q, qd, o, n):
+    """(p_rel, d) jets of a joint of `kind` whose coordinates start at q[o]."""
+    zero3 = const(np.zeros(3), n)
+    if kind == "revolute":
+        return _half_angle_quat(_coord(q, qd, o, n)), zero3
+    if kind == "prismatic":
+        s = _coord(q, qd, o, n)
+        return const(_ONE, n), Jet(np.r_[0.0, 0.0, s.v], np.vstack([np.zeros((2, n)), s.J]),
+                                   np.r_[0.0, 0.0, s.r], np.zeros(3))
+    if kind == "cylindrical":
+        s = _coord(q, qd, o + 1, n)
+        return (_half_angle_quat(_coord(q, qd, o, n)),
+                Jet(np.r_[0.0, 0.0, s.v], np.vstack([np.zeros((2, n)), s.J]),
+                    np.r_[0.0, 0.0, s.r], np.zeros(3)))
+    if kind == "universal":
+        a = _half_angle_quat(_coord(q, qd, o, n))
+        b = _half_angle_quat(_coord(q, qd, o + 1, n))
+        return bilinear(qmul, bilinear(qmul, a, _U), b), zero3
+    if kind == "spherical":
+        J = np.zeros((4, n))
+        J[:, o:o + 4] = np.eye(4)
+        return Jet(q[o:o + 4].copy(), J, qd[o:o + 4].copy(), np.zeros(4)), zero3
+    if kind == "weld":
+        return const(_ONE, n), zero3
+    if kind == "free":
+        J = np.zeros((7, n))
+        J[:, o:o + 7] = np.eye(7)
+        return (Jet(q[o + 3:o + 7].copy(), J[3:], qd[o + 3:o + 7].copy(), np.zeros(4)),
+                Jet(q[o:o + 3].copy(), J[:3], qd[o:o + 3].copy(), np.zeros(3)))
+    raise ValueError(kind)
+
+
+@dataclass(frozen=True, eq=False)
+class SpatialTreeMap:
+    """Constant data of the spatial spanning tree. rows: per tree joint (placement order) a
+    tuple (kind, X, Y, forward, sX, sY, fX, fY, FX or FY (the frame d is measured in), offset
+    of its coordinates in q, sign); n coordinates named `names`; `joints` the model.joints
+    index of each row (-1: floating root); norm: offsets of the Euler-parameter coordinate
+    sets (one normalisation row each); cut_rows: compiled rows of cut joints and drives."""
+
+    nb: int
+    n: int
+    rows: tuple
+    names: tuple
+    joints: tuple
+    norm: np.ndarray
+    cut_rows: np.ndarray
+
+
+def _frame_quat(F):
+    return rot.from_matrix(np.asarray(F, float))
+
+
+@lru_cache(maxsize=128)
+def tree_map(model):
+    """The SpatialTreeMap of a spatial model (the spanning tree of model.topology)."""
+    nb = len(model.bodies)
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = nb
+    jidx = {j.name: k for k, j in enumerate(model.joints)}
+    tree = [model.joint(name) for name in model.topology.tree_joints]
+    # order: (joint or None, X, Y, forward); grown from the ground first, then from each
+    # floating root, as the planar tree.tree_map
+    order = []
+    placed = {"ground"}
+    for root in ["ground"] + [b.name for b in model.bodies]:
+        if root in placed and root != "ground":
+            continue
+        if root != "ground":
+            order.append((None, "ground", root, True))
+            placed.add(root)
+        grown = True
+        while grown:
+            grown = False
+            for j in tree:
+                if any(o[0] is j for o in order):
+                    continue
+                if j.parent in placed and j.child not in placed:
+                    order.append((j, j.parent, j.child, True))
+                elif j.child in placed and j.parent not in placed:
+                    order.append((j, j.child, j.parent, False))
+                else:
+                    continue
+                placed.add(order[-1][2])
+                grown = True
+    # coordinates: tree joints in declared order, then the floating roots
+    offset, names, o = {}, [], 0
+    for k, j in enumerate(model.joints):
+        if any(r[0] is j for r in order):
+            offset[j.name] = o
+            names += [f"{j.name}.{c}" for c in _NAMES[j.kind]]
+            o += NCOORD[j.kind]
+    rows, joints, norm = [], [], []
+    for j, X, Y, fwd in order:
+        if j is None:
+            offset[("free", Y)] = o
+            names += [f"{Y}.{c}" for c in _NAMES["free"]]
+            norm.append(o + 3)
+            rows.append(("free", idx[X], idx[Y], True, np.zeros(3), np.zeros(3), _ONE, _ONE,
+                         np.eye(3), o, 1.0))
+            joints.append(-1)
+            o += 7
+            continue
+        Fp, Fc = np.asarray(j.frame_p, float), np.asarray(j.frame_c, float)
+        sp, sc = np.asarray(j.parent_point, float), np.asarray(j.child_point, float)
+        if fwd:
+            sX, sY, fX, fY, Fd = sp, sc, _frame_quat(Fp), _frame_quat(Fc), Fp
+        else:
+            sX, sY, fX, fY, Fd = sc, sp, _frame_quat(Fc), _frame_quat(Fp), Fp
+        if j.kind == "spherical":
+            norm.append(offset[j.name])
+        rows.append((j.kind, idx[X], idx[Y], fwd, sX, sY, fX, fY, Fd, offset[j.name], 1.0))
+        joints.append(jidx[j.name])
+    cut = [r for name in model.topology.cut_joints
+           for r in model.compiled.joint_rows[jidx[name]]]
+    cut += [row for row, *_ in model.compiled.drives]
+    tm = SpatialTreeMap(nb, o, tuple(rows), tuple(names), tuple(joints),
+                        np.array(norm, dtype=np.intp), np.array(sorted(cut), dtype=np.intp))
+    return _fix_signs(model, tm)
+
+
+def _fix_signs(model, tm):
+    """Choose the sign of each p_rel so that T(q0) gives the assembled Euler parameters
+    themselves (not their negatives, the same rotation)."""
+    q0 = initial_coordinates(model, tm)
+    rows = list(tm.rows)
+    X0 = model.x0.reshape(tm.nb, NQ)
+    for k in range(len(rows)):
+        tmk = SpatialTreeMap(tm.nb, tm.n, tuple(rows), tm.names, tm.joints, tm.norm,
+                             tm.cut_rows)
+        x, _, _, _ = _transform(tmk, q0, np.zeros(tm.n), upto=k + 1)
+        Y = rows[k][2]
+        if x.reshape(tm.nb, NQ)[Y, 3:] @ X0[Y, 3:] < 0:
+            rows[k] = rows[k][:-1] + (-rows[k][-1],)
+    return SpatialTreeMap(tm.nb, tm.n, tuple(rows), tm.names, tm.joints, tm.norm, tm.cut_rows)
+
+
+def _pose(X, b, nb):
+    if b == nb:
+        return np.zeros(3), _ONE
+    return X[b, :3], X[b, 3:]
+
+
+def initial_coordinates(model, tm):
+    """q of the assembled pose model.x0: per joint from the relative pose of its frames."""
+    X = model.x0.reshape(tm.nb, NQ)
+    q = np.zeros(tm.n)
+    for kind, Xb, Yb, fwd, sX, sY, fX, fY, Fd, o, _ in tm.rows:
+        if kind == "free":
+            q[o:o + 7] = X[Yb]
+            continue
+        P, C = (Xb, Yb) if fwd else (Yb, Xb)
+        sp, sc = (sX, sY) if fwd else (sY, sX)
+        Fp = Fd
+        rP, pP = _pose(X, P, tm.nb)
+        rC, pC = _pose(X, C, tm.nb)
+        fc = fY if fwd else fX
+        Ap, Ac = rot.matrix(pP[None])[0], rot.matrix(pC[None])[0]
+        Fc = rot.matrix(fc[None])[0]
+        R = (Ap @ Fp).T @ (Ac @ Fc)
+        d = (Ap @ Fp).T @ (rC + Ac @ sc - rP - Ap @ sp)
+        if kind in ("revolute", "cylindrical"):
+            q[o] = np.arctan2(R[1, 0], R[0, 0])
+        if kind == "prismatic":
+            q[o] = d[2]
+        if kind == "cylindrical":
+            q[o + 1] = d[2]
+        if kind == "spherical":
+            q[o:o + 4] = rot.from_matrix(R)
+        if kind == "universal":
+            a1 = np.arctan2(R[1, 2], R[0, 2])
+            U = rot.matrix(_U[None])[0]
+            c, s = np.cos(a1), np.sin(a1)
+            Rz1 = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+            M2 = U.T @ Rz1.T @ R
+            q[o], q[o + 1] = a1, np.arctan2(M2[1, 0], M2[0, 0])
+    return q
+
+
+def transform(model, q, qd):
+    """x = T(q) (7 nb,), xd = Tq qd, Tq (7 nb, n), g = (d/dt Tq) qd of a spatial model."""
+    tm = tree_map(model)
+    if q.shape != (tm.n,) or qd.shape != (tm.n,):
+        raise ValueError(f"model '{model.name}': expected q and qd of shape ({tm.n},) "
+                         f"{list(tm.names)}, received {q.shape} and {qd.shape}")
+    return _transform(tm, q, qd)
+
+
+def _transform(tm, q, qd, upto=None):
+    nb, n = tm.nb, tm.n
+    ground = (const(np.zeros(3), n), const(_ONE, n))
+    pose = {nb: ground}
+    x, xd = np.zeros(NQ * nb), np.zeros(NQ * nb)
+    Tq, g = np.zeros((NQ * nb, n)), np.zeros(NQ * nb)
+    for kind, Xb, Yb, fwd, sX, sY, fX, fY, Fd, o, sign in tm.rows[:upto]:
+        prel, d = relative(kind, q, qd, o, n)
+        rX, pX = pose[Xb]
+        if sign < 0:
+            prel = prel.scaled(-1.0)
+        if kind == "free":
+            pY, rY = prel, d
+        else:
+            if not fwd:
+                prel = prel.conj()
+            pY = bilinear(qmul, bilinear(qmul, bilinear(qmul, pX, fX), prel), _CONJ * fY)
+            dd = _rot_const(Fd, d)
+            if fwd:
+                rY = rX + rotate(pX, dd + sX) - rotate(pY, sY)
+            else:
+                rY = rX + rotate(pX, sX) - rotate(pY, dd + sY)
+        pose[Yb] = (rY, pY)
+        sl = slice(NQ * Yb, NQ * Yb + NQ)
+        x[sl] = np.concatenate([rY.v, pY.v])
+        xd[sl] = np.concatenate([rY.r, pY.r])
+        Tq[sl] = np.vstack([rY.J, pY.J])
+        g[sl] = np.concatenate([rY.c, pY.c])
+    return x, xd, Tq, g
+
+
+def _rot_const(F, d):
+    """F d for a constant matrix F and a vector jet d."""
+    return Jet(F @ d.v, F @ d.J, F @ d.r, F @ d.c)
+
+
+def check_assembly(model, q0):
+    tm = tree_map(model)
+    x, _, _, _ = _transform(tm, q0, np.zeros(tm.n))
+    err = np.abs(x - model.x0).max(initial=0.0)
+    if err > 1e-8 * (1.0 + np.abs(model.x0).max(initial=0.0)):
+        raise AssemblyError(f"model '{model.name}': T(q0) does not reproduce the assembled "
+                            f"pose (error {err:.3g})")
