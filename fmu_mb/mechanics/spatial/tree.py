@@ -56,99 +56,157 @@ _U = np.array([0.0, 1.0, 0.0, 1.0]) / np.sqrt(2.0)
 _ONE = np.array([1.0, 0.0, 0.0, 0.0])
 
 
-def qmul(a, b):
-    """Quaternion product a (x) b of arrays (4, ...) (scalar first), broadcast over the rest."""
-    a0, a1, a2, a3 = a[0], a[1], a[2], a[3]
-    b0, b1, b2, b3 = b[0], b[1], b[2], b[3]
-    return np.stack([a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3,
-                     a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
-                     a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1,
-                     a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0])
+def _left(a):
+    """L(a) (4, 4) with a (x) b = L(a) b."""
+    a0, a1, a2, a3 = a
+    return np.array([[a0, -a1, -a2, -a3], [a1, a0, -a3, a2], [a2, a3, a0, -a1],
+                     [a3, -a2, a1, a0]])
+
+
+def _right(b):
+    """R(b) (4, 4) with a (x) b = R(b) a."""
+    b0, b1, b2, b3 = b
+    return np.array([[b0, -b1, -b2, -b3], [b1, b0, b3, -b2], [b2, -b3, b0, b1],
+                     [b3, b2, -b1, b0]])
 
 
 _CONJ = np.array([1.0, -1.0, -1.0, -1.0])
 
 
-@dataclass
 class Jet:
-    """v (d,), J (d, n), r (d,) = J qd, c (d,) = (d/dt J) qd."""
+    """A quantity with its derivatives, packed in X (d, n + 3): column 0 the value v, columns
+    1..n the Jacobian J = dv/dq, column n + 1 the rate v' = J qd, column n + 2 the convective
+    part c = (d/dt J) qd (so v'' = J qdd + c). Constants are plain arrays (d,)."""
 
-    v: np.ndarray
-    J: np.ndarray
-    r: np.ndarray
-    c: np.ndarray
+    __slots__ = ("X",)
+
+    def __init__(self, X):
+        self.X = X
+
+    @property
+    def v(self):
+        return self.X[:, 0]
+
+    @property
+    def J(self):
+        return self.X[:, 1:-2]
+
+    @property
+    def r(self):
+        return self.X[:, -2]
+
+    @property
+    def c(self):
+        return self.X[:, -1]
 
     def conj(self):
-        k = _CONJ[:, None]
-        return Jet(_CONJ * self.v, k * self.J, _CONJ * self.r, _CONJ * self.c)
+        return Jet(_CONJ[:, None] * self.X)
 
     def __add__(self, o):
         if isinstance(o, Jet):
-            return Jet(self.v + o.v, self.J + o.J, self.r + o.r, self.c + o.c)
-        return Jet(self.v + o, self.J, self.r, self.c)
+            return Jet(self.X + o.X)
+        X = self.X.copy()
+        X[:, 0] += o
+        return Jet(X)
 
     def __sub__(self, o):
-        return self + o.scaled(-1.0)
+        return Jet(self.X - o.X)
 
     def scaled(self, k):
-        return Jet(k * self.v, k * self.J, k * self.r, k * self.c)
+        return Jet(k * self.X)
 
 
 def const(v, n):
     v = np.asarray(v, float)
-    z = np.zeros_like(v)
-    return Jet(v, np.zeros((v.shape[0], n)), z, z)
+    X = np.zeros((v.shape[0], n + 3))
+    X[:, 0] = v
+    return Jet(X)
 
 
-def bilinear(B, a, b):
-    """The jet of B(a, b) for a bilinear B (either argument a Jet or a constant array)."""
+def qmul(a, b):
+    """The jet of the quaternion product a (x) b (either a Jet or a constant (4,))."""
     if not isinstance(a, Jet):
-        return Jet(B(a, b.v), B(a[:, None], b.J), B(a, b.r), B(a, b.c))
+        return Jet(_left(a) @ b.X)
     if not isinstance(b, Jet):
-        return Jet(B(a.v, b), B(a.J, b[:, None]), B(a.r, b), B(a.c, b))
-    return Jet(B(a.v, b.v), B(a.J, b.v[:, None]) + B(a.v[:, None], b.J),
-               B(a.r, b.v) + B(a.v, b.r),
-               B(a.c, b.v) + 2.0 * B(a.r, b.r) + B(a.v, b.c))
+        return Jet(_right(b) @ a.X)
+    av, bv = a.X[:, 0], b.X[:, 0]
+    X = _right(bv) @ a.X + _left(av) @ b.X
+    X[:, 0] *= 0.5                                     # the value appears in both terms
+    X[:, -1] += 2.0 * (_left(a.X[:, -2]) @ b.X[:, -2])
+    return Jet(X)
 
 
-def _pure(v):
-    """(0, v) of a vector jet or array."""
-    if isinstance(v, Jet):
-        def pad(u):
-            return np.concatenate([np.zeros((1,) + u.shape[1:]), u])
-        return Jet(pad(v.v), pad(v.J), pad(v.r), pad(v.c))
-    return np.concatenate([[0.0], v])
+def _matrix(p):
+    """A(p) (3, 3), the quadratic form (any p)."""
+    e0, e1, e2, e3 = p
+    return np.array([
+        [e0 * e0 + e1 * e1 - e2 * e2 - e3 * e3, 2 * (e1 * e2 - e0 * e3), 2 * (e1 * e3 + e0 * e2)],
+        [2 * (e1 * e2 + e0 * e3), e0 * e0 - e1 * e1 + e2 * e2 - e3 * e3, 2 * (e2 * e3 - e0 * e1)],
+        [2 * (e1 * e3 - e0 * e2), 2 * (e2 * e3 + e0 * e1), e0 * e0 - e1 * e1 - e2 * e2 + e3 * e3]])
 
 
-def _vec(j):
-    return Jet(j.v[1:], j.J[1:], j.r[1:], j.c[1:])
+def _jac_full(p, s):
+    """d(A(p) s)/dp (3, 4) of the quadratic form (rotations.rotate_jacobian for one p)."""
+    e0, e = p[0], p[1:]
+    s1, s2, s3 = s
+    J = np.empty((3, 4))
+    J[:, 0] = 2.0 * (e0 * np.asarray(s) + np.array([e[1] * s3 - e[2] * s2, e[2] * s1 - e[0] * s3,
+                                                     e[0] * s2 - e[1] * s1]))
+    st = np.array([[0.0, -s3, s2], [s3, 0.0, -s1], [-s2, s1, 0.0]])
+    J[:, 1:] = 2.0 * ((e @ s) * np.eye(3) + np.outer(e, s) - np.outer(s, e) - e0 * st)
+    return J
 
 
 def rotate(p, s):
-    """A(p) s = vec(p (x) (0, s) (x) p*): the quadratic form of rotations.py."""
-    ps = bilinear(qmul, p, _pure(s))
-    pc = p.conj() if isinstance(p, Jet) else _CONJ * p
-    return _vec(bilinear(qmul, ps, pc))
+    """The jet of A(p) s (p a jet, s a jet or a constant (3,)): A(p) is quadratic in p, so
+    d/dp (A(p) s) p = 2 A(p) s and the convective part is
+    Jac(p, s) p_c + 2 A(p') s + 2 Jac(p, s') p' + A(p) s_c."""
+    pv, pr = p.X[:, 0], p.X[:, -2]
+    A = _matrix(pv)
+    if not isinstance(s, Jet):
+        Jp = _jac_full(pv, s)
+        X = Jp @ p.X
+        X[:, 0] = A @ s
+        X[:, -1] += 2.0 * (_matrix(pr) @ s)
+        return Jet(X)
+    sv, sr = s.X[:, 0], s.X[:, -2]
+    X = _jac_full(pv, sv) @ p.X + A @ s.X
+    X[:, 0] = A @ sv
+    X[:, -1] += 2.0 * (_matrix(pr) @ sv + _jac_full(pv, sr) @ pr)
+    return Jet(X)
 
 
 def _coord(q, qd, i, n):
-    J = np.zeros((1, n))
-    J[0, i] = 1.0
-    return Jet(q[i:i + 1], J, qd[i:i + 1], np.zeros(1))
+    X = np.zeros((1, n + 3))
+    X[0, 0], X[0, 1 + i], X[0, -2] = q[i], 1.0, qd[i]
+    return Jet(X)
 
 
 def _half_angle_quat(th):
     """qz(theta) = (cos theta/2, 0, 0, sin theta/2) as a jet of a scalar jet theta."""
-    h = 0.5 * th.v[0]
+    t = th.X[0]
+    h = 0.5 * t[0]
     c, s = np.cos(h), np.sin(h)
-    w = 0.5 * th.r[0]
-    n = th.J.shape[1]
-    v = np.array([c, 0.0, 0.0, s])
-    J = np.zeros((4, n))
-    J[0], J[3] = -0.5 * s * th.J[0], 0.5 * c * th.J[0]
-    r = np.array([-s * w, 0.0, 0.0, c * w])
-    cc = np.array([-c * w * w - 0.5 * s * th.c[0], 0.0, 0.0, -s * w * w + 0.5 * c * th.c[0]])
-    return Jet(v, J, r, cc)
+    w = 0.5 * t[-2]
+    X = np.zeros((4, t.shape[0]))
+    X[0], X[3] = -0.5 * s * t, 0.5 * c * t
+    X[0, 0], X[3, 0] = c, s
+    X[0, -1] = -c * w * w - 0.5 * s * t[-1]
+    X[3, -1] = -s * w * w + 0.5 * c * t[-1]
+    return Jet(X)
+
+
+def _along_z(s):
+    X = np.zeros((3, s.X.shape[1]))
+    X[2] = s.X[0]
+    return Jet(X)
+
+
+def _block(q, qd, o, k, n):
+    X = np.zeros((k, n + 3))
+    X[:, 0], X[:, -2] = q[o:o + k], qd[o:o + k]
+    X[np.arange(k), 1 + o + np.arange(k)] = 1.0
+    return Jet(X)
 
 
 def relative(kind, q, qd, o, n):
@@ -157,29 +215,19 @@ def relative(kind, q, qd, o, n):
     if kind == "revolute":
         return _half_angle_quat(_coord(q, qd, o, n)), zero3
     if kind == "prismatic":
-        s = _coord(q, qd, o, n)
-        return const(_ONE, n), Jet(np.r_[0.0, 0.0, s.v], np.vstack([np.zeros((2, n)), s.J]),
-                                   np.r_[0.0, 0.0, s.r], np.zeros(3))
+        return const(_ONE, n), _along_z(_coord(q, qd, o, n))
     if kind == "cylindrical":
-        s = _coord(q, qd, o + 1, n)
-        return (_half_angle_quat(_coord(q, qd, o, n)),
-                Jet(np.r_[0.0, 0.0, s.v], np.vstack([np.zeros((2, n)), s.J]),
-                    np.r_[0.0, 0.0, s.r], np.zeros(3)))
+        return _half_angle_quat(_coord(q, qd, o, n)), _along_z(_coord(q, qd, o + 1, n))
     if kind == "universal":
         a = _half_angle_quat(_coord(q, qd, o, n))
         b = _half_angle_quat(_coord(q, qd, o + 1, n))
-        return bilinear(qmul, bilinear(qmul, a, _U), b), zero3
+        return qmul(qmul(a, _U), b), zero3
     if kind == "spherical":
-        J = np.zeros((4, n))
-        J[:, o:o + 4] = np.eye(4)
-        return Jet(q[o:o + 4].copy(), J, qd[o:o + 4].copy(), np.zeros(4)), zero3
+        return _block(q, qd, o, 4, n), zero3
     if kind == "weld":
         return const(_ONE, n), zero3
     if kind == "free":
-        J = np.zeros((7, n))
-        J[:, o:o + 7] = np.eye(7)
-        return (Jet(q[o + 3:o + 7].copy(), J[3:], qd[o + 3:o + 7].copy(), np.zeros(4)),
-                Jet(q[o:o + 3].copy(), J[:3], qd[o:o + 3].copy(), np.zeros(3)))
+        return _block(q, qd, o + 3, 4, n), _block(q, qd, o, 3, n)
     raise ValueError(kind)
 
 
@@ -355,7 +403,7 @@ def _transform(tm, q, qd, upto=None):
         else:
             if not fwd:
                 prel = prel.conj()
-            pY = bilinear(qmul, bilinear(qmul, bilinear(qmul, pX, fX), prel), _CONJ * fY)
+            pY = qmul(qmul(qmul(pX, fX), prel), _CONJ * fY)
             dd = _rot_const(Fd, d)
             if fwd:
                 rY = rX + rotate(pX, dd + sX) - rotate(pY, sY)
@@ -372,7 +420,7 @@ def _transform(tm, q, qd, upto=None):
 
 def _rot_const(F, d):
     """F d for a constant matrix F and a vector jet d."""
-    return Jet(F @ d.v, F @ d.J, F @ d.r, F @ d.c)
+    return Jet(F @ d.X)
 
 
 def check_assembly(model, q0):
