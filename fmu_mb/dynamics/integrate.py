@@ -87,8 +87,8 @@ def initial_state(model, settings=None):
 
 
 def check_spatial(model, settings):
-    """Spatial models run in newton_euler and tmt (lagrange and recursive are planar)."""
-    if model.spatial and settings.formulation not in ("newton_euler", "tmt"):
+    """Spatial models run in newton_euler, tmt and recursive (lagrange is planar)."""
+    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "recursive"):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
@@ -99,6 +99,12 @@ def check_settings(model, settings):
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
     runs open trees without drives or contacts."""
     check_spatial(model, settings)
+    if settings.formulation == "recursive" and model.spatial:
+        from .spatial_kernel import SpatialKernel, supported
+
+        if supported(model) is not None:
+            SpatialKernel(model)                    # raises the InputError naming why
+        return
     if settings.formulation == "recursive":
         from .kernel import supported
 

@@ -46,13 +46,15 @@ class KernelUnavailable(FmuMbError):
     """The native kernel cannot be built or loaded on this machine."""
 
 
-def _tag():
-    text = SOURCE.read_bytes() + repr((CFLAGS, sys.platform, platform.machine())).encode()
+def _tag(source=SOURCE):
+    text = source.read_bytes() + repr((CFLAGS, sys.platform, platform.machine())).encode()
     return hashlib.sha1(text).hexdigest()[:12]
 
 
-def library_name():
-    return f"_kernel-{_tag()}.so"
+def library_name(source=SOURCE):
+    """_kernel-<hash>.so (the spatial kernel: _spatial_kernel-<hash>.so)."""
+    stem = "_kernel" if source == SOURCE else "_" + source.stem
+    return f"{stem}-{_tag(source)}.so"
 
 
 def _cache_dirs():
@@ -70,13 +72,14 @@ def compiler():
     return next((shutil.which(c) for c in candidates if shutil.which(c)), None)
 
 
-def build_library(dest_dir):
-    """Compile the kernel into dest_dir (atomically) and return the library's path."""
-    if not SOURCE.is_file():
-        raise KernelUnavailable(f"the kernel source {SOURCE} is missing from the fmu_mb "
+def build_library(dest_dir, source=SOURCE):
+    """Compile the kernel (or another C source) into dest_dir (atomically) and return the
+    library's path."""
+    if not source.is_file():
+        raise KernelUnavailable(f"the kernel source {source} is missing from the fmu_mb "
                                 f"installation")
     dest_dir = Path(dest_dir)
-    dest = dest_dir / library_name()
+    dest = dest_dir / library_name(source)
     if dest.is_file():
         return dest
     cc = compiler()
@@ -88,7 +91,7 @@ def build_library(dest_dir):
     fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=dest_dir)
     os.close(fd)
     try:
-        p = subprocess.run([cc, *CFLAGS, "-o", tmp, str(SOURCE), "-lm"], capture_output=True,
+        p = subprocess.run([cc, *CFLAGS, "-o", tmp, str(source), "-lm"], capture_output=True,
                            text=True)
         if p.returncode != 0:
             raise KernelUnavailable(f"compiling the kernel with {cc} failed: "
@@ -103,18 +106,18 @@ def build_library(dest_dir):
 _LOCK = threading.Lock()
 
 
-def library_path():
+def library_path(source=SOURCE):
     """Path of the compiled kernel: an existing one for this source, or a new build."""
     with _LOCK:
         path, errors = None, []
         for d in _cache_dirs():
-            if (d / library_name()).is_file():
-                path = d / library_name()
+            if (d / library_name(source)).is_file():
+                path = d / library_name(source)
                 break
         if path is None:
             for d in _cache_dirs():
                 try:
-                    path = build_library(d)
+                    path = build_library(d, source)
                     break
                 except KernelUnavailable:
                     raise
@@ -147,7 +150,7 @@ def library():
     return lib
 
 
-def _set_tableaus(lib):
+def _set_tableaus(lib, setter="mbk_set_tableau"):
     """The Runge-Kutta coefficients are scipy's own (RK45 and DOP853), not retyped."""
     from scipy.integrate import DOP853, RK45
     from scipy.integrate._ivp import dop853_coefficients as dc
@@ -165,10 +168,10 @@ def _set_tableaus(lib):
         return a.ctypes.data
 
     s = RK45.n_stages
-    rc = lib.mbk_set_tableau(0, s, RK45.error_estimator_order, ptr(square(RK45.A, s)),
+    rc = getattr(lib, setter)(0, s, RK45.error_estimator_order, ptr(square(RK45.A, s)),
                              ptr(RK45.B), ptr(RK45.C), ptr(RK45.E), None, None)
     s8 = dc.N_STAGES
-    rc |= lib.mbk_set_tableau(1, s8, DOP853.error_estimator_order, ptr(square(dc.A, s8)),
+    rc |= getattr(lib, setter)(1, s8, DOP853.error_estimator_order, ptr(square(dc.A, s8)),
                               ptr(dc.B), ptr(dc.C[:s8]), None, ptr(dc.E3), ptr(dc.E5))
     if rc:
         raise KernelUnavailable("the kernel refused scipy's Runge-Kutta tableaus")

@@ -12,38 +12,60 @@ Scope: open trees of revolute, prismatic and weld joints and floating bodies, wi
 TSDA, RSDA, forces and torques. Cut joints, drives and contacts need tmt or newton_euler (a
 clear InputError says so). q and the outputs are those of tmt: joint coordinates in
 `tree_coordinates(model)` order, reactions recovered from the motion (`lam`).
+
+Spatial models: the 3-D articulated-body algorithm of native/spatial_kernel.c
+(fmu_mb.dynamics.spatial_kernel) in the coordinates of the spatial tmt (Euler parameters for
+spherical joints and floating roots, normalised after each step in C); open trees of
+revolute, prismatic, spherical and weld joints and floating bodies under gravity.
 """
 import numpy as np
 
 from ..kernel import tree_kernel
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
+from . import _spatial_tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 
 
 def coordinates(model):
     """Names of q: '<joint>.angle' / '<joint>.position' of the tree joints."""
+    if model.spatial:
+        return _spatial_tmt.coordinates(model)
     return tree_coordinates(model)
 
 
 def accelerations(model, q, qd, t, u, baumgarte=None):
     """qdd at (q, qd, t) with inputs u (no constraint rows: baumgarte has nothing to act on)."""
+    if model.spatial:
+        from ..spatial_kernel import spatial_kernel
+        from ...mechanics.spatial.tree import transform
+
+        qdd = spatial_kernel(model).accelerations(q, qd, t)
+        x, xd, Tq, g = transform(model, np.asarray(q, float), np.asarray(qd, float))
+        return Dynamics(qdd, np.zeros(0), np.zeros(0, np.intp), x, xd, Tq @ qdd + g, t, u)
     qdd, x, xd, xdd = tree_kernel(model).accelerations(q, qd, u, t)
     return Dynamics(qdd, np.zeros(0), tree_map(model).cut_rows, x, xd, xdd, t, u)
 
 
 def absolute(model, q, qd):
     """(x, xd) of the bodies from the kernel's forward kinematics."""
+    if model.spatial:
+        return _spatial_tmt.absolute(model, q, qd)
     return tree_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
 
 
 def initial_state(model):
+    if model.spatial:
+        return _spatial_tmt.initial_state(model)
     import sys
     return _minimal.initial_state(model, sys.modules[__name__])
 
 
 def project(model, y, t, tol):
-    """Open trees have no constraint rows: nothing to project."""
+    """Open trees have no constraint rows: nothing to project (spatial: the Euler-parameter
+    normalisation rows)."""
+    if model.spatial:
+        return _spatial_tmt.project(model, y, t, tol)
     return y
 
 
@@ -53,10 +75,20 @@ def native_advance(model, state, t_end, u, settings):
     if settings.method not in ("rk4", "dopri5", "dop853"):
         return None
     rtol = max(settings.rtol, 100 * np.finfo(float).eps)     # scipy's clamp, same control
+    if model.spatial:
+        from ..spatial_kernel import spatial_kernel
+
+        q, qd, h, _ = spatial_kernel(model).advance(
+            settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h),
+            rtol, settings.atol, settings.max_step, settings.step)
+        return q, qd, h
     q, qd, h, _ = tree_kernel(model).advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
         rtol, settings.atol, settings.max_step, settings.step)
     return q, qd, h
 
 
-lam = _minimal.lam
+def lam(model, dyn):
+    if model.spatial:
+        return _spatial_tmt.lam(model, dyn)
+    return _minimal.lam(model, dyn)
