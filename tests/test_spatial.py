@@ -327,7 +327,7 @@ def test_prismatic_spring_and_bushing_oscillate_at_their_natural_frequencies():
     np.testing.assert_allclose(r["bush.fx"], kt * r["b.x"], atol=1e-12)
 
 
-@pytest.mark.parametrize("formulation", ["lagrange", "recursive"])
+@pytest.mark.parametrize("formulation", ["lagrange"])
 def test_planar_formulations_refuse_a_spatial_model(formulation):
     model = load_model(MODELS / "heavy_top.py")
     with pytest.raises(InputError, match="newton_euler"):

@@ -142,7 +142,66 @@ def test_suspensions_over_a_road_step_agree_with_newton_euler(name):
         assert np.abs(a[f] - b[f]).max() < 1e-5 * (1 + np.abs(a[f]).max()), f
 
 
-@pytest.mark.parametrize("formulation", ["lagrange", "recursive"])
-def test_lagrange_and_recursive_still_refuse_spatial_models(formulation):
+def test_lagrange_still_refuses_spatial_models():
     with pytest.raises(InputError, match="newton_euler' or 'tmt"):
-        simulate(load_model(MODELS / "heavy_top.py"), 0.1, formulation=formulation)
+        simulate(load_model(MODELS / "heavy_top.py"), 0.1, formulation="lagrange")
+
+
+# ------------------------------------------------------------------ spatial recursive (C)
+def open_tree():
+    """Every joint kind of the spatial kernel, declared away from the ground, a floating
+    subtree; gravity only."""
+    mb = ModelBuilder("open_tree", {}, gravity=(0.3, -9.81, 0.5))
+    rot = cardan(0.3, -0.2, 0.5)
+    b = [mb.body(f"b{i}", mass=1.0 + 0.1 * i, inertia=(0.1 + 0.01 * i, 0.2, 0.15),
+                 position=(0.3 * i, -0.1 * i, 0.05 * i), orientation=rot if i % 2 else None)
+         for i in range(1, 8)]
+    mb.revolute("R", mb.ground, b[0], at=(0.0, 0.0, 0.0), axis=(0.2, 0.1, 1.0))
+    mb.prismatic("P", b[0], b[1], at=(0.45, -0.15, 0.07), axis=(1.0, 0.3, 0.0))
+    mb.spherical("S", b[1], b[2], at=(0.75, -0.25, 0.12))
+    mb.weld("W", b[2], b[3], at=(1.05, -0.35, 0.18))
+    mb.revolute("R2", b[1], b[4], at=(1.2, -0.3, 0.2), axis=(0.0, 1.0, 1.0))
+    mb.spherical("S2", b[5], b[6], at=(2.25, -0.75, 0.38))     # b6, b7 float freely
+    return mb.build()
+
+
+@pytest.mark.parametrize("make", [open_tree,
+                                  lambda: load_model(MODELS / "spatial_chain.py", N=6,
+                                                     joint="spherical", link_radius=0.03),
+                                  lambda: load_model(MODELS / "spatial_chain.py", N=6)])
+def test_recursive_accelerations_equal_tmt_and_newton_euler(make):
+    model = make()
+    tmt, rec, ne = (get_formulation(f) for f in ("tmt", "recursive", "newton_euler"))
+    u = np.zeros(0)
+    for seed in (5, 6):
+        q, qd = random_state(model, seed)
+        a = tmt.accelerations(model, q, qd, 0.0, u)
+        b = rec.accelerations(model, q, qd, 0.0, u)
+        scale = 1.0 + np.abs(a.qdd).max()
+        np.testing.assert_allclose(b.qdd, a.qdd, atol=1e-10 * scale)
+        x, xd = tmt.absolute(model, q, qd)
+        c = ne.accelerations(model, x, xd, 0.0, u).qdd
+        np.testing.assert_allclose(b.xdd, c, atol=1e-10 * (1.0 + np.abs(c).max()))
+
+
+def test_recursive_integrators_in_c_follow_tmt():
+    """dop853, dopri5 and rk4 in C against tmt's scipy DOP853 on a tree with spherical joints
+    and a floating subtree; the Euler parameters stay unit."""
+    model = open_tree()
+    ref = simulate(model, 0.3, 0.3, formulation="tmt", rtol=1e-11, atol=1e-12)
+    for method, kw, tol in (("dop853", dict(rtol=1e-11, atol=1e-12), 1e-8),
+                            ("dopri5", dict(rtol=1e-10, atol=1e-12), 1e-6),
+                            ("rk4", dict(step=1e-3), 1e-6)):
+        r = simulate(model, 0.3, 0.3, formulation="recursive", method=method, **kw)
+        for c in ("b3.x", "b5.z", "b7.y", "b7.e1"):
+            assert abs(r[c][-1] - ref[c][-1]) < tol, (method, c)
+        p = np.array([r[f"b3.e{i}"][-1] for i in range(4)])
+        assert abs(p @ p - 1.0) < 1e-12
+    assert np.ptp(ref["b7.y"]) > 0.1                     # the floating pair falls
+
+
+def test_recursive_refuses_loops_and_elements_naming_why():
+    with pytest.raises(InputError, match="closed loops"):
+        simulate(load_model(MODELS / "bricard.py"), 0.1, formulation="recursive")
+    with pytest.raises(InputError, match="force elements"):
+        simulate(load_model(MODELS / "heavy_top.py"), 0.1, formulation="recursive")
