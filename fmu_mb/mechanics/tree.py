@@ -180,6 +180,10 @@ def tree_map(model):
 
 def tree_coordinates(model):
     """Names of the tree joint coordinates q: '<joint>.angle' or '<joint>.position'."""
+    if model.spatial:
+        from .spatial.tree import tree_map as spatial_tree_map
+
+        return spatial_tree_map(model).names
     return tree_map(model).names
 
 
