@@ -88,7 +88,8 @@ def initial_state(model, settings=None):
 
 def check_spatial(model, settings):
     """Spatial models run in newton_euler, tmt and recursive (lagrange is planar)."""
-    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "recursive"):
+    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "recursive",
+                                                       "minimal"):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
@@ -114,6 +115,9 @@ def check_settings(model, settings):
                              f"of revolute, prismatic and weld joints; {why}. Use formulation "
                              f"'tmt' or 'newton_euler'")
         return
+    if model.contacts and settings.formulation == "minimal":
+        raise InputError(f"model '{model.name}' has contacts: formulation 'minimal' does not "
+                         f"handle them; use 'tmt' or 'newton_euler'")
     if model.contacts and settings.formulation != "newton_euler":
         from .impact_minimal import singular_position
 

@@ -14,18 +14,21 @@ and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
 
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
-constraint rows; recursive (the articulated-body algorithm in C) runs open trees only.
+constraint rows; recursive (the articulated-body algorithm in C) runs open trees only;
+minimal integrates only the f independent coordinates of closed loops (coordinate
+partitioning, the closure solved at each evaluation).
 """
 from types import SimpleNamespace
 
 from ...errors import InputError
 from ..state import State
 from . import lagrange as _lagrange
+from . import minimal as _minimal_order
 from . import newton_euler as _ne
 from . import recursive as _recursive
 from . import tmt as _tmt
 
-FORMULATIONS = ("newton_euler", "tmt", "lagrange", "recursive")
+FORMULATIONS = ("newton_euler", "tmt", "lagrange", "recursive", "minimal")
 
 
 def _ne_initial(model):
@@ -48,7 +51,7 @@ _REGISTRY = {
         native_advance=getattr(mod, "native_advance", None),
         equations=getattr(mod, "reduced_equations", None),
         kinematics=getattr(mod, "kinematics", None))
-        for mod in (_tmt, _lagrange, _recursive)},
+        for mod in (_tmt, _lagrange, _recursive, _minimal_order)},
 }
 
 
