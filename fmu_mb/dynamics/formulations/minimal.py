@@ -28,10 +28,13 @@ from . import _minimal, _spatial_tmt
 from . import tmt as _tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 
-#: switch the independent coordinates when cond(Dd) exceeds this ...
-RESELECT_COND = 1e6
-#: ... and give up (singular configuration) when even the best choice exceeds this
-SINGULAR_COND = 1e11
+#: switch the independent coordinates when cond(Dd) exceeds this (and a choice at least ten
+#: times better exists) ...
+RESELECT_COND = 1e3
+#: ... and give up (singular configuration) when even the best choice exceeds this, or when
+#: the step size collapses (below 1e-6 (1 + |t|) s) with a best choice worse than STALL_COND
+SINGULAR_COND = 1e9
+STALL_COND = 1e4
 
 coordinates = _tmt.coordinates
 accelerations = _tmt.accelerations
@@ -195,8 +198,17 @@ def native_advance(model, state, t_end, u, settings):
                     t, y, h = solver.t, solver.y, solver.h_abs
                     if solver.status == "running" and red.condition(t) > RESELECT_COND:
                         q, qd = red.full(t, y[:f], y[f:])
-                        if partition(model, q, t)[2] < 0.1 * red.condition(t):
+                        c_now, best = red.condition(t), partition(model, q, t)[2]
+                        if best < 0.1 * c_now:
                             raise _Reselect
+                        if best > SINGULAR_COND or (h < 1e-6 * (1.0 + abs(t))
+                                                    and best > STALL_COND):
+                            raise SingularSystemError(
+                                f"model '{model.name}': singular configuration at t = "
+                                f"{t:.9g} s: the step size collapses and no choice of "
+                                f"{f} independent coordinates is regular (condition number "
+                                f"of the closure Jacobian {best:.3g}); use formulation "
+                                f"'tmt' or 'newton_euler'")
         except _Reselect:
             q, qd = red.full(t, y[:f], y[f:]) if _finite(y) else (q, qd)
             new = partition(model, q, t)
