@@ -63,5 +63,5 @@ def test_singular_configuration_is_a_clear_error():
     model = load_model(MODELS / "four_bar.py", crank_length=0.3, coupler_length=0.4,
                        rocker_length=0.3, ground_length=0.4, g=0.0, theta0=deg(30.0),
                        omega0=-5.0)
-    with pytest.raises(SingularSystemError, match="singular configuration at t = 0.10"):
+    with pytest.raises(SingularSystemError, match="singular configuration"):
         simulate(model, 0.2, 0.1, formulation="minimal")

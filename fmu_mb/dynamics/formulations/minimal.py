@@ -154,6 +154,14 @@ class _Reduced:
                                       f"R' Mbar R is singular at t = {t:.9g} s") from None
         return np.concatenate([y[f:], qdd_i])
 
+    def det_sign(self, t):
+        """Sign of det(Dd) at the last solved state (0 when Dd is not square: redundant rows)."""
+        _, Dq, _, _ = rows(self.model, self.q, np.zeros(self.n), t)
+        Dd = Dq[:, self.dep]
+        if Dd.shape[0] != Dd.shape[1]:
+            return 0.0
+        return float(np.sign(np.linalg.det(Dd)))
+
     def condition(self, t):
         _, Dq, _, _ = rows(self.model, self.q, np.zeros(self.n), t)
         return _cond(Dq, self.dep, len(self.dep))
@@ -165,8 +173,10 @@ def native_advance(model, state, t_end, u, settings):
 
     t, q, qd, h = float(state.t), state.q.copy(), state.qd.copy(), float(state.h)
     tol = 1e-3 * min(settings.rtol, settings.projection_tol)
+    forced = None
     for _ in range(100):                  # partitions used within one call
-        ind, dep, cond = partition(model, q, t)
+        ind, dep, cond = forced if forced is not None else partition(model, q, t)
+        forced = None
         if cond > SINGULAR_COND:
             raise SingularSystemError(
                 f"model '{model.name}': singular configuration at t = {t:.9g} s: no choice of "
@@ -174,6 +184,7 @@ def native_advance(model, state, t_end, u, settings):
                 f"number of the closure Jacobian {cond:.3g}); use formulation 'tmt' or "
                 f"'newton_euler', which pass through it")
         red = _Reduced(model, ind, dep, q, u, max(tol, 1e-14))
+        after = None
         f = len(ind)
         y = np.concatenate([q[ind], qd[ind]])
         try:
@@ -184,6 +195,7 @@ def native_advance(model, state, t_end, u, settings):
                 first = min(h, t_end - t) if h > 0 else None
                 solver = cls(red.rhs, t, y, t_end, rtol=settings.rtol, atol=settings.atol,
                              max_step=settings.max_step, first_step=first)
+                sign_prev = red.det_sign(t)
                 while solver.status == "running":
                     t_prev, y_prev = solver.t, solver.y.copy()
                     try:
@@ -196,6 +208,13 @@ def native_advance(model, state, t_end, u, settings):
                                                f"integrator failed at t = {solver.t:.9g} s: "
                                                f"{msg}")
                     t, y, h = solver.t, solver.y, solver.h_abs
+                    sign = red.det_sign(t)
+                    if sign * sign_prev < 0:          # Dd passed through a singular matrix
+                        after = (red.q.copy(), t)     # a choice regular on the far side
+                        _crossed(model, red, solver, t_prev, t, f)
+                        t, y = t_prev, y_prev         # the partition's own singularity:
+                        raise _Reselect               # choose again before it
+                    sign_prev = sign
                     if solver.status == "running" and red.condition(t) > RESELECT_COND:
                         q, qd = red.full(t, y[:f], y[f:])
                         c_now, best = red.condition(t), partition(model, q, t)[2]
@@ -212,18 +231,42 @@ def native_advance(model, state, t_end, u, settings):
         except _Reselect:
             q, qd = red.full(t, y[:f], y[f:]) if _finite(y) else (q, qd)
             new = partition(model, q, t)
+            if np.array_equal(new[0], ind) and after is not None:
+                new = partition(model, *after)
             if np.array_equal(new[0], ind):
                 raise SingularSystemError(
                     f"model '{model.name}': at t = {t:.9g} s the closure cannot be solved "
                     f"for the dependent coordinates and no other choice of independent "
                     f"coordinates is better (condition number {new[2]:.3g}): a singular "
                     f"configuration") from None
+            forced = new
             h = 0.0
             continue
         q, qd = red.full(t, y[:f], y[f:])
         return q, qd, h
     raise DriftError(f"model '{model.name}': the independent coordinates had to be chosen "
                      f"again 100 times before t = {t_end:.9g} s")
+
+
+def _crossed(model, red, solver, t0, t1, f):
+    """det(Dd) changed sign over the step [t0, t1]: a singular configuration of the mechanism
+    when the best choice of independent coordinates is ill-conditioned somewhere in the step
+    (SingularSystemError), else only of the current choice (the caller chooses again)."""
+    worst = 0.0
+    for tk in np.linspace(t0, t1, 9)[1:-1]:
+        yk = solver.dense_output()(tk)
+        try:
+            qk, _ = red.full(tk, yk[:f], yk[f:])
+        except _Reselect:
+            worst = np.inf
+            break
+        worst = max(worst, partition(model, qk, tk)[2])
+    if worst > STALL_COND:
+        raise SingularSystemError(
+            f"model '{model.name}': singular configuration between t = {t0:.9g} s and "
+            f"{t1:.9g} s: the closure Jacobian loses rank (condition number of the best choice "
+            f"of {f} independent coordinates {worst:.3g}); use formulation 'tmt' or "
+            f"'newton_euler'")
 
 
 def _finite(y):
