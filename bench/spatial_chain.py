@@ -66,8 +66,9 @@ class FmuMb:
         self.it = [idx["tip.x"], idx["tip.y"], idx["tip.z"]]
         self.form = None
 
-    def run(self, tol, form=None, t_end=T_END):
-        s = Settings(method="dop853", formulation=form or self.form, rtol=tol, atol=tol * 1e-2)
+    def run(self, tol, form=None, t_end=T_END, method="dop853"):
+        s = Settings(method=method, formulation=form or self.form, rtol=tol, atol=tol * 1e-2,
+                     step=tol)
         st0 = initial_state(self.model, s)
         t0 = time.perf_counter()
         st = advance(self.model, st0, t_end, None, s)
@@ -123,7 +124,7 @@ class Exudyn:
         mbs.Assemble()
         s = exu.SimulationSettings()
         ti = s.timeIntegration
-        fixed = self.solver == "RK67"
+        fixed = self.solver in ("RK67", "RK44")
         ti.startTime, ti.endTime = 0.0, T_END
         ti.numberOfSteps = int(round(T_END / p)) if fixed else 2
         ti.verboseMode = 0
@@ -288,6 +289,39 @@ def table(rows, joint, target):
     return "\n".join(out)
 
 
+def per_step(ns, log, steps=200, h=1e-3):
+    """Wall time per fixed RK4 step (four right-hand sides) of each engine: the cost growth of
+    one evaluation with N, apart from the step count (which grows with N as the chain whips
+    faster). fmu_mb recursive rk4 in C, Exudyn RK44 (KinematicTree), MuJoCo RK4."""
+    rows = []
+    for n in ns:
+        t_end = steps * h
+        fm = FmuMb(n, "revolute")
+        w_fm = min(fm.run(h, "recursive", t_end, "rk4")[0] for _ in range(3))
+        ex = Exudyn(n, "RK44")
+        global T_END
+        saved, T_END = T_END, t_end
+        try:
+            w_ex = min(ex.run(h)[0] for _ in range(3))
+            w_mj = min(MuJoCo(n, "revolute", "RK4").run(h)[0] for _ in range(3))
+        finally:
+            T_END = saved
+        rows.append((n, w_fm / steps, w_ex / steps, w_mj / steps))
+        log(f"  per step N = {n}: fmu_mb {w_fm / steps * 1e6:.1f} us, Exudyn "
+            f"{w_ex / steps * 1e6:.1f} us, MuJoCo {w_mj / steps * 1e6:.1f} us")
+    out = ["", "Cost of one fixed RK4 step (4 right-hand sides) [us], revolute chain, "
+           f"{steps} steps of {h:g} s, best of 3:", "",
+           "| N | fmu_mb recursive (C) | Exudyn RK44 | MuJoCo RK4 |", "|---|---|---|---|"]
+    out += [f"| {n} | {a * 1e6:.1f} | {b * 1e6:.1f} | {c * 1e6:.1f} |" for n, a, b, c in rows]
+    big = [r for r in rows if r[0] >= 8]
+    if len(big) >= 2:
+        x = np.log([r[0] for r in big])
+        ks = [float(np.polyfit(x, np.log([r[i] for r in big]), 1)[0]) for i in (1, 2, 3)]
+        out += ["", f"Growth exponent of the per-step cost (N >= 8): fmu_mb {ks[0]:.2f}, "
+                f"Exudyn {ks[1]:.2f}, MuJoCo {ks[2]:.2f}"]
+    return "\n".join(out)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N = 2, 8, 16, one repeat")
@@ -297,6 +331,8 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cap", type=float, default=60.0, help="stop tuning past this [s]")
     ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--per-step", action="store_true",
+                    help="only the per-step cost table (fixed RK4 steps)")
     a = ap.parse_args(argv)
     ns = a.n or ([2, 8, 16] if a.quick else [2, 4, 8, 16, 32, 64, 128])
     repeats = 1 if a.quick else a.repeats
@@ -306,6 +342,11 @@ def main(argv=None):
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    if a.per_step:
+        md = per_step(ns, lambda m: print(m, flush=True))
+        (out / "spatial_chain_per_step.md").write_text(md + "\n")
+        print(md)
+        return
     rows = []
     for n in ns:                      # results written after every N (a long run can stop)
         rows.append(bench_one(n, a.joint, a.target, repeats, a.cap, log))
