@@ -19,6 +19,7 @@ import numpy as np
 from . import rotations as rot
 
 NQ = 7
+_EYE3 = np.eye(3)
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +101,9 @@ class Bodies:
         self.At = np.ascontiguousarray(self.A.transpose(0, 2, 1))
         self.dA2 = np.ascontiguousarray(self.dA.transpose(0, 2, 1, 3)).reshape(n, 3, 12)
         self.Adt = np.ascontiguousarray(self.Ad.transpose(0, 2, 1))
+        # A' = dA/dp p' (transposed): the rate of A s is S @ A'^T
+        self.Arate_t = np.ascontiguousarray(
+            np.einsum("nijq,nq->nji", self.dA, self.pd))
 
 
 def vectors(pairs, bodies, side, S):
@@ -110,7 +114,7 @@ def vectors(pairs, bodies, side, S):
     k, m = S.shape[0], S.shape[1]
     As = S @ B.At[idx]
     Jp = (S @ B.dA2[idx]).reshape(k, m, 3, 4)
-    rate = (Jp @ B.pd[idx][:, None, :, None])[..., 0]
+    rate = S @ B.Arate_t[idx]
     conv = 2.0 * (S @ B.Adt[idx])
     return idx, As, Jp, rate, conv
 
@@ -121,7 +125,7 @@ def _term(bodies, side, idx, As, Jp, rate, conv, point):
     o = side * NQ
     J[:, :, o + 3:o + 7] = Jp
     if point:
-        J[:, :, o:o + 3] = np.eye(3)
+        J[:, :, o:o + 3] = _EYE3
         return Term(bodies.r[idx] + As, J, bodies.rd[idx] + rate, conv)
     return Term(As, J, rate, conv)
 
