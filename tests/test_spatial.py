@@ -444,3 +444,17 @@ def test_spatial_four_bar_from_a_guess_moves_like_the_planar_model():
     for name in ("coupler_mid.x", "coupler_mid.y", "energy.total", "B0.rate"):
         np.testing.assert_allclose(rs[name], rp[name], atol=1e-8, err_msg=name)
     np.testing.assert_allclose(rs["coupler_mid.z"], 0.0, atol=1e-12)
+
+
+def test_cylindrical_joint_coordinates_spin_and_fall_along_the_axis():
+    mb = ModelBuilder("sleeve", {}, gravity=(0.0, -9.81, 0.0))
+    s = mb.body("s", mass=1.0, inertia=(0.2, 0.1, 0.3), angular_velocity=(0.0, 0.7, 0.0),
+                velocity=(0.0, 0.5, 0.0))
+    mb.cylindrical("C", mb.ground, s, at=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0))
+    r = simulate(mb.build(), 1.0, 0.25)
+    t = r["time"]
+    np.testing.assert_allclose(r["C.angle"], 0.7 * t, atol=1e-10)
+    np.testing.assert_allclose(r["C.rate"], 0.7, atol=1e-10)
+    np.testing.assert_allclose(r["C.position"], 0.5 * t - 9.81 * t * t / 2, atol=1e-10)
+    np.testing.assert_allclose(r["C.velocity"], 0.5 - 9.81 * t, atol=1e-10)
+    np.testing.assert_allclose(r["C.fy"], 0.0, atol=1e-10)       # free along the axis
