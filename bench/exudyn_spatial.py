@@ -1,10 +1,10 @@
-"""The double-wishbone suspension (models/double_wishbone.py) built again in Exudyn 1.13.6 from
-the same constants, and its wheel-centre trajectory against fmu_mb's for a road step and a
-road sine.
+"""The double-wishbone suspension (models/double_wishbone.py) and the five-point suspension
+(models/five_point_suspension.py) built again in Exudyn 1.13.6 from the same constants, and
+their wheel-centre trajectories against fmu_mb's for road steps and waves.
 
-Exudyn's model: its own Euler-parameter rigid bodies (CreateRigidBody), CreateRevoluteJoint,
-CreateSphericalJoint, CreatePrismaticJoint, CreateSpringDamper (the tyre's with a user
-function that adds the road term), index-3 generalized-alpha without numerical damping
+Exudyn's models: its own Euler-parameter rigid bodies (CreateRigidBody), CreateRevoluteJoint,
+CreateSphericalJoint, CreatePrismaticJoint, CreateDistanceConstraint (the five links),
+CreateSpringDamper (the tyre's with a user function that adds the road term), index-3 generalized-alpha without numerical damping
 (spectral radius 1). The road input is the same zero-order hold as fmu_mb's (constant over each
 communication interval dt), and Exudyn's step divides dt, so both integrate the same
 piecewise-constant input. Exudyn's error is estimated from three step sizes (see compare).
@@ -23,7 +23,8 @@ ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, ROOT)
 from fmu_mb.mechanics.loader import load_module  # noqa: E402
 
-MODEL = os.path.join(ROOT, "models", "double_wishbone.py")
+MODELS = {n: os.path.join(ROOT, "models", n + ".py")
+          for n in ("double_wishbone", "five_point_suspension")}
 G = 9.81
 DT = 5e-3                    # communication interval of the input (zero-order hold) [s]
 
@@ -46,32 +47,74 @@ def held(road, dt=DT):
     return z
 
 
-def exudyn_double_wishbone(road, t_end, step, dt=DT):
-    """Wheel-centre positions (rows t, x, y, z) from Exudyn at the multiples of dt."""
+def _system():
     import exudyn as exu
-    from exudyn.utilities import (MarkerBodyPosition, ObjectGround, RigidBodyInertia,
-                                  SensorMarker)
-    dw = load_module(MODEL)
-    P, M = dw.hp, dw.MASSES
-    k_s, c_s, k_t, k_r, c_r, F0 = 181496.0, 17490.0, 4.0e5, 2.0e5, 2.0e3, 1.0e4
+    from exudyn.utilities import ObjectGround
     SC = exu.SystemContainer()
     mbs = SC.AddSystem()
-    ground = mbs.AddObject(ObjectGround())
+    return exu, SC, mbs, mbs.AddObject(ObjectGround())
 
-    def body(mass, com, J):
-        return mbs.CreateRigidBody(inertia=RigidBodyInertia(mass=mass, inertiaTensor=J),
-                                   referencePosition=list(com), gravity=[0, 0, -G])
-    ua = body(M["upper_arm"], P("UCA_CM"), np.diag(dw.INERTIAS["upper_arm"]))
-    la = body(M["lower_arm"], P("LCA_CM"), np.diag(dw.INERTIAS["lower_arm"]))
+
+def _body(mbs, mass, com, J):
+    from exudyn.utilities import RigidBodyInertia
+    return mbs.CreateRigidBody(inertia=RigidBodyInertia(mass=mass, inertiaTensor=J),
+                               referencePosition=list(com), gravity=[0, 0, -G])
+
+
+def _tyre(mbs, ground, carrier, wc, c_c, r_t, road, dt, step, k_t=4.0e5, F0=1.0e4):
+    """The tyre spring from the road point r_t below the wheel centre wc; its user function
+    adds fmu_mb's tyre.h = -k_t z_r (held) to k (l - l0) + c l'. Exudyn calls it at the end
+    of each step, so the middle of the step picks the held value."""
+    z_road = held(road, dt)
+
+    def tyre_force(mbs_, t, item, dL, dL_t, stiffness, damping, force):
+        return stiffness * dL + damping * dL_t - k_t * z_road(max(t - 0.5 * step, 0.0))
+    mbs.CreateSpringDamper(itemNumbers=[ground, carrier], localPosition0=list(wc - [0, 0, r_t]),
+                           localPosition1=list(wc - c_c), referenceLength=r_t + F0 / k_t,
+                           stiffness=k_t, damping=0.0, springForceUserFunction=tyre_force)
+
+
+def _solve(exu, mbs, carrier, wc, c_c, t_end, step, dt):
+    """Run Exudyn (index-3 generalized-alpha, spectral radius 1) and return the wheel-centre
+    positions (rows t, x, y, z) at the multiples of dt, and the wall time."""
+    from exudyn.utilities import MarkerBodyPosition, SensorMarker
+    marker = mbs.AddMarker(MarkerBodyPosition(bodyNumber=carrier, localPosition=list(wc - c_c)))
+    sensor = mbs.AddSensor(SensorMarker(markerNumber=marker, storeInternal=True,
+                                        outputVariableType=exu.OutputVariableType.Position))
+    mbs.Assemble()
+    s = exu.SimulationSettings()
+    s.timeIntegration.endTime = t_end
+    s.timeIntegration.numberOfSteps = int(round(t_end / step))
+    s.timeIntegration.verboseMode = 0
+    s.timeIntegration.newton.relativeTolerance = 1e-10
+    s.timeIntegration.newton.absoluteTolerance = 1e-10
+    s.timeIntegration.generalizedAlpha.spectralRadius = 1.0
+    s.solution.file.write = False
+    s.solution.sensors.writePeriod = dt
+    s.linearSolver.solverType = exu.LinearSolverType.EigenDense
+    t0 = time.perf_counter()
+    mbs.SolveDynamic(s)
+    return mbs.GetSensorStoredData(sensor), time.perf_counter() - t0
+
+
+def exudyn_double_wishbone(road, t_end, step, dt=DT):
+    """models/double_wishbone.py (default parameters) in Exudyn: wheel-centre positions."""
+    dw = load_module(MODELS["double_wishbone"])
+    P, M = dw.hp, dw.MASSES
+    k_s, c_s, k_r, c_r, F0 = 181496.0, 17490.0, 2.0e5, 2.0e3, 1.0e4
+    exu, SC, mbs, ground = _system()
+    ua = _body(mbs, M["upper_arm"], P("UCA_CM"), np.diag(dw.INERTIAS["upper_arm"]))
+    la = _body(mbs, M["lower_arm"], P("LCA_CM"), np.diag(dw.INERTIAS["lower_arm"]))
     m_c, c_c, J_c = dw.carrier_properties(M["upright"], M["spindle"], M["wheel"], M["tyre"])
-    ca = body(m_c, c_c, J_c)
+    ca = _body(mbs, m_c, c_c, J_c)
     c_tr = 0.5 * (P("TIEROD_C") + P("TIEROD_U"))
-    tr = body(M["tie_rod"], c_tr, dw.rod_tensor(M["tie_rod"], dw.TIE_ROD_RADIUS,
-                                                 P("TIEROD_C"), P("TIEROD_U")))
+    tr = _body(mbs, M["tie_rod"], c_tr, dw.rod_tensor(M["tie_rod"], dw.TIE_ROD_RADIUS,
+                                                       P("TIEROD_C"), P("TIEROD_U")))
     rc = dw.rack_centre()
     half = 2 * P("TIEROD_C")[1]
-    ra = body(M["rack"], rc, np.diag([M["rack"] * half ** 2 / 12, M["rack"] * 0.02 ** 2 / 2,
-                                      M["rack"] * half ** 2 / 12]))
+    ra = _body(mbs, M["rack"], rc, np.diag([M["rack"] * half ** 2 / 12,
+                                            M["rack"] * 0.02 ** 2 / 2,
+                                            M["rack"] * half ** 2 / 12]))
     mbs.CreateRevoluteJoint(itemNumbers=[ground, ua], position=list(P("UCA_F")),
                             axis=list(P("UCA_F") - P("UCA_B")), useGlobalFrame=True)
     mbs.CreateRevoluteJoint(itemNumbers=[ground, la], position=list(P("LCA_F")),
@@ -88,46 +131,43 @@ def exudyn_double_wishbone(road, t_end, step, dt=DT):
     mbs.CreateSpringDamper(itemNumbers=[ground, la], localPosition0=list(P("SPRING_C")),
                            localPosition1=list(P("SPRING_A") - P("LCA_CM")),
                            referenceLength=l_s + S0 / k_s, stiffness=k_s, damping=c_s)
-    wc = P("SPINDLE")
-    r_t = dw.TYRE_RADIUS
-    z_road = held(road, dt)
-
-    def tyre_force(mbs_, t, item, dL, dL_t, stiffness, damping, force):
-        # fmu_mb's tyre.h = -k_t z_r, added to the spring's k (l - l0) + c l'
-        return stiffness * dL + damping * dL_t - k_t * z_road(max(t - 0.5 * step, 0.0))
-    mbs.CreateSpringDamper(itemNumbers=[ground, ca], localPosition0=list(wc - [0, 0, r_t]),
-                           localPosition1=list(wc - c_c), referenceLength=r_t + F0 / k_t,
-                           stiffness=k_t, damping=0.0, springForceUserFunction=tyre_force)
     L_r = dw.RACK_SPRING_LENGTH
     mbs.CreateSpringDamper(itemNumbers=[ground, ra], localPosition0=list(rc - [0, L_r, 0]),
                            localPosition1=[0, 0, 0], referenceLength=L_r - R0 / k_r,
                            stiffness=k_r, damping=c_r)
-    marker = mbs.AddMarker(MarkerBodyPosition(bodyNumber=ca, localPosition=list(wc - c_c)))
-    sensor = mbs.AddSensor(SensorMarker(markerNumber=marker, storeInternal=True,
-                                        outputVariableType=exu.OutputVariableType.Position))
-    mbs.Assemble()
-    s = exu.SimulationSettings()
-    s.timeIntegration.endTime = t_end
-    s.timeIntegration.numberOfSteps = int(round(t_end / step))
-    s.timeIntegration.verboseMode = 0
-    s.timeIntegration.newton.relativeTolerance = 1e-10
-    s.timeIntegration.newton.absoluteTolerance = 1e-10
-    s.timeIntegration.generalizedAlpha.spectralRadius = 1.0
-    s.solution.file.write = False
-    s.solution.sensors.writePeriod = dt
-    s.linearSolver.solverType = exu.LinearSolverType.EigenDense
-    t0 = time.perf_counter()
-    mbs.SolveDynamic(s)
-    wall = time.perf_counter() - t0
-    data = mbs.GetSensorStoredData(sensor)
-    return data, wall
+    wc = P("SPINDLE")
+    _tyre(mbs, ground, ca, wc, c_c, dw.TYRE_RADIUS, road, dt, step, F0=F0)
+    return _solve(exu, mbs, ca, wc, c_c, t_end, step, dt)
 
 
-def fmu_mb_double_wishbone(road, t_end, dt=DT, rtol=1e-10, atol=1e-12):
-    """Wheel-centre positions (rows t, x, y, z) from fmu_mb's simulate with tyre.h = -k_t z_r
-    held over each interval dt."""
+def exudyn_five_point(road, t_end, step, dt=DT):
+    """models/five_point_suspension.py (default parameters) in Exudyn: the carrier on five
+    CreateDistanceConstraint links; wheel-centre positions."""
+    fp = load_module(MODELS["five_point_suspension"])
+    P = fp.HARDPOINTS
+    F0 = 1.0e4
+    exu, SC, mbs, ground = _system()
+    m_c, c_c, J_c = fp.carrier_properties()
+    ca = _body(mbs, m_c, c_c, J_c)
+    for chassis, carrier in fp.LINKS.values():
+        mbs.CreateDistanceConstraint(itemNumbers=[ground, ca], localPosition0=list(P[chassis]),
+                                     localPosition1=list(P[carrier] - c_c))
+    S0 = fp.SPRING_PRELOAD_GRAVITY + fp.SPRING_PRELOAD_PER_LOAD * F0
+    l_s = np.linalg.norm(P["LCA_U"] - P["SHOCK_C"])
+    mbs.CreateSpringDamper(itemNumbers=[ground, ca], localPosition0=list(P["SHOCK_C"]),
+                           localPosition1=list(P["LCA_U"] - c_c),
+                           referenceLength=l_s + S0 / fp.SPRING_STIFFNESS,
+                           stiffness=fp.SPRING_STIFFNESS, damping=fp.DAMPER_DAMPING)
+    wc = P["SPINDLE"]
+    _tyre(mbs, ground, ca, wc, c_c, fp.TYRE_RADIUS, road, dt, step, F0=F0)
+    return _solve(exu, mbs, ca, wc, c_c, t_end, step, dt)
+
+
+def fmu_mb_run(name, road, t_end, dt=DT, rtol=1e-10, atol=1e-12):
+    """Wheel-centre positions (rows t, x, y, z) from fmu_mb's simulate of models/<name>.py
+    with tyre.h = -k_t z_r held over each interval dt."""
     from fmu_mb import load_model, simulate
-    model = load_model(MODEL)
+    model = load_model(MODELS[name])
     k_t = 4.0e5
     t0 = time.perf_counter()
     r = simulate(model, t_end, dt, inputs={"tyre.h": lambda t: -k_t * road(t)}, rtol=rtol,
@@ -137,7 +177,10 @@ def fmu_mb_double_wishbone(road, t_end, dt=DT, rtol=1e-10, atol=1e-12):
                             r["wheel_centre.z"]]), wall
 
 
-def compare(road, t_end, step=1e-4, dt=DT):
+EXUDYN = {"double_wishbone": exudyn_double_wishbone, "five_point_suspension": exudyn_five_point}
+
+
+def compare(road, t_end, step=1e-4, dt=DT, name="double_wishbone"):
     """max |wheel centre fmu_mb - Exudyn| over the output times, with Exudyn's error estimate.
 
     Exudyn's trapezoidal-type step carries the old acceleration across each jump of the held
@@ -148,9 +191,9 @@ def compare(road, t_end, step=1e-4, dt=DT):
     x = {}
     wall = 0.0
     for h in (2 * step, step, step / 2):
-        x[h], w = exudyn_double_wishbone(road, t_end, h, dt)
+        x[h], w = EXUDYN[name](road, t_end, h, dt)
         wall += w
-    fm, wf = fmu_mb_double_wishbone(road, t_end, dt)
+    fm, wf = fmu_mb_run(name, road, t_end, dt)
     n = min(len(fm), *(len(v) for v in x.values()))
     for v in x.values():
         assert np.allclose(v[:n, 0], fm[:n, 0], atol=1e-9)
@@ -170,10 +213,13 @@ def road_curb_and_wave(t):
 
 
 def main(t_end=1.0):
-    for name, road in (("step 30 mm at 0.1 s", road_step), ("sine 20 mm, 2 Hz", road_sine),
-                       ("curb 20 mm + wave 10 mm, 5 Hz", road_curb_and_wave)):
-        c = compare(road, t_end)
-        print(f"{name}, {t_end} s: wheel-centre travel {c['travel'] * 1e3:.2f} mm; "
+    for model, name, road in (
+            ("double_wishbone", "step 30 mm at 0.1 s", road_step),
+            ("double_wishbone", "sine 20 mm, 2 Hz", road_sine),
+            ("double_wishbone", "curb 20 mm + wave 10 mm, 5 Hz", road_curb_and_wave),
+            ("five_point_suspension", "curb 20 mm + wave 10 mm, 5 Hz", road_curb_and_wave)):
+        c = compare(road, t_end, name=model)
+        print(f"{model}, {name}, {t_end} s: wheel-centre travel {c['travel'] * 1e3:.2f} mm; "
               f"max |fmu_mb - Exudyn(extrapolated)| {c['diff']:.2e} m, Exudyn's error "
               f"~ {c['exudyn_error']:.1e} m; max |fmu_mb - Exudyn(h = 5e-5)| "
               f"{c['diff_unextrapolated']:.2e} m; wall fmu_mb {c['wall_fmu_mb']:.1f} s, "

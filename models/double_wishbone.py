@@ -37,7 +37,9 @@ Force elements:
                   road); k = tyre_stiffness (assumed 4e5 N/m: about 43 mm deflection at the
                   rated load 17.1 kN), free length r_t + F0 / k_t; input tyre.h. A road
                   displacement z_r (up) enters as tyre.h = -tyre_stiffness * z_r; the geometric
-                  lateral stiffness F0 / r_t stands in for the tyre's lateral stiffness
+                  lateral stiffness F0 / r_t stands in for the tyre's lateral stiffness. The
+                  spring is bilateral: it pulls the wheel down once the tyre would lift off
+                  (tyre.force > 0), which a road drop beyond F0 / k_t (25 mm) makes happen
     steering   -- TSDA chassis to rack along y (steering column and driver, assumed
                   2e5 N/m, 2e3 N.s/m); input steering.h = rack force (tension positive)
 At the design pose the corner carries the static wheel load F0 = wheel_load (assumed 10 kN)

@@ -24,7 +24,12 @@ def assemble(model, tree):
 
     tree : [(joint name, name of the already placed side)] in placement order.
     """
-    x = _reference_pose(model) if model.spatial else _tree_placement(model, tree)
+    if model.spatial:
+        from .spatial.placement import tree_placement
+
+        x = tree_placement(model, tree)
+    else:
+        x = _tree_placement(model, tree)
     t0 = model.t0
     spec = [(i, ic) for i, ic in enumerate(_initial_by_coord(model)) if ic is not None]
     pos_spec = [(i, ic.value) for i, ic in spec if ic.value is not None]
@@ -57,11 +62,6 @@ def assemble(model, tree):
                             f"inconsistent with the constraints (velocity residual "
                             f"{np.abs(res).max():.3g}); give fewer rates or consistent ones")
     return x, xd, numerical_rank(D)
-
-
-def _reference_pose(model):
-    """Spatial: x = (r, p) of every body at its declared (reference) pose."""
-    return np.array([v for b in model.bodies for v in (*b.position, *b.orientation)], float)
 
 
 def _velocity_guess(model, x):

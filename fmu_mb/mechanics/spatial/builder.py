@@ -3,7 +3,8 @@ calls of a model whose gravity has three components. Points and axes of a joint 
 either globally at the reference pose (at=, axis=: the declared positions and orientations of
 the bodies, as in Exudyn or Simscape) or in body axes (parent_point=, child_point=,
 parent_axis=, child_axis=). The joint frames on parent and child (columns x, y, z) coincide
-at the reference pose; z is the joint axis."""
+at the reference pose; z is the joint axis. With parent_axis= the parent's frame is built in
+the parent's own axes (rotations.frame_from_axis), with child_axis= the child's likewise."""
 import math
 
 import numpy as np
@@ -140,8 +141,9 @@ class SpatialItems:
         else:
             if axis is not None:
                 z = np.array(vec3(where, "axis", axis, unit=True))
-            elif parent_axis is not None:
-                z = Ap @ np.array(vec3(where, "parent_axis", parent_axis, unit=True))
+            elif parent_axis is not None:       # body axes: the frame is the parent's own
+                zl = np.array(vec3(where, "parent_axis", parent_axis, unit=True))
+                z = Ap @ zl
             elif kind == "weld":
                 z = np.array([0.0, 0.0, 1.0])
             else:
@@ -149,7 +151,8 @@ class SpatialItems:
                                  f"axes at the reference pose, or parent_axis= in the "
                                  f"parent's axes")
             F = rot.frame_from_axis(z)
-            Fp, Fc = Ap.T @ F, Ac.T @ F
+            Fp = rot.frame_from_axis(zl) if parent_axis is not None else Ap.T @ F
+            Fc = Ac.T @ Ap @ Fp
             if kind == "universal":
                 if axis2 is None:
                     raise ModelError(f"{where}: give the second (child's) axis axis2= in "

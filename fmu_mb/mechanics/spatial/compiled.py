@@ -9,6 +9,10 @@ import numpy as np
 from . import kinematics as kin
 from .constraints import ROWS
 
+#: the joint coordinates of each kind: "revolute" an angle, "prismatic" a position
+COORDINATES = {"revolute": ("revolute",), "prismatic": ("prismatic",),
+               "cylindrical": ("revolute", "prismatic")}
+
 
 @dataclass(frozen=True, eq=False)
 class Group:
@@ -73,7 +77,7 @@ class CompiledSpatial:
     norm_rows: np.ndarray       # (nb,) rows of p . p - 1
     drives: tuple               # (row, Group of one joint, Motion)
     joint_rows: tuple           # per joint: its row indices
-    coord_joints: tuple         # joint indices with a coordinate (revolute, prismatic)
+    coord_joints: tuple         # per joint coordinate its joint's index (COORDINATES order)
     coord_groups: tuple         # Group per kind; rows[:, 0] = position in the coordinates
     tsda: Group
     rsda: Group
@@ -139,9 +143,9 @@ def compile_spatial(mb):
     norm_rows = np.arange(row, row + nb, dtype=np.intp)
     row += nb
     coord_joints, coord_items = [], {}
-    for k, j in enumerate(mb._joints):
-        if j.kind in ("revolute", "prismatic"):
-            coord_items.setdefault(j.kind, []).append((j, len(coord_joints)))
+    for k, j in enumerate(mb._joints):          # a cylindrical joint has both coordinates
+        for kind in COORDINATES.get(j.kind, ()):
+            coord_items.setdefault(kind, []).append((j, len(coord_joints)))
             coord_joints.append(k)
     coord_groups = tuple(make_group(kind, [_item(j) for j, _ in items], idx,
                                     rows=np.array([[pos] for _, pos in items], np.intp),

@@ -19,6 +19,7 @@ import numpy as np
 from . import rotations as rot
 
 NQ = 7
+_EYE3 = np.eye(3)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,6 +97,13 @@ class Bodies:
         self.dA = rot.rotate_jacobian(pp, unit).reshape(n, 3, 3, 4).transpose(0, 2, 1, 3)
         self.Ad = rot.rotate(np.repeat(self.pd, 3, axis=0), unit).reshape(n, 3, 3) \
             .transpose(0, 2, 1)
+        # the same, laid out for batched products with local vectors S (k, m, 3)
+        self.At = np.ascontiguousarray(self.A.transpose(0, 2, 1))
+        self.dA2 = np.ascontiguousarray(self.dA.transpose(0, 2, 1, 3)).reshape(n, 3, 12)
+        self.Adt = np.ascontiguousarray(self.Ad.transpose(0, 2, 1))
+        # A' = dA/dp p' (transposed): the rate of A s is S @ A'^T
+        self.Arate_t = np.ascontiguousarray(
+            np.einsum("nijq,nq->nji", self.dA, self.pd))
 
 
 def vectors(pairs, bodies, side, S):
@@ -103,10 +111,11 @@ def vectors(pairs, bodies, side, S):
     parent (side 0) or child (side 1): arrays (k, m, 3), (k, m, 3, 4), (k, m, 3), (k, m, 3)."""
     idx = pairs.p if side == 0 else pairs.c
     B = bodies
-    As = np.einsum("kij,kmj->kmi", B.A[idx], S)
-    Jp = np.einsum("kijq,kmj->kmiq", B.dA[idx], S)
-    rate = np.einsum("kmiq,kq->kmi", Jp, B.pd[idx])
-    conv = 2.0 * np.einsum("kij,kmj->kmi", B.Ad[idx], S)
+    k, m = S.shape[0], S.shape[1]
+    As = S @ B.At[idx]
+    Jp = (S @ B.dA2[idx]).reshape(k, m, 3, 4)
+    rate = S @ B.Arate_t[idx]
+    conv = 2.0 * (S @ B.Adt[idx])
     return idx, As, Jp, rate, conv
 
 
@@ -116,7 +125,7 @@ def _term(bodies, side, idx, As, Jp, rate, conv, point):
     o = side * NQ
     J[:, :, o + 3:o + 7] = Jp
     if point:
-        J[:, :, o:o + 3] = np.eye(3)
+        J[:, :, o:o + 3] = _EYE3
         return Term(bodies.r[idx] + As, J, bodies.rd[idx] + rate, conv)
     return Term(As, J, rate, conv)
 
@@ -130,11 +139,10 @@ def vector(pairs, bodies, side, s, point):
 
 def dot(a, b):
     """Scalar product of two vector Terms (k, 3): a Term (k,)."""
-    val = np.einsum("ki,ki->k", a.val, b.val)
-    J = np.einsum("ki,kij->kj", b.val, a.J) + np.einsum("ki,kij->kj", a.val, b.J)
-    rate = np.einsum("ki,ki->k", a.rate, b.val) + np.einsum("ki,ki->k", a.val, b.rate)
-    conv = (np.einsum("ki,ki->k", a.conv, b.val) + 2.0 * np.einsum("ki,ki->k", a.rate, b.rate)
-            + np.einsum("ki,ki->k", a.val, b.conv))
+    val = (a.val * b.val).sum(axis=1)
+    J = (b.val[:, None, :] @ a.J)[:, 0, :] + (a.val[:, None, :] @ b.J)[:, 0, :]
+    rate = (a.rate * b.val + a.val * b.rate).sum(axis=1)
+    conv = (a.conv * b.val + 2.0 * a.rate * b.rate + a.val * b.conv).sum(axis=1)
     return Term(val, J, rate, conv)
 
 
