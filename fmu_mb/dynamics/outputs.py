@@ -22,7 +22,8 @@ Spatial models (README "Spatial models"): per body B.x, B.y, B.z [m], B.e0 ... B
 parameters), B.alpha, B.beta, B.gamma [rad] (Cardan angles, A = Rx Ry Rz), B.vx, B.vy, B.vz
 [m/s], B.wx, B.wy, B.wz [rad/s] (angular velocity, global axes); per joint J.fx, J.fy, J.fz
 [N] and J.tx, J.ty, J.tz [N.m] (parent on child at the child's joint point, global axes;
-distance joints J.tension), cylindrical J.angle, J.rate, J.position, J.velocity; per bushing
+distance joints J.tension), cylindrical J.angle, J.rate, J.position, J.velocity, universal
+J.angle1, J.rate1, J.angle2, J.rate2; per bushing
 E.fx ... E.tz (frame a's axes); per point P.x, P.y,
 P.z, P.vx, P.vy, P.vz.
 """
@@ -158,6 +159,11 @@ def _spatial_spec(model, add):
                 (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"),
                 (f"{j.name}.position", "m", f"position of joint {j.name}"),
                 (f"{j.name}.velocity", "m/s", f"sliding rate of joint {j.name}"))
+        elif j.kind == "universal":
+            add("coords", (f"{j.name}.angle1", "rad", f"angle about the first axis of {j.name}"),
+                (f"{j.name}.rate1", "rad/s", f"rate about the first axis of {j.name}"),
+                (f"{j.name}.angle2", "rad", f"angle about the second axis of {j.name}"),
+                (f"{j.name}.rate2", "rad/s", f"rate about the second axis of {j.name}"))
         if j.kind == "distance":
             add("dynamics", (f"{j.name}.tension", "N", f"tension of link {j.name}"))
         else:

@@ -162,8 +162,10 @@ class SpatialItems:
                     raise ModelError(f"{where}: the two axes of a universal joint must be "
                                      f"perpendicular, received axis={tuple(z)}, "
                                      f"axis2={tuple(z2)}")
-                F2 = np.stack([z, np.cross(z2, z), z2], axis=1)
-                Fc = Ac.T @ F2
+                # parent frame (x = axis2, z = axis), child frame (x = axis, z = axis2) at the
+                # reference pose: the joint's two angles are measured from these
+                Fp = Ap.T @ np.stack([z2, np.cross(z, z2), z], axis=1)
+                Fc = Ac.T @ np.stack([z, np.cross(z2, z), z2], axis=1)
             elif child_axis is not None:
                 zc = np.array(vec3(where, "child_axis", child_axis, unit=True))
                 Fc = rot.frame_from_axis(zc)
