@@ -153,9 +153,12 @@ class ModelBuilder(SpatialItems):
         (in (-pi, pi]) turns the child's joint frame about the axis from the parent's.
         """
         if self.spatial:
+            self._not_here(f"revolute '{name}'", "spatial", angle0=angle0 or None)
             return self._joint3(name, "revolute", parent, child, at=at, axis=axis,
                                 parent_point=parent_point, child_point=child_point,
                                 parent_axis=parent_axis, child_axis=child_axis)
+        self._not_here(f"revolute '{name}'", "planar", at=at, axis=axis,
+                       parent_axis=parent_axis, child_axis=child_axis)
         return self._joint(name, "revolute", parent, child, parent_point, child_point,
                            angle0=angle0)
 
@@ -168,9 +171,12 @@ class ModelBuilder(SpatialItems):
         parent_axis= in the parent's axes); the relative orientation stays the reference one.
         """
         if self.spatial:
+            self._not_here(f"prismatic '{name}'", "spatial", angle0=angle0 or None)
             return self._joint3(name, "prismatic", parent, child, at=at, axis=axis,
                                 parent_point=parent_point, child_point=child_point,
                                 parent_axis=parent_axis, child_axis=child_axis)
+        self._not_here(f"prismatic '{name}'", "planar", at=at, parent_axis=parent_axis,
+                       child_axis=child_axis)
         axis = (1.0, 0.0) if axis is None else axis
         return self._joint(name, "prismatic", parent, child, parent_point, child_point,
                            axis=axis, angle0=angle0)
@@ -180,8 +186,10 @@ class ModelBuilder(SpatialItems):
         """Fixed joint: the points coincide and the relative angle stays angle0 (spatial:
         the relative orientation stays the reference one)."""
         if self.spatial:
+            self._not_here(f"weld '{name}'", "spatial", angle0=angle0 or None)
             return self._joint3(name, "weld", parent, child, at=at,
                                 parent_point=parent_point, child_point=child_point)
+        self._not_here(f"weld '{name}'", "planar", at=at)
         return self._joint(name, "weld", parent, child, parent_point, child_point,
                            angle0=angle0)
 
@@ -292,6 +300,7 @@ class ModelBuilder(SpatialItems):
         if self.spatial:
             return self._load3(name, "force", body, point, at, (1, 0, 0) if direction is None
                                else direction, frame, value, input, None)
+        self._not_here(f"force '{name}'", "planar", at=at)
         point = (0.0, 0.0) if point is None else point
         direction = (1.0, 0.0) if direction is None else direction
         where = f"force '{name}'"
@@ -319,6 +328,8 @@ class ModelBuilder(SpatialItems):
                 raise ModelError(f"torque '{name}': give the torque's axis=(ax, ay, az)")
             return self._load3(name, "torque", body, None, None, axis, frame, value, input,
                                reaction)
+        self._not_here(f"torque '{name}'", "planar", axis=axis,
+                       frame=None if frame == "global" else frame)
         where = f"torque '{name}'"
         self._claim(name, "element")
         b = self._body_ref(where, "body", body, allow_ground=False)
@@ -340,6 +351,7 @@ class ModelBuilder(SpatialItems):
             pt = (self._local_point(body, np.array(vec3(where, "at", at))) if at is not None
                   else vec3(where, "point", (0, 0, 0) if point is None else point))
         else:
+            self._not_here(where, "planar", at=at)
             pt = _vec2(where, "point", (0.0, 0.0) if point is None else point)
         self._markers.append(Marker(name, body, pt))
         return name
@@ -496,6 +508,15 @@ class ModelBuilder(SpatialItems):
         return replace(model, x0=x0, xd0=xd0, topology=topo)
 
     # ------------------------------------------------------------------ helpers
+    def _not_here(self, where, kind, **given):
+        """ModelError for arguments the other kind of model takes (never silently ignored)."""
+        bad = sorted(k for k, v in given.items() if v is not None)
+        if bad:
+            other = "planar" if kind == "spatial" else "spatial"
+            raise ModelError(f"{where}: {', '.join(bad)} belong(s) to {other} models; this "
+                             f"model is {kind} (gravity with "
+                             f"{3 if kind == 'spatial' else 2} components)")
+
     def _claim(self, name, kind):
         if not isinstance(name, str) or not _NAME.match(name):
             raise ModelError(f"{kind} name: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
