@@ -1,7 +1,8 @@
 """Heavy symmetric top on a spherical joint at the origin, gravity along -z. Its symmetry axis
 (body z) starts at the nutation angle theta0 from the vertical, spinning at omega3 about
 itself and precessing about the vertical at the slow steady-precession rate
-Omega = (C omega3 - sqrt(C^2 omega3^2 - 4 A m g l cos theta0)) / (2 A cos theta0) plus
+Omega = (C omega3 - sqrt(C^2 omega3^2 - 4 A_p m g l cos theta0)) / (2 A_p cos theta0), with
+A_p = A + m l^2 the transverse inertia about the pivot, plus
 `precession_offset` (0: steady precession; otherwise the top nutates). Input: a torque about
 the symmetry axis, `spin_motor.h` [N.m] (reacting on the ground)."""
 import math
