@@ -5,7 +5,9 @@ parameter, build a new Model. It holds the declared items (bodies, joints, drive
 points, parameters, inputs), the topology, the assembled initial absolute coordinates, and a
 `Compiled` block of index arrays that the formulations evaluate vectorised.
 
-Coordinates: x = (x, y, phi) per moving body in declaration order [m, m, rad].
+Coordinates: x = (x, y, phi) per moving body in declaration order [m, m, rad]; in a spatial
+model (three gravity components) x = (r, p) per body, the centre of mass [m] and the Euler
+parameters (mechanics.spatial), compiled to spatial.compiled.CompiledSpatial.
 """
 from dataclasses import dataclass, field
 from typing import Optional
@@ -281,7 +283,7 @@ class Compiled:
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """An immutable planar multibody model (see module docstring)."""
+    """An immutable planar or spatial multibody model (see module docstring)."""
 
     name: str
     gravity: Vec2
