@@ -45,7 +45,9 @@ class Settings:
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
     penetration that triggers event location [m or rad]; contact_velocity : rebound gap rate
     below which a contact becomes persistent [m/s or rad/s]; event_tol : time tolerance of
-    the event location on the dense output [s].
+    the event location on the dense output [s]. max_steps : most integrator steps one
+    advance() call may take (0: no limit); an FMU sets it so that every doStep returns in
+    bounded time (IntegrationError beyond it).
     """
 
     method: str = "dop853"
@@ -60,6 +62,7 @@ class Settings:
     contact_tol: float = 1e-9
     contact_velocity: float = 1e-3
     event_tol: float = 1e-15
+    max_steps: int = 0
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
@@ -130,6 +133,9 @@ def advance(model, state, t_end, u=None, settings=None):
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
     if form.native_advance is not None:
+        step = settings.step if settings.method == "rk4" else state.h
+        if step > 0:
+            _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
         res = form.native_advance(model, state, t_end, uvec, settings)
         if res is not None:
             q, qd, h = res
@@ -156,8 +162,18 @@ def _check(y, t, model):
                                f"t = {t:.9g} s (NaN or infinity); the step was rejected")
 
 
+def _over_budget(settings, model, t, t_end, steps, h):
+    """IntegrationError when `steps` integrator steps exceed settings.max_steps."""
+    if settings.max_steps and steps > settings.max_steps:
+        raise IntegrationError(
+            f"model '{model.name}': integrating from t = {t:.9g} s to {t_end:.9g} s needs more "
+            f"than {settings.max_steps} integrator steps (step size {h:.3g} s); the call was "
+            f"stopped; take shorter communication steps or check the inputs")
+
+
 def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
     nsteps = max(1, math.ceil((t_end - t) / step - 1e-9))
+    _over_budget(settings, model, t, t_end, nsteps, step)
     dt = (t_end - t) / nsteps
     for k in range(nsteps):
         tk = t + k * dt
@@ -182,7 +198,10 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
     except ValueError as exc:
         raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
                                f"t = {t:.9g} s: {exc}") from None
+    steps = 0
     while solver.status == "running":
+        steps += 1
+        _over_budget(settings, model, t, t_end, steps, solver.h_abs)
         msg = solver.step()
         if solver.status == "failed":
             raise IntegrationError(f"model '{model.name}': the {settings.method} integrator "
@@ -205,6 +224,7 @@ class _Stepper:
         if settings.method == "rk4":
             self.solver = None
             self.nsteps = max(1, math.ceil((t_end - t) / settings.step - 1e-9))
+            _over_budget(settings, model, t, t_end, self.nsteps, settings.step)
             self.t0, self.k = t, 0
             self.dt = (t_end - t) / self.nsteps
             self.t, self.y, self.f = t, y, rhs(t, y)
@@ -287,7 +307,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
     project = settings.stabilization == "projection"
     reduction = model.compiled.contacts.reduction
-    repeats, t_last = 0, None
+    repeats, t_last, steps = 0, None, 0
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
@@ -311,6 +331,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         event = None
         while event is None and stepper.t < t_end:
             y_old = stepper.y
+            steps += 1
+            _over_budget(settings, model, state.t, t_end, steps, stepper.h)
             stepper.step()
             if project:
                 stepper.set_y(proj(stepper.t, stepper.y))

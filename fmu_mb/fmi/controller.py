@@ -32,7 +32,7 @@ measurements, filter states, output, time and parameters (a round trip is bit-id
 import math
 from dataclasses import dataclass, field
 
-from pythonfmu import Fmi2Slave
+from .guard import GuardedSlave
 from pythonfmu.default_experiment import DefaultExperiment
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Real
@@ -194,8 +194,12 @@ def pid_step(spec, state, y, r, h):
 
 
 # ---------------------------------------------------------------------- the FMU adapter
-class ControllerSlave(Fmi2Slave):
-    """pythonfmu adapter; a generated subclass sets `spec_dict` (ControllerSpec.to_dict())."""
+class ControllerSlave(GuardedSlave):
+    """pythonfmu adapter; a generated subclass sets `spec_dict` (ControllerSpec.to_dict()).
+
+    Statuses as MultibodySlave's (GuardedSlave, fmi/guard.py): an invalid parameter fails
+    fmi2ExitInitializationMode with fmi2Error and a logged message; misuse returns fmi2Error
+    and changes nothing; a non-finite input or a wrong step returns fmi2Discard."""
 
     spec_dict = {}
 
@@ -257,9 +261,13 @@ class ControllerSlave(Fmi2Slave):
                if not math.isfinite(getattr(c, k))]
         bad += [c.var("Tf") for c in s.channels if not (c.Tf >= 0.0 and math.isfinite(c.Tf))]
         if bad or not s.u_min <= s.u_max:
-            msg = f"{s.name}: invalid parameter(s) {bad or ['u_min > u_max']}"
-            self.log(msg, Fmi2Status.error)
-            raise ValueError(msg)
+            values = {k: getattr(c, k.split(".")[-1]) for c in s.channels for k in
+                      [c.var(x) for x in ("kp", "ki", "kd", "kaw", "setpoint", "Tf")]
+                      if k in bad}
+            raise ValueError(
+                f"{s.name}: invalid parameter(s) {bad or ['u_min > u_max']} "
+                f"(received {values or {'u_min': s.u_min, 'u_max': s.u_max}}); expected finite "
+                f"gains and set-points, Tf >= 0 and u_min <= u_max")
 
     def do_step(self, current_time, step_size):
         s = self.spec

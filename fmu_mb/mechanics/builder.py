@@ -101,7 +101,8 @@ class ModelBuilder:
         if max is not None and value > max:
             raise ModelError(f"{where}: expected a value <= {max}, received {value!r}")
         self._params.append(Parameter(name, value, default, unit, description,
-                                      tuple(choices) if choices else None, structural))
+                                      tuple(choices) if choices else None, structural,
+                                      min, max))
         return value
 
     # ------------------------------------------------------------------ bodies

@@ -166,6 +166,8 @@ class Parameter:
     description: str
     choices: Optional[tuple] = None
     structural: bool = False        # changes the model's shape (e.g. a number of links)
+    min: Optional[float] = None     # valid range of a number (inclusive); None: unbounded
+    max: Optional[float] = None
 
 
 @dataclass(frozen=True)
