@@ -132,10 +132,10 @@ def advance(model, state, t_end, u=None, settings=None):
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
+    step = settings.step if settings.method == "rk4" else state.h
+    if step > 0:    # fail fast: the last step size says the interval needs too many steps
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
     if form.native_advance is not None:
-        step = settings.step if settings.method == "rk4" else state.h
-        if step > 0:
-            _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
         res = form.native_advance(model, state, t_end, uvec, settings)
         if res is not None:
             q, qd, h = res
