@@ -221,3 +221,26 @@ def test_fmu_runs_after_its_build_environment_is_gone(tmp_path):
     assert len(line) == 1, res.stderr
     assert str(venv / "bin" / "python") in line[0] and "not found" in line[0]
     assert "PYTHONEXECUTABLE" in line[0]
+
+
+def test_controller_fmu_has_the_same_statuses(tmp_path):
+    from fmu_mb.fmi.build import build_controller_fmu
+    from fmu_mb.fmi.controller import pid
+    path = build_controller_fmu(pid("ctl", kp=2.0, ki=1.0, kd=0.0, Tf=0.01, setpoint=1.0,
+                                    u_min=-5.0, u_max=5.0), tmp_path)
+    h, vr = _host(path)
+    h.call("setupExperiment", None, 0.0)
+    h.call("enterInitializationMode")
+    h.call("setReal", [vr["Tf"]], [-1.0])
+    status, _, msgs = h.call("exitInitializationMode")
+    assert status == 3 and "'Tf'" in msgs[-1][1] and "Tf >= 0" in msgs[-1][1]
+    h.call("setReal", [vr["Tf"]], [0.01])
+    assert h.call("exitInitializationMode")[0] == 0
+    for call in [("setReal", [vr["u"]], [1.0]), ("getReal", [12345]),
+                 ("setReal", [vr["kp"]], [3.0]), ("deSerializeFMUstate", b"\x00\x01")]:
+        status, _, msgs = h.call(*call)
+        assert status == 3 and msgs, call
+    h.call("setReal", [vr["measurement"]], [0.25])
+    assert h.call("doStep", 0.0, 0.01)[0] == 0
+    u = h.call("getReal", [vr["u"]])[1][0]
+    assert u == pytest.approx(2.0 * 0.75 + 0.0, abs=1e-12)   # kp e + I (I starts at 0)
