@@ -135,6 +135,12 @@ def advance(model, state, t_end, u=None, settings=None):
     step = settings.step if settings.method == "rk4" else state.h
     if step > 0:    # fail fast: the last step size says the interval needs too many steps
         _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    elif settings.max_steps:
+        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
+        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
+        # the number of steps from below
+        step = 1e4 * _first_step(form, model, state, uvec, settings)
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
     if form.native_advance is not None:
         res = form.native_advance(model, state, t_end, uvec, settings)
         if res is not None:
@@ -167,8 +173,20 @@ def _over_budget(settings, model, t, t_end, steps, h):
     if settings.max_steps and steps > settings.max_steps:
         raise IntegrationError(
             f"model '{model.name}': integrating from t = {t:.9g} s to {t_end:.9g} s needs more "
-            f"than {settings.max_steps} integrator steps (step size {h:.3g} s); the call was "
-            f"stopped; take shorter communication steps or check the inputs")
+            f"than {settings.max_steps} integrator steps (step size about {h:.3g} s); the "
+            f"call was stopped; take shorter communication steps or check the inputs")
+
+
+def _first_step(form, model, state, uvec, settings):
+    """Hairer, Norsett & Wanner's initial step guess h0 = 0.01 ||y|| / ||y'|| (scaled norms)."""
+    y = np.concatenate([state.q, state.qd])
+    qdd = form.accelerations(model, state.q, state.qd, state.t, uvec).qdd
+    f = np.concatenate([state.qd, qdd])
+    scale = settings.atol + settings.rtol * np.abs(y)
+    d0, d1 = np.sqrt(np.mean((y / scale) ** 2)), np.sqrt(np.mean((f / scale) ** 2))
+    if not (np.isfinite(d0) and np.isfinite(d1)) or d0 < 1e-5 or d1 < 1e-5:
+        return 1e-6
+    return 0.01 * d0 / d1
 
 
 def _rk4(rhs, t, y, t_end, step, model, form, project, settings):

@@ -53,7 +53,7 @@ SOLVER_PARAMETERS = {
     "solver.rtol": ("rtol", 1e-9, "1", "relative tolerance of the adaptive methods"),
     "solver.atol": ("atol", 1e-11, "1", "absolute tolerance of the adaptive methods"),
     "solver.step": ("step", 1e-3, "s", "step of the fixed-step method rk4"),
-    "solver.max_steps": ("max_steps", 20000, "1",
+    "solver.max_steps": ("max_steps", 2000, "1",
                          "most integrator steps per doStep (0: no limit); beyond it the step "
                          "is discarded, so that every doStep returns in bounded time"),
 }
