@@ -425,8 +425,7 @@ class ModelBuilder:
         `.end_stops` (impacts at both stops so far).
         """
         where = f"cylinder '{name}'"
-        self._check_free([name, f"{name}_lower", f"{name}_upper"], "element")
-        self._claim(name, "element")
+        # validate everything first: a refused call declares nothing
         a = self._body_ref(where, "a", a)
         b = self._body_ref(where, "b", b)
         if a == b:
@@ -438,13 +437,10 @@ class ModelBuilder:
                              f"min_length={lmin}, max_length={lmax}")
         friction = _number(where, "friction", friction, nonneg=True)
         e = _restitution(where, restitution)
-        gains = []
-        if force_input not in (False, None):
-            gains.append((self._input(where, name, True if force_input is True else
-                                      force_input, "N", f"force h of cylinder {name}, "
-                                      f"pushing the pins apart positive"), 1.0))
+        ap_, bp_ = _vec2(where, "a_point", a_point), _vec2(where, "b_point", b_point)
         if piston_area is None and rod_area is not None:
             raise ModelError(f"{where}: rod_area needs piston_area (the head side's area)")
+        areas = []
         if piston_area is not None:
             ap = _number(where, "piston_area", piston_area, positive=True)
             ar = 0.0 if rod_area is None else _number(where, "rod_area", rod_area,
@@ -453,12 +449,22 @@ class ModelBuilder:
                 raise ModelError(f"{where}: rod_area (the annulus, piston area minus rod "
                                  f"cross-section) must be < piston_area, received "
                                  f"rod_area={ar}, piston_area={ap}")
-            gains.append((self._input(where, name, f"{name}.p_head", "Pa",
-                                      f"head-side pressure of cylinder {name}"), ap))
+            areas = [(f"{name}.p_head", ap, f"head-side pressure of cylinder {name}")]
             if ar > 0.0:
-                gains.append((self._input(where, name, f"{name}.p_rod", "Pa",
-                                          f"rod-side pressure of cylinder {name}"), -ar))
-        ap_, bp_ = _vec2(where, "a_point", a_point), _vec2(where, "b_point", b_point)
+                areas.append((f"{name}.p_rod", -ar, f"rod-side pressure of cylinder {name}"))
+        self._check_free([name, f"{name}_lower", f"{name}_upper"], "element")
+        taken = {i.name for i in self._inputs}
+        for iname, _, _ in areas:
+            if iname in taken:
+                raise ModelError(f"{where}: input '{iname}' is already declared")
+        self._claim(name, "element")
+        gains = []
+        if force_input not in (False, None):
+            gains.append((self._input(where, name, True if force_input is True else
+                                      force_input, "N", f"force h of cylinder {name}, "
+                                      f"pushing the pins apart positive"), 1.0))
+        for iname, gain, text in areas:
+            gains.append((self._input(where, name, iname, "Pa", text), gain))
         self._elements.append(Element(name, "cylinder", a, b, ap_, bp_, damping=friction,
                                       free_value=lmin, value=lmax, gains=tuple(gains)))
         for cname, dist, side in ((f"{name}_lower", lmin, 1.0), (f"{name}_upper", lmax, -1.0)):
