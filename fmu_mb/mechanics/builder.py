@@ -14,6 +14,7 @@ immutable Model.
 """
 import math
 import re
+import sys
 from collections import deque
 from dataclasses import replace
 
@@ -70,6 +71,9 @@ class ModelBuilder:
     overrides : mapping parameter name -> value given by the user (unknown names raise in
         build(), listing the declared parameters).
     gravity : (gx, gy) gravity acceleration vector [m/s2], any direction.
+    description : the model description (an FMU's description); by default the docstring of
+        the model file that creates the builder (a file loaded by load_model, `fmu-mb` or an
+        FMU).
     """
 
     ground = GROUND
@@ -79,7 +83,7 @@ class ModelBuilder:
             raise ModelError(f"model name: expected an identifier [A-Za-z_][A-Za-z0-9_]*, "
                              f"received {name!r}")
         self.name = name
-        self.description = description
+        self.description = description or _model_file_docstring(sys._getframe(1))
         self._overrides = dict(overrides or {})
         self.gravity = _vec2(f"model '{name}'", "gravity", gravity)
         self._params, self._bodies, self._joints, self._drives = [], [], [], []
@@ -580,6 +584,15 @@ class ModelBuilder:
             raise ModelError(f"{where}: input '{iname}' is already declared")
         self._inputs.append(Input(iname, unit, description))
         return iname
+
+
+def _model_file_docstring(frame):
+    """The docstring of the model file whose code is `frame` (a module loaded by
+    fmu_mb.mechanics.loader or by an FMU, named fmu_mb_...), else ""."""
+    g = frame.f_globals if frame is not None else {}
+    if str(g.get("__name__", "")).startswith("fmu_mb_") and isinstance(g.get("__doc__"), str):
+        return g["__doc__"].strip()
+    return ""
 
 
 # ---------------------------------------------------------------------- validation helpers
