@@ -149,7 +149,11 @@ def test_assembly_warns_for_a_cylinder_or_joint_outside_its_range():
     with pytest.warns(AssemblyWarning) as rec:
         cylinder_arm(1.2)
     text = " ".join(str(w.message) for w in rec)
-    assert "cylinder 'cyl' assembled at length" in text and "[0.6, 0.9]" in text
+    # the pin distance at 1.2 rad, from the geometry: outside [0.6, 0.9]
+    eye = np.array([math.cos(1.2), math.sin(1.2)]) * 0.5
+    length = np.linalg.norm(eye - [0.3, -0.6])
+    assert length > 0.9
+    assert f"cylinder 'cyl' assembled at length {length:.4g} m" in text and "[0.6, 0.9]" in text
     assert "joint 'A' assembled beyond its limit 'stop_upper'" in text
 
 

@@ -276,7 +276,7 @@ def _check_result(model, x):
                 continue
             if c.name in cyl:
                 e = next(e for e in model.elements if e.name == cyl[c.name])
-                length = e.free_value - gc if c.side > 0 else e.value + gc
+                length = e.free_value + gc if c.side > 0 else e.value - gc
                 what = (f"cylinder '{e.name}' assembled at length {length:.4g} m, outside "
                         f"its range [{e.free_value:.4g}, {e.value:.4g}] m")
             elif c.joint is not None:
