@@ -173,7 +173,7 @@ def test_joint_limit_refusals():
     mb.prismatic("P", mb.ground, b)
     with pytest.raises(ModelError, match="lower < upper"):
         mb.joint_limit("stop", "P", lower=0.3, upper=0.3)
-    with pytest.raises(ModelError, match="neither"):
+    with pytest.raises(ModelError, match="received neither"):
         mb.joint_limit("stop", "P")
     assert mb._contacts == []
 

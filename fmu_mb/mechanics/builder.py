@@ -385,7 +385,8 @@ class ModelBuilder:
         `<name>_lower` and `<name>_upper` (each with its own outputs)."""
         where = f"joint_limit '{name}'"
         if lower is None and upper is None:
-            raise ModelError(f"{where}: give lower=, upper= or both, received neither")
+            raise ModelError(f"{where}: give exactly one of lower= or upper=, or both; "
+                             f"received neither")
         j = self._coordinate_joint(where, joint)
         lo = None if lower is None else _number(where, "lower", lower)
         hi = None if upper is None else _number(where, "upper", upper)
