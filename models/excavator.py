@@ -10,10 +10,11 @@ relative to the stick; counter-clockwise positive, so curling the stick or the b
 towards the machine makes its angle more negative.
 
 Sources and what is estimated:
-- Principal dimensions from manufacturers' published data sheets of the 20-22 t class
-  (Caterpillar 320, Komatsu PC200, Volvo EC210 sheets list a 5.7 m reach boom, a 2.9 m stick
-  and a 0.9-1.2 m3 bucket, with a tip radius of about 1.45 m): boom 5.7 m and stick 2.9 m pin
-  to pin, bucket pin to tip 1.45 m, boom foot 2.0 m high.
+- Principal dimensions as manufacturers' data sheets of the 20-22 t class publish them
+  (the Caterpillar 320, Komatsu PC200 and Volvo EC210 sheets list a 5.7 m reach boom, a
+  2.9 m stick and a 0.9-1.2 m3 bucket): boom 5.7 m and stick 2.9 m pin to pin; the bucket's
+  pin-to-tip radius 1.45 m and the boom foot height 2.0 m are read off such sheets' working
+  range drawings (by proportion, so to about +-0.1 m).
 - Link masses are class-typical estimates (boom 1.8 t, stick 0.95 t, 1 m3 general-purpose
   bucket 0.8 t; front attachment about 17 % of the operating weight), not data-sheet values;
   inertias are those of uniform boxes of the links' outer size (box_inertia).
