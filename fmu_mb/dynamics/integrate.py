@@ -94,9 +94,9 @@ def check_settings(model, settings):
 
         why = supported(model)
         if why is not None:
-            raise InputError(f"model '{model.name}': formulation 'recursive' runs open trees "
-                             f"of revolute, prismatic and weld joints; {why}. Use formulation "
-                             f"'tmt' or 'newton_euler'")
+            raise InputError(f"model '{model.name}': formulation 'recursive' runs trees "
+                             f"of revolute, prismatic and weld joints and loops closed by cut "
+                             f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
         return
     if model.contacts and settings.formulation != "newton_euler":
         from .impact_minimal import singular_position

@@ -1,4 +1,5 @@
-"""The articulated-body algorithm in tree joint coordinates, compiled (fmu_mb/dynamics/native/kernel.c).
+"""The articulated-body algorithm in tree joint coordinates, compiled (fmu_mb/dynamics/native/kernel.c),
+with the rows of the cut joints that close loops.
 
 Featherstone's recursive O(N) forward dynamics for open trees, written in the absolute body
 coordinates of seed 000 (x = (x, y, phi) per centre of mass, M = diag(m, m, J)): the joint
@@ -8,14 +9,21 @@ the same equations as tmt (Mbar qdd = fbar with Mbar = Tq' M Tq) without forming
 and the explicit integrators (rk4, dopri5, dop853 with scipy's coefficients and step-size
 control) run in C too: `native_advance` integrates a whole communication interval in one call.
 
-Scope: open trees of revolute, prismatic and weld joints and floating bodies, with gravity,
-TSDA, RSDA, forces and torques. Cut joints, drives and contacts need tmt or newton_euler (a
-clear InputError says so). q and the outputs are those of tmt: joint coordinates in
+Closed loops (seed 000 ch.2 eq. 20 in the tree coordinates, as tmt): the cut joints' rows
+phi(T(q)) = 0 with Dq = dphi/dq and conv_q, W = Mbar^-1 Dq' by one bias-free articulated
+pass per row, the Schur complement S = Dq W (Cholesky; a truncated eigen-decomposition at
+singular poses, as fmu_mb.linalg.schur_solve), qdd = qdd0 - W lam; drift control (Newton
+projection with least kinetic-energy steps, Baumgarte, or none) in C after every step.
+
+Scope: trees of revolute, prismatic and weld joints and floating bodies, loops closed by cut
+revolute, weld, prismatic and distance joints, with gravity, TSDA, RSDA, forces and torques.
+Drives and contacts need tmt or newton_euler (`supports(model)` says why, and a clear
+InputError). q and the outputs are those of tmt: joint coordinates in
 `tree_coordinates(model)` order, reactions recovered from the motion (`lam`).
 """
 import numpy as np
 
-from ..kernel import tree_kernel
+from ..kernel import supported, tree_kernel
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
@@ -26,10 +34,21 @@ def coordinates(model):
     return tree_coordinates(model)
 
 
+def supports(model):
+    """True when the kernel can run `model` (kernel.supported gives the reason when not)."""
+    return supported(model) is None
+
+
 def accelerations(model, q, qd, t, u, baumgarte=None):
-    """qdd at (q, qd, t) with inputs u (no constraint rows: baumgarte has nothing to act on)."""
-    qdd, x, xd, xdd = tree_kernel(model).accelerations(q, qd, u, t)
-    return Dynamics(qdd, np.zeros(0), tree_map(model).cut_rows, x, xd, xdd, t, u)
+    """qdd (and the cut multipliers lam) at (q, qd, t) with inputs u; baumgarte (alpha,
+    beta) [1/s] acts on the loop rows."""
+    k = tree_kernel(model)
+    if k.m:
+        k.stabilization("none" if baumgarte is None else "baumgarte",
+                        (0.0, 0.0) if baumgarte is None else baumgarte)
+    qdd, x, xd, xdd = k.accelerations(q, qd, u, t)
+    lam = k.multipliers() if k.m else np.zeros(0)
+    return Dynamics(qdd, lam, tree_map(model).cut_rows, x, xd, xdd, t, u)
 
 
 def absolute(model, q, qd):
@@ -43,8 +62,14 @@ def initial_state(model):
 
 
 def project(model, y, t, tol):
-    """Open trees have no constraint rows: nothing to project."""
-    return y
+    """Project y = (q, qd) onto the loop rows (open trees: nothing to project)."""
+    k = tree_kernel(model)
+    if not k.m:
+        return y
+    k.stabilization("projection", projection_tol=tol)
+    n = k.n
+    q, qd = k.project(y[:n], y[n:], t)
+    return np.concatenate([q, qd])
 
 
 def native_advance(model, state, t_end, u, settings):
@@ -53,7 +78,10 @@ def native_advance(model, state, t_end, u, settings):
     if settings.method not in ("rk4", "dopri5", "dop853"):
         return None
     rtol = max(settings.rtol, 100 * np.finfo(float).eps)     # scipy's clamp, same control
-    q, qd, h, _ = tree_kernel(model).advance(
+    k = tree_kernel(model)
+    if k.m:
+        k.stabilization(settings.stabilization, settings.baumgarte, settings.projection_tol)
+    q, qd, h, _ = k.advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
         rtol, settings.atol, settings.max_step, settings.step)
     return q, qd, h
