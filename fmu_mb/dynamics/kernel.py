@@ -154,8 +154,30 @@ def library():
     lib.mbk_project.argtypes = [P, P]
     lib.mbk_multipliers.restype = None
     lib.mbk_multipliers.argtypes = [P, P]
+    lib.mbk_set_eigensolver.restype = None
+    lib.mbk_set_eigensolver.argtypes = [P]
     _set_tableaus(lib)
     return lib
+
+
+@lru_cache(maxsize=1)
+def _eigensolver():
+    """Hand LAPACK's dsyev (scipy's own, scipy.linalg.cython_lapack) to the kernel for the
+    rank-revealing Schur solve at singular poses; the kernel falls back to a Jacobi
+    eigen-decomposition of its own when it is not available."""
+    try:
+        from scipy.linalg import cython_lapack
+        cap = cython_lapack.__pyx_capi__["dsyev"]
+        api = ctypes.pythonapi
+        api.PyCapsule_GetName.restype = ctypes.c_char_p
+        api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        ptr = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+    except (ImportError, AttributeError, KeyError, ValueError):       # pragma: no cover
+        return False
+    library().mbk_set_eigensolver(ptr)
+    return True
 
 
 def _set_tableaus(lib):
@@ -300,6 +322,8 @@ class TreeKernel:
         self._finalizer = weakref.finalize(self, lib.mbk_free, handle)
         ri, rd = loop_rows(model)
         self.m = len(ri)
+        if self.m:
+            _eigensolver()
         if self.m and lib.mbk_set_rows(handle, self.m, ri.ctypes.data, rd.ctypes.data):
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel's loop rows")
         self._stab = None

@@ -60,8 +60,8 @@ typedef struct {
     /* closed loops: m constraint rows of the cut joints (mbk_set_rows) */
     int *entry;            /* (nb) joint entry that places body b */
     double *Ia, *Dv, *a0;  /* articulated inertias after the joint, S'IA S, qdd = 0 accels */
-    int m, *ri, *nzc, *nnz;
-    double *rd, *phi, *conv, *Dq, *Wt, *Sm, *Vm, *ev, *lam, *rr, *qdd0, *qtmp;
+    int m, *ri, *nzc, *nnz, lwork;
+    double *work, *rd, *phi, *conv, *Dq, *Wt, *Sm, *Vm, *ev, *lam, *rr, *qdd0, *qtmp;
     int mode;              /* 0: none, 1: projection, 2: baumgarte */
     double alpha, beta, proj_tol;
 } Kernel;
@@ -107,7 +107,7 @@ void mbk_free(Kernel *k)
                  k->S, k->c, k->IA, k->pA, k->U, k->Dinv, k->uu, k->dd, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err, k->entry, k->Ia, k->Dv, k->a0, k->ri,
                  k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
-                 k->lam, k->rr, k->qdd0, k->qtmp};
+                 k->lam, k->rr, k->qdd0, k->qtmp, k->work};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -567,7 +567,10 @@ int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
     k->ev = calloc(mm, sizeof(double));
     k->lam = calloc(mm, sizeof(double));
     k->rr = calloc(mm, sizeof(double));
-    if (!k->ri || !k->rd || !k->nzc || !k->nnz || !k->phi || !k->conv || !k->Dq || !k->Wt ||
+    free(k->work);
+    k->lwork = (int)(66 * mm + 16);
+    k->work = calloc((size_t)k->lwork, sizeof(double));
+    if (!k->work || !k->ri || !k->rd || !k->nzc || !k->nnz || !k->phi || !k->conv || !k->Dq || !k->Wt ||
         !k->Sm || !k->Vm || !k->ev || !k->lam || !k->rr) {
         k->m = 0;
         return ERR_ARGS;
@@ -765,6 +768,13 @@ static void jacobi(double *A, double *V, double *w, int m)
         w[i] = A[i * m + i];
 }
 
+/* LAPACK's dsyev (scipy.linalg.cython_lapack, set by mbk_set_eigensolver); NULL: Jacobi */
+typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
+                        int *);
+static syev_fn SYEV = NULL;
+
+void mbk_set_eigensolver(void *f) { SYEV = (syev_fn)f; }
+
 /* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm (destroyed): Cholesky, or
  * the truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
 static int psd_solve(Kernel *k, const double *rhs, double *y)
@@ -811,7 +821,21 @@ static int psd_solve(Kernel *k, const double *rhs, double *y)
     for (int i = 0; i < m * m; i++)
         if (!isfinite(A[i]))
             return ERR_NONFINITE;
-    jacobi(A, V, w, m);
+    int se = 1, si = m;                  /* component i of eigenvector e: V[e se + i si] */
+    int info = 1;
+    if (SYEV && k->work) {
+        char jobz = 'V', uplo = 'L';
+        int nn = m, lda = m, lw = k->lwork;
+        memcpy(V, A, sizeof(double) * m * m);
+        SYEV(&jobz, &uplo, &nn, V, &lda, w, k->work, &lw, &info);
+        se = m;
+        si = 1;                          /* column-major eigenvectors */
+    }
+    if (info != 0) {
+        jacobi(A, V, w, m);
+        se = 1;
+        si = m;
+    }
     double wmax = 0.0;
     for (int i = 0; i < m; i++)
         wmax = fmax(wmax, w[i]);
@@ -823,10 +847,10 @@ static int psd_solve(Kernel *k, const double *rhs, double *y)
             continue;
         double t = 0.0;
         for (int i = 0; i < m; i++)
-            t += V[i * m + e] * rhs[i];
+            t += V[e * se + i * si] * rhs[i];
         t /= w[e];
         for (int i = 0; i < m; i++)
-            y[i] += V[i * m + e] * t;
+            y[i] += V[e * se + i * si] * t;
     }
     return OK;
 }
