@@ -1098,6 +1098,115 @@ static int initial_step(Kernel *k, const Tableau *T, double t, const double *y, 
     return OK;
 }
 
+/* One accepted step of an explicit Runge-Kutta pair with scipy's error control from
+ * (tc, yc = K[(s+1) m], f = K[0]) toward t_end: on success tc and k->ynew hold the new time
+ * and state, K the stages (K[s] = f(tc, ynew)), h_abs the next step size, h_taken the step. */
+static int rk_step(Kernel *k, const Tableau *T, double *tc_io, double t_end, double *h_io,
+                   double rtol, double atol, double max_step, const double *u, int *nfev,
+                   double *h_taken)
+{
+    int m = 2 * k->n, s = T->s, rc;
+    double *K = k->K, *yt = k->ytmp, *yn = k->ynew, *yc = K + (s + 1) * m;
+    double tc = *tc_io, h_abs = *h_io;
+    const double safety = 0.9, min_factor = 0.2, max_factor = 10.0;
+    const double expo = -1.0 / (T->order + 1);
+    double min_step = 10 * fabs(nextafter(tc, INFINITY) - tc);
+    if (h_abs > max_step)
+        h_abs = max_step;
+    else if (h_abs < min_step)
+        h_abs = min_step;
+    int rejected = 0;
+    for (;;) {
+        if (h_abs < min_step)
+            return ERR_STEP;
+        double t_new = tc + h_abs;
+        if (t_new - t_end > 0)
+            t_new = t_end;
+        double h = t_new - tc;
+        h_abs = fabs(h);
+        /* stages: K[0] = f(tc, yc) */
+        rc = OK;
+        for (int st = 1; st < s; st++) {
+            const double *a = T->A + st * s;
+            for (int i = 0; i < m; i++) {
+                double acc = 0.0;
+                for (int j = 0; j < st; j++)
+                    acc += K[j * m + i] * a[j];
+                yt[i] = yc[i] + acc * h;
+            }
+            if ((rc = rhs(k, yt, u, K + st * m)) != OK)
+                break;
+        }
+        if (rc == OK) {
+        for (int i = 0; i < m; i++) {
+            double acc = 0.0;
+            for (int j = 0; j < s; j++)
+                acc += K[j * m + i] * T->B[j];
+            yn[i] = yc[i] + h * acc;
+        }
+        rc = rhs(k, yn, u, K + s * m);
+        }
+        *nfev += s;
+        if (rc == ERR_NONFINITE) {          /* a stage left the finite range: shrink */
+            h_abs *= min_factor;
+            rejected = 1;
+            continue;
+        }
+        if (rc != OK)
+            return rc;
+        double *sc = k->scale, err;
+        for (int i = 0; i < m; i++)
+            sc[i] = atol + fmax(fabs(yc[i]), fabs(yn[i])) * rtol;
+        if (T->dop853) {
+            double e5 = 0.0, e3 = 0.0;
+            for (int i = 0; i < m; i++) {
+                double a5 = 0.0, a3 = 0.0;
+                for (int j = 0; j <= s; j++) {
+                    a5 += K[j * m + i] * T->E5[j];
+                    a3 += K[j * m + i] * T->E3[j];
+                }
+                a5 /= sc[i];
+                a3 /= sc[i];
+                e5 += a5 * a5;
+                e3 += a3 * a3;
+            }
+            if (e5 == 0.0 && e3 == 0.0)
+                err = 0.0;
+            else
+                err = h_abs * e5 / sqrt((e5 + 0.01 * e3) * m);
+        } else {
+            double *ev = k->err;
+            for (int i = 0; i < m; i++) {
+                double acc = 0.0;
+                for (int j = 0; j <= s; j++)
+                    acc += K[j * m + i] * T->E[j];
+                ev[i] = acc * h / sc[i];
+            }
+            err = rms(ev, m);
+        }
+        if (!isfinite(err)) {
+            h_abs *= min_factor;
+            rejected = 1;
+            continue;
+        }
+        if (err < 1.0) {
+            double factor = err == 0.0 ? max_factor : fmin(max_factor, safety * pow(err, expo));
+            if (rejected && factor > 1.0)
+                factor = 1.0;
+            h_abs *= factor;
+            tc = t_new;
+            if (h_taken)
+                *h_taken = h;
+            break;
+        }
+        h_abs *= fmax(min_factor, safety * pow(err, expo));
+        rejected = 1;
+    }
+    *tc_io = tc;
+    *h_io = h_abs;
+    return OK;
+}
+
 /*
  * Integrate y = (q, qd) from t to t_end with inputs u held constant.
  * method 0: dopri5, 1: dop853 (adaptive, scipy's step-size control, first step h_io when
@@ -1172,100 +1281,10 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
             return rc;
         *nfev += 1;
     }
-    const double safety = 0.9, min_factor = 0.2, max_factor = 10.0;
-    const double expo = -1.0 / (T->order + 1);
     while (tc < t_end) {
         *t_fail = tc;
-        double min_step = 10 * fabs(nextafter(tc, INFINITY) - tc);
-        if (h_abs > max_step)
-            h_abs = max_step;
-        else if (h_abs < min_step)
-            h_abs = min_step;
-        int rejected = 0;
-        for (;;) {
-            if (h_abs < min_step)
-                return ERR_STEP;
-            double t_new = tc + h_abs;
-            if (t_new - t_end > 0)
-                t_new = t_end;
-            double h = t_new - tc;
-            h_abs = fabs(h);
-            /* stages: K[0] = f(tc, yc) */
-            rc = OK;
-            for (int st = 1; st < s; st++) {
-                const double *a = T->A + st * s;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j < st; j++)
-                        acc += K[j * m + i] * a[j];
-                    yt[i] = yc[i] + acc * h;
-                }
-                if ((rc = rhs(k, yt, u, K + st * m)) != OK)
-                    break;
-            }
-            if (rc == OK) {
-            for (int i = 0; i < m; i++) {
-                double acc = 0.0;
-                for (int j = 0; j < s; j++)
-                    acc += K[j * m + i] * T->B[j];
-                yn[i] = yc[i] + h * acc;
-            }
-            rc = rhs(k, yn, u, K + s * m);
-            }
-            *nfev += s;
-            if (rc == ERR_NONFINITE) {          /* a stage left the finite range: shrink */
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (rc != OK)
-                return rc;
-            double *sc = k->scale, err;
-            for (int i = 0; i < m; i++)
-                sc[i] = atol + fmax(fabs(yc[i]), fabs(yn[i])) * rtol;
-            if (T->dop853) {
-                double e5 = 0.0, e3 = 0.0;
-                for (int i = 0; i < m; i++) {
-                    double a5 = 0.0, a3 = 0.0;
-                    for (int j = 0; j <= s; j++) {
-                        a5 += K[j * m + i] * T->E5[j];
-                        a3 += K[j * m + i] * T->E3[j];
-                    }
-                    a5 /= sc[i];
-                    a3 /= sc[i];
-                    e5 += a5 * a5;
-                    e3 += a3 * a3;
-                }
-                if (e5 == 0.0 && e3 == 0.0)
-                    err = 0.0;
-                else
-                    err = h_abs * e5 / sqrt((e5 + 0.01 * e3) * m);
-            } else {
-                double *ev = k->err;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j <= s; j++)
-                        acc += K[j * m + i] * T->E[j];
-                    ev[i] = acc * h / sc[i];
-                }
-                err = rms(ev, m);
-            }
-            if (!isfinite(err)) {
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (err < 1.0) {
-                double factor = err == 0.0 ? max_factor : fmin(max_factor, safety * pow(err, expo));
-                if (rejected && factor > 1.0)
-                    factor = 1.0;
-                h_abs *= factor;
-                tc = t_new;
-                break;
-            }
-            h_abs *= fmax(min_factor, safety * pow(err, expo));
-            rejected = 1;
-        }
+        if ((rc = rk_step(k, T, &tc, t_end, &h_abs, rtol, atol, max_step, u, nfev, NULL)) != OK)
+            return rc;
         memcpy(yc, yn, sizeof(double) * m);
         memcpy(f, K + s * m, sizeof(double) * m);
         if (!all_finite(yc, m)) {
@@ -1292,4 +1311,47 @@ int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, 
 {
     return advance(k, method, par[0], par[1], y, &par[2], u, par[3], par[4], par[5], par[6],
                    nfev, &par[7]);
+}
+
+/* One accepted dopri5 (method 0) or dop853 (1) step for an event loop that keeps the dense
+ * output and the drift control itself:
+ * par = [t (in/out), t_end, h (in: hint or 0, out: next step size), rtol, atol, max_step,
+ *        h_taken (out)]; y (2 n) the state at t, in: f(t, y) in K[0..2n) when have_f;
+ * out: y the new (unprojected) state, K (s + 1 rows of 2 n) the stages, K[s] = f(t_new, y). */
+int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int have_f,
+             double *Kout, int *nfev)
+{
+    int n = k->n, m = 2 * n, rc;
+    const Tableau *T = &TAB[method == 1 ? 1 : 0];
+    if (!T->ready || m == 0)
+        return ERR_ARGS;
+    int s = T->s;
+    double *K = k->K, *yc = K + (s + 1) * m;
+    *nfev = 0;
+    memcpy(yc, y, sizeof(double) * m);
+    if (have_f) {
+        memcpy(K, Kout, sizeof(double) * m);
+    } else {
+        if ((rc = rhs(k, yc, u, K)) != OK)
+            return rc;
+        *nfev += 1;
+    }
+    double tc = par[0], h_abs = par[2];
+    if (h_abs > 0.0) {
+        if (h_abs > par[1] - tc)
+            h_abs = par[1] - tc;
+    } else {
+        if ((rc = initial_step(k, T, tc, yc, K, par[1], par[5], par[3], par[4], u, &h_abs)) != OK)
+            return rc;
+        *nfev += 1;
+    }
+    if ((rc = rk_step(k, T, &tc, par[1], &h_abs, par[3], par[4], par[5], u, nfev, &par[6])) != OK)
+        return rc;
+    if (!all_finite(k->ynew, m))
+        return ERR_NONFINITE;
+    memcpy(y, k->ynew, sizeof(double) * m);
+    memcpy(Kout, K, sizeof(double) * (s + 1) * m);
+    par[0] = tc;
+    par[2] = h_abs;
+    return OK;
 }
