@@ -97,7 +97,6 @@ def check_settings(model, settings):
             raise InputError(f"model '{model.name}': formulation 'recursive' runs trees "
                              f"of revolute, prismatic and weld joints and loops closed by cut "
                              f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
-        return
     if model.contacts and settings.formulation != "newton_euler":
         from .impact_minimal import singular_position
 
@@ -307,12 +306,15 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         def proj(tt, yy, active=active, pas=pas, locks=locks):
             return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
-        stepper = _Stepper(settings, rhs, t, y, t_end, h, model)
+        native = get_formulation(settings.formulation).native_stepper   # compiled steps
+        stepper = (native(model, settings, t, y, t_end, h, uvec) if native is not None and
+                   not active.any() and pas is None and not locks else None)
+        stepper = stepper or _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
         while event is None and stepper.t < t_end:
             y_old = stepper.y
             stepper.step()
-            if project:
+            if project and not getattr(stepper, "projects", False):
                 stepper.set_y(proj(stepper.t, stepper.y))
             event = _find_event(model, st, stepper.dense(), stepper.t_old, y_old, stepper.t,
                                 active, pas, t_pass_end, reduction, uvec, settings, impact,

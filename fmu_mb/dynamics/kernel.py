@@ -147,6 +147,7 @@ def library():
     lib.mbk_kinematics.restype = None
     lib.mbk_kinematics.argtypes = [P, P, P, P, P]
     lib.mbk_advance.argtypes = [P, I, P, P, P, P]
+    lib.mbk_step.argtypes = [P, I, P, P, P, I, P, P]
     lib.mbk_last_error_index.argtypes = [P]
     lib.mbk_set_rows.argtypes = [P, I, P, P]
     lib.mbk_set_stabilization.restype = None
@@ -212,12 +213,11 @@ def supported(model):
 
     The kernel runs spanning trees of revolute, prismatic and weld joints (and floating
     bodies) with every force element, and closes loops with the rows of cut revolute, weld,
-    prismatic and distance joints; drives and contacts need tmt or newton_euler."""
+    prismatic and distance joints; contacts run in the event loop of fmu_mb.dynamics.integrate
+    with the kernel stepping between events; drives need tmt or newton_euler."""
     t = model.topology
     if model.drives:
         return f"it has drives {[d.name for d in model.drives]}"
-    if model.contacts:
-        return f"it has contacts {[c.name for c in model.contacts]}"
     bad = [n for n in t.tree_joints if model.joint(n).kind not in _J]
     if bad:
         return f"joints {bad} are not revolute, prismatic or weld joints"
@@ -363,6 +363,8 @@ class TreeKernel:
     def stabilization(self, mode, baumgarte=(0.0, 0.0), projection_tol=1e-13):
         """Drift control of the loop rows: mode 'none', 'projection' (after every step of
         `advance`) or 'baumgarte' (alpha, beta [1/s] in the accelerations)."""
+        if projection_tol is None:                 # keep the current one
+            projection_tol = self._stab[3] if self._stab else 1e-13
         key = (mode, float(baumgarte[0]), float(baumgarte[1]), float(projection_tol))
         if key != self._stab:
             self.lib.mbk_set_stabilization(self.handle, _STABILIZATION[mode], *key[1:])
@@ -414,6 +416,25 @@ class TreeKernel:
             raise self._error(rc, 0.0, "the applied forces cannot be computed")
         return self._out[3].copy()
 
+    def _step_unlocked(self, method, t, t_end, y, f, h, u, rtol, atol, max_step):
+        """One accepted dopri5/dop853 step from (t, y) with f = f(t, y) (or None); returns
+        (t_new, y_new unprojected, K stages (s + 1, 2 n), h_next, h_taken)."""
+        n = self.n
+        s = 12 if method == "dop853" else 6
+        K = np.zeros((s + 1, 2 * n))
+        if f is not None:
+            K[0] = f
+        self._y[:] = y
+        if self.n_inputs and u is not None:
+            self._u[:self.n_inputs] = u
+        par = self._par
+        par[:7] = (t, t_end, h, rtol, atol, max_step, 0.0)
+        rc = self.lib.mbk_step(self.handle, METHOD_CODES[method], self._ppar, self._py, self._pu,
+                               int(f is not None), K.ctypes.data, self._pn)
+        if rc:
+            raise self._error(rc, float(par[0]), f"the {method} integrator failed")
+        return float(par[0]), self._y.copy(), K, float(par[2]), float(par[6])
+
     def _advance_unlocked(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step):
         """Integrate to t_end; returns (q, qd, h, number of right-hand sides)."""
         self._load(q, qd, u)
@@ -437,7 +458,7 @@ def _locked(name):
 
 
 for _name in ("accelerations", "kinematics", "applied_forces", "advance", "multipliers",
-              "project"):
+              "project", "step"):
     setattr(TreeKernel, _name, _locked(f"_{_name}_unlocked"))
 
 _KERNELS = weakref.WeakKeyDictionary()

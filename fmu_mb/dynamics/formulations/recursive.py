@@ -45,7 +45,7 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
     k = tree_kernel(model)
     if k.m:
         k.stabilization("none" if baumgarte is None else "baumgarte",
-                        (0.0, 0.0) if baumgarte is None else baumgarte)
+                        (0.0, 0.0) if baumgarte is None else baumgarte, None)
     qdd, x, xd, xdd = k.accelerations(q, qd, u, t)
     lam = k.multipliers() if k.m else np.zeros(0)
     return Dynamics(qdd, lam, tree_map(model).cut_rows, x, xd, xdd, t, u)
@@ -85,6 +85,82 @@ def native_advance(model, state, t_end, u, settings):
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
         rtol, settings.atol, settings.max_step, settings.step)
     return q, qd, h
+
+
+class NativeStepper:
+    """The stepper interface of fmu_mb.dynamics.integrate's event loop (step, set_y, dense,
+    t, y, h, t_old) over the kernel: each step is one dopri5/dop853 step in C (scipy's
+    coefficients and error control), the drift control runs in C after it (`projects`),
+    and the dense output is scipy's own interpolant built from the C stages (DOP853's three
+    extra stages are C right-hand sides), so event location queries it as it queries
+    scipy's steppers."""
+
+    projects = True
+
+    def __init__(self, model, settings, t, y, t_end, h, u):
+        self.k = tree_kernel(model)
+        self.method, self.u, self.t_end = settings.method, u, t_end
+        self.rtol = max(settings.rtol, 100 * np.finfo(float).eps)
+        self.atol, self.max_step = settings.atol, settings.max_step
+        self.project = settings.stabilization == "projection" and self.k.m > 0
+        self.k.stabilization(settings.stabilization, settings.baumgarte,
+                             settings.projection_tol)
+        self.t, self.y, self.h, self.f = t, np.asarray(y, float), (h if h > 0 else 0.0), None
+        self.t_old, self._dense, self._step = None, None, None
+
+    def _rhs(self, t, y):
+        n = self.k.n
+        return np.concatenate([y[n:], self.k.accelerations(y[:n], y[n:], self.u, t)[0]])
+
+    def step(self):
+        t_old, y_old = self.t, self.y
+        first = min(self.h, self.t_end - t_old) if self.h > 0 else 0.0
+        t, y, K, h_next, h_taken = self.k.step(self.method, t_old, self.t_end, y_old, self.f,
+                                               first, self.u, self.rtol, self.atol,
+                                               self.max_step)
+        self._step, self._dense = (t_old, t, y_old, y, K, h_taken), None
+        f = K[-1]
+        if self.project:
+            n = self.k.n
+            y = np.concatenate(self.k.project(y[:n], y[n:], t))
+            f = self._rhs(t, y)
+        self.t_old, self.t, self.y, self.f, self.h = t_old, t, y, f, h_next
+
+    def set_y(self, y):
+        if not np.array_equal(y, self.y):
+            self.y, self.f = y, self._rhs(self.t, y)
+
+    def dense(self):
+        if self._dense is None:
+            self._dense = self._dense_output(*self._step)
+        return self._dense
+
+    def _dense_output(self, t_old, t, y_old, y, K, h):
+        from scipy.integrate import RK45
+        from scipy.integrate._ivp import dop853_coefficients as dc
+        from scipy.integrate._ivp.rk import Dop853DenseOutput, RkDenseOutput
+
+        if self.method == "dopri5":
+            return RkDenseOutput(t_old, t, y_old, K.T @ RK45.P)
+        Kx = np.empty((dc.N_STAGES_EXTENDED, y.shape[0]))
+        Kx[:K.shape[0]] = K
+        for j in range(dc.N_STAGES + 1, dc.N_STAGES_EXTENDED):
+            Kx[j] = self._rhs(t_old + dc.C[j] * h, y_old + (Kx[:j].T @ dc.A[j, :j]) * h)
+        F = np.empty((dc.INTERPOLATOR_POWER, y.shape[0]))
+        dy = y - y_old
+        F[0] = dy
+        F[1] = h * Kx[0] - dy
+        F[2] = 2 * dy - h * (K[-1] + Kx[0])
+        F[3:] = h * (dc.D @ Kx)
+        return Dop853DenseOutput(t_old, t, y_old, F)
+
+
+def native_stepper(model, settings, t, y, t_end, h, u):
+    """A NativeStepper for the event loop, or None when the method has no C step (rk4 and
+    radau keep the Python stepper)."""
+    if settings.method not in ("dopri5", "dop853"):
+        return None
+    return NativeStepper(model, settings, t, y, t_end, h, u)
 
 
 lam = _minimal.lam
