@@ -1,12 +1,13 @@
 /*
- * fmu_mb native kernel: forward dynamics of a planar open tree in joint coordinates by the
- * articulated-body algorithm (O(N) in the number of bodies), its applied forces, and the
- * explicit integrators of fmu_mb (rk4, dopri5, dop853) run entirely in C.
+ * fmu_mb native kernel: forward dynamics of a planar tree in joint coordinates by the
+ * articulated-body algorithm (O(N) in the number of bodies), loops closed by the rows of cut
+ * joints with their multipliers and drift control (section "closed loops"), its applied
+ * forces, and the explicit integrators of fmu_mb (rk4, dopri5, dop853) run entirely in C,
+ * plus one adaptive step at a time (mbk_step) for the contact event loop in Python.
  *
- * Loaded with ctypes by fmu_mb/kernel.py, which compiles it with the system C compiler
- * (`cc -O2 -ffp-contract=off`) on first use and caches the library. Python checks the model
- * (open tree, no cut joints, drives or contacts) and passes flat arrays; nothing here
- * allocates during a step.
+ * Loaded with ctypes by fmu_mb/dynamics/kernel.py, which compiles it with the system C
+ * compiler (`cc -O2 -ffp-contract=off`) on first use and caches the library. Python checks
+ * the model (no drives) and passes flat arrays; nothing here allocates during a step.
  *
  * Coordinates and symbols follow fmu_mb (seed 000): absolute coordinates x = (x, y, phi) per
  * body at its centre of mass, M = diag(m, m, J), tree joint coordinates q (fmu_mb.tree).
@@ -31,6 +32,8 @@
  * no velocity-product force). Leaves to root: U = IA S, D = S'U, uu = -S'pA,
  * Ia = IA - U U'/D, pa = pA + Ia c + U uu / D, then IA_p += X' Ia X and pA_p += X' pa.
  * Root to leaves: a' = X a_p + c, qdd = (uu - U'a') / D, a_b = a' + S qdd.
+ * The inertia pass (`articulate`, q only) is split from the bias and acceleration passes
+ * (`solve_tau`), so Mbar^-1 tau for any generalised force tau costs one O(N) pass.
  */
 #include <math.h>
 #include <stdlib.h>
