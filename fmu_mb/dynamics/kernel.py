@@ -360,7 +360,7 @@ class TreeKernel:
                                        f"use formulation 'tmt' or 'newton_euler'")
         return IntegrationError(f"model '{self.name}': {what} at t = {t:.9g} s: {msg}")
 
-    def stabilization(self, mode, baumgarte=(0.0, 0.0), projection_tol=1e-13):
+    def _stabilization_unlocked(self, mode, baumgarte=(0.0, 0.0), projection_tol=1e-13):
         """Drift control of the loop rows: mode 'none', 'projection' (after every step of
         `advance`) or 'baumgarte' (alpha, beta [1/s] in the accelerations)."""
         if projection_tol is None:                 # keep the current one
@@ -377,8 +377,12 @@ class TreeKernel:
         if self.n_inputs and u is not None:
             self._u[:self.n_inputs] = u
 
-    def _accelerations_unlocked(self, q, qd, u, t=0.0):
-        """qdd (n,) and x, xd, xdd (3 nb,) at (q, qd) with inputs u."""
+    def _accelerations_unlocked(self, q, qd, u, t=0.0, baumgarte=None):
+        """qdd (n,) and x, xd, xdd (3 nb,) at (q, qd) with inputs u; baumgarte (alpha, beta)
+        [1/s] acts on the loop rows (None: none)."""
+        if self.m:
+            self._stabilization_unlocked("none" if baumgarte is None else "baumgarte",
+                                         (0.0, 0.0) if baumgarte is None else baumgarte, None)
         self._load(q, qd, u)
         rc = self.lib.mbk_accelerations(self.handle, self._pq, self._pqd, self._pu,
                                         self._pqdd, self._px, self._pxd, self._pxdd)
@@ -393,8 +397,12 @@ class TreeKernel:
         self.lib.mbk_multipliers(self.handle, self._lam.ctypes.data)
         return self._lam[:self.m].copy()
 
-    def _project_unlocked(self, q, qd, t=0.0):
-        """(q, qd) projected onto the loop rows (the stabilization's projection_tol)."""
+    def _project_unlocked(self, q, qd, t=0.0, tol=None):
+        """(q, qd) projected onto the loop rows to |phi| <= tol (1 + max |x|) (None: the
+        last tolerance set)."""
+        if tol is not None:
+            mode, a, b, _ = self._stab or ("projection", 0.0, 0.0, 0.0)
+            self._stabilization_unlocked(mode, (a, b), tol)
         self._load(q, qd, None)
         rc = self.lib.mbk_project(self.handle, self._py)
         if rc:
@@ -416,9 +424,12 @@ class TreeKernel:
             raise self._error(rc, 0.0, "the applied forces cannot be computed")
         return self._out[3].copy()
 
-    def _step_unlocked(self, method, t, t_end, y, f, h, u, rtol, atol, max_step):
+    def _step_unlocked(self, method, t, t_end, y, f, h, u, rtol, atol, max_step, stab=None):
         """One accepted dopri5/dop853 step from (t, y) with f = f(t, y) (or None); returns
-        (t_new, y_new unprojected, K stages (s + 1, 2 n), h_next, h_taken)."""
+        (t_new, y_new unprojected, K stages (s + 1, 2 n), h_next, h_taken). stab: the
+        arguments of `stabilization` (Baumgarte acts in the stages)."""
+        if stab is not None and self.m:
+            self._stabilization_unlocked(*stab)
         n = self.n
         s = 12 if method == "dop853" else 6
         K = np.zeros((s + 1, 2 * n))
@@ -435,8 +446,12 @@ class TreeKernel:
             raise self._error(rc, float(par[0]), f"the {method} integrator failed")
         return float(par[0]), self._y.copy(), K, float(par[2]), float(par[6])
 
-    def _advance_unlocked(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step):
-        """Integrate to t_end; returns (q, qd, h, number of right-hand sides)."""
+    def _advance_unlocked(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step,
+                          stab=None):
+        """Integrate to t_end; returns (q, qd, h, number of right-hand sides). stab: the
+        arguments of `stabilization` (drift control of the loop rows)."""
+        if stab is not None and self.m:
+            self._stabilization_unlocked(*stab)
         self._load(q, qd, u)
         par = self._par
         par[:7] = (t, t_end, h, rtol, atol, max_step, step)
@@ -458,7 +473,7 @@ def _locked(name):
 
 
 for _name in ("accelerations", "kinematics", "applied_forces", "advance", "multipliers",
-              "project", "step"):
+              "project", "step", "stabilization"):
     setattr(TreeKernel, _name, _locked(f"_{_name}_unlocked"))
 
 _KERNELS = weakref.WeakKeyDictionary()

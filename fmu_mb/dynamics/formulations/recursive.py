@@ -43,11 +43,9 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
     """qdd (and the cut multipliers lam) at (q, qd, t) with inputs u; baumgarte (alpha,
     beta) [1/s] acts on the loop rows."""
     k = tree_kernel(model)
-    if k.m:
-        k.stabilization("none" if baumgarte is None else "baumgarte",
-                        (0.0, 0.0) if baumgarte is None else baumgarte, None)
-    qdd, x, xd, xdd = k.accelerations(q, qd, u, t)
-    lam = k.multipliers() if k.m else np.zeros(0)
+    with k._lock:                        # the multipliers of this very solve
+        qdd, x, xd, xdd = k._accelerations_unlocked(q, qd, u, t, baumgarte)
+        lam = k._multipliers_unlocked() if k.m else np.zeros(0)
     return Dynamics(qdd, lam, tree_map(model).cut_rows, x, xd, xdd, t, u)
 
 
@@ -66,9 +64,8 @@ def project(model, y, t, tol):
     k = tree_kernel(model)
     if not k.m:
         return y
-    k.stabilization("projection", projection_tol=tol)
     n = k.n
-    q, qd = k.project(y[:n], y[n:], t)
+    q, qd = k.project(y[:n], y[n:], t, tol)
     return np.concatenate([q, qd])
 
 
@@ -78,12 +75,10 @@ def native_advance(model, state, t_end, u, settings):
     if settings.method not in ("rk4", "dopri5", "dop853"):
         return None
     rtol = max(settings.rtol, 100 * np.finfo(float).eps)     # scipy's clamp, same control
-    k = tree_kernel(model)
-    if k.m:
-        k.stabilization(settings.stabilization, settings.baumgarte, settings.projection_tol)
-    q, qd, h, _ = k.advance(
+    q, qd, h, _ = tree_kernel(model).advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
-        rtol, settings.atol, settings.max_step, settings.step)
+        rtol, settings.atol, settings.max_step, settings.step,
+        (settings.stabilization, settings.baumgarte, settings.projection_tol))
     return q, qd, h
 
 
@@ -103,26 +98,28 @@ class NativeStepper:
         self.rtol = max(settings.rtol, 100 * np.finfo(float).eps)
         self.atol, self.max_step = settings.atol, settings.max_step
         self.project = settings.stabilization == "projection" and self.k.m > 0
-        self.k.stabilization(settings.stabilization, settings.baumgarte,
-                             settings.projection_tol)
+        self.stab = (settings.stabilization, settings.baumgarte, settings.projection_tol)
+        self.baumgarte = settings.baumgarte if settings.stabilization == "baumgarte" else None
+        self.tol = settings.projection_tol
         self.t, self.y, self.h, self.f = t, np.asarray(y, float), (h if h > 0 else 0.0), None
         self.t_old, self._dense, self._step = None, None, None
 
     def _rhs(self, t, y):
         n = self.k.n
-        return np.concatenate([y[n:], self.k.accelerations(y[:n], y[n:], self.u, t)[0]])
+        return np.concatenate([y[n:], self.k.accelerations(y[:n], y[n:], self.u, t,
+                                                           self.baumgarte)[0]])
 
     def step(self):
         t_old, y_old = self.t, self.y
         first = min(self.h, self.t_end - t_old) if self.h > 0 else 0.0
         t, y, K, h_next, h_taken = self.k.step(self.method, t_old, self.t_end, y_old, self.f,
                                                first, self.u, self.rtol, self.atol,
-                                               self.max_step)
+                                               self.max_step, self.stab)
         self._step, self._dense = (t_old, t, y_old, y, K, h_taken), None
         f = K[-1]
         if self.project:
             n = self.k.n
-            y = np.concatenate(self.k.project(y[:n], y[n:], t))
+            y = np.concatenate(self.k.project(y[:n], y[n:], t, self.tol))
             f = self._rhs(t, y)
         self.t_old, self.t, self.y, self.f, self.h = t_old, t, y, f, h_next
 
