@@ -299,3 +299,37 @@ def test_a02_n40_over_20s_in_the_compiled_route():
     m = model("n_four_bar", N=40)
     st = run_a02(m, 20.0, Settings(formulation="recursive"))
     assert b0_error(m, st, "recursive") < 1e-6
+
+
+def test_a_loop_that_cannot_close_raises_drift_error_and_keeps_the_state():
+    """With the crank of `unreachable_loop` turned half round the loop cannot close: the C
+    projection stalls, the kernel raises DriftError and the caller's arrays are unchanged."""
+    from fmu_mb.errors import DriftError
+    m = unreachable_loop()
+    s = get_formulation("recursive").initial_state(m)
+    y = np.concatenate([s.q, s.qd])
+    y[0] += math.pi
+    y_before = y.copy()
+    with pytest.raises(DriftError, match="cannot restore the constraints"):
+        get_formulation("recursive").project(m, y, 0.0, 1e-13)
+    assert np.array_equal(y, y_before)
+    with pytest.raises(DriftError):                      # and tmt agrees that it cannot
+        tmt.project(m, y, 0.0, 1e-13)
+
+
+def unreachable_loop():
+    """A four-bar whose crank (0.3 m) can turn only part way: coupler 0.2 m, rocker 0.2 m,
+    ground 0.5 m (at crank angle pi the tip is 0.8 m from the rocker's pivot > 0.4 m)."""
+    mb = ModelBuilder("unreachable", gravity=(0.0, -9.81))
+    a, b, c = 0.3, 0.2, 0.2
+    crank = mb.body("crank", mass=0.3, inertia=rod_inertia(0.3, a))
+    coupler = mb.body("coupler", mass=0.2, inertia=rod_inertia(0.2, b))
+    rocker = mb.body("rocker", mass=0.2, inertia=rod_inertia(0.2, c))
+    mb.revolute("A0", mb.ground, crank, parent_point=(0, 0), child_point=(-a / 2, 0))
+    mb.revolute("A", crank, coupler, parent_point=(a / 2, 0), child_point=(-b / 2, 0))
+    mb.revolute("B", coupler, rocker, parent_point=(b / 2, 0), child_point=(c / 2, 0))
+    mb.revolute("B0", mb.ground, rocker, parent_point=(0.5, 0), child_point=(-c / 2, 0))
+    mb.initial("A0", value=math.radians(30), rate=0.0)
+    mb.initial("A", guess=math.radians(-60))
+    mb.initial("B0", guess=math.radians(120))
+    return mb.build()
