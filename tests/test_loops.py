@@ -158,6 +158,14 @@ def test_other_drift_controls_run_in_the_kernel(stabilization):
     assert r["constraint.residual"].max() < 1e-6
 
 
+def test_supports_says_which_models_the_compiled_route_runs():
+    rec = get_formulation("recursive")
+    for name in ("slider_crank", "four_bar", "n_four_bar", "bouncing_ball", "double_pendulum"):
+        assert rec.supports(model(name)) is True, name
+    assert rec.supports(model("container_crane_driven")) is False
+    assert get_formulation("tmt").supports is None
+
+
 def test_drives_are_still_refused_with_a_way_out():
     m = model("container_crane_driven")
     with pytest.raises(InputError, match="'recursive'.*drives.*'tmt'"):
