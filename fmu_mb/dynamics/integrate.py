@@ -88,7 +88,7 @@ def initial_state(model, settings=None):
 def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
-    runs open trees without drives or contacts."""
+    runs trees, closed loops and contacts but no drives."""
     if settings.formulation == "recursive":
         from .kernel import supported
 

@@ -260,7 +260,8 @@ def loop_rows(model):
 
 
 class TreeKernel:
-    """The kernel instance of one Model (open tree), with preallocated ctypes buffers."""
+    """The kernel instance of one Model (its tree and loop rows), with preallocated ctypes
+    buffers."""
 
     def __init__(self, model):
         from ..mechanics.tree import tree_map

@@ -19,7 +19,8 @@ and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
 
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
-constraint rows; recursive (the articulated-body algorithm in C) runs open trees only.
+constraint rows; recursive (the articulated-body algorithm in C, with the cut rows closed in C
+and compiled steps between contact events) runs every model without drives.
 """
 from types import SimpleNamespace
 
