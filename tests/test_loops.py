@@ -301,7 +301,7 @@ def test_a02_n2_on_its_branch_at_every_bench_tolerance():
 
 
 @pytest.mark.skipif(not os.environ.get("FMU_MB_LONG_TESTS"),
-                    reason="2.5 min on a loaded 2-core machine; set FMU_MB_LONG_TESTS=1")
+                    reason="2.5 to 4 min on a 2-core machine; set FMU_MB_LONG_TESTS=1")
 def test_a02_n40_over_20s_in_the_compiled_route():
     """IFToMM A02 with N = 40 over 20 s (compiled route, default settings)."""
     m = model("n_four_bar", N=40)
