@@ -24,8 +24,9 @@ if "numpy" in _sys.modules:                      # a BLAS is loaded already: lim
     except ImportError:
         pass
 
-from .mechanics.builder import ModelBuilder, disc_inertia, rod_inertia
-from .errors import (AssemblyError, DriftError, FmuMbError, ImpactError, InputError,
+from .mechanics.builder import (ModelBuilder, box_inertia, cylinder_inertia, disc_inertia,
+                               rod_inertia)
+from .errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError, ImpactError, InputError,
                      IntegrationError, ModelError, SingularSystemError)
 from .dynamics.formulations import FORMULATIONS
 from .dynamics.integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
@@ -37,8 +38,8 @@ from .mechanics.motion import Motion, constant_rate, harmonic, polynomial
 from .dynamics.outputs import output_names, output_spec, output_values
 from .dynamics.simulate import simulate
 from .mechanics.tree import tree_coordinates
-from .mechanics.spatial.inertia import box as box_inertia
-from .mechanics.spatial.inertia import cylinder as cylinder_inertia
+from .mechanics.spatial.inertia import box as box_inertia_3d
+from .mechanics.spatial.inertia import cylinder as cylinder_inertia_3d
 from .mechanics.spatial.inertia import slender_rod as slender_rod_inertia
 from .mechanics.spatial.inertia import sphere as sphere_inertia
 from .mechanics.spatial.rotations import cardan
@@ -47,13 +48,13 @@ from .units import deg
 __version__ = "0.1.0"
 
 __all__ = [
-    "ModelBuilder", "rod_inertia", "disc_inertia", "deg", "Model", "Settings", "State",
+    "ModelBuilder", "rod_inertia", "disc_inertia", "box_inertia", "cylinder_inertia", "deg", "Model", "Settings", "State",
     "advance", "initial_state", "simulate", "load_model", "load_module", "output_names",
     "output_spec", "output_values", "Motion", "constant_rate", "harmonic", "polynomial",
     "FORMULATIONS", "METHODS", "STABILIZATIONS", "FmuMbError", "ModelError", "AssemblyError",
-    "SingularSystemError", "DriftError", "IntegrationError", "InputError", "ImpactError",
+    "SingularSystemError", "AssemblyWarning", "DriftError", "IntegrationError", "InputError", "ImpactError",
     "__version__",
     "kinematic_analysis", "kinematic_trajectory", "inverse_dynamics", "KinematicState",
-    "InverseDynamics", "tree_coordinates", "cardan", "box_inertia", "cylinder_inertia",
+    "InverseDynamics", "tree_coordinates", "cardan", "box_inertia_3d", "cylinder_inertia_3d",
     "slender_rod_inertia", "sphere_inertia",
 ]

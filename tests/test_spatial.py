@@ -486,3 +486,30 @@ def test_large_initial_joint_coordinates_are_placed_along_the_tree():
                    [0, 0, 1]])
     c1 = Ry @ [1.0, 0, 0] + Ry @ Rz @ [0.5, 0, 0]
     np.testing.assert_allclose([r[f"l1.{c}"][0] for c in "xyz"], c1, atol=1e-12)
+
+
+@pytest.mark.parametrize("w, which", [((0.5, 0.0, 0.0), 1), ((0.0, 0.8, 0.0), 2)])
+def test_universal_joint_angles_turn_about_their_axes(w, which):
+    mb = ModelBuilder("cardan", {}, gravity=(0.0, 0.0, 0.0))
+    s = mb.body("s", mass=1.0, inertia=(0.2, 0.3, 0.4), angular_velocity=w)
+    mb.universal("U", mb.ground, s, at=(0.0, 0.0, 0.0), axis=(1.0, 0.0, 0.0),
+                 axis2=(0.0, 1.0, 0.0))
+    r = simulate(mb.build(), 1.0, 0.25)
+    rate = max(w)
+    other = 3 - which
+    np.testing.assert_allclose(r[f"U.angle{which}"], rate * r["time"], atol=1e-10)
+    np.testing.assert_allclose(r[f"U.rate{which}"], rate, atol=1e-10)
+    np.testing.assert_allclose(r[f"U.angle{other}"], 0.0, atol=1e-10)
+
+
+def test_arguments_of_the_other_kind_are_refused_not_ignored():
+    planar = ModelBuilder("flat", {})
+    b = planar.body("b", mass=1.0, inertia=0.1)
+    with pytest.raises(ModelError, match="revolute 'R'.*at.*spatial models"):
+        planar.revolute("R", planar.ground, b, at=(0, 0, 0), axis=(0, 0, 1))
+    with pytest.raises(ModelError, match="torque 'T'.*axis"):
+        planar.torque("T", b, axis=(0, 0, 1))
+    spatial = ModelBuilder("solid", {}, gravity=(0.0, 0.0, -9.81))
+    c = spatial.body("c", mass=1.0, inertia=(1, 1, 1))
+    with pytest.raises(ModelError, match="revolute 'R'.*angle0.*planar models"):
+        spatial.revolute("R", spatial.ground, c, at=(0, 0, 0), axis=(0, 0, 1), angle0=0.3)

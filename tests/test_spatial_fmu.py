@@ -15,7 +15,8 @@ from fmu_mb import load_model, simulate  # noqa: E402
 from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
-from test_fmu import init, instantiate, run, vr_of  # noqa: E402
+from test_fmu import init, instantiate, instantiate_logged, run, vr_of  # noqa: E402
+from fmpy.fmi1 import FMICallException  # noqa: E402
 
 NAMES = ["tip.x", "tip.y", "tip.z", "top.e0", "top.wz", "pivot.fz", "energy.total"]
 
@@ -61,3 +62,15 @@ def test_heavy_top_fmu_state_round_trip_is_bit_identical(top_fmu):
     for f in (a, b):
         f.terminate()
         f.freeInstance()
+
+
+def test_planar_formulation_on_the_spatial_fmu_fails_initialisation_with_message(top_fmu):
+    messages = []
+    a, vr = instantiate_logged(top_fmu, "bad", messages)
+    a.setupExperiment(startTime=0.0)
+    a.enterInitializationMode()
+    a.setString([vr["solver.formulation"]], ["tmt"])
+    with pytest.raises(FMICallException):
+        a.exitInitializationMode()
+    text = " ".join(messages)
+    assert "spatial" in text and "newton_euler" in text

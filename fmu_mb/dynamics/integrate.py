@@ -45,7 +45,9 @@ class Settings:
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
     penetration that triggers event location [m or rad]; contact_velocity : rebound gap rate
     below which a contact becomes persistent [m/s or rad/s]; event_tol : time tolerance of
-    the event location on the dense output [s].
+    the event location on the dense output [s]. max_steps : most integrator steps one
+    advance() call may take (0: no limit); an FMU sets it so that every doStep returns in
+    bounded time (IntegrationError beyond it).
     """
 
     method: str = "dop853"
@@ -60,6 +62,7 @@ class Settings:
     contact_tol: float = 1e-9
     contact_velocity: float = 1e-3
     event_tol: float = 1e-15
+    max_steps: int = 0
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
@@ -98,7 +101,7 @@ def check_spatial(model, settings):
 def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
-    runs open trees without drives or contacts."""
+    runs trees, closed loops and contacts but no drives."""
     check_spatial(model, settings)
     if settings.formulation == "recursive" and model.spatial:
         from .spatial_kernel import SpatialKernel, supported
@@ -111,10 +114,9 @@ def check_settings(model, settings):
 
         why = supported(model)
         if why is not None:
-            raise InputError(f"model '{model.name}': formulation 'recursive' runs open trees "
-                             f"of revolute, prismatic and weld joints; {why}. Use formulation "
-                             f"'tmt' or 'newton_euler'")
-        return
+            raise InputError(f"model '{model.name}': formulation 'recursive' runs trees "
+                             f"of revolute, prismatic and weld joints and loops closed by cut "
+                             f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
     if model.contacts and settings.formulation == "minimal":
         raise InputError(f"model '{model.name}' has contacts: formulation 'minimal' does not "
                          f"handle them; use 'tmt' or 'newton_euler'")
@@ -150,6 +152,15 @@ def advance(model, state, t_end, u=None, settings=None):
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
+    step = settings.step if settings.method == "rk4" else state.h
+    if step > 0:    # fail fast: the last step size says the interval needs too many steps
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    elif settings.max_steps:
+        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
+        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
+        # the number of steps from below
+        step = 1e4 * _first_step(form, model, state, uvec, settings)
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
     if form.native_advance is not None:
         res = form.native_advance(model, state, t_end, uvec, settings)
         if res is not None:
@@ -177,8 +188,30 @@ def _check(y, t, model):
                                f"t = {t:.9g} s (NaN or infinity); the step was rejected")
 
 
+def _over_budget(settings, model, t, t_end, steps, h):
+    """IntegrationError when `steps` integrator steps exceed settings.max_steps."""
+    if settings.max_steps and steps > settings.max_steps:
+        raise IntegrationError(
+            f"model '{model.name}': integrating from t = {t:.9g} s to {t_end:.9g} s needs more "
+            f"than {settings.max_steps} integrator steps (step size about {h:.3g} s); the "
+            f"call was stopped; take shorter communication steps or check the inputs")
+
+
+def _first_step(form, model, state, uvec, settings):
+    """Hairer, Norsett & Wanner's initial step guess h0 = 0.01 ||y|| / ||y'|| (scaled norms)."""
+    y = np.concatenate([state.q, state.qd])
+    qdd = form.accelerations(model, state.q, state.qd, state.t, uvec).qdd
+    f = np.concatenate([state.qd, qdd])
+    scale = settings.atol + settings.rtol * np.abs(y)
+    d0, d1 = np.sqrt(np.mean((y / scale) ** 2)), np.sqrt(np.mean((f / scale) ** 2))
+    if not (np.isfinite(d0) and np.isfinite(d1)) or d0 < 1e-5 or d1 < 1e-5:
+        return 1e-6
+    return 0.01 * d0 / d1
+
+
 def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
     nsteps = max(1, math.ceil((t_end - t) / step - 1e-9))
+    _over_budget(settings, model, t, t_end, nsteps, step)
     dt = (t_end - t) / nsteps
     for k in range(nsteps):
         tk = t + k * dt
@@ -203,7 +236,10 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
     except ValueError as exc:
         raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
                                f"t = {t:.9g} s: {exc}") from None
+    steps = 0
     while solver.status == "running":
+        steps += 1
+        _over_budget(settings, model, t, t_end, steps, solver.h_abs)
         msg = solver.step()
         if solver.status == "failed":
             raise IntegrationError(f"model '{model.name}': the {settings.method} integrator "
@@ -226,6 +262,7 @@ class _Stepper:
         if settings.method == "rk4":
             self.solver = None
             self.nsteps = max(1, math.ceil((t_end - t) / settings.step - 1e-9))
+            _over_budget(settings, model, t, t_end, self.nsteps, settings.step)
             self.t0, self.k = t, 0
             self.dt = (t_end - t) / self.nsteps
             self.t, self.y, self.f = t, y, rhs(t, y)
@@ -308,7 +345,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
     project = settings.stabilization == "projection"
     reduction = model.compiled.contacts.reduction
-    repeats, t_last = 0, None
+    repeats, t_last, steps = 0, None, 0
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
@@ -328,12 +365,17 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         def proj(tt, yy, active=active, pas=pas, locks=locks):
             return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
-        stepper = _Stepper(settings, rhs, t, y, t_end, h, model)
+        native = get_formulation(settings.formulation).native_stepper   # compiled steps
+        stepper = (native(model, settings, t, y, t_end, h, uvec) if native is not None and
+                   not active.any() and pas is None and not locks else None)
+        stepper = stepper or _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
         while event is None and stepper.t < t_end:
             y_old = stepper.y
+            steps += 1
+            _over_budget(settings, model, state.t, t_end, steps, stepper.h)
             stepper.step()
-            if project:
+            if project and not getattr(stepper, "projects", False):
                 stepper.set_y(proj(stepper.t, stepper.y))
             event = _find_event(model, st, stepper.dense(), stepper.t_old, y_old, stepper.t,
                                 active, pas, t_pass_end, reduction, uvec, settings, impact,

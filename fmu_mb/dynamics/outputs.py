@@ -7,7 +7,10 @@ J.position [m], J.rate [m/s], J.fx, J.fy [N], J.torque [N.m]; per weld: J.fx, J.
 per distance joint: J.tension [N]. Reaction = force and torque of the parent on the child at
 the child's joint point, global frame.
 Per drive R: R.effort [N.m or N], the generalised force the drive applies along its joint
-coordinate. Per TSDA E: E.force [N] (tension positive), E.length [m]; per RSDA: E.torque
+coordinate. Per TSDA E: E.force [N] (tension positive), E.length [m]; per hydraulic cylinder
+E: E.force [N] (pushing positive), E.length, E.stroke [m], E.stroke_rate [m/s], E.fx, E.fy
+[N] (its force on body b at the pin; the opposite acts on body a), E.end_stops
+(integer: impacts at its two end stops so far); per RSDA: E.torque
 [N.m], E.angle [rad]; per force element: E.force [N]; per torque element: E.torque [N.m].
 Per point P: P.x, P.y [m], P.vx, P.vy [m/s].
 Per contact C: C.gap [m or rad], C.impacts (integer: impacts so far), C.last_time [s] and
@@ -22,7 +25,8 @@ Spatial models (README "Spatial models"): per body B.x, B.y, B.z [m], B.e0 ... B
 parameters), B.alpha, B.beta, B.gamma [rad] (Cardan angles, A = Rx Ry Rz), B.vx, B.vy, B.vz
 [m/s], B.wx, B.wy, B.wz [rad/s] (angular velocity, global axes); per joint J.fx, J.fy, J.fz
 [N] and J.tx, J.ty, J.tz [N.m] (parent on child at the child's joint point, global axes;
-distance joints J.tension), cylindrical J.angle, J.rate, J.position, J.velocity; per bushing
+distance joints J.tension), cylindrical J.angle, J.rate, J.position, J.velocity, universal
+J.angle1, J.rate1, J.angle2, J.rate2; per bushing
 E.fx ... E.tz (frame a's axes); per point P.x, P.y,
 P.z, P.vx, P.vy, P.vz.
 """
@@ -33,7 +37,8 @@ import numpy as np
 
 from ..mechanics import constraints
 from ..mechanics import kinematics as kin
-from ..mechanics.elements import element_outputs, kinetic_energy, potential_energy
+from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
+                                  potential_energy)
 from ..mechanics.spatial import elements as spatial_elements
 from .formulations import get_formulation
 
@@ -110,6 +115,16 @@ def _spec(model):
         elif e.kind == "rsda":
             add("elements", (f"{e.name}.torque", "N.m", f"torque of {e.name}"),
                 (f"{e.name}.angle", "rad", f"relative angle of {e.name}"))
+        elif e.kind == "cylinder":
+            add("elements", (f"{e.name}.force", "N", f"force of cylinder {e.name}, pushing "
+                                                     f"positive"),
+                (f"{e.name}.length", "m", f"pin-to-pin length of cylinder {e.name}"),
+                (f"{e.name}.stroke", "m", f"stroke of cylinder {e.name} (length - min)"),
+                (f"{e.name}.stroke_rate", "m/s", f"stroke rate of cylinder {e.name}"),
+                (f"{e.name}.fx", "N", f"x force of cylinder {e.name} on {e.b} at its pin"),
+                (f"{e.name}.fy", "N", f"y force of cylinder {e.name} on {e.b} at its pin"),
+                (f"{e.name}.end_stops", "1", f"end-stop impacts of cylinder {e.name} so far",
+                 "integer"))
         elif e.kind == "force":
             add("elements", (f"{e.name}.force", "N", f"force {e.name}"))
         else:
@@ -158,6 +173,11 @@ def _spatial_spec(model, add):
                 (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"),
                 (f"{j.name}.position", "m", f"position of joint {j.name}"),
                 (f"{j.name}.velocity", "m/s", f"sliding rate of joint {j.name}"))
+        elif j.kind == "universal":
+            add("coords", (f"{j.name}.angle1", "rad", f"angle about the first axis of {j.name}"),
+                (f"{j.name}.rate1", "rad/s", f"rate about the first axis of {j.name}"),
+                (f"{j.name}.angle2", "rad", f"angle about the second axis of {j.name}"),
+                (f"{j.name}.rate2", "rad/s", f"rate about the second axis of {j.name}"))
         if j.kind == "distance":
             add("dynamics", (f"{j.name}.tension", "N", f"tension of link {j.name}"))
         else:
@@ -338,11 +358,19 @@ class Outputs:
     def _elements(self):
         x, xd = self._get("absolute")
         vals = []
-        model_spatial = self.model.spatial
-        for e, el in zip(self.model.elements, element_outputs(self.model, x, xd, self.u)):
-            s, el = (None, el) if model_spatial else el
-            vals += list(el) if model_spatial else ([s, el] if e.kind in ("tsda", "rsda")
-                                                    else [s])
+        if self.model.spatial:
+            for el in element_outputs(self.model, x, xd, self.u):
+                vals += list(el)
+            return np.array(vals, dtype=float)
+        cyl = iter(cylinder_outputs(self.model, x, xd, self.u))
+        for e, (s, el) in zip(self.model.elements,
+                              element_outputs(self.model, x, xd, self.u)):
+            if e.kind == "cylinder":
+                data = self._get("status").data
+                hits = sum(data[f"{e.name}_{end}"]["impacts"] for end in ("lower", "upper"))
+                vals += [*next(cyl), float(hits)]
+            else:
+                vals += [s, el] if e.kind in ("tsda", "rsda") else [s]
         return np.array(vals, dtype=float)
 
     def _contacts(self):

@@ -14,6 +14,7 @@ immutable Model.
 """
 import math
 import re
+import sys
 from collections import deque
 from dataclasses import replace
 
@@ -44,6 +45,26 @@ def disc_inertia(mass: float, radius: float) -> float:
     return mass * radius ** 2 / 2.0
 
 
+def box_inertia(mass: float, length: float, height: float) -> float:
+    """Inertia of a uniform rectangular plate or box of side lengths `length` (along the
+    body x axis) and `height` (along y) about its centre, for rotation in the plane:
+    m (length^2 + height^2) / 12 [kg.m2]. Its depth (out of the plane) does not enter."""
+    return mass * (length ** 2 + height ** 2) / 12.0
+
+
+def cylinder_inertia(mass: float, length: float, radius: float,
+                     inner_radius: float = 0.0) -> float:
+    """Inertia of a uniform solid (or, with inner_radius, hollow) circular cylinder lying in
+    the plane with its axis along the body x axis, about its centre, for rotation in the
+    plane (about an axis across the cylinder): m (3 (r^2 + r_i^2) + length^2) / 12 [kg.m2].
+    A cylinder standing on the plane (axis out of the plane) is a disc: disc_inertia."""
+    if not 0.0 <= inner_radius < radius or length < 0.0 or mass < 0.0:
+        raise ModelError(f"cylinder_inertia: expected mass >= 0, length >= 0 and "
+                         f"0 <= inner_radius < radius, received mass={mass}, length={length}, "
+                         f"radius={radius}, inner_radius={inner_radius}")
+    return mass * (3.0 * (radius ** 2 + inner_radius ** 2) + length ** 2) / 12.0
+
+
 class ModelBuilder(SpatialItems):
     """Collects the items of a planar or spatial model; `build()` validates and returns a
     Model.
@@ -55,6 +76,9 @@ class ModelBuilder(SpatialItems):
         build(), listing the declared parameters).
     gravity : (gx, gy) gravity acceleration vector [m/s2], any direction; three components
         (gx, gy, gz) make the model spatial (mechanics.spatial; README "Spatial models").
+    description : the model description (an FMU's description); by default the docstring of
+        the model file that creates the builder (a file loaded by load_model, `fmu-mb` or an
+        FMU).
     """
 
     ground = GROUND
@@ -64,7 +88,7 @@ class ModelBuilder(SpatialItems):
             raise ModelError(f"model name: expected an identifier [A-Za-z_][A-Za-z0-9_]*, "
                              f"received {name!r}")
         self.name = name
-        self.description = description
+        self.description = description or _model_file_docstring(sys._getframe(1))
         self._overrides = dict(overrides or {})
         self.spatial = np.ndim(gravity) == 1 and len(gravity) == 3
         self.gravity = (vec3(f"model '{name}'", "gravity", gravity) if self.spatial
@@ -108,7 +132,8 @@ class ModelBuilder(SpatialItems):
         if max is not None and value > max:
             raise ModelError(f"{where}: expected a value <= {max}, received {value!r}")
         self._params.append(Parameter(name, value, default, unit, description,
-                                      tuple(choices) if choices else None, structural))
+                                      tuple(choices) if choices else None, structural,
+                                      min, max))
         return value
 
     # ------------------------------------------------------------------ bodies
@@ -153,9 +178,12 @@ class ModelBuilder(SpatialItems):
         (in (-pi, pi]) turns the child's joint frame about the axis from the parent's.
         """
         if self.spatial:
+            self._not_here(f"revolute '{name}'", "spatial", angle0=angle0 or None)
             return self._joint3(name, "revolute", parent, child, at=at, axis=axis,
                                 parent_point=parent_point, child_point=child_point,
                                 parent_axis=parent_axis, child_axis=child_axis)
+        self._not_here(f"revolute '{name}'", "planar", at=at, axis=axis,
+                       parent_axis=parent_axis, child_axis=child_axis)
         return self._joint(name, "revolute", parent, child, parent_point, child_point,
                            angle0=angle0)
 
@@ -168,9 +196,12 @@ class ModelBuilder(SpatialItems):
         parent_axis= in the parent's axes); the relative orientation stays the reference one.
         """
         if self.spatial:
+            self._not_here(f"prismatic '{name}'", "spatial", angle0=angle0 or None)
             return self._joint3(name, "prismatic", parent, child, at=at, axis=axis,
                                 parent_point=parent_point, child_point=child_point,
                                 parent_axis=parent_axis, child_axis=child_axis)
+        self._not_here(f"prismatic '{name}'", "planar", at=at, parent_axis=parent_axis,
+                       child_axis=child_axis)
         axis = (1.0, 0.0) if axis is None else axis
         return self._joint(name, "prismatic", parent, child, parent_point, child_point,
                            axis=axis, angle0=angle0)
@@ -180,8 +211,10 @@ class ModelBuilder(SpatialItems):
         """Fixed joint: the points coincide and the relative angle stays angle0 (spatial:
         the relative orientation stays the reference one)."""
         if self.spatial:
+            self._not_here(f"weld '{name}'", "spatial", angle0=angle0 or None)
             return self._joint3(name, "weld", parent, child, at=at,
                                 parent_point=parent_point, child_point=child_point)
+        self._not_here(f"weld '{name}'", "planar", at=at)
         return self._joint(name, "weld", parent, child, parent_point, child_point,
                            angle0=angle0)
 
@@ -292,6 +325,7 @@ class ModelBuilder(SpatialItems):
         if self.spatial:
             return self._load3(name, "force", body, point, at, (1, 0, 0) if direction is None
                                else direction, frame, value, input, None)
+        self._not_here(f"force '{name}'", "planar", at=at)
         point = (0.0, 0.0) if point is None else point
         direction = (1.0, 0.0) if direction is None else direction
         where = f"force '{name}'"
@@ -319,6 +353,8 @@ class ModelBuilder(SpatialItems):
                 raise ModelError(f"torque '{name}': give the torque's axis=(ax, ay, az)")
             return self._load3(name, "torque", body, None, None, axis, frame, value, input,
                                reaction)
+        self._not_here(f"torque '{name}'", "planar", axis=axis,
+                       frame=None if frame == "global" else frame)
         where = f"torque '{name}'"
         self._claim(name, "element")
         b = self._body_ref(where, "body", body, allow_ground=False)
@@ -340,6 +376,7 @@ class ModelBuilder(SpatialItems):
             pt = (self._local_point(body, np.array(vec3(where, "at", at))) if at is not None
                   else vec3(where, "point", (0, 0, 0) if point is None else point))
         else:
+            self._not_here(where, "planar", at=at)
             pt = _vec2(where, "point", (0.0, 0.0) if point is None else point)
         self._markers.append(Marker(name, body, pt))
         return name
@@ -417,22 +454,113 @@ class ModelBuilder(SpatialItems):
         return name
 
     def joint_limit(self, name, joint, *, lower=None, upper=None, restitution=1.0):
-        """End stop on the coordinate q of a revolute or prismatic joint: give lower (gap =
-        q - lower >= 0) or upper (gap = upper - q >= 0) [rad or m]; Newton's law on q'."""
+        """End stop on the coordinate q of a revolute or prismatic joint: lower (gap =
+        q - lower >= 0) and/or upper (gap = upper - q >= 0) [rad or m]; Newton's law on q'.
+
+        With one bound the contact is called `name`; with both, two contacts
+        `<name>_lower` and `<name>_upper` (each with its own outputs)."""
         where = f"joint_limit '{name}'"
-        self._claim(name, "contact")
+        if lower is None and upper is None:
+            raise ModelError(f"{where}: give exactly one of lower= or upper=, or both; "
+                             f"received neither")
         j = self._coordinate_joint(where, joint)
-        if (lower is None) == (upper is None):
-            raise ModelError(f"{where}: give exactly one of lower= or upper= (declare two "
-                             f"limits for both ends), received lower={lower!r}, "
-                             f"upper={upper!r}")
-        bound = _number(where, "lower" if upper is None else "upper",
-                        lower if upper is None else upper)
-        self._contacts.append(Contact(
-            name, "joint_limit", j.child, j.parent, offset=bound,
-            side=1.0 if upper is None else -1.0, joint=j.name,
-            restitution=_restitution(where, restitution)))
+        lo = None if lower is None else _number(where, "lower", lower)
+        hi = None if upper is None else _number(where, "upper", upper)
+        e = _restitution(where, restitution)
+        if lo is not None and hi is not None:
+            if not lo < hi:
+                raise ModelError(f"{where}: expected lower < upper, received lower={lo}, "
+                                 f"upper={hi}")
+            ends = [(f"{name}_lower", lo, 1.0), (f"{name}_upper", hi, -1.0)]
+        else:
+            ends = [(name, lo, 1.0) if hi is None else (name, hi, -1.0)]
+        self._check_free([n for n, _, _ in ends], "contact")
+        for cname, bound, side in ends:
+            self._claim(cname, "contact")
+            self._contacts.append(Contact(cname, "joint_limit", j.child, j.parent,
+                                          offset=bound, side=side, joint=j.name,
+                                          restitution=e))
         return name
+
+    # ------------------------------------------------------------------ hydraulic cylinder
+    # (issue 15) a TSDA-like actuator between two pins with stroke end stops; kept in one
+    # block: cylinder() and its helpers only.
+    def cylinder(self, name, a, b, *, a_point=(0.0, 0.0), b_point=(0.0, 0.0),
+                 min_length, max_length, restitution=0.2, friction=0.0, piston_area=None,
+                 rod_area=None, force_input=True):
+        """Hydraulic cylinder between pin a_point of body a (the barrel's pin) and pin
+        b_point of body b (the rod eye): pin-to-pin length l in [min_length, max_length] [m],
+        stroke = l - min_length.
+
+        Force along the line of the pins, pushing the pins apart positive [N]:
+            F = h + p_head A_piston - p_rod A_rod - c l'
+        with h the input `<name>.h` (force_input=True; a name, or False for none),
+        optional pressure inputs `<name>.p_head` and `<name>.p_rod` [Pa] when piston_area
+        (and rod_area, the annulus area) [m2] are given, and viscous friction c = friction
+        [N.s/m]. In the equations of motion it is a TSDA (seed 003) with s = -F (tension
+        positive). The stroke limits are two unilateral point-point contacts between the
+        pins (fmu_mb.mechanics.contacts) with Newton's restitution e = restitution:
+        `<name>_lower` (fully retracted: l >= min_length, side "apart") and `<name>_upper`
+        (fully extended: l <= max_length, side "within"); their outputs count the end-stop
+        events. Outputs `<name>.force` (F), `.length`, `.stroke`, `.stroke_rate`,
+        `.end_stops` (impacts at both stops so far).
+        """
+        where = f"cylinder '{name}'"
+        # validate everything first: a refused call declares nothing
+        a = self._body_ref(where, "a", a)
+        b = self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        lmin = _number(where, "min_length", min_length, positive=True)
+        lmax = _number(where, "max_length", max_length, positive=True)
+        if not lmin < lmax:
+            raise ModelError(f"{where}: expected min_length < max_length, received "
+                             f"min_length={lmin}, max_length={lmax}")
+        friction = _number(where, "friction", friction, nonneg=True)
+        e = _restitution(where, restitution)
+        ap_, bp_ = _vec2(where, "a_point", a_point), _vec2(where, "b_point", b_point)
+        if piston_area is None and rod_area is not None:
+            raise ModelError(f"{where}: rod_area needs piston_area (the head side's area)")
+        areas = []
+        if piston_area is not None:
+            ap = _number(where, "piston_area", piston_area, positive=True)
+            ar = 0.0 if rod_area is None else _number(where, "rod_area", rod_area,
+                                                      positive=True)
+            if ar >= ap:
+                raise ModelError(f"{where}: rod_area (the annulus, piston area minus rod "
+                                 f"cross-section) must be < piston_area, received "
+                                 f"rod_area={ar}, piston_area={ap}")
+            areas = [(f"{name}.p_head", ap, f"head-side pressure of cylinder {name}")]
+            if ar > 0.0:
+                areas.append((f"{name}.p_rod", -ar, f"rod-side pressure of cylinder {name}"))
+        self._check_free([name, f"{name}_lower", f"{name}_upper"], "element")
+        taken = {i.name for i in self._inputs}
+        for iname, _, _ in areas:
+            if iname in taken:
+                raise ModelError(f"{where}: input '{iname}' is already declared")
+        self._claim(name, "element")
+        gains = []
+        if force_input not in (False, None):
+            gains.append((self._input(where, name, True if force_input is True else
+                                      force_input, "N", f"force h of cylinder {name}, "
+                                      f"pushing the pins apart positive"), 1.0))
+        for iname, gain, text in areas:
+            gains.append((self._input(where, name, iname, "Pa", text), gain))
+        self._elements.append(Element(name, "cylinder", a, b, ap_, bp_, damping=friction,
+                                      free_value=lmin, value=lmax, gains=tuple(gains)))
+        for cname, dist, side in ((f"{name}_lower", lmin, 1.0), (f"{name}_upper", lmax, -1.0)):
+            self._claim(cname, "contact")
+            self._contacts.append(Contact(cname, "point_point", a, b, ap_, bp_, (0.0, 0.0),
+                                          dist, side, restitution=e))
+        return name
+
+    def _check_free(self, names, kind):
+        """Raise before declaring anything when one of `names` is taken (an item that
+        declares several names declares all or none)."""
+        for n in names:
+            if isinstance(n, str) and n in self._names:
+                raise ModelError(f"{kind} '{n}': the name is already used by a "
+                                 f"{self._names[n]}; names must be unique")
 
     # ------------------------------------------------------------------ initial conditions
     def initial(self, joint, value=None, rate=None, *, guess=None):
@@ -472,6 +600,12 @@ class ModelBuilder(SpatialItems):
                              f"decided by the gravity given to ModelBuilder); give "
                              f"{'three' if self.spatial else 'two'} components, or construct "
                              f"the builder with the other kind")
+        planar_only = [f"{e.name} ({e.kind})" for e in self._elements
+                       if e.kind not in ("tsda", "rsda", "bushing", "force", "torque")]
+        if self.spatial and planar_only:
+            raise ModelError(f"model '{self.name}': elements {planar_only} exist in planar "
+                             f"models only; spatial models take tsda, rsda, bushing, force "
+                             f"and torque")
         if self.spatial and self._contacts:
             raise ModelError(f"model '{self.name}': contacts are not available in spatial "
                              f"models yet")
@@ -496,6 +630,15 @@ class ModelBuilder(SpatialItems):
         return replace(model, x0=x0, xd0=xd0, topology=topo)
 
     # ------------------------------------------------------------------ helpers
+    def _not_here(self, where, kind, **given):
+        """ModelError for arguments the other kind of model takes (never silently ignored)."""
+        bad = sorted(k for k, v in given.items() if v is not None)
+        if bad:
+            other = "planar" if kind == "spatial" else "spatial"
+            raise ModelError(f"{where}: {', '.join(bad)} belong(s) to {other} models; this "
+                             f"model is {kind} (gravity with "
+                             f"{3 if kind == 'spatial' else 2} components)")
+
     def _claim(self, name, kind):
         if not isinstance(name, str) or not _NAME.match(name):
             raise ModelError(f"{kind} name: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
@@ -543,6 +686,15 @@ class ModelBuilder(SpatialItems):
             raise ModelError(f"{where}: input '{iname}' is already declared")
         self._inputs.append(Input(iname, unit, description))
         return iname
+
+
+def _model_file_docstring(frame):
+    """The docstring of the model file whose code is `frame` (a module loaded by
+    fmu_mb.mechanics.loader or by an FMU, named fmu_mb_...), else ""."""
+    g = frame.f_globals if frame is not None else {}
+    if str(g.get("__name__", "")).startswith("fmu_mb_") and isinstance(g.get("__doc__"), str):
+        return g["__doc__"].strip()
+    return ""
 
 
 # ---------------------------------------------------------------------- validation helpers
@@ -612,6 +764,19 @@ def _path(parent_of, node):
 
 
 # ---------------------------------------------------------------------- compile
+def _cylinder_gains(tsda, inames):
+    """(n_tsda, n_inputs) matrix G with the TSDA force s = ... - G u for cylinder rows (their
+    pushing force is sum gain * input), or None without cylinders."""
+    if not any(e.kind == "cylinder" for e in tsda):
+        return None
+    G = np.zeros((len(tsda), len(inames)))
+    for v, e in enumerate(tsda):
+        for iname, gain in e.gains:
+            G[v, inames.index(iname)] = gain
+    G.setflags(write=False)
+    return G
+
+
 def _compile(mb):
     bodies = mb._bodies
     nb = len(bodies)
@@ -678,7 +843,7 @@ def _compile(mb):
     def uidx(e):
         return inames.index(e.input) if e.input else -1
 
-    tsda = [e for e in els if e.kind == "tsda"]
+    tsda = [e for e in els if e.kind in ("tsda", "cylinder")]     # cylinders: TSDA rows
     rsda = [e for e in els if e.kind == "rsda"]
     frc = [e for e in els if e.kind == "force"]
     trq = [e for e in els if e.kind == "torque"]
@@ -718,6 +883,7 @@ def _compile(mb):
         trq_body=arr([idx[e.b] for e in trq], np.intp),
         trq_reaction=arr([idx[e.a] for e in trq], np.intp),
         trq_value=arr([e.value for e in trq]), trq_u=arr([uidx(e) for e in trq], np.intp),
+        tsda_gain=_cylinder_gains(tsda, inames),
         markers=PairSet.make([idx[m.body] for m in mb._markers], [idx[m.body] for m in
                                                                    mb._markers],
                              np.array([m.point for m in mb._markers]).reshape(-1, 2),

@@ -5,7 +5,9 @@ parameter, build a new Model. It holds the declared items (bodies, joints, drive
 points, parameters, inputs), the topology, the assembled initial absolute coordinates, and a
 `Compiled` block of index arrays that the formulations evaluate vectorised.
 
-Coordinates: x = (x, y, phi) per moving body in declaration order [m, m, rad].
+Coordinates: x = (x, y, phi) per moving body in declaration order [m, m, rad]; in a spatial
+model (three gravity components) x = (r, p) per body, the centre of mass [m] and the Euler
+parameters (mechanics.spatial), compiled to spatial.compiled.CompiledSpatial.
 """
 from dataclasses import dataclass, field
 from typing import Optional
@@ -102,6 +104,11 @@ class Element:
         the global frame (frame "global") or in the body frame (frame "body").
     kind "torque": pure torque (value + h) on body b, counter-clockwise positive, and its
         reaction on body a unless a is the ground [N.m].
+    kind "cylinder": hydraulic cylinder between two pins (ModelBuilder.cylinder): a TSDA
+        with k = 0, c = friction and s = -(sum of gain * input) (pushing positive force
+        F = -s); free_value = min_length, value = max_length [m]; `gains` holds the
+        (input name, gain) pairs (force input: 1, head pressure: A_piston, rod pressure:
+        -A_rod); the end stops are two contacts <name>_lower and <name>_upper.
     `input` is the name of the model input that carries h (None: no input).
     """
 
@@ -124,6 +131,7 @@ class Element:
     K: tuple = ()                   # bushing stiffness and damping (6 x 6) and e0 (6,)
     C: tuple = ()
     e0: tuple = ()
+    gains: tuple = ()               # cylinder: ((input name, gain), ...)
 
 
 @dataclass(frozen=True)
@@ -182,6 +190,8 @@ class Parameter:
     description: str
     choices: Optional[tuple] = None
     structural: bool = False        # changes the model's shape (e.g. a number of links)
+    min: Optional[float] = None     # valid range of a number (inclusive); None: unbounded
+    max: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -277,11 +287,12 @@ class Compiled:
     markers: PairSet                # p = body (c unused)
     contacts: object = None         # contacts.ContactBlock (None: no contacts)
     spatial = False                 # (spatial models compile to spatial.CompiledSpatial)
+    tsda_gain: object = None        # (n_tsda, n_inputs) input gains of cylinder rows, or None
 
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """An immutable planar multibody model (see module docstring)."""
+    """An immutable planar or spatial multibody model (see module docstring)."""
 
     name: str
     gravity: Vec2

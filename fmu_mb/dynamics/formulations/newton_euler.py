@@ -15,7 +15,8 @@ import numpy as np
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...errors import DriftError
-from ...linalg import min_norm_correction, solve_kkt, solve_kkt_dense
+from ...linalg import (PROJECTION_ACCEPT, min_norm_correction, solve_kkt,  # noqa: F401
+                       solve_kkt_dense)
 
 COORDINATES = "absolute"
 
@@ -55,10 +56,6 @@ def accelerations(model, x, xd, t, u, baumgarte=None):
     else:
         xdd, lam = solve_kkt(C.inv_mass_diag, D, F, b, None if C.mass_positive else C.mass_diag)
     return Dynamics(xdd, lam, phi, D)
-
-
-#: largest relative residual a stalled position projection may end with (singular poses)
-PROJECTION_ACCEPT = 1e-10
 
 
 def project_absolute(model, y, t, tol):

@@ -5,8 +5,6 @@ the bodies, as in Exudyn or Simscape) or in body axes (parent_point=, child_poin
 parent_axis=, child_axis=). The joint frames on parent and child (columns x, y, z) coincide
 at the reference pose; z is the joint axis. With parent_axis= the parent's frame is built in
 the parent's own axes (rotations.frame_from_axis), with child_axis= the child's likewise."""
-import math
-
 import numpy as np
 
 from ...errors import ModelError
@@ -136,8 +134,7 @@ class SpatialItems:
             raise ModelError(f"{where}: give axis= (global) or parent_axis= (parent axes), "
                              f"not both")
         if kind in ("spherical", "distance"):
-            Fp = Fc = np.eye(3)
-            Fp, Fc = Ap.T, Ac.T
+            Fp, Fc = Ap.T, Ac.T             # the global axes at the reference pose
         else:
             if axis is not None:
                 z = np.array(vec3(where, "axis", axis, unit=True))
@@ -162,8 +159,10 @@ class SpatialItems:
                     raise ModelError(f"{where}: the two axes of a universal joint must be "
                                      f"perpendicular, received axis={tuple(z)}, "
                                      f"axis2={tuple(z2)}")
-                F2 = np.stack([z, np.cross(z2, z), z2], axis=1)
-                Fc = Ac.T @ F2
+                # parent frame (x = axis2, z = axis), child frame (x = axis, z = axis2) at the
+                # reference pose: the joint's two angles are measured from these
+                Fp = Ap.T @ np.stack([z2, np.cross(z, z2), z], axis=1)
+                Fc = Ac.T @ np.stack([z, np.cross(z2, z), z2], axis=1)
             elif child_axis is not None:
                 zc = np.array(vec3(where, "child_axis", child_axis, unit=True))
                 Fc = rot.frame_from_axis(zc)

@@ -11,7 +11,8 @@ from .constraints import ROWS
 
 #: the joint coordinates of each kind: "revolute" an angle, "prismatic" a position
 COORDINATES = {"revolute": ("revolute",), "prismatic": ("prismatic",),
-               "cylindrical": ("revolute", "prismatic")}
+               "cylindrical": ("revolute", "prismatic"),
+               "universal": ("universal1", "universal2")}
 
 
 @dataclass(frozen=True, eq=False)

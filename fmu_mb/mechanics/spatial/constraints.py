@@ -70,9 +70,17 @@ def _component(v, i):
 
 
 def coordinate_term(kind, jf):
-    """Joint coordinate Term: revolute angle [rad] or prismatic position z_p . d [m]."""
+    """Joint coordinate Term: "revolute" angle [rad] or "prismatic" position z_p . d [m];
+    universal joint: "universal1" the turn of the child's axis z_c about the parent's axis z_p
+    (from x_p), "universal2" the turn of the child about z_c (x_c from z_p) [rad]."""
     if kind == "revolute":
         return jf.rotation_angle()
+    if kind == "universal1":
+        zc = jf.axis(1, 2)
+        return kin.angle(kin.dot(jf.axis(0, 0), zc), kin.dot(jf.axis(0, 1), zc))
+    if kind == "universal2":
+        zp = jf.axis(0, 2)
+        return kin.angle(kin.dot(jf.axis(1, 0), zp), kin.dot(jf.axis(1, 1), zp).scale(-1.0))
     return kin.dot(jf.axis(0, 2), jf.d())
 
 

@@ -1,6 +1,7 @@
 """Inertia tensors of uniform bodies about the centre of mass, in body axes, for spatial
-bodies: principal moments (Ixx, Iyy, Izz) [kg.m2] (the planar helpers rod_inertia and
-disc_inertia return the single planar moment)."""
+bodies: principal moments (Ixx, Iyy, Izz) [kg.m2], exported as fmu_mb.slender_rod_inertia,
+cylinder_inertia_3d, box_inertia_3d and sphere_inertia (the planar helpers rod_inertia,
+disc_inertia, box_inertia and cylinder_inertia return the single planar moment)."""
 
 _AXES = ("x", "y", "z")
 

@@ -1,7 +1,8 @@
 """Spatial bodies placed along the spanning tree from the tree joints' coordinates (the start
 of the assembly, as assembly._tree_placement is for planar models): a revolute joint turns the
 child's joint frame by q about z, a prismatic joint moves it by q along z; every other joint
-keeps the reference relative pose. Bodies no tree joint reaches keep their declared pose."""
+keeps the reference relative pose (frames coincident, or the universal joint's fixed turn).
+Bodies no tree joint reaches keep their declared pose."""
 import numpy as np
 
 from . import rotations as rot
@@ -16,7 +17,14 @@ def _joint_motion(kind, q):
         R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     elif kind == "prismatic":
         t = np.array([0.0, 0.0, q])
+    elif kind == "universal":
+        R = _UNIVERSAL
     return R, t
+
+
+# the universal joint's child frame (x = axis, z = axis2) in its parent frame (x = axis2,
+# z = axis) at the reference pose (builder._joint3)
+_UNIVERSAL = np.array([[0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [1.0, 0.0, 0.0]])
 
 
 def tree_placement(model, tree):
