@@ -133,12 +133,14 @@ def _add_kernel(native_dir):
     that the FMU runs the 'recursive' formulation on a host without a C compiler and without
     compiling at instantiation. Without a compiler here the FMU compiles it on first use."""
     from ..dynamics.kernel import KernelUnavailable, library_path
+    from ..dynamics.spatial_kernel import SOURCE as SPATIAL_SOURCE
 
-    try:
-        lib = library_path()
-    except KernelUnavailable:
-        return
-    shutil.copy2(lib, Path(native_dir) / lib.name)
+    for source in (None, SPATIAL_SOURCE):          # the planar and the spatial kernel
+        try:
+            lib = library_path() if source is None else library_path(SPATIAL_SOURCE)
+        except KernelUnavailable:
+            return
+        shutil.copy2(lib, Path(native_dir) / lib.name)
 
 
 def build_fmus(model_files, out_dir, overrides=None, standalone=True):
