@@ -229,7 +229,13 @@ def native_advance(model, state, t_end, u, settings):
                                 f"of the closure Jacobian {best:.3g}); use formulation "
                                 f"'tmt' or 'newton_euler'")
         except _Reselect:
-            q, qd = red.full(t, y[:f], y[f:]) if _finite(y) else (q, qd)
+            try:
+                q, qd = red.full(t, y[:f], y[f:]) if _finite(y) else (q, qd)
+            except _Reselect:
+                raise SingularSystemError(
+                    f"model '{model.name}': at t = {t:.9g} s the closure cannot be solved for "
+                    f"the dependent coordinates (a singular configuration); use formulation "
+                    f"'tmt' or 'newton_euler'") from None
             new = partition(model, q, t)
             if np.array_equal(new[0], ind) and after is not None:
                 new = partition(model, *after)
