@@ -49,7 +49,7 @@ def build(**overrides):
     mb = ModelBuilder("spatial_chain", overrides, gravity=(0.0, 0.0, -9.81),
                       description=__doc__)
     n = mb.param("N", 8, "1", "number of links", min=1, max=500, structural=True)
-    joint = mb.param("joint", "revolute", "", "joint kind", choices=("revolute", "spherical"),
+    joint = mb.param("joint", "revolute", "1", "joint kind", choices=("revolute", "spherical"),
                      structural=True)
     L = mb.param("link_length", 0.1, "m", "length of each link", min=1e-9)
     m = mb.param("link_mass", 0.1, "kg", "mass of each link", min=1e-9)
