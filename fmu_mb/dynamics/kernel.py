@@ -51,14 +51,15 @@ class KernelUnavailable(FmuMbError):
     """The native kernel cannot be built or loaded on this machine."""
 
 
-def _tag(source=SOURCE):
+def _tag(source=None):
+    source = SOURCE if source is None else source        # read at call time (tests patch it)
     text = source.read_bytes() + repr((CFLAGS, sys.platform, platform.machine())).encode()
     return hashlib.sha1(text).hexdigest()[:12]
 
 
-def library_name(source=SOURCE):
-    """_kernel-<hash>.so (the spatial kernel: _spatial_kernel-<hash>.so)."""
-    stem = "_kernel" if source == SOURCE else "_" + source.stem
+def library_name(source=None):
+    """_kernel-<hash>.so (another source, e.g. the spatial kernel: _<stem>-<hash>.so)."""
+    stem = "_kernel" if source is None else "_" + source.stem
     return f"{stem}-{_tag(source)}.so"
 
 
@@ -77,11 +78,12 @@ def compiler():
     return next((shutil.which(c) for c in candidates if shutil.which(c)), None)
 
 
-def build_library(dest_dir, source=SOURCE):
+def build_library(dest_dir, source=None):
     """Compile the kernel (or another C source) into dest_dir (atomically) and return the
     library's path."""
-    if not source.is_file():
-        raise KernelUnavailable(f"the kernel source {source} is missing from the fmu_mb "
+    path = SOURCE if source is None else source
+    if not path.is_file():
+        raise KernelUnavailable(f"the kernel source {path} is missing from the fmu_mb "
                                 f"installation")
     dest_dir = Path(dest_dir)
     dest = dest_dir / library_name(source)
@@ -96,7 +98,7 @@ def build_library(dest_dir, source=SOURCE):
     fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=dest_dir)
     os.close(fd)
     try:
-        p = subprocess.run([cc, *CFLAGS, "-o", tmp, str(source), "-lm"], capture_output=True,
+        p = subprocess.run([cc, *CFLAGS, "-o", tmp, str(path), "-lm"], capture_output=True,
                            text=True)
         if p.returncode != 0:
             raise KernelUnavailable(f"compiling the kernel with {cc} failed: "
@@ -111,7 +113,7 @@ def build_library(dest_dir, source=SOURCE):
 _LOCK = threading.Lock()
 
 
-def library_path(source=SOURCE):
+def library_path(source=None):
     """Path of the compiled kernel: an existing one for this source, or a new build."""
     with _LOCK:
         path, errors = None, []
