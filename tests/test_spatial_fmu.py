@@ -69,7 +69,7 @@ def test_planar_formulation_on_the_spatial_fmu_fails_initialisation_with_message
     a, vr = instantiate_logged(top_fmu, "bad", messages)
     a.setupExperiment(startTime=0.0)
     a.enterInitializationMode()
-    a.setString([vr["solver.formulation"]], ["tmt"])
+    a.setString([vr["solver.formulation"]], ["lagrange"])
     with pytest.raises(FMICallException):
         a.exitInitializationMode()
     text = " ".join(messages)
