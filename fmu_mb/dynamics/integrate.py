@@ -6,7 +6,12 @@ The index-1 form (seed 000 eq. 12) is an ODE in y = (x, xd). Methods:
   most `settings.step`, so any communication step works);
 - "dopri5" (Dormand-Prince 5(4)) and "dop853" (8(5,3)): adaptive, error-controlled, with
   dense output (scipy's RK45 and DOP853 steppers);
-- "radau": implicit Radau IIA of order 5 for stiff models (scipy's Radau).
+- "radau": implicit Radau IIA of order 5 for stiff models (scipy's Radau);
+- "euler": explicit forward Euler, fixed step (first order; for teaching and for the drift
+  figure of seed 000 sec. 1.5);
+- "generalized_alpha" and "trapezoidal": fixed-step implicit methods on the index-3 DAE
+  itself (fmu_mb.dynamics.implicit; seed 004), for stiff elements, singular poses and
+  co-simulation with a fixed cost per step.
 
 Drift control (seed 000 sec. 1.5 shows the drift of the index-reduced DAE):
 "projection" (default) projects x onto Phi(x, t) = 0 by Newton with minimum M-norm steps and
@@ -27,10 +32,12 @@ from ..mechanics import constraints
 from ..errors import DriftError, InputError, IntegrationError
 from .formulations import get_formulation
 from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
+from .implicit import DAE_FORMS, IMPLICIT_METHODS, advance_implicit
 from .state import State
 from ..linalg import min_norm_correction
 
-METHODS = ("rk4", "dopri5", "dop853", "radau")
+METHODS = ("rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHODS
+FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
 _SCIPY = {"dopri5": RK45, "dop853": DOP853, "radau": Radau}
 
@@ -39,9 +46,15 @@ _SCIPY = {"dopri5": RK45, "dop853": DOP853, "radau": Radau}
 class Settings:
     """Solver settings.
 
-    method : one of METHODS; formulation : one of formulations.FORMULATIONS; step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
+    method : one of METHODS; formulation : one of formulations.FORMULATIONS; step : fixed step
+    of rk4, euler, generalized_alpha and trapezoidal [s] (an interval is split into equal
+    steps no longer than this); rtol, atol : tolerances of the adaptive
     methods; max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
     baumgarte : (alpha, beta) [1/s]; projection_tol : target |Phi| after projection [m, rad].
+    Implicit methods: rho_inf : spectral radius of generalized_alpha at h / T -> inf, in
+    [0, 1] (1: no numerical dissipation); newton_tol : relative tolerance of the Newton
+    iteration on positions and velocities; dae_form : constraint rows, one of DAE_FORMS
+    ("auto": index3 for generalized_alpha, index2 for trapezoidal).
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
     penetration that triggers event location [m or rad]; contact_velocity : rebound gap rate
     below which a contact becomes persistent [m/s or rad/s]; event_tol : time tolerance of
@@ -60,13 +73,25 @@ class Settings:
     contact_tol: float = 1e-9
     contact_velocity: float = 1e-3
     event_tol: float = 1e-15
+    rho_inf: float = 0.9
+    newton_tol: float = 1e-10
+    dae_form: str = "auto"
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
         _choice("stabilization", self.stabilization, STABILIZATIONS)
+        _choice("dae_form", self.dae_form, DAE_FORMS)
         get_formulation(self.formulation)
+        if not (isinstance(self.rho_inf, (int, float)) and 0.0 <= self.rho_inf <= 1.0):
+            raise InputError(f"solver setting 'rho_inf' must be a number in [0, 1], received "
+                             f"{self.rho_inf!r}")
+        if self.method in IMPLICIT_METHODS and self.stabilization == "baumgarte":
+            raise InputError(f"solver setting 'stabilization': 'baumgarte' acts on the "
+                             f"acceleration-level constraints, which method "
+                             f"'{self.method}' does not use; valid values for it are "
+                             f"['projection', 'none']")
         for name in ("step", "rtol", "atol", "max_step", "projection_tol", "contact_tol",
-                     "contact_velocity", "event_tol"):
+                     "contact_velocity", "event_tol", "newton_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
                 raise InputError(f"solver setting '{name}' must be a number > 0, received {v!r}")
@@ -89,6 +114,15 @@ def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
     runs open trees without drives or contacts."""
+    if model.contacts and settings.method in IMPLICIT_METHODS:
+        raise InputError(f"model '{model.name}' has contacts; method '{settings.method}' "
+                         f"does not run the contact event loop (it needs dense output and "
+                         f"the contact rows in its Newton iteration). Use an explicit or "
+                         f"adaptive method: {[m for m in METHODS if m not in IMPLICIT_METHODS]}")
+    if settings.formulation == "recursive" and settings.method in IMPLICIT_METHODS:
+        raise InputError(f"method '{settings.method}' needs the DAE terms of the "
+                         f"formulation; 'recursive' integrates in compiled code without "
+                         f"them: use formulation 'tmt' (the same joint coordinates)")
     if settings.formulation == "recursive":
         from .kernel import supported
 
@@ -129,6 +163,9 @@ def advance(model, state, t_end, u=None, settings=None):
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
+    if settings.method in IMPLICIT_METHODS:
+        check_settings(model, settings)
+        return advance_implicit(model, state, float(t_end), uvec, settings, form)
     if form.native_advance is not None:
         res = form.native_advance(model, state, t_end, uvec, settings)
         if res is not None:
@@ -143,7 +180,7 @@ def advance(model, state, t_end, u=None, settings=None):
 
     project = settings.stabilization == "projection"
     y = np.concatenate([state.q, state.qd])
-    if settings.method == "rk4":
+    if settings.method in ("rk4", "euler"):
         y, h = _rk4(rhs, t0, y, t_end, settings.step, model, form, project, settings)
     else:
         y, h = _adaptive(rhs, t0, y, t_end, state.h, model, form, project, settings)
@@ -157,15 +194,12 @@ def _check(y, t, model):
 
 
 def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
+    """rk4 or euler (settings.method) in equal steps of at most `step`."""
     nsteps = max(1, math.ceil((t_end - t) / step - 1e-9))
     dt = (t_end - t) / nsteps
     for k in range(nsteps):
         tk = t + k * dt
-        k1 = rhs(tk, y)
-        k2 = rhs(tk + dt / 2, y + dt / 2 * k1)
-        k3 = rhs(tk + dt / 2, y + dt / 2 * k2)
-        k4 = rhs(tk + dt, y + dt * k3)
-        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        y = _fixed_step(settings.method, rhs, tk, y, dt, rhs(tk, y))
         tn = t_end if k == nsteps - 1 else t + (k + 1) * dt
         _check(y, tn, model)
         if project:
@@ -196,14 +230,25 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
     return solver.y, solver.h_abs
 
 
+def _fixed_step(method, rhs, t, y, dt, k1):
+    """One step of rk4 or forward Euler (y1 = y + dt y'(t), seed 000 eq. 21) from y at t."""
+    if method == "euler":
+        return y + dt * k1
+    k2 = rhs(t + dt / 2, y + dt / 2 * k1)
+    k3 = rhs(t + dt / 2, y + dt / 2 * k2)
+    k4 = rhs(t + dt, y + dt * k3)
+    return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
 # ---------------------------------------------------------------------- contacts and events
 class _Stepper:
     """One interface over the scipy steppers and rk4: step(), set_y(), dense(), t, y, h."""
 
     def __init__(self, settings, rhs, t, y, t_end, h, model):
         self.rhs, self.t_end, self.model = rhs, t_end, model
-        if settings.method == "rk4":
+        if settings.method in ("rk4", "euler"):
             self.solver = None
+            self.method = settings.method
             self.nsteps = max(1, math.ceil((t_end - t) / settings.step - 1e-9))
             self.t0, self.k = t, 0
             self.dt = (t_end - t) / self.nsteps
@@ -226,13 +271,10 @@ class _Stepper:
         if self.solver is None:
             t, y, dt, rhs = self.t, self.y, self.dt, self.rhs
             k1 = self.f
-            k2 = rhs(t + dt / 2, y + dt / 2 * k1)
-            k3 = rhs(t + dt / 2, y + dt / 2 * k2)
-            k4 = rhs(t + dt, y + dt * k3)
             self.t_old, self.y_old, self.f_old = t, y, k1
             self.k += 1
             self.t = self.t_end if self.k == self.nsteps else self.t0 + self.k * dt
-            self.y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            self.y = _fixed_step(self.method, rhs, t, y, dt, k1)
             _check(self.y, self.t, self.model)
             self.f = rhs(self.t, self.y)
             return

@@ -11,6 +11,8 @@ Each is a small namespace with the same functions:
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
     kinematics(model, q, qd) -> x, xd, Tq, g
+and newton_euler, tmt and lagrange (for the implicit integrators, see formulations.dae)
+    dae(model, q, qd, t, u) -> DaeTerms(M, f, phi, D, phi_t, conv)
 
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
@@ -40,14 +42,14 @@ _REGISTRY = {
     "newton_euler": SimpleNamespace(
         name="newton_euler", coordinates=_ne.coordinates, accelerations=_ne.accelerations,
         initial_state=_ne_initial, project=_ne_project, absolute=lambda model, q, qd: (q, qd),
-        lam=lambda model, dyn: dyn.lam, native_advance=None),
+        lam=lambda model, dyn: dyn.lam, native_advance=None, dae=_ne.dae_terms),
     **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
         name=mod.__name__.rsplit(".", 1)[1], coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
         project=mod.project, absolute=mod.absolute, lam=mod.lam,
         native_advance=getattr(mod, "native_advance", None),
         equations=getattr(mod, "reduced_equations", None),
-        kinematics=getattr(mod, "kinematics", None))
+        kinematics=getattr(mod, "kinematics", None), dae=getattr(mod, "dae_terms", None))
         for mod in (_tmt, _lagrange, _recursive)},
 }
 

@@ -152,3 +152,14 @@ def project(model, y, t, tol, kinematics, extra=None, weighted=False):
         return np.concatenate([q, solve(model, Mbar, Mbar @ qd, z, Dq, -b, z, qd, None)[0]])
     corr, _ = schur_solve(Dq @ Dq.T, Dq @ qd - b)
     return np.concatenate([q, qd - Dq.T @ corr])
+
+
+def dae_terms(model, q, qd, t, u, reduced_equations):
+    """The index-3 DAE in joint coordinates (formulations.dae): Mbar(q) qdd + Dq' lam = fbar,
+    Phi_cut(T(q), t) = 0 with the cut joints' and drives' rows, from the formulation's
+    reduced_equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g."""
+    from .dae import DaeTerms
+
+    Mbar, fbar, x, xd, Tq, g = reduced_equations(model, q, qd, t, u)
+    phi, Dq, conv, phi_t = cut_rows(model, x, xd, Tq, g, t)
+    return DaeTerms(Mbar, fbar, phi, Dq, phi_t, conv)
