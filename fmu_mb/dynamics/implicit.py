@@ -34,10 +34,12 @@ same with gamma, so that the iteration matrix
     [ D                               0  ]       C = -df/dqd
 
 tends to the regular KKT matrix [M D'; D 0] as h -> 0 instead of becoming singular (the
-scaling of Bottasso, Bauchau and Cardona). M and D come from the formulation; K and C are
-forward differences of the force residual (fmu_mb has no analytic element stiffness). The
+scaling of Bottasso, Bauchau and Cardona). M and D come from the formulation; the column j
+of beta' h^2 K + gamma' h C is one forward difference of the force residual along the Newton
+update itself (q by beta' h^2 d, qd by gamma' h d for a change d of qdd_j), n evaluations
+per matrix (fmu_mb has no analytic element stiffness). The
 matrix is factorised once and reused over the following steps (simplified Newton) until a step
-needs more than 3 iterations, its contraction rate exceeds 0.2 or an iteration fails, then
+needs more than 4 iterations, its contraction rate exceeds 0.3 or an iteration fails, then
 rebuilt; the iteration starts from qdd and lam extrapolated linearly from the last two steps; each advance() call starts
 with a fresh matrix so that a restored state continues bit-identically.
 
@@ -55,8 +57,8 @@ from .state import State
 IMPLICIT_METHODS = ("generalized_alpha", "trapezoidal")
 DAE_FORMS = ("auto", "index3", "index2", "ggl")
 MAX_ITER = 10          # Newton iterations per attempt
-REFRESH_RATE = 0.2     # contraction rate above which the matrix is rebuilt for the next step
-REFRESH_ITER = 3       # iterations of a step above which the matrix is rebuilt for the next
+REFRESH_RATE = 0.3     # contraction rate above which the matrix is rebuilt for the next step
+REFRESH_ITER = 4       # iterations of a step above which the matrix is rebuilt for the next
 RCOND_MIN = 1e-14      # reciprocal condition below which the LU is replaced by an SVD
 
 
@@ -151,6 +153,7 @@ class _Integrator:
         self.gp = self.gamma * (1.0 - self.af) / (1.0 - self.am)
         self.level = dae_form(settings)
         self.factor = None
+        self.last = None            # DaeTerms of the last Newton iterate
         self.stats = {"steps": 0, "iterations": 0, "matrices": 0, "evaluations": 0}
 
     # ------------------------------------------------------------------ one step
@@ -216,6 +219,7 @@ class _Integrator:
         prev = None
         for it in range(MAX_ITER):
             r, T, q1, v1 = self._residual(z, ctx)
+            self.last = T
             if not np.all(np.isfinite(r)):
                 return None
             if self.factor is None:
@@ -249,7 +253,12 @@ class _Integrator:
     def project(self, q, v, t):
         """Drift control: q onto Phi(q, t) = 0 by Newton, then v onto D v = -Phi_t, each by
         the change of least M-norm (least kinetic energy; [M D'; D 0] [dq; mu] = [0; r]).
-        Near a singular pose Newton may stall at a tiny residual, which is accepted."""
+        Near a singular pose Newton may stall at a tiny residual, which is accepted. The
+        index3 and ggl forms solve Phi = 0 already (to newton_tol): only v is projected, with
+        D of the last Newton iterate (it differs from D(q) by newton_tol)."""
+        if self.level != "index2" and self.last is not None:
+            T = self.last
+            return q, v - _least_mass_change(T, T.D @ v + T.phi_t)
         tol = self.settings.projection_tol
         scale = 1.0 + np.abs(q).max(initial=0.0)
         prev = math.inf
@@ -287,15 +296,11 @@ class _Integrator:
         G = T.mass_matrix().astype(float).copy()
         eps = math.sqrt(np.finfo(float).eps)
         for j in range(n):
-            dqj = eps * (1.0 + abs(q1[j]))
-            e = np.zeros(n)
-            e[j] = dqj
-            Kj = (force(self._terms(self.inc(self.model, q1, e), v1, t1)) - g0) / dqj
-            dvj = eps * (1.0 + abs(v1[j]))
-            vj = v1.copy()
-            vj[j] += dvj
-            Cj = (force(self._terms(q1, vj, t1)) - g0) / dvj
-            G[:, j] += bp * h * h * Kj + gp * h * Cj
+            d = eps * (1.0 + abs(q1[j])) / (bp * h * h)   # a change of qdd_j moving q_j by
+            e = np.zeros(n)                               # sqrt(eps) (1 + |q_j|)
+            e[j] = d
+            Tj = self._terms(self.inc(self.model, q1, bp * h * h * e), v1 + gp * h * e, t1)
+            G[:, j] += (force(Tj) - g0) / d
         D = T.D
         ggl = self.level == "ggl"
         size = n + m + (m if ggl else 0)

@@ -85,6 +85,11 @@ class Settings:
         if not (isinstance(self.rho_inf, (int, float)) and 0.0 <= self.rho_inf <= 1.0):
             raise InputError(f"solver setting 'rho_inf' must be a number in [0, 1], received "
                              f"{self.rho_inf!r}")
+        if self.method == "trapezoidal" and self.dae_form == "index3":
+            raise InputError("solver setting 'dae_form': 'index3' needs numerical dissipation "
+                             "(the trapezoidal rule on Phi = 0 lets the multipliers oscillate "
+                             "without bound); use method 'generalized_alpha' with rho_inf < 1, "
+                             "or dae_form 'index2' or 'ggl'")
         if self.method in IMPLICIT_METHODS and self.stabilization == "baumgarte":
             raise InputError(f"solver setting 'stabilization': 'baumgarte' acts on the "
                              f"acceleration-level constraints, which method "

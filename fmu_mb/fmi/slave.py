@@ -35,6 +35,7 @@ from pythonfmu.variables import Boolean, Integer, Real, String
 
 from ..errors import FmuMbError
 from ..dynamics.formulations import FORMULATIONS
+from ..dynamics.implicit import DAE_FORMS
 from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
                         initial_state)
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
@@ -49,7 +50,13 @@ SOLVER_PARAMETERS = {
                              f"drift control, one of {list(STABILIZATIONS)}"),
     "solver.rtol": ("rtol", 1e-9, "1", "relative tolerance of the adaptive methods"),
     "solver.atol": ("atol", 1e-11, "1", "absolute tolerance of the adaptive methods"),
-    "solver.step": ("step", 1e-3, "s", "step of the fixed-step method rk4"),
+    "solver.step": ("step", 1e-3, "s", "step of the fixed-step methods rk4, euler, "
+                    "generalized_alpha, trapezoidal"),
+    "solver.rho_inf": ("rho_inf", 0.9, "1", "spectral radius of generalized_alpha at large "
+                       "steps, in [0, 1]"),
+    "solver.newton_tol": ("newton_tol", 1e-10, "1", "Newton tolerance of the implicit methods"),
+    "solver.dae_form": ("dae_form", "auto", "1", f"constraint rows of the implicit methods, "
+                        f"one of {list(DAE_FORMS)}"),
 }
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import FmuMbError
 from ..dynamics.formulations import FORMULATIONS
+from ..dynamics.implicit import DAE_FORMS
 from ..dynamics.integrate import METHODS, STABILIZATIONS
 
 
@@ -88,7 +89,14 @@ def _parser():
     s.add_argument("--stabilization", default="projection", choices=STABILIZATIONS)
     s.add_argument("--rtol", type=_positive, default=1e-9)
     s.add_argument("--atol", type=_positive, default=1e-11)
-    s.add_argument("--step", type=_positive, default=1e-3, help="fixed step of rk4 [s]")
+    s.add_argument("--step", type=_positive, default=1e-3,
+                   help="fixed step of rk4, euler, generalized_alpha, trapezoidal [s]")
+    s.add_argument("--rho-inf", type=float, default=0.9,
+                   help="spectral radius of generalized_alpha at large steps, in [0, 1]")
+    s.add_argument("--newton-tol", type=_positive, default=1e-10,
+                   help="Newton tolerance of the implicit methods (relative)")
+    s.add_argument("--dae-form", default="auto", choices=DAE_FORMS,
+                   help="constraint rows of the implicit methods")
     s.add_argument("-o", "--output", default=None, help="CSV file (default: stdout)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -179,7 +187,9 @@ def _simulate(args):
 
     model = _load(args)
     settings = Settings(method=args.method, formulation=args.formulation, rtol=args.rtol,
-                        atol=args.atol, step=args.step, stabilization=args.stabilization)
+                        atol=args.atol, step=args.step, stabilization=args.stabilization,
+                        rho_inf=args.rho_inf, newton_tol=args.newton_tol,
+                        dae_form=args.dae_form)
     inputs = {}
     for name, value in args.input:
         try:
