@@ -39,8 +39,8 @@ of beta' h^2 K + gamma' h C is one forward difference of the force residual alon
 update itself (q by beta' h^2 d, qd by gamma' h d for a change d of qdd_j), n evaluations
 per matrix (fmu_mb has no analytic element stiffness). The
 matrix is factorised once and reused over the following steps (simplified Newton) until a step
-needs more than 4 iterations, its contraction rate exceeds 0.3 or an iteration fails, then
-rebuilt; the iteration starts from qdd and lam extrapolated linearly from the last two steps; each advance() call starts
+needs more than 4 iterations or an iteration fails, and rebuilt at the current iterate as
+soon as the contraction rate exceeds 0.3 (full Newton where the step is strongly nonlinear); the iteration starts from qdd and lam extrapolated linearly from the last two steps; each advance() call starts
 with a fresh matrix so that a restored state continues bit-identically.
 
 The carried (a, qdd, lam) live in State.extra["implicit"], so FMU get/set state keeps them.
@@ -56,7 +56,8 @@ from .state import State
 
 IMPLICIT_METHODS = ("generalized_alpha", "trapezoidal")
 DAE_FORMS = ("auto", "index3", "index2", "ggl")
-MAX_ITER = 10          # Newton iterations per attempt
+MAX_ITER = 20          # Newton iterations per attempt
+MAX_BUILDS = 4         # matrices per attempt before a diverging iteration gives up
 REFRESH_RATE = 0.3     # contraction rate above which the matrix is rebuilt for the next step
 REFRESH_ITER = 4       # iterations of a step above which the matrix is rebuilt for the next
 RCOND_MIN = 1e-14      # reciprocal condition below which the LU is replaced by an SVD
@@ -212,11 +213,14 @@ class _Integrator:
         return np.concatenate([r1] + rows), T, q1, v1
 
     def _newton(self, z0, ctx):
-        """Simplified Newton from z0; None when it diverges or does not converge."""
+        """Simplified Newton from z0, the matrix rebuilt at the current iterate when the
+        contraction is slow (full Newton on strongly nonlinear steps); None when it diverges
+        or does not converge."""
         n = ctx[7]
         tol = self.settings.newton_tol
         z = z0.copy()
         prev = None
+        builds = 0
         for it in range(MAX_ITER):
             r, T, q1, v1 = self._residual(z, ctx)
             self.last = T
@@ -224,6 +228,7 @@ class _Integrator:
                 return None
             if self.factor is None:
                 self._build(z, ctx, T, q1, v1)
+                builds += 1
             dz = self.factor.solve(r)
             z = z - dz
             self.stats["iterations"] += 1
@@ -243,10 +248,12 @@ class _Integrator:
                 return self._done(z, err / prev if prev else 0.0, it)
             if prev is not None:
                 theta = err / prev
-                if theta >= 1.0:
-                    return None
-                if theta / (1.0 - theta) * err <= tol:
+                if theta < 1.0 and theta / (1.0 - theta) * err <= tol:
                     return self._done(z, theta, it)
+                if theta >= 1.0 and builds >= MAX_BUILDS:
+                    return None
+                if theta > REFRESH_RATE:
+                    self.factor = None          # rebuild at the next iterate
             prev = err
         return None
 
