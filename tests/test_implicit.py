@@ -330,3 +330,14 @@ def test_fmu_runs_generalized_alpha_like_simulate(tmp_path):
         np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
     dop = simulate(m, 0.5, 0.01)
     assert np.abs(r["O.angle"] - dop["O.angle"]).max() < 1e-4
+
+
+def test_drift_example_writes_its_figure(tmp_path):
+    """examples/drift_euler.py runs headless and writes the PNG of seed 000 sec. 1.5."""
+    out = tmp_path / "drift.png"
+    r = subprocess.run([sys.executable, str(ROOT / "examples" / "drift_euler.py"), "-o",
+                        str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_size > 10_000
+    gaps = [float(line.split()[1]) for line in r.stdout.splitlines()[1:5]]
+    assert gaps == sorted(gaps, reverse=True) and gaps[-1] > 1e-4
