@@ -328,8 +328,8 @@ def test_fmu_runs_generalized_alpha_like_simulate(tmp_path):
     ref = simulate(m, 0.5, 0.01, method="generalized_alpha", step=1e-3, rho_inf=0.8)
     for col in ("O.angle", "A.angle", "slider.x", "O.fx"):
         np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
-    dop = simulate(m, 0.5, 0.01)
-    assert np.abs(r["O.angle"] - dop["O.angle"]).max() < 1e-4
+    dop = simulate(m, 0.5, 0.01)        # really generalized_alpha: its error at h = 1e-3 s
+    assert 1e-5 < np.abs(r["O.angle"] - dop["O.angle"]).max() < 1e-3     # is 3e-4 rad
 
 
 def test_drift_example_writes_its_figure(tmp_path):
