@@ -341,3 +341,13 @@ def test_drift_example_writes_its_figure(tmp_path):
     assert out.stat().st_size > 10_000
     gaps = [float(line.split()[1]) for line in r.stdout.splitlines()[1:5]]
     assert gaps == sorted(gaps, reverse=True) and gaps[-1] > 1e-4
+
+
+def test_euler_runs_the_contact_event_loop():
+    """Forward Euler steps the event loop like rk4 (Hermite dense output): the ball's first
+    impact is found and its height follows dop853 to the method's first-order error."""
+    m = model("bouncing_ball")
+    r = simulate(m, 0.6, 0.1, method="euler", step=5e-4)
+    ref = simulate(m, 0.6, 0.1)
+    assert r["floor.impacts"][-1] == ref["floor.impacts"][-1] >= 1
+    assert np.abs(r["ball.y"] - ref["ball.y"]).max() < 5e-3
