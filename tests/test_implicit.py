@@ -164,12 +164,13 @@ def test_n_four_bar_passes_its_singular_poses_with_bounded_residual():
     from scipy.integrate import solve_ivp
     n, g = 2, 9.81
     J, c = (n + 1) / 3 + n, (n + 1) / 2 + n
-    t = np.linspace(0, 3.0, 61)
-    ref = solve_ivp(lambda t, y: [y[1], -g * c / J * math.cos(y[0])], (0, 3.0),
-                    [math.pi / 2, -1.0], t_eval=t, rtol=1e-12, atol=1e-12).y[0]
-    assert np.abs(np.sin(ref)).min() < 0.05          # it does pass theta = k pi
+    sol = solve_ivp(lambda t, y: [y[1], -g * c / J * math.cos(y[0])], (0, 1.5),
+                    [math.pi / 2, -1.0], dense_output=True, rtol=1e-12, atol=1e-12).sol
+    dense = sol(np.linspace(0, 1.5, 3001))[0]
+    assert dense.min() < -math.pi < 0 < dense.max()    # it passes theta = 0 and -pi
+    ref = sol(np.linspace(0, 1.5, 31))[0]
     for stab in ("none", "projection"):
-        r = simulate(m, 3.0, 0.05, method="generalized_alpha", step=2e-3, stabilization=stab)
+        r = simulate(m, 1.5, 0.05, method="generalized_alpha", step=2e-3, stabilization=stab)
         assert np.abs(r["constraint.residual"]).max() < 1e-9
         assert np.abs(np.unwrap(r["O0.angle"]) - ref).max() < 2e-3
 
@@ -179,13 +180,13 @@ def test_n_four_bar_passes_its_singular_poses_with_bounded_residual():
                                          ("trapezoidal", "tmt"),
                                          ("generalized_alpha", "lagrange")])
 def test_agreement_with_dop853(name, method, form):
-    """0.3 s of the slider-crank and the four-bar at h = 5e-4: the joint angles agree with
+    """0.2 s of the slider-crank and the four-bar at h = 5e-4: the joint angles agree with
     dop853 to the methods' truncation error C h^2 (measured with generalized_alpha at this
     step: 6e-5 rad on the slider-crank, 1.1e-4 rad on the four-bar, whose crank turns twice
     as far; the order tests above show the error is C h^2)."""
     m = model(name)
-    ref = simulate(m, 0.3, 0.05, formulation=form, rtol=1e-11, atol=1e-13)
-    r = simulate(m, 0.3, 0.05, formulation=form, method=method, step=5e-4)
+    ref = simulate(m, 0.2, 0.05, formulation=form, rtol=1e-11, atol=1e-13)
+    r = simulate(m, 0.2, 0.05, formulation=form, method=method, step=5e-4)
     for col in [c for c in r.dtype.names if c.endswith(".angle")]:
         assert np.abs(r[col] - ref[col]).max() < 2.5e-4, col
     assert np.abs(r["constraint.residual"]).max() < 1e-10
@@ -336,10 +337,11 @@ def test_drift_example_writes_its_figure(tmp_path):
     """examples/drift_euler.py runs headless and writes the PNG of seed 000 sec. 1.5."""
     out = tmp_path / "drift.png"
     r = subprocess.run([sys.executable, str(ROOT / "examples" / "drift_euler.py"), "-o",
-                        str(out)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+                        str(out), "--steps", "1e-2", "5e-3"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr
     assert out.stat().st_size > 10_000
-    gaps = [float(line.split()[1]) for line in r.stdout.splitlines()[1:5]]
+    gaps = [float(line.split()[1]) for line in r.stdout.splitlines()[1:3]]
     assert gaps == sorted(gaps, reverse=True) and gaps[-1] > 1e-4
 
 
