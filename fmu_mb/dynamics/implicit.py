@@ -61,6 +61,7 @@ MAX_BUILDS = 4         # matrices per attempt before a diverging iteration gives
 REFRESH_RATE = 0.3     # contraction rate above which the matrix is rebuilt for the next step
 REFRESH_ITER = 4       # iterations of a step above which the matrix is rebuilt for the next
 RCOND_MIN = 1e-14      # reciprocal condition below which the LU is replaced by an SVD
+STALL_ACCEPT = 1e-7    # relative change of v below which a stalled iteration is accepted
 
 
 def coefficients(method, rho_inf):
@@ -217,9 +218,8 @@ class _Integrator:
         contraction is slow (full Newton on strongly nonlinear steps); None when it diverges
         or does not converge."""
         n = ctx[7]
-        tol = self.settings.newton_tol
         z = z0.copy()
-        prev = None
+        prev = best = None
         builds = 0
         for it in range(MAX_ITER):
             r, T, q1, v1 = self._residual(z, ctx)
@@ -237,10 +237,13 @@ class _Integrator:
             if ctx[6] is not None:
                 dq = max(dq, self.bp * self.h * self.h
                          * np.abs(ctx[6].T @ dz[n + ctx[8]:]).max(initial=0.0))
-            err = max(dq / (1.0 + np.abs(q1).max(initial=0.0)),
-                      dv / (1.0 + np.abs(v1).max(initial=0.0)))
+            qs, vs = 1.0 + np.abs(q1).max(initial=0.0), 1.0 + np.abs(v1).max(initial=0.0)
+            err = max(dq / qs, dv / vs)
             if not math.isfinite(err):
                 return None
+            tol = self.settings.newton_tol
+            if best is None or err < best[0]:
+                best = (err, z)
             # converged: the increment itself is below tol, or (from the second iteration,
             # with the contraction rate theta of this step) the remaining error
             # theta / (1 - theta) |dz| is
@@ -251,10 +254,19 @@ class _Integrator:
                 if theta < 1.0 and theta / (1.0 - theta) * err <= tol:
                     return self._done(z, theta, it)
                 if theta >= 1.0 and builds >= MAX_BUILDS:
-                    return None
+                    return self._stalled(best)
                 if theta > REFRESH_RATE:
                     self.factor = None          # rebuild at the next iterate
             prev = err
+        return self._stalled(best)
+
+    def _stalled(self, best):
+        """The best iterate of an iteration that stalls at the roundoff floor (Phi is known to
+        eps |q| and its rows are scaled by 1 / (beta' h^2): at small h near a singular pose
+        that floor can exceed newton_tol), or None when it stalled far above it."""
+        if best is not None and best[0] <= STALL_ACCEPT:
+            self.factor = None
+            return best[1]
         return None
 
     def project(self, q, v, t):
