@@ -181,6 +181,8 @@ class Runner:
                 value = str(value)
             elif v.type == "Integer":
                 value = int(value) if value == value and abs(value) < 2 ** 31 else 0
+            elif v.type == "Boolean":
+                value = bool(value) if value == value else True
             return (*self._status(h.call(method, [v.valueReference], [value])),)
         if kind == "get":
             values = []
