@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import ModelError
-from ..mechanics.loader import load_module
+from ..mechanics.loader import call_build, load_module
 from ..dynamics.outputs import output_spec
 from .packaging import package_fmu
 from .slave import SOLVER_LIMITS
@@ -70,7 +70,7 @@ def build_fmu(model_file, out_dir, overrides=None, standalone=True):
     model_file = Path(model_file)
     module = load_module(model_file)
     overrides = dict(overrides or {})
-    model = module.build(**overrides)      # validates the model and the overrides
+    model = call_build(module, model_file, **overrides)   # validates model and overrides
     source = model_file.read_text(encoding="utf-8")
     digest = hashlib.sha1(repr((source, sorted(overrides.items()),
                                 _package_digest())).encode()).hexdigest()[:10]
@@ -189,7 +189,7 @@ def build_controller_fmu(spec_or_file, out_dir, standalone=True):
     from .controller import ControllerSpec
     spec = spec_or_file
     if not isinstance(spec, ControllerSpec):
-        spec = load_module(Path(spec_or_file)).build()
+        spec = call_build(load_module(Path(spec_or_file)), Path(spec_or_file))
         if not isinstance(spec, ControllerSpec):
             raise ModelError(f"{spec_or_file}: build() returned {type(spec).__name__}, "
                              "expected a ControllerSpec")
@@ -205,7 +205,8 @@ def build_controller_fmu(spec_or_file, out_dir, standalone=True):
 def is_controller_file(path):
     """True when the file's build() returns a ControllerSpec (fmu-mb build dispatches on it)."""
     from .controller import ControllerSpec
+    module = load_module(Path(path))        # a syntax error is reported here, with its line
     try:
-        return isinstance(load_module(Path(path)).build(), ControllerSpec)
-    except TypeError:
+        return isinstance(call_build(module, Path(path)), ControllerSpec)
+    except ModelError:      # a model that needs overrides: build_fmus reports with them
         return False
