@@ -42,7 +42,7 @@ from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, adva
                         initial_state)
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
 from ..units import describe
-from .guard import GuardedSlave
+from .guard import INITIALIZATION, INSTANTIATED, GuardedSlave
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
 SOLVER_PARAMETERS = {
@@ -313,15 +313,22 @@ class MultibodySlave(GuardedSlave):
             return float.fromhex(v) if isinstance(v, str) and v.startswith(("0x", "-0x")) \
                 else v
 
+        def hexed(d):      # compared as written, so that NaN equals NaN
+            return {k: (v.hex() if isinstance(v, float) else v) for k, v in d.items()}
+
         pending = {k: unhex(v) for k, v in blob["parameters"].items()}
         solver = {k: unhex(v) for k, v in blob["solver"].items()}
-        if pending != {p.name: p.value for p in self._model.parameters} or \
-                solver != self._solver:
+        if set(pending) != set(self._pending) or set(solver) != set(self._solver):
+            raise FmuMbError("the state holds other parameters than this FMU")
+        configured = hexed({p.name: p.value for p in self._model.parameters})
+        if self._mode not in (INSTANTIATED, INITIALIZATION) and (
+                hexed(pending) != configured or hexed(solver) != hexed(self._solver)):
+            # parameters are validated when initialisation ends: before that they are stored
             self._pending, self._solver = pending, solver
             self._configure()
         state = State.from_dict(blob["state"])
         inputs = np.array([float.fromhex(v) for v in blob["inputs"]])
-        ref = initial_state(self._model, self._settings)
+        ref = self._state          # its shape and coordinates are this model's
         if (state.q.shape != ref.q.shape or state.qd.shape != ref.qd.shape
                 or state.coords != ref.coords or inputs.shape != self._inputs.shape):
             raise FmuMbError(f"the state holds {state.q.size} {state.coords} coordinates and "
