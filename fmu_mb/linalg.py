@@ -24,6 +24,9 @@ from .errors import SingularSystemError
 #: 1e-8 with 1e-8 and 4e-10 with 3e-8, while 1e-6 let the residual drift past the projection.
 RANK_RTOL = 3e-8
 
+#: largest relative residual a stalled position projection may end with (singular poses)
+PROJECTION_ACCEPT = 1e-10
+
 
 def schur_solve(S, rhs):
     """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.

@@ -336,7 +336,7 @@ def test_invalid_parameter_fails_initialisation_with_message(fmus):
     assert "invalid parameter" in text and "'l1'" in text and "expected a value >= 1e-09" in text
 
 
-@pytest.mark.parametrize("formulation", ["tmt", "lagrange"])
+@pytest.mark.parametrize("formulation", ["tmt", "lagrange", "recursive"])
 def test_contact_model_in_joint_coordinates_matches_simulate(fmus, formulation):
     """solver.formulation works for impacts: the FMU equals simulate() in that formulation,
     and the contact outputs equal newton_euler's."""
@@ -370,9 +370,23 @@ def test_recursive_formulation_fmu_matches_simulate(fmus):
         np.testing.assert_allclose(r[col], ne[col], rtol=0, atol=1e-7, err_msg=col)
 
 
-def test_recursive_formulation_on_a_loop_fails_initialisation(fmus):
+def test_recursive_formulation_on_a_loop_fmu_matches_simulate(fmus):
+    """Closed loops run in the kernel the FMU carries: equal to simulate() in 'recursive',
+    and to newton_euler within the integration tolerance."""
+    r = simulate_fmu(str(fmus["slider_crank"]), stop_time=0.5, output_interval=0.01,
+                     start_values={"solver.formulation": "recursive"})
+    m = load_model(MODELS / "slider_crank.py")
+    ref = simulate(m, 0.5, 0.01, settings=Settings(formulation="recursive"))
+    ne = simulate(m, 0.5, 0.01)
+    for col in r.dtype.names[1:]:
+        scale = max(1.0, np.abs(ne[col]).max())
+        np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
+        np.testing.assert_allclose(r[col], ne[col], rtol=0, atol=1e-7 * scale, err_msg=col)
+
+
+def test_recursive_formulation_with_a_drive_fails_initialisation(fmus):
     with pytest.raises(Exception):
-        simulate_fmu(str(fmus["slider_crank"]), stop_time=0.1,
+        simulate_fmu(str(fmus["container_crane_driven"]), stop_time=0.1,
                      start_values={"solver.formulation": "recursive"})
 
 

@@ -1,4 +1,4 @@
-"""newton_euler, tmt and lagrange (and recursive on open trees) give the same accelerations,
+"""newton_euler, tmt and lagrange (and recursive where it runs) give the same accelerations,
 reaction forces and outputs at random consistent states, and the same trajectories to the
 integration tolerance."""
 import numpy as np

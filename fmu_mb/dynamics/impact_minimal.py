@@ -150,7 +150,17 @@ def contact_kit(formulation):
     locks(model, st)."""
     if formulation == "newton_euler":
         return _ne.NE_KIT
+    if formulation == "recursive":     # the same q as tmt: its contact functions, C poses
+        return _recursive_kit()
     return _kit(get_formulation(formulation).name)
+
+
+@lru_cache(maxsize=None)
+def _recursive_kit():
+    rec = get_formulation("recursive")
+    kit = SimpleNamespace(**vars(_kit("tmt")))
+    kit.gaps = lambda model, q: _ne.gaps(model, rec.absolute(model, q, np.zeros_like(q))[0])
+    return kit
 
 
 @lru_cache(maxsize=None)

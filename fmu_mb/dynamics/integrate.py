@@ -91,16 +91,15 @@ def initial_state(model, settings=None):
 def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
-    runs open trees without drives or contacts."""
+    runs trees, closed loops and contacts but no drives."""
     if settings.formulation == "recursive":
         from .kernel import supported
 
         why = supported(model)
         if why is not None:
-            raise InputError(f"model '{model.name}': formulation 'recursive' runs open trees "
-                             f"of revolute, prismatic and weld joints; {why}. Use formulation "
-                             f"'tmt' or 'newton_euler'")
-        return
+            raise InputError(f"model '{model.name}': formulation 'recursive' runs trees "
+                             f"of revolute, prismatic and weld joints and loops closed by cut "
+                             f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
     if model.contacts and settings.formulation != "newton_euler":
         from .impact_minimal import singular_position
 
@@ -345,14 +344,17 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         def proj(tt, yy, active=active, pas=pas, locks=locks):
             return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
-        stepper = _Stepper(settings, rhs, t, y, t_end, h, model)
+        native = get_formulation(settings.formulation).native_stepper   # compiled steps
+        stepper = (native(model, settings, t, y, t_end, h, uvec) if native is not None and
+                   not active.any() and pas is None and not locks else None)
+        stepper = stepper or _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
         while event is None and stepper.t < t_end:
             y_old = stepper.y
             steps += 1
             _over_budget(settings, model, state.t, t_end, steps, stepper.h)
             stepper.step()
-            if project:
+            if project and not getattr(stepper, "projects", False):
                 stepper.set_y(proj(stepper.t, stepper.y))
             event = _find_event(model, st, stepper.dense(), stepper.t_old, y_old, stepper.t,
                                 active, pas, t_pass_end, reduction, uvec, settings, impact,

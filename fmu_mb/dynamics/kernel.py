@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FmuMbError, InputError, IntegrationError, SingularSystemError
+from ..errors import (DriftError, FmuMbError, InputError, IntegrationError,
+                      SingularSystemError)
 
 SOURCE = Path(__file__).resolve().parent / "native" / "kernel.c"
 CFLAGS = ["-O2", "-ffp-contract=off", "-fPIC", "-shared", "-Wall"]
@@ -39,7 +40,11 @@ _ERRORS = {1: "the state became non-finite (NaN or infinity)",
            2: "the articulated inertia is singular (a massless subtree)",
            3: "the step size became too small",
            4: "a spring-damper has zero length (its direction is undefined)",
-           5: "invalid kernel arguments"}
+           5: "invalid kernel arguments",
+           6: "cannot restore the constraints of the closed loops (the mechanism may have "
+              "locked up or left its assembly branch)"}
+_ROW_KINDS = {"pd": (0, 1), "ang": 2, "prj": 3, "dst": 4}
+_STABILIZATION = {"none": 0, "projection": 1, "baumgarte": 2}
 
 
 class KernelUnavailable(FmuMbError):
@@ -142,9 +147,38 @@ def library():
     lib.mbk_kinematics.restype = None
     lib.mbk_kinematics.argtypes = [P, P, P, P, P]
     lib.mbk_advance.argtypes = [P, I, P, P, P, P]
+    lib.mbk_step.argtypes = [P, I, P, P, P, I, P, P]
     lib.mbk_last_error_index.argtypes = [P]
+    lib.mbk_set_rows.argtypes = [P, I, P, P]
+    lib.mbk_set_stabilization.restype = None
+    lib.mbk_set_stabilization.argtypes = [P, I, D, D, D]
+    lib.mbk_project.argtypes = [P, P]
+    lib.mbk_multipliers.restype = None
+    lib.mbk_multipliers.argtypes = [P, P]
+    lib.mbk_set_eigensolver.restype = None
+    lib.mbk_set_eigensolver.argtypes = [P]
     _set_tableaus(lib)
     return lib
+
+
+@lru_cache(maxsize=1)
+def _eigensolver():
+    """Hand LAPACK's dsyev (scipy's own, scipy.linalg.cython_lapack) to the kernel for the
+    rank-revealing Schur solve at singular poses; the kernel falls back to a Jacobi
+    eigen-decomposition of its own when it is not available."""
+    try:
+        from scipy.linalg import cython_lapack
+        cap = cython_lapack.__pyx_capi__["dsyev"]
+        api = ctypes.pythonapi
+        api.PyCapsule_GetName.restype = ctypes.c_char_p
+        api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        ptr = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+    except (ImportError, AttributeError, KeyError, ValueError):       # pragma: no cover
+        return False
+    library().mbk_set_eigensolver(ptr)
+    return True
 
 
 def _set_tableaus(lib):
@@ -175,34 +209,72 @@ def _set_tableaus(lib):
 
 
 def supported(model):
-    """None when the kernel can run `model`, else the reason why not (a sentence)."""
+    """None when the kernel can run `model`, else the reason why not (a sentence).
+
+    The kernel runs spanning trees of revolute, prismatic and weld joints (and floating
+    bodies) with every force element, and closes loops with the rows of cut revolute, weld,
+    prismatic and distance joints; contacts run in the event loop of fmu_mb.dynamics.integrate
+    with the kernel stepping between events; drives need tmt or newton_euler."""
     t = model.topology
-    if t.cut_joints:
-        return f"it has closed loops (cut joints {list(t.cut_joints)})"
     if model.drives:
         return f"it has drives {[d.name for d in model.drives]}"
-    if model.contacts:
-        return f"it has contacts {[c.name for c in model.contacts]}"
     if model.compiled.tsda_gain is not None:
         return (f"it has hydraulic cylinders "
                 f"{[e.name for e in model.elements if e.kind == 'cylinder']}")
     bad = [n for n in t.tree_joints if model.joint(n).kind not in _J]
     if bad:
         return f"joints {bad} are not revolute, prismatic or weld joints"
+    if t.cut_joints and len(loop_rows(model)[0]) != len(_tree_map(model).cut_rows):
+        return f"its cut joints {list(t.cut_joints)} have rows the kernel does not know"
     return None
 
 
+def _tree_map(model):
+    from ..mechanics.tree import tree_map
+    return tree_map(model)
+
+
+def loop_rows(model):
+    """The cut joints' constraint rows for the kernel: ri (m, 3) = kind, parent body, child
+    body; rd (m, 7) = parent point, child point, w0 (prismatic normal in the parent),
+    offset (angle0 or length); in the order of tree_map(model).cut_rows."""
+    C = model.compiled
+    cut = {int(r): i for i, r in enumerate(_tree_map(model).cut_rows)}
+    ri, rd = [None] * len(cut), [None] * len(cut)
+
+    def put(row, kind, ps, i, w0=(0.0, 0.0), off=0.0):
+        if int(row) in cut:
+            k = cut[int(row)]
+            ri[k] = [kind, int(ps.p[i]), int(ps.c[i])]
+            rd[k] = [*ps.sp[i], *ps.sc[i], *w0, float(off)]
+
+    for i, rows in enumerate(C.pd_rows):
+        for comp, row in enumerate(rows):
+            put(row, _ROW_KINDS["pd"][comp], C.pd, i)
+    for i, row in enumerate(C.ang_rows):
+        put(row, _ROW_KINDS["ang"], C.ang, i, off=C.ang_offset[i])
+    for i, row in enumerate(C.prj_rows):
+        put(row, _ROW_KINDS["prj"], C.prj, i, w0=C.prj_w0[i])
+    for i, row in enumerate(C.dst_rows):
+        put(row, _ROW_KINDS["dst"], C.dst, i, off=C.dst_length[i])
+    keep = [k for k in range(len(cut)) if ri[k] is not None]
+    return (np.array([ri[k] for k in keep], dtype=np.intc).reshape(-1, 3),
+            np.array([rd[k] for k in keep], dtype=float).reshape(-1, 7))
+
+
 class TreeKernel:
-    """The kernel instance of one Model (open tree), with preallocated ctypes buffers."""
+    """The kernel instance of one Model (its tree and loop rows), with preallocated ctypes
+    buffers."""
 
     def __init__(self, model):
         from ..mechanics.tree import tree_map
 
         why = supported(model)
         if why is not None:
-            raise InputError(f"model '{model.name}': formulation 'recursive' handles open trees "
-                             f"of revolute, prismatic and weld joints with force elements; "
-                             f"{why}. Use formulation 'tmt' or 'newton_euler'")
+            raise InputError(f"model '{model.name}': formulation 'recursive' handles trees "
+                             f"of revolute, prismatic and weld joints with force elements "
+                             f"and loops closed by cut joints; {why}. Use formulation 'tmt' "
+                             f"or 'newton_euler'")
         lib = library()
         tm = tree_map(model)
         C = model.compiled
@@ -252,6 +324,14 @@ class TreeKernel:
         if not handle:
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel")
         self._finalizer = weakref.finalize(self, lib.mbk_free, handle)
+        ri, rd = loop_rows(model)
+        self.m = len(ri)
+        if self.m:
+            _eigensolver()
+        if self.m and lib.mbk_set_rows(handle, self.m, ri.ctypes.data, rd.ctypes.data):
+            raise MemoryError(f"model '{model.name}': cannot allocate the kernel's loop rows")
+        self._stab = None
+        self._lam = np.zeros(max(1, self.m))
         self.lib, self.handle, self.nb, self.n, self.name = lib, handle, nb, n, model.name
         self.n_inputs = len(model.inputs)
         self.element_names = ([e.name for e in model.elements if e.kind == "tsda"] +
@@ -277,10 +357,22 @@ class TreeKernel:
             i = self.lib.mbk_last_error_index(self.handle)
             name = self.element_names[i] if 0 <= i < len(self.element_names) else "?"
             msg += f" (element '{name}')"
+        if rc == 6:
+            return DriftError(f"model '{self.name}': {what} at t = {t:.9g} s: {msg}")
         if rc == 2:
             return SingularSystemError(f"model '{self.name}': {what} at t = {t:.9g} s: {msg}; "
                                        f"use formulation 'tmt' or 'newton_euler'")
         return IntegrationError(f"model '{self.name}': {what} at t = {t:.9g} s: {msg}")
+
+    def _stabilization_unlocked(self, mode, baumgarte=(0.0, 0.0), projection_tol=1e-13):
+        """Drift control of the loop rows: mode 'none', 'projection' (after every step of
+        `advance`) or 'baumgarte' (alpha, beta [1/s] in the accelerations)."""
+        if projection_tol is None:                 # keep the current one
+            projection_tol = self._stab[3] if self._stab else 1e-13
+        key = (mode, float(baumgarte[0]), float(baumgarte[1]), float(projection_tol))
+        if key != self._stab:
+            self.lib.mbk_set_stabilization(self.handle, _STABILIZATION[mode], *key[1:])
+            self._stab = key
 
     def _load(self, q, qd, u):
         n = self.n
@@ -289,8 +381,12 @@ class TreeKernel:
         if self.n_inputs and u is not None:
             self._u[:self.n_inputs] = u
 
-    def _accelerations_unlocked(self, q, qd, u, t=0.0):
-        """qdd (n,) and x, xd, xdd (3 nb,) at (q, qd) with inputs u."""
+    def _accelerations_unlocked(self, q, qd, u, t=0.0, baumgarte=None):
+        """qdd (n,) and x, xd, xdd (3 nb,) at (q, qd) with inputs u; baumgarte (alpha, beta)
+        [1/s] acts on the loop rows (None: none)."""
+        if self.m:
+            self._stabilization_unlocked("none" if baumgarte is None else "baumgarte",
+                                         (0.0, 0.0) if baumgarte is None else baumgarte, None)
         self._load(q, qd, u)
         rc = self.lib.mbk_accelerations(self.handle, self._pq, self._pqd, self._pu,
                                         self._pqdd, self._px, self._pxd, self._pxdd)
@@ -298,6 +394,25 @@ class TreeKernel:
             raise self._error(rc, t, "the accelerations cannot be computed")
         o = self._out
         return self._qdd[:self.n].copy(), o[0].copy(), o[1].copy(), o[2].copy()
+
+    def _multipliers_unlocked(self):
+        """lam (m,) of the loop rows from the last `accelerations` (Mbar qdd + Dq' lam =
+        fbar)."""
+        self.lib.mbk_multipliers(self.handle, self._lam.ctypes.data)
+        return self._lam[:self.m].copy()
+
+    def _project_unlocked(self, q, qd, t=0.0, tol=None):
+        """(q, qd) projected onto the loop rows to |phi| <= tol (1 + max |x|) (None: the
+        last tolerance set)."""
+        if tol is not None:
+            mode, a, b, _ = self._stab or ("projection", 0.0, 0.0, 0.0)
+            self._stabilization_unlocked(mode, (a, b), tol)
+        self._load(q, qd, None)
+        rc = self.lib.mbk_project(self.handle, self._py)
+        if rc:
+            raise self._error(rc, t, "the projection failed")
+        n = self.n
+        return self._y[:n].copy(), self._y[n:].copy()
 
     def _kinematics_unlocked(self, q, qd):
         """x, xd (3 nb,) of the bodies at (q, qd)."""
@@ -313,8 +428,34 @@ class TreeKernel:
             raise self._error(rc, 0.0, "the applied forces cannot be computed")
         return self._out[3].copy()
 
-    def _advance_unlocked(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step):
-        """Integrate to t_end; returns (q, qd, h, number of right-hand sides)."""
+    def _step_unlocked(self, method, t, t_end, y, f, h, u, rtol, atol, max_step, stab=None):
+        """One accepted dopri5/dop853 step from (t, y) with f = f(t, y) (or None); returns
+        (t_new, y_new unprojected, K stages (s + 1, 2 n), h_next, h_taken). stab: the
+        arguments of `stabilization` (Baumgarte acts in the stages)."""
+        if stab is not None and self.m:
+            self._stabilization_unlocked(*stab)
+        n = self.n
+        s = 12 if method == "dop853" else 6
+        K = np.zeros((s + 1, 2 * n))
+        if f is not None:
+            K[0] = f
+        self._y[:] = y
+        if self.n_inputs and u is not None:
+            self._u[:self.n_inputs] = u
+        par = self._par
+        par[:7] = (t, t_end, h, rtol, atol, max_step, 0.0)
+        rc = self.lib.mbk_step(self.handle, METHOD_CODES[method], self._ppar, self._py, self._pu,
+                               int(f is not None), K.ctypes.data, self._pn)
+        if rc:
+            raise self._error(rc, float(par[0]), f"the {method} integrator failed")
+        return float(par[0]), self._y.copy(), K, float(par[2]), float(par[6])
+
+    def _advance_unlocked(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step,
+                          stab=None):
+        """Integrate to t_end; returns (q, qd, h, number of right-hand sides). stab: the
+        arguments of `stabilization` (drift control of the loop rows)."""
+        if stab is not None and self.m:
+            self._stabilization_unlocked(*stab)
         self._load(q, qd, u)
         par = self._par
         par[:7] = (t, t_end, h, rtol, atol, max_step, step)
@@ -335,7 +476,8 @@ def _locked(name):
     return call
 
 
-for _name in ("accelerations", "kinematics", "applied_forces", "advance"):
+for _name in ("accelerations", "kinematics", "applied_forces", "advance", "multipliers",
+              "project", "step", "stabilization"):
     setattr(TreeKernel, _name, _locked(f"_{_name}_unlocked"))
 
 _KERNELS = weakref.WeakKeyDictionary()

@@ -8,13 +8,19 @@ Each is a small namespace with the same functions:
     lam(model, dyn) -> multipliers of every Newton-Euler constraint row
     native_advance(model, state, t_end, u, settings) -> (q, qd, h), or None; only
         formulations that integrate in compiled code have it (others: None attribute)
+    native_stepper(model, settings, t, y, t_end, h, u) -> a stepper for the contact event
+        loop (integrate._Stepper's interface), or None (likewise)
+    supports(model) -> bool, or None for the formulations that run every model (recursive:
+        trees, closed loops and contacts, no drives; fmu_mb.dynamics.kernel.supported says
+        why not)
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
     kinematics(model, q, qd) -> x, xd, Tq, g
 
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
-constraint rows; recursive (the articulated-body algorithm in C) runs open trees only.
+constraint rows; recursive (the articulated-body algorithm in C, with the cut rows closed in C
+and compiled steps between contact events) runs every model without drives.
 """
 from types import SimpleNamespace
 
@@ -40,12 +46,15 @@ _REGISTRY = {
     "newton_euler": SimpleNamespace(
         name="newton_euler", coordinates=_ne.coordinates, accelerations=_ne.accelerations,
         initial_state=_ne_initial, project=_ne_project, absolute=lambda model, q, qd: (q, qd),
-        lam=lambda model, dyn: dyn.lam, native_advance=None),
+        lam=lambda model, dyn: dyn.lam, native_advance=None, native_stepper=None,
+        supports=None),
     **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
         name=mod.__name__.rsplit(".", 1)[1], coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
         project=mod.project, absolute=mod.absolute, lam=mod.lam,
         native_advance=getattr(mod, "native_advance", None),
+        native_stepper=getattr(mod, "native_stepper", None),
+        supports=getattr(mod, "supports", None),
         equations=getattr(mod, "reduced_equations", None),
         kinematics=getattr(mod, "kinematics", None))
         for mod in (_tmt, _lagrange, _recursive)},

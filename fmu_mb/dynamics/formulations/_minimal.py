@@ -17,7 +17,7 @@ from scipy import linalg as sla
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...errors import AssemblyError, DriftError, SingularSystemError
-from ...linalg import schur_solve
+from ...linalg import PROJECTION_ACCEPT, schur_solve
 from ...mechanics.tree import tree_map
 
 COORDINATES = "joint"
@@ -129,6 +129,7 @@ def project(model, y, t, tol, kinematics, extra=None, weighted=False):
     n = tree_map(model).n
     q, qd = y[:n].copy(), y[n:]
     zero = np.zeros(n)
+    prev = np.inf
     for it in range(12):
         x, _, Tq, _ = kinematics(model, q, zero)
         phi, D, _, phi_t = constraints.evaluate(model, x, np.zeros_like(x), t, need_conv=False)
@@ -138,17 +139,41 @@ def project(model, y, t, tol, kinematics, extra=None, weighted=False):
             phi, Dq = np.concatenate([phi, res]), np.vstack([Dq, J])
             b = np.concatenate([b, rate])
         err = np.abs(phi).max(initial=0.0)
-        if err <= tol * (1.0 + np.abs(x).max()):
+        scale = 1.0 + np.abs(x).max()
+        if err <= tol * scale:
             break
-        if it == 11 or not np.isfinite(err):
+        # near a singular pose Newton stalls at the conditioning floor (the N-four-bar's
+        # collinear links): accept a stalled residual that is still tiny, as newton_euler does
+        stalled = it >= 2 and err > 0.5 * prev
+        if (stalled or it == 11) and err <= PROJECTION_ACCEPT * scale:
+            break
+        if stalled or it == 11 or not np.isfinite(err):
             raise DriftError(f"model '{model.name}': cannot restore the constraints at "
                              f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
                              f"locked up or left its assembly branch")
-        step, _ = schur_solve(Dq @ Dq.T, phi)
-        q -= Dq.T @ step
+        prev = err
+        q -= _min_norm(model, Tq, Dq, phi)
     if weighted:
         Mbar = Tq.T @ (model.compiled.mass_diag[:, None] * Tq)
         z = np.zeros(b.shape[0])
         return np.concatenate([q, solve(model, Mbar, Mbar @ qd, z, Dq, -b, z, qd, None)[0]])
-    corr, _ = schur_solve(Dq @ Dq.T, Dq @ qd - b)
-    return np.concatenate([q, qd - Dq.T @ corr])
+    return np.concatenate([q, qd - _min_norm(model, Tq, Dq, Dq @ qd - b)])
+
+
+def _min_norm(model, Tq, Dq, r):
+    """The change dq of least kinetic-energy norm dq' Mbar dq with Dq dq = r (least squares
+    if inconsistent): Mbar^-1 Dq' (Dq Mbar^-1 Dq')^+ r, the joint-coordinate image of
+    newton_euler's minimum M-norm correction. A singular Mbar (massless bodies) falls back to
+    the minimum Euclidean norm in q."""
+    Mbar = Tq.T @ (model.compiled.mass_diag[:, None] * Tq)
+    try:
+        c = sla.cho_factor(Mbar, lower=True, check_finite=False)
+        d = np.abs(np.diag(c[0]))
+        if d.size and d.min() ** 2 > 1e-12 * d.max() ** 2:
+            MiDt = sla.cho_solve(c, Dq.T, check_finite=False)
+            y, _ = schur_solve(Dq @ MiDt, r)
+            return MiDt @ y
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    y, _ = schur_solve(Dq @ Dq.T, r)
+    return Dq.T @ y

@@ -13,7 +13,7 @@ import numpy as np
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...errors import DriftError
-from ...linalg import min_norm_correction, solve_kkt
+from ...linalg import PROJECTION_ACCEPT, min_norm_correction, solve_kkt  # noqa: F401
 
 COORDINATES = "absolute"
 
@@ -47,10 +47,6 @@ def accelerations(model, x, xd, t, u, baumgarte=None):
     C = model.compiled
     xdd, lam = solve_kkt(C.inv_mass_diag, D, F, b, None if C.mass_positive else C.mass_diag)
     return Dynamics(xdd, lam, phi, D)
-
-
-#: largest relative residual a stalled position projection may end with (singular poses)
-PROJECTION_ACCEPT = 1e-10
 
 
 def project_absolute(model, y, t, tol):

@@ -1,4 +1,5 @@
-"""The articulated-body algorithm in tree joint coordinates, compiled (fmu_mb/dynamics/native/kernel.c).
+"""The articulated-body algorithm in tree joint coordinates, compiled (fmu_mb/dynamics/native/kernel.c),
+with the rows of the cut joints that close loops.
 
 Featherstone's recursive O(N) forward dynamics for open trees, written in the absolute body
 coordinates of seed 000 (x = (x, y, phi) per centre of mass, M = diag(m, m, J)): the joint
@@ -8,14 +9,21 @@ the same equations as tmt (Mbar qdd = fbar with Mbar = Tq' M Tq) without forming
 and the explicit integrators (rk4, dopri5, dop853 with scipy's coefficients and step-size
 control) run in C too: `native_advance` integrates a whole communication interval in one call.
 
-Scope: open trees of revolute, prismatic and weld joints and floating bodies, with gravity,
-TSDA, RSDA, forces and torques. Cut joints, drives and contacts need tmt or newton_euler (a
-clear InputError says so). q and the outputs are those of tmt: joint coordinates in
+Closed loops (seed 000 ch.2 eq. 20 in the tree coordinates, as tmt): the cut joints' rows
+phi(T(q)) = 0 with Dq = dphi/dq and conv_q, W = Mbar^-1 Dq' by one bias-free articulated
+pass per row, the Schur complement S = Dq W (Cholesky; a truncated eigen-decomposition at
+singular poses, as fmu_mb.linalg.schur_solve), qdd = qdd0 - W lam; drift control (Newton
+projection with least kinetic-energy steps, Baumgarte, or none) in C after every step.
+
+Scope: trees of revolute, prismatic and weld joints and floating bodies, loops closed by cut
+revolute, weld, prismatic and distance joints, with gravity, TSDA, RSDA, forces and torques.
+Drives and contacts need tmt or newton_euler (`supports(model)` says why, and a clear
+InputError). q and the outputs are those of tmt: joint coordinates in
 `tree_coordinates(model)` order, reactions recovered from the motion (`lam`).
 """
 import numpy as np
 
-from ..kernel import tree_kernel
+from ..kernel import supported, tree_kernel
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
@@ -26,10 +34,19 @@ def coordinates(model):
     return tree_coordinates(model)
 
 
+def supports(model):
+    """True when the kernel can run `model` (kernel.supported gives the reason when not)."""
+    return supported(model) is None
+
+
 def accelerations(model, q, qd, t, u, baumgarte=None):
-    """qdd at (q, qd, t) with inputs u (no constraint rows: baumgarte has nothing to act on)."""
-    qdd, x, xd, xdd = tree_kernel(model).accelerations(q, qd, u, t)
-    return Dynamics(qdd, np.zeros(0), tree_map(model).cut_rows, x, xd, xdd, t, u)
+    """qdd (and the cut multipliers lam) at (q, qd, t) with inputs u; baumgarte (alpha,
+    beta) [1/s] acts on the loop rows."""
+    k = tree_kernel(model)
+    with k._lock:                        # the multipliers of this very solve
+        qdd, x, xd, xdd = k._accelerations_unlocked(q, qd, u, t, baumgarte)
+        lam = k._multipliers_unlocked() if k.m else np.zeros(0)
+    return Dynamics(qdd, lam, tree_map(model).cut_rows, x, xd, xdd, t, u)
 
 
 def absolute(model, q, qd):
@@ -43,8 +60,13 @@ def initial_state(model):
 
 
 def project(model, y, t, tol):
-    """Open trees have no constraint rows: nothing to project."""
-    return y
+    """Project y = (q, qd) onto the loop rows (open trees: nothing to project)."""
+    k = tree_kernel(model)
+    if not k.m:
+        return y
+    n = k.n
+    q, qd = k.project(y[:n], y[n:], t, tol)
+    return np.concatenate([q, qd])
 
 
 def native_advance(model, state, t_end, u, settings):
@@ -55,8 +77,87 @@ def native_advance(model, state, t_end, u, settings):
     rtol = max(settings.rtol, 100 * np.finfo(float).eps)     # scipy's clamp, same control
     q, qd, h, _ = tree_kernel(model).advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
-        rtol, settings.atol, settings.max_step, settings.step)
+        rtol, settings.atol, settings.max_step, settings.step,
+        (settings.stabilization, settings.baumgarte, settings.projection_tol))
     return q, qd, h
+
+
+class NativeStepper:
+    """The stepper interface of fmu_mb.dynamics.integrate's event loop (step, set_y, dense,
+    t, y, h, t_old) over the kernel: each step is one dopri5/dop853 step in C (scipy's
+    coefficients and error control), the drift control runs in C after it (`projects`),
+    and the dense output is scipy's own interpolant built from the C stages (DOP853's three
+    extra stages are C right-hand sides), so event location queries it as it queries
+    scipy's steppers."""
+
+    projects = True
+
+    def __init__(self, model, settings, t, y, t_end, h, u):
+        self.k = tree_kernel(model)
+        self.method, self.u, self.t_end = settings.method, u, t_end
+        self.rtol = max(settings.rtol, 100 * np.finfo(float).eps)
+        self.atol, self.max_step = settings.atol, settings.max_step
+        self.project = settings.stabilization == "projection" and self.k.m > 0
+        self.stab = (settings.stabilization, settings.baumgarte, settings.projection_tol)
+        self.baumgarte = settings.baumgarte if settings.stabilization == "baumgarte" else None
+        self.tol = settings.projection_tol
+        self.t, self.y, self.h, self.f = t, np.asarray(y, float), (h if h > 0 else 0.0), None
+        self.t_old, self._dense, self._step = None, None, None
+
+    def _rhs(self, t, y):
+        n = self.k.n
+        return np.concatenate([y[n:], self.k.accelerations(y[:n], y[n:], self.u, t,
+                                                           self.baumgarte)[0]])
+
+    def step(self):
+        t_old, y_old = self.t, self.y
+        first = min(self.h, self.t_end - t_old) if self.h > 0 else 0.0
+        t, y, K, h_next, h_taken = self.k.step(self.method, t_old, self.t_end, y_old, self.f,
+                                               first, self.u, self.rtol, self.atol,
+                                               self.max_step, self.stab)
+        self._step, self._dense = (t_old, t, y_old, y, K, h_taken), None
+        f = K[-1]
+        if self.project:
+            n = self.k.n
+            y = np.concatenate(self.k.project(y[:n], y[n:], t, self.tol))
+            f = self._rhs(t, y)
+        self.t_old, self.t, self.y, self.f, self.h = t_old, t, y, f, h_next
+
+    def set_y(self, y):
+        if not np.array_equal(y, self.y):
+            self.y, self.f = y, self._rhs(self.t, y)
+
+    def dense(self):
+        if self._dense is None:
+            self._dense = self._dense_output(*self._step)
+        return self._dense
+
+    def _dense_output(self, t_old, t, y_old, y, K, h):
+        from scipy.integrate import RK45
+        from scipy.integrate._ivp import dop853_coefficients as dc
+        from scipy.integrate._ivp.rk import Dop853DenseOutput, RkDenseOutput
+
+        if self.method == "dopri5":
+            return RkDenseOutput(t_old, t, y_old, K.T @ RK45.P)
+        Kx = np.empty((dc.N_STAGES_EXTENDED, y.shape[0]))
+        Kx[:K.shape[0]] = K
+        for j in range(dc.N_STAGES + 1, dc.N_STAGES_EXTENDED):
+            Kx[j] = self._rhs(t_old + dc.C[j] * h, y_old + (Kx[:j].T @ dc.A[j, :j]) * h)
+        F = np.empty((dc.INTERPOLATOR_POWER, y.shape[0]))
+        dy = y - y_old
+        F[0] = dy
+        F[1] = h * Kx[0] - dy
+        F[2] = 2 * dy - h * (K[-1] + Kx[0])
+        F[3:] = h * (dc.D @ Kx)
+        return Dop853DenseOutput(t_old, t, y_old, F)
+
+
+def native_stepper(model, settings, t, y, t_end, h, u):
+    """A NativeStepper for the event loop, or None when the method has no C step (rk4 and
+    radau keep the Python stepper)."""
+    if settings.method not in ("dopri5", "dop853"):
+        return None
+    return NativeStepper(model, settings, t, y, t_end, h, u)
 
 
 lam = _minimal.lam

@@ -1,12 +1,13 @@
 /*
- * fmu_mb native kernel: forward dynamics of a planar open tree in joint coordinates by the
- * articulated-body algorithm (O(N) in the number of bodies), its applied forces, and the
- * explicit integrators of fmu_mb (rk4, dopri5, dop853) run entirely in C.
+ * fmu_mb native kernel: forward dynamics of a planar tree in joint coordinates by the
+ * articulated-body algorithm (O(N) in the number of bodies), loops closed by the rows of cut
+ * joints with their multipliers and drift control (section "closed loops"), its applied
+ * forces, and the explicit integrators of fmu_mb (rk4, dopri5, dop853) run entirely in C,
+ * plus one adaptive step at a time (mbk_step) for the contact event loop in Python.
  *
- * Loaded with ctypes by fmu_mb/kernel.py, which compiles it with the system C compiler
- * (`cc -O2 -ffp-contract=off`) on first use and caches the library. Python checks the model
- * (open tree, no cut joints, drives or contacts) and passes flat arrays; nothing here
- * allocates during a step.
+ * Loaded with ctypes by fmu_mb/dynamics/kernel.py, which compiles it with the system C
+ * compiler (`cc -O2 -ffp-contract=off`) on first use and caches the library. Python checks
+ * the model (no drives) and passes flat arrays; nothing here allocates during a step.
  *
  * Coordinates and symbols follow fmu_mb (seed 000): absolute coordinates x = (x, y, phi) per
  * body at its centre of mass, M = diag(m, m, J), tree joint coordinates q (fmu_mb.tree).
@@ -31,6 +32,8 @@
  * no velocity-product force). Leaves to root: U = IA S, D = S'U, uu = -S'pA,
  * Ia = IA - U U'/D, pa = pA + Ia c + U uu / D, then IA_p += X' Ia X and pA_p += X' pa.
  * Root to leaves: a' = X a_p + c, qdd = (uu - U'a') / D, a_b = a' + S qdd.
+ * The inertia pass (`articulate`, q only) is split from the bias and acceleration passes
+ * (`solve_tau`), so Mbar^-1 tau for any generalised force tau costs one O(N) pass.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -57,6 +60,13 @@ typedef struct {
     /* integrator workspace */
     double *K, *ytmp, *ynew, *fy, *scale, *err;
     int last_error_body;
+    /* closed loops: m constraint rows of the cut joints (mbk_set_rows) */
+    int *entry;            /* (nb) joint entry that places body b */
+    double *Ia, *Dv, *a0;  /* articulated inertias after the joint, S'IA S, qdd = 0 accels */
+    int m, *ri, *nzc, *nnz, lwork;
+    double *work, *rd, *phi, *conv, *Dq, *Wt, *Sm, *Vm, *ev, *lam, *rr, *qdd0, *qtmp;
+    int mode;              /* 0: none, 1: projection, 2: baumgarte */
+    double alpha, beta, proj_tol;
 } Kernel;
 
 typedef struct {
@@ -98,7 +108,9 @@ void mbk_free(Kernel *k)
         return;
     void *p[] = {k->ji, k->ei, k->jd, k->ed, k->mass, k->inertia, k->x, k->xd, k->xdd, k->f,
                  k->S, k->c, k->IA, k->pA, k->U, k->Dinv, k->uu, k->dd, k->K, k->ytmp,
-                 k->ynew, k->fy, k->scale, k->err};
+                 k->ynew, k->fy, k->scale, k->err, k->entry, k->Ia, k->Dv, k->a0, k->ri,
+                 k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
+                 k->lam, k->rr, k->qdd0, k->qtmp, k->work};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -150,6 +162,21 @@ Kernel *mbk_create(int nb, int n, const int *ji, const double *jd, int ne, const
     k->fy = calloc(m, sizeof(double));
     k->scale = calloc(m, sizeof(double));
     k->err = calloc(m, sizeof(double));
+    k->entry = calloc(e, sizeof(int));
+    k->Ia = calloc(9 * e, sizeof(double));
+    k->Dv = calloc(e, sizeof(double));
+    k->a0 = calloc(3 * e, sizeof(double));
+    k->qdd0 = calloc(m, sizeof(double));
+    k->qtmp = calloc(m, sizeof(double));
+    if (!k->entry || !k->Ia || !k->Dv || !k->a0 || !k->qdd0 || !k->qtmp) {
+        mbk_free(k);
+        return NULL;
+    }
+    for (int i = 0; i < nb; i++)
+        if (ji[JI * i] >= 0 && ji[JI * i] < nb)
+            k->entry[ji[JI * i]] = i;
+    k->mode = 1;
+    k->proj_tol = 1e-13;
     if (!k->ji || !k->jd || !k->ei || !k->ed || !k->mass || !k->inertia || !k->x || !k->xd ||
         !k->xdd || !k->f || !k->S || !k->c || !k->IA || !k->pA || !k->U || !k->Dinv ||
         !k->uu || !k->dd || !k->K || !k->ytmp || !k->ynew || !k->fy || !k->scale ||
@@ -331,10 +358,12 @@ static int solve3(const double *A, const double *b, double *x)
     return OK;
 }
 
-static int aba(Kernel *k, double *qdd)
+/* Articulated inertias (depend on q only): IA per body, and for every joint with a
+ * coordinate U = IA S, D = S'U and Ia = IA - U U'/D, the inertia the parent sees. */
+static int articulate(Kernel *k)
 {
     int nb = k->nb;
-    double *IA = k->IA, *pA = k->pA, *f = k->f;
+    double *IA = k->IA;
     for (int b = 0; b <= nb; b++) {
         double *I = IA + 9 * b;
         for (int r = 0; r < 9; r++)
@@ -343,17 +372,13 @@ static int aba(Kernel *k, double *qdd)
             I[0] = I[4] = k->mass[b];
             I[8] = k->inertia[b];
         }
-        pA[3 * b] = -f[3 * b];
-        pA[3 * b + 1] = -f[3 * b + 1];
-        pA[3 * b + 2] = -f[3 * b + 2];
     }
     for (int i = nb - 1; i >= 0; i--) {
         const int *J = k->ji + JI * i;
         int b = J[0], type = J[1], p = J[2];
         if (type == J_FREE)
             continue;
-        double *I = IA + 9 * b, *pb = pA + 3 * b, *S = k->S + 9 * b, *c = k->c + 3 * b;
-        double Ia[9], pa[3];
+        double *I = IA + 9 * b, *S = k->S + 9 * b, *Ia = k->Ia + 9 * b;
         if (type == J_REV || type == J_PRI) {
             double *U = k->U + 3 * b;
             for (int r = 0; r < 3; r++)
@@ -364,20 +389,14 @@ static int aba(Kernel *k, double *qdd)
                 k->last_error_body = b;
                 return ERR_SINGULAR;
             }
-            double uu = -(S[0] * pb[0] + S[1] * pb[1] + S[2] * pb[2]);
             k->Dinv[b] = 1.0 / D;
-            k->uu[b] = uu;
+            k->Dv[b] = D;
             for (int r = 0; r < 3; r++)
-                for (int s = 0; s < 3; s++)
-                    Ia[3 * r + s] = I[3 * r + s] - U[r] * U[s] / D;
-            for (int r = 0; r < 3; r++)
-                pa[r] = pb[r] + Ia[3 * r] * c[0] + Ia[3 * r + 1] * c[1] + Ia[3 * r + 2] * c[2]
-                        + U[r] * uu / D;
+                for (int c = 0; c < 3; c++)
+                    Ia[3 * r + c] = I[3 * r + c] - U[r] * U[c] / D;
         } else {
             for (int r = 0; r < 9; r++)
                 Ia[r] = I[r];
-            for (int r = 0; r < 3; r++)
-                pa[r] = pb[r] + I[3 * r] * c[0] + I[3 * r + 1] * c[1] + I[3 * r + 2] * c[2];
         }
         if (p == nb)
             continue;
@@ -389,12 +408,53 @@ static int aba(Kernel *k, double *qdd)
             IX[3 * r + 1] = Ia[3 * r + 1];
             IX[3 * r + 2] = -dy * Ia[3 * r] + dx * Ia[3 * r + 1] + Ia[3 * r + 2];
         }
-        double *Ip = IA + 9 * p, *pp = pA + 3 * p;
-        for (int s = 0; s < 3; s++) {
-            Ip[s] += IX[s];
-            Ip[3 + s] += IX[3 + s];
-            Ip[6 + s] += -dy * IX[s] + dx * IX[3 + s] + IX[6 + s];
+        double *Ip = IA + 9 * p;
+        for (int c = 0; c < 3; c++) {
+            Ip[c] += IX[c];
+            Ip[3 + c] += IX[3 + c];
+            Ip[6 + c] += -dy * IX[c] + dx * IX[3 + c] + IX[6 + c];
         }
+    }
+    return OK;
+}
+
+/* Bias forces and accelerations with the articulated inertias of `articulate`:
+ * qdd = Mbar^-1 (tau + fbar) when bias is set (applied forces f and velocity terms c),
+ * qdd = Mbar^-1 tau otherwise (tau may be NULL: zero). Leaves the body accelerations in xdd. */
+static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
+{
+    int nb = k->nb;
+    double *pA = k->pA, *f = k->f;
+    for (int b = 0; b <= nb; b++) {
+        pA[3 * b] = bias ? -f[3 * b] : 0.0;
+        pA[3 * b + 1] = bias ? -f[3 * b + 1] : 0.0;
+        pA[3 * b + 2] = bias ? -f[3 * b + 2] : 0.0;
+    }
+    for (int i = nb - 1; i >= 0; i--) {
+        const int *J = k->ji + JI * i;
+        int b = J[0], type = J[1], p = J[2], ic = J[4];
+        if (type == J_FREE)
+            continue;
+        double *pb = pA + 3 * b, *S = k->S + 9 * b, *c = k->c + 3 * b, *Ia = k->Ia + 9 * b;
+        double pa[3];
+        if (type == J_REV || type == J_PRI) {
+            double *U = k->U + 3 * b, D = k->Dv[b];
+            double uu = -(S[0] * pb[0] + S[1] * pb[1] + S[2] * pb[2]);
+            if (tau && ic >= 0)
+                uu += tau[ic];
+            k->uu[b] = uu;
+            for (int r = 0; r < 3; r++)
+                pa[r] = pb[r] + (bias ? Ia[3 * r] * c[0] + Ia[3 * r + 1] * c[1]
+                                        + Ia[3 * r + 2] * c[2] : 0.0) + U[r] * uu / D;
+        } else {
+            for (int r = 0; r < 3; r++)
+                pa[r] = pb[r] + (bias ? Ia[3 * r] * c[0] + Ia[3 * r + 1] * c[1]
+                                        + Ia[3 * r + 2] * c[2] : 0.0);
+        }
+        if (p == nb)
+            continue;
+        double dx = k->dd[2 * b], dy = k->dd[2 * b + 1];
+        double *pp = pA + 3 * p;
         pp[0] += pa[0];
         pp[1] += pa[1];
         pp[2] += -dy * pa[0] + dx * pa[1] + pa[2];
@@ -407,7 +467,10 @@ static int aba(Kernel *k, double *qdd)
         double *ab = a + 3 * b;
         if (type == J_FREE) {
             double rhs[3] = {-pA[3 * b], -pA[3 * b + 1], -pA[3 * b + 2]};
-            if (solve3(IA + 9 * b, rhs, ab) != OK) {
+            if (tau)
+                for (int r = 0; r < 3; r++)
+                    rhs[r] += tau[ic + r];
+            if (solve3(k->IA + 9 * b, rhs, ab) != OK) {
                 k->last_error_body = b;
                 return ERR_SINGULAR;
             }
@@ -418,9 +481,9 @@ static int aba(Kernel *k, double *qdd)
         }
         double dx = k->dd[2 * b], dy = k->dd[2 * b + 1];
         const double *ap = a + 3 * p, *c = k->c + 3 * b;
-        ab[0] = ap[0] - dy * ap[2] + c[0];
-        ab[1] = ap[1] + dx * ap[2] + c[1];
-        ab[2] = ap[2] + c[2];
+        ab[0] = ap[0] - dy * ap[2] + (bias ? c[0] : 0.0);
+        ab[1] = ap[1] + dx * ap[2] + (bias ? c[1] : 0.0);
+        ab[2] = ap[2] + (bias ? c[2] : 0.0);
         if (type == J_REV || type == J_PRI) {
             const double *U = k->U + 3 * b, *S = k->S + 9 * b;
             double qa = (k->uu[b] - (U[0] * ab[0] + U[1] * ab[1] + U[2] * ab[2])) * k->Dinv[b];
@@ -434,12 +497,492 @@ static int aba(Kernel *k, double *qdd)
     return OK;
 }
 
+static int aba(Kernel *k, double *qdd)
+{
+    int rc = articulate(k);
+    if (rc != OK)
+        return rc;
+    return solve_tau(k, NULL, 1, qdd);
+}
+
+/* body accelerations a = X a_p + c + S qdd along the tree (qdd NULL: zero) */
+static void body_acc(Kernel *k, const double *qdd, double *a)
+{
+    int nb = k->nb;
+    a[3 * nb] = a[3 * nb + 1] = a[3 * nb + 2] = 0.0;
+    for (int i = 0; i < nb; i++) {
+        const int *J = k->ji + JI * i;
+        int b = J[0], type = J[1], p = J[2], ic = J[4];
+        double *ab = a + 3 * b;
+        if (type == J_FREE) {
+            for (int r = 0; r < 3; r++)
+                ab[r] = qdd ? qdd[ic + r] : 0.0;
+            continue;
+        }
+        double dx = k->dd[2 * b], dy = k->dd[2 * b + 1];
+        const double *ap = a + 3 * p, *c = k->c + 3 * b, *S = k->S + 9 * b;
+        double qa = (qdd && ic >= 0 && (type == J_REV || type == J_PRI)) ? qdd[ic] : 0.0;
+        ab[0] = ap[0] - dy * ap[2] + c[0] + S[0] * qa;
+        ab[1] = ap[1] + dx * ap[2] + c[1] + S[1] * qa;
+        ab[2] = ap[2] + c[2] + S[2] * qa;
+    }
+}
+
+/* ------------------------------------------------------------------ closed loops
+ * The rows phi(x) = 0 of the cut joints (fmu_mb.mechanics.constraints, same primitives and
+ * signs) at x = T(q): Dq = dphi/dq by the velocity of the rows' points per unit joint rate
+ * (seed 001's kinematic differentials), conv_q = d(Dq)/dt qd from the body accelerations at
+ * qdd = 0. With W = Mbar^-1 Dq' (one bias-free articulated pass per row) and the Schur
+ * complement S = Dq W:
+ *
+ *   Mbar qdd + Dq' lam = fbar,  Dq qdd = b   =>   S lam = Dq qdd0 - b,  qdd = qdd0 - W lam
+ *
+ * (qdd0 = Mbar^-1 fbar the free motion, b = -conv_q, minus 2 alpha phi' + beta^2 phi with
+ * Baumgarte). S is factorised by Cholesky; when a pivot is too small (a singular pose, the
+ * N-four-bar's collinear links, or redundant rows) a Jacobi eigen-decomposition gives the
+ * minimum-norm multipliers with eigenvalues below RANK_RTOL * max cut off, as
+ * fmu_mb.linalg.schur_solve. The projections use the same W: least kinetic-energy changes.
+ */
+enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4 };
+#define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
+#define RD 7          /* doubles per row: sp(2), sc(2), w0(2), offset */
+static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
+static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
+enum { ERR_DRIFT = 6 };
+
+int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
+{
+    int n = k->n;
+    free(k->ri); free(k->rd); free(k->nzc); free(k->nnz); free(k->phi); free(k->conv);
+    free(k->Dq); free(k->Wt); free(k->Sm); free(k->Vm); free(k->ev); free(k->lam); free(k->rr);
+    size_t mm = (size_t)(m > 0 ? m : 1), nn = (size_t)(n > 0 ? n : 1);
+    k->m = m;
+    k->ri = dup(ri, sizeof(int) * RI * m);
+    k->rd = dup(rd, sizeof(double) * RD * m);
+    k->nzc = calloc(mm * nn, sizeof(int));
+    k->nnz = calloc(mm, sizeof(int));
+    k->phi = calloc(mm, sizeof(double));
+    k->conv = calloc(mm, sizeof(double));
+    k->Dq = calloc(mm * nn, sizeof(double));
+    k->Wt = calloc(mm * nn, sizeof(double));
+    k->Sm = calloc(mm * mm, sizeof(double));
+    k->Vm = calloc(mm * mm, sizeof(double));
+    k->ev = calloc(mm, sizeof(double));
+    k->lam = calloc(mm, sizeof(double));
+    k->rr = calloc(mm, sizeof(double));
+    free(k->work);
+    k->lwork = (int)(66 * mm + 16);
+    k->work = calloc((size_t)k->lwork, sizeof(double));
+    if (!k->work || !k->ri || !k->rd || !k->nzc || !k->nnz || !k->phi || !k->conv || !k->Dq || !k->Wt ||
+        !k->Sm || !k->Vm || !k->ev || !k->lam || !k->rr) {
+        k->m = 0;
+        return ERR_ARGS;
+    }
+    return OK;
+}
+
+void mbk_set_stabilization(Kernel *k, int mode, double alpha, double beta, double proj_tol)
+{
+    k->mode = mode;
+    k->alpha = alpha;
+    k->beta = beta;
+    k->proj_tol = proj_tol;
+}
+
+/* point s of body b: position Q and arm e = A(phi_b) s */
+static void body_point(const Kernel *k, int b, const double *s, double *Q, double *e)
+{
+    double ph = k->x[3 * b + 2], c = cos(ph), sn = sin(ph);
+    e[0] = c * s[0] - sn * s[1];
+    e[1] = sn * s[0] + c * s[1];
+    Q[0] = k->x[3 * b] + e[0];
+    Q[1] = k->x[3 * b + 1] + e[1];
+}
+
+/* add w . (velocity of point Q, angular rate) of body b per unit rate of each coordinate
+ * on b's path to the ground into row Dr (n) */
+static void add_path(const Kernel *k, int b, const double *Q, const double *w, double *Dr)
+{
+    int nb = k->nb;
+    while (b != nb) {
+        const int *J = k->ji + JI * k->entry[b];
+        int type = J[1], ic = J[4];
+        double rx = Q[0] - k->x[3 * b], ry = Q[1] - k->x[3 * b + 1];
+        if (type == J_FREE) {
+            Dr[ic] += w[0];
+            Dr[ic + 1] += w[1];
+            Dr[ic + 2] += -w[0] * ry + w[1] * rx + w[2];
+        } else if ((type == J_REV || type == J_PRI) && ic >= 0) {
+            const double *S = k->S + 9 * b;
+            Dr[ic] += w[0] * (S[0] - S[2] * ry) + w[1] * (S[1] + S[2] * rx) + w[2] * S[2];
+        }
+        b = J[2];
+    }
+}
+
+/* phi, Dq (and conv when want_conv, needs k->a0) of the rows at the current kinematics */
+static int rows(Kernel *k, int want_conv)
+{
+    int m = k->m, n = k->n;
+    for (int r = 0; r < m; r++) {
+        const int *R = k->ri + RI * r;
+        const double *P = k->rd + RD * r;
+        int kind = R[0], p = R[1], c = R[2];
+        double Qp[2], Qc[2], ep[2], ec[2];
+        body_point(k, p, P, Qp, ep);
+        body_point(k, c, P + 2, Qc, ec);
+        double d[2] = {Qc[0] - Qp[0], Qc[1] - Qp[1]};
+        const double *vp = k->xd + 3 * p, *vc = k->xd + 3 * c;
+        double dd[2] = {vc[0] - vc[2] * ec[1] - vp[0] + vp[2] * ep[1],
+                        vc[1] + vc[2] * ec[0] - vp[1] - vp[2] * ep[0]};
+        double acc[2] = {0.0, 0.0}, ang = 0.0;
+        if (want_conv) {
+            const double *ap = k->a0 + 3 * p, *ac = k->a0 + 3 * c;
+            acc[0] = ac[0] - ac[2] * ec[1] - vc[2] * vc[2] * ec[0]
+                     - (ap[0] - ap[2] * ep[1] - vp[2] * vp[2] * ep[0]);
+            acc[1] = ac[1] + ac[2] * ec[0] - vc[2] * vc[2] * ec[1]
+                     - (ap[1] + ap[2] * ep[0] - vp[2] * vp[2] * ep[1]);
+            ang = ac[2] - ap[2];
+        }
+        double wc[3] = {0.0, 0.0, 0.0}, wp[3] = {0.0, 0.0, 0.0}, val = 0.0, cv = 0.0;
+        if (kind == R_PX || kind == R_PY) {
+            int i = kind == R_PY;
+            val = d[i];
+            wc[i] = 1.0;
+            wp[i] = -1.0;
+            cv = acc[i];
+        } else if (kind == R_ANG) {
+            val = k->x[3 * c + 2] - k->x[3 * p + 2] - P[6];
+            wc[2] = 1.0;
+            wp[2] = -1.0;
+            cv = ang;
+        } else if (kind == R_PRJ) {
+            double ph = k->x[3 * p + 2], cs = cos(ph), sn = sin(ph), wpr = k->xd[3 * p + 2];
+            double w[2] = {cs * P[4] - sn * P[5], sn * P[4] + cs * P[5]}, pw[2] = {-w[1], w[0]};
+            val = d[0] * w[0] + d[1] * w[1];
+            wc[0] = w[0];
+            wc[1] = w[1];
+            wp[0] = -w[0];
+            wp[1] = -w[1];
+            wp[2] = d[0] * pw[0] + d[1] * pw[1];
+            double alp = want_conv ? k->a0[3 * p + 2] : 0.0;
+            cv = acc[0] * w[0] + acc[1] * w[1] + 2.0 * wpr * (dd[0] * pw[0] + dd[1] * pw[1])
+                 + alp * (d[0] * pw[0] + d[1] * pw[1]) - wpr * wpr * val;
+        } else if (kind == R_DST) {
+            double l = sqrt(d[0] * d[0] + d[1] * d[1]);
+            if (!(l > 0.0))
+                return ERR_SINGULAR;
+            double e[2] = {d[0] / l, d[1] / l}, ed = e[0] * dd[0] + e[1] * dd[1];
+            val = l - P[6];
+            wc[0] = e[0];
+            wc[1] = e[1];
+            wp[0] = -e[0];
+            wp[1] = -e[1];
+            cv = e[0] * acc[0] + e[1] * acc[1] + (dd[0] * dd[0] + dd[1] * dd[1] - ed * ed) / l;
+        } else {
+            return ERR_ARGS;
+        }
+        k->phi[r] = val;
+        k->conv[r] = cv;
+        double *Dr = k->Dq + (size_t)r * n;
+        memset(Dr, 0, sizeof(double) * n);
+        add_path(k, c, Qc, wc, Dr);
+        add_path(k, p, Qp, wp, Dr);
+        int *nz = k->nzc + (size_t)r * n, cnt = 0;
+        for (int j = 0; j < n; j++)
+            if (Dr[j] != 0.0)
+                nz[cnt++] = j;
+        k->nnz[r] = cnt;
+    }
+    return OK;
+}
+
+/* W = Mbar^-1 Dq' (rows of Wt) and S = Dq W, at the current articulated inertias */
+static int schur(Kernel *k)
+{
+    int m = k->m, n = k->n, rc;
+    for (int r = 0; r < m; r++)
+        if ((rc = solve_tau(k, k->Dq + (size_t)r * n, 0, k->Wt + (size_t)r * n)) != OK)
+            return rc;
+    for (int r = 0; r < m; r++) {
+        const double *Dr = k->Dq + (size_t)r * n;
+        const int *nz = k->nzc + (size_t)r * n;
+        for (int l = 0; l <= r; l++) {
+            const double *Wl = k->Wt + (size_t)l * n;
+            double acc = 0.0;
+            for (int i = 0; i < k->nnz[r]; i++)
+                acc += Dr[nz[i]] * Wl[nz[i]];
+            k->Sm[r * m + l] = acc;
+        }
+    }
+    for (int r = 0; r < m; r++)             /* symmetric: the lower triangle is computed */
+        for (int l = r + 1; l < m; l++)
+            k->Sm[r * m + l] = k->Sm[l * m + r];
+    return OK;
+}
+
+/* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
+static void jacobi(double *A, double *V, double *w, int m)
+{
+    for (int i = 0; i < m * m; i++)
+        V[i] = 0.0;
+    for (int i = 0; i < m; i++)
+        V[i * m + i] = 1.0;
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0.0, dg = 0.0;
+        for (int i = 0; i < m; i++) {
+            dg += A[i * m + i] * A[i * m + i];
+            for (int j = i + 1; j < m; j++)
+                off += A[i * m + j] * A[i * m + j];
+        }
+        if (!(off > 1e-30 * dg))                    /* converged to rounding */
+            break;
+        int rotated = 0;
+        for (int p = 0; p < m; p++)
+            for (int q = p + 1; q < m; q++) {
+                double apq = A[p * m + q];
+                if (!(apq * apq > 1e-32 * dg / ((double)m * m)))   /* negligible entry */
+                    continue;
+                rotated = 1;
+                double th = (A[q * m + q] - A[p * m + p]) / (2.0 * apq);
+                double t = (th >= 0.0 ? 1.0 : -1.0) / (fabs(th) + sqrt(th * th + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int r = 0; r < m; r++) {               /* columns p, q */
+                    double a = A[r * m + p], b = A[r * m + q];
+                    A[r * m + p] = c * a - s * b;
+                    A[r * m + q] = s * a + c * b;
+                }
+                for (int r = 0; r < m; r++) {               /* rows p, q */
+                    double a = A[p * m + r], b = A[q * m + r];
+                    A[p * m + r] = c * a - s * b;
+                    A[q * m + r] = s * a + c * b;
+                }
+                A[p * m + q] = A[q * m + p] = 0.0;
+                for (int r = 0; r < m; r++) {
+                    double a = V[r * m + p], b = V[r * m + q];
+                    V[r * m + p] = c * a - s * b;
+                    V[r * m + q] = s * a + c * b;
+                }
+            }
+        if (!rotated)
+            break;
+    }
+    for (int i = 0; i < m; i++)
+        w[i] = A[i * m + i];
+}
+
+/* LAPACK's dsyev (scipy.linalg.cython_lapack, set by mbk_set_eigensolver); NULL: Jacobi */
+typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
+                        int *);
+static syev_fn SYEV = NULL;
+
+void mbk_set_eigensolver(void *f) { SYEV = (syev_fn)f; }
+
+/* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm (destroyed): Cholesky, or
+ * the truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
+static int psd_solve(Kernel *k, const double *rhs, double *y)
+{
+    int m = k->m;
+    double *A = k->Sm, *V = k->Vm, *w = k->ev;
+    memcpy(V, A, sizeof(double) * m * m);        /* keep S for the fallback */
+    int ok = 1;
+    double dmin = INFINITY, dmax = 0.0;
+    for (int j = 0; j < m && ok; j++) {          /* L in the lower triangle of V */
+        double s = V[j * m + j];
+        for (int i = 0; i < j; i++)
+            s -= V[j * m + i] * V[j * m + i];
+        if (!(s > 0.0)) {
+            ok = 0;
+            break;
+        }
+        double d = sqrt(s);
+        V[j * m + j] = d;
+        dmin = fmin(dmin, d);
+        dmax = fmax(dmax, d);
+        for (int r = j + 1; r < m; r++) {
+            double t = V[r * m + j];
+            for (int i = 0; i < j; i++)
+                t -= V[r * m + i] * V[j * m + i];
+            V[r * m + j] = t / d;
+        }
+    }
+    if (ok && dmin * dmin > RANK_RTOL * 1e2 * dmax * dmax) {
+        for (int i = 0; i < m; i++) {
+            double t = rhs[i];
+            for (int j = 0; j < i; j++)
+                t -= V[i * m + j] * y[j];
+            y[i] = t / V[i * m + i];
+        }
+        for (int i = m - 1; i >= 0; i--) {
+            double t = y[i];
+            for (int j = i + 1; j < m; j++)
+                t -= V[j * m + i] * y[j];
+            y[i] = t / V[i * m + i];
+        }
+        return OK;
+    }
+    for (int i = 0; i < m * m; i++)
+        if (!isfinite(A[i]))
+            return ERR_NONFINITE;
+    int se = 1, si = m;                  /* component i of eigenvector e: V[e se + i si] */
+    int info = 1;
+    if (SYEV && k->work) {
+        char jobz = 'V', uplo = 'L';
+        int nn = m, lda = m, lw = k->lwork;
+        memcpy(V, A, sizeof(double) * m * m);
+        SYEV(&jobz, &uplo, &nn, V, &lda, w, k->work, &lw, &info);
+        se = m;
+        si = 1;                          /* column-major eigenvectors */
+    }
+    if (info != 0) {
+        jacobi(A, V, w, m);
+        se = 1;
+        si = m;
+    }
+    double wmax = 0.0;
+    for (int i = 0; i < m; i++)
+        wmax = fmax(wmax, w[i]);
+    double cut = RANK_RTOL * fmax(wmax, 1e-300);
+    for (int i = 0; i < m; i++)
+        y[i] = 0.0;
+    for (int e = 0; e < m; e++) {
+        if (!(w[e] > cut))
+            continue;
+        double t = 0.0;
+        for (int i = 0; i < m; i++)
+            t += V[e * se + i * si] * rhs[i];
+        t /= w[e];
+        for (int i = 0; i < m; i++)
+            y[i] += V[e * se + i * si] * t;
+    }
+    return OK;
+}
+
+/* qdd with the loop rows, after kinematics and forces; lam in k->lam */
+static int loop_accel(Kernel *k, const double *qd, double *qdd)
+{
+    int m = k->m, n = k->n, rc;
+    if ((rc = articulate(k)) != OK)
+        return rc;
+    if ((rc = solve_tau(k, NULL, 1, k->qdd0)) != OK)
+        return rc;
+    body_acc(k, NULL, k->a0);
+    if ((rc = rows(k, 1)) != OK)
+        return rc;
+    if ((rc = schur(k)) != OK)
+        return rc;
+    for (int r = 0; r < m; r++) {
+        const double *Dr = k->Dq + (size_t)r * n;
+        double b = -k->conv[r], dq0 = 0.0;
+        if (k->mode == 2) {
+            double rate = 0.0;
+            for (int j = 0; j < n; j++)
+                rate += Dr[j] * qd[j];
+            b -= 2.0 * k->alpha * rate + k->beta * k->beta * k->phi[r];
+        }
+        for (int j = 0; j < n; j++)
+            dq0 += Dr[j] * k->qdd0[j];
+        k->rr[r] = dq0 - b;
+    }
+    if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+        return rc;
+    for (int j = 0; j < n; j++) {
+        double acc = k->qdd0[j];
+        for (int r = 0; r < m; r++)
+            acc -= k->Wt[(size_t)r * n + j] * k->lam[r];
+        qdd[j] = acc;
+    }
+    return OK;
+}
+
+/* Project y = (q, qd) onto the rows (Newton with least kinetic-energy steps, then qd onto
+ * Dq qd = 0), as fmu_mb.dynamics.formulations._minimal.project */
+static int project(Kernel *k, double *y)
+{
+    int m = k->m, n = k->n, rc;
+    double *q = y, *qd = y + n, *zero = k->qtmp;
+    for (int j = 0; j < n; j++)
+        zero[j] = 0.0;
+    double prev = INFINITY;
+    int moved = 0;
+    for (int it = 0; it < 12; it++) {
+        kinematics(k, q, zero);
+        if ((rc = rows(k, 0)) != OK)
+            return rc;
+        double err = 0.0, scale = 0.0;
+        for (int r = 0; r < m; r++)
+            err = fmax(err, fabs(k->phi[r]));
+        for (int i = 0; i < 3 * k->nb; i++)
+            scale = fmax(scale, fabs(k->x[i]));
+        scale += 1.0;
+        if (!isfinite(err))
+            return ERR_DRIFT;
+        if (err <= k->proj_tol * scale)
+            break;
+        int stalled = it >= 2 && err > 0.5 * prev;
+        if ((stalled || it == 11) && err <= PROJECTION_ACCEPT * scale)
+            break;
+        if (stalled || it == 11)
+            return ERR_DRIFT;
+        prev = err;
+        if ((rc = articulate(k)) != OK || (rc = schur(k)) != OK ||
+            (rc = psd_solve(k, k->phi, k->lam)) != OK)
+            return rc;
+        for (int j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (int r = 0; r < m; r++)
+                acc += k->Wt[(size_t)r * n + j] * k->lam[r];
+            q[j] -= acc;
+        }
+        moved = 1;
+    }
+    if (moved) {
+        kinematics(k, q, zero);
+        if ((rc = rows(k, 0)) != OK)
+            return rc;
+    }
+    if ((rc = articulate(k)) != OK || (rc = schur(k)) != OK)
+        return rc;
+    for (int r = 0; r < m; r++) {
+        const double *Dr = k->Dq + (size_t)r * n;
+        double acc = 0.0;
+        for (int j = 0; j < n; j++)
+            acc += Dr[j] * qd[j];
+        k->rr[r] = acc;
+    }
+    if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+        return rc;
+    for (int j = 0; j < n; j++) {
+        double acc = 0.0;
+        for (int r = 0; r < m; r++)
+            acc += k->Wt[(size_t)r * n + j] * k->lam[r];
+        qd[j] -= acc;
+    }
+    return OK;
+}
+
+/* y = (q, qd) projected in place (tol as Settings.projection_tol) */
+int mbk_project(Kernel *k, double *y)
+{
+    if (k->m == 0)
+        return OK;
+    return project(k, y);
+}
+
+/* multipliers of the rows from the last mbk_accelerations */
+void mbk_multipliers(Kernel *k, double *lam)
+{
+    memcpy(lam, k->lam, sizeof(double) * k->m);
+}
+
 static int accel(Kernel *k, const double *q, const double *qd, const double *u, double *qdd)
 {
     kinematics(k, q, qd);
     int rc = forces(k, u);
     if (rc != OK)
         return rc;
+    if (k->m > 0)
+        return loop_accel(k, qd, qdd);
     return aba(k, qdd);
 }
 
@@ -451,6 +994,8 @@ int mbk_accelerations(Kernel *k, const double *q, const double *qd, const double
     if (rc != OK)
         return rc;
     if (x) {
+        if (k->m > 0)
+            body_acc(k, qdd, k->xdd);
         memcpy(x, k->x, sizeof(double) * 3 * k->nb);
         memcpy(xd, k->xd, sizeof(double) * 3 * k->nb);
         memcpy(xdd, k->xdd, sizeof(double) * 3 * k->nb);
@@ -556,6 +1101,115 @@ static int initial_step(Kernel *k, const Tableau *T, double t, const double *y, 
     return OK;
 }
 
+/* One accepted step of an explicit Runge-Kutta pair with scipy's error control from
+ * (tc, yc = K[(s+1) m], f = K[0]) toward t_end: on success tc and k->ynew hold the new time
+ * and state, K the stages (K[s] = f(tc, ynew)), h_abs the next step size, h_taken the step. */
+static int rk_step(Kernel *k, const Tableau *T, double *tc_io, double t_end, double *h_io,
+                   double rtol, double atol, double max_step, const double *u, int *nfev,
+                   double *h_taken)
+{
+    int m = 2 * k->n, s = T->s, rc;
+    double *K = k->K, *yt = k->ytmp, *yn = k->ynew, *yc = K + (s + 1) * m;
+    double tc = *tc_io, h_abs = *h_io;
+    const double safety = 0.9, min_factor = 0.2, max_factor = 10.0;
+    const double expo = -1.0 / (T->order + 1);
+    double min_step = 10 * fabs(nextafter(tc, INFINITY) - tc);
+    if (h_abs > max_step)
+        h_abs = max_step;
+    else if (h_abs < min_step)
+        h_abs = min_step;
+    int rejected = 0;
+    for (;;) {
+        if (h_abs < min_step)
+            return ERR_STEP;
+        double t_new = tc + h_abs;
+        if (t_new - t_end > 0)
+            t_new = t_end;
+        double h = t_new - tc;
+        h_abs = fabs(h);
+        /* stages: K[0] = f(tc, yc) */
+        rc = OK;
+        for (int st = 1; st < s; st++) {
+            const double *a = T->A + st * s;
+            for (int i = 0; i < m; i++) {
+                double acc = 0.0;
+                for (int j = 0; j < st; j++)
+                    acc += K[j * m + i] * a[j];
+                yt[i] = yc[i] + acc * h;
+            }
+            if ((rc = rhs(k, yt, u, K + st * m)) != OK)
+                break;
+        }
+        if (rc == OK) {
+        for (int i = 0; i < m; i++) {
+            double acc = 0.0;
+            for (int j = 0; j < s; j++)
+                acc += K[j * m + i] * T->B[j];
+            yn[i] = yc[i] + h * acc;
+        }
+        rc = rhs(k, yn, u, K + s * m);
+        }
+        *nfev += s;
+        if (rc == ERR_NONFINITE) {          /* a stage left the finite range: shrink */
+            h_abs *= min_factor;
+            rejected = 1;
+            continue;
+        }
+        if (rc != OK)
+            return rc;
+        double *sc = k->scale, err;
+        for (int i = 0; i < m; i++)
+            sc[i] = atol + fmax(fabs(yc[i]), fabs(yn[i])) * rtol;
+        if (T->dop853) {
+            double e5 = 0.0, e3 = 0.0;
+            for (int i = 0; i < m; i++) {
+                double a5 = 0.0, a3 = 0.0;
+                for (int j = 0; j <= s; j++) {
+                    a5 += K[j * m + i] * T->E5[j];
+                    a3 += K[j * m + i] * T->E3[j];
+                }
+                a5 /= sc[i];
+                a3 /= sc[i];
+                e5 += a5 * a5;
+                e3 += a3 * a3;
+            }
+            if (e5 == 0.0 && e3 == 0.0)
+                err = 0.0;
+            else
+                err = h_abs * e5 / sqrt((e5 + 0.01 * e3) * m);
+        } else {
+            double *ev = k->err;
+            for (int i = 0; i < m; i++) {
+                double acc = 0.0;
+                for (int j = 0; j <= s; j++)
+                    acc += K[j * m + i] * T->E[j];
+                ev[i] = acc * h / sc[i];
+            }
+            err = rms(ev, m);
+        }
+        if (!isfinite(err)) {
+            h_abs *= min_factor;
+            rejected = 1;
+            continue;
+        }
+        if (err < 1.0) {
+            double factor = err == 0.0 ? max_factor : fmin(max_factor, safety * pow(err, expo));
+            if (rejected && factor > 1.0)
+                factor = 1.0;
+            h_abs *= factor;
+            tc = t_new;
+            if (h_taken)
+                *h_taken = h;
+            break;
+        }
+        h_abs *= fmax(min_factor, safety * pow(err, expo));
+        rejected = 1;
+    }
+    *tc_io = tc;
+    *h_io = h_abs;
+    return OK;
+}
+
 /*
  * Integrate y = (q, qd) from t to t_end with inputs u held constant.
  * method 0: dopri5, 1: dop853 (adaptive, scipy's step-size control, first step h_io when
@@ -601,6 +1255,11 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
                 yc[i] = yc[i] + dt / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
             if (!all_finite(yc, m))
                 return ERR_NONFINITE;
+            if (k->m > 0 && k->mode == 1) {
+                *t_fail = s == nsteps - 1 ? t_end : t + (s + 1) * dt;
+                if ((rc = project(k, yc)) != OK)
+                    return rc;
+            }
         }
         memcpy(y, yc, sizeof(double) * m);
         *h_io = dt;
@@ -625,105 +1284,23 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
             return rc;
         *nfev += 1;
     }
-    const double safety = 0.9, min_factor = 0.2, max_factor = 10.0;
-    const double expo = -1.0 / (T->order + 1);
     while (tc < t_end) {
         *t_fail = tc;
-        double min_step = 10 * fabs(nextafter(tc, INFINITY) - tc);
-        if (h_abs > max_step)
-            h_abs = max_step;
-        else if (h_abs < min_step)
-            h_abs = min_step;
-        int rejected = 0;
-        for (;;) {
-            if (h_abs < min_step)
-                return ERR_STEP;
-            double t_new = tc + h_abs;
-            if (t_new - t_end > 0)
-                t_new = t_end;
-            double h = t_new - tc;
-            h_abs = fabs(h);
-            /* stages: K[0] = f(tc, yc) */
-            rc = OK;
-            for (int st = 1; st < s; st++) {
-                const double *a = T->A + st * s;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j < st; j++)
-                        acc += K[j * m + i] * a[j];
-                    yt[i] = yc[i] + acc * h;
-                }
-                if ((rc = rhs(k, yt, u, K + st * m)) != OK)
-                    break;
-            }
-            if (rc == OK) {
-            for (int i = 0; i < m; i++) {
-                double acc = 0.0;
-                for (int j = 0; j < s; j++)
-                    acc += K[j * m + i] * T->B[j];
-                yn[i] = yc[i] + h * acc;
-            }
-            rc = rhs(k, yn, u, K + s * m);
-            }
-            *nfev += s;
-            if (rc == ERR_NONFINITE) {          /* a stage left the finite range: shrink */
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (rc != OK)
-                return rc;
-            double *sc = k->scale, err;
-            for (int i = 0; i < m; i++)
-                sc[i] = atol + fmax(fabs(yc[i]), fabs(yn[i])) * rtol;
-            if (T->dop853) {
-                double e5 = 0.0, e3 = 0.0;
-                for (int i = 0; i < m; i++) {
-                    double a5 = 0.0, a3 = 0.0;
-                    for (int j = 0; j <= s; j++) {
-                        a5 += K[j * m + i] * T->E5[j];
-                        a3 += K[j * m + i] * T->E3[j];
-                    }
-                    a5 /= sc[i];
-                    a3 /= sc[i];
-                    e5 += a5 * a5;
-                    e3 += a3 * a3;
-                }
-                if (e5 == 0.0 && e3 == 0.0)
-                    err = 0.0;
-                else
-                    err = h_abs * e5 / sqrt((e5 + 0.01 * e3) * m);
-            } else {
-                double *ev = k->err;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j <= s; j++)
-                        acc += K[j * m + i] * T->E[j];
-                    ev[i] = acc * h / sc[i];
-                }
-                err = rms(ev, m);
-            }
-            if (!isfinite(err)) {
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (err < 1.0) {
-                double factor = err == 0.0 ? max_factor : fmin(max_factor, safety * pow(err, expo));
-                if (rejected && factor > 1.0)
-                    factor = 1.0;
-                h_abs *= factor;
-                tc = t_new;
-                break;
-            }
-            h_abs *= fmax(min_factor, safety * pow(err, expo));
-            rejected = 1;
-        }
+        if ((rc = rk_step(k, T, &tc, t_end, &h_abs, rtol, atol, max_step, u, nfev, NULL)) != OK)
+            return rc;
         memcpy(yc, yn, sizeof(double) * m);
         memcpy(f, K + s * m, sizeof(double) * m);
         if (!all_finite(yc, m)) {
             *t_fail = tc;
             return ERR_NONFINITE;
+        }
+        if (k->m > 0 && k->mode == 1) {            /* drift control after every step */
+            *t_fail = tc;
+            if ((rc = project(k, yc)) != OK)
+                return rc;
+            if ((rc = rhs(k, yc, u, f)) != OK)
+                return rc;
+            *nfev += 1;
         }
     }
     memcpy(y, yc, sizeof(double) * m);
@@ -737,4 +1314,47 @@ int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, 
 {
     return advance(k, method, par[0], par[1], y, &par[2], u, par[3], par[4], par[5], par[6],
                    nfev, &par[7]);
+}
+
+/* One accepted dopri5 (method 0) or dop853 (1) step for an event loop that keeps the dense
+ * output and the drift control itself:
+ * par = [t (in/out), t_end, h (in: hint or 0, out: next step size), rtol, atol, max_step,
+ *        h_taken (out)]; y (2 n) the state at t, in: f(t, y) in K[0..2n) when have_f;
+ * out: y the new (unprojected) state, K (s + 1 rows of 2 n) the stages, K[s] = f(t_new, y). */
+int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int have_f,
+             double *Kout, int *nfev)
+{
+    int n = k->n, m = 2 * n, rc;
+    const Tableau *T = &TAB[method == 1 ? 1 : 0];
+    if (!T->ready || m == 0)
+        return ERR_ARGS;
+    int s = T->s;
+    double *K = k->K, *yc = K + (s + 1) * m;
+    *nfev = 0;
+    memcpy(yc, y, sizeof(double) * m);
+    if (have_f) {
+        memcpy(K, Kout, sizeof(double) * m);
+    } else {
+        if ((rc = rhs(k, yc, u, K)) != OK)
+            return rc;
+        *nfev += 1;
+    }
+    double tc = par[0], h_abs = par[2];
+    if (h_abs > 0.0) {
+        if (h_abs > par[1] - tc)
+            h_abs = par[1] - tc;
+    } else {
+        if ((rc = initial_step(k, T, tc, yc, K, par[1], par[5], par[3], par[4], u, &h_abs)) != OK)
+            return rc;
+        *nfev += 1;
+    }
+    if ((rc = rk_step(k, T, &tc, par[1], &h_abs, par[3], par[4], par[5], u, nfev, &par[6])) != OK)
+        return rc;
+    if (!all_finite(k->ynew, m))
+        return ERR_NONFINITE;
+    memcpy(y, k->ynew, sizeof(double) * m);
+    memcpy(Kout, K, sizeof(double) * (s + 1) * m);
+    par[0] = tc;
+    par[2] = h_abs;
+    return OK;
 }
