@@ -25,7 +25,7 @@ from scipy.integrate import DOP853, RK45, Radau
 
 from ..mechanics import constraints
 from ..errors import DriftError, InputError, IntegrationError
-from .formulations import get_formulation
+from .formulations import get_formulation, resolve
 from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
 from .state import State
 from ..linalg import min_norm_correction
@@ -39,7 +39,8 @@ _SCIPY = {"dopri5": RK45, "dop853": DOP853, "radau": Radau}
 class Settings:
     """Solver settings.
 
-    method : one of METHODS; formulation : one of formulations.FORMULATIONS; step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
+    method : one of METHODS; formulation : "auto" (the fastest formulation that runs the
+    model, `formulation_for(model)` says which) or one of formulations.FORMULATIONS; step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
     methods; max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
     baumgarte : (alpha, beta) [1/s]; projection_tol : target |Phi| after projection [m, rad].
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
@@ -49,7 +50,7 @@ class Settings:
     """
 
     method: str = "dop853"
-    formulation: str = "newton_euler"
+    formulation: str = "auto"
     step: float = 1e-3
     rtol: float = 1e-9
     atol: float = 1e-11
@@ -64,12 +65,24 @@ class Settings:
     def __post_init__(self):
         _choice("method", self.method, METHODS)
         _choice("stabilization", self.stabilization, STABILIZATIONS)
-        get_formulation(self.formulation)
+        if self.formulation != "auto":
+            get_formulation(self.formulation)
         for name in ("step", "rtol", "atol", "max_step", "projection_tol", "contact_tol",
                      "contact_velocity", "event_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
                 raise InputError(f"solver setting '{name}' must be a number > 0, received {v!r}")
+
+    def formulation_for(self, model):
+        """The formulation that runs `model` with these settings (what "auto" picks)."""
+        return resolve(self.formulation, model)
+
+    def for_model(self, model, coords=None):
+        """These settings with "auto" replaced by the formulation it picks for `model` (and
+        for a state in `coords` coordinates, formulations.resolve)."""
+        if self.formulation != "auto":
+            return self
+        return replace(self, formulation=resolve("auto", model, coords))
 
 
 def _choice(name, value, valid):
@@ -81,7 +94,7 @@ def _choice(name, value, valid):
 def initial_state(model, settings=None):
     """The model's assembled initial state in the coordinates of settings.formulation."""
     settings = settings or Settings()
-    form = get_formulation(settings.formulation)
+    form = get_formulation(settings.formulation, model)
     return form.initial_state(model)
 
 
@@ -89,6 +102,7 @@ def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
     runs open trees without drives or contacts."""
+    settings = settings.for_model(model)
     if settings.formulation == "recursive":
         from .kernel import supported
 
@@ -125,6 +139,8 @@ def advance(model, state, t_end, u=None, settings=None):
                          f"expected finite q and qd")
     if t_end == t0:
         return state
+    if settings.formulation == "auto":
+        settings = settings.for_model(model, state.coords)
     if model.contacts:
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)

@@ -34,7 +34,7 @@ from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variabil
 from pythonfmu.variables import Boolean, Integer, Real, String
 
 from ..errors import FmuMbError
-from ..dynamics.formulations import FORMULATIONS
+from ..dynamics.formulations import CHOICES, describe_choice
 from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
                         initial_state)
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
@@ -43,8 +43,9 @@ from ..units import describe
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
 SOLVER_PARAMETERS = {
     "solver.method": ("method", "dop853", "1", f"integration method, one of {list(METHODS)}"),
-    "solver.formulation": ("formulation", "newton_euler", "1",
-                           f"formulation, one of {list(FORMULATIONS)}"),
+    "solver.formulation": ("formulation", "auto", "1",
+                           f"formulation, one of {list(CHOICES)} (auto: the fastest that "
+                           f"runs the model, logged at initialisation)"),
     "solver.stabilization": ("stabilization", "projection", "1",
                              f"drift control, one of {list(STABILIZATIONS)}"),
     "solver.rtol": ("rtol", 1e-9, "1", "relative tolerance of the adaptive methods"),
@@ -200,6 +201,8 @@ class MultibodySlave(Fmi2Slave):
         settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in self._solver.items()})
         model = self._module.build(**overrides)
         check_settings(model, settings)
+        self.log(f"{model.name}: {describe_choice(model, settings.formulation)}")
+        settings = settings.for_model(model)
         self._model, self._settings = model, settings
         state = initial_state(model, settings)
         t0 = self.default_experiment.start_time if self._start is None else self._start
