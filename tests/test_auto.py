@@ -123,3 +123,25 @@ def test_a_new_formulation_goes_in_front_of_the_list():
 def test_info_prints_the_choice(capsys):
     assert main(["info", str(MODELS / "double_pendulum.py")]) == 0
     assert "formulation auto -> recursive" in capsys.readouterr().out
+
+
+@pytest.mark.fmu
+def test_fmu_logs_its_choice_and_runs_it(tmp_path):
+    """A default-built FMU runs auto's choice (the outputs equal simulate()'s) and says which
+    in one log line at initialisation."""
+    pytest.importorskip("pythonfmu")
+    from fmpy import simulate_fmu
+
+    from fmu_mb.fmi.build import build_fmu
+
+    for name, chosen in (("double_pendulum", "recursive"), ("slider_crank", "newton_euler")):
+        fmu = build_fmu(MODELS / f"{name}.py", tmp_path)
+        messages = []
+        r = simulate_fmu(str(fmu), stop_time=0.2, output_interval=0.01, debug_logging=True,
+                         logger=lambda env, inst, status, cat, msg: messages.append(
+                             msg.decode() if isinstance(msg, bytes) else str(msg)))
+        lines = [x for x in messages if "formulation auto ->" in x]
+        assert len(lines) == 1 and f"formulation auto -> {chosen}" in lines[0], messages
+        ref = simulate(model(name), 0.2, 0.01, formulation=chosen)
+        for col in r.dtype.names[1:]:
+            np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
