@@ -105,14 +105,21 @@ def pendulum_chain(n, L=0.1, m=0.1, phi0=0.5):
 class CoSimPendulum:
     """The double pendulum stepped in process: the solver is initialised once and advanced
     by communication steps (the pattern of exudyn.interactive / artificialIntelligence):
-    set the joint torque, SolveSteps over [t, t + dt], copy the state to the initial one."""
+    set the joint torque, SolveSteps over [t, t + dt], copy the state to the initial one.
 
-    def __init__(self, tol):
+    solver "DOPRI5": adaptive with tolerance tol; "RK44" / "RK67": fixed step, `steps`
+    steps per communication step (one RK44 step per 1 ms step is the reference point of
+    issue 13's co-simulation target)."""
+
+    def __init__(self, tol=1e-8, solver="DOPRI5", steps=1):
         self.model = double_pendulum()
         self.SC, self.mbs, self.obj = self.model.build()
-        self.s = _settings(1e-3, 1)
-        _explicit(self.s, tol)
-        self.s.timeIntegration.solverType = exu.DynamicSolverType.DOPRI5
+        self.s = _settings(1e-3, steps)
+        if solver == "DOPRI5":
+            _explicit(self.s, tol)
+        else:
+            self.s.timeIntegration.automaticStepSize = False
+        self.s.timeIntegration.solverType = getattr(exu.DynamicSolverType, solver)
         self.solver = exu.MainSolverExplicit()
         self.solver.InitializeSolver(self.mbs, self.s)
         self.t = 0.0

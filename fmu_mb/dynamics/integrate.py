@@ -21,18 +21,18 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.integrate import DOP853, RK45, Radau
 
 from ..mechanics import constraints
 from ..errors import DriftError, InputError, IntegrationError
 from .formulations import get_formulation, resolve
 from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
 from .state import State
-from ..linalg import min_norm_correction
+from ..linalg import LazyModule, min_norm_correction
 
 METHODS = ("rk4", "dopri5", "dop853", "radau")
 STABILIZATIONS = ("projection", "baumgarte", "none")
-_SCIPY = {"dopri5": RK45, "dop853": DOP853, "radau": Radau}
+_SCIPY = {"dopri5": "RK45", "dop853": "DOP853", "radau": "Radau"}   # scipy's steppers
+_scipy_integrate = LazyModule("scipy.integrate")      # not imported by the compiled path
 
 
 @dataclass(frozen=True)
@@ -166,6 +166,31 @@ def advance(model, state, t_end, u=None, settings=None):
     return replace(state, t=float(t_end), q=y[:n].copy(), qd=y[n:].copy(), h=float(h))
 
 
+def stepper(model, settings=None):
+    """advance() prepared once for one model and settings, for co-simulation:
+    step(state, t_end, u) -> State, the same result as advance(model, state, t_end, u,
+    settings). The settings are validated and the formulation chosen here, once; the caller
+    passes u as a finite float array of len(model.inputs) (an FMU validates each input when
+    it is set). Where the formulation integrates in compiled code (recursive), a step is one
+    foreign call; otherwise, and for t_end <= state.t or a non-finite t_end (whose errors
+    advance() reports), it is advance() itself."""
+    settings = (settings or Settings()).for_model(model)
+    check_settings(model, settings)
+    form = get_formulation(settings.formulation)
+    fast = None
+    if form.native_stepper is not None and not model.contacts:
+        fast = form.native_stepper(model, settings)
+    if fast is None:
+        return lambda state, t_end, u: advance(model, state, t_end, u, settings)
+    inf = math.inf
+
+    def step(state, t_end, u):
+        if state.t < t_end < inf:
+            return fast(state, float(t_end), u)
+        return advance(model, state, t_end, u, settings)
+    return step
+
+
 def _check(y, t, model):
     if not np.all(np.isfinite(y)):
         raise IntegrationError(f"model '{model.name}': the state became non-finite at "
@@ -190,7 +215,7 @@ def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
 
 
 def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
-    cls = _SCIPY[settings.method]
+    cls = getattr(_scipy_integrate, _SCIPY[settings.method])
     first = min(h, t_end - t) if h > 0 else None
     try:
         solver = cls(rhs, t, y, t_end, rtol=settings.rtol, atol=settings.atol,
@@ -228,10 +253,9 @@ class _Stepper:
             return
         first = min(h, t_end - t) if h > 0 else None
         try:
-            self.solver = _SCIPY[settings.method](rhs, t, y, t_end, rtol=settings.rtol,
-                                                   atol=settings.atol,
-                                                   max_step=settings.max_step,
-                                                   first_step=first)
+            self.solver = getattr(_scipy_integrate, _SCIPY[settings.method])(
+                rhs, t, y, t_end, rtol=settings.rtol, atol=settings.atol,
+                max_step=settings.max_step, first_step=first)
         except ValueError as exc:
             raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
                                    f"t = {t:.9g} s: {exc}") from None

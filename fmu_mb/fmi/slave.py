@@ -35,8 +35,8 @@ from pythonfmu.variables import Boolean, Integer, Real, String
 
 from ..errors import FmuMbError
 from ..dynamics.formulations import CHOICES, describe_choice
-from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
-                        initial_state)
+from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, check_settings,
+                                  initial_state, stepper)
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
 from ..units import describe
 
@@ -100,6 +100,9 @@ class MultibodySlave(Fmi2Slave):
         self._inputs = np.zeros(len(self._model.inputs))
         self._state = initial_state(self._model, self._settings)
         self._out = None
+        self._step = None         # integrate.stepper, made when first needed
+        self._nonfinite = set()   # indices of inputs set to NaN or infinity
+        self._direct = {}         # outputs that are q or qd entries (set by _configure)
         self.description = (self._model.description or self._model.name).strip()
         exp = dict(self.experiment)
         self.default_experiment = DefaultExperiment(
@@ -149,17 +152,19 @@ class MultibodySlave(Fmi2Slave):
             setter=(lambda v: store.__setitem__(name, v))), nested=False)
 
     def _set_input(self, k, value):
-        self._inputs[k] = value   # validated in do_step (a setter cannot return an error)
+        self._inputs[k] = value   # a bad value is reported by do_step (a setter cannot fail)
+        if math.isfinite(value):
+            self._nonfinite.discard(k)
+        else:
+            self._nonfinite.add(k)
         self._out = None
 
     def _output(self, i):
         """Output i; a tree joint's coordinate or rate straight from a joint-coordinate
         state (the same number Outputs gives), anything else through Outputs."""
-        st = self._state
-        if st.coords == "joint":
-            hit = _direct_coordinates(self._model).get(i)
-            if hit is not None:
-                return (st.qd if hit[0] else st.q)[hit[1]]
+        hit = self._direct.get(i)
+        if hit is not None:
+            return (self._state.qd if hit[0] else self._state.q)[hit[1]]
         return self._outputs().value(i)
 
     def get_real(self, vrs):
@@ -209,6 +214,8 @@ class MultibodySlave(Fmi2Slave):
         self._state = State(float(t0), state.q.copy(), state.qd.copy(), 0.0, state.coords,
                             dict(state.extra))
         self._out = None
+        self._step = None
+        self._direct = _direct_coordinates(model) if state.coords == "joint" else {}
 
     _start = None
 
@@ -226,15 +233,15 @@ class MultibodySlave(Fmi2Slave):
                 return self._discard(f"{name}: doStep at t = {current_time!r}, but the FMU is "
                                      f"at t = {t!r}; expected the last communication point "
                                      f"(restore a saved FMU state to go back)")
-            bad = [inp.name for inp, v in zip(self._model.inputs, self._inputs)
-                   if not math.isfinite(v)]
-            if bad:
+            if self._nonfinite:
+                bad = [self._model.inputs[k].name for k in sorted(self._nonfinite)]
                 return self._discard(f"{name}: input(s) {bad} are not finite at "
                                      f"t = {current_time!r}; the step was not taken")
             if step_size == 0.0:
                 return True
-            self._state = advance(self._model, self._state, current_time + step_size,
-                                  self._inputs, self._settings)
+            if self._step is None:
+                self._step = stepper(self._model, self._settings)
+            self._state = self._step(self._state, current_time + step_size, self._inputs)
             self._out = None
             return True
         except FmuMbError as exc:
@@ -273,4 +280,5 @@ class MultibodySlave(Fmi2Slave):
         self._start = blob.get("start")
         self._state = State.from_dict(blob["state"])
         self._inputs = np.array([float.fromhex(v) for v in blob["inputs"]])
+        self._nonfinite = {k for k, v in enumerate(self._inputs) if not math.isfinite(v)}
         self._out = None

@@ -16,6 +16,7 @@ clear InputError says so). q and the outputs are those of tmt: joint coordinates
 import numpy as np
 
 from ..kernel import tree_kernel
+from ..state import State
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
@@ -57,6 +58,24 @@ def native_advance(model, state, t_end, u, settings):
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
         rtol, settings.atol, settings.max_step, settings.step)
     return q, qd, h
+
+
+def native_stepper(model, settings):
+    """native_advance with the settings bound once (integrate.stepper): a function
+    step(state, t_end, u) -> State for a validated float input array u and t_end > state.t;
+    None when the method has no C implementation."""
+    if settings.method not in ("rk4", "dopri5", "dop853"):
+        return None
+    k = tree_kernel(model)
+    run = k.stepper(settings.method, settings.rtol, settings.atol, settings.max_step,
+                    settings.step)
+    n = k.n
+    make = State.make
+
+    def step(state, t_end, u):
+        y, h = run(state.t, t_end, state.q, state.qd, state.h, u)
+        return make(t_end, y[:n], y[n:], h, state.coords, state.extra)
+    return step
 
 
 lam = _minimal.lam
