@@ -80,12 +80,20 @@ class Chain:
         mbs.Assemble()
         return SC, mbs, obj
 
-    def run(self, t_end, tol):
+    def run(self, t_end, p, solver="DOPRI5"):
+        """solver "DOPRI5": adaptive, p = tolerance; "RK67" (or another explicit fixed-step
+        method): p = step size [s], without the end-of-step accelerations (not needed for the
+        next step: the cheapest setting)."""
         SC, mbs, _ = self.build()
-        s = _settings(t_end, 2)      # numberOfSteps caps the step size: let DOPRI5 choose
-        _explicit(s, tol)
+        if solver == "DOPRI5":
+            s = _settings(t_end, 2)  # numberOfSteps caps the step size: let DOPRI5 choose
+            _explicit(s, p)
+        else:
+            s = _settings(t_end, max(1, round(t_end / p)))
+            s.timeIntegration.automaticStepSize = False
+            s.timeIntegration.explicitIntegration.computeEndOfStepAccelerations = False
         t0 = time.perf_counter()
-        mbs.SolveDynamic(s, solverType=exu.DynamicSolverType.DOPRI5)
+        mbs.SolveDynamic(s, solverType=getattr(exu.DynamicSolverType, solver))
         wall = time.perf_counter() - t0
         q = mbs.systemData.GetODE2Coordinates()
         qd = mbs.systemData.GetODE2Coordinates_t()
@@ -180,12 +188,18 @@ class Planar:
         mbs.Assemble()
         return SC, mbs, nodes, phi0
 
-    def run(self, t_end, h):
+    def run(self, t_end, h, solver="GeneralizedAlpha", sparse=False, jac_per_step=True):
+        """Fixed step h with an implicit solver: "GeneralizedAlpha" (index 3, Exudyn's
+        default) or "TrapezoidalIndex2"; modified Newton, with the Jacobian updated once per
+        step (jac_per_step) or only when Newton stalls; sparse: the EigenSparse solver."""
         SC, mbs, nodes, phi0 = self.build()
         s = _settings(t_end, round(t_end / h))
         s.timeIntegration.newton.useModifiedNewton = True
+        s.timeIntegration.newton.modifiedNewtonJacUpdatePerStep = jac_per_step
+        if sparse:
+            s.linearSolver.solverType = exu.LinearSolverType.EigenSparse
         t0 = time.perf_counter()
-        mbs.SolveDynamic(s, solverType=exu.DynamicSolverType.GeneralizedAlpha)
+        mbs.SolveDynamic(s, solverType=getattr(exu.DynamicSolverType, solver))
         wall = time.perf_counter() - t0
         q = mbs.systemData.GetODE2Coordinates()
         qd = mbs.systemData.GetODE2Coordinates_t()

@@ -204,7 +204,8 @@ class MultibodySlave(Fmi2Slave):
                     f"fmu-mb build MODEL.py --set {p.name}={self._pending[p.name]}")
         overrides = {k: v for k, v in self._pending.items()}
         settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in self._solver.items()})
-        model = self._module.build(**overrides)
+        same = overrides == {p.name: p.value for p in self._model.parameters}
+        model = self._model if same else self._module.build(**overrides)   # built once
         check_settings(model, settings)
         self.log(f"{model.name}: {describe_choice(model, settings.formulation)}")
         settings = settings.for_model(model)
