@@ -13,9 +13,8 @@ from conftest import MODELS, model
 
 OPEN_TREES = [("double_pendulum", {}), ("pendulum_chain", {"N": 5}),
               ("hinged_body_spring", {})]
-OTHERS = [("slider_crank", "closed loops"), ("four_bar", "closed loops"),
-          ("container_crane_driven", "drives"), ("bouncing_ball", "contacts"),
-          ("slider_crank_stop", "closed loops")]
+OTHERS = [("container_crane_driven", "drives"), ("bouncing_ball", "contacts")]
+LOOPS = ["slider_crank", "four_bar", "n_four_bar"]
 
 
 def test_auto_is_the_default_of_settings_cli_and_fmu():
@@ -45,6 +44,16 @@ def test_other_models_run_in_newton_euler_and_say_why(name, why):
     assert describe_choice(m, "tmt") == "formulation tmt (set explicitly)"
 
 
+@pytest.mark.parametrize("name", LOOPS)
+def test_closed_loops_run_in_the_kernel_when_it_takes_them(name):
+    """recursive when the kernel runs closed loops (kernel.supported), else newton_euler."""
+    m = model(name)
+    why = kernel.supported(m)
+    chosen, reasons = auto_choice(m)
+    assert chosen == ("recursive" if why is None else "newton_euler")
+    assert reasons == ({} if why is None else {"recursive": why})
+
+
 def test_auto_results_are_within_the_tolerance_of_every_route():
     """Double pendulum with an input: auto (recursive, in C) against newton_euler, tmt and
     lagrange (Python); each at rtol 1e-10, so they must agree to ~1e-8."""
@@ -57,10 +66,10 @@ def test_auto_results_are_within_the_tolerance_of_every_route():
             np.testing.assert_allclose(auto[n], other[n], atol=2e-8, err_msg=f"{f}: {n}")
 
 
-def test_loops_and_contacts_are_exactly_newton_euler():
+def test_auto_is_exactly_the_formulation_it_names():
     for name in ("slider_crank", "bouncing_ball"):
         a = simulate(model(name), 0.3, 0.05)
-        b = simulate(model(name), 0.3, 0.05, formulation="newton_euler")
+        b = simulate(model(name), 0.3, 0.05, formulation=auto_choice(model(name))[0])
         for n in a.dtype.names:
             np.testing.assert_array_equal(a[n], b[n])
 
@@ -134,7 +143,8 @@ def test_fmu_logs_its_choice_and_runs_it(tmp_path):
 
     from fmu_mb.fmi.build import build_fmu
 
-    for name, chosen in (("double_pendulum", "recursive"), ("slider_crank", "newton_euler")):
+    for name in ("double_pendulum", "slider_crank"):
+        chosen = auto_choice(model(name))[0]
         fmu = build_fmu(MODELS / f"{name}.py", tmp_path)
         messages = []
         r = simulate_fmu(str(fmu), stop_time=0.2, output_interval=0.01, debug_logging=True,

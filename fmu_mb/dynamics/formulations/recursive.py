@@ -71,8 +71,13 @@ def native_stepper(model, settings):
                     settings.step)
     n = k.n
     make = State.make
+    # a kernel with loop rows keeps one drift-control mode, which other calls change
+    stab = getattr(k, "stabilization", None) if getattr(k, "m", 0) else None
+    mode = (settings.stabilization, settings.baumgarte, settings.projection_tol)
 
     def step(state, t_end, u):
+        if stab is not None:
+            stab(*mode)
         y, h = run(state.t, t_end, state.q, state.qd, state.h, u)
         return make(t_end, y[:n], y[n:], h, state.coords, state.extra)
     return step
