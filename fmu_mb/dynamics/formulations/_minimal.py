@@ -16,9 +16,10 @@ import numpy as np
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...errors import AssemblyError, DriftError, SingularSystemError
-from ...linalg import LazyModule, schur_solve
+from ...linalg import schur_solve
 from ...mechanics.tree import tree_map
 
+from ...linalg import LazyModule  # noqa: I100  (apart: scipy is imported on first use)
 sla = LazyModule("scipy.linalg")       # imported when tmt or lagrange first solve
 
 COORDINATES = "joint"

@@ -16,10 +16,10 @@ clear InputError says so). q and the outputs are those of tmt: joint coordinates
 import numpy as np
 
 from ..kernel import tree_kernel
-from ..state import State
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
+from ..state import State
 
 
 def coordinates(model):
