@@ -281,5 +281,5 @@ class MultibodySlave(Fmi2Slave):
         self._start = blob.get("start")
         self._state = State.from_dict(blob["state"])
         self._inputs = np.array([float.fromhex(v) for v in blob["inputs"]])
-        self._nonfinite = {k for k, v in enumerate(self._inputs) if not math.isfinite(v)}
         self._out = None
+        self._nonfinite = {k for k, v in enumerate(self._inputs) if not math.isfinite(v)}
