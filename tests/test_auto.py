@@ -129,6 +129,31 @@ def test_a_new_formulation_goes_in_front_of_the_list():
     assert calls == ["slider_crank", "double_pendulum"]
 
 
+def test_settings_a_formulation_cannot_run_move_auto_to_the_next():
+    """A method the first candidate refuses (check_settings raises InputError) makes auto run
+    the next one, and the description says so."""
+    from fmu_mb.dynamics import integrate
+    from fmu_mb.errors import InputError
+
+    real = integrate.check_settings
+
+    def check(model, settings):
+        if settings.formulation == "recursive" and settings.method == "rk4":
+            raise InputError("recursive cannot run rk4 (test)")
+        return real(model, settings)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(integrate, "check_settings", check)
+        m = model("double_pendulum")
+        assert Settings(method="rk4").formulation_for(m) == "newton_euler"
+        assert Settings().formulation_for(m) == "recursive"
+        assert describe_choice(m, "auto", "newton_euler") == (
+            "formulation auto -> newton_euler (not recursive: the solver settings rule it out)")
+        a = simulate(m, 0.2, 0.05, method="rk4")
+    b = simulate(m, 0.2, 0.05, method="rk4", formulation="newton_euler")
+    np.testing.assert_array_equal(a["A.angle"], b["A.angle"])
+
+
 def test_info_prints_the_choice(capsys):
     assert main(["info", str(MODELS / "double_pendulum.py")]) == 0
     assert "formulation auto -> recursive" in capsys.readouterr().out

@@ -18,18 +18,20 @@ Inputs u are held constant over the call (zero-order hold, as in FMI co-simulati
 failed call leaves the caller's state intact.
 """
 import math
+import weakref
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..mechanics import constraints
 from ..errors import DriftError, InputError, IntegrationError
-from .formulations import get_formulation, resolve
+from .formulations import candidates, get_formulation
 from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
 from .state import State
 from ..linalg import LazyModule, min_norm_correction
 
 METHODS = ("rk4", "dopri5", "dop853", "radau")
+_RESOLVED = weakref.WeakKeyDictionary()     # model -> {(Settings, coords): Settings}
 STABILIZATIONS = ("projection", "baumgarte", "none")
 _SCIPY = {"dopri5": "RK45", "dop853": "DOP853", "radau": "Radau"}   # scipy's steppers
 _scipy_integrate = LazyModule("scipy.integrate")      # not imported by the compiled path
@@ -75,14 +77,29 @@ class Settings:
 
     def formulation_for(self, model):
         """The formulation that runs `model` with these settings (what "auto" picks)."""
-        return resolve(self.formulation, model)
+        return self.for_model(model).formulation
 
     def for_model(self, model, coords=None):
-        """These settings with "auto" replaced by the formulation it picks for `model` (and
-        for a state in `coords` coordinates, formulations.resolve)."""
+        """These settings with "auto" replaced by the formulation it picks for `model`: the
+        first of formulations.candidates(model, coords) that check_settings accepts with the
+        other settings (a method a formulation cannot run moves on to the next)."""
         if self.formulation != "auto":
             return self
-        return replace(self, formulation=resolve("auto", model, coords))
+        cache = _RESOLVED.setdefault(model, {})
+        hit = cache.get((self, coords))
+        if hit is None:
+            names = candidates(model, coords)
+            for name in names:
+                hit = replace(self, formulation=name)
+                try:
+                    check_settings(model, hit)
+                    break
+                except InputError:
+                    continue
+            else:
+                hit = replace(self, formulation=names[0])   # its error shows when it runs
+            cache[(self, coords)] = hit
+        return hit
 
 
 def _choice(name, value, valid):

@@ -207,8 +207,10 @@ class MultibodySlave(Fmi2Slave):
         same = overrides == {p.name: p.value for p in self._model.parameters}
         model = self._model if same else self._module.build(**overrides)   # built once
         check_settings(model, settings)
-        self.log(f"{model.name}: {describe_choice(model, settings.formulation)}")
-        settings = settings.for_model(model)
+        resolved = settings.for_model(model)
+        self.log(f"{model.name}: "
+                 f"{describe_choice(model, settings.formulation, resolved.formulation)}")
+        settings = resolved
         self._model, self._settings = model, settings
         state = initial_state(model, settings)
         t0 = self.default_experiment.start_time if self._start is None else self._start

@@ -107,42 +107,63 @@ AUTO = [
 _CHOSEN = weakref.WeakKeyDictionary()
 
 
-def auto_choice(model):
-    """(name, reasons) of the formulation "auto" runs `model` with: the first AUTO entry that
-    supports it; reasons maps each formulation tried before it to why it did not fit. Made
+def _survey(model):
+    """([names of the AUTO entries that support model, in order], {name: why not}), made
     once per Model."""
     hit = _CHOSEN.get(model)
     if hit is None:
-        reasons = {}
+        ok, reasons = [], {}
         for name, supports in AUTO:
             why = supports(model)
             if why is None:
-                hit = (name, reasons)
-                break
-            reasons[name] = why
-        else:
+                ok.append(name)
+            else:
+                reasons[name] = why
+        if not ok:
             raise InputError(f"model '{model.name}': no formulation supports it: {reasons}")
-        _CHOSEN[model] = hit
+        hit = _CHOSEN[model] = (ok, reasons)
     return hit
+
+
+def auto_choice(model):
+    """(name, reasons) of the formulation "auto" runs `model` with: the first AUTO entry that
+    supports it; reasons maps each formulation tried before it to why it did not fit."""
+    ok, reasons = _survey(model)
+    order = [n for n, _ in AUTO]
+    first = ok[0]
+    return first, {k: v for k, v in reasons.items()
+                   if k in order and order.index(k) < order.index(first)}
+
+
+def candidates(model, coords=None):
+    """The formulations "auto" may run `model` with, best first: the AUTO entries that
+    support it (of the coordinate kind `coords` of a given state, if any), then the fallback
+    of that kind (newton_euler for absolute, tmt for joint coordinates)."""
+    names = list(_survey(model)[0])
+    if coords is not None:
+        names = [n for n in names if _REGISTRY[n].coordinates_kind == coords]
+        fallback = "newton_euler" if coords == _ne.COORDINATES else "tmt"
+        if fallback not in names:
+            names.append(fallback)
+    return names
 
 
 def resolve(name, model, coords=None):
     """`name`, or the formulation "auto" picks for `model` when name is "auto". With the
     coordinate kind of a given state (coords: "absolute" or "joint"), "auto" keeps to
     formulations of that kind: a state made by newton_euler continues in newton_euler, one
-    made in joint coordinates in the chosen joint-coordinate formulation or tmt."""
-    if name != "auto":
-        return name
-    name = auto_choice(model)[0]
-    if coords is not None and _REGISTRY[name].coordinates_kind != coords:
-        name = "newton_euler" if coords == _ne.COORDINATES else "tmt"
-    return name
+    made in joint coordinates in the chosen joint-coordinate formulation or tmt.
+    (Settings.for_model also skips a formulation the other solver settings rule out.)"""
+    return candidates(model, coords)[0] if name == "auto" else name
 
 
-def describe_choice(model, name="auto"):
-    """One line saying which formulation runs `model` and why (for logs and `info`)."""
+def describe_choice(model, name="auto", chosen=None):
+    """One line saying which formulation runs `model` and why (for logs and `info`); chosen:
+    what the solver settings made of "auto" (Settings.for_model), if not auto's first."""
     if name != "auto":
         return f"formulation {name} (set explicitly)"
-    chosen, reasons = auto_choice(model)
-    why = "; ".join(f"not {k}: {v}" for k, v in reasons.items())
-    return f"formulation auto -> {chosen}" + (f" ({why})" if why else "")
+    first, reasons = auto_choice(model)
+    why = [f"not {k}: {v}" for k, v in reasons.items()]
+    if chosen is not None and chosen != first:
+        why.append(f"not {first}: the solver settings rule it out")
+    return f"formulation auto -> {chosen or first}" + (f" ({'; '.join(why)})" if why else "")
