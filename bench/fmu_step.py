@@ -14,7 +14,8 @@ Rounds alternate the engines; the median of the rounds is shown.
 
 Start-up: instantiate .. first doStep of the default-built FMU in fresh processes (fmpy
 imported before the clock starts, as a host has it; the FMU imports fmu_mb and what its first
-step needs), with the modules the FMU added, and in the plain C host
+step needs; wall and CPU time, the latter less sensitive to a loaded machine), with the
+modules the FMU added, next to the same for the no-op FMU, and in the plain C host
 (tests/c_host/fmi2_host.c: it starts the embedded interpreter itself).
 
     python bench/fmu_step.py [--steps 2000] [--rounds 5] [--formulation newton_euler]
@@ -70,6 +71,7 @@ from fmpy import read_model_description
 from fmpy.fmi2 import FMU2Slave
 before = set(sys.modules)
 md = read_model_description(sys.argv[1])
+c0 = time.process_time()
 t0 = time.perf_counter()
 s = FMU2Slave(guid=md.guid, unzipDirectory=sys.argv[2],
               modelIdentifier=md.coSimulation.modelIdentifier, instanceName="first")
@@ -81,9 +83,10 @@ s.exitInitializationMode()
 t2 = time.perf_counter()
 s.doStep(currentCommunicationPoint=0.0, communicationStepSize=1e-3)
 t3 = time.perf_counter()
+c3 = time.process_time()
 new = set(sys.modules) - before
 print(json.dumps({"instantiate": t1 - t0, "initialize": t2 - t1, "first_step": t3 - t2,
-                  "total": t3 - t0, "scipy": any(m.split(".")[0] == "scipy" for m in new),
+                  "total": t3 - t0, "cpu": c3 - c0, "scipy": any(m.split(".")[0] == "scipy" for m in new),
                   "modules": len(new)}))
 '''
 
@@ -141,15 +144,22 @@ class ExudynLoop:
         return (time.perf_counter() - t0) / n, y
 
 
+def noop_fmu(out_dir):
+    """Build the no-op pythonfmu FMU (the transport floor) into out_dir; its path."""
+    from fmu_mb.fmi.packaging import package_fmu
+
+    return package_fmu(NOOP, "noop_bench", [], Path(out_dir) / "noop_bench.fmu",
+                       standalone=False)
+
+
 def per_step(steps, rounds, formulation, log=print):
     """{label: (median us per step, outputs at the end)} for every engine, one process."""
     from fmu_mb.fmi.build import build_fmu
-    from fmu_mb.fmi.packaging import package_fmu
 
     tmp = Path(tempfile.mkdtemp(prefix="fmu_mb_step_"))
     try:
         dp = build_fmu(ROOT / "models" / "double_pendulum.py", tmp)
-        noop = package_fmu(NOOP, "noop_bench", [], tmp / "noop_bench.fmu", standalone=False)
+        noop = noop_fmu(tmp)
         engines = {"no-op pythonfmu FMU (transport floor)": FmuLoop(noop, "u", [
             f"y{k}" for k in range(4)]),
             "fmu_mb FMU, default settings": FmuLoop(dp, "actuator_A.h", OUTS)}
@@ -189,7 +199,7 @@ def first_step(fmu, runs=3):
             raise RuntimeError(p.stderr[-2000:]) from None
     shutil.rmtree(unz, ignore_errors=True)
     med = {k: statistics.median(r[k] for r in res) for k in ("instantiate", "initialize",
-                                                             "first_step", "total")}
+                                                             "first_step", "total", "cpu")}
     med["scipy"] = any(r["scipy"] for r in res)
     med["modules"] = res[-1]["modules"]
     return med
@@ -241,10 +251,14 @@ def main(argv=None):
 
         fmu = build_fmu(ROOT / "models" / "double_pendulum.py", tmp)
         f = first_step(fmu)
+        n = first_step(noop_fmu(tmp))
+        print(f"fresh process, fmpy loaded, no-op pythonfmu FMU (the floor): instantiate .. "
+              f"first doStep {n['total'] * 1e3:.1f} ms (CPU time {n['cpu'] * 1e3:.1f} ms)")
         print(f"fresh process, fmpy loaded: instantiate {f['instantiate'] * 1e3:.1f} ms, "
               f"initialise {f['initialize'] * 1e3:.1f} ms, first doStep "
               f"{f['first_step'] * 1e3:.1f} ms; instantiate .. first doStep "
-              f"{f['total'] * 1e3:.1f} ms (target <= 150); scipy imported: {f['scipy']}; "
+              f"{f['total'] * 1e3:.1f} ms (target <= 150; CPU time {f['cpu'] * 1e3:.1f} ms); "
+              f"scipy imported: {f['scipy']}; "
               f"{f['modules']} modules imported by the FMU")
         print(f"C host (no environment, starts Python): {c_host(fmu)}")
     finally:
