@@ -239,6 +239,8 @@ def run_benchmark(b, repeats, cap, log):
             r = tune_step(run, start, ref, target, cap, log, f"exudyn {label}")
         if r is None:
             continue
+        if r[3] and r[2] < cap / 4:     # choose on the fastest of 3 runs, not one noisy run
+            r = (r[0], r[1], min([r[2]] + [run(r[0])[0] for _ in range(2)]), r[3])
         row["ex_all"].append(dict(setting=label, param=r[0], error=r[1], wall=r[2],
                                   reached=r[3]))
         if exr is None or (r[3], -r[2]) > (exr[1][3], -exr[1][2]):
@@ -469,7 +471,7 @@ def write_report(out, rows, fmus, co, fs, mem, args, elapsed):
         if g:
             L.append(f"\nChain cost growth, {label}: N^{g[0]:.2f} (least squares over "
                      f"N = {g[1]}..{g[2]}).")
-    L += ["", "### Every Exudyn setting, tuned (one run each, from the tuning)", "",
+    L += ["", "### Every Exudyn setting, tuned (fastest of 3 runs at the tuned step or tol)", "",
           "| benchmark | setting | step or tol | error | ms/s |", "|---|---|---|---|---|"]
     for r in rows:
         for e in r.get("ex_all", []):

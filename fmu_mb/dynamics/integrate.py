@@ -31,10 +31,10 @@ from .state import State
 from ..linalg import LazyModule, min_norm_correction
 
 METHODS = ("rk4", "dopri5", "dop853", "radau")
-_RESOLVED = weakref.WeakKeyDictionary()     # model -> {(Settings, coords): Settings}
 STABILIZATIONS = ("projection", "baumgarte", "none")
 _SCIPY = {"dopri5": "RK45", "dop853": "DOP853", "radau": "Radau"}   # scipy's steppers
 _scipy_integrate = LazyModule("scipy.integrate")      # not imported by the compiled path
+_RESOLVED = weakref.WeakKeyDictionary()     # model -> {(Settings, coords): Settings}
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,9 @@ class Settings:
     """Solver settings.
 
     method : one of METHODS; formulation : "auto" (the fastest formulation that runs the
-    model, `formulation_for(model)` says which) or one of formulations.FORMULATIONS; step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
-    methods; max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
+    model, `formulation_for(model)` says which) or one of formulations.FORMULATIONS; step :
+    fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive methods; max_step :
+    largest adaptive step [s]; stabilization : one of STABILIZATIONS;
     baumgarte : (alpha, beta) [1/s]; projection_tol : target |Phi| after projection [m, rad].
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
     penetration that triggers event location [m or rad]; contact_velocity : rebound gap rate
