@@ -86,8 +86,8 @@ t3 = time.perf_counter()
 c3 = time.process_time()
 new = set(sys.modules) - before
 print(json.dumps({"instantiate": t1 - t0, "initialize": t2 - t1, "first_step": t3 - t2,
-                  "total": t3 - t0, "cpu": c3 - c0, "scipy": any(m.split(".")[0] == "scipy" for m in new),
-                  "modules": len(new)}))
+                  "total": t3 - t0, "cpu": c3 - c0,
+                  "scipy": any(m.split(".")[0] == "scipy" for m in new), "modules": len(new)}))
 '''
 
 
