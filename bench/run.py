@@ -106,7 +106,7 @@ class FmuMb:
 
 
 # ------------------------------------------------------------------ benchmarks
-def benchmarks(quick):
+def benchmarks(quick, big=False):
     import exudyn_models as X
 
     sc = R.SliderCrank()
@@ -119,7 +119,7 @@ def benchmarks(quick):
              ex=lambda: X.slider_crank(sc.bodies(0.0, 10.0)), exkind="implicit",
              ref=R.slider_crank),
     ]
-    for n in ((2, 8, 32) if quick else (2, 4, 8, 16, 32, 64, 128, 256)):
+    for n in ((2, 8, 32) if quick else (2, 4, 8, 16, 32, 64, 128) + ((256,) if big else ())):
         names = [f"J{i}" for i in range(n)]
         out.append(dict(name=f"chain N={n}", n=n, target=1e-6,
                         fm=("pendulum_chain.py", {"N": n, "phi0": CHAIN_PHI0}, names),
@@ -128,7 +128,7 @@ def benchmarks(quick):
                         else None,
                         exkind="adaptive",
                         ref=(lambda n=n: R.pendulum_chain(n, phi0=CHAIN_PHI0))))
-    for n in ((1, 2) if quick else (1, 2, 40)):
+    for n in ((1, 2) if quick else (1, 2) + ((40,) if big else ())):
         names = [f"O{i}" for i in range(n + 1)] + [f"L{i}" for i in range(n)] + \
             [f"R{i}" for i in range(n)]
         out.append(dict(name=f"N-four-bar N={n}", target=1e-6,
@@ -572,6 +572,9 @@ def main(argv=None):
     p.add_argument("--out", default=str(HERE / "results"))
     p.add_argument("--repeats", type=int)
     p.add_argument("--only", help="run only benchmarks whose name contains this")
+    p.add_argument("--big", action="store_true",
+                   help="add the 256-link chain (its reference alone takes 15-20 min) and the "
+                        "N-four-bar with N = 40")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.memory_child:
@@ -587,7 +590,7 @@ def main(argv=None):
         print(f"[{time.perf_counter() - t_start:6.0f} s] {msg}", flush=True)
 
     rows = []
-    for b in benchmarks(args.quick):
+    for b in benchmarks(args.quick, args.big):
         if args.only and args.only not in b["name"]:
             continue
         rows.append(run_benchmark(b, args.repeats, cap, log))
