@@ -22,24 +22,7 @@ from fmpy.validation import validate_fmu  # noqa: E402
 
 from build_fmus import model_files  # noqa: E402
 from fmu_mb.fmi.build import build_fmu  # noqa: E402
-
-
-def plot(result, names, title, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(names), 1, figsize=(7, 1.8 * len(names)), sharex=True)
-    for ax, name in zip(np.atleast_1d(axes), names):
-        ax.plot(result["time"], result[name])
-        ax.set_ylabel(name, fontsize=8)
-        ax.grid(True, alpha=0.3)
-    np.atleast_1d(axes)[-1].set_xlabel("time [s]")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+from fmu_mb.tools.viz import plot_outputs  # noqa: E402
 
 
 def key_outputs(names):
@@ -78,7 +61,9 @@ def main(argv=None):
             [r[n].astype(float) for n in names]), delimiter=",", header=",".join(names),
             comments="", fmt="%.17g")
         shown = key_outputs(names)
-        plot(r, shown, f"{name} (FMU in fmpy)", out / f"{name}.png")
+        units = {v.name: v.unit for v in md.modelVariables if getattr(v, "unit", None)}
+        shown = plot_outputs(r, shown, out / f"{name}.png", f"{name} (FMU in fmpy)",
+                             units=units)
         final = ", ".join(f"{n} = {r[n][-1]:.6g}" for n in shown[:3])
         rows.append((name, len(md.modelVariables), "ok" if not problems else
                      f"{len(problems)} problems", r["time"][-1], wall, final))

@@ -1,10 +1,12 @@
 """Run every closed-loop example in fmpy, in libcosim (connect_real_variables) and in libcosim
 from a generated OspSystemStructure.xml ("osp"); print settling time, overshoot and
-the largest difference between the two masters; then the rollback example.
+the largest difference between the two masters; then the excavator's closed-loop digging
+(three PID FMUs on the cylinders; the tip's tracking error in fmpy and libcosim,
+examples/excavator_dig.py); then the rollback example.
 
     python examples/run_examples.py [-o out/examples]
 
-Exits with status 1 when the three runs disagree by more than 1e-9 or the rollback run differs
+Exits with status 1 when the runs of a loop disagree by more than 1e-9 or the rollback run differs
 from its replay.
 """
 import argparse
@@ -37,6 +39,10 @@ def main(argv=None):
             settle, over = cl.metrics(r, loop)
             print(f"{loop.name:14s} {master:9s} {settle:12.2f} {over:14.2f} "
                   f"{r[loop.goal][-1]:12.6f} {diff:18.2e}")
+    import excavator_dig
+    print()
+    _, diff = excavator_dig.main(args.out_dir)
+    ok &= diff <= 1e-9
     import rollback
     ok &= rollback.main(args.out_dir) == 0
     return 0 if ok else 1

@@ -24,8 +24,9 @@ if "numpy" in _sys.modules:                      # a BLAS is loaded already: lim
     except ImportError:
         pass
 
-from .mechanics.builder import ModelBuilder, disc_inertia, rod_inertia
-from .errors import (AssemblyError, DriftError, FmuMbError, ImpactError, InputError,
+from .mechanics.builder import (ModelBuilder, box_inertia, cylinder_inertia, disc_inertia,
+                               rod_inertia)
+from .errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError, ImpactError, InputError,
                      IntegrationError, ModelError, SingularSystemError)
 from .dynamics.formulations import FORMULATIONS
 from .dynamics.integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
@@ -42,11 +43,11 @@ from .units import deg
 __version__ = "0.1.0"
 
 __all__ = [
-    "ModelBuilder", "rod_inertia", "disc_inertia", "deg", "Model", "Settings", "State",
+    "ModelBuilder", "rod_inertia", "disc_inertia", "box_inertia", "cylinder_inertia", "deg", "Model", "Settings", "State",
     "advance", "initial_state", "simulate", "load_model", "load_module", "output_names",
     "output_spec", "output_values", "Motion", "constant_rate", "harmonic", "polynomial",
     "FORMULATIONS", "METHODS", "STABILIZATIONS", "FmuMbError", "ModelError", "AssemblyError",
-    "SingularSystemError", "DriftError", "IntegrationError", "InputError", "ImpactError",
+    "SingularSystemError", "AssemblyWarning", "DriftError", "IntegrationError", "InputError", "ImpactError",
     "__version__",
     "kinematic_analysis", "kinematic_trajectory", "inverse_dynamics", "KinematicState",
     "InverseDynamics", "tree_coordinates",

@@ -35,3 +35,10 @@ class InputError(FmuMbError, ValueError):
 
 class ImpactError(FmuMbError):
     """The impact equations have no admissible solution (or a contact setting is unusable)."""
+
+
+class AssemblyWarning(UserWarning):
+    """The assembly succeeded but its result looks unintended: a joint far from its given
+    guess (another branch of a loop), or an element or contact outside its physical range
+    (a cylinder beyond its stroke, a joint beyond its limit). The message names the joint.
+    Filter it with warnings.filterwarnings("error", category=fmu_mb.AssemblyWarning)."""

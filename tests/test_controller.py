@@ -171,3 +171,23 @@ def test_unlimited_controller_with_setpoint_input(tmp_path):
     r = simulate_fmu(str(path), stop_time=0.03, output_interval=0.01, input=inp)
     # e = 1; u_k = 2 + 0.01 k (the integrator adds ki h e per sample; no saturation)
     np.testing.assert_allclose(r["u"], [0.0, 2.0, 2.01, 2.02], atol=1e-14)
+
+
+def test_setpoint_and_feedforward_tables():
+    """r(t) = setpoint + table interpolated (held at the ends); u_ff added before the clamp;
+    a table out of order is refused."""
+    from fmu_mb.fmi.controller import PidState, pid, pid_step
+    spec = pid("traj", kp=2.0, setpoint=1.0, u_min=-10.0, u_max=10.0,
+               setpoint_table=((0.0, 0.0), (1.0, 4.0), (2.0, 4.0)),
+               feedforward_table=((0.0, 1.0), (2.0, 3.0)))
+    c = spec.channels[0]
+    assert [c.reference(t) for t in (-1.0, 0.0, 0.25, 1.5, 9.0)] == [1.0, 1.0, 2.0, 5.0, 5.0]
+    assert [c.feedforward(t) for t in (0.0, 1.0, 5.0)] == [1.0, 2.0, 3.0]
+    new = pid_step(spec, PidState(1), [0.5], [c.reference(0.25)], 0.01, [c.feedforward(1.0)])
+    assert new.u == 2.0 * (2.0 - 0.5) + 2.0                  # kp e + u_ff
+    new = pid_step(spec, PidState(1), [0.5], [2.0], 0.01, [20.0])
+    assert new.u == 10.0                                      # clamped after the sum
+    with pytest.raises(ValueError, match="increasing t"):
+        pid("bad", setpoint_table=((1.0, 0.0), (0.5, 1.0)))
+    with pytest.raises(ValueError, match="finite"):
+        pid("bad", feedforward_table=((0.0, float("nan")),))

@@ -185,3 +185,22 @@ def test_settings_errors():
         Settings(step=-1.0)
     with pytest.raises(InputError, match="'stabilization': unknown value"):
         Settings(stabilization="magic")
+
+
+@pytest.mark.parametrize("formulation", ["newton_euler", "recursive"])
+def test_step_budget_stops_a_huge_interval_before_working(formulation):
+    """Settings.max_steps: an interval that needs more integrator steps raises
+    IntegrationError at once (first step: Hairer's estimate; later: the last step size) and
+    the state given is untouched; an ordinary interval gives the unlimited result."""
+    m = model("double_pendulum")
+    capped = Settings(formulation=formulation, max_steps=2000)
+    st = initial_state(m, capped)
+    q0 = st.q.copy()
+    with pytest.raises(IntegrationError, match="more than 2000 integrator steps"):
+        advance(m, st, 1e6, None, capped)
+    assert np.array_equal(st.q, q0)
+    a = advance(m, st, 0.2, None, capped)
+    b = advance(m, st, 0.2, None, Settings(formulation=formulation))
+    assert np.array_equal(a.q, b.q)
+    with pytest.raises(IntegrationError, match="more than 2000"):
+        advance(m, a, 0.2 + 1e6, None, capped)

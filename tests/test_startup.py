@@ -91,6 +91,20 @@ def test_stepper_is_advance(name, formulation, method):
         step(b, float("inf"), u)
 
 
+@pytest.mark.parametrize("method", ["rk4", "dop853"])
+def test_stepper_keeps_the_step_budget(method):
+    """settings.max_steps (an FMU's solver.max_steps) stops a step as advance() does."""
+    m = model("double_pendulum")
+    st = Settings(method=method, step=1e-4, max_steps=3)
+    s0 = initial_state(m, st)
+    for f in (lambda s, t: advance(m, s, t, np.zeros(2), st),
+              lambda s, t, step=stepper(m, st): step(s, t, np.zeros(2))):
+        with pytest.raises(IntegrationError, match="more than 3 integrator steps"):
+            f(s0, 5.0)
+    s1 = advance(m, s0, 1e-4, np.zeros(2), st)
+    np.testing.assert_array_equal(stepper(m, st)(s0, 1e-4, np.zeros(2)).q, s1.q)
+
+
 def test_stepper_failure_keeps_the_state():
     """A step the kernel cannot complete raises and leaves the given state as it was."""
     m = model("double_pendulum")

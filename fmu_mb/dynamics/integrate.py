@@ -49,7 +49,9 @@ class Settings:
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
     penetration that triggers event location [m or rad]; contact_velocity : rebound gap rate
     below which a contact becomes persistent [m/s or rad/s]; event_tol : time tolerance of
-    the event location on the dense output [s].
+    the event location on the dense output [s]. max_steps : most integrator steps one
+    advance() call may take (0: no limit); an FMU sets it so that every doStep returns in
+    bounded time (IntegrationError beyond it).
     """
 
     method: str = "dop853"
@@ -64,6 +66,7 @@ class Settings:
     contact_tol: float = 1e-9
     contact_velocity: float = 1e-3
     event_tol: float = 1e-15
+    max_steps: int = 0
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
@@ -163,6 +166,7 @@ def advance(model, state, t_end, u=None, settings=None):
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
+    _budget(form, model, state, t_end, uvec, settings)
     if form.native_advance is not None:
         res = form.native_advance(model, state, t_end, uvec, settings)
         if res is not None:
@@ -201,9 +205,12 @@ def stepper(model, settings=None):
     if fast is None:
         return lambda state, t_end, u: advance(model, state, t_end, u, settings)
     inf = math.inf
+    budget = bool(settings.max_steps)
 
     def step(state, t_end, u):
         if state.t < t_end < inf:
+            if budget:
+                _budget(form, model, state, t_end, u, settings)
             return fast(state, float(t_end), u)
         return advance(model, state, t_end, u, settings)
     return step
@@ -215,8 +222,45 @@ def _check(y, t, model):
                                f"t = {t:.9g} s (NaN or infinity); the step was rejected")
 
 
+def _budget(form, model, state, t_end, uvec, settings):
+    """Fail fast, before integrating, when the interval needs more than settings.max_steps
+    steps by the last step size (or, with none yet, by a first-step estimate)."""
+    t0 = state.t
+    step = settings.step if settings.method == "rk4" else state.h
+    if step > 0:    # fail fast: the last step size says the interval needs too many steps
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    elif settings.max_steps:
+        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
+        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
+        # the number of steps from below
+        step = 1e4 * _first_step(form, model, state, uvec, settings)
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+
+
+def _over_budget(settings, model, t, t_end, steps, h):
+    """IntegrationError when `steps` integrator steps exceed settings.max_steps."""
+    if settings.max_steps and steps > settings.max_steps:
+        raise IntegrationError(
+            f"model '{model.name}': integrating from t = {t:.9g} s to {t_end:.9g} s needs more "
+            f"than {settings.max_steps} integrator steps (step size about {h:.3g} s); the "
+            f"call was stopped; take shorter communication steps or check the inputs")
+
+
+def _first_step(form, model, state, uvec, settings):
+    """Hairer, Norsett & Wanner's initial step guess h0 = 0.01 ||y|| / ||y'|| (scaled norms)."""
+    y = np.concatenate([state.q, state.qd])
+    qdd = form.accelerations(model, state.q, state.qd, state.t, uvec).qdd
+    f = np.concatenate([state.qd, qdd])
+    scale = settings.atol + settings.rtol * np.abs(y)
+    d0, d1 = np.sqrt(np.mean((y / scale) ** 2)), np.sqrt(np.mean((f / scale) ** 2))
+    if not (np.isfinite(d0) and np.isfinite(d1)) or d0 < 1e-5 or d1 < 1e-5:
+        return 1e-6
+    return 0.01 * d0 / d1
+
+
 def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
     nsteps = max(1, math.ceil((t_end - t) / step - 1e-9))
+    _over_budget(settings, model, t, t_end, nsteps, step)
     dt = (t_end - t) / nsteps
     for k in range(nsteps):
         tk = t + k * dt
@@ -241,7 +285,10 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
     except ValueError as exc:
         raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
                                f"t = {t:.9g} s: {exc}") from None
+    steps = 0
     while solver.status == "running":
+        steps += 1
+        _over_budget(settings, model, t, t_end, steps, solver.h_abs)
         msg = solver.step()
         if solver.status == "failed":
             raise IntegrationError(f"model '{model.name}': the {settings.method} integrator "
@@ -264,6 +311,7 @@ class _Stepper:
         if settings.method == "rk4":
             self.solver = None
             self.nsteps = max(1, math.ceil((t_end - t) / settings.step - 1e-9))
+            _over_budget(settings, model, t, t_end, self.nsteps, settings.step)
             self.t0, self.k = t, 0
             self.dt = (t_end - t) / self.nsteps
             self.t, self.y, self.f = t, y, rhs(t, y)
@@ -345,7 +393,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
     project = settings.stabilization == "projection"
     reduction = model.compiled.contacts.reduction
-    repeats, t_last = 0, None
+    repeats, t_last, steps = 0, None, 0
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
@@ -369,6 +417,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         event = None
         while event is None and stepper.t < t_end:
             y_old = stepper.y
+            steps += 1
+            _over_budget(settings, model, state.t, t_end, steps, stepper.h)
             stepper.step()
             if project:
                 stepper.set_y(proj(stepper.t, stepper.y))

@@ -178,6 +178,9 @@ def supported(model):
         return f"it has drives {[d.name for d in model.drives]}"
     if model.contacts:
         return f"it has contacts {[c.name for c in model.contacts]}"
+    if model.compiled.tsda_gain is not None:
+        return (f"it has hydraulic cylinders "
+                f"{[e.name for e in model.elements if e.kind == 'cylinder']}")
     bad = [n for n in t.tree_joints if model.joint(n).kind not in _J]
     if bad:
         return f"joints {bad} are not revolute, prismatic or weld joints"

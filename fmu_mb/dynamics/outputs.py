@@ -7,7 +7,10 @@ J.position [m], J.rate [m/s], J.fx, J.fy [N], J.torque [N.m]; per weld: J.fx, J.
 per distance joint: J.tension [N]. Reaction = force and torque of the parent on the child at
 the child's joint point, global frame.
 Per drive R: R.effort [N.m or N], the generalised force the drive applies along its joint
-coordinate. Per TSDA E: E.force [N] (tension positive), E.length [m]; per RSDA: E.torque
+coordinate. Per TSDA E: E.force [N] (tension positive), E.length [m]; per hydraulic cylinder
+E: E.force [N] (pushing positive), E.length, E.stroke [m], E.stroke_rate [m/s], E.fx, E.fy
+[N] (its force on body b at the pin; the opposite acts on body a), E.end_stops
+(integer: impacts at its two end stops so far); per RSDA: E.torque
 [N.m], E.angle [rad]; per force element: E.force [N]; per torque element: E.torque [N.m].
 Per point P: P.x, P.y [m], P.vx, P.vy [m/s].
 Per contact C: C.gap [m or rad], C.impacts (integer: impacts so far), C.last_time [s] and
@@ -25,7 +28,8 @@ import numpy as np
 
 from ..mechanics import constraints
 from ..mechanics import kinematics as kin
-from ..mechanics.elements import element_outputs, kinetic_energy, potential_energy
+from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
+                                  potential_energy)
 from .formulations import get_formulation, resolve
 
 
@@ -98,6 +102,16 @@ def _spec(model):
         elif e.kind == "rsda":
             add("elements", (f"{e.name}.torque", "N.m", f"torque of {e.name}"),
                 (f"{e.name}.angle", "rad", f"relative angle of {e.name}"))
+        elif e.kind == "cylinder":
+            add("elements", (f"{e.name}.force", "N", f"force of cylinder {e.name}, pushing "
+                                                     f"positive"),
+                (f"{e.name}.length", "m", f"pin-to-pin length of cylinder {e.name}"),
+                (f"{e.name}.stroke", "m", f"stroke of cylinder {e.name} (length - min)"),
+                (f"{e.name}.stroke_rate", "m/s", f"stroke rate of cylinder {e.name}"),
+                (f"{e.name}.fx", "N", f"x force of cylinder {e.name} on {e.b} at its pin"),
+                (f"{e.name}.fy", "N", f"y force of cylinder {e.name} on {e.b} at its pin"),
+                (f"{e.name}.end_stops", "1", f"end-stop impacts of cylinder {e.name} so far",
+                 "integer"))
         elif e.kind == "force":
             add("elements", (f"{e.name}.force", "N", f"force {e.name}"))
         else:
@@ -260,9 +274,15 @@ class Outputs:
     def _elements(self):
         x, xd = self._get("absolute")
         vals = []
+        cyl = iter(cylinder_outputs(self.model, x, xd, self.u))
         for e, (s, el) in zip(self.model.elements,
                               element_outputs(self.model, x, xd, self.u)):
-            vals += [s, el] if e.kind in ("tsda", "rsda") else [s]
+            if e.kind == "cylinder":
+                data = self._get("status").data
+                hits = sum(data[f"{e.name}_{end}"]["impacts"] for end in ("lower", "upper"))
+                vals += [*next(cyl), float(hits)]
+            else:
+                vals += [s, el] if e.kind in ("tsda", "rsda") else [s]
         return np.array(vals, dtype=float)
 
     def _contacts(self):

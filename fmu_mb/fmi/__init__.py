@@ -1,6 +1,7 @@
 """FMI layer: the FMI 2.0 co-simulation plumbing.
 
-The pythonfmu slave that wraps a model (slave.py), the controller FMUs (controller.py), the
-build of an FMU from a model file (build.py) and its post-processing and native shim
-(packaging.py, native/shim.c). Imports the dynamics and mechanics layers.
+The pythonfmu slave that wraps a model (slave.py), the FMI 2.0 statuses of the adapters
+(guard.py), the controller FMUs (controller.py), the build of an FMU from a model file
+(build.py) and its post-processing and native layer (packaging.py, native/front.c: the FMI
+front, native/shim.c: finds and starts Python). Imports the dynamics and mechanics layers.
 """

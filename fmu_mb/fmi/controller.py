@@ -18,10 +18,14 @@ master). Per channel c (no prefix for a single unnamed channel):
     e   = r - y_k
     D_k = Tf/(Tf + h) * D_{k-1} - kd/(Tf + h) * (y_k - y_{k-1})   (derivative on the
           measurement, first-order filter, backward Euler; y_{-1} = y_0 so D_0 = 0)
-    v   = sum_c (kp e + I + D) ;  u = min(max(v, u_min), u_max)
+    v   = sum_c (kp e + I + D + u_ff(t)) ;  u = min(max(v, u_min), u_max)
     I  += ki h e + kaw h (u - v)            anti_windup="back_calculation"
     I  += ki h e   unless saturated and ki e drives v further out     anti_windup="clamp"
     I  += ki h e                            anti_windup="none"
+
+A channel may follow a trajectory: r(t) = setpoint + setpoint_table interpolated at the step's
+start t, and add a feed-forward u_ff(t) from feedforward_table (both ((t, value), ...),
+piecewise linear, held at the ends; fixed at build time).
 
 Variables: parameters `<c>.kp`, `<c>.ki`, `<c>.kd`, `<c>.Tf`, `<c>.kaw`, `<c>.setpoint`
 (or an input `<c>.setpoint` when setpoint_input=True), `u_min`, `u_max`; inputs
@@ -29,10 +33,11 @@ Variables: parameters `<c>.kp`, `<c>.ki`, `<c>.kd`, `<c>.Tf`, `<c>.kaw`, `<c>.se
 fmi2Discard with the state unchanged. The FMU state holds the integrators, previous
 measurements, filter states, output, time and parameters (a round trip is bit-identical).
 """
+import bisect
 import math
 from dataclasses import dataclass, field
 
-from pythonfmu import Fmi2Slave
+from .guard import GuardedSlave
 from pythonfmu.default_experiment import DefaultExperiment
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Real
@@ -55,6 +60,27 @@ class PidChannel:
     setpoint_input: bool = False
     measurement_unit: str = "1"
     description: str = ""
+    setpoint_table: tuple = ()      # ((t, r), ...): r(t) = setpoint + piecewise-linear table
+    feedforward_table: tuple = ()   # ((t, u_ff), ...): added to the channel's output
+
+    def __post_init__(self):
+        for attr in ("setpoint_table", "feedforward_table"):
+            table = tuple((float(t), float(r)) for t, r in getattr(self, attr))
+            ts = [t for t, _ in table]
+            if any(not (math.isfinite(t) and math.isfinite(r)) for t, r in table) or \
+                    any(b <= a for a, b in zip(ts, ts[1:])):
+                raise ValueError(f"channel {self.name!r}: {attr} must hold finite (t, value) "
+                                 f"pairs with increasing t")
+            setattr(self, attr, table)
+
+    def reference(self, t):
+        """The set-point r at time t [s]: setpoint plus setpoint_table linearly interpolated
+        (held at its end values outside it)."""
+        return self.setpoint + _interpolate(self.setpoint_table, t)
+
+    def feedforward(self, t):
+        """The feed-forward term at time t [s] (feedforward_table interpolated; 0 without)."""
+        return _interpolate(self.feedforward_table, t)
 
     def var(self, what):
         return f"{self.name}.{what}" if self.name else what
@@ -108,6 +134,20 @@ class ControllerSpec:
         return {k: v for k, v in u.items() if v in _KNOWN_UNITS}
 
 
+def _interpolate(table, t):
+    """Piecewise-linear table ((t, v), ...) at t, held at its ends; 0.0 for no table."""
+    if not table:
+        return 0.0
+    ts, vs = zip(*table)
+    k = bisect.bisect_right(ts, t)
+    if k == 0:
+        return vs[0]
+    if k == len(ts):
+        return vs[-1]
+    s = (t - ts[k - 1]) / (ts[k] - ts[k - 1])
+    return vs[k - 1] + s * (vs[k] - vs[k - 1])
+
+
 def _known_units():
     from ..units import UNITS
     return set(UNITS)
@@ -118,10 +158,18 @@ _KNOWN_UNITS = _known_units()
 
 def pid(name, kp=0.0, ki=0.0, kd=0.0, setpoint=0.0, u_min=-math.inf, u_max=math.inf,
         anti_windup="back_calculation", kaw=1.0, Tf=0.01, setpoint_input=False,
-        measurement_unit="1", output_unit="1", description="", experiment=None):
-    """A single-loop PID controller spec (input `measurement`, output `u`)."""
+        measurement_unit="1", output_unit="1", description="", experiment=None,
+        setpoint_table=(), feedforward_table=()):
+    """A single-loop PID controller spec (input `measurement`, output `u`).
+
+    setpoint_table : ((t, r), ...) a set-point that changes in time: r(t) = setpoint + the
+        table linearly interpolated at the start t of each step (a trajectory to follow).
+    feedforward_table : ((t, u_ff), ...) a known part of the output (e.g. the force the
+        trajectory needs, from inverse dynamics) added to the PID law before the clamp."""
     return ControllerSpec(name, [PidChannel("", kp, ki, kd, Tf, kaw, setpoint, setpoint_input,
-                                            measurement_unit)],
+                                            measurement_unit,
+                                            setpoint_table=setpoint_table,
+                                            feedforward_table=feedforward_table)],
                           u_min, u_max, anti_windup, output_unit, description,
                           dict(experiment or {}))
 
@@ -166,13 +214,14 @@ class PidState:
         return s
 
 
-def pid_step(spec, state, y, r, h):
+def pid_step(spec, state, y, r, h, ff=None):
     """One sample of the discrete law: returns the new PidState (state is not changed).
 
-    y, r : per-channel measurements and set-points; h : sample time (> 0).
+    y, r : per-channel measurements and set-points; h : sample time (> 0); ff : per-channel
+    feed-forward terms added to v (None: none).
     """
     new = PidState(len(spec.channels))
-    e, v = [], 0.0
+    e, v = [], float(sum(ff)) if ff else 0.0
     for i, c in enumerate(spec.channels):
         yp = y[i] if state.y_prev[i] is None else state.y_prev[i]
         D = c.Tf / (c.Tf + h) * state.D[i] - c.kd / (c.Tf + h) * (y[i] - yp)
@@ -194,8 +243,12 @@ def pid_step(spec, state, y, r, h):
 
 
 # ---------------------------------------------------------------------- the FMU adapter
-class ControllerSlave(Fmi2Slave):
-    """pythonfmu adapter; a generated subclass sets `spec_dict` (ControllerSpec.to_dict())."""
+class ControllerSlave(GuardedSlave):
+    """pythonfmu adapter; a generated subclass sets `spec_dict` (ControllerSpec.to_dict()).
+
+    Statuses as MultibodySlave's (GuardedSlave, fmi/guard.py): an invalid parameter fails
+    fmi2ExitInitializationMode with fmi2Error and a logged message; misuse returns fmi2Error
+    and changes nothing; a non-finite input or a wrong step returns fmi2Discard."""
 
     spec_dict = {}
 
@@ -257,9 +310,13 @@ class ControllerSlave(Fmi2Slave):
                if not math.isfinite(getattr(c, k))]
         bad += [c.var("Tf") for c in s.channels if not (c.Tf >= 0.0 and math.isfinite(c.Tf))]
         if bad or not s.u_min <= s.u_max:
-            msg = f"{s.name}: invalid parameter(s) {bad or ['u_min > u_max']}"
-            self.log(msg, Fmi2Status.error)
-            raise ValueError(msg)
+            values = {k: getattr(c, k.split(".")[-1]) for c in s.channels for k in
+                      [c.var(x) for x in ("kp", "ki", "kd", "kaw", "setpoint", "Tf")]
+                      if k in bad}
+            raise ValueError(
+                f"{s.name}: invalid parameter(s) {bad or ['u_min > u_max']} "
+                f"(received {values or {'u_min': s.u_min, 'u_max': s.u_max}}); expected finite "
+                f"gains and set-points, Tf >= 0 and u_min <= u_max")
 
     def do_step(self, current_time, step_size):
         s = self.spec
@@ -271,14 +328,15 @@ class ControllerSlave(Fmi2Slave):
             if abs(current_time - t) > 1e-9 * max(1.0, abs(t)):
                 return self._discard(f"{s.name}: doStep at t = {current_time!r}, but the FMU "
                                      f"is at t = {t!r}")
-            r = [c.setpoint for c in s.channels]
+            r = [c.reference(current_time) for c in s.channels]
             bad = [c.var("measurement") for c, v in zip(s.channels, self._y)
                    if not math.isfinite(v)]
             bad += [c.var("setpoint") for c, v in zip(s.channels, r) if not math.isfinite(v)]
             if bad:
                 return self._discard(f"{s.name}: input(s) {bad} are not finite at "
                                      f"t = {current_time!r}; the step was not taken")
-            new = pid_step(s, self._state, self._y, r, step_size)
+            ff = [c.feedforward(current_time) for c in s.channels]
+            new = pid_step(s, self._state, self._y, r, step_size, ff)
             new.t = current_time + step_size
             self._state = new
             return True

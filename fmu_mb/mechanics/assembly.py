@@ -6,14 +6,27 @@
    coordinates, with minimum M-norm steps (so unconstrained directions keep their guess).
 3. Velocities: the minimum-kinetic-energy xd with D xd = -Phi_t and qd_j = qd_j0 given.
 
-A loop that cannot close raises AssemblyError naming the joints whose rows stay violated and
-the loop (bodies) they belong to.
+A loop that cannot close raises AssemblyError naming the joint that does not fit: the best
+the loop can do (least squares over the tree's joint coordinates, the tree joints exact) leaves
+only that cut joint open, by the distance reported. An assembly that succeeds but looks
+unintended warns (AssemblyWarning) naming the joint: a joint coordinate far from its given
+guess (the loop closed on another branch), or a contact that starts closed beyond its range
+(a cylinder beyond its stroke, a joint beyond its limit).
 """
+import math
+import warnings
+
 import numpy as np
 
 from . import constraints
-from ..errors import AssemblyError
+from ..errors import AssemblyError, AssemblyWarning
 from ..linalg import min_norm_correction, numerical_rank
+
+# a joint is "far" from its guess beyond these (revolute [rad]; prismatic: times the model's
+# size, the largest attachment-point coordinate)
+FAR_ANGLE = math.pi / 4
+FAR_LENGTH = 0.5
+STARTS = 12         # random starts of the least-squares closure (diagnosis and retry)
 
 TOL = 1e-12
 MAX_ITER = 50
@@ -32,17 +45,24 @@ def assemble(model, tree):
     Minv = model.compiled.inv_mass_diag
     zero = np.zeros_like(x)
     scale = 1.0 + max(np.abs(x).max(initial=0.0), _size(model))
-    r = None
-    for _ in range(MAX_ITER):
-        r, A = _position_rows(model, x, zero, t0, pos_spec)
-        if not np.all(np.isfinite(r)):
-            break
-        if np.abs(r).max(initial=0.0) < TOL * scale:
-            break
-        x = x - min_norm_correction(Minv, A, r)
-    r, A = _position_rows(model, x, zero, t0, pos_spec)
-    if not np.all(np.isfinite(r)) or np.abs(r).max(initial=0.0) > 1e-9 * scale:
-        raise AssemblyError(_diagnose(model, r, len(pos_spec)))
+    x, r = _newton(model, x, t0, pos_spec, Minv, scale)
+    if not _closed(r, scale) and model.topology.cut_joints:
+        # Newton-Raphson failed from the tree placement: start again from the best closure
+        # of the loops (least squares from several starts), if the loops can close at all
+        try:
+            best, xb = _best_closure(model, tree, keep_values=True)
+        except Exception:       # the retry must not hide the assembly error
+            best, xb = [], None
+        if xb is not None and all(res < 1e-7 * scale for _, res in best):
+            x2, r2 = _newton(model, xb, t0, pos_spec, Minv, scale)
+            if _closed(r2, scale):
+                x, r = x2, r2
+    if not _closed(r, scale):
+        raise AssemblyError(_diagnose(model, tree, r, len(pos_spec), scale))
+    # body angles to the turn nearest their placement (Newton may wind them by 2 pi k)
+    placed = _tree_placement(model, tree)[2::3]
+    x[2::3] = placed + (x[2::3] - placed + np.pi) % (2 * np.pi) - np.pi
+    _check_result(model, x)
 
     phi, D, _, phi_t = constraints.evaluate(model, x, zero, t0, need_conv=False)
     _, _, Jq, _ = constraints.joint_coordinates(model, x, zero)
@@ -58,6 +78,24 @@ def assemble(model, tree):
                             f"inconsistent with the constraints (velocity residual "
                             f"{np.abs(res).max():.3g}); give fewer rates or consistent ones")
     return x, xd, numerical_rank(D)
+
+
+def _newton(model, x, t0, pos_spec, Minv, scale):
+    """Newton-Raphson with minimum M-norm steps on Phi = 0 and the given coordinates."""
+    zero = np.zeros_like(x)
+    for _ in range(MAX_ITER):
+        r, A = _position_rows(model, x, zero, t0, pos_spec)
+        if not np.all(np.isfinite(r)):
+            break
+        if np.abs(r).max(initial=0.0) < TOL * scale:
+            break
+        x = x - min_norm_correction(Minv, A, r)
+    r, _ = _position_rows(model, x, zero, t0, pos_spec)
+    return x, r
+
+
+def _closed(r, scale):
+    return bool(np.all(np.isfinite(r)) and np.abs(r).max(initial=0.0) <= 1e-9 * scale)
 
 
 def _size(model):
@@ -81,30 +119,174 @@ def _position_rows(model, x, xd, t, pos_spec):
     return r, np.vstack([D, Jq[ii]])
 
 
-def _diagnose(model, r, n_spec):
-    C = model.compiled
-    m = C.n_rows
+def _diagnose(model, tree, r, n_spec, scale):
+    """The message of a failed assembly: which joint does not fit and by how much."""
+    m = model.compiled.n_rows
+    loops = {cut: loop for cut, loop in zip(model.topology.cut_joints, model.topology.loops)}
+    msg = f"model '{model.name}': the initial conditions cannot be assembled; "
+    best = None
+    if loops:
+        try:
+            best = _best_closure(model, tree, keep_values=True)[0]
+            free = _best_closure(model, tree, keep_values=False)[0] if n_spec else best
+        except Exception:           # the diagnosis must not hide the assembly error
+            best = None
+    if best is not None:
+        tol = 1e-7 * scale
+        open_ = [(name, res) for name, res in best if res > tol]
+        if not open_ and n_spec:
+            return msg + ("the loops can close, but not from the given start: give guesses "
+                          "(mb.initial(joint, guess=...)) near the intended pose")
+        if open_:
+            if n_spec and not [1 for _, res in free if res > tol]:
+                given = [ic.joint for ic in model.initial if ic.value is not None]
+                return msg + ("; ".join(_open_text(model, loops, n, res) for n, res in open_)
+                              + f"; the given joint coordinates cannot all be met: without "
+                              f"the initial values of joints {given} the loops close; give "
+                              f"fewer initial values or ones that let the loops close")
+            return msg + "; ".join(_open_text(model, loops, n, res) + (
+                " even at the best pose of the loop: a link of the loop is too long or "
+                "too short by about that (check lengths and attachment points)")
+                for n, res in open_)
     worst = []
-    for joint, rows in zip(model.joints, C.joint_rows):
+    for joint, rows in zip(model.joints, model.compiled.joint_rows):
         res = np.abs(r[rows]).max(initial=0.0) if len(rows) else 0.0
         if not np.isfinite(res) or res > 1e-9:
-            worst.append((joint.name, res))
-    loops = {cut: loop for cut, loop in zip(model.topology.cut_joints, model.topology.loops)}
-    parts = []
-    for name, res in worst:
-        loop = loops.get(name)
-        where = f" (loop through bodies {list(loop)})" if loop else ""
-        parts.append(f"joint '{name}' residual {res:.3g}{where}")
+            worst.append(f"joint '{joint.name}' residual {res:.3g}")
+    msg += "; ".join(worst) if worst else "constraint rows stay violated"
     spec_res = np.abs(r[m:]).max(initial=0.0) if n_spec else 0.0
-    msg = (f"model '{model.name}': the initial conditions cannot be assembled; "
-           + ("; ".join(parts) if parts else "constraint rows stay violated"))
     if n_spec and spec_res > 1e-9:
         msg += (f"; the given joint coordinates cannot all be met (residual {spec_res:.3g}): "
                 f"give fewer initial values or ones that let the loops close")
-    cut_loops = [f"{c}: {list(lp)}" for c, lp in loops.items()]
-    if cut_loops:
-        msg += f". Loops (cut joint: bodies) are {cut_loops}"
     return msg
+
+
+def _open_text(model, loops, name, res):
+    j = model.joint(name)
+    loop = loops.get(name)
+    where = f" residual {res:.3g}" + (f" (loop through bodies {list(loop)})" if loop else "")
+    gap = {"revolute": f"its two points stay {res:.3g} m apart",
+           "distance": f"its length misses by {res:.3g} m"}.get(
+               j.kind, f"its rows stay open by {res:.3g} (m and rad)")
+    return f"joint '{name}'{where} does not fit: {gap}"
+
+
+def _best_closure(model, tree, keep_values):
+    """Least squares over the tree coordinates (tree joints exact by construction) of the
+    cut joints' rows; returns ([(cut joint name, its residual [m or rad])], x at the best
+    closure)."""
+    from scipy.optimize import least_squares
+
+    from .tree import transform, tree_map
+
+    tm = tree_map(model)
+    x0 = _tree_placement(model, tree)
+    q0 = _tree_q(model, tm, x0)
+    fixed = np.zeros(tm.n, bool)
+    if keep_values:
+        given = {ic.joint for ic in model.initial if ic.value is not None}
+        for i, k in enumerate(tm.joints):
+            fixed[i] = model.joints[k].name in given
+    rows = tm.cut_rows
+    zero = np.zeros(tm.n)
+    t0 = model.t0
+
+    def f(qf):
+        q = q0.copy()
+        q[~fixed] = qf
+        x, _, _, _ = transform(model, q, zero)
+        phi, _, _, _ = constraints.evaluate(model, x, np.zeros_like(x), t0, need_conv=False)
+        return phi[rows]
+
+    if (~fixed).any():
+        # several starts: the tree placement, then random joint coordinates (a stretched-out
+        # chain is a stationary point of the distance, where a local method stops)
+        rng = np.random.default_rng(0)
+        starts = [q0[~fixed]]
+        angle = np.array([n.endswith(".angle") or n.endswith(".phi") for n in tm.names])
+        for _ in range(STARTS):
+            qs = q0 + np.where(angle, rng.uniform(-np.pi, np.pi, tm.n),
+                               rng.uniform(-1.0, 1.0, tm.n) * _size(model))
+            starts.append(qs[~fixed])
+        best_x, best_cost = None, np.inf
+        for qs in starts:
+            sol = least_squares(f, qs, method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                                max_nfev=200 * (1 + int((~fixed).sum())))
+            if sol.cost < best_cost:
+                best_x, best_cost = sol.x, sol.cost
+            if best_cost < 1e-30:
+                break
+        qf = best_x
+    else:
+        qf = q0[~fixed]
+    res = f(qf)
+    q = q0.copy()
+    q[~fixed] = qf
+    x_best = transform(model, q, zero)[0]
+    out = []
+    jidx = {j.name: k for k, j in enumerate(model.joints)}
+    pos = {int(rw): i for i, rw in enumerate(rows)}
+    for name in model.topology.cut_joints:
+        jr = model.compiled.joint_rows[jidx[name]]
+        out.append((name, float(np.linalg.norm(res[[pos[int(rw)] for rw in jr]]))))
+    return out, x_best
+
+
+def _tree_q(model, tm, x):
+    """Tree coordinates q of absolute coordinates x."""
+    qall, _, _, _ = constraints.joint_coordinates(model, x, np.zeros_like(x))
+    where = {k: i for i, k in enumerate(model.compiled.coord_joints)}
+    q = [qall[where[k]] for k in tm.joints]
+    for b in tm.free:
+        q += list(x[3 * b:3 * b + 3])
+    return np.array(q, dtype=float)
+
+
+def _check_result(model, x):
+    """AssemblyWarning for a joint far from its given guess and for a contact (cylinder end
+    stop, joint limit) that starts beyond its range."""
+    q, _, _, _ = constraints.joint_coordinates(model, x, np.zeros_like(x))
+    guesses = {ic.joint: ic.guess for ic in model.initial if ic.guess is not None}
+    size = _size(model)
+    for i, k in enumerate(model.compiled.coord_joints):
+        j = model.joints[k]
+        if j.name not in guesses:
+            continue
+        g = guesses[j.name]
+        if j.kind == "revolute":
+            d = (q[i] - g + math.pi) % (2 * math.pi) - math.pi
+            far, unit = abs(d) > FAR_ANGLE, "rad"
+        else:
+            d = q[i] - g
+            far, unit = abs(d) > FAR_LENGTH * size, "m"
+        if far:
+            warnings.warn(
+                f"model '{model.name}': joint '{j.name}' assembled at {q[i]:.4g} {unit}, "
+                f"far from its guess {g:.4g} {unit}: the loop closed on another branch "
+                f"(assembly mode); give a guess nearer the intended pose or check the "
+                f"geometry", AssemblyWarning, stacklevel=4)
+    if model.contacts:
+        from .contacts import gaps
+
+        gap = gaps(model, x)
+        cyl = {f"{e.name}_{end}": e.name for e in model.elements if e.kind == "cylinder"
+               for end in ("lower", "upper")}
+        for c, gc, unit in zip(model.contacts, gap, model.compiled.contacts.units):
+            if gc >= -1e-9 * (1.0 + size):
+                continue
+            if c.name in cyl:
+                e = next(e for e in model.elements if e.name == cyl[c.name])
+                length = e.free_value + gc if c.side > 0 else e.value - gc
+                what = (f"cylinder '{e.name}' assembled at length {length:.4g} m, outside "
+                        f"its range [{e.free_value:.4g}, {e.value:.4g}] m")
+            elif c.joint is not None:
+                what = (f"joint '{c.joint}' assembled beyond its limit '{c.name}' "
+                        f"(gap {gc:.4g} {unit})")
+            else:
+                what = f"contact '{c.name}' starts penetrated (gap {gc:.4g} {unit})"
+            warnings.warn(f"model '{model.name}': {what}; check the initial values and the "
+                          f"geometry",
+                          AssemblyWarning, stacklevel=4)
 
 
 def _tree_placement(model, tree):

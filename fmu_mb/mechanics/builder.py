@@ -14,6 +14,7 @@ immutable Model.
 """
 import math
 import re
+import sys
 from collections import deque
 from dataclasses import replace
 
@@ -41,6 +42,26 @@ def disc_inertia(mass: float, radius: float) -> float:
     return mass * radius ** 2 / 2.0
 
 
+def box_inertia(mass: float, length: float, height: float) -> float:
+    """Inertia of a uniform rectangular plate or box of side lengths `length` (along the
+    body x axis) and `height` (along y) about its centre, for rotation in the plane:
+    m (length^2 + height^2) / 12 [kg.m2]. Its depth (out of the plane) does not enter."""
+    return mass * (length ** 2 + height ** 2) / 12.0
+
+
+def cylinder_inertia(mass: float, length: float, radius: float,
+                     inner_radius: float = 0.0) -> float:
+    """Inertia of a uniform solid (or, with inner_radius, hollow) circular cylinder lying in
+    the plane with its axis along the body x axis, about its centre, for rotation in the
+    plane (about an axis across the cylinder): m (3 (r^2 + r_i^2) + length^2) / 12 [kg.m2].
+    A cylinder standing on the plane (axis out of the plane) is a disc: disc_inertia."""
+    if not 0.0 <= inner_radius < radius or length < 0.0 or mass < 0.0:
+        raise ModelError(f"cylinder_inertia: expected mass >= 0, length >= 0 and "
+                         f"0 <= inner_radius < radius, received mass={mass}, length={length}, "
+                         f"radius={radius}, inner_radius={inner_radius}")
+    return mass * (3.0 * (radius ** 2 + inner_radius ** 2) + length ** 2) / 12.0
+
+
 class ModelBuilder:
     """Collects the items of a planar model; `build()` validates and returns a Model.
 
@@ -50,6 +71,9 @@ class ModelBuilder:
     overrides : mapping parameter name -> value given by the user (unknown names raise in
         build(), listing the declared parameters).
     gravity : (gx, gy) gravity acceleration vector [m/s2], any direction.
+    description : the model description (an FMU's description); by default the docstring of
+        the model file that creates the builder (a file loaded by load_model, `fmu-mb` or an
+        FMU).
     """
 
     ground = GROUND
@@ -59,7 +83,7 @@ class ModelBuilder:
             raise ModelError(f"model name: expected an identifier [A-Za-z_][A-Za-z0-9_]*, "
                              f"received {name!r}")
         self.name = name
-        self.description = description
+        self.description = description or _model_file_docstring(sys._getframe(1))
         self._overrides = dict(overrides or {})
         self.gravity = _vec2(f"model '{name}'", "gravity", gravity)
         self._params, self._bodies, self._joints, self._drives = [], [], [], []
@@ -101,7 +125,8 @@ class ModelBuilder:
         if max is not None and value > max:
             raise ModelError(f"{where}: expected a value <= {max}, received {value!r}")
         self._params.append(Parameter(name, value, default, unit, description,
-                                      tuple(choices) if choices else None, structural))
+                                      tuple(choices) if choices else None, structural,
+                                      min, max))
         return value
 
     # ------------------------------------------------------------------ bodies
@@ -354,22 +379,113 @@ class ModelBuilder:
         return name
 
     def joint_limit(self, name, joint, *, lower=None, upper=None, restitution=1.0):
-        """End stop on the coordinate q of a revolute or prismatic joint: give lower (gap =
-        q - lower >= 0) or upper (gap = upper - q >= 0) [rad or m]; Newton's law on q'."""
+        """End stop on the coordinate q of a revolute or prismatic joint: lower (gap =
+        q - lower >= 0) and/or upper (gap = upper - q >= 0) [rad or m]; Newton's law on q'.
+
+        With one bound the contact is called `name`; with both, two contacts
+        `<name>_lower` and `<name>_upper` (each with its own outputs)."""
         where = f"joint_limit '{name}'"
-        self._claim(name, "contact")
+        if lower is None and upper is None:
+            raise ModelError(f"{where}: give exactly one of lower= or upper=, or both; "
+                             f"received neither")
         j = self._coordinate_joint(where, joint)
-        if (lower is None) == (upper is None):
-            raise ModelError(f"{where}: give exactly one of lower= or upper= (declare two "
-                             f"limits for both ends), received lower={lower!r}, "
-                             f"upper={upper!r}")
-        bound = _number(where, "lower" if upper is None else "upper",
-                        lower if upper is None else upper)
-        self._contacts.append(Contact(
-            name, "joint_limit", j.child, j.parent, offset=bound,
-            side=1.0 if upper is None else -1.0, joint=j.name,
-            restitution=_restitution(where, restitution)))
+        lo = None if lower is None else _number(where, "lower", lower)
+        hi = None if upper is None else _number(where, "upper", upper)
+        e = _restitution(where, restitution)
+        if lo is not None and hi is not None:
+            if not lo < hi:
+                raise ModelError(f"{where}: expected lower < upper, received lower={lo}, "
+                                 f"upper={hi}")
+            ends = [(f"{name}_lower", lo, 1.0), (f"{name}_upper", hi, -1.0)]
+        else:
+            ends = [(name, lo, 1.0) if hi is None else (name, hi, -1.0)]
+        self._check_free([n for n, _, _ in ends], "contact")
+        for cname, bound, side in ends:
+            self._claim(cname, "contact")
+            self._contacts.append(Contact(cname, "joint_limit", j.child, j.parent,
+                                          offset=bound, side=side, joint=j.name,
+                                          restitution=e))
         return name
+
+    # ------------------------------------------------------------------ hydraulic cylinder
+    # (issue 15) a TSDA-like actuator between two pins with stroke end stops; kept in one
+    # block: cylinder() and its helpers only.
+    def cylinder(self, name, a, b, *, a_point=(0.0, 0.0), b_point=(0.0, 0.0),
+                 min_length, max_length, restitution=0.2, friction=0.0, piston_area=None,
+                 rod_area=None, force_input=True):
+        """Hydraulic cylinder between pin a_point of body a (the barrel's pin) and pin
+        b_point of body b (the rod eye): pin-to-pin length l in [min_length, max_length] [m],
+        stroke = l - min_length.
+
+        Force along the line of the pins, pushing the pins apart positive [N]:
+            F = h + p_head A_piston - p_rod A_rod - c l'
+        with h the input `<name>.h` (force_input=True; a name, or False for none),
+        optional pressure inputs `<name>.p_head` and `<name>.p_rod` [Pa] when piston_area
+        (and rod_area, the annulus area) [m2] are given, and viscous friction c = friction
+        [N.s/m]. In the equations of motion it is a TSDA (seed 003) with s = -F (tension
+        positive). The stroke limits are two unilateral point-point contacts between the
+        pins (fmu_mb.mechanics.contacts) with Newton's restitution e = restitution:
+        `<name>_lower` (fully retracted: l >= min_length, side "apart") and `<name>_upper`
+        (fully extended: l <= max_length, side "within"); their outputs count the end-stop
+        events. Outputs `<name>.force` (F), `.length`, `.stroke`, `.stroke_rate`,
+        `.end_stops` (impacts at both stops so far).
+        """
+        where = f"cylinder '{name}'"
+        # validate everything first: a refused call declares nothing
+        a = self._body_ref(where, "a", a)
+        b = self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        lmin = _number(where, "min_length", min_length, positive=True)
+        lmax = _number(where, "max_length", max_length, positive=True)
+        if not lmin < lmax:
+            raise ModelError(f"{where}: expected min_length < max_length, received "
+                             f"min_length={lmin}, max_length={lmax}")
+        friction = _number(where, "friction", friction, nonneg=True)
+        e = _restitution(where, restitution)
+        ap_, bp_ = _vec2(where, "a_point", a_point), _vec2(where, "b_point", b_point)
+        if piston_area is None and rod_area is not None:
+            raise ModelError(f"{where}: rod_area needs piston_area (the head side's area)")
+        areas = []
+        if piston_area is not None:
+            ap = _number(where, "piston_area", piston_area, positive=True)
+            ar = 0.0 if rod_area is None else _number(where, "rod_area", rod_area,
+                                                      positive=True)
+            if ar >= ap:
+                raise ModelError(f"{where}: rod_area (the annulus, piston area minus rod "
+                                 f"cross-section) must be < piston_area, received "
+                                 f"rod_area={ar}, piston_area={ap}")
+            areas = [(f"{name}.p_head", ap, f"head-side pressure of cylinder {name}")]
+            if ar > 0.0:
+                areas.append((f"{name}.p_rod", -ar, f"rod-side pressure of cylinder {name}"))
+        self._check_free([name, f"{name}_lower", f"{name}_upper"], "element")
+        taken = {i.name for i in self._inputs}
+        for iname, _, _ in areas:
+            if iname in taken:
+                raise ModelError(f"{where}: input '{iname}' is already declared")
+        self._claim(name, "element")
+        gains = []
+        if force_input not in (False, None):
+            gains.append((self._input(where, name, True if force_input is True else
+                                      force_input, "N", f"force h of cylinder {name}, "
+                                      f"pushing the pins apart positive"), 1.0))
+        for iname, gain, text in areas:
+            gains.append((self._input(where, name, iname, "Pa", text), gain))
+        self._elements.append(Element(name, "cylinder", a, b, ap_, bp_, damping=friction,
+                                      free_value=lmin, value=lmax, gains=tuple(gains)))
+        for cname, dist, side in ((f"{name}_lower", lmin, 1.0), (f"{name}_upper", lmax, -1.0)):
+            self._claim(cname, "contact")
+            self._contacts.append(Contact(cname, "point_point", a, b, ap_, bp_, (0.0, 0.0),
+                                          dist, side, restitution=e))
+        return name
+
+    def _check_free(self, names, kind):
+        """Raise before declaring anything when one of `names` is taken (an item that
+        declares several names declares all or none)."""
+        for n in names:
+            if isinstance(n, str) and n in self._names:
+                raise ModelError(f"{kind} '{n}': the name is already used by a "
+                                 f"{self._names[n]}; names must be unique")
 
     # ------------------------------------------------------------------ initial conditions
     def initial(self, joint, value=None, rate=None, *, guess=None):
@@ -472,6 +588,15 @@ class ModelBuilder:
         return iname
 
 
+def _model_file_docstring(frame):
+    """The docstring of the model file whose code is `frame` (a module loaded by
+    fmu_mb.mechanics.loader or by an FMU, named fmu_mb_...), else ""."""
+    g = frame.f_globals if frame is not None else {}
+    if str(g.get("__name__", "")).startswith("fmu_mb_") and isinstance(g.get("__doc__"), str):
+        return g["__doc__"].strip()
+    return ""
+
+
 # ---------------------------------------------------------------------- validation helpers
 def _number(where, arg, value, positive=False, nonneg=False):
     try:
@@ -553,6 +678,19 @@ def _path(parent_of, node):
 
 
 # ---------------------------------------------------------------------- compile
+def _cylinder_gains(tsda, inames):
+    """(n_tsda, n_inputs) matrix G with the TSDA force s = ... - G u for cylinder rows (their
+    pushing force is sum gain * input), or None without cylinders."""
+    if not any(e.kind == "cylinder" for e in tsda):
+        return None
+    G = np.zeros((len(tsda), len(inames)))
+    for v, e in enumerate(tsda):
+        for iname, gain in e.gains:
+            G[v, inames.index(iname)] = gain
+    G.setflags(write=False)
+    return G
+
+
 def _compile(mb):
     bodies = mb._bodies
     nb = len(bodies)
@@ -619,7 +757,7 @@ def _compile(mb):
     def uidx(e):
         return inames.index(e.input) if e.input else -1
 
-    tsda = [e for e in els if e.kind == "tsda"]
+    tsda = [e for e in els if e.kind in ("tsda", "cylinder")]     # cylinders: TSDA rows
     rsda = [e for e in els if e.kind == "rsda"]
     frc = [e for e in els if e.kind == "force"]
     trq = [e for e in els if e.kind == "torque"]
@@ -659,6 +797,7 @@ def _compile(mb):
         trq_body=arr([idx[e.b] for e in trq], np.intp),
         trq_reaction=arr([idx[e.a] for e in trq], np.intp),
         trq_value=arr([e.value for e in trq]), trq_u=arr([uidx(e) for e in trq], np.intp),
+        tsda_gain=_cylinder_gains(tsda, inames),
         markers=PairSet.make([idx[m.body] for m in mb._markers], [idx[m.body] for m in
                                                                    mb._markers],
                              np.array([m.point for m in mb._markers]).reshape(-1, 2),

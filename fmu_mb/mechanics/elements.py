@@ -56,6 +56,8 @@ def _tsda(C, xe, xde, u):
     length, J, _ = kin.distance(C.tsda, xe, xde)
     ld = kin.rate(J, C.tsda.cols, xde)
     s = C.tsda_k * (length - C.tsda_l0) + C.tsda_c * ld + _h(C.tsda_u, u)
+    if C.tsda_gain is not None:                 # hydraulic cylinders: s = c l' - F_hyd
+        s = s - C.tsda_gain @ u
     return s, J
 
 
@@ -88,6 +90,7 @@ def element_outputs(model, x, xd, u):
     kinds = [e.kind for e in model.elements]
     idx = {k: [i for i, kk in enumerate(kinds) if kk == k] for k in ("tsda", "rsda", "force",
                                                                     "torque")}
+    idx["tsda"] = [i for i, kk in enumerate(kinds) if kk in ("tsda", "cylinder")]
     if idx["tsda"]:
         s, _ = _tsda(C, xe, xde, u)
         length, _, _ = kin.distance(C.tsda, xe, xde)
@@ -101,6 +104,29 @@ def element_outputs(model, x, xd, u):
     if idx["torque"]:
         out[idx["torque"], 0] = C.trq_value + _h(C.trq_u, u)
     return out
+
+
+def cylinder_outputs(model, x, xd, u):
+    """Per cylinder (model.elements order): pushing force F = -s [N], length l [m], stroke
+    l - min_length [m], stroke rate l' [m/s], and the force the cylinder exerts on body b at
+    its pin (fx, fy) = F d / l, d = r_b - r_a (global frame; -(fx, fy) on body a) [N];
+    shape (n_cylinders, 6)."""
+    C = model.compiled
+    kinds = [e.kind for e in model.elements if e.kind in ("tsda", "cylinder")]
+    rows = [i for i, k in enumerate(kinds) if k == "cylinder"]
+    if not rows:
+        return np.zeros((0, 6))
+    xe, xde = extended(model, x), extended(model, xd)
+    s, J = _tsda(C, xe, xde, u)
+    length, _, _ = kin.distance(C.tsda, xe, xde)
+    ld = kin.rate(J, C.tsda.cols, xde)
+    lmin = np.array([e.free_value for e in model.elements if e.kind == "cylinder"])
+    ra, _ = kin.points(xe, xde, C.tsda.p, C.tsda.sp)
+    rb, _ = kin.points(xe, xde, C.tsda.c, C.tsda.sc)
+    F = -s[rows]
+    d = (rb - ra)[rows] / length[rows, None]
+    return np.stack([F, length[rows], length[rows] - lmin, ld[rows], F * d[:, 0],
+                     F * d[:, 1]], axis=1)
 
 
 def potential_energy(model, x):

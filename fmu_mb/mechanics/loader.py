@@ -1,10 +1,18 @@
-"""Load a model file: a Python file under models/ that defines build(**overrides) -> Model."""
+"""Load a model file: a Python file under models/ that defines build(**overrides) -> Model.
+
+An error inside the file (a syntax error, a wrong keyword, an unknown name, a builder call
+that refuses its arguments) becomes one ModelError line that names the file, the line and
+what was wrong: `models/arm.py:12: TypeError: ModelBuilder.body() got an unexpected keyword
+argument 'mas'`. A model whose ModelBuilder got no description takes the file's docstring
+(see ModelBuilder).
+"""
 import hashlib
 import importlib.util
 import sys
+import traceback
 from pathlib import Path
 
-from ..errors import ModelError
+from ..errors import FmuMbError, ModelError
 
 
 def load_module(path):
@@ -20,14 +28,53 @@ def load_module(path):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except Exception:
+    except Exception as exc:
         sys.modules.pop(name, None)
-        raise
+        raise _located(path, exc) from None
     if not callable(getattr(module, "build", None)):
         raise ModelError(f"model file {str(path)!r} defines no build(**overrides) function")
     return module
 
 
+def call_build(module, path=None, **overrides):
+    """module.build(**overrides), with an error raised inside the file reported as one
+    ModelError line naming the file and the line (AssemblyError and other fmu_mb errors that
+    are not about a line of the file keep their class)."""
+    try:
+        return module.build(**overrides)
+    except Exception as exc:
+        raise _located(Path(path or module.__file__), exc) from None
+
+
 def load_model(path, **overrides):
     """Build the model of the file at `path` with parameter overrides."""
-    return load_module(path).build(**overrides)
+    return call_build(load_module(path), path, **overrides)
+
+
+def _located(path, exc):
+    """The exception to raise for `exc` raised while running the model file `path`."""
+    if isinstance(exc, SyntaxError):
+        line = exc.lineno or 0
+        return ModelError(f"{path}:{line}: SyntaxError: {exc.msg}"
+                          + (f": {exc.text.strip()}" if exc.text else ""))
+    if isinstance(exc, FmuMbError) and not isinstance(exc, ModelError):
+        return exc                              # AssemblyError... : not about a line
+    try:
+        target = path.resolve()
+    except OSError:
+        target = path
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        try:
+            if Path(frame.filename).resolve() == target:
+                line = frame.lineno
+        except (OSError, ValueError):
+            continue
+    if line is None:
+        if isinstance(exc, FmuMbError):
+            return exc
+        line = "?"
+    what = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ModelError) and str(exc).startswith(f"{path}:"):
+        return exc
+    return ModelError(f"{path}:{line}: {what}")

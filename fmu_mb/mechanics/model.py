@@ -92,6 +92,11 @@ class Element:
         the global frame (frame "global") or in the body frame (frame "body").
     kind "torque": pure torque (value + h) on body b, counter-clockwise positive, and its
         reaction on body a unless a is the ground [N.m].
+    kind "cylinder": hydraulic cylinder between two pins (ModelBuilder.cylinder): a TSDA
+        with k = 0, c = friction and s = -(sum of gain * input) (pushing positive force
+        F = -s); free_value = min_length, value = max_length [m]; `gains` holds the
+        (input name, gain) pairs (force input: 1, head pressure: A_piston, rod pressure:
+        -A_rod); the end stops are two contacts <name>_lower and <name>_upper.
     `input` is the name of the model input that carries h (None: no input).
     """
 
@@ -108,6 +113,7 @@ class Element:
     direction: Vec2 = (1.0, 0.0)
     frame: str = "global"
     input: Optional[str] = None
+    gains: tuple = ()               # cylinder: ((input name, gain), ...)
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,8 @@ class Parameter:
     description: str
     choices: Optional[tuple] = None
     structural: bool = False        # changes the model's shape (e.g. a number of links)
+    min: Optional[float] = None     # valid range of a number (inclusive); None: unbounded
+    max: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -260,6 +268,7 @@ class Compiled:
     trq_u: np.ndarray
     markers: PairSet                # p = body (c unused)
     contacts: object = None         # contacts.ContactBlock (None: no contacts)
+    tsda_gain: object = None        # (n_tsda, n_inputs) input gains of cylinder rows, or None
 
 
 @dataclass(frozen=True, eq=False)

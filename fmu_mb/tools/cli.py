@@ -4,7 +4,7 @@
                     [--input NAME=VALUE ...] [--formulation F] [--method M] [-o OUT.csv]
     fmu-mb info MODEL.py [--set NAME=VALUE ...]
     fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
-    fmu-mb plot OUT.csv [--columns NAME ...] -o plot.png
+    fmu-mb plot OUT.csv [--columns NAME ...] [--model MODEL.py] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F]
     fmu-mb sweep MODEL.fmu --param NAME=start:stop:count [--param ...] --stop-time T
                  [--output-interval DT] [--outputs NAME ...] [--scheduler ADDRESS]
@@ -102,6 +102,11 @@ def _parser():
     pl.add_argument("--columns", nargs="+", default=None,
                     help="columns to plot (default: the first three coordinates and energy)")
     pl.add_argument("-o", "--output", default="plot.png")
+    pl.add_argument("--model", default=None,
+                    help="model file of the result: its output units label the axes "
+                         "(without it, units are taken from the column names)")
+    pl.add_argument("--set", type=_assignment, action="append", default=[],
+                    metavar="NAME=VALUE", help="parameters of --model")
 
     an = sub.add_parser("animate", help="animate a mechanism from a CSV result")
     an.add_argument("model", help="model file of the result")
@@ -239,7 +244,8 @@ def _plot(args):
         names = data.dtype.names[1:]
         cols = [n for n in names if n.endswith((".phi", ".angle", ".position"))][:3]
         cols += [n for n in ("energy.total",) if n in names]
-    plot_outputs(data, cols, args.output, title=str(args.csv))
+    model = _load(args) if args.model else None
+    plot_outputs(data, cols, args.output, title=str(args.csv), model=model)
     print(args.output)
     return 0
 

@@ -27,8 +27,42 @@ def read_csv(path):
     return np.atleast_1d(data)
 
 
-def plot_outputs(data, columns, path, title=""):
-    """Plot `columns` of a result (structured array) over time into `path` (PNG, PDF...)."""
+# units of output names by their last part, where the name alone decides it (a '.rate' or an
+# '.effort' is m/s or rad/s, N or N.m depending on the joint: those need the model)
+SUFFIX_UNITS = {"x": "m", "y": "m", "phi": "rad", "vx": "m/s", "vy": "m/s", "omega": "rad/s",
+                "angle": "rad", "position": "m", "fx": "N", "fy": "N", "tension": "N",
+                "force": "N", "length": "m", "stroke": "m", "stroke_rate": "m/s",
+                "kinetic": "J", "potential": "J", "total": "J", "energy_loss": "J",
+                "last_time": "s", "impacts": "1", "end_stops": "1", "active": "1",
+                "h": None}
+
+
+def column_units(columns, model=None):
+    """{column: unit} from the model's output spec when given, else from SUFFIX_UNITS (a
+    column whose unit the name does not decide gets none)."""
+    spec = {}
+    if model is not None:
+        from ..dynamics.outputs import output_spec
+
+        spec = {v.name: v.unit for v in output_spec(model)}
+        spec.update({i.name: i.unit for i in model.inputs})
+    out = {}
+    for c in columns:
+        unit = spec.get(c) or SUFFIX_UNITS.get(c.rsplit(".", 1)[-1])
+        if c == "time":
+            unit = "s"
+        if unit:
+            out[c] = unit
+    return out
+
+
+def plot_outputs(data, columns, path, title="", units=None, model=None):
+    """Plot `columns` of a result (structured array) over time into `path` (PNG, PDF...).
+
+    Each panel's axis is labelled with the column's name and unit (`units` {name: unit}, or
+    from `model`'s outputs, or guessed from the name: column_units); columns that are
+    identically zero are left out (named in the title). Returns the columns plotted.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -38,18 +72,26 @@ def plot_outputs(data, columns, path, title=""):
     unknown = [c for c in columns if c not in names]
     if unknown:
         raise InputError(f"unknown column(s) {unknown}; columns are {list(names[1:])}")
-    fig, axes = plt.subplots(len(columns), 1, figsize=(7, 1.9 * len(columns)), sharex=True,
-                             squeeze=False)
-    for ax, name in zip(axes[:, 0], columns):
+    units = dict(column_units(columns, model), **(units or {}))
+    zero = [c for c in columns if not np.any(np.asarray(data[c], float) != 0.0)]
+    shown = [c for c in columns if c not in zero] or list(columns[:1])
+    fig, axes = plt.subplots(len(shown), 1, figsize=(7, 1.9 * len(shown) + 0.3),
+                             sharex=True, squeeze=False)
+    for ax, name in zip(axes[:, 0], shown):
         ax.plot(data["time"], data[name])
-        ax.set_ylabel(name, fontsize=8)
+        unit = units.get(name)
+        ax.set_ylabel(f"{name} [{unit}]" if unit else name, fontsize=8)
         ax.grid(True, alpha=0.3)
     axes[-1, 0].set_xlabel("time [s]")
+    left_out = [c for c in zero if c not in shown]
+    if left_out:
+        title = (title + "\n" if title else "") + "identically zero: " + ", ".join(left_out)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+    return shown
 
 
 def attachment_points(model):
@@ -60,7 +102,7 @@ def attachment_points(model):
         pts[j.parent].append(j.parent_point)
         pts[j.child].append(j.child_point)
     for e in model.elements:
-        if e.kind == "tsda":
+        if e.kind in ("tsda", "cylinder"):
             pts[e.a].append(e.a_point)
             pts[e.b].append(e.b_point)
         elif e.kind == "force":
@@ -68,6 +110,28 @@ def attachment_points(model):
     for m in model.markers:
         pts[m.body].append(m.point)
     return pts
+
+
+def _check_geometry(model, data, tol=1e-6):
+    """Refuse data whose body coordinates violate the model's joints (a result simulated
+    with other parameters: the drawing would show links of the wrong length)."""
+    from ..mechanics import constraints
+
+    if not model.compiled.n_rows or not len(data):
+        return
+    x = np.array([data[f"{b.name}.{c}"][0] for b in model.bodies for c in ("x", "y", "phi")])
+    phi, _, _, _ = constraints.evaluate(model, x, np.zeros_like(x), float(data["time"][0]),
+                                        need_conv=False)
+    worst = float(np.abs(phi).max(initial=0.0))
+    scale = 1.0 + float(np.abs(x).max(initial=0.0))
+    if worst > tol * scale:
+        k = int(np.argmax(np.abs(phi)))
+        joint = next((j.name for j, rows in zip(model.joints, model.compiled.joint_rows)
+                      if k in rows), "a drive")
+        raise InputError(f"the data does not fit model '{model.name}' as built: joint "
+                         f"'{joint}' is violated by {worst:.3g} at t = {data['time'][0]:g}; "
+                         f"was the result simulated with other parameters? Give animate the "
+                         f"same --set values as simulate")
 
 
 def _world(data, k, body, point):
@@ -109,6 +173,7 @@ def animate(model, data, path, every=1, fps=25, progress=False):
                          f"'{model.name}'; expected a result of this model")
     if every < 1:
         raise InputError(f"every must be >= 1, received {every}")
+    _check_geometry(model, data)
     pts = attachment_points(model)
     frames = list(range(0, len(data), every))
     allxy = np.array([_world(data, k, b, p) for k in frames for b, ps in pts.items()
@@ -125,6 +190,9 @@ def animate(model, data, path, every=1, fps=25, progress=False):
     ground_marks = ax.plot([], [], "^", ms=9, color="0.3")[0]
     springs = {e.name: ax.plot([], [], "-", lw=1, color="tab:red")[0]
                for e in model.elements if e.kind == "tsda"}
+    cylinders = {e.name: ax.plot([], [], "-", lw=5, color="tab:orange",
+                                 solid_capstyle="butt")[0]
+                 for e in model.elements if e.kind == "cylinder"}
     label = ax.text(0.02, 0.97, "", transform=ax.transAxes, va="top")
     ax.set_title(model.name)
 
@@ -146,6 +214,9 @@ def animate(model, data, path, every=1, fps=25, progress=False):
             if e.kind == "tsda":
                 z = _zigzag(_world(data, k, e.a, e.a_point), _world(data, k, e.b, e.b_point))
                 springs[e.name].set_data(z[:, 0], z[:, 1])
+            elif e.kind == "cylinder":
+                a, b = _world(data, k, e.a, e.a_point), _world(data, k, e.b, e.b_point)
+                cylinders[e.name].set_data([a[0], b[0]], [a[1], b[1]])
         label.set_text(f"t = {data['time'][k]:.3f} s")
         return []
 

@@ -1,0 +1,12 @@
+"""Stick cylinder controller of the closed-loop digging example (examples/excavator_dig.py):
+PID on stick_pin.angle with the digging path's inverse kinematics as a set-point table and its
+inverse-dynamics force as a feed-forward table; output stick_cyl.h [N]."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def build():
+    import excavator_dig
+    return excavator_dig.controller_spec("stick")
