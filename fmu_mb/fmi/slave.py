@@ -101,9 +101,8 @@ def _state_size(state):
     (q, qd) array when the state holds views of one (integrate.stepper), else over both."""
     y = state.q.base
     if y is None or y is not state.qd.base or y.size != state.q.size + state.qd.size:
-        return np.maximum(np.max(np.abs(state.q), initial=0.0),
-                          np.max(np.abs(state.qd), initial=0.0))
-    return np.max(np.abs(y), initial=0.0)
+        y = np.concatenate([state.q, state.qd])
+    return np.abs(y).max() if y.size else 0.0      # ndarray.max: NaN propagates
 
 
 class MultibodySlave(GuardedSlave):
