@@ -200,8 +200,8 @@ def stepper(model, settings=None):
     check_settings(model, settings)
     form = get_formulation(settings.formulation)
     fast = None
-    if form.native_stepper is not None and not model.contacts:
-        fast = form.native_stepper(model, settings)
+    if form.cosim_stepper is not None and not model.contacts:
+        fast = form.cosim_stepper(model, settings)
     if fast is None:
         return lambda state, t_end, u: advance(model, state, t_end, u, settings)
     inf = math.inf

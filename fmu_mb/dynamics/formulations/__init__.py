@@ -8,7 +8,7 @@ Each is a small namespace with the same functions:
     lam(model, dyn) -> multipliers of every Newton-Euler constraint row
     native_advance(model, state, t_end, u, settings) -> (q, qd, h), or None; only
         formulations that integrate in compiled code have it (others: None attribute)
-    native_stepper(model, settings) -> step(state, t_end, u) -> State, or None: the same
+    cosim_stepper(model, settings) -> step(state, t_end, u) -> State, or None: the same
         with the settings bound once (integrate.stepper; None attribute where absent)
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
@@ -50,14 +50,14 @@ _REGISTRY = {
         name="newton_euler", coordinates_kind=_ne.COORDINATES, coordinates=_ne.coordinates,
         accelerations=_ne.accelerations,
         initial_state=_ne_initial, project=_ne_project, absolute=lambda model, q, qd: (q, qd),
-        lam=lambda model, dyn: dyn.lam, native_advance=None, native_stepper=None),
+        lam=lambda model, dyn: dyn.lam, native_advance=None, cosim_stepper=None),
     **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
         name=mod.__name__.rsplit(".", 1)[1], coordinates_kind=mod.COORDINATES,
         coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
         project=mod.project, absolute=mod.absolute, lam=mod.lam,
         native_advance=getattr(mod, "native_advance", None),
-        native_stepper=getattr(mod, "native_stepper", None),
+        cosim_stepper=getattr(mod, "cosim_stepper", None),
         equations=getattr(mod, "reduced_equations", None),
         kinematics=getattr(mod, "kinematics", None))
         for mod in (_tmt, _lagrange, _recursive)},

@@ -60,7 +60,7 @@ def native_advance(model, state, t_end, u, settings):
     return q, qd, h
 
 
-def native_stepper(model, settings):
+def cosim_stepper(model, settings):
     """native_advance with the settings bound once (integrate.stepper): a function
     step(state, t_end, u) -> State for a validated float input array u and t_end > state.t;
     None when the method has no C implementation."""
