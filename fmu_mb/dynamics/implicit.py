@@ -49,9 +49,9 @@ import math
 import warnings
 
 import numpy as np
-from scipy import linalg as sla
 
 from ..errors import DriftError, InputError, IntegrationError
+from ..linalg import sla   # scipy.linalg, imported on first use (start-up without scipy)
 from .state import State
 
 IMPLICIT_METHODS = ("generalized_alpha", "trapezoidal")

@@ -23,33 +23,35 @@ Inputs u are held constant over the call (zero-order hold, as in FMI co-simulati
 failed call leaves the caller's state intact.
 """
 import math
-from dataclasses import dataclass, field, replace
+import weakref
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.integrate import DOP853, RK45, Radau
 
-from ..mechanics import constraints
-from ..errors import DriftError, InputError, IntegrationError
-from .formulations import get_formulation
+from ..errors import InputError, IntegrationError
+from .formulations import candidates, get_formulation
 from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
 from .implicit import DAE_FORMS, IMPLICIT_METHODS, advance_implicit
 from .state import State
-from ..linalg import min_norm_correction
+from ..linalg import LazyModule
 
 METHODS = ("rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHODS
 FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
-_SCIPY = {"dopri5": RK45, "dop853": DOP853, "radau": Radau}
+_SCIPY = {"dopri5": "RK45", "dop853": "DOP853", "radau": "Radau"}   # scipy's steppers
+_scipy_integrate = LazyModule("scipy.integrate")      # not imported by the compiled path
+_RESOLVED = weakref.WeakKeyDictionary()     # model -> {(Settings, coords): Settings}
 
 
 @dataclass(frozen=True)
 class Settings:
     """Solver settings.
 
-    method : one of METHODS; formulation : one of formulations.FORMULATIONS; step : fixed step
-    of rk4, euler, generalized_alpha and trapezoidal [s] (an interval is split into equal
-    steps no longer than this); rtol, atol : tolerances of the adaptive
-    methods; max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
+    method : one of METHODS; formulation : "auto" (the fastest formulation that runs the
+    model, `formulation_for(model)` says which) or one of formulations.FORMULATIONS; step :
+    fixed step of rk4, euler, generalized_alpha and trapezoidal [s] (an interval is split into
+    equal steps no longer than this); rtol, atol : tolerances of the adaptive methods;
+    max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
     baumgarte : (alpha, beta) [1/s]; projection_tol : target |Phi| after projection [m, rad].
     Implicit methods: rho_inf : spectral radius of generalized_alpha at h / T -> inf, in
     [0, 1] (1: no numerical dissipation); newton_tol : relative tolerance of the Newton
@@ -64,7 +66,7 @@ class Settings:
     """
 
     method: str = "dop853"
-    formulation: str = "newton_euler"
+    formulation: str = "auto"
     step: float = 1e-3
     rtol: float = 1e-9
     atol: float = 1e-11
@@ -84,7 +86,8 @@ class Settings:
         _choice("method", self.method, METHODS)
         _choice("stabilization", self.stabilization, STABILIZATIONS)
         _choice("dae_form", self.dae_form, DAE_FORMS)
-        get_formulation(self.formulation)
+        if self.formulation != "auto":
+            get_formulation(self.formulation)
         if not (isinstance(self.rho_inf, (int, float)) and 0.0 <= self.rho_inf <= 1.0):
             raise InputError(f"solver setting 'rho_inf' must be a number in [0, 1], received "
                              f"{self.rho_inf!r}")
@@ -104,6 +107,37 @@ class Settings:
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
                 raise InputError(f"solver setting '{name}' must be a number > 0, received {v!r}")
 
+    def formulation_for(self, model):
+        """The formulation that runs `model` with these settings (what "auto" picks)."""
+        return self.for_model(model).formulation
+
+    def for_model(self, model, coords=None):
+        """These settings with "auto" replaced by the formulation it picks for `model`: the
+        first of formulations.candidates(model, coords) that check_settings accepts with the
+        other settings (a method a formulation cannot run moves on to the next)."""
+        if self.formulation != "auto":
+            return self
+        cache = _RESOLVED.setdefault(model, {})
+        hit = cache.get((self, coords))
+        if hit is None:
+            names = candidates(model, coords)
+            if self.method in IMPLICIT_METHODS and coords != "absolute":
+                # the implicit methods' Newton iteration is smaller in the tree coordinates and
+                # their error at a given step lower (tmt: 5.1e-6 rad against newton_euler's
+                # 1.3e-5 rad on the slider-crank at h = 1e-4 s, tests/test_implicit.py)
+                names = ["tmt"] + [n for n in names if n != "tmt"]
+            for name in names:
+                hit = replace(self, formulation=name)
+                try:
+                    check_settings(model, hit)
+                    break
+                except InputError:
+                    continue
+            else:
+                hit = replace(self, formulation=names[0])   # its error shows when it runs
+            cache[(self, coords)] = hit
+        return hit
+
 
 def _choice(name, value, valid):
     if value not in valid:
@@ -114,7 +148,7 @@ def _choice(name, value, valid):
 def initial_state(model, settings=None):
     """The model's assembled initial state in the coordinates of settings.formulation."""
     settings = settings or Settings()
-    form = get_formulation(settings.formulation)
+    form = get_formulation(settings.formulation, model)
     return form.initial_state(model)
 
 
@@ -122,6 +156,7 @@ def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
     runs trees, closed loops and contacts but no drives."""
+    settings = settings.for_model(model)
     if model.contacts and settings.method in IMPLICIT_METHODS:
         raise InputError(f"model '{model.name}' has contacts; method '{settings.method}' "
                          f"does not run the contact event loop (it needs dense output and "
@@ -166,19 +201,13 @@ def advance(model, state, t_end, u=None, settings=None):
                          f"expected finite q and qd")
     if t_end == t0:
         return state
+    if settings.formulation == "auto":
+        settings = settings.for_model(model, state.coords)
     if model.contacts:
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
-    step = settings.step if settings.method in FIXED_STEP else state.h
-    if step > 0:    # fail fast: the last step size says the interval needs too many steps
-        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
-    elif settings.max_steps:
-        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
-        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
-        # the number of steps from below
-        step = 1e4 * _first_step(form, model, state, uvec, settings)
-        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    _budget(form, model, state, t_end, uvec, settings)
     if settings.method in IMPLICIT_METHODS:
         check_settings(model, settings)
         return advance_implicit(model, state, float(t_end), uvec, settings, form)
@@ -203,10 +232,53 @@ def advance(model, state, t_end, u=None, settings=None):
     return replace(state, t=float(t_end), q=y[:n].copy(), qd=y[n:].copy(), h=float(h))
 
 
+def stepper(model, settings=None):
+    """advance() prepared once for one model and settings, for co-simulation:
+    step(state, t_end, u) -> State, the same result as advance(model, state, t_end, u,
+    settings). The settings are validated and the formulation chosen here, once; the caller
+    passes u as a finite float array of len(model.inputs) (an FMU validates each input when
+    it is set). Where the formulation integrates in compiled code (recursive), a step is one
+    foreign call; otherwise, and for t_end <= state.t or a non-finite t_end (whose errors
+    advance() reports), it is advance() itself."""
+    settings = (settings or Settings()).for_model(model)
+    check_settings(model, settings)
+    form = get_formulation(settings.formulation)
+    fast = None
+    if form.cosim_stepper is not None and not model.contacts:
+        fast = form.cosim_stepper(model, settings)
+    if fast is None:
+        return lambda state, t_end, u: advance(model, state, t_end, u, settings)
+    inf = math.inf
+    budget = bool(settings.max_steps)
+
+    def step(state, t_end, u):
+        if state.t < t_end < inf:
+            if budget:
+                _budget(form, model, state, t_end, u, settings)
+            return fast(state, float(t_end), u)
+        return advance(model, state, t_end, u, settings)
+    return step
+
+
 def _check(y, t, model):
     if not np.all(np.isfinite(y)):
         raise IntegrationError(f"model '{model.name}': the state became non-finite at "
                                f"t = {t:.9g} s (NaN or infinity); the step was rejected")
+
+
+def _budget(form, model, state, t_end, uvec, settings):
+    """Fail fast, before integrating, when the interval needs more than settings.max_steps
+    steps by the last step size (or, with none yet, by a first-step estimate)."""
+    t0 = state.t
+    step = settings.step if settings.method in FIXED_STEP else state.h
+    if step > 0:    # fail fast: the last step size says the interval needs too many steps
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    elif settings.max_steps:
+        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
+        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
+        # the number of steps from below
+        step = 1e4 * _first_step(form, model, state, uvec, settings)
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
 
 
 def _over_budget(settings, model, t, t_end, steps, h):
@@ -246,7 +318,7 @@ def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
 
 
 def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
-    cls = _SCIPY[settings.method]
+    cls = getattr(_scipy_integrate, _SCIPY[settings.method])
     first = min(h, t_end - t) if h > 0 else None
     try:
         solver = cls(rhs, t, y, t_end, rtol=settings.rtol, atol=settings.atol,
@@ -299,10 +371,9 @@ class _Stepper:
             return
         first = min(h, t_end - t) if h > 0 else None
         try:
-            self.solver = _SCIPY[settings.method](rhs, t, y, t_end, rtol=settings.rtol,
-                                                   atol=settings.atol,
-                                                   max_step=settings.max_step,
-                                                   first_step=first)
+            self.solver = getattr(_scipy_integrate, _SCIPY[settings.method])(
+                rhs, t, y, t_end, rtol=settings.rtol, atol=settings.atol,
+                max_step=settings.max_step, first_step=first)
         except ValueError as exc:
             raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
                                    f"t = {t:.9g} s: {exc}") from None

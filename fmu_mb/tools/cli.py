@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from ..errors import FmuMbError
-from ..dynamics.formulations import FORMULATIONS
+from ..dynamics.formulations import CHOICES
 from ..dynamics.implicit import DAE_FORMS
 from ..dynamics.integrate import METHODS, STABILIZATIONS
 
@@ -84,7 +84,7 @@ def _parser():
                    metavar="NAME=VALUE", help="parameter value")
     s.add_argument("--input", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE", help="constant input value")
-    s.add_argument("--formulation", default="newton_euler", choices=FORMULATIONS)
+    s.add_argument("--formulation", default="auto", choices=CHOICES)
     s.add_argument("--method", default="dop853", choices=METHODS)
     s.add_argument("--stabilization", default="projection", choices=STABILIZATIONS)
     s.add_argument("--rtol", type=_positive, default=1e-9)
@@ -216,6 +216,7 @@ def _simulate(args):
 
 
 def _info(args):
+    from ..dynamics.formulations import describe_choice
     from ..dynamics.outputs import output_spec
 
     m = _load(args)
@@ -239,6 +240,7 @@ def _info(args):
               f"  cut joints: {list(t.cut_joints)}"]
     for cut, loop in zip(t.cut_joints, t.loops):
         lines.append(f"  loop closed by {cut}: {' - '.join(loop)}")
+    lines += ["", "solver:", f"  {describe_choice(m)}"]
     print("\n".join(lines))
     return 0
 

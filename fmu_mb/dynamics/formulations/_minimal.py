@@ -12,13 +12,15 @@ x = T(q), chained with Tq:  Dq = D_cut Tq,  conv_q = D_cut g + conv_cut.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg as sla
 
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...errors import AssemblyError, DriftError, SingularSystemError
 from ...linalg import PROJECTION_ACCEPT, schur_solve
 from ...mechanics.tree import tree_map
+
+from ...linalg import LazyModule  # noqa: I100  (apart: scipy is imported on first use)
+sla = LazyModule("scipy.linalg")       # imported when tmt or lagrange first solve
 
 COORDINATES = "joint"
 
