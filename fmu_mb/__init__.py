@@ -1,4 +1,4 @@
-"""fmu_mb: planar multibody dynamics whose models become FMI 2.0 co-simulation FMUs.
+"""fmu_mb: planar and spatial multibody dynamics whose models become FMI 2.0 co-simulation FMUs.
 
 Sign conventions and symbols (seed 000): M xdd + D' lam = f - Dv' s; D xdd = -conv; the
 constraint force on the bodies is -D' lam. See README.md for the full list.
@@ -38,6 +38,11 @@ from .mechanics.motion import Motion, constant_rate, harmonic, polynomial
 from .dynamics.outputs import output_names, output_spec, output_values
 from .dynamics.simulate import simulate
 from .mechanics.tree import tree_coordinates
+from .mechanics.spatial.inertia import box as box_inertia_3d
+from .mechanics.spatial.inertia import cylinder as cylinder_inertia_3d
+from .mechanics.spatial.inertia import slender_rod as slender_rod_inertia
+from .mechanics.spatial.inertia import sphere as sphere_inertia
+from .mechanics.spatial.rotations import cardan
 from .units import deg
 
 __version__ = "0.1.0"
@@ -50,5 +55,6 @@ __all__ = [
     "SingularSystemError", "AssemblyWarning", "DriftError", "IntegrationError", "InputError", "ImpactError",
     "__version__",
     "kinematic_analysis", "kinematic_trajectory", "inverse_dynamics", "KinematicState",
-    "InverseDynamics", "tree_coordinates",
+    "InverseDynamics", "tree_coordinates", "cardan", "box_inertia_3d", "cylinder_inertia_3d",
+    "slender_rod_inertia", "sphere_inertia",
 ]

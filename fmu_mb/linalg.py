@@ -127,3 +127,42 @@ def numerical_rank(D):
         return 0
     s = np.linalg.svd(D, compute_uv=False)
     return int(np.sum(s > np.sqrt(RANK_RTOL) * max(s.max(), 1e-300)))
+
+
+def solve_kkt_dense(M, D, F, b):
+    """Solve M a + D' lam = F, D a = b for a full symmetric M that is positive definite only
+    on the null space of D (spatial bodies: 4 G' J G is singular along p; slender rods have no
+    axial inertia).
+
+    The rows D a = b are added to the first block with a weight c (augmented Lagrangian form):
+    (M + c D'D) a + D' lam = F + c D' b has the same solution, and M + c D'D is positive
+    definite, so it is factorised by Cholesky and the multipliers come from the Schur
+    complement S = D (M + c D'D)^-1 D' with schur_solve (redundant rows: minimum-norm lam).
+    A singular M + c D'D (a mechanism with a massless direction left free) falls back to least
+    squares on the full KKT matrix. Returns a (n,), lam (m,).
+    """
+    n, m = M.shape[0], D.shape[0]
+    if m == 0:
+        return np.linalg.solve(M, F), np.zeros(0)
+    DtD = D.T @ D
+    c = max(np.abs(np.diag(M)).max(initial=0.0), 1e-300) / max(np.abs(np.diag(DtD)).max(), 1e-300)
+    Mc = M + c * DtD
+    Fc = F + c * (D.T @ b)
+    try:
+        fac = sla.cho_factor(Mc, lower=True, check_finite=False)
+        d = np.abs(np.diag(fac[0]))
+        if d.min() ** 2 <= 1e-13 * d.max() ** 2:
+            raise np.linalg.LinAlgError("ill-conditioned")
+    except (np.linalg.LinAlgError, ValueError):
+        if not (np.all(np.isfinite(M)) and np.all(np.isfinite(D))):
+            raise SingularSystemError("mass or constraint matrix contains NaN or infinite "
+                                      "entries") from None
+        K = np.zeros((n + m, n + m))
+        K[:n, :n], K[:n, n:], K[n:, :n] = M, D.T, D
+        sol = np.linalg.lstsq(K, np.concatenate([F, b]), rcond=None)[0]
+        return sol[:n], sol[n:]
+    MiDt = sla.cho_solve(fac, D.T, check_finite=False)
+    S = D @ MiDt
+    lam, _ = schur_solve(0.5 * (S + S.T), MiDt.T @ Fc - b)
+    a = sla.cho_solve(fac, Fc - D.T @ lam, check_finite=False)
+    return a, lam

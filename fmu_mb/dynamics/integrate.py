@@ -148,8 +148,18 @@ def _choice(name, value, valid):
 def initial_state(model, settings=None):
     """The model's assembled initial state in the coordinates of settings.formulation."""
     settings = settings or Settings()
-    form = get_formulation(settings.formulation, model)
+    settings = settings.for_model(model)
+    check_spatial(model, settings)
+    form = get_formulation(settings.formulation)
     return form.initial_state(model)
+
+
+def check_spatial(model, settings):
+    """Spatial models run in newton_euler only (tmt, lagrange and recursive are planar)."""
+    if model.spatial and settings.formulation != "newton_euler":
+        raise InputError(f"model '{model.name}' is spatial: formulation "
+                         f"'{settings.formulation}' is planar only; use formulation "
+                         f"'newton_euler'")
 
 
 def check_settings(model, settings):
@@ -157,6 +167,7 @@ def check_settings(model, settings):
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
     runs trees, closed loops and contacts but no drives."""
     settings = settings.for_model(model)
+    check_spatial(model, settings)
     if model.contacts and settings.method in IMPLICIT_METHODS:
         raise InputError(f"model '{model.name}' has contacts; method '{settings.method}' "
                          f"does not run the contact event loop (it needs dense output and "
@@ -203,6 +214,7 @@ def advance(model, state, t_end, u=None, settings=None):
         return state
     if settings.formulation == "auto":
         settings = settings.for_model(model, state.coords)
+    check_spatial(model, settings)
     if model.contacts:
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..mechanics import constraints
-from ..mechanics.elements import applied_forces
+from ..mechanics.elements import applied_forces, mass_times
 from ..errors import AssemblyError, ModelError
 from ..linalg import numerical_rank, schur_solve
 
@@ -37,7 +37,8 @@ class KinematicState:
 @dataclass(frozen=True, eq=False)
 class InverseDynamics:
     """Multipliers lam (n_rows,), driving efforts (n_drives,) [N.m or N] in model.drives
-    order, reactions (n_joints, 3) [N, N, N.m] of parent on child at the child's joint point,
+    order, reactions (n_joints, 3) [N, N, N.m] of parent on child at the child's joint point
+    (spatial: (n_joints, 6), force and torque in global axes),
     and the largest residual |D' lam - (f - M xdd)| (0 for a consistent motion)."""
 
     lam: np.ndarray
@@ -100,7 +101,7 @@ def inverse_dynamics(model, t, x, xd, xdd, u=None):
                              f"{np.shape(a)}")
     uvec = model.input_vector(u)
     _, D, _, _ = constraints.evaluate(model, x, xd, t, need_conv=False)
-    r = applied_forces(model, x, xd, t, uvec) - model.compiled.mass_diag * xdd
+    r = applied_forces(model, x, xd, t, uvec) - mass_times(model, x, xdd)
     lam, _ = schur_solve(D @ D.T, D @ r)
     residual = float(np.abs(D.T @ lam - r).max(initial=0.0))
     efforts = np.array([-lam[row] for row, *_ in model.compiled.drives])

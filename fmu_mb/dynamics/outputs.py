@@ -20,6 +20,15 @@ C.force [N or N.m] (force of the persistent contact, pushing positive; 0 when no
 Impacts inside a communication step show at its end.
 energy.kinetic, energy.potential, energy.total [J]; constraint.residual (max |Phi|) and
 constraint.velocity_residual (max |D xd + Phi_t|).
+
+Spatial models (README "Spatial models"): per body B.x, B.y, B.z [m], B.e0 ... B.e3 (Euler
+parameters), B.alpha, B.beta, B.gamma [rad] (Cardan angles, A = Rx Ry Rz), B.vx, B.vy, B.vz
+[m/s], B.wx, B.wy, B.wz [rad/s] (angular velocity, global axes); per joint J.fx, J.fy, J.fz
+[N] and J.tx, J.ty, J.tz [N.m] (parent on child at the child's joint point, global axes;
+distance joints J.tension), cylindrical J.angle, J.rate, J.position, J.velocity, universal
+J.angle1, J.rate1, J.angle2, J.rate2; per bushing
+E.fx ... E.tz (frame a's axes); per point P.x, P.y,
+P.z, P.vx, P.vy, P.vz.
 """
 from functools import lru_cache
 from typing import NamedTuple
@@ -30,6 +39,7 @@ from ..mechanics import constraints
 from ..mechanics import kinematics as kin
 from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
                                   potential_energy)
+from ..mechanics.spatial import elements as spatial_elements
 from .formulations import get_formulation, resolve
 
 
@@ -69,6 +79,9 @@ def _spec(model):
     def add(group, *entries):
         out.extend((e, group) for e in entries)
 
+    if model.spatial:
+        _spatial_spec(model, add)
+        return tuple(out)
     for b in model.bodies:
         add("motion", (f"{b.name}.x", "m", f"x of the centre of mass of {b.name}"),
             (f"{b.name}.y", "m", f"y of the centre of mass of {b.name}"),
@@ -133,13 +146,78 @@ def _spec(model):
             (f"{c.name}.energy_loss", "J", f"kinetic energy lost in impacts of {c.name}"))
         add("dynamics", (f"{c.name}.force", "N.m" if rot else "N",
                          f"force of the persistent contact {c.name}, pushing positive"))
+    _energy_spec(add)
+    return tuple(out)
+
+
+def _spatial_spec(model, add):
+    """The outputs of a spatial model (module docstring), in value order."""
+    for b in model.bodies:
+        n = b.name
+        add("motion", *[(f"{n}.{c}", "m", f"{c} of the centre of mass of {n}") for c in "xyz"],
+            *[(f"{n}.e{i}", "1", f"Euler parameter e{i} of {n}") for i in range(4)],
+            *[(f"{n}.{c}", "rad", f"Cardan angle {c} of {n} (A = Rx(alpha) Ry(beta) Rz(gamma))")
+              for c in ("alpha", "beta", "gamma")],
+            *[(f"{n}.v{c}", "m/s", f"{c} velocity of the centre of mass of {n}") for c in "xyz"],
+            *[(f"{n}.w{c}", "rad/s", f"angular velocity of {n} about the global {c} axis")
+              for c in "xyz"])
+    for j in model.joints:
+        if j.kind == "revolute":
+            add("coords", (f"{j.name}.angle", "rad", f"angle of joint {j.name}"),
+                (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"))
+        elif j.kind == "prismatic":
+            add("coords", (f"{j.name}.position", "m", f"position of joint {j.name}"),
+                (f"{j.name}.rate", "m/s", f"sliding rate of joint {j.name}"))
+        elif j.kind == "cylindrical":
+            add("coords", (f"{j.name}.angle", "rad", f"angle of joint {j.name}"),
+                (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"),
+                (f"{j.name}.position", "m", f"position of joint {j.name}"),
+                (f"{j.name}.velocity", "m/s", f"sliding rate of joint {j.name}"))
+        elif j.kind == "universal":
+            add("coords", (f"{j.name}.angle1", "rad", f"angle about the first axis of {j.name}"),
+                (f"{j.name}.rate1", "rad/s", f"rate about the first axis of {j.name}"),
+                (f"{j.name}.angle2", "rad", f"angle about the second axis of {j.name}"),
+                (f"{j.name}.rate2", "rad/s", f"rate about the second axis of {j.name}"))
+        if j.kind == "distance":
+            add("dynamics", (f"{j.name}.tension", "N", f"tension of link {j.name}"))
+        else:
+            add("dynamics", *[(f"{j.name}.f{c}", "N", f"{c} reaction force of {j.parent} on "
+                                                      f"{j.child}") for c in "xyz"],
+                *[(f"{j.name}.t{c}", "N.m", f"{c} reaction torque of {j.parent} on {j.child}")
+                  for c in "xyz"])
+    for d in model.drives:
+        unit = "N.m" if model.joint(d.joint).kind == "revolute" else "N"
+        add("dynamics", (f"{d.name}.effort", unit,
+                         f"driving effort of {d.name} on joint {d.joint}"))
+    for e in model.elements:
+        if e.kind == "tsda":
+            add("elements", (f"{e.name}.force", "N", f"force of {e.name}, tension positive"),
+                (f"{e.name}.length", "m", f"length of {e.name}"))
+        elif e.kind == "rsda":
+            add("elements", (f"{e.name}.torque", "N.m", f"torque of {e.name}"),
+                (f"{e.name}.angle", "rad", f"relative angle of {e.name}"))
+        elif e.kind == "bushing":
+            add("elements", *[(f"{e.name}.f{c}", "N", f"force s_{c} of bushing {e.name}, "
+                                                      f"frame a axes") for c in "xyz"],
+                *[(f"{e.name}.t{c}", "N.m", f"torque s_{c} of bushing {e.name}, frame a axes")
+                  for c in "xyz"])
+        elif e.kind == "force":
+            add("elements", (f"{e.name}.force", "N", f"force {e.name}"))
+        else:
+            add("elements", (f"{e.name}.torque", "N.m", f"torque {e.name}"))
+    for p in model.markers:
+        add("markers", *[(f"{p.name}.{c}", "m", f"{c} of point {p.name}") for c in "xyz"],
+            *[(f"{p.name}.v{c}", "m/s", f"{c} velocity of point {p.name}") for c in "xyz"])
+    _energy_spec(add)
+
+
+def _energy_spec(add):
     add("energy", ("energy.kinetic", "J", "kinetic energy"),
         ("energy.potential", "J", "potential energy (gravity and springs)"),
         ("energy.total", "J", "kinetic plus potential energy"),
         ("constraint.residual", "1", "largest constraint residual |Phi| [m or rad]"),
         ("constraint.velocity_residual", "1",
          "largest velocity constraint residual |D xd + Phi_t| [m/s or rad/s]"))
-    return tuple(out)
 
 
 def output_names(model):
@@ -227,6 +305,8 @@ class Outputs:
     def _motion(self):
         x, xd = self._get("absolute")
         nb = len(self.model.bodies)
+        if self.model.spatial:
+            return spatial_elements.body_outputs(self.model, x, xd).reshape(-1)
         out = np.empty((nb, 6))
         out[:, :3] = x.reshape(nb, 3)
         out[:, 3:] = xd.reshape(nb, 3)
@@ -235,6 +315,8 @@ class Outputs:
     def _markers(self):
         model = self.model
         x, xd = self._get("absolute")
+        if model.spatial:
+            return spatial_elements.marker_outputs(model, x, xd).reshape(-1)
         xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
         C = model.compiled
         r, v = kin.points(xe, xde, C.markers.p, C.markers.sp)
@@ -260,10 +342,12 @@ class Outputs:
             for k, j in enumerate(model.joints):
                 if j.kind == "distance":
                     vals.append(lam[model.compiled.joint_rows[k][0]])
+                elif model.spatial:
+                    vals += list(reac[k])
                 else:
                     vals += [reac[k, 0], reac[k, 1]]
-                if j.kind in ("weld", "prismatic"):
-                    vals.append(reac[k, 2])
+                    if j.kind in ("weld", "prismatic"):
+                        vals.append(reac[k, 2])
         for row, *_ in model.compiled.drives:
             vals.append(-lam[row])
         if model.contacts:
@@ -274,6 +358,10 @@ class Outputs:
     def _elements(self):
         x, xd = self._get("absolute")
         vals = []
+        if self.model.spatial:
+            for el in element_outputs(self.model, x, xd, self.u):
+                vals += list(el)
+            return np.array(vals, dtype=float)
         cyl = iter(cylinder_outputs(self.model, x, xd, self.u))
         for e, (s, el) in zip(self.model.elements,
                               element_outputs(self.model, x, xd, self.u)):
@@ -301,7 +389,7 @@ class Outputs:
     def _energy(self):
         x, xd = self._get("absolute")
         phi, D, _, phi_t = self._get("constraints")
-        T, V = kinetic_energy(self.model, xd), potential_energy(self.model, x)
+        T, V = kinetic_energy(self.model, xd, x), potential_energy(self.model, x)
         return np.array([T, V, T + V, np.abs(phi).max(initial=0.0),
                          np.abs(D @ xd + phi_t).max(initial=0.0)])
 
@@ -321,6 +409,8 @@ def _coordinate_source(model):
     .coord_joints order), or None when one of them is not a tree coordinate (a cut joint)."""
     from ..mechanics.tree import tree_map
 
+    if model.spatial:                       # absolute coordinates only
+        return None
     tm = tree_map(model)
     pos = {k: i for i, k in enumerate(tm.joints)}
     src = [pos.get(k) for k in model.compiled.coord_joints]

@@ -37,7 +37,12 @@ def assemble(model, tree):
 
     tree : [(joint name, name of the already placed side)] in placement order.
     """
-    x = _tree_placement(model, tree)
+    if model.spatial:
+        from .spatial.placement import tree_placement
+
+        x = tree_placement(model, tree)
+    else:
+        x = _tree_placement(model, tree)
     t0 = model.t0
     spec = [(i, ic) for i, ic in enumerate(_initial_by_coord(model)) if ic is not None]
     pos_spec = [(i, ic.value) for i, ic in spec if ic.value is not None]
@@ -46,7 +51,7 @@ def assemble(model, tree):
     zero = np.zeros_like(x)
     scale = 1.0 + max(np.abs(x).max(initial=0.0), _size(model))
     x, r = _newton(model, x, t0, pos_spec, Minv, scale)
-    if not _closed(r, scale) and model.topology.cut_joints:
+    if not _closed(r, scale) and model.topology.cut_joints and not model.spatial:
         # Newton-Raphson failed from the tree placement: start again from the best closure
         # of the loops (least squares from several starts), if the loops can close at all
         try:
@@ -59,17 +64,17 @@ def assemble(model, tree):
                 x, r = x2, r2
     if not _closed(r, scale):
         raise AssemblyError(_diagnose(model, tree, r, len(pos_spec), scale))
-    # body angles to the turn nearest their placement (Newton may wind them by 2 pi k)
-    placed = _tree_placement(model, tree)[2::3]
-    x[2::3] = placed + (x[2::3] - placed + np.pi) % (2 * np.pi) - np.pi
+    if not model.spatial:
+        # body angles to the turn nearest their placement (Newton may wind them by 2 pi k)
+        placed = _tree_placement(model, tree)[2::3]
+        x[2::3] = placed + (x[2::3] - placed + np.pi) % (2 * np.pi) - np.pi
     _check_result(model, x)
 
     phi, D, _, phi_t = constraints.evaluate(model, x, zero, t0, need_conv=False)
     _, _, Jq, _ = constraints.joint_coordinates(model, x, zero)
     A = np.vstack([D, Jq[[i for i, _ in rate_spec]]]) if rate_spec else D
     b = np.concatenate([-phi_t, [v for _, v in rate_spec]])
-    xd = np.array([v for body in model.bodies
-                   for v in (*body.velocity, body.angular_velocity)], dtype=float)
+    xd = _velocity_guess(model, x)
     xd = xd + min_norm_correction(Minv, A, b - A @ xd)
     res = A @ xd - b
     if np.abs(res).max(initial=0.0) > 1e-8 * (1.0 + np.abs(b).max(initial=0.0)):
@@ -78,6 +83,21 @@ def assemble(model, tree):
                             f"inconsistent with the constraints (velocity residual "
                             f"{np.abs(res).max():.3g}); give fewer rates or consistent ones")
     return x, xd, numerical_rank(D)
+
+
+def _velocity_guess(model, x):
+    """The bodies' declared velocities as xd: (v, omega) planar, (v, p') with
+    p' = E(p)' omega / 2 spatial (omega in global axes)."""
+    if not model.spatial:
+        return np.array([v for body in model.bodies
+                         for v in (*body.velocity, body.angular_velocity)], dtype=float)
+    from .spatial.rotations import E_matrix
+
+    X = x.reshape(-1, 7)
+    w = np.array([b.angular_velocity for b in model.bodies], float).reshape(-1, 3)
+    pd = 0.5 * np.einsum("kij,ki->kj", E_matrix(X[:, 3:]), w)
+    v = np.array([b.velocity for b in model.bodies], float).reshape(-1, 3)
+    return np.concatenate([v, pd], axis=1).reshape(-1)
 
 
 def _newton(model, x, t0, pos_spec, Minv, scale):
@@ -125,7 +145,7 @@ def _diagnose(model, tree, r, n_spec, scale):
     loops = {cut: loop for cut, loop in zip(model.topology.cut_joints, model.topology.loops)}
     msg = f"model '{model.name}': the initial conditions cannot be assembled; "
     best = None
-    if loops:
+    if loops and not model.spatial:           # (the least-squares closure is planar)
         try:
             best = _best_closure(model, tree, keep_values=True)[0]
             free = _best_closure(model, tree, keep_values=False)[0] if n_spec else best

@@ -26,6 +26,9 @@ from .kinematics import PairSet
 from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCondition, Input,
                     Joint, Marker, Model, Parameter, Topology)
 from .motion import Motion
+from .spatial.builder import SpatialItems, vec3
+from .validation import number as _number
+from .spatial.compiled import compile_spatial
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -62,15 +65,17 @@ def cylinder_inertia(mass: float, length: float, radius: float,
     return mass * (3.0 * (radius ** 2 + inner_radius ** 2) + length ** 2) / 12.0
 
 
-class ModelBuilder:
-    """Collects the items of a planar model; `build()` validates and returns a Model.
+class ModelBuilder(SpatialItems):
+    """Collects the items of a planar or spatial model; `build()` validates and returns a
+    Model.
 
     Parameters
     ----------
     name : model name (an identifier; becomes the FMU's model name).
     overrides : mapping parameter name -> value given by the user (unknown names raise in
         build(), listing the declared parameters).
-    gravity : (gx, gy) gravity acceleration vector [m/s2], any direction.
+    gravity : (gx, gy) gravity acceleration vector [m/s2], any direction; three components
+        (gx, gy, gz) make the model spatial (mechanics.spatial; README "Spatial models").
     description : the model description (an FMU's description); by default the docstring of
         the model file that creates the builder (a file loaded by load_model, `fmu-mb` or an
         FMU).
@@ -85,7 +90,9 @@ class ModelBuilder:
         self.name = name
         self.description = description or _model_file_docstring(sys._getframe(1))
         self._overrides = dict(overrides or {})
-        self.gravity = _vec2(f"model '{name}'", "gravity", gravity)
+        self.spatial = np.ndim(gravity) == 1 and len(gravity) == 3
+        self.gravity = (vec3(f"model '{name}'", "gravity", gravity) if self.spatial
+                        else _vec2(f"model '{name}'", "gravity", gravity))
         self._params, self._bodies, self._joints, self._drives = [], [], [], []
         self._elements, self._markers, self._inputs, self._initial = [], [], [], {}
         self._names = {}
@@ -130,13 +137,23 @@ class ModelBuilder:
         return value
 
     # ------------------------------------------------------------------ bodies
-    def body(self, name, *, mass, inertia, position=(0.0, 0.0), angle=0.0,
-             velocity=(0.0, 0.0), angular_velocity=0.0):
-        """A planar rigid body: mass [kg] and inertia about the centre of mass [kg.m2].
+    def body(self, name, *, mass, inertia, position=None, angle=0.0,
+             velocity=None, angular_velocity=None, orientation=None):
+        """A rigid body: mass [kg] and inertia about the centre of mass [kg.m2].
 
         position/angle (and velocity/angular_velocity) are the initial pose of a free body,
-        and the starting guess of the assembly for a body placed by joints.
+        and the starting guess of the assembly for a body placed by joints. Spatial: inertia
+        (Ixx, Iyy, Izz) or a 3 x 3 matrix in body axes, position (x, y, z), orientation a
+        quaternion (e0, e1, e2, e3) or a rotation matrix (fmu_mb.cardan(a, b, c) for Cardan
+        angles), velocity and angular_velocity (global axes) 3-vectors.
         """
+        if self.spatial:
+            return self._body3(name, mass, inertia, (0, 0, 0) if position is None else position,
+                               orientation, (0, 0, 0) if velocity is None else velocity,
+                               (0, 0, 0) if angular_velocity is None else angular_velocity)
+        position = (0.0, 0.0) if position is None else position
+        velocity = (0.0, 0.0) if velocity is None else velocity
+        angular_velocity = 0.0 if angular_velocity is None else angular_velocity
         where = f"body '{name}'"
         self._claim(name, "body")
         mass = _number(where, "mass", mass, nonneg=True)
@@ -152,34 +169,62 @@ class ModelBuilder:
         return name
 
     # ------------------------------------------------------------------ joints
-    def revolute(self, name, parent, child, *, parent_point=(0.0, 0.0),
-                 child_point=(0.0, 0.0), angle0=0.0):
+    def revolute(self, name, parent, child, *, parent_point=None, child_point=None,
+                 angle0=0.0, at=None, axis=None, parent_axis=None, child_axis=None):
         """Revolute joint: child_point of child coincides with parent_point of parent.
 
-        Joint angle = phi_child - phi_parent - angle0 [rad].
+        Joint angle = phi_child - phi_parent - angle0 [rad]. Spatial: at=/axis= (global, at
+        the reference pose) or the points and parent_axis=/child_axis= in body axes; the angle
+        (in (-pi, pi]) turns the child's joint frame about the axis from the parent's.
         """
+        if self.spatial:
+            self._not_here(f"revolute '{name}'", "spatial", angle0=angle0 or None)
+            return self._joint3(name, "revolute", parent, child, at=at, axis=axis,
+                                parent_point=parent_point, child_point=child_point,
+                                parent_axis=parent_axis, child_axis=child_axis)
+        self._not_here(f"revolute '{name}'", "planar", at=at, axis=axis,
+                       parent_axis=parent_axis, child_axis=child_axis)
         return self._joint(name, "revolute", parent, child, parent_point, child_point,
                            angle0=angle0)
 
-    def prismatic(self, name, parent, child, *, axis=(1.0, 0.0), parent_point=(0.0, 0.0),
-                  child_point=(0.0, 0.0), angle0=0.0):
+    def prismatic(self, name, parent, child, *, axis=None, parent_point=None,
+                  child_point=None, angle0=0.0, at=None, parent_axis=None, child_axis=None):
         """Prismatic (translational) joint sliding along `axis` (parent frame).
 
         Joint position = (r_child(child_point) - r_parent(parent_point)) . axis [m]; the
-        relative angle stays angle0.
+        relative angle stays angle0. Spatial: axis= is global at the reference pose (or
+        parent_axis= in the parent's axes); the relative orientation stays the reference one.
         """
+        if self.spatial:
+            self._not_here(f"prismatic '{name}'", "spatial", angle0=angle0 or None)
+            return self._joint3(name, "prismatic", parent, child, at=at, axis=axis,
+                                parent_point=parent_point, child_point=child_point,
+                                parent_axis=parent_axis, child_axis=child_axis)
+        self._not_here(f"prismatic '{name}'", "planar", at=at, parent_axis=parent_axis,
+                       child_axis=child_axis)
+        axis = (1.0, 0.0) if axis is None else axis
         return self._joint(name, "prismatic", parent, child, parent_point, child_point,
                            axis=axis, angle0=angle0)
 
-    def weld(self, name, parent, child, *, parent_point=(0.0, 0.0), child_point=(0.0, 0.0),
-             angle0=0.0):
-        """Fixed joint: the points coincide and the relative angle stays angle0."""
+    def weld(self, name, parent, child, *, parent_point=None, child_point=None,
+             angle0=0.0, at=None):
+        """Fixed joint: the points coincide and the relative angle stays angle0 (spatial:
+        the relative orientation stays the reference one)."""
+        if self.spatial:
+            self._not_here(f"weld '{name}'", "spatial", angle0=angle0 or None)
+            return self._joint3(name, "weld", parent, child, at=at,
+                                parent_point=parent_point, child_point=child_point)
+        self._not_here(f"weld '{name}'", "planar", at=at)
         return self._joint(name, "weld", parent, child, parent_point, child_point,
                            angle0=angle0)
 
-    def distance(self, name, parent, child, *, length, parent_point=(0.0, 0.0),
-                 child_point=(0.0, 0.0)):
-        """Massless link of `length` [m] between two points (one constraint row)."""
+    def distance(self, name, parent, child, *, length=None, parent_point=None,
+                 child_point=None):
+        """Massless link of `length` [m] between two points (one constraint row); spatial:
+        length defaults to the distance at the reference pose."""
+        if self.spatial:
+            return self._joint3(name, "distance", parent, child, parent_point=parent_point,
+                                child_point=child_point, length=length)
         where = f"distance '{name}'"
         length = _number(where, "length", length, positive=True)
         return self._joint(name, "distance", parent, child, parent_point, child_point,
@@ -194,6 +239,8 @@ class ModelBuilder:
         if parent == child:
             raise ModelError(f"{where}: parent and child are the same body '{parent}'; "
                              f"expected two different bodies")
+        parent_point = (0.0, 0.0) if parent_point is None else parent_point
+        child_point = (0.0, 0.0) if child_point is None else child_point
         axis = _vec2(where, "axis", axis)
         norm = math.hypot(*axis)
         if norm < 1e-12:
@@ -220,7 +267,7 @@ class ModelBuilder:
         return name
 
     # ------------------------------------------------------------------ elements
-    def tsda(self, name, a, b, *, a_point=(0.0, 0.0), b_point=(0.0, 0.0), stiffness=0.0,
+    def tsda(self, name, a, b, *, a_point=None, b_point=None, stiffness=0.0,
              free_length=0.0, damping=0.0, input=True):
         """Translational spring-damper-actuator (seed 003) between point a_point of body a
         and b_point of body b: s = k (l - l0) + c l' + h [N], positive in tension.
@@ -229,8 +276,11 @@ class ModelBuilder:
         """
         where = f"tsda '{name}'"
         self._claim(name, "element")
+        pt = vec3 if self.spatial else _vec2
+        zero = (0.0,) * (3 if self.spatial else 2)
         el = Element(name, "tsda", self._body_ref(where, "a", a), self._body_ref(where, "b", b),
-                     _vec2(where, "a_point", a_point), _vec2(where, "b_point", b_point),
+                     pt(where, "a_point", zero if a_point is None else a_point),
+                     pt(where, "b_point", zero if b_point is None else b_point),
                      _number(where, "stiffness", stiffness, nonneg=True),
                      _number(where, "damping", damping, nonneg=True),
                      _number(where, "free_length", free_length, nonneg=True),
@@ -246,6 +296,8 @@ class ModelBuilder:
         and child of `joint`): theta = phi_b - phi_a, s = k (theta - theta0) + c theta' + h
         [N.m]; s acts to decrease theta (on b: -s, on a: +s).
         """
+        if self.spatial:
+            return self._rsda3(name, joint, stiffness, free_angle, damping, input)
         where = f"rsda '{name}'"
         self._claim(name, "element")
         if joint is not None:
@@ -263,12 +315,19 @@ class ModelBuilder:
             input=self._input(where, name, input, "N.m", "actuator torque h of " + name)))
         return name
 
-    def force(self, name, body, *, point=(0.0, 0.0), direction=(1.0, 0.0), frame="global",
-              value=0.0, input=True):
+    def force(self, name, body, *, point=None, direction=None, frame="global",
+              value=0.0, input=True, at=None):
         """Force (value + h) along unit `direction` at `point` of `body` [N].
 
         frame "global": direction fixed in space; "body": direction turns with the body.
+        Spatial: 3-vectors; at= gives the point globally at the reference pose.
         """
+        if self.spatial:
+            return self._load3(name, "force", body, point, at, (1, 0, 0) if direction is None
+                               else direction, frame, value, input, None)
+        self._not_here(f"force '{name}'", "planar", at=at)
+        point = (0.0, 0.0) if point is None else point
+        direction = (1.0, 0.0) if direction is None else direction
         where = f"force '{name}'"
         self._claim(name, "element")
         if frame not in ("global", "body"):
@@ -284,9 +343,18 @@ class ModelBuilder:
             input=self._input(where, name, input, "N", "force h of " + name)))
         return name
 
-    def torque(self, name, body, *, reaction=GROUND, value=0.0, input=True):
+    def torque(self, name, body, *, reaction=GROUND, value=0.0, input=True, axis=None,
+               frame="global"):
         """Pure torque (value + h) on `body`, counter-clockwise positive [N.m], with the
-        opposite torque on `reaction` (none when it is the ground)."""
+        opposite torque on `reaction` (none when it is the ground). Spatial: about the unit
+        `axis` in global or body (frame="body") axes."""
+        if self.spatial:
+            if axis is None:
+                raise ModelError(f"torque '{name}': give the torque's axis=(ax, ay, az)")
+            return self._load3(name, "torque", body, None, None, axis, frame, value, input,
+                               reaction)
+        self._not_here(f"torque '{name}'", "planar", axis=axis,
+                       frame=None if frame == "global" else frame)
         where = f"torque '{name}'"
         self._claim(name, "element")
         b = self._body_ref(where, "body", body, allow_ground=False)
@@ -298,12 +366,19 @@ class ModelBuilder:
             input=self._input(where, name, input, "N.m", "torque h of " + name)))
         return name
 
-    def point(self, name, body, point=(0.0, 0.0)):
-        """A named point (marker) on a body; outputs <name>.x, .y, .vx, .vy."""
+    def point(self, name, body, point=None, *, at=None):
+        """A named point (marker) on a body; outputs <name>.x, .y, .vx, .vy (spatial: also
+        .z, .vz; at= gives the point globally at the reference pose)."""
         where = f"point '{name}'"
         self._claim(name, "point")
-        self._markers.append(Marker(name, self._body_ref(where, "body", body, allow_ground=False),
-                                    _vec2(where, "point", point)))
+        body = self._body_ref(where, "body", body, allow_ground=False)
+        if self.spatial:
+            pt = (self._local_point(body, np.array(vec3(where, "at", at))) if at is not None
+                  else vec3(where, "point", (0, 0, 0) if point is None else point))
+        else:
+            self._not_here(where, "planar", at=at)
+            pt = _vec2(where, "point", (0.0, 0.0) if point is None else point)
+        self._markers.append(Marker(name, body, pt))
         return name
 
     # ------------------------------------------------------------------ contacts
@@ -519,26 +594,51 @@ class ModelBuilder:
         if not self._bodies:
             raise ModelError(f"model '{self.name}': no bodies; declare at least one with "
                              f"mb.body(...)")
-        compiled = _compile(self)
+        if len(self.gravity) != (3 if self.spatial else 2):
+            raise ModelError(f"model '{self.name}': gravity {tuple(self.gravity)} does not match "
+                             f"the model's kind ({'spatial' if self.spatial else 'planar'}, "
+                             f"decided by the gravity given to ModelBuilder); give "
+                             f"{'three' if self.spatial else 'two'} components, or construct "
+                             f"the builder with the other kind")
+        planar_only = [f"{e.name} ({e.kind})" for e in self._elements
+                       if e.kind not in ("tsda", "rsda", "bushing", "force", "torque")]
+        if self.spatial and planar_only:
+            raise ModelError(f"model '{self.name}': elements {planar_only} exist in planar "
+                             f"models only; spatial models take tsda, rsda, bushing, force "
+                             f"and torque")
+        if self.spatial and self._contacts:
+            raise ModelError(f"model '{self.name}': contacts are not available in spatial "
+                             f"models yet")
+        compiled = compile_spatial(self) if self.spatial else _compile(self)
         tree, cut, loops = _spanning_tree(self)
         nb = len(self._bodies)
-        gruebler = 3 * nb - sum(3 - j.freedom for j in self._joints) - len(self._drives)
+        f6 = 6 if self.spatial else 3
+        gruebler = f6 * nb - sum(f6 - j.freedom for j in self._joints) - len(self._drives)
         topo = Topology(nb, len(self._joints), max(len(self._joints) - nb, 0), gruebler, 0,
                         compiled.n_rows, 0, tuple(name for name, _ in tree), tuple(cut),
                         tuple(loops))
-        zeros = np.zeros(3 * nb)
+        zeros = np.zeros((7 if self.spatial else 3) * nb)
         model = Model(self.name, self.gravity, tuple(self._bodies), tuple(self._joints),
                       tuple(self._drives), tuple(self._elements), tuple(self._markers),
                       tuple(self._params), tuple(self._inputs),
                       tuple(self._initial.values()), topo, compiled, zeros, zeros,
                       0.0, self.description, tuple(self._contacts))
         x0, xd0, rank = assembly.assemble(model, tree)
-        topo = replace(topo, dof=3 * nb - rank, redundant=compiled.n_rows - rank)
+        topo = replace(topo, dof=x0.shape[0] - rank, redundant=compiled.n_rows - rank)
         x0.setflags(write=False)
         xd0.setflags(write=False)
         return replace(model, x0=x0, xd0=xd0, topology=topo)
 
     # ------------------------------------------------------------------ helpers
+    def _not_here(self, where, kind, **given):
+        """ModelError for arguments the other kind of model takes (never silently ignored)."""
+        bad = sorted(k for k, v in given.items() if v is not None)
+        if bad:
+            other = "planar" if kind == "spatial" else "spatial"
+            raise ModelError(f"{where}: {', '.join(bad)} belong(s) to {other} models; this "
+                             f"model is {kind} (gravity with "
+                             f"{3 if kind == 'spatial' else 2} components)")
+
     def _claim(self, name, kind):
         if not isinstance(name, str) or not _NAME.match(name):
             raise ModelError(f"{kind} name: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
@@ -598,20 +698,6 @@ def _model_file_docstring(frame):
 
 
 # ---------------------------------------------------------------------- validation helpers
-def _number(where, arg, value, positive=False, nonneg=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ModelError(f"{where}: {arg} must be a number, received {value!r}") from None
-    if not math.isfinite(v):
-        raise ModelError(f"{where}: {arg} must be finite, received {v}")
-    if positive and v <= 0.0:
-        raise ModelError(f"{where}: {arg} must be > 0, received {v}")
-    if nonneg and v < 0.0:
-        raise ModelError(f"{where}: {arg} must be >= 0, received {v}")
-    return v
-
-
 def _restitution(where, value):
     e = _number(where, "restitution", value)
     if not 0.0 <= e <= 1.0:

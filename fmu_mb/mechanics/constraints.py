@@ -19,10 +19,13 @@ child's joint point, in the global frame.
 import numpy as np
 
 from . import kinematics as kin
+from .spatial import constraints as _spatial
 
 
 def extended(model, x):
     """x with the ground's three zero coordinates appended (see kinematics)."""
+    if model.compiled.spatial:
+        return _spatial.extended(x)
     out = np.zeros(x.shape[0] + 3)
     out[:-3] = x
     return out
@@ -35,6 +38,8 @@ def evaluate(model, x, xd, t, need_conv=True):
     only for drive rows). conv is None when need_conv is False.
     """
     C = model.compiled
+    if C.spatial:
+        return _spatial.evaluate(model, x, xd, t, need_conv)
     xe, xde = extended(model, x), extended(model, xd)
     m, ncol = C.n_rows, 3 * C.nb + 3
     phi = np.empty(m)
@@ -81,6 +86,8 @@ def joint_coordinates(model, x, xd):
     (angles [rad] relative to angle0, positions [m] along the axis).
     """
     C = model.compiled
+    if C.spatial:
+        return _spatial.joint_coordinates(model, x, xd)
     xe, xde = extended(model, x), extended(model, xd)
     nq = len(C.coord_joints)
     q, qd, conv = np.zeros(nq), np.zeros(nq), np.zeros(nq)
@@ -106,8 +113,11 @@ def reactions(model, x, D, lam):
     """Force (fx, fy) [N] and torque [N.m] of the parent on the child of every joint.
 
     The constraint force on the bodies is -D' lam; the child's part is reduced to the child's
-    joint point (so a revolute joint's torque is zero). Returns an array (n_joints, 3).
+    joint point (so a revolute joint's torque is zero). Returns an array (n_joints, 3)
+    (spatial: (n_joints, 6), force and torque in global axes).
     """
+    if model.compiled.spatial:
+        return _spatial.reactions(model, x, D, lam)
     out = np.zeros((len(model.joints), 3))
     for j, (joint, rows) in enumerate(zip(model.joints, model.compiled.joint_rows)):
         ci = model.body(joint.child).index if joint.child != "ground" else None

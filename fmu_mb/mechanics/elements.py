@@ -9,14 +9,17 @@ import numpy as np
 
 from . import kinematics as kin
 from .constraints import extended
+from .spatial import elements as _spatial
 
 
 def applied_forces(model, x, xd, t, u):
     """f - D_v' s: generalised applied forces in x [N, N, N.m per body], shape (3 nb,).
 
-    u : (n_inputs,) input values (actuator terms h).
+    u : (n_inputs,) input values (actuator terms h). Spatial models: mechanics.spatial.
     """
     C = model.compiled
+    if C.spatial:
+        return _spatial.applied_forces(model, x, xd, t, u)
     n = 3 * C.nb
     f = np.zeros(n + 3)
     gx, gy = model.gravity
@@ -85,6 +88,8 @@ def element_outputs(model, x, xd, u):
     torque: (torque [N.m], 0).
     """
     C = model.compiled
+    if C.spatial:
+        return _spatial.element_outputs(model, x, xd, u)
     xe, xde = extended(model, x), extended(model, xd)
     out = np.zeros((len(model.elements), 2))
     kinds = [e.kind for e in model.elements]
@@ -132,6 +137,8 @@ def cylinder_outputs(model, x, xd, u):
 def potential_energy(model, x):
     """Gravity potential -m g . r plus spring energies 1/2 k (e - e0)^2 [J]."""
     C = model.compiled
+    if C.spatial:
+        return _spatial.potential_energy(model, x)
     n = 3 * C.nb
     m = C.mass_diag[0::3]
     gx, gy = model.gravity
@@ -147,6 +154,15 @@ def potential_energy(model, x):
     return V
 
 
-def kinetic_energy(model, xd):
-    """1/2 xd' M xd [J]."""
+def mass_times(model, x, a):
+    """M(x) a: the mass matrix (diagonal planar, block-diagonal in x spatial) times a."""
+    if model.compiled.spatial:
+        return _spatial.mass_matrix(model, x) @ a
+    return model.compiled.mass_diag * a
+
+
+def kinetic_energy(model, xd, x=None):
+    """1/2 xd' M xd [J] (x is needed by spatial models, whose M depends on it)."""
+    if model.compiled.spatial:
+        return _spatial.kinetic_energy(model, x, xd)
     return 0.5 * float(np.dot(model.compiled.mass_diag * xd, xd))

@@ -5,7 +5,9 @@ parameter, build a new Model. It holds the declared items (bodies, joints, drive
 points, parameters, inputs), the topology, the assembled initial absolute coordinates, and a
 `Compiled` block of index arrays that the formulations evaluate vectorised.
 
-Coordinates: x = (x, y, phi) per moving body in declaration order [m, m, rad].
+Coordinates: x = (x, y, phi) per moving body in declaration order [m, m, rad]; in a spatial
+model (three gravity components) x = (r, p) per body, the centre of mass [m] and the Euler
+parameters (mechanics.spatial), compiled to spatial.compiled.CompiledSpatial.
 """
 from dataclasses import dataclass, field
 from typing import Optional
@@ -34,6 +36,7 @@ class Body:
     angle: float = 0.0              # [rad]
     velocity: Vec2 = (0.0, 0.0)     # [m/s]
     angular_velocity: float = 0.0   # [rad/s]
+    orientation: tuple = (1.0, 0.0, 0.0, 0.0)  # spatial: Euler parameters (e0, e1, e2, e3)
 
 
 @dataclass(frozen=True)
@@ -55,14 +58,23 @@ class Joint:
     axis: Vec2 = (1.0, 0.0)         # prismatic: sliding direction in the parent frame
     angle0: float = 0.0             # relative angle phi_c - phi_p at zero joint angle [rad]
     length: float = 0.0             # distance joint [m]
+    dim: int = 2                    # 3: a spatial joint (mechanics.spatial)
+    frame_p: tuple = ()             # spatial: joint frame (3 x 3, columns x, y, z) in the
+    frame_c: tuple = ()             # parent's and the child's body axes
 
     @property
     def n_rows(self) -> int:
+        if self.dim == 3:
+            from .spatial.constraints import ROWS
+            return ROWS[self.kind]
         return {"revolute": 2, "prismatic": 2, "weld": 3, "distance": 1}[self.kind]
 
     @property
     def freedom(self) -> int:
-        """Relative degrees of freedom f_G of the joint (planar)."""
+        """Relative degrees of freedom f_G of the joint."""
+        if self.dim == 3:
+            from .spatial.constraints import FREEDOM
+            return FREEDOM[self.kind]
         return {"revolute": 1, "prismatic": 1, "weld": 0, "distance": 2}[self.kind]
 
     @property
@@ -113,6 +125,12 @@ class Element:
     direction: Vec2 = (1.0, 0.0)
     frame: str = "global"
     input: Optional[str] = None
+    joint: Optional[str] = None     # spatial RSDA: the revolute joint it acts on
+    frame_a: tuple = ()             # spatial bushing: frames (3 x 3) on a and b, body axes,
+    frame_b: tuple = ()
+    K: tuple = ()                   # bushing stiffness and damping (6 x 6) and e0 (6,)
+    C: tuple = ()
+    e0: tuple = ()
     gains: tuple = ()               # cylinder: ((input name, gain), ...)
 
 
@@ -268,12 +286,13 @@ class Compiled:
     trq_u: np.ndarray
     markers: PairSet                # p = body (c unused)
     contacts: object = None         # contacts.ContactBlock (None: no contacts)
+    spatial = False                 # (spatial models compile to spatial.CompiledSpatial)
     tsda_gain: object = None        # (n_tsda, n_inputs) input gains of cylinder rows, or None
 
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """An immutable planar multibody model (see module docstring)."""
+    """An immutable planar or spatial multibody model (see module docstring)."""
 
     name: str
     gravity: Vec2
@@ -295,8 +314,17 @@ class Model:
 
     # ----------------------------------------------------------------- lookups
     @property
+    def spatial(self) -> bool:
+        """True for a spatial model (3-component gravity; q = (r, p) per body)."""
+        return len(self.gravity) == 3
+
+    @property
+    def coordinates_per_body(self) -> int:
+        return 7 if self.spatial else 3
+
+    @property
     def n_coordinates(self) -> int:
-        return 3 * len(self.bodies)
+        return self.coordinates_per_body * len(self.bodies)
 
     def body(self, name: str) -> Body:
         return _lookup(self.bodies, name, "body")
@@ -319,9 +347,9 @@ class Model:
         return tuple(i.name for i in self.inputs)
 
     def body_slice(self, name: str) -> slice:
-        """Entries of body `name` in x (3 per planar body)."""
-        i = self.body(name).index
-        return slice(3 * i, 3 * i + 3)
+        """Entries of body `name` in x (3 per planar body, 7 per spatial body)."""
+        i, n = self.body(name).index, self.coordinates_per_body
+        return slice(n * i, n * i + n)
 
     def input_vector(self, u=None) -> np.ndarray:
         """Input values as an array in `model.inputs` order.

@@ -232,7 +232,9 @@ def _info(args):
         lines.append("  (none)")
     lines += ["", "outputs:"]
     lines += [f"  {v.name} [{v.unit}]  {v.description}" for v in output_spec(m)]
-    lines += ["", "topology:",
+    kind = ("spatial: f = 6 n_B - sum(6 - f_G); rows include one Euler-parameter "
+            "normalisation per body" if m.spatial else "planar: f = 3 n_B - sum(3 - f_G)")
+    lines += ["", f"topology ({kind}):",
               f"  bodies n_B = {t.n_bodies}, joints n_G = {t.n_joints}, loops n_L = {t.n_loops}",
               f"  Gruebler-Kutzbach DOF = {t.gruebler_dof}, DOF from rank(D) = {t.dof}, "
               f"constraints = {t.n_constraints}, redundant = {t.redundant}",

@@ -92,6 +92,8 @@ def get_formulation(name, model=None):
 def _recursive_supports(model):
     from ..kernel import KernelUnavailable, library, supported
 
+    if getattr(model, "spatial", False):
+        return "the model is spatial (the compiled kernel is planar)"
     why = supported(model)
     if why is not None:
         return why

@@ -5,6 +5,8 @@
 
 x = (x, y, phi) per body, M = diag(m, m, J), D = dphi/dx, conv = D_{k,pq} xd_p xd_q (+ the
 drives' -f''(t)). Baumgarte stabilisation replaces -conv by -conv - 2 alpha phi' - beta^2 phi.
+Spatial models: x = (r, p) per body, M = diag(m I, 4 G' J G) and f with the gyroscopic term
+(mechanics.spatial.elements), solved by linalg.solve_kkt_dense.
 """
 from dataclasses import dataclass
 
@@ -13,7 +15,8 @@ import numpy as np
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...errors import DriftError
-from ...linalg import PROJECTION_ACCEPT, min_norm_correction, solve_kkt  # noqa: F401
+from ...linalg import (PROJECTION_ACCEPT, min_norm_correction, solve_kkt,  # noqa: F401
+                       solve_kkt_dense)
 
 COORDINATES = "absolute"
 
@@ -29,8 +32,9 @@ class Dynamics:
 
 
 def coordinates(model):
-    """Names of x: <body>.x, <body>.y, <body>.phi per body."""
-    return tuple(f"{b.name}.{c}" for b in model.bodies for c in ("x", "y", "phi"))
+    """Names of x: <body>.x, <body>.y, <body>.phi per body (spatial: x, y, z, e0 ... e3)."""
+    names = ("x", "y", "z", "e0", "e1", "e2", "e3") if model.spatial else ("x", "y", "phi")
+    return tuple(f"{b.name}.{c}" for b in model.bodies for c in names)
 
 
 def accelerations(model, x, xd, t, u, baumgarte=None):
@@ -45,7 +49,12 @@ def accelerations(model, x, xd, t, u, baumgarte=None):
         b = b - 2.0 * alpha * (D @ xd + phi_t) - beta * beta * phi
     F = applied_forces(model, x, xd, t, u)
     C = model.compiled
-    xdd, lam = solve_kkt(C.inv_mass_diag, D, F, b, None if C.mass_positive else C.mass_diag)
+    if C.spatial:
+        from ...mechanics.spatial.elements import mass_matrix
+
+        xdd, lam = solve_kkt_dense(mass_matrix(model, x), D, F, b)
+    else:
+        xdd, lam = solve_kkt(C.inv_mass_diag, D, F, b, None if C.mass_positive else C.mass_diag)
     return Dynamics(xdd, lam, phi, D)
 
 
@@ -54,7 +63,7 @@ def project_absolute(model, y, t, tol):
     C = model.compiled
     if C.n_rows == 0:
         return y
-    n = 3 * C.nb
+    n = model.n_coordinates
     x, xd = y[:n].copy(), y[n:]
     Minv = C.inv_mass_diag
     zero = np.zeros(n)

@@ -1,0 +1,298 @@
+"""The spatial half of ModelBuilder (mixed into fmu_mb.mechanics.builder.ModelBuilder): the
+calls of a model whose gravity has three components. Points and axes of a joint are given
+either globally at the reference pose (at=, axis=: the declared positions and orientations of
+the bodies, as in Exudyn or Simscape) or in body axes (parent_point=, child_point=,
+parent_axis=, child_axis=). The joint frames on parent and child (columns x, y, z) coincide
+at the reference pose; z is the joint axis. With parent_axis= the parent's frame is built in
+the parent's own axes (rotations.frame_from_axis), with child_axis= the child's likewise."""
+import numpy as np
+
+from ...errors import ModelError
+from ..model import GROUND, Body, Element, Joint
+from ..validation import number
+from . import rotations as rot
+
+
+def inertia_tensor(where, inertia):
+    """(3, 3) tuple from (Ixx, Iyy, Izz) or a symmetric 3 x 3 positive semi-definite matrix."""
+    try:
+        a = np.asarray(inertia, dtype=float)
+    except (TypeError, ValueError):
+        a = None
+    if a is None or a.shape not in ((3,), (3, 3)) or not np.all(np.isfinite(a)):
+        raise ModelError(f"{where}: inertia must be (Ixx, Iyy, Izz) or a 3 x 3 matrix about "
+                         f"the centre of mass in body axes [kg.m2], received {inertia!r}")
+    J = np.diag(a) if a.shape == (3,) else a
+    if not np.allclose(J, J.T, atol=1e-12 * max(1.0, np.abs(J).max())):
+        raise ModelError(f"{where}: the inertia matrix must be symmetric, received {J.tolist()}")
+    w = np.linalg.eigvalsh(J)
+    tol = 1e-12 * max(1.0, w.max())
+    if w.min() < -tol or any(w[i] + w[j] < w[k] - tol for i, j, k in
+                             ((0, 1, 2), (1, 2, 0), (0, 2, 1))):
+        raise ModelError(f"{where}: the inertia matrix must be positive semi-definite and "
+                         f"satisfy the triangle inequality of principal moments, received "
+                         f"principal moments {w.tolist()}")
+    return tuple(map(tuple, J))
+
+
+def orientation_quaternion(where, value):
+    """Unit quaternion (e0, e1, e2, e3) from a quaternion (4 numbers, normalised) or a 3 x 3
+    rotation matrix (body axes -> global)."""
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        a = None
+    if a is not None and a.shape == (4,) and np.all(np.isfinite(a)) and np.linalg.norm(a) > 0:
+        return tuple(a / np.linalg.norm(a))
+    if a is not None and a.shape == (3, 3) and np.all(np.isfinite(a)):
+        if not np.allclose(a @ a.T, np.eye(3), atol=1e-9) or np.linalg.det(a) < 0:
+            raise ModelError(f"{where}: orientation matrix must be a rotation (orthonormal, "
+                             f"det +1), received {a.tolist()}")
+        return tuple(rot.from_matrix(a))
+    raise ModelError(f"{where}: orientation must be a quaternion (e0, e1, e2, e3) or a 3 x 3 "
+                     f"rotation matrix (see fmu_mb.cardan for Cardan angles), received "
+                     f"{value!r}")
+
+
+def vec3(where, arg, value, unit=False):
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        a = None
+    if a is None or a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ModelError(f"{where}: {arg} must be a finite 3-vector (x, y, z), received "
+                         f"{value!r}")
+    if unit:
+        n = np.linalg.norm(a)
+        if n < 1e-12:
+            raise ModelError(f"{where}: {arg} must be a nonzero vector, received {value!r}")
+        a = a / n
+    return tuple(float(v) for v in a)
+
+
+def _frame_tuple(F):
+    return tuple(map(tuple, np.asarray(F, float)))
+
+
+class SpatialItems:
+    """Spatial builder calls; ModelBuilder dispatches to them when self.spatial is True."""
+
+    # -------------------------------------------------------------- reference pose
+    def _pose(self, body):
+        """(r, A) of a body at the reference pose (its declared position and orientation)."""
+        if body == GROUND:
+            return np.zeros(3), np.eye(3)
+        b = next(bb for bb in self._bodies if bb.name == body)
+        return np.array(b.position), rot.matrix(np.array([b.orientation]))[0]
+
+    def _local_point(self, body, at):
+        r, A = self._pose(body)
+        return tuple(A.T @ (np.asarray(at) - r))
+
+    def _local_frame(self, body, F):
+        return _frame_tuple(self._pose(body)[1].T @ F)
+
+    # -------------------------------------------------------------- bodies
+    def _body3(self, name, mass, inertia, position, orientation, velocity, angular_velocity):
+        where = f"body '{name}'"
+        self._claim(name, "body")
+        mass = number(where, "mass", mass, nonneg=True)
+        J = inertia_tensor(where, inertia)
+        if mass == 0.0 and np.abs(J).max() > 0.0:
+            raise ModelError(f"{where}: a body with zero mass must have zero inertia "
+                             f"(a massless link), received inertia {J}")
+        q = orientation_quaternion(where, (1.0, 0.0, 0.0, 0.0) if orientation is None
+                                   else orientation)
+        self._bodies.append(Body(
+            name, mass, J, len(self._bodies), vec3(where, "position", position),
+            0.0, vec3(where, "velocity", velocity),
+            vec3(where, "angular_velocity", angular_velocity), q))
+        return name
+
+    # -------------------------------------------------------------- joints
+    def _joint3(self, name, kind, parent, child, *, at=None, axis=None, axis2=None,
+                parent_point=None, child_point=None, parent_axis=None, child_axis=None,
+                length=None):
+        where = f"{kind} '{name}'"
+        self._claim(name, "joint")
+        parent = self._body_ref(where, "parent", parent)
+        child = self._body_ref(where, "child", child)
+        if parent == child:
+            raise ModelError(f"{where}: parent and child are the same body '{parent}'; "
+                             f"expected two different bodies")
+        if at is not None:
+            if parent_point is not None or child_point is not None:
+                raise ModelError(f"{where}: give at= (global point at the reference pose) or "
+                                 f"parent_point=/child_point= (body axes), not both")
+            at = np.array(vec3(where, "at", at))
+            sp, sc = self._local_point(parent, at), self._local_point(child, at)
+        else:
+            sp = vec3(where, "parent_point", (0, 0, 0) if parent_point is None else parent_point)
+            sc = vec3(where, "child_point", (0, 0, 0) if child_point is None else child_point)
+        Ap, Ac = self._pose(parent)[1], self._pose(child)[1]
+        if axis is not None and parent_axis is not None:
+            raise ModelError(f"{where}: give axis= (global) or parent_axis= (parent axes), "
+                             f"not both")
+        if kind in ("spherical", "distance"):
+            Fp, Fc = Ap.T, Ac.T             # the global axes at the reference pose
+        else:
+            if axis is not None:
+                z = np.array(vec3(where, "axis", axis, unit=True))
+            elif parent_axis is not None:       # body axes: the frame is the parent's own
+                zl = np.array(vec3(where, "parent_axis", parent_axis, unit=True))
+                z = Ap @ zl
+            elif kind == "weld":
+                z = np.array([0.0, 0.0, 1.0])
+            else:
+                raise ModelError(f"{where}: give the joint axis: axis=(ax, ay, az) in global "
+                                 f"axes at the reference pose, or parent_axis= in the "
+                                 f"parent's axes")
+            F = rot.frame_from_axis(z)
+            Fp = rot.frame_from_axis(zl) if parent_axis is not None else Ap.T @ F
+            Fc = Ac.T @ Ap @ Fp
+            if kind == "universal":
+                if axis2 is None:
+                    raise ModelError(f"{where}: give the second (child's) axis axis2= in "
+                                     f"global axes at the reference pose")
+                z2 = np.array(vec3(where, "axis2", axis2, unit=True))
+                if abs(z2 @ z) > 1e-9:
+                    raise ModelError(f"{where}: the two axes of a universal joint must be "
+                                     f"perpendicular, received axis={tuple(z)}, "
+                                     f"axis2={tuple(z2)}")
+                # parent frame (x = axis2, z = axis), child frame (x = axis, z = axis2) at the
+                # reference pose: the joint's two angles are measured from these
+                Fp = Ap.T @ np.stack([z2, np.cross(z, z2), z], axis=1)
+                Fc = Ac.T @ np.stack([z, np.cross(z2, z), z2], axis=1)
+            elif child_axis is not None:
+                zc = np.array(vec3(where, "child_axis", child_axis, unit=True))
+                Fc = rot.frame_from_axis(zc)
+        if kind == "distance":
+            d = (self._pose(child)[0] + Ac @ np.array(sc)
+                 - self._pose(parent)[0] - Ap @ np.array(sp))
+            length = (float(np.linalg.norm(d)) if length is None
+                      else number(where, "length", length, positive=True))
+            if length <= 0.0:
+                raise ModelError(f"{where}: the two points coincide at the reference pose; "
+                                 f"give length=")
+        self._joints.append(Joint(name, kind, parent, child, sp, sc, axis=(0.0, 0.0, 1.0),
+                                  length=length or 0.0, dim=3, frame_p=_frame_tuple(Fp),
+                                  frame_c=_frame_tuple(Fc)))
+        return name
+
+    def spherical(self, name, parent, child, *, at=None, parent_point=None, child_point=None):
+        """Spherical (ball) joint: the points coincide (3 rows); spatial models only."""
+        self._need_spatial("spherical")
+        return self._joint3(name, "spherical", parent, child, at=at,
+                            parent_point=parent_point, child_point=child_point)
+
+    def universal(self, name, parent, child, *, at=None, axis=None, axis2=None,
+                  parent_point=None, child_point=None):
+        """Universal (Cardan) joint: the points coincide and `axis` (fixed in the parent) stays
+        perpendicular to `axis2` (fixed in the child); both global at the reference pose."""
+        self._need_spatial("universal")
+        return self._joint3(name, "universal", parent, child, at=at, axis=axis, axis2=axis2,
+                            parent_point=parent_point, child_point=child_point)
+
+    def cylindrical(self, name, parent, child, *, at=None, axis=None, parent_point=None,
+                    child_point=None, parent_axis=None, child_axis=None):
+        """Cylindrical joint: rotation about and translation along `axis` (4 rows)."""
+        self._need_spatial("cylindrical")
+        return self._joint3(name, "cylindrical", parent, child, at=at, axis=axis,
+                            parent_point=parent_point, child_point=child_point,
+                            parent_axis=parent_axis, child_axis=child_axis)
+
+    def fixed(self, name, parent, child, *, at=None, parent_point=None, child_point=None):
+        """Fixed joint (weld): the child keeps its reference pose relative to the parent."""
+        return self.weld(name, parent, child, at=at, parent_point=parent_point,
+                         child_point=child_point)
+
+    def _need_spatial(self, what):
+        if not self.spatial:
+            raise ModelError(f"{what} joints exist in spatial models only; give "
+                             f"ModelBuilder(..., gravity=(gx, gy, gz)) for a spatial model")
+
+    # -------------------------------------------------------------- elements
+    def bushing(self, name, a, b, *, at=None, a_point=None, b_point=None, frame=None,
+                stiffness=(0.0, 0.0, 0.0), rotational_stiffness=(0.0, 0.0, 0.0),
+                damping=(0.0, 0.0, 0.0), rotational_damping=(0.0, 0.0, 0.0)):
+        """Linear bushing (6-D spring-damper) between a frame on body a and one on body b,
+        coincident at the reference pose: at= (global point) or a_point=/b_point= (body
+        axes); frame= its axes (3 x 3, columns, global at the reference pose; default the
+        global axes). Stiffness and damping: 3 diagonal entries or 3 x 3 matrices in frame
+        a's axes [N/m, N.s/m, N.m/rad, N.m.s/rad]. Elongations e = (d . x_a, d . y_a, d . z_a,
+        small rotation of b relative to a); s = K e + C e', acting on b against e."""
+        self._need_spatial("bushing")
+        where = f"bushing '{name}'"
+        self._claim(name, "element")
+        a = self._body_ref(where, "a", a)
+        b = self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        if at is not None:
+            at = np.array(vec3(where, "at", at))
+            sa, sb = self._local_point(a, at), self._local_point(b, at)
+        else:
+            sa = vec3(where, "a_point", (0, 0, 0) if a_point is None else a_point)
+            sb = vec3(where, "b_point", (0, 0, 0) if b_point is None else b_point)
+        F = np.eye(3) if frame is None else np.asarray(frame, float)
+        if F.shape != (3, 3) or not np.allclose(F.T @ F, np.eye(3), atol=1e-9):
+            raise ModelError(f"{where}: frame must be a 3 x 3 rotation matrix (columns the "
+                             f"bushing axes), received {frame!r}")
+
+        def block(arg, v):
+            m = np.asarray(v, dtype=float)
+            m = np.diag(m) if m.shape == (3,) else m
+            if m.shape != (3, 3) or not np.all(np.isfinite(m)):
+                raise ModelError(f"{where}: {arg} must be 3 numbers or a 3 x 3 matrix, "
+                                 f"received {v!r}")
+            return m
+        K = np.zeros((6, 6))
+        Cm = np.zeros((6, 6))
+        K[:3, :3], K[3:, 3:] = block("stiffness", stiffness), block("rotational_stiffness",
+                                                                    rotational_stiffness)
+        Cm[:3, :3], Cm[3:, 3:] = block("damping", damping), block("rotational_damping",
+                                                                   rotational_damping)
+        self._elements.append(Element(
+            name, "bushing", a, b, sa, sb, frame_a=self._local_frame(a, F),
+            frame_b=self._local_frame(b, F), K=_frame_tuple(K), C=_frame_tuple(Cm),
+            e0=(0.0,) * 6, input=None))
+        return name
+
+    def _rsda3(self, name, joint, stiffness, free_angle, damping, input):
+        where = f"rsda '{name}'"
+        self._claim(name, "element")
+        if joint is None:
+            raise ModelError(f"{where}: in a spatial model an RSDA acts on a revolute joint; "
+                             f"give joint=")
+        j = self._joint_ref(where, "joint", joint)
+        if j.kind != "revolute":
+            raise ModelError(f"{where}: joint '{j.name}' is a {j.kind} joint; expected a "
+                             f"revolute joint")
+        self._elements.append(Element(
+            name, "rsda", j.parent, j.child,
+            stiffness=number(where, "stiffness", stiffness, nonneg=True),
+            damping=number(where, "damping", damping, nonneg=True),
+            free_value=number(where, "free_angle", free_angle), joint=j.name,
+            input=self._input(where, name, input, "N.m", "actuator torque h of " + name)))
+        return name
+
+    def _load3(self, name, kind, body, point, at, direction, frame, value, input, reaction):
+        where = f"{kind} '{name}'"
+        self._claim(name, "element")
+        if frame not in ("global", "body"):
+            raise ModelError(f"{where}: frame must be 'global' or 'body', received {frame!r}")
+        b = self._body_ref(where, "body", body, allow_ground=False)
+        a = GROUND if reaction is None else self._body_ref(where, "reaction", reaction)
+        if a == b:
+            raise ModelError(f"{where}: body and reaction are the same body '{b}'")
+        if at is not None:
+            pt = self._local_point(b, np.array(vec3(where, "at", at)))
+        else:
+            pt = vec3(where, "point", (0, 0, 0) if point is None else point)
+        unit = "N" if kind == "force" else "N.m"
+        self._elements.append(Element(
+            name, kind, a, b, b_point=pt, direction=vec3(where, "direction", direction,
+                                                         unit=True),
+            frame=frame, value=number(where, "value", value),
+            input=self._input(where, name, input, unit, f"{kind} h of {name}")))
+        return name
