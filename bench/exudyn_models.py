@@ -80,12 +80,20 @@ class Chain:
         mbs.Assemble()
         return SC, mbs, obj
 
-    def run(self, t_end, tol):
+    def run(self, t_end, p, solver="DOPRI5"):
+        """solver "DOPRI5": adaptive, p = tolerance; "RK67" (or another explicit fixed-step
+        method): p = step size [s], without the end-of-step accelerations (not needed for the
+        next step: the cheapest setting)."""
         SC, mbs, _ = self.build()
-        s = _settings(t_end, 2)      # numberOfSteps caps the step size: let DOPRI5 choose
-        _explicit(s, tol)
+        if solver == "DOPRI5":
+            s = _settings(t_end, 2)  # numberOfSteps caps the step size: let DOPRI5 choose
+            _explicit(s, p)
+        else:
+            s = _settings(t_end, max(1, round(t_end / p)))
+            s.timeIntegration.automaticStepSize = False
+            s.timeIntegration.explicitIntegration.computeEndOfStepAccelerations = False
         t0 = time.perf_counter()
-        mbs.SolveDynamic(s, solverType=exu.DynamicSolverType.DOPRI5)
+        mbs.SolveDynamic(s, solverType=getattr(exu.DynamicSolverType, solver))
         wall = time.perf_counter() - t0
         q = mbs.systemData.GetODE2Coordinates()
         qd = mbs.systemData.GetODE2Coordinates_t()
@@ -105,14 +113,21 @@ def pendulum_chain(n, L=0.1, m=0.1, phi0=0.5):
 class CoSimPendulum:
     """The double pendulum stepped in process: the solver is initialised once and advanced
     by communication steps (the pattern of exudyn.interactive / artificialIntelligence):
-    set the joint torque, SolveSteps over [t, t + dt], copy the state to the initial one."""
+    set the joint torque, SolveSteps over [t, t + dt], copy the state to the initial one.
 
-    def __init__(self, tol):
+    solver "DOPRI5": adaptive with tolerance tol; "RK44" / "RK67": fixed step, `steps`
+    steps per communication step (one RK44 step per 1 ms step is the reference point of
+    issue 13's co-simulation target)."""
+
+    def __init__(self, tol=1e-8, solver="DOPRI5", steps=1):
         self.model = double_pendulum()
         self.SC, self.mbs, self.obj = self.model.build()
-        self.s = _settings(1e-3, 1)
-        _explicit(self.s, tol)
-        self.s.timeIntegration.solverType = exu.DynamicSolverType.DOPRI5
+        self.s = _settings(1e-3, steps)
+        if solver == "DOPRI5":
+            _explicit(self.s, tol)
+        else:
+            self.s.timeIntegration.automaticStepSize = False
+        self.s.timeIntegration.solverType = getattr(exu.DynamicSolverType, solver)
         self.solver = exu.MainSolverExplicit()
         self.solver.InitializeSolver(self.mbs, self.s)
         self.t = 0.0
@@ -173,12 +188,18 @@ class Planar:
         mbs.Assemble()
         return SC, mbs, nodes, phi0
 
-    def run(self, t_end, h):
+    def run(self, t_end, h, solver="GeneralizedAlpha", sparse=False, jac_per_step=True):
+        """Fixed step h with an implicit solver: "GeneralizedAlpha" (index 3, Exudyn's
+        default) or "TrapezoidalIndex2"; modified Newton, with the Jacobian updated once per
+        step (jac_per_step) or only when Newton stalls; sparse: the EigenSparse solver."""
         SC, mbs, nodes, phi0 = self.build()
         s = _settings(t_end, round(t_end / h))
         s.timeIntegration.newton.useModifiedNewton = True
+        s.timeIntegration.newton.modifiedNewtonJacUpdatePerStep = jac_per_step
+        if sparse:
+            s.linearSolver.solverType = exu.LinearSolverType.EigenSparse
         t0 = time.perf_counter()
-        mbs.SolveDynamic(s, solverType=exu.DynamicSolverType.GeneralizedAlpha)
+        mbs.SolveDynamic(s, solverType=getattr(exu.DynamicSolverType, solver))
         wall = time.perf_counter() - t0
         q = mbs.systemData.GetODE2Coordinates()
         qd = mbs.systemData.GetODE2Coordinates_t()

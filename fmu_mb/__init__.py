@@ -6,7 +6,8 @@ constraint force on the bodies is -D' lam. See README.md for the full list.
 BLAS threads: fmu_mb's matrices are small, and OpenBLAS threads make them 10 to 20 times
 slower on a 2-core machine (measured: a 242 x 242 Cholesky took 35 ms threaded, 0.55 ms on
 one thread). Importing fmu_mb therefore limits the BLAS thread pool to one thread (through the
-environment when numpy is not loaded yet, else through threadpoolctl). Set
+environment when numpy is not loaded yet, else through threadpoolctl; scipy's own BLAS reads
+the environment when scipy is first imported, which fmu_mb does lazily). Set
 FMU_MB_BLAS_THREADS to keep another number.
 """
 import os as _os
@@ -16,9 +17,8 @@ _threads = _os.environ.get("FMU_MB_BLAS_THREADS", "1")
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     _os.environ.setdefault(_var, _threads)       # read by BLAS libraries loaded from now on
 if "numpy" in _sys.modules:                      # a BLAS is loaded already: limit it now
-    try:
-        import scipy.linalg as _sla  # noqa: F401  (load scipy's BLAS before limiting)
-        from threadpoolctl import threadpool_limits as _limits
+    try:                                         # (scipy's BLAS, if loaded later, reads the
+        from threadpoolctl import threadpool_limits as _limits   # environment set above)
 
         _limits(int(_threads), user_api="blas")
     except ImportError:

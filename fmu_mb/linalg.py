@@ -11,10 +11,33 @@ pseudo-inverse, which gives the unique accelerations (Gauss's principle of least
 and the minimum-norm multipliers. The same M-weighted minimum-norm solve projects positions
 and velocities onto the constraint manifold.
 """
+import importlib
+
 import numpy as np
-from scipy import linalg as sla
 
 from .errors import SingularSystemError
+
+
+class LazyModule:
+    """A module imported on first attribute use, each attribute then cached on the proxy.
+    scipy costs ~250 ms to import and a model in the compiled kernel never calls it, so
+    importing fmu_mb or instantiating an FMU does not load it (bench/fmu_step.py)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        value = getattr(importlib.import_module(self._name), attr)
+        setattr(self, attr, value)
+        return value
+
+
+sla = LazyModule("scipy.linalg")
+
+#: largest Schur complement solved with numpy (Cholesky as the rank test, then LU on S):
+#: measured on one BLAS thread, numpy 25 / 20 / 56 / 143 us against scipy's cho_factor +
+#: cho_solve 28 / 30 / 41 / 62 us for m = 4 / 16 / 32 / 64; larger S go to scipy
+SMALL = 24
 
 #: relative size below which an eigenvalue of S counts as zero (1.7e-4 relative on the
 #: singular values of D). Near a singular pose (the N-four-bar's collinear links) the M-metric
@@ -37,10 +60,16 @@ def schur_solve(S, rhs):
     if m == 0:
         return np.zeros(0), 0
     try:
-        c, low = sla.cho_factor(S, lower=True, check_finite=False)
-        d = np.abs(np.diag(c))
-        if d.min() ** 2 > RANK_RTOL * 1e2 * d.max() ** 2:
-            return sla.cho_solve((c, low), rhs, check_finite=False), m
+        if m <= SMALL:       # numpy: building a small model does not import scipy (250 ms)
+            L = np.linalg.cholesky(S)
+            d = np.abs(np.diag(L))
+            if d.min() ** 2 > RANK_RTOL * 1e2 * d.max() ** 2:
+                return np.linalg.solve(S, rhs), m
+        else:                # scipy's Cholesky solve: O(m^2) per solve once factorised
+            c, low = sla.cho_factor(S, lower=True, check_finite=False)
+            d = np.abs(np.diag(c))
+            if d.min() ** 2 > RANK_RTOL * 1e2 * d.max() ** 2:
+                return sla.cho_solve((c, low), rhs, check_finite=False), m
     except (np.linalg.LinAlgError, ValueError):
         pass
     if not np.all(np.isfinite(S)):

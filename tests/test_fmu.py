@@ -364,7 +364,7 @@ def test_recursive_formulation_fmu_matches_simulate(fmus):
                      start_values={"solver.formulation": "recursive"})
     m = load_model(MODELS / "double_pendulum.py")
     ref = simulate(m, 0.5, 0.01, settings=Settings(formulation="recursive"))
-    ne = simulate(m, 0.5, 0.01)
+    ne = simulate(m, 0.5, 0.01, settings=Settings(formulation="newton_euler"))
     for col in r.dtype.names[1:]:
         np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
         np.testing.assert_allclose(r[col], ne[col], rtol=0, atol=1e-7, err_msg=col)

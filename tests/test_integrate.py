@@ -177,8 +177,9 @@ def test_lock_up_raises_and_keeps_state(method):
 
 
 def test_settings_errors():
-    with pytest.raises(InputError, match="unknown value 'euler'; valid values are"):
-        Settings(method="euler")
+    # 'euler' was the unknown name here until issue 14 made it a method
+    with pytest.raises(InputError, match="unknown value 'leapfrog'; valid values are"):
+        Settings(method="leapfrog")
     with pytest.raises(InputError, match="unknown formulation 'hamilton'"):
         Settings(formulation="hamilton")
     with pytest.raises(InputError, match="'step' must be a number > 0"):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fmu_mb import initial_state, output_names, output_values
+from fmu_mb import Settings, initial_state, output_names, output_values
 from fmu_mb.mechanics import constraints
 from fmu_mb.mechanics import kinematics as kin
 from fmu_mb.dynamics.formulations import newton_euler
@@ -55,7 +55,7 @@ def test_double_pendulum_jacobian_and_convective_terms_match_seed():
 def test_double_pendulum_accelerations_from_rest(phi1, phi2):
     m = model("double_pendulum", phi1=phi1, phi2=phi2)
     p = m.parameter_values
-    s = initial_state(m)
+    s = initial_state(m, Settings(formulation="newton_euler"))
     dyn = newton_euler.accelerations(m, s.q, s.qd, 0.0, np.zeros(2))
     M, Q = double_pendulum_minimal([phi1, phi2], [0, 0], p["m1"], p["m2"], p["l1"], p["l2"],
                                    p["g"])
@@ -93,7 +93,7 @@ def test_statics_reactions_balance_applied_forces():
     p = m.parameter_values
     g, m1, m2, l1, l2 = p["g"], p["m1"], p["m2"], p["l1"], p["l2"]
     h = np.array([-(m1 * g * l1 / 2 + m2 * g * (l1 + l2 / 2)), -m2 * g * l2 / 2])
-    s = initial_state(m)
+    s = initial_state(m, Settings(formulation="newton_euler"))
     dyn = newton_euler.accelerations(m, s.q, s.qd, 0.0, h)
     np.testing.assert_allclose(dyn.qdd, 0.0, atol=1e-12)
     from fmu_mb.mechanics.elements import applied_forces

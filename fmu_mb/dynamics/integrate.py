@@ -6,7 +6,12 @@ The index-1 form (seed 000 eq. 12) is an ODE in y = (x, xd). Methods:
   most `settings.step`, so any communication step works);
 - "dopri5" (Dormand-Prince 5(4)) and "dop853" (8(5,3)): adaptive, error-controlled, with
   dense output (scipy's RK45 and DOP853 steppers);
-- "radau": implicit Radau IIA of order 5 for stiff models (scipy's Radau).
+- "radau": implicit Radau IIA of order 5 for stiff models (scipy's Radau);
+- "euler": explicit forward Euler, fixed step (first order; for teaching and for the drift
+  figure of seed 000 sec. 1.5);
+- "generalized_alpha" and "trapezoidal": fixed-step implicit methods on the index-3 DAE
+  itself (fmu_mb.dynamics.implicit; seed 004), for stiff elements, singular poses and
+  co-simulation with a fixed cost per step.
 
 Drift control (seed 000 sec. 1.5 shows the drift of the index-reduced DAE):
 "projection" (default) projects x onto Phi(x, t) = 0 by Newton with minimum M-norm steps and
@@ -18,30 +23,40 @@ Inputs u are held constant over the call (zero-order hold, as in FMI co-simulati
 failed call leaves the caller's state intact.
 """
 import math
-from dataclasses import dataclass, field, replace
+import weakref
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.integrate import DOP853, RK45, Radau
 
-from ..mechanics import constraints
-from ..errors import DriftError, InputError, IntegrationError
-from .formulations import get_formulation
+from ..errors import InputError, IntegrationError
+from .formulations import candidates, get_formulation
 from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
+from .implicit import DAE_FORMS, IMPLICIT_METHODS, advance_implicit
 from .state import State
-from ..linalg import min_norm_correction
+from ..linalg import LazyModule
 
-METHODS = ("rk4", "dopri5", "dop853", "radau")
+METHODS = ("rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHODS
+FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
-_SCIPY = {"dopri5": RK45, "dop853": DOP853, "radau": Radau}
+_SCIPY = {"dopri5": "RK45", "dop853": "DOP853", "radau": "Radau"}   # scipy's steppers
+_scipy_integrate = LazyModule("scipy.integrate")      # not imported by the compiled path
+_RESOLVED = weakref.WeakKeyDictionary()     # model -> {(Settings, coords): Settings}
 
 
 @dataclass(frozen=True)
 class Settings:
     """Solver settings.
 
-    method : one of METHODS; formulation : one of formulations.FORMULATIONS; step : fixed step of rk4 [s]; rtol, atol : tolerances of the adaptive
-    methods; max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
+    method : one of METHODS; formulation : "auto" (the fastest formulation that runs the
+    model, `formulation_for(model)` says which) or one of formulations.FORMULATIONS; step :
+    fixed step of rk4, euler, generalized_alpha and trapezoidal [s] (an interval is split into
+    equal steps no longer than this); rtol, atol : tolerances of the adaptive methods;
+    max_step : largest adaptive step [s]; stabilization : one of STABILIZATIONS;
     baumgarte : (alpha, beta) [1/s]; projection_tol : target |Phi| after projection [m, rad].
+    Implicit methods: rho_inf : spectral radius of generalized_alpha at h / T -> inf, in
+    [0, 1] (1: no numerical dissipation); newton_tol : relative tolerance of the Newton
+    iteration on positions and velocities; dae_form : constraint rows, one of DAE_FORMS
+    ("auto": index3 for generalized_alpha, index2 for trapezoidal).
     Contacts: contact_tol : gap below which a contact counts as closed at an impact and
     penetration that triggers event location [m or rad]; contact_velocity : rebound gap rate
     below which a contact becomes persistent [m/s or rad/s]; event_tol : time tolerance of
@@ -51,7 +66,7 @@ class Settings:
     """
 
     method: str = "dop853"
-    formulation: str = "newton_euler"
+    formulation: str = "auto"
     step: float = 1e-3
     rtol: float = 1e-9
     atol: float = 1e-11
@@ -62,17 +77,66 @@ class Settings:
     contact_tol: float = 1e-9
     contact_velocity: float = 1e-3
     event_tol: float = 1e-15
+    rho_inf: float = 0.9
+    newton_tol: float = 1e-10
+    dae_form: str = "auto"
     max_steps: int = 0
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
         _choice("stabilization", self.stabilization, STABILIZATIONS)
-        get_formulation(self.formulation)
+        _choice("dae_form", self.dae_form, DAE_FORMS)
+        if self.formulation != "auto":
+            get_formulation(self.formulation)
+        if not (isinstance(self.rho_inf, (int, float)) and 0.0 <= self.rho_inf <= 1.0):
+            raise InputError(f"solver setting 'rho_inf' must be a number in [0, 1], received "
+                             f"{self.rho_inf!r}")
+        if self.method == "trapezoidal" and self.dae_form == "index3":
+            raise InputError("solver setting 'dae_form': 'index3' needs numerical dissipation "
+                             "(the trapezoidal rule on Phi = 0 lets the multipliers oscillate "
+                             "without bound); use method 'generalized_alpha' with rho_inf < 1, "
+                             "or dae_form 'index2' or 'ggl'")
+        if self.method in IMPLICIT_METHODS and self.stabilization == "baumgarte":
+            raise InputError(f"solver setting 'stabilization': 'baumgarte' acts on the "
+                             f"acceleration-level constraints, which method "
+                             f"'{self.method}' does not use; valid values for it are "
+                             f"['projection', 'none']")
         for name in ("step", "rtol", "atol", "max_step", "projection_tol", "contact_tol",
-                     "contact_velocity", "event_tol"):
+                     "contact_velocity", "event_tol", "newton_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
                 raise InputError(f"solver setting '{name}' must be a number > 0, received {v!r}")
+
+    def formulation_for(self, model):
+        """The formulation that runs `model` with these settings (what "auto" picks)."""
+        return self.for_model(model).formulation
+
+    def for_model(self, model, coords=None):
+        """These settings with "auto" replaced by the formulation it picks for `model`: the
+        first of formulations.candidates(model, coords) that check_settings accepts with the
+        other settings (a method a formulation cannot run moves on to the next)."""
+        if self.formulation != "auto":
+            return self
+        cache = _RESOLVED.setdefault(model, {})
+        hit = cache.get((self, coords))
+        if hit is None:
+            names = candidates(model, coords)
+            if self.method in IMPLICIT_METHODS and coords != "absolute":
+                # the implicit methods' Newton iteration is smaller in the tree coordinates and
+                # their error at a given step lower (tmt: 5.1e-6 rad against newton_euler's
+                # 1.3e-5 rad on the slider-crank at h = 1e-4 s, tests/test_implicit.py)
+                names = ["tmt"] + [n for n in names if n != "tmt"]
+            for name in names:
+                hit = replace(self, formulation=name)
+                try:
+                    check_settings(model, hit)
+                    break
+                except InputError:
+                    continue
+            else:
+                hit = replace(self, formulation=names[0])   # its error shows when it runs
+            cache[(self, coords)] = hit
+        return hit
 
 
 def _choice(name, value, valid):
@@ -84,8 +148,9 @@ def _choice(name, value, valid):
 def initial_state(model, settings=None):
     """The model's assembled initial state in the coordinates of settings.formulation."""
     settings = settings or Settings()
-    form = get_formulation(settings.formulation)
+    settings = settings.for_model(model)
     check_spatial(model, settings)
+    form = get_formulation(settings.formulation)
     return form.initial_state(model)
 
 
@@ -102,7 +167,17 @@ def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
     runs trees, closed loops and contacts but no drives."""
+    settings = settings.for_model(model)
     check_spatial(model, settings)
+    if model.contacts and settings.method in IMPLICIT_METHODS:
+        raise InputError(f"model '{model.name}' has contacts; method '{settings.method}' "
+                         f"does not run the contact event loop (it needs dense output and "
+                         f"the contact rows in its Newton iteration). Use an explicit or "
+                         f"adaptive method: {[m for m in METHODS if m not in IMPLICIT_METHODS]}")
+    if settings.formulation == "recursive" and settings.method in IMPLICIT_METHODS:
+        raise InputError(f"method '{settings.method}' needs the DAE terms of the "
+                         f"formulation; 'recursive' integrates in compiled code without "
+                         f"them: use formulation 'tmt' (the same joint coordinates)")
     if settings.formulation == "recursive" and model.spatial:
         from .spatial_kernel import SpatialKernel, supported
 
@@ -147,20 +222,17 @@ def advance(model, state, t_end, u=None, settings=None):
                          f"expected finite q and qd")
     if t_end == t0:
         return state
+    if settings.formulation == "auto":
+        settings = settings.for_model(model, state.coords)
     check_spatial(model, settings)
     if model.contacts:
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
-    step = settings.step if settings.method == "rk4" else state.h
-    if step > 0:    # fail fast: the last step size says the interval needs too many steps
-        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
-    elif settings.max_steps:
-        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
-        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
-        # the number of steps from below
-        step = 1e4 * _first_step(form, model, state, uvec, settings)
-        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    _budget(form, model, state, t_end, uvec, settings)
+    if settings.method in IMPLICIT_METHODS:
+        check_settings(model, settings)
+        return advance_implicit(model, state, float(t_end), uvec, settings, form)
     if form.native_advance is not None:
         res = form.native_advance(model, state, t_end, uvec, settings)
         if res is not None:
@@ -175,17 +247,60 @@ def advance(model, state, t_end, u=None, settings=None):
 
     project = settings.stabilization == "projection"
     y = np.concatenate([state.q, state.qd])
-    if settings.method == "rk4":
+    if settings.method in ("rk4", "euler"):
         y, h = _rk4(rhs, t0, y, t_end, settings.step, model, form, project, settings)
     else:
         y, h = _adaptive(rhs, t0, y, t_end, state.h, model, form, project, settings)
     return replace(state, t=float(t_end), q=y[:n].copy(), qd=y[n:].copy(), h=float(h))
 
 
+def stepper(model, settings=None):
+    """advance() prepared once for one model and settings, for co-simulation:
+    step(state, t_end, u) -> State, the same result as advance(model, state, t_end, u,
+    settings). The settings are validated and the formulation chosen here, once; the caller
+    passes u as a finite float array of len(model.inputs) (an FMU validates each input when
+    it is set). Where the formulation integrates in compiled code (recursive), a step is one
+    foreign call; otherwise, and for t_end <= state.t or a non-finite t_end (whose errors
+    advance() reports), it is advance() itself."""
+    settings = (settings or Settings()).for_model(model)
+    check_settings(model, settings)
+    form = get_formulation(settings.formulation)
+    fast = None
+    if form.cosim_stepper is not None and not model.contacts:
+        fast = form.cosim_stepper(model, settings)
+    if fast is None:
+        return lambda state, t_end, u: advance(model, state, t_end, u, settings)
+    inf = math.inf
+    budget = bool(settings.max_steps)
+
+    def step(state, t_end, u):
+        if state.t < t_end < inf:
+            if budget:
+                _budget(form, model, state, t_end, u, settings)
+            return fast(state, float(t_end), u)
+        return advance(model, state, t_end, u, settings)
+    return step
+
+
 def _check(y, t, model):
     if not np.all(np.isfinite(y)):
         raise IntegrationError(f"model '{model.name}': the state became non-finite at "
                                f"t = {t:.9g} s (NaN or infinity); the step was rejected")
+
+
+def _budget(form, model, state, t_end, uvec, settings):
+    """Fail fast, before integrating, when the interval needs more than settings.max_steps
+    steps by the last step size (or, with none yet, by a first-step estimate)."""
+    t0 = state.t
+    step = settings.step if settings.method in FIXED_STEP else state.h
+    if step > 0:    # fail fast: the last step size says the interval needs too many steps
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    elif settings.max_steps:
+        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
+        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
+        # the number of steps from below
+        step = 1e4 * _first_step(form, model, state, uvec, settings)
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
 
 
 def _over_budget(settings, model, t, t_end, steps, h):
@@ -210,16 +325,13 @@ def _first_step(form, model, state, uvec, settings):
 
 
 def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
+    """rk4 or euler (settings.method) in equal steps of at most `step`."""
     nsteps = max(1, math.ceil((t_end - t) / step - 1e-9))
     _over_budget(settings, model, t, t_end, nsteps, step)
     dt = (t_end - t) / nsteps
     for k in range(nsteps):
         tk = t + k * dt
-        k1 = rhs(tk, y)
-        k2 = rhs(tk + dt / 2, y + dt / 2 * k1)
-        k3 = rhs(tk + dt / 2, y + dt / 2 * k2)
-        k4 = rhs(tk + dt, y + dt * k3)
-        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        y = _fixed_step(settings.method, rhs, tk, y, dt, rhs(tk, y))
         tn = t_end if k == nsteps - 1 else t + (k + 1) * dt
         _check(y, tn, model)
         if project:
@@ -228,7 +340,7 @@ def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
 
 
 def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
-    cls = _SCIPY[settings.method]
+    cls = getattr(_scipy_integrate, _SCIPY[settings.method])
     first = min(h, t_end - t) if h > 0 else None
     try:
         solver = cls(rhs, t, y, t_end, rtol=settings.rtol, atol=settings.atol,
@@ -253,14 +365,25 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
     return solver.y, solver.h_abs
 
 
+def _fixed_step(method, rhs, t, y, dt, k1):
+    """One step of rk4 or forward Euler (y1 = y + dt y'(t), seed 000 eq. 21) from y at t."""
+    if method == "euler":
+        return y + dt * k1
+    k2 = rhs(t + dt / 2, y + dt / 2 * k1)
+    k3 = rhs(t + dt / 2, y + dt / 2 * k2)
+    k4 = rhs(t + dt, y + dt * k3)
+    return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+
 # ---------------------------------------------------------------------- contacts and events
 class _Stepper:
     """One interface over the scipy steppers and rk4: step(), set_y(), dense(), t, y, h."""
 
     def __init__(self, settings, rhs, t, y, t_end, h, model):
         self.rhs, self.t_end, self.model = rhs, t_end, model
-        if settings.method == "rk4":
+        if settings.method in ("rk4", "euler"):
             self.solver = None
+            self.method = settings.method
             self.nsteps = max(1, math.ceil((t_end - t) / settings.step - 1e-9))
             _over_budget(settings, model, t, t_end, self.nsteps, settings.step)
             self.t0, self.k = t, 0
@@ -270,10 +393,9 @@ class _Stepper:
             return
         first = min(h, t_end - t) if h > 0 else None
         try:
-            self.solver = _SCIPY[settings.method](rhs, t, y, t_end, rtol=settings.rtol,
-                                                   atol=settings.atol,
-                                                   max_step=settings.max_step,
-                                                   first_step=first)
+            self.solver = getattr(_scipy_integrate, _SCIPY[settings.method])(
+                rhs, t, y, t_end, rtol=settings.rtol, atol=settings.atol,
+                max_step=settings.max_step, first_step=first)
         except ValueError as exc:
             raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
                                    f"t = {t:.9g} s: {exc}") from None
@@ -284,13 +406,10 @@ class _Stepper:
         if self.solver is None:
             t, y, dt, rhs = self.t, self.y, self.dt, self.rhs
             k1 = self.f
-            k2 = rhs(t + dt / 2, y + dt / 2 * k1)
-            k3 = rhs(t + dt / 2, y + dt / 2 * k2)
-            k4 = rhs(t + dt, y + dt * k3)
             self.t_old, self.y_old, self.f_old = t, y, k1
             self.k += 1
             self.t = self.t_end if self.k == self.nsteps else self.t0 + self.k * dt
-            self.y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            self.y = _fixed_step(self.method, rhs, t, y, dt, k1)
             _check(self.y, self.t, self.model)
             self.f = rhs(self.t, self.y)
             return

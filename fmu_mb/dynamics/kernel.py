@@ -187,28 +187,23 @@ def _eigensolver():
 
 
 def _set_tableaus(lib, setter="mbk_set_tableau"):
-    """The Runge-Kutta coefficients are scipy's own (RK45 and DOP853), not retyped."""
-    from scipy.integrate import DOP853, RK45
-    from scipy.integrate._ivp import dop853_coefficients as dc
+    """The Runge-Kutta coefficients are scipy's own (RK45 and DOP853), kept as constants in
+    tableaus.py (checked against scipy by tests/test_startup.py) so that loading the kernel
+    does not import scipy."""
+    from . import tableaus as T
 
     keep = []
-
-    def square(A, s):            # scipy stores only the used columns (RK45.A is 6 x 5)
-        out = np.zeros((s, s))
-        out[:, :min(s, A.shape[1])] = np.asarray(A, dtype=float)[:s, :s]
-        return out
 
     def ptr(a):
         a = np.ascontiguousarray(a, dtype=float)
         keep.append(a)
         return a.ctypes.data
 
-    s = RK45.n_stages
-    rc = getattr(lib, setter)(0, s, RK45.error_estimator_order, ptr(square(RK45.A, s)),
-                             ptr(RK45.B), ptr(RK45.C), ptr(RK45.E), None, None)
-    s8 = dc.N_STAGES
-    rc |= getattr(lib, setter)(1, s8, DOP853.error_estimator_order, ptr(square(dc.A, s8)),
-                              ptr(dc.B), ptr(dc.C[:s8]), None, ptr(dc.E3), ptr(dc.E5))
+    rc = getattr(lib, setter)(0, T.RK45_STAGES, T.RK45_ERROR_ORDER, ptr(T.RK45_A),
+                             ptr(T.RK45_B), ptr(T.RK45_C), ptr(T.RK45_E), None, None)
+    rc |= getattr(lib, setter)(1, T.DOP853_STAGES, T.DOP853_ERROR_ORDER, ptr(T.DOP853_A),
+                              ptr(T.DOP853_B), ptr(T.DOP853_C), None, ptr(T.DOP853_E3),
+                              ptr(T.DOP853_E5))
     if rc:
         raise KernelUnavailable("the kernel refused scipy's Runge-Kutta tableaus")
 
@@ -470,6 +465,42 @@ class TreeKernel:
             raise self._error(rc, float(par[7]), f"the {method} integrator failed")
         n = self.n
         return self._y[:n].copy(), self._y[n:].copy(), float(par[2]), int(self._nfev[0])
+
+
+    def stepper(self, method, rtol, atol, max_step, step, stab=None):
+        """advance() with the solver settings bound once, for co-simulation steps:
+        returns step(t, t_end, q, qd, h, u) -> (y, h) with y = (q, qd) at t_end in one
+        read-only array (q = y[:n], qd = y[n:]). u must be a float array of the model's
+        inputs (validated by the caller); errors as advance(). stab: the arguments of
+        `stabilization`, set under the lock before each call when the kernel closes loops."""
+        code = METHOD_CODES[method]
+        par = np.zeros(8)
+        par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol, max_step, step)
+        lib_advance, handle, lock = self.lib.mbk_advance, self.handle, self._lock
+        ppar, py, pu, pn = par.ctypes.data, self._py, self._pu, self._pn
+        buf, ubuf, n, ni = self._y, self._u, self.n, self.n_inputs
+
+        set_stab = (self._stabilization_unlocked if stab is not None and self.m else None)
+
+        def run(t, t_end, q, qd, h, u):
+            with lock:
+                if set_stab is not None:
+                    set_stab(*stab)
+                buf[:n] = q
+                buf[n:] = qd
+                if ni:
+                    ubuf[:ni] = u
+                par[0] = t
+                par[1] = t_end
+                par[2] = h
+                rc = lib_advance(handle, code, ppar, py, pu, pn)
+                if rc:
+                    raise self._error(rc, float(par[7]), f"the {method} integrator failed")
+                y = buf.copy()
+                h = float(par[2])
+            y.flags.writeable = False
+            return y, h
+        return run
 
 
 def _locked(name):

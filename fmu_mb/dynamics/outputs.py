@@ -40,7 +40,7 @@ from ..mechanics import kinematics as kin
 from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
                                   potential_energy)
 from ..mechanics.spatial import elements as spatial_elements
-from .formulations import get_formulation
+from .formulations import get_formulation, resolve
 
 
 class OutputVar(NamedTuple):
@@ -224,7 +224,7 @@ def output_names(model):
     return tuple(v.name for v in output_spec(model))
 
 
-def output_values(model, state, u, formulation="newton_euler"):
+def output_values(model, state, u, formulation="auto"):
     """Values of every output at `state` with inputs u (array), in output_spec order."""
     return Outputs(model, state, u, formulation).values()
 
@@ -236,9 +236,9 @@ class Outputs:
     state directly (they are its q and qd); everything else goes through the absolute
     coordinates x = T(q)."""
 
-    def __init__(self, model, state, u, formulation="newton_euler"):
+    def __init__(self, model, state, u, formulation="auto"):
         self.model, self.state, self.u = model, state, u
-        self.form = get_formulation(formulation)
+        self.form = get_formulation(resolve(formulation, model, state.coords))
         self._groups = output_groups(model)
         self._vals = None
         self._done = set()

@@ -52,7 +52,8 @@ def simulate(model, t_end, output_interval=None, inputs=None, settings=None, sta
 
     output_interval : communication interval [s] (default: t_end / 500, at most 0.01 s).
     inputs : {input name: number | f(t) | table}, sampled at each interval start and held.
-    settings : Settings, or give its fields as keyword arguments (method=, rtol=, ...).
+    settings : Settings, or give its fields as keyword arguments (method=, rtol=, ...);
+        formulation "auto" (default) runs the formulation settings.formulation_for(model).
     progress : print a progress bar to stderr.
     Returns a structured array with fields 'time' and every output name (output_spec).
     """
@@ -60,6 +61,7 @@ def simulate(model, t_end, output_interval=None, inputs=None, settings=None, sta
         settings = Settings(**solver_options)
     elif solver_options:
         raise InputError("give either settings= or solver keyword arguments, not both")
+    settings = settings.for_model(model, state.coords if state else None)   # "auto", once
     state = state or initial_state(model, settings)
     t0 = state.t
     if not isinstance(t_end, (int, float)) or not math.isfinite(t_end) or t_end <= t0:

@@ -26,6 +26,15 @@ class State:
         for a in (self.q, self.qd):
             a.setflags(write=False)
 
+    @classmethod
+    def make(cls, t, q, qd, h=0.0, coords="absolute", extra=None):
+        """A State from arrays that are read-only already (views of a read-only array), without
+        the checks of the constructor: the co-simulation fast path (integrate.stepper)."""
+        st = object.__new__(cls)
+        st.__dict__.update(t=t, q=q, qd=qd, h=h, coords=coords,
+                           extra={} if extra is None else extra)
+        return st
+
     def to_dict(self):
         """A JSON-able dict that restores exactly (floats as hex strings, also inside extra,
         where a float f is written as {"float": f.hex()})."""

@@ -36,23 +36,31 @@ from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variabil
 from pythonfmu.variables import Boolean, Integer, Real, String
 
 from ..errors import FmuMbError
-from ..dynamics.formulations import FORMULATIONS
-from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, advance, check_settings,
-                        initial_state)
+from ..dynamics.formulations import CHOICES, describe_choice
+from ..dynamics.implicit import DAE_FORMS
+from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, check_settings,
+                                  initial_state, stepper)
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
 from ..units import describe
-from .guard import GuardedSlave
+from .guard import INITIALIZATION, INSTANTIATED, GuardedSlave
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
 SOLVER_PARAMETERS = {
     "solver.method": ("method", "dop853", "1", f"integration method, one of {list(METHODS)}"),
-    "solver.formulation": ("formulation", "newton_euler", "1",
-                           f"formulation, one of {list(FORMULATIONS)}"),
+    "solver.formulation": ("formulation", "auto", "1",
+                           f"formulation, one of {list(CHOICES)} (auto: the fastest that "
+                           f"runs the model, logged at initialisation)"),
     "solver.stabilization": ("stabilization", "projection", "1",
                              f"drift control, one of {list(STABILIZATIONS)}"),
     "solver.rtol": ("rtol", 1e-9, "1", "relative tolerance of the adaptive methods"),
     "solver.atol": ("atol", 1e-11, "1", "absolute tolerance of the adaptive methods"),
-    "solver.step": ("step", 1e-3, "s", "step of the fixed-step method rk4"),
+    "solver.step": ("step", 1e-3, "s", "step of the fixed-step methods rk4, euler, "
+                    "generalized_alpha, trapezoidal"),
+    "solver.rho_inf": ("rho_inf", 0.9, "1", "spectral radius of generalized_alpha at large "
+                       "steps, in [0, 1]"),
+    "solver.newton_tol": ("newton_tol", 1e-10, "1", "Newton tolerance of the implicit methods"),
+    "solver.dae_form": ("dae_form", "auto", "1", f"constraint rows of the implicit methods, "
+                        f"one of {list(DAE_FORMS)}"),
     "solver.max_steps": ("max_steps", 2000, "1",
                          "most integrator steps per doStep (0: no limit); beyond it the step "
                          "is discarded, so that every doStep returns in bounded time"),
@@ -64,6 +72,8 @@ SOLVER_LIMITS = {
     "solver.atol": (1e-30, 1.0),
     "solver.step": (1e-9, 1.0),
     "solver.max_steps": (0, 10**9),
+    "solver.rho_inf": (0.0, 1.0),
+    "solver.newton_tol": (1e-16, 1e-2),
 }
 
 #: a doStep whose result has |q| or |qd| above this is discarded (a state running away)
@@ -95,6 +105,15 @@ def module_from_source(name, filename, source):
     return module
 
 
+def _state_size(state):
+    """max(|q|, |qd|), NaN when any entry is NaN: one reduction over the stepper's single
+    (q, qd) array when the state holds views of one (integrate.stepper), else over both."""
+    y = state.q.base
+    if y is None or y is not state.qd.base or y.size != state.q.size + state.qd.size:
+        y = np.concatenate([state.q, state.qd])
+    return np.abs(y).max() if y.size else 0.0      # ndarray.max: NaN propagates
+
+
 class MultibodySlave(GuardedSlave):
     """Co-simulation adapter; a generated subclass sets the class attributes below."""
 
@@ -119,6 +138,9 @@ class MultibodySlave(GuardedSlave):
         self._inputs = np.zeros(len(self._model.inputs))
         self._state = initial_state(self._model, self._settings)
         self._out = None
+        self._step = None         # integrate.stepper, made when first needed
+        self._nonfinite = set()   # indices of inputs set to NaN or infinity
+        self._direct = {}         # outputs that are q or qd entries (set by _configure)
         self.description = (self._model.description or self._model.name).strip()
         exp = dict(self.experiment)
         self.default_experiment = DefaultExperiment(
@@ -170,17 +192,19 @@ class MultibodySlave(GuardedSlave):
             setter=(lambda v: store.__setitem__(name, v))), nested=False)
 
     def _set_input(self, k, value):
-        self._inputs[k] = value   # validated in do_step (a setter cannot return an error)
+        self._inputs[k] = value   # a bad value is reported by do_step (a setter cannot fail)
+        if math.isfinite(value):
+            self._nonfinite.discard(k)
+        else:
+            self._nonfinite.add(k)
         self._out = None
 
     def _output(self, i):
         """Output i; a tree joint's coordinate or rate straight from a joint-coordinate
         state (the same number Outputs gives), anything else through Outputs."""
-        st = self._state
-        if st.coords == "joint":
-            hit = _direct_coordinates(self._model).get(i)
-            if hit is not None:
-                return (st.qd if hit[0] else st.q)[hit[1]]
+        hit = self._direct.get(i)
+        if hit is not None:
+            return (self._state.qd if hit[0] else self._state.q)[hit[1]]
         return self._outputs().value(i)
 
     def get_real(self, vrs):
@@ -234,14 +258,21 @@ class MultibodySlave(GuardedSlave):
                                  f"[{low!r}, {high!r}]")
         overrides = {k: v for k, v in self._pending.items()}
         settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in self._solver.items()})
-        model = self._module.build(**overrides)
+        same = overrides == {p.name: p.value for p in self._model.parameters}
+        model = self._model if same else self._module.build(**overrides)   # built once
         check_settings(model, settings)
+        resolved = settings.for_model(model)
+        self.log(f"{model.name}: "
+                 f"{describe_choice(model, settings.formulation, resolved.formulation)}")
+        settings = resolved
         self._model, self._settings = model, settings
         state = initial_state(model, settings)
         t0 = self.default_experiment.start_time if self._start is None else self._start
         self._state = State(float(t0), state.q.copy(), state.qd.copy(), 0.0, state.coords,
                             dict(state.extra))
         self._out = None
+        self._step = None
+        self._direct = _direct_coordinates(model) if state.coords == "joint" else {}
 
     _start = None
 
@@ -259,17 +290,17 @@ class MultibodySlave(GuardedSlave):
                 return self._discard(f"{name}: doStep at t = {current_time!r}, but the FMU is "
                                      f"at t = {t!r}; expected the last communication point "
                                      f"(restore a saved FMU state to go back)")
-            bad = [inp.name for inp, v in zip(self._model.inputs, self._inputs)
-                   if not math.isfinite(v)]
-            if bad:
+            if self._nonfinite:
+                bad = [self._model.inputs[k].name for k in sorted(self._nonfinite)]
                 return self._discard(f"{name}: input(s) {bad} are not finite at "
                                      f"t = {current_time!r}; the step was not taken")
             if step_size == 0.0:
                 return True
+            if self._step is None:
+                self._step = stepper(self._model, self._settings)
             with np.errstate(all="ignore"):      # a runaway state is reported, not warned
-                new = advance(self._model, self._state, current_time + step_size,
-                              self._inputs, self._settings)
-            size = max(np.max(np.abs(new.q), initial=0.0), np.max(np.abs(new.qd), initial=0.0))
+                new = self._step(self._state, current_time + step_size, self._inputs)
+            size = _state_size(new)
             if not size <= STATE_BOUND:
                 return self._discard(
                     f"{name}: the step from t = {t!r} to {current_time + step_size!r} was "
@@ -304,15 +335,22 @@ class MultibodySlave(GuardedSlave):
             return float.fromhex(v) if isinstance(v, str) and v.startswith(("0x", "-0x")) \
                 else v
 
+        def hexed(d):      # compared as written, so that NaN equals NaN
+            return {k: (v.hex() if isinstance(v, float) else v) for k, v in d.items()}
+
         pending = {k: unhex(v) for k, v in blob["parameters"].items()}
         solver = {k: unhex(v) for k, v in blob["solver"].items()}
-        if pending != {p.name: p.value for p in self._model.parameters} or \
-                solver != self._solver:
+        if set(pending) != set(self._pending) or set(solver) != set(self._solver):
+            raise FmuMbError("the state holds other parameters than this FMU")
+        configured = hexed({p.name: p.value for p in self._model.parameters})
+        if self._mode not in (INSTANTIATED, INITIALIZATION) and (
+                hexed(pending) != configured or hexed(solver) != hexed(self._solver)):
+            # parameters are validated when initialisation ends: before that they are stored
             self._pending, self._solver = pending, solver
             self._configure()
         state = State.from_dict(blob["state"])
         inputs = np.array([float.fromhex(v) for v in blob["inputs"]])
-        ref = initial_state(self._model, self._settings)
+        ref = self._state          # its shape and coordinates are this model's
         if (state.q.shape != ref.q.shape or state.qd.shape != ref.qd.shape
                 or state.coords != ref.coords or inputs.shape != self._inputs.shape):
             raise FmuMbError(f"the state holds {state.q.size} {state.coords} coordinates and "
@@ -323,3 +361,4 @@ class MultibodySlave(GuardedSlave):
         self._state = state
         self._inputs = inputs
         self._out = None
+        self._nonfinite = {k for k, v in enumerate(self._inputs) if not math.isfinite(v)}

@@ -19,7 +19,8 @@ import sys
 import numpy as np
 
 from ..errors import FmuMbError
-from ..dynamics.formulations import FORMULATIONS
+from ..dynamics.formulations import CHOICES
+from ..dynamics.implicit import DAE_FORMS
 from ..dynamics.integrate import METHODS, STABILIZATIONS
 
 
@@ -83,12 +84,19 @@ def _parser():
                    metavar="NAME=VALUE", help="parameter value")
     s.add_argument("--input", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE", help="constant input value")
-    s.add_argument("--formulation", default="newton_euler", choices=FORMULATIONS)
+    s.add_argument("--formulation", default="auto", choices=CHOICES)
     s.add_argument("--method", default="dop853", choices=METHODS)
     s.add_argument("--stabilization", default="projection", choices=STABILIZATIONS)
     s.add_argument("--rtol", type=_positive, default=1e-9)
     s.add_argument("--atol", type=_positive, default=1e-11)
-    s.add_argument("--step", type=_positive, default=1e-3, help="fixed step of rk4 [s]")
+    s.add_argument("--step", type=_positive, default=1e-3,
+                   help="fixed step of rk4, euler, generalized_alpha, trapezoidal [s]")
+    s.add_argument("--rho-inf", type=float, default=0.9,
+                   help="spectral radius of generalized_alpha at large steps, in [0, 1]")
+    s.add_argument("--newton-tol", type=_positive, default=1e-10,
+                   help="Newton tolerance of the implicit methods (relative)")
+    s.add_argument("--dae-form", default="auto", choices=DAE_FORMS,
+                   help="constraint rows of the implicit methods")
     s.add_argument("-o", "--output", default=None, help="CSV file (default: stdout)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -187,7 +195,9 @@ def _simulate(args):
 
     model = _load(args)
     settings = Settings(method=args.method, formulation=args.formulation, rtol=args.rtol,
-                        atol=args.atol, step=args.step, stabilization=args.stabilization)
+                        atol=args.atol, step=args.step, stabilization=args.stabilization,
+                        rho_inf=args.rho_inf, newton_tol=args.newton_tol,
+                        dae_form=args.dae_form)
     inputs = {}
     for name, value in args.input:
         try:
@@ -209,6 +219,7 @@ def _simulate(args):
 
 
 def _info(args):
+    from ..dynamics.formulations import describe_choice
     from ..dynamics.outputs import output_spec
 
     m = _load(args)
@@ -234,6 +245,7 @@ def _info(args):
               f"  cut joints: {list(t.cut_joints)}"]
     for cut, loop in zip(t.cut_joints, t.loops):
         lines.append(f"  loop closed by {cut}: {' - '.join(loop)}")
+    lines += ["", "solver:", f"  {describe_choice(m)}"]
     print("\n".join(lines))
     return 0
 

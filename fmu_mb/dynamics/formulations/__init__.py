@@ -10,12 +10,16 @@ Each is a small namespace with the same functions:
         formulations that integrate in compiled code have it (others: None attribute)
     native_stepper(model, settings, t, y, t_end, h, u) -> a stepper for the contact event
         loop (integrate._Stepper's interface), or None (likewise)
+    cosim_stepper(model, settings) -> step(state, t_end, u) -> State, or None: the same
+        with the settings bound once (integrate.stepper; None attribute where absent)
     supports(model) -> bool, or None for the formulations that run every model (recursive:
         trees, closed loops and contacts, no drives; fmu_mb.dynamics.kernel.supported says
         why not)
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
     kinematics(model, q, qd) -> x, xd, Tq, g
+and newton_euler, tmt and lagrange (for the implicit integrators, see formulations.dae)
+    dae(model, q, qd, t, u) -> DaeTerms(M, f, phi, D, phi_t, conv)
 
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
@@ -23,7 +27,12 @@ constraint rows; recursive (the articulated-body algorithm in C, with the cut ro
 and compiled steps between contact events) runs every model without drives (spatial: open
 trees under gravity); minimal integrates only the f independent coordinates of closed loops
 (coordinate partitioning, the closure solved at each evaluation).
+
+"auto" (the default of Settings.formulation) is no formulation of its own: `auto_choice(model)`
+picks the first entry of `AUTO` whose supports(model) accepts the model, and every entry point
+(initial_state, advance, Outputs, simulate, the FMU) runs that one.
 """
+import weakref
 from types import SimpleNamespace
 
 from ...errors import InputError
@@ -35,6 +44,8 @@ from . import recursive as _recursive
 from . import tmt as _tmt
 
 FORMULATIONS = ("newton_euler", "tmt", "lagrange", "recursive", "minimal")
+#: the values Settings.formulation accepts: "auto" (default) or one of FORMULATIONS
+CHOICES = ("auto",) + FORMULATIONS
 
 
 def _ne_initial(model):
@@ -47,27 +58,129 @@ def _ne_project(model, y, t, tol):
 
 _REGISTRY = {
     "newton_euler": SimpleNamespace(
-        name="newton_euler", coordinates=_ne.coordinates, accelerations=_ne.accelerations,
+        name="newton_euler", coordinates_kind=_ne.COORDINATES, coordinates=_ne.coordinates,
+        accelerations=_ne.accelerations,
         initial_state=_ne_initial, project=_ne_project, absolute=lambda model, q, qd: (q, qd),
         lam=lambda model, dyn: dyn.lam, native_advance=None, native_stepper=None,
-        supports=None),
+        cosim_stepper=None, supports=None, dae=_ne.dae_terms),
     **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
-        name=mod.__name__.rsplit(".", 1)[1], coordinates=mod.coordinates,
+        name=mod.__name__.rsplit(".", 1)[1], coordinates_kind=mod.COORDINATES,
+        coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
         project=mod.project, absolute=mod.absolute, lam=mod.lam,
         native_advance=getattr(mod, "native_advance", None),
         native_stepper=getattr(mod, "native_stepper", None),
+        cosim_stepper=getattr(mod, "cosim_stepper", None),
         supports=getattr(mod, "supports", None),
         equations=getattr(mod, "reduced_equations", None),
-        kinematics=getattr(mod, "kinematics", None))
+        kinematics=getattr(mod, "kinematics", None), dae=getattr(mod, "dae_terms", None))
         for mod in (_tmt, _lagrange, _recursive, _minimal_order)},
 }
 
 
-def get_formulation(name):
-    """The formulation namespace called `name`; InputError lists the valid names."""
+def get_formulation(name, model=None):
+    """The formulation namespace called `name` ("auto": the one auto_choice(model) picks);
+    InputError lists the valid names."""
+    if name == "auto":
+        if model is None:
+            raise InputError("formulation 'auto' is chosen per model: give the model")
+        name = auto_choice(model)[0]
     try:
         return _REGISTRY[name]
     except (KeyError, TypeError):
         raise InputError(f"unknown formulation {name!r}; formulations are "
-                         f"{list(FORMULATIONS)}") from None
+                         f"{list(CHOICES)}") from None
+
+
+def _recursive_supports(model):
+    from ..kernel import KernelUnavailable, library, supported
+
+    if getattr(model, "spatial", False):
+        return "the model is spatial (the compiled kernel is planar)"
+    why = supported(model)
+    if why is not None:
+        return why
+    try:
+        library()                     # built once (or found prebuilt, as in an FMU)
+    except (KernelUnavailable, OSError) as exc:
+        return f"the compiled kernel is unavailable ({exc})"
+    return None
+
+
+#: The order "auto" tries, fastest first: (formulation, supports(model) -> None when it runs
+#: the model, else the reason why not). Measured with `python bench/formulations.py` (the same
+#: simulation, default settings, in every formulation that runs the model) and
+#: `python bench/loops_rhs.py`: recursive (the compiled kernel) is 3-40x faster than the others
+#: on open trees and 1000x and more on closed loops, and 2-3x faster than tmt on contact
+#: models; where it does not apply (drives, hydraulic cylinders, no C compiler), newton_euler
+#: was the fastest in every case, 1.2-2.4x ahead of tmt and 2-5x ahead of lagrange. The
+#: implicit methods, which recursive does not run, prefer tmt (Settings.for_model). A new
+#: formulation goes in front of the entries it beats.
+AUTO = [
+    ("recursive", _recursive_supports),
+    ("newton_euler", lambda model: None),
+]
+
+_CHOSEN = weakref.WeakKeyDictionary()
+
+
+def _survey(model):
+    """([names of the AUTO entries that support model, in order], {name: why not}), made
+    once per Model."""
+    hit = _CHOSEN.get(model)
+    if hit is None:
+        ok, reasons = [], {}
+        for name, supports in AUTO:
+            why = supports(model)
+            if why is None:
+                ok.append(name)
+            else:
+                reasons[name] = why
+        if not ok:
+            raise InputError(f"model '{model.name}': no formulation supports it: {reasons}")
+        hit = _CHOSEN[model] = (ok, reasons)
+    return hit
+
+
+def auto_choice(model):
+    """(name, reasons) of the formulation "auto" runs `model` with: the first AUTO entry that
+    supports it; reasons maps each formulation tried before it to why it did not fit."""
+    ok, reasons = _survey(model)
+    order = [n for n, _ in AUTO]
+    first = ok[0]
+    return first, {k: v for k, v in reasons.items()
+                   if k in order and order.index(k) < order.index(first)}
+
+
+def candidates(model, coords=None):
+    """The formulations "auto" may run `model` with, best first: the AUTO entries that
+    support it (of the coordinate kind `coords` of a given state, if any), then the fallback
+    of that kind (newton_euler for absolute, tmt for joint coordinates)."""
+    names = list(_survey(model)[0])
+    if coords is not None:
+        names = [n for n in names if _REGISTRY[n].coordinates_kind == coords]
+        fallback = "newton_euler" if coords == _ne.COORDINATES else "tmt"
+        if fallback not in names:
+            names.append(fallback)
+    return names
+
+
+def resolve(name, model, coords=None):
+    """`name`, or the formulation "auto" picks for `model` when name is "auto". With the
+    coordinate kind of a given state (coords: "absolute" or "joint"), "auto" keeps to
+    formulations of that kind: a state made by newton_euler continues in newton_euler, one
+    made in joint coordinates in the chosen joint-coordinate formulation or tmt.
+    (Settings.for_model also skips a formulation the other solver settings rule out.)"""
+    return candidates(model, coords)[0] if name == "auto" else name
+
+
+def describe_choice(model, name="auto", chosen=None):
+    """One line saying which formulation runs `model` and why (for logs and `info`); chosen:
+    what the solver settings made of "auto" (Settings.for_model), if not auto's first."""
+    if name != "auto":
+        return f"formulation {name} (set explicitly)"
+    first, reasons = auto_choice(model)
+    why = [f"not {k}: {v}" for k, v in reasons.items()]
+    if chosen is not None and chosen != first:
+        why.append(f"not {first}: the solver settings rule it out")
+    return f"formulation auto -> {chosen or first}" + (f" ({'; '.join(why)})" if why else "")

@@ -12,13 +12,15 @@ x = T(q), chained with Tq:  Dq = D_cut Tq,  conv_q = D_cut g + conv_cut.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg as sla
 
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...errors import AssemblyError, DriftError, SingularSystemError
 from ...linalg import PROJECTION_ACCEPT, schur_solve
 from ...mechanics.tree import tree_map
+
+from ...linalg import LazyModule  # noqa: I100  (apart: scipy is imported on first use)
+sla = LazyModule("scipy.linalg")       # imported when tmt or lagrange first solve
 
 COORDINATES = "joint"
 
@@ -183,3 +185,14 @@ def _min_norm(model, Tq, Dq, r):
         pass
     y, _ = schur_solve(Dq @ Dq.T, r)
     return Dq.T @ y
+
+
+def dae_terms(model, q, qd, t, u, reduced_equations):
+    """The index-3 DAE in joint coordinates (formulations.dae): Mbar(q) qdd + Dq' lam = fbar,
+    Phi_cut(T(q), t) = 0 with the cut joints' and drives' rows, from the formulation's
+    reduced_equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g."""
+    from .dae import DaeTerms
+
+    Mbar, fbar, x, xd, Tq, g = reduced_equations(model, q, qd, t, u)
+    phi, Dq, conv, phi_t = cut_rows(model, x, xd, Tq, g, t)
+    return DaeTerms(Mbar, fbar, phi, Dq, phi_t, conv)

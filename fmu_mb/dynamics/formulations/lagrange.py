@@ -143,3 +143,8 @@ def project(model, y, t, tol):
 
 
 lam = _minimal.lam
+
+
+def dae_terms(model, q, qd, t, u):
+    """The index-3 DAE of this formulation (formulations.dae), from reduced_equations."""
+    return _minimal.dae_terms(model, q, qd, t, u, reduced_equations)

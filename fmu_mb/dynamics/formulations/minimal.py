@@ -191,7 +191,9 @@ def native_advance(model, state, t_end, u, settings):
             if settings.method == "rk4":
                 t, y, h = _rk4(red, t, y, t_end, settings.step)
             else:
-                cls = _SCIPY[settings.method]
+                import scipy.integrate
+
+                cls = getattr(scipy.integrate, _SCIPY[settings.method])
                 first = min(h, t_end - t) if h > 0 else None
                 solver = cls(red.rhs, t, y, t_end, rtol=settings.rtol, atol=settings.atol,
                              max_step=settings.max_step, first_step=first)

@@ -89,3 +89,14 @@ def project_absolute(model, y, t, tol):
         phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
     xd = xd - min_norm_correction(Minv, D, D @ xd + phi_t)
     return np.concatenate([x, xd])
+
+
+def dae_terms(model, x, xd, t, u):
+    """The index-3 DAE M xdd + D' lam = f - Dv' s, Phi(x, t) = 0 at (x, xd, t) (formulations.dae):
+    M the constant diagonal diag(m, m, J), f from elements.applied_forces, the rows from
+    constraints.evaluate."""
+    from .dae import DaeTerms
+
+    phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
+    return DaeTerms(model.compiled.mass_diag, applied_forces(model, x, xd, t, u), phi, D,
+                    phi_t, conv)

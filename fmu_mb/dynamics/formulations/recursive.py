@@ -33,6 +33,7 @@ from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
 from . import _spatial_tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
+from ..state import State
 
 
 def coordinates(model):
@@ -197,3 +198,26 @@ def lam(model, dyn):
     if model.spatial:
         return _spatial_tmt.lam(model, dyn)
     return _minimal.lam(model, dyn)
+
+
+def cosim_stepper(model, settings):
+    """native_advance with the settings bound once (integrate.stepper): a function
+    step(state, t_end, u) -> State for a validated float input array u and t_end > state.t;
+    None when the method has no C implementation."""
+    if settings.method not in ("rk4", "dopri5", "dop853") or model.spatial:
+        return None
+    k = tree_kernel(model)
+    # the drift control of the loop rows travels with every call (set under the kernel's
+    # lock: other instances of the model share the kernel)
+    run = k.stepper(settings.method, settings.rtol, settings.atol, settings.max_step,
+                    settings.step, (settings.stabilization, settings.baumgarte,
+                                    settings.projection_tol))
+    n = k.n
+    make = State.make
+
+    def step(state, t_end, u):
+        y, h = run(state.t, t_end, state.q, state.qd, state.h, u)
+        return make(t_end, y[:n], y[n:], h, state.coords, state.extra)
+    return step
+
+

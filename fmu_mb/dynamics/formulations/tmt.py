@@ -81,3 +81,8 @@ def lam(model, dyn):
     if model.spatial:
         return _spatial.lam(model, dyn)
     return _minimal.lam(model, dyn)
+
+
+def dae_terms(model, q, qd, t, u):
+    """The index-3 DAE of this formulation (formulations.dae), from reduced_equations."""
+    return _minimal.dae_terms(model, q, qd, t, u, reduced_equations)
