@@ -93,6 +93,7 @@ def get_formulation(name, model=None):
 
 
 def _recursive_supports(model):
+    from ...errors import SingularSystemError
     from ..kernel import KernelUnavailable, library, supported
 
     if getattr(model, "spatial", False):
@@ -104,6 +105,18 @@ def _recursive_supports(model):
         library()                     # built once (or found prebuilt, as in an FMU)
     except (KernelUnavailable, OSError) as exc:
         return f"the compiled kernel is unavailable ({exc})"
+    # the articulated-body algorithm divides by articulated inertias: a massless body, or a
+    # point mass whose rotation is a tree coordinate (seed 002's ball on a string of massless
+    # rods), makes one singular, so auto leaves such models to the formulations with
+    # multipliers (formulation 'recursive' set explicitly still tries and says why it fails)
+    massless = [b.name for b in model.bodies if b.mass == 0.0]
+    if massless:
+        return f"it has massless bodies {massless} (a singular articulated inertia)"
+    try:
+        s = _recursive.initial_state(model)
+        _recursive.accelerations(model, s.q, s.qd, model.t0, model.input_vector(None))
+    except SingularSystemError:
+        return "its articulated inertia is singular at the initial state (a massless subtree)"
     return None
 
 
