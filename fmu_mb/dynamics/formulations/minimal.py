@@ -21,7 +21,6 @@ mechanism) a SingularSystemError names the time and the rank. Outputs, reactions
 and the initial state are tmt's.
 """
 import numpy as np
-from scipy import linalg as sla
 
 from ...errors import DriftError, IntegrationError, SingularSystemError
 from . import _minimal, _spatial_tmt
@@ -61,6 +60,8 @@ def rows(model, q, qd, t):
 def partition(model, q, t):
     """(independent, dependent) index arrays of q at (q, t): QR with column pivoting on Dq;
     the first rank(Dq) pivots are the dependent coordinates."""
+    from scipy import linalg as sla
+
     n = q.shape[0]
     _, Dq, _, _ = rows(model, q, np.zeros(n), t)
     if Dq.shape[0] == 0:
@@ -147,6 +148,8 @@ class _Reduced:
             s[dep] = sol[:, f]
         Mh = R.T @ Mbar @ R
         Qh = R.T @ (fbar - Mbar @ s)
+        from scipy import linalg as sla
+
         try:
             qdd_i = sla.solve(Mh, Qh, assume_a="pos", check_finite=False) if f else np.zeros(0)
         except (np.linalg.LinAlgError, ValueError):
