@@ -31,6 +31,9 @@ STEPS = [0.01, 0.01, 0.01, 0.003, 0.0371, 0.0, -0.01, 1e3, 1e6, NAN, INF]
 FUZZ_SETTINGS = {"solver.max_steps": 500}    # keeps a refused huge step short in CI
 
 
+_CALLBACKS = []
+
+
 class Host:
     """An FMU2Slave with a logger that collects (status, message) per call."""
 
@@ -43,6 +46,10 @@ class Host:
         cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
         addLoggerProxy(byref(cb))
         self.cb = cb
+        # fmpy's logger proxy keeps the last logger in a process-wide variable that other
+        # instances' default callbacks also go through: the callbacks (and the bound method
+        # they call) must outlive this host, or a later FMU's log line calls freed memory
+        _CALLBACKS.append((cb, self))
         self.fmu = None
         self.new_instance()
 
