@@ -15,7 +15,7 @@ import importlib
 
 import numpy as np
 
-from .errors import SingularSystemError
+from .errors import DriftError, SingularSystemError
 
 
 class LazyModule:
@@ -49,6 +49,25 @@ RANK_RTOL = 3e-8
 
 #: largest relative residual a stalled position projection may end with (singular poses)
 PROJECTION_ACCEPT = 1e-10
+
+
+def projection_done(model, t, it, err, prev, tol, scale, last=11):
+    """The stopping rule of the Newton position projections (newton_euler in x, tmt and
+    lagrange in q; kernel.c has the same in C): True when the residual err is at most
+    tol * scale; near a singular pose Newton stalls at the conditioning floor, so a stalled
+    (err > 0.5 prev from the third iteration) or last iterate is accepted while err <=
+    PROJECTION_ACCEPT * scale; otherwise a stall, the last iteration or a non-finite residual
+    raises DriftError (a lock-up, or the mechanism left its assembly branch)."""
+    if err <= tol * scale:
+        return True
+    stalled = it >= 2 and err > 0.5 * prev
+    if (stalled or it == last) and err <= PROJECTION_ACCEPT * scale:
+        return True
+    if stalled or it == last or not np.isfinite(err):
+        raise DriftError(f"model '{model.name}': cannot restore the constraints at "
+                         f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
+                         f"locked up or left its assembly branch")
+    return False
 
 
 def schur_solve(S, rhs):

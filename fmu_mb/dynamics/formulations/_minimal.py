@@ -15,8 +15,8 @@ import numpy as np
 
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
-from ...errors import AssemblyError, DriftError, SingularSystemError
-from ...linalg import PROJECTION_ACCEPT, schur_solve
+from ...errors import AssemblyError, SingularSystemError
+from ...linalg import projection_done, schur_solve
 from ...mechanics.tree import tree_map
 
 from ...linalg import LazyModule  # noqa: I100  (apart: scipy is imported on first use)
@@ -144,17 +144,8 @@ def project(model, y, t, tol, kinematics, extra=None, weighted=False, cut=None, 
             b = np.concatenate([b, rate])
         err = np.abs(phi).max(initial=0.0)
         scale = 1.0 + np.abs(x).max()
-        if err <= tol * scale:
+        if projection_done(model, t, it, err, prev, tol, scale):
             break
-        # near a singular pose Newton stalls at the conditioning floor (the N-four-bar's
-        # collinear links): accept a stalled residual that is still tiny, as newton_euler does
-        stalled = it >= 2 and err > 0.5 * prev
-        if (stalled or it == 11) and err <= PROJECTION_ACCEPT * scale:
-            break
-        if stalled or it == 11 or not np.isfinite(err):
-            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
-                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
-                             f"locked up or left its assembly branch")
         prev = err
         q -= _min_norm(model, Tq, Dq, phi)
     if weighted:

@@ -14,8 +14,7 @@ import numpy as np
 
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
-from ...errors import DriftError
-from ...linalg import (PROJECTION_ACCEPT, min_norm_correction, solve_kkt,  # noqa: F401
+from ...linalg import (PROJECTION_ACCEPT, min_norm_correction, projection_done, solve_kkt,  # noqa: F401
                        solve_kkt_dense)
 
 COORDINATES = "absolute"
@@ -72,17 +71,8 @@ def project_absolute(model, y, t, tol):
     for it in range(12):
         phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
         err = np.abs(phi).max()
-        if err <= tol * scale:
+        if projection_done(model, t, it, err, prev, tol, scale):
             break
-        # near a singular configuration Newton stalls at the conditioning floor: accept a
-        # stalled residual that is still tiny, fail on one that is not (a lock-up)
-        stalled = it >= 2 and err > 0.5 * prev
-        if (stalled or it == 11) and err <= PROJECTION_ACCEPT * scale:
-            break
-        if stalled or it == 11 or not np.isfinite(err):
-            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
-                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
-                             f"locked up or left its assembly branch")
         prev = err
         x -= min_norm_correction(Minv, D, phi)
     if it:
