@@ -144,12 +144,13 @@ class ExudynLoop:
         return (time.perf_counter() - t0) / n, y
 
 
-def noop_fmu(out_dir):
-    """Build the no-op pythonfmu FMU (the transport floor) into out_dir; its path."""
+def noop_fmu(out_dir, bytecode=False):
+    """Build the no-op pythonfmu FMU (the transport floor) into out_dir; its path. Without
+    bytecode by default: as pythonfmu builds it (fmu_mb's FMUs ship checked-hash pycs)."""
     from fmu_mb.fmi.packaging import package_fmu
 
     return package_fmu(NOOP, "noop_bench", [], Path(out_dir) / "noop_bench.fmu",
-                       standalone=False)
+                       standalone=False, bytecode=bytecode)
 
 
 def per_step(steps, rounds, formulation, log=print):
