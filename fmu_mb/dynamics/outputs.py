@@ -39,7 +39,6 @@ from ..mechanics import constraints
 from ..mechanics import kinematics as kin
 from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
                                   potential_energy)
-from ..mechanics.spatial import elements as spatial_elements
 from .formulations import get_formulation, resolve
 
 
@@ -306,6 +305,7 @@ class Outputs:
         x, xd = self._get("absolute")
         nb = len(self.model.bodies)
         if self.model.spatial:
+            from ..mechanics.spatial import elements as spatial_elements
             return spatial_elements.body_outputs(self.model, x, xd).reshape(-1)
         out = np.empty((nb, 6))
         out[:, :3] = x.reshape(nb, 3)
@@ -316,6 +316,7 @@ class Outputs:
         model = self.model
         x, xd = self._get("absolute")
         if model.spatial:
+            from ..mechanics.spatial import elements as spatial_elements
             return spatial_elements.marker_outputs(model, x, xd).reshape(-1)
         xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
         C = model.compiled

@@ -28,7 +28,6 @@ from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCond
 from .motion import Motion
 from .spatial.builder import SpatialItems, vec3
 from .validation import number as _number
-from .spatial.compiled import compile_spatial
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -609,7 +608,11 @@ class ModelBuilder(SpatialItems):
         if self.spatial and self._contacts:
             raise ModelError(f"model '{self.name}': contacts are not available in spatial "
                              f"models yet")
-        compiled = compile_spatial(self) if self.spatial else _compile(self)
+        if self.spatial:
+            from .spatial.compiled import compile_spatial   # a planar model never loads it
+            compiled = compile_spatial(self)
+        else:
+            compiled = _compile(self)
         tree, cut, loops = _spanning_tree(self)
         nb = len(self._bodies)
         f6 = 6 if self.spatial else 3

@@ -31,7 +31,6 @@ import numpy as np
 from ..kernel import supported, tree_kernel
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
-from . import _spatial_tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 from ..state import State
 
@@ -39,6 +38,7 @@ from ..state import State
 def coordinates(model):
     """Names of q: '<joint>.angle' / '<joint>.position' of the tree joints."""
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.coordinates(model)
     return tree_coordinates(model)
 
@@ -72,12 +72,14 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
 def absolute(model, q, qd):
     """(x, xd) of the bodies from the kernel's forward kinematics."""
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.absolute(model, q, qd)
     return tree_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
 
 
 def initial_state(model):
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.initial_state(model)
     import sys
     return _minimal.initial_state(model, sys.modules[__name__])
@@ -87,6 +89,7 @@ def project(model, y, t, tol):
     """Project y = (q, qd) onto the loop rows (open trees: nothing to project; spatial: the
     Euler-parameter normalisation rows)."""
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.project(model, y, t, tol)
     k = tree_kernel(model)
     if not k.m:
@@ -196,6 +199,7 @@ def native_stepper(model, settings, t, y, t_end, h, u):
 
 def lam(model, dyn):
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.lam(model, dyn)
     return _minimal.lam(model, dyn)
 
