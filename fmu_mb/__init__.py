@@ -24,8 +24,8 @@ if "numpy" in _sys.modules:                      # a BLAS is loaded already: lim
     except ImportError:
         pass
 
-from .errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError, ImpactError, InputError,
-                     IntegrationError, ModelError, SingularSystemError)
+from .errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError, ImpactError,
+                     InputError, IntegrationError, ModelError, SingularSystemError)
 from .units import deg
 
 #: public name -> module that defines it (under its own name, or as given): imported on first
