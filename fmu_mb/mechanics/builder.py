@@ -850,10 +850,14 @@ def _compile(mb):
     rsda = [e for e in els if e.kind == "rsda"]
     frc = [e for e in els if e.kind == "force"]
     trq = [e for e in els if e.kind == "torque"]
-    from .contacts import compile_contacts
+    if mb._contacts:
+        from .contacts import compile_contacts   # (a model without contacts never loads it)
+        contacts = compile_contacts(mb._contacts, idx, jmap)
+    else:
+        contacts = None
 
     return Compiled(
-        contacts=compile_contacts(mb._contacts, idx, jmap),
+        contacts=contacts,
         nb=nb, mass_diag=arr(mass), inv_mass_diag=arr(1.0 / weight),
         mass_positive=bool(np.all(mass > 0)), n_rows=row,
         pd=pairs(pd), pd_rows=arr([r for _, r in pd], np.intp).reshape(-1, 2),
