@@ -59,7 +59,7 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
         from ..spatial_kernel import spatial_kernel
         from ...mechanics.spatial.tree import transform
 
-        qdd = spatial_kernel(model).accelerations(q, qd, t)
+        qdd = spatial_kernel(model).accelerations(q, qd, t, u, baumgarte)
         x, xd, Tq, g = transform(model, np.asarray(q, float), np.asarray(qd, float))
         return Dynamics(qdd, np.zeros(0), np.zeros(0, np.intp), x, xd, Tq @ qdd + g, t, u)
     k = tree_kernel(model)
@@ -107,7 +107,8 @@ def native_advance(model, state, t_end, u, settings):
 
         q, qd, h, _ = spatial_kernel(model).advance(
             settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h),
-            rtol, settings.atol, settings.max_step, settings.step)
+            rtol, settings.atol, settings.max_step, settings.step, u,
+            (settings.stabilization, settings.baumgarte, settings.projection_tol))
         return q, qd, h
     q, qd, h, _ = tree_kernel(model).advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
