@@ -23,8 +23,11 @@ InputError). q and the outputs are those of tmt: joint coordinates in
 
 Spatial models: the 3-D articulated-body algorithm of native/spatial_kernel.c
 (fmu_mb.dynamics.spatial_kernel) in the coordinates of the spatial tmt (Euler parameters for
-spherical joints and floating roots, normalised after each step in C); open trees of
-revolute, prismatic, spherical and weld joints and floating bodies under gravity.
+spherical joints and floating roots, normalised after each step in C); trees of revolute,
+prismatic, spherical and weld joints and floating bodies, loops closed by cut joints of
+every spatial kind (the same Schur complement and projection as the planar kernel), with
+gravity, TSDA, RSDA, bushings, forces and torques. Drives and contacts need tmt or
+newton_euler.
 """
 import numpy as np
 
@@ -87,7 +90,11 @@ def project(model, y, t, tol):
     """Project y = (q, qd) onto the loop rows (open trees: nothing to project; spatial: the
     Euler-parameter normalisation rows)."""
     if model.spatial:
-        return _spatial_tmt.project(model, y, t, tol)
+        from ..spatial_kernel import spatial_kernel
+
+        n = y.shape[0] // 2
+        q, qd = spatial_kernel(model).project(y[:n], y[n:], t, tol)
+        return np.concatenate([q, qd])
     k = tree_kernel(model)
     if not k.m:
         return y
@@ -205,9 +212,14 @@ def cosim_stepper(model, settings):
     """native_advance with the settings bound once (integrate.stepper): a function
     step(state, t_end, u) -> State for a validated float input array u and t_end > state.t;
     None when the method has no C implementation."""
-    if settings.method not in ("rk4", "dopri5", "dop853") or model.spatial:
+    if settings.method not in ("rk4", "dopri5", "dop853"):
         return None
-    k = tree_kernel(model)
+    if model.spatial:
+        from ..spatial_kernel import spatial_kernel
+
+        k = spatial_kernel(model)
+    else:
+        k = tree_kernel(model)
     # the drift control of the loop rows travels with every call (set under the kernel's
     # lock: other instances of the model share the kernel)
     run = k.stepper(settings.method, settings.rtol, settings.atol, settings.max_step,
@@ -220,5 +232,3 @@ def cosim_stepper(model, settings):
         y, h = run(state.t, t_end, state.q, state.qd, state.h, u)
         return make(t_end, y[:n], y[n:], h, state.coords, state.extra)
     return step
-
-
