@@ -76,6 +76,9 @@ def _agree(model, seeds=(3, 4), spread=0.2):
         b = REC.accelerations(model, q, qd, 0.2, u)
         np.testing.assert_allclose(b.qdd, a.qdd, atol=1e-10 * (1.0 + np.abs(a.qdd).max()))
         x, xd = TMT.absolute(model, q, qd)
+        xk, xdk = REC.absolute(model, q, qd)            # the kernel's forward kinematics
+        np.testing.assert_allclose(xk, x, atol=1e-13 * (1.0 + np.abs(x).max()))
+        np.testing.assert_allclose(xdk, xd, atol=1e-13 * (1.0 + np.abs(xd).max()))
         c = NE.accelerations(model, x, xd, 0.2, u)
         np.testing.assert_allclose(b.xdd, c.qdd, atol=1e-10 * (1.0 + np.abs(c.qdd).max()))
         # every input acts (in the open tree; a loop can lock an element's two bodies)

@@ -51,6 +51,9 @@ def library():
     lib.sk_project.argtypes = [P, P]
     lib.sk_set_stabilization.restype = None
     lib.sk_set_stabilization.argtypes = [P, I, D, D, D]
+    lib.sk_set_pose_data.argtypes = [P, P]
+    lib.sk_kinematics.argtypes = [P, P, P, P, P]
+    lib.sk_accelerations_full.argtypes = [P, P, P, P, P, P, P, P]
     lib.sk_rows.restype = I
     lib.sk_rows.argtypes = [P]
     lib.sk_multipliers.restype = None
@@ -189,6 +192,13 @@ class SpatialKernel:
         self._finalizer = weakref.finalize(self, lib.sk_free, handle)
         self.lib, self.handle, self.n, self.name = lib, handle, n, model.name
         self.m = int(lib.sk_rows(handle))
+        self._rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
+                            float).reshape(-1, 9)
+        lib.sk_set_pose_data(handle, self._rq.ctypes.data)
+        self.nb = nb
+        self._x = np.zeros(7 * nb + 1)
+        self._xd = np.zeros(7 * nb + 1)
+        self._xdd = np.zeros(7 * nb + 1)
         self._lock = threading.Lock()
         self._y = np.zeros(2 * n + 1)
         self._qdd = np.zeros(n + 1)
@@ -229,6 +239,38 @@ class SpatialKernel:
             if rc:
                 raise self._error(rc, t, "the accelerations cannot be computed")
             return self._qdd[:n].copy()
+
+    def accelerations_full(self, q, qd, t=0.0, u=None, baumgarte=None):
+        """(qdd, x, xd, xdd) at (q, qd) with inputs u: the joint and the body accelerations
+        (x = (r, p) per body as the spatial tmt's T(q))."""
+        n, m = self.n, 7 * self.nb
+        with self._lock:
+            tol = self._stab[3] if self._stab else 1e-13
+            self._stabilization("none" if baumgarte is None else "baumgarte",
+                                (0.0, 0.0) if baumgarte is None else baumgarte, tol)
+            self._y[:n], self._y[n:2 * n] = q, qd
+            self._set_u(u)
+            y = self._y.ctypes.data
+            rc = self.lib.sk_accelerations_full(self.handle, y, y + 8 * n, self._u.ctypes.data,
+                                                self._qdd.ctypes.data, self._x.ctypes.data,
+                                                self._xd.ctypes.data, self._xdd.ctypes.data)
+            if rc:
+                raise self._error(rc, t, "the accelerations cannot be computed")
+            return (self._qdd[:n].copy(), self._x[:m].copy(), self._xd[:m].copy(),
+                    self._xdd[:m].copy())
+
+    def kinematics(self, q, qd):
+        """x = (r, p) and xd = (r', p') of the bodies (7 nb each), as the spatial tmt's
+        T(q) and Tq qd (unit Euler parameters in q)."""
+        n, m = self.n, 7 * self.nb
+        with self._lock:
+            self._y[:n], self._y[n:2 * n] = q, qd
+            y = self._y.ctypes.data
+            rc = self.lib.sk_kinematics(self.handle, y, y + 8 * n, self._x.ctypes.data,
+                                        self._xd.ctypes.data)
+            if rc:
+                raise self._error(rc, 0.0, "the kinematics cannot be computed")
+            return self._x[:m].copy(), self._xd[:m].copy()
 
     def multipliers(self):
         """lam of the kernel's cut rows from the last evaluation."""

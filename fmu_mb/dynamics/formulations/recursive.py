@@ -60,11 +60,9 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
     beta) [1/s] acts on the loop rows."""
     if model.spatial:
         from ..spatial_kernel import spatial_kernel
-        from ...mechanics.spatial.tree import transform
 
-        qdd = spatial_kernel(model).accelerations(q, qd, t, u, baumgarte)
-        x, xd, Tq, g = transform(model, np.asarray(q, float), np.asarray(qd, float))
-        return Dynamics(qdd, np.zeros(0), np.zeros(0, np.intp), x, xd, Tq @ qdd + g, t, u)
+        qdd, x, xd, xdd = spatial_kernel(model).accelerations_full(q, qd, t, u, baumgarte)
+        return Dynamics(qdd, np.zeros(0), np.zeros(0, np.intp), x, xd, xdd, t, u)
     k = tree_kernel(model)
     with k._lock:                        # the multipliers of this very solve
         qdd, x, xd, xdd = k._accelerations_unlocked(q, qd, u, t, baumgarte)

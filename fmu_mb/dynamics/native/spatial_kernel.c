@@ -80,6 +80,7 @@ typedef struct {
     double *rd, *mass, *J;            /* J: (nb, 9) body axes, row-major */
     double g[3];
     int *entry;                       /* body -> its tree row */
+    double *rq;                       /* per tree row: f_X(4), f_Y(4), sign (pose outputs) */
     /* elements */
     int ne, nu;
     int *ei;
@@ -134,7 +135,7 @@ void sk_free(SK *k)
 {
     if (!k)
         return;
-    void *p[] = {k->ri, k->rd, k->mass, k->J, k->entry, k->ei, k->ed, k->u, k->ci, k->cd,
+    void *p[] = {k->ri, k->rd, k->rq, k->mass, k->J, k->entry, k->ei, k->ed, k->u, k->ci, k->cd,
                  k->rows, k->Dv, k->Wt, k->Sm, k->Vm, k->ev, k->lam, k->rr, k->work, k->r,
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
                  k->acc, k->fw, k->dof, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
@@ -248,6 +249,15 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
     for (int i = 0; i < 9; i += 4)
         k->A[9 * nb + i] = 1.0;                  /* the ground: A = I at the origin */
     return k;
+}
+
+/* the joint frames' Euler parameters and signs of the tree rows (fmu_mb.mechanics.spatial.tree
+ * rows: f_X, f_Y, sign), for sk_kinematics; 9 doubles per row */
+int sk_set_pose_data(SK *k, const double *rq)
+{
+    free(k->rq);
+    k->rq = dup(rq, sizeof(double) * 9 * k->nb);
+    return k->rq ? OK : ERR_ARGS;
 }
 
 void sk_set_inputs(SK *k, const double *u)
@@ -630,6 +640,67 @@ static void kinematics(SK *k, const double *q, const double *qd)
             c[3 + i] = a1[i] + 2.0 * sd * a2[i] + a3[i] + a4[i];
         }
     }
+}
+
+static void qprod(const double *a, const double *b, double *o)   /* o = a (x) b */
+{
+    double r0 = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
+    double r1 = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
+    double r2 = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
+    double r3 = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
+    o[0] = r0;
+    o[1] = r1;
+    o[2] = r2;
+    o[3] = r3;
+}
+
+/* x = (r, p) and xd = (r', p') of the bodies (7 nb each), as the spatial tmt's T(q) and
+ * Tq qd: p_Y = p_X (x) f_X (x) s p_rel (x) f_Y* (p_rel* for a reversed row), p' = 1/2 E(p)' ω;
+ * needs sk_set_pose_data */
+int sk_kinematics(SK *k, const double *q, const double *qd, double *x, double *xd)
+{
+    int nb = k->nb;
+    if (!k->rq)
+        return ERR_ARGS;
+    kinematics(k, q, qd);
+    double ground[4] = {1.0, 0.0, 0.0, 0.0};
+    for (int b = 0; b < nb; b++) {
+        const int *ri = k->ri + RI * b;
+        const double *rq = k->rq + 9 * b;
+        int kind = ri[0], X = ri[1], Y = ri[2], o = ri[3];
+        double prel[4] = {1.0, 0.0, 0.0, 0.0}, *pY = x + 7 * Y + 3;
+        if (kind == K_REV) {
+            prel[0] = cos(0.5 * q[o]);
+            prel[3] = sin(0.5 * q[o]);
+        } else if (kind == K_SPH) {
+            memcpy(prel, q + o, sizeof prel);
+        } else if (kind == K_FREE) {
+            memcpy(prel, q + o + 3, sizeof prel);
+        }
+        for (int i = 0; i < 4; i++)
+            prel[i] *= rq[8];
+        if (kind == K_FREE) {
+            memcpy(pY, prel, sizeof prel);
+        } else {
+            if (ri[5])
+                for (int i = 1; i < 4; i++)
+                    prel[i] = -prel[i];
+            const double *pX = X == nb ? ground : x + 7 * X + 3;
+            double fYc[4] = {rq[4], -rq[5], -rq[6], -rq[7]}, t[4];
+            qprod(pX, rq, t);
+            qprod(t, prel, t);
+            qprod(t, fYc, pY);
+        }
+        double pd[4];
+        Et_times(pY, k->w + 3 * Y, pd);
+        for (int i = 0; i < 3; i++) {
+            x[7 * Y + i] = k->r[3 * Y + i];
+            xd[7 * Y + i] = k->v[3 * Y + i];
+        }
+        for (int i = 0; i < 4; i++)
+            xd[7 * Y + 3 + i] = 0.5 * pd[i];
+    }
+    return OK;
 }
 
 /* ------------------------------------------------------------------ ABA */
@@ -1285,6 +1356,46 @@ int sk_accelerations(SK *k, const double *q, const double *qd, const double *u, 
     if (k->n)
         memset(qdd, 0, sizeof(double) * k->n);
     return accel(k, q, qd, qdd);
+}
+
+/* qdd (n) and, with sk_set_pose_data, x, xd, xdd (7 nb each: r, p and their rates) of the
+ * bodies: the accelerations of the bodies from one forward pass with the final ν' */
+int sk_accelerations_full(SK *k, const double *q, const double *qd, const double *u,
+                          double *qdd, double *x, double *xd, double *xdd)
+{
+    int rc = sk_accelerations(k, q, qd, u, qdd);
+    if (rc != OK)
+        return rc;
+    if ((rc = sk_kinematics(k, q, qd, x, xd)) != OK)    /* the same kinematics again */
+        return rc;
+    int nb = k->nb;
+    memset(k->acc + 6 * nb, 0, sizeof(double) * 6);
+    for (int row = 0; row < nb; row++) {
+        const int *ri = k->ri + RI * row;
+        int y = ri[2], p = ri[1], vo = ri[4];
+        double *acc = k->acc + 6 * y, *S = k->S + 36 * y, *c = k->c + 6 * y, d[3], t[3];
+        const double *ap = k->acc + 6 * p;
+        for (int i = 0; i < 3; i++)
+            d[i] = k->r[3 * y + i] - k->r[3 * p + i];
+        cross(ap, d, t);
+        for (int i = 0; i < 3; i++) {
+            acc[i] = ap[i] + c[i];
+            acc[3 + i] = ap[3 + i] + t[i] + c[3 + i];
+        }
+        for (int a = 0; a < k->dof[y]; a++)
+            for (int i = 0; i < 6; i++)
+                acc[i] += S[6 * a + i] * k->nud[vo + a];
+    }
+    for (int b = 0; b < nb; b++) {
+        double t1[4], t2[4];
+        Et_times(xd + 7 * b + 3, k->w + 3 * b, t1);
+        Et_times(x + 7 * b + 3, k->acc + 6 * b, t2);
+        for (int i = 0; i < 3; i++)
+            xdd[7 * b + i] = k->acc[6 * b + 3 + i];
+        for (int i = 0; i < 4; i++)
+            xdd[7 * b + 3 + i] = 0.5 * (t1[i] + t2[i]);
+    }
+    return OK;
 }
 
 /* multipliers of the cut rows from the last evaluation (the kernel's own rows and signs) */
