@@ -73,7 +73,9 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
 def absolute(model, q, qd):
     """(x, xd) of the bodies from the kernel's forward kinematics."""
     if model.spatial:
-        return _spatial_tmt.absolute(model, q, qd)
+        from ..spatial_kernel import spatial_kernel
+
+        return spatial_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
     return tree_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
 
 
