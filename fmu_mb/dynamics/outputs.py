@@ -314,6 +314,11 @@ class Outputs:
 
     def _markers(self):
         model = self.model
+        fast = getattr(self.form, "markers", None)
+        if fast is not None and self.state.coords == "joint":
+            out = fast(model, self.state.q, self.state.qd)
+            if out is not None:
+                return out.reshape(-1)
         x, xd = self._get("absolute")
         if model.spatial:
             return spatial_elements.marker_outputs(model, x, xd).reshape(-1)

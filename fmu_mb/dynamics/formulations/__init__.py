@@ -12,6 +12,8 @@ Each is a small namespace with the same functions:
         loop (integrate._Stepper's interface), or None (likewise)
     cosim_stepper(model, settings) -> step(state, t_end, u) -> State, or None: the same
         with the settings bound once (integrate.stepper; None attribute where absent)
+    markers(model, q, qd) -> (n_markers, 6) positions and velocities, or None: a compiled
+        shortcut for the marker outputs (recursive, spatial; None attribute where absent)
     supports(model) -> bool, or None for the formulations that run every model (recursive:
         trees, closed loops and contacts, no drives; spatial: trees and closed loops, no
         drives or contacts; fmu_mb.dynamics.kernel.supported and
@@ -63,7 +65,7 @@ _REGISTRY = {
         accelerations=_ne.accelerations,
         initial_state=_ne_initial, project=_ne_project, absolute=lambda model, q, qd: (q, qd),
         lam=lambda model, dyn: dyn.lam, native_advance=None, native_stepper=None,
-        cosim_stepper=None, supports=None, dae=_ne.dae_terms),
+        cosim_stepper=None, supports=None, markers=None, dae=_ne.dae_terms),
     **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
         name=mod.__name__.rsplit(".", 1)[1], coordinates_kind=mod.COORDINATES,
         coordinates=mod.coordinates,
@@ -72,7 +74,7 @@ _REGISTRY = {
         native_advance=getattr(mod, "native_advance", None),
         native_stepper=getattr(mod, "native_stepper", None),
         cosim_stepper=getattr(mod, "cosim_stepper", None),
-        supports=getattr(mod, "supports", None),
+        supports=getattr(mod, "supports", None), markers=getattr(mod, "markers", None),
         equations=getattr(mod, "reduced_equations", None),
         kinematics=getattr(mod, "kinematics", None), dae=getattr(mod, "dae_terms", None))
         for mod in (_tmt, _lagrange, _recursive, _minimal_order)},

@@ -79,6 +79,16 @@ def absolute(model, q, qd):
     return tree_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
 
 
+def markers(model, q, qd):
+    """(n_markers, 6) positions and velocities of the markers of a spatial model from the
+    kernel; None for a planar one (the outputs compute them from x)."""
+    if not model.spatial:
+        return None
+    from ..spatial_kernel import spatial_kernel
+
+    return spatial_kernel(model).markers(np.asarray(q, float), np.asarray(qd, float))
+
+
 def initial_state(model):
     if model.spatial:
         return _spatial_tmt.initial_state(model)

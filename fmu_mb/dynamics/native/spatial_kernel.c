@@ -703,6 +703,24 @@ int sk_kinematics(SK *k, const double *q, const double *qd, double *x, double *x
     return OK;
 }
 
+/* positions and velocities (6 per point: r, r') of np body points (body b, point s in body
+ * axes; b = nb the ground) at (q, qd) */
+void sk_points(SK *k, const double *q, const double *qd, int np, const int *body,
+               const double *pts, double *out)
+{
+    kinematics(k, q, qd);
+    for (int i = 0; i < np; i++) {
+        int b = body[i];
+        double arm[3], wa[3], *o = out + 6 * i;
+        mat3(k->A + 9 * b, pts + 3 * i, arm);
+        cross(k->w + 3 * b, arm, wa);
+        for (int j = 0; j < 3; j++) {
+            o[j] = k->r[3 * b + j] + arm[j];
+            o[3 + j] = k->v[3 * b + j] + wa[j];
+        }
+    }
+}
+
 /* ------------------------------------------------------------------ ABA */
 static void xmat(const SK *k, int y, int p, double *Xm)   /* X(d), d = r_Y - r_X */
 {
