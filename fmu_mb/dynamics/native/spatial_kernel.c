@@ -94,7 +94,7 @@ typedef struct {
     int mode;                         /* 0 none, 1 projection, 2 Baumgarte */
     double alpha, beta, proj_tol, t;
     /* workspace per body (ground = nb) */
-    double *r, *A, *w, *v, *S, *c, *IA, *Ia, *pA, *U, *Dinv, *uu, *acc, *fw;
+    double *r, *A, *w, *v, *S, *c, *IA, *Ia, *pA, *U, *Dinv, *uu, *acc, *fw, *Jg;
     int *dof;
     double *nud, *nud0, *nuv, *qtmp;
     double *K, *ytmp, *ynew, *fy, *scale, *err;
@@ -138,7 +138,7 @@ void sk_free(SK *k)
     void *p[] = {k->ri, k->rd, k->rq, k->mass, k->J, k->entry, k->ei, k->ed, k->u, k->ci, k->cd,
                  k->rows, k->Dv, k->Wt, k->Sm, k->Vm, k->ev, k->lam, k->rr, k->work, k->r,
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
-                 k->acc, k->fw, k->dof, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
+                 k->acc, k->fw, k->Jg, k->dof, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
@@ -224,6 +224,7 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
     k->uu = calloc(6 * e, sizeof(double));
     k->acc = calloc(6 * e, sizeof(double));
     k->fw = calloc(6 * e, sizeof(double));
+    k->Jg = calloc(9 * e, sizeof(double));
     k->dof = calloc(e, sizeof(int));
     k->nud = calloc(vv, sizeof(double));
     k->nud0 = calloc(vv, sizeof(double));
@@ -238,7 +239,7 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
     if (!k->ri || !k->rd || !k->mass || !k->J || !k->entry || !k->ei || !k->ed || !k->u ||
         !k->ci || !k->cd || !k->rows || !k->Dv || !k->Wt || !k->Sm || !k->Vm || !k->ev ||
         !k->lam || !k->rr || !k->work || !k->r || !k->A || !k->w || !k->v || !k->S || !k->c ||
-        !k->IA || !k->Ia || !k->pA || !k->U || !k->Dinv || !k->uu || !k->acc || !k->fw ||
+        !k->IA || !k->Ia || !k->pA || !k->U || !k->Dinv || !k->uu || !k->acc || !k->fw || !k->Jg ||
         !k->dof || !k->nud || !k->nud0 || !k->nuv || !k->qtmp || !k->K || !k->ytmp ||
         !k->ynew || !k->fy || !k->scale || !k->err) {
         sk_free(k);
@@ -722,20 +723,6 @@ void sk_points(SK *k, const double *q, const double *qd, int np, const int *body
 }
 
 /* ------------------------------------------------------------------ ABA */
-static void xmat(const SK *k, int y, int p, double *Xm)   /* X(d), d = r_Y - r_X */
-{
-    double d[3];
-    for (int i = 0; i < 3; i++)
-        d[i] = k->r[3 * y + i] - k->r[3 * p + i];
-    memset(Xm, 0, sizeof(double) * 36);
-    for (int i = 0; i < 6; i++)
-        Xm[7 * i] = 1.0;
-    double dt[9] = {0, -d[2], d[1], d[2], 0, -d[0], -d[1], d[0], 0};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            Xm[6 * (3 + i) + j] = -dt[3 * i + j];
-}
-
 /* articulated inertias, U, D^-1 (positions only) */
 static int articulate(SK *k)
 {
@@ -743,7 +730,7 @@ static int articulate(SK *k)
     for (int b = 0; b <= nb; b++)
         memset(k->IA + 36 * b, 0, sizeof(double) * 36);
     for (int b = 0; b < nb; b++) {              /* rigid-body inertia */
-        double *IA = k->IA + 36 * b, Jg[9], T[9];
+        double *IA = k->IA + 36 * b, *Jg = k->Jg + 9 * b, T[9];
         const double *A = k->A + 9 * b;
         mul33(A, k->J + 9 * b, T);
         mul33t(T, A, Jg);
@@ -773,34 +760,58 @@ static int articulate(SK *k)
                     s += S[6 * a + i] * U[6 * b2 + i];
                 D[6 * a + b2] = s;
             }
-        if (dof && invert(D, dof, Dinv) != OK)
+        if (dof == 1) {
+            if (!(D[0] > 0.0))
+                return ERR_SINGULAR;
+            Dinv[0] = 1.0 / D[0];
+        } else if (dof && invert(D, dof, Dinv) != OK) {
             return ERR_SINGULAR;
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double s = IA[6 * i + j];
+        }
+        double UD[36];                          /* U D^-1 (column b2 at UD + 6 b2) */
+        for (int b2 = 0; b2 < dof; b2++)
+            for (int i = 0; i < 6; i++) {
+                double s = 0.0;
                 for (int a = 0; a < dof; a++)
-                    for (int b2 = 0; b2 < dof; b2++)
-                        s -= U[6 * a + i] * Dinv[6 * a + b2] * U[6 * b2 + j];
-                Ia[6 * i + j] = s;
+                    s += U[6 * a + i] * Dinv[6 * a + b2];
+                UD[6 * b2 + i] = s;
+            }
+        for (int i = 0; i < 6; i++)
+            for (int j = i; j < 6; j++) {
+                double s = IA[6 * i + j];
+                for (int b2 = 0; b2 < dof; b2++)
+                    s -= UD[6 * b2 + i] * U[6 * b2 + j];
+                Ia[6 * i + j] = Ia[6 * j + i] = s;
             }
         if (p == nb)
             continue;                           /* the ground takes no articulated inertia */
-        double Xm[36], IX[36];
-        xmat(k, y, p, Xm);
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double s = 0.0;
-                for (int l = 0; l < 6; l++)
-                    s += Ia[6 * i + l] * Xm[6 * l + j];
-                IX[6 * i + j] = s;
+        /* IA_X += X' Ia X with X = [[I, 0], [Dm, I]], Dm = -d~ (d = r_Y - r_X), by 3 x 3
+         * blocks of Ia = [[A, B], [B', C]]:
+         * [[A + B Dm + (B Dm)' + Dm' C Dm, B + (C Dm)'], [B' + C Dm, C]] */
+        double d[3], Dm[9], A3[9], B3[9], C3[9], BD[9], CDm[9], DCD[9];
+        for (int i = 0; i < 3; i++)
+            d[i] = k->r[3 * y + i] - k->r[3 * p + i];
+        Dm[0] = 0.0;   Dm[1] = d[2];  Dm[2] = -d[1];
+        Dm[3] = -d[2]; Dm[4] = 0.0;   Dm[5] = d[0];
+        Dm[6] = d[1];  Dm[7] = -d[0]; Dm[8] = 0.0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                A3[3 * i + j] = Ia[6 * i + j];
+                B3[3 * i + j] = Ia[6 * i + 3 + j];
+                C3[3 * i + j] = Ia[6 * (3 + i) + 3 + j];
             }
+        mul33(B3, Dm, BD);
+        mul33(C3, Dm, CDm);
+        for (int i = 0; i < 3; i++)             /* DCD = Dm' CDm */
+            for (int j = 0; j < 3; j++)
+                DCD[3 * i + j] = Dm[i] * CDm[j] + Dm[3 + i] * CDm[3 + j] + Dm[6 + i] * CDm[6 + j];
         double *IAp = k->IA + 36 * p;
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double s = 0.0;
-                for (int l = 0; l < 6; l++)
-                    s += Xm[6 * l + i] * IX[6 * l + j];
-                IAp[6 * i + j] += s;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                IAp[6 * i + j] += A3[3 * i + j] + BD[3 * i + j] + BD[3 * j + i]
+                                  + DCD[3 * i + j];
+                IAp[6 * i + 3 + j] += B3[3 * i + j] + CDm[3 * j + i];
+                IAp[6 * (3 + i) + j] += B3[3 * j + i] + CDm[3 * i + j];
+                IAp[6 * (3 + i) + 3 + j] += C3[3 * i + j];
             }
     }
     return OK;
@@ -815,11 +826,9 @@ static void solve(SK *k, const double *tau, int bias, double *nud)
         memset(k->pA + 6 * b, 0, sizeof(double) * 6);
     if (bias)
         for (int b = 0; b < nb; b++) {
-            double *pA = k->pA + 6 * b, Jg[9], T[9], Jw[3], gyro[3];
-            const double *A = k->A + 9 * b, *w = k->w + 3 * b, *fw = k->fw + 6 * b;
-            mul33(A, k->J + 9 * b, T);
-            mul33t(T, A, Jg);
-            mat3(Jg, w, Jw);
+            double *pA = k->pA + 6 * b, Jw[3], gyro[3];
+            const double *w = k->w + 3 * b, *fw = k->fw + 6 * b;
+            mat3(k->Jg + 9 * b, w, Jw);            /* J global, from articulate() */
             cross(w, Jw, gyro);
             for (int i = 0; i < 3; i++) {
                 pA[i] = gyro[i] - fw[i];
