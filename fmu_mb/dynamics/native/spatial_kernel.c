@@ -100,37 +100,6 @@ typedef struct {
     double *K, *ytmp, *ynew, *fy, *scale, *err;
 } SK;
 
-typedef struct {
-    int s, order, dop853;
-    double A[MAXS * MAXS], B[MAXS], C[MAXS], E[MAXS + 1], E3[MAXS + 1], E5[MAXS + 1];
-    int ready;
-} Tableau;
-
-static Tableau TAB[2];
-
-int sk_set_tableau(int which, int s, int order, const double *A, const double *B,
-                   const double *C, const double *E, const double *E3, const double *E5)
-{
-    if (which < 0 || which > 1 || s < 1 || s > MAXS)
-        return ERR_ARGS;
-    Tableau *T = &TAB[which];
-    memset(T, 0, sizeof *T);
-    T->s = s;
-    T->order = order;
-    T->dop853 = (E3 != NULL && E5 != NULL);
-    memcpy(T->A, A, sizeof(double) * s * s);
-    memcpy(T->B, B, sizeof(double) * s);
-    memcpy(T->C, C, sizeof(double) * s);
-    if (E)
-        memcpy(T->E, E, sizeof(double) * (s + 1));
-    if (E3)
-        memcpy(T->E3, E3, sizeof(double) * (s + 1));
-    if (E5)
-        memcpy(T->E5, E5, sizeof(double) * (s + 1));
-    T->ready = 1;
-    return OK;
-}
-
 void sk_free(SK *k)
 {
     if (!k)
@@ -1534,12 +1503,20 @@ static int post_step(SK *k, double *y, int *rc)
     return moved;
 }
 /* ------------------------------------------------------------------ integrators
- * The same methods and step-size control as the planar kernel.c (scipy's RK45 and DOP853
- * tableaus and controller, rk4 with equal steps); after each accepted step the
- * Euler-parameter sets are normalised (|p| = 1, p . p' = 0) and, with projection, the loop
- * rows closed (post_step). */
-static int rhs(SK *k, const double *y, double *dy)
+ * rk4, dopri5 and dop853 with scipy's step-size control: native/integrators.h, shared with
+ * the planar kernel; after each accepted step the Euler-parameter sets are normalised
+ * (|p| = 1, p . p' = 0) and, with projection, the loop rows closed (post_step). */
+#include "integrators.h"
+
+int sk_set_tableau(int which, int s, int order, const double *A, const double *B,
+                   const double *C, const double *E, const double *E3, const double *E5)
 {
+    return integ_set_tableau(which, s, order, A, B, C, E, E3, E5);
+}
+
+static int rhs(void *ctx, const double *y, double *dy)
+{
+    SK *k = ctx;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
     int rc = accel(k, y, y + n, dy + n);
@@ -1551,234 +1528,23 @@ static int rhs(SK *k, const double *y, double *dy)
     return OK;
 }
 
-static int all_finite(const double *y, int m)
+static int post(void *ctx, double *y, int *moved)
 {
-    for (int i = 0; i < m; i++)
-        if (!isfinite(y[i]))
-            return 0;
-    return 1;
-}
-
-static int initial_step(SK *k, const Tableau *T, double t, const double *y, const double *f0,
-                        double t_end, double max_step, double rtol, double atol, double *h_out)
-{
-    int m = 2 * k->n;
-    double interval = fabs(t_end - t);
-    double *sc = k->scale, *y1 = k->ytmp, *f1 = k->fy;
-    for (int i = 0; i < m; i++)
-        sc[i] = atol + fabs(y[i]) * rtol;
-    double s0 = 0.0, s1 = 0.0;
-    for (int i = 0; i < m; i++) {
-        s0 += (y[i] / sc[i]) * (y[i] / sc[i]);
-        s1 += (f0[i] / sc[i]) * (f0[i] / sc[i]);
-    }
-    double d0 = sqrt(s0 / m), d1 = sqrt(s1 / m);
-    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
-    if (h0 > interval)
-        h0 = interval;
-    for (int i = 0; i < m; i++)
-        y1[i] = y[i] + h0 * f0[i];
-    int rc = rhs(k, y1, f1);
-    if (rc != OK)
-        return rc;
-    double s2 = 0.0;
-    for (int i = 0; i < m; i++) {
-        double v = (f1[i] - f0[i]) / sc[i];
-        s2 += v * v;
-    }
-    double d2 = sqrt(s2 / m) / h0, h1;
-    if (d1 <= 1e-15 && d2 <= 1e-15)
-        h1 = fmax(1e-6, h0 * 1e-3);
-    else
-        h1 = pow(0.01 / fmax(d1, d2), 1.0 / (T->order + 1));
-    double h = fmin(100 * h0, h1);
-    h = fmin(h, interval);
-    *h_out = fmin(h, max_step);
-    return OK;
-}
-
-static int advance(SK *k, int method, double t, double t_end, double *y, double *h_io,
-                   double rtol, double atol, double max_step, double step, int *nfev,
-                   double *t_fail)
-{
-    int n = k->n, m = 2 * n, rc;
-    double *K = k->K, *yt = k->ytmp, *yn = k->ynew;
-    *nfev = 0;
-    *t_fail = t;
-    if (m == 0 || t_end <= t)
-        return OK;
-    if (method == 2) {
-        double span = t_end - t, ns = ceil(span / step - 1e-9);
-        long nsteps = ns < 1.0 ? 1 : (long)ns;
-        double dt = span / (double)nsteps;
-        double *k1 = K, *k2 = K + m, *k3 = K + 2 * m, *k4 = K + 3 * m, *yc = K + 4 * m;
-        memcpy(yc, y, sizeof(double) * m);
-        for (long s = 0; s < nsteps; s++) {
-            *t_fail = t + s * dt;
-            if ((rc = rhs(k, yc, k1)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt / 2 * k1[i];
-            if ((rc = rhs(k, yt, k2)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt / 2 * k2[i];
-            if ((rc = rhs(k, yt, k3)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt * k3[i];
-            if ((rc = rhs(k, yt, k4)) != OK)
-                return rc;
-            *nfev += 4;
-            for (int i = 0; i < m; i++)
-                yc[i] += dt / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-            if (!all_finite(yc, m))
-                return ERR_NONFINITE;
-            *t_fail = t + (s + 1) * dt;
-            post_step(k, yc, &rc);
-            if (rc != OK)
-                return rc;
-        }
-        memcpy(y, yc, sizeof(double) * m);
-        *h_io = dt;
-        return OK;
-    }
-    const Tableau *T = &TAB[method == 1 ? 1 : 0];
-    if (!T->ready)
-        return ERR_ARGS;
-    int s = T->s;
-    double *yc = K + (s + 1) * m, *f = K;
-    memcpy(yc, y, sizeof(double) * m);
-    double tc = t;
-    if ((rc = rhs(k, yc, f)) != OK)
-        return rc;
-    *nfev += 1;
-    double h_abs = *h_io;
-    if (h_abs > 0.0) {
-        if (h_abs > t_end - t)
-            h_abs = t_end - t;
-    } else {
-        if ((rc = initial_step(k, T, tc, yc, f, t_end, max_step, rtol, atol, &h_abs)) != OK)
-            return rc;
-        *nfev += 1;
-    }
-    const double safety = 0.9, min_factor = 0.2, max_factor = 10.0;
-    const double expo = -1.0 / (T->order + 1);
-    while (tc < t_end) {
-        *t_fail = tc;
-        double min_step = 10 * fabs(nextafter(tc, INFINITY) - tc);
-        if (h_abs > max_step)
-            h_abs = max_step;
-        else if (h_abs < min_step)
-            h_abs = min_step;
-        int rejected = 0;
-        for (;;) {
-            if (h_abs < min_step)
-                return ERR_STEP;
-            double t_new = tc + h_abs;
-            if (t_new - t_end > 0)
-                t_new = t_end;
-            double h = t_new - tc;
-            h_abs = fabs(h);
-            rc = OK;
-            for (int st = 1; st < s; st++) {
-                const double *a = T->A + st * s;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j < st; j++)
-                        acc += K[j * m + i] * a[j];
-                    yt[i] = yc[i] + acc * h;
-                }
-                if ((rc = rhs(k, yt, K + st * m)) != OK)
-                    break;
-            }
-            if (rc == OK) {
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j < s; j++)
-                        acc += K[j * m + i] * T->B[j];
-                    yn[i] = yc[i] + h * acc;
-                }
-                rc = rhs(k, yn, K + s * m);
-            }
-            *nfev += s;
-            if (rc == ERR_NONFINITE) {
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (rc != OK)
-                return rc;
-            double *sc = k->scale, err;
-            for (int i = 0; i < m; i++)
-                sc[i] = atol + fmax(fabs(yc[i]), fabs(yn[i])) * rtol;
-            if (T->dop853) {
-                double e5 = 0.0, e3 = 0.0;
-                for (int i = 0; i < m; i++) {
-                    double a5 = 0.0, a3 = 0.0;
-                    for (int j = 0; j <= s; j++) {
-                        a5 += K[j * m + i] * T->E5[j];
-                        a3 += K[j * m + i] * T->E3[j];
-                    }
-                    a5 /= sc[i];
-                    a3 /= sc[i];
-                    e5 += a5 * a5;
-                    e3 += a3 * a3;
-                }
-                err = (e5 == 0.0 && e3 == 0.0) ? 0.0 : h_abs * e5 / sqrt((e5 + 0.01 * e3) * m);
-            } else {
-                double e2 = 0.0;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j <= s; j++)
-                        acc += K[j * m + i] * T->E[j];
-                    acc *= h / sc[i];
-                    e2 += acc * acc;
-                }
-                err = sqrt(e2 / m);
-            }
-            if (!isfinite(err)) {
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (err < 1.0) {
-                double factor = err == 0.0 ? max_factor : fmin(max_factor, safety * pow(err, expo));
-                if (rejected && factor > 1.0)
-                    factor = 1.0;
-                h_abs *= factor;
-                tc = t_new;
-                break;
-            }
-            h_abs *= fmax(min_factor, safety * pow(err, expo));
-            rejected = 1;
-        }
-        memcpy(yc, yn, sizeof(double) * m);
-        if (!all_finite(yc, m)) {
-            *t_fail = tc;
-            return ERR_NONFINITE;
-        }
-        *t_fail = tc;
-        int moved = post_step(k, yc, &rc);
-        if (rc != OK)
-            return rc;
-        if (moved) {                            /* f at the normalised state */
-            if ((rc = rhs(k, yc, f)) != OK)
-                return rc;
-            *nfev += 1;
-        } else {
-            memcpy(f, K + s * m, sizeof(double) * m);     /* first same as last */
-        }
-    }
-    memcpy(y, yc, sizeof(double) * m);
-    *h_io = h_abs;
-    return OK;
+    int rc;
+    *moved = post_step(ctx, y, &rc);
+    return rc;
 }
 
 /* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]; u the inputs */
 int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     sk_set_inputs(k, u);
-    return advance(k, method, par[0], par[1], y, &par[2], par[3], par[4], par[5], par[6], nfev,
-                   &par[7]);
+    if (par[1] <= par[0]) {
+        *nfev = 0;
+        par[7] = par[0];
+        return OK;
+    }
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k};
+    return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
+                         par[6], nfev, &par[7]);
 }
