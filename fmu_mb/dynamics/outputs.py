@@ -307,6 +307,11 @@ class Outputs:
 
     def _markers(self):
         model = self.model
+        fast = getattr(self.form, "markers", None)
+        if fast is not None and self.state.coords == "joint":
+            out = fast(model, self.state.q, self.state.qd)
+            if out is not None:
+                return out.reshape(-1)
         x, xd = self._get("absolute")
         if model.spatial:
             from ..mechanics.spatial import elements as spatial_elements

@@ -12,9 +12,12 @@ Each is a small namespace with the same functions:
         loop (integrate._Stepper's interface), or None (likewise)
     cosim_stepper(model, settings) -> step(state, t_end, u) -> State, or None: the same
         with the settings bound once (integrate.stepper; None attribute where absent)
+    markers(model, q, qd) -> (n_markers, 6) positions and velocities, or None: a compiled
+        shortcut for the marker outputs (recursive, spatial; None attribute where absent)
     supports(model) -> bool, or None for the formulations that run every model (recursive:
-        trees, closed loops and contacts, no drives; fmu_mb.dynamics.kernel.supported says
-        why not)
+        trees, closed loops and contacts, no drives; spatial: trees and closed loops, no
+        drives or contacts; fmu_mb.dynamics.kernel.supported and
+        fmu_mb.dynamics.spatial_kernel.supported say why not)
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
     kinematics(model, q, qd) -> x, xd, Tq, g
@@ -24,8 +27,8 @@ and newton_euler, tmt and lagrange (for the implicit integrators, see formulatio
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
 constraint rows; recursive (the articulated-body algorithm in C, with the cut rows closed in C
-and compiled steps between contact events) runs every model without drives (spatial: open
-trees under gravity); minimal integrates only the f independent coordinates of closed loops
+and compiled steps between contact events) runs every model without drives (spatial: trees
+and closed loops with force elements, no drives or contacts); minimal integrates only the f independent coordinates of closed loops
 (coordinate partitioning, the closure solved at each evaluation).
 
 "auto" (the default of Settings.formulation) is no formulation of its own: `auto_choice(model)`
@@ -70,7 +73,7 @@ def _namespace(name):
             project=lambda model, y, t, tol: mod.project_absolute(model, y, t, tol),
             absolute=lambda model, q, qd: (q, qd),
             lam=lambda model, dyn: dyn.lam, native_advance=None, native_stepper=None,
-            cosim_stepper=None, supports=None, dae=mod.dae_terms)
+            cosim_stepper=None, supports=None, markers=None, dae=mod.dae_terms)
     return SimpleNamespace(
         name=name, coordinates_kind=mod.COORDINATES, coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
@@ -78,7 +81,7 @@ def _namespace(name):
         native_advance=getattr(mod, "native_advance", None),
         native_stepper=getattr(mod, "native_stepper", None),
         cosim_stepper=getattr(mod, "cosim_stepper", None),
-        supports=getattr(mod, "supports", None),
+        supports=getattr(mod, "supports", None), markers=getattr(mod, "markers", None),
         equations=getattr(mod, "reduced_equations", None),
         kinematics=getattr(mod, "kinematics", None), dae=getattr(mod, "dae_terms", None))
 
@@ -115,12 +118,15 @@ def _recursive_supports(model):
     from ..kernel import KernelUnavailable, library, supported
 
     if getattr(model, "spatial", False):
-        return "the model is spatial (the compiled kernel is planar)"
-    why = supported(model)
+        from ..spatial_kernel import library as spatial_library, supported as spatial_supported
+
+        why, lib = spatial_supported(model), spatial_library
+    else:
+        why, lib = supported(model), library
     if why is not None:
         return why
     try:
-        library()                     # built once (or found prebuilt, as in an FMU)
+        lib()                         # built once (or found prebuilt, as in an FMU)
     except (KernelUnavailable, OSError) as exc:
         return f"the compiled kernel is unavailable ({exc})"
     # the articulated-body algorithm divides by articulated inertias: a massless body, or a
