@@ -9,11 +9,11 @@ from fmu_mb.dynamics import formulations, kernel
 from fmu_mb.dynamics.formulations import auto_choice, describe_choice
 from fmu_mb.tools.cli import _parser, main
 
-from conftest import MODELS, model
+from conftest import MODELS, model, python_drive
 
 OPEN_TREES = [("double_pendulum", {}), ("pendulum_chain", {"N": 5}),
               ("hinged_body_spring", {})]
-OTHERS = [("container_crane_driven", "drives")]
+OTHERS = [("excavator", "hydraulic cylinders"), ("python_drive", "Python function")]
 LOOPS = ["slider_crank", "four_bar", "n_four_bar", "bouncing_ball"]     # loops and contacts
 
 
@@ -35,7 +35,7 @@ def test_open_trees_run_in_the_compiled_kernel(name, pars):
 
 @pytest.mark.parametrize("name,why", OTHERS)
 def test_other_models_run_in_newton_euler_and_say_why(name, why):
-    m = model(name)
+    m = python_drive() if name == "python_drive" else model(name)
     chosen, reasons = auto_choice(m)
     assert chosen == "newton_euler"
     assert why in reasons["recursive"]

@@ -166,7 +166,8 @@ def check_spatial(model, settings):
 def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
-    runs trees, closed loops and contacts but no drives."""
+    runs trees, closed loops, contacts and drives whose law it evaluates in C (see
+    fmu_mb.dynamics.kernel.supported)."""
     settings = settings.for_model(model)
     check_spatial(model, settings)
     if model.contacts and settings.method in IMPLICIT_METHODS:

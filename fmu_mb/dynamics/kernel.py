@@ -147,7 +147,7 @@ def library():
     lib.mbk_free.restype = None
     lib.mbk_free.argtypes = [P]
     lib.mbk_set_tableau.argtypes = [I, I, I, P, P, P, P, P, P]
-    lib.mbk_accelerations.argtypes = [P, P, P, P, P, P, P, P]
+    lib.mbk_accelerations.argtypes = [P, D, P, P, P, P, P, P, P]
     lib.mbk_applied_forces.argtypes = [P, P, P, P, P]
     lib.mbk_kinematics.restype = None
     lib.mbk_kinematics.argtypes = [P, P, P, P, P]
@@ -157,7 +157,8 @@ def library():
     lib.mbk_set_rows.argtypes = [P, I, P, P]
     lib.mbk_set_stabilization.restype = None
     lib.mbk_set_stabilization.argtypes = [P, I, D, D, D]
-    lib.mbk_project.argtypes = [P, P]
+    lib.mbk_project.argtypes = [P, D, P]
+    lib.mbk_set_drives.argtypes = [P, I, P, I, P]
     lib.mbk_multipliers.restype = None
     lib.mbk_multipliers.argtypes = [P, P]
     lib.mbk_set_eigensolver.restype = None
@@ -212,21 +213,59 @@ def supported(model):
     """None when the kernel can run `model`, else the reason why not (a sentence).
 
     The kernel runs spanning trees of revolute, prismatic and weld joints (and floating
-    bodies) with every force element, and closes loops with the rows of cut revolute, weld,
-    prismatic and distance joints; contacts run in the event loop of fmu_mb.dynamics.integrate
-    with the kernel stepping between events; drives need tmt or newton_euler."""
+    bodies) with every force element, closes loops with the rows of cut revolute, weld,
+    prismatic and distance joints, and prescribes the coordinates of driven tree joints
+    whose law it can evaluate itself (constant_rate, harmonic, polynomial); contacts run in
+    the event loop of fmu_mb.dynamics.integrate with the kernel stepping between events."""
     t = model.topology
-    if model.drives:
-        return f"it has drives {[d.name for d in model.drives]}"
+    for d in model.drives:
+        if d.joint not in t.tree_joints:
+            return (f"its drive '{d.name}' acts on the cut joint '{d.joint}' (the kernel "
+                    f"prescribes tree coordinates only)")
+        if _law(d.motion) is None:
+            return (f"its drive '{d.name}' follows a Python function ({d.motion.description}; "
+                    f"the kernel evaluates the laws of constant_rate, harmonic and "
+                    f"polynomial)")
     if model.compiled.tsda_gain is not None:
         return (f"it has hydraulic cylinders "
                 f"{[e.name for e in model.elements if e.kind == 'cylinder']}")
     bad = [n for n in t.tree_joints if model.joint(n).kind not in _J]
     if bad:
         return f"joints {bad} are not revolute, prismatic or weld joints"
-    if t.cut_joints and len(loop_rows(model)[0]) != len(_tree_map(model).cut_rows):
+    if t.cut_joints and len(loop_rows(model)[0]) != (len(_tree_map(model).cut_rows)
+                                                     - len(model.drives)):
         return f"its cut joints {list(t.cut_joints)} have rows the kernel does not know"
     return None
+
+
+def _law(motion):
+    """(kind code, numbers) of a drive law the kernel evaluates, or None."""
+    law = getattr(motion, "law", None)
+    if law is None:
+        return None
+    kind, values = law
+    values = [float(v) for v in values]
+    if kind == "polynomial" and values:
+        return 1, values
+    if kind == "harmonic" and len(values) == 4:
+        return 2, values
+    return None
+
+
+def drive_data(model):
+    """The drives for the kernel: di (nd, 4) = tree coordinate, law code, offset, count;
+    dp the laws' numbers; and rows (nd,) the drives' rows in tree_map(model).cut_rows."""
+    tm = _tree_map(model)
+    jpos = {model.joints[k].name: i for i, k in enumerate(tm.joints)}
+    cut = [int(r) for r in tm.cut_rows]
+    di, dp, rows = [], [], []
+    for d, (row, *_) in zip(model.drives, model.compiled.drives):
+        code, values = _law(d.motion)
+        di.append([jpos[d.joint], code, len(dp), len(values)])
+        dp += values
+        rows.append(cut.index(int(row)))
+    return (np.array(di, dtype=np.intc).reshape(-1, 4), np.array(dp or [0.0], dtype=float),
+            np.array(rows, dtype=np.intp))
 
 
 def _tree_map(model):
@@ -330,8 +369,15 @@ class TreeKernel:
             _eigensolver()
         if self.m and lib.mbk_set_rows(handle, self.m, ri.ctypes.data, rd.ctypes.data):
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel's loop rows")
+        di, dp, self._drive_pos = drive_data(model)
+        self.nd = len(di)
+        if self.nd and lib.mbk_set_drives(handle, self.nd, di.ctypes.data, len(dp),
+                                          dp.ctypes.data):
+            raise InputError(f"model '{model.name}': the kernel refused the drives' laws")
+        cut_pos = np.setdiff1d(np.arange(self.m + self.nd), self._drive_pos)
+        self._order = np.argsort(np.concatenate([cut_pos, self._drive_pos]))
         self._stab = None
-        self._lam = np.zeros(max(1, self.m))
+        self._lam = np.zeros(max(1, self.m + self.nd))
         self.lib, self.handle, self.nb, self.n, self.name = lib, handle, nb, n, model.name
         self.n_inputs = len(model.inputs)
         self.element_names = ([e.name for e in model.elements if e.kind == "tsda"] +
@@ -388,7 +434,7 @@ class TreeKernel:
             self._stabilization_unlocked("none" if baumgarte is None else "baumgarte",
                                          (0.0, 0.0) if baumgarte is None else baumgarte, None)
         self._load(q, qd, u)
-        rc = self.lib.mbk_accelerations(self.handle, self._pq, self._pqd, self._pu,
+        rc = self.lib.mbk_accelerations(self.handle, float(t), self._pq, self._pqd, self._pu,
                                         self._pqdd, self._px, self._pxd, self._pxdd)
         if rc:
             raise self._error(rc, t, "the accelerations cannot be computed")
@@ -396,10 +442,10 @@ class TreeKernel:
         return self._qdd[:self.n].copy(), o[0].copy(), o[1].copy(), o[2].copy()
 
     def _multipliers_unlocked(self):
-        """lam (m,) of the loop rows from the last `accelerations` (Mbar qdd + Dq' lam =
-        fbar)."""
+        """lam of the loop rows and drives in tree_map(model).cut_rows order, from the last
+        `accelerations` (Mbar qdd + Dq' lam = fbar; a drive's row is q_j - s(t))."""
         self.lib.mbk_multipliers(self.handle, self._lam.ctypes.data)
-        return self._lam[:self.m].copy()
+        return self._lam[:self.m + self.nd][self._order]
 
     def _project_unlocked(self, q, qd, t=0.0, tol=None):
         """(q, qd) projected onto the loop rows to |phi| <= tol (1 + max |x|) (None: the
@@ -408,7 +454,7 @@ class TreeKernel:
             mode, a, b, _ = self._stab or ("projection", 0.0, 0.0, 0.0)
             self._stabilization_unlocked(mode, (a, b), tol)
         self._load(q, qd, None)
-        rc = self.lib.mbk_project(self.handle, self._py)
+        rc = self.lib.mbk_project(self.handle, float(t), self._py)
         if rc:
             raise self._error(rc, t, "the projection failed")
         n = self.n

@@ -15,10 +15,18 @@ pass per row, the Schur complement S = Dq W (Cholesky; a truncated eigen-decompo
 singular poses, as fmu_mb.linalg.schur_solve), qdd = qdd0 - W lam; drift control (Newton
 projection with least kinetic-energy steps, Baumgarte, or none) in C after every step.
 
+Drives on tree joints prescribe their coordinate, q_j = s(t) with the law evaluated in C
+(constant_rate, harmonic, polynomial), by the hybrid articulated-body algorithm (the
+prescribed joint passes its child's inertia on unreduced and its known acceleration enters
+the bias); the drive's multiplier (effort -lam, tmt's lam of the row q_j - s(t)) comes from
+an inverse-dynamics pass. Contacts run in the event loop with the kernel stepping between
+events.
+
 Scope: trees of revolute, prismatic and weld joints and floating bodies, loops closed by cut
-revolute, weld, prismatic and distance joints, with gravity, TSDA, RSDA, forces and torques.
-Drives and contacts need tmt or newton_euler (`supports(model)` says why, and a clear
-InputError). q and the outputs are those of tmt: joint coordinates in
+revolute, weld, prismatic and distance joints, drives of tree joints with a law given as
+data, with gravity, TSDA, RSDA, forces and torques. Drives of Python functions
+(Motion(f, f', f'')), drives on cut joints and hydraulic cylinders need tmt or newton_euler
+(`supports(model)` says why, and a clear InputError). q and the outputs are those of tmt: joint coordinates in
 `tree_coordinates(model)` order, reactions recovered from the motion (`lam`).
 
 Spatial models: the 3-D articulated-body algorithm of native/spatial_kernel.c
@@ -65,7 +73,7 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
     k = tree_kernel(model)
     with k._lock:                        # the multipliers of this very solve
         qdd, x, xd, xdd = k._accelerations_unlocked(q, qd, u, t, baumgarte)
-        lam = k._multipliers_unlocked() if k.m else np.zeros(0)
+        lam = k._multipliers_unlocked() if k.m or k.nd else np.zeros(0)
     return Dynamics(qdd, lam, tree_map(model).cut_rows, x, xd, xdd, t, u)
 
 
@@ -89,7 +97,7 @@ def project(model, y, t, tol):
     if model.spatial:
         return _spatial_tmt.project(model, y, t, tol)
     k = tree_kernel(model)
-    if not k.m:
+    if not (k.m or k.nd):
         return y
     n = k.n
     q, qd = k.project(y[:n], y[n:], t, tol)

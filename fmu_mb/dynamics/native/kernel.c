@@ -7,7 +7,7 @@
  *
  * Loaded with ctypes by fmu_mb/dynamics/kernel.py, which compiles it with the system C
  * compiler (`cc -O2 -ffp-contract=off`) on first use and caches the library. Python checks
- * the model (no drives) and passes flat arrays; nothing here allocates during a step.
+ * the model and passes flat arrays; nothing here allocates during a step.
  *
  * Coordinates and symbols follow fmu_mb (seed 000): absolute coordinates x = (x, y, phi) per
  * body at its centre of mass, M = diag(m, m, J), tree joint coordinates q (fmu_mb.tree).
@@ -34,6 +34,16 @@
  * Root to leaves: a' = X a_p + c, qdd = (uu - U'a') / D, a_b = a' + S qdd.
  * The inertia pass (`articulate`, q only) is split from the bias and acceleration passes
  * (`solve_tau`), so Mbar^-1 tau for any generalised force tau costs one O(N) pass.
+ *
+ * Drives (section "drives"): a drive on a tree joint prescribes its coordinate,
+ * q_j = s(t), qd_j = s'(t), qdd_j = s''(t), with s a law given as data (polynomial or
+ * harmonic, fmu_mb.mechanics.motion). The articulated-body algorithm then runs in its hybrid
+ * form (Featherstone, ch. 9): a prescribed joint passes its child's articulated inertia to
+ * the parent unreduced, like a weld, and its known acceleration S s'' enters the bias, so
+ * the other coordinates see exactly the constrained system (the drive row q_j - s(t) = 0
+ * holds identically, for any value the integrator carries in q_j). The drive's multiplier
+ * (tmt's lam of the row q_j - s(t), effort -lam) is the joint force S'F the motion needs,
+ * from one inverse-dynamics pass over the final accelerations.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +77,9 @@ typedef struct {
     double *work, *rd, *phi, *conv, *Dq, *Wt, *Sm, *Vm, *ev, *lam, *rr, *qdd0, *qtmp;
     int mode;              /* 0: none, 1: projection, 2: baumgarte */
     double alpha, beta, proj_tol;
+    /* drives (mbk_set_drives): nd prescribed coordinates */
+    int nd, *di, *presc;   /* di (nd, DI): coordinate, law, offset in dp, count; presc (n) */
+    double *dp, *qe, *qde, *sdd, *lamd;   /* law data; q, qd with s, s'; s'' per coord */
 } Kernel;
 
 typedef struct {
@@ -110,7 +123,8 @@ void mbk_free(Kernel *k)
                  k->S, k->c, k->IA, k->pA, k->U, k->Dinv, k->uu, k->dd, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err, k->entry, k->Ia, k->Dv, k->a0, k->ri,
                  k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
-                 k->lam, k->rr, k->qdd0, k->qtmp, k->work};
+                 k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
+                 k->qde, k->sdd, k->lamd};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -333,6 +347,103 @@ static int forces(Kernel *k, const double *u)
     return OK;
 }
 
+/* ------------------------------------------------------------------ drives */
+enum { L_POLY = 1, L_HARM = 2 };
+#define DI 4          /* ints per drive: coordinate, law, offset in dp, number of values */
+
+/* coordinate ic is prescribed by a drive */
+static inline int prescribed(const Kernel *k, int ic)
+{
+    return k->nd > 0 && ic >= 0 && k->presc[ic] >= 0;
+}
+
+/* s(t), s'(t), s''(t) of drive d: polynomial c0 + c1 t + ... (Horner) or harmonic
+ * offset + A sin(w t + phase) with (A, w, phase, offset) */
+static void law(const Kernel *k, int d, double t, double *v)
+{
+    const int *D = k->di + DI * d;
+    const double *P = k->dp + D[2];
+    int cnt = D[3];
+    if (D[1] == L_HARM) {
+        double sn = sin(P[1] * t + P[2]), cs = cos(P[1] * t + P[2]);
+        v[0] = P[3] + P[0] * sn;
+        v[1] = P[0] * P[1] * cs;
+        v[2] = -P[0] * P[1] * P[1] * sn;
+        return;
+    }
+    double a = 0.0, b = 0.0, c = 0.0;
+    for (int i = cnt - 1; i >= 0; i--) {
+        c = c * t + 2.0 * b;
+        b = b * t + a;
+        a = a * t + P[i];
+    }
+    v[0] = a;
+    v[1] = b;
+    v[2] = c;
+}
+
+/* (q, qd) with the prescribed coordinates set to s(t), s'(t) (in k->qe, k->qde; s'' in
+ * k->sdd); returns the arrays to use */
+static void prescribe(Kernel *k, double t, const double **q, const double **qd)
+{
+    int n = k->n;
+    memcpy(k->qe, *q, sizeof(double) * n);
+    memcpy(k->qde, *qd, sizeof(double) * n);
+    for (int d = 0; d < k->nd; d++) {
+        int j = k->di[DI * d];
+        double v[3];
+        law(k, d, t, v);
+        k->qe[j] = v[0];
+        k->qde[j] = v[1];
+        k->sdd[j] = v[2];
+    }
+    *q = k->qe;
+    *qd = k->qde;
+}
+
+/* the prescribed entries of y = (q, qd) set to s(t), s'(t) */
+static void prescribe_state(Kernel *k, double t, double *y)
+{
+    for (int d = 0; d < k->nd; d++) {
+        int j = k->di[DI * d];
+        double v[3];
+        law(k, d, t, v);
+        y[j] = v[0];
+        y[k->n + j] = v[1];
+    }
+}
+
+/* nd drives: di (nd, DI) = coordinate, law (1 polynomial, 2 harmonic), offset, count;
+ * dp the laws' numbers */
+int mbk_set_drives(Kernel *k, int nd, const int *di, int ndp, const double *dp)
+{
+    int n = k->n;
+    free(k->di); free(k->presc); free(k->dp); free(k->qe); free(k->qde); free(k->sdd);
+    free(k->lamd);
+    k->nd = 0;
+    k->di = dup(di, sizeof(int) * DI * nd);
+    k->dp = dup(dp, sizeof(double) * ndp);
+    k->presc = malloc(sizeof(int) * (n > 0 ? n : 1));
+    k->qe = calloc(n > 0 ? n : 1, sizeof(double));
+    k->qde = calloc(n > 0 ? n : 1, sizeof(double));
+    k->sdd = calloc(n > 0 ? n : 1, sizeof(double));
+    k->lamd = calloc(nd > 0 ? nd : 1, sizeof(double));
+    if (!k->di || !k->dp || !k->presc || !k->qe || !k->qde || !k->sdd || !k->lamd)
+        return ERR_ARGS;
+    for (int j = 0; j < n; j++)
+        k->presc[j] = -1;
+    for (int d = 0; d < nd; d++) {
+        const int *D = di + DI * d;
+        if (D[0] < 0 || D[0] >= n || k->presc[D[0]] >= 0 || D[2] < 0 || D[3] < 0 ||
+            D[2] + D[3] > ndp || (D[1] == L_HARM && D[3] != 4) ||
+            (D[1] != L_HARM && D[1] != L_POLY))
+            return ERR_ARGS;
+        k->presc[D[0]] = d;
+    }
+    k->nd = nd;
+    return OK;
+}
+
 /* ------------------------------------------------------------------ articulated bodies */
 static int solve3(const double *A, const double *b, double *x)
 {
@@ -379,7 +490,7 @@ static int articulate(Kernel *k)
         if (type == J_FREE)
             continue;
         double *I = IA + 9 * b, *S = k->S + 9 * b, *Ia = k->Ia + 9 * b;
-        if (type == J_REV || type == J_PRI) {
+        if ((type == J_REV || type == J_PRI) && !prescribed(k, J[4])) {
             double *U = k->U + 3 * b;
             for (int r = 0; r < 3; r++)
                 U[r] = I[3 * r] * S[0] + I[3 * r + 1] * S[1] + I[3 * r + 2] * S[2];
@@ -437,7 +548,16 @@ static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
             continue;
         double *pb = pA + 3 * b, *S = k->S + 9 * b, *c = k->c + 3 * b, *Ia = k->Ia + 9 * b;
         double pa[3];
-        if (type == J_REV || type == J_PRI) {
+        int pr = (type == J_REV || type == J_PRI) && prescribed(k, ic);
+        if (pr) {                  /* known acceleration S s'' joins the bias */
+            double cs[3] = {c[0], c[1], c[2]};
+            if (bias)
+                for (int r = 0; r < 3; r++)
+                    cs[r] += S[r] * k->sdd[ic];
+            for (int r = 0; r < 3; r++)
+                pa[r] = pb[r] + (bias ? Ia[3 * r] * cs[0] + Ia[3 * r + 1] * cs[1]
+                                        + Ia[3 * r + 2] * cs[2] : 0.0);
+        } else if (type == J_REV || type == J_PRI) {
             double *U = k->U + 3 * b, D = k->Dv[b];
             double uu = -(S[0] * pb[0] + S[1] * pb[1] + S[2] * pb[2]);
             if (tau && ic >= 0)
@@ -484,7 +604,14 @@ static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
         ab[0] = ap[0] - dy * ap[2] + (bias ? c[0] : 0.0);
         ab[1] = ap[1] + dx * ap[2] + (bias ? c[1] : 0.0);
         ab[2] = ap[2] + (bias ? c[2] : 0.0);
-        if (type == J_REV || type == J_PRI) {
+        if ((type == J_REV || type == J_PRI) && prescribed(k, ic)) {
+            const double *S = k->S + 9 * b;
+            double qa = bias ? k->sdd[ic] : 0.0;
+            ab[0] += S[0] * qa;
+            ab[1] += S[1] * qa;
+            ab[2] += S[2] * qa;
+            qdd[ic] = qa;
+        } else if (type == J_REV || type == J_PRI) {
             const double *U = k->U + 3 * b, *S = k->S + 9 * b;
             double qa = (k->uu[b] - (U[0] * ab[0] + U[1] * ab[1] + U[2] * ab[2])) * k->Dinv[b];
             ab[0] += S[0] * qa;
@@ -895,11 +1022,16 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
     return OK;
 }
 
-/* Project y = (q, qd) onto the rows (Newton with least kinetic-energy steps, then qd onto
- * Dq qd = 0), as fmu_mb.dynamics.formulations._minimal.project */
-static int project(Kernel *k, double *y)
+/* Project y = (q, qd) at time t onto the rows (the prescribed coordinates set to s(t),
+ * s'(t); Newton with least kinetic-energy steps of the others, then qd onto Dq qd = 0), as
+ * fmu_mb.dynamics.formulations._minimal.project */
+static int project(Kernel *k, double t, double *y)
 {
     int m = k->m, n = k->n, rc;
+    if (k->nd)
+        prescribe_state(k, t, y);
+    if (m == 0)
+        return OK;
     double *q = y, *qd = y + n, *zero = k->qtmp;
     for (int j = 0; j < n; j++)
         zero[j] = 0.0;
@@ -961,22 +1093,61 @@ static int project(Kernel *k, double *y)
     return OK;
 }
 
-/* y = (q, qd) projected in place (tol as Settings.projection_tol) */
-int mbk_project(Kernel *k, double *y)
+/* y = (q, qd) projected in place at time t (tol as Settings.projection_tol) */
+int mbk_project(Kernel *k, double t, double *y)
 {
-    if (k->m == 0)
-        return OK;
-    return project(k, y);
+    return project(k, t, y);
 }
 
-/* multipliers of the rows from the last mbk_accelerations */
+/* multipliers of the loop rows, then of the drives, from the last mbk_accelerations */
 void mbk_multipliers(Kernel *k, double *lam)
 {
     memcpy(lam, k->lam, sizeof(double) * k->m);
+    memcpy(lam + k->m, k->lamd, sizeof(double) * k->nd);
 }
 
-static int accel(Kernel *k, const double *q, const double *qd, const double *u, double *qdd)
+/* the drives' multipliers after an acceleration solve (body accelerations in k->xdd):
+ * F_b = M_b a_b - f_b + sum over the children X' F_c is the force the joint of b passes
+ * into b's subtree, S'F the generalised force (Mbar qdd - fbar)_j, and the row q_j - s(t)
+ * of Mbar qdd + Dq' lam = fbar gives lam_j = -S'F - (Dq_loops' lam)_j */
+static void drive_multipliers(Kernel *k)
 {
+    int nb = k->nb, n = k->n;
+    double *F = k->pA, *a = k->xdd;
+    for (int b = 0; b <= nb; b++) {
+        double ms = b < nb ? k->mass[b] : 0.0, js = b < nb ? k->inertia[b] : 0.0;
+        F[3 * b] = ms * a[3 * b] - k->f[3 * b];
+        F[3 * b + 1] = ms * a[3 * b + 1] - k->f[3 * b + 1];
+        F[3 * b + 2] = js * a[3 * b + 2] - k->f[3 * b + 2];
+    }
+    for (int i = nb - 1; i >= 0; i--) {
+        const int *J = k->ji + JI * i;
+        int b = J[0], type = J[1], p = J[2], ic = J[4];
+        if (type == J_FREE)
+            continue;
+        const double *Fb = F + 3 * b;
+        if ((type == J_REV || type == J_PRI) && prescribed(k, ic)) {
+            const double *S = k->S + 9 * b;
+            double tau = S[0] * Fb[0] + S[1] * Fb[1] + S[2] * Fb[2];
+            for (int r = 0; r < k->m; r++)
+                tau += k->Dq[(size_t)r * n + ic] * k->lam[r];
+            k->lamd[k->presc[ic]] = -tau;
+        }
+        if (p == nb)
+            continue;
+        double dx = k->dd[2 * b], dy = k->dd[2 * b + 1];
+        double *Fp = F + 3 * p;
+        Fp[0] += Fb[0];
+        Fp[1] += Fb[1];
+        Fp[2] += -dy * Fb[0] + dx * Fb[1] + Fb[2];
+    }
+}
+
+static int accel(Kernel *k, double t, const double *q, const double *qd, const double *u,
+                 double *qdd)
+{
+    if (k->nd)
+        prescribe(k, t, &q, &qd);
     kinematics(k, q, qd);
     int rc = forces(k, u);
     if (rc != OK)
@@ -986,16 +1157,19 @@ static int accel(Kernel *k, const double *q, const double *qd, const double *u, 
     return aba(k, qdd);
 }
 
-/* qdd (n,) and, when x is not NULL, x, xd, xdd (3 nb each) of the bodies */
-int mbk_accelerations(Kernel *k, const double *q, const double *qd, const double *u,
-                      double *qdd, double *x, double *xd, double *xdd)
+/* qdd (n,) at time t and, when x is not NULL, x, xd, xdd (3 nb each) of the bodies and
+ * the drives' multipliers */
+int mbk_accelerations(Kernel *k, double t, const double *q, const double *qd,
+                      const double *u, double *qdd, double *x, double *xd, double *xdd)
 {
-    int rc = accel(k, q, qd, u, qdd);
+    int rc = accel(k, t, q, qd, u, qdd);
     if (rc != OK)
         return rc;
     if (x) {
         if (k->m > 0)
             body_acc(k, qdd, k->xdd);
+        if (k->nd)
+            drive_multipliers(k);
         memcpy(x, k->x, sizeof(double) * 3 * k->nb);
         memcpy(xd, k->xd, sizeof(double) * 3 * k->nb);
         memcpy(xdd, k->xdd, sizeof(double) * 3 * k->nb);
@@ -1022,13 +1196,15 @@ int mbk_applied_forces(Kernel *k, const double *q, const double *qd, const doubl
 }
 
 /* ------------------------------------------------------------------ integrators */
-static int rhs(Kernel *k, const double *y, const double *u, double *dy)
+static int rhs(Kernel *k, double t, const double *y, const double *u, double *dy)
 {
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
-    int rc = accel(k, y, y + n, u, dy + n);
+    int rc = accel(k, t, y, y + n, u, dy + n);
     if (rc != OK)
         return rc;
+    for (int d = 0; d < k->nd; d++)           /* q_j' = s'(t) */
+        dy[k->di[DI * d]] = k->qde[k->di[DI * d]];
     for (int i = 0; i < 2 * n; i++)
         if (!isfinite(dy[i]))
             return ERR_NONFINITE;
@@ -1076,7 +1252,7 @@ static int initial_step(Kernel *k, const Tableau *T, double t, const double *y, 
         h0 = interval;
     for (int i = 0; i < m; i++)
         y1[i] = y[i] + h0 * f0[i];
-    int rc = rhs(k, y1, u, f1);
+    int rc = rhs(k, t + h0, y1, u, f1);
     if (rc != OK)
         return rc;
     double s2 = 0.0;
@@ -1137,7 +1313,7 @@ static int rk_step(Kernel *k, const Tableau *T, double *tc_io, double t_end, dou
                     acc += K[j * m + i] * a[j];
                 yt[i] = yc[i] + acc * h;
             }
-            if ((rc = rhs(k, yt, u, K + st * m)) != OK)
+            if ((rc = rhs(k, tc + T->C[st] * h, yt, u, K + st * m)) != OK)
                 break;
         }
         if (rc == OK) {
@@ -1147,7 +1323,7 @@ static int rk_step(Kernel *k, const Tableau *T, double *tc_io, double t_end, dou
                 acc += K[j * m + i] * T->B[j];
             yn[i] = yc[i] + h * acc;
         }
-        rc = rhs(k, yn, u, K + s * m);
+        rc = rhs(k, t_new, yn, u, K + s * m);
         }
         *nfev += s;
         if (rc == ERR_NONFINITE) {          /* a stage left the finite range: shrink */
@@ -1236,19 +1412,19 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
         for (long s = 0; s < nsteps; s++) {
             double tk = t + s * dt;
             *t_fail = tk;
-            if ((rc = rhs(k, yc, u, k1)) != OK)
+            if ((rc = rhs(k, tk, yc, u, k1)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt / 2 * k1[i];
-            if ((rc = rhs(k, yt, u, k2)) != OK)
+            if ((rc = rhs(k, tk + dt / 2, yt, u, k2)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt / 2 * k2[i];
-            if ((rc = rhs(k, yt, u, k3)) != OK)
+            if ((rc = rhs(k, tk + dt / 2, yt, u, k3)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt * k3[i];
-            if ((rc = rhs(k, yt, u, k4)) != OK)
+            if ((rc = rhs(k, tk + dt, yt, u, k4)) != OK)
                 return rc;
             *nfev += 4;
             for (int i = 0; i < m; i++)
@@ -1257,7 +1433,7 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
                 return ERR_NONFINITE;
             if (k->m > 0 && k->mode == 1) {
                 *t_fail = s == nsteps - 1 ? t_end : t + (s + 1) * dt;
-                if ((rc = project(k, yc)) != OK)
+                if ((rc = project(k, *t_fail, yc)) != OK)
                     return rc;
             }
         }
@@ -1272,7 +1448,7 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
     double *yc = K + (s + 1) * m, *f = K;      /* K rows 0..s, then the current y */
     memcpy(yc, y, sizeof(double) * m);
     double tc = t;
-    if ((rc = rhs(k, yc, u, f)) != OK)
+    if ((rc = rhs(k, tc, yc, u, f)) != OK)
         return rc;
     *nfev += 1;
     double h_abs = *h_io;
@@ -1296,9 +1472,9 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
         }
         if (k->m > 0 && k->mode == 1) {            /* drift control after every step */
             *t_fail = tc;
-            if ((rc = project(k, yc)) != OK)
+            if ((rc = project(k, tc, yc)) != OK)
                 return rc;
-            if ((rc = rhs(k, yc, u, f)) != OK)
+            if ((rc = rhs(k, tc, yc, u, f)) != OK)
                 return rc;
             *nfev += 1;
         }
@@ -1312,8 +1488,11 @@ static int advance(Kernel *k, int method, double t, double t_end, double *y, dou
  * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)] */
 int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, int *nfev)
 {
-    return advance(k, method, par[0], par[1], y, &par[2], u, par[3], par[4], par[5], par[6],
-                   nfev, &par[7]);
+    int rc = advance(k, method, par[0], par[1], y, &par[2], u, par[3], par[4], par[5],
+                     par[6], nfev, &par[7]);
+    if (rc == OK && k->nd)              /* the prescribed coordinates exactly at t_end */
+        prescribe_state(k, par[1], y);
+    return rc;
 }
 
 /* One accepted dopri5 (method 0) or dop853 (1) step for an event loop that keeps the dense
@@ -1335,7 +1514,7 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
     if (have_f) {
         memcpy(K, Kout, sizeof(double) * m);
     } else {
-        if ((rc = rhs(k, yc, u, K)) != OK)
+        if ((rc = rhs(k, par[0], yc, u, K)) != OK)
             return rc;
         *nfev += 1;
     }
@@ -1353,6 +1532,8 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
     if (!all_finite(k->ynew, m))
         return ERR_NONFINITE;
     memcpy(y, k->ynew, sizeof(double) * m);
+    if (k->nd)
+        prescribe_state(k, tc, y);
     memcpy(Kout, K, sizeof(double) * (s + 1) * m);
     par[0] = tc;
     par[2] = h_abs;
