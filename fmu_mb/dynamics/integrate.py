@@ -486,8 +486,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
         native = get_formulation(settings.formulation).native_stepper   # compiled steps
-        stepper = (native(model, settings, t, y, t_end, h, uvec) if native is not None and
-                   not active.any() and pas is None and not locks else None)
+        stepper = (native(model, settings, t, y, t_end, h, uvec, active) if native is not None
+                   and pas is None and not locks else None)
         stepper = stepper or _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
         while event is None and stepper.t < t_end:

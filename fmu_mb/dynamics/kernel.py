@@ -275,8 +275,8 @@ def _tree_map(model):
 
 def loop_rows(model):
     """The cut joints' constraint rows for the kernel: ri (m, 3) = kind, parent body, child
-    body; rd (m, 7) = parent point, child point, w0 (prismatic normal in the parent),
-    offset (angle0 or length); in the order of tree_map(model).cut_rows."""
+    body; rd (m, 8) = parent point, child point, w0 (prismatic normal in the parent),
+    offset (angle0 or length), sign (1); in the order of tree_map(model).cut_rows."""
     C = model.compiled
     cut = {int(r): i for i, r in enumerate(_tree_map(model).cut_rows)}
     ri, rd = [None] * len(cut), [None] * len(cut)
@@ -285,7 +285,7 @@ def loop_rows(model):
         if int(row) in cut:
             k = cut[int(row)]
             ri[k] = [kind, int(ps.p[i]), int(ps.c[i])]
-            rd[k] = [*ps.sp[i], *ps.sc[i], *w0, float(off)]
+            rd[k] = [*ps.sp[i], *ps.sc[i], *w0, float(off), 1.0]
 
     for i, rows in enumerate(C.pd_rows):
         for comp, row in enumerate(rows):
@@ -298,14 +298,39 @@ def loop_rows(model):
         put(row, _ROW_KINDS["dst"], C.dst, i, off=C.dst_length[i])
     keep = [k for k in range(len(cut)) if ri[k] is not None]
     return (np.array([ri[k] for k in keep], dtype=np.intc).reshape(-1, 3),
-            np.array([rd[k] for k in keep], dtype=float).reshape(-1, 7))
+            np.array([rd[k] for k in keep], dtype=float).reshape(-1, 8))
+
+
+def contact_rows(model, contacts):
+    """The gap rows of the contacts `contacts` (indices in model.contacts, in that order)
+    for the kernel, as loop_rows: gap = sign (value - offset) of fmu_mb.mechanics.contacts
+    (point-line: the projection on the line's normal, point-point: the distance, joint
+    limits: the relative angle or the projection on the prismatic axis)."""
+    B = model.compiled.contacts
+    found = {}
+    for ps, pos, kind, w0, off, side in (
+            (B.pl, B.pl_pos, _ROW_KINDS["prj"], B.pl_w0, B.pl_offset, None),
+            (B.pp, B.pp_pos, _ROW_KINDS["dst"], None, B.pp_offset, B.pp_side),
+            (B.ja, B.ja_pos, _ROW_KINDS["ang"], None, B.ja_offset, B.ja_side),
+            (B.jp, B.jp_pos, _ROW_KINDS["prj"], B.jp_w0, B.jp_offset, B.jp_side)):
+        for i in range(len(ps)):
+            found[int(pos[i])] = ([kind, int(ps.p[i]), int(ps.c[i])],
+                                  [*ps.sp[i], *ps.sc[i],
+                                   *(w0[i] if w0 is not None else (0.0, 0.0)),
+                                   float(off[i]), 1.0 if side is None else float(side[i])])
+    ri = [found[i][0] for i in contacts]
+    rd = [found[i][1] for i in contacts]
+    return (np.array(ri, dtype=np.intc).reshape(-1, 3),
+            np.array(rd, dtype=float).reshape(-1, 8))
 
 
 class TreeKernel:
     """The kernel instance of one Model (its tree and loop rows), with preallocated ctypes
     buffers."""
 
-    def __init__(self, model):
+    def __init__(self, model, contacts=()):
+        """contacts: indices of persistent contacts whose gap rows the kernel keeps closed
+        (rows after the cut joints' rows; see contact_kernel)."""
         from ..mechanics.tree import tree_map
 
         why = supported(model)
@@ -364,6 +389,11 @@ class TreeKernel:
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel")
         self._finalizer = weakref.finalize(self, lib.mbk_free, handle)
         ri, rd = loop_rows(model)
+        self.m_loop = len(ri)
+        self.contacts = tuple(int(i) for i in contacts)
+        if self.contacts:
+            ci, cd = contact_rows(model, self.contacts)
+            ri, rd = np.concatenate([ri, ci]), np.concatenate([rd, cd])
         self.m = len(ri)
         if self.m:
             _eigensolver()
@@ -374,8 +404,10 @@ class TreeKernel:
         if self.nd and lib.mbk_set_drives(handle, self.nd, di.ctypes.data, len(dp),
                                           dp.ctypes.data):
             raise InputError(f"model '{model.name}': the kernel refused the drives' laws")
-        cut_pos = np.setdiff1d(np.arange(self.m + self.nd), self._drive_pos)
-        self._order = np.argsort(np.concatenate([cut_pos, self._drive_pos]))
+        cut_pos = np.setdiff1d(np.arange(self.m_loop + self.nd), self._drive_pos)
+        order = np.argsort(np.concatenate([cut_pos, self._drive_pos]))
+        # C's order: loop rows, contact rows, drives -> cut_rows order (loops and drives)
+        self._order = np.where(order < self.m_loop, order, order + self.m - self.m_loop)
         self._stab = None
         self._lam = np.zeros(max(1, self.m + self.nd))
         self.lib, self.handle, self.nb, self.n, self.name = lib, handle, nb, n, model.name
@@ -445,7 +477,12 @@ class TreeKernel:
         """lam of the loop rows and drives in tree_map(model).cut_rows order, from the last
         `accelerations` (Mbar qdd + Dq' lam = fbar; a drive's row is q_j - s(t))."""
         self.lib.mbk_multipliers(self.handle, self._lam.ctypes.data)
-        return self._lam[:self.m + self.nd][self._order]
+        return self._lam[self._order]
+
+    def _contact_multipliers_unlocked(self):
+        """lam of the contact rows (in self.contacts order) from the last `accelerations`
+        (the contact force is -lam)."""
+        return self._lam[self.m_loop:self.m].copy()
 
     def _project_unlocked(self, q, qd, t=0.0, tol=None):
         """(q, qd) projected onto the loop rows to |phi| <= tol (1 + max |x|) (None: the
@@ -570,4 +607,21 @@ def tree_kernel(model):
     k = _KERNELS.get(model)
     if k is None:
         k = _KERNELS[model] = TreeKernel(model)
+    return k
+
+
+_CONTACT_KERNELS = weakref.WeakKeyDictionary()
+
+
+def contact_kernel(model, contacts):
+    """The TreeKernel of `model` with the gap rows of the persistent contacts `contacts`
+    (a tuple of indices in model.contacts) closed after the cut rows: one instance per
+    active set, made when a phase of the event loop first needs it."""
+    contacts = tuple(int(i) for i in contacts)
+    if not contacts:
+        return tree_kernel(model)
+    per = _CONTACT_KERNELS.setdefault(model, {})
+    k = per.get(contacts)
+    if k is None:
+        k = per[contacts] = TreeKernel(model, contacts)
     return k

@@ -134,8 +134,10 @@ class NativeStepper:
 
     projects = True
 
-    def __init__(self, model, settings, t, y, t_end, h, u):
-        self.k = tree_kernel(model)
+    def __init__(self, model, settings, t, y, t_end, h, u, contacts=()):
+        from ..kernel import contact_kernel
+
+        self.k = contact_kernel(model, contacts)
         self.method, self.u, self.t_end = settings.method, u, t_end
         self.rtol = max(settings.rtol, 100 * np.finfo(float).eps)
         self.atol, self.max_step = settings.atol, settings.max_step
@@ -194,12 +196,14 @@ class NativeStepper:
         return Dop853DenseOutput(t_old, t, y_old, F)
 
 
-def native_stepper(model, settings, t, y, t_end, h, u):
+def native_stepper(model, settings, t, y, t_end, h, u, active=None):
     """A NativeStepper for the event loop, or None when the method has no C step (rk4 and
-    radau keep the Python stepper)."""
+    radau keep the Python stepper). active: the persistent contacts of the phase (bool per
+    contact), whose gap rows the kernel keeps closed as loop rows."""
     if settings.method not in ("dopri5", "dop853") or model.spatial:
         return None
-    return NativeStepper(model, settings, t, y, t_end, h, u)
+    contacts = () if active is None else tuple(int(i) for i in np.flatnonzero(active))
+    return NativeStepper(model, settings, t, y, t_end, h, u, contacts)
 
 
 def lam(model, dyn):

@@ -672,7 +672,7 @@ static void body_acc(Kernel *k, const double *qdd, double *a)
  */
 enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4 };
 #define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
-#define RD 7          /* doubles per row: sp(2), sc(2), w0(2), offset */
+#define RD 8          /* doubles per row: sp(2), sc(2), w0(2), offset, sign */
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
 enum { ERR_DRIFT = 6 };
@@ -747,7 +747,10 @@ static void add_path(const Kernel *k, int b, const double *Q, const double *w, d
     }
 }
 
-/* phi, Dq (and conv when want_conv, needs k->a0) of the rows at the current kinematics */
+/* phi, Dq (and conv when want_conv, needs k->a0) of the rows at the current kinematics:
+ * the rows of the cut joints and, in a kernel made for a phase with persistent contacts,
+ * the gap rows of those contacts (point-line: R_PRJ, point-point: R_DST, joint limits:
+ * R_ANG or R_PRJ, each with its offset and side) */
 static int rows(Kernel *k, int want_conv)
 {
     int m = k->m, n = k->n;
@@ -779,7 +782,7 @@ static int rows(Kernel *k, int want_conv)
             wp[i] = -1.0;
             cv = acc[i];
         } else if (kind == R_ANG) {
-            val = k->x[3 * c + 2] - k->x[3 * p + 2] - P[6];
+            val = k->x[3 * c + 2] - k->x[3 * p + 2];
             wc[2] = 1.0;
             wp[2] = -1.0;
             cv = ang;
@@ -800,7 +803,7 @@ static int rows(Kernel *k, int want_conv)
             if (!(l > 0.0))
                 return ERR_SINGULAR;
             double e[2] = {d[0] / l, d[1] / l}, ed = e[0] * dd[0] + e[1] * dd[1];
-            val = l - P[6];
+            val = l;
             wc[0] = e[0];
             wc[1] = e[1];
             wp[0] = -e[0];
@@ -809,8 +812,15 @@ static int rows(Kernel *k, int want_conv)
         } else {
             return ERR_ARGS;
         }
-        k->phi[r] = val;
-        k->conv[r] = cv;
+        /* phi = sign (value - offset): a cut joint's rows have sign 1; a persistent
+         * contact's gap row (fmu_mb.mechanics.contacts) its side */
+        double sg = P[7];
+        for (int i = 0; i < 3; i++) {
+            wc[i] *= sg;
+            wp[i] *= sg;
+        }
+        k->phi[r] = sg * (val - P[6]);
+        k->conv[r] = sg * cv;
         double *Dr = k->Dq + (size_t)r * n;
         memset(Dr, 0, sizeof(double) * n);
         add_path(k, c, Qc, wc, Dr);
