@@ -67,6 +67,20 @@ def test_auto_results_are_within_the_tolerance_of_every_route():
             np.testing.assert_allclose(auto[n], other[n], atol=2e-8, err_msg=f"{f}: {n}")
 
 
+@pytest.mark.parametrize("name,t_end", [("container_crane_driven", 2.0),
+                                        ("slider_crank_stop", 0.8)])
+def test_drives_and_persistent_contacts_run_in_the_kernel_within_tolerance(name, t_end):
+    """The driven crane (a drive with a harmonic law) and the slider-crank held at its stop
+    (a persistent contact) go to recursive; auto's results agree with tmt's (rtol 1e-10)."""
+    m = model(name)
+    assert auto_choice(m) == ("recursive", {})
+    a = simulate(m, t_end, 0.05, rtol=1e-10, atol=1e-12)
+    b = simulate(m, t_end, 0.05, formulation="tmt", rtol=1e-10, atol=1e-12)
+    for col in b.dtype.names:
+        scale = 1.0 + np.abs(b[col]).max()
+        np.testing.assert_allclose(a[col], b[col], rtol=0, atol=1e-7 * scale, err_msg=col)
+
+
 def test_auto_is_exactly_the_formulation_it_names():
     for name in ("slider_crank", "bouncing_ball"):
         a = simulate(model(name), 0.3, 0.05)
