@@ -13,7 +13,7 @@ from conftest import MODELS, model, python_drive
 
 OPEN_TREES = [("double_pendulum", {}), ("pendulum_chain", {"N": 5}),
               ("hinged_body_spring", {})]
-OTHERS = [("excavator", "hydraulic cylinders"), ("python_drive", "Python function")]
+OTHERS = [("python_drive", "Python function")]
 LOOPS = ["slider_crank", "four_bar", "n_four_bar", "bouncing_ball"]     # loops and contacts
 
 

@@ -154,8 +154,7 @@ def test_rod_pendulum_closed_form():
                                     rel=1e-13)
 
 
-@pytest.mark.parametrize("name,what", [("python_drive", "Python function"),
-                                       ("excavator", "hydraulic cylinders")])
+@pytest.mark.parametrize("name,what", [("python_drive", "Python function")])
 def test_models_it_cannot_run_are_refused_with_a_message(name, what):
     m = python_drive() if name == "python_drive" else model(name)
     with pytest.raises(InputError, match=f"'recursive'.*{what}.*'tmt'"):

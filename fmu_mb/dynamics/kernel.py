@@ -159,6 +159,7 @@ def library():
     lib.mbk_set_stabilization.argtypes = [P, I, D, D, D]
     lib.mbk_project.argtypes = [P, D, P]
     lib.mbk_set_drives.argtypes = [P, I, P, I, P]
+    lib.mbk_set_gains.argtypes = [P, I, I, P]
     lib.mbk_multipliers.restype = None
     lib.mbk_multipliers.argtypes = [P, P]
     lib.mbk_set_eigensolver.restype = None
@@ -226,9 +227,6 @@ def supported(model):
             return (f"its drive '{d.name}' follows a Python function ({d.motion.description}; "
                     f"the kernel evaluates the laws of constant_rate, harmonic and "
                     f"polynomial)")
-    if model.compiled.tsda_gain is not None:
-        return (f"it has hydraulic cylinders "
-                f"{[e.name for e in model.elements if e.kind == 'cylinder']}")
     bad = [n for n in t.tree_joints if model.joint(n).kind not in _J]
     if bad:
         return f"joints {bad} are not revolute, prismatic or weld joints"
@@ -359,7 +357,7 @@ class TreeKernel:
             jd.append([tm.sign[k], tm.angle0[k], *tm.s_placed[k], *tm.s_other[k], *tm.axis[k]])
         ei, ed = [], []
         for i in range(len(C.tsda)):
-            ei.append([1, C.tsda.p[i], C.tsda.c[i], C.tsda_u[i], 0])
+            ei.append([1, C.tsda.p[i], C.tsda.c[i], C.tsda_u[i], i])
             ed.append([C.tsda_k[i], C.tsda_c[i], C.tsda_l0[i], 0.0, *C.tsda.sp[i],
                        *C.tsda.sc[i], 0.0, 0.0])
         for i in range(len(C.rsda)):
@@ -399,6 +397,11 @@ class TreeKernel:
             _eigensolver()
         if self.m and lib.mbk_set_rows(handle, self.m, ri.ctypes.data, rd.ctypes.data):
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel's loop rows")
+        if C.tsda_gain is not None:          # hydraulic cylinders: s -= G u
+            G = np.ascontiguousarray(C.tsda_gain, dtype=float)
+            if lib.mbk_set_gains(handle, G.shape[0], G.shape[1], G.ctypes.data):
+                raise MemoryError(f"model '{model.name}': cannot allocate the kernel's gains")
+            self._gains = G
         di, dp, self._drive_pos = drive_data(model)
         self.nd = len(di)
         if self.nd and lib.mbk_set_drives(handle, self.nd, di.ctypes.data, len(dp),
@@ -412,7 +415,7 @@ class TreeKernel:
         self._lam = np.zeros(max(1, self.m + self.nd))
         self.lib, self.handle, self.nb, self.n, self.name = lib, handle, nb, n, model.name
         self.n_inputs = len(model.inputs)
-        self.element_names = ([e.name for e in model.elements if e.kind == "tsda"] +
+        self.element_names = ([e.name for e in model.elements if e.kind in ("tsda", "cylinder")] +
                               [e.name for e in model.elements if e.kind == "rsda"])
         self._lock = threading.Lock()    # one workspace per model; ctypes drops the GIL
         self._y = np.zeros(2 * n)

@@ -25,7 +25,7 @@ newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
 constraint rows; recursive (the articulated-body algorithm in C, with the cut rows closed in C
 and compiled steps between contact events, drives as prescribed coordinates) runs every model
-but those with hydraulic cylinders or drives of Python functions (spatial: open trees under
+but those with drives of Python functions or on cut joints (spatial: open trees under
 gravity); minimal integrates only the f independent coordinates of closed loops
 (coordinate partitioning, the closure solved at each evaluation).
 
@@ -138,8 +138,8 @@ def _recursive_supports(model):
 #: simulation, default settings, in every formulation that runs the model) and
 #: `python bench/loops_rhs.py`: recursive (the compiled kernel) is 3-40x faster than the others
 #: on open trees and 1000x and more on closed loops, and 2-3x faster than tmt on contact
-#: models, 7x faster than newton_euler on the driven crane; where it does not apply
-#: (hydraulic cylinders, drives of Python functions, no C compiler), newton_euler
+#: models, 7x faster than newton_euler on the driven crane and 2x on the excavator's
+#: cylinders; where it does not apply (drives of Python functions, no C compiler), newton_euler
 #: was the fastest in every case, 1.2-2.4x ahead of tmt and 2-5x ahead of lagrange. The
 #: implicit methods, which recursive does not run, prefer tmt (Settings.for_model). A new
 #: formulation goes in front of the entries it beats.

@@ -24,8 +24,9 @@ events.
 
 Scope: trees of revolute, prismatic and weld joints and floating bodies, loops closed by cut
 revolute, weld, prismatic and distance joints, drives of tree joints with a law given as
-data, with gravity, TSDA, RSDA, forces and torques. Drives of Python functions
-(Motion(f, f', f'')), drives on cut joints and hydraulic cylinders need tmt or newton_euler
+data, with gravity, TSDA, RSDA (hydraulic cylinders: TSDAs with input gains), forces and
+torques; persistent contacts as extra rows (kernel.contact_kernel). Drives of Python
+functions (Motion(f, f', f'')) and drives on cut joints need tmt or newton_euler
 (`supports(model)` says why, and a clear InputError). q and the outputs are those of tmt: joint coordinates in
 `tree_coordinates(model)` order, reactions recovered from the motion (`lam`).
 

@@ -80,6 +80,9 @@ typedef struct {
     /* drives (mbk_set_drives): nd prescribed coordinates */
     int nd, *di, *presc;   /* di (nd, DI): coordinate, law, offset in dp, count; presc (n) */
     double *dp, *qe, *qde, *sdd, *lamd;   /* law data; q, qd with s, s'; s'' per coord */
+    /* hydraulic cylinders (mbk_set_gains): TSDA i has s -= sum_j G[i, j] u[j] */
+    int ng, ni;
+    double *G;
 } Kernel;
 
 typedef struct {
@@ -124,7 +127,7 @@ void mbk_free(Kernel *k)
                  k->ynew, k->fy, k->scale, k->err, k->entry, k->Ia, k->Dv, k->a0, k->ri,
                  k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
                  k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
-                 k->qde, k->sdd, k->lamd};
+                 k->qde, k->sdd, k->lamd, k->G};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -313,6 +316,11 @@ static int forces(Kernel *k, const double *u)
             double vbx = xd[3 * b] - bsy * xd[3 * b + 2], vby = xd[3 * b + 1] + bsx * xd[3 * b + 2];
             double ld = ex * (vbx - vax) + ey * (vby - vay);
             double sv = P[0] * (l - P[2]) + P[1] * ld + h;
+            if (k->G && E[4] >= 0 && E[4] < k->ng) {    /* a cylinder: s = c l' - F_hyd */
+                const double *g = k->G + (size_t)E[4] * k->ni;
+                for (int j = 0; j < k->ni; j++)
+                    sv -= g[j] * u[j];
+            }
             double Fx = sv * ex, Fy = sv * ey;          /* on a; -F on b */
             f[3 * a] += Fx;
             f[3 * a + 1] += Fy;
@@ -441,6 +449,20 @@ int mbk_set_drives(Kernel *k, int nd, const int *di, int ndp, const double *dp)
         k->presc[D[0]] = d;
     }
     k->nd = nd;
+    return OK;
+}
+
+/* the input gains of the TSDAs (ng x ni, row = the TSDA's ordinal in its element's last int):
+ * hydraulic cylinders' F_hyd = sum gain * input enters as s -= G u */
+int mbk_set_gains(Kernel *k, int ng, int ni, const double *G)
+{
+    free(k->G);
+    k->ng = k->ni = 0;
+    k->G = dup(G, sizeof(double) * (size_t)ng * (size_t)ni);
+    if (!k->G)
+        return ERR_ARGS;
+    k->ng = ng;
+    k->ni = ni;
     return OK;
 }
 
