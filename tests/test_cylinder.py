@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from fmu_mb import (InputError, ModelBuilder, ModelError, Settings, box_inertia,
+from fmu_mb import (ModelBuilder, ModelError, Settings, box_inertia,
                     cylinder_inertia, disc_inertia, rod_inertia, simulate)
 
 M, L, GRAV = 120.0, 2.0, 9.81
