@@ -54,8 +54,8 @@ def test_ball_comes_to_rest_at_the_closed_form_time_and_carries_its_weight():
 
 @pytest.mark.parametrize("name", ["falling_rod", "slider_crank_stop"])
 def test_contact_forces_and_projection_from_c_equal_tmt(name):
-    """The kit's accelerations with an active contact (C) give tmt's qdd, cut multipliers and
-    contact multipliers; its projection lands on the same manifold."""
+    """The kit's gaps and accelerations with an active contact (C) give tmt's gaps, qdd, cut
+    multipliers and contact multipliers; its projection lands on the same manifold."""
     m = model(name)
     kit_r = impact_minimal.contact_kit("recursive")
     kit_t = impact_minimal.contact_kit("tmt")
@@ -70,6 +70,8 @@ def test_contact_forces_and_projection_from_c_equal_tmt(name):
         yr = kit_r.project(m, y + 1e-6, 0.2, 1e-14, active)
         yt = kit_t.project(m, y + 1e-6, 0.2, 1e-14, active)
         np.testing.assert_allclose(yr, yt, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(kit_r.gaps(m, y[:n]), kit_t.gaps(m, y[:n]), rtol=0,
+                                   atol=1e-14)       # the event loop's gaps, from C
         a = kit_r.accelerations(m, y[:n], y[n:], 0.2, u, active)
         b = kit_t.accelerations(m, y[:n], y[n:], 0.2, u, active)
         sc = 1 + np.abs(b.qdd).max()

@@ -163,7 +163,15 @@ def _recursive_kit():
     rec = get_formulation("recursive")
     tmt_kit = _kit("tmt")
     kit = SimpleNamespace(**vars(tmt_kit))
-    kit.gaps = lambda model, q: _ne.gaps(model, rec.absolute(model, q, np.zeros_like(q))[0])
+
+    def gaps(model, q):
+        from .kernel import contact_kernel
+
+        g = contact_kernel(model, tuple(range(len(model.contacts)))).gaps(
+            np.asarray(q, float))
+        if g is None:                    # a row undefined at q: the Python rows say what
+            return _ne.gaps(model, rec.absolute(model, q, np.zeros_like(q))[0])
+        return g
 
     def accelerations(model, q, qd, t, u, active, pas=None, baumgarte=None, locks=None):
         if pas is not None or locks:
@@ -189,7 +197,7 @@ def _recursive_kit():
         n = k.n
         return np.concatenate(k.project(y[:n], y[n:], t, tol))
 
-    kit.accelerations, kit.project = accelerations, project
+    kit.gaps, kit.accelerations, kit.project = gaps, accelerations, project
     return kit
 
 

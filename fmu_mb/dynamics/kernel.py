@@ -160,6 +160,7 @@ def library():
     lib.mbk_project.argtypes = [P, D, P]
     lib.mbk_set_drives.argtypes = [P, I, P, I, P]
     lib.mbk_set_gains.argtypes = [P, I, I, P]
+    lib.mbk_row_values.argtypes = [P, P, P]
     lib.mbk_multipliers.restype = None
     lib.mbk_multipliers.argtypes = [P, P]
     lib.mbk_set_eigensolver.restype = None
@@ -482,6 +483,16 @@ class TreeKernel:
         self.lib.mbk_multipliers(self.handle, self._lam.ctypes.data)
         return self._lam[self._order]
 
+    def _gaps_unlocked(self, q):
+        """The contact rows' values at q (gaps, in self.contacts order; a kernel made with
+        every contact gives the event loop's gaps), or None when a row is undefined there
+        (a point-point contact at zero distance)."""
+        self._load(q, np.zeros(self.n), None)
+        phi = np.empty(max(1, self.m))
+        if self.lib.mbk_row_values(self.handle, self._pq, phi.ctypes.data):
+            return None
+        return phi[self.m_loop:self.m]
+
     def _contact_multipliers_unlocked(self):
         """lam of the contact rows (in self.contacts order) from the last `accelerations`
         (the contact force is -lam)."""
@@ -599,7 +610,7 @@ def _locked(name):
 
 
 for _name in ("accelerations", "kinematics", "applied_forces", "advance", "multipliers",
-              "project", "step", "stabilization"):
+              "project", "step", "stabilization", "gaps"):
     setattr(TreeKernel, _name, _locked(f"_{_name}_unlocked"))
 
 _KERNELS = weakref.WeakKeyDictionary()
@@ -620,11 +631,12 @@ def contact_kernel(model, contacts):
     """The TreeKernel of `model` with the gap rows of the persistent contacts `contacts`
     (a tuple of indices in model.contacts) closed after the cut rows: one instance per
     active set, made when a phase of the event loop first needs it."""
-    contacts = tuple(int(i) for i in contacts)
-    if not contacts:
-        return tree_kernel(model)
-    per = _CONTACT_KERNELS.setdefault(model, {})
-    k = per.get(contacts)
+    per = _CONTACT_KERNELS.get(model)
+    if per is None:
+        per = _CONTACT_KERNELS[model] = {}
+    key = contacts if type(contacts) is tuple else tuple(int(i) for i in contacts)
+    k = per.get(key)
     if k is None:
-        k = per[contacts] = TreeKernel(model, contacts)
+        key = tuple(int(i) for i in key)
+        k = per[key] = TreeKernel(model, key) if key else tree_kernel(model)
     return k

@@ -1125,6 +1125,20 @@ static int project(Kernel *k, double t, double *y)
     return OK;
 }
 
+/* phi (m) of the rows at q (the gaps of a kernel made with every contact's row: the event
+ * loop's gap values), q as given */
+int mbk_row_values(Kernel *k, const double *q, double *phi)
+{
+    double *zero = k->qtmp;
+    for (int j = 0; j < k->n; j++)
+        zero[j] = 0.0;
+    kinematics(k, q, zero);
+    int rc = rows(k, 0);
+    if (rc == OK)
+        memcpy(phi, k->phi, sizeof(double) * k->m);
+    return rc;
+}
+
 /* y = (q, qd) projected in place at time t (tol as Settings.projection_tol) */
 int mbk_project(Kernel *k, double t, double *y)
 {
