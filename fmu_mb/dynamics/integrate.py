@@ -165,7 +165,8 @@ def check_spatial(model, settings):
 def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
-    runs trees, closed loops and contacts but no drives."""
+    runs trees, closed loops, contacts and drives whose law it evaluates in C (see
+    fmu_mb.dynamics.kernel.supported)."""
     settings = settings.for_model(model)
     check_spatial(model, settings)
     if model.contacts and settings.method in IMPLICIT_METHODS:
@@ -484,8 +485,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
         native = get_formulation(settings.formulation).native_stepper   # compiled steps
-        stepper = (native(model, settings, t, y, t_end, h, uvec) if native is not None and
-                   not active.any() and pas is None and not locks else None)
+        stepper = (native(model, settings, t, y, t_end, h, uvec, active) if native is not None
+                   and pas is None and not locks else None)
         stepper = stepper or _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
         while event is None and stepper.t < t_end:
