@@ -155,9 +155,9 @@ def initial_state(model, settings=None):
 
 
 def check_spatial(model, settings):
-    """Spatial models run in newton_euler, tmt and recursive (lagrange is planar)."""
-    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "recursive",
-                                                       "minimal"):
+    """Spatial models run in newton_euler, tmt, lagrange, recursive and minimal."""
+    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "lagrange",
+                                                       "recursive", "minimal"):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
