@@ -67,7 +67,7 @@ def energy_terms(model, q, qd):
     Kw_t = 2.0 * (np.einsum("bij,bjn->bin", Gd, Tp) + np.einsum("bij,bjn->bin", G, Dp))
     dGw = np.einsum("kij,bj->bik", _G_UNIT, Pd)                        # d(G(p) w)/dp at w = p'
     dw_dq = 2.0 * (np.einsum("bij,bjn->bin", G, Dp) + np.einsum("bik,bkn->bin", dGw, Tp))
-    JKw, JKw_t = np.einsum("bij,bjn->bin", J, Kw), np.einsum("bij,bjn->bin", J, Kw_t)
+    JKw = np.einsum("bij,bjn->bin", J, Kw)
     Mbar = np.einsum("b,bin,bim->nm", m, Tr, Tr) + np.einsum("bin,bim->nm", Kw, JKw)
     MTt = np.einsum("b,bin,bim->nm", m, Dr, Tr) + np.einsum("bin,bim->nm", Kw_t, JKw)
     Mbar_t = MTt + MTt.T                           # Kw' J Kw'' = (Kw'' J Kw)' (J symmetric)
