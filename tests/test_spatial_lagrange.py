@@ -7,7 +7,7 @@ and angular momentum of a torque-free body."""
 import numpy as np
 import pytest
 
-from fmu_mb import ModelBuilder, cardan, load_model, simulate
+from fmu_mb import ModelBuilder, cardan, harmonic, load_model, simulate
 from fmu_mb.dynamics.formulations import _spatial_lagrange as sl
 from fmu_mb.dynamics.formulations import get_formulation
 from fmu_mb.mechanics.spatial import rotations as rot
@@ -54,7 +54,19 @@ def test_mass_matrix_derivatives_against_finite_differences(kinds, seed):
     assert np.abs(Mbar_t).max() > 0.1 and np.abs(dT_dq).max() > 0.1     # real terms
 
 
-@pytest.mark.parametrize("make", [every_kind,
+def driven_pair():
+    """A driven revolute joint carrying a body that hangs from it on a spherical joint."""
+    mb = ModelBuilder("driven_pair", {}, gravity=(0.0, 0.0, -9.81))
+    a = mb.body("a", mass=1.0, inertia=(0.02, 0.03, 0.04), position=(0.2, 0.0, 0.0))
+    b = mb.body("b", mass=0.5, inertia=(0.01, 0.012, 0.005), position=(0.4, 0.0, -0.2),
+                orientation=cardan(0.2, 0.1, 0.0))
+    mb.revolute("R", mb.ground, a, at=(0.0, 0.0, 0.0), axis=(0.0, 0.3, 1.0))
+    mb.spherical("S", a, b, at=(0.4, 0.0, 0.0))
+    mb.drive("spin", "R", harmonic(0.5, 0.7))
+    return mb.build()
+
+
+@pytest.mark.parametrize("make", [every_kind, driven_pair,
                                   lambda: load_model(MODELS / "heavy_top.py"),
                                   lambda: load_model(MODELS / "spatial_chain.py", N=5,
                                                      joint="spherical", link_radius=0.03)])
@@ -94,6 +106,8 @@ def test_spatial_chain_follows_tmt():
     for c in cols:
         assert np.abs(a[c] - b[c]).max() < 1e-7 * (1 + np.abs(a[c]).max()), c
     assert max(np.ptp(a[c]) for c in cols if c.endswith(".z")) > 0.05    # it swings
+    E = b["energy.total"]                              # no damping: conserved
+    assert np.abs(E - E[0]).max() < 1e-8 * (1 + np.ptp(b["energy.kinetic"]))
 
 
 def test_bricard_at_10s_agrees_with_the_reference(tmp_path):
