@@ -97,5 +97,6 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
 
 
 def absolute(model, q, qd):
-    x, xd, _, _ = jets(model, q, qd)
-    return x, xd
+    """(x, xd) = (T(q), Tq qd) for the outputs: the tree's real evaluation (the complex one
+    leaves round-off of h^2 = 1e-40 in x where the pose is exactly zero)."""
+    return _spatial_tmt.absolute(model, q, qd)
