@@ -10,6 +10,7 @@ import pytest
 from fmu_mb import ModelBuilder, cardan, harmonic, load_model, simulate
 from fmu_mb.dynamics.formulations import _spatial_lagrange as sl
 from fmu_mb.dynamics.formulations import get_formulation
+from fmu_mb.errors import InputError
 from fmu_mb.mechanics.spatial import rotations as rot
 from fmu_mb.mechanics.spatial import tree as st
 from fmu_mb.mechanics.spatial.elements import mass_matrix
@@ -165,3 +166,11 @@ def test_suspensions_over_a_road_step_agree_with_newton_euler(name):
     forces = [f for f in a.dtype.names if f.endswith((".fx", ".fz", ".tx"))]
     for f in forces:
         assert np.abs(a[f] - b[f]).max() < 1e-5 * (1 + np.abs(a[f]).max()), f
+
+
+@pytest.mark.parametrize("formulation", ["auto", "newton_euler", "tmt", "lagrange"])
+def test_implicit_methods_refuse_a_spatial_model_with_a_message(formulation):
+    """No spatial DAE terms yet: a clear InputError, not a failure inside the integrator."""
+    with pytest.raises(InputError, match="spatial: method 'generalized_alpha'.*dop853"):
+        simulate(load_model(MODELS / "heavy_top.py"), 0.01, formulation=formulation,
+                 method="generalized_alpha", step=1e-3)
