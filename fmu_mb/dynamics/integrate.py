@@ -154,12 +154,17 @@ def initial_state(model, settings=None):
 
 
 def check_spatial(model, settings):
-    """Spatial models run in newton_euler, tmt and recursive (lagrange is planar)."""
-    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "recursive",
-                                                       "minimal"):
+    """Spatial models run in newton_euler, tmt, lagrange, recursive and minimal, with the
+    explicit and adaptive methods (the implicit ones have no spatial DAE terms yet)."""
+    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "lagrange",
+                                                       "recursive", "minimal"):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
+    if model.spatial and settings.method in IMPLICIT_METHODS:
+        raise InputError(f"model '{model.name}' is spatial: method '{settings.method}' runs "
+                         f"planar models only so far; use an explicit or adaptive method: "
+                         f"{[m for m in METHODS if m not in IMPLICIT_METHODS]}")
 
 
 def check_settings(model, settings):
