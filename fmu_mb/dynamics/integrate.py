@@ -30,7 +30,6 @@ import numpy as np
 
 from ..errors import InputError, IntegrationError
 from .formulations import candidates, get_formulation
-from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
 from .implicit import DAE_FORMS, IMPLICIT_METHODS, advance_implicit
 from .state import State
 from ..linalg import LazyModule
@@ -155,12 +154,17 @@ def initial_state(model, settings=None):
 
 
 def check_spatial(model, settings):
-    """Spatial models run in newton_euler, tmt and recursive (lagrange is planar)."""
-    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "recursive",
-                                                       "minimal"):
+    """Spatial models run in newton_euler, tmt, lagrange, recursive and minimal, with the
+    explicit and adaptive methods (the implicit ones have no spatial DAE terms yet)."""
+    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "lagrange",
+                                                       "recursive", "minimal"):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
+    if model.spatial and settings.method in IMPLICIT_METHODS:
+        raise InputError(f"model '{model.name}' is spatial: method '{settings.method}' runs "
+                         f"planar models only so far; use an explicit or adaptive method: "
+                         f"{[m for m in METHODS if m not in IMPLICIT_METHODS]}")
 
 
 def check_settings(model, settings):
