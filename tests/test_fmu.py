@@ -160,6 +160,47 @@ def test_bytecode_is_checked_hash_of_the_packed_sources(fmus):
         assert not [p for p in machine if p.encode() in data], n
 
 
+PYTHONFMU_NAMES = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import pythonfmu
+lazy = "pythonfmu.builder" not in sys.modules
+from pythonfmu import (FmuBuilder, Fmi2Causality, Fmi2Initial, Fmi2Variability, Fmi2Slave,
+                       Boolean, Integer, Real, String, DefaultExperiment, __version__)
+import pythonfmu.builder, pythonfmu.enums, pythonfmu.fmi2slave, pythonfmu.variables
+same = [FmuBuilder is pythonfmu.builder.FmuBuilder, Fmi2Slave is pythonfmu.fmi2slave.Fmi2Slave,
+        Real is pythonfmu.variables.Real, Fmi2Causality is pythonfmu.enums.Fmi2Causality]
+try:
+    pythonfmu.nothing
+    missing = False
+except AttributeError:
+    missing = True
+print(json.dumps({"file": pythonfmu.__file__, "lazy": lazy, "same": same,
+                  "version": __version__, "missing": missing}))
+"""
+
+
+def test_pythonfmu_in_the_fmu_imports_its_builder_only_when_asked(fmus, tmp_path):
+    """The FMU's copy of pythonfmu has pythonfmu's names, FmuBuilder imported on first use
+    (packaging.LAZY_PYTHONFMU_INIT: an FMU never builds, and the builder's imports cost ~10 ms
+    of every instantiation); its pyc is of the replaced source (the bytecode test above)."""
+    import json
+
+    from fmu_mb.fmi.packaging import LAZY_PYTHONFMU_INIT
+
+    z = zipfile.ZipFile(fmus["four_bar"])
+    assert z.read("resources/pythonfmu/__init__.py") == LAZY_PYTHONFMU_INIT
+    z.extractall(tmp_path)
+    p = subprocess.run([sys.executable, "-c", PYTHONFMU_NAMES, str(tmp_path / "resources")],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert Path(out["file"]) == tmp_path / "resources" / "pythonfmu" / "__init__.py"
+    assert out["lazy"] and all(out["same"]) and out["missing"]
+    assert out["version"] == pythonfmu.__version__
+
+
 USES_BYTECODE = r"""
 import importlib._bootstrap_external as ext, json, sys
 compiled = []
