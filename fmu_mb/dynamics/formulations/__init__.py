@@ -13,8 +13,9 @@ Each is a small namespace with the same functions:
     cosim_stepper(model, settings) -> step(state, t_end, u) -> State, or None: the same
         with the settings bound once (integrate.stepper; None attribute where absent)
     supports(model) -> bool, or None for the formulations that run every model (recursive:
-        trees, closed loops and contacts, no drives; fmu_mb.dynamics.kernel.supported says
-        why not)
+        trees, closed loops and contacts, no drives; spatial: trees and closed loops, no
+        drives or contacts; fmu_mb.dynamics.kernel.supported and
+        fmu_mb.dynamics.spatial_kernel.supported say why not)
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
     kinematics(model, q, qd) -> x, xd, Tq, g
@@ -24,8 +25,8 @@ and newton_euler, tmt and lagrange (for the implicit integrators, see formulatio
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
 constraint rows; recursive (the articulated-body algorithm in C, with the cut rows closed in C
-and compiled steps between contact events) runs every model without drives (spatial: open
-trees under gravity); minimal integrates only the f independent coordinates of closed loops
+and compiled steps between contact events) runs every model without drives (spatial: trees
+and closed loops with force elements, no drives or contacts); minimal integrates only the f independent coordinates of closed loops
 (coordinate partitioning, the closure solved at each evaluation).
 
 "auto" (the default of Settings.formulation) is no formulation of its own: `auto_choice(model)`
@@ -97,12 +98,15 @@ def _recursive_supports(model):
     from ..kernel import KernelUnavailable, library, supported
 
     if getattr(model, "spatial", False):
-        return "the model is spatial (the compiled kernel is planar)"
-    why = supported(model)
+        from ..spatial_kernel import library as spatial_library, supported as spatial_supported
+
+        why, lib = spatial_supported(model), spatial_library
+    else:
+        why, lib = supported(model), library
     if why is not None:
         return why
     try:
-        library()                     # built once (or found prebuilt, as in an FMU)
+        lib()                         # built once (or found prebuilt, as in an FMU)
     except (KernelUnavailable, OSError) as exc:
         return f"the compiled kernel is unavailable ({exc})"
     # the articulated-body algorithm divides by articulated inertias: a massless body, or a
