@@ -35,10 +35,13 @@ Exudyn Richardson-extrapolated over three fine steps (bench/exudyn_spatial). Tar
 (default) 1e-6 m.
 
 Timing: each round runs every engine over the whole horizon from t = 0 (an FMU is reset and
-re-initialised, Exudyn rebuilt, neither timed), engines alternating; the median of the
-rounds' us per step is reported.
+re-initialised, Exudyn rebuilt, neither timed), interleaved: 20 steps of each engine in
+turn, each engine's steps timed, so that every engine sees the same load of a shared machine
+(alternating whole runs gave ratios that moved by 2x between rounds at load 5; switching
+engines at every step costs each about 80 us of cold caches); the median of the rounds' us
+per step is reported. Tuning runs are tight loops of one engine.
 
-    python bench/suspension_step.py              # 0.5 s, 5 rounds (about 10 min on a loaded
+    python bench/suspension_step.py              # 0.5 s, 7 rounds (about 10 min on a loaded
                                                  # 2-core machine)
     python bench/suspension_step.py --quick      # 0.2 s, 2 rounds, no reference cross-check
     python bench/suspension_step.py --profile    # also cProfile 100 steps of each fmu_mb FMU
@@ -46,6 +49,7 @@ rounds' us per step is reported.
 import argparse
 import contextlib
 import cProfile
+import gc
 import io
 import os
 import platform
@@ -73,6 +77,7 @@ OUTS = ("wheel_centre.x", "wheel_centre.y", "wheel_centre.z", "tyre.force",
         "coil_over.force")
 RTOL_LADDER = (1e-5, 3e-6, 1e-6, 3e-7, 1e-7, 3e-8, 1e-8)
 STEP_LADDER = (1e-3, 5e-4, 2.5e-4, 1.25e-4, 6.25e-5)
+CHUNK = 20                     # steps of one engine before the next one's (interleaved)
 SUBSTEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 
 
@@ -118,8 +123,25 @@ def wheel_error(y, ref):
 
 
 # ------------------------------------------------------------------ engines
-class FmuEngine:
-    """One FMU instance in fmpy's FMU2Slave, reset and re-initialised before each run;
+class Engine:
+    """begin() (untimed set-up), step(k, u_k) (one communication step, timed by the caller),
+    result() -> (n, 5) outputs of the steps so far."""
+
+    def run(self, u, limit=None):
+        """(us per step, (n, 5) outputs) over the inputs u in a tight loop, or (None, None)
+        once the wall time exceeds limit [s] (used for tuning)."""
+        self.begin(len(u))
+        step = self.step
+        t0 = time.perf_counter()
+        for k in range(len(u)):
+            step(k, u[k])
+            if limit is not None and k % 10 == 9 and time.perf_counter() - t0 > limit:
+                return None, None
+        return (time.perf_counter() - t0) / len(u) * 1e6, self.result()
+
+
+class FmuEngine(Engine):
+    """One FMU instance in fmpy's FMU2Slave, reset and re-initialised at each begin();
     per step setReal(tyre.h) + doStep + getReal(5 outputs)."""
 
     def __init__(self, path, unzipped, params=None, inp="tyre.h", outs=OUTS):
@@ -136,7 +158,7 @@ class FmuEngine:
         self.vout = [self.var[o].valueReference for o in outs]
         self.used = False
 
-    def _initialise(self):
+    def begin(self, n):
         s = self.s
         if self.used:
             s.reset()
@@ -148,24 +170,16 @@ class FmuEngine:
             {"String": s.setString, "Integer": s.setInteger,
              "Real": s.setReal}[v.type]([v.valueReference], [value])
         s.exitInitializationMode()
+        self.y = np.empty((n, len(self.vout)))
 
-    def run(self, u, limit=None):
-        """(us per step, (n, 5) outputs) over the inputs u, or (None, None) once the wall
-        time exceeds limit [s]."""
-        self._initialise()
-        s, vin, vout = self.s, self.vin, self.vout
-        n = len(u)
-        y = np.empty((n, len(vout)))
-        t = 0.0
-        t0 = time.perf_counter()
-        for k in range(n):
-            s.setReal(vin, [u[k]])
-            s.doStep(currentCommunicationPoint=t, communicationStepSize=DT)
-            y[k] = s.getReal(vout)
-            t = (k + 1) * DT
-            if limit is not None and k % 10 == 9 and time.perf_counter() - t0 > limit:
-                return None, None
-        return (time.perf_counter() - t0) / n * 1e6, y
+    def step(self, k, uk):
+        s = self.s
+        s.setReal(self.vin, [uk])
+        s.doStep(currentCommunicationPoint=k * DT, communicationStepSize=DT)
+        self.y[k] = s.getReal(self.vout)
+
+    def result(self):
+        return self.y
 
     def close(self):
         try:
@@ -175,10 +189,11 @@ class FmuEngine:
         self.s.freeInstance()
 
 
-class ExudynEngine:
+class ExudynEngine(Engine):
     """models/double_wishbone.py in Exudyn stepped in process with an implicit solver kept
-    alive: solver "GeneralizedAlpha" (index 3) or "TrapezoidalIndex2"; substeps fixed steps
-    per 1 ms; modified Newton with one Jacobian per step; dense or EigenSparse.
+    alive (rebuilt at each begin()): solver "GeneralizedAlpha" (index 3) or
+    "TrapezoidalIndex2"; substeps fixed steps per 1 ms; modified Newton with one Jacobian
+    per step; dense or EigenSparse.
 
     restart True: each step re-initialises the solver from the state reached
     (InitializeSolverInitialConditions, which computes the accelerations for the new input:
@@ -197,7 +212,7 @@ class ExudynEngine:
                 f"{self.substeps} step{'s' if self.substeps > 1 else ''} per 1 ms, "
                 f"{'restarted' if self.restart else 'continued'}")
 
-    def _build(self):
+    def begin(self, n):
         exu, self.SC, mbs, it = es.double_wishbone_system(road=None)
         mbs.Assemble()
         s = exu.SimulationSettings()
@@ -216,46 +231,69 @@ class ExudynEngine:
                                      else exu.LinearSolverType.EigenDense)
         solver = exu.MainSolverImplicitSecondOrder()
         solver.InitializeSolver(mbs, s)
-        return exu, mbs, s, solver, it
-
-    def run(self, u, limit=None):
-        exu, mbs, s, solver, it = self._build()
-        ti, sd = s.timeIntegration, mbs.systemData
-        ca, tyre, coil = it["carrier"], it["tyre"], it["coil_over"]
-        local = list(it["wc"] - it["c_c"])
-        POS, FORCE = exu.OutputVariableType.Position, exu.OutputVariableType.Force
-        INITIAL = exu.ConfigurationType.Initial
-        n = len(u)
-        y = np.empty((n, 9))            # wheel centre, the two springs' force vectors
-        direction = []                   # unit vectors along the springs at the start
-        for e in (tyre, coil):
+        self.mbs, self.s, self.solver, self.ti, self.sd = mbs, s, solver, ti, mbs.systemData
+        self.ca, self.tyre, self.coil = it["carrier"], it["tyre"], it["coil_over"]
+        self.local = list(it["wc"] - it["c_c"])
+        self.POS, self.FORCE = exu.OutputVariableType.Position, exu.OutputVariableType.Force
+        self.INITIAL = exu.ConfigurationType.Initial
+        self.y = np.empty((n, 9))       # wheel centre, the two springs' force vectors
+        self.direction = []             # unit vectors along the springs at the start
+        for e in (self.tyre, self.coil):
             m0, m1 = mbs.GetObject(e)["markerNumbers"]
-            d = mbs.GetMarkerOutput(m1, POS) - mbs.GetMarkerOutput(m0, POS)
-            direction.append(d / np.linalg.norm(d))
-        t0 = time.perf_counter()
-        restart = self.restart
-        for k in range(n):
-            mbs.SetObjectParameter(tyre, "force", float(u[k]))
-            if restart or k == 0:
-                ti.startTime, ti.endTime = k * DT, (k + 1) * DT
-                solver.InitializeSolverInitialConditions(mbs, s)
-                solver.SolveSteps(mbs, s)
-                sd.SetSystemState(systemStateList=sd.GetSystemState(), configuration=INITIAL)
-            else:
-                solver.it.endTime = (k + 1) * DT
-                solver.SolveSteps(mbs, s)
-            y[k, :3] = mbs.GetObjectOutputBody(ca, POS, localPosition=local)
-            y[k, 3:6] = mbs.GetObjectOutput(tyre, FORCE)
-            y[k, 6:] = mbs.GetObjectOutput(coil, FORCE)
-            if limit is not None and k % 10 == 9 and time.perf_counter() - t0 > limit:
-                return None, None
-        wall = time.perf_counter() - t0
+            d = mbs.GetMarkerOutput(m1, self.POS) - mbs.GetMarkerOutput(m0, self.POS)
+            self.direction.append(d / np.linalg.norm(d))
+
+    def step(self, k, uk):
+        mbs, s, solver, sd, y = self.mbs, self.s, self.solver, self.sd, self.y
+        mbs.SetObjectParameter(self.tyre, "force", float(uk))
+        if self.restart or k == 0:
+            self.ti.startTime, self.ti.endTime = k * DT, (k + 1) * DT
+            solver.InitializeSolverInitialConditions(mbs, s)
+            solver.SolveSteps(mbs, s)
+            sd.SetSystemState(systemStateList=sd.GetSystemState(), configuration=self.INITIAL)
+        else:
+            solver.it.endTime = (k + 1) * DT
+            solver.SolveSteps(mbs, s)
+        y[k, :3] = mbs.GetObjectOutputBody(self.ca, self.POS, localPosition=self.local)
+        y[k, 3:6] = mbs.GetObjectOutput(self.tyre, self.FORCE)
+        y[k, 6:] = mbs.GetObjectOutput(self.coil, self.FORCE)
+
+    def result(self):
         # Exudyn's Force is the vector f v (v: unit vector along the spring); its scalar f
         # (tension positive, as fmu_mb's): |f| with the sign of f v . v(t = 0)
+        y = self.y
         forces = [np.linalg.norm(y[:, i:i + 3], axis=1) * np.sign(
-            (y[:, i:i + 3] * d).sum(axis=1)) for i, d in ((3, direction[0]),
-                                                          (6, direction[1]))]
-        return wall / n * 1e6, np.column_stack([y[:, :3]] + forces)
+            (y[:, i:i + 3] * d).sum(axis=1)) for i, d in ((3, self.direction[0]),
+                                                          (6, self.direction[1]))]
+        return np.column_stack([y[:, :3]] + forces)
+
+
+def interleaved(engines, u, chunk=CHUNK):
+    """One round: every engine begins, then `chunk` steps of each engine in turn until the
+    end, each engine's chunks timed, so that all engines see the same load of a shared
+    machine; a chunk amortises what switching engines costs (cold caches: a no-op FMU step
+    right after another engine's takes about 100 us instead of 15-30).
+    Returns ({name: us per step}, {name: outputs})."""
+    for e in engines.values():
+        e.begin(len(u))
+    # the objects alive now (models, solvers, modules) are not the steps' garbage: keep the
+    # collector from traversing them in whichever engine's step it happens to run
+    gc.collect()
+    gc.freeze()
+    spent = dict.fromkeys(engines, 0.0)
+    items = list(engines.items())
+    clock = time.perf_counter
+    for k0 in range(0, len(u), chunk):
+        ks = range(k0, min(k0 + chunk, len(u)))
+        for name, e in items:
+            step = e.step
+            t0 = clock()
+            for k in ks:
+                step(k, u[k])
+            spent[name] += clock() - t0
+    gc.unfreeze()
+    return ({k: v / len(u) * 1e6 for k, v in spent.items()},
+            {k: e.result() for k, e in engines.items()})
 
 
 # ------------------------------------------------------------------ tuning
@@ -399,7 +437,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="0.2 s, 2 rounds, no cross-check")
     p.add_argument("--t-end", type=float, default=None, help="horizon [s] (default 0.5)")
-    p.add_argument("--rounds", type=int, default=None, help="timed rounds (default 5)")
+    p.add_argument("--rounds", type=int, default=None, help="timed rounds (default 7)")
     p.add_argument("--target", type=float, default=1e-6, help="wheel-centre accuracy [m]")
     p.add_argument("--formulations", nargs="*", default=None,
                    help="fmu_mb formulations to tune (default: every one but auto; a "
@@ -411,7 +449,7 @@ def main(argv=None):
     p.add_argument("--out", default=str(HERE / "results"))
     a = p.parse_args(argv)
     t_end = a.t_end or (0.2 if a.quick else 0.5)
-    rounds = a.rounds or (2 if a.quick else 5)
+    rounds = a.rounds or (2 if a.quick else 7)
     cap = a.cap or (20.0 if a.quick else 60.0)
     if a.formulations is None:                  # auto's choice first: it sets the bar
         from fmu_mb import Settings, load_model
@@ -473,14 +511,14 @@ def main(argv=None):
             engines[tuned_label] = FmuEngine(path, unz, bp)
         for e in exudyn:
             engines[f"Exudyn {e.label}"] = e
-        log(f"timing: {rounds} rounds, engines alternating")
+        log(f"timing: {rounds} rounds, engines interleaved every {CHUNK} steps")
         times = {k: [] for k in engines}
         errors = {}
         for r in range(rounds):
-            for k, e in engines.items():
-                us, y = e.run(u)
-                times[k].append(us)
-                errors[k] = None if k.startswith("no-op") else wheel_error(y, ref)
+            us, ys = interleaved(engines, u)
+            for k in engines:
+                times[k].append(us[k])
+                errors[k] = None if k.startswith("no-op") else wheel_error(ys[k], ref)
             log(f"  round {r + 1}: " + ", ".join(f"{times[k][-1]:.0f}" for k in engines))
         for k, e in engines.items():
             if isinstance(e, FmuEngine):
@@ -503,7 +541,8 @@ def main(argv=None):
              f"{os.cpu_count()} cores, load average {load0[0]:.2f} at the start, "
              f"{load1[0]:.2f} at the end; {(time.time() - start) / 60:.1f} min). "
              f"{n} co-simulation steps of 1 ms (setReal + doStep + getReal x5), median of "
-             f"{rounds} rounds; wheel-centre error = max over the run and x, y, z against "
+             f"{rounds} rounds, engines interleaved every {CHUNK} steps; wheel-centre error = max over the run and x, y, z "
+             f"against "
              f"the reference; target {a.target:g} m.", "",
              "| engine | us per 1 ms step | / Exudyn best | wheel-centre error [m] |",
              "|---|---|---|---|"]
