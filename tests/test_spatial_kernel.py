@@ -79,6 +79,10 @@ def _agree(model, seeds=(3, 4), spread=0.2):
         xk, xdk = REC.absolute(model, q, qd)            # the kernel's forward kinematics
         np.testing.assert_allclose(xk, x, atol=1e-13 * (1.0 + np.abs(x).max()))
         np.testing.assert_allclose(xdk, xd, atol=1e-13 * (1.0 + np.abs(xd).max()))
+        if len(model.compiled.markers):
+            from fmu_mb.mechanics.spatial.elements import marker_outputs
+            np.testing.assert_allclose(REC.markers(model, q, qd), marker_outputs(model, x, xd),
+                                       atol=1e-13 * (1.0 + np.abs(xd).max()))
         c = NE.accelerations(model, x, xd, 0.2, u)
         np.testing.assert_allclose(b.xdd, c.qdd, atol=1e-10 * (1.0 + np.abs(c.qdd).max()))
         # every input acts (in the open tree; a loop can lock an element's two bodies)

@@ -53,6 +53,8 @@ def library():
     lib.sk_set_stabilization.argtypes = [P, I, D, D, D]
     lib.sk_set_pose_data.argtypes = [P, P]
     lib.sk_kinematics.argtypes = [P, P, P, P, P]
+    lib.sk_points.restype = None
+    lib.sk_points.argtypes = [P, P, P, I, P, P, P]
     lib.sk_accelerations_full.argtypes = [P, P, P, P, P, P, P, P]
     lib.sk_rows.restype = I
     lib.sk_rows.argtypes = [P]
@@ -199,6 +201,9 @@ class SpatialKernel:
         self._x = np.zeros(7 * nb + 1)
         self._xd = np.zeros(7 * nb + 1)
         self._xdd = np.zeros(7 * nb + 1)
+        self._mk_body = np.ascontiguousarray(C.markers.p, dtype=np.intc)
+        self._mk_pts = np.ascontiguousarray(C.marker_points, dtype=float).reshape(-1, 3)
+        self._mk_out = np.zeros((len(self._mk_body), 6))
         self._lock = threading.Lock()
         self._y = np.zeros(2 * n + 1)
         self._qdd = np.zeros(n + 1)
@@ -271,6 +276,18 @@ class SpatialKernel:
             if rc:
                 raise self._error(rc, 0.0, "the kinematics cannot be computed")
             return self._x[:m].copy(), self._xd[:m].copy()
+
+    def markers(self, q, qd):
+        """(n_markers, 6): each marker's global position and velocity (as
+        fmu_mb.mechanics.spatial.elements.marker_outputs)."""
+        n = self.n
+        with self._lock:
+            self._y[:n], self._y[n:2 * n] = q, qd
+            y = self._y.ctypes.data
+            self.lib.sk_points(self.handle, y, y + 8 * n, len(self._mk_body),
+                               self._mk_body.ctypes.data, self._mk_pts.ctypes.data,
+                               self._mk_out.ctypes.data)
+            return self._mk_out.copy()
 
     def multipliers(self):
         """lam of the kernel's cut rows from the last evaluation."""

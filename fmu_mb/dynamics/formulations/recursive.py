@@ -34,7 +34,6 @@ import numpy as np
 from ..kernel import supported, tree_kernel
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
-from . import _spatial_tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 from ..state import State
 
@@ -42,6 +41,7 @@ from ..state import State
 def coordinates(model):
     """Names of q: '<joint>.angle' / '<joint>.position' of the tree joints."""
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.coordinates(model)
     return tree_coordinates(model)
 
@@ -79,8 +79,19 @@ def absolute(model, q, qd):
     return tree_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
 
 
+def markers(model, q, qd):
+    """(n_markers, 6) positions and velocities of the markers of a spatial model from the
+    kernel; None for a planar one (the outputs compute them from x)."""
+    if not model.spatial:
+        return None
+    from ..spatial_kernel import spatial_kernel
+
+    return spatial_kernel(model).markers(np.asarray(q, float), np.asarray(qd, float))
+
+
 def initial_state(model):
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.initial_state(model)
     import sys
     return _minimal.initial_state(model, sys.modules[__name__])
@@ -204,6 +215,7 @@ def native_stepper(model, settings, t, y, t_end, h, u):
 
 def lam(model, dyn):
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.lam(model, dyn)
     return _minimal.lam(model, dyn)
 

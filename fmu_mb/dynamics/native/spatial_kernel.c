@@ -94,42 +94,11 @@ typedef struct {
     int mode;                         /* 0 none, 1 projection, 2 Baumgarte */
     double alpha, beta, proj_tol, t;
     /* workspace per body (ground = nb) */
-    double *r, *A, *w, *v, *S, *c, *IA, *Ia, *pA, *U, *Dinv, *uu, *acc, *fw;
+    double *r, *A, *w, *v, *S, *c, *IA, *Ia, *pA, *U, *Dinv, *uu, *acc, *fw, *Jg;
     int *dof;
     double *nud, *nud0, *nuv, *qtmp;
     double *K, *ytmp, *ynew, *fy, *scale, *err;
 } SK;
-
-typedef struct {
-    int s, order, dop853;
-    double A[MAXS * MAXS], B[MAXS], C[MAXS], E[MAXS + 1], E3[MAXS + 1], E5[MAXS + 1];
-    int ready;
-} Tableau;
-
-static Tableau TAB[2];
-
-int sk_set_tableau(int which, int s, int order, const double *A, const double *B,
-                   const double *C, const double *E, const double *E3, const double *E5)
-{
-    if (which < 0 || which > 1 || s < 1 || s > MAXS)
-        return ERR_ARGS;
-    Tableau *T = &TAB[which];
-    memset(T, 0, sizeof *T);
-    T->s = s;
-    T->order = order;
-    T->dop853 = (E3 != NULL && E5 != NULL);
-    memcpy(T->A, A, sizeof(double) * s * s);
-    memcpy(T->B, B, sizeof(double) * s);
-    memcpy(T->C, C, sizeof(double) * s);
-    if (E)
-        memcpy(T->E, E, sizeof(double) * (s + 1));
-    if (E3)
-        memcpy(T->E3, E3, sizeof(double) * (s + 1));
-    if (E5)
-        memcpy(T->E5, E5, sizeof(double) * (s + 1));
-    T->ready = 1;
-    return OK;
-}
 
 void sk_free(SK *k)
 {
@@ -138,7 +107,7 @@ void sk_free(SK *k)
     void *p[] = {k->ri, k->rd, k->rq, k->mass, k->J, k->entry, k->ei, k->ed, k->u, k->ci, k->cd,
                  k->rows, k->Dv, k->Wt, k->Sm, k->Vm, k->ev, k->lam, k->rr, k->work, k->r,
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
-                 k->acc, k->fw, k->dof, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
+                 k->acc, k->fw, k->Jg, k->dof, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
@@ -224,6 +193,7 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
     k->uu = calloc(6 * e, sizeof(double));
     k->acc = calloc(6 * e, sizeof(double));
     k->fw = calloc(6 * e, sizeof(double));
+    k->Jg = calloc(9 * e, sizeof(double));
     k->dof = calloc(e, sizeof(int));
     k->nud = calloc(vv, sizeof(double));
     k->nud0 = calloc(vv, sizeof(double));
@@ -238,7 +208,7 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
     if (!k->ri || !k->rd || !k->mass || !k->J || !k->entry || !k->ei || !k->ed || !k->u ||
         !k->ci || !k->cd || !k->rows || !k->Dv || !k->Wt || !k->Sm || !k->Vm || !k->ev ||
         !k->lam || !k->rr || !k->work || !k->r || !k->A || !k->w || !k->v || !k->S || !k->c ||
-        !k->IA || !k->Ia || !k->pA || !k->U || !k->Dinv || !k->uu || !k->acc || !k->fw ||
+        !k->IA || !k->Ia || !k->pA || !k->U || !k->Dinv || !k->uu || !k->acc || !k->fw || !k->Jg ||
         !k->dof || !k->nud || !k->nud0 || !k->nuv || !k->qtmp || !k->K || !k->ytmp ||
         !k->ynew || !k->fy || !k->scale || !k->err) {
         sk_free(k);
@@ -703,21 +673,25 @@ int sk_kinematics(SK *k, const double *q, const double *qd, double *x, double *x
     return OK;
 }
 
-/* ------------------------------------------------------------------ ABA */
-static void xmat(const SK *k, int y, int p, double *Xm)   /* X(d), d = r_Y - r_X */
+/* positions and velocities (6 per point: r, r') of np body points (body b, point s in body
+ * axes; b = nb the ground) at (q, qd) */
+void sk_points(SK *k, const double *q, const double *qd, int np, const int *body,
+               const double *pts, double *out)
 {
-    double d[3];
-    for (int i = 0; i < 3; i++)
-        d[i] = k->r[3 * y + i] - k->r[3 * p + i];
-    memset(Xm, 0, sizeof(double) * 36);
-    for (int i = 0; i < 6; i++)
-        Xm[7 * i] = 1.0;
-    double dt[9] = {0, -d[2], d[1], d[2], 0, -d[0], -d[1], d[0], 0};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            Xm[6 * (3 + i) + j] = -dt[3 * i + j];
+    kinematics(k, q, qd);
+    for (int i = 0; i < np; i++) {
+        int b = body[i];
+        double arm[3], wa[3], *o = out + 6 * i;
+        mat3(k->A + 9 * b, pts + 3 * i, arm);
+        cross(k->w + 3 * b, arm, wa);
+        for (int j = 0; j < 3; j++) {
+            o[j] = k->r[3 * b + j] + arm[j];
+            o[3 + j] = k->v[3 * b + j] + wa[j];
+        }
+    }
 }
 
+/* ------------------------------------------------------------------ ABA */
 /* articulated inertias, U, D^-1 (positions only) */
 static int articulate(SK *k)
 {
@@ -725,7 +699,7 @@ static int articulate(SK *k)
     for (int b = 0; b <= nb; b++)
         memset(k->IA + 36 * b, 0, sizeof(double) * 36);
     for (int b = 0; b < nb; b++) {              /* rigid-body inertia */
-        double *IA = k->IA + 36 * b, Jg[9], T[9];
+        double *IA = k->IA + 36 * b, *Jg = k->Jg + 9 * b, T[9];
         const double *A = k->A + 9 * b;
         mul33(A, k->J + 9 * b, T);
         mul33t(T, A, Jg);
@@ -755,34 +729,58 @@ static int articulate(SK *k)
                     s += S[6 * a + i] * U[6 * b2 + i];
                 D[6 * a + b2] = s;
             }
-        if (dof && invert(D, dof, Dinv) != OK)
+        if (dof == 1) {
+            if (!(D[0] > 0.0))
+                return ERR_SINGULAR;
+            Dinv[0] = 1.0 / D[0];
+        } else if (dof && invert(D, dof, Dinv) != OK) {
             return ERR_SINGULAR;
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double s = IA[6 * i + j];
+        }
+        double UD[36];                          /* U D^-1 (column b2 at UD + 6 b2) */
+        for (int b2 = 0; b2 < dof; b2++)
+            for (int i = 0; i < 6; i++) {
+                double s = 0.0;
                 for (int a = 0; a < dof; a++)
-                    for (int b2 = 0; b2 < dof; b2++)
-                        s -= U[6 * a + i] * Dinv[6 * a + b2] * U[6 * b2 + j];
-                Ia[6 * i + j] = s;
+                    s += U[6 * a + i] * Dinv[6 * a + b2];
+                UD[6 * b2 + i] = s;
+            }
+        for (int i = 0; i < 6; i++)
+            for (int j = i; j < 6; j++) {
+                double s = IA[6 * i + j];
+                for (int b2 = 0; b2 < dof; b2++)
+                    s -= UD[6 * b2 + i] * U[6 * b2 + j];
+                Ia[6 * i + j] = Ia[6 * j + i] = s;
             }
         if (p == nb)
             continue;                           /* the ground takes no articulated inertia */
-        double Xm[36], IX[36];
-        xmat(k, y, p, Xm);
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double s = 0.0;
-                for (int l = 0; l < 6; l++)
-                    s += Ia[6 * i + l] * Xm[6 * l + j];
-                IX[6 * i + j] = s;
+        /* IA_X += X' Ia X with X = [[I, 0], [Dm, I]], Dm = -d~ (d = r_Y - r_X), by 3 x 3
+         * blocks of Ia = [[A, B], [B', C]]:
+         * [[A + B Dm + (B Dm)' + Dm' C Dm, B + (C Dm)'], [B' + C Dm, C]] */
+        double d[3], Dm[9], A3[9], B3[9], C3[9], BD[9], CDm[9], DCD[9];
+        for (int i = 0; i < 3; i++)
+            d[i] = k->r[3 * y + i] - k->r[3 * p + i];
+        Dm[0] = 0.0;   Dm[1] = d[2];  Dm[2] = -d[1];
+        Dm[3] = -d[2]; Dm[4] = 0.0;   Dm[5] = d[0];
+        Dm[6] = d[1];  Dm[7] = -d[0]; Dm[8] = 0.0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                A3[3 * i + j] = Ia[6 * i + j];
+                B3[3 * i + j] = Ia[6 * i + 3 + j];
+                C3[3 * i + j] = Ia[6 * (3 + i) + 3 + j];
             }
+        mul33(B3, Dm, BD);
+        mul33(C3, Dm, CDm);
+        for (int i = 0; i < 3; i++)             /* DCD = Dm' CDm */
+            for (int j = 0; j < 3; j++)
+                DCD[3 * i + j] = Dm[i] * CDm[j] + Dm[3 + i] * CDm[3 + j] + Dm[6 + i] * CDm[6 + j];
         double *IAp = k->IA + 36 * p;
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double s = 0.0;
-                for (int l = 0; l < 6; l++)
-                    s += Xm[6 * l + i] * IX[6 * l + j];
-                IAp[6 * i + j] += s;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                IAp[6 * i + j] += A3[3 * i + j] + BD[3 * i + j] + BD[3 * j + i]
+                                  + DCD[3 * i + j];
+                IAp[6 * i + 3 + j] += B3[3 * i + j] + CDm[3 * j + i];
+                IAp[6 * (3 + i) + j] += B3[3 * j + i] + CDm[3 * i + j];
+                IAp[6 * (3 + i) + 3 + j] += C3[3 * i + j];
             }
     }
     return OK;
@@ -797,11 +795,9 @@ static void solve(SK *k, const double *tau, int bias, double *nud)
         memset(k->pA + 6 * b, 0, sizeof(double) * 6);
     if (bias)
         for (int b = 0; b < nb; b++) {
-            double *pA = k->pA + 6 * b, Jg[9], T[9], Jw[3], gyro[3];
-            const double *A = k->A + 9 * b, *w = k->w + 3 * b, *fw = k->fw + 6 * b;
-            mul33(A, k->J + 9 * b, T);
-            mul33t(T, A, Jg);
-            mat3(Jg, w, Jw);
+            double *pA = k->pA + 6 * b, Jw[3], gyro[3];
+            const double *w = k->w + 3 * b, *fw = k->fw + 6 * b;
+            mat3(k->Jg + 9 * b, w, Jw);            /* J global, from articulate() */
             cross(w, Jw, gyro);
             for (int i = 0; i < 3; i++) {
                 pA[i] = gyro[i] - fw[i];
@@ -1507,12 +1503,20 @@ static int post_step(SK *k, double *y, int *rc)
     return moved;
 }
 /* ------------------------------------------------------------------ integrators
- * The same methods and step-size control as the planar kernel.c (scipy's RK45 and DOP853
- * tableaus and controller, rk4 with equal steps); after each accepted step the
- * Euler-parameter sets are normalised (|p| = 1, p . p' = 0) and, with projection, the loop
- * rows closed (post_step). */
-static int rhs(SK *k, const double *y, double *dy)
+ * rk4, dopri5 and dop853 with scipy's step-size control: native/integrators.h, shared with
+ * the planar kernel; after each accepted step the Euler-parameter sets are normalised
+ * (|p| = 1, p . p' = 0) and, with projection, the loop rows closed (post_step). */
+#include "integrators.h"
+
+int sk_set_tableau(int which, int s, int order, const double *A, const double *B,
+                   const double *C, const double *E, const double *E3, const double *E5)
 {
+    return integ_set_tableau(which, s, order, A, B, C, E, E3, E5);
+}
+
+static int rhs(void *ctx, const double *y, double *dy)
+{
+    SK *k = ctx;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
     int rc = accel(k, y, y + n, dy + n);
@@ -1524,234 +1528,23 @@ static int rhs(SK *k, const double *y, double *dy)
     return OK;
 }
 
-static int all_finite(const double *y, int m)
+static int post(void *ctx, double *y, int *moved)
 {
-    for (int i = 0; i < m; i++)
-        if (!isfinite(y[i]))
-            return 0;
-    return 1;
-}
-
-static int initial_step(SK *k, const Tableau *T, double t, const double *y, const double *f0,
-                        double t_end, double max_step, double rtol, double atol, double *h_out)
-{
-    int m = 2 * k->n;
-    double interval = fabs(t_end - t);
-    double *sc = k->scale, *y1 = k->ytmp, *f1 = k->fy;
-    for (int i = 0; i < m; i++)
-        sc[i] = atol + fabs(y[i]) * rtol;
-    double s0 = 0.0, s1 = 0.0;
-    for (int i = 0; i < m; i++) {
-        s0 += (y[i] / sc[i]) * (y[i] / sc[i]);
-        s1 += (f0[i] / sc[i]) * (f0[i] / sc[i]);
-    }
-    double d0 = sqrt(s0 / m), d1 = sqrt(s1 / m);
-    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
-    if (h0 > interval)
-        h0 = interval;
-    for (int i = 0; i < m; i++)
-        y1[i] = y[i] + h0 * f0[i];
-    int rc = rhs(k, y1, f1);
-    if (rc != OK)
-        return rc;
-    double s2 = 0.0;
-    for (int i = 0; i < m; i++) {
-        double v = (f1[i] - f0[i]) / sc[i];
-        s2 += v * v;
-    }
-    double d2 = sqrt(s2 / m) / h0, h1;
-    if (d1 <= 1e-15 && d2 <= 1e-15)
-        h1 = fmax(1e-6, h0 * 1e-3);
-    else
-        h1 = pow(0.01 / fmax(d1, d2), 1.0 / (T->order + 1));
-    double h = fmin(100 * h0, h1);
-    h = fmin(h, interval);
-    *h_out = fmin(h, max_step);
-    return OK;
-}
-
-static int advance(SK *k, int method, double t, double t_end, double *y, double *h_io,
-                   double rtol, double atol, double max_step, double step, int *nfev,
-                   double *t_fail)
-{
-    int n = k->n, m = 2 * n, rc;
-    double *K = k->K, *yt = k->ytmp, *yn = k->ynew;
-    *nfev = 0;
-    *t_fail = t;
-    if (m == 0 || t_end <= t)
-        return OK;
-    if (method == 2) {
-        double span = t_end - t, ns = ceil(span / step - 1e-9);
-        long nsteps = ns < 1.0 ? 1 : (long)ns;
-        double dt = span / (double)nsteps;
-        double *k1 = K, *k2 = K + m, *k3 = K + 2 * m, *k4 = K + 3 * m, *yc = K + 4 * m;
-        memcpy(yc, y, sizeof(double) * m);
-        for (long s = 0; s < nsteps; s++) {
-            *t_fail = t + s * dt;
-            if ((rc = rhs(k, yc, k1)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt / 2 * k1[i];
-            if ((rc = rhs(k, yt, k2)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt / 2 * k2[i];
-            if ((rc = rhs(k, yt, k3)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt * k3[i];
-            if ((rc = rhs(k, yt, k4)) != OK)
-                return rc;
-            *nfev += 4;
-            for (int i = 0; i < m; i++)
-                yc[i] += dt / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-            if (!all_finite(yc, m))
-                return ERR_NONFINITE;
-            *t_fail = t + (s + 1) * dt;
-            post_step(k, yc, &rc);
-            if (rc != OK)
-                return rc;
-        }
-        memcpy(y, yc, sizeof(double) * m);
-        *h_io = dt;
-        return OK;
-    }
-    const Tableau *T = &TAB[method == 1 ? 1 : 0];
-    if (!T->ready)
-        return ERR_ARGS;
-    int s = T->s;
-    double *yc = K + (s + 1) * m, *f = K;
-    memcpy(yc, y, sizeof(double) * m);
-    double tc = t;
-    if ((rc = rhs(k, yc, f)) != OK)
-        return rc;
-    *nfev += 1;
-    double h_abs = *h_io;
-    if (h_abs > 0.0) {
-        if (h_abs > t_end - t)
-            h_abs = t_end - t;
-    } else {
-        if ((rc = initial_step(k, T, tc, yc, f, t_end, max_step, rtol, atol, &h_abs)) != OK)
-            return rc;
-        *nfev += 1;
-    }
-    const double safety = 0.9, min_factor = 0.2, max_factor = 10.0;
-    const double expo = -1.0 / (T->order + 1);
-    while (tc < t_end) {
-        *t_fail = tc;
-        double min_step = 10 * fabs(nextafter(tc, INFINITY) - tc);
-        if (h_abs > max_step)
-            h_abs = max_step;
-        else if (h_abs < min_step)
-            h_abs = min_step;
-        int rejected = 0;
-        for (;;) {
-            if (h_abs < min_step)
-                return ERR_STEP;
-            double t_new = tc + h_abs;
-            if (t_new - t_end > 0)
-                t_new = t_end;
-            double h = t_new - tc;
-            h_abs = fabs(h);
-            rc = OK;
-            for (int st = 1; st < s; st++) {
-                const double *a = T->A + st * s;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j < st; j++)
-                        acc += K[j * m + i] * a[j];
-                    yt[i] = yc[i] + acc * h;
-                }
-                if ((rc = rhs(k, yt, K + st * m)) != OK)
-                    break;
-            }
-            if (rc == OK) {
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j < s; j++)
-                        acc += K[j * m + i] * T->B[j];
-                    yn[i] = yc[i] + h * acc;
-                }
-                rc = rhs(k, yn, K + s * m);
-            }
-            *nfev += s;
-            if (rc == ERR_NONFINITE) {
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (rc != OK)
-                return rc;
-            double *sc = k->scale, err;
-            for (int i = 0; i < m; i++)
-                sc[i] = atol + fmax(fabs(yc[i]), fabs(yn[i])) * rtol;
-            if (T->dop853) {
-                double e5 = 0.0, e3 = 0.0;
-                for (int i = 0; i < m; i++) {
-                    double a5 = 0.0, a3 = 0.0;
-                    for (int j = 0; j <= s; j++) {
-                        a5 += K[j * m + i] * T->E5[j];
-                        a3 += K[j * m + i] * T->E3[j];
-                    }
-                    a5 /= sc[i];
-                    a3 /= sc[i];
-                    e5 += a5 * a5;
-                    e3 += a3 * a3;
-                }
-                err = (e5 == 0.0 && e3 == 0.0) ? 0.0 : h_abs * e5 / sqrt((e5 + 0.01 * e3) * m);
-            } else {
-                double e2 = 0.0;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j <= s; j++)
-                        acc += K[j * m + i] * T->E[j];
-                    acc *= h / sc[i];
-                    e2 += acc * acc;
-                }
-                err = sqrt(e2 / m);
-            }
-            if (!isfinite(err)) {
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (err < 1.0) {
-                double factor = err == 0.0 ? max_factor : fmin(max_factor, safety * pow(err, expo));
-                if (rejected && factor > 1.0)
-                    factor = 1.0;
-                h_abs *= factor;
-                tc = t_new;
-                break;
-            }
-            h_abs *= fmax(min_factor, safety * pow(err, expo));
-            rejected = 1;
-        }
-        memcpy(yc, yn, sizeof(double) * m);
-        if (!all_finite(yc, m)) {
-            *t_fail = tc;
-            return ERR_NONFINITE;
-        }
-        *t_fail = tc;
-        int moved = post_step(k, yc, &rc);
-        if (rc != OK)
-            return rc;
-        if (moved) {                            /* f at the normalised state */
-            if ((rc = rhs(k, yc, f)) != OK)
-                return rc;
-            *nfev += 1;
-        } else {
-            memcpy(f, K + s * m, sizeof(double) * m);     /* first same as last */
-        }
-    }
-    memcpy(y, yc, sizeof(double) * m);
-    *h_io = h_abs;
-    return OK;
+    int rc;
+    *moved = post_step(ctx, y, &rc);
+    return rc;
 }
 
 /* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]; u the inputs */
 int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     sk_set_inputs(k, u);
-    return advance(k, method, par[0], par[1], y, &par[2], par[3], par[4], par[5], par[6], nfev,
-                   &par[7]);
+    if (par[1] <= par[0]) {
+        *nfev = 0;
+        par[7] = par[0];
+        return OK;
+    }
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k};
+    return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
+                         par[6], nfev, &par[7]);
 }
