@@ -17,10 +17,7 @@ import hashlib
 import os
 import platform
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 import weakref
 from functools import lru_cache
@@ -83,6 +80,8 @@ def _cache_dirs():
 
 def compiler():
     """Path of the C compiler used for the kernel, or None."""
+    import shutil                          # (only when compiling: not on an FMU's start-up)
+
     candidates = ([os.environ["CC"]] if os.environ.get("CC") else []) + ["cc", "gcc", "clang"]
     return next((shutil.which(c) for c in candidates if shutil.which(c)), None)
 
@@ -103,6 +102,9 @@ def build_library(dest_dir, source=None):
         raise KernelUnavailable("the 'recursive' formulation needs a C compiler to build its "
                                 "kernel once (none of $CC, cc, gcc, clang is on PATH; Debian: "
                                 "apt-get install gcc); use formulation 'tmt' instead")
+    import subprocess                      # (only when compiling: not on an FMU's start-up)
+    import tempfile
+
     dest_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=dest_dir)
     os.close(fd)

@@ -34,7 +34,6 @@ import numpy as np
 from ..kernel import supported, tree_kernel
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
-from . import _spatial_tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 from ..state import State
 
@@ -42,6 +41,7 @@ from ..state import State
 def coordinates(model):
     """Names of q: '<joint>.angle' / '<joint>.position' of the tree joints."""
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.coordinates(model)
     return tree_coordinates(model)
 
@@ -91,6 +91,7 @@ def markers(model, q, qd):
 
 def initial_state(model):
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.initial_state(model)
     import sys
     return _minimal.initial_state(model, sys.modules[__name__])
@@ -214,6 +215,7 @@ def native_stepper(model, settings, t, y, t_end, h, u):
 
 def lam(model, dyn):
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.lam(model, dyn)
     return _minimal.lam(model, dyn)
 
