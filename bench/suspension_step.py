@@ -41,7 +41,7 @@ turn, each engine's steps timed, so that every engine sees the same load of a sh
 engines at every step costs each about 80 us of cold caches); the median of the rounds' us
 per step is reported. Tuning runs are tight loops of one engine.
 
-    python bench/suspension_step.py              # 0.5 s, 7 rounds (about 10 min on a loaded
+    python bench/suspension_step.py              # 0.5 s, 7 rounds (about 4 min on a loaded
                                                  # 2-core machine)
     python bench/suspension_step.py --quick      # 0.2 s, 2 rounds, no reference cross-check
     python bench/suspension_step.py --profile    # also cProfile 100 steps of each fmu_mb FMU
