@@ -26,7 +26,9 @@ Engines:
   the initial one (the pattern of exudyn.artificialIntelligence). Its settings for a
   closed-loop spatial mechanism: GeneralizedAlpha (index 3, spectral radius 0.9) and
   TrapezoidalIndex2, modified Newton with one Jacobian per step, dense and EigenSparse; the
-  number of substeps per 1 ms tuned (1, 2, 3, 4, 6, 8, ...) until the target is met.
+  number of substeps per 1 ms tuned (1, 2, 3, 4, 6, 8, ...) until the target is met. Also
+  tried: the solver continued instead of re-initialised (cheaper per step, but first order
+  across the input's jumps: it never reaches the target in time, see ExudynEngine).
 
 Accuracy: the largest |wheel-centre error| over x, y, z at every communication point of the
 run, against fmu_mb (newton_euler, dop853, rtol 1e-12) with the same held input; the
