@@ -154,18 +154,24 @@ def initial_state(model, settings=None):
 
 
 def check_spatial(model, settings):
-    """Spatial models run in newton_euler, tmt and recursive (lagrange is planar)."""
-    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "recursive",
-                                                       "minimal"):
+    """Spatial models run in newton_euler, tmt, lagrange, recursive and minimal, with the
+    explicit and adaptive methods (the implicit ones have no spatial DAE terms yet)."""
+    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "lagrange",
+                                                       "recursive", "minimal"):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
+    if model.spatial and settings.method in IMPLICIT_METHODS:
+        raise InputError(f"model '{model.name}' is spatial: method '{settings.method}' runs "
+                         f"planar models only so far; use an explicit or adaptive method: "
+                         f"{[m for m in METHODS if m not in IMPLICIT_METHODS]}")
 
 
 def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
-    runs trees, closed loops and contacts but no drives."""
+    runs trees, closed loops, contacts and drives whose law it evaluates in C (see
+    fmu_mb.dynamics.kernel.supported)."""
     settings = settings.for_model(model)
     check_spatial(model, settings)
     if model.contacts and settings.method in IMPLICIT_METHODS:
@@ -484,8 +490,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
         native = get_formulation(settings.formulation).native_stepper   # compiled steps
-        stepper = (native(model, settings, t, y, t_end, h, uvec) if native is not None and
-                   not active.any() and pas is None and not locks else None)
+        stepper = (native(model, settings, t, y, t_end, h, uvec, active) if native is not None
+                   and pas is None and not locks else None)
         stepper = stepper or _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
         while event is None and stepper.t < t_end:

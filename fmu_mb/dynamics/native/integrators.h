@@ -31,8 +31,8 @@ static Tableau TAB[2];     /* 0: dopri5 (scipy RK45), 1: dop853 */
 typedef struct {
     int m;
     double *K, *ytmp, *ynew, *fy, *scale, *err;
-    int (*rhs)(void *ctx, const double *y, double *dy);
-    int (*post)(void *ctx, double *y, int *moved);
+    int (*rhs)(void *ctx, double t, const double *y, double *dy);   /* dy = f(t, y) */
+    int (*post)(void *ctx, double t, double *y, int *moved);   /* drift control at t */
     void *ctx;
 } Integ;
 
@@ -101,7 +101,7 @@ static int integ_initial_step(const Integ *I, const Tableau *T, double t, const 
         h0 = interval;
     for (int i = 0; i < m; i++)
         y1[i] = y[i] + h0 * f0[i];
-    int rc = I->rhs(I->ctx, y1, f1);
+    int rc = I->rhs(I->ctx, t + h0, y1, f1);
     if (rc != OK)
         return rc;
     double s2 = 0.0;
@@ -162,7 +162,7 @@ static int integ_rk_step(const Integ *I, const Tableau *T, double *tc_io, double
                     acc += K[j * m + i] * a[j];
                 yt[i] = yc[i] + acc * h;
             }
-            if ((rc = I->rhs(I->ctx, yt, K + st * m)) != OK)
+            if ((rc = I->rhs(I->ctx, tc + T->C[st] * h, yt, K + st * m)) != OK)
                 break;
         }
         if (rc == OK) {
@@ -172,7 +172,7 @@ static int integ_rk_step(const Integ *I, const Tableau *T, double *tc_io, double
                     acc += K[j * m + i] * T->B[j];
                 yn[i] = yc[i] + h * acc;
             }
-            rc = I->rhs(I->ctx, yn, K + s * m);
+            rc = I->rhs(I->ctx, t_new, yn, K + s * m);
         }
         *nfev += s;
         if (rc == ERR_NONFINITE) {          /* a stage left the finite range: shrink */
@@ -261,19 +261,19 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
         for (long s = 0; s < nsteps; s++) {
             double tk = t + s * dt;
             *t_fail = tk;
-            if ((rc = I->rhs(I->ctx, yc, k1)) != OK)
+            if ((rc = I->rhs(I->ctx, tk, yc, k1)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt / 2 * k1[i];
-            if ((rc = I->rhs(I->ctx, yt, k2)) != OK)
+            if ((rc = I->rhs(I->ctx, tk + dt / 2, yt, k2)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt / 2 * k2[i];
-            if ((rc = I->rhs(I->ctx, yt, k3)) != OK)
+            if ((rc = I->rhs(I->ctx, tk + dt / 2, yt, k3)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt * k3[i];
-            if ((rc = I->rhs(I->ctx, yt, k4)) != OK)
+            if ((rc = I->rhs(I->ctx, tk + dt, yt, k4)) != OK)
                 return rc;
             *nfev += 4;
             for (int i = 0; i < m; i++)
@@ -282,7 +282,7 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
                 return ERR_NONFINITE;
             if (I->post) {
                 *t_fail = s == nsteps - 1 ? t_end : t + (s + 1) * dt;
-                if ((rc = I->post(I->ctx, yc, &moved)) != OK)
+                if ((rc = I->post(I->ctx, *t_fail, yc, &moved)) != OK)
                     return rc;
             }
         }
@@ -297,7 +297,7 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
     double *yc = K + (s + 1) * m, *f = K;      /* K rows 0..s, then the current y */
     memcpy(yc, y, sizeof(double) * m);
     double tc = t;
-    if ((rc = I->rhs(I->ctx, yc, f)) != OK)
+    if ((rc = I->rhs(I->ctx, tc, yc, f)) != OK)
         return rc;
     *nfev += 1;
     double h_abs = *h_io;
@@ -324,11 +324,11 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
         moved = 0;
         if (I->post) {                             /* drift control after every step */
             *t_fail = tc;
-            if ((rc = I->post(I->ctx, yc, &moved)) != OK)
+            if ((rc = I->post(I->ctx, *t_fail, yc, &moved)) != OK)
                 return rc;
         }
         if (moved) {                               /* f at the corrected state */
-            if ((rc = I->rhs(I->ctx, yc, f)) != OK)
+            if ((rc = I->rhs(I->ctx, tc, yc, f)) != OK)
                 return rc;
             *nfev += 1;
         }

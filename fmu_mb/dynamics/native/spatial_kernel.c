@@ -1539,8 +1539,9 @@ int sk_set_tableau(int which, int s, int order, const double *A, const double *B
     return integ_set_tableau(which, s, order, A, B, C, E, E3, E5);
 }
 
-static int rhs(void *ctx, const double *y, double *dy)
+static int rhs(void *ctx, double t, const double *y, double *dy)
 {
+    (void)t;                  /* autonomous: the inputs are held over the call */
     SK *k = ctx;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
@@ -1553,8 +1554,9 @@ static int rhs(void *ctx, const double *y, double *dy)
     return OK;
 }
 
-static int post(void *ctx, double *y, int *moved)
+static int post(void *ctx, double t, double *y, int *moved)
 {
+    (void)t;
     int rc;
     *moved = post_step(ctx, y, &rc);
     return rc;
