@@ -143,10 +143,12 @@ def _recursive_supports(model):
     # a body placed by a driven tree joint is exempt: a prescribed joint never divides by
     # its articulated inertia (seed 000's driven crane with a massless cart)
     driven = {d.joint for d in model.drives}
-    tm = _tree_map(model)
-    placed_by_drive = {model.bodies[int(tm.other[k])].name for k in range(tm.nt)
-                       if 0 <= tm.coord[k] < len(tm.joints)
-                       and model.joints[tm.joints[tm.coord[k]]].name in driven}
+    placed_by_drive = set()
+    if driven:                        # (the planar tree map: spatial models have no drives)
+        tm = _tree_map(model)
+        placed_by_drive = {model.bodies[int(tm.other[k])].name for k in range(tm.nt)
+                           if 0 <= tm.coord[k] < len(tm.joints)
+                           and model.joints[tm.joints[tm.coord[k]]].name in driven}
     massless = [b.name for b in model.bodies if b.mass == 0.0 and b.name not in placed_by_drive]
     if massless:
         return f"it has massless bodies {massless} (a singular articulated inertia)"
