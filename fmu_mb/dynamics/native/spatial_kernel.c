@@ -1539,8 +1539,9 @@ int sk_set_tableau(int which, int s, int order, const double *A, const double *B
     return integ_set_tableau(which, s, order, A, B, C, E, E3, E5);
 }
 
-static int rhs(void *ctx, const double *y, double *dy)
+static int rhs(void *ctx, double t, const double *y, double *dy)
 {
+    (void)t;                  /* autonomous: the inputs are held over the call */
     SK *k = ctx;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
@@ -1553,14 +1554,16 @@ static int rhs(void *ctx, const double *y, double *dy)
     return OK;
 }
 
-static int post(void *ctx, double *y, int *moved)
+static int post(void *ctx, double t, double *y, int *moved)
 {
+    (void)t;
     int rc;
     *moved = post_step(ctx, y, &rc);
     return rc;
 }
 
-/* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]; u the inputs */
+/* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out), max_steps (0: no
+ * limit)]; u the inputs */
 int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     sk_set_inputs(k, u);
@@ -1569,7 +1572,8 @@ int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *
         par[7] = par[0];
         return OK;
     }
-    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k};
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k,
+               (long)par[8]};
     return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
                          par[6], nfev, &par[7]);
 }
