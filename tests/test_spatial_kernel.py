@@ -79,6 +79,10 @@ def _agree(model, seeds=(3, 4), spread=0.2):
         xk, xdk = REC.absolute(model, q, qd)            # the kernel's forward kinematics
         np.testing.assert_allclose(xk, x, atol=1e-13 * (1.0 + np.abs(x).max()))
         np.testing.assert_allclose(xdk, xd, atol=1e-13 * (1.0 + np.abs(xd).max()))
+        from fmu_mb.mechanics.spatial.elements import element_outputs
+        for got, want in zip(REC.element_values(model, q, qd, u),
+                             element_outputs(model, x, xd, u)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
         if len(model.compiled.markers):
             from fmu_mb.mechanics.spatial.elements import marker_outputs
             np.testing.assert_allclose(REC.markers(model, q, qd), marker_outputs(model, x, xd),
