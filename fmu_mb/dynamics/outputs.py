@@ -39,7 +39,6 @@ from ..mechanics import constraints
 from ..mechanics import kinematics as kin
 from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
                                   potential_energy)
-from ..mechanics.spatial import elements as spatial_elements
 from .formulations import get_formulation, resolve
 
 
@@ -90,12 +89,8 @@ def _spec(model):
             (f"{b.name}.vy", "m/s", f"y velocity of the centre of mass of {b.name}"),
             (f"{b.name}.omega", "rad/s", f"angular velocity of {b.name}"))
     for j in model.joints:
-        if j.kind == "revolute":
-            add("coords", (f"{j.name}.angle", "rad", f"angle of joint {j.name}"),
-                (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"))
-        elif j.kind == "prismatic":
-            add("coords", (f"{j.name}.position", "m", f"position of joint {j.name}"),
-                (f"{j.name}.rate", "m/s", f"sliding rate of joint {j.name}"))
+        if j.kind in ("revolute", "prismatic"):
+            add("coords", *_joint_coord_spec(j))
         if j.kind == "distance":
             add("dynamics", (f"{j.name}.tension", "N", f"tension of link {j.name}"))
         else:
@@ -104,31 +99,7 @@ def _spec(model):
         if j.kind in ("weld", "prismatic"):
             add("dynamics", (f"{j.name}.torque", "N.m", f"reaction torque of {j.parent} on "
                                                          f"{j.child}"))
-    for d in model.drives:
-        unit = "N.m" if model.joint(d.joint).kind == "revolute" else "N"
-        add("dynamics", (f"{d.name}.effort", unit,
-                         f"driving effort of {d.name} on joint {d.joint}"))
-    for e in model.elements:
-        if e.kind == "tsda":
-            add("elements", (f"{e.name}.force", "N", f"force of {e.name}, tension positive"),
-                (f"{e.name}.length", "m", f"length of {e.name}"))
-        elif e.kind == "rsda":
-            add("elements", (f"{e.name}.torque", "N.m", f"torque of {e.name}"),
-                (f"{e.name}.angle", "rad", f"relative angle of {e.name}"))
-        elif e.kind == "cylinder":
-            add("elements", (f"{e.name}.force", "N", f"force of cylinder {e.name}, pushing "
-                                                     f"positive"),
-                (f"{e.name}.length", "m", f"pin-to-pin length of cylinder {e.name}"),
-                (f"{e.name}.stroke", "m", f"stroke of cylinder {e.name} (length - min)"),
-                (f"{e.name}.stroke_rate", "m/s", f"stroke rate of cylinder {e.name}"),
-                (f"{e.name}.fx", "N", f"x force of cylinder {e.name} on {e.b} at its pin"),
-                (f"{e.name}.fy", "N", f"y force of cylinder {e.name} on {e.b} at its pin"),
-                (f"{e.name}.end_stops", "1", f"end-stop impacts of cylinder {e.name} so far",
-                 "integer"))
-        elif e.kind == "force":
-            add("elements", (f"{e.name}.force", "N", f"force {e.name}"))
-        else:
-            add("elements", (f"{e.name}.torque", "N.m", f"torque {e.name}"))
+    _drive_and_element_spec(model, add)
     for p in model.markers:
         add("markers", (f"{p.name}.x", "m", f"x of point {p.name}"),
             (f"{p.name}.y", "m", f"y of point {p.name}"),
@@ -162,12 +133,8 @@ def _spatial_spec(model, add):
             *[(f"{n}.w{c}", "rad/s", f"angular velocity of {n} about the global {c} axis")
               for c in "xyz"])
     for j in model.joints:
-        if j.kind == "revolute":
-            add("coords", (f"{j.name}.angle", "rad", f"angle of joint {j.name}"),
-                (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"))
-        elif j.kind == "prismatic":
-            add("coords", (f"{j.name}.position", "m", f"position of joint {j.name}"),
-                (f"{j.name}.rate", "m/s", f"sliding rate of joint {j.name}"))
+        if j.kind in ("revolute", "prismatic"):
+            add("coords", *_joint_coord_spec(j))
         elif j.kind == "cylindrical":
             add("coords", (f"{j.name}.angle", "rad", f"angle of joint {j.name}"),
                 (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"),
@@ -185,6 +152,25 @@ def _spatial_spec(model, add):
                                                       f"{j.child}") for c in "xyz"],
                 *[(f"{j.name}.t{c}", "N.m", f"{c} reaction torque of {j.parent} on {j.child}")
                   for c in "xyz"])
+    _drive_and_element_spec(model, add)
+    for p in model.markers:
+        add("markers", *[(f"{p.name}.{c}", "m", f"{c} of point {p.name}") for c in "xyz"],
+            *[(f"{p.name}.v{c}", "m/s", f"{c} velocity of point {p.name}") for c in "xyz"])
+    _energy_spec(add)
+
+
+def _joint_coord_spec(j):
+    """The coordinate and rate outputs of a revolute or prismatic joint (planar or spatial)."""
+    if j.kind == "revolute":
+        return ((f"{j.name}.angle", "rad", f"angle of joint {j.name}"),
+                (f"{j.name}.rate", "rad/s", f"angular rate of joint {j.name}"))
+    return ((f"{j.name}.position", "m", f"position of joint {j.name}"),
+            (f"{j.name}.rate", "m/s", f"sliding rate of joint {j.name}"))
+
+
+def _drive_and_element_spec(model, add):
+    """Drive efforts and force-element outputs, planar and spatial (cylinders are planar,
+    bushings spatial)."""
     for d in model.drives:
         unit = "N.m" if model.joint(d.joint).kind == "revolute" else "N"
         add("dynamics", (f"{d.name}.effort", unit,
@@ -196,6 +182,16 @@ def _spatial_spec(model, add):
         elif e.kind == "rsda":
             add("elements", (f"{e.name}.torque", "N.m", f"torque of {e.name}"),
                 (f"{e.name}.angle", "rad", f"relative angle of {e.name}"))
+        elif e.kind == "cylinder":
+            add("elements", (f"{e.name}.force", "N", f"force of cylinder {e.name}, pushing "
+                                                     f"positive"),
+                (f"{e.name}.length", "m", f"pin-to-pin length of cylinder {e.name}"),
+                (f"{e.name}.stroke", "m", f"stroke of cylinder {e.name} (length - min)"),
+                (f"{e.name}.stroke_rate", "m/s", f"stroke rate of cylinder {e.name}"),
+                (f"{e.name}.fx", "N", f"x force of cylinder {e.name} on {e.b} at its pin"),
+                (f"{e.name}.fy", "N", f"y force of cylinder {e.name} on {e.b} at its pin"),
+                (f"{e.name}.end_stops", "1", f"end-stop impacts of cylinder {e.name} so far",
+                 "integer"))
         elif e.kind == "bushing":
             add("elements", *[(f"{e.name}.f{c}", "N", f"force s_{c} of bushing {e.name}, "
                                                       f"frame a axes") for c in "xyz"],
@@ -205,10 +201,6 @@ def _spatial_spec(model, add):
             add("elements", (f"{e.name}.force", "N", f"force {e.name}"))
         else:
             add("elements", (f"{e.name}.torque", "N.m", f"torque {e.name}"))
-    for p in model.markers:
-        add("markers", *[(f"{p.name}.{c}", "m", f"{c} of point {p.name}") for c in "xyz"],
-            *[(f"{p.name}.v{c}", "m/s", f"{c} velocity of point {p.name}") for c in "xyz"])
-    _energy_spec(add)
 
 
 def _energy_spec(add):
@@ -306,6 +298,7 @@ class Outputs:
         x, xd = self._get("absolute")
         nb = len(self.model.bodies)
         if self.model.spatial:
+            from ..mechanics.spatial import elements as spatial_elements
             return spatial_elements.body_outputs(self.model, x, xd).reshape(-1)
         out = np.empty((nb, 6))
         out[:, :3] = x.reshape(nb, 3)
@@ -314,8 +307,14 @@ class Outputs:
 
     def _markers(self):
         model = self.model
+        fast = getattr(self.form, "markers", None)
+        if fast is not None and self.state.coords == "joint":
+            out = fast(model, self.state.q, self.state.qd)
+            if out is not None:
+                return out.reshape(-1)
         x, xd = self._get("absolute")
         if model.spatial:
+            from ..mechanics.spatial import elements as spatial_elements
             return spatial_elements.marker_outputs(model, x, xd).reshape(-1)
         xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
         C = model.compiled
