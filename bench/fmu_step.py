@@ -12,13 +12,20 @@ input actuator_A.h, advance 1 ms, read the four outputs A.angle, B.angle, A.rate
   communication step (exudyn_models.CoSimPendulum), and DOPRI5 at tolerance 1e-8.
 Rounds alternate the engines; the median of the rounds is shown.
 
-Start-up: instantiate .. first doStep of the default-built FMU in fresh processes (fmpy
-imported before the clock starts, as a host has it; the FMU imports fmu_mb and what its first
-step needs; wall and CPU time, the latter less sensitive to a loaded machine), with the
-modules the FMU added, next to the same for the no-op FMU, and in the plain C host
-(tests/c_host/fmi2_host.c: it starts the embedded interpreter itself).
+Start-up: instantiate .. first doStep of the default-built FMU in fresh processes, median of 5
+(fmpy imported and the host settled for 0.3 s before the clock starts, as a host has it; the
+FMU imports fmu_mb and what its first step needs, from the checked-hash bytecode it carries;
+wall and CPU time, the latter less sensitive to a loaded machine), with the modules the FMU
+added, next to the same for the no-op FMU as pythonfmu builds it (no bytecode) and with
+bytecode, and in the plain C host (tests/c_host/fmi2_host.c: it starts the embedded
+interpreter itself).
 
     python bench/fmu_step.py [--steps 2000] [--rounds 5] [--formulation newton_euler]
+                             [--startup-only] [--phases] [--fmu OTHER.fmu]
+
+--phases breaks the start-up down (CPU time per phase, the slave's path without fmpy);
+--fmu times another double-pendulum FMU's start-up beside it (one built by an older checkout,
+to compare).
 """
 import argparse
 import json
@@ -71,6 +78,7 @@ from fmpy import read_model_description
 from fmpy.fmi2 import FMU2Slave
 before = set(sys.modules)
 md = read_model_description(sys.argv[1])
+time.sleep(0.3)     # the host's own start-up settles (numpy's OpenBLAS threads spin ~40 ms CPU)
 c0 = time.process_time()
 t0 = time.perf_counter()
 s = FMU2Slave(guid=md.guid, unzipDirectory=sys.argv[2],
@@ -144,12 +152,13 @@ class ExudynLoop:
         return (time.perf_counter() - t0) / n, y
 
 
-def noop_fmu(out_dir):
-    """Build the no-op pythonfmu FMU (the transport floor) into out_dir; its path."""
+def noop_fmu(out_dir, bytecode=False):
+    """Build the no-op pythonfmu FMU (the transport floor) into out_dir; its path. Without
+    bytecode by default: as pythonfmu builds it (fmu_mb's FMUs ship checked-hash pycs)."""
     from fmu_mb.fmi.packaging import package_fmu
 
     return package_fmu(NOOP, "noop_bench", [], Path(out_dir) / "noop_bench.fmu",
-                       standalone=False)
+                       standalone=False, bytecode=bytecode)
 
 
 def per_step(steps, rounds, formulation, log=print):
@@ -184,7 +193,7 @@ def per_step(steps, rounds, formulation, log=print):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def first_step(fmu, runs=3):
+def first_step(fmu, runs=5):
     """Median over fresh processes of instantiate .. first doStep (dict of seconds)."""
     from fmpy import extract
 
@@ -203,6 +212,53 @@ def first_step(fmu, runs=3):
     med["scipy"] = any(r["scipy"] for r in res)
     med["modules"] = res[-1]["modules"]
     return med
+
+
+PHASES = r"""
+import json, sys, time
+marks = [("start", time.process_time())]
+def mark(name):
+    marks.append((name, time.process_time()))
+import numpy
+mark("numpy (a Python host has it already)")
+sys.path.insert(0, sys.argv[1])
+import fmu_mb
+mark("import fmu_mb")
+import fmu_mb.fmi.slave as S
+mark("import fmu_mb.fmi.slave (with pythonfmu)")
+name = sys.argv[2]
+module = S.module_from_source("phases_model", name, open(sys.argv[1] + "/" + name).read())
+mark("the model file's body (its fmu_mb imports)")
+model = module.build()
+mark("build() (builder, assembly)")
+from fmu_mb.dynamics.integrate import Settings, initial_state, stepper
+settings = Settings().for_model(model)
+state = initial_state(model, settings)
+mark("formulation choice, initial state (kernel load)")
+state = stepper(model, settings)(state, 1e-3, numpy.zeros(len(model.inputs)))
+mark("first step")
+print(json.dumps({b: c1 - c0 for (_, c0), (b, c1) in zip(marks, marks[1:])}))
+"""
+
+
+def startup_phases(fmu, model_file, runs=5):
+    """{phase: median CPU seconds} of the FMU's start-up path without fmpy (import fmu_mb
+    from its resources/, the slave module, the model file's body, build(), the formulation
+    and its kernel, one step), each run in a fresh process."""
+    tmp = Path(tempfile.mkdtemp(prefix="fmu_mb_phases_"))
+    try:
+        zipfile.ZipFile(fmu).extractall(tmp)
+        res = []
+        for _ in range(runs):
+            p = subprocess.run([sys.executable, "-c", PHASES, str(tmp / "resources"),
+                                Path(model_file).name], capture_output=True, text=True,
+                               timeout=300)
+            if p.returncode != 0:
+                raise RuntimeError(p.stderr[-2000:])
+            res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        return {k: statistics.median(r[k] for r in res) for k in res[0]}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def c_host(fmu):
@@ -236,15 +292,22 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--formulation", default=None,
                    help="also time the FMU with this solver.formulation (e.g. newton_euler)")
+    p.add_argument("--startup-only", action="store_true", help="skip the per-step timing")
+    p.add_argument("--phases", action="store_true",
+                   help="also break the start-up down by phase (CPU time, fresh processes)")
+    p.add_argument("--fmu", action="append", default=[], metavar="PATH",
+                   help="also time the start-up of this double-pendulum FMU (e.g. one built "
+                        "by another checkout), side by side")
     args = p.parse_args(argv)
-    print(f"per 1 ms step (setReal + doStep + getReal x4), median of {args.rounds} rounds of "
-          f"{args.steps} steps:")
-    res, _ = per_step(args.steps, args.rounds, args.formulation)
-    fm = res["fmu_mb FMU, default settings"][0]
-    rk = res["Exudyn RK44 (1 step per 1 ms) in process"][0]
-    floor = res["no-op pythonfmu FMU (transport floor)"][0]
-    print(f"ratio default fmu_mb FMU / Exudyn RK44 in process: {fm / rk:.2f} (target <= 2); "
-          f"fmu_mb above the transport floor: {fm - floor:.1f} us")
+    if not args.startup_only:
+        print(f"per 1 ms step (setReal + doStep + getReal x4), median of {args.rounds} rounds "
+              f"of {args.steps} steps:")
+        res, _ = per_step(args.steps, args.rounds, args.formulation)
+        fm = res["fmu_mb FMU, default settings"][0]
+        rk = res["Exudyn RK44 (1 step per 1 ms) in process"][0]
+        floor = res["no-op pythonfmu FMU (transport floor)"][0]
+        print(f"ratio default fmu_mb FMU / Exudyn RK44 in process: {fm / rk:.2f} (target <= 2); "
+              f"fmu_mb above the transport floor: {fm - floor:.1f} us")
     tmp = Path(tempfile.mkdtemp(prefix="fmu_mb_first_"))
     try:
         from fmu_mb.fmi.build import build_fmu
@@ -252,15 +315,27 @@ def main(argv=None):
         fmu = build_fmu(ROOT / "models" / "double_pendulum.py", tmp)
         f = first_step(fmu)
         n = first_step(noop_fmu(tmp))
+        nb = first_step(noop_fmu(tmp / "bytecode", bytecode=True))
+        print("start-up, median of 5 fresh processes each:")
         print(f"fresh process, fmpy loaded, no-op pythonfmu FMU (the floor): instantiate .. "
-              f"first doStep {n['total'] * 1e3:.1f} ms (CPU time {n['cpu'] * 1e3:.1f} ms)")
+              f"first doStep {n['total'] * 1e3:.1f} ms (CPU time {n['cpu'] * 1e3:.1f} ms); "
+              f"with bytecode as fmu_mb ships it {nb['total'] * 1e3:.1f} ms (CPU time "
+              f"{nb['cpu'] * 1e3:.1f} ms)")
         print(f"fresh process, fmpy loaded: instantiate {f['instantiate'] * 1e3:.1f} ms, "
               f"initialise {f['initialize'] * 1e3:.1f} ms, first doStep "
               f"{f['first_step'] * 1e3:.1f} ms; instantiate .. first doStep "
               f"{f['total'] * 1e3:.1f} ms (target <= 150; CPU time {f['cpu'] * 1e3:.1f} ms); "
               f"scipy imported: {f['scipy']}; "
               f"{f['modules']} modules imported by the FMU")
+        for other in args.fmu:
+            o = first_step(Path(other))
+            print(f"{other}: instantiate .. first doStep {o['total'] * 1e3:.1f} ms (CPU time "
+                  f"{o['cpu'] * 1e3:.1f} ms); {o['modules']} modules")
         print(f"C host (no environment, starts Python): {c_host(fmu)}")
+        if args.phases:
+            print("start-up phases, CPU ms, median of 5 fresh processes (without fmpy):")
+            for k, v in startup_phases(fmu, ROOT / "models" / "double_pendulum.py").items():
+                print(f"    {k}: {v * 1e3:.1f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

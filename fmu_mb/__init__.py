@@ -24,26 +24,61 @@ if "numpy" in _sys.modules:                      # a BLAS is loaded already: lim
     except ImportError:
         pass
 
-from .mechanics.builder import (ModelBuilder, box_inertia, cylinder_inertia, disc_inertia,
-                               rod_inertia)
-from .errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError, ImpactError, InputError,
-                     IntegrationError, ModelError, SingularSystemError)
-from .dynamics.formulations import FORMULATIONS
-from .dynamics.integrate import METHODS, STABILIZATIONS, Settings, State, advance, initial_state
-from .dynamics.inverse import (InverseDynamics, KinematicState, inverse_dynamics, kinematic_analysis,
-                      kinematic_trajectory)
-from .mechanics.loader import load_model, load_module
-from .mechanics.model import Model
-from .mechanics.motion import Motion, constant_rate, harmonic, polynomial
-from .dynamics.outputs import output_names, output_spec, output_values
-from .dynamics.simulate import simulate
-from .mechanics.tree import tree_coordinates
-from .mechanics.spatial.inertia import box as box_inertia_3d
-from .mechanics.spatial.inertia import cylinder as cylinder_inertia_3d
-from .mechanics.spatial.inertia import slender_rod as slender_rod_inertia
-from .mechanics.spatial.inertia import sphere as sphere_inertia
-from .mechanics.spatial.rotations import cardan
+from .errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError, ImpactError,
+                     InputError, IntegrationError, ModelError, SingularSystemError)
 from .units import deg
+
+#: public name -> module that defines it (under its own name, or as given): imported on first
+#: use (PEP 562), so that `import fmu_mb` and a model file's `from fmu_mb import ModelBuilder`
+#: load only what they use; an FMU's start-up does not import simulate(), inverse dynamics,
+#: the spatial package for a planar model, or the formulations it does not run
+_LAZY = {
+    **dict.fromkeys(("ModelBuilder", "box_inertia", "cylinder_inertia", "disc_inertia",
+                     "rod_inertia"), "mechanics.builder"),
+    "FORMULATIONS": "dynamics.formulations",
+    **dict.fromkeys(("METHODS", "STABILIZATIONS", "Settings", "State", "advance",
+                     "initial_state"), "dynamics.integrate"),
+    **dict.fromkeys(("InverseDynamics", "KinematicState", "inverse_dynamics",
+                     "kinematic_analysis", "kinematic_trajectory"), "dynamics.inverse"),
+    **dict.fromkeys(("load_model", "load_module"), "mechanics.loader"),
+    "Model": "mechanics.model",
+    **dict.fromkeys(("Motion", "constant_rate", "harmonic", "polynomial"), "mechanics.motion"),
+    **dict.fromkeys(("output_names", "output_spec", "output_values"), "dynamics.outputs"),
+    "simulate": "dynamics.simulate",
+    "tree_coordinates": "mechanics.tree",
+    "box_inertia_3d": ("mechanics.spatial.inertia", "box"),
+    "cylinder_inertia_3d": ("mechanics.spatial.inertia", "cylinder"),
+    "slender_rod_inertia": ("mechanics.spatial.inertia", "slender_rod"),
+    "sphere_inertia": ("mechanics.spatial.inertia", "sphere"),
+    "cardan": "mechanics.spatial.rotations",
+}
+
+
+def __getattr__(name):
+    """A public name of _LAZY, imported from its module on first use and then kept here; a
+    subpackage or module of fmu_mb (fmu_mb.dynamics) imported on first attribute use."""
+    import importlib
+
+    where = _LAZY.get(name)
+    if where is None:
+        if name.startswith("_"):
+            raise AttributeError(f"module 'fmu_mb' has no attribute {name!r}")
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'fmu_mb' has no attribute {name!r}") from None
+    else:
+        module, attr = (where, name) if isinstance(where, str) else where
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

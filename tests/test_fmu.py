@@ -116,7 +116,91 @@ def test_resources_hold_package_and_model_file(fmus):
     names = zipfile.ZipFile(fmus["four_bar"]).namelist()
     assert "resources/four_bar.py" in names
     assert "resources/fmu_mb/dynamics/integrate.py" in names
-    assert not any("__pycache__" in n for n in names)
+
+
+def _code_files(code):
+    """co_filename of a code object and of every code object nested in it."""
+    yield code.co_filename
+    for c in code.co_consts:
+        if hasattr(c, "co_filename"):
+            yield from _code_files(c)
+
+
+def test_bytecode_is_checked_hash_of_the_packed_sources(fmus):
+    """The FMU ships bytecode, so that instantiating it does not compile the bundled packages
+    (bench/fmu_step.py, start-up). Only what cannot go stale or leak: exactly one pyc per
+    Python file in resources/, for this interpreter's cache tag, checked-hash (PEP 552: the
+    import system compares the source's hash on every import), the hash of the packed source,
+    and code objects named by the path relative to resources/, never a path of this machine
+    (the build copies the package to a temporary folder and pythonfmu to another)."""
+    import importlib.util
+    import marshal
+    import tempfile
+
+    z = zipfile.ZipFile(fmus["four_bar"])
+    names = set(z.namelist())
+    sources = {n for n in names if n.startswith("resources/") and n.endswith(".py")}
+    tag = sys.implementation.cache_tag
+    pycs = {n for n in names if "__pycache__" in n or n.endswith(".pyc")}
+    assert "resources/fmu_mb/dynamics/__pycache__/integrate." + tag + ".pyc" in pycs
+    assert pycs == {f"{d}/__pycache__/{f[:-3]}.{tag}.pyc"
+                    for d, _, f in (n.rpartition("/") for n in sources)}
+    # the project, the FMU's folder and the build's temporary folders (fmi/build.py, packaging)
+    machine = {str(MODELS.parent), str(Path(fmus["four_bar"]).parent),
+               str(Path(tempfile.gettempdir()) / "fmu_mb_")}
+    for n in pycs:
+        d, _, f = n.partition("/__pycache__/")
+        source_name = f"{d}/{f.rsplit('.', 2)[0]}.py"
+        data = z.read(n)
+        assert data[:4] == importlib.util.MAGIC_NUMBER, n
+        assert int.from_bytes(data[4:8], "little") == 0b11, n      # hash-based, checked
+        assert data[8:16] == importlib.util.source_hash(z.read(source_name)), n
+        relative = source_name.split("/", 1)[1]
+        assert set(_code_files(marshal.loads(data[16:]))) == {relative}, n
+        assert not [p for p in machine if p.encode() in data], n
+
+
+USES_BYTECODE = r"""
+import importlib._bootstrap_external as ext, json, sys
+compiled = []
+original = ext.SourceLoader.source_to_code
+def spy(self, data, path, *args, **kwargs):
+    compiled.append(path)
+    return original(self, data, path, *args, **kwargs)
+ext.SourceLoader.source_to_code = spy
+sys.path.insert(0, sys.argv[1])
+import fmu_mb.fmi.slave, fmu_mb.units
+print(json.dumps({"compiled": compiled, "file": fmu_mb.__file__,
+                  "edited": getattr(fmu_mb.units, "EDITED", None),
+                  "co": fmu_mb.fmi.slave.module_from_source.__code__.co_filename}))
+"""
+
+
+def test_the_shipped_bytecode_is_used_and_an_edited_source_wins(fmus, tmp_path):
+    """Importing the FMU's fmu_mb compiles nothing (the pycs are valid for this interpreter);
+    after a source in the unpacked FMU is edited, that module is compiled from the edited
+    source (checked hash), the others still come from their pycs."""
+    import json
+
+    zipfile.ZipFile(fmus["four_bar"]).extractall(tmp_path)
+    resources = tmp_path / "resources"
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+
+    def run():
+        p = subprocess.run([sys.executable, "-c", USES_BYTECODE, str(resources)],
+                           capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    first = run()
+    assert Path(first["file"]) == resources / "fmu_mb" / "__init__.py"
+    assert Path(first["co"]) == resources / "fmu_mb" / "fmi" / "slave.py"   # the real path
+    assert [c for c in first["compiled"] if "fmu_mb" in c or "pythonfmu" in c] == []
+    units = resources / "fmu_mb" / "units.py"
+    units.write_text(units.read_text() + "\nEDITED = 1\n")
+    second = run()
+    assert second["edited"] == 1
+    assert [Path(c) for c in second["compiled"] if "fmu_mb" in c] == [units]
 
 
 # ---------------------------------------------------------------------- fmpy low level

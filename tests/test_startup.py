@@ -37,33 +37,111 @@ def test_tableaus_are_scipys_bit_for_bit():
         np.testing.assert_array_equal(mine, theirs)
 
 
+#: what the first step of a planar open tree does not need, so never imports (prefixes):
+#: scipy (~250 ms), plots, the tools, simulate() and inverse dynamics, the impact code of
+#: contact models (and contacts.py), the formulations not chosen and the spatial package, but for the builder
+#: methods of spatial models (SpatialItems, a base of ModelBuilder, with its rotations)
+NOT_NEEDED = ("scipy", "matplotlib", "fmu_mb.tools", "fmu_mb.dynamics.simulate",
+              "fmu_mb.dynamics.inverse", "fmu_mb.dynamics.impact",
+              "fmu_mb.dynamics.impact_minimal", "fmu_mb.mechanics.contacts",
+              "fmu_mb.dynamics.spatial_kernel", "fmu_mb.fmi.build", "fmu_mb.fmi.packaging",
+              "fmu_mb.fmi.controller", "fmu_mb.mechanics.spatial.")
+FORMULATIONS_NOT_CHOSEN = ("newton_euler", "tmt", "lagrange", "minimal", "_spatial_tmt", "dae")
+SPATIAL_BUILDER = ("fmu_mb.mechanics.spatial.builder", "fmu_mb.mechanics.spatial.rotations")
+
+
+def not_needed(modules):
+    """The modules of `modules` that a planar open tree's first step should not import."""
+    prefixes = NOT_NEEDED + tuple(f"fmu_mb.dynamics.formulations.{f}"
+                                  for f in FORMULATIONS_NOT_CHOSEN)
+    return sorted(m for m in modules if m not in SPATIAL_BUILDER
+                  and any(m == p or m.startswith(p if p.endswith(".") else p + ".")
+                          for p in prefixes))
+
+
 CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import fmu_mb
-from fmu_mb import load_model, initial_state, advance
+bare = sorted(k for k in sys.modules if k.startswith("fmu_mb"))
+from fmu_mb import ModelBuilder, initial_state, advance
 from fmu_mb.dynamics.outputs import Outputs
-m = load_model(sys.argv[1] + "/models/double_pendulum.py")
+from fmu_mb.fmi.slave import module_from_source
+path = sys.argv[1] + "/models/double_pendulum.py"
+m = module_from_source("startup_double_pendulum", path, open(path).read()).build()
 s = advance(m, initial_state(m), 0.01, [0.1, 0.0])
 out = Outputs(m, s, m.input_vector(None))
 angles = [out.value(i) for i in range(4)]
-import fmu_mb.fmi.slave
-print(json.dumps({"scipy": sorted(k for k in sys.modules if k.split(".")[0] == "scipy"),
-                  "file": fmu_mb.__file__, "coords": s.coords}))
+print(json.dumps({"modules": sorted(sys.modules), "bare": bare, "file": fmu_mb.__file__,
+                  "coords": s.coords}))
 """
 
 
-def test_an_open_tree_is_built_and_stepped_without_scipy():
-    """What an FMU of an open tree does up to its first outputs (import fmu_mb and the FMU
-    slave, build and assemble the model, step in the kernel, read outputs) leaves scipy
-    unimported (~250 ms of start-up); run in a fresh interpreter."""
+def test_an_open_tree_is_built_and_stepped_with_only_what_it_needs():
+    """What an FMU of a planar open tree does up to its first outputs (import fmu_mb and the
+    FMU slave, build the model from its source, step in the kernel, read outputs) imports
+    neither scipy (~250 ms) nor anything else of NOT_NEEDED; `import fmu_mb` alone loads only
+    the package's base modules. Run in a fresh interpreter."""
     p = subprocess.run([sys.executable, "-c", CHILD, str(ROOT)], capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert Path(out["file"]).parent == ROOT / "fmu_mb"
     assert out["coords"] == "joint"
-    assert out["scipy"] == []
+    assert out["bare"] == ["fmu_mb", "fmu_mb.errors", "fmu_mb.units"]
+    mods = set(out["modules"])
+    assert {"fmu_mb.dynamics.formulations.recursive", "fmu_mb.dynamics.kernel",
+            "fmu_mb.mechanics.builder", "numpy"} <= mods         # the check sees the path
+    assert not_needed(mods) == []
+
+
+def test_not_needed_can_fail():
+    assert not_needed(["scipy.linalg", "fmu_mb.mechanics.spatial.tree", "fmu_mb.tools.viz",
+                       "fmu_mb.dynamics.formulations.tmt", "fmu_mb.mechanics.spatial.builder",
+                       "fmu_mb.dynamics.formulations.recursive", "matplotlib",
+                       "fmu_mb.dynamics.impact_minimal"]) == [
+        "fmu_mb.dynamics.formulations.tmt", "fmu_mb.dynamics.impact_minimal",
+        "fmu_mb.mechanics.spatial.tree", "fmu_mb.tools.viz", "matplotlib", "scipy.linalg"]
+
+
+FMU_CHILD = r"""
+import json, sys
+from fmpy import read_model_description
+from fmpy.fmi2 import FMU2Slave
+md = read_model_description(sys.argv[1])
+s = FMU2Slave(guid=md.guid, unzipDirectory=sys.argv[2],
+              modelIdentifier=md.coSimulation.modelIdentifier, instanceName="startup")
+s.instantiate()
+s.setupExperiment(startTime=0.0)
+s.enterInitializationMode()
+s.exitInitializationMode()
+s.doStep(currentCommunicationPoint=0.0, communicationStepSize=1e-3)
+print(json.dumps({"modules": sorted(sys.modules), "file": sys.modules["fmu_mb"].__file__}))
+"""
+
+
+@pytest.mark.fmu
+def test_instantiating_an_fmu_imports_only_what_its_first_step_needs(tmp_path):
+    """The default-built double pendulum FMU in fmpy, instantiate .. first doStep in a fresh
+    process: fmu_mb comes from the FMU's resources/ and loads nothing of NOT_NEEDED (the
+    start-up time itself is measured in bench/fmu_step.py, not here)."""
+    pytest.importorskip("pythonfmu")
+    pytest.importorskip("fmpy")
+    import zipfile
+
+    from fmu_mb.fmi.build import build_fmu
+
+    fmu = build_fmu(ROOT / "models" / "double_pendulum.py", tmp_path)
+    unzipped = tmp_path / "unzipped"
+    zipfile.ZipFile(fmu).extractall(unzipped)
+    p = subprocess.run([sys.executable, "-c", FMU_CHILD, str(fmu), str(unzipped)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert Path(out["file"]) == unzipped / "resources" / "fmu_mb" / "__init__.py"
+    mods = set(out["modules"])
+    assert {"fmu_mb.dynamics.formulations.recursive", "fmu_mb.fmi.slave"} <= mods
+    assert not_needed(mods) == []
 
 
 @pytest.mark.parametrize("name,formulation,method", [

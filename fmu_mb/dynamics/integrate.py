@@ -30,7 +30,6 @@ import numpy as np
 
 from ..errors import InputError, IntegrationError
 from .formulations import candidates, get_formulation
-from .formulations.newton_euler import PROJECTION_ACCEPT, project_absolute  # noqa: F401
 from .implicit import DAE_FORMS, IMPLICIT_METHODS, advance_implicit
 from .state import State
 from ..linalg import LazyModule

@@ -16,10 +16,8 @@ import ctypes
 import hashlib
 import os
 import platform
-import shutil
-import subprocess
+import re
 import sys
-import tempfile
 import threading
 import weakref
 from functools import lru_cache
@@ -31,6 +29,8 @@ from ..errors import (DriftError, FmuMbError, InputError, IntegrationError,
                       SingularSystemError)
 
 SOURCE = Path(__file__).resolve().parent / "native" / "kernel.c"
+#: where the kernels' shared headers live (native/integrators.h), on the compiler's -I path
+NATIVE_DIR = SOURCE.parent
 CFLAGS = ["-O2", "-ffp-contract=off", "-fPIC", "-shared", "-Wall"]
 METHOD_CODES = {"dopri5": 0, "dop853": 1, "rk4": 2}
 
@@ -53,7 +53,13 @@ class KernelUnavailable(FmuMbError):
 
 def _tag(source=None):
     source = SOURCE if source is None else source        # read at call time (tests patch it)
-    text = source.read_bytes() + repr((CFLAGS, sys.platform, platform.machine())).encode()
+    text = source.read_bytes()
+    for name in re.findall(rb'#include "([^"]+)"', text):  # the shared integrators.h
+        for d in (source.parent, NATIVE_DIR):
+            if (d / name.decode()).is_file():
+                text += (d / name.decode()).read_bytes()
+                break
+    text += repr((CFLAGS, sys.platform, platform.machine())).encode()
     return hashlib.sha1(text).hexdigest()[:12]
 
 
@@ -74,6 +80,8 @@ def _cache_dirs():
 
 def compiler():
     """Path of the C compiler used for the kernel, or None."""
+    import shutil                          # (only when compiling: not on an FMU's start-up)
+
     candidates = ([os.environ["CC"]] if os.environ.get("CC") else []) + ["cc", "gcc", "clang"]
     return next((shutil.which(c) for c in candidates if shutil.which(c)), None)
 
@@ -94,12 +102,15 @@ def build_library(dest_dir, source=None):
         raise KernelUnavailable("the 'recursive' formulation needs a C compiler to build its "
                                 "kernel once (none of $CC, cc, gcc, clang is on PATH; Debian: "
                                 "apt-get install gcc); use formulation 'tmt' instead")
+    import subprocess                      # (only when compiling: not on an FMU's start-up)
+    import tempfile
+
     dest_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=dest_dir)
     os.close(fd)
     try:
-        p = subprocess.run([cc, *CFLAGS, "-o", tmp, str(path), "-lm"], capture_output=True,
-                           text=True)
+        p = subprocess.run([cc, *CFLAGS, "-I", str(NATIVE_DIR), "-o", tmp, str(path), "-lm"],
+                           capture_output=True, text=True)
         if p.returncode != 0:
             raise KernelUnavailable(f"compiling the kernel with {cc} failed: "
                                     f"{p.stderr.strip()[-2000:]}")

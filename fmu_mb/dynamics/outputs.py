@@ -39,7 +39,6 @@ from ..mechanics import constraints
 from ..mechanics import kinematics as kin
 from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
                                   potential_energy)
-from ..mechanics.spatial import elements as spatial_elements
 from .formulations import get_formulation, resolve
 
 
@@ -299,6 +298,7 @@ class Outputs:
         x, xd = self._get("absolute")
         nb = len(self.model.bodies)
         if self.model.spatial:
+            from ..mechanics.spatial import elements as spatial_elements
             return spatial_elements.body_outputs(self.model, x, xd).reshape(-1)
         out = np.empty((nb, 6))
         out[:, :3] = x.reshape(nb, 3)
@@ -307,8 +307,14 @@ class Outputs:
 
     def _markers(self):
         model = self.model
+        fast = getattr(self.form, "markers", None)
+        if fast is not None and self.state.coords == "joint":
+            out = fast(model, self.state.q, self.state.qd)
+            if out is not None:
+                return out.reshape(-1)
         x, xd = self._get("absolute")
         if model.spatial:
+            from ..mechanics.spatial import elements as spatial_elements
             return spatial_elements.marker_outputs(model, x, xd).reshape(-1)
         xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
         C = model.compiled

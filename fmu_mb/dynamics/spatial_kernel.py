@@ -1,7 +1,9 @@
 """The spatial native kernel (fmu_mb/dynamics/native/spatial_kernel.c): forward dynamics of a
-spatial open tree by the articulated-body algorithm and the explicit integrators (rk4, dopri5,
-dop853 with scipy's coefficients and step-size control), in C, through ctypes. Compiled and
-cached like the planar kernel (fmu_mb.dynamics.kernel), in its own library.
+spatial tree by the articulated-body algorithm, with the force elements (TSDA, RSDA,
+bushing, force, torque, with their inputs h), the cut joints that close loops as multiplier
+rows (drift control by projection after each step, in C), and the explicit integrators
+(rk4, dopri5, dop853 with scipy's coefficients and step-size control), in C, through ctypes.
+Compiled and cached like the planar kernel (fmu_mb.dynamics.kernel), in its own library.
 
 Coordinates are those of the spatial tmt (fmu_mb.mechanics.spatial.tree): revolute angles,
 prismatic positions, the Euler parameters of spherical joints and of floating roots.
@@ -14,16 +16,25 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError, IntegrationError, SingularSystemError
+from ..errors import DriftError, InputError, IntegrationError, SingularSystemError
 from ..mechanics.spatial import tree as st
 from . import kernel as _kernel
 
 SOURCE = Path(__file__).resolve().parent / "native" / "spatial_kernel.c"
 _KIND = {"weld": 0, "revolute": 1, "prismatic": 2, "spherical": 3, "free": 4}
+_DOF = {"weld": 0, "revolute": 1, "prismatic": 1, "spherical": 3, "free": 6}
+#: cut joint kinds the kernel closes (fmu_mb.mechanics.spatial.constraints' rows)
+_CUT = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
+        "weld": 5, "distance": 6}
+_ELEMENT = {"tsda": 0, "rsda": 1, "force": 2, "torque": 3, "bushing": 4}
+_STABILIZATION = {"none": 0, "projection": 1, "baumgarte": 2}
+ED = 108
 _ERRORS = {1: "the state became non-finite (NaN or infinity)",
-           2: "the articulated inertia is singular (a massless subtree)",
+           2: "the articulated inertia is singular (a massless subtree) or a spring or "
+              "distance link has zero length",
            3: "the step size became too small",
-           5: "invalid kernel arguments"}
+           5: "invalid kernel arguments",
+           6: "the drift projection did not converge (a singular or unreachable pose)"}
 
 
 @lru_cache(maxsize=1)
@@ -31,106 +42,323 @@ def library():
     lib = ctypes.CDLL(str(_kernel.library_path(SOURCE)))
     P, I, D = ctypes.c_void_p, ctypes.c_int, ctypes.c_double
     lib.sk_create.restype = P
-    lib.sk_create.argtypes = [I, I, P, P, P, P, D, D, D]
+    lib.sk_create.argtypes = [I, I, I, P, P, P, P, D, D, D, I, I, P, P, I, P, P]
     lib.sk_free.restype = None
     lib.sk_free.argtypes = [P]
     lib.sk_set_tableau.argtypes = [I, I, I, P, P, P, P, P, P]
-    lib.sk_accelerations.argtypes = [P, P, P, P]
-    lib.sk_advance.argtypes = [P, I, P, P, P]
+    lib.sk_accelerations.argtypes = [P, P, P, P, P]
+    lib.sk_advance.argtypes = [P, I, P, P, P, P]
+    lib.sk_project.argtypes = [P, P]
+    lib.sk_set_stabilization.restype = None
+    lib.sk_set_stabilization.argtypes = [P, I, D, D, D]
+    lib.sk_set_pose_data.argtypes = [P, P]
+    lib.sk_kinematics.argtypes = [P, P, P, P, P]
+    lib.sk_points.restype = None
+    lib.sk_points.argtypes = [P, P, P, I, P, P, P]
+    lib.sk_accelerations_full.argtypes = [P, P, P, P, P, P, P, P]
+    lib.sk_rows.restype = I
+    lib.sk_rows.argtypes = [P]
+    lib.sk_multipliers.restype = None
+    lib.sk_multipliers.argtypes = [P, P]
     _kernel._set_tableaus(lib, "sk_set_tableau")
     return lib
 
 
 def supported(model):
     """None when the spatial kernel can run `model`, else the reason why not (a sentence)."""
-    t = model.topology
-    if t.cut_joints:
-        return f"it has closed loops (cut joints {list(t.cut_joints)})"
     if model.drives:
         return f"it has drives {[d.name for d in model.drives]}"
-    if model.elements:
-        return (f"it has force elements {[e.name for e in model.elements]} (the spatial kernel "
-                f"applies gravity only so far)")
+    if getattr(model, "contacts", None):
+        return f"it has contacts {[c.name for c in model.contacts]}"
+    for name in model.topology.cut_joints:
+        kind = model.joint(name).kind
+        if kind not in _CUT:
+            return f"cut joint '{name}' is {kind}"
+    for e in model.elements:
+        if e.kind not in _ELEMENT:
+            return f"element '{e.name}' is a {e.kind}"
     tm = st.tree_map(model)
     for row, j in zip(tm.rows, tm.joints):
         if row[0] not in _KIND:
-            return f"joint '{model.joints[j].name}' is {row[0]}"
-        if not row[3]:
-            return (f"joint '{model.joints[j].name}' is declared from the body farther from the "
-                    f"ground (declare its parent towards the ground)")
+            return (f"joint '{model.joints[j].name}' of the spanning tree is {row[0]} (the "
+                    f"kernel's tree joints: revolute, prismatic, spherical, weld)")
     return None
 
 
+def _tree_rows(model, tm):
+    """ri (nb, 6): kind, X, Y, q offset, ν offset, reversed; rd (nb, 24): s_X, s_Y, F_X, F_Y."""
+    ri, rd, vo = [], [], 0
+    for row, j in zip(tm.rows, tm.joints):
+        kind, X, Y, fwd, sX, sY, _, _, Fd, o, _ = row
+        if j < 0:
+            FX = FY = np.eye(3)
+        else:
+            joint = model.joints[j]
+            Fp, Fc = np.asarray(joint.frame_p, float), np.asarray(joint.frame_c, float)
+            FX, FY = (Fp, Fc) if fwd else (Fc, Fp)
+        ri.append([_KIND[kind], X, Y, o, vo, 0 if fwd else 1])
+        rd.append(np.concatenate([sX, sY, FX.reshape(-1), FY.reshape(-1)]))
+        vo += _DOF[kind]
+    return (np.array(ri, dtype=np.intc).reshape(-1, 6), np.array(rd, float).reshape(-1, 24),
+            vo)
+
+
+def _elements(model):
+    """ei (ne, 5): type, body a, body b, input index, body axes; ed (ne, ED)."""
+    C = model.compiled
+    ei, ed = [], []
+
+    def put(kind, a, b, u, body_frame=False, sa=(0, 0, 0), sb=(0, 0, 0), Fa=None, Fb=None,
+            k=0.0, c=0.0, e0=0.0, direction=(0, 0, 0), K=None, Cm=None, e06=None):
+        d = np.zeros(ED)
+        d[0:3], d[3:6] = sa, sb
+        d[6:15] = np.eye(3).reshape(-1) if Fa is None else np.asarray(Fa).reshape(-1)
+        d[15:24] = np.eye(3).reshape(-1) if Fb is None else np.asarray(Fb).reshape(-1)
+        d[24:27] = k, c, e0
+        d[27:30] = direction
+        if K is not None:
+            d[30:66], d[66:102], d[102:108] = (np.asarray(K).reshape(-1),
+                                               np.asarray(Cm).reshape(-1), e06)
+        ei.append([_ELEMENT[kind], a, b, int(u), int(body_frame)])
+        ed.append(d)
+
+    g = C.tsda
+    for i in range(len(g.pairs)):
+        put("tsda", g.pairs.p[i], g.pairs.c[i], g.u[i], sa=g.sp[i], sb=g.sc[i], k=g.k[i],
+            c=g.c[i], e0=g.e0[i])
+    g = C.rsda
+    for i in range(len(g.pairs)):
+        put("rsda", g.pairs.p[i], g.pairs.c[i], g.u[i], sa=g.sp[i], sb=g.sc[i], Fa=g.Fp[i],
+            Fb=g.Fc[i], k=g.k[i], c=g.c[i], e0=g.e0[i])
+    g = C.bushing
+    for i in range(len(g.pairs)):
+        put("bushing", g.pairs.p[i], g.pairs.c[i], -1, sa=g.sp[i], sb=g.sc[i], Fa=g.Fp[i],
+            Fb=g.Fc[i], K=g.K[i], Cm=g.C[i], e06=g.e0[i])
+    for i in range(len(C.frc_body)):
+        put("force", C.frc_body[i], C.frc_body[i], C.frc_u[i], C.frc_body_frame[i],
+            sb=C.frc_point[i], k=C.frc_value[i], direction=C.frc_dir[i])
+    for i in range(len(C.trq_body)):
+        put("torque", C.trq_reaction[i], C.trq_body[i], C.trq_u[i], C.trq_body_frame[i],
+            k=C.trq_value[i], direction=C.trq_dir[i])
+    return (np.array(ei, dtype=np.intc).reshape(-1, 5), np.array(ed, float).reshape(-1, ED))
+
+
+def _cut_joints(model):
+    """ci (nc, 3): kind, parent, child; cd (nc, 25): s_p, s_c, F_p, F_c, length."""
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = len(model.bodies)
+    ci, cd = [], []
+    for name in model.topology.cut_joints:
+        j = model.joint(name)
+        ci.append([_CUT[j.kind], idx[j.parent], idx[j.child]])
+        cd.append(np.concatenate([np.asarray(j.parent_point, float),
+                                  np.asarray(j.child_point, float),
+                                  np.asarray(j.frame_p, float).reshape(-1),
+                                  np.asarray(j.frame_c, float).reshape(-1),
+                                  [float(j.length or 0.0)]]))
+    return (np.array(ci, dtype=np.intc).reshape(-1, 3), np.array(cd, float).reshape(-1, 25))
+
+
 class SpatialKernel:
-    """The kernel instance of one spatial Model (open tree), with preallocated buffers."""
+    """The kernel instance of one spatial Model, with preallocated buffers."""
 
     def __init__(self, model):
         why = supported(model)
         if why is not None:
-            raise InputError(f"model '{model.name}': formulation 'recursive' runs spatial open "
+            raise InputError(f"model '{model.name}': formulation 'recursive' runs spatial "
                              f"trees of revolute, prismatic, spherical and weld joints and "
-                             f"floating bodies under gravity; {why}. Use formulation 'tmt' or "
-                             f"'newton_euler'")
+                             f"floating bodies, loops closed by cut joints, with gravity, "
+                             f"TSDA, RSDA, bushings, forces and torques; {why}. Use "
+                             f"formulation 'tmt' or 'newton_euler'")
         lib = library()
         tm = st.tree_map(model)
         C = model.compiled
-        ri, rd = [], []
-        for row, j in zip(tm.rows, tm.joints):
-            kind, X, Y, _, sX, sY, _, _, Fd, o, _ = row
-            Fc = np.eye(3) if j < 0 else np.asarray(model.joints[j].frame_c, float)
-            ri.append([_KIND[kind], X, Y, o])
-            rd.append(np.concatenate([sX, sY, np.asarray(Fd, float).reshape(-1),
-                                      Fc.reshape(-1)]))
-        self._ri = np.ascontiguousarray(np.array(ri, dtype=np.intc).reshape(-1, 4))
-        self._rd = np.ascontiguousarray(np.array(rd, dtype=float).reshape(-1, 24))
+        self._ri, self._rd, nv = _tree_rows(model, tm)
+        self._ei, self._ed = _elements(model)
+        self._ci, self._cd = _cut_joints(model)
         self._mass = np.ascontiguousarray(C.mass, dtype=float)
         self._J = np.ascontiguousarray(C.inertia.reshape(-1, 9), dtype=float)
         nb, n = tm.nb, tm.n
-        if len(ri) != nb:
-            raise InputError(f"model '{model.name}': the tree places {len(ri)} of {nb} bodies")
+        if len(self._ri) != nb:
+            raise InputError(f"model '{model.name}': the tree places {len(self._ri)} of {nb} "
+                             f"bodies")
         gx, gy, gz = model.gravity
-        handle = lib.sk_create(nb, n, self._ri.ctypes.data, self._rd.ctypes.data,
+        self.n_inputs = len(model.inputs)
+        handle = lib.sk_create(nb, n, nv, self._ri.ctypes.data, self._rd.ctypes.data,
                                self._mass.ctypes.data, self._J.ctypes.data, float(gx),
-                               float(gy), float(gz))
+                               float(gy), float(gz), len(self._ei), self.n_inputs,
+                               self._ei.ctypes.data, self._ed.ctypes.data, len(self._ci),
+                               self._ci.ctypes.data, self._cd.ctypes.data)
         if not handle:
             raise MemoryError(f"model '{model.name}': cannot allocate the spatial kernel")
         self._finalizer = weakref.finalize(self, lib.sk_free, handle)
         self.lib, self.handle, self.n, self.name = lib, handle, n, model.name
+        self.m = int(lib.sk_rows(handle))
+        self._rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
+                            float).reshape(-1, 9)
+        lib.sk_set_pose_data(handle, self._rq.ctypes.data)
+        self.nb = nb
+        self._x = np.zeros(7 * nb + 1)
+        self._xd = np.zeros(7 * nb + 1)
+        self._xdd = np.zeros(7 * nb + 1)
+        self._mk_body = np.ascontiguousarray(C.markers.p, dtype=np.intc)
+        self._mk_pts = np.ascontiguousarray(C.marker_points, dtype=float).reshape(-1, 3)
+        self._mk_out = np.zeros((len(self._mk_body), 6))
         self._lock = threading.Lock()
         self._y = np.zeros(2 * n + 1)
         self._qdd = np.zeros(n + 1)
+        self._u = np.zeros(self.n_inputs + 1)
+        self._lam = np.zeros(self.m + 1)
         self._par = np.zeros(8)
         self._nfev = np.zeros(1, dtype=np.intc)
+        self._stab = None
 
     def _error(self, rc, t, what):
         msg = _ERRORS.get(rc, f"kernel error {rc}")
-        cls = SingularSystemError if rc == 2 else IntegrationError
+        cls = {2: SingularSystemError, 6: DriftError}.get(rc, IntegrationError)
         return cls(f"model '{self.name}': {what} at t = {t:.9g} s: {msg}")
 
-    def accelerations(self, q, qd, t=0.0):
+    def _set_u(self, u):
+        if self.n_inputs and u is not None:
+            self._u[:self.n_inputs] = u
+
+    def _stabilization(self, mode, baumgarte=(0.0, 0.0), projection_tol=1e-13):
+        key = (mode, float(baumgarte[0]), float(baumgarte[1]), float(projection_tol))
+        if key != self._stab:
+            self.lib.sk_set_stabilization(self.handle, _STABILIZATION[mode], *key[1:])
+            self._stab = key
+
+    def accelerations(self, q, qd, t=0.0, u=None, baumgarte=None):
+        """qdd (n,) at (q, qd) with inputs u; baumgarte (alpha, beta) [1/s] on the loop
+        rows (None: none)."""
         n = self.n
         with self._lock:
+            tol = self._stab[3] if self._stab else 1e-13
+            self._stabilization("none" if baumgarte is None else "baumgarte",
+                                (0.0, 0.0) if baumgarte is None else baumgarte, tol)
             self._y[:n], self._y[n:2 * n] = q, qd
+            self._set_u(u)
             y = self._y.ctypes.data
-            rc = self.lib.sk_accelerations(self.handle, y, y + 8 * n, self._qdd.ctypes.data)
+            rc = self.lib.sk_accelerations(self.handle, y, y + 8 * n, self._u.ctypes.data,
+                                           self._qdd.ctypes.data)
             if rc:
                 raise self._error(rc, t, "the accelerations cannot be computed")
             return self._qdd[:n].copy()
 
-    def advance(self, method, t, t_end, q, qd, h, rtol, atol, max_step, step):
-        """(q, qd, h, nfev) at t_end."""
+    def accelerations_full(self, q, qd, t=0.0, u=None, baumgarte=None):
+        """(qdd, x, xd, xdd) at (q, qd) with inputs u: the joint and the body accelerations
+        (x = (r, p) per body as the spatial tmt's T(q))."""
+        n, m = self.n, 7 * self.nb
+        with self._lock:
+            tol = self._stab[3] if self._stab else 1e-13
+            self._stabilization("none" if baumgarte is None else "baumgarte",
+                                (0.0, 0.0) if baumgarte is None else baumgarte, tol)
+            self._y[:n], self._y[n:2 * n] = q, qd
+            self._set_u(u)
+            y = self._y.ctypes.data
+            rc = self.lib.sk_accelerations_full(self.handle, y, y + 8 * n, self._u.ctypes.data,
+                                                self._qdd.ctypes.data, self._x.ctypes.data,
+                                                self._xd.ctypes.data, self._xdd.ctypes.data)
+            if rc:
+                raise self._error(rc, t, "the accelerations cannot be computed")
+            return (self._qdd[:n].copy(), self._x[:m].copy(), self._xd[:m].copy(),
+                    self._xdd[:m].copy())
+
+    def kinematics(self, q, qd):
+        """x = (r, p) and xd = (r', p') of the bodies (7 nb each), as the spatial tmt's
+        T(q) and Tq qd (unit Euler parameters in q)."""
+        n, m = self.n, 7 * self.nb
+        with self._lock:
+            self._y[:n], self._y[n:2 * n] = q, qd
+            y = self._y.ctypes.data
+            rc = self.lib.sk_kinematics(self.handle, y, y + 8 * n, self._x.ctypes.data,
+                                        self._xd.ctypes.data)
+            if rc:
+                raise self._error(rc, 0.0, "the kinematics cannot be computed")
+            return self._x[:m].copy(), self._xd[:m].copy()
+
+    def markers(self, q, qd):
+        """(n_markers, 6): each marker's global position and velocity (as
+        fmu_mb.mechanics.spatial.elements.marker_outputs)."""
+        n = self.n
+        with self._lock:
+            self._y[:n], self._y[n:2 * n] = q, qd
+            y = self._y.ctypes.data
+            self.lib.sk_points(self.handle, y, y + 8 * n, len(self._mk_body),
+                               self._mk_body.ctypes.data, self._mk_pts.ctypes.data,
+                               self._mk_out.ctypes.data)
+            return self._mk_out.copy()
+
+    def multipliers(self):
+        """lam of the kernel's cut rows from the last evaluation."""
+        with self._lock:
+            self.lib.sk_multipliers(self.handle, self._lam.ctypes.data)
+            return self._lam[:self.m].copy()
+
+    def project(self, q, qd, t=0.0, tol=1e-13):
+        """(q, qd) with the Euler parameters normalised and the loop rows closed to
+        |phi| <= tol (1 + max |r|)."""
+        n = self.n
+        with self._lock:
+            mode = self._stab[0] if self._stab else "projection"
+            self._stabilization(mode, self._stab[1:3] if self._stab else (0.0, 0.0), tol)
+            self._y[:n], self._y[n:2 * n] = q, qd
+            rc = self.lib.sk_project(self.handle, self._y.ctypes.data)
+            if rc:
+                raise self._error(rc, t, "the projection failed")
+            return self._y[:n].copy(), self._y[n:2 * n].copy()
+
+    def advance(self, method, t, t_end, q, qd, h, rtol, atol, max_step, step, u=None,
+                stab=("projection", (0.0, 0.0), 1e-13)):
+        """(q, qd, h, nfev) at t_end; stab = (stabilization, (alpha, beta), projection_tol)."""
         n = self.n
         code = _kernel.METHOD_CODES[method]
         with self._lock:
+            self._stabilization(stab[0], stab[1], stab[2])
             self._y[:n], self._y[n:2 * n] = q, qd
+            self._set_u(u)
             self._par[:] = (t, t_end, h, rtol, atol, max_step if np.isfinite(max_step)
                             else 1e300, step or 0.0, t)
             rc = self.lib.sk_advance(self.handle, code, self._par.ctypes.data,
-                                     self._y.ctypes.data, self._nfev.ctypes.data)
+                                     self._y.ctypes.data, self._u.ctypes.data,
+                                     self._nfev.ctypes.data)
             if rc:
                 raise self._error(rc, float(self._par[7]), "the integration failed")
             return (self._y[:n].copy(), self._y[n:2 * n].copy(), float(self._par[2]),
                     int(self._nfev[0]))
+
+    def stepper(self, method, rtol, atol, max_step, step, stab):
+        """advance() with the solver settings bound once, for co-simulation steps: returns
+        run(t, t_end, q, qd, h, u) -> (y, h) with y = (q, qd) at t_end in one read-only
+        array. u must be a float array of the model's inputs (validated by the caller)."""
+        code = _kernel.METHOD_CODES[method]
+        par = np.zeros(8)
+        par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol,
+                    max_step if np.isfinite(max_step) else 1e300, step or 0.0)
+        lib_advance, handle, lock = self.lib.sk_advance, self.handle, self._lock
+        buf, ubuf, n, ni = self._y, self._u, self.n, self.n_inputs
+        ppar, py, pu, pn = (par.ctypes.data, buf.ctypes.data, ubuf.ctypes.data,
+                            self._nfev.ctypes.data)
+        set_stab = self._stabilization
+
+        def run(t, t_end, q, qd, h, u):
+            with lock:
+                set_stab(*stab)
+                buf[:n] = q
+                buf[n:2 * n] = qd
+                if ni:
+                    ubuf[:ni] = u
+                par[0] = t
+                par[1] = t_end
+                par[2] = h
+                rc = lib_advance(handle, code, ppar, py, pu, pn)
+                if rc:
+                    raise self._error(rc, float(par[7]), f"the {method} integrator failed")
+                y = buf[:2 * n].copy()
+                h = float(par[2])
+            y.flags.writeable = False
+            return y, h
+        return run
 
 
 _KERNELS = weakref.WeakKeyDictionary()

@@ -2,8 +2,9 @@
 
 `package_fmu` builds the FMU with pythonfmu 0.7.0's `FmuBuilder`, then post-processes it:
 FMI unit definitions and `unit` attributes in modelDescription.xml, a linux64 binary that
-loads in a process without Python ("standalone"), and a fix for pythonfmu's double
-finalisation at process exit (`drop_exit_finalizer`). The physics lives elsewhere; this
+loads in a process without Python ("standalone"), a fix for pythonfmu's double
+finalisation at process exit (`drop_exit_finalizer`), and checked-hash bytecode of the
+resources' Python files (`bytecode`). The physics lives elsewhere; this
 module only knows about files, XML and ELF binaries.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import io
 import keyword
 import math
 import os
+import py_compile
 import re
 import shutil
 import struct
@@ -25,7 +27,8 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-__all__ = ["PackagingError", "package_fmu", "unit_exponents", "drop_exit_finalizer", "SHIM_NAME"]
+__all__ = ["PackagingError", "package_fmu", "unit_exponents", "drop_exit_finalizer", "SHIM_NAME",
+           "checked_bytecode"]
 
 #: File name of the native shim placed next to the FMU's linux64 binary.
 SHIM_NAME = "libfmu_mb_pyshim.so"
@@ -129,7 +132,7 @@ def unit_exponents(unit: str) -> tuple[dict[str, int], float]:
 def package_fmu(slave_source: str, module_name: str, project_files: list[Path], dest: Path, *,
                 units: dict[str, str] | None = None, standalone: bool = True,
                 limits: dict[str, tuple] | None = None,
-                documentation: str | None = None) -> Path:
+                documentation: str | None = None, bytecode: bool = True) -> Path:
     """Build an FMI 2.0 co-simulation FMU from the source of a pythonfmu slave script.
 
     `slave_source` is written to a temporary directory as `<module_name>.py` and built with
@@ -187,6 +190,10 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
     documentation : str, optional
         Text (HTML) written to documentation/index.html; for a standalone FMU a section on
         what the host machine needs is appended.
+    bytecode : bool
+        Add `resources/.../__pycache__/<name>.<cache tag>.pyc` for every Python file in
+        resources/ (see `checked_bytecode`), so that instantiating the FMU does not compile
+        the bundled packages (about 60 % of its start-up without them).
 
     pythonfmu's win64 binary is removed: only the linux64 binary is post-processed and tested.
     In every case the linux64 binary loses pythonfmu's onLibraryUnload destructor, which
@@ -246,12 +253,50 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
             replaced.update(_make_standalone(data, binary, Path(tmp) / "native", tools))
         elif data != original:
             replaced[binary] = data
+        if bytecode:
+            with zipfile.ZipFile(fmu) as z:
+                replaced.update(checked_bytecode(
+                    {n: z.read(n) for n in z.namelist()
+                     if n.startswith("resources/") and n.endswith(".py")},
+                    Path(tmp) / "bytecode"))
         with zipfile.ZipFile(fmu) as z:
             removed = {n for n in z.namelist()
                        if n.startswith("binaries/") and not n.startswith("binaries/linux64/")}
         if replaced or removed:
             _rewrite_zip(fmu, replaced, removed)
         return _install(fmu, dest)
+
+
+def checked_bytecode(sources: dict[str, bytes], workdir: Path) -> dict[str, bytes]:
+    """Checked-hash bytecode (PEP 552) of Python sources, by py_compile.
+
+    `sources` maps archive names (`resources/pkg/mod.py`) to source bytes; the result maps
+    `resources/pkg/__pycache__/mod.<cache tag>.pyc` (e.g. `cpython-311`) to the pyc. Such a
+    pyc carries a hash of its source instead of a time stamp and the import system checks it
+    against the source on every import: an edited source is compiled afresh, never shadowed
+    by stale bytecode, and an interpreter of another version ignores the file (its cache tag
+    differs). The code objects' file name is the path relative to resources/ (the import
+    system replaces it with the real path when it loads the pyc), so nothing names a path of
+    the building machine. A source that does not compile gets no pyc (its import reports the
+    error as before).
+    """
+    out = {}
+    workdir.mkdir(parents=True, exist_ok=True)
+    tag = sys.implementation.cache_tag
+    if tag is None:                      # an interpreter without bytecode caching
+        return out
+    for name, data in sources.items():
+        folder, _, file = name.rpartition("/")
+        src, pyc = workdir / "source.py", workdir / "source.pyc"
+        src.write_bytes(data)
+        try:
+            py_compile.compile(str(src), cfile=str(pyc), dfile=name.split("/", 1)[1],
+                               doraise=True,
+                               invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+        except py_compile.PyCompileError:
+            continue
+        out[f"{folder}/__pycache__/{file[:-3]}.{tag}.pyc"] = pyc.read_bytes()
+    return out
 
 
 # -- building ---------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCond
 from .motion import Motion
 from .spatial.builder import SpatialItems, vec3
 from .validation import number as _number
-from .spatial.compiled import compile_spatial
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -609,7 +608,11 @@ class ModelBuilder(SpatialItems):
         if self.spatial and self._contacts:
             raise ModelError(f"model '{self.name}': contacts are not available in spatial "
                              f"models yet")
-        compiled = compile_spatial(self) if self.spatial else _compile(self)
+        if self.spatial:
+            from .spatial.compiled import compile_spatial   # a planar model never loads it
+            compiled = compile_spatial(self)
+        else:
+            compiled = _compile(self)
         tree, cut, loops = _spanning_tree(self)
         nb = len(self._bodies)
         f6 = 6 if self.spatial else 3
@@ -847,10 +850,14 @@ def _compile(mb):
     rsda = [e for e in els if e.kind == "rsda"]
     frc = [e for e in els if e.kind == "force"]
     trq = [e for e in els if e.kind == "torque"]
-    from .contacts import compile_contacts
+    if mb._contacts:
+        from .contacts import compile_contacts   # (a model without contacts never loads it)
+        contacts = compile_contacts(mb._contacts, idx, jmap)
+    else:
+        contacts = None
 
     return Compiled(
-        contacts=compile_contacts(mb._contacts, idx, jmap),
+        contacts=contacts,
         nb=nb, mass_diag=arr(mass), inv_mass_diag=arr(1.0 / weight),
         mass_positive=bool(np.all(mass > 0)), n_rows=row,
         pd=pairs(pd), pd_rows=arr([r for _, r in pd], np.intp).reshape(-1, 2),

@@ -19,12 +19,12 @@ child's joint point, in the global frame.
 import numpy as np
 
 from . import kinematics as kin
-from .spatial import constraints as _spatial
 
 
 def extended(model, x):
     """x with the ground's three zero coordinates appended (see kinematics)."""
     if model.compiled.spatial:
+        from .spatial import constraints as _spatial   # a planar model never loads it
         return _spatial.extended(x)
     out = np.zeros(x.shape[0] + 3)
     out[:-3] = x
@@ -39,6 +39,7 @@ def evaluate(model, x, xd, t, need_conv=True):
     """
     C = model.compiled
     if C.spatial:
+        from .spatial import constraints as _spatial   # a planar model never loads it
         return _spatial.evaluate(model, x, xd, t, need_conv)
     xe, xde = extended(model, x), extended(model, xd)
     m, ncol = C.n_rows, 3 * C.nb + 3
@@ -87,6 +88,7 @@ def joint_coordinates(model, x, xd):
     """
     C = model.compiled
     if C.spatial:
+        from .spatial import constraints as _spatial   # a planar model never loads it
         return _spatial.joint_coordinates(model, x, xd)
     xe, xde = extended(model, x), extended(model, xd)
     nq = len(C.coord_joints)
@@ -117,6 +119,7 @@ def reactions(model, x, D, lam):
     (spatial: (n_joints, 6), force and torque in global axes).
     """
     if model.compiled.spatial:
+        from .spatial import constraints as _spatial   # a planar model never loads it
         return _spatial.reactions(model, x, D, lam)
     out = np.zeros((len(model.joints), 3))
     for j, (joint, rows) in enumerate(zip(model.joints, model.compiled.joint_rows)):

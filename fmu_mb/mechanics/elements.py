@@ -9,7 +9,6 @@ import numpy as np
 
 from . import kinematics as kin
 from .constraints import extended
-from .spatial import elements as _spatial
 
 
 def applied_forces(model, x, xd, t, u):
@@ -19,6 +18,7 @@ def applied_forces(model, x, xd, t, u):
     """
     C = model.compiled
     if C.spatial:
+        from .spatial import elements as _spatial   # a planar model never loads it
         return _spatial.applied_forces(model, x, xd, t, u)
     n = 3 * C.nb
     f = np.zeros(n + 3)
@@ -89,6 +89,7 @@ def element_outputs(model, x, xd, u):
     """
     C = model.compiled
     if C.spatial:
+        from .spatial import elements as _spatial   # a planar model never loads it
         return _spatial.element_outputs(model, x, xd, u)
     xe, xde = extended(model, x), extended(model, xd)
     out = np.zeros((len(model.elements), 2))
@@ -138,6 +139,7 @@ def potential_energy(model, x):
     """Gravity potential -m g . r plus spring energies 1/2 k (e - e0)^2 [J]."""
     C = model.compiled
     if C.spatial:
+        from .spatial import elements as _spatial   # a planar model never loads it
         return _spatial.potential_energy(model, x)
     n = 3 * C.nb
     m = C.mass_diag[0::3]
@@ -157,6 +159,7 @@ def potential_energy(model, x):
 def mass_times(model, x, a):
     """M(x) a: the mass matrix (diagonal planar, block-diagonal in x spatial) times a."""
     if model.compiled.spatial:
+        from .spatial import elements as _spatial   # a planar model never loads it
         return _spatial.mass_matrix(model, x) @ a
     return model.compiled.mass_diag * a
 
@@ -164,5 +167,6 @@ def mass_times(model, x, a):
 def kinetic_energy(model, xd, x=None):
     """1/2 xd' M xd [J] (x is needed by spatial models, whose M depends on it)."""
     if model.compiled.spatial:
+        from .spatial import elements as _spatial   # a planar model never loads it
         return _spatial.kinetic_energy(model, x, xd)
     return 0.5 * float(np.dot(model.compiled.mass_diag * xd, xd))

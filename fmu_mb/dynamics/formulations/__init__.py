@@ -12,9 +12,12 @@ Each is a small namespace with the same functions:
         loop (integrate._Stepper's interface), or None (likewise)
     cosim_stepper(model, settings) -> step(state, t_end, u) -> State, or None: the same
         with the settings bound once (integrate.stepper; None attribute where absent)
+    markers(model, q, qd) -> (n_markers, 6) positions and velocities, or None: a compiled
+        shortcut for the marker outputs (recursive, spatial; None attribute where absent)
     supports(model) -> bool, or None for the formulations that run every model (recursive:
-        trees, closed loops and contacts, no drives; fmu_mb.dynamics.kernel.supported says
-        why not)
+        trees, closed loops and contacts, no drives; spatial: trees and closed loops, no
+        drives or contacts; fmu_mb.dynamics.kernel.supported and
+        fmu_mb.dynamics.spatial_kernel.supported say why not)
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
     kinematics(model, q, qd) -> x, xd, Tq, g
@@ -24,58 +27,76 @@ and newton_euler, tmt and lagrange (for the implicit integrators, see formulatio
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
 constraint rows; recursive (the articulated-body algorithm in C, with the cut rows closed in C
-and compiled steps between contact events) runs every model without drives (spatial: open
-trees under gravity); minimal integrates only the f independent coordinates of closed loops
+and compiled steps between contact events) runs every model without drives (spatial: trees
+and closed loops with force elements, no drives or contacts); minimal integrates only the f independent coordinates of closed loops
 (coordinate partitioning, the closure solved at each evaluation).
 
 "auto" (the default of Settings.formulation) is no formulation of its own: `auto_choice(model)`
 picks the first entry of `AUTO` whose supports(model) accepts the model, and every entry point
 (initial_state, advance, Outputs, simulate, the FMU) runs that one.
 """
+import importlib
 import weakref
 from types import SimpleNamespace
 
 from ...errors import InputError
 from ..state import State
-from . import lagrange as _lagrange
-from . import minimal as _minimal_order
-from . import newton_euler as _ne
-from . import recursive as _recursive
-from . import tmt as _tmt
 
 FORMULATIONS = ("newton_euler", "tmt", "lagrange", "recursive", "minimal")
 #: the values Settings.formulation accepts: "auto" (default) or one of FORMULATIONS
 CHOICES = ("auto",) + FORMULATIONS
 
 
-def _ne_initial(model):
-    return State(model.t0, model.x0.copy(), model.xd0.copy(), 0.0, _ne.COORDINATES)
+#: coordinates of each formulation's state (each module's COORDINATES, checked when it is
+#: loaded), known without importing the formulation
+KINDS = {"newton_euler": "absolute", "tmt": "joint", "lagrange": "joint", "recursive": "joint",
+         "minimal": "joint"}
 
 
-def _ne_project(model, y, t, tol):
-    return _ne.project_absolute(model, y, t, tol)
+def _module(name):
+    """The formulation module `name`, imported on first use: an FMU loads only the one it
+    runs (and newton_euler, tmt as fallbacks only when they are needed)."""
+    return importlib.import_module(f"{__name__}.{name}")
 
 
-_REGISTRY = {
-    "newton_euler": SimpleNamespace(
-        name="newton_euler", coordinates_kind=_ne.COORDINATES, coordinates=_ne.coordinates,
-        accelerations=_ne.accelerations,
-        initial_state=_ne_initial, project=_ne_project, absolute=lambda model, q, qd: (q, qd),
-        lam=lambda model, dyn: dyn.lam, native_advance=None, native_stepper=None,
-        cosim_stepper=None, supports=None, dae=_ne.dae_terms),
-    **{mod.__name__.rsplit(".", 1)[1]: SimpleNamespace(
-        name=mod.__name__.rsplit(".", 1)[1], coordinates_kind=mod.COORDINATES,
-        coordinates=mod.coordinates,
+def _namespace(name):
+    mod = _module(name)
+    if mod.COORDINATES != KINDS[name]:
+        raise AssertionError(f"formulations.KINDS[{name!r}] is {KINDS[name]!r}, the module "
+                             f"says {mod.COORDINATES!r}")
+    if name == "newton_euler":
+        return SimpleNamespace(
+            name=name, coordinates_kind=mod.COORDINATES, coordinates=mod.coordinates,
+            accelerations=mod.accelerations,
+            initial_state=lambda model: State(model.t0, model.x0.copy(), model.xd0.copy(), 0.0,
+                                              mod.COORDINATES),
+            project=lambda model, y, t, tol: mod.project_absolute(model, y, t, tol),
+            absolute=lambda model, q, qd: (q, qd),
+            lam=lambda model, dyn: dyn.lam, native_advance=None, native_stepper=None,
+            cosim_stepper=None, supports=None, markers=None, dae=mod.dae_terms)
+    return SimpleNamespace(
+        name=name, coordinates_kind=mod.COORDINATES, coordinates=mod.coordinates,
         accelerations=mod.accelerations, initial_state=mod.initial_state,
         project=mod.project, absolute=mod.absolute, lam=mod.lam,
         native_advance=getattr(mod, "native_advance", None),
         native_stepper=getattr(mod, "native_stepper", None),
         cosim_stepper=getattr(mod, "cosim_stepper", None),
-        supports=getattr(mod, "supports", None),
+        supports=getattr(mod, "supports", None), markers=getattr(mod, "markers", None),
         equations=getattr(mod, "reduced_equations", None),
         kinematics=getattr(mod, "kinematics", None), dae=getattr(mod, "dae_terms", None))
-        for mod in (_tmt, _lagrange, _recursive, _minimal_order)},
-}
+
+
+class _Registry(dict):
+    """name -> the formulation's namespace, made when first asked for."""
+
+    def __missing__(self, name):
+        if name not in KINDS:
+            raise KeyError(name)
+        value = self[name] = _namespace(name)
+        return value
+
+
+_REGISTRY = _Registry()
 
 
 def get_formulation(name, model=None):
@@ -97,12 +118,15 @@ def _recursive_supports(model):
     from ..kernel import KernelUnavailable, library, supported
 
     if getattr(model, "spatial", False):
-        return "the model is spatial (the compiled kernel is planar)"
-    why = supported(model)
+        from ..spatial_kernel import library as spatial_library, supported as spatial_supported
+
+        why, lib = spatial_supported(model), spatial_library
+    else:
+        why, lib = supported(model), library
     if why is not None:
         return why
     try:
-        library()                     # built once (or found prebuilt, as in an FMU)
+        lib()                         # built once (or found prebuilt, as in an FMU)
     except (KernelUnavailable, OSError) as exc:
         return f"the compiled kernel is unavailable ({exc})"
     # the articulated-body algorithm divides by articulated inertias: a massless body, or a
@@ -113,8 +137,9 @@ def _recursive_supports(model):
     if massless:
         return f"it has massless bodies {massless} (a singular articulated inertia)"
     try:
-        s = _recursive.initial_state(model)
-        _recursive.accelerations(model, s.q, s.qd, model.t0, model.input_vector(None))
+        recursive = _module("recursive")
+        s = recursive.initial_state(model)
+        recursive.accelerations(model, s.q, s.qd, model.t0, model.input_vector(None))
     except SingularSystemError:
         return "its articulated inertia is singular at the initial state (a massless subtree)"
     return None
@@ -171,8 +196,8 @@ def candidates(model, coords=None):
     of that kind (newton_euler for absolute, tmt for joint coordinates)."""
     names = list(_survey(model)[0])
     if coords is not None:
-        names = [n for n in names if _REGISTRY[n].coordinates_kind == coords]
-        fallback = "newton_euler" if coords == _ne.COORDINATES else "tmt"
+        names = [n for n in names if KINDS[n] == coords]
+        fallback = "newton_euler" if coords == KINDS["newton_euler"] else "tmt"
         if fallback not in names:
             names.append(fallback)
     return names

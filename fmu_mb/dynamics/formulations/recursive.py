@@ -23,15 +23,17 @@ InputError). q and the outputs are those of tmt: joint coordinates in
 
 Spatial models: the 3-D articulated-body algorithm of native/spatial_kernel.c
 (fmu_mb.dynamics.spatial_kernel) in the coordinates of the spatial tmt (Euler parameters for
-spherical joints and floating roots, normalised after each step in C); open trees of
-revolute, prismatic, spherical and weld joints and floating bodies under gravity.
+spherical joints and floating roots, normalised after each step in C); trees of revolute,
+prismatic, spherical and weld joints and floating bodies, loops closed by cut joints of
+every spatial kind (the same Schur complement and projection as the planar kernel), with
+gravity, TSDA, RSDA, bushings, forces and torques. Drives and contacts need tmt or
+newton_euler.
 """
 import numpy as np
 
 from ..kernel import supported, tree_kernel
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
-from . import _spatial_tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 from ..state import State
 
@@ -39,6 +41,7 @@ from ..state import State
 def coordinates(model):
     """Names of q: '<joint>.angle' / '<joint>.position' of the tree joints."""
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.coordinates(model)
     return tree_coordinates(model)
 
@@ -57,11 +60,9 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
     beta) [1/s] acts on the loop rows."""
     if model.spatial:
         from ..spatial_kernel import spatial_kernel
-        from ...mechanics.spatial.tree import transform
 
-        qdd = spatial_kernel(model).accelerations(q, qd, t)
-        x, xd, Tq, g = transform(model, np.asarray(q, float), np.asarray(qd, float))
-        return Dynamics(qdd, np.zeros(0), np.zeros(0, np.intp), x, xd, Tq @ qdd + g, t, u)
+        qdd, x, xd, xdd = spatial_kernel(model).accelerations_full(q, qd, t, u, baumgarte)
+        return Dynamics(qdd, np.zeros(0), np.zeros(0, np.intp), x, xd, xdd, t, u)
     k = tree_kernel(model)
     with k._lock:                        # the multipliers of this very solve
         qdd, x, xd, xdd = k._accelerations_unlocked(q, qd, u, t, baumgarte)
@@ -72,12 +73,25 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
 def absolute(model, q, qd):
     """(x, xd) of the bodies from the kernel's forward kinematics."""
     if model.spatial:
-        return _spatial_tmt.absolute(model, q, qd)
+        from ..spatial_kernel import spatial_kernel
+
+        return spatial_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
     return tree_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
+
+
+def markers(model, q, qd):
+    """(n_markers, 6) positions and velocities of the markers of a spatial model from the
+    kernel; None for a planar one (the outputs compute them from x)."""
+    if not model.spatial:
+        return None
+    from ..spatial_kernel import spatial_kernel
+
+    return spatial_kernel(model).markers(np.asarray(q, float), np.asarray(qd, float))
 
 
 def initial_state(model):
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.initial_state(model)
     import sys
     return _minimal.initial_state(model, sys.modules[__name__])
@@ -87,7 +101,11 @@ def project(model, y, t, tol):
     """Project y = (q, qd) onto the loop rows (open trees: nothing to project; spatial: the
     Euler-parameter normalisation rows)."""
     if model.spatial:
-        return _spatial_tmt.project(model, y, t, tol)
+        from ..spatial_kernel import spatial_kernel
+
+        n = y.shape[0] // 2
+        q, qd = spatial_kernel(model).project(y[:n], y[n:], t, tol)
+        return np.concatenate([q, qd])
     k = tree_kernel(model)
     if not k.m:
         return y
@@ -107,7 +125,8 @@ def native_advance(model, state, t_end, u, settings):
 
         q, qd, h, _ = spatial_kernel(model).advance(
             settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h),
-            rtol, settings.atol, settings.max_step, settings.step)
+            rtol, settings.atol, settings.max_step, settings.step, u,
+            (settings.stabilization, settings.baumgarte, settings.projection_tol))
         return q, qd, h
     q, qd, h, _ = tree_kernel(model).advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
@@ -196,6 +215,7 @@ def native_stepper(model, settings, t, y, t_end, h, u):
 
 def lam(model, dyn):
     if model.spatial:
+        from . import _spatial_tmt   # a planar model never loads it
         return _spatial_tmt.lam(model, dyn)
     return _minimal.lam(model, dyn)
 
@@ -204,9 +224,14 @@ def cosim_stepper(model, settings):
     """native_advance with the settings bound once (integrate.stepper): a function
     step(state, t_end, u) -> State for a validated float input array u and t_end > state.t;
     None when the method has no C implementation."""
-    if settings.method not in ("rk4", "dopri5", "dop853") or model.spatial:
+    if settings.method not in ("rk4", "dopri5", "dop853"):
         return None
-    k = tree_kernel(model)
+    if model.spatial:
+        from ..spatial_kernel import spatial_kernel
+
+        k = spatial_kernel(model)
+    else:
+        k = tree_kernel(model)
     # the drift control of the loop rows travels with every call (set under the kernel's
     # lock: other instances of the model share the kernel)
     run = k.stepper(settings.method, settings.rtol, settings.atol, settings.max_step,
@@ -219,5 +244,3 @@ def cosim_stepper(model, settings):
         y, h = run(state.t, t_end, state.q, state.qd, state.h, u)
         return make(t_end, y[:n], y[n:], h, state.coords, state.extra)
     return step
-
-

@@ -69,39 +69,6 @@ typedef struct {
     double alpha, beta, proj_tol;
 } Kernel;
 
-typedef struct {
-    int s;                 /* stages (without the FSAL stage) */
-    int order;             /* order of the error estimator */
-    int dop853;            /* error norm of DOP853 (E3 and E5) */
-    double A[MAXS * MAXS], B[MAXS], C[MAXS], E[MAXS + 1], E3[MAXS + 1], E5[MAXS + 1];
-    int ready;
-} Tableau;
-
-static Tableau TAB[2];     /* 0: dopri5 (scipy RK45), 1: dop853 */
-
-int mbk_set_tableau(int which, int s, int order, const double *A, const double *B,
-                    const double *C, const double *E, const double *E3, const double *E5)
-{
-    if (which < 0 || which > 1 || s < 1 || s > MAXS)
-        return ERR_ARGS;
-    Tableau *T = &TAB[which];
-    memset(T, 0, sizeof *T);
-    T->s = s;
-    T->order = order;
-    T->dop853 = (E3 != NULL && E5 != NULL);
-    memcpy(T->A, A, sizeof(double) * s * s);
-    memcpy(T->B, B, sizeof(double) * s);
-    memcpy(T->C, C, sizeof(double) * s);
-    if (E)
-        memcpy(T->E, E, sizeof(double) * (s + 1));
-    if (E3)
-        memcpy(T->E3, E3, sizeof(double) * (s + 1));
-    if (E5)
-        memcpy(T->E5, E5, sizeof(double) * (s + 1));
-    T->ready = 1;
-    return OK;
-}
-
 void mbk_free(Kernel *k)
 {
     if (!k)
@@ -1021,12 +988,29 @@ int mbk_applied_forces(Kernel *k, const double *q, const double *qd, const doubl
     return rc;
 }
 
-/* ------------------------------------------------------------------ integrators */
-static int rhs(Kernel *k, const double *y, const double *u, double *dy)
+/* ------------------------------------------------------------------ integrators
+ * rk4, dopri5 and dop853 with scipy's step-size control: native/integrators.h, shared with
+ * the spatial kernel; here the right-hand side with the inputs bound and the drift control
+ * after each step (projection of the loop rows). */
+#include "integrators.h"
+
+int mbk_set_tableau(int which, int s, int order, const double *A, const double *B,
+                    const double *C, const double *E, const double *E3, const double *E5)
 {
+    return integ_set_tableau(which, s, order, A, B, C, E, E3, E5);
+}
+
+typedef struct {
+    Kernel *k;
+    const double *u;
+} Rhs;
+
+static int rhs(void *ctx, const double *y, double *dy)
+{
+    Kernel *k = ((Rhs *)ctx)->k;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
-    int rc = accel(k, y, y + n, u, dy + n);
+    int rc = accel(k, y, y + n, ((Rhs *)ctx)->u, dy + n);
     if (rc != OK)
         return rc;
     for (int i = 0; i < 2 * n; i++)
@@ -1035,285 +1019,29 @@ static int rhs(Kernel *k, const double *y, const double *u, double *dy)
     return OK;
 }
 
-static int all_finite(const double *y, int m)
+static int post_project(void *ctx, double *y, int *moved)
 {
-    for (int i = 0; i < m; i++)
-        if (!isfinite(y[i]))
-            return 0;
-    return 1;
+    *moved = 1;
+    return project(((Rhs *)ctx)->k, y);
 }
 
-static double rms(const double *v, int m)
+static Integ integ(Kernel *k, Rhs *ctx, int drift_control)
 {
-    double s = 0.0;
-    for (int i = 0; i < m; i++)
-        s += v[i] * v[i];
-    return sqrt(s) / sqrt((double)m);
-}
-
-/* scipy.integrate._ivp.common.select_initial_step */
-static int initial_step(Kernel *k, const Tableau *T, double t, const double *y, const double *f0,
-                        double t_end, double max_step, double rtol, double atol,
-                        const double *u, double *h_out)
-{
-    int m = 2 * k->n;
-    double interval = fabs(t_end - t);
-    if (interval == 0.0) {
-        *h_out = 0.0;
-        return OK;
-    }
-    double *sc = k->scale, *y1 = k->ytmp, *f1 = k->fy;
-    for (int i = 0; i < m; i++)
-        sc[i] = atol + fabs(y[i]) * rtol;
-    double s0 = 0.0, s1 = 0.0;
-    for (int i = 0; i < m; i++) {
-        s0 += (y[i] / sc[i]) * (y[i] / sc[i]);
-        s1 += (f0[i] / sc[i]) * (f0[i] / sc[i]);
-    }
-    double d0 = sqrt(s0) / sqrt((double)m), d1 = sqrt(s1) / sqrt((double)m);
-    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
-    if (h0 > interval)
-        h0 = interval;
-    for (int i = 0; i < m; i++)
-        y1[i] = y[i] + h0 * f0[i];
-    int rc = rhs(k, y1, u, f1);
-    if (rc != OK)
-        return rc;
-    double s2 = 0.0;
-    for (int i = 0; i < m; i++) {
-        double v = (f1[i] - f0[i]) / sc[i];
-        s2 += v * v;
-    }
-    double d2 = sqrt(s2) / sqrt((double)m) / h0;
-    double h1;
-    if (d1 <= 1e-15 && d2 <= 1e-15)
-        h1 = fmax(1e-6, h0 * 1e-3);
-    else
-        h1 = pow(0.01 / fmax(d1, d2), 1.0 / (T->order + 1));
-    double h = 100 * h0;
-    if (h1 < h)
-        h = h1;
-    if (interval < h)
-        h = interval;
-    if (max_step < h)
-        h = max_step;
-    *h_out = h;
-    return OK;
-}
-
-/* One accepted step of an explicit Runge-Kutta pair with scipy's error control from
- * (tc, yc = K[(s+1) m], f = K[0]) toward t_end: on success tc and k->ynew hold the new time
- * and state, K the stages (K[s] = f(tc, ynew)), h_abs the next step size, h_taken the step. */
-static int rk_step(Kernel *k, const Tableau *T, double *tc_io, double t_end, double *h_io,
-                   double rtol, double atol, double max_step, const double *u, int *nfev,
-                   double *h_taken)
-{
-    int m = 2 * k->n, s = T->s, rc;
-    double *K = k->K, *yt = k->ytmp, *yn = k->ynew, *yc = K + (s + 1) * m;
-    double tc = *tc_io, h_abs = *h_io;
-    const double safety = 0.9, min_factor = 0.2, max_factor = 10.0;
-    const double expo = -1.0 / (T->order + 1);
-    double min_step = 10 * fabs(nextafter(tc, INFINITY) - tc);
-    if (h_abs > max_step)
-        h_abs = max_step;
-    else if (h_abs < min_step)
-        h_abs = min_step;
-    int rejected = 0;
-    for (;;) {
-        if (h_abs < min_step)
-            return ERR_STEP;
-        double t_new = tc + h_abs;
-        if (t_new - t_end > 0)
-            t_new = t_end;
-        double h = t_new - tc;
-        h_abs = fabs(h);
-        /* stages: K[0] = f(tc, yc) */
-        rc = OK;
-        for (int st = 1; st < s; st++) {
-            const double *a = T->A + st * s;
-            for (int i = 0; i < m; i++) {
-                double acc = 0.0;
-                for (int j = 0; j < st; j++)
-                    acc += K[j * m + i] * a[j];
-                yt[i] = yc[i] + acc * h;
-            }
-            if ((rc = rhs(k, yt, u, K + st * m)) != OK)
-                break;
-        }
-        if (rc == OK) {
-        for (int i = 0; i < m; i++) {
-            double acc = 0.0;
-            for (int j = 0; j < s; j++)
-                acc += K[j * m + i] * T->B[j];
-            yn[i] = yc[i] + h * acc;
-        }
-        rc = rhs(k, yn, u, K + s * m);
-        }
-        *nfev += s;
-        if (rc == ERR_NONFINITE) {          /* a stage left the finite range: shrink */
-            h_abs *= min_factor;
-            rejected = 1;
-            continue;
-        }
-        if (rc != OK)
-            return rc;
-        double *sc = k->scale, err;
-        for (int i = 0; i < m; i++)
-            sc[i] = atol + fmax(fabs(yc[i]), fabs(yn[i])) * rtol;
-        if (T->dop853) {
-            double e5 = 0.0, e3 = 0.0;
-            for (int i = 0; i < m; i++) {
-                double a5 = 0.0, a3 = 0.0;
-                for (int j = 0; j <= s; j++) {
-                    a5 += K[j * m + i] * T->E5[j];
-                    a3 += K[j * m + i] * T->E3[j];
-                }
-                a5 /= sc[i];
-                a3 /= sc[i];
-                e5 += a5 * a5;
-                e3 += a3 * a3;
-            }
-            if (e5 == 0.0 && e3 == 0.0)
-                err = 0.0;
-            else
-                err = h_abs * e5 / sqrt((e5 + 0.01 * e3) * m);
-        } else {
-            double *ev = k->err;
-            for (int i = 0; i < m; i++) {
-                double acc = 0.0;
-                for (int j = 0; j <= s; j++)
-                    acc += K[j * m + i] * T->E[j];
-                ev[i] = acc * h / sc[i];
-            }
-            err = rms(ev, m);
-        }
-        if (!isfinite(err)) {
-            h_abs *= min_factor;
-            rejected = 1;
-            continue;
-        }
-        if (err < 1.0) {
-            double factor = err == 0.0 ? max_factor : fmin(max_factor, safety * pow(err, expo));
-            if (rejected && factor > 1.0)
-                factor = 1.0;
-            h_abs *= factor;
-            tc = t_new;
-            if (h_taken)
-                *h_taken = h;
-            break;
-        }
-        h_abs *= fmax(min_factor, safety * pow(err, expo));
-        rejected = 1;
-    }
-    *tc_io = tc;
-    *h_io = h_abs;
-    return OK;
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs,
+               drift_control && k->m > 0 && k->mode == 1 ? post_project : NULL, ctx};
+    return I;
 }
 
 /*
- * Integrate y = (q, qd) from t to t_end with inputs u held constant.
- * method 0: dopri5, 1: dop853 (adaptive, scipy's step-size control, first step h_io when
- * > 0), 2: rk4 with steps of at most `step`. On success y holds the state at t_end and h_io
- * the step-size hint to continue with; on failure y is unchanged and t_fail holds the time.
+ * Integrate y = (q, qd) from t to t_end with inputs u held constant (integ_advance):
+ * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]
  */
-static int advance(Kernel *k, int method, double t, double t_end, double *y, double *h_io,
-                   const double *u, double rtol, double atol, double max_step, double step,
-                   int *nfev, double *t_fail)
-{
-    int n = k->n, m = 2 * n, rc;
-    double *K = k->K, *yt = k->ytmp, *yn = k->ynew;
-    *nfev = 0;
-    *t_fail = t;
-    if (m == 0)                                /* no coordinates: nothing moves */
-        return OK;
-    if (method == 2) {
-        double span = t_end - t;
-        double ns = ceil(span / step - 1e-9);
-        long nsteps = ns < 1.0 ? 1 : (long)ns;
-        double dt = span / (double)nsteps;
-        double *k1 = K, *k2 = K + m, *k3 = K + 2 * m, *k4 = K + 3 * m, *yc = K + 4 * m;
-        memcpy(yc, y, sizeof(double) * m);
-        for (long s = 0; s < nsteps; s++) {
-            double tk = t + s * dt;
-            *t_fail = tk;
-            if ((rc = rhs(k, yc, u, k1)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt / 2 * k1[i];
-            if ((rc = rhs(k, yt, u, k2)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt / 2 * k2[i];
-            if ((rc = rhs(k, yt, u, k3)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt * k3[i];
-            if ((rc = rhs(k, yt, u, k4)) != OK)
-                return rc;
-            *nfev += 4;
-            for (int i = 0; i < m; i++)
-                yc[i] = yc[i] + dt / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-            if (!all_finite(yc, m))
-                return ERR_NONFINITE;
-            if (k->m > 0 && k->mode == 1) {
-                *t_fail = s == nsteps - 1 ? t_end : t + (s + 1) * dt;
-                if ((rc = project(k, yc)) != OK)
-                    return rc;
-            }
-        }
-        memcpy(y, yc, sizeof(double) * m);
-        *h_io = dt;
-        return OK;
-    }
-    const Tableau *T = &TAB[method == 1 ? 1 : 0];
-    if (!T->ready)
-        return ERR_ARGS;
-    int s = T->s;
-    double *yc = K + (s + 1) * m, *f = K;      /* K rows 0..s, then the current y */
-    memcpy(yc, y, sizeof(double) * m);
-    double tc = t;
-    if ((rc = rhs(k, yc, u, f)) != OK)
-        return rc;
-    *nfev += 1;
-    double h_abs = *h_io;
-    if (h_abs > 0.0) {
-        if (h_abs > t_end - t)
-            h_abs = t_end - t;
-    } else {
-        if ((rc = initial_step(k, T, tc, yc, f, t_end, max_step, rtol, atol, u, &h_abs)) != OK)
-            return rc;
-        *nfev += 1;
-    }
-    while (tc < t_end) {
-        *t_fail = tc;
-        if ((rc = rk_step(k, T, &tc, t_end, &h_abs, rtol, atol, max_step, u, nfev, NULL)) != OK)
-            return rc;
-        memcpy(yc, yn, sizeof(double) * m);
-        memcpy(f, K + s * m, sizeof(double) * m);
-        if (!all_finite(yc, m)) {
-            *t_fail = tc;
-            return ERR_NONFINITE;
-        }
-        if (k->m > 0 && k->mode == 1) {            /* drift control after every step */
-            *t_fail = tc;
-            if ((rc = project(k, yc)) != OK)
-                return rc;
-            if ((rc = rhs(k, yc, u, f)) != OK)
-                return rc;
-            *nfev += 1;
-        }
-    }
-    memcpy(y, yc, sizeof(double) * m);
-    *h_io = h_abs;
-    return OK;
-}
-
-/* mbk_advance with the scalars in one array (fewer foreign-call arguments):
- * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)] */
 int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, int *nfev)
 {
-    return advance(k, method, par[0], par[1], y, &par[2], u, par[3], par[4], par[5], par[6],
-                   nfev, &par[7]);
+    Rhs ctx = {k, u};
+    Integ I = integ(k, &ctx, 1);
+    return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
+                         par[6], nfev, &par[7]);
 }
 
 /* One accepted dopri5 (method 0) or dop853 (1) step for an event loop that keeps the dense
@@ -1328,6 +1056,8 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
     const Tableau *T = &TAB[method == 1 ? 1 : 0];
     if (!T->ready || m == 0)
         return ERR_ARGS;
+    Rhs ctx = {k, u};
+    Integ I = integ(k, &ctx, 0);
     int s = T->s;
     double *K = k->K, *yc = K + (s + 1) * m;
     *nfev = 0;
@@ -1335,7 +1065,7 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
     if (have_f) {
         memcpy(K, Kout, sizeof(double) * m);
     } else {
-        if ((rc = rhs(k, yc, u, K)) != OK)
+        if ((rc = rhs(&ctx, yc, K)) != OK)
             return rc;
         *nfev += 1;
     }
@@ -1344,13 +1074,15 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
         if (h_abs > par[1] - tc)
             h_abs = par[1] - tc;
     } else {
-        if ((rc = initial_step(k, T, tc, yc, K, par[1], par[5], par[3], par[4], u, &h_abs)) != OK)
+        if ((rc = integ_initial_step(&I, T, tc, yc, K, par[1], par[5], par[3], par[4], &h_abs))
+            != OK)
             return rc;
         *nfev += 1;
     }
-    if ((rc = rk_step(k, T, &tc, par[1], &h_abs, par[3], par[4], par[5], u, nfev, &par[6])) != OK)
+    if ((rc = integ_rk_step(&I, T, &tc, par[1], &h_abs, par[3], par[4], par[5], nfev, &par[6]))
+        != OK)
         return rc;
-    if (!all_finite(k->ynew, m))
+    if (!integ_all_finite(k->ynew, m))
         return ERR_NONFINITE;
     memcpy(y, k->ynew, sizeof(double) * m);
     memcpy(Kout, K, sizeof(double) * (s + 1) * m);

@@ -1,91 +1,114 @@
 /*
- * fmu_mb spatial native kernel: forward dynamics of a spatial open tree in the joint
- * coordinates of fmu_mb.mechanics.spatial.tree by the articulated-body algorithm (O(N) in the
- * number of bodies), and the explicit integrators rk4, dopri5 and dop853 run entirely in C.
- * Its own file, next to the planar kernel.c (loaded by fmu_mb/dynamics/spatial_kernel.py).
+ * fmu_mb spatial native kernel: forward dynamics of a spatial tree in the joint coordinates
+ * of fmu_mb.mechanics.spatial.tree by the articulated-body algorithm (O(N) in the number of
+ * bodies), with force elements, the cut joints that close loops as multiplier rows, and the
+ * explicit integrators rk4, dopri5 and dop853, all in C (loaded by
+ * fmu_mb/dynamics/spatial_kernel.py).
  *
- * Joint kinds (every joint placed from its parent, the joint's declared parent):
- *   revolute  q = angle, ω_rel = a q'            (a = z of the parent's joint frame, global)
- *   prismatic q = position, slide u q            (u = z of the parent's joint frame)
- *   spherical q = p (Euler parameters of the child joint frame in the parent joint frame),
- *             velocity w = 2 E(p) p' (parent joint frame), ω_rel = R w, R = A_parent F_parent
+ * Tree joint kinds (each row places body Y from the placed body X; X is the joint's parent
+ * when the row is forward, its child when reversed):
+ *   revolute  q = angle, ω_rel = σ a q'          (a = z of X's joint frame, global; σ = -1
+ *                                                 for a reversed row)
+ *   prismatic q = position, slide σ a q
+ *   spherical q = p (Euler parameters of the child joint frame in the parent joint frame);
+ *             forward: velocity ν = w = 2 E(p) p' (parent joint frame), ω_rel = R_X w;
+ *             reversed: ν = 2 G(p) p' (child joint frame = X's), ω_rel = -R_X ν
  *   weld      no coordinate
- *   free      a floating root: q = (r, p) of the body, velocity (ω = 2 E(p) p', r')
- * Bodies: pose (r, A) at the centre of mass, twist V = (ω, v) and accelerations (α, a) in global
- * axes at the centre of mass. With P_c the joint point on the child, h = r_b - P_c and
- * d = r_b - r_p:
- *   V_b = X(d) V_p + S nu,       X(d) = [[I, 0], [-d~, I]]
- *   A_b = X(d) A_p + S nu' + c,  c_w = ω_p x ω_rel,
- *   c_v = ω_p x (ω_p x (P_c - r_p)) + 2 ω_p x u s' + c_w x h + ω_b x (ω_b x h)
+ *   free      a floating root: q = (r, p) of the body, velocity ν = (ω = 2 E(p) p', r')
+ * The velocity coordinates ν (nv of them) are q' except for the Euler-parameter sets.
+ * Bodies: pose (r, A) at the centre of mass, twist V = (ω, v) and accelerations (α, a) in
+ * global axes at the centre of mass. With P_c the joint point on Y, h = r_Y - P_c and
+ * d = r_Y - r_X:
+ *   V_Y = X(d) V_X + S ν,       X(d) = [[I, 0], [-d~, I]]
+ *   A_Y = X(d) A_X + S ν' + c,  c_w = ω_X x ω_rel,
+ *   c_v = ω_X x (ω_X x (P_c - r_X)) + 2 ω_X x u s' + c_w x h + ω_Y x (ω_Y x h)
  * with S columns (e, e x h) for a rotation axis e and (0, u) for a slide. Newton-Euler at the
  * centre of mass: wrench (n, f) = I_b A_b + (ω x J ω, 0) with I_b = diag(J_global, m I).
- * Articulated-body algorithm (Featherstone): IA = I_b, pA = (ω x J ω, 0) - (applied); leaves to
- * root: U = IA S, D = S'U, uu = -S'pA, Ia = IA - U D^-1 U', pa = pA + Ia c + U D^-1 uu,
- * IA_p += X'Ia X, pA_p += X'pa; root to leaves: a' = X A_p + c, nu' = D^-1 (uu - U'a'),
- * A_b = a' + S nu'. Euler-parameter coordinates: p'' = 1/2 E(p')' w + 1/2 E(p)' w'.
- * After each accepted step the Euler-parameter sets are put back on |p| = 1, p . p' = 0.
- * Applied loads: gravity only (the Python side refuses models with force elements).
+ * Articulated-body algorithm (Featherstone): `articulate` (positions only): IA = I_b; leaves
+ * to root U = IA S, D = S'U, Ia = IA - U D^-1 U', IA_X += X'Ia X; `solve` (a generalised
+ * force tau on ν, with or without the bias): pA = (ω x J ω, 0) - (applied wrench),
+ * uu = tau - S'pA, pa = pA + Ia c + U D^-1 uu, pA_X += X'pa; root to leaves: a' = X A_X + c,
+ * ν' = D^-1 (uu - U'a'), A_Y = a' + S ν'. Euler parameters: p'' = 1/2 E(p')' w + 1/2 E(p)' w'
+ * (G for a reversed spherical row).
+ *
+ * Force elements (fmu_mb.mechanics.spatial.elements, same laws and signs): TSDA
+ * s = k (l - l0) + c l' + h along the line of its points; RSDA on a revolute joint
+ * s = k wrap(theta - theta0) + c theta' + h; bushing s = K (e - e0) + C e'; force and torque
+ * (value + h) along a direction in global or body axes. A scalar elongation e with twist
+ * Jacobian j (e' = j . (V_p, V_c)) and force s applies the wrenches -s j to its two bodies.
+ *
+ * Closed loops (seed 000 ch.2 eq. 20 in the tree coordinates, as the planar kernel.c): the
+ * cut joints' rows phi (fmu_mb.mechanics.spatial.constraints: spherical, revolute,
+ * universal, cylindrical, prismatic, weld, distance) with twist Jacobians j and velocity
+ * products gamma (phi'' = j . A + gamma); Dv = dphi'/dν by the path of each body to the
+ * ground; W = Mbar^-1 Dv' by one bias-free `solve` per row; S = Dv W;
+ * S lam = phi''(free motion) (+ Baumgarte terms), ν' = ν0' - W lam. S is solved by Cholesky,
+ * or a truncated eigen-decomposition at singular poses and for redundant rows (Bricard), as
+ * fmu_mb.linalg.schur_solve. Drift control after each accepted step (projection): Newton on
+ * phi with least kinetic-energy steps Δν = -W S^+ phi, then ν onto Dv ν = 0; the
+ * Euler-parameter sets are normalised (|p| = 1, p . p' = 0).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { K_WELD = 0, K_REV = 1, K_PRI = 2, K_SPH = 3, K_FREE = 4 };
-enum { OK = 0, ERR_NONFINITE = 1, ERR_SINGULAR = 2, ERR_STEP = 3, ERR_ARGS = 5 };
+enum { OK = 0, ERR_NONFINITE = 1, ERR_SINGULAR = 2, ERR_STEP = 3, ERR_ARGS = 5, ERR_DRIFT = 6 };
+enum { E_TSDA = 0, E_RSDA = 1, E_FORCE = 2, E_TORQUE = 3, E_BUSH = 4 };
+enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST = 6 };
 
-#define RI 4          /* ints per row: kind, parent (nb = ground), body, coordinate offset */
-#define RD 24         /* doubles per row: s_p(3), s_c(3), F_p(9), F_c(9) (row-major) */
+#define RI 6          /* ints per tree row: kind, X (nb = ground), Y, q offset, ν offset, reversed */
+#define RD 24         /* doubles per tree row: s_X(3), s_Y(3), F_X(9), F_Y(9) (row-major) */
+#define EI 5          /* ints per element: type, body a, body b, input index (-1: none), body axes */
+#define ED 108        /* doubles per element: s_a(3), s_b(3), F_a(9), F_b(9), k or value, c, e0,
+                         direction(3), K(36), C(36), e0(6) */
+#define CI 3          /* ints per cut joint: kind, parent, child */
+#define CD 25         /* doubles per cut joint: s_p(3), s_c(3), F_p(9), F_c(9), length */
 #define MAXS 16
 
+static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
+static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
+
+typedef struct {               /* a scalar of two bodies p, c: value, twist Jacobian, gamma */
+    double val, j[12], gam;
+    int p, c;
+} Row;
+
 typedef struct {
-    int nb, n;
+    int nb, n, nv;
     int *ri;
     double *rd, *mass, *J;            /* J: (nb, 9) body axes, row-major */
     double g[3];
+    int *entry;                       /* body -> its tree row */
+    double *rq;                       /* per tree row: f_X(4), f_Y(4), sign (pose outputs) */
+    /* elements */
+    int ne, nu;
+    int *ei;
+    double *ed, *u;
+    /* cut joints and their rows */
+    int nc, m;
+    int *ci;
+    double *cd;
+    Row *rows;
+    double *Dv, *Wt, *Sm, *Vm, *ev, *lam, *rr, *work;
+    int mode;                         /* 0 none, 1 projection, 2 Baumgarte */
+    double alpha, beta, proj_tol, t;
     /* workspace per body (ground = nb) */
-    double *r, *A, *w, *v, *S, *c, *IA, *pA, *U, *Dinv, *uu, *acc, *nu;
+    double *r, *A, *w, *v, *S, *c, *IA, *Ia, *pA, *U, *Dinv, *uu, *acc, *fw, *Jg;
     int *dof;
+    double *nud, *nud0, *nuv, *qtmp;
     double *K, *ytmp, *ynew, *fy, *scale, *err;
 } SK;
-
-typedef struct {
-    int s, order, dop853;
-    double A[MAXS * MAXS], B[MAXS], C[MAXS], E[MAXS + 1], E3[MAXS + 1], E5[MAXS + 1];
-    int ready;
-} Tableau;
-
-static Tableau TAB[2];
-
-int sk_set_tableau(int which, int s, int order, const double *A, const double *B,
-                   const double *C, const double *E, const double *E3, const double *E5)
-{
-    if (which < 0 || which > 1 || s < 1 || s > MAXS)
-        return ERR_ARGS;
-    Tableau *T = &TAB[which];
-    memset(T, 0, sizeof *T);
-    T->s = s;
-    T->order = order;
-    T->dop853 = (E3 != NULL && E5 != NULL);
-    memcpy(T->A, A, sizeof(double) * s * s);
-    memcpy(T->B, B, sizeof(double) * s);
-    memcpy(T->C, C, sizeof(double) * s);
-    if (E)
-        memcpy(T->E, E, sizeof(double) * (s + 1));
-    if (E3)
-        memcpy(T->E3, E3, sizeof(double) * (s + 1));
-    if (E5)
-        memcpy(T->E5, E5, sizeof(double) * (s + 1));
-    T->ready = 1;
-    return OK;
-}
 
 void sk_free(SK *k)
 {
     if (!k)
         return;
-    void *p[] = {k->ri, k->rd, k->mass, k->J, k->r, k->A, k->w, k->v, k->S, k->c, k->IA,
-                 k->pA, k->U, k->Dinv, k->uu, k->acc, k->nu, k->dof, k->K, k->ytmp, k->ynew,
-                 k->fy, k->scale, k->err};
+    void *p[] = {k->ri, k->rd, k->rq, k->mass, k->J, k->entry, k->ei, k->ed, k->u, k->ci, k->cd,
+                 k->rows, k->Dv, k->Wt, k->Sm, k->Vm, k->ev, k->lam, k->rr, k->work, k->r,
+                 k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
+                 k->acc, k->fw, k->Jg, k->dof, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
+                 k->ynew, k->fy, k->scale, k->err};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -99,22 +122,63 @@ static void *dup(const void *src, size_t bytes)
     return p;
 }
 
-SK *sk_create(int nb, int n, const int *ri, const double *rd, const double *mass,
-              const double *J, double gx, double gy, double gz)
+static int cut_rows_of(int kind)
+{
+    static const int R[] = {3, 5, 4, 4, 5, 6, 1};
+    return kind >= 0 && kind <= C_DST ? R[kind] : -1;
+}
+
+/* nb bodies, n coordinates q, nv velocity coordinates; tree rows (ri, rd); ne elements
+ * (ei, ed) reading nu inputs; nc cut joints (ci, cd) */
+SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const double *mass,
+              const double *J, double gx, double gy, double gz, int ne, int nu, const int *ei,
+              const double *ed, int nc, const int *ci, const double *cd)
 {
     SK *k = calloc(1, sizeof *k);
     if (!k)
         return NULL;
     k->nb = nb;
     k->n = n;
+    k->nv = nv;
     k->g[0] = gx;
     k->g[1] = gy;
     k->g[2] = gz;
-    size_t e = (size_t)(nb + 1), m = (size_t)(2 * n + 1);
+    k->ne = ne;
+    k->nu = nu;
+    k->nc = nc;
+    k->mode = 1;
+    k->proj_tol = 1e-13;
+    int m = 0;
+    for (int i = 0; i < nc; i++) {
+        int r = cut_rows_of(ci[CI * i]);
+        if (r < 0) {
+            free(k);
+            return NULL;
+        }
+        m += r;
+    }
+    k->m = m;
+    size_t e = (size_t)(nb + 1), my = (size_t)(2 * n + 1), mm = (size_t)(m > 0 ? m : 1);
+    size_t vv = (size_t)(nv > 0 ? nv : 1);
     k->ri = dup(ri, sizeof(int) * RI * nb);
     k->rd = dup(rd, sizeof(double) * RD * nb);
     k->mass = dup(mass, sizeof(double) * nb);
     k->J = dup(J, sizeof(double) * 9 * nb);
+    k->entry = calloc(e, sizeof(int));
+    k->ei = dup(ei, sizeof(int) * EI * ne);
+    k->ed = dup(ed, sizeof(double) * ED * ne);
+    k->u = calloc((size_t)(nu > 0 ? nu : 1), sizeof(double));
+    k->ci = dup(ci, sizeof(int) * CI * nc);
+    k->cd = dup(cd, sizeof(double) * CD * nc);
+    k->rows = calloc(mm, sizeof(Row));
+    k->Dv = calloc(mm * vv, sizeof(double));
+    k->Wt = calloc(mm * vv, sizeof(double));
+    k->Sm = calloc(mm * mm, sizeof(double));
+    k->Vm = calloc(mm * mm, sizeof(double));
+    k->ev = calloc(mm, sizeof(double));
+    k->lam = calloc(mm, sizeof(double));
+    k->rr = calloc(mm, sizeof(double));
+    k->work = calloc(mm, sizeof(double));
     k->r = calloc(3 * e, sizeof(double));
     k->A = calloc(9 * e, sizeof(double));
     k->w = calloc(3 * e, sizeof(double));
@@ -122,29 +186,65 @@ SK *sk_create(int nb, int n, const int *ri, const double *rd, const double *mass
     k->S = calloc(36 * e, sizeof(double));
     k->c = calloc(6 * e, sizeof(double));
     k->IA = calloc(36 * e, sizeof(double));
+    k->Ia = calloc(36 * e, sizeof(double));
     k->pA = calloc(6 * e, sizeof(double));
     k->U = calloc(36 * e, sizeof(double));
     k->Dinv = calloc(36 * e, sizeof(double));
     k->uu = calloc(6 * e, sizeof(double));
     k->acc = calloc(6 * e, sizeof(double));
-    k->nu = calloc(6 * e, sizeof(double));
+    k->fw = calloc(6 * e, sizeof(double));
+    k->Jg = calloc(9 * e, sizeof(double));
     k->dof = calloc(e, sizeof(int));
-    k->K = calloc((MAXS + 2) * m, sizeof(double));
-    k->ytmp = calloc(m, sizeof(double));
-    k->ynew = calloc(m, sizeof(double));
-    k->fy = calloc(m, sizeof(double));
-    k->scale = calloc(m, sizeof(double));
-    k->err = calloc(m, sizeof(double));
-    if (!k->ri || !k->rd || !k->mass || !k->J || !k->r || !k->A || !k->w || !k->v || !k->S ||
-        !k->c || !k->IA || !k->pA || !k->U || !k->Dinv || !k->uu || !k->acc || !k->nu ||
-        !k->dof || !k->K || !k->ytmp || !k->ynew || !k->fy || !k->scale || !k->err) {
+    k->nud = calloc(vv, sizeof(double));
+    k->nud0 = calloc(vv, sizeof(double));
+    k->nuv = calloc(vv, sizeof(double));
+    k->qtmp = calloc(my, sizeof(double));
+    k->K = calloc((MAXS + 2) * my, sizeof(double));
+    k->ytmp = calloc(my, sizeof(double));
+    k->ynew = calloc(my, sizeof(double));
+    k->fy = calloc(my, sizeof(double));
+    k->scale = calloc(my, sizeof(double));
+    k->err = calloc(my, sizeof(double));
+    if (!k->ri || !k->rd || !k->mass || !k->J || !k->entry || !k->ei || !k->ed || !k->u ||
+        !k->ci || !k->cd || !k->rows || !k->Dv || !k->Wt || !k->Sm || !k->Vm || !k->ev ||
+        !k->lam || !k->rr || !k->work || !k->r || !k->A || !k->w || !k->v || !k->S || !k->c ||
+        !k->IA || !k->Ia || !k->pA || !k->U || !k->Dinv || !k->uu || !k->acc || !k->fw || !k->Jg ||
+        !k->dof || !k->nud || !k->nud0 || !k->nuv || !k->qtmp || !k->K || !k->ytmp ||
+        !k->ynew || !k->fy || !k->scale || !k->err) {
         sk_free(k);
         return NULL;
     }
+    for (int b = 0; b < nb; b++)
+        k->entry[k->ri[RI * b + 2]] = b;
     for (int i = 0; i < 9; i += 4)
         k->A[9 * nb + i] = 1.0;                  /* the ground: A = I at the origin */
     return k;
 }
+
+/* the joint frames' Euler parameters and signs of the tree rows (fmu_mb.mechanics.spatial.tree
+ * rows: f_X, f_Y, sign), for sk_kinematics; 9 doubles per row */
+int sk_set_pose_data(SK *k, const double *rq)
+{
+    free(k->rq);
+    k->rq = dup(rq, sizeof(double) * 9 * k->nb);
+    return k->rq ? OK : ERR_ARGS;
+}
+
+void sk_set_inputs(SK *k, const double *u)
+{
+    if (k->nu > 0 && u)
+        memcpy(k->u, u, sizeof(double) * k->nu);
+}
+
+void sk_set_stabilization(SK *k, int mode, double alpha, double beta, double proj_tol)
+{
+    k->mode = mode;
+    k->alpha = alpha;
+    k->beta = beta;
+    k->proj_tol = proj_tol;
+}
+
+int sk_rows(SK *k) { return k->m; }
 
 /* ------------------------------------------------------------------ small algebra */
 static void cross(const double *a, const double *b, double *o)
@@ -253,6 +353,136 @@ static int invert(const double *D, int m, double *Dinv)
     return OK;
 }
 
+
+static void G_times(const double *p, const double *pd, double *o)  /* o = G(p) pd */
+{
+    o[0] = -p[1] * pd[0] + p[0] * pd[1] + p[3] * pd[2] - p[2] * pd[3];
+    o[1] = -p[2] * pd[0] - p[3] * pd[1] + p[0] * pd[2] + p[1] * pd[3];
+    o[2] = -p[3] * pd[0] + p[2] * pd[1] - p[1] * pd[2] + p[0] * pd[3];
+}
+
+static void Gt_times(const double *p, const double *w, double *o)  /* o = G(p)' w */
+{
+    o[0] = -p[1] * w[0] - p[2] * w[1] - p[3] * w[2];
+    o[1] = p[0] * w[0] - p[3] * w[1] + p[2] * w[2];
+    o[2] = p[3] * w[0] + p[0] * w[1] - p[1] * w[2];
+    o[3] = -p[2] * w[0] + p[1] * w[1] + p[0] * w[2];
+}
+
+static double dot3(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+/* ------------------------------------------------------------------ coordinates and ν */
+/* the Euler-parameter set of tree row b (NULL when it has none) and whether it uses G */
+static int quat_offset(const SK *k, int b, int *useG)
+{
+    const int *ri = k->ri + RI * b;
+    *useG = ri[0] == K_SPH && ri[5];
+    if (ri[0] == K_SPH)
+        return ri[3];
+    if (ri[0] == K_FREE)
+        return ri[3] + 3;
+    return -1;
+}
+
+/* ν of (q, qd) */
+static void qd_to_nu(const SK *k, const double *q, const double *qd, double *nu)
+{
+    for (int b = 0; b < k->nb; b++) {
+        const int *ri = k->ri + RI * b;
+        int kind = ri[0], o = ri[3], vo = ri[4], useG;
+        if (kind == K_REV || kind == K_PRI) {
+            nu[vo] = qd[o];
+            continue;
+        }
+        int oq = quat_offset(k, b, &useG);
+        if (oq < 0)
+            continue;
+        int wo = vo;
+        if (kind == K_FREE)
+            for (int i = 0; i < 3; i++)
+                nu[vo + 3 + i] = qd[o + i];
+        (useG ? G_times : E_times)(q + oq, qd + oq, nu + wo);
+        for (int i = 0; i < 3; i++)
+            nu[wo + i] *= 2.0;
+    }
+}
+
+/* qd of ν at q (inverse of qd_to_nu for unit Euler parameters; p . p' = 0) */
+static void nu_to_qd(const SK *k, const double *q, const double *nu, double *qd)
+{
+    for (int b = 0; b < k->nb; b++) {
+        const int *ri = k->ri + RI * b;
+        int kind = ri[0], o = ri[3], vo = ri[4], useG;
+        if (kind == K_REV || kind == K_PRI) {
+            qd[o] = nu[vo];
+            continue;
+        }
+        int oq = quat_offset(k, b, &useG);
+        if (oq < 0)
+            continue;
+        if (kind == K_FREE)
+            for (int i = 0; i < 3; i++)
+                qd[o + i] = nu[vo + 3 + i];
+        (useG ? Gt_times : Et_times)(q + oq, nu + vo, qd + oq);
+        for (int i = 0; i < 4; i++)
+            qd[oq + i] *= 0.5;
+    }
+}
+
+/* qdd of ν' at (q, qd): p'' = 1/2 E(p')' w + 1/2 E(p)' w' (G for reversed spherical rows) */
+static void nud_to_qdd(const SK *k, const double *q, const double *qd, const double *nud,
+                       double *qdd)
+{
+    for (int b = 0; b < k->nb; b++) {
+        const int *ri = k->ri + RI * b;
+        int kind = ri[0], o = ri[3], vo = ri[4], useG;
+        if (kind == K_REV || kind == K_PRI) {
+            qdd[o] = nud[vo];
+            continue;
+        }
+        int oq = quat_offset(k, b, &useG);
+        if (oq < 0)
+            continue;
+        if (kind == K_FREE)
+            for (int i = 0; i < 3; i++)
+                qdd[o + i] = nud[vo + 3 + i];
+        double w[3], t1[4], t2[4];
+        (useG ? G_times : E_times)(q + oq, qd + oq, w);
+        for (int i = 0; i < 3; i++)
+            w[i] *= 2.0;
+        (useG ? Gt_times : Et_times)(qd + oq, w, t1);
+        (useG ? Gt_times : Et_times)(q + oq, nud + vo, t2);
+        for (int i = 0; i < 4; i++)
+            qdd[oq + i] = 0.5 * (t1[i] + t2[i]);
+    }
+}
+
+/* q += the position change of a small ν step dnu (Euler parameters: 1/2 E(p)' dw) */
+static void add_dnu(const SK *k, double *q, const double *dnu)
+{
+    for (int b = 0; b < k->nb; b++) {
+        const int *ri = k->ri + RI * b;
+        int kind = ri[0], o = ri[3], vo = ri[4], useG;
+        if (kind == K_REV || kind == K_PRI) {
+            q[o] += dnu[vo];
+            continue;
+        }
+        int oq = quat_offset(k, b, &useG);
+        if (oq < 0)
+            continue;
+        if (kind == K_FREE)
+            for (int i = 0; i < 3; i++)
+                q[o + i] += dnu[vo + 3 + i];
+        double dp[4];
+        (useG ? Gt_times : Et_times)(q + oq, dnu + vo, dp);
+        for (int i = 0; i < 4; i++)
+            q[oq + i] += 0.5 * dp[i];
+    }
+}
+
 /* ------------------------------------------------------------------ kinematics */
 /* Poses, twists, motion subspaces S (6 x dof, column-major: column j at S + 6 j) and the
  * velocity-product accelerations c of every body, in placement order. */
@@ -262,8 +492,9 @@ static void kinematics(SK *k, const double *q, const double *qd)
     for (int b = 0; b < nb; b++) {
         const int *ri = k->ri + RI * b;
         const double *rd = k->rd + RD * b;
-        int kind = ri[0], p = ri[1], o = ri[3];
+        int kind = ri[0], p = ri[1], o = ri[3], rev = ri[5];
         int y = ri[2];
+        double sg = rev ? -1.0 : 1.0;
         double *rY = k->r + 3 * y, *AY = k->A + 9 * y, *wY = k->w + 3 * y, *vY = k->v + 3 * y;
         double *S = k->S + 36 * y, *c = k->c + 6 * y;
         memset(S, 0, sizeof(double) * 36);
@@ -288,36 +519,44 @@ static void kinematics(SK *k, const double *q, const double *qd)
                      *vP = k->v + 3 * p;
         const double *sp = rd, *sc = rd + 3, *Fp = rd + 6, *Fc = rd + 15;
         double R[9], Rrel[9], u[3], arm[3], Pc[3], h[3], wrel[3] = {0, 0, 0}, sd = 0.0;
-        mul33(AP, Fp, R);                           /* parent joint frame, global */
+        mul33(AP, Fp, R);                           /* X's joint frame, global */
         for (int i = 0; i < 3; i++)
             u[i] = R[3 * i + 2];                    /* its z axis */
         for (int i = 0; i < 9; i++)
             Rrel[i] = (i % 4 == 0);
         if (kind == K_REV) {
-            double cs = cos(q[o]), sn = sin(q[o]);
+            double cs = cos(q[o]), sn = sg * sin(q[o]);
             Rrel[0] = cs;
             Rrel[1] = -sn;
             Rrel[3] = sn;
             Rrel[4] = cs;
             for (int i = 0; i < 3; i++)
-                wrel[i] = u[i] * qd[o];
+                wrel[i] = sg * u[i] * qd[o];
         } else if (kind == K_SPH) {
-            double wl[3];
-            quat_matrix(q + o, Rrel);
-            E_times(q + o, qd + o, wl);
+            double wl[3], Rq[9];
+            quat_matrix(q + o, Rq);
+            if (rev) {
+                for (int i = 0; i < 3; i++)
+                    for (int j = 0; j < 3; j++)
+                        Rrel[3 * i + j] = Rq[3 * j + i];
+                G_times(q + o, qd + o, wl);
+            } else {
+                memcpy(Rrel, Rq, sizeof Rq);
+                E_times(q + o, qd + o, wl);
+            }
             for (int i = 0; i < 3; i++)
-                wl[i] *= 2.0;
+                wl[i] *= 2.0 * sg;
             mat3(R, wl, wrel);
         }
-        /* A_Y = R Rrel Fc' */
+        /* A_Y = R Rrel F_Y' */
         double T[9];
         mul33(R, Rrel, T);
         mul33t(T, Fc, AY);
-        mat3(AP, sp, arm);                          /* P_p - r_p */
+        mat3(AP, sp, arm);                          /* P_X - r_X */
         if (kind == K_PRI) {
-            sd = qd[o];
+            sd = sg * qd[o];
             for (int i = 0; i < 3; i++)
-                arm[i] += u[i] * q[o];              /* P_c - r_p */
+                arm[i] += sg * u[i] * q[o];         /* P_Y - r_X */
         }
         double Asc[3];
         mat3(AY, sc, Asc);
@@ -327,7 +566,7 @@ static void kinematics(SK *k, const double *q, const double *qd)
             h[i] = -Asc[i];
             wY[i] = wP[i] + wrel[i];
         }
-        /* v_Y = v_p + ω_p x (P_c - r_p) + u s' + ω_Y x h */
+        /* v_Y = v_X + ω_X x (P_c - r_X) + u s' + ω_Y x h */
         double t1[3], t2[3];
         cross(wP, arm, t1);
         cross(wY, h, t2);
@@ -338,17 +577,17 @@ static void kinematics(SK *k, const double *q, const double *qd)
         if (kind == K_REV) {
             cross(u, h, t1);
             for (int i = 0; i < 3; i++) {
-                S[i] = u[i];
-                S[3 + i] = t1[i];
+                S[i] = sg * u[i];
+                S[3 + i] = sg * t1[i];
             }
             dof = 1;
         } else if (kind == K_PRI) {
             for (int i = 0; i < 3; i++)
-                S[3 + i] = u[i];
+                S[3 + i] = sg * u[i];
             dof = 1;
         } else if (kind == K_SPH) {
             for (int j = 0; j < 3; j++) {
-                double e[3] = {R[j], R[3 + j], R[6 + j]};       /* column j of R */
+                double e[3] = {sg * R[j], sg * R[3 + j], sg * R[6 + j]};   /* column j of R */
                 cross(e, h, t1);
                 for (int i = 0; i < 3; i++) {
                     S[6 * j + i] = e[i];
@@ -361,8 +600,8 @@ static void kinematics(SK *k, const double *q, const double *qd)
         double cw[3], a1[3], a2[3], a3[3], a4[3];
         cross(wP, wrel, cw);
         cross(wP, arm, t1);
-        cross(wP, t1, a1);                           /* ω_p x (ω_p x (P_c - r_p)) */
-        cross(wP, u, a2);                            /* ω_p x u */
+        cross(wP, t1, a1);                           /* ω_X x (ω_X x (P_c - r_X)) */
+        cross(wP, u, a2);                            /* ω_X x u */
         cross(cw, h, a3);
         cross(wY, h, t2);
         cross(wY, t2, a4);
@@ -373,17 +612,95 @@ static void kinematics(SK *k, const double *q, const double *qd)
     }
 }
 
-/* ------------------------------------------------------------------ ABA */
-static int aba(SK *k, const double *q, const double *qd, double *qdd)
+static void qprod(const double *a, const double *b, double *o)   /* o = a (x) b */
+{
+    double r0 = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
+    double r1 = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
+    double r2 = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
+    double r3 = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
+    o[0] = r0;
+    o[1] = r1;
+    o[2] = r2;
+    o[3] = r3;
+}
+
+/* x = (r, p) and xd = (r', p') of the bodies (7 nb each), as the spatial tmt's T(q) and
+ * Tq qd: p_Y = p_X (x) f_X (x) s p_rel (x) f_Y* (p_rel* for a reversed row), p' = 1/2 E(p)' ω;
+ * needs sk_set_pose_data */
+int sk_kinematics(SK *k, const double *q, const double *qd, double *x, double *xd)
 {
     int nb = k->nb;
-    for (int b = 0; b <= nb; b++) {
-        memset(k->IA + 36 * b, 0, sizeof(double) * 36);
-        memset(k->pA + 6 * b, 0, sizeof(double) * 6);
+    if (!k->rq)
+        return ERR_ARGS;
+    kinematics(k, q, qd);
+    double ground[4] = {1.0, 0.0, 0.0, 0.0};
+    for (int b = 0; b < nb; b++) {
+        const int *ri = k->ri + RI * b;
+        const double *rq = k->rq + 9 * b;
+        int kind = ri[0], X = ri[1], Y = ri[2], o = ri[3];
+        double prel[4] = {1.0, 0.0, 0.0, 0.0}, *pY = x + 7 * Y + 3;
+        if (kind == K_REV) {
+            prel[0] = cos(0.5 * q[o]);
+            prel[3] = sin(0.5 * q[o]);
+        } else if (kind == K_SPH) {
+            memcpy(prel, q + o, sizeof prel);
+        } else if (kind == K_FREE) {
+            memcpy(prel, q + o + 3, sizeof prel);
+        }
+        for (int i = 0; i < 4; i++)
+            prel[i] *= rq[8];
+        if (kind == K_FREE) {
+            memcpy(pY, prel, sizeof prel);
+        } else {
+            if (ri[5])
+                for (int i = 1; i < 4; i++)
+                    prel[i] = -prel[i];
+            const double *pX = X == nb ? ground : x + 7 * X + 3;
+            double fYc[4] = {rq[4], -rq[5], -rq[6], -rq[7]}, t[4];
+            qprod(pX, rq, t);
+            qprod(t, prel, t);
+            qprod(t, fYc, pY);
+        }
+        double pd[4];
+        Et_times(pY, k->w + 3 * Y, pd);
+        for (int i = 0; i < 3; i++) {
+            x[7 * Y + i] = k->r[3 * Y + i];
+            xd[7 * Y + i] = k->v[3 * Y + i];
+        }
+        for (int i = 0; i < 4; i++)
+            xd[7 * Y + 3 + i] = 0.5 * pd[i];
     }
-    for (int b = 0; b < nb; b++) {              /* rigid-body inertia and bias */
-        double *IA = k->IA + 36 * b, *pA = k->pA + 6 * b, Jg[9], T[9], Jw[3], gyro[3];
-        const double *A = k->A + 9 * b, *w = k->w + 3 * b;
+    return OK;
+}
+
+/* positions and velocities (6 per point: r, r') of np body points (body b, point s in body
+ * axes; b = nb the ground) at (q, qd) */
+void sk_points(SK *k, const double *q, const double *qd, int np, const int *body,
+               const double *pts, double *out)
+{
+    kinematics(k, q, qd);
+    for (int i = 0; i < np; i++) {
+        int b = body[i];
+        double arm[3], wa[3], *o = out + 6 * i;
+        mat3(k->A + 9 * b, pts + 3 * i, arm);
+        cross(k->w + 3 * b, arm, wa);
+        for (int j = 0; j < 3; j++) {
+            o[j] = k->r[3 * b + j] + arm[j];
+            o[3 + j] = k->v[3 * b + j] + wa[j];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ ABA */
+/* articulated inertias, U, D^-1 (positions only) */
+static int articulate(SK *k)
+{
+    int nb = k->nb;
+    for (int b = 0; b <= nb; b++)
+        memset(k->IA + 36 * b, 0, sizeof(double) * 36);
+    for (int b = 0; b < nb; b++) {              /* rigid-body inertia */
+        double *IA = k->IA + 36 * b, *Jg = k->Jg + 9 * b, T[9];
+        const double *A = k->A + 9 * b;
         mul33(A, k->J + 9 * b, T);
         mul33t(T, A, Jg);
         for (int i = 0; i < 3; i++)
@@ -391,20 +708,13 @@ static int aba(SK *k, const double *q, const double *qd, double *qdd)
                 IA[6 * i + j] = Jg[3 * i + j];
         for (int i = 0; i < 3; i++)
             IA[6 * (3 + i) + 3 + i] = k->mass[b];
-        mat3(Jg, w, Jw);
-        cross(w, Jw, gyro);
-        for (int i = 0; i < 3; i++) {
-            pA[i] += gyro[i];
-            pA[3 + i] += -k->mass[b] * k->g[i];
-        }
     }
-    /* leaves to root */
     for (int row = nb - 1; row >= 0; row--) {
         const int *ri = k->ri + RI * row;
         int y = ri[2], p = ri[1], dof = k->dof[y];
-        double *IA = k->IA + 36 * y, *pA = k->pA + 6 * y, *S = k->S + 36 * y, *U = k->U + 36 * y;
-        double *Dinv = k->Dinv + 36 * y, *uu = k->uu + 6 * y, *c = k->c + 6 * y;
-        double D[36], Ia[36], pa[6], Duu[6];
+        double *IA = k->IA + 36 * y, *S = k->S + 36 * y, *U = k->U + 36 * y;
+        double *Dinv = k->Dinv + 36 * y, *Ia = k->Ia + 36 * y;
+        double D[36];
         for (int j = 0; j < dof; j++)
             for (int i = 0; i < 6; i++) {
                 double s = 0.0;
@@ -412,92 +722,141 @@ static int aba(SK *k, const double *q, const double *qd, double *qdd)
                     s += IA[6 * i + l] * S[6 * j + l];
                 U[6 * j + i] = s;
             }
-        for (int a = 0; a < dof; a++) {
+        for (int a = 0; a < dof; a++)
             for (int b2 = 0; b2 < dof; b2++) {
                 double s = 0.0;
                 for (int i = 0; i < 6; i++)
                     s += S[6 * a + i] * U[6 * b2 + i];
                 D[6 * a + b2] = s;
             }
-            double s = 0.0;
-            for (int i = 0; i < 6; i++)
-                s += S[6 * a + i] * pA[i];
-            uu[a] = -s;
-        }
-        if (dof && invert(D, dof, Dinv) != OK)
+        if (dof == 1) {
+            if (!(D[0] > 0.0))
+                return ERR_SINGULAR;
+            Dinv[0] = 1.0 / D[0];
+        } else if (dof && invert(D, dof, Dinv) != OK) {
             return ERR_SINGULAR;
+        }
+        double UD[36];                          /* U D^-1 (column b2 at UD + 6 b2) */
+        for (int b2 = 0; b2 < dof; b2++)
+            for (int i = 0; i < 6; i++) {
+                double s = 0.0;
+                for (int a = 0; a < dof; a++)
+                    s += U[6 * a + i] * Dinv[6 * a + b2];
+                UD[6 * b2 + i] = s;
+            }
+        for (int i = 0; i < 6; i++)
+            for (int j = i; j < 6; j++) {
+                double s = IA[6 * i + j];
+                for (int b2 = 0; b2 < dof; b2++)
+                    s -= UD[6 * b2 + i] * U[6 * b2 + j];
+                Ia[6 * i + j] = Ia[6 * j + i] = s;
+            }
+        if (p == nb)
+            continue;                           /* the ground takes no articulated inertia */
+        /* IA_X += X' Ia X with X = [[I, 0], [Dm, I]], Dm = -d~ (d = r_Y - r_X), by 3 x 3
+         * blocks of Ia = [[A, B], [B', C]]:
+         * [[A + B Dm + (B Dm)' + Dm' C Dm, B + (C Dm)'], [B' + C Dm, C]] */
+        double d[3], Dm[9], A3[9], B3[9], C3[9], BD[9], CDm[9], DCD[9];
+        for (int i = 0; i < 3; i++)
+            d[i] = k->r[3 * y + i] - k->r[3 * p + i];
+        Dm[0] = 0.0;   Dm[1] = d[2];  Dm[2] = -d[1];
+        Dm[3] = -d[2]; Dm[4] = 0.0;   Dm[5] = d[0];
+        Dm[6] = d[1];  Dm[7] = -d[0]; Dm[8] = 0.0;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                A3[3 * i + j] = Ia[6 * i + j];
+                B3[3 * i + j] = Ia[6 * i + 3 + j];
+                C3[3 * i + j] = Ia[6 * (3 + i) + 3 + j];
+            }
+        mul33(B3, Dm, BD);
+        mul33(C3, Dm, CDm);
+        for (int i = 0; i < 3; i++)             /* DCD = Dm' CDm */
+            for (int j = 0; j < 3; j++)
+                DCD[3 * i + j] = Dm[i] * CDm[j] + Dm[3 + i] * CDm[3 + j] + Dm[6 + i] * CDm[6 + j];
+        double *IAp = k->IA + 36 * p;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                IAp[6 * i + j] += A3[3 * i + j] + BD[3 * i + j] + BD[3 * j + i]
+                                  + DCD[3 * i + j];
+                IAp[6 * i + 3 + j] += B3[3 * i + j] + CDm[3 * j + i];
+                IAp[6 * (3 + i) + j] += B3[3 * j + i] + CDm[3 * i + j];
+                IAp[6 * (3 + i) + 3 + j] += C3[3 * i + j];
+            }
+    }
+    return OK;
+}
+
+/* ν' of the generalised force tau (nv, NULL: zero) with (bias = 1) or without (0) gravity,
+ * velocity products and applied wrenches k->fw; the body accelerations in k->acc */
+static void solve(SK *k, const double *tau, int bias, double *nud)
+{
+    int nb = k->nb;
+    for (int b = 0; b <= nb; b++)
+        memset(k->pA + 6 * b, 0, sizeof(double) * 6);
+    if (bias)
+        for (int b = 0; b < nb; b++) {
+            double *pA = k->pA + 6 * b, Jw[3], gyro[3];
+            const double *w = k->w + 3 * b, *fw = k->fw + 6 * b;
+            mat3(k->Jg + 9 * b, w, Jw);            /* J global, from articulate() */
+            cross(w, Jw, gyro);
+            for (int i = 0; i < 3; i++) {
+                pA[i] = gyro[i] - fw[i];
+                pA[3 + i] = -k->mass[b] * k->g[i] - fw[3 + i];
+            }
+        }
+    for (int row = nb - 1; row >= 0; row--) {
+        const int *ri = k->ri + RI * row;
+        int y = ri[2], p = ri[1], vo = ri[4], dof = k->dof[y];
+        double *pA = k->pA + 6 * y, *S = k->S + 36 * y, *U = k->U + 36 * y;
+        double *Dinv = k->Dinv + 36 * y, *uu = k->uu + 6 * y, *c = k->c + 6 * y;
+        double *Ia = k->Ia + 36 * y, pa[6], Duu[6];
+        for (int a = 0; a < dof; a++) {
+            double s = tau ? tau[vo + a] : 0.0;
+            for (int i = 0; i < 6; i++)
+                s -= S[6 * a + i] * pA[i];
+            uu[a] = s;
+        }
+        if (p == nb)
+            continue;
         for (int a = 0; a < dof; a++) {
             double s = 0.0;
             for (int b2 = 0; b2 < dof; b2++)
                 s += Dinv[6 * a + b2] * uu[b2];
             Duu[a] = s;
         }
-        if (p == nb)
-            continue;                           /* the ground takes no articulated inertia */
-        /* Ia = IA - U Dinv U', pa = pA + Ia c + U Dinv uu */
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double s = IA[6 * i + j];
-                for (int a = 0; a < dof; a++)
-                    for (int b2 = 0; b2 < dof; b2++)
-                        s -= U[6 * a + i] * Dinv[6 * a + b2] * U[6 * b2 + j];
-                Ia[6 * i + j] = s;
-            }
         for (int i = 0; i < 6; i++) {
             double s = pA[i];
-            for (int j = 0; j < 6; j++)
-                s += Ia[6 * i + j] * c[j];
+            if (bias)
+                for (int j = 0; j < 6; j++)
+                    s += Ia[6 * i + j] * c[j];
             for (int a = 0; a < dof; a++)
                 s += U[6 * a + i] * Duu[a];
             pa[i] = s;
         }
-        /* X(d) = [[I, 0], [-d~, I]], d = r_y - r_p: IA_p += X' Ia X, pA_p += X' pa */
-        double d[3], Xm[36];
+        /* pA_X += X' pa: f part unchanged, n part += d x f */
+        double d[3], t[3], *pAp = k->pA + 6 * p;
         for (int i = 0; i < 3; i++)
             d[i] = k->r[3 * y + i] - k->r[3 * p + i];
-        memset(Xm, 0, sizeof Xm);
-        for (int i = 0; i < 6; i++)
-            Xm[7 * i] = 1.0;
-        double dt[9] = {0, -d[2], d[1], d[2], 0, -d[0], -d[1], d[0], 0};
-        for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 3; j++)
-                Xm[6 * (3 + i) + j] = -dt[3 * i + j];
-        double IX[36];
-        for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-                double s = 0.0;
-                for (int l = 0; l < 6; l++)
-                    s += Ia[6 * i + l] * Xm[6 * l + j];
-                IX[6 * i + j] = s;
-            }
-        double *IAp = k->IA + 36 * p, *pAp = k->pA + 6 * p;
-        for (int i = 0; i < 6; i++) {
-            for (int j = 0; j < 6; j++) {
-                double s = 0.0;
-                for (int l = 0; l < 6; l++)
-                    s += Xm[6 * l + i] * IX[6 * l + j];
-                IAp[6 * i + j] += s;
-            }
-            double s = 0.0;
-            for (int l = 0; l < 6; l++)
-                s += Xm[6 * l + i] * pa[l];
-            pAp[i] += s;
+        cross(d, pa + 3, t);
+        for (int i = 0; i < 3; i++) {
+            pAp[i] += pa[i] + t[i];
+            pAp[3 + i] += pa[3 + i];
         }
     }
-    /* root to leaves */
+    memset(k->acc + 6 * nb, 0, sizeof(double) * 6);
     for (int row = 0; row < nb; row++) {
         const int *ri = k->ri + RI * row;
-        int kind = ri[0], y = ri[2], p = ri[1], o = ri[3], dof = k->dof[y];
+        int y = ri[2], p = ri[1], vo = ri[4], dof = k->dof[y];
         double *acc = k->acc + 6 * y, *S = k->S + 36 * y, *U = k->U + 36 * y;
         double *Dinv = k->Dinv + 36 * y, *uu = k->uu + 6 * y, *c = k->c + 6 * y, nu[6];
         const double *ap = k->acc + 6 * p;
         double d[3], t[3];
         for (int i = 0; i < 3; i++)
             d[i] = k->r[3 * y + i] - k->r[3 * p + i];
-        cross(ap, d, t);                        /* α_p x d */
+        cross(ap, d, t);                        /* α_X x d */
         for (int i = 0; i < 3; i++) {
-            acc[i] = ap[i] + c[i];
-            acc[3 + i] = ap[3 + i] + t[i] + c[3 + i];
+            acc[i] = ap[i] + (bias ? c[i] : 0.0);
+            acc[3 + i] = ap[3 + i] + t[i] + (bias ? c[3 + i] : 0.0);
         }
         double rhs[6];
         for (int a = 0; a < dof; a++) {
@@ -511,55 +870,656 @@ static int aba(SK *k, const double *q, const double *qd, double *qdd)
             for (int b2 = 0; b2 < dof; b2++)
                 s += Dinv[6 * a + b2] * rhs[b2];
             nu[a] = s;
+            nud[vo + a] = s;
         }
         for (int a = 0; a < dof; a++)
             for (int i = 0; i < 6; i++)
                 acc[i] += S[6 * a + i] * nu[a];
-        /* coordinate accelerations */
-        if (kind == K_REV || kind == K_PRI) {
-            qdd[o] = nu[0];
-        } else if (kind == K_SPH || kind == K_FREE) {
-            const double *pp = q + o + (kind == K_FREE ? 3 : 0);
-            const double *pd = qd + o + (kind == K_FREE ? 3 : 0);
-            double *pdd = qdd + o + (kind == K_FREE ? 3 : 0);
-            double w[3], wd[3], t1[4], t2[4];
-            E_times(pp, pd, w);
-            for (int i = 0; i < 3; i++)
-                w[i] *= 2.0;
-            if (kind == K_SPH) {
-                /* nu = w' in the parent joint frame */
-                memcpy(wd, nu, sizeof wd);
+    }
+}
+
+/* ------------------------------------------------------------------ scalars of two bodies */
+typedef struct {
+    int p, c;
+    double rp[3], rc[3];              /* arms A s of the two points */
+    double d[3], dd[3], dg[3];        /* d = P_c - P_p, d', velocity-product part of d'' */
+} Pair;
+
+static void pair_init(const SK *k, int p, int c, const double *sp, const double *sc, Pair *P)
+{
+    const double *wp = k->w + 3 * p, *wc = k->w + 3 * c;
+    double t1[3], t2[3], t3[3], t4[3];
+    P->p = p;
+    P->c = c;
+    mat3(k->A + 9 * p, sp, P->rp);
+    mat3(k->A + 9 * c, sc, P->rc);
+    cross(wc, P->rc, t1);
+    cross(wp, P->rp, t2);
+    cross(wc, t1, t3);
+    cross(wp, t2, t4);
+    for (int i = 0; i < 3; i++) {
+        P->d[i] = k->r[3 * c + i] + P->rc[i] - k->r[3 * p + i] - P->rp[i];
+        P->dd[i] = k->v[3 * c + i] + t1[i] - k->v[3 * p + i] - t2[i];
+        P->dg[i] = t3[i] - t4[i];
+    }
+}
+
+static void frame_axis(const SK *k, int b, const double *F, int i, double *a)  /* A_b F e_i */
+{
+    double col[3] = {F[i], F[3 + i], F[6 + i]};
+    mat3(k->A + 9 * b, col, a);
+}
+
+/* a . d, a a direction of body p (on_p) or a constant global direction */
+static void dot_d(const SK *k, const Pair *P, const double *a, int on_p, Row *R)
+{
+    const double *wp = k->w + 3 * P->p;
+    double t[3];
+    R->p = P->p;
+    R->c = P->c;
+    R->val = dot3(a, P->d);
+    cross(a, P->rp, t);
+    for (int i = 0; i < 3; i++) {
+        R->j[i] = t[i];
+        R->j[3 + i] = -a[i];
+        R->j[9 + i] = a[i];
+    }
+    cross(P->rc, a, R->j + 6);
+    R->gam = dot3(a, P->dg);
+    if (on_p) {
+        double ad[3], wa[3], wwa[3];
+        cross(a, P->d, ad);
+        for (int i = 0; i < 3; i++)
+            R->j[i] += ad[i];
+        cross(wp, a, wa);
+        cross(wp, wa, wwa);
+        R->gam += dot3(wwa, P->d) + 2.0 * dot3(wa, P->dd);
+    }
+}
+
+/* a . b, a a direction of body p, b one of body c */
+static void dot_aa(const SK *k, const Pair *P, const double *a, const double *b, Row *R)
+{
+    const double *wp = k->w + 3 * P->p, *wc = k->w + 3 * P->c;
+    double wa[3], wb[3], wwa[3], wwb[3];
+    R->p = P->p;
+    R->c = P->c;
+    R->val = dot3(a, b);
+    cross(a, b, R->j);
+    cross(b, a, R->j + 6);
+    for (int i = 0; i < 3; i++)
+        R->j[3 + i] = R->j[9 + i] = 0.0;
+    cross(wp, a, wa);
+    cross(wc, b, wb);
+    cross(wp, wa, wwa);
+    cross(wc, wb, wwb);
+    R->gam = dot3(wwa, b) + 2.0 * dot3(wa, wb) + dot3(a, wwb);
+}
+
+/* |d|; ERR_SINGULAR at |d| = 0 */
+static int norm_d(const SK *k, const Pair *P, Row *R)
+{
+    double l = sqrt(dot3(P->d, P->d));
+    if (!(l > 0.0))
+        return ERR_SINGULAR;
+    double e[3] = {P->d[0] / l, P->d[1] / l, P->d[2] / l}, ed = dot3(e, P->dd);
+    dot_d(k, P, e, 0, R);
+    R->val = l;
+    R->gam += (dot3(P->dd, P->dd) - ed * ed) / l;
+    return OK;
+}
+
+static double rate(const SK *k, const Row *R)       /* j . (V_p, V_c) */
+{
+    return dot3(R->j, k->w + 3 * R->p) + dot3(R->j + 3, k->v + 3 * R->p)
+           + dot3(R->j + 6, k->w + 3 * R->c) + dot3(R->j + 9, k->v + 3 * R->c);
+}
+
+static double accel_of(const SK *k, const Row *R)   /* j . (A_p, A_c) + gamma */
+{
+    const double *ap = k->acc + 6 * R->p, *ac = k->acc + 6 * R->c;
+    return dot3(R->j, ap) + dot3(R->j + 3, ap + 3) + dot3(R->j + 6, ac)
+           + dot3(R->j + 9, ac + 3) + R->gam;
+}
+
+/* the wrenches -s j of an elongation with force s */
+static void apply(SK *k, const Row *R, double s)
+{
+    int nb = k->nb;
+    if (R->p != nb)
+        for (int i = 0; i < 6; i++)
+            k->fw[6 * R->p + i] -= s * R->j[i];
+    if (R->c != nb)
+        for (int i = 0; i < 6; i++)
+            k->fw[6 * R->c + i] -= s * R->j[6 + i];
+}
+
+static double wrap(double a)                        /* into (-pi, pi] */
+{
+    double r = fmod(M_PI - a, 2.0 * M_PI);
+    if (r < 0.0)
+        r += 2.0 * M_PI;
+    return M_PI - r;
+}
+
+/* theta = atan2(y_a . x_b, x_a . x_b): the angle of a revolute joint */
+static void joint_angle(const SK *k, const Pair *P, const double *Fa, const double *Fb, Row *R)
+{
+    double xa[3], ya[3], xb[3];
+    Row rc, rs;
+    frame_axis(k, P->p, Fa, 0, xa);
+    frame_axis(k, P->p, Fa, 1, ya);
+    frame_axis(k, P->c, Fb, 0, xb);
+    dot_aa(k, P, xa, xb, &rc);
+    dot_aa(k, P, ya, xb, &rs);
+    double r2 = rc.val * rc.val + rs.val * rs.val;
+    *R = rc;
+    R->val = atan2(rs.val, rc.val);
+    for (int i = 0; i < 12; i++)
+        R->j[i] = (rc.val * rs.j[i] - rs.val * rc.j[i]) / r2;
+    R->gam = 0.0;
+}
+
+/* ------------------------------------------------------------------ applied forces */
+static int forces(SK *k)
+{
+    int nb = k->nb;
+    memset(k->fw, 0, sizeof(double) * 6 * (nb + 1));
+    for (int i = 0; i < k->ne; i++) {
+        const int *ei = k->ei + EI * i;
+        const double *ed = k->ed + ED * i;
+        int type = ei[0], a = ei[1], b = ei[2], ui = ei[3];
+        double h = ui >= 0 ? k->u[ui] : 0.0;
+        Pair P;
+        Row R;
+        if (type == E_TSDA) {
+            pair_init(k, a, b, ed, ed + 3, &P);
+            if (norm_d(k, &P, &R) != OK)
+                return ERR_SINGULAR;
+            apply(k, &R, ed[24] * (R.val - ed[26]) + ed[25] * rate(k, &R) + h);
+        } else if (type == E_RSDA) {
+            pair_init(k, a, b, ed, ed + 3, &P);
+            joint_angle(k, &P, ed + 6, ed + 15, &R);
+            apply(k, &R, ed[24] * wrap(R.val - ed[26]) + ed[25] * rate(k, &R) + h);
+        } else if (type == E_FORCE || type == E_TORQUE) {
+            double dir[3], mag = ed[24] + h, arm[3], t[3];
+            if (ei[4])
+                mat3(k->A + 9 * b, ed + 27, dir);
+            else
+                memcpy(dir, ed + 27, sizeof dir);
+            for (int j = 0; j < 3; j++)
+                dir[j] *= mag;
+            if (type == E_FORCE) {
+                mat3(k->A + 9 * b, ed + 3, arm);
+                cross(arm, dir, t);
+                for (int j = 0; j < 3; j++) {
+                    k->fw[6 * b + j] += t[j];
+                    k->fw[6 * b + 3 + j] += dir[j];
+                }
             } else {
-                memcpy(wd, nu, sizeof wd);          /* α (global) */
-                for (int i = 0; i < 3; i++)
-                    qdd[o + i] = nu[3 + i];
+                for (int j = 0; j < 3; j++) {
+                    k->fw[6 * b + j] += dir[j];
+                    if (a != nb)
+                        k->fw[6 * a + j] -= dir[j];
+                }
             }
-            Et_times(pd, w, t1);
-            Et_times(pp, wd, t2);
-            for (int i = 0; i < 4; i++)
-                pdd[i] = 0.5 * (t1[i] + t2[i]);
+        } else if (type == E_BUSH) {
+            Row E[6];
+            double ax[3][3], bx[3][3], e[6], ed6[6];
+            pair_init(k, a, b, ed, ed + 3, &P);
+            for (int j = 0; j < 3; j++) {
+                frame_axis(k, a, ed + 6, j, ax[j]);
+                frame_axis(k, b, ed + 15, j, bx[j]);
+                dot_d(k, &P, ax[j], 1, &E[j]);
+            }
+            for (int j = 0; j < 3; j++) {
+                int j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+                Row r1, r2;
+                dot_aa(k, &P, ax[j2], bx[j1], &r1);
+                dot_aa(k, &P, ax[j1], bx[j2], &r2);
+                E[3 + j] = r1;
+                E[3 + j].val = 0.5 * (r1.val - r2.val);
+                for (int l = 0; l < 12; l++)
+                    E[3 + j].j[l] = 0.5 * (r1.j[l] - r2.j[l]);
+            }
+            for (int j = 0; j < 6; j++) {
+                e[j] = E[j].val - ed[102 + j];
+                ed6[j] = rate(k, &E[j]);
+            }
+            for (int j = 0; j < 6; j++) {
+                double s = 0.0;
+                for (int l = 0; l < 6; l++)
+                    s += ed[30 + 6 * j + l] * e[l] + ed[66 + 6 * j + l] * ed6[l];
+                apply(k, &E[j], s);
+            }
+        } else {
+            return ERR_ARGS;
         }
     }
     return OK;
 }
 
-int sk_accelerations(SK *k, const double *q, const double *qd, double *qdd)
+/* ------------------------------------------------------------------ closed loops */
+/* Dr += the rate of (jw, jv) . V_b per unit ν along the path of body b to the ground */
+static void add_path(const SK *k, int b, const double *jw, const double *jv, double *Dr)
 {
-    if (k->n)
-        memset(qdd, 0, sizeof(double) * k->n);
-    kinematics(k, q, qd);
-    return aba(k, q, qd, qdd);
+    int nb = k->nb;
+    const double *rb = k->r + 3 * b;
+    int y = b;
+    while (y != nb) {
+        const int *ri = k->ri + RI * k->entry[y];
+        const double *S = k->S + 36 * y, *ry = k->r + 3 * y;
+        double dl[3] = {rb[0] - ry[0], rb[1] - ry[1], rb[2] - ry[2]}, t[3], jt[3];
+        cross(dl, jv, t);
+        for (int i = 0; i < 3; i++)
+            jt[i] = jw[i] + t[i];
+        for (int a = 0; a < k->dof[y]; a++)
+            Dr[ri[4] + a] += dot3(jt, S + 6 * a) + dot3(jv, S + 6 * a + 3);
+        y = ri[1];
+    }
 }
 
-/* ------------------------------------------------------------------ integrators
- * The same methods and step-size control as the planar kernel.c (scipy's RK45 and DOP853
- * tableaus and controller, rk4 with equal steps); after each accepted step the
- * Euler-parameter sets are normalised (|p| = 1, p . p' = 0). */
-static int rhs(SK *k, const double *y, double *dy)
+/* the rows of the cut joints (values, twist Jacobians, gamma) and Dv at the kinematics */
+static int cut_rows(SK *k)
 {
+    int r = 0;
+    static const double EYE[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    for (int i = 0; i < k->nc; i++) {
+        const int *ci = k->ci + CI * i;
+        const double *cd = k->cd + CD * i;
+        int kind = ci[0], p = ci[1], c = ci[2];
+        const double *Fp = cd + 6, *Fc = cd + 15;
+        Pair P;
+        pair_init(k, p, c, cd, cd + 3, &P);
+        double xp[3], yp[3], zp[3], yc[3], zc[3];
+        frame_axis(k, p, Fp, 0, xp);
+        frame_axis(k, p, Fp, 1, yp);
+        frame_axis(k, p, Fp, 2, zp);
+        frame_axis(k, c, Fc, 1, yc);
+        frame_axis(k, c, Fc, 2, zc);
+        if (kind == C_SPH || kind == C_REV || kind == C_UNI || kind == C_WELD)
+            for (int j = 0; j < 3; j++)
+                dot_d(k, &P, EYE[j], 0, &k->rows[r++]);
+        if (kind == C_CYL || kind == C_PRI) {
+            dot_d(k, &P, xp, 1, &k->rows[r++]);
+            dot_d(k, &P, yp, 1, &k->rows[r++]);
+        }
+        if (kind == C_REV || kind == C_CYL || kind == C_PRI || kind == C_WELD) {
+            dot_aa(k, &P, xp, zc, &k->rows[r++]);
+            dot_aa(k, &P, yp, zc, &k->rows[r++]);
+        }
+        if (kind == C_PRI || kind == C_WELD)
+            dot_aa(k, &P, xp, yc, &k->rows[r++]);
+        if (kind == C_UNI)
+            dot_aa(k, &P, zp, zc, &k->rows[r++]);
+        if (kind == C_DST) {
+            if (norm_d(k, &P, &k->rows[r]) != OK)
+                return ERR_SINGULAR;
+            k->rows[r++].val -= cd[24];
+        }
+    }
+    int nv = k->nv;
+    for (r = 0; r < k->m; r++) {
+        double *Dr = k->Dv + (size_t)r * nv;
+        const Row *R = &k->rows[r];
+        memset(Dr, 0, sizeof(double) * nv);
+        add_path(k, R->p, R->j, R->j + 3, Dr);
+        add_path(k, R->c, R->j + 6, R->j + 9, Dr);
+    }
+    return OK;
+}
+
+/* W = Mbar^-1 Dv' (rows of Wt) and S = Dv W, after articulate() */
+static void schur(SK *k)
+{
+    int m = k->m, nv = k->nv;
+    for (int r = 0; r < m; r++)
+        solve(k, k->Dv + (size_t)r * nv, 0, k->Wt + (size_t)r * nv);
+    for (int r = 0; r < m; r++)
+        for (int l = 0; l <= r; l++) {
+            const double *Dr = k->Dv + (size_t)r * nv, *Wl = k->Wt + (size_t)l * nv;
+            double acc = 0.0;
+            for (int i = 0; i < nv; i++)
+                acc += Dr[i] * Wl[i];
+            k->Sm[r * m + l] = k->Sm[l * m + r] = acc;
+        }
+}
+/* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
+static void jacobi(double *A, double *V, double *w, int m)
+{
+    for (int i = 0; i < m * m; i++)
+        V[i] = 0.0;
+    for (int i = 0; i < m; i++)
+        V[i * m + i] = 1.0;
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0.0, dg = 0.0;
+        for (int i = 0; i < m; i++) {
+            dg += A[i * m + i] * A[i * m + i];
+            for (int j = i + 1; j < m; j++)
+                off += A[i * m + j] * A[i * m + j];
+        }
+        if (!(off > 1e-30 * dg))                    /* converged to rounding */
+            break;
+        int rotated = 0;
+        for (int p = 0; p < m; p++)
+            for (int q = p + 1; q < m; q++) {
+                double apq = A[p * m + q];
+                if (!(apq * apq > 1e-32 * dg / ((double)m * m)))   /* negligible entry */
+                    continue;
+                rotated = 1;
+                double th = (A[q * m + q] - A[p * m + p]) / (2.0 * apq);
+                double t = (th >= 0.0 ? 1.0 : -1.0) / (fabs(th) + sqrt(th * th + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int r = 0; r < m; r++) {               /* columns p, q */
+                    double a = A[r * m + p], b = A[r * m + q];
+                    A[r * m + p] = c * a - s * b;
+                    A[r * m + q] = s * a + c * b;
+                }
+                for (int r = 0; r < m; r++) {               /* rows p, q */
+                    double a = A[p * m + r], b = A[q * m + r];
+                    A[p * m + r] = c * a - s * b;
+                    A[q * m + r] = s * a + c * b;
+                }
+                A[p * m + q] = A[q * m + p] = 0.0;
+                for (int r = 0; r < m; r++) {
+                    double a = V[r * m + p], b = V[r * m + q];
+                    V[r * m + p] = c * a - s * b;
+                    V[r * m + q] = s * a + c * b;
+                }
+            }
+        if (!rotated)
+            break;
+    }
+    for (int i = 0; i < m; i++)
+        w[i] = A[i * m + i];
+}
+
+/* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm: Cholesky, or the
+ * truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
+static int psd_solve(SK *k, const double *rhs, double *y)
+{
+    int m = k->m;
+    double *A = k->Sm, *V = k->Vm, *w = k->ev;
+    memcpy(V, A, sizeof(double) * m * m);
+    int ok = 1;
+    double dmin = INFINITY, dmax = 0.0;
+    for (int j = 0; j < m && ok; j++) {          /* L in the lower triangle of V */
+        double s = V[j * m + j];
+        for (int i = 0; i < j; i++)
+            s -= V[j * m + i] * V[j * m + i];
+        if (!(s > 0.0)) {
+            ok = 0;
+            break;
+        }
+        double d = sqrt(s);
+        V[j * m + j] = d;
+        dmin = fmin(dmin, d);
+        dmax = fmax(dmax, d);
+        for (int r = j + 1; r < m; r++) {
+            double t = V[r * m + j];
+            for (int i = 0; i < j; i++)
+                t -= V[r * m + i] * V[j * m + i];
+            V[r * m + j] = t / d;
+        }
+    }
+    if (ok && dmin * dmin > RANK_RTOL * 1e2 * dmax * dmax) {
+        for (int i = 0; i < m; i++) {
+            double t = rhs[i];
+            for (int j = 0; j < i; j++)
+                t -= V[i * m + j] * y[j];
+            y[i] = t / V[i * m + i];
+        }
+        for (int i = m - 1; i >= 0; i--) {
+            double t = y[i];
+            for (int j = i + 1; j < m; j++)
+                t -= V[j * m + i] * y[j];
+            y[i] = t / V[i * m + i];
+        }
+        return OK;
+    }
+    for (int i = 0; i < m * m; i++)
+        if (!isfinite(A[i]))
+            return ERR_NONFINITE;
+    jacobi(A, V, w, m);                  /* component i of eigenvector e: V[e + i m] */
+    double wmax = 0.0;
+    for (int i = 0; i < m; i++)
+        wmax = fmax(wmax, w[i]);
+    double cut = RANK_RTOL * fmax(wmax, 1e-300);
+    for (int i = 0; i < m; i++)
+        y[i] = 0.0;
+    for (int e = 0; e < m; e++) {
+        if (!(w[e] > cut))
+            continue;
+        double t = 0.0;
+        for (int i = 0; i < m; i++)
+            t += V[e + i * m] * rhs[i];
+        t /= w[e];
+        for (int i = 0; i < m; i++)
+            y[i] += V[e + i * m] * t;
+    }
+    return OK;
+}
+
+/* ν' with the loop rows (nud), after kinematics and forces; lam in k->lam */
+static int loop_accel(SK *k, double *nud)
+{
+    int m = k->m, nv = k->nv, rc;
+    if ((rc = articulate(k)) != OK)
+        return rc;
+    solve(k, NULL, 1, k->nud0);
+    if ((rc = cut_rows(k)) != OK)
+        return rc;
+    for (int r = 0; r < m; r++) {
+        double b = accel_of(k, &k->rows[r]);
+        if (k->mode == 2)
+            b += 2.0 * k->alpha * rate(k, &k->rows[r])
+                 + k->beta * k->beta * k->rows[r].val;
+        k->rr[r] = b;
+    }
+    schur(k);
+    if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+        return rc;
+    for (int i = 0; i < nv; i++) {
+        double acc = k->nud0[i];
+        for (int r = 0; r < m; r++)
+            acc -= k->Wt[(size_t)r * nv + i] * k->lam[r];
+        nud[i] = acc;
+    }
+    return OK;
+}
+
+static int accel(SK *k, const double *q, const double *qd, double *qdd)
+{
+    int rc;
+    kinematics(k, q, qd);
+    if ((rc = forces(k)) != OK)
+        return rc;
+    if (k->m > 0) {
+        if ((rc = loop_accel(k, k->nud)) != OK)
+            return rc;
+    } else {
+        if ((rc = articulate(k)) != OK)
+            return rc;
+        solve(k, NULL, 1, k->nud);
+    }
+    nud_to_qdd(k, q, qd, k->nud, qdd);
+    return OK;
+}
+
+int sk_accelerations(SK *k, const double *q, const double *qd, const double *u, double *qdd)
+{
+    sk_set_inputs(k, u);
+    if (k->n)
+        memset(qdd, 0, sizeof(double) * k->n);
+    return accel(k, q, qd, qdd);
+}
+
+/* qdd (n) and, with sk_set_pose_data, x, xd, xdd (7 nb each: r, p and their rates) of the
+ * bodies: the accelerations of the bodies from one forward pass with the final ν' */
+int sk_accelerations_full(SK *k, const double *q, const double *qd, const double *u,
+                          double *qdd, double *x, double *xd, double *xdd)
+{
+    int rc = sk_accelerations(k, q, qd, u, qdd);
+    if (rc != OK)
+        return rc;
+    if ((rc = sk_kinematics(k, q, qd, x, xd)) != OK)    /* the same kinematics again */
+        return rc;
+    int nb = k->nb;
+    memset(k->acc + 6 * nb, 0, sizeof(double) * 6);
+    for (int row = 0; row < nb; row++) {
+        const int *ri = k->ri + RI * row;
+        int y = ri[2], p = ri[1], vo = ri[4];
+        double *acc = k->acc + 6 * y, *S = k->S + 36 * y, *c = k->c + 6 * y, d[3], t[3];
+        const double *ap = k->acc + 6 * p;
+        for (int i = 0; i < 3; i++)
+            d[i] = k->r[3 * y + i] - k->r[3 * p + i];
+        cross(ap, d, t);
+        for (int i = 0; i < 3; i++) {
+            acc[i] = ap[i] + c[i];
+            acc[3 + i] = ap[3 + i] + t[i] + c[3 + i];
+        }
+        for (int a = 0; a < k->dof[y]; a++)
+            for (int i = 0; i < 6; i++)
+                acc[i] += S[6 * a + i] * k->nud[vo + a];
+    }
+    for (int b = 0; b < nb; b++) {
+        double t1[4], t2[4];
+        Et_times(xd + 7 * b + 3, k->w + 3 * b, t1);
+        Et_times(x + 7 * b + 3, k->acc + 6 * b, t2);
+        for (int i = 0; i < 3; i++)
+            xdd[7 * b + i] = k->acc[6 * b + 3 + i];
+        for (int i = 0; i < 4; i++)
+            xdd[7 * b + 3 + i] = 0.5 * (t1[i] + t2[i]);
+    }
+    return OK;
+}
+
+/* multipliers of the cut rows from the last evaluation (the kernel's own rows and signs) */
+void sk_multipliers(SK *k, double *lam)
+{
+    memcpy(lam, k->lam, sizeof(double) * k->m);
+}
+
+static int normalise(SK *k, double *y, int rates)   /* 1 when the model has Euler parameters */
+{
+    int n = k->n, any = 0;
+    for (int row = 0; row < k->nb; row++) {
+        int useG, o = quat_offset(k, row, &useG);
+        if (o < 0)
+            continue;
+        any = 1;
+        double *p = y + o, *pd = y + n + o;
+        double nn = sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]);
+        for (int i = 0; i < 4; i++)
+            p[i] /= nn;
+        if (!rates)
+            continue;
+        double dp = p[0] * pd[0] + p[1] * pd[1] + p[2] * pd[2] + p[3] * pd[3];
+        for (int i = 0; i < 4; i++)
+            pd[i] -= dp * p[i];
+    }
+    return any;
+}
+
+/* Project y = (q, qd) onto the cut rows (Newton with least kinetic-energy steps
+ * dν = -W S^+ phi, then ν onto Dv ν = 0), as fmu_mb.dynamics.formulations._minimal.project */
+static int project(SK *k, double *y)
+{
+    int m = k->m, n = k->n, nv = k->nv, rc;
+    double *q = y, *qd = y + n, *zero = k->qtmp, *dnu = k->nuv;
+    memset(zero, 0, sizeof(double) * n);
+    double prev = INFINITY;
+    for (int it = 0; it < 12; it++) {
+        kinematics(k, q, zero);
+        if ((rc = cut_rows(k)) != OK)
+            return rc;
+        double err = 0.0, scale = 0.0;
+        for (int r = 0; r < m; r++) {
+            err = fmax(err, fabs(k->rows[r].val));
+            k->rr[r] = k->rows[r].val;
+        }
+        for (int i = 0; i < 3 * k->nb; i++)
+            scale = fmax(scale, fabs(k->r[i]));
+        scale += 1.0;
+        if (!isfinite(err))
+            return ERR_DRIFT;
+        if (err <= k->proj_tol * scale)
+            break;
+        int stalled = it >= 2 && err > 0.5 * prev;
+        if ((stalled || it == 11) && err <= PROJECTION_ACCEPT * scale)
+            break;
+        if (stalled || it == 11)
+            return ERR_DRIFT;
+        prev = err;
+        if ((rc = articulate(k)) != OK)
+            return rc;
+        schur(k);
+        if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+            return rc;
+        for (int i = 0; i < nv; i++) {
+            double acc = 0.0;
+            for (int r = 0; r < m; r++)
+                acc -= k->Wt[(size_t)r * nv + i] * k->lam[r];
+            dnu[i] = acc;
+        }
+        add_dnu(k, q, dnu);
+        normalise(k, y, 0);
+    }
+    kinematics(k, q, qd);
+    if ((rc = cut_rows(k)) != OK || (rc = articulate(k)) != OK)
+        return rc;
+    schur(k);
+    for (int r = 0; r < m; r++)
+        k->rr[r] = rate(k, &k->rows[r]);
+    if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+        return rc;
+    qd_to_nu(k, q, qd, dnu);
+    for (int i = 0; i < nv; i++)
+        for (int r = 0; r < m; r++)
+            dnu[i] -= k->Wt[(size_t)r * nv + i] * k->lam[r];
+    nu_to_qd(k, q, dnu, qd);
+    return OK;
+}
+
+/* y = (q, qd) projected in place (and normalised); tol as Settings.projection_tol */
+int sk_project(SK *k, double *y)
+{
+    normalise(k, y, 1);
+    if (k->m == 0)
+        return OK;
+    return project(k, y);
+}
+
+/* after an accepted step: the Euler parameters normalised and, with projection, the loop
+ * rows closed; 1 when y may have moved */
+static int post_step(SK *k, double *y, int *rc)
+{
+    int moved = normalise(k, y, 1);
+    *rc = OK;
+    if (k->m > 0 && k->mode == 1) {
+        *rc = project(k, y);
+        moved = 1;
+    }
+    return moved;
+}
+/* ------------------------------------------------------------------ integrators
+ * rk4, dopri5 and dop853 with scipy's step-size control: native/integrators.h, shared with
+ * the planar kernel; after each accepted step the Euler-parameter sets are normalised
+ * (|p| = 1, p . p' = 0) and, with projection, the loop rows closed (post_step). */
+#include "integrators.h"
+
+int sk_set_tableau(int which, int s, int order, const double *A, const double *B,
+                   const double *C, const double *E, const double *E3, const double *E5)
+{
+    return integ_set_tableau(which, s, order, A, B, C, E, E3, E5);
+}
+
+static int rhs(void *ctx, const double *y, double *dy)
+{
+    SK *k = ctx;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
-    int rc = sk_accelerations(k, y, y + n, dy + n);
+    int rc = accel(k, y, y + n, dy + n);
     if (rc != OK)
         return rc;
     for (int i = 0; i < 2 * n; i++)
@@ -568,247 +1528,23 @@ static int rhs(SK *k, const double *y, double *dy)
     return OK;
 }
 
-static int normalise(SK *k, double *y)      /* 1 when the model has Euler parameters */
+static int post(void *ctx, double *y, int *moved)
 {
-    int n = k->n, any = 0;
-    for (int row = 0; row < k->nb; row++) {
-        const int *ri = k->ri + RI * row;
-        if (ri[0] != K_SPH && ri[0] != K_FREE)
-            continue;
-        any = 1;
-        int o = ri[3] + (ri[0] == K_FREE ? 3 : 0);
-        double *p = y + o, *pd = y + n + o;
-        double nn = sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]);
-        for (int i = 0; i < 4; i++)
-            p[i] /= nn;
-        double dp = p[0] * pd[0] + p[1] * pd[1] + p[2] * pd[2] + p[3] * pd[3];
-        for (int i = 0; i < 4; i++)
-            pd[i] -= dp * p[i];
-    }
-    return any;
+    int rc;
+    *moved = post_step(ctx, y, &rc);
+    return rc;
 }
 
-static int all_finite(const double *y, int m)
+/* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]; u the inputs */
+int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *nfev)
 {
-    for (int i = 0; i < m; i++)
-        if (!isfinite(y[i]))
-            return 0;
-    return 1;
-}
-
-static int initial_step(SK *k, const Tableau *T, double t, const double *y, const double *f0,
-                        double t_end, double max_step, double rtol, double atol, double *h_out)
-{
-    int m = 2 * k->n;
-    double interval = fabs(t_end - t);
-    double *sc = k->scale, *y1 = k->ytmp, *f1 = k->fy;
-    for (int i = 0; i < m; i++)
-        sc[i] = atol + fabs(y[i]) * rtol;
-    double s0 = 0.0, s1 = 0.0;
-    for (int i = 0; i < m; i++) {
-        s0 += (y[i] / sc[i]) * (y[i] / sc[i]);
-        s1 += (f0[i] / sc[i]) * (f0[i] / sc[i]);
-    }
-    double d0 = sqrt(s0 / m), d1 = sqrt(s1 / m);
-    double h0 = (d0 < 1e-5 || d1 < 1e-5) ? 1e-6 : 0.01 * d0 / d1;
-    if (h0 > interval)
-        h0 = interval;
-    for (int i = 0; i < m; i++)
-        y1[i] = y[i] + h0 * f0[i];
-    int rc = rhs(k, y1, f1);
-    if (rc != OK)
-        return rc;
-    double s2 = 0.0;
-    for (int i = 0; i < m; i++) {
-        double v = (f1[i] - f0[i]) / sc[i];
-        s2 += v * v;
-    }
-    double d2 = sqrt(s2 / m) / h0, h1;
-    if (d1 <= 1e-15 && d2 <= 1e-15)
-        h1 = fmax(1e-6, h0 * 1e-3);
-    else
-        h1 = pow(0.01 / fmax(d1, d2), 1.0 / (T->order + 1));
-    double h = fmin(100 * h0, h1);
-    h = fmin(h, interval);
-    *h_out = fmin(h, max_step);
-    return OK;
-}
-
-static int advance(SK *k, int method, double t, double t_end, double *y, double *h_io,
-                   double rtol, double atol, double max_step, double step, int *nfev,
-                   double *t_fail)
-{
-    int n = k->n, m = 2 * n, rc;
-    double *K = k->K, *yt = k->ytmp, *yn = k->ynew;
-    *nfev = 0;
-    *t_fail = t;
-    if (m == 0 || t_end <= t)
-        return OK;
-    if (method == 2) {
-        double span = t_end - t, ns = ceil(span / step - 1e-9);
-        long nsteps = ns < 1.0 ? 1 : (long)ns;
-        double dt = span / (double)nsteps;
-        double *k1 = K, *k2 = K + m, *k3 = K + 2 * m, *k4 = K + 3 * m, *yc = K + 4 * m;
-        memcpy(yc, y, sizeof(double) * m);
-        for (long s = 0; s < nsteps; s++) {
-            *t_fail = t + s * dt;
-            if ((rc = rhs(k, yc, k1)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt / 2 * k1[i];
-            if ((rc = rhs(k, yt, k2)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt / 2 * k2[i];
-            if ((rc = rhs(k, yt, k3)) != OK)
-                return rc;
-            for (int i = 0; i < m; i++)
-                yt[i] = yc[i] + dt * k3[i];
-            if ((rc = rhs(k, yt, k4)) != OK)
-                return rc;
-            *nfev += 4;
-            for (int i = 0; i < m; i++)
-                yc[i] += dt / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
-            normalise(k, yc);
-            if (!all_finite(yc, m))
-                return ERR_NONFINITE;
-        }
-        memcpy(y, yc, sizeof(double) * m);
-        *h_io = dt;
+    sk_set_inputs(k, u);
+    if (par[1] <= par[0]) {
+        *nfev = 0;
+        par[7] = par[0];
         return OK;
     }
-    const Tableau *T = &TAB[method == 1 ? 1 : 0];
-    if (!T->ready)
-        return ERR_ARGS;
-    int s = T->s;
-    double *yc = K + (s + 1) * m, *f = K;
-    memcpy(yc, y, sizeof(double) * m);
-    double tc = t;
-    if ((rc = rhs(k, yc, f)) != OK)
-        return rc;
-    *nfev += 1;
-    double h_abs = *h_io;
-    if (h_abs > 0.0) {
-        if (h_abs > t_end - t)
-            h_abs = t_end - t;
-    } else {
-        if ((rc = initial_step(k, T, tc, yc, f, t_end, max_step, rtol, atol, &h_abs)) != OK)
-            return rc;
-        *nfev += 1;
-    }
-    const double safety = 0.9, min_factor = 0.2, max_factor = 10.0;
-    const double expo = -1.0 / (T->order + 1);
-    while (tc < t_end) {
-        *t_fail = tc;
-        double min_step = 10 * fabs(nextafter(tc, INFINITY) - tc);
-        if (h_abs > max_step)
-            h_abs = max_step;
-        else if (h_abs < min_step)
-            h_abs = min_step;
-        int rejected = 0;
-        for (;;) {
-            if (h_abs < min_step)
-                return ERR_STEP;
-            double t_new = tc + h_abs;
-            if (t_new - t_end > 0)
-                t_new = t_end;
-            double h = t_new - tc;
-            h_abs = fabs(h);
-            rc = OK;
-            for (int st = 1; st < s; st++) {
-                const double *a = T->A + st * s;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j < st; j++)
-                        acc += K[j * m + i] * a[j];
-                    yt[i] = yc[i] + acc * h;
-                }
-                if ((rc = rhs(k, yt, K + st * m)) != OK)
-                    break;
-            }
-            if (rc == OK) {
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j < s; j++)
-                        acc += K[j * m + i] * T->B[j];
-                    yn[i] = yc[i] + h * acc;
-                }
-                rc = rhs(k, yn, K + s * m);
-            }
-            *nfev += s;
-            if (rc == ERR_NONFINITE) {
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (rc != OK)
-                return rc;
-            double *sc = k->scale, err;
-            for (int i = 0; i < m; i++)
-                sc[i] = atol + fmax(fabs(yc[i]), fabs(yn[i])) * rtol;
-            if (T->dop853) {
-                double e5 = 0.0, e3 = 0.0;
-                for (int i = 0; i < m; i++) {
-                    double a5 = 0.0, a3 = 0.0;
-                    for (int j = 0; j <= s; j++) {
-                        a5 += K[j * m + i] * T->E5[j];
-                        a3 += K[j * m + i] * T->E3[j];
-                    }
-                    a5 /= sc[i];
-                    a3 /= sc[i];
-                    e5 += a5 * a5;
-                    e3 += a3 * a3;
-                }
-                err = (e5 == 0.0 && e3 == 0.0) ? 0.0 : h_abs * e5 / sqrt((e5 + 0.01 * e3) * m);
-            } else {
-                double e2 = 0.0;
-                for (int i = 0; i < m; i++) {
-                    double acc = 0.0;
-                    for (int j = 0; j <= s; j++)
-                        acc += K[j * m + i] * T->E[j];
-                    acc *= h / sc[i];
-                    e2 += acc * acc;
-                }
-                err = sqrt(e2 / m);
-            }
-            if (!isfinite(err)) {
-                h_abs *= min_factor;
-                rejected = 1;
-                continue;
-            }
-            if (err < 1.0) {
-                double factor = err == 0.0 ? max_factor : fmin(max_factor, safety * pow(err, expo));
-                if (rejected && factor > 1.0)
-                    factor = 1.0;
-                h_abs *= factor;
-                tc = t_new;
-                break;
-            }
-            h_abs *= fmax(min_factor, safety * pow(err, expo));
-            rejected = 1;
-        }
-        memcpy(yc, yn, sizeof(double) * m);
-        int moved = normalise(k, yc);
-        if (!all_finite(yc, m)) {
-            *t_fail = tc;
-            return ERR_NONFINITE;
-        }
-        if (moved) {                            /* f at the normalised state */
-            if ((rc = rhs(k, yc, f)) != OK)
-                return rc;
-            *nfev += 1;
-        } else {
-            memcpy(f, K + s * m, sizeof(double) * m);     /* first same as last */
-        }
-    }
-    memcpy(y, yc, sizeof(double) * m);
-    *h_io = h_abs;
-    return OK;
-}
-
-/* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)] */
-int sk_advance(SK *k, int method, double *par, double *y, int *nfev)
-{
-    return advance(k, method, par[0], par[1], y, &par[2], par[3], par[4], par[5], par[6], nfev,
-                   &par[7]);
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k};
+    return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
+                         par[6], nfev, &par[7]);
 }

@@ -215,6 +215,11 @@ def marker_outputs(model, x, xd):
     C = model.compiled
     if not len(C.markers):
         return np.zeros((0, 6))
-    pt = kin.vector(C.markers, kin.bodies(extended(x), extended_rate(xd)), 0,
-                    C.marker_points, True)
-    return np.concatenate([pt.val, pt.rate], axis=1)
+    # r + A(p) s and r' + d(A(p) s)/dp p' of the markers' bodies only (kin.bodies would
+    # prepare every body's rotation and its derivatives)
+    X, Xd = extended(x).reshape(-1, kin.NQ), extended_rate(xd).reshape(-1, kin.NQ)
+    b, s = C.markers.p, C.marker_points
+    p = X[b, 3:]
+    pos = X[b, :3] + rot.rotate(p, s)
+    vel = Xd[b, :3] + np.einsum("kij,kj->ki", rot.rotate_jacobian(p, s), Xd[b, 3:])
+    return np.concatenate([pos, vel], axis=1)
