@@ -180,7 +180,13 @@ def tune_step(run, h0, ref, target, cap, log, label, h_min=1e-6, fine=2 ** 0.25)
     the last failing step by the fine ratio. Returns (h, err, wall, ok) like tune()."""
     best, h, fail = None, h0, None
     while h >= h_min:
+        t0 = time.perf_counter()
         r = _attempt(run, h, ref, log, label)
+        if r is None and time.perf_counter() - t0 > cap:
+            # a failing run (e.g. Newton giving up at a singular pose) at a smaller step
+            # takes longer still: stop as after a successful run over the cap
+            log(f"    {label}: a failing run took more than the cap {cap:.0f} s; stop tuning")
+            return best
         if r is not None:
             e, wall = r
             if best is None or e < best[1]:
