@@ -61,17 +61,26 @@ def _body(mbs, mass, com, J):
                                referencePosition=list(com), gravity=[0, 0, -G])
 
 
-def _tyre(mbs, ground, carrier, wc, c_c, r_t, road, dt, step, k_t=4.0e5, F0=1.0e4):
+def _tyre(mbs, ground, carrier, wc, c_c, r_t, road, dt, step, k_t=4.0e5, F0=1.0e4, c_t=0.0):
     """The tyre spring from the road point r_t below the wheel centre wc; its user function
     adds fmu_mb's tyre.h = -k_t z_r (held) to k (l - l0) + c l'. Exudyn calls it at the end
-    of each step, so the middle of the step picks the held value."""
+    of each step, so the middle of the step picks the held value. road None: no user
+    function; the road term is the spring's `force` parameter, set by the caller (a
+    co-simulation step sets it per step). Returns the spring's object number."""
+    if road is None:
+        return mbs.CreateSpringDamper(itemNumbers=[ground, carrier],
+                                      localPosition0=list(wc - [0, 0, r_t]),
+                                      localPosition1=list(wc - c_c),
+                                      referenceLength=r_t + F0 / k_t, stiffness=k_t,
+                                      damping=c_t)
     z_road = held(road, dt)
 
     def tyre_force(mbs_, t, item, dL, dL_t, stiffness, damping, force):
         return stiffness * dL + damping * dL_t - k_t * z_road(max(t - 0.5 * step, 0.0))
-    mbs.CreateSpringDamper(itemNumbers=[ground, carrier], localPosition0=list(wc - [0, 0, r_t]),
-                           localPosition1=list(wc - c_c), referenceLength=r_t + F0 / k_t,
-                           stiffness=k_t, damping=0.0, springForceUserFunction=tyre_force)
+    return mbs.CreateSpringDamper(itemNumbers=[ground, carrier],
+                                  localPosition0=list(wc - [0, 0, r_t]),
+                                  localPosition1=list(wc - c_c), referenceLength=r_t + F0 / k_t,
+                                  stiffness=k_t, damping=c_t, springForceUserFunction=tyre_force)
 
 
 def _solve(exu, mbs, carrier, wc, c_c, t_end, step, dt):
@@ -99,9 +108,27 @@ def _solve(exu, mbs, carrier, wc, c_c, t_end, step, dt):
 
 def exudyn_double_wishbone(road, t_end, step, dt=DT):
     """models/double_wishbone.py (default parameters) in Exudyn: wheel-centre positions."""
+    exu, SC, mbs, items = double_wishbone_system(road, step, dt)
+    return _solve(exu, mbs, items["carrier"], items["wc"], items["c_c"], t_end, step, dt)
+
+
+def model_parameters(name):
+    """{parameter: default value} of models/<name>.py (springs, dampers, loads: read, not
+    retyped, so that the Exudyn model follows the model file)."""
+    from fmu_mb import load_model
+    return {p.name: p.value for p in load_model(MODELS[name]).parameters}
+
+
+def double_wishbone_system(road=None, step=None, dt=DT):
+    """models/double_wishbone.py (default parameters) as an Exudyn system (not assembled):
+    (exu, SC, mbs, items), items = carrier, wc (wheel centre), c_c (carrier centre),
+    tyre, coil_over (object numbers and points). road: see _tyre."""
     dw = load_module(MODELS["double_wishbone"])
     P, M = dw.hp, dw.MASSES
-    k_s, c_s, k_r, c_r, F0 = 181496.0, 17490.0, 2.0e5, 2.0e3, 1.0e4
+    par = model_parameters("double_wishbone")
+    k_s, c_s, k_r, c_r, F0 = (par[k] for k in ("spring_stiffness", "damper_damping",
+                                               "steering_stiffness", "steering_damping",
+                                               "wheel_load"))
     exu, SC, mbs, ground = _system()
     ua = _body(mbs, M["upper_arm"], P("UCA_CM"), np.diag(dw.INERTIAS["upper_arm"]))
     la = _body(mbs, M["lower_arm"], P("LCA_CM"), np.diag(dw.INERTIAS["lower_arm"]))
@@ -128,16 +155,18 @@ def exudyn_double_wishbone(road, t_end, step, dt=DT):
     S0 = dw.SPRING_PRELOAD_GRAVITY + dw.SPRING_PRELOAD_PER_LOAD * F0
     R0 = dw.RACK_PRELOAD_GRAVITY + dw.RACK_PRELOAD_PER_LOAD * F0
     l_s = np.linalg.norm(P("SPRING_A") - P("SPRING_C"))
-    mbs.CreateSpringDamper(itemNumbers=[ground, la], localPosition0=list(P("SPRING_C")),
-                           localPosition1=list(P("SPRING_A") - P("LCA_CM")),
-                           referenceLength=l_s + S0 / k_s, stiffness=k_s, damping=c_s)
+    coil = mbs.CreateSpringDamper(itemNumbers=[ground, la], localPosition0=list(P("SPRING_C")),
+                                  localPosition1=list(P("SPRING_A") - P("LCA_CM")),
+                                  referenceLength=l_s + S0 / k_s, stiffness=k_s, damping=c_s)
     L_r = dw.RACK_SPRING_LENGTH
     mbs.CreateSpringDamper(itemNumbers=[ground, ra], localPosition0=list(rc - [0, L_r, 0]),
                            localPosition1=[0, 0, 0], referenceLength=L_r - R0 / k_r,
                            stiffness=k_r, damping=c_r)
     wc = P("SPINDLE")
-    _tyre(mbs, ground, ca, wc, c_c, dw.TYRE_RADIUS, road, dt, step, F0=F0)
-    return _solve(exu, mbs, ca, wc, c_c, t_end, step, dt)
+    tyre = _tyre(mbs, ground, ca, wc, c_c, dw.TYRE_RADIUS, road, dt, step,
+                 k_t=par["tyre_stiffness"], F0=F0, c_t=par["tyre_damping"])
+    return exu, SC, mbs, {"carrier": ca, "wc": wc, "c_c": c_c, "tyre": tyre,
+                          "coil_over": coil}
 
 
 def exudyn_five_point(road, t_end, step, dt=DT):

@@ -33,6 +33,8 @@ CASES = [  # (label, class, model file, parameters)
     ("bouncing ball", "contact", "bouncing_ball.py", {}),
     ("pendulum wall", "contact", "pendulum_wall.py", {}),
     ("slider-crank stop", "loop + contact", "slider_crank_stop.py", {}),
+    ("falling rod", "persistent contacts", "falling_rod.py", {}),
+    ("excavator", "cylinders + stops", "excavator.py", {}),
     ("singular pendulum", "Reduction Method", "singular_pendulum.py", {}),
 ]
 

@@ -4,7 +4,7 @@ massless cart (mc = 0) the reduced mass matrix is singular at phi = k pi, but th
 system stays solvable; the drive's effort is the cart force Q_x the motion needs."""
 import math
 
-from fmu_mb import Motion, ModelBuilder
+from fmu_mb import ModelBuilder, harmonic
 
 
 def build(**overrides):
@@ -20,11 +20,9 @@ def build(**overrides):
     phid0 = mb.param("phid0", 0.0, "rad/s", "initial rope angular velocity")
     mb.gravity = (0.0, -g)
 
-    w = 2.0 * math.pi * f
-    motion = Motion(lambda t: x0 + a * (1.0 - math.cos(w * t)),
-                    lambda t: a * w * math.sin(w * t),
-                    lambda t: a * w * w * math.cos(w * t),
-                    f"x0 + {a} (1 - cos(2 pi {f} t))")
+    # x0 + a (1 - cos(w t)) = (x0 + a) - a sin(w t + pi/2): a harmonic law, which the
+    # compiled kernel evaluates itself
+    motion = harmonic(-a, f, phase=math.pi / 2, offset=x0 + a)
     cart = mb.body("cart", mass=mc, inertia=0.0)
     load = mb.body("load", mass=m, inertia=0.0, position=(0.0, -l))
     mb.prismatic("x", mb.ground, cart, axis=(1.0, 0.0))

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from fmu_mb import ModelBuilder, harmonic, load_model, rod_inertia
+from fmu_mb import Motion, ModelBuilder, harmonic, load_model, rod_inertia
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -38,6 +38,16 @@ def zoo(**overrides):
     mb.torque("motor", b3, reaction=b1, value=0.25)
     mb.point("tip", b3, (0.1, -0.05))
     mb.initial("P", value=0.25, rate=0.1)
+    return mb.build()
+
+
+def python_drive(**overrides):
+    """A pendulum whose joint follows a Motion of arbitrary Python functions (the compiled
+    kernel cannot evaluate it: recursive refuses it, auto runs newton_euler)."""
+    mb = ModelBuilder("python_drive", overrides, gravity=(0.0, -9.81))
+    rod = mb.body("rod", mass=1.0, inertia=rod_inertia(1.0, 1.0))
+    mb.revolute("A", mb.ground, rod, child_point=(-0.5, 0.0))
+    mb.drive("turn", "A", Motion(lambda t: 0.3 * t * t, lambda t: 0.6 * t, lambda t: 0.6))
     return mb.build()
 
 

@@ -9,11 +9,11 @@ from fmu_mb.dynamics import formulations, kernel
 from fmu_mb.dynamics.formulations import auto_choice, describe_choice
 from fmu_mb.tools.cli import _parser, main
 
-from conftest import MODELS, model
+from conftest import MODELS, model, python_drive
 
 OPEN_TREES = [("double_pendulum", {}), ("pendulum_chain", {"N": 5}),
               ("hinged_body_spring", {})]
-OTHERS = [("container_crane_driven", "drives")]
+OTHERS = [("python_drive", "Python function")]
 LOOPS = ["slider_crank", "four_bar", "n_four_bar", "bouncing_ball"]     # loops and contacts
 
 
@@ -35,7 +35,7 @@ def test_open_trees_run_in_the_compiled_kernel(name, pars):
 
 @pytest.mark.parametrize("name,why", OTHERS)
 def test_other_models_run_in_newton_euler_and_say_why(name, why):
-    m = model(name)
+    m = python_drive() if name == "python_drive" else model(name)
     chosen, reasons = auto_choice(m)
     assert chosen == "newton_euler"
     assert why in reasons["recursive"]
@@ -65,6 +65,20 @@ def test_auto_results_are_within_the_tolerance_of_every_route():
         other = simulate(m, 1.0, 0.05, inputs=inputs, formulation=f, rtol=1e-10, atol=1e-12)
         for n in ("A.angle", "B.angle", "rod2.x", "A.rate", "energy.total"):
             np.testing.assert_allclose(auto[n], other[n], atol=2e-8, err_msg=f"{f}: {n}")
+
+
+@pytest.mark.parametrize("name,t_end", [("container_crane_driven", 2.0),
+                                        ("slider_crank_stop", 0.8)])
+def test_drives_and_persistent_contacts_run_in_the_kernel_within_tolerance(name, t_end):
+    """The driven crane (a drive with a harmonic law) and the slider-crank held at its stop
+    (a persistent contact) go to recursive; auto's results agree with tmt's (rtol 1e-10)."""
+    m = model(name)
+    assert auto_choice(m) == ("recursive", {})
+    a = simulate(m, t_end, 0.05, rtol=1e-10, atol=1e-12)
+    b = simulate(m, t_end, 0.05, formulation="tmt", rtol=1e-10, atol=1e-12)
+    for col in b.dtype.names:
+        scale = 1.0 + np.abs(b[col]).max()
+        np.testing.assert_allclose(a[col], b[col], rtol=0, atol=1e-7 * scale, err_msg=col)
 
 
 def test_auto_is_exactly_the_formulation_it_names():

@@ -2,7 +2,6 @@
 impulse equations; event location, persistent contact, outputs, state round trips, errors."""
 import json
 import math
-import time
 
 import numpy as np
 import pytest
@@ -262,11 +261,13 @@ def test_ball_comes_to_rest_with_contact_force_equal_to_weight():
     m = model("bouncing_ball", e=0.8, h0=1.0)
     t1 = math.sqrt(2 / G)
     t_rest = t1 * 1.8 / 0.2
-    wall = time.perf_counter()
-    s = advance(m, initial_state(m), 6.0)
-    wall = time.perf_counter() - wall
-    assert wall < 5.0
+    s0 = initial_state(m)
+    s = advance(m, s0, 6.0)
     c = contact(s, "floor")
+    # the impacts stop when the rebound speed e^k v0 falls below settings.contact_velocity
+    # (then the contact persists): no Zeno crawl through ever smaller bounces
+    v0 = math.sqrt(2 * G * outputs(m, s0)["floor.gap"])
+    assert c["impacts"] == math.ceil(math.log(Settings().contact_velocity / v0) / math.log(0.8))
     assert c["active"]
     assert t_rest - 1e-3 < c["last_time"] < t_rest
     o = outputs(m, s)
@@ -298,11 +299,23 @@ def test_persistent_contact_is_released_when_the_force_turns_tensile():
 
 
 def test_zeno_without_persistent_contact_raises_instead_of_hanging():
+    """The event loop gives up with an IntegrationError (it takes seconds); a hang is stopped
+    by an alarm after 300 s, a guard against hanging, not a speed target (a wall-time bound
+    of 20 s failed on a loaded 2-core machine)."""
+    import signal
+
+    def hung(signum, frame):
+        raise AssertionError("the Zeno event loop did not stop within 300 s")
+
     m = model("bouncing_ball", e=0.5)
-    t = time.perf_counter()
-    with pytest.raises(IntegrationError, match="switches state endlessly"):
-        advance(m, initial_state(m), 3.0, settings=Settings(contact_velocity=1e-300))
-    assert time.perf_counter() - t < 20.0
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(300)
+    try:
+        with pytest.raises(IntegrationError, match="switches state endlessly"):
+            advance(m, initial_state(m), 3.0, settings=Settings(contact_velocity=1e-300))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # ---------------------------------------------------------------------- joint limit model

@@ -15,7 +15,7 @@ from fmu_mb.dynamics.integrate import check_settings
 from fmu_mb.dynamics.kernel import supported, tree_kernel
 from fmu_mb.mechanics.tree import transform
 
-from conftest import model
+from conftest import model, python_drive
 from test_tmt import reversed_tree
 
 RNG = np.random.default_rng(7)
@@ -154,9 +154,9 @@ def test_rod_pendulum_closed_form():
                                     rel=1e-13)
 
 
-@pytest.mark.parametrize("name,what", [("container_crane_driven", "drives")])
+@pytest.mark.parametrize("name,what", [("python_drive", "Python function")])
 def test_models_it_cannot_run_are_refused_with_a_message(name, what):
-    m = model(name)
+    m = python_drive() if name == "python_drive" else model(name)
     with pytest.raises(InputError, match=f"'recursive'.*{what}.*'tmt'"):
         check_settings(m, Settings(formulation="recursive"))
     with pytest.raises(InputError, match="recursive"):

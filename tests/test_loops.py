@@ -15,7 +15,7 @@ from fmu_mb.dynamics.kernel import library, supported, tree_kernel
 from fmu_mb.errors import InputError
 from fmu_mb.mechanics.tree import tree_map
 
-from conftest import model
+from conftest import model, python_drive
 from test_formulations_agree import close, joint_accelerations, random_state
 from test_integrate import n_four_bar_reference
 
@@ -162,13 +162,16 @@ def test_supports_says_which_models_the_compiled_route_runs():
     rec = get_formulation("recursive")
     for name in ("slider_crank", "four_bar", "n_four_bar", "bouncing_ball", "double_pendulum"):
         assert rec.supports(model(name)) is True, name
-    assert rec.supports(model("container_crane_driven")) is False
+    assert rec.supports(model("container_crane_driven")) is True     # a harmonic drive
+    assert rec.supports(python_drive()) is False                      # a Python function
     assert get_formulation("tmt").supports is None
 
 
-def test_drives_are_still_refused_with_a_way_out():
-    m = model("container_crane_driven")
-    with pytest.raises(InputError, match="'recursive'.*drives.*'tmt'"):
+def test_drives_of_python_functions_are_still_refused_with_a_way_out():
+    """Drives whose law the kernel evaluates run in C (tests/test_kernel_drives.py); a drive
+    of arbitrary Python functions is refused with a way out."""
+    m = python_drive()
+    with pytest.raises(InputError, match="'recursive'.*Python function.*'tmt'"):
         check_settings(m, Settings(formulation="recursive"))
 
 

@@ -24,7 +24,7 @@ from fmu_mb.dynamics.integrate import check_settings
 from fmu_mb.dynamics.kernel import KernelUnavailable, supported, tree_kernel
 from fmu_mb.mechanics.tree import transform, tree_coordinates
 
-from conftest import ROOT, model
+from conftest import ROOT, model, python_drive
 from test_formulations_agree import joint_accelerations
 from test_seed_examples import double_pendulum_minimal
 from test_tmt import crane_seed, reversed_tree
@@ -548,9 +548,9 @@ def test_free_body_follows_the_parabola_and_spins_evenly(method):
 
 
 # ---------------------------------------------------------------------- 5. bad input
-@pytest.mark.parametrize("name, why", [("container_crane_driven", "drives")])
+@pytest.mark.parametrize("name, why", [("python_drive", "Python function")])
 def test_unsupported_models_are_refused_with_a_way_out(name, why):
-    m = model(name)
+    m = python_drive()
     st = Settings(formulation="recursive")
     with pytest.raises(InputError, match=why) as exc:
         check_settings(m, st)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from fmu_mb import (InputError, ModelBuilder, ModelError, Settings, cardan, constant_rate,
+from fmu_mb import (ModelBuilder, ModelError, Settings, cardan, constant_rate,
                     harmonic, load_model, simulate, sphere_inertia)
 from fmu_mb.dynamics.formulations import newton_euler as ne
 from fmu_mb.dynamics.integrate import initial_state
@@ -329,13 +329,17 @@ def test_prismatic_spring_and_bushing_oscillate_at_their_natural_frequencies():
     np.testing.assert_allclose(r["bush.fx"], kt * r["b.x"], atol=1e-12)
 
 
-@pytest.mark.parametrize("formulation", ["lagrange"])
-def test_planar_formulations_refuse_a_spatial_model(formulation):
+@pytest.mark.parametrize("formulation", ["tmt", "lagrange"])
+def test_joint_coordinate_formulations_run_a_spatial_model(formulation):
+    """lagrange was planar only until issue 12; both now start from the same q0 (the tree
+    coordinates) and follow newton_euler (tests/test_spatial_lagrange.py in depth)."""
     model = load_model(MODELS / "heavy_top.py")
-    with pytest.raises(InputError, match="newton_euler"):
-        initial_state(model, Settings(formulation=formulation))
-    with pytest.raises(InputError, match="newton_euler"):
-        simulate(model, 0.1, formulation=formulation)
+    s = initial_state(model, Settings(formulation=formulation))
+    assert s.coords == "joint" and s.q.shape == (4,)
+    a = simulate(model, 0.05, 0.05, formulation=formulation, rtol=1e-10, atol=1e-10)
+    b = simulate(model, 0.05, 0.05, formulation="newton_euler", rtol=1e-10, atol=1e-10)
+    for c in ("tip.x", "tip.z", "pivot.fz"):
+        assert abs(a[c][-1] - b[c][-1]) < 1e-8 * (1 + abs(b[c][-1])), c
 
 
 def test_spatial_builder_errors_name_the_item_and_what_was_expected():

@@ -142,11 +142,6 @@ def test_suspensions_over_a_road_step_agree_with_newton_euler(name):
         assert np.abs(a[f] - b[f]).max() < 1e-5 * (1 + np.abs(a[f]).max()), f
 
 
-def test_lagrange_still_refuses_spatial_models():
-    with pytest.raises(InputError, match="newton_euler' or 'tmt"):
-        simulate(load_model(MODELS / "heavy_top.py"), 0.1, formulation="lagrange")
-
-
 # ------------------------------------------------------------------ spatial recursive (C)
 def open_tree():
     """Every joint kind of the spatial kernel, declared away from the ground, a floating

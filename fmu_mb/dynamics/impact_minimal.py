@@ -157,9 +157,47 @@ def contact_kit(formulation):
 
 @lru_cache(maxsize=None)
 def _recursive_kit():
+    """tmt's contact functions (the same q), with the persistent-contact phases in the
+    compiled kernel: accelerations and the projection with the active contacts' gap rows
+    closed in C (kernel.contact_kernel) when no Reduction pass or lock is involved."""
     rec = get_formulation("recursive")
-    kit = SimpleNamespace(**vars(_kit("tmt")))
-    kit.gaps = lambda model, q: _ne.gaps(model, rec.absolute(model, q, np.zeros_like(q))[0])
+    tmt_kit = _kit("tmt")
+    kit = SimpleNamespace(**vars(tmt_kit))
+
+    def gaps(model, q):
+        from .kernel import contact_kernel
+
+        g = contact_kernel(model, tuple(range(len(model.contacts)))).gaps(
+            np.asarray(q, float))
+        if g is None:                    # a row undefined at q: the Python rows say what
+            return _ne.gaps(model, rec.absolute(model, q, np.zeros_like(q))[0])
+        return g
+
+    def accelerations(model, q, qd, t, u, active, pas=None, baumgarte=None, locks=None):
+        if pas is not None or locks:
+            return tmt_kit.accelerations(model, q, qd, t, u, active, pas, baumgarte, locks)
+        from .kernel import contact_kernel
+
+        ia = np.flatnonzero(active)
+        k = contact_kernel(model, ia)
+        with k._lock:                    # the multipliers of this very solve
+            qdd, _, _, _ = k._accelerations_unlocked(q, qd, u, t, baumgarte)
+            lam = k._multipliers_unlocked()
+            lam_c = np.zeros(len(model.contacts))
+            lam_c[ia] = k._contact_multipliers_unlocked()
+        return _ne.ContactDynamics(qdd, lam, lam_c, None, None)
+
+    def project(model, y, t, tol, active, pas=None, locks=None):
+        if pas is not None or locks or not np.any(active):
+            return tmt_kit.project(model, y, t, tol, active, pas, locks) if (
+                pas is not None or locks) else rec.project(model, y, t, tol)
+        from .kernel import contact_kernel
+
+        k = contact_kernel(model, np.flatnonzero(active))
+        n = k.n
+        return np.concatenate(k.project(y[:n], y[n:], t, tol))
+
+    kit.gaps, kit.accelerations, kit.project = gaps, accelerations, project
     return kit
 
 

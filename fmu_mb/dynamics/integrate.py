@@ -154,18 +154,24 @@ def initial_state(model, settings=None):
 
 
 def check_spatial(model, settings):
-    """Spatial models run in newton_euler, tmt and recursive (lagrange is planar)."""
-    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "recursive",
-                                                       "minimal"):
+    """Spatial models run in newton_euler, tmt, lagrange, recursive and minimal, with the
+    explicit and adaptive methods (the implicit ones have no spatial DAE terms yet)."""
+    if model.spatial and settings.formulation not in ("newton_euler", "tmt", "lagrange",
+                                                       "recursive", "minimal"):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
+    if model.spatial and settings.method in IMPLICIT_METHODS:
+        raise InputError(f"model '{model.name}' is spatial: method '{settings.method}' runs "
+                         f"planar models only so far; use an explicit or adaptive method: "
+                         f"{[m for m in METHODS if m not in IMPLICIT_METHODS]}")
 
 
 def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
-    runs trees, closed loops and contacts but no drives."""
+    runs trees, closed loops, contacts and drives whose law it evaluates in C (see
+    fmu_mb.dynamics.kernel.supported)."""
     settings = settings.for_model(model)
     check_spatial(model, settings)
     if model.contacts and settings.method in IMPLICIT_METHODS:
@@ -288,18 +294,16 @@ def _check(y, t, model):
 
 
 def _budget(form, model, state, t_end, uvec, settings):
-    """Fail fast, before integrating, when the interval needs more than settings.max_steps
-    steps by the last step size (or, with none yet, by a first-step estimate)."""
-    t0 = state.t
-    step = settings.step if settings.method in FIXED_STEP else state.h
-    if step > 0:    # fail fast: the last step size says the interval needs too many steps
-        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
-    elif settings.max_steps:
-        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
-        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
-        # the number of steps from below
-        step = 1e4 * _first_step(form, model, state, uvec, settings)
-        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    """Fail fast, before integrating, when a fixed-step method (rk4, euler, the implicit
+    methods) needs more than settings.max_steps steps for the interval: their step count is
+    known in advance. The adaptive methods count their steps as they go (scipy's stepper loop
+    here, the compiled loop in C) and stop at the budget; a count guessed from the last or a
+    first step size would refuse intervals the step-size control covers with a few growing
+    steps (a model at rest, a long doStep after short ones)."""
+    if settings.max_steps and settings.method in FIXED_STEP:
+        t0 = state.t
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / settings.step),
+                     settings.step)
 
 
 def _over_budget(settings, model, t, t_end, steps, h):
@@ -309,18 +313,6 @@ def _over_budget(settings, model, t, t_end, steps, h):
             f"model '{model.name}': integrating from t = {t:.9g} s to {t_end:.9g} s needs more "
             f"than {settings.max_steps} integrator steps (step size about {h:.3g} s); the "
             f"call was stopped; take shorter communication steps or check the inputs")
-
-
-def _first_step(form, model, state, uvec, settings):
-    """Hairer, Norsett & Wanner's initial step guess h0 = 0.01 ||y|| / ||y'|| (scaled norms)."""
-    y = np.concatenate([state.q, state.qd])
-    qdd = form.accelerations(model, state.q, state.qd, state.t, uvec).qdd
-    f = np.concatenate([state.qd, qdd])
-    scale = settings.atol + settings.rtol * np.abs(y)
-    d0, d1 = np.sqrt(np.mean((y / scale) ** 2)), np.sqrt(np.mean((f / scale) ** 2))
-    if not (np.isfinite(d0) and np.isfinite(d1)) or d0 < 1e-5 or d1 < 1e-5:
-        return 1e-6
-    return 0.01 * d0 / d1
 
 
 def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
@@ -484,8 +476,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
         native = get_formulation(settings.formulation).native_stepper   # compiled steps
-        stepper = (native(model, settings, t, y, t_end, h, uvec) if native is not None and
-                   not active.any() and pas is None and not locks else None)
+        stepper = (native(model, settings, t, y, t_end, h, uvec, active) if native is not None
+                   and pas is None and not locks else None)
         stepper = stepper or _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
         while event is None and stepper.t < t_end:

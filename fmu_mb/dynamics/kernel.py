@@ -42,7 +42,20 @@ _ERRORS = {1: "the state became non-finite (NaN or infinity)",
            4: "a spring-damper has zero length (its direction is undefined)",
            5: "invalid kernel arguments",
            6: "cannot restore the constraints of the closed loops (the mechanism may have "
-              "locked up or left its assembly branch)"}
+              "locked up or left its assembly branch)",
+           7: "the step budget (settings.max_steps integrator steps) was used up before the "
+              "end of the interval; the call was stopped; take shorter communication steps or "
+              "check the inputs"}
+
+
+def budget_error(name, t, what, max_steps):
+    """IntegrationError of a compiled integration stopped by settings.max_steps."""
+    return IntegrationError(f"model '{name}': {what} at t = {t:.9g} s: the interval needs "
+                            f"more than {int(max_steps)} integrator steps (settings.max_steps); "
+                            f"the call was stopped and its state kept; take shorter "
+                            f"communication steps or check the inputs")
+
+
 _ROW_KINDS = {"pd": (0, 1), "ang": 2, "prj": 3, "dst": 4}
 _STABILIZATION = {"none": 0, "projection": 1, "baumgarte": 2}
 
@@ -158,7 +171,7 @@ def library():
     lib.mbk_free.restype = None
     lib.mbk_free.argtypes = [P]
     lib.mbk_set_tableau.argtypes = [I, I, I, P, P, P, P, P, P]
-    lib.mbk_accelerations.argtypes = [P, P, P, P, P, P, P, P]
+    lib.mbk_accelerations.argtypes = [P, D, P, P, P, P, P, P, P]
     lib.mbk_applied_forces.argtypes = [P, P, P, P, P]
     lib.mbk_kinematics.restype = None
     lib.mbk_kinematics.argtypes = [P, P, P, P, P]
@@ -168,7 +181,10 @@ def library():
     lib.mbk_set_rows.argtypes = [P, I, P, P]
     lib.mbk_set_stabilization.restype = None
     lib.mbk_set_stabilization.argtypes = [P, I, D, D, D]
-    lib.mbk_project.argtypes = [P, P]
+    lib.mbk_project.argtypes = [P, D, P]
+    lib.mbk_set_drives.argtypes = [P, I, P, I, P]
+    lib.mbk_set_gains.argtypes = [P, I, I, P]
+    lib.mbk_row_values.argtypes = [P, P, P]
     lib.mbk_multipliers.restype = None
     lib.mbk_multipliers.argtypes = [P, P]
     lib.mbk_set_eigensolver.restype = None
@@ -223,21 +239,56 @@ def supported(model):
     """None when the kernel can run `model`, else the reason why not (a sentence).
 
     The kernel runs spanning trees of revolute, prismatic and weld joints (and floating
-    bodies) with every force element, and closes loops with the rows of cut revolute, weld,
-    prismatic and distance joints; contacts run in the event loop of fmu_mb.dynamics.integrate
-    with the kernel stepping between events; drives need tmt or newton_euler."""
+    bodies) with every force element, closes loops with the rows of cut revolute, weld,
+    prismatic and distance joints, and prescribes the coordinates of driven tree joints
+    whose law it can evaluate itself (constant_rate, harmonic, polynomial); contacts run in
+    the event loop of fmu_mb.dynamics.integrate with the kernel stepping between events."""
     t = model.topology
-    if model.drives:
-        return f"it has drives {[d.name for d in model.drives]}"
-    if model.compiled.tsda_gain is not None:
-        return (f"it has hydraulic cylinders "
-                f"{[e.name for e in model.elements if e.kind == 'cylinder']}")
+    for d in model.drives:
+        if d.joint not in t.tree_joints:
+            return (f"its drive '{d.name}' acts on the cut joint '{d.joint}' (the kernel "
+                    f"prescribes tree coordinates only)")
+        if _law(d.motion) is None:
+            return (f"its drive '{d.name}' follows a Python function ({d.motion.description}; "
+                    f"the kernel evaluates the laws of constant_rate, harmonic and "
+                    f"polynomial)")
     bad = [n for n in t.tree_joints if model.joint(n).kind not in _J]
     if bad:
         return f"joints {bad} are not revolute, prismatic or weld joints"
-    if t.cut_joints and len(loop_rows(model)[0]) != len(_tree_map(model).cut_rows):
+    if t.cut_joints and len(loop_rows(model)[0]) != (len(_tree_map(model).cut_rows)
+                                                     - len(model.drives)):
         return f"its cut joints {list(t.cut_joints)} have rows the kernel does not know"
     return None
+
+
+def _law(motion):
+    """(kind code, numbers) of a drive law the kernel evaluates, or None."""
+    law = getattr(motion, "law", None)
+    if law is None:
+        return None
+    kind, values = law
+    values = [float(v) for v in values]
+    if kind == "polynomial" and values:
+        return 1, values
+    if kind == "harmonic" and len(values) == 4:
+        return 2, values
+    return None
+
+
+def drive_data(model):
+    """The drives for the kernel: di (nd, 4) = tree coordinate, law code, offset, count;
+    dp the laws' numbers; and rows (nd,) the drives' rows in tree_map(model).cut_rows."""
+    tm = _tree_map(model)
+    jpos = {model.joints[k].name: i for i, k in enumerate(tm.joints)}
+    cut = [int(r) for r in tm.cut_rows]
+    di, dp, rows = [], [], []
+    for d, (row, *_) in zip(model.drives, model.compiled.drives):
+        code, values = _law(d.motion)
+        di.append([jpos[d.joint], code, len(dp), len(values)])
+        dp += values
+        rows.append(cut.index(int(row)))
+    return (np.array(di, dtype=np.intc).reshape(-1, 4), np.array(dp or [0.0], dtype=float),
+            np.array(rows, dtype=np.intp))
 
 
 def _tree_map(model):
@@ -247,8 +298,8 @@ def _tree_map(model):
 
 def loop_rows(model):
     """The cut joints' constraint rows for the kernel: ri (m, 3) = kind, parent body, child
-    body; rd (m, 7) = parent point, child point, w0 (prismatic normal in the parent),
-    offset (angle0 or length); in the order of tree_map(model).cut_rows."""
+    body; rd (m, 8) = parent point, child point, w0 (prismatic normal in the parent),
+    offset (angle0 or length), sign (1); in the order of tree_map(model).cut_rows."""
     C = model.compiled
     cut = {int(r): i for i, r in enumerate(_tree_map(model).cut_rows)}
     ri, rd = [None] * len(cut), [None] * len(cut)
@@ -257,7 +308,7 @@ def loop_rows(model):
         if int(row) in cut:
             k = cut[int(row)]
             ri[k] = [kind, int(ps.p[i]), int(ps.c[i])]
-            rd[k] = [*ps.sp[i], *ps.sc[i], *w0, float(off)]
+            rd[k] = [*ps.sp[i], *ps.sc[i], *w0, float(off), 1.0]
 
     for i, rows in enumerate(C.pd_rows):
         for comp, row in enumerate(rows):
@@ -270,14 +321,39 @@ def loop_rows(model):
         put(row, _ROW_KINDS["dst"], C.dst, i, off=C.dst_length[i])
     keep = [k for k in range(len(cut)) if ri[k] is not None]
     return (np.array([ri[k] for k in keep], dtype=np.intc).reshape(-1, 3),
-            np.array([rd[k] for k in keep], dtype=float).reshape(-1, 7))
+            np.array([rd[k] for k in keep], dtype=float).reshape(-1, 8))
+
+
+def contact_rows(model, contacts):
+    """The gap rows of the contacts `contacts` (indices in model.contacts, in that order)
+    for the kernel, as loop_rows: gap = sign (value - offset) of fmu_mb.mechanics.contacts
+    (point-line: the projection on the line's normal, point-point: the distance, joint
+    limits: the relative angle or the projection on the prismatic axis)."""
+    B = model.compiled.contacts
+    found = {}
+    for ps, pos, kind, w0, off, side in (
+            (B.pl, B.pl_pos, _ROW_KINDS["prj"], B.pl_w0, B.pl_offset, None),
+            (B.pp, B.pp_pos, _ROW_KINDS["dst"], None, B.pp_offset, B.pp_side),
+            (B.ja, B.ja_pos, _ROW_KINDS["ang"], None, B.ja_offset, B.ja_side),
+            (B.jp, B.jp_pos, _ROW_KINDS["prj"], B.jp_w0, B.jp_offset, B.jp_side)):
+        for i in range(len(ps)):
+            found[int(pos[i])] = ([kind, int(ps.p[i]), int(ps.c[i])],
+                                  [*ps.sp[i], *ps.sc[i],
+                                   *(w0[i] if w0 is not None else (0.0, 0.0)),
+                                   float(off[i]), 1.0 if side is None else float(side[i])])
+    ri = [found[i][0] for i in contacts]
+    rd = [found[i][1] for i in contacts]
+    return (np.array(ri, dtype=np.intc).reshape(-1, 3),
+            np.array(rd, dtype=float).reshape(-1, 8))
 
 
 class TreeKernel:
     """The kernel instance of one Model (its tree and loop rows), with preallocated ctypes
     buffers."""
 
-    def __init__(self, model):
+    def __init__(self, model, contacts=()):
+        """contacts: indices of persistent contacts whose gap rows the kernel keeps closed
+        (rows after the cut joints' rows; see contact_kernel)."""
         from ..mechanics.tree import tree_map
 
         why = supported(model)
@@ -306,7 +382,7 @@ class TreeKernel:
             jd.append([tm.sign[k], tm.angle0[k], *tm.s_placed[k], *tm.s_other[k], *tm.axis[k]])
         ei, ed = [], []
         for i in range(len(C.tsda)):
-            ei.append([1, C.tsda.p[i], C.tsda.c[i], C.tsda_u[i], 0])
+            ei.append([1, C.tsda.p[i], C.tsda.c[i], C.tsda_u[i], i])
             ed.append([C.tsda_k[i], C.tsda_c[i], C.tsda_l0[i], 0.0, *C.tsda.sp[i],
                        *C.tsda.sc[i], 0.0, 0.0])
         for i in range(len(C.rsda)):
@@ -336,21 +412,40 @@ class TreeKernel:
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel")
         self._finalizer = weakref.finalize(self, lib.mbk_free, handle)
         ri, rd = loop_rows(model)
+        self.m_loop = len(ri)
+        self.contacts = tuple(int(i) for i in contacts)
+        if self.contacts:
+            ci, cd = contact_rows(model, self.contacts)
+            ri, rd = np.concatenate([ri, ci]), np.concatenate([rd, cd])
         self.m = len(ri)
         if self.m:
             _eigensolver()
         if self.m and lib.mbk_set_rows(handle, self.m, ri.ctypes.data, rd.ctypes.data):
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel's loop rows")
+        if C.tsda_gain is not None:          # hydraulic cylinders: s -= G u
+            G = np.ascontiguousarray(C.tsda_gain, dtype=float)
+            if lib.mbk_set_gains(handle, G.shape[0], G.shape[1], G.ctypes.data):
+                raise MemoryError(f"model '{model.name}': cannot allocate the kernel's gains")
+            self._gains = G
+        di, dp, self._drive_pos = drive_data(model)
+        self.nd = len(di)
+        if self.nd and lib.mbk_set_drives(handle, self.nd, di.ctypes.data, len(dp),
+                                          dp.ctypes.data):
+            raise InputError(f"model '{model.name}': the kernel refused the drives' laws")
+        cut_pos = np.setdiff1d(np.arange(self.m_loop + self.nd), self._drive_pos)
+        order = np.argsort(np.concatenate([cut_pos, self._drive_pos]))
+        # C's order: loop rows, contact rows, drives -> cut_rows order (loops and drives)
+        self._order = np.where(order < self.m_loop, order, order + self.m - self.m_loop)
         self._stab = None
-        self._lam = np.zeros(max(1, self.m))
+        self._lam = np.zeros(max(1, self.m + self.nd))
         self.lib, self.handle, self.nb, self.n, self.name = lib, handle, nb, n, model.name
         self.n_inputs = len(model.inputs)
-        self.element_names = ([e.name for e in model.elements if e.kind == "tsda"] +
+        self.element_names = ([e.name for e in model.elements if e.kind in ("tsda", "cylinder")] +
                               [e.name for e in model.elements if e.kind == "rsda"])
         self._lock = threading.Lock()    # one workspace per model; ctypes drops the GIL
         self._y = np.zeros(2 * n)
         self._u = np.zeros(max(1, self.n_inputs))
-        self._par = np.zeros(8)          # t, t_end, h, rtol, atol, max_step, step, t_fail
+        self._par = np.zeros(9)    # t, t_end, h, rtol, atol, max_step, step, t_fail, max_steps
         self._nfev = np.zeros(1, dtype=np.intc)
         self._out = np.zeros((4, 3 * nb))
         self._qdd = np.zeros(max(1, n))
@@ -362,8 +457,10 @@ class TreeKernel:
         self._px, self._pxd, self._pxdd, self._pf = (p(self._out[0]), p(self._out[1]),
                                                      p(self._out[2]), p(self._out[3]))
 
-    def _error(self, rc, t, what):
+    def _error(self, rc, t, what, max_steps=0):
         msg = _ERRORS.get(rc, f"kernel error {rc}")
+        if rc == 7:
+            return budget_error(self.name, t, what, max_steps)
         if rc == 4:
             i = self.lib.mbk_last_error_index(self.handle)
             name = self.element_names[i] if 0 <= i < len(self.element_names) else "?"
@@ -399,7 +496,7 @@ class TreeKernel:
             self._stabilization_unlocked("none" if baumgarte is None else "baumgarte",
                                          (0.0, 0.0) if baumgarte is None else baumgarte, None)
         self._load(q, qd, u)
-        rc = self.lib.mbk_accelerations(self.handle, self._pq, self._pqd, self._pu,
+        rc = self.lib.mbk_accelerations(self.handle, float(t), self._pq, self._pqd, self._pu,
                                         self._pqdd, self._px, self._pxd, self._pxdd)
         if rc:
             raise self._error(rc, t, "the accelerations cannot be computed")
@@ -407,10 +504,25 @@ class TreeKernel:
         return self._qdd[:self.n].copy(), o[0].copy(), o[1].copy(), o[2].copy()
 
     def _multipliers_unlocked(self):
-        """lam (m,) of the loop rows from the last `accelerations` (Mbar qdd + Dq' lam =
-        fbar)."""
+        """lam of the loop rows and drives in tree_map(model).cut_rows order, from the last
+        `accelerations` (Mbar qdd + Dq' lam = fbar; a drive's row is q_j - s(t))."""
         self.lib.mbk_multipliers(self.handle, self._lam.ctypes.data)
-        return self._lam[:self.m].copy()
+        return self._lam[self._order]
+
+    def _gaps_unlocked(self, q):
+        """The contact rows' values at q (gaps, in self.contacts order; a kernel made with
+        every contact gives the event loop's gaps), or None when a row is undefined there
+        (a point-point contact at zero distance)."""
+        self._load(q, np.zeros(self.n), None)
+        phi = np.empty(max(1, self.m))
+        if self.lib.mbk_row_values(self.handle, self._pq, phi.ctypes.data):
+            return None
+        return phi[self.m_loop:self.m]
+
+    def _contact_multipliers_unlocked(self):
+        """lam of the contact rows (in self.contacts order) from the last `accelerations`
+        (the contact force is -lam)."""
+        return self._lam[self.m_loop:self.m].copy()
 
     def _project_unlocked(self, q, qd, t=0.0, tol=None):
         """(q, qd) projected onto the loop rows to |phi| <= tol (1 + max |x|) (None: the
@@ -419,7 +531,7 @@ class TreeKernel:
             mode, a, b, _ = self._stab or ("projection", 0.0, 0.0, 0.0)
             self._stabilization_unlocked(mode, (a, b), tol)
         self._load(q, qd, None)
-        rc = self.lib.mbk_project(self.handle, self._py)
+        rc = self.lib.mbk_project(self.handle, float(t), self._py)
         if rc:
             raise self._error(rc, t, "the projection failed")
         n = self.n
@@ -462,7 +574,7 @@ class TreeKernel:
         return float(par[0]), self._y.copy(), K, float(par[2]), float(par[6])
 
     def _advance_unlocked(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step,
-                          stab=None):
+                          stab=None, max_steps=0):
         """Integrate to t_end; returns (q, qd, h, number of right-hand sides). stab: the
         arguments of `stabilization` (drift control of the loop rows)."""
         if stab is not None and self.m:
@@ -470,23 +582,25 @@ class TreeKernel:
         self._load(q, qd, u)
         par = self._par
         par[:7] = (t, t_end, h, rtol, atol, max_step, step)
+        par[8] = max_steps
         rc = self.lib.mbk_advance(self.handle, METHOD_CODES[method], self._ppar, self._py,
                                   self._pu, self._pn)
         if rc:
-            raise self._error(rc, float(par[7]), f"the {method} integrator failed")
+            raise self._error(rc, float(par[7]), f"the {method} integrator failed", max_steps)
         n = self.n
         return self._y[:n].copy(), self._y[n:].copy(), float(par[2]), int(self._nfev[0])
 
 
-    def stepper(self, method, rtol, atol, max_step, step, stab=None):
+    def stepper(self, method, rtol, atol, max_step, step, stab=None, max_steps=0):
         """advance() with the solver settings bound once, for co-simulation steps:
         returns step(t, t_end, q, qd, h, u) -> (y, h) with y = (q, qd) at t_end in one
         read-only array (q = y[:n], qd = y[n:]). u must be a float array of the model's
         inputs (validated by the caller); errors as advance(). stab: the arguments of
         `stabilization`, set under the lock before each call when the kernel closes loops."""
         code = METHOD_CODES[method]
-        par = np.zeros(8)
+        par = np.zeros(9)
         par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol, max_step, step)
+        par[8] = max_steps
         lib_advance, handle, lock = self.lib.mbk_advance, self.handle, self._lock
         ppar, py, pu, pn = par.ctypes.data, self._py, self._pu, self._pn
         buf, ubuf, n, ni = self._y, self._u, self.n, self.n_inputs
@@ -506,7 +620,8 @@ class TreeKernel:
                 par[2] = h
                 rc = lib_advance(handle, code, ppar, py, pu, pn)
                 if rc:
-                    raise self._error(rc, float(par[7]), f"the {method} integrator failed")
+                    raise self._error(rc, float(par[7]), f"the {method} integrator failed",
+                                      max_steps)
                 y = buf.copy()
                 h = float(par[2])
             y.flags.writeable = False
@@ -524,7 +639,7 @@ def _locked(name):
 
 
 for _name in ("accelerations", "kinematics", "applied_forces", "advance", "multipliers",
-              "project", "step", "stabilization"):
+              "project", "step", "stabilization", "gaps"):
     setattr(TreeKernel, _name, _locked(f"_{_name}_unlocked"))
 
 _KERNELS = weakref.WeakKeyDictionary()
@@ -535,4 +650,22 @@ def tree_kernel(model):
     k = _KERNELS.get(model)
     if k is None:
         k = _KERNELS[model] = TreeKernel(model)
+    return k
+
+
+_CONTACT_KERNELS = weakref.WeakKeyDictionary()
+
+
+def contact_kernel(model, contacts):
+    """The TreeKernel of `model` with the gap rows of the persistent contacts `contacts`
+    (a tuple of indices in model.contacts) closed after the cut rows: one instance per
+    active set, made when a phase of the event loop first needs it."""
+    per = _CONTACT_KERNELS.get(model)
+    if per is None:
+        per = _CONTACT_KERNELS[model] = {}
+    key = contacts if type(contacts) is tuple else tuple(int(i) for i in contacts)
+    k = per.get(key)
+    if k is None:
+        key = tuple(int(i) for i in key)
+        k = per[key] = TreeKernel(model, key) if key else tree_kernel(model)
     return k

@@ -15,8 +15,8 @@ Each is a small namespace with the same functions:
     markers(model, q, qd) -> (n_markers, 6) positions and velocities, or None: a compiled
         shortcut for the marker outputs (recursive, spatial; None attribute where absent)
     supports(model) -> bool, or None for the formulations that run every model (recursive:
-        trees, closed loops and contacts, no drives; spatial: trees and closed loops, no
-        drives or contacts; fmu_mb.dynamics.kernel.supported and
+        trees, closed loops, contacts and drives with a law given as data; spatial: trees and
+        closed loops, no drives or contacts; fmu_mb.dynamics.kernel.supported and
         fmu_mb.dynamics.spatial_kernel.supported say why not)
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
@@ -27,8 +27,10 @@ and newton_euler, tmt and lagrange (for the implicit integrators, see formulatio
 newton_euler works in absolute coordinates x; tmt, lagrange and recursive in the tree joint
 coordinates (fmu_mb.mechanics.tree.tree_coordinates), tmt and lagrange with cut joints and drives as
 constraint rows; recursive (the articulated-body algorithm in C, with the cut rows closed in C
-and compiled steps between contact events) runs every model without drives (spatial: trees
-and closed loops with force elements, no drives or contacts); minimal integrates only the f independent coordinates of closed loops
+and compiled steps between contact events, drives as prescribed coordinates) runs every model
+but those with drives of Python functions or on cut joints (spatial: trees and closed loops
+with force elements, no drives or contacts); minimal integrates only the f independent
+coordinates of closed loops
 (coordinate partitioning, the closure solved at each evaluation).
 
 "auto" (the default of Settings.formulation) is no formulation of its own: `auto_choice(model)`
@@ -113,6 +115,11 @@ def get_formulation(name, model=None):
                          f"{list(CHOICES)}") from None
 
 
+def _tree_map(model):
+    from ...mechanics.tree import tree_map
+    return tree_map(model)
+
+
 def _recursive_supports(model):
     from ...errors import SingularSystemError
     from ..kernel import KernelUnavailable, library, supported
@@ -133,7 +140,17 @@ def _recursive_supports(model):
     # point mass whose rotation is a tree coordinate (seed 002's ball on a string of massless
     # rods), makes one singular, so auto leaves such models to the formulations with
     # multipliers (formulation 'recursive' set explicitly still tries and says why it fails)
-    massless = [b.name for b in model.bodies if b.mass == 0.0]
+    # a body placed by a driven tree joint is exempt: a prescribed joint never divides by
+    # its articulated inertia (seed 000's driven crane with a massless cart)
+    # (planar kernel only: the spatial one refuses drives)
+    driven = {d.joint for d in model.drives}
+    placed_by_drive = set()
+    if driven and not getattr(model, "spatial", False):
+        tm = _tree_map(model)
+        placed_by_drive = {model.bodies[int(tm.other[k])].name for k in range(tm.nt)
+                           if 0 <= tm.coord[k] < len(tm.joints)
+                           and model.joints[tm.joints[tm.coord[k]]].name in driven}
+    massless = [b.name for b in model.bodies if b.mass == 0.0 and b.name not in placed_by_drive]
     if massless:
         return f"it has massless bodies {massless} (a singular articulated inertia)"
     try:
@@ -150,7 +167,8 @@ def _recursive_supports(model):
 #: simulation, default settings, in every formulation that runs the model) and
 #: `python bench/loops_rhs.py`: recursive (the compiled kernel) is 3-40x faster than the others
 #: on open trees and 1000x and more on closed loops, and 2-3x faster than tmt on contact
-#: models; where it does not apply (drives, hydraulic cylinders, no C compiler), newton_euler
+#: models, 7x faster than newton_euler on the driven crane and 2x on the excavator's
+#: cylinders; where it does not apply (drives of Python functions, no C compiler), newton_euler
 #: was the fastest in every case, 1.2-2.4x ahead of tmt and 2-5x ahead of lagrange. The
 #: implicit methods, which recursive does not run, prefer tmt (Settings.for_model). A new
 #: formulation goes in front of the entries it beats.

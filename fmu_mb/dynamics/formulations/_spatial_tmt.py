@@ -56,7 +56,12 @@ def rows(model, q, qd, x, xd, Tq, g, t):
 
 
 def accelerations(model, q, qd, t, u, baumgarte=None):
-    Mbar, fbar, x, xd, Tq, g = reduced_equations(model, q, qd, t, u)
+    return solve(model, q, qd, t, u, *reduced_equations(model, q, qd, t, u), baumgarte)
+
+
+def solve(model, q, qd, t, u, Mbar, fbar, x, xd, Tq, g, baumgarte):
+    """Dynamics of Mbar qdd + Dq' lam = fbar with the cut, drive and normalisation rows
+    (augmented form, linalg.solve_kkt_dense); shared with the spatial lagrange."""
     phi, Dq, conv, phi_t = rows(model, q, qd, x, xd, Tq, g, t)
     b = -conv
     if baumgarte is not None and len(b):

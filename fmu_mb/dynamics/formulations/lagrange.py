@@ -12,7 +12,8 @@ An independent route from the TMT module: the body poses x(q) are evaluated once
 truncated hyper-dual ("jet") arithmetic, x(q + eps1 e_i + eps2 qd) with eps1^2 = eps2^2 = 0,
 which yields exactly dx/dq, the velocities dx/dq qd and the mixed second derivatives
 d/dq_i (dx/dq qd); the energies and their derivatives are formed from those. No Jacobian of
-the TMT module is used.
+the TMT module is used. Spatial models run through _spatial_lagrange (Lagrange's equations
+with the Christoffel terms of Mbar(q) in the spatial tree coordinates).
 """
 import sys
 
@@ -21,6 +22,8 @@ import numpy as np
 from ...mechanics.elements import applied_forces
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
+from . import _spatial_lagrange as _spatial
+from . import _spatial_tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
 
 
@@ -86,6 +89,8 @@ def pose_jets(model, q, qd):
 
 def coordinates(model):
     """Names of q: '<joint>.angle' / '<joint>.position' of the tree joints."""
+    if model.spatial:
+        return _spatial_tmt.coordinates(model)
     return tree_coordinates(model)
 
 
@@ -108,6 +113,8 @@ def equations(model, q, qd, t, u):
 
 def accelerations(model, q, qd, t, u, baumgarte=None):
     """Solve Lagrange's equations with the cut-joint and drive rows for qdd and lam."""
+    if model.spatial:
+        return _spatial.accelerations(model, q, qd, t, u, baumgarte)
     M, h, x, xd, J, Jd = equations(model, q, qd, t, u)
     g = Jd @ qd
     phi, Dq, conv, phi_t = _minimal.cut_rows(model, x, xd, J, g, t)
@@ -117,6 +124,8 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
 
 def kinematics(model, q, qd):
     """x, xd, J = dx/dq and g = (d/dq J qd) qd from the jets (the shape of tree.transform)."""
+    if model.spatial:
+        return _spatial.kinematics(model, q, qd)
     x, J, xd, Jd = pose_jets(model, q, qd)
     return x, xd, J, Jd @ qd
 
@@ -124,25 +133,37 @@ def kinematics(model, q, qd):
 def reduced_equations(model, q, qd, t, u):
     """M (n, n), h (n,) of M qdd = h (+ cut rows) and x, xd, J, g: the shape of
     tmt.reduced_equations, by Lagrange's route."""
+    if model.spatial:
+        return _spatial.reduced_equations(model, q, qd, t, u)
     M, h, x, xd, J, Jd = equations(model, q, qd, t, u)
     return M, h, x, xd, J, Jd @ qd
 
 
 def absolute(model, q, qd):
     """(x, xd) from the jets of x(q)."""
+    if model.spatial:
+        return _spatial.absolute(model, np.asarray(q, float), np.asarray(qd, float))
     x, _, xd, _ = pose_jets(model, np.asarray(q, float), np.asarray(qd, float))
     return x, xd
 
 
 def initial_state(model):
+    if model.spatial:                   # q0 from the assembled relative poses, as tmt
+        return _spatial_tmt.initial_state(model)
     return _minimal.initial_state(model, sys.modules[__name__])
 
 
 def project(model, y, t, tol):
+    if model.spatial:                   # a kinematic projection: the same as tmt's
+        return _spatial_tmt.project(model, y, t, tol)
     return _minimal.project(model, y, t, tol, kinematics)
 
 
-lam = _minimal.lam
+def lam(model, dyn):
+    """Every Newton-Euler multiplier, recovered from the motion of dyn (as tmt)."""
+    if model.spatial:
+        return _spatial_tmt.lam(model, dyn)
+    return _minimal.lam(model, dyn)
 
 
 def dae_terms(model, q, qd, t, u):

@@ -15,10 +15,19 @@ pass per row, the Schur complement S = Dq W (Cholesky; a truncated eigen-decompo
 singular poses, as fmu_mb.linalg.schur_solve), qdd = qdd0 - W lam; drift control (Newton
 projection with least kinetic-energy steps, Baumgarte, or none) in C after every step.
 
+Drives on tree joints prescribe their coordinate, q_j = s(t) with the law evaluated in C
+(constant_rate, harmonic, polynomial), by the hybrid articulated-body algorithm (the
+prescribed joint passes its child's inertia on unreduced and its known acceleration enters
+the bias); the drive's multiplier (effort -lam, tmt's lam of the row q_j - s(t)) comes from
+an inverse-dynamics pass. Contacts run in the event loop with the kernel stepping between
+events.
+
 Scope: trees of revolute, prismatic and weld joints and floating bodies, loops closed by cut
-revolute, weld, prismatic and distance joints, with gravity, TSDA, RSDA, forces and torques.
-Drives and contacts need tmt or newton_euler (`supports(model)` says why, and a clear
-InputError). q and the outputs are those of tmt: joint coordinates in
+revolute, weld, prismatic and distance joints, drives of tree joints with a law given as
+data, with gravity, TSDA, RSDA (hydraulic cylinders: TSDAs with input gains), forces and
+torques; persistent contacts as extra rows (kernel.contact_kernel). Drives of Python
+functions (Motion(f, f', f'')) and drives on cut joints need tmt or newton_euler
+(`supports(model)` says why, and a clear InputError). q and the outputs are those of tmt: joint coordinates in
 `tree_coordinates(model)` order, reactions recovered from the motion (`lam`).
 
 Spatial models: the 3-D articulated-body algorithm of native/spatial_kernel.c
@@ -66,7 +75,7 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
     k = tree_kernel(model)
     with k._lock:                        # the multipliers of this very solve
         qdd, x, xd, xdd = k._accelerations_unlocked(q, qd, u, t, baumgarte)
-        lam = k._multipliers_unlocked() if k.m else np.zeros(0)
+        lam = k._multipliers_unlocked() if k.m or k.nd else np.zeros(0)
     return Dynamics(qdd, lam, tree_map(model).cut_rows, x, xd, xdd, t, u)
 
 
@@ -107,7 +116,7 @@ def project(model, y, t, tol):
         q, qd = spatial_kernel(model).project(y[:n], y[n:], t, tol)
         return np.concatenate([q, qd])
     k = tree_kernel(model)
-    if not k.m:
+    if not (k.m or k.nd):
         return y
     n = k.n
     q, qd = k.project(y[:n], y[n:], t, tol)
@@ -126,12 +135,14 @@ def native_advance(model, state, t_end, u, settings):
         q, qd, h, _ = spatial_kernel(model).advance(
             settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h),
             rtol, settings.atol, settings.max_step, settings.step, u,
-            (settings.stabilization, settings.baumgarte, settings.projection_tol))
+            (settings.stabilization, settings.baumgarte, settings.projection_tol),
+            settings.max_steps)
         return q, qd, h
     q, qd, h, _ = tree_kernel(model).advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
         rtol, settings.atol, settings.max_step, settings.step,
-        (settings.stabilization, settings.baumgarte, settings.projection_tol))
+        (settings.stabilization, settings.baumgarte, settings.projection_tol),
+        settings.max_steps)
     return q, qd, h
 
 
@@ -145,8 +156,10 @@ class NativeStepper:
 
     projects = True
 
-    def __init__(self, model, settings, t, y, t_end, h, u):
-        self.k = tree_kernel(model)
+    def __init__(self, model, settings, t, y, t_end, h, u, contacts=()):
+        from ..kernel import contact_kernel
+
+        self.k = contact_kernel(model, contacts)
         self.method, self.u, self.t_end = settings.method, u, t_end
         self.rtol = max(settings.rtol, 100 * np.finfo(float).eps)
         self.atol, self.max_step = settings.atol, settings.max_step
@@ -205,12 +218,14 @@ class NativeStepper:
         return Dop853DenseOutput(t_old, t, y_old, F)
 
 
-def native_stepper(model, settings, t, y, t_end, h, u):
+def native_stepper(model, settings, t, y, t_end, h, u, active=None):
     """A NativeStepper for the event loop, or None when the method has no C step (rk4 and
-    radau keep the Python stepper)."""
+    radau keep the Python stepper). active: the persistent contacts of the phase (bool per
+    contact), whose gap rows the kernel keeps closed as loop rows."""
     if settings.method not in ("dopri5", "dop853") or model.spatial:
         return None
-    return NativeStepper(model, settings, t, y, t_end, h, u)
+    contacts = () if active is None else tuple(int(i) for i in np.flatnonzero(active))
+    return NativeStepper(model, settings, t, y, t_end, h, u, contacts)
 
 
 def lam(model, dyn):
@@ -236,7 +251,7 @@ def cosim_stepper(model, settings):
     # lock: other instances of the model share the kernel)
     run = k.stepper(settings.method, settings.rtol, settings.atol, settings.max_step,
                     settings.step, (settings.stabilization, settings.baumgarte,
-                                    settings.projection_tol))
+                                    settings.projection_tol), settings.max_steps)
     n = k.n
     make = State.make
 

@@ -31,10 +31,14 @@ static Tableau TAB[2];     /* 0: dopri5 (scipy RK45), 1: dop853 */
 typedef struct {
     int m;
     double *K, *ytmp, *ynew, *fy, *scale, *err;
-    int (*rhs)(void *ctx, const double *y, double *dy);
-    int (*post)(void *ctx, double *y, int *moved);
+    int (*rhs)(void *ctx, double t, const double *y, double *dy);   /* dy = f(t, y) */
+    int (*post)(void *ctx, double t, double *y, int *moved);   /* drift control at t */
     void *ctx;
+    long max_steps;        /* most steps (accepted and rejected) of one integ_advance; 0: no limit */
 } Integ;
+
+/* integ_advance stopped after I->max_steps steps (the caller's budget; y is unchanged) */
+#define INTEG_ERR_BUDGET 7
 
 static int integ_set_tableau(int which, int s, int order, const double *A, const double *B,
                              const double *C, const double *E, const double *E3,
@@ -101,7 +105,7 @@ static int integ_initial_step(const Integ *I, const Tableau *T, double t, const 
         h0 = interval;
     for (int i = 0; i < m; i++)
         y1[i] = y[i] + h0 * f0[i];
-    int rc = I->rhs(I->ctx, y1, f1);
+    int rc = I->rhs(I->ctx, t + h0, y1, f1);
     if (rc != OK)
         return rc;
     double s2 = 0.0;
@@ -162,7 +166,7 @@ static int integ_rk_step(const Integ *I, const Tableau *T, double *tc_io, double
                     acc += K[j * m + i] * a[j];
                 yt[i] = yc[i] + acc * h;
             }
-            if ((rc = I->rhs(I->ctx, yt, K + st * m)) != OK)
+            if ((rc = I->rhs(I->ctx, tc + T->C[st] * h, yt, K + st * m)) != OK)
                 break;
         }
         if (rc == OK) {
@@ -172,7 +176,7 @@ static int integ_rk_step(const Integ *I, const Tableau *T, double *tc_io, double
                     acc += K[j * m + i] * T->B[j];
                 yn[i] = yc[i] + h * acc;
             }
-            rc = I->rhs(I->ctx, yn, K + s * m);
+            rc = I->rhs(I->ctx, t_new, yn, K + s * m);
         }
         *nfev += s;
         if (rc == ERR_NONFINITE) {          /* a stage left the finite range: shrink */
@@ -255,25 +259,27 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
         double span = t_end - t;
         double ns = ceil(span / step - 1e-9);
         long nsteps = ns < 1.0 ? 1 : (long)ns;
+        if (I->max_steps > 0 && nsteps > I->max_steps)
+            return INTEG_ERR_BUDGET;
         double dt = span / (double)nsteps;
         double *k1 = K, *k2 = K + m, *k3 = K + 2 * m, *k4 = K + 3 * m, *yc = K + 4 * m;
         memcpy(yc, y, sizeof(double) * m);
         for (long s = 0; s < nsteps; s++) {
             double tk = t + s * dt;
             *t_fail = tk;
-            if ((rc = I->rhs(I->ctx, yc, k1)) != OK)
+            if ((rc = I->rhs(I->ctx, tk, yc, k1)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt / 2 * k1[i];
-            if ((rc = I->rhs(I->ctx, yt, k2)) != OK)
+            if ((rc = I->rhs(I->ctx, tk + dt / 2, yt, k2)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt / 2 * k2[i];
-            if ((rc = I->rhs(I->ctx, yt, k3)) != OK)
+            if ((rc = I->rhs(I->ctx, tk + dt / 2, yt, k3)) != OK)
                 return rc;
             for (int i = 0; i < m; i++)
                 yt[i] = yc[i] + dt * k3[i];
-            if ((rc = I->rhs(I->ctx, yt, k4)) != OK)
+            if ((rc = I->rhs(I->ctx, tk + dt, yt, k4)) != OK)
                 return rc;
             *nfev += 4;
             for (int i = 0; i < m; i++)
@@ -282,7 +288,7 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
                 return ERR_NONFINITE;
             if (I->post) {
                 *t_fail = s == nsteps - 1 ? t_end : t + (s + 1) * dt;
-                if ((rc = I->post(I->ctx, yc, &moved)) != OK)
+                if ((rc = I->post(I->ctx, *t_fail, yc, &moved)) != OK)
                     return rc;
             }
         }
@@ -297,7 +303,7 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
     double *yc = K + (s + 1) * m, *f = K;      /* K rows 0..s, then the current y */
     memcpy(yc, y, sizeof(double) * m);
     double tc = t;
-    if ((rc = I->rhs(I->ctx, yc, f)) != OK)
+    if ((rc = I->rhs(I->ctx, tc, yc, f)) != OK)
         return rc;
     *nfev += 1;
     double h_abs = *h_io;
@@ -310,8 +316,11 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
             return rc;
         *nfev += 1;
     }
+    long taken = 0;
     while (tc < t_end) {
         *t_fail = tc;
+        if (I->max_steps > 0 && ++taken > I->max_steps)
+            return INTEG_ERR_BUDGET;
         if ((rc = integ_rk_step(I, T, &tc, t_end, &h_abs, rtol, atol, max_step, nfev, NULL))
             != OK)
             return rc;
@@ -324,11 +333,11 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
         moved = 0;
         if (I->post) {                             /* drift control after every step */
             *t_fail = tc;
-            if ((rc = I->post(I->ctx, yc, &moved)) != OK)
+            if ((rc = I->post(I->ctx, *t_fail, yc, &moved)) != OK)
                 return rc;
         }
         if (moved) {                               /* f at the corrected state */
-            if ((rc = I->rhs(I->ctx, yc, f)) != OK)
+            if ((rc = I->rhs(I->ctx, tc, yc, f)) != OK)
                 return rc;
             *nfev += 1;
         }

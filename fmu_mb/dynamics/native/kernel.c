@@ -7,7 +7,7 @@
  *
  * Loaded with ctypes by fmu_mb/dynamics/kernel.py, which compiles it with the system C
  * compiler (`cc -O2 -ffp-contract=off`) on first use and caches the library. Python checks
- * the model (no drives) and passes flat arrays; nothing here allocates during a step.
+ * the model and passes flat arrays; nothing here allocates during a step.
  *
  * Coordinates and symbols follow fmu_mb (seed 000): absolute coordinates x = (x, y, phi) per
  * body at its centre of mass, M = diag(m, m, J), tree joint coordinates q (fmu_mb.tree).
@@ -34,6 +34,16 @@
  * Root to leaves: a' = X a_p + c, qdd = (uu - U'a') / D, a_b = a' + S qdd.
  * The inertia pass (`articulate`, q only) is split from the bias and acceleration passes
  * (`solve_tau`), so Mbar^-1 tau for any generalised force tau costs one O(N) pass.
+ *
+ * Drives (section "drives"): a drive on a tree joint prescribes its coordinate,
+ * q_j = s(t), qd_j = s'(t), qdd_j = s''(t), with s a law given as data (polynomial or
+ * harmonic, fmu_mb.mechanics.motion). The articulated-body algorithm then runs in its hybrid
+ * form (Featherstone, ch. 9): a prescribed joint passes its child's articulated inertia to
+ * the parent unreduced, like a weld, and its known acceleration S s'' enters the bias, so
+ * the other coordinates see exactly the constrained system (the drive row q_j - s(t) = 0
+ * holds identically, for any value the integrator carries in q_j). The drive's multiplier
+ * (tmt's lam of the row q_j - s(t), effort -lam) is the joint force S'F the motion needs,
+ * from one inverse-dynamics pass over the final accelerations.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -67,6 +77,12 @@ typedef struct {
     double *work, *rd, *phi, *conv, *Dq, *Wt, *Sm, *Vm, *ev, *lam, *rr, *qdd0, *qtmp;
     int mode;              /* 0: none, 1: projection, 2: baumgarte */
     double alpha, beta, proj_tol;
+    /* drives (mbk_set_drives): nd prescribed coordinates */
+    int nd, *di, *presc;   /* di (nd, DI): coordinate, law, offset in dp, count; presc (n) */
+    double *dp, *qe, *qde, *sdd, *lamd;   /* law data; q, qd with s, s'; s'' per coord */
+    /* hydraulic cylinders (mbk_set_gains): TSDA i has s -= sum_j G[i, j] u[j] */
+    int ng, ni;
+    double *G;
 } Kernel;
 
 void mbk_free(Kernel *k)
@@ -77,7 +93,8 @@ void mbk_free(Kernel *k)
                  k->S, k->c, k->IA, k->pA, k->U, k->Dinv, k->uu, k->dd, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err, k->entry, k->Ia, k->Dv, k->a0, k->ri,
                  k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
-                 k->lam, k->rr, k->qdd0, k->qtmp, k->work};
+                 k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
+                 k->qde, k->sdd, k->lamd, k->G};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -266,6 +283,11 @@ static int forces(Kernel *k, const double *u)
             double vbx = xd[3 * b] - bsy * xd[3 * b + 2], vby = xd[3 * b + 1] + bsx * xd[3 * b + 2];
             double ld = ex * (vbx - vax) + ey * (vby - vay);
             double sv = P[0] * (l - P[2]) + P[1] * ld + h;
+            if (k->G && E[4] >= 0 && E[4] < k->ng) {    /* a cylinder: s = c l' - F_hyd */
+                const double *g = k->G + (size_t)E[4] * k->ni;
+                for (int j = 0; j < k->ni; j++)
+                    sv -= g[j] * u[j];
+            }
             double Fx = sv * ex, Fy = sv * ey;          /* on a; -F on b */
             f[3 * a] += Fx;
             f[3 * a + 1] += Fy;
@@ -297,6 +319,117 @@ static int forces(Kernel *k, const double *u)
             f[3 * b + 2] -= T;
         }
     }
+    return OK;
+}
+
+/* ------------------------------------------------------------------ drives */
+enum { L_POLY = 1, L_HARM = 2 };
+#define DI 4          /* ints per drive: coordinate, law, offset in dp, number of values */
+
+/* coordinate ic is prescribed by a drive */
+static inline int prescribed(const Kernel *k, int ic)
+{
+    return k->nd > 0 && ic >= 0 && k->presc[ic] >= 0;
+}
+
+/* s(t), s'(t), s''(t) of drive d: polynomial c0 + c1 t + ... (Horner) or harmonic
+ * offset + A sin(w t + phase) with (A, w, phase, offset) */
+static void law(const Kernel *k, int d, double t, double *v)
+{
+    const int *D = k->di + DI * d;
+    const double *P = k->dp + D[2];
+    int cnt = D[3];
+    if (D[1] == L_HARM) {
+        double sn = sin(P[1] * t + P[2]), cs = cos(P[1] * t + P[2]);
+        v[0] = P[3] + P[0] * sn;
+        v[1] = P[0] * P[1] * cs;
+        v[2] = -P[0] * P[1] * P[1] * sn;
+        return;
+    }
+    double a = 0.0, b = 0.0, c = 0.0;
+    for (int i = cnt - 1; i >= 0; i--) {
+        c = c * t + 2.0 * b;
+        b = b * t + a;
+        a = a * t + P[i];
+    }
+    v[0] = a;
+    v[1] = b;
+    v[2] = c;
+}
+
+/* (q, qd) with the prescribed coordinates set to s(t), s'(t) (in k->qe, k->qde; s'' in
+ * k->sdd); returns the arrays to use */
+static void prescribe(Kernel *k, double t, const double **q, const double **qd)
+{
+    int n = k->n;
+    memcpy(k->qe, *q, sizeof(double) * n);
+    memcpy(k->qde, *qd, sizeof(double) * n);
+    for (int d = 0; d < k->nd; d++) {
+        int j = k->di[DI * d];
+        double v[3];
+        law(k, d, t, v);
+        k->qe[j] = v[0];
+        k->qde[j] = v[1];
+        k->sdd[j] = v[2];
+    }
+    *q = k->qe;
+    *qd = k->qde;
+}
+
+/* the prescribed entries of y = (q, qd) set to s(t), s'(t) */
+static void prescribe_state(Kernel *k, double t, double *y)
+{
+    for (int d = 0; d < k->nd; d++) {
+        int j = k->di[DI * d];
+        double v[3];
+        law(k, d, t, v);
+        y[j] = v[0];
+        y[k->n + j] = v[1];
+    }
+}
+
+/* nd drives: di (nd, DI) = coordinate, law (1 polynomial, 2 harmonic), offset, count;
+ * dp the laws' numbers */
+int mbk_set_drives(Kernel *k, int nd, const int *di, int ndp, const double *dp)
+{
+    int n = k->n;
+    free(k->di); free(k->presc); free(k->dp); free(k->qe); free(k->qde); free(k->sdd);
+    free(k->lamd);
+    k->nd = 0;
+    k->di = dup(di, sizeof(int) * DI * nd);
+    k->dp = dup(dp, sizeof(double) * ndp);
+    k->presc = malloc(sizeof(int) * (n > 0 ? n : 1));
+    k->qe = calloc(n > 0 ? n : 1, sizeof(double));
+    k->qde = calloc(n > 0 ? n : 1, sizeof(double));
+    k->sdd = calloc(n > 0 ? n : 1, sizeof(double));
+    k->lamd = calloc(nd > 0 ? nd : 1, sizeof(double));
+    if (!k->di || !k->dp || !k->presc || !k->qe || !k->qde || !k->sdd || !k->lamd)
+        return ERR_ARGS;
+    for (int j = 0; j < n; j++)
+        k->presc[j] = -1;
+    for (int d = 0; d < nd; d++) {
+        const int *D = di + DI * d;
+        if (D[0] < 0 || D[0] >= n || k->presc[D[0]] >= 0 || D[2] < 0 || D[3] < 0 ||
+            D[2] + D[3] > ndp || (D[1] == L_HARM && D[3] != 4) ||
+            (D[1] != L_HARM && D[1] != L_POLY))
+            return ERR_ARGS;
+        k->presc[D[0]] = d;
+    }
+    k->nd = nd;
+    return OK;
+}
+
+/* the input gains of the TSDAs (ng x ni, row = the TSDA's ordinal in its element's last int):
+ * hydraulic cylinders' F_hyd = sum gain * input enters as s -= G u */
+int mbk_set_gains(Kernel *k, int ng, int ni, const double *G)
+{
+    free(k->G);
+    k->ng = k->ni = 0;
+    k->G = dup(G, sizeof(double) * (size_t)ng * (size_t)ni);
+    if (!k->G)
+        return ERR_ARGS;
+    k->ng = ng;
+    k->ni = ni;
     return OK;
 }
 
@@ -346,7 +479,7 @@ static int articulate(Kernel *k)
         if (type == J_FREE)
             continue;
         double *I = IA + 9 * b, *S = k->S + 9 * b, *Ia = k->Ia + 9 * b;
-        if (type == J_REV || type == J_PRI) {
+        if ((type == J_REV || type == J_PRI) && !prescribed(k, J[4])) {
             double *U = k->U + 3 * b;
             for (int r = 0; r < 3; r++)
                 U[r] = I[3 * r] * S[0] + I[3 * r + 1] * S[1] + I[3 * r + 2] * S[2];
@@ -404,7 +537,16 @@ static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
             continue;
         double *pb = pA + 3 * b, *S = k->S + 9 * b, *c = k->c + 3 * b, *Ia = k->Ia + 9 * b;
         double pa[3];
-        if (type == J_REV || type == J_PRI) {
+        int pr = (type == J_REV || type == J_PRI) && prescribed(k, ic);
+        if (pr) {                  /* known acceleration S s'' joins the bias */
+            double cs[3] = {c[0], c[1], c[2]};
+            if (bias)
+                for (int r = 0; r < 3; r++)
+                    cs[r] += S[r] * k->sdd[ic];
+            for (int r = 0; r < 3; r++)
+                pa[r] = pb[r] + (bias ? Ia[3 * r] * cs[0] + Ia[3 * r + 1] * cs[1]
+                                        + Ia[3 * r + 2] * cs[2] : 0.0);
+        } else if (type == J_REV || type == J_PRI) {
             double *U = k->U + 3 * b, D = k->Dv[b];
             double uu = -(S[0] * pb[0] + S[1] * pb[1] + S[2] * pb[2]);
             if (tau && ic >= 0)
@@ -451,7 +593,14 @@ static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
         ab[0] = ap[0] - dy * ap[2] + (bias ? c[0] : 0.0);
         ab[1] = ap[1] + dx * ap[2] + (bias ? c[1] : 0.0);
         ab[2] = ap[2] + (bias ? c[2] : 0.0);
-        if (type == J_REV || type == J_PRI) {
+        if ((type == J_REV || type == J_PRI) && prescribed(k, ic)) {
+            const double *S = k->S + 9 * b;
+            double qa = bias ? k->sdd[ic] : 0.0;
+            ab[0] += S[0] * qa;
+            ab[1] += S[1] * qa;
+            ab[2] += S[2] * qa;
+            qdd[ic] = qa;
+        } else if (type == J_REV || type == J_PRI) {
             const double *U = k->U + 3 * b, *S = k->S + 9 * b;
             double qa = (k->uu[b] - (U[0] * ab[0] + U[1] * ab[1] + U[2] * ab[2])) * k->Dinv[b];
             ab[0] += S[0] * qa;
@@ -512,7 +661,7 @@ static void body_acc(Kernel *k, const double *qdd, double *a)
  */
 enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4 };
 #define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
-#define RD 7          /* doubles per row: sp(2), sc(2), w0(2), offset */
+#define RD 8          /* doubles per row: sp(2), sc(2), w0(2), offset, sign */
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
 enum { ERR_DRIFT = 6 };
@@ -587,7 +736,10 @@ static void add_path(const Kernel *k, int b, const double *Q, const double *w, d
     }
 }
 
-/* phi, Dq (and conv when want_conv, needs k->a0) of the rows at the current kinematics */
+/* phi, Dq (and conv when want_conv, needs k->a0) of the rows at the current kinematics:
+ * the rows of the cut joints and, in a kernel made for a phase with persistent contacts,
+ * the gap rows of those contacts (point-line: R_PRJ, point-point: R_DST, joint limits:
+ * R_ANG or R_PRJ, each with its offset and side) */
 static int rows(Kernel *k, int want_conv)
 {
     int m = k->m, n = k->n;
@@ -619,7 +771,7 @@ static int rows(Kernel *k, int want_conv)
             wp[i] = -1.0;
             cv = acc[i];
         } else if (kind == R_ANG) {
-            val = k->x[3 * c + 2] - k->x[3 * p + 2] - P[6];
+            val = k->x[3 * c + 2] - k->x[3 * p + 2];
             wc[2] = 1.0;
             wp[2] = -1.0;
             cv = ang;
@@ -640,7 +792,7 @@ static int rows(Kernel *k, int want_conv)
             if (!(l > 0.0))
                 return ERR_SINGULAR;
             double e[2] = {d[0] / l, d[1] / l}, ed = e[0] * dd[0] + e[1] * dd[1];
-            val = l - P[6];
+            val = l;
             wc[0] = e[0];
             wc[1] = e[1];
             wp[0] = -e[0];
@@ -649,8 +801,15 @@ static int rows(Kernel *k, int want_conv)
         } else {
             return ERR_ARGS;
         }
-        k->phi[r] = val;
-        k->conv[r] = cv;
+        /* phi = sign (value - offset): a cut joint's rows have sign 1; a persistent
+         * contact's gap row (fmu_mb.mechanics.contacts) its side */
+        double sg = P[7];
+        for (int i = 0; i < 3; i++) {
+            wc[i] *= sg;
+            wp[i] *= sg;
+        }
+        k->phi[r] = sg * (val - P[6]);
+        k->conv[r] = sg * cv;
         double *Dr = k->Dq + (size_t)r * n;
         memset(Dr, 0, sizeof(double) * n);
         add_path(k, c, Qc, wc, Dr);
@@ -862,11 +1021,16 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
     return OK;
 }
 
-/* Project y = (q, qd) onto the rows (Newton with least kinetic-energy steps, then qd onto
- * Dq qd = 0), as fmu_mb.dynamics.formulations._minimal.project */
-static int project(Kernel *k, double *y)
+/* Project y = (q, qd) at time t onto the rows (the prescribed coordinates set to s(t),
+ * s'(t); Newton with least kinetic-energy steps of the others, then qd onto Dq qd = 0), as
+ * fmu_mb.dynamics.formulations._minimal.project */
+static int project(Kernel *k, double t, double *y)
 {
     int m = k->m, n = k->n, rc;
+    if (k->nd)
+        prescribe_state(k, t, y);
+    if (m == 0)
+        return OK;
     double *q = y, *qd = y + n, *zero = k->qtmp;
     for (int j = 0; j < n; j++)
         zero[j] = 0.0;
@@ -928,22 +1092,75 @@ static int project(Kernel *k, double *y)
     return OK;
 }
 
-/* y = (q, qd) projected in place (tol as Settings.projection_tol) */
-int mbk_project(Kernel *k, double *y)
+/* phi (m) of the rows at q (the gaps of a kernel made with every contact's row: the event
+ * loop's gap values), q as given */
+int mbk_row_values(Kernel *k, const double *q, double *phi)
 {
-    if (k->m == 0)
-        return OK;
-    return project(k, y);
+    double *zero = k->qtmp;
+    for (int j = 0; j < k->n; j++)
+        zero[j] = 0.0;
+    kinematics(k, q, zero);
+    int rc = rows(k, 0);
+    if (rc == OK)
+        memcpy(phi, k->phi, sizeof(double) * k->m);
+    return rc;
 }
 
-/* multipliers of the rows from the last mbk_accelerations */
+/* y = (q, qd) projected in place at time t (tol as Settings.projection_tol) */
+int mbk_project(Kernel *k, double t, double *y)
+{
+    return project(k, t, y);
+}
+
+/* multipliers of the loop rows, then of the drives, from the last mbk_accelerations */
 void mbk_multipliers(Kernel *k, double *lam)
 {
     memcpy(lam, k->lam, sizeof(double) * k->m);
+    memcpy(lam + k->m, k->lamd, sizeof(double) * k->nd);
 }
 
-static int accel(Kernel *k, const double *q, const double *qd, const double *u, double *qdd)
+/* the drives' multipliers after an acceleration solve (body accelerations in k->xdd):
+ * F_b = M_b a_b - f_b + sum over the children X' F_c is the force the joint of b passes
+ * into b's subtree, S'F the generalised force (Mbar qdd - fbar)_j, and the row q_j - s(t)
+ * of Mbar qdd + Dq' lam = fbar gives lam_j = -S'F - (Dq_loops' lam)_j */
+static void drive_multipliers(Kernel *k)
 {
+    int nb = k->nb, n = k->n;
+    double *F = k->pA, *a = k->xdd;
+    for (int b = 0; b <= nb; b++) {
+        double ms = b < nb ? k->mass[b] : 0.0, js = b < nb ? k->inertia[b] : 0.0;
+        F[3 * b] = ms * a[3 * b] - k->f[3 * b];
+        F[3 * b + 1] = ms * a[3 * b + 1] - k->f[3 * b + 1];
+        F[3 * b + 2] = js * a[3 * b + 2] - k->f[3 * b + 2];
+    }
+    for (int i = nb - 1; i >= 0; i--) {
+        const int *J = k->ji + JI * i;
+        int b = J[0], type = J[1], p = J[2], ic = J[4];
+        if (type == J_FREE)
+            continue;
+        const double *Fb = F + 3 * b;
+        if ((type == J_REV || type == J_PRI) && prescribed(k, ic)) {
+            const double *S = k->S + 9 * b;
+            double tau = S[0] * Fb[0] + S[1] * Fb[1] + S[2] * Fb[2];
+            for (int r = 0; r < k->m; r++)
+                tau += k->Dq[(size_t)r * n + ic] * k->lam[r];
+            k->lamd[k->presc[ic]] = -tau;
+        }
+        if (p == nb)
+            continue;
+        double dx = k->dd[2 * b], dy = k->dd[2 * b + 1];
+        double *Fp = F + 3 * p;
+        Fp[0] += Fb[0];
+        Fp[1] += Fb[1];
+        Fp[2] += -dy * Fb[0] + dx * Fb[1] + Fb[2];
+    }
+}
+
+static int accel(Kernel *k, double t, const double *q, const double *qd, const double *u,
+                 double *qdd)
+{
+    if (k->nd)
+        prescribe(k, t, &q, &qd);
     kinematics(k, q, qd);
     int rc = forces(k, u);
     if (rc != OK)
@@ -953,16 +1170,19 @@ static int accel(Kernel *k, const double *q, const double *qd, const double *u, 
     return aba(k, qdd);
 }
 
-/* qdd (n,) and, when x is not NULL, x, xd, xdd (3 nb each) of the bodies */
-int mbk_accelerations(Kernel *k, const double *q, const double *qd, const double *u,
-                      double *qdd, double *x, double *xd, double *xdd)
+/* qdd (n,) at time t and, when x is not NULL, x, xd, xdd (3 nb each) of the bodies and
+ * the drives' multipliers */
+int mbk_accelerations(Kernel *k, double t, const double *q, const double *qd,
+                      const double *u, double *qdd, double *x, double *xd, double *xdd)
 {
-    int rc = accel(k, q, qd, u, qdd);
+    int rc = accel(k, t, q, qd, u, qdd);
     if (rc != OK)
         return rc;
     if (x) {
         if (k->m > 0)
             body_acc(k, qdd, k->xdd);
+        if (k->nd)
+            drive_multipliers(k);
         memcpy(x, k->x, sizeof(double) * 3 * k->nb);
         memcpy(xd, k->xd, sizeof(double) * 3 * k->nb);
         memcpy(xdd, k->xdd, sizeof(double) * 3 * k->nb);
@@ -1005,24 +1225,26 @@ typedef struct {
     const double *u;
 } Rhs;
 
-static int rhs(void *ctx, const double *y, double *dy)
+static int rhs(void *ctx, double t, const double *y, double *dy)
 {
     Kernel *k = ((Rhs *)ctx)->k;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
-    int rc = accel(k, y, y + n, ((Rhs *)ctx)->u, dy + n);
+    int rc = accel(k, t, y, y + n, ((Rhs *)ctx)->u, dy + n);
     if (rc != OK)
         return rc;
+    for (int d = 0; d < k->nd; d++)           /* q_j' = s'(t) */
+        dy[k->di[DI * d]] = k->qde[k->di[DI * d]];
     for (int i = 0; i < 2 * n; i++)
         if (!isfinite(dy[i]))
             return ERR_NONFINITE;
     return OK;
 }
 
-static int post_project(void *ctx, double *y, int *moved)
+static int post_project(void *ctx, double t, double *y, int *moved)
 {
     *moved = 1;
-    return project(((Rhs *)ctx)->k, y);
+    return project(((Rhs *)ctx)->k, t, y);
 }
 
 static Integ integ(Kernel *k, Rhs *ctx, int drift_control)
@@ -1034,14 +1256,19 @@ static Integ integ(Kernel *k, Rhs *ctx, int drift_control)
 
 /*
  * Integrate y = (q, qd) from t to t_end with inputs u held constant (integ_advance):
- * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]
+ * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out), max_steps (0: no
+ * limit)]
  */
 int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     Rhs ctx = {k, u};
     Integ I = integ(k, &ctx, 1);
-    return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
-                         par[6], nfev, &par[7]);
+    I.max_steps = (long)par[8];
+    int rc = integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
+                           par[6], nfev, &par[7]);
+    if (rc == OK && k->nd)              /* the prescribed coordinates exactly at t_end */
+        prescribe_state(k, par[1], y);
+    return rc;
 }
 
 /* One accepted dopri5 (method 0) or dop853 (1) step for an event loop that keeps the dense
@@ -1065,7 +1292,7 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
     if (have_f) {
         memcpy(K, Kout, sizeof(double) * m);
     } else {
-        if ((rc = rhs(&ctx, yc, K)) != OK)
+        if ((rc = rhs(&ctx, par[0], yc, K)) != OK)
             return rc;
         *nfev += 1;
     }
@@ -1085,6 +1312,8 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
     if (!integ_all_finite(k->ynew, m))
         return ERR_NONFINITE;
     memcpy(y, k->ynew, sizeof(double) * m);
+    if (k->nd)
+        prescribe_state(k, tc, y);
     memcpy(Kout, K, sizeof(double) * (s + 1) * m);
     par[0] = tc;
     par[2] = h_abs;

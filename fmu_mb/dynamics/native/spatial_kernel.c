@@ -95,7 +95,7 @@ typedef struct {
     double alpha, beta, proj_tol, t;
     /* workspace per body (ground = nb) */
     double *r, *A, *w, *v, *S, *c, *IA, *Ia, *pA, *U, *Dinv, *uu, *acc, *fw, *Jg;
-    int *dof;
+    int *dof, *live, *moving;
     double *nud, *nud0, *nuv, *qtmp;
     double *K, *ytmp, *ynew, *fy, *scale, *err;
 } SK;
@@ -107,7 +107,7 @@ void sk_free(SK *k)
     void *p[] = {k->ri, k->rd, k->rq, k->mass, k->J, k->entry, k->ei, k->ed, k->u, k->ci, k->cd,
                  k->rows, k->Dv, k->Wt, k->Sm, k->Vm, k->ev, k->lam, k->rr, k->work, k->r,
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
-                 k->acc, k->fw, k->Jg, k->dof, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
+                 k->acc, k->fw, k->Jg, k->dof, k->live, k->moving, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
@@ -195,6 +195,8 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
     k->fw = calloc(6 * e, sizeof(double));
     k->Jg = calloc(9 * e, sizeof(double));
     k->dof = calloc(e, sizeof(int));
+    k->live = calloc(e, sizeof(int));
+    k->moving = calloc(e, sizeof(int));
     k->nud = calloc(vv, sizeof(double));
     k->nud0 = calloc(vv, sizeof(double));
     k->nuv = calloc(vv, sizeof(double));
@@ -209,7 +211,7 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
         !k->ci || !k->cd || !k->rows || !k->Dv || !k->Wt || !k->Sm || !k->Vm || !k->ev ||
         !k->lam || !k->rr || !k->work || !k->r || !k->A || !k->w || !k->v || !k->S || !k->c ||
         !k->IA || !k->Ia || !k->pA || !k->U || !k->Dinv || !k->uu || !k->acc || !k->fw || !k->Jg ||
-        !k->dof || !k->nud || !k->nud0 || !k->nuv || !k->qtmp || !k->K || !k->ytmp ||
+        !k->dof || !k->live || !k->moving || !k->nud || !k->nud0 || !k->nuv || !k->qtmp || !k->K || !k->ytmp ||
         !k->ynew || !k->fy || !k->scale || !k->err) {
         sk_free(k);
         return NULL;
@@ -787,12 +789,18 @@ static int articulate(SK *k)
 }
 
 /* ν' of the generalised force tau (nv, NULL: zero) with (bias = 1) or without (0) gravity,
- * velocity products and applied wrenches k->fw; the body accelerations in k->acc */
+ * velocity products and applied wrenches k->fw; the body accelerations in k->acc. Without
+ * the bias, the bodies whose subtree takes no force and whose path from the ground has no
+ * acceleration are skipped (their terms are exact zeros): a loop row's pass touches only its
+ * two bodies' paths and what hangs from them. */
 static void solve(SK *k, const double *tau, int bias, double *nud)
 {
-    int nb = k->nb;
-    for (int b = 0; b <= nb; b++)
+    int nb = k->nb, *live = k->live, *moving = k->moving;
+    for (int b = 0; b <= nb; b++) {
         memset(k->pA + 6 * b, 0, sizeof(double) * 6);
+        live[b] = bias;
+        moving[b] = 0;
+    }
     if (bias)
         for (int b = 0; b < nb; b++) {
             double *pA = k->pA + 6 * b, Jw[3], gyro[3];
@@ -810,6 +818,15 @@ static void solve(SK *k, const double *tau, int bias, double *nud)
         double *pA = k->pA + 6 * y, *S = k->S + 36 * y, *U = k->U + 36 * y;
         double *Dinv = k->Dinv + 36 * y, *uu = k->uu + 6 * y, *c = k->c + 6 * y;
         double *Ia = k->Ia + 36 * y, pa[6], Duu[6];
+        int forced = live[y];
+        for (int a = 0; a < dof && !forced; a++)
+            forced = tau && tau[vo + a] != 0.0;
+        if (!forced) {                          /* uu = 0, pa = 0 */
+            for (int a = 0; a < dof; a++)
+                uu[a] = 0.0;
+            continue;
+        }
+        moving[y] = 1;
         for (int a = 0; a < dof; a++) {
             double s = tau ? tau[vo + a] : 0.0;
             for (int i = 0; i < 6; i++)
@@ -818,6 +835,7 @@ static void solve(SK *k, const double *tau, int bias, double *nud)
         }
         if (p == nb)
             continue;
+        live[p] = 1;
         for (int a = 0; a < dof; a++) {
             double s = 0.0;
             for (int b2 = 0; b2 < dof; b2++)
@@ -850,6 +868,13 @@ static void solve(SK *k, const double *tau, int bias, double *nud)
         double *acc = k->acc + 6 * y, *S = k->S + 36 * y, *U = k->U + 36 * y;
         double *Dinv = k->Dinv + 36 * y, *uu = k->uu + 6 * y, *c = k->c + 6 * y, nu[6];
         const double *ap = k->acc + 6 * p;
+        if (!bias && !moving[y] && (p == nb || !moving[p])) {   /* at rest: zeros */
+            memset(acc, 0, sizeof(double) * 6);
+            for (int a = 0; a < dof; a++)
+                nud[vo + a] = 0.0;
+            continue;
+        }
+        moving[y] = 1;
         double d[3], t[3];
         for (int i = 0; i < 3; i++)
             d[i] = k->r[3 * y + i] - k->r[3 * p + i];
@@ -1514,8 +1539,9 @@ int sk_set_tableau(int which, int s, int order, const double *A, const double *B
     return integ_set_tableau(which, s, order, A, B, C, E, E3, E5);
 }
 
-static int rhs(void *ctx, const double *y, double *dy)
+static int rhs(void *ctx, double t, const double *y, double *dy)
 {
+    (void)t;                  /* autonomous: the inputs are held over the call */
     SK *k = ctx;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
@@ -1528,14 +1554,16 @@ static int rhs(void *ctx, const double *y, double *dy)
     return OK;
 }
 
-static int post(void *ctx, double *y, int *moved)
+static int post(void *ctx, double t, double *y, int *moved)
 {
+    (void)t;
     int rc;
     *moved = post_step(ctx, y, &rc);
     return rc;
 }
 
-/* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]; u the inputs */
+/* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out), max_steps (0: no
+ * limit)]; u the inputs */
 int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     sk_set_inputs(k, u);
@@ -1544,7 +1572,8 @@ int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *
         par[7] = par[0];
         return OK;
     }
-    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k};
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k,
+               (long)par[8]};
     return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
                          par[6], nfev, &par[7]);
 }

@@ -64,17 +64,19 @@ def _h(index, u):
     return out
 
 
-def applied_forces(model, x, xd, t, u):
+def applied_forces(model, x, xd, t, u, gyroscopic=True):
     """f - Dv' s (7 nb,): gravity, the quadratic velocity (gyroscopic) term and the force
-    elements, in the coordinates (r, p) of every body."""
+    elements, in the coordinates (r, p) of every body (gyroscopic=False: without the
+    quadratic velocity term, which Lagrange's route forms from the kinetic energy itself)."""
     C = model.compiled
     nb = C.nb
     _, p, _, pd = _bodies(model, x, xd)
     f = np.zeros(kin.NQ * (nb + 1))
     F = f.reshape(nb + 1, kin.NQ)
     F[:nb, :3] = C.mass[:, None] * np.asarray(model.gravity)
-    Gd = rot.G_matrix(pd)
-    F[:nb, 3:] = 8.0 * np.einsum("kai,kab,kbj,kj->ki", Gd, C.inertia, Gd, p)
+    if gyroscopic:
+        Gd = rot.G_matrix(pd)
+        F[:nb, 3:] = 8.0 * np.einsum("kai,kab,kbj,kj->ki", Gd, C.inertia, Gd, p)
     xe, xde = extended(x), extended_rate(xd)
     B = kin.bodies(xe, xde)
     for s, term, pairs in _element_terms(C, B, u):

@@ -149,7 +149,7 @@ def _jac_full(p, s):
     """d(A(p) s)/dp (3, 4) of the quadratic form (rotations.rotate_jacobian for one p)."""
     e0, e = p[0], p[1:]
     s1, s2, s3 = s
-    J = np.empty((3, 4))
+    J = np.empty((3, 4), dtype=np.result_type(p, s))
     J[:, 0] = 2.0 * (e0 * np.asarray(s) + np.array([e[1] * s3 - e[2] * s2, e[2] * s1 - e[0] * s3,
                                                      e[0] * s2 - e[1] * s1]))
     st = np.array([[0.0, -s3, s2], [s3, 0.0, -s1], [-s2, s1, 0.0]])
@@ -177,7 +177,7 @@ def rotate(p, s):
 
 
 def _coord(q, qd, i, n):
-    X = np.zeros((1, n + 3))
+    X = np.zeros((1, n + 3), dtype=np.result_type(q, qd))
     X[0, 0], X[0, 1 + i], X[0, -2] = q[i], 1.0, qd[i]
     return Jet(X)
 
@@ -188,7 +188,7 @@ def _half_angle_quat(th):
     h = 0.5 * t[0]
     c, s = np.cos(h), np.sin(h)
     w = 0.5 * t[-2]
-    X = np.zeros((4, t.shape[0]))
+    X = np.zeros((4, t.shape[0]), dtype=t.dtype)
     X[0], X[3] = -0.5 * s * t, 0.5 * c * t
     X[0, 0], X[3, 0] = c, s
     X[0, -1] = -c * w * w - 0.5 * s * t[-1]
@@ -197,13 +197,13 @@ def _half_angle_quat(th):
 
 
 def _along_z(s):
-    X = np.zeros((3, s.X.shape[1]))
+    X = np.zeros((3, s.X.shape[1]), dtype=s.X.dtype)
     X[2] = s.X[0]
     return Jet(X)
 
 
 def _block(q, qd, o, k, n):
-    X = np.zeros((k, n + 3))
+    X = np.zeros((k, n + 3), dtype=np.result_type(q, qd))
     X[:, 0], X[:, -2] = q[o:o + k], qd[o:o + k]
     X[np.arange(k), 1 + o + np.arange(k)] = 1.0
     return Jet(X)
@@ -394,8 +394,9 @@ def _transform(tm, q, qd, upto=None):
     nb, n = tm.nb, tm.n
     ground = (const(np.zeros(3), n), const(_ONE, n))
     pose = {nb: ground}
-    x, xd = np.zeros(NQ * nb), np.zeros(NQ * nb)
-    Tq, g = np.zeros((NQ * nb, n)), np.zeros(NQ * nb)
+    dt = np.result_type(q, qd)          # complex q: fmu_mb.dynamics.formulations.lagrange
+    x, xd = np.zeros(NQ * nb, dt), np.zeros(NQ * nb, dt)
+    Tq, g = np.zeros((NQ * nb, n), dt), np.zeros(NQ * nb, dt)
     for kind, Xb, Yb, fwd, sX, sY, fX, fY, Fd, o, sign in tm.rows[:upto]:
         prel, d = relative(kind, q, qd, o, n)
         rX, pX = pose[Xb]
