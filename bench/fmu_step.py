@@ -16,8 +16,8 @@ Start-up: instantiate .. first doStep of the default-built FMU in fresh processe
 (fmpy imported and the host settled for 0.3 s before the clock starts, as a host has it; the
 FMU imports fmu_mb and what its first step needs, from the checked-hash bytecode it carries;
 wall and CPU time, the latter less sensitive to a loaded machine), with the modules the FMU
-added, next to the same for the no-op FMU as pythonfmu builds it (no bytecode) and with
-bytecode, and in the plain C host (tests/c_host/fmi2_host.c: it starts the embedded
+added, next to the same for the no-op FMU as pythonfmu builds it and as fmu_mb packages
+its FMUs (bytecode, pythonfmu without its builder import), and in the plain C host (tests/c_host/fmi2_host.c: it starts the embedded
 interpreter itself).
 
     python bench/fmu_step.py [--steps 2000] [--rounds 5] [--formulation newton_euler]
@@ -152,13 +152,14 @@ class ExudynLoop:
         return (time.perf_counter() - t0) / n, y
 
 
-def noop_fmu(out_dir, bytecode=False):
-    """Build the no-op pythonfmu FMU (the transport floor) into out_dir; its path. Without
-    bytecode by default: as pythonfmu builds it (fmu_mb's FMUs ship checked-hash pycs)."""
+def noop_fmu(out_dir, lean=False):
+    """Build the no-op pythonfmu FMU (the transport floor) into out_dir; its path. By default
+    as pythonfmu builds it; lean: as fmu_mb packages its FMUs (checked-hash bytecode, the
+    pythonfmu package without its builder import)."""
     from fmu_mb.fmi.packaging import package_fmu
 
     return package_fmu(NOOP, "noop_bench", [], Path(out_dir) / "noop_bench.fmu",
-                       standalone=False, bytecode=bytecode)
+                       standalone=False, bytecode=lean, lazy_builder=lean)
 
 
 def per_step(steps, rounds, formulation, log=print):
@@ -315,11 +316,11 @@ def main(argv=None):
         fmu = build_fmu(ROOT / "models" / "double_pendulum.py", tmp)
         f = first_step(fmu)
         n = first_step(noop_fmu(tmp))
-        nb = first_step(noop_fmu(tmp / "bytecode", bytecode=True))
+        nb = first_step(noop_fmu(tmp / "lean", lean=True))
         print("start-up, median of 5 fresh processes each:")
         print(f"fresh process, fmpy loaded, no-op pythonfmu FMU (the floor): instantiate .. "
               f"first doStep {n['total'] * 1e3:.1f} ms (CPU time {n['cpu'] * 1e3:.1f} ms); "
-              f"with bytecode as fmu_mb ships it {nb['total'] * 1e3:.1f} ms (CPU time "
+              f"packaged as fmu_mb packages its FMUs {nb['total'] * 1e3:.1f} ms (CPU time "
               f"{nb['cpu'] * 1e3:.1f} ms)")
         print(f"fresh process, fmpy loaded: instantiate {f['instantiate'] * 1e3:.1f} ms, "
               f"initialise {f['initialize'] * 1e3:.1f} ms, first doStep "

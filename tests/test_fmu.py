@@ -160,6 +160,47 @@ def test_bytecode_is_checked_hash_of_the_packed_sources(fmus):
         assert not [p for p in machine if p.encode() in data], n
 
 
+PYTHONFMU_NAMES = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import pythonfmu
+lazy = "pythonfmu.builder" not in sys.modules
+from pythonfmu import (FmuBuilder, Fmi2Causality, Fmi2Initial, Fmi2Variability, Fmi2Slave,
+                       Boolean, Integer, Real, String, DefaultExperiment, __version__)
+import pythonfmu.builder, pythonfmu.enums, pythonfmu.fmi2slave, pythonfmu.variables
+same = [FmuBuilder is pythonfmu.builder.FmuBuilder, Fmi2Slave is pythonfmu.fmi2slave.Fmi2Slave,
+        Real is pythonfmu.variables.Real, Fmi2Causality is pythonfmu.enums.Fmi2Causality]
+try:
+    pythonfmu.nothing
+    missing = False
+except AttributeError:
+    missing = True
+print(json.dumps({"file": pythonfmu.__file__, "lazy": lazy, "same": same,
+                  "version": __version__, "missing": missing}))
+"""
+
+
+def test_pythonfmu_in_the_fmu_imports_its_builder_only_when_asked(fmus, tmp_path):
+    """The FMU's copy of pythonfmu has pythonfmu's names, FmuBuilder imported on first use
+    (packaging.LAZY_PYTHONFMU_INIT: an FMU never builds, and the builder's imports cost ~10 ms
+    of every instantiation); its pyc is of the replaced source (the bytecode test above)."""
+    import json
+
+    from fmu_mb.fmi.packaging import LAZY_PYTHONFMU_INIT
+
+    z = zipfile.ZipFile(fmus["four_bar"])
+    assert z.read("resources/pythonfmu/__init__.py") == LAZY_PYTHONFMU_INIT
+    z.extractall(tmp_path)
+    p = subprocess.run([sys.executable, "-c", PYTHONFMU_NAMES, str(tmp_path / "resources")],
+                       capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert Path(out["file"]) == tmp_path / "resources" / "pythonfmu" / "__init__.py"
+    assert out["lazy"] and all(out["same"]) and out["missing"]
+    assert out["version"] == pythonfmu.__version__
+
+
 USES_BYTECODE = r"""
 import importlib._bootstrap_external as ext, json, sys
 compiled = []
@@ -468,9 +509,26 @@ def test_recursive_formulation_on_a_loop_fmu_matches_simulate(fmus):
         np.testing.assert_allclose(r[col], ne[col], rtol=0, atol=1e-7 * scale, err_msg=col)
 
 
-def test_recursive_formulation_with_a_drive_fails_initialisation(fmus):
+def test_recursive_formulation_on_a_driven_fmu_matches_simulate(fmus):
+    """Drives run in the kernel the FMU carries (the crane's harmonic cart motion): equal to
+    simulate() in 'recursive', and to newton_euler within the integration tolerance (the
+    drive's effort included)."""
+    r = simulate_fmu(str(fmus["container_crane_driven"]), stop_time=0.5, output_interval=0.01,
+                     start_values={"solver.formulation": "recursive"})
+    m = load_model(MODELS / "container_crane_driven.py")
+    ref = simulate(m, 0.5, 0.01, settings=Settings(formulation="recursive"))
+    ne = simulate(m, 0.5, 0.01, settings=Settings(formulation="newton_euler"))
+    for col in r.dtype.names[1:]:
+        scale = max(1.0, np.abs(ne[col]).max())
+        np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
+        np.testing.assert_allclose(r[col], ne[col], rtol=0, atol=1e-7 * scale, err_msg=col)
+
+
+def test_a_formulation_that_cannot_run_the_model_fails_initialisation(fmus):
+    """(Formerly the driven crane in 'recursive', which runs it now.) Bricard's closed loop
+    in the spatial 'recursive' (open trees only) is refused at initialisation."""
     with pytest.raises(Exception):
-        simulate_fmu(str(fmus["container_crane_driven"]), stop_time=0.1,
+        simulate_fmu(str(fmus["bricard"]), stop_time=0.1,
                      start_values={"solver.formulation": "recursive"})
 
 

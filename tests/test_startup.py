@@ -140,8 +140,9 @@ def test_instantiating_an_fmu_imports_only_what_its_first_step_needs(tmp_path):
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert Path(out["file"]) == unzipped / "resources" / "fmu_mb" / "__init__.py"
     mods = set(out["modules"])
-    assert {"fmu_mb.dynamics.formulations.recursive", "fmu_mb.fmi.slave"} <= mods
+    assert {"fmu_mb.dynamics.formulations.recursive", "fmu_mb.fmi.slave", "pythonfmu"} <= mods
     assert not_needed(mods) == []
+    assert "pythonfmu.builder" not in mods          # packaging.LAZY_PYTHONFMU_INIT
 
 
 @pytest.mark.parametrize("name,formulation,method", [

@@ -294,18 +294,16 @@ def _check(y, t, model):
 
 
 def _budget(form, model, state, t_end, uvec, settings):
-    """Fail fast, before integrating, when the interval needs more than settings.max_steps
-    steps by the last step size (or, with none yet, by a first-step estimate)."""
-    t0 = state.t
-    step = settings.step if settings.method in FIXED_STEP else state.h
-    if step > 0:    # fail fast: the last step size says the interval needs too many steps
-        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
-    elif settings.max_steps:
-        # no step size yet (and a compiled loop cannot be stopped): Hairer's first-step
-        # estimate, allowed to grow 1e4-fold (4 steps of dop853's largest growth), bounds
-        # the number of steps from below
-        step = 1e4 * _first_step(form, model, state, uvec, settings)
-        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / step), step)
+    """Fail fast, before integrating, when a fixed-step method (rk4, euler, the implicit
+    methods) needs more than settings.max_steps steps for the interval: their step count is
+    known in advance. The adaptive methods count their steps as they go (scipy's stepper loop
+    here, the compiled loop in C) and stop at the budget; a count guessed from the last or a
+    first step size would refuse intervals the step-size control covers with a few growing
+    steps (a model at rest, a long doStep after short ones)."""
+    if settings.max_steps and settings.method in FIXED_STEP:
+        t0 = state.t
+        _over_budget(settings, model, t0, t_end, math.ceil((t_end - t0) / settings.step),
+                     settings.step)
 
 
 def _over_budget(settings, model, t, t_end, steps, h):
@@ -315,18 +313,6 @@ def _over_budget(settings, model, t, t_end, steps, h):
             f"model '{model.name}': integrating from t = {t:.9g} s to {t_end:.9g} s needs more "
             f"than {settings.max_steps} integrator steps (step size about {h:.3g} s); the "
             f"call was stopped; take shorter communication steps or check the inputs")
-
-
-def _first_step(form, model, state, uvec, settings):
-    """Hairer, Norsett & Wanner's initial step guess h0 = 0.01 ||y|| / ||y'|| (scaled norms)."""
-    y = np.concatenate([state.q, state.qd])
-    qdd = form.accelerations(model, state.q, state.qd, state.t, uvec).qdd
-    f = np.concatenate([state.qd, qdd])
-    scale = settings.atol + settings.rtol * np.abs(y)
-    d0, d1 = np.sqrt(np.mean((y / scale) ** 2)), np.sqrt(np.mean((f / scale) ** 2))
-    if not (np.isfinite(d0) and np.isfinite(d1)) or d0 < 1e-5 or d1 < 1e-5:
-        return 1e-6
-    return 0.01 * d0 / d1
 
 
 def _rk4(rhs, t, y, t_end, step, model, form, project, settings):

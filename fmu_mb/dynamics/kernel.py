@@ -42,7 +42,20 @@ _ERRORS = {1: "the state became non-finite (NaN or infinity)",
            4: "a spring-damper has zero length (its direction is undefined)",
            5: "invalid kernel arguments",
            6: "cannot restore the constraints of the closed loops (the mechanism may have "
-              "locked up or left its assembly branch)"}
+              "locked up or left its assembly branch)",
+           7: "the step budget (settings.max_steps integrator steps) was used up before the "
+              "end of the interval; the call was stopped; take shorter communication steps or "
+              "check the inputs"}
+
+
+def budget_error(name, t, what, max_steps):
+    """IntegrationError of a compiled integration stopped by settings.max_steps."""
+    return IntegrationError(f"model '{name}': {what} at t = {t:.9g} s: the interval needs "
+                            f"more than {int(max_steps)} integrator steps (settings.max_steps); "
+                            f"the call was stopped and its state kept; take shorter "
+                            f"communication steps or check the inputs")
+
+
 _ROW_KINDS = {"pd": (0, 1), "ang": 2, "prj": 3, "dst": 4}
 _STABILIZATION = {"none": 0, "projection": 1, "baumgarte": 2}
 
@@ -432,7 +445,7 @@ class TreeKernel:
         self._lock = threading.Lock()    # one workspace per model; ctypes drops the GIL
         self._y = np.zeros(2 * n)
         self._u = np.zeros(max(1, self.n_inputs))
-        self._par = np.zeros(8)          # t, t_end, h, rtol, atol, max_step, step, t_fail
+        self._par = np.zeros(9)    # t, t_end, h, rtol, atol, max_step, step, t_fail, max_steps
         self._nfev = np.zeros(1, dtype=np.intc)
         self._out = np.zeros((4, 3 * nb))
         self._qdd = np.zeros(max(1, n))
@@ -444,8 +457,10 @@ class TreeKernel:
         self._px, self._pxd, self._pxdd, self._pf = (p(self._out[0]), p(self._out[1]),
                                                      p(self._out[2]), p(self._out[3]))
 
-    def _error(self, rc, t, what):
+    def _error(self, rc, t, what, max_steps=0):
         msg = _ERRORS.get(rc, f"kernel error {rc}")
+        if rc == 7:
+            return budget_error(self.name, t, what, max_steps)
         if rc == 4:
             i = self.lib.mbk_last_error_index(self.handle)
             name = self.element_names[i] if 0 <= i < len(self.element_names) else "?"
@@ -559,7 +574,7 @@ class TreeKernel:
         return float(par[0]), self._y.copy(), K, float(par[2]), float(par[6])
 
     def _advance_unlocked(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, step,
-                          stab=None):
+                          stab=None, max_steps=0):
         """Integrate to t_end; returns (q, qd, h, number of right-hand sides). stab: the
         arguments of `stabilization` (drift control of the loop rows)."""
         if stab is not None and self.m:
@@ -567,23 +582,25 @@ class TreeKernel:
         self._load(q, qd, u)
         par = self._par
         par[:7] = (t, t_end, h, rtol, atol, max_step, step)
+        par[8] = max_steps
         rc = self.lib.mbk_advance(self.handle, METHOD_CODES[method], self._ppar, self._py,
                                   self._pu, self._pn)
         if rc:
-            raise self._error(rc, float(par[7]), f"the {method} integrator failed")
+            raise self._error(rc, float(par[7]), f"the {method} integrator failed", max_steps)
         n = self.n
         return self._y[:n].copy(), self._y[n:].copy(), float(par[2]), int(self._nfev[0])
 
 
-    def stepper(self, method, rtol, atol, max_step, step, stab=None):
+    def stepper(self, method, rtol, atol, max_step, step, stab=None, max_steps=0):
         """advance() with the solver settings bound once, for co-simulation steps:
         returns step(t, t_end, q, qd, h, u) -> (y, h) with y = (q, qd) at t_end in one
         read-only array (q = y[:n], qd = y[n:]). u must be a float array of the model's
         inputs (validated by the caller); errors as advance(). stab: the arguments of
         `stabilization`, set under the lock before each call when the kernel closes loops."""
         code = METHOD_CODES[method]
-        par = np.zeros(8)
+        par = np.zeros(9)
         par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol, max_step, step)
+        par[8] = max_steps
         lib_advance, handle, lock = self.lib.mbk_advance, self.handle, self._lock
         ppar, py, pu, pn = par.ctypes.data, self._py, self._pu, self._pn
         buf, ubuf, n, ni = self._y, self._u, self.n, self.n_inputs
@@ -603,7 +620,8 @@ class TreeKernel:
                 par[2] = h
                 rc = lib_advance(handle, code, ppar, py, pu, pn)
                 if rc:
-                    raise self._error(rc, float(par[7]), f"the {method} integrator failed")
+                    raise self._error(rc, float(par[7]), f"the {method} integrator failed",
+                                      max_steps)
                 y = buf.copy()
                 h = float(par[2])
             y.flags.writeable = False

@@ -209,12 +209,14 @@ class SpatialKernel:
         self._qdd = np.zeros(n + 1)
         self._u = np.zeros(self.n_inputs + 1)
         self._lam = np.zeros(self.m + 1)
-        self._par = np.zeros(8)
+        self._par = np.zeros(9)
         self._nfev = np.zeros(1, dtype=np.intc)
         self._stab = None
 
-    def _error(self, rc, t, what):
+    def _error(self, rc, t, what, max_steps=0):
         msg = _ERRORS.get(rc, f"kernel error {rc}")
+        if rc == 7:
+            return _kernel.budget_error(self.name, t, what, max_steps)
         cls = {2: SingularSystemError, 6: DriftError}.get(rc, IntegrationError)
         return cls(f"model '{self.name}': {what} at t = {t:.9g} s: {msg}")
 
@@ -309,7 +311,7 @@ class SpatialKernel:
             return self._y[:n].copy(), self._y[n:2 * n].copy()
 
     def advance(self, method, t, t_end, q, qd, h, rtol, atol, max_step, step, u=None,
-                stab=("projection", (0.0, 0.0), 1e-13)):
+                stab=("projection", (0.0, 0.0), 1e-13), max_steps=0):
         """(q, qd, h, nfev) at t_end; stab = (stabilization, (alpha, beta), projection_tol)."""
         n = self.n
         code = _kernel.METHOD_CODES[method]
@@ -318,23 +320,25 @@ class SpatialKernel:
             self._y[:n], self._y[n:2 * n] = q, qd
             self._set_u(u)
             self._par[:] = (t, t_end, h, rtol, atol, max_step if np.isfinite(max_step)
-                            else 1e300, step or 0.0, t)
+                            else 1e300, step or 0.0, t, max_steps)
             rc = self.lib.sk_advance(self.handle, code, self._par.ctypes.data,
                                      self._y.ctypes.data, self._u.ctypes.data,
                                      self._nfev.ctypes.data)
             if rc:
-                raise self._error(rc, float(self._par[7]), "the integration failed")
+                raise self._error(rc, float(self._par[7]), "the integration failed",
+                                  max_steps)
             return (self._y[:n].copy(), self._y[n:2 * n].copy(), float(self._par[2]),
                     int(self._nfev[0]))
 
-    def stepper(self, method, rtol, atol, max_step, step, stab):
+    def stepper(self, method, rtol, atol, max_step, step, stab, max_steps=0):
         """advance() with the solver settings bound once, for co-simulation steps: returns
         run(t, t_end, q, qd, h, u) -> (y, h) with y = (q, qd) at t_end in one read-only
         array. u must be a float array of the model's inputs (validated by the caller)."""
         code = _kernel.METHOD_CODES[method]
-        par = np.zeros(8)
+        par = np.zeros(9)
         par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol,
                     max_step if np.isfinite(max_step) else 1e300, step or 0.0)
+        par[8] = max_steps
         lib_advance, handle, lock = self.lib.sk_advance, self.handle, self._lock
         buf, ubuf, n, ni = self._y, self._u, self.n, self.n_inputs
         ppar, py, pu, pn = (par.ctypes.data, buf.ctypes.data, ubuf.ctypes.data,
@@ -353,7 +357,8 @@ class SpatialKernel:
                 par[2] = h
                 rc = lib_advance(handle, code, ppar, py, pu, pn)
                 if rc:
-                    raise self._error(rc, float(par[7]), f"the {method} integrator failed")
+                    raise self._error(rc, float(par[7]), f"the {method} integrator failed",
+                                      max_steps)
                 y = buf[:2 * n].copy()
                 h = float(par[2])
             y.flags.writeable = False

@@ -3,8 +3,9 @@
 `package_fmu` builds the FMU with pythonfmu 0.7.0's `FmuBuilder`, then post-processes it:
 FMI unit definitions and `unit` attributes in modelDescription.xml, a linux64 binary that
 loads in a process without Python ("standalone"), a fix for pythonfmu's double
-finalisation at process exit (`drop_exit_finalizer`), and checked-hash bytecode of the
-resources' Python files (`bytecode`). The physics lives elsewhere; this
+finalisation at process exit (`drop_exit_finalizer`), checked-hash bytecode of the
+resources' Python files (`bytecode`) and a pythonfmu package that imports its builder only
+when asked (`lazy_builder`). The physics lives elsewhere; this
 module only knows about files, XML and ELF binaries.
 """
 from __future__ import annotations
@@ -132,7 +133,8 @@ def unit_exponents(unit: str) -> tuple[dict[str, int], float]:
 def package_fmu(slave_source: str, module_name: str, project_files: list[Path], dest: Path, *,
                 units: dict[str, str] | None = None, standalone: bool = True,
                 limits: dict[str, tuple] | None = None,
-                documentation: str | None = None, bytecode: bool = True) -> Path:
+                documentation: str | None = None, bytecode: bool = True,
+                lazy_builder: bool = True) -> Path:
     """Build an FMI 2.0 co-simulation FMU from the source of a pythonfmu slave script.
 
     `slave_source` is written to a temporary directory as `<module_name>.py` and built with
@@ -194,6 +196,12 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
         Add `resources/.../__pycache__/<name>.<cache tag>.pyc` for every Python file in
         resources/ (see `checked_bytecode`), so that instantiating the FMU does not compile
         the bundled packages (about 60 % of its start-up without them).
+    lazy_builder : bool
+        Replace the FMU's copy of pythonfmu 0.7.0's `pythonfmu/__init__.py` by one with the
+        same names that imports `FmuBuilder` when first asked for (see `LAZY_PYTHONFMU_INIT`):
+        an FMU never builds FMUs, and the builder's imports (argparse, logging, xml.dom and
+        more) cost ~10 ms of CPU at every instantiation. Only that exact file is replaced;
+        another pythonfmu version's is left as it is.
 
     pythonfmu's win64 binary is removed: only the linux64 binary is post-processed and tested.
     In every case the linux64 binary loses pythonfmu's onLibraryUnload destructor, which
@@ -253,18 +261,48 @@ def package_fmu(slave_source: str, module_name: str, project_files: list[Path], 
             replaced.update(_make_standalone(data, binary, Path(tmp) / "native", tools))
         elif data != original:
             replaced[binary] = data
+        with zipfile.ZipFile(fmu) as z:
+            sources = {n: z.read(n) for n in z.namelist()
+                       if n.startswith("resources/") and n.endswith(".py")}
+        init = "resources/pythonfmu/__init__.py"
+        if lazy_builder and sources.get(init) == PYTHONFMU_INIT:
+            replaced[init] = sources[init] = LAZY_PYTHONFMU_INIT
         if bytecode:
-            with zipfile.ZipFile(fmu) as z:
-                replaced.update(checked_bytecode(
-                    {n: z.read(n) for n in z.namelist()
-                     if n.startswith("resources/") and n.endswith(".py")},
-                    Path(tmp) / "bytecode"))
+            replaced.update(checked_bytecode(sources, Path(tmp) / "bytecode"))
         with zipfile.ZipFile(fmu) as z:
             removed = {n for n in z.namelist()
                        if n.startswith("binaries/") and not n.startswith("binaries/linux64/")}
         if replaced or removed:
             _rewrite_zip(fmu, replaced, removed)
         return _install(fmu, dest)
+
+
+#: pythonfmu 0.7.0's pythonfmu/__init__.py, byte for byte
+PYTHONFMU_INIT = (b"from ._version import __version__\n"
+                  b"from .builder import FmuBuilder\n"
+                  b"from .enums import Fmi2Causality, Fmi2Initial, Fmi2Variability\n"
+                  b"from .fmi2slave import Fmi2Slave\n"
+                  b"from .variables import Boolean, Integer, Real, String\n"
+                  b"from .default_experiment import DefaultExperiment\n")
+
+#: what an fmu_mb FMU carries instead: the same names, FmuBuilder imported on first use
+LAZY_PYTHONFMU_INIT = b'''"""pythonfmu 0.7.0's package namespace, as an fmu_mb FMU carries it: the same names,
+FmuBuilder (and with it argparse, logging, xml.dom) imported when first asked for, since an
+FMU at run time never builds FMUs (fmu_mb/fmi/packaging.py, lazy_builder)."""
+from ._version import __version__
+from .enums import Fmi2Causality, Fmi2Initial, Fmi2Variability
+from .fmi2slave import Fmi2Slave
+from .variables import Boolean, Integer, Real, String
+from .default_experiment import DefaultExperiment
+
+
+def __getattr__(name):
+    if name == "FmuBuilder":
+        from .builder import FmuBuilder
+
+        return FmuBuilder
+    raise AttributeError(f"module 'pythonfmu' has no attribute {name!r}")
+'''
 
 
 def checked_bytecode(sources: dict[str, bytes], workdir: Path) -> dict[str, bytes]:

@@ -142,9 +142,10 @@ def _recursive_supports(model):
     # multipliers (formulation 'recursive' set explicitly still tries and says why it fails)
     # a body placed by a driven tree joint is exempt: a prescribed joint never divides by
     # its articulated inertia (seed 000's driven crane with a massless cart)
+    # (planar kernel only: the spatial one refuses drives)
     driven = {d.joint for d in model.drives}
     placed_by_drive = set()
-    if driven:                        # (the planar tree map: spatial models have no drives)
+    if driven and not getattr(model, "spatial", False):
         tm = _tree_map(model)
         placed_by_drive = {model.bodies[int(tm.other[k])].name for k in range(tm.nt)
                            if 0 <= tm.coord[k] < len(tm.joints)

@@ -135,12 +135,14 @@ def native_advance(model, state, t_end, u, settings):
         q, qd, h, _ = spatial_kernel(model).advance(
             settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h),
             rtol, settings.atol, settings.max_step, settings.step, u,
-            (settings.stabilization, settings.baumgarte, settings.projection_tol))
+            (settings.stabilization, settings.baumgarte, settings.projection_tol),
+            settings.max_steps)
         return q, qd, h
     q, qd, h, _ = tree_kernel(model).advance(
         settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
         rtol, settings.atol, settings.max_step, settings.step,
-        (settings.stabilization, settings.baumgarte, settings.projection_tol))
+        (settings.stabilization, settings.baumgarte, settings.projection_tol),
+        settings.max_steps)
     return q, qd, h
 
 
@@ -249,7 +251,7 @@ def cosim_stepper(model, settings):
     # lock: other instances of the model share the kernel)
     run = k.stepper(settings.method, settings.rtol, settings.atol, settings.max_step,
                     settings.step, (settings.stabilization, settings.baumgarte,
-                                    settings.projection_tol))
+                                    settings.projection_tol), settings.max_steps)
     n = k.n
     make = State.make
 

@@ -34,7 +34,11 @@ typedef struct {
     int (*rhs)(void *ctx, double t, const double *y, double *dy);   /* dy = f(t, y) */
     int (*post)(void *ctx, double t, double *y, int *moved);   /* drift control at t */
     void *ctx;
+    long max_steps;        /* most steps (accepted and rejected) of one integ_advance; 0: no limit */
 } Integ;
+
+/* integ_advance stopped after I->max_steps steps (the caller's budget; y is unchanged) */
+#define INTEG_ERR_BUDGET 7
 
 static int integ_set_tableau(int which, int s, int order, const double *A, const double *B,
                              const double *C, const double *E, const double *E3,
@@ -255,6 +259,8 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
         double span = t_end - t;
         double ns = ceil(span / step - 1e-9);
         long nsteps = ns < 1.0 ? 1 : (long)ns;
+        if (I->max_steps > 0 && nsteps > I->max_steps)
+            return INTEG_ERR_BUDGET;
         double dt = span / (double)nsteps;
         double *k1 = K, *k2 = K + m, *k3 = K + 2 * m, *k4 = K + 3 * m, *yc = K + 4 * m;
         memcpy(yc, y, sizeof(double) * m);
@@ -310,8 +316,11 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
             return rc;
         *nfev += 1;
     }
+    long taken = 0;
     while (tc < t_end) {
         *t_fail = tc;
+        if (I->max_steps > 0 && ++taken > I->max_steps)
+            return INTEG_ERR_BUDGET;
         if ((rc = integ_rk_step(I, T, &tc, t_end, &h_abs, rtol, atol, max_step, nfev, NULL))
             != OK)
             return rc;

@@ -1256,12 +1256,14 @@ static Integ integ(Kernel *k, Rhs *ctx, int drift_control)
 
 /*
  * Integrate y = (q, qd) from t to t_end with inputs u held constant (integ_advance):
- * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]
+ * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out), max_steps (0: no
+ * limit)]
  */
 int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     Rhs ctx = {k, u};
     Integ I = integ(k, &ctx, 1);
+    I.max_steps = (long)par[8];
     int rc = integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
                            par[6], nfev, &par[7]);
     if (rc == OK && k->nd)              /* the prescribed coordinates exactly at t_end */

@@ -1562,7 +1562,8 @@ static int post(void *ctx, double t, double *y, int *moved)
     return rc;
 }
 
-/* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out)]; u the inputs */
+/* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out), max_steps (0: no
+ * limit)]; u the inputs */
 int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     sk_set_inputs(k, u);
@@ -1571,7 +1572,8 @@ int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *
         par[7] = par[0];
         return OK;
     }
-    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k};
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k,
+               (long)par[8]};
     return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
                          par[6], nfev, &par[7]);
 }
