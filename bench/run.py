@@ -39,6 +39,7 @@ T_END = 2.0
 ADAPTIVE_TOLS = [10.0 ** (-k / 2) for k in range(6, 28)]       # 1e-3 ... 3e-14
 IMPLICIT_STEPS = [2e-3, 1e-3, 5e-4, 2e-4, 1e-4, 5e-5, 2e-5, 1e-5, 5e-6]
 CHAIN_PHI0 = -1.0   # see README: the model's default 0.5 rad makes the chain chaotic
+CLOCK = [time.perf_counter]   # --cpu: time.process_time for the in-process runs of both engines
 
 
 # ------------------------------------------------------------------ engines
@@ -56,9 +57,9 @@ class FmuMb:
     def run(self, t_end, tol, form=None):
         s = Settings(method="dop853", formulation=form or self.form, rtol=tol, atol=tol * 1e-2)
         st0 = initial_state(self.model, s)
-        t0 = time.perf_counter()
+        t0 = CLOCK[0]()
         st = advance(self.model, st0, t_end, None, s)
-        wall = time.perf_counter() - t0
+        wall = CLOCK[0]() - t0
         v = output_values(self.model, st, self.model.input_vector(None), s.formulation)
         return wall, dict(zip(self.names, v[self.ia])), dict(zip(self.names, v[self.ir]))
 
@@ -66,9 +67,9 @@ class FmuMb:
         """advance() with the default Settings (formulation auto, dop853, rtol 1e-9)."""
         s = Settings()
         st0 = initial_state(self.model, s)
-        t0 = time.perf_counter()
+        t0 = CLOCK[0]()
         st = advance(self.model, st0, t_end, None, s)
-        wall = time.perf_counter() - t0
+        wall = CLOCK[0]() - t0
         v = output_values(self.model, st, self.model.input_vector(None), s.formulation)
         return wall, dict(zip(self.names, v[self.ia])), dict(zip(self.names, v[self.ir]))
 
@@ -179,7 +180,13 @@ def tune_step(run, h0, ref, target, cap, log, label, h_min=1e-6, fine=2 ** 0.25)
     the last failing step by the fine ratio. Returns (h, err, wall, ok) like tune()."""
     best, h, fail = None, h0, None
     while h >= h_min:
+        t0 = time.perf_counter()
         r = _attempt(run, h, ref, log, label)
+        if r is None and time.perf_counter() - t0 > cap:
+            # a failing run (e.g. Newton giving up at a singular pose) at a smaller step
+            # takes longer still: stop as after a successful run over the cap
+            log(f"    {label}: a failing run took more than the cap {cap:.0f} s; stop tuning")
+            return best
         if r is not None:
             e, wall = r
             if best is None or e < best[1]:
@@ -220,6 +227,9 @@ def exudyn_configs(kind, ex, large=False):
                             T_END, p, solver, sparse=sparse, jac_per_step=True)),
                         "step", 2e-3))
     return out
+
+
+EX_BEST = {}      # (benchmark name, target) -> (run, param) of Exudyn's best setting
 
 
 def run_benchmark(b, repeats, cap, log):
@@ -267,6 +277,7 @@ def run_benchmark(b, repeats, cap, log):
     if exr:
         engines.append(("ex", exr[1], exr[0]))
         row["ex_solver"] = exr[2]
+        EX_BEST[(b["name"], target)] = (exr[0], exr[1][0])
     walls = {k: [] for k, *_ in engines}
     states = {}
     reps = repeats
@@ -311,9 +322,9 @@ FMU_CASES = [("double pendulum", "double_pendulum.py", {}, ["A", "B"], R.double_
 
 def fmu_runs(rows, repeats, log, dt=0.01):
     """Each default-built FMU (no parameter set) in fmpy over [0, 2 s] with 10 ms
-    communication steps (setReal of the first input when there is one, doStep, getReal of
-    the joint angles): wall per simulated second and error, against the best Exudyn time of
-    the same model at 1e-6 from `rows`."""
+    communication steps (doStep, getReal of the joint angles): wall per simulated second and
+    error, timed round-robin with Exudyn's best setting of the same model at 1e-6 (the one
+    run_benchmark found; its wall from those runs when it was not tuned in this process)."""
     from fmpy import extract, read_model_description
     from fmpy.fmi2 import FMU2Slave
 
@@ -330,7 +341,12 @@ def fmu_runs(rows, repeats, log, dt=0.01):
             outs = [vr[f"{n}.angle"] for n in names]
             unz = extract(str(fmu))
             walls, err = [], None
+            bench = "N-four-bar N=1" if "four-bar" in label else label
+            exrun = EX_BEST.get((bench, 1e-6))
+            ex_walls = []
             for k in range(repeats):
+                if exrun:
+                    ex_walls.append(exrun[0](exrun[1])[0])
                 s = FMU2Slave(guid=md.guid, unzipDirectory=unz,
                               modelIdentifier=md.coSimulation.modelIdentifier,
                               instanceName=f"run{k}")
@@ -339,17 +355,18 @@ def fmu_runs(rows, repeats, log, dt=0.01):
                 s.enterInitializationMode()
                 s.exitInitializationMode()
                 n = int(round(T_END / dt))
-                t0 = time.perf_counter()
+                t0 = CLOCK[0]()        # the clock of Exudyn's runs it alternates with
                 for i in range(n):
                     s.doStep(currentCommunicationPoint=i * dt, communicationStepSize=dt)
                     y = s.getReal(outs)
-                walls.append(time.perf_counter() - t0)
+                walls.append(CLOCK[0]() - t0)
                 s.terminate()
                 s.freeInstance()
                 err = error(dict(zip(names, y)), ref)
             ex = next((r["ex"] for r in rows if r["target"] == 1e-6 and r["ex"] and
-                       r["name"] == ("N-four-bar N=1" if "four-bar" in label else label)),
-                      None)
+                       r["name"] == bench), None)
+            if ex and ex_walls:         # side by side with the FMU runs
+                ex = dict(ex, wall=statistics.median(ex_walls), runs=len(ex_walls))
             w = statistics.median(walls)
             out.append(dict(name=label, wall=w, error=err, ex=ex,
                             ratio=(w / ex["wall"]) if ex else None))
@@ -454,11 +471,12 @@ def write_report(out, rows, fmus, co, fs, mem, args, elapsed):
     import exudyn_models as X
 
     L = [f"# fmu_mb vs Exudyn {X.VERSION}", "",
-         f"`python bench/run.py{' --quick' if args.quick else ''}` on "
+         f"`python bench/run.py{' --quick' if args.quick else ''}{' --cpu' if args.cpu else ''}` on "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
          f"fmu_mb formulations registered: {', '.join(fmu_mb.FORMULATIONS)}; run time "
          f"{elapsed / 60:.1f} min.", "",
-         "Wall time per simulated second (median of the runs shown; 2 s simulated), error = "
+         f"{'CPU time of this process (--cpu)' if args.cpu else 'Wall time'} per simulated "
+         "second (median of the runs shown; 2 s simulated), error = "
          "largest joint-angle error at t = 2 s against the tight reference [rad]. fmu_mb "
          "tuned: the fastest formulation and the loosest dop853 rtol that reach the target; "
          "fmu_mb default: `Settings()` (formulation auto, dop853, rtol 1e-9), what a user gets "
@@ -494,6 +512,8 @@ def write_report(out, rows, fmus, co, fs, mem, args, elapsed):
                      f"{'' if e['reached'] else '*'} | {e['error']:.1e} | "
                      f"{e['wall'] / T_END * 1e3:.3g} |")
     L += ["", "## Default-built FMUs in fmpy (no parameter set), 10 ms communication steps", "",
+          "Each FMU run alternates with a run of Exudyn's best setting for the same model at "
+          "1e-6 (medians of those runs).", "",
           "| FMU | ms/s | error at 2 s | Exudyn best at 1e-6, ms/s | FMU / Exudyn best |",
           "|---|---|---|---|---|"]
     for f in fmus:
@@ -571,14 +591,24 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="fewer N and repeats (a few minutes)")
     p.add_argument("--out", default=str(HERE / "results"))
     p.add_argument("--repeats", type=int)
-    p.add_argument("--only", help="run only benchmarks whose name contains this")
+    p.add_argument("--only", help="run only benchmarks whose name contains this (several: "
+                   "comma-separated, e.g. 'N=256,N=40')")
     p.add_argument("--big", action="store_true",
                    help="add the 256-link chain (its reference alone takes 15-20 min) and the "
                         "N-four-bar with N = 40")
+    p.add_argument("--cpu", action="store_true",
+                   help="time the in-process runs of both engines (tuning and the main table) "
+                        "in CPU time of this process instead of wall time: on a machine loaded "
+                        "beyond its cores, a run longer than a scheduler slice is stretched by "
+                        "the load and a short one is not (FMU, co-simulation and start-up "
+                        "rows stay in wall time)")
     p.add_argument("--memory-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.memory_child:
         return memory_child(args.memory_child)
+    if args.cpu:
+        import exudyn_models as X
+        CLOCK[0] = X.CLOCK = time.process_time
     args.repeats = args.repeats or (3 if args.quick else 5)
     args.cosim_steps = 500 if args.quick else 2000
     cap = 15.0 if args.quick else 90.0
@@ -591,7 +621,7 @@ def main(argv=None):
 
     rows = []
     for b in benchmarks(args.quick, args.big):
-        if args.only and args.only not in b["name"]:
+        if args.only and not any(o and o in b["name"] for o in args.only.split(",")):
             continue
         rows.append(run_benchmark(b, args.repeats, cap, log))
     log("== default-built FMUs")

@@ -345,3 +345,42 @@ def unreachable_loop():
     mb.initial("A", guess=math.radians(-60))
     mb.initial("B0", guess=math.radians(120))
     return mb.build()
+
+
+@pytest.mark.parametrize("name", LOOPS)
+def test_joint_coordinate_outputs_of_a_loop_are_read_without_the_general_path(name):
+    """A loop model in tree coordinates: its tree joints' coordinates and rates are q and qd
+    (read directly, as an FMU's getReal does), its cut revolute joints' are phi_c - phi_p -
+    angle0 from the kernel's kinematics, bit for bit what constraints.joint_coordinates
+    gives from the absolute coordinates (the general path, still used for a cut prismatic
+    joint)."""
+    from fmu_mb.dynamics.outputs import Outputs, _direct_coordinates, output_groups
+    from fmu_mb.mechanics import constraints
+
+    m = LOOPS[name]()
+    t, q, qd, u = random_state(m)
+    st = initial_state(m, Settings(formulation="recursive"))
+    st = type(st)(t, q, qd, 0.0, st.coords, dict(st.extra))
+    out = Outputs(m, st, u, "recursive")
+    ix = output_groups(m).get("coords", ())
+    if not len(ix):                     # distance joints only: no joint coordinates
+        assert _direct_coordinates(m) == {}
+        return
+    got = np.array([out.value(int(i)) for i in ix]).reshape(-1, 2)
+    x, xd = get_formulation("recursive").absolute(m, q, qd)
+    qj, qdj, _, _ = constraints.joint_coordinates(m, x, xd)
+    tm = tree_map(m)
+    tree = [k in tm.joints for k in m.compiled.coord_joints]
+    cut = ~np.array(tree)
+    np.testing.assert_array_equal(got[cut, 0], qj[cut])
+    np.testing.assert_array_equal(got[cut, 1], qdj[cut])
+    close(got[:, 0], qj, 1e-12)
+    close(got[:, 1], qdj, 1e-12)
+    direct = _direct_coordinates(m)
+    has_prismatic_cut = any(m.joints[k].kind == "prismatic" and not t_
+                            for k, t_ in zip(m.compiled.coord_joints, tree))
+    expect = set() if has_prismatic_cut else \
+        {int(i) for k, i in enumerate(ix) if tree[k // 2]}
+    assert set(direct) == expect
+    for i, (rate, p) in direct.items():
+        assert out.value(i) == (qd if rate else q)[p]

@@ -5,11 +5,11 @@ centre; a clear error at a singular configuration (a parallelogram four-bar fold
 import numpy as np
 import pytest
 
-from fmu_mb import Settings, deg, initial_state, load_model, simulate
+from fmu_mb import Settings, advance, deg, initial_state, load_model, simulate
 from fmu_mb.dynamics.formulations import minimal
-from fmu_mb.errors import SingularSystemError
+from fmu_mb.errors import InputError, IntegrationError, SingularSystemError
 
-from conftest import MODELS
+from conftest import MODELS, model
 
 
 def test_five_point_suspension_integrates_one_coordinate_and_agrees_with_newton_euler():
@@ -65,3 +65,16 @@ def test_singular_configuration_is_a_clear_error():
                        omega0=-5.0)
     with pytest.raises(SingularSystemError, match="singular configuration"):
         simulate(model, 0.2, 0.1, formulation="minimal")
+
+
+def test_methods_minimal_cannot_run_are_refused_and_the_budget_holds():
+    """minimal integrates with rk4 and scipy's steppers: euler is refused with a message
+    naming those (it raised a KeyError), and settings.max_steps stops its scipy loop."""
+    m = model("four_bar")
+    st = Settings(formulation="minimal", method="euler", step=1e-3)
+    s0 = initial_state(m, st)
+    with pytest.raises(InputError, match="'minimal' integrates with .*'dop853'"):
+        advance(m, s0, 0.01, None, st)
+    capped = Settings(formulation="minimal", max_steps=5)
+    with pytest.raises(IntegrationError, match="more than 5 integrator steps"):
+        advance(m, s0, 10.0, None, capped)

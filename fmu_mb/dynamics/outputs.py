@@ -323,9 +323,18 @@ class Outputs:
 
     def _coords(self):
         model, state = self.model, self.state
-        src = _coordinate_source(model)
-        if state.coords == "joint" and src is not None:
-            return np.stack([state.q[src], state.qd[src]], axis=1).reshape(-1)
+        plan = _coordinate_plan(model) if state.coords == "joint" else None
+        if plan is not None:         # tree joints: q, qd; cut revolute joints: phi_c - phi_p
+            tree_pos, tree_src, cut_pos, ic, ip, angle0 = plan
+            q, qd = np.empty(len(model.compiled.coord_joints)), \
+                np.empty(len(model.compiled.coord_joints))
+            q[tree_pos], qd[tree_pos] = state.q[tree_src], state.qd[tree_src]
+            if len(cut_pos):
+                x, xd = self._get("absolute")
+                xe, xde = constraints.extended(model, x), constraints.extended(model, xd)
+                q[cut_pos] = xe[ic] - xe[ip] - angle0
+                qd[cut_pos] = xde[ic] - xde[ip]
+            return np.stack([q, qd], axis=1).reshape(-1)
         x, xd = self._get("absolute")
         q, qd, _, _ = constraints.joint_coordinates(model, x, xd)
         return np.stack([q, qd], axis=1).reshape(-1)
@@ -355,8 +364,13 @@ class Outputs:
         return np.array(vals, dtype=float)
 
     def _elements(self):
-        x, xd = self._get("absolute")
         vals = []
+        fast = getattr(self.form, "element_values", None)
+        if fast is not None and self.model.spatial and self.state.coords == "joint":
+            for el in fast(self.model, self.state.q, self.state.qd, self.u):
+                vals += list(el)
+            return np.array(vals, dtype=float)
+        x, xd = self._get("absolute")
         if self.model.spatial:
             for el in element_outputs(self.model, x, xd, self.u):
                 vals += list(el)
@@ -403,27 +417,40 @@ def _owners(model):
 
 
 @lru_cache(maxsize=128)
-def _coordinate_source(model):
-    """Positions in a joint-coordinate q of the coordinate joints (model.compiled
-    .coord_joints order), or None when one of them is not a tree coordinate (a cut joint)."""
+def _coordinate_plan(model):
+    """How `Outputs._coords` reads the joint coordinates of a planar joint-coordinate state:
+    (tree_pos, tree_src, cut_pos, ic, ip, angle0): the tree joints at positions tree_pos
+    (model.compiled.coord_joints order) are q[tree_src]; the cut revolute joints at cut_pos
+    are theta = phi_c - phi_p - angle0 with phi_c = x_ext[ic], phi_p = x_ext[ip] (the ground
+    appended to x, as constraints.joint_coordinates computes them; rates alike). None for a
+    spatial model or a loop closed by a cut prismatic joint (all computed from x then)."""
+    if model.spatial:
+        return None
     from ..mechanics.tree import tree_map
 
-    if model.spatial:                       # absolute coordinates only
+    C = model.compiled
+    pos = {k: i for i, k in enumerate(tree_map(model).joints)}
+    ang = {int(p): i for i, p in enumerate(C.coord_ang_pos)}
+    tree_pos = [i for i, k in enumerate(C.coord_joints) if k in pos]
+    cut_pos = [i for i, k in enumerate(C.coord_joints) if k not in pos]
+    if any(i not in ang for i in cut_pos):
         return None
-    tm = tree_map(model)
-    pos = {k: i for i, k in enumerate(tm.joints)}
-    src = [pos.get(k) for k in model.compiled.coord_joints]
-    if any(p is None for p in src):
-        return None
-    return np.array(src, dtype=np.intp)
+    rows = [ang[i] for i in cut_pos]
+    ix = lambda a: np.array(a, dtype=np.intp)  # noqa: E731
+    return (ix(tree_pos), ix([pos[C.coord_joints[i]] for i in tree_pos]), ix(cut_pos),
+            ix([3 * int(C.coord_ang.c[r]) + 2 for r in rows]),
+            ix([3 * int(C.coord_ang.p[r]) + 2 for r in rows]),
+            np.array([C.coord_ang_offset[r] for r in rows], dtype=float))
 
 
 @lru_cache(maxsize=128)
 def _direct_coordinates(model):
-    """{output index: (0 for the coordinate or 1 for the rate, position in q)} of the joint
-    coordinates a joint-coordinate state holds directly (the same numbers as _coords)."""
-    src = _coordinate_source(model)
-    if src is None:
+    """{output index: (0 for the coordinate or 1 for the rate, position in q)} of the tree
+    joints' coordinates a joint-coordinate state holds directly (the same numbers as
+    _coords; a cut joint's coordinate is not among them)."""
+    plan = _coordinate_plan(model)
+    if plan is None:
         return {}
     ix = output_groups(model).get("coords", ())
-    return {int(i): (k % 2, int(src[k // 2])) for k, i in enumerate(ix)}
+    src = dict(zip(plan[0].tolist(), plan[1].tolist()))
+    return {int(i): (k % 2, src[k // 2]) for k, i in enumerate(ix) if k // 2 in src}

@@ -22,10 +22,13 @@ and the initial state are tmt's.
 """
 import numpy as np
 
-from ...errors import DriftError, IntegrationError, SingularSystemError
+from ...errors import DriftError, InputError, IntegrationError, SingularSystemError
 from . import _minimal, _spatial_tmt
 from . import tmt as _tmt
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
+
+#: the integrators of the reduced equations (scipy's steppers and rk4)
+METHODS = ("rk4", "dopri5", "dop853", "radau")
 
 #: switch the independent coordinates when cond(Dd) exceeds this (and a choice at least ten
 #: times better exists) ...
@@ -172,7 +175,13 @@ class _Reduced:
 
 def native_advance(model, state, t_end, u, settings):
     """Integrate only the independent coordinates from state.t to t_end; (q, qd, h)."""
-    from ..integrate import _SCIPY
+    from ..integrate import _SCIPY, _over_budget
+
+    if settings.method not in METHODS:
+        raise InputError(f"model '{model.name}': formulation 'minimal' integrates with "
+                         f"{list(METHODS)}, not with method {settings.method!r}; choose one of "
+                         f"them, or formulation 'tmt' or 'newton_euler' for {settings.method!r}")
+    steps = 0
 
     t, q, qd, h = float(state.t), state.q.copy(), state.qd.copy(), float(state.h)
     tol = 1e-3 * min(settings.rtol, settings.projection_tol)
@@ -202,6 +211,8 @@ def native_advance(model, state, t_end, u, settings):
                              max_step=settings.max_step, first_step=first)
                 sign_prev = red.det_sign(t)
                 while solver.status == "running":
+                    steps += 1
+                    _over_budget(settings, model, solver.t, t_end, steps, solver.h_abs)
                     t_prev, y_prev = solver.t, solver.y.copy()
                     try:
                         msg = solver.step()
