@@ -61,7 +61,7 @@ def _body(mbs, mass, com, J):
                                referencePosition=list(com), gravity=[0, 0, -G])
 
 
-def _tyre(mbs, ground, carrier, wc, c_c, r_t, road, dt, step, k_t=4.0e5, F0=1.0e4, c_t=0.0):
+def _tyre(mbs, ground, carrier, wc, c_c, r_t, road, dt, step, k_t, F0, c_t=0.0):
     """The tyre spring from the road point r_t below the wheel centre wc; its user function
     adds fmu_mb's tyre.h = -k_t z_r (held) to k (l - l0) + c l'. Exudyn calls it at the end
     of each step, so the middle of the step picks the held value. road None: no user
@@ -174,7 +174,7 @@ def exudyn_five_point(road, t_end, step, dt=DT):
     CreateDistanceConstraint links; wheel-centre positions."""
     fp = load_module(MODELS["five_point_suspension"])
     P = fp.HARDPOINTS
-    F0 = 1.0e4
+    F0 = fp.WHEEL_LOAD
     exu, SC, mbs, ground = _system()
     m_c, c_c, J_c = fp.carrier_properties()
     ca = _body(mbs, m_c, c_c, J_c)
@@ -188,7 +188,7 @@ def exudyn_five_point(road, t_end, step, dt=DT):
                            referenceLength=l_s + S0 / fp.SPRING_STIFFNESS,
                            stiffness=fp.SPRING_STIFFNESS, damping=fp.DAMPER_DAMPING)
     wc = P["SPINDLE"]
-    _tyre(mbs, ground, ca, wc, c_c, fp.TYRE_RADIUS, road, dt, step, F0=F0)
+    _tyre(mbs, ground, ca, wc, c_c, fp.TYRE_RADIUS, road, dt, step, k_t=fp.TYRE_STIFFNESS, F0=F0)
     return _solve(exu, mbs, ca, wc, c_c, t_end, step, dt)
 
 
@@ -197,7 +197,7 @@ def fmu_mb_run(name, road, t_end, dt=DT, rtol=1e-10, atol=1e-12):
     with tyre.h = -k_t z_r held over each interval dt."""
     from fmu_mb import load_model, simulate
     model = load_model(MODELS[name])
-    k_t = 4.0e5
+    k_t = model.parameter("tyre_stiffness").value
     t0 = time.perf_counter()
     r = simulate(model, t_end, dt, inputs={"tyre.h": lambda t: -k_t * road(t)}, rtol=rtol,
                  atol=atol)

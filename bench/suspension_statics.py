@@ -165,15 +165,19 @@ def five_point(mr_dw, k_dw, c_dw):
 
 def main():
     dw = double_wishbone()
+    dwm = load_module(os.path.join(HERE, "..", "models", "double_wishbone.py"))
+    F0 = dwm.WHEEL_LOAD
     print("double wishbone:", {k: (round(v, 6) if isinstance(v, float) else v)
                                for k, v in dw.items() if k != "carrier_twist"})
-    fp = five_point(dw["motion_ratio"], 181496.0, 17490.0)
+    fp = five_point(dw["motion_ratio"], dwm.SPRING_STIFFNESS, dwm.DAMPER_DAMPING)
     print("five-point:     ", {k: (round(v, 6) if isinstance(v, float) else v)
                                for k, v in fp.items() if k != "carrier_twist"})
     print("carrier twist per unit wheel rise, double wishbone with the rack held vs five-point:",
           np.abs(dw["carrier_twist"] - fp["carrier_twist"]).max())
-    print(f"double wishbone, F0 = 1e4 N: coil-over {dw['spring_gravity'] + 1e4 * dw['spring_per_load']:.3f} N"
-          f" compression, rack {dw['rack_gravity'] + 1e4 * dw['rack_per_load']:.3f} N tension")
+    print(f"double wishbone, F0 = {F0:.1f} N: coil-over {dw['spring_gravity'] + F0 * dw['spring_per_load']:.3f} N"
+          f" compression, rack {dw['rack_gravity'] + F0 * dw['rack_per_load']:.3f} N tension")
+    print(f"five-point, F0 = {F0:.1f} N: coil-over {fp['spring_gravity'] + F0 * fp['spring_per_load']:.3f} N"
+          " compression")
 
 
 if __name__ == "__main__":

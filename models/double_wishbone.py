@@ -1,17 +1,32 @@
-"""Double-wishbone front suspension, one corner (seed 001, ch. 3.1): upper and lower wishbone,
-wheel carrier, tie rod and steering rack, with a coil-over spring-damper, a tyre spring to the
-road and a steering-rack spring; the chassis is the ground.
+"""Double-wishbone suspension, one corner (seed 001, ch. 3.1): upper and lower wishbone,
+wheel carrier, tie (toe) rod and seed 001's steering rack, with a coil-over spring-damper, a
+tyre spring to the road and a rack spring; the chassis is the ground.
 
-Geometry and masses: the front double-wishbone corner of the AM General HMMWV (M998/M1097),
-as published in Project Chrono's vehicle model library,
-src/chrono_models/vehicle/hmmwv/suspension/HMMWV_DoubleWishbone.cpp (class
-HMMWV_DoubleWishboneFront: hardpoints UCA_F/B/U, LCA_F/B/U, TIEROD_C/U, SPRING_C/A, SPINDLE,
-UPRIGHT and the arms' centres of mass, in inches; masses and moments of inertia), with the wheel
-(HMMWV_Wheel: 18.8 kg) and the 37 x 12.5 R16.5 tyre (HMMWV_TMeasyTire: 37.6 kg, rated load
-3850 lbf at 50 psi). Frame: x forward, y to the left, z up, origin midway between the lower
-wishbone's chassis pivots (Chrono's suspension frame); gravity 9.81 m/s2 along -z. The HMMWV is
-a light utility vehicle, not a passenger car: no passenger-car hardpoint table was at hand
-(see README "Models").
+Geometry and masses: the rear double-wishbone corner of the BMW E90 (3 series, 2005-2011) in
+Project Chrono's vehicle model library, src/chrono_models/vehicle/bmw/BMW_E90_DoubleWishbone.cpp
+(parameters there "taken from SAE Paper 2007-01-0818"; Chrono models the E90's rear axle as a
+double A-arm "replacement for multilink"): hardpoints SPINDLE, UPRIGHT, UCA_F/B/U/CM,
+LCA_F/B/U/CM, SPRING_C/A, TIEROD_C/U in metres, masses of the upper arm (5.813 kg), lower arm
+(23.965 kg), upright (19.450 kg), spindle (14.705 kg) and tie rod (6.0 kg), spring k = 37130
+N/m, damper c = 5810.4 N.s/m; wheel from BMW_E90_RearWheel.cpp (15.4 kg, moments 0.673602,
+1.180307, 0.673602 kg.m2) and tyre from BMW_E90_TMeasyTireRear.cpp (37.6 kg, moments 3.84, 6.69,
+3.84 kg.m2, unloaded radius 0.31785 m, vertical stiffness 357859.23 N/m). Chrono's tyre mass
+and inertia equal its HMMWV tyre's (37.6 kg is heavy for a 255-wide car tyre); they are kept
+as published. Frame (Chrono's suspension frame): x forward, y to the left, z up, origin midway
+between the lower arm's chassis pivots; the hardpoints are Chrono's, given for the left corner;
+gravity 9.81 m/s2 along -z.
+
+Derived, not in Chrono: the moments of inertia Chrono marks "TODO: Fix these values" are used
+as given except the arms' z moments (0.06276 and 0.8938 kg.m2 exceed Ixx + Iyy, which no rigid
+body can have): they are taken as Ixx + Iyy (a flat plate), 0.06 and 0.8; the wheel load
+F0 = WHEEL_LOAD is the static rear-corner load from Chrono's E90 chassis (BMW_E90_Chassis.cpp:
+1442.1 kg, centre of mass 1.371 m behind the front axle; rear axle 2.75717 m behind it,
+BMW_E90_Vehicle.cpp) plus this corner's unsprung parts: g (1442.1 * 1.371 / 2.75717 / 2 +
+122.933) = 4723.2 N. Chrono puts the damper on its own points (SHOCK_C/A); here it acts along
+the spring (a coil-over, SPRING_C/A) with Chrono's c. The E90's rear tie (toe) rod ends at the
+subframe; here its inner end TIEROD_C sits on seed 001's steering rack (prismatic along y, held
+by a stiff spring), which keeps the seed's structure and counts; with the rack held it is a
+toe link to the chassis.
 
 Bodies (n_B = 5) and joints (n_G = 7), as in seed 001's double wishbone:
     upper_arm  -- revolute uca_pivot (axis UCA_F-UCA_B) to the chassis
@@ -19,34 +34,32 @@ Bodies (n_B = 5) and joints (n_G = 7), as in seed 001's double wishbone:
     carrier    -- spherical upper_ball (UCA_U), spherical lower_ball (LCA_U); the wheel carrier
                   is upright + spindle + wheel + tyre as one rigid body (wheel spin not modelled)
     tie_rod    -- spherical outer_tie_rod (TIEROD_U) to the carrier, spherical inner_tie_rod
-                  (TIEROD_C) to the rack; a uniform cylinder of radius 0.02 m
+                  (TIEROD_C) to the rack; a uniform cylinder of radius 0.01 m (Chrono's)
     rack       -- prismatic rack_guide along y to the chassis (seed 001's steering rack,
-                  displacement s; the HMMWV itself steers through a Pitman arm)
+                  displacement s; mass assumed 5 kg)
 Grubler-Kutzbach: f = 6 n_B - sum(6 - f_G) = 30 - (3*5 + 4*3) = 3, the seed's count: spring
 compression (angle beta), steering (rack displacement s), and the isolated spin of the tie rod
 about its own axis (the seed's "isolated degree of freedom"). The constraint Jacobian has full
 rank 27, so the rank-based count is 3 as well; `python -m fmu_mb info` shows both.
 
 Force elements:
-    coil_over  -- TSDA chassis SPRING_C to lower arm SPRING_A: k = spring_stiffness (the slope
-                  of Chrono's spring table at small deflection, 3629.9 N per 0.02 m), c =
-                  damper_damping (mean of Chrono's mid-stroke compression and rebound rates,
-                  71.5 and 128.25 lbf.s/in), free length from the static equilibrium below;
-                  input coil_over.h (active suspension force, tension positive)
+    coil_over  -- TSDA chassis SPRING_C to lower arm SPRING_A: k = spring_stiffness (Chrono's
+                  37130 N/m), c = damper_damping (Chrono's 5810.4 N.s/m), free length from the
+                  static equilibrium below; input coil_over.h (active force, tension positive)
     tyre       -- vertical TSDA from the wheel centre to the contact point r_t below it (the
-                  road); k = tyre_stiffness (assumed 4e5 N/m: about 43 mm deflection at the
-                  rated load 17.1 kN), free length r_t + F0 / k_t; input tyre.h. A road
-                  displacement z_r (up) enters as tyre.h = -tyre_stiffness * z_r; the geometric
-                  lateral stiffness F0 / r_t stands in for the tyre's lateral stiffness. The
-                  spring is bilateral: it pulls the wheel down once the tyre would lift off
-                  (tyre.force > 0), which a road drop beyond F0 / k_t (25 mm) makes happen
-    steering   -- TSDA chassis to rack along y (steering column and driver, assumed
-                  2e5 N/m, 2e3 N.s/m); input steering.h = rack force (tension positive)
-At the design pose the corner carries the static wheel load F0 = wheel_load (assumed 10 kN)
-and is in static equilibrium: the free lengths of coil_over and steering were found by virtual
-work on the mechanism's velocity Jacobian at the design pose (bench/suspension_statics.py prints
-them; tests/test_suspensions.py checks the equilibrium). Changing masses or F0 moves the
-equilibrium, as on a car.
+                  road); k = tyre_stiffness (Chrono's TMeasy vertical stiffness), free length
+                  r_t + F0 / k_t; input tyre.h. A road displacement z_r (up) enters as
+                  tyre.h = -tyre_stiffness * z_r; the geometric lateral stiffness F0 / r_t
+                  stands in for the tyre's lateral stiffness. The spring is bilateral: it pulls
+                  the wheel down once the tyre would lift off (tyre.force > 0), which a road
+                  drop beyond F0 / k_t (13 mm) makes happen
+    steering   -- TSDA chassis to rack along y (toe-link mount, assumed 2e5 N/m, 2e3 N.s/m);
+                  input steering.h = rack force (tension positive)
+At the design pose the corner carries the static wheel load F0 = wheel_load and is in static
+equilibrium: the free lengths of coil_over and steering were found by virtual work on the
+mechanism's velocity Jacobian at the design pose (bench/suspension_statics.py prints them;
+tests/test_suspensions.py checks the equilibrium). The coil-over then carries 6570 N (Chrono's
+spring preload: 7600 N). Changing masses or F0 moves the equilibrium, as on a car.
 
 Output of interest: the marker wheel_centre (SPINDLE) -> wheel_centre.x, .y, .z.
 """
@@ -56,44 +69,49 @@ from fmu_mb import ModelBuilder
 
 DEFAULT_EXPERIMENT = {"stop_time": 1.0, "step_size": 0.005}
 
-IN = 0.0254                      # Chrono gives the HMMWV hardpoints in inches
-HARDPOINTS = {k: tuple(IN * np.array(v)) for k, v in {
-    "SPINDLE": (-1.59, 35.815, -1.035),        # wheel centre
-    "UPRIGHT": (-1.59, 29.5675, -1.035),       # upright centre of mass
-    "UCA_F": (-1.8864, 17.5575, 9.6308),
-    "UCA_B": (-10.5596, 18.8085, 7.6992),
-    "UCA_U": (-2.088, 28.17, 8.484),
-    "UCA_CM": (-4.155, 23.176, 8.575),
-    "LCA_F": (8.79, 12.09, 0.0),
-    "LCA_B": (-8.79, 12.09, 0.0),
-    "LCA_U": (-1.40, 30.965, -4.65),
-    "LCA_CM": (0.0, 21.528, -2.325),
-    "SPRING_C": (4.095, 20.07, 7.775),
-    "SPRING_A": (3.827, 21.385, -1.835),
-    "TIEROD_C": (-9.855, 17.655, 2.135),
-    "TIEROD_U": (-6.922, 32.327, -0.643),
+HARDPOINTS = {k: tuple(np.array(v, dtype=float)) for k, v in {   # Chrono's, metres
+    "SPINDLE": (0.0, 0.7493, 0.0),             # wheel centre
+    "UPRIGHT": (0.0, 0.6493, 0.0),             # upright centre of mass
+    "UCA_F": (0.14986, 0.4572, 0.0635),
+    "UCA_B": (-0.0508, 0.40132, 0.11684),
+    "UCA_U": (0.01397, 0.65024, 0.08636),
+    "UCA_CM": (0.037676667, 0.50292, 0.0889),
+    "LCA_F": (0.22352, 0.41148, -0.07874),
+    "LCA_B": (-0.1778, 0.25908, -0.12446),
+    "LCA_U": (-0.01778, 0.64389, -0.127),
+    "LCA_CM": (0.009313333, 0.43815, -0.110066667),
+    "SPRING_C": (-0.12446, 0.44704, 0.09906),
+    "SPRING_A": (-0.11176, 0.46736, -0.17526),
+    "TIEROD_C": (-0.2235, 0.25781, -0.04064),
+    "TIEROD_U": (-0.1524, 0.65786, -0.04572),
 }.items()}
 
 # Chrono's values (kg, kg.m2 as principal moments along x, y, z); the wheel's and tyre's y axis
-# is the spin axis; the rack's mass is assumed. Chrono's z moments of the arms (0.06276 and
-# 0.8938, marked "TODO: Fix these values" there) exceed Ixx + Iyy, which no rigid body can
-# have; they are taken as Ixx + Iyy (a flat plate), 0.06 and 0.8.
+# is the spin axis; the rack's mass is assumed. The arms' z moments are Ixx + Iyy (see above).
 MASSES = {"upper_arm": 5.813, "lower_arm": 23.965, "upright": 19.450, "spindle": 14.705,
-          "wheel": 18.8, "tyre": 37.6, "tie_rod": 6.0, "rack": 5.0}
+          "wheel": 15.4, "tyre": 37.6, "tie_rod": 6.0, "rack": 5.0}
 INERTIAS = {"upper_arm": (0.03, 0.03, 0.06), "lower_arm": (0.4, 0.4, 0.8),
             "upright": (0.1656, 0.1934, 0.04367), "spindle": (0.04117, 0.07352, 0.04117),
-            "wheel": (0.4634, 0.6243, 0.4634), "tyre": (3.84, 6.69, 3.84)}
-TIE_ROD_RADIUS = 0.02            # Chrono's m_tierodRadius
-TYRE_RADIUS = IN * 37.0 / 2      # 37 in tyre
+            "wheel": (0.673602, 1.180307, 0.673602), "tyre": (3.84, 6.69, 3.84)}
+SPRING_STIFFNESS = 37130.0       # Chrono's m_springConstant [N/m]
+DAMPER_DAMPING = 5810.4          # Chrono's m_damperConstant [N.s/m]
+TYRE_STIFFNESS = 357859.232809   # Chrono's TMeasy rear tyre, SetVerticalStiffness [N/m]
+# static rear-corner load [N]: half the E90 chassis' rear axle share plus the unsprung parts
+WHEEL_LOAD = 9.81 * (1442.1 * 1.371 / 2.75717 / 2
+                     + sum(MASSES[k] for k in MASSES if k != "rack"))
+STEERING_STIFFNESS = 2.0e5       # assumed toe-link mount [N/m]
+STEERING_DAMPING = 2.0e3         # assumed [N.s/m]
+TIE_ROD_RADIUS = 0.01            # Chrono's m_tierodRadius
+TYRE_RADIUS = 0.31785           # Chrono's TMeasy rear tyre, m_unloaded_radius
 RACK_SPRING_LENGTH = 0.3         # length of the steering TSDA at the design pose [m]
 
 # The design pose is the static equilibrium (python bench/suspension_statics.py, default
 # masses): coil-over compression S0 = SPRING_PRELOAD_GRAVITY g / 9.81 + SPRING_PRELOAD_PER_LOAD
 # F0 and steering TSDA tension R0 likewise [N]; the free lengths follow from S0, R0.
-SPRING_PRELOAD_GRAVITY = -2301.791544
-SPRING_PRELOAD_PER_LOAD = 2.213808
-RACK_PRELOAD_GRAVITY = -42.735507
-RACK_PRELOAD_PER_LOAD = 0.053361
+SPRING_PRELOAD_GRAVITY = -1739.85707
+SPRING_PRELOAD_PER_LOAD = 1.759341
+RACK_PRELOAD_GRAVITY = 69.190569
+RACK_PRELOAD_PER_LOAD = -0.101829
 
 
 def hp(name):
@@ -150,15 +168,15 @@ def build(**overrides):
     m_ty = mb.param("tyre_mass", MASSES["tyre"], "kg", "tyre mass", min=0.0)
     m_tr = mb.param("tie_rod_mass", MASSES["tie_rod"], "kg", "tie rod mass", min=1e-6)
     m_ra = mb.param("rack_mass", MASSES["rack"], "kg", "steering rack mass (half)", min=1e-6)
-    k_s = mb.param("spring_stiffness", 181496.0, "N/m", "coil spring stiffness", min=0.0)
-    c_s = mb.param("damper_damping", 17490.0, "N.s/m", "damper coefficient", min=0.0)
-    k_t = mb.param("tyre_stiffness", 4.0e5, "N/m", "tyre vertical stiffness", min=1.0)
+    k_s = mb.param("spring_stiffness", SPRING_STIFFNESS, "N/m", "coil spring stiffness", min=0.0)
+    c_s = mb.param("damper_damping", DAMPER_DAMPING, "N.s/m", "damper coefficient", min=0.0)
+    k_t = mb.param("tyre_stiffness", TYRE_STIFFNESS, "N/m", "tyre vertical stiffness", min=1.0)
     c_t = mb.param("tyre_damping", 0.0, "N.s/m", "tyre vertical damping", min=0.0)
-    F0 = mb.param("wheel_load", 1.0e4, "N", "static wheel load at the design pose "
+    F0 = mb.param("wheel_load", WHEEL_LOAD, "N", "static wheel load at the design pose "
                   "(sets the tyre's free length)", min=0.0)
-    k_r = mb.param("steering_stiffness", 2.0e5, "N/m", "steering stiffness at the rack",
+    k_r = mb.param("steering_stiffness", STEERING_STIFFNESS, "N/m", "steering stiffness at the rack",
                    min=1.0)
-    c_r = mb.param("steering_damping", 2.0e3, "N.s/m", "steering damping at the rack",
+    c_r = mb.param("steering_damping", STEERING_DAMPING, "N.s/m", "steering damping at the rack",
                    min=0.0)
     mb.gravity = (0.0, 0.0, -g)
 

@@ -10,12 +10,15 @@ too. Modelled with the links as bodies with two spherical joints each, the count
 6 * 6 - 10 * 3 = 6: the same spring compression plus the five isolated spins of the links
 about their own axes.
 
-Geometry and masses: the W201's link coordinates were not at hand. The five links are the
-HMMWV front corner of models/double_wishbone.py with each wishbone split into its two arms (as
-the W201's upper and lower link pairs act as wishbones) and the tie rod as the fifth link, its
-inner end fixed to the chassis: hardpoints from Project Chrono,
-src/chrono_models/vehicle/hmmwv/suspension/HMMWV_DoubleWishbone.cpp (HMMWV_DoubleWishboneFront,
-inches), wheel carrier = upright + spindle + wheel (HMMWV_Wheel) + tyre (HMMWV_TMeasyTire).
+Geometry and masses: derived, not a measured multilink. No public hardpoint table of a real
+five-link (multilink) axle was found (Project Chrono's MultiLink data, data/vehicle/generic/,
+sedan/ and audi/json/audi_MultiLink.json, are all its "Generic Multi-Link"). The five links are
+therefore the BMW E90 rear corner of models/double_wishbone.py (Project Chrono,
+src/chrono_models/vehicle/bmw/BMW_E90_DoubleWishbone.cpp, after SAE Paper 2007-01-0818;
+metres, left corner) with each wishbone split into its two arms (as the W201's upper and lower
+link pairs act as wishbones) and the tie (toe) rod as the fifth link, its inner end fixed to
+the chassis; wheel carrier = upright + spindle + wheel (BMW_E90_RearWheel) + tyre
+(BMW_E90_TMeasyTireRear), wheel load and tyre as in models/double_wishbone.py.
 Frame x forward, y left, z up; gravity along -z. The outer ends of each arm pair coincide (one
 ball joint per wishbone), so this linkage has the kinematics of the double wishbone with
 its rack held (tests/test_suspensions.py compares the carrier's velocity at the design pose).
@@ -38,34 +41,37 @@ from fmu_mb import ModelBuilder
 
 DEFAULT_EXPERIMENT = {"stop_time": 1.0, "step_size": 0.005}
 
-IN = 0.0254
-HARDPOINTS = {k: np.array(v) * IN for k, v in {
-    "SPINDLE": (-1.59, 35.815, -1.035), "UPRIGHT": (-1.59, 29.5675, -1.035),
-    "UCA_F": (-1.8864, 17.5575, 9.6308), "UCA_B": (-10.5596, 18.8085, 7.6992),
-    "UCA_U": (-2.088, 28.17, 8.484), "LCA_F": (8.79, 12.09, 0.0), "LCA_B": (-8.79, 12.09, 0.0),
-    "LCA_U": (-1.40, 30.965, -4.65), "SHOCK_C": (4.095, 19.598, 12.722),
-    "TIEROD_C": (-9.855, 17.655, 2.135), "TIEROD_U": (-6.922, 32.327, -0.643),
+HARDPOINTS = {k: np.array(v, dtype=float) for k, v in {     # Chrono's E90, metres
+    "SPINDLE": (0.0, 0.7493, 0.0), "UPRIGHT": (0.0, 0.6493, 0.0),
+    "UCA_F": (0.14986, 0.4572, 0.0635), "UCA_B": (-0.0508, 0.40132, 0.11684),
+    "UCA_U": (0.01397, 0.65024, 0.08636), "LCA_F": (0.22352, 0.41148, -0.07874),
+    "LCA_B": (-0.1778, 0.25908, -0.12446), "LCA_U": (-0.01778, 0.64389, -0.127),
+    "SHOCK_C": (-0.09906, 0.508, 0.36576),
+    "TIEROD_C": (-0.2235, 0.25781, -0.04064), "TIEROD_U": (-0.1524, 0.65786, -0.04572),
 }.items()}
 LINKS = {"upper_front": ("UCA_F", "UCA_U"), "upper_rear": ("UCA_B", "UCA_U"),
          "lower_front": ("LCA_F", "LCA_U"), "lower_rear": ("LCA_B", "LCA_U"),
          "track_rod": ("TIEROD_C", "TIEROD_U")}
-TYRE_RADIUS = IN * 37.0 / 2
+TYRE_RADIUS = 0.31785          # Chrono's TMeasy rear tyre
+TYRE_STIFFNESS = 357859.232809  # Chrono's TMeasy rear tyre [N/m]
+# static wheel load [N], as models/double_wishbone.py derives it from Chrono's E90 chassis
+WHEEL_LOAD = 9.81 * (1442.1 * 1.371 / 2.75717 / 2 + 122.933)
 
 # Coil-over at the design pose, from bench/suspension_statics.py with the default masses:
 # compressive force S0 = SPRING_PRELOAD_GRAVITY + SPRING_PRELOAD_PER_LOAD * F0 [N], and the
 # stiffness and damping that give the double wishbone's wheel rate and wheel damping.
-SPRING_PRELOAD_GRAVITY = -1356.008489
-SPRING_PRELOAD_PER_LOAD = 1.548268
-SPRING_STIFFNESS = 88772.686
-DAMPER_DAMPING = 8554.647
+SPRING_PRELOAD_GRAVITY = -872.248985
+SPRING_PRELOAD_PER_LOAD = 1.022319
+SPRING_STIFFNESS = 12537.134023
+DAMPER_DAMPING = 1961.911218
 
 
 def carrier_properties():
     """Mass, centre and inertia (global axes) of upright + spindle + wheel + tyre (Chrono's
-    HMMWV values; principal moments along x, y, z, the spin axis y)."""
+    E90 values; principal moments along x, y, z, the spin axis y)."""
     parts = [(19.450, HARDPOINTS["UPRIGHT"], (0.1656, 0.1934, 0.04367)),
              (14.705, HARDPOINTS["SPINDLE"], (0.04117, 0.07352, 0.04117)),
-             (18.8, HARDPOINTS["SPINDLE"], (0.4634, 0.6243, 0.4634)),
+             (15.4, HARDPOINTS["SPINDLE"], (0.673602, 1.180307, 0.673602)),
              (37.6, HARDPOINTS["SPINDLE"], (3.84, 6.69, 3.84))]
     m = sum(p[0] for p in parts)
     c = sum(p[0] * p[1] for p in parts) / m
@@ -81,9 +87,9 @@ def build(**overrides):
     k_s = mb.param("spring_stiffness", SPRING_STIFFNESS, "N/m", "coil spring stiffness",
                    min=0.0)
     c_s = mb.param("damper_damping", DAMPER_DAMPING, "N.s/m", "damper coefficient", min=0.0)
-    k_t = mb.param("tyre_stiffness", 4.0e5, "N/m", "tyre vertical stiffness", min=1.0)
+    k_t = mb.param("tyre_stiffness", TYRE_STIFFNESS, "N/m", "tyre vertical stiffness", min=1.0)
     c_t = mb.param("tyre_damping", 0.0, "N.s/m", "tyre vertical damping", min=0.0)
-    F0 = mb.param("wheel_load", 1.0e4, "N", "static wheel load at the design pose", min=0.0)
+    F0 = mb.param("wheel_load", WHEEL_LOAD, "N", "static wheel load at the design pose", min=0.0)
     mb.gravity = (0.0, 0.0, -g)
 
     P = HARDPOINTS

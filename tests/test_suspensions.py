@@ -13,7 +13,8 @@ from fmu_mb.tools.cli import main
 
 from conftest import MODELS, ROOT
 
-K_TYRE = 4.0e5          # the models' default tyre stiffness: tyre.h = -K_TYRE * z_road
+K_TYRE = load_model(MODELS / "double_wishbone.py").parameter("tyre_stiffness").value
+# the models' default tyre stiffness (Chrono's E90 rear tyre): tyre.h = -K_TYRE * z_road
 
 
 @pytest.mark.parametrize("name,counts", [
@@ -43,13 +44,15 @@ def test_wheel_load_and_road_step_give_the_static_wheel_rate():
     """Raising the road by z moves the wheel centre, once settled, by z k_t / (k_t + k_w),
     with the wheel rate k_w = k_s MR^2 from the motion ratio of bench/suspension_statics.py;
     within 3 %, what the steering compliance and the preloads' geometric stiffness leave
-    out (measured 1.2 %)."""
+    out (measured 0.37 % on the E90 corner; the bump and toe modes are damped
+    harder than by default so that 0.4 s settles them)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import suspension_statics as st
     mr = st.double_wishbone()["motion_ratio"]
-    k_w = 181496.0 * mr ** 2
+    k_w = load_model(MODELS / "double_wishbone.py").parameter("spring_stiffness").value * mr ** 2
     z = 0.01
-    r = simulate(load_model(MODELS / "double_wishbone.py", damper_damping=4e4), 0.4, 0.1,
+    r = simulate(load_model(MODELS / "double_wishbone.py", damper_damping=1.9e4,
+                            steering_damping=2e4), 0.4, 0.1,
                  inputs={"tyre.h": -K_TYRE * z})
     rise = r["wheel_centre.z"] - r["wheel_centre.z"][0]
     assert abs(rise[-1] - rise[-2]) < 1e-5                  # settled (damping ratio ~0.5)
@@ -63,7 +66,9 @@ def test_five_point_linkage_has_the_double_wishbone_kinematics_with_the_rack_hel
     sys.path.insert(0, str(ROOT / "bench"))
     import suspension_statics as st
     dw = st.double_wishbone()
-    fp = st.five_point(dw["motion_ratio"], 181496.0, 17490.0)
+    dwm = load_model(MODELS / "double_wishbone.py")
+    fp = st.five_point(dw["motion_ratio"], dwm.parameter("spring_stiffness").value,
+                       dwm.parameter("damper_damping").value)
     np.testing.assert_allclose(fp["carrier_twist"], dw["carrier_twist"], atol=1e-12)
     m = load_model(MODELS / "five_point_suspension.py")
     assert m.parameter("spring_stiffness").value == pytest.approx(fp["stiffness"], rel=1e-6)

@@ -432,7 +432,9 @@ class TreeKernel:
         if self.nd and lib.mbk_set_drives(handle, self.nd, di.ctypes.data, len(dp),
                                           dp.ctypes.data):
             raise InputError(f"model '{model.name}': the kernel refused the drives' laws")
-        cut_pos = np.setdiff1d(np.arange(self.m_loop + self.nd), self._drive_pos)
+        keep = np.ones(self.m_loop + self.nd, bool)      # (np.setdiff1d would import
+        keep[self._drive_pos] = False                    # numpy.ma: ~10 ms of start-up)
+        cut_pos = np.flatnonzero(keep)
         order = np.argsort(np.concatenate([cut_pos, self._drive_pos]))
         # C's order: loop rows, contact rows, drives -> cut_rows order (loops and drives)
         self._order = np.where(order < self.m_loop, order, order + self.m - self.m_loop)

@@ -364,8 +364,13 @@ class Outputs:
         return np.array(vals, dtype=float)
 
     def _elements(self):
-        x, xd = self._get("absolute")
         vals = []
+        fast = getattr(self.form, "element_values", None)
+        if fast is not None and self.model.spatial and self.state.coords == "joint":
+            for el in fast(self.model, self.state.q, self.state.qd, self.u):
+                vals += list(el)
+            return np.array(vals, dtype=float)
+        x, xd = self._get("absolute")
         if self.model.spatial:
             for el in element_outputs(self.model, x, xd, self.u):
                 vals += list(el)

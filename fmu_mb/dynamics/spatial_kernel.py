@@ -53,6 +53,7 @@ def library():
     lib.sk_set_stabilization.argtypes = [P, I, D, D, D]
     lib.sk_set_pose_data.argtypes = [P, P]
     lib.sk_kinematics.argtypes = [P, P, P, P, P]
+    lib.sk_element_outputs.argtypes = [P, P, P, P, P]
     lib.sk_points.restype = None
     lib.sk_points.argtypes = [P, P, P, I, P, P, P]
     lib.sk_accelerations_full.argtypes = [P, P, P, P, P, P, P, P]
@@ -204,6 +205,13 @@ class SpatialKernel:
         self._mk_body = np.ascontiguousarray(C.markers.p, dtype=np.intc)
         self._mk_pts = np.ascontiguousarray(C.marker_points, dtype=float).reshape(-1, 3)
         self._mk_out = np.zeros((len(self._mk_body), 6))
+        self._el_out = np.zeros((len(self._ei) + 1, 8))
+        # model.elements order -> (kernel row, number of outputs)
+        order = ([g for g in (C.tsda.names, C.rsda.names, C.bushing.names)]
+                 + [C.frc_names, C.trq_names])
+        row = {name: i for i, name in enumerate(n for names in order for n in names)}
+        width = {"tsda": 2, "rsda": 2, "bushing": 6, "force": 1, "torque": 1}
+        self._el_map = [(row[e.name], width[e.kind]) for e in model.elements]
         self._lock = threading.Lock()
         self._y = np.zeros(2 * n + 1)
         self._qdd = np.zeros(n + 1)
@@ -290,6 +298,20 @@ class SpatialKernel:
                                self._mk_body.ctypes.data, self._mk_pts.ctypes.data,
                                self._mk_out.ctypes.data)
             return self._mk_out.copy()
+
+    def element_outputs(self, q, qd, u=None):
+        """Per element in model.elements order its output values (as
+        fmu_mb.mechanics.spatial.elements.element_outputs)."""
+        n = self.n
+        with self._lock:
+            self._y[:n], self._y[n:2 * n] = q, qd
+            self._set_u(u)
+            y = self._y.ctypes.data
+            rc = self.lib.sk_element_outputs(self.handle, y, y + 8 * n, self._u.ctypes.data,
+                                             self._el_out.ctypes.data)
+            if rc:
+                raise self._error(rc, 0.0, "the element outputs cannot be computed")
+            return [list(self._el_out[i, :w]) for i, w in self._el_map]
 
     def multipliers(self):
         """lam of the kernel's cut rows from the last evaluation."""

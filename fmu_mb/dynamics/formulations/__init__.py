@@ -14,6 +14,8 @@ Each is a small namespace with the same functions:
         with the settings bound once (integrate.stepper; None attribute where absent)
     markers(model, q, qd) -> (n_markers, 6) positions and velocities, or None: a compiled
         shortcut for the marker outputs (recursive, spatial; None attribute where absent)
+    element_values(model, q, qd, u) -> per element its outputs, or None: the same for the
+        force elements' outputs
     supports(model) -> bool, or None for the formulations that run every model (recursive:
         trees, closed loops, contacts and drives with a law given as data; spatial: trees and
         closed loops, no drives or contacts; fmu_mb.dynamics.kernel.supported and
@@ -84,6 +86,7 @@ def _namespace(name):
         native_stepper=getattr(mod, "native_stepper", None),
         cosim_stepper=getattr(mod, "cosim_stepper", None),
         supports=getattr(mod, "supports", None), markers=getattr(mod, "markers", None),
+        element_values=getattr(mod, "element_values", None),
         equations=getattr(mod, "reduced_equations", None),
         kinematics=getattr(mod, "kinematics", None), dae=getattr(mod, "dae_terms", None))
 

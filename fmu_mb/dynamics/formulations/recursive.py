@@ -98,6 +98,17 @@ def markers(model, q, qd):
     return spatial_kernel(model).markers(np.asarray(q, float), np.asarray(qd, float))
 
 
+def element_values(model, q, qd, u):
+    """Per element the output values of a spatial model from the kernel; None for a planar
+    one (the outputs compute them from x)."""
+    if not model.spatial:
+        return None
+    from ..spatial_kernel import spatial_kernel
+
+    return spatial_kernel(model).element_outputs(np.asarray(q, float), np.asarray(qd, float),
+                                                 u)
+
+
 def initial_state(model):
     if model.spatial:
         from . import _spatial_tmt   # a planar model never loads it

@@ -85,6 +85,7 @@ typedef struct {
     int ne, nu;
     int *ei;
     double *ed, *u;
+    double *eout;                     /* NULL, or 8 outputs per element (sk_element_outputs) */
     /* cut joints and their rows */
     int nc, m;
     int *ci;
@@ -1057,17 +1058,30 @@ static int forces(SK *k)
         double h = ui >= 0 ? k->u[ui] : 0.0;
         Pair P;
         Row R;
+        double *eo = k->eout ? k->eout + 8 * i : NULL;
         if (type == E_TSDA) {
             pair_init(k, a, b, ed, ed + 3, &P);
             if (norm_d(k, &P, &R) != OK)
                 return ERR_SINGULAR;
-            apply(k, &R, ed[24] * (R.val - ed[26]) + ed[25] * rate(k, &R) + h);
+            double sf = ed[24] * (R.val - ed[26]) + ed[25] * rate(k, &R) + h;
+            apply(k, &R, sf);
+            if (eo) {
+                eo[0] = sf;
+                eo[1] = R.val;
+            }
         } else if (type == E_RSDA) {
             pair_init(k, a, b, ed, ed + 3, &P);
             joint_angle(k, &P, ed + 6, ed + 15, &R);
-            apply(k, &R, ed[24] * wrap(R.val - ed[26]) + ed[25] * rate(k, &R) + h);
+            double sf = ed[24] * wrap(R.val - ed[26]) + ed[25] * rate(k, &R) + h;
+            apply(k, &R, sf);
+            if (eo) {
+                eo[0] = sf;
+                eo[1] = R.val;
+            }
         } else if (type == E_FORCE || type == E_TORQUE) {
             double dir[3], mag = ed[24] + h, arm[3], t[3];
+            if (eo)
+                eo[0] = mag;
             if (ei[4])
                 mat3(k->A + 9 * b, ed + 27, dir);
             else
@@ -1116,12 +1130,26 @@ static int forces(SK *k)
                 for (int l = 0; l < 6; l++)
                     s += ed[30 + 6 * j + l] * e[l] + ed[66 + 6 * j + l] * ed6[l];
                 apply(k, &E[j], s);
+                if (eo)
+                    eo[j] = s;
             }
         } else {
             return ERR_ARGS;
         }
     }
     return OK;
+}
+
+/* the outputs of the elements (8 per element, kernel order: TSDA s, l; RSDA s, theta;
+ * bushing s (6); force and torque value + h) at (q, qd) with inputs u */
+int sk_element_outputs(SK *k, const double *q, const double *qd, const double *u, double *out)
+{
+    sk_set_inputs(k, u);
+    kinematics(k, q, qd);
+    k->eout = out;
+    int rc = forces(k);
+    k->eout = NULL;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ closed loops */
