@@ -525,11 +525,11 @@ def test_recursive_formulation_on_a_driven_fmu_matches_simulate(fmus):
 
 
 def test_a_formulation_that_cannot_run_the_model_fails_initialisation(fmus):
-    """(Formerly the driven crane in 'recursive', which runs it now.) Bricard's closed loop
-    in the spatial 'recursive' (open trees only) is refused at initialisation."""
+    """(Formerly the driven crane in 'recursive', which runs it now.) The bouncing ball's
+    contact in 'minimal' (no contacts) is refused at initialisation."""
     with pytest.raises(Exception):
-        simulate_fmu(str(fmus["bricard"]), stop_time=0.1,
-                     start_values={"solver.formulation": "recursive"})
+        simulate_fmu(str(fmus["bouncing_ball"]), stop_time=0.1,
+                     start_values={"solver.formulation": "minimal"})
 
 
 def test_structural_parameter_change_is_refused(fmus):
