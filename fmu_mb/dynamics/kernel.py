@@ -67,7 +67,7 @@ class KernelUnavailable(FmuMbError):
 def _tag(source=None):
     source = SOURCE if source is None else source        # read at call time (tests patch it)
     text = source.read_bytes()
-    for name in re.findall(rb'#include "([^"]+)"', text):  # the shared integrators.h
+    for name in re.findall(rb'#include "([^"]+)"', text):  # the shared headers
         for d in (source.parent, NATIVE_DIR):
             if (d / name.decode()).is_file():
                 text += (d / name.decode()).read_bytes()

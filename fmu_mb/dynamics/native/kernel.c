@@ -663,6 +663,7 @@ enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4 };
 #define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
 #define RD 8          /* doubles per row: sp(2), sc(2), w0(2), offset, sign */
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
+#include "dense.h"                             /* Cholesky / eigen solve of S, shared */
 static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
 enum { ERR_DRIFT = 6 };
 
@@ -847,59 +848,6 @@ static int schur(Kernel *k)
     return OK;
 }
 
-/* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
-static void jacobi(double *A, double *V, double *w, int m)
-{
-    for (int i = 0; i < m * m; i++)
-        V[i] = 0.0;
-    for (int i = 0; i < m; i++)
-        V[i * m + i] = 1.0;
-    for (int sweep = 0; sweep < 100; sweep++) {
-        double off = 0.0, dg = 0.0;
-        for (int i = 0; i < m; i++) {
-            dg += A[i * m + i] * A[i * m + i];
-            for (int j = i + 1; j < m; j++)
-                off += A[i * m + j] * A[i * m + j];
-        }
-        if (!(off > 1e-30 * dg))                    /* converged to rounding */
-            break;
-        int rotated = 0;
-        for (int p = 0; p < m; p++)
-            for (int q = p + 1; q < m; q++) {
-                double apq = A[p * m + q];
-                if (!(apq * apq > 1e-32 * dg / ((double)m * m)))   /* negligible entry */
-                    continue;
-                rotated = 1;
-                double th = (A[q * m + q] - A[p * m + p]) / (2.0 * apq);
-                double t = (th >= 0.0 ? 1.0 : -1.0) / (fabs(th) + sqrt(th * th + 1.0));
-                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
-                for (int r = 0; r < m; r++) {               /* columns p, q */
-                    double a = A[r * m + p], b = A[r * m + q];
-                    A[r * m + p] = c * a - s * b;
-                    A[r * m + q] = s * a + c * b;
-                }
-                for (int r = 0; r < m; r++) {               /* rows p, q */
-                    double a = A[p * m + r], b = A[q * m + r];
-                    A[p * m + r] = c * a - s * b;
-                    A[q * m + r] = s * a + c * b;
-                }
-                A[p * m + q] = A[q * m + p] = 0.0;
-                for (int r = 0; r < m; r++) {
-                    double a = V[r * m + p], b = V[r * m + q];
-                    V[r * m + p] = c * a - s * b;
-                    V[r * m + q] = s * a + c * b;
-                }
-            }
-        if (!rotated)
-            break;
-    }
-    for (int i = 0; i < m; i++)
-        w[i] = A[i * m + i];
-}
-
-/* LAPACK's dsyev (scipy.linalg.cython_lapack, set by mbk_set_eigensolver); NULL: Jacobi */
-typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
-                        int *);
 static syev_fn SYEV = NULL;
 
 void mbk_set_eigensolver(void *f) { SYEV = (syev_fn)f; }
@@ -908,80 +856,8 @@ void mbk_set_eigensolver(void *f) { SYEV = (syev_fn)f; }
  * the truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
 static int psd_solve(Kernel *k, const double *rhs, double *y)
 {
-    int m = k->m;
-    double *A = k->Sm, *V = k->Vm, *w = k->ev;
-    memcpy(V, A, sizeof(double) * m * m);        /* keep S for the fallback */
-    int ok = 1;
-    double dmin = INFINITY, dmax = 0.0;
-    for (int j = 0; j < m && ok; j++) {          /* L in the lower triangle of V */
-        double s = V[j * m + j];
-        for (int i = 0; i < j; i++)
-            s -= V[j * m + i] * V[j * m + i];
-        if (!(s > 0.0)) {
-            ok = 0;
-            break;
-        }
-        double d = sqrt(s);
-        V[j * m + j] = d;
-        dmin = fmin(dmin, d);
-        dmax = fmax(dmax, d);
-        for (int r = j + 1; r < m; r++) {
-            double t = V[r * m + j];
-            for (int i = 0; i < j; i++)
-                t -= V[r * m + i] * V[j * m + i];
-            V[r * m + j] = t / d;
-        }
-    }
-    if (ok && dmin * dmin > RANK_RTOL * 1e2 * dmax * dmax) {
-        for (int i = 0; i < m; i++) {
-            double t = rhs[i];
-            for (int j = 0; j < i; j++)
-                t -= V[i * m + j] * y[j];
-            y[i] = t / V[i * m + i];
-        }
-        for (int i = m - 1; i >= 0; i--) {
-            double t = y[i];
-            for (int j = i + 1; j < m; j++)
-                t -= V[j * m + i] * y[j];
-            y[i] = t / V[i * m + i];
-        }
-        return OK;
-    }
-    for (int i = 0; i < m * m; i++)
-        if (!isfinite(A[i]))
-            return ERR_NONFINITE;
-    int se = 1, si = m;                  /* component i of eigenvector e: V[e se + i si] */
-    int info = 1;
-    if (SYEV && k->work) {
-        char jobz = 'V', uplo = 'L';
-        int nn = m, lda = m, lw = k->lwork;
-        memcpy(V, A, sizeof(double) * m * m);
-        SYEV(&jobz, &uplo, &nn, V, &lda, w, k->work, &lw, &info);
-        se = m;
-        si = 1;                          /* column-major eigenvectors */
-    }
-    if (info != 0) {
-        jacobi(A, V, w, m);
-        se = 1;
-        si = m;
-    }
-    double wmax = 0.0;
-    for (int i = 0; i < m; i++)
-        wmax = fmax(wmax, w[i]);
-    double cut = RANK_RTOL * fmax(wmax, 1e-300);
-    for (int i = 0; i < m; i++)
-        y[i] = 0.0;
-    for (int e = 0; e < m; e++) {
-        if (!(w[e] > cut))
-            continue;
-        double t = 0.0;
-        for (int i = 0; i < m; i++)
-            t += V[e * se + i * si] * rhs[i];
-        t /= w[e];
-        for (int i = 0; i < m; i++)
-            y[i] += V[e * se + i * si] * t;
-    }
-    return OK;
+    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, RANK_RTOL, SYEV, k->work, k->lwork, rhs,
+                           y);
 }
 
 /* qdd with the loop rows, after kinematics and forces; lam in k->lam */

@@ -67,6 +67,7 @@ enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST 
 #define MAXS 16
 
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
+#include "dense.h"                             /* Cholesky / eigen solve of S, shared */
 static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
 
 typedef struct {               /* a scalar of two bodies p, c: value, twist Jacobian, gamma */
@@ -1237,120 +1238,11 @@ static void schur(SK *k)
             k->Sm[r * m + l] = k->Sm[l * m + r] = acc;
         }
 }
-/* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
-static void jacobi(double *A, double *V, double *w, int m)
-{
-    for (int i = 0; i < m * m; i++)
-        V[i] = 0.0;
-    for (int i = 0; i < m; i++)
-        V[i * m + i] = 1.0;
-    for (int sweep = 0; sweep < 100; sweep++) {
-        double off = 0.0, dg = 0.0;
-        for (int i = 0; i < m; i++) {
-            dg += A[i * m + i] * A[i * m + i];
-            for (int j = i + 1; j < m; j++)
-                off += A[i * m + j] * A[i * m + j];
-        }
-        if (!(off > 1e-30 * dg))                    /* converged to rounding */
-            break;
-        int rotated = 0;
-        for (int p = 0; p < m; p++)
-            for (int q = p + 1; q < m; q++) {
-                double apq = A[p * m + q];
-                if (!(apq * apq > 1e-32 * dg / ((double)m * m)))   /* negligible entry */
-                    continue;
-                rotated = 1;
-                double th = (A[q * m + q] - A[p * m + p]) / (2.0 * apq);
-                double t = (th >= 0.0 ? 1.0 : -1.0) / (fabs(th) + sqrt(th * th + 1.0));
-                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
-                for (int r = 0; r < m; r++) {               /* columns p, q */
-                    double a = A[r * m + p], b = A[r * m + q];
-                    A[r * m + p] = c * a - s * b;
-                    A[r * m + q] = s * a + c * b;
-                }
-                for (int r = 0; r < m; r++) {               /* rows p, q */
-                    double a = A[p * m + r], b = A[q * m + r];
-                    A[p * m + r] = c * a - s * b;
-                    A[q * m + r] = s * a + c * b;
-                }
-                A[p * m + q] = A[q * m + p] = 0.0;
-                for (int r = 0; r < m; r++) {
-                    double a = V[r * m + p], b = V[r * m + q];
-                    V[r * m + p] = c * a - s * b;
-                    V[r * m + q] = s * a + c * b;
-                }
-            }
-        if (!rotated)
-            break;
-    }
-    for (int i = 0; i < m; i++)
-        w[i] = A[i * m + i];
-}
-
 /* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm: Cholesky, or the
  * truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
 static int psd_solve(SK *k, const double *rhs, double *y)
 {
-    int m = k->m;
-    double *A = k->Sm, *V = k->Vm, *w = k->ev;
-    memcpy(V, A, sizeof(double) * m * m);
-    int ok = 1;
-    double dmin = INFINITY, dmax = 0.0;
-    for (int j = 0; j < m && ok; j++) {          /* L in the lower triangle of V */
-        double s = V[j * m + j];
-        for (int i = 0; i < j; i++)
-            s -= V[j * m + i] * V[j * m + i];
-        if (!(s > 0.0)) {
-            ok = 0;
-            break;
-        }
-        double d = sqrt(s);
-        V[j * m + j] = d;
-        dmin = fmin(dmin, d);
-        dmax = fmax(dmax, d);
-        for (int r = j + 1; r < m; r++) {
-            double t = V[r * m + j];
-            for (int i = 0; i < j; i++)
-                t -= V[r * m + i] * V[j * m + i];
-            V[r * m + j] = t / d;
-        }
-    }
-    if (ok && dmin * dmin > RANK_RTOL * 1e2 * dmax * dmax) {
-        for (int i = 0; i < m; i++) {
-            double t = rhs[i];
-            for (int j = 0; j < i; j++)
-                t -= V[i * m + j] * y[j];
-            y[i] = t / V[i * m + i];
-        }
-        for (int i = m - 1; i >= 0; i--) {
-            double t = y[i];
-            for (int j = i + 1; j < m; j++)
-                t -= V[j * m + i] * y[j];
-            y[i] = t / V[i * m + i];
-        }
-        return OK;
-    }
-    for (int i = 0; i < m * m; i++)
-        if (!isfinite(A[i]))
-            return ERR_NONFINITE;
-    jacobi(A, V, w, m);                  /* component i of eigenvector e: V[e + i m] */
-    double wmax = 0.0;
-    for (int i = 0; i < m; i++)
-        wmax = fmax(wmax, w[i]);
-    double cut = RANK_RTOL * fmax(wmax, 1e-300);
-    for (int i = 0; i < m; i++)
-        y[i] = 0.0;
-    for (int e = 0; e < m; e++) {
-        if (!(w[e] > cut))
-            continue;
-        double t = 0.0;
-        for (int i = 0; i < m; i++)
-            t += V[e + i * m] * rhs[i];
-        t /= w[e];
-        for (int i = 0; i < m; i++)
-            y[i] += V[e + i * m] * t;
-    }
-    return OK;
+    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, RANK_RTOL, NULL, NULL, 0, rhs, y);
 }
 
 /* ν' with the loop rows (nud), after kinematics and forces; lam in k->lam */

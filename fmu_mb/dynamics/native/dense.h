@@ -1,0 +1,146 @@
+/*
+ * Dense symmetric linear algebra shared by the planar kernel (kernel.c) and the spatial one
+ * (spatial_kernel.c): the Schur complement S = D Mbar^-1 D' of the loop rows is solved by
+ * Cholesky, or by its truncated eigen-decomposition near a singular (redundant or collinear)
+ * configuration, as fmu_mb.linalg.schur_solve does in Python. Included after the includer
+ * defines OK and ERR_NONFINITE.
+ */
+#ifndef FMU_MB_DENSE_H
+#define FMU_MB_DENSE_H
+
+/* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
+static void dense_jacobi(double *A, double *V, double *w, int m)
+{
+    for (int i = 0; i < m * m; i++)
+        V[i] = 0.0;
+    for (int i = 0; i < m; i++)
+        V[i * m + i] = 1.0;
+    for (int sweep = 0; sweep < 100; sweep++) {
+        double off = 0.0, dg = 0.0;
+        for (int i = 0; i < m; i++) {
+            dg += A[i * m + i] * A[i * m + i];
+            for (int j = i + 1; j < m; j++)
+                off += A[i * m + j] * A[i * m + j];
+        }
+        if (!(off > 1e-30 * dg))                    /* converged to rounding */
+            break;
+        int rotated = 0;
+        for (int p = 0; p < m; p++)
+            for (int q = p + 1; q < m; q++) {
+                double apq = A[p * m + q];
+                if (!(apq * apq > 1e-32 * dg / ((double)m * m)))   /* negligible entry */
+                    continue;
+                rotated = 1;
+                double th = (A[q * m + q] - A[p * m + p]) / (2.0 * apq);
+                double t = (th >= 0.0 ? 1.0 : -1.0) / (fabs(th) + sqrt(th * th + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int r = 0; r < m; r++) {               /* columns p, q */
+                    double a = A[r * m + p], b = A[r * m + q];
+                    A[r * m + p] = c * a - s * b;
+                    A[r * m + q] = s * a + c * b;
+                }
+                for (int r = 0; r < m; r++) {               /* rows p, q */
+                    double a = A[p * m + r], b = A[q * m + r];
+                    A[p * m + r] = c * a - s * b;
+                    A[q * m + r] = s * a + c * b;
+                }
+                A[p * m + q] = A[q * m + p] = 0.0;
+                for (int r = 0; r < m; r++) {
+                    double a = V[r * m + p], b = V[r * m + q];
+                    V[r * m + p] = c * a - s * b;
+                    V[r * m + q] = s * a + c * b;
+                }
+            }
+        if (!rotated)
+            break;
+    }
+    for (int i = 0; i < m; i++)
+        w[i] = A[i * m + i];
+}
+
+/* LAPACK's dsyev (scipy.linalg.cython_lapack, set by mbk_set_eigensolver); NULL: Jacobi */
+typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
+                        int *);
+
+/* y = S^+ rhs for the symmetric positive semi-definite S in A (m x m, destroyed; V (m x m)
+ * and w (m) workspace): Cholesky when S is well conditioned, else the eigen-decomposition
+ * (syev when given with its workspace, else Jacobi) with the eigenvalues below
+ * rank_rtol * max cut off (minimum-norm solution) */
+static int dense_psd_solve(double *A, double *V, double *w, int m, double rank_rtol,
+                           syev_fn syev, double *work, int lwork, const double *rhs, double *y)
+{
+    memcpy(V, A, sizeof(double) * m * m);        /* keep S for the fallback */
+    int ok = 1;
+    double dmin = INFINITY, dmax = 0.0;
+    for (int j = 0; j < m && ok; j++) {          /* L in the lower triangle of V */
+        double s = V[j * m + j];
+        for (int i = 0; i < j; i++)
+            s -= V[j * m + i] * V[j * m + i];
+        if (!(s > 0.0)) {
+            ok = 0;
+            break;
+        }
+        double d = sqrt(s);
+        V[j * m + j] = d;
+        dmin = fmin(dmin, d);
+        dmax = fmax(dmax, d);
+        for (int r = j + 1; r < m; r++) {
+            double t = V[r * m + j];
+            for (int i = 0; i < j; i++)
+                t -= V[r * m + i] * V[j * m + i];
+            V[r * m + j] = t / d;
+        }
+    }
+    if (ok && dmin * dmin > rank_rtol * 1e2 * dmax * dmax) {
+        for (int i = 0; i < m; i++) {
+            double t = rhs[i];
+            for (int j = 0; j < i; j++)
+                t -= V[i * m + j] * y[j];
+            y[i] = t / V[i * m + i];
+        }
+        for (int i = m - 1; i >= 0; i--) {
+            double t = y[i];
+            for (int j = i + 1; j < m; j++)
+                t -= V[j * m + i] * y[j];
+            y[i] = t / V[i * m + i];
+        }
+        return OK;
+    }
+    for (int i = 0; i < m * m; i++)
+        if (!isfinite(A[i]))
+            return ERR_NONFINITE;
+    int se = 1, si = m;                  /* component i of eigenvector e: V[e se + i si] */
+    int info = 1;
+    if (syev && work) {
+        char jobz = 'V', uplo = 'L';
+        int nn = m, lda = m, lw = lwork;
+        memcpy(V, A, sizeof(double) * m * m);
+        syev(&jobz, &uplo, &nn, V, &lda, w, work, &lw, &info);
+        se = m;
+        si = 1;                          /* column-major eigenvectors */
+    }
+    if (info != 0) {
+        dense_jacobi(A, V, w, m);
+        se = 1;
+        si = m;
+    }
+    double wmax = 0.0;
+    for (int i = 0; i < m; i++)
+        wmax = fmax(wmax, w[i]);
+    double cut = rank_rtol * fmax(wmax, 1e-300);
+    for (int i = 0; i < m; i++)
+        y[i] = 0.0;
+    for (int e = 0; e < m; e++) {
+        if (!(w[e] > cut))
+            continue;
+        double t = 0.0;
+        for (int i = 0; i < m; i++)
+            t += V[e * se + i * si] * rhs[i];
+        t /= w[e];
+        for (int i = 0; i < m; i++)
+            y[i] += V[e * se + i * si] * t;
+    }
+    return OK;
+}
+
+#endif
