@@ -53,7 +53,7 @@ PROJECTION_ACCEPT = 1e-10
 
 def projection_done(model, t, it, err, prev, tol, scale, last=11):
     """The stopping rule of the Newton position projections (newton_euler in x, tmt and
-    lagrange in q; kernel.c has the same in C): True when the residual err is at most
+    lagrange in q; native/dense.h has the same for both compiled kernels): True when the residual err is at most
     tol * scale; near a singular pose Newton stalls at the conditioning floor, so a stalled
     (err > 0.5 prev from the third iteration) or last iterate is accepted while err <=
     PROJECTION_ACCEPT * scale; otherwise a stall, the last iteration or a non-finite residual

@@ -200,3 +200,20 @@ def test_kernel_is_built_in_the_cache_and_a_missing_compiler_is_reported(tmp_pat
     monkeypatch.setattr(kernel, "compiler", lambda: None)
     with pytest.raises(kernel.KernelUnavailable, match="C compiler.*'tmt'"):
         kernel.library_path()
+
+
+def test_the_kernels_constants_are_linalgs():
+    """native/dense.h holds the rank cut-off and the projection's acceptance level of both
+    kernels; they must be fmu_mb.linalg's, or the compiled and Python routes would decide
+    singular poses differently."""
+    import re
+    from pathlib import Path
+
+    from fmu_mb import linalg
+    from fmu_mb.dynamics import kernel as kmod
+
+    text = (Path(kmod.__file__).parent / "native" / "dense.h").read_text()
+    for name in ("RANK_RTOL", "PROJECTION_ACCEPT"):
+        found = re.findall(rf"static const double {name} = ([0-9.eE+-]+);", text)
+        assert len(found) == 1, name
+        assert float(found[0]) == getattr(linalg, name), name

@@ -2,11 +2,16 @@
  * Dense symmetric linear algebra shared by the planar kernel (kernel.c) and the spatial one
  * (spatial_kernel.c): the Schur complement S = D Mbar^-1 D' of the loop rows is solved by
  * Cholesky, or by its truncated eigen-decomposition near a singular (redundant or collinear)
- * configuration, as fmu_mb.linalg.schur_solve does in Python. Included after the includer
- * defines OK and ERR_NONFINITE.
+ * configuration, as fmu_mb.linalg.schur_solve does in Python; and the stopping rule of the
+ * Newton projections onto Phi = 0 (fmu_mb.linalg.projection_done). Included after the includer
+ * defines OK and ERR_NONFINITE. The constants are fmu_mb.linalg's (tests/test_kernel.py
+ * checks that they agree).
  */
 #ifndef FMU_MB_DENSE_H
 #define FMU_MB_DENSE_H
+
+static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
+static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
 
 /* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
 static void dense_jacobi(double *A, double *V, double *w, int m)
@@ -65,9 +70,8 @@ typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double
 /* y = S^+ rhs for the symmetric positive semi-definite S in A (m x m, destroyed; V (m x m)
  * and w (m) workspace): Cholesky when S is well conditioned, else the eigen-decomposition
  * (syev when given with its workspace, else Jacobi) with the eigenvalues below
- * rank_rtol * max cut off (minimum-norm solution) */
-static int dense_psd_solve(double *A, double *V, double *w, int m, double rank_rtol,
-                           syev_fn syev, double *work, int lwork, const double *rhs, double *y)
+ * RANK_RTOL * max cut off (minimum-norm solution) */
+static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev, double *work, int lwork, const double *rhs, double *y)
 {
     memcpy(V, A, sizeof(double) * m * m);        /* keep S for the fallback */
     int ok = 1;
@@ -91,7 +95,7 @@ static int dense_psd_solve(double *A, double *V, double *w, int m, double rank_r
             V[r * m + j] = t / d;
         }
     }
-    if (ok && dmin * dmin > rank_rtol * 1e2 * dmax * dmax) {
+    if (ok && dmin * dmin > RANK_RTOL * 1e2 * dmax * dmax) {
         for (int i = 0; i < m; i++) {
             double t = rhs[i];
             for (int j = 0; j < i; j++)
@@ -127,7 +131,7 @@ static int dense_psd_solve(double *A, double *V, double *w, int m, double rank_r
     double wmax = 0.0;
     for (int i = 0; i < m; i++)
         wmax = fmax(wmax, w[i]);
-    double cut = rank_rtol * fmax(wmax, 1e-300);
+    double cut = RANK_RTOL * fmax(wmax, 1e-300);
     for (int i = 0; i < m; i++)
         y[i] = 0.0;
     for (int e = 0; e < m; e++) {
@@ -141,6 +145,24 @@ static int dense_psd_solve(double *A, double *V, double *w, int m, double rank_r
             y[i] += V[e * se + i * si] * t;
     }
     return OK;
+}
+
+/* The stopping rule of the Newton projections (fmu_mb.linalg.projection_done): 1 when the
+ * residual err <= tol * scale, or when a stalled (err > 0.5 prev from the third iteration) or
+ * the last iterate has err <= PROJECTION_ACCEPT * scale (the conditioning floor near a
+ * singular pose); -1 (drift: a lock-up or a change of assembly branch) when such an iterate is
+ * above it or err is not finite; 0 to iterate on. */
+static int dense_projection_done(int it, double err, double prev, double tol, double scale,
+                                 int last)
+{
+    if (!isfinite(err))
+        return -1;
+    if (err <= tol * scale)
+        return 1;
+    int stalled = it >= 2 && err > 0.5 * prev;
+    if (stalled || it == last)
+        return err <= PROJECTION_ACCEPT * scale ? 1 : -1;
+    return 0;
 }
 
 #endif

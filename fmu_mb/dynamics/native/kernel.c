@@ -662,9 +662,7 @@ static void body_acc(Kernel *k, const double *qdd, double *a)
 enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4 };
 #define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
 #define RD 8          /* doubles per row: sp(2), sc(2), w0(2), offset, sign */
-static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
-static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
 enum { ERR_DRIFT = 6 };
 
 int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
@@ -856,7 +854,7 @@ void mbk_set_eigensolver(void *f) { SYEV = (syev_fn)f; }
  * the truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
 static int psd_solve(Kernel *k, const double *rhs, double *y)
 {
-    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, RANK_RTOL, SYEV, k->work, k->lwork, rhs,
+    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, SYEV, k->work, k->lwork, rhs,
                            y);
 }
 
@@ -922,15 +920,11 @@ static int project(Kernel *k, double t, double *y)
         for (int i = 0; i < 3 * k->nb; i++)
             scale = fmax(scale, fabs(k->x[i]));
         scale += 1.0;
-        if (!isfinite(err))
+        int done = dense_projection_done(it, err, prev, k->proj_tol, scale, 11);
+        if (done < 0)
             return ERR_DRIFT;
-        if (err <= k->proj_tol * scale)
+        if (done > 0)
             break;
-        int stalled = it >= 2 && err > 0.5 * prev;
-        if ((stalled || it == 11) && err <= PROJECTION_ACCEPT * scale)
-            break;
-        if (stalled || it == 11)
-            return ERR_DRIFT;
         prev = err;
         if ((rc = articulate(k)) != OK || (rc = schur(k)) != OK ||
             (rc = psd_solve(k, k->phi, k->lam)) != OK)

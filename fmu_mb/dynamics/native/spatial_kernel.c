@@ -66,9 +66,7 @@ enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST 
 #define CD 25         /* doubles per cut joint: s_p(3), s_c(3), F_p(9), F_c(9), length */
 #define MAXS 16
 
-static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
-static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
 
 typedef struct {               /* a scalar of two bodies p, c: value, twist Jacobian, gamma */
     double val, j[12], gam;
@@ -1242,7 +1240,7 @@ static void schur(SK *k)
  * truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
 static int psd_solve(SK *k, const double *rhs, double *y)
 {
-    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, RANK_RTOL, NULL, NULL, 0, rhs, y);
+    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, NULL, NULL, 0, rhs, y);
 }
 
 /* ν' with the loop rows (nud), after kinematics and forces; lam in k->lam */
@@ -1386,15 +1384,11 @@ static int project(SK *k, double *y)
         for (int i = 0; i < 3 * k->nb; i++)
             scale = fmax(scale, fabs(k->r[i]));
         scale += 1.0;
-        if (!isfinite(err))
+        int done = dense_projection_done(it, err, prev, k->proj_tol, scale, 11);
+        if (done < 0)
             return ERR_DRIFT;
-        if (err <= k->proj_tol * scale)
+        if (done > 0)
             break;
-        int stalled = it >= 2 && err > 0.5 * prev;
-        if ((stalled || it == 11) && err <= PROJECTION_ACCEPT * scale)
-            break;
-        if (stalled || it == 11)
-            return ERR_DRIFT;
         prev = err;
         if ((rc = articulate(k)) != OK)
             return rc;
