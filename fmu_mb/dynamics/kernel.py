@@ -599,36 +599,47 @@ class TreeKernel:
         read-only array (q = y[:n], qd = y[n:]). u must be a float array of the model's
         inputs (validated by the caller); errors as advance(). stab: the arguments of
         `stabilization`, set under the lock before each call when the kernel closes loops."""
-        code = METHOD_CODES[method]
-        par = np.zeros(9)
-        par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol, max_step, step)
-        par[8] = max_steps
-        lib_advance, handle, lock = self.lib.mbk_advance, self.handle, self._lock
-        ppar, py, pu, pn = par.ctypes.data, self._py, self._pu, self._pn
-        buf, ubuf, n, ni = self._y, self._u, self.n, self.n_inputs
-
         set_stab = (self._stabilization_unlocked if stab is not None and self.m else None)
+        return bound_advance(self, self.lib.mbk_advance, method, rtol, atol, max_step, step,
+                             set_stab, stab, max_steps)
 
-        def run(t, t_end, q, qd, h, u):
-            with lock:
-                if set_stab is not None:
-                    set_stab(*stab)
-                buf[:n] = q
-                buf[n:] = qd
-                if ni:
-                    ubuf[:ni] = u
-                par[0] = t
-                par[1] = t_end
-                par[2] = h
-                rc = lib_advance(handle, code, ppar, py, pu, pn)
-                if rc:
-                    raise self._error(rc, float(par[7]), f"the {method} integrator failed",
-                                      max_steps)
-                y = buf.copy()
-                h = float(par[2])
-            y.flags.writeable = False
-            return y, h
-        return run
+
+def bound_advance(kern, lib_advance, method, rtol, atol, max_step, step, set_stab, stab,
+                  max_steps):
+    """The co-simulation stepper of a compiled kernel (TreeKernel, spatial_kernel's
+    SpatialKernel): lib_advance (mbk_advance, sk_advance) with the solver settings bound once;
+    returns run(t, t_end, q, qd, h, u) -> (y, h) with y = (q, qd) at t_end in one read-only
+    array. set_stab(*stab) sets the drift control under the kernel's lock before each call
+    (None: nothing to set). Errors as the kernel's advance()."""
+    code = METHOD_CODES[method]
+    par = np.zeros(9)     # t, t_end, h, rtol, atol, max_step, step, t_fail, max_steps
+    par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol,
+                max_step if np.isfinite(max_step) else 1e300, step or 0.0)
+    par[8] = max_steps
+    handle, lock, error = kern.handle, kern._lock, kern._error
+    buf, ubuf, n, ni = kern._y, kern._u, kern.n, kern.n_inputs
+    ppar, py, pu, pn = (par.ctypes.data, buf.ctypes.data, ubuf.ctypes.data,
+                        kern._nfev.ctypes.data)
+
+    def run(t, t_end, q, qd, h, u):
+        with lock:
+            if set_stab is not None:
+                set_stab(*stab)
+            buf[:n] = q
+            buf[n:2 * n] = qd
+            if ni:
+                ubuf[:ni] = u
+            par[0] = t
+            par[1] = t_end
+            par[2] = h
+            rc = lib_advance(handle, code, ppar, py, pu, pn)
+            if rc:
+                raise error(rc, float(par[7]), f"the {method} integrator failed", max_steps)
+            y = buf[:2 * n].copy()
+            h = float(par[2])
+        y.flags.writeable = False
+        return y, h
+    return run
 
 
 def _locked(name):

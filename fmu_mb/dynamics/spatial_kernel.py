@@ -356,36 +356,8 @@ class SpatialKernel:
         """advance() with the solver settings bound once, for co-simulation steps: returns
         run(t, t_end, q, qd, h, u) -> (y, h) with y = (q, qd) at t_end in one read-only
         array. u must be a float array of the model's inputs (validated by the caller)."""
-        code = _kernel.METHOD_CODES[method]
-        par = np.zeros(9)
-        par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol,
-                    max_step if np.isfinite(max_step) else 1e300, step or 0.0)
-        par[8] = max_steps
-        lib_advance, handle, lock = self.lib.sk_advance, self.handle, self._lock
-        buf, ubuf, n, ni = self._y, self._u, self.n, self.n_inputs
-        ppar, py, pu, pn = (par.ctypes.data, buf.ctypes.data, ubuf.ctypes.data,
-                            self._nfev.ctypes.data)
-        set_stab = self._stabilization
-
-        def run(t, t_end, q, qd, h, u):
-            with lock:
-                set_stab(*stab)
-                buf[:n] = q
-                buf[n:2 * n] = qd
-                if ni:
-                    ubuf[:ni] = u
-                par[0] = t
-                par[1] = t_end
-                par[2] = h
-                rc = lib_advance(handle, code, ppar, py, pu, pn)
-                if rc:
-                    raise self._error(rc, float(par[7]), f"the {method} integrator failed",
-                                      max_steps)
-                y = buf[:2 * n].copy()
-                h = float(par[2])
-            y.flags.writeable = False
-            return y, h
-        return run
+        return _kernel.bound_advance(self, self.lib.sk_advance, method, rtol, atol, max_step,
+                                     step, self._stabilization, stab, max_steps)
 
 
 _KERNELS = weakref.WeakKeyDictionary()
