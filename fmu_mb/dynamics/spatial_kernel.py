@@ -238,17 +238,24 @@ class SpatialKernel:
             self.lib.sk_set_stabilization(self.handle, _STABILIZATION[mode], *key[1:])
             self._stab = key
 
+    def _load_for_accelerations(self, q, qd, u, baumgarte):
+        """Under the lock: the drift control of an acceleration call (baumgarte (alpha, beta)
+        [1/s] on the loop rows, None: none; the projection tolerance kept), (q, qd) and u
+        loaded; returns the address of y = (q, qd)."""
+        n = self.n
+        tol = self._stab[3] if self._stab else 1e-13
+        self._stabilization("none" if baumgarte is None else "baumgarte",
+                            (0.0, 0.0) if baumgarte is None else baumgarte, tol)
+        self._y[:n], self._y[n:2 * n] = q, qd
+        self._set_u(u)
+        return self._y.ctypes.data
+
     def accelerations(self, q, qd, t=0.0, u=None, baumgarte=None):
         """qdd (n,) at (q, qd) with inputs u; baumgarte (alpha, beta) [1/s] on the loop
         rows (None: none)."""
         n = self.n
         with self._lock:
-            tol = self._stab[3] if self._stab else 1e-13
-            self._stabilization("none" if baumgarte is None else "baumgarte",
-                                (0.0, 0.0) if baumgarte is None else baumgarte, tol)
-            self._y[:n], self._y[n:2 * n] = q, qd
-            self._set_u(u)
-            y = self._y.ctypes.data
+            y = self._load_for_accelerations(q, qd, u, baumgarte)
             rc = self.lib.sk_accelerations(self.handle, y, y + 8 * n, self._u.ctypes.data,
                                            self._qdd.ctypes.data)
             if rc:
@@ -260,12 +267,7 @@ class SpatialKernel:
         (x = (r, p) per body as the spatial tmt's T(q))."""
         n, m = self.n, 7 * self.nb
         with self._lock:
-            tol = self._stab[3] if self._stab else 1e-13
-            self._stabilization("none" if baumgarte is None else "baumgarte",
-                                (0.0, 0.0) if baumgarte is None else baumgarte, tol)
-            self._y[:n], self._y[n:2 * n] = q, qd
-            self._set_u(u)
-            y = self._y.ctypes.data
+            y = self._load_for_accelerations(q, qd, u, baumgarte)
             rc = self.lib.sk_accelerations_full(self.handle, y, y + 8 * n, self._u.ctypes.data,
                                                 self._qdd.ctypes.data, self._x.ctypes.data,
                                                 self._xd.ctypes.data, self._xdd.ctypes.data)
