@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 import fmu_mb  # noqa: E402,F401  (limits BLAS threads before numpy loads)
 import numpy as np  # noqa: E402
 from fmu_mb import Settings, initial_state, load_model  # noqa: E402
-from fmu_mb.dynamics.kernel import tree_kernel  # noqa: E402
+from fmu_mb.engine.kernel import tree_kernel  # noqa: E402
 
 T_END = 2.0
 PHI0 = -1.0

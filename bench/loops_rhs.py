@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 from fmu_mb import (FORMULATIONS, Settings, advance, initial_state,  # noqa: E402
                     load_model)
 from fmu_mb.dynamics.formulations import get_formulation  # noqa: E402
-from fmu_mb.dynamics.kernel import tree_kernel  # noqa: E402
+from fmu_mb.engine.kernel import tree_kernel  # noqa: E402
 
 CASES = [("slider_crank", {}), ("four_bar", {}), ("n_four_bar", {"N": 2}),
          ("n_four_bar", {"N": 10}), ("n_four_bar", {"N": 40})]

@@ -60,7 +60,7 @@ def bucket(filename, func):
         return "numpy/scipy.linalg calls"
     if "scipy/integrate" in f:
         return "scipy integrator (Python)"
-    if "fmu_mb/dynamics/kernel" in f:
+    if "fmu_mb/engine/kernel" in f:
         return "native kernel (ctypes call incl. the C work)"
     if "fmu_mb/dynamics/outputs" in f:
         return "output evaluation"

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from fmu_mb import Settings, advance, initial_state, simulate
-from fmu_mb.dynamics import formulations, kernel
+from fmu_mb.dynamics import formulations
+from fmu_mb.engine import kernel
 from fmu_mb.dynamics.formulations import auto_choice, describe_choice
 from fmu_mb.tools.cli import _parser, main
 

@@ -483,7 +483,7 @@ def test_recursive_formulation_fmu_matches_simulate(fmus):
     """The FMU runs the compiled kernel it carries: equal to simulate() in 'recursive', and to
     newton_euler within the integration tolerance."""
     with zipfile.ZipFile(fmus["double_pendulum"]) as z:
-        assert any(n.startswith("resources/fmu_mb/dynamics/native/_kernel-") and n.endswith(".so")
+        assert any(n.startswith("resources/fmu_mb/engine/native/_kernel-") and n.endswith(".so")
                    for n in z.namelist())
     r = simulate_fmu(str(fmus["double_pendulum"]), stop_time=0.5, output_interval=0.01,
                      start_values={"solver.formulation": "recursive"})

@@ -7,7 +7,7 @@ import pytest
 from fmu_mb import FORMULATIONS, DriftError, State, output_names, output_values, simulate
 from fmu_mb.mechanics import constraints
 from fmu_mb.dynamics.formulations import get_formulation, newton_euler, tmt
-from fmu_mb.dynamics.kernel import supported
+from fmu_mb.engine.kernel import supported
 from fmu_mb.mechanics.tree import tree_map
 
 from conftest import model, zoo

@@ -12,7 +12,7 @@ from fmu_mb import (InputError, IntegrationError, ModelBuilder, Settings, State,
 from fmu_mb.mechanics.elements import applied_forces
 from fmu_mb.dynamics.formulations import get_formulation, newton_euler, tmt
 from fmu_mb.dynamics.integrate import check_settings
-from fmu_mb.dynamics.kernel import supported, tree_kernel
+from fmu_mb.engine.kernel import supported, tree_kernel
 from fmu_mb.mechanics.tree import transform
 
 from conftest import model, python_drive
@@ -191,7 +191,7 @@ def test_blow_up_raises_instead_of_returning_nan():
 
 def test_kernel_is_built_in_the_cache_and_a_missing_compiler_is_reported(tmp_path,
                                                                            monkeypatch):
-    from fmu_mb.dynamics import kernel
+    from fmu_mb.engine import kernel
 
     monkeypatch.setattr(kernel, "_cache_dirs", lambda: [tmp_path / "cache"])
     path = kernel.library_path()
@@ -210,7 +210,7 @@ def test_the_kernels_constants_are_linalgs():
     from pathlib import Path
 
     from fmu_mb import linalg
-    from fmu_mb.dynamics import kernel as kmod
+    from fmu_mb.engine import kernel as kmod
 
     text = (Path(kmod.__file__).parent / "native" / "dense.h").read_text()
     for name in ("RANK_RTOL", "PROJECTION_ACCEPT"):

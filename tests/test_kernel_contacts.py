@@ -11,7 +11,7 @@ import pytest
 from fmu_mb import simulate
 from fmu_mb.dynamics import impact_minimal
 from fmu_mb.dynamics.formulations import get_formulation
-from fmu_mb.dynamics.kernel import contact_kernel
+from fmu_mb.engine.kernel import contact_kernel
 
 from conftest import model
 

@@ -10,7 +10,7 @@ from fmu_mb import (ModelBuilder, Settings, advance, constant_rate, harmonic, in
                     polynomial, simulate)
 from fmu_mb.dynamics.formulations import auto_choice, get_formulation
 from fmu_mb.dynamics.inverse import inverse_dynamics, kinematic_analysis
-from fmu_mb.dynamics.kernel import supported
+from fmu_mb.engine.kernel import supported
 from fmu_mb.mechanics.tree import tree_map
 
 from conftest import model, zoo

@@ -11,7 +11,7 @@ from fmu_mb import (FORMULATIONS, ModelBuilder, Settings, advance, initial_state
                     output_names, output_values, rod_inertia, simulate)
 from fmu_mb.dynamics.formulations import get_formulation, newton_euler, tmt
 from fmu_mb.dynamics.integrate import check_settings
-from fmu_mb.dynamics.kernel import library, supported, tree_kernel
+from fmu_mb.engine.kernel import library, supported, tree_kernel
 from fmu_mb.errors import InputError
 from fmu_mb.mechanics.tree import tree_map
 
@@ -227,7 +227,7 @@ def test_rank_deficient_schur_solve_at_the_collinear_pose(lapack):
     do not fix the branch, the projection and the motion's continuity do)."""
     m, q, qd = collinear_state(3)
     ref = tmt.accelerations(m, q, qd, 0.0, np.zeros(0))
-    from fmu_mb.dynamics.kernel import _eigensolver
+    from fmu_mb.engine.kernel import _eigensolver
     _eigensolver()
     if not lapack:
         library().mbk_set_eigensolver(None)

@@ -17,11 +17,11 @@ import pytest
 
 from fmu_mb import (IntegrationError, InputError, ModelBuilder, Settings, SingularSystemError,
                     State, advance, initial_state, rod_inertia)
-from fmu_mb.dynamics import kernel
+from fmu_mb.engine import kernel
 from fmu_mb.mechanics.elements import applied_forces, kinetic_energy, potential_energy
 from fmu_mb.dynamics.formulations import get_formulation, newton_euler, tmt
 from fmu_mb.dynamics.integrate import check_settings
-from fmu_mb.dynamics.kernel import KernelUnavailable, supported, tree_kernel
+from fmu_mb.engine.kernel import KernelUnavailable, supported, tree_kernel
 from fmu_mb.mechanics.tree import transform, tree_coordinates
 
 from conftest import ROOT, model, python_drive

@@ -1,5 +1,5 @@
 """The spatial C kernel (formulation 'recursive' for spatial models,
-fmu_mb/dynamics/native/spatial_kernel.c): force elements of every kind with their inputs,
+fmu_mb/engine/native/spatial_kernel.c): force elements of every kind with their inputs,
 tree rows declared against the placement order, cut joints of every kind closing loops;
 accelerations against tmt and newton_euler at random consistent states, trajectories
 against tmt, Bricard against the IFToMM reference, the suspensions through their FMU inputs."""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fmu_mb import InputError, IntegrationError, Settings, advance, initial_state
-from fmu_mb.dynamics import tableaus as T
+from fmu_mb.engine import tableaus as T
 from fmu_mb.dynamics.integrate import stepper
 
 from conftest import model
@@ -45,7 +45,7 @@ def test_tableaus_are_scipys_bit_for_bit():
 NOT_NEEDED = ("scipy", "matplotlib", "numpy.ma", "fmu_mb.tools", "fmu_mb.dynamics.simulate",
               "fmu_mb.dynamics.inverse", "fmu_mb.dynamics.impact",
               "fmu_mb.dynamics.impact_minimal", "fmu_mb.mechanics.contacts",
-              "fmu_mb.dynamics.spatial_kernel", "fmu_mb.fmi.build", "fmu_mb.fmi.packaging",
+              "fmu_mb.engine.spatial_kernel", "fmu_mb.fmi.build", "fmu_mb.fmi.packaging",
               "fmu_mb.fmi.controller", "fmu_mb.mechanics.spatial.")
 FORMULATIONS_NOT_CHOSEN = ("newton_euler", "tmt", "lagrange", "minimal", "_spatial_tmt", "dae")
 SPATIAL_BUILDER = ("fmu_mb.mechanics.spatial.builder", "fmu_mb.mechanics.spatial.rotations")
@@ -91,7 +91,7 @@ def test_an_open_tree_is_built_and_stepped_with_only_what_it_needs():
     assert out["coords"] == "joint"
     assert out["bare"] == ["fmu_mb", "fmu_mb.errors", "fmu_mb.units"]
     mods = set(out["modules"])
-    assert {"fmu_mb.dynamics.formulations.recursive", "fmu_mb.dynamics.kernel",
+    assert {"fmu_mb.dynamics.formulations.recursive", "fmu_mb.engine.kernel",
             "fmu_mb.mechanics.builder", "numpy"} <= mods         # the check sees the path
     assert not_needed(mods) == []
 

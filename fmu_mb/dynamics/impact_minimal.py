@@ -165,7 +165,7 @@ def _recursive_kit():
     kit = SimpleNamespace(**vars(tmt_kit))
 
     def gaps(model, q):
-        from .kernel import contact_kernel
+        from ..engine.kernel import contact_kernel
 
         g = contact_kernel(model, tuple(range(len(model.contacts)))).gaps(
             np.asarray(q, float))
@@ -176,7 +176,7 @@ def _recursive_kit():
     def accelerations(model, q, qd, t, u, active, pas=None, baumgarte=None, locks=None):
         if pas is not None or locks:
             return tmt_kit.accelerations(model, q, qd, t, u, active, pas, baumgarte, locks)
-        from .kernel import contact_kernel
+        from ..engine.kernel import contact_kernel
 
         ia = np.flatnonzero(active)
         k = contact_kernel(model, ia)
@@ -191,7 +191,7 @@ def _recursive_kit():
         if pas is not None or locks or not np.any(active):
             return tmt_kit.project(model, y, t, tol, active, pas, locks) if (
                 pas is not None or locks) else rec.project(model, y, t, tol)
-        from .kernel import contact_kernel
+        from ..engine.kernel import contact_kernel
 
         k = contact_kernel(model, np.flatnonzero(active))
         n = k.n

@@ -171,7 +171,7 @@ def check_settings(model, settings):
     """Raise InputError when `settings` cannot run `model`: in tmt and lagrange the singular
     joint of a Reduction-Method contact must be a tree joint (a coordinate of q); recursive
     runs trees, closed loops, contacts and drives whose law it evaluates in C (see
-    fmu_mb.dynamics.kernel.supported)."""
+    fmu_mb.engine.kernel.supported)."""
     settings = settings.for_model(model)
     check_spatial(model, settings)
     if model.contacts and settings.method in IMPLICIT_METHODS:
@@ -184,13 +184,13 @@ def check_settings(model, settings):
                          f"formulation; 'recursive' integrates in compiled code without "
                          f"them: use formulation 'tmt' (the same joint coordinates)")
     if settings.formulation == "recursive" and model.spatial:
-        from .spatial_kernel import SpatialKernel, supported
+        from ..engine.spatial_kernel import SpatialKernel, supported
 
         if supported(model) is not None:
             SpatialKernel(model)                    # raises the InputError naming why
         return
     if settings.formulation == "recursive":
-        from .kernel import supported
+        from ..engine.kernel import supported
 
         why = supported(model)
         if why is not None:

@@ -119,7 +119,7 @@ def _package(text, module_name, extra_files, dest, units, standalone, limits=Non
         pkg = Path(tmp) / "fmu_mb"
         shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns(
             "__pycache__", "*.pyc", "*.so", "*.o"))
-        _add_kernel(pkg / "dynamics" / "native")
+        _add_kernel(pkg / "engine" / "native")
         files = [pkg]
         for f in extra_files:
             files.append(Path(tmp) / Path(f).name)
@@ -132,8 +132,8 @@ def _add_kernel(native_dir):
     """Put the compiled native kernel beside its source in the FMU's copy of the package, so
     that the FMU runs the 'recursive' formulation on a host without a C compiler and without
     compiling at instantiation. Without a compiler here the FMU compiles it on first use."""
-    from ..dynamics.kernel import KernelUnavailable, library_path
-    from ..dynamics.spatial_kernel import SOURCE as SPATIAL_SOURCE
+    from ..engine.kernel import KernelUnavailable, library_path
+    from ..engine.spatial_kernel import SOURCE as SPATIAL_SOURCE
 
     for source in (None, SPATIAL_SOURCE):          # the planar and the spatial kernel
         try:

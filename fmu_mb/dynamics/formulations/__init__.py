@@ -18,8 +18,8 @@ Each is a small namespace with the same functions:
         force elements' outputs
     supports(model) -> bool, or None for the formulations that run every model (recursive:
         trees, closed loops, contacts and drives with a law given as data; spatial: trees and
-        closed loops, no drives or contacts; fmu_mb.dynamics.kernel.supported and
-        fmu_mb.dynamics.spatial_kernel.supported say why not)
+        closed loops, no drives or contacts; fmu_mb.engine.kernel.supported and
+        fmu_mb.engine.spatial_kernel.supported say why not)
 and tmt and lagrange also (for contacts, fmu_mb.dynamics.impact_minimal)
     equations(model, q, qd, t, u) -> Mbar, fbar, x, xd, Tq, g   (Mbar qdd = fbar + rows)
     kinematics(model, q, qd) -> x, xd, Tq, g
@@ -125,10 +125,10 @@ def _tree_map(model):
 
 def _recursive_supports(model):
     from ...errors import SingularSystemError
-    from ..kernel import KernelUnavailable, library, supported
+    from ...engine.kernel import KernelUnavailable, library, supported
 
     if getattr(model, "spatial", False):
-        from ..spatial_kernel import library as spatial_library, supported as spatial_supported
+        from ...engine.spatial_kernel import library as spatial_library, supported as spatial_supported
 
         why, lib = spatial_supported(model), spatial_library
     else:

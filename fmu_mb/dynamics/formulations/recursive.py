@@ -1,4 +1,4 @@
-"""The articulated-body algorithm in tree joint coordinates, compiled (fmu_mb/dynamics/native/kernel.c),
+"""The articulated-body algorithm in tree joint coordinates, compiled (fmu_mb/engine/native/kernel.c),
 with the rows of the cut joints that close loops.
 
 Featherstone's recursive O(N) forward dynamics for open trees, written in the absolute body
@@ -31,7 +31,7 @@ functions (Motion(f, f', f'')) and drives on cut joints need tmt or newton_euler
 `tree_coordinates(model)` order, reactions recovered from the motion (`lam`).
 
 Spatial models: the 3-D articulated-body algorithm of native/spatial_kernel.c
-(fmu_mb.dynamics.spatial_kernel) in the coordinates of the spatial tmt (Euler parameters for
+(fmu_mb.engine.spatial_kernel) in the coordinates of the spatial tmt (Euler parameters for
 spherical joints and floating roots, normalised after each step in C); trees of revolute,
 prismatic, spherical and weld joints and floating bodies, loops closed by cut joints of
 every spatial kind (the same Schur complement and projection as the planar kernel), with
@@ -40,7 +40,7 @@ newton_euler.
 """
 import numpy as np
 
-from ..kernel import supported, tree_kernel
+from ...engine.kernel import supported, tree_kernel
 from ...mechanics.tree import tree_coordinates, tree_map
 from . import _minimal
 from ._minimal import COORDINATES, Dynamics  # noqa: F401  (part of the namespace)
@@ -58,7 +58,7 @@ def coordinates(model):
 def supports(model):
     """True when the kernel can run `model` (kernel.supported gives the reason when not)."""
     if model.spatial:
-        from ..spatial_kernel import supported as spatial_supported
+        from ...engine.spatial_kernel import supported as spatial_supported
 
         return spatial_supported(model) is None
     return supported(model) is None
@@ -68,7 +68,7 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
     """qdd (and the cut multipliers lam) at (q, qd, t) with inputs u; baumgarte (alpha,
     beta) [1/s] acts on the loop rows."""
     if model.spatial:
-        from ..spatial_kernel import spatial_kernel
+        from ...engine.spatial_kernel import spatial_kernel
 
         qdd, x, xd, xdd = spatial_kernel(model).accelerations_full(q, qd, t, u, baumgarte)
         return Dynamics(qdd, np.zeros(0), np.zeros(0, np.intp), x, xd, xdd, t, u)
@@ -82,7 +82,7 @@ def accelerations(model, q, qd, t, u, baumgarte=None):
 def absolute(model, q, qd):
     """(x, xd) of the bodies from the kernel's forward kinematics."""
     if model.spatial:
-        from ..spatial_kernel import spatial_kernel
+        from ...engine.spatial_kernel import spatial_kernel
 
         return spatial_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
     return tree_kernel(model).kinematics(np.asarray(q, float), np.asarray(qd, float))
@@ -93,7 +93,7 @@ def markers(model, q, qd):
     kernel; None for a planar one (the outputs compute them from x)."""
     if not model.spatial:
         return None
-    from ..spatial_kernel import spatial_kernel
+    from ...engine.spatial_kernel import spatial_kernel
 
     return spatial_kernel(model).markers(np.asarray(q, float), np.asarray(qd, float))
 
@@ -103,7 +103,7 @@ def element_values(model, q, qd, u):
     one (the outputs compute them from x)."""
     if not model.spatial:
         return None
-    from ..spatial_kernel import spatial_kernel
+    from ...engine.spatial_kernel import spatial_kernel
 
     return spatial_kernel(model).element_outputs(np.asarray(q, float), np.asarray(qd, float),
                                                  u)
@@ -121,7 +121,7 @@ def project(model, y, t, tol):
     """Project y = (q, qd) onto the loop rows (open trees: nothing to project; spatial: the
     Euler-parameter normalisation rows)."""
     if model.spatial:
-        from ..spatial_kernel import spatial_kernel
+        from ...engine.spatial_kernel import spatial_kernel
 
         n = y.shape[0] // 2
         q, qd = spatial_kernel(model).project(y[:n], y[n:], t, tol)
@@ -141,7 +141,7 @@ def native_advance(model, state, t_end, u, settings):
         return None
     rtol = max(settings.rtol, 100 * np.finfo(float).eps)     # scipy's clamp, same control
     if model.spatial:
-        from ..spatial_kernel import spatial_kernel
+        from ...engine.spatial_kernel import spatial_kernel
 
         q, qd, h, _ = spatial_kernel(model).advance(
             settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h),
@@ -168,7 +168,7 @@ class NativeStepper:
     projects = True
 
     def __init__(self, model, settings, t, y, t_end, h, u, contacts=()):
-        from ..kernel import contact_kernel
+        from ...engine.kernel import contact_kernel
 
         self.k = contact_kernel(model, contacts)
         self.method, self.u, self.t_end = settings.method, u, t_end
@@ -253,7 +253,7 @@ def cosim_stepper(model, settings):
     if settings.method not in ("rk4", "dopri5", "dop853"):
         return None
     if model.spatial:
-        from ..spatial_kernel import spatial_kernel
+        from ...engine.spatial_kernel import spatial_kernel
 
         k = spatial_kernel(model)
     else:

@@ -5,7 +5,7 @@
  * forces, and the explicit integrators of fmu_mb (rk4, dopri5, dop853) run entirely in C,
  * plus one adaptive step at a time (mbk_step) for the contact event loop in Python.
  *
- * Loaded with ctypes by fmu_mb/dynamics/kernel.py, which compiles it with the system C
+ * Loaded with ctypes by fmu_mb/engine/kernel.py, which compiles it with the system C
  * compiler (`cc -O2 -ffp-contract=off`) on first use and caches the library. Python checks
  * the model and passes flat arrays; nothing here allocates during a step.
  *

@@ -1,10 +1,10 @@
-"""The native kernel (fmu_mb/dynamics/native/kernel.c): open-tree forward dynamics by the
+"""The native kernel (fmu_mb/engine/native/kernel.c): open-tree forward dynamics by the
 articulated-body algorithm and the explicit integrators, in C, called through ctypes.
 
 The library is compiled on first use with the system C compiler (`$CC`, `cc`, `gcc` or
 `clang`; flags `-O2 -ffp-contract=off`, so results do not depend on FMA contraction) and kept
 
-1. next to the source (``fmu_mb/dynamics/native/_kernel-<hash>.so``) when that folder is writable or
+1. next to the source (``fmu_mb/engine/native/_kernel-<hash>.so``) when that folder is writable or
    the library is already there (an FMU carries a prebuilt one in its resources), else
 2. in ``$FMU_MB_CACHE`` or ``$XDG_CACHE_HOME/fmu_mb`` (default ``~/.cache/fmu_mb``).
 

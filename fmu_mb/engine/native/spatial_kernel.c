@@ -3,7 +3,7 @@
  * of fmu_mb.mechanics.spatial.tree by the articulated-body algorithm (O(N) in the number of
  * bodies), with force elements, the cut joints that close loops as multiplier rows, and the
  * explicit integrators rk4, dopri5 and dop853, all in C (loaded by
- * fmu_mb/dynamics/spatial_kernel.py).
+ * fmu_mb/engine/spatial_kernel.py).
  *
  * Tree joint kinds (each row places body Y from the placed body X; X is the joint's parent
  * when the row is forward, its child when reversed):

@@ -1,9 +1,9 @@
-"""The spatial native kernel (fmu_mb/dynamics/native/spatial_kernel.c): forward dynamics of a
+"""The spatial native kernel (fmu_mb/engine/native/spatial_kernel.c): forward dynamics of a
 spatial tree by the articulated-body algorithm, with the force elements (TSDA, RSDA,
 bushing, force, torque, with their inputs h), the cut joints that close loops as multiplier
 rows (drift control by projection after each step, in C), and the explicit integrators
 (rk4, dopri5, dop853 with scipy's coefficients and step-size control), in C, through ctypes.
-Compiled and cached like the planar kernel (fmu_mb.dynamics.kernel), in its own library.
+Compiled and cached like the planar kernel (fmu_mb.engine.kernel), in its own library.
 
 Coordinates are those of the spatial tmt (fmu_mb.mechanics.spatial.tree): revolute angles,
 prismatic positions, the Euler parameters of spherical joints and of floating roots.
