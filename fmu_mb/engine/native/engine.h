@@ -1,0 +1,98 @@
+/*
+ * fmu_mb engine: the C API of the compiled multibody engine. One library, two hosts:
+ *   - in process, fmu_mb/engine/engine.py loads it with ctypes (simulate()/advance() with the
+ *     compiled formulation, and the pythonfmu FMU's step);
+ *   - the native FMU (fmu_mb/fmi/native/fmi2_native.c) links it behind the FMI 2.0 C API.
+ * Both run the same C code on the same model data, so their numbers agree by construction.
+ *
+ * A model's data is a blob made at build time by fmu_mb.engine.data (Python) from a Model:
+ * what the kernels need (kernel.c, spatial_kernel.c), the outputs' recipes, the parameter
+ * table, the compiled parameter program (fmu_mb/engine/native/params.h: model parameters ->
+ * data) and the initial state's recipe. The engine copies what it keeps; it holds no global
+ * mutable state (the Runge-Kutta tableaus are compiled-in constants), so instances may live
+ * in different threads and a host may dlclose/dlopen the library between instantiations.
+ *
+ * Conventions (README "Conventions"): SI units; q, qd the engine's coordinates and rates (tree
+ * joint coordinates; Euler parameters for free spatial bodies), u the inputs h(t) of the
+ * actuator elements in model.inputs order, held over a communication step; outputs in the
+ * order of fmu_mb.dynamics.outputs.output_spec(model).
+ *
+ * Every function that can fail returns an MbeStatus and writes a one-line message (naming what
+ * was wrong and what was expected) into err[0 .. errlen-1] (NUL-terminated; err may be NULL).
+ * A call that fails changes nothing: the state from before the call stays intact.
+ */
+#ifndef FMU_MB_ENGINE_H
+#define FMU_MB_ENGINE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MBE_DATA_MAGIC 0x424d4d46u       /* "FMMB" little-endian: first 4 bytes of a blob */
+#define MBE_DATA_VERSION 1
+
+typedef enum {
+    MBE_OK = 0,
+    MBE_DISCARD = 1,   /* the step could not be completed; state kept; may retry smaller */
+    MBE_ERROR = 2      /* invalid argument, parameter, setting or state; nothing changed */
+} MbeStatus;
+
+/* Solver settings (the FMU's solver.* parameters). */
+typedef struct {
+    int method;            /* 0 dopri5, 1 dop853, 2 rk4 (the explicit methods in C)        */
+    double rtol, atol;     /* adaptive methods                                             */
+    double step;           /* rk4's step [s]                                                */
+    double max_step;       /* largest step of the adaptive methods [s] (inf: none)         */
+    double max_steps;      /* most integrator steps per do_step (0: the engine's own cap)  */
+    int stabilization;     /* 0 none, 1 projection, 2 baumgarte (loop rows)                */
+    double alpha, beta;    /* Baumgarte [1/s]                                              */
+    double proj_tol;       /* projection tolerance                                         */
+} MbeSettings;
+
+typedef struct MbEngine MbEngine;
+
+/* A new engine for the model data (copied). NULL when the data are not a valid blob of this
+ * version or memory runs out (message in err). Parameters start at their defaults. */
+MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t errlen);
+void mbe_free(MbEngine *e);
+
+int mbe_n_parameters(const MbEngine *e);   /* model parameters (the data's parameter table) */
+int mbe_n_inputs(const MbEngine *e);
+int mbe_n_outputs(const MbEngine *e);
+int mbe_n_q(const MbEngine *e);            /* coordinates; rates have the same count        */
+
+/* Model parameters (values in the parameter table's order). Checked (finite, min/max, the
+ * guards of the parameter program) and applied (model data re-derived, kernels remade) here;
+ * the state is not touched until mbe_initialize. */
+MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t errlen);
+MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t errlen);
+
+/* The initial state at t0 from the parameters (loop assembly by Newton from the model file's
+ * initial guess, velocity projection), as fmu_mb.dynamics.simulate.initial_state does it. */
+MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen);
+
+/* One communication step from the current time t to t + h with the inputs u held. The work is
+ * bounded whatever the settings say (settings.max_steps, and a hard cap of the engine's own).
+ * MBE_DISCARD: the step failed (lock-up, non-finite state, budget used up, |q|,|qd| > 1e12);
+ * the state is that from before the call. */
+MbeStatus mbe_do_step(MbEngine *e, double h, const double *u, char *err, size_t errlen);
+
+double mbe_time(const MbEngine *e);
+
+/* Every output (output_spec order) at the current state with inputs u; y has mbe_n_outputs
+ * entries. Integer and boolean outputs are written as doubles. */
+MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t errlen);
+
+/* The whole solver state as doubles (t, q, qd, the integrator's next step size, event
+ * records...), mbe_state_size entries. mbe_set_state checks every value (finite, in range,
+ * consistent with the model) and refuses the rest with MBE_ERROR, changing nothing. */
+size_t mbe_state_size(const MbEngine *e);
+void mbe_get_state(const MbEngine *e, double *s);
+MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
