@@ -45,6 +45,8 @@ _LAZY = {
     **dict.fromkeys(("Motion", "constant_rate", "harmonic", "polynomial"), "mechanics.motion"),
     **dict.fromkeys(("output_names", "output_spec", "output_values"), "dynamics.outputs"),
     "simulate": "dynamics.simulate",
+    **dict.fromkeys(("Equilibrium", "LinearModel", "Mode", "directional_derivative",
+                     "equilibrium", "linearize"), "dynamics.linearize"),
     "tree_coordinates": "mechanics.tree",
     "box_inertia_3d": ("mechanics.spatial.inertia", "box"),
     "cylinder_inertia_3d": ("mechanics.spatial.inertia", "cylinder"),
@@ -92,4 +94,5 @@ __all__ = [
     "kinematic_analysis", "kinematic_trajectory", "inverse_dynamics", "KinematicState",
     "InverseDynamics", "tree_coordinates", "cardan", "box_inertia_3d", "cylinder_inertia_3d",
     "slender_rod_inertia", "sphere_inertia",
+    "linearize", "equilibrium", "directional_derivative", "LinearModel", "Equilibrium", "Mode",
 ]

@@ -6,6 +6,8 @@
     fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
     fmu-mb plot OUT.csv [--columns NAME ...] [--model MODEL.py] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F] [--view V]
+    fmu-mb linearize MODEL.py [--set NAME=VALUE ...] [--input NAME=VALUE ...] [--equilibrium]
+                     [-o lin.npz]
     fmu-mb sweep MODEL.fmu --param NAME=start:stop:count [--param ...] --stop-time T
                  [--output-interval DT] [--outputs NAME ...] [--scheduler ADDRESS]
                  [--workers N] [-o table.csv]
@@ -156,6 +158,8 @@ def _parser():
                     help="worker processes of the local cluster (default: CPU count)")
     sw.add_argument("-o", "--output", default=None, help="CSV table (default: stdout)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    from .linearize_cmd import add_parser as _add_linearize
+    _add_linearize(sub, _assignment)
     return p
 
 
@@ -174,6 +178,9 @@ def main(argv=None):
             return _animate(args)
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "linearize":
+            from .linearize_cmd import run
+            return run(args, _load)
     except FmuMbError as exc:
         print(f"fmu-mb: error: {exc}", file=sys.stderr)
         return 1
