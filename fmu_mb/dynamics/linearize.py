@@ -274,6 +274,15 @@ class _Minimal:
                                       f"R' Mbar R is singular at the operating point") from None
 
 
+def operating_state(model, state=None):
+    """The joint-coordinate State (all tree coordinates, tmt's) that `state` names: None (the
+    model's initial state), a State, an Equilibrium, or a mapping {coordinate or rate name:
+    value} applied to the initial state with the loops closed again (see linearize)."""
+    if isinstance(state, Equilibrium):
+        return state.state
+    return _tmt_state(model, state)
+
+
 def _tmt_state(model, state):
     """The operating point as a joint-coordinate State of tmt's tree coordinates."""
     from .formulations import tmt
