@@ -2,12 +2,14 @@
 from a generated OspSystemStructure.xml ("osp"); print settling time, overshoot and
 the largest difference between the two masters; then the excavator's closed-loop digging
 (three PID FMUs on the cylinders; the tip's tracking error in fmpy and libcosim,
-examples/excavator_dig.py); then the rollback example.
+examples/excavator_dig.py); then the rollback example; then the LQR designed on the
+cart-pole's linearization (examples/lqr_cart_pole.py).
 
     python examples/run_examples.py [-o out/examples]
 
-Exits with status 1 when the runs of a loop disagree by more than 1e-9 or the rollback run differs
-from its replay.
+Exits with status 1 when the runs of a loop disagree by more than 1e-9, the rollback run differs
+from its replay, or the LQR loop's measured decay rate differs from its design's by more than
+0.1 %.
 """
 import argparse
 import sys
@@ -46,6 +48,10 @@ def main(argv=None):
     ok &= diff <= 1e-9
     import rollback
     ok &= rollback.main(args.out_dir) == 0
+    import lqr_cart_pole
+    print()
+    lqr = lqr_cart_pole.main(args.out_dir)     # measured decay rate = the sampled design's
+    ok &= abs(lqr["rate"]["measured"] / lqr["rate"]["sampled"] - 1.0) <= 1e-3
     return 0 if ok else 1
 
 
