@@ -315,3 +315,15 @@ def test_lqr_example_measured_decay_rate_agrees_with_the_design(tmp_path):
     # without the controller the pole falls: the loop really does the balancing
     lin = res["lin"]
     assert max(np.linalg.eigvals(lin.A).real) > 3.0
+
+
+def test_equilibrium_from_dead_centre():
+    """The slider-crank starts at dead centre (crank and rod in line), where Newton on the
+    minimal equations stalls; the crank hanging straight down is the equilibrium (there the
+    heights of the crank's and the rod's centres are stationary in the crank angle)."""
+    model = fmu_mb.load_model(ROOT / "models/slider_crank.py")
+    eq = fmu_mb.equilibrium(model)
+    assert eq.state.q[0] == pytest.approx(-np.pi / 2, abs=1e-9)      # O.angle
+    assert eq.static_residual < 1e-9
+    lin = fmu_mb.linearize(model, eq, outputs=[])
+    assert max(np.linalg.eigvals(lin.A).real) < 1e-6      # hanging: stable, undamped

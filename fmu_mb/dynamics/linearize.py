@@ -564,7 +564,11 @@ def equilibrium(model, inputs=None, free=None, state=None, tol=1e-10, max_iterat
         initial state); its rates are ignored.
     tol : convergence when the largest generalised force is below tol times a force scale
         (1 + the largest generalised force of gravity and the inputs at the start).
-    Returns an Equilibrium. Raises SingularSystemError when Newton does not converge.
+    Newton steps are limited to 0.5 rad or m and backtracked until the residual decreases;
+    where Newton stalls (a loop starting at dead centre) a step along the generalised force
+    (downhill in the potential) is taken instead. Newton finds the equilibrium nearest the
+    start, stable or not. Returns an Equilibrium; raises SingularSystemError when Newton does
+    not converge.
     """
     from .formulations import tmt
     from .inverse import inverse_dynamics
@@ -682,6 +686,14 @@ def equilibrium(model, inputs=None, free=None, state=None, tol=1e-10, max_iterat
                 if a < 1e-4:
                     raise
             a *= 0.5
+        if not np.abs(rn).max() < n0 and n0 > 1e-6 * fscale and len(moving) and \
+                np.abs(r[moving]).max() > 0:
+            # Newton makes no progress (a stationary point of the residual, e.g. a loop at
+            # dead centre): move along the generalised force instead (downhill in the
+            # potential energy), 0.05 rad or m at most, and continue from there
+            kick = np.zeros_like(z)
+            kick[:len(moving)] = 0.05 * r[moving] / np.abs(r[moving]).max()
+            rn, qi, un = resid(sys_, force, q, z + kick)
         q = sys_.full(qi, np.zeros(sys_.f))[0]
         uu = un
         r = rn
