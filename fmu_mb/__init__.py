@@ -46,7 +46,7 @@ _LAZY = {
     **dict.fromkeys(("output_names", "output_spec", "output_values"), "dynamics.outputs"),
     "simulate": "dynamics.simulate",
     **dict.fromkeys(("Equilibrium", "LinearModel", "Mode", "directional_derivative",
-                     "equilibrium", "linearize"), "dynamics.linearize"),
+                     "equilibrium", "linearize", "model_structure"), "dynamics.linearize"),
     "tree_coordinates": "mechanics.tree",
     "box_inertia_3d": ("mechanics.spatial.inertia", "box"),
     "cylinder_inertia_3d": ("mechanics.spatial.inertia", "cylinder"),
@@ -94,5 +94,6 @@ __all__ = [
     "kinematic_analysis", "kinematic_trajectory", "inverse_dynamics", "KinematicState",
     "InverseDynamics", "tree_coordinates", "cardan", "box_inertia_3d", "cylinder_inertia_3d",
     "slender_rod_inertia", "sphere_inertia",
-    "linearize", "equilibrium", "directional_derivative", "LinearModel", "Equilibrium", "Mode",
+    "linearize", "equilibrium", "directional_derivative", "model_structure", "LinearModel",
+    "Equilibrium", "Mode",
 ]

@@ -327,3 +327,29 @@ def test_equilibrium_from_dead_centre():
     assert eq.static_residual < 1e-9
     lin = fmu_mb.linearize(model, eq, outputs=[])
     assert max(np.linalg.eigvals(lin.A).real) < 1e-6      # hanging: stable, undamped
+
+
+def test_model_structure_for_the_fmu():
+    """ModelStructure's dependencies: geometry depends on the coordinates only, der(q) on the
+    rate only, accelerations and reactions on the inputs; a closed loop keeps its declared
+    states."""
+    from fmu_mb.dynamics.linearize import model_structure
+
+    model = fmu_mb.load_model(ROOT / "models/double_pendulum.py")
+    s = model_structure(model)
+    assert s["states"] == ["A.angle", "B.angle", "A.rate", "B.rate"]
+    dd, od = s["derivative_dependencies"], s["output_dependencies"]
+    assert dd["der(A.angle)"] == ["A.rate"]
+    assert set(dd["der(B.rate)"]) == set(s["states"]) | {"actuator_A.h", "actuator_B.h"}
+    assert od["rod1.x"] == ["A.angle"] and od["rod2.omega"] == ["A.rate", "B.rate"]
+    assert "actuator_B.h" in od["B.fx"] and not any(k.endswith(".h") for k in od["tip.vx"])
+    four = fmu_mb.load_model(ROOT / "models/four_bar.py")
+    st = model_structure(four)
+    assert st["states"] == ["A.angle", "A.rate"]
+    d = fmu_mb.directional_derivative(four, None, None, ["der(A.rate)"], ["A.angle"], [1.0],
+                                      independent=st["independent"])
+    lin = fmu_mb.linearize(four, outputs=[])
+    assert d[0] == pytest.approx(lin.A[1, 0], rel=1e-7)
+    with pytest.raises(fmu_mb.SingularSystemError, match="not a set of independent"):
+        fmu_mb.directional_derivative(four, None, None, ["der(A.rate)"], ["A.angle"], [1.0],
+                                      independent=["A0.angle", "B0.angle"])

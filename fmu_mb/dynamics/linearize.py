@@ -414,6 +414,26 @@ def _partition(model, q, t, independent=()):
     return ind, dep
 
 
+def _check_independent(model, ind, independent):
+    """SingularSystemError unless the partition `ind` is exactly the given `independent`
+    coordinates (when given)."""
+    from .formulations import tmt
+
+    if not independent:
+        return
+    names = tmt.coordinates(model)
+    have = {names[i] for i in ind}
+    unknown = [k for k in independent if k not in names]
+    if unknown:
+        raise InputError(f"model '{model.name}': unknown coordinates {unknown}; coordinates "
+                         f"are {list(names)}")
+    if have != set(independent):
+        raise SingularSystemError(
+            f"model '{model.name}': the coordinates {list(independent)} are not a set of "
+            f"independent coordinates here (the closure needs {sorted(have)} or another set "
+            f"of {len(have)})")
+
+
 def _output_selection(model, outputs):
     from .outputs import output_spec
 
@@ -514,6 +534,7 @@ def linearize(model, state=None, inputs=None, outputs=None, method="ridders",
     st = _tmt_state(model, state)
     u0 = model.input_vector(inputs)
     ind, dep = _partition(model, st.q, st.t, tuple(independent))
+    _check_independent(model, ind, independent)
     sys_ = _Minimal(model, st.q, st.qd, st.t, ind, dep)
     # re-close the loops at the operating point to round-off (a State from an integrator
     # carries its tolerance's residual)
@@ -714,13 +735,17 @@ def equilibrium(model, inputs=None, free=None, state=None, tol=1e-10, max_iterat
                        float(np.abs(r).max(initial=0.0)), float(stat), it)
 
 
-def directional_derivative(model, state, u, unknowns, knowns, seed, method="ridders"):
+def directional_derivative(model, state, u, unknowns, knowns, seed, method="ridders",
+                           independent=()):
     """What fmi2GetDirectionalDerivative returns: d(unknowns)/d(knowns) . seed at (state, u).
 
     knowns : names of states (linearize's x_names) and inputs (model inputs); unknowns :
     names of state derivatives ('der(<state name>)', e.g. 'der(A.angle)' = 'A.rate' and
     'der(A.rate)') and outputs; seed : one value per known. One directional difference (Ridders
-    along the seed) of the same equations as linearize. Returns an array, one per unknown.
+    along the seed) of the same equations as linearize. independent : the independent
+    coordinates the states are declared in (an FMU's ModelStructure, model_structure());
+    SingularSystemError when they no longer describe a closed loop at `state`. Returns an
+    array, one per unknown.
     """
     lin_state = _tmt_state(model, state)
     u0 = model.input_vector(u)
@@ -731,7 +756,8 @@ def directional_derivative(model, state, u, unknowns, knowns, seed, method="ridd
     if seed.shape[0] != len(knowns):
         raise InputError(f"directional_derivative: {len(knowns)} knowns but {seed.shape[0]} "
                          f"seed values")
-    ind, dep = _partition(model, lin_state.q, lin_state.t)
+    ind, dep = _partition(model, lin_state.q, lin_state.t, tuple(independent))
+    _check_independent(model, ind, independent)
     sys_ = _Minimal(model, lin_state.q, lin_state.qd, lin_state.t, ind, dep)
     q0, qd0 = sys_.full(lin_state.q[ind], lin_state.qd[ind])
     sys_.q0 = q0
@@ -775,3 +801,38 @@ def directional_derivative(model, state, u, unknowns, knowns, seed, method="ridd
         h = 1e-6 * scale / 1e-2
         return (fun(np.array([h])) - fun(np.array([-h]))) / (2 * h)
     return _ridders(fun, np.zeros(1), 0, scale)[0]
+
+
+def model_structure(model, state=None, inputs=None, samples=2, seed=0):
+    """What an FMU declares in ModelStructure for directional derivatives: the states (the
+    independent coordinates and rates of linearize at `state`), their derivatives
+    ('der(<state>)'), and which states and inputs each derivative and each output depends on.
+
+    The dependencies are the union of the nonzero entries of [A B; C D] at `state` and at
+    `samples` random nearby operating points (coordinates moved by up to 0.1 rad or m, rates
+    by up to 1 per s, inputs by up to 1; seeded), so that an entry that happens to vanish at
+    one pose is not taken for structural. Returns {"states": [...], "derivatives": [...],
+    "inputs": [...], "derivative_dependencies": {derivative: [knowns]},
+    "output_dependencies": {output: [knowns]}} (knowns: state and input names)."""
+    base = linearize(model, state, inputs)
+    rng = np.random.default_rng(seed)
+    f = base.n_dof
+    pattern = np.abs(np.block([[base.A, base.B], [base.C, base.D]]))
+    mask = pattern > 1e-9 * (1.0 + pattern.max(initial=0.0))
+    for _ in range(samples):
+        x = base.x0 + np.concatenate([rng.uniform(-0.1, 0.1, f), rng.uniform(-1.0, 1.0, f)])
+        u = base.u0 + rng.uniform(-1.0, 1.0, base.u0.shape)
+        try:
+            lin = linearize(model, dict(zip(base.x_names, x)), u, independent=base.independent)
+        except (SingularSystemError, InputError):
+            continue
+        p = np.abs(np.block([[lin.A, lin.B], [lin.C, lin.D]]))
+        mask |= p > 1e-9 * (1.0 + p.max(initial=0.0))
+    known = list(base.x_names) + list(base.u_names)
+    ders = [f"der({n})" for n in base.x_names]
+    deps = {d: [known[j] for j in np.flatnonzero(mask[i])] for i, d in enumerate(ders)}
+    outs = {y: [known[j] for j in np.flatnonzero(mask[2 * f + i])]
+            for i, y in enumerate(base.y_names)}
+    return {"states": list(base.x_names), "derivatives": ders, "inputs": list(base.u_names),
+            "independent": list(base.independent), "derivative_dependencies": deps,
+            "output_dependencies": outs}
