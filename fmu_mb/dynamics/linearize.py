@@ -415,8 +415,8 @@ def _partition(model, q, t, independent=()):
 
 
 def _check_independent(model, ind, independent):
-    """SingularSystemError unless the partition `ind` is exactly the given `independent`
-    coordinates (when given)."""
+    """SingularSystemError unless the given `independent` coordinates are among the
+    partition's independent ones `ind`."""
     from .formulations import tmt
 
     if not independent:
@@ -427,7 +427,7 @@ def _check_independent(model, ind, independent):
     if unknown:
         raise InputError(f"model '{model.name}': unknown coordinates {unknown}; coordinates "
                          f"are {list(names)}")
-    if have != set(independent):
+    if not set(independent) <= have:
         raise SingularSystemError(
             f"model '{model.name}': the coordinates {list(independent)} are not a set of "
             f"independent coordinates here (the closure needs {sorted(have)} or another set "
@@ -465,11 +465,22 @@ def _ridders(fun, z0, j, h0, con=1.6, ntab=10):
 
     con2 = con * con
     h = h0
-    tab = [[central(h)]]
+    for _ in range(8):          # a first step too large for the closure: start smaller
+        try:
+            first = central(h)
+            break
+        except SingularSystemError:
+            h /= 8.0
+    else:
+        first = central(h)      # raises, naming the closure that fails
+    tab = [[first]]
     best, err = tab[0][0], np.inf
     for i in range(1, ntab):
         h /= con
-        row = [central(h)]
+        try:
+            row = [central(h)]
+        except SingularSystemError:
+            break
         fac = con2
         for k in range(1, i + 1):
             row.append((row[k - 1] * fac - tab[i - 1][k - 1]) / (fac - 1.0))
@@ -517,7 +528,8 @@ def linearize(model, state=None, inputs=None, outputs=None, method="ridders",
     method : "ridders" (central differences with Richardson extrapolation, default) or
         "central" (one central difference; the cross-check).
     independent : coordinate names to keep independent in the partition of a closed loop
-        when the rank allows (default: QR with column pivoting chooses).
+        (default: QR with column pivoting chooses); SingularSystemError when they cannot all
+        be independent at the operating point.
     Returns a LinearModel; its modes() gives eigenvalues, natural frequencies [Hz], damping
     ratios and mode shapes.
     """
