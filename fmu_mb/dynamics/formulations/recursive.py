@@ -239,6 +239,39 @@ def native_stepper(model, settings, t, y, t_end, h, u, active=None):
     return NativeStepper(model, settings, t, y, t_end, h, u, contacts)
 
 
+#: the contact event loop in C (native_events); False runs the Python loop of
+#: fmu_mb.dynamics.integrate with the kernel stepping (tests compare the two)
+NATIVE_EVENTS = True
+_REC = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
+
+
+def native_events(model, state, t_end, u, settings):
+    """advance() of a planar contact model with the whole event loop in C
+    (fmu_mb.engine.kernel.ContactEvents): returns the new State, or None where the C loop
+    does not apply (spatial models, methods other than dopri5 and dop853, Reduction-Method
+    contacts: the Python loop of integrate._advance_contacts runs them)."""
+    if (not NATIVE_EVENTS or model.spatial or settings.method not in ("dopri5", "dop853")
+            or any(c.method == "reduction" for c in model.contacts)):
+        return None
+    from ...engine.kernel import contact_events
+    from ..impact import Status
+
+    st = Status(model, state.extra)
+    rec = np.array([[float(st.data[nm][f]) for f in _REC] for nm in st.names])
+    ev = contact_events(model)
+    q, qd, h, rec, _, _ = ev.advance(
+        settings.method, float(state.t), float(t_end), state.q, state.qd, float(state.h), u,
+        max(settings.rtol, 100 * np.finfo(float).eps), settings.atol, settings.max_step,
+        (settings.stabilization, settings.baumgarte, settings.projection_tol),
+        settings.contact_tol, settings.contact_velocity, settings.event_tol,
+        settings.max_steps, rec)
+    for nm, r in zip(st.names, rec):
+        d = st.data[nm]
+        d["impacts"], d["last_time"], d["last_impulse"] = int(r[0]), float(r[1]), float(r[2])
+        d["energy_loss"], d["active"] = float(r[3]), bool(r[4])
+    return State(float(t_end), q, qd, float(h), state.coords, st.to_extra(state.extra))
+
+
 def lam(model, dyn):
     if model.spatial:
         from . import _spatial_tmt   # a planar model never loads it

@@ -1189,3 +1189,8 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
     par[2] = h_abs;
     return OK;
 }
+
+/* ------------------------------------------------------------------ contact events
+ * The contact event loop in C (impacts, persistent contacts, event location on the dense
+ * output): native/events.c, API in its header comment. */
+#include "events.c"
