@@ -271,7 +271,7 @@ def stepper(model, settings=None):
     check_settings(model, settings)
     form = get_formulation(settings.formulation)
     fast = None
-    if form.cosim_stepper is not None and not model.contacts:
+    if form.cosim_stepper is not None:     # (contacts: recursive's C event loop, or None)
         fast = form.cosim_stepper(model, settings)
     if fast is None:
         return lambda state, t_end, u: advance(model, state, t_end, u, settings)

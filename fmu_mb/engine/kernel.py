@@ -735,26 +735,51 @@ class ContactEvents:
         impacts, last_time, last_impulse, energy_loss, active (in: before, out: after).
         stab = (stabilization, (alpha, beta), projection_tol). Returns (q, qd, h, rec, steps,
         events)."""
+        run = self.stepper(method, rtol, atol, max_step, stab, contact_tol, contact_velocity,
+                           event_tol, max_steps)
+        y, h, rec = run(t, t_end, q, qd, h, u, rec)
+        par = run.par
+        return y[:self.n].copy(), y[self.n:].copy(), h, rec, int(par[15]), int(par[16])
+
+    def stepper(self, method, rtol, atol, max_step, stab, contact_tol, contact_velocity,
+                event_tol, max_steps):
+        """advance() with the settings bound once (co-simulation steps): returns
+        run(t, t_end, q, qd, h, u, rec) -> (y, h, rec) with y = (q, qd) at t_end (a new
+        array) and rec the new records (a new array, or `rec` itself when no record
+        changed). u: a float array of the model's inputs (validated by the caller)."""
         mode, (alpha, beta), ptol = stab
-        with self._lock:
-            par = self._par
-            par[:] = 0.0
-            par[:14] = (t, t_end, h, rtol, atol, max_step, _STABILIZATION[mode], alpha, beta,
-                        ptol, contact_tol, contact_velocity, event_tol, max_steps)
-            n = self.n
-            self._y[:n] = q
-            self._y[n:] = qd
-            self._rec[:] = rec
-            if self.n_inputs:
-                self._u[:self.n_inputs] = u
-            rc = self.lib.mbk_advance_events(self.handle, METHOD_CODES[method],
-                                             par.ctypes.data, self._y.ctypes.data,
-                                             self._u.ctypes.data, self._rec.ctypes.data)
-            if rc:
-                raise self._error(rc, float(par[14]), int(par[17]), method, max_steps, t,
-                                  t_end, float(par[2]))
-            return (self._y[:n].copy(), self._y[n:].copy(), float(par[2]), self._rec.copy(),
-                    int(par[15]), int(par[16]))
+        par = np.zeros(18)
+        par[3:14] = (rtol, atol, max_step, _STABILIZATION[mode], alpha, beta, ptol,
+                     contact_tol, contact_velocity, event_tol, max_steps)
+        fixed = par[3:14].copy()
+        code, n, ni, lock = METHOD_CODES[method], self.n, self.n_inputs, self._lock
+        ybuf, ubuf, rbuf = self._y, self._u, self._rec
+        handle, call = self.handle, self.lib.mbk_advance_events
+        ppar, py, pu, pr = (par.ctypes.data, ybuf.ctypes.data, ubuf.ctypes.data,
+                            rbuf.ctypes.data)
+        error = self._error
+
+        def run(t, t_end, q, qd, h, u, rec):
+            with lock:
+                par[0] = t
+                par[1] = t_end
+                par[2] = h
+                par[3:14] = fixed
+                ybuf[:n] = q
+                ybuf[n:] = qd
+                rbuf[:] = rec
+                if ni:
+                    ubuf[:ni] = u
+                rc = call(handle, code, ppar, py, pu, pr)
+                if rc:
+                    raise error(rc, float(par[14]), int(par[17]), method, max_steps, t,
+                                t_end, float(par[2]))
+                y = ybuf.copy()
+                if par[16] or not np.array_equal(rbuf, rec):
+                    rec = rbuf.copy()
+                return y, float(par[2]), rec
+        run.par = par
+        return run
 
     def _error(self, rc, t, i, method, max_steps, t0, t_end, h):
         from ..errors import ImpactError
