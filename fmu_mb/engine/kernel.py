@@ -195,7 +195,7 @@ def library():
     lib.mbk_set_eigensolver.restype = None
     lib.mbk_set_eigensolver.argtypes = [P]
     lib.mbk_events_create.restype = P
-    lib.mbk_events_create.argtypes = [P, I, P, P, P]
+    lib.mbk_events_create.argtypes = [P, I, P, P, P, I]
     lib.mbk_events_free.restype = None
     lib.mbk_events_free.argtypes = [P]
     lib.mbk_advance_events.argtypes = [P, I, P, P, P, P]
@@ -715,7 +715,7 @@ class ContactEvents:
         if base.m:
             _eigensolver()
         handle = lib.mbk_events_create(base.handle, nc, ci.ctypes.data, cd.ctypes.data,
-                                       e.ctypes.data)
+                                       e.ctypes.data, len(model.inputs))
         if not handle:
             raise MemoryError(f"model '{model.name}': cannot allocate the contact event loop")
         self._finalizer = weakref.finalize(self, lib.mbk_events_free, handle)

@@ -6,11 +6,12 @@
  * Included at the end of kernel.c (one library; it uses the kernel's static functions). API:
  *
  *   MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *cd,
- *                                const double *e);
+ *                                const double *e, int ni);
  *       The event loop of the kernel `base` (its tree, elements, gains, drives and its m_loop
  *       = base->m loop rows) with nc contacts: ci (nc, RI) and cd (nc, RD) the contacts' gap
  *       rows in the format of the loop rows (kernel.contact_rows: gap = sign (value -
- *       offset)), e (nc) Newton's restitution coefficients. The object copies what it needs
+ *       offset)), e (nc) Newton's restitution coefficients, ni the number of inputs u. The
+ *       object copies what it needs
  *       (two private kernels: one with every gap row for the gaps and the impacts, one whose
  *       rows are the phase's active set), so `base` may be freed or changed afterwards.
  *       NULL when memory runs out or the arguments are invalid.
@@ -115,6 +116,13 @@ typedef struct {
     int nseen;
     const double *u;
     double contact_tol;
+    /* reuse, bit for bit, of what the last step computed: the contact multipliers at its
+     * end state (the next step's values at t0) and f(t, y) at the end of the last call (the
+     * next call's first stage, when t, y, u, the active set and the drift control agree) */
+    double *lam0, *lam1;
+    int ni, fc_ok;
+    double t_fc, mode_fc, alpha_fc, beta_fc, *y_fc, *u_fc, *f_fc;
+    unsigned char *sel_fc;
 } MbkEvents;
 
 void mbk_events_free(MbkEvents *ev)
@@ -126,7 +134,8 @@ void mbk_events_free(MbkEvents *ev)
     void *p[] = {ev->ri, ev->rd, ev->e, ev->sel, ev->y, ev->rec, ev->active, ev->yold,
                  ev->ynew, ev->K, ev->F, ev->yd, ev->ys, ev->f, ev->v, ev->vprev, ev->lamc,
                  ev->g, ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed,
-                 ev->trial, ev->seen};
+                 ev->trial, ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc,
+                 ev->sel_fc};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(ev);
@@ -160,9 +169,9 @@ fail:
 }
 
 MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *cd,
-                             const double *e)
+                             const double *e, int ni)
 {
-    if (!base || nc < 1 || !ci || !cd || !e)
+    if (!base || nc < 1 || !ci || !cd || !e || ni < 0)
         return NULL;
     MbkEvents *ev = calloc(1, sizeof *ev);
     if (!ev)
@@ -214,6 +223,15 @@ MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *
     ev->closed = calloc(c, 1);
     ev->trial = calloc(c, 1);
     ev->seen = calloc((4 * c + 5) * c, 1);
+    ev->ni = ni;
+    ev->lam0 = calloc(c, sizeof(double));
+    ev->lam1 = calloc(c, sizeof(double));
+    ev->y_fc = calloc(m2, sizeof(double));
+    ev->f_fc = calloc(m2, sizeof(double));
+    ev->u_fc = calloc((size_t)(ni > 0 ? ni : 1), sizeof(double));
+    ev->sel_fc = calloc(c, 1);
+    if (!ev->lam0 || !ev->lam1 || !ev->y_fc || !ev->f_fc || !ev->u_fc || !ev->sel_fc)
+        goto fail;
     if (!ev->kall || !ev->kph || !ev->sel || !ev->y || !ev->rec || !ev->active || !ev->yold ||
         !ev->ynew || !ev->K || !ev->F || !ev->yd || !ev->ys || !ev->f || !ev->v ||
         !ev->vprev || !ev->lamc || !ev->g || !ev->vminus || !ev->vplus || !ev->target ||
@@ -253,7 +271,8 @@ static int ev_any(const unsigned char *mask, int nc)
     return 0;
 }
 
-/* the gaps of every contact at q into g (the rows of kall at q as given) */
+/* the gaps of every contact at q into g: the values phi of kall's contact rows at q as
+ * given, computed as rows() computes them (the same expressions) without their Jacobians */
 static int ev_gaps(MbkEvents *ev, const double *q, double *g)
 {
     Kernel *k = ev->kall;
@@ -261,10 +280,31 @@ static int ev_gaps(MbkEvents *ev, const double *q, double *g)
     for (int j = 0; j < k->n; j++)
         zero[j] = 0.0;
     kinematics(k, q, zero);
-    int rc = rows(k, 0);
-    if (rc != OK)
-        return rc;
-    memcpy(g, k->phi + ev->m_loop, sizeof(double) * ev->nc);
+    for (int i = 0; i < ev->nc; i++) {
+        int r = ev->m_loop + i;
+        const int *R = k->ri + RI * r;
+        const double *P = k->rd + RD * r;
+        int kind = R[0], p = R[1], c = R[2];
+        double Qp[2], Qc[2], ep[2], ec[2], val;
+        body_point(k, p, P, Qp, ep);
+        body_point(k, c, P + 2, Qc, ec);
+        double d[2] = {Qc[0] - Qp[0], Qc[1] - Qp[1]};
+        if (kind == R_PX || kind == R_PY) {
+            val = d[kind == R_PY];
+        } else if (kind == R_ANG) {
+            val = k->x[3 * c + 2] - k->x[3 * p + 2];
+        } else if (kind == R_PRJ) {
+            double ph = k->x[3 * p + 2], cs = cos(ph), sn = sin(ph);
+            double w[2] = {cs * P[4] - sn * P[5], sn * P[4] + cs * P[5]};
+            val = d[0] * w[0] + d[1] * w[1];
+        } else {
+            double l = sqrt(d[0] * d[0] + d[1] * d[1]);
+            if (!(l > 0.0))
+                return ERR_SINGULAR;
+            val = l;
+        }
+        g[i] = P[7] * (val - P[6]);
+    }
     return OK;
 }
 
@@ -393,8 +433,18 @@ static void ev_dense(const MbkEvents *ev, double t, double *y)
 }
 
 /* ------------------------------------------------------------------ event functions */
-/* per contact: the gap of an inactive contact, the force -lam_c of an active one */
+/* per contact: the gap of an inactive contact, the force -lam_c of an active one (lam0: the
+ * active contacts' multipliers at (t, y) when already known, else NULL) */
+static int ev_values_at(MbkEvents *ev, double t, const double *y, double *out,
+                        const double *lam0);
+
 static int ev_values(MbkEvents *ev, double t, const double *y, double *out)
+{
+    return ev_values_at(ev, t, y, out, NULL);
+}
+
+static int ev_values_at(MbkEvents *ev, double t, const double *y, double *out,
+                        const double *lam0)
 {
     int nc = ev->nc, rc;
     int watch = 0, act = 0;
@@ -413,11 +463,11 @@ static int ev_values(MbkEvents *ev, double t, const double *y, double *out)
                 out[i] = ev->g[i];
     }
     if (act) {
-        if ((rc = ev_lam(ev, t, y, ev->lamc)) != OK)
+        if (!lam0 && (rc = ev_lam(ev, t, y, ev->lamc)) != OK)
             return rc;
         for (int i = 0; i < nc; i++)
             if (ev->active[i])
-                out[i] = -ev->lamc[i];
+                out[i] = -(lam0 ? lam0[i] : ev->lamc[i]);
     }
     return OK;
 }
@@ -515,9 +565,9 @@ static int ev_brent(MbkEvents *ev, int i, double shift, double xa, double xb, do
  * time, kind and contact, and y the state there on the dense output; *found = 0 when none
  * (y untouched). As integrate._find_event: four samples, the first sample with a sign
  * change decides, Brent's method per contact changing sign there, the earliest wins. */
-static int ev_find(MbkEvents *ev, double t0, const double *y0, double t1, double tol,
-                   double event_tol, double *y, double *te_out, int *kind_out, int *idx_out,
-                   int *found)
+static int ev_find(MbkEvents *ev, double t0, const double *y0, const double *lam0,
+                   double t1, double tol, double event_tol, double *y, double *te_out,
+                   int *kind_out, int *idx_out, int *found)
 {
     int nc = ev->nc, m = 2 * ev->n, rc;
     double samples[4];
@@ -526,7 +576,7 @@ static int ev_find(MbkEvents *ev, double t0, const double *y0, double t1, double
     samples[3] = t1;
     for (int k = 0; k < 4; k++)
         ev_dense(ev, samples[k], ev->ys + (size_t)k * m);
-    if ((rc = ev_values(ev, t0, y0, ev->vprev)) != OK)
+    if ((rc = ev_values_at(ev, t0, y0, ev->vprev, lam0)) != OK)
         return rc;
     double prev_t = t0, best_t = 0.0;
     int best_kind = 0, best_i = -1;
@@ -729,6 +779,7 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
     int repeats = 0, have_last = 0;
     double t_last = 0.0, t_start = t;
     while (t < t_end) {
+        int lam0_ok = 0;
         for (;;) {                  /* release tensile persistent contacts, most tensile first */
             if (!ev_any(ev->active, nc))
                 break;
@@ -746,13 +797,25 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
                     bv = v;
                 }
             }
-            if (bv <= 0.0)
+            if (bv <= 0.0) {        /* (also the first step's event values at t) */
+                memcpy(ev->lam0, ev->lamc, sizeof(double) * nc);
+                lam0_ok = 1;
                 break;
+            }
             ev->active[best] = 0;
         }
         ev_select(ev, ev->active);
         int project_steps = stab == 1 && kp->m > 0, have_f = 0, found = 0, kind = 0, idx = -1;
         double tc = t, hs = h, te = t;
+        if (ev->fc_ok && kp->nd == 0 && ev->t_fc == t && ev->mode_fc == kp->mode &&
+            ev->alpha_fc == kp->alpha && ev->beta_fc == kp->beta &&
+            memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0 &&
+            memcmp(ev->y_fc, y, sizeof(double) * m) == 0 &&
+            (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0)) {
+            memcpy(ev->f, ev->f_fc, sizeof(double) * m);      /* f(t, y) of the last call */
+            have_f = 1;
+        }
+        ev->fc_ok = 0;
         while (!found && tc < t_end) {
             memcpy(ev->yold, y, sizeof(double) * m);
             if (++steps > max_steps && max_steps > 0) {
@@ -761,7 +824,7 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
                 return INTEG_ERR_BUDGET;
             }
             double sp[7] = {tc, t_end, hs, rtol, atol, max_step, 0.0};
-            int nfev;
+            int nfev, lam1_ok = 0;
             if (have_f)
                 memcpy(ev->K, ev->f, sizeof(double) * m);
             if ((rc = mbk_step(kp, method, sp, y, u, have_f, ev->K, &nfev)) != OK) {
@@ -778,20 +841,43 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
                     par[14] = sp[0];
                     return rc;
                 }
+                /* its multipliers are the next step's event values at t0 (mode 1 solves
+                 * as mode 0: no Baumgarte terms) */
+                for (int i = 0, r = ev->m_loop; i < nc; i++)
+                    if (ev->sel[i])
+                        ev->lam1[i] = kp->lam[r++];
+                lam1_ok = 1;
             }
             have_f = 1;
             tc = sp[0];
             hs = sp[2];
             if ((rc = ev_dense_setup(ev, sp[6])) != OK ||
-                (rc = ev_find(ev, ev->t_old, ev->yold, tc, ctol, etol, y, &te, &kind, &idx,
-                              &found)) != OK) {
+                (rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, tc, ctol,
+                              etol, y, &te, &kind, &idx, &found)) != OK) {
                 par[14] = tc;
                 return rc;
             }
+            lam0_ok = lam1_ok;
+            if (lam1_ok)
+                memcpy(ev->lam0, ev->lam1, sizeof(double) * nc);
         }
         h = hs;
         if (!found) {
             t = tc;
+            /* f(t_end, y) for the next call's first stage: K[s] at the unprojected state
+             * (= y without projection and drives) or the rhs after the projection */
+            if (kp->nd == 0 && (project_steps || memcmp(ev->ynew, y, sizeof(double) * m) == 0)) {
+                ev->fc_ok = 1;
+                ev->t_fc = t;
+                ev->mode_fc = kp->mode;
+                ev->alpha_fc = kp->alpha;
+                ev->beta_fc = kp->beta;
+                memcpy(ev->sel_fc, ev->sel, (size_t)nc);
+                memcpy(ev->y_fc, y, sizeof(double) * m);
+                memcpy(ev->f_fc, ev->f, sizeof(double) * m);
+                if (ev->ni)
+                    memcpy(ev->u_fc, u, sizeof(double) * ev->ni);
+            }
             break;
         }
         /* Zeno guard: more than 100 events per contact, each within 10 ns of the last */
