@@ -78,11 +78,13 @@ def test_c_loop_equals_the_python_loop(name, t_end, pars, python_loop):
             assert abs(oc[i] - op[i]) <= 1e-12 * max(1.0, abs(op[i])), nm
 
 
-def test_dopri5_and_baumgarte_equal_the_python_loop(python_loop):
-    """dopri5 (its quartic interpolant) and Baumgarte drift control (no projections) on the
-    slider-crank with its stop: the C loop equals the Python loop."""
+def test_dopri5_rk4_and_baumgarte_equal_the_python_loop(python_loop):
+    """dopri5 (its quartic interpolant), rk4 (fixed steps, a cubic Hermite between them) and
+    Baumgarte drift control (no projections) on the slider-crank with its stop: the C loop
+    equals the Python loop."""
     m = model("slider_crank_stop")
     for st in (Settings(formulation="recursive", method="dopri5"),
+               Settings(formulation="recursive", method="rk4", step=2e-3),
                Settings(formulation="recursive", stabilization="baumgarte")):
         python_loop(False)
         _, c = _trajectory(m, st, 0.6, 0.02)

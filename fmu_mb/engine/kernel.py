@@ -730,27 +730,28 @@ class ContactEvents:
         self._u = np.zeros(max(1, self.n_inputs))
 
     def advance(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, stab,
-                contact_tol, contact_velocity, event_tol, max_steps, rec):
+                contact_tol, contact_velocity, event_tol, max_steps, rec, step=1e-3):
         """Integrate (q, qd) from t to t_end with the events; rec (nc, 5): per contact
         impacts, last_time, last_impulse, energy_loss, active (in: before, out: after).
-        stab = (stabilization, (alpha, beta), projection_tol). Returns (q, qd, h, rec, steps,
-        events)."""
+        stab = (stabilization, (alpha, beta), projection_tol); step: rk4's step [s]. Returns
+        (q, qd, h, rec, steps, events)."""
         run = self.stepper(method, rtol, atol, max_step, stab, contact_tol, contact_velocity,
-                           event_tol, max_steps)
+                           event_tol, max_steps, step)
         y, h, rec = run(t, t_end, q, qd, h, u, rec)
         par = run.par
         return y[:self.n].copy(), y[self.n:].copy(), h, rec, int(par[15]), int(par[16])
 
     def stepper(self, method, rtol, atol, max_step, stab, contact_tol, contact_velocity,
-                event_tol, max_steps):
+                event_tol, max_steps, step=1e-3):
         """advance() with the settings bound once (co-simulation steps): returns
         run(t, t_end, q, qd, h, u, rec) -> (y, h, rec) with y = (q, qd) at t_end (a new
         array) and rec the new records (a new array, or `rec` itself when no record
         changed). u: a float array of the model's inputs (validated by the caller)."""
         mode, (alpha, beta), ptol = stab
-        par = np.zeros(18)
+        par = np.zeros(19)
         par[3:14] = (rtol, atol, max_step, _STABILIZATION[mode], alpha, beta, ptol,
                      contact_tol, contact_velocity, event_tol, max_steps)
+        par[18] = step
         fixed = par[3:14].copy()
         code, n, ni, lock = METHOD_CODES[method], self.n, self.n_inputs, self._lock
         ybuf, ubuf, rbuf = self._y, self._u, self._rec

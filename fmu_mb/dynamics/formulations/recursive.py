@@ -246,10 +246,10 @@ _REC = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
 
 
 def _events_apply(model, settings):
-    """True when the C event loop runs `model` with `settings`: planar, dopri5 or dop853,
-    no Reduction-Method contact (those stay in the Python loop)."""
+    """True when the C event loop runs `model` with `settings`: planar, rk4, dopri5 or
+    dop853, no Reduction-Method contact (those stay in the Python loop)."""
     return (NATIVE_EVENTS and bool(model.contacts) and not model.spatial
-            and settings.method in ("dopri5", "dop853")
+            and settings.method in ("rk4", "dopri5", "dop853")
             and not any(c.method == "reduction" for c in model.contacts))
 
 
@@ -263,7 +263,7 @@ def _events_call(model, settings):
         settings.max_step, (settings.stabilization, settings.baumgarte,
                             settings.projection_tol),
         settings.contact_tol, settings.contact_velocity, settings.event_tol,
-        settings.max_steps)
+        settings.max_steps, settings.step)
 
 
 def _records(model, extra):
@@ -285,8 +285,9 @@ def _extra(st, rec, extra):
 def native_events(model, state, t_end, u, settings):
     """advance() of a planar contact model with the whole event loop in C
     (fmu_mb.engine.kernel.ContactEvents): returns the new State, or None where the C loop
-    does not apply (spatial models, methods other than dopri5 and dop853, Reduction-Method
-    contacts: the Python loop of integrate._advance_contacts runs them)."""
+    does not apply (spatial models, methods other than rk4, dopri5 and dop853 (euler,
+    radau), Reduction-Method contacts: the Python loop of integrate._advance_contacts runs
+    them)."""
     if not _events_apply(model, settings):
         return None
     st, rec = _records(model, state.extra)

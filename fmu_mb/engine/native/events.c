@@ -61,7 +61,7 @@
  * The Reduction Method (seed 002) stays in Python (fmu_mb.dynamics.integrate).
  */
 #define EV_REC 5
-#define EV_NPAR 18
+#define EV_NPAR 19
 enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10 };
 enum { EV_IMPACT = 0, EV_RELEASE = 1 };
 
@@ -409,6 +409,15 @@ static void ev_dense(const MbkEvents *ev, double t, double *y)
     int m = 2 * ev->n;
     double x = (t - ev->t_old) / ev->h_dense;
     const double *F = ev->F;
+    if (ev->method == 2) {          /* rk4: cubic Hermite between the step's ends */
+        double s = x, dt = ev->h_dense, s2 = pow(s, 2.0), s3 = pow(s, 3.0);
+        double h00 = 2 * s3 - 3 * s2 + 1, h10 = s3 - 2 * s2 + s;
+        double h01 = -2 * s3 + 3 * s2, h11 = s3 - s2;
+        double a = h10 * dt, b = h11 * dt;
+        for (int i = 0; i < m; i++)
+            y[i] = h00 * F[i] + a * F[m + i] + h01 * F[2 * m + i] + b * F[3 * m + i];
+        return;
+    }
     if (ev->method == 0) {
         double p[4];
         p[0] = x;
@@ -746,11 +755,69 @@ static int ev_impact(MbkEvents *ev, double te, double *y, int i_event, double co
     return OK;
 }
 
+/* one rk4 step of the Python loop's stepper (integrate._Stepper) from (tc, y) with f = f(tc,
+ * y) in ev->f: step k of n over [t0, t_end] of size dt, the new f, the projection with the
+ * phase's rows (f again when it moved y) and the Hermite interpolant; lam1 gets the contact
+ * multipliers at the new state when the last solve was there without Baumgarte terms */
+static int ev_rk4_step(MbkEvents *ev, double *tc, double *y, long *k, long n, double t0,
+                       double dt, double t_end, int stab, int *lam1_ok)
+{
+    int m = 2 * ev->n, nc = ev->nc, rc;
+    double *K = ev->K, *k1 = ev->f, *k2 = K + m, *k3 = K + 2 * m, *k4 = K + 3 * m;
+    double *yt = K + 4 * m, *yp = K + 5 * m, t = *tc, *F = ev->F;
+    memcpy(ev->yold, y, sizeof(double) * m);
+    memcpy(F, y, sizeof(double) * m);                    /* Hermite: y0, f0, y1, f1 */
+    memcpy(F + m, k1, sizeof(double) * m);
+    *k += 1;
+    double t_new = *k == n ? t_end : t0 + *k * dt;
+    for (int i = 0; i < m; i++)
+        yt[i] = y[i] + dt / 2 * k1[i];
+    if ((rc = ev_rhs_plain(ev, t + dt / 2, yt, k2)) != OK)
+        return rc;
+    for (int i = 0; i < m; i++)
+        yt[i] = y[i] + dt / 2 * k2[i];
+    if ((rc = ev_rhs_plain(ev, t + dt / 2, yt, k3)) != OK)
+        return rc;
+    for (int i = 0; i < m; i++)
+        yt[i] = y[i] + dt * k3[i];
+    if ((rc = ev_rhs_plain(ev, t + dt, yt, k4)) != OK)
+        return rc;
+    for (int i = 0; i < m; i++)
+        y[i] = y[i] + dt / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
+    *tc = t_new;
+    if (!integ_all_finite(y, m))
+        return ERR_NONFINITE;
+    if ((rc = ev_rhs_plain(ev, t_new, y, ev->f)) != OK)
+        return rc;
+    if (stab == 1) {
+        memcpy(yp, y, sizeof(double) * m);
+        if ((rc = project(ev->kph, t_new, y)) != OK)
+            return rc;
+        if (memcmp(yp, y, sizeof(double) * m) != 0 &&
+            (rc = ev_rhs_plain(ev, t_new, y, ev->f)) != OK)
+            return rc;
+    }
+    memcpy(ev->ynew, y, sizeof(double) * m);
+    memcpy(F + 2 * m, y, sizeof(double) * m);
+    memcpy(F + 3 * m, ev->f, sizeof(double) * m);
+    ev->t_old = t;
+    ev->t_new = t_new;
+    ev->h_dense = t_new - t;
+    *lam1_ok = 0;
+    if (stab == 1 && ev->kph->m > ev->m_loop) {
+        for (int i = 0, r = ev->m_loop; i < nc; i++)
+            if (ev->sel[i])
+                ev->lam1[i] = ev->kph->lam[r++];
+        *lam1_ok = 1;
+    }
+    return OK;
+}
+
 /* ------------------------------------------------------------------ the loop */
 int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, const double *u,
                        double *rec_io)
 {
-    if (!ev || (method != 0 && method != 1) || !par || !y_io || !rec_io)
+    if (!ev || method < 0 || method > 2 || !par || !y_io || !rec_io)
         return ERR_ARGS;
     int n = ev->n, m = 2 * n, nc = ev->nc, s = method == 1 ? 12 : 6, rc = OK;
     double t = par[0], t_end = par[1], h = par[2] > 0.0 ? par[2] : 0.0;
@@ -758,8 +825,9 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
     int stab = (int)par[6];
     double ptol = par[9], ctol = par[10], cvel = par[11], etol = par[12];
     long max_steps = (long)par[13];
+    double rk_step = par[18];
     Kernel *kp = ev->kph;
-    if (!(t <= t_end) || m == 0 || stab < 0 || stab > 2)
+    if (!(t <= t_end) || m == 0 || stab < 0 || stab > 2 || (method == 2 && !(rk_step > 0.0)))
         return ERR_ARGS;
     ev->u = u;
     ev->method = method;
@@ -816,6 +884,24 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
             have_f = 1;
         }
         ev->fc_ok = 0;
+        long rk_n = 0, rk_k = 0;
+        double rk_t0 = t, rk_dt = 0.0;
+        if (method == 2) {          /* rk4: equal steps of at most `step` over [t, t_end] */
+            double ns = ceil((t_end - t) / rk_step - 1e-9);
+            rk_n = ns < 1.0 ? 1 : (long)ns;
+            if (max_steps > 0 && rk_n > max_steps) {
+                par[14] = t;
+                par[2] = rk_step;
+                return INTEG_ERR_BUDGET;
+            }
+            rk_dt = (t_end - t) / (double)rk_n;
+            hs = rk_dt;
+            if (!have_f && (rc = ev_rhs_plain(ev, t, y, ev->f)) != OK) {
+                par[14] = t;
+                return rc;
+            }
+            have_f = 1;
+        }
         while (!found && tc < t_end) {
             memcpy(ev->yold, y, sizeof(double) * m);
             if (++steps > max_steps && max_steps > 0) {
@@ -825,6 +911,23 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
             }
             double sp[7] = {tc, t_end, hs, rtol, atol, max_step, 0.0};
             int nfev, lam1_ok = 0;
+            if (method == 2) {
+                if ((rc = ev_rk4_step(ev, &tc, y, &rk_k, rk_n, rk_t0, rk_dt, t_end, stab,
+                                      &lam1_ok)) != OK) {
+                    par[14] = tc;
+                    return rc;
+                }
+                hs = rk_dt;
+                if ((rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, tc,
+                                  ctol, etol, y, &te, &kind, &idx, &found)) != OK) {
+                    par[14] = tc;
+                    return rc;
+                }
+                lam0_ok = lam1_ok;
+                if (lam1_ok)
+                    memcpy(ev->lam0, ev->lam1, sizeof(double) * nc);
+                continue;
+            }
             if (have_f)
                 memcpy(ev->K, ev->f, sizeof(double) * m);
             if ((rc = mbk_step(kp, method, sp, y, u, have_f, ev->K, &nfev)) != OK) {
