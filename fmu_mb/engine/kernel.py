@@ -253,7 +253,8 @@ def supported(model):
     bodies) with every force element, closes loops with the rows of cut revolute, weld,
     prismatic and distance joints, and prescribes the coordinates of driven tree joints
     whose law it can evaluate itself (constant_rate, harmonic, polynomial); contacts run in
-    the event loop of fmu_mb.dynamics.integrate with the kernel stepping between events."""
+    the kernel's own event loop (native/events.c, ContactEvents), or for the Reduction Method
+    in the event loop of fmu_mb.dynamics.integrate with the kernel stepping between events."""
     t = model.topology
     for d in model.drives:
         if d.joint not in t.tree_joints:

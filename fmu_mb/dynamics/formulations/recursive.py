@@ -19,8 +19,10 @@ Drives on tree joints prescribe their coordinate, q_j = s(t) with the law evalua
 (constant_rate, harmonic, polynomial), by the hybrid articulated-body algorithm (the
 prescribed joint passes its child's inertia on unreduced and its known acceleration enters
 the bias); the drive's multiplier (effort -lam, tmt's lam of the row q_j - s(t)) comes from
-an inverse-dynamics pass. Contacts run in the event loop with the kernel stepping between
-events.
+an inverse-dynamics pass. Contacts: the whole event loop runs in C (native/events.c through
+kernel.ContactEvents: event location on the dense output, impacts by seed 000 ch.3 eq. 15,
+persistent contacts; `native_events` and the co-simulation stepper), the Python loop of
+fmu_mb.dynamics.integrate remains for the Reduction Method, euler and radau.
 
 Scope: trees of revolute, prismatic and weld joints and floating bodies, loops closed by cut
 revolute, weld, prismatic and distance joints, drives of tree joints with a law given as
