@@ -251,3 +251,24 @@ def test_one_event_loop_per_model_and_no_shared_workspace():
         sb = advance(b, sb, 0.1 * k, None, st)
     for x, y in ((sa, alone[0]), (sb, alone[1])):
         assert x.extra["contacts"]["floor"]["impacts"] == y.extra["contacts"]["floor"]["impacts"]
+
+
+@pytest.mark.parametrize("name,t", [("falling_rod", 1.0), ("slider_crank_stop", 0.9),
+                                    ("excavator", 1.5)])
+def test_contact_outputs_from_c_equal_the_python_outputs(name, t):
+    """ContactEvents.outputs (what a native FMU serves for C.gap and C.force) equals the
+    outputs of fmu_mb.dynamics.outputs (gaps and the persistent contacts' forces from the
+    absolute-coordinate equations, numpy) at a state with persistent contacts."""
+    m = model(name)
+    st = Settings(formulation="recursive")
+    s = advance(m, initial_state(m, st), t, None, st)
+    c = s.extra["contacts"]
+    rec = np.array([[float(c[x.name][f]) for f in FIELDS] for x in m.contacts])
+    assert rec[:, 4].any()
+    u = np.zeros(len(m.inputs))
+    gap, force = contact_events(m).outputs(s.t, s.q, s.qd, u, rec)
+    out = dict(zip(output_names(m), output_values(m, s, u, "recursive")))
+    for i, x in enumerate(m.contacts):
+        assert abs(gap[i] - out[f"{x.name}.gap"]) <= 1e-12
+        f_ref = out[f"{x.name}.force"]
+        assert abs(force[i] - f_ref) <= 1e-9 * max(1.0, abs(f_ref)), (x.name, force[i], f_ref)

@@ -50,7 +50,8 @@ _ERRORS = {1: "the state became non-finite (NaN or infinity)",
               "the dense output",
            9: "endless switching of a contact (Zeno behaviour); raise Settings.contact_velocity",
            10: "no admissible impact solution (the closed contacts may be redundant or the "
-               "impact ill-posed)"}
+               "impact ill-posed)",
+           11: "a point-point contact's distance is zero (its gap direction is undefined)"}
 
 
 def budget_error(name, t, what, max_steps):
@@ -200,6 +201,7 @@ def library():
     lib.mbk_events_free.argtypes = [P]
     lib.mbk_advance_events.argtypes = [P, I, P, P, P, P]
     lib.mbk_events_coefficients.argtypes = [I, P]
+    lib.mbk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     _set_tableaus(lib)
     return lib
 
@@ -783,6 +785,24 @@ class ContactEvents:
         run.par = par
         return run
 
+    def outputs(self, t, q, qd, u, rec):
+        """(gap (nc,), force (nc,)) at (t, q, qd) with inputs u for the records rec (nc, 5):
+        the force of each persistent contact (rec active), pushing positive, 0 otherwise."""
+        with self._lock:
+            n = self.n
+            self._y[:n] = q
+            self._y[n:] = qd
+            self._rec[:] = rec
+            if self.n_inputs:
+                self._u[:self.n_inputs] = u
+            gap, force = np.zeros(self.nc), np.zeros(self.nc)
+            rc = self.lib.mbk_events_outputs(self.handle, float(t), self._y.ctypes.data,
+                                             self._u.ctypes.data, self._rec.ctypes.data,
+                                             gap.ctypes.data, force.ctypes.data)
+            if rc:
+                raise self._error(rc, float(t), -1, "outputs", 0, t, t, 0.0)
+            return gap, force
+
     def _error(self, rc, t, i, method, max_steps, t0, t_end, h):
         from ..errors import ImpactError
 
@@ -800,8 +820,8 @@ class ContactEvents:
             return ImpactError(f"model '{self.name}': no admissible impact solution at "
                                f"t = {t:.9g} s ({who} and the contacts closed with it); the "
                                f"contacts may be redundant or the impact ill-posed")
-        if rc == 8:
-            return IntegrationError(f"model '{self.name}': {who}: {_ERRORS[8]} at "
+        if rc in (8, 11):
+            return IntegrationError(f"model '{self.name}': {who}: {_ERRORS[rc]} at "
                                     f"t = {t:.9g} s")
         return self._base._error(rc, t, f"the {method} integrator with contact events failed")
 

@@ -58,11 +58,18 @@
  *    contact, add the most penetrating one); a contact whose rebound is below
  *    contact_velocity becomes persistent;
  *  - Zeno guard: more than 100 events per contact each within 10 ns of the last: ERR_ZENO.
+ *
+ *   int mbk_events_outputs(MbkEvents *ev, double t, const double *y, const double *u,
+ *                          const double *rec, double *gap, double *force);
+ *       The contact outputs at a state: gap (nc) and the persistent contacts' forces (nc,
+ *       pushing positive, 0 when not active); with rec's records (impacts, last_time,
+ *       last_impulse, energy_loss, active) they serve every contact output of
+ *       fmu_mb.dynamics.outputs. ERR_GAP: a point-point gap undefined at y (zero distance).
  * The Reduction Method (seed 002) stays in Python (fmu_mb.dynamics.integrate).
  */
 #define EV_REC 5
 #define EV_NPAR 19
-enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10 };
+enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11 };
 enum { EV_IMPACT = 0, EV_RELEASE = 1 };
 
 static const double EV_RK45_P[7][4] = {
@@ -300,7 +307,7 @@ static int ev_gaps(MbkEvents *ev, const double *q, double *g)
         } else {
             double l = sqrt(d[0] * d[0] + d[1] * d[1]);
             if (!(l > 0.0))
-                return ERR_SINGULAR;
+                return ERR_GAP;
             val = l;
         }
         g[i] = P[7] * (val - P[6]);
@@ -668,7 +675,7 @@ static int ev_impact(MbkEvents *ev, double te, double *y, int i_event, double co
     Kernel *ka = ev->kall, *k = ev->kph;
     kinematics(ka, q, qd);
     if ((rc = rows(ka, 0)) != OK)
-        return rc;
+        return rc == ERR_SINGULAR ? ERR_GAP : rc;
     double vmax = 0.0;
     for (int i = 0; i < nc; i++) {
         const double *Dr = ka->Dq + (size_t)(ml + i) * n;
@@ -1025,6 +1032,32 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
     par[2] = h;
     par[15] = (double)steps;
     par[16] = (double)events;
+    return OK;
+}
+
+/* The contact outputs at (t, y) with inputs u for the records rec (nc, EV_REC): gap (nc) [m
+ * or rad] and force (nc), the force of each persistent contact, pushing positive (-lam_c of
+ * the accelerations with the active contacts' rows closed), 0 for the others. */
+int mbk_events_outputs(MbkEvents *ev, double t, const double *y, const double *u,
+                       const double *rec, double *gap, double *force)
+{
+    int nc = ev->nc, rc, any = 0;
+    ev->u = u;
+    if ((rc = ev_gaps(ev, y, gap)) != OK)
+        return rc;
+    for (int i = 0; i < nc; i++) {
+        ev->trial[i] = rec[EV_REC * i + 4] != 0.0;
+        any |= ev->trial[i];
+        force[i] = 0.0;
+    }
+    if (!any)
+        return OK;
+    ev_select(ev, ev->trial);
+    if ((rc = ev_lam(ev, t, y, ev->lamc)) != OK)
+        return rc;
+    for (int i = 0; i < nc; i++)
+        if (ev->trial[i])
+            force[i] = -ev->lamc[i];
     return OK;
 }
 
