@@ -755,7 +755,6 @@ class ContactEvents:
         par[3:14] = (rtol, atol, max_step, _STABILIZATION[mode], alpha, beta, ptol,
                      contact_tol, contact_velocity, event_tol, max_steps)
         par[18] = step
-        fixed = par[3:14].copy()
         code, n, ni, lock = METHOD_CODES[method], self.n, self.n_inputs, self._lock
         ybuf, ubuf, rbuf = self._y, self._u, self._rec
         handle, call = self.handle, self.lib.mbk_advance_events
@@ -768,7 +767,6 @@ class ContactEvents:
                 par[0] = t
                 par[1] = t_end
                 par[2] = h
-                par[3:14] = fixed
                 ybuf[:n] = q
                 ybuf[n:] = qd
                 rbuf[:] = rec
@@ -779,7 +777,7 @@ class ContactEvents:
                     raise error(rc, float(par[14]), int(par[17]), method, max_steps, t,
                                 t_end, float(par[2]))
                 y = ybuf.copy()
-                if par[16] or not np.array_equal(rbuf, rec):
+                if par[16]:                  # events or releases: the records changed
                     rec = rbuf.copy()
                 return y, float(par[2]), rec
         run.par = par

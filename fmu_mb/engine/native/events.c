@@ -20,13 +20,15 @@
  *                          const double *u, double *rec);
  *       Integrate y = (q, qd) (2 n) from par[0] to par[1] with inputs u held, locating and
  *       applying every contact event on the way. method 0 dopri5, 1 dop853 (scipy's
- *       coefficients and step-size control, as mbk_step). par (EV_NPAR doubles):
+ *       coefficients and step-size control, as mbk_step), 2 rk4 (equal steps of at most
+ *       par[18], the Python stepper's cubic Hermite as dense output). par (EV_NPAR doubles):
  *         [0] t, [1] t_end, [2] h in: step-size hint (0: choose), out: the next step size,
  *         [3] rtol, [4] atol, [5] max_step, [6] drift control (0 none, 1 projection,
  *         2 baumgarte), [7] alpha, [8] beta [1/s], [9] projection_tol, [10] contact_tol
  *         [m or rad], [11] contact_velocity [m/s or rad/s], [12] event_tol [s],
- *         [13] max_steps (0: no limit), out: [14] time of a failure, [15] steps taken,
- *         [16] events handled, [17] contact index a failure refers to (-1: none).
+ *         [13] max_steps (0: no limit), [18] rk4's step [s]; out: [14] time of a failure,
+ *         [15] steps taken, [16] events handled plus contacts released at the start of a
+ *         phase (0: rec unchanged), [17] contact index a failure refers to (-1: none).
  *       rec (nc, EV_REC) in/out, per contact: impacts, time of the last impact, impulse
  *       magnitude of the last impact [N.s or N.m.s], kinetic energy lost in its impacts [J],
  *       active (1: persistent contact). Returns OK, or an error code of kernel.c
@@ -850,7 +852,7 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
         ev->active[i] = rec_io[EV_REC * i + 4] != 0.0;
     par[14] = t;
     par[17] = -1.0;
-    long steps = 0, events = 0;
+    long steps = 0, events = 0, changes = 0;
     int repeats = 0, have_last = 0;
     double t_last = 0.0, t_start = t;
     while (t < t_end) {
@@ -878,6 +880,7 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
                 break;
             }
             ev->active[best] = 0;
+            changes++;
         }
         ev_select(ev, ev->active);
         int project_steps = stab == 1 && kp->m > 0, have_f = 0, found = 0, kind = 0, idx = -1;
@@ -1031,7 +1034,7 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
     par[0] = t_end;
     par[2] = h;
     par[15] = (double)steps;
-    par[16] = (double)events;
+    par[16] = (double)(events + changes);
     return OK;
 }
 
