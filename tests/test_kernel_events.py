@@ -46,10 +46,12 @@ def _trajectory(m, settings, t_end, dt):
 
 CASES = [("bouncing_ball", 2.0, {"e": 0.5}), ("slider_crank_stop", 0.8, {}),
          ("newtons_cradle", 1.0, {}), ("pendulum_wall", 1.5, {}), ("falling_rod", 1.0, {}),
-         ("excavator", 1.5, {})]
+         ("excavator", 1.5, {}),
+         ("falling_rod", 0.8, {"theta0": 0.0})]         # a simultaneous impact: lands flat
+IDS = [c[0] + "".join(f"-{k}={v}" for k, v in c[2].items()) for c in CASES]
 
 
-@pytest.mark.parametrize("name,t_end,pars", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name,t_end,pars", CASES, ids=IDS)
 def test_c_loop_equals_the_python_loop(name, t_end, pars, python_loop):
     """Event times, impulses, impact counts, energy losses, persistent flags and the
     velocities after every interval of the C loop equal the Python loop's to 1e-12 (relative
@@ -272,3 +274,31 @@ def test_contact_outputs_from_c_equal_the_python_outputs(name, t):
         assert abs(gap[i] - out[f"{x.name}.gap"]) <= 1e-12
         f_ref = out[f"{x.name}.force"]
         assert abs(force[i] - f_ref) <= 1e-9 * max(1.0, abs(f_ref)), (x.name, force[i], f_ref)
+
+
+def test_simultaneous_impact_on_touching_balls_matches_newtons_law(python_loop):
+    """Newton's cradle, three equal balls, zero clearance, e = 1: ball 0 strikes the two
+    touching balls. Both contacts are closed; the impact's active set first takes c01 alone,
+    whose impulse would make c12 penetrate, so it adds c12 and solves both (seed 000 eq. 15
+    for the set): Newton's law on both rows (v1+ - v0+ = v, v2+ - v1+ = 0) and momentum give
+    v0+ = -v/3, v1+ = v2+ = 2 v / 3, with no energy lost. The C loop gives that, and the
+    Python loop's impulse, time and velocities. (Afterwards balls 1 and 2 swing together with
+    a zero contact force, whose persistent flag hinges on rounding in either loop.)"""
+    m = model("newtons_cradle", clearance=0.0)
+    st = Settings(formulation="recursive")
+    python_loop(False)
+    te = advance(m, initial_state(m, st), 0.6, None, st).extra["contacts"]["c01"]["last_time"]
+    before = advance(m, initial_state(m, st), te - 1e-7, None, st)
+    after = advance(m, initial_state(m, st), te + 1e-7, None, st)
+    w = before.qd[0]                                 # pivot rates: v_i = l w_i at the bottom
+    assert w > 0.5
+    np.testing.assert_allclose(after.qd, [-w / 3, 2 * w / 3, 2 * w / 3], rtol=0, atol=1e-8 * w)
+    c = after.extra["contacts"]
+    assert c["c01"]["impacts"] == 1 and c["c12"]["impacts"] == 0       # (c12: v- = 0)
+    assert abs(c["c01"]["energy_loss"]) + abs(c["c12"]["energy_loss"]) <= 1e-12
+    python_loop(True)
+    ref = advance(m, initial_state(m, st), te + 1e-7, None, st)
+    np.testing.assert_allclose(after.qd, ref.qd, rtol=0, atol=1e-12 * w)
+    for f in ("impacts", "last_time", "last_impulse", "energy_loss"):
+        for k in ("c01", "c12"):
+            assert abs(c[k][f] - ref.extra["contacts"][k][f]) <= 1e-12 * max(1, abs(c[k][f]))
