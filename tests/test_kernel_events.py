@@ -7,6 +7,7 @@ scipy's dense output and brentq, the impact equations of impact_minimal in numpy
 the bouncing ball's closed form, and against event times of a finely stepped reference that
 shares no code with fmu_mb."""
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -302,3 +303,116 @@ def test_simultaneous_impact_on_touching_balls_matches_newtons_law(python_loop):
     for f in ("impacts", "last_time", "last_impulse", "energy_loss"):
         for k in ("c01", "c12"):
             assert abs(c[k][f] - ref.extra["contacts"][k][f]) <= 1e-12 * max(1, abs(c[k][f]))
+
+
+def _kernel_data(m):
+    """The arguments TreeKernel(m) passes to mbk_create (read while it makes a kernel)."""
+    import ctypes
+
+    from fmu_mb.engine import kernel as K
+
+    lib, got = K.library(), {}
+    real = lib.mbk_create
+
+    def spy(nb, n, ji, jd, ne, ei, ed, mass, inertia, gx, gy):
+        def arr(ptr, ct, k):
+            return np.array((ct * k).from_address(ptr)) if k else np.zeros(0)
+        got.update(nb=nb, n=n, ne=ne, gx=gx, gy=gy, ji=arr(ji, ctypes.c_int, 5 * nb),
+                   jd=arr(jd, ctypes.c_double, 8 * nb), ei=arr(ei, ctypes.c_int, 5 * ne),
+                   ed=arr(ed, ctypes.c_double, 10 * ne), mass=arr(mass, ctypes.c_double, nb),
+                   inertia=arr(inertia, ctypes.c_double, nb))
+        return real(nb, n, ji, jd, ne, ei, ed, mass, inertia, gx, gy)
+    lib.mbk_create = spy
+    try:
+        K.TreeKernel(m)
+    finally:
+        lib.mbk_create = real
+    return got
+
+
+@pytest.mark.parametrize("name,t_end", [("slider_crank_stop", 1.0), ("excavator", 1.5)])
+def test_a_c_host_runs_the_event_loop_without_python(name, t_end, tmp_path):
+    """tests/c_host/events_host.c builds the kernel and its event loop from the model's data
+    through the library's C API alone (no Python in its process, as the native FMU's engine
+    will) and integrates with mbk_advance_events: the same state, step size and contact
+    records as the in-process call, bit for bit."""
+    import shutil
+    import subprocess
+
+    from fmu_mb.engine import kernel as K
+    from fmu_mb.engine import tableaus as T
+
+    cc = K.compiler()
+    if cc is None:
+        pytest.skip("no C compiler")
+    m = model(name)
+    st = Settings(formulation="recursive")
+    s0 = initial_state(m, st)
+    d = _kernel_data(m)
+    ri, rd = K.loop_rows(m)
+    di, dp, _ = K.drive_data(m)
+    nc = len(m.contacts)
+    ci, cd = K.contact_rows(m, tuple(range(nc)))
+    C = m.compiled
+    G = (np.zeros((0, 0)) if C.tsda_gain is None else np.asarray(C.tsda_gain, float))
+    ni = len(m.inputs)
+    u = np.zeros(ni)
+    rec = np.zeros((nc, 5))
+    par = [s0.t, t_end, 0.0, st.rtol, st.atol, st.max_step, 1, *st.baumgarte,
+           st.projection_tol, st.contact_tol, st.contact_velocity, st.event_tol,
+           st.max_steps, 0, 0, 0, 0, st.step]
+    words = []
+
+    def put(*vals):
+        for v in vals:
+            words.extend(repr(float(x)) if isinstance(x, float) else str(int(x))
+                         for x in np.ravel(v).tolist())
+    for S, order, A, B, Cc, E, E3, E5 in (
+            (T.RK45_STAGES, T.RK45_ERROR_ORDER, T.RK45_A, T.RK45_B, T.RK45_C, T.RK45_E, None,
+             None),
+            (T.DOP853_STAGES, T.DOP853_ERROR_ORDER, T.DOP853_A, T.DOP853_B, T.DOP853_C, None,
+             T.DOP853_E3, T.DOP853_E5)):
+        put(S, order, E is not None, E3 is not None)
+        words.extend(repr(float(x)) for x in np.ravel(A).tolist() + list(B) + list(Cc)
+                     + (list(E) if E is not None else [])
+                     + (list(E3) + list(E5) if E3 is not None else []))
+    put(d["nb"], d["n"], d["ne"])
+    words += [repr(float(d["gx"])), repr(float(d["gy"]))]
+    put(d["ji"])
+    words += [repr(float(x)) for x in d["jd"]]
+    put(d["ei"])
+    words += [repr(float(x)) for x in np.concatenate([d["ed"], d["mass"], d["inertia"]])]
+    put(len(ri), ri)
+    words += [repr(float(x)) for x in rd.ravel()]
+    put(G.shape[0], G.shape[1] if G.ndim == 2 else 0)
+    words += [repr(float(x)) for x in G.ravel()]
+    put(len(di), len(dp) if len(di) else 0, di)
+    words += [repr(float(x)) for x in (dp if len(di) else [])]
+    put(nc, ci)
+    words += [repr(float(x)) for x in np.concatenate([cd.ravel(), C.contacts.restitution])]
+    put(ni)
+    words += [repr(float(x)) for x in u]
+    put(1)                                             # dop853
+    words += [repr(float(x)) for x in np.concatenate([par, s0.q, s0.qd, rec.ravel()])]
+    data = tmp_path / "model.txt"
+    data.write_text(" ".join(words))             # (max_step inf is read by %lf as inf)
+    lib = K.library_path()
+    exe = tmp_path / "events_host"
+    src = Path(__file__).parent / "c_host" / "events_host.c"
+    p = subprocess.run([cc, "-O2", "-o", str(exe), str(src), str(lib), "-lm",
+                        f"-Wl,-rpath,{lib.parent}"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    r = subprocess.run([str(exe), str(data)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = np.array([float(v) for v in r.stdout.split()])
+    assert out[0] == 0
+    n = len(s0.q)
+    q, qd, h, rec_c, _, events = contact_events(m).advance(
+        "dop853", s0.t, t_end, s0.q, s0.qd, 0.0, u, st.rtol, st.atol, st.max_step,
+        (st.stabilization, st.baumgarte, st.projection_tol), st.contact_tol,
+        st.contact_velocity, st.event_tol, st.max_steps, rec)
+    assert events >= 2 and rec_c[:, 4].any()
+    assert np.array_equal(out[1:1 + 2 * n], np.concatenate([q, qd]))
+    assert out[1 + 2 * n] == h
+    assert np.array_equal(out[2 + 2 * n:], rec_c.ravel())
+    shutil.rmtree(tmp_path, ignore_errors=True)
