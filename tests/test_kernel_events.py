@@ -210,12 +210,14 @@ def test_pendulum_wall_event_times_equal_a_finely_stepped_reference():
 
 def test_zeno_guard_and_the_state_kept():
     """Bounces that never become persistent (contact_velocity far below any rebound) end in
-    the Zeno guard's IntegrationError, fast, and the caller's state is untouched."""
+    the Zeno guard's IntegrationError, fast, at the accumulation point of the bounces,
+    t0 (1 + e) / (1 - e) = 1.3546 s with t0 = sqrt(2 h0 / g), and the caller's state is
+    untouched."""
     m = model("bouncing_ball", e=0.5)
     st = Settings(formulation="recursive", contact_velocity=1e-300)
     s = initial_state(m, st)
     q0, qd0, extra0 = s.q.copy(), s.qd.copy(), repr(s.extra)
-    with pytest.raises(IntegrationError, match="switches state endlessly|Zeno|bracketed"):
+    with pytest.raises(IntegrationError, match="floor. switches state endlessly at t = 1.354"):
         advance(m, s, 3.0, None, st)
     assert np.array_equal(s.q, q0) and np.array_equal(s.qd, qd0) and repr(s.extra) == extra0
 
