@@ -271,7 +271,7 @@ def stepper(model, settings=None):
     check_settings(model, settings)
     form = get_formulation(settings.formulation)
     fast = None
-    if form.cosim_stepper is not None and not model.contacts:
+    if form.cosim_stepper is not None:     # (contacts: recursive's C event loop, or None)
         fast = form.cosim_stepper(model, settings)
     if fast is None:
         return lambda state, t_end, u: advance(model, state, t_end, u, settings)
@@ -442,6 +442,12 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     apply impacts / persistent-contact changes / Reduction passes, restart. The contact
     functions come from the formulation (impact.contact_kit), so the loop is the same in
     absolute and in joint coordinates."""
+    if settings.formulation == "recursive":     # the whole loop in C where it applies
+        from .formulations import recursive
+
+        out = recursive.native_events(model, state, t_end, uvec, settings)
+        if out is not None:
+            return out
     from scipy.optimize import brentq
 
     from .impact import Status

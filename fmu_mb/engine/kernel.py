@@ -45,7 +45,13 @@ _ERRORS = {1: "the state became non-finite (NaN or infinity)",
               "locked up or left its assembly branch)",
            7: "the step budget (settings.max_steps integrator steps) was used up before the "
               "end of the interval; the call was stopped; take shorter communication steps or "
-              "check the inputs"}
+              "check the inputs",
+           8: "a contact's event function changes sign but its root cannot be bracketed on "
+              "the dense output",
+           9: "endless switching of a contact (Zeno behaviour); raise Settings.contact_velocity",
+           10: "no admissible impact solution (the closed contacts may be redundant or the "
+               "impact ill-posed)",
+           11: "a point-point contact's distance is zero (its gap direction is undefined)"}
 
 
 def budget_error(name, t, what, max_steps):
@@ -189,6 +195,13 @@ def library():
     lib.mbk_multipliers.argtypes = [P, P]
     lib.mbk_set_eigensolver.restype = None
     lib.mbk_set_eigensolver.argtypes = [P]
+    lib.mbk_events_create.restype = P
+    lib.mbk_events_create.argtypes = [P, I, P, P, P, I]
+    lib.mbk_events_free.restype = None
+    lib.mbk_events_free.argtypes = [P]
+    lib.mbk_advance_events.argtypes = [P, I, P, P, P, P]
+    lib.mbk_events_coefficients.argtypes = [I, P]
+    lib.mbk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     _set_tableaus(lib)
     return lib
 
@@ -242,7 +255,8 @@ def supported(model):
     bodies) with every force element, closes loops with the rows of cut revolute, weld,
     prismatic and distance joints, and prescribes the coordinates of driven tree joints
     whose law it can evaluate itself (constant_rate, harmonic, polynomial); contacts run in
-    the event loop of fmu_mb.dynamics.integrate with the kernel stepping between events."""
+    the kernel's own event loop (native/events.c, ContactEvents), or for the Reduction Method
+    in the event loop of fmu_mb.dynamics.integrate with the kernel stepping between events."""
     t = model.topology
     for d in model.drives:
         if d.joint not in t.tree_joints:
@@ -682,3 +696,153 @@ def contact_kernel(model, contacts):
         key = tuple(int(i) for i in key)
         k = per[key] = TreeKernel(model, key) if key else tree_kernel(model)
     return k
+
+
+# ---------------------------------------------------------------------- contact events
+EVENT_RECORD = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
+
+
+class ContactEvents:
+    """The contact event loop of a planar model in C (native/events.c, `mbk_advance_events`):
+    a whole interval with impacts, persistent contacts and their release in one foreign call.
+    Made once per Model (`contact_events`); it owns two private kernels (copies of the tree
+    kernel with every contact's gap row), so it shares no workspace with `tree_kernel`."""
+
+    def __init__(self, model):
+        base = tree_kernel(model)
+        lib = library()
+        B = model.compiled.contacts
+        nc = len(model.contacts)
+        ci, cd = contact_rows(model, tuple(range(nc)))
+        e = np.ascontiguousarray(B.restitution, dtype=float)
+        if base.m:
+            _eigensolver()
+        handle = lib.mbk_events_create(base.handle, nc, ci.ctypes.data, cd.ctypes.data,
+                                       e.ctypes.data, len(model.inputs))
+        if not handle:
+            raise MemoryError(f"model '{model.name}': cannot allocate the contact event loop")
+        self._finalizer = weakref.finalize(self, lib.mbk_events_free, handle)
+        self.lib, self.handle, self.n, self.nc = lib, handle, base.n, nc
+        self.name, self.names = model.name, [c.name for c in model.contacts]
+        self.n_inputs = len(model.inputs)
+        self._base = base                      # for its error messages
+        self._lock = threading.Lock()
+        self._par = np.zeros(18)
+        self._y = np.zeros(2 * self.n)
+        self._rec = np.zeros((nc, len(EVENT_RECORD)))
+        self._u = np.zeros(max(1, self.n_inputs))
+
+    def advance(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, stab,
+                contact_tol, contact_velocity, event_tol, max_steps, rec, step=1e-3):
+        """Integrate (q, qd) from t to t_end with the events; rec (nc, 5): per contact
+        impacts, last_time, last_impulse, energy_loss, active (in: before, out: after).
+        stab = (stabilization, (alpha, beta), projection_tol); step: rk4's step [s]. Returns
+        (q, qd, h, rec, steps, events)."""
+        run = self.stepper(method, rtol, atol, max_step, stab, contact_tol, contact_velocity,
+                           event_tol, max_steps, step)
+        y, h, rec = run(t, t_end, q, qd, h, u, rec)
+        par = run.par
+        return y[:self.n].copy(), y[self.n:].copy(), h, rec, int(par[15]), int(par[16])
+
+    def stepper(self, method, rtol, atol, max_step, stab, contact_tol, contact_velocity,
+                event_tol, max_steps, step=1e-3):
+        """advance() with the settings bound once (co-simulation steps): returns
+        run(t, t_end, q, qd, h, u, rec) -> (y, h, rec) with y = (q, qd) at t_end (a new
+        array) and rec the new records (a new array, or `rec` itself when no record
+        changed). u: a float array of the model's inputs (validated by the caller)."""
+        mode, (alpha, beta), ptol = stab
+        par = np.zeros(19)
+        par[3:14] = (rtol, atol, max_step, _STABILIZATION[mode], alpha, beta, ptol,
+                     contact_tol, contact_velocity, event_tol, max_steps)
+        par[18] = step
+        code, n, ni, lock = METHOD_CODES[method], self.n, self.n_inputs, self._lock
+        ybuf, ubuf, rbuf = self._y, self._u, self._rec
+        handle, call = self.handle, self.lib.mbk_advance_events
+        ppar, py, pu, pr = (par.ctypes.data, ybuf.ctypes.data, ubuf.ctypes.data,
+                            rbuf.ctypes.data)
+        error = self._error
+
+        def run(t, t_end, q, qd, h, u, rec):
+            with lock:
+                par[0] = t
+                par[1] = t_end
+                par[2] = h
+                ybuf[:n] = q
+                ybuf[n:] = qd
+                rbuf[:] = rec
+                if ni:
+                    ubuf[:ni] = u
+                rc = call(handle, code, ppar, py, pu, pr)
+                if rc:
+                    raise error(rc, float(par[14]), int(par[17]), method, max_steps, t,
+                                t_end, float(par[2]))
+                y = ybuf.copy()
+                if par[16]:                  # events or releases: the records changed
+                    rec = rbuf.copy()
+                return y, float(par[2]), rec
+        run.par = par
+        return run
+
+    def outputs(self, t, q, qd, u, rec):
+        """(gap (nc,), force (nc,)) at (t, q, qd) with inputs u for the records rec (nc, 5):
+        the force of each persistent contact (rec active), pushing positive, 0 otherwise."""
+        with self._lock:
+            n = self.n
+            self._y[:n] = q
+            self._y[n:] = qd
+            self._rec[:] = rec
+            if self.n_inputs:
+                self._u[:self.n_inputs] = u
+            gap, force = np.zeros(self.nc), np.zeros(self.nc)
+            rc = self.lib.mbk_events_outputs(self.handle, float(t), self._y.ctypes.data,
+                                             self._u.ctypes.data, self._rec.ctypes.data,
+                                             gap.ctypes.data, force.ctypes.data)
+            if rc:
+                raise self._error(rc, float(t), -1, "outputs", 0, t, t, 0.0)
+            return gap, force
+
+    def _error(self, rc, t, i, method, max_steps, t0, t_end, h):
+        from ..errors import ImpactError
+
+        who = f"contact '{self.names[i]}'" if 0 <= i < self.nc else "the contact event loop"
+        if rc == 7:
+            return IntegrationError(
+                f"model '{self.name}': integrating from t = {t0:.9g} s to {t_end:.9g} s needs "
+                f"more than {int(max_steps)} integrator steps (step size about {h:.3g} s); the "
+                f"call was stopped; take shorter communication steps or check the inputs")
+        if rc == 9:
+            return IntegrationError(f"model '{self.name}': {who} switches state endlessly at "
+                                    f"t = {t:.9g} s (Zeno behaviour); raise "
+                                    f"Settings.contact_velocity")
+        if rc == 10:
+            return ImpactError(f"model '{self.name}': no admissible impact solution at "
+                               f"t = {t:.9g} s ({who} and the contacts closed with it); the "
+                               f"contacts may be redundant or the impact ill-posed")
+        if rc in (8, 11):
+            return IntegrationError(f"model '{self.name}': {who}: {_ERRORS[rc]} at "
+                                    f"t = {t:.9g} s")
+        return self._base._error(rc, t, f"the {method} integrator with contact events failed")
+
+
+_EVENT_LOOPS = weakref.WeakKeyDictionary()
+
+
+def contact_events(model):
+    """The ContactEvents of `model` (made once per Model)."""
+    ev = _EVENT_LOOPS.get(model)
+    if ev is None:
+        ev = _EVENT_LOOPS[model] = ContactEvents(model)
+    return ev
+
+
+def dense_coefficients():
+    """The dense-output coefficients compiled into native/events.c: RK45's P (7, 4), DOP853's
+    extra stages' A rows (3, 16) and C (3,), DOP853's D (4, 16) (tests compare them with
+    scipy's)."""
+    lib = library()
+    out = []
+    for which, shape in enumerate([(7, 4), (3, 16), (3,), (4, 16)]):
+        a = np.zeros(int(np.prod(shape)))
+        lib.mbk_events_coefficients(which, a.ctypes.data)
+        out.append(a.reshape(shape))
+    return out

@@ -19,8 +19,10 @@ Drives on tree joints prescribe their coordinate, q_j = s(t) with the law evalua
 (constant_rate, harmonic, polynomial), by the hybrid articulated-body algorithm (the
 prescribed joint passes its child's inertia on unreduced and its known acceleration enters
 the bias); the drive's multiplier (effort -lam, tmt's lam of the row q_j - s(t)) comes from
-an inverse-dynamics pass. Contacts run in the event loop with the kernel stepping between
-events.
+an inverse-dynamics pass. Contacts: the whole event loop runs in C (native/events.c through
+kernel.ContactEvents: event location on the dense output, impacts by seed 000 ch.3 eq. 15,
+persistent contacts; `native_events` and the co-simulation stepper), the Python loop of
+fmu_mb.dynamics.integrate remains for the Reduction Method, euler and radau.
 
 Scope: trees of revolute, prismatic and weld joints and floating bodies, loops closed by cut
 revolute, weld, prismatic and distance joints, drives of tree joints with a law given as
@@ -239,6 +241,90 @@ def native_stepper(model, settings, t, y, t_end, h, u, active=None):
     return NativeStepper(model, settings, t, y, t_end, h, u, contacts)
 
 
+#: the contact event loop in C (native_events); False runs the Python loop of
+#: fmu_mb.dynamics.integrate with the kernel stepping (tests compare the two)
+NATIVE_EVENTS = True
+_REC = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
+
+
+def _events_apply(model, settings):
+    """True when the C event loop runs `model` with `settings`: planar, rk4, dopri5 or
+    dop853, no Reduction-Method contact (those stay in the Python loop)."""
+    return (NATIVE_EVENTS and bool(model.contacts) and not model.spatial
+            and settings.method in ("rk4", "dopri5", "dop853")
+            and not any(c.method == "reduction" for c in model.contacts))
+
+
+def _events_call(model, settings):
+    """run(t, t_end, q, qd, h, u, rec) -> (y, h, rec) of the C loop with the settings bound
+    (kernel.ContactEvents.stepper)."""
+    from ...engine.kernel import contact_events
+
+    return contact_events(model).stepper(
+        settings.method, max(settings.rtol, 100 * np.finfo(float).eps), settings.atol,
+        settings.max_step, (settings.stabilization, settings.baumgarte,
+                            settings.projection_tol),
+        settings.contact_tol, settings.contact_velocity, settings.event_tol,
+        settings.max_steps, settings.step)
+
+
+def _records(model, extra):
+    """(Status, rec (nc, 5)) from State.extra."""
+    from ..impact import Status
+
+    st = Status(model, extra)
+    return st, np.array([[float(st.data[nm][f]) for f in _REC] for nm in st.names])
+
+
+def _extra(st, rec, extra):
+    for nm, r in zip(st.names, rec):
+        d = st.data[nm]
+        d["impacts"], d["last_time"], d["last_impulse"] = int(r[0]), float(r[1]), float(r[2])
+        d["energy_loss"], d["active"] = float(r[3]), bool(r[4])
+    return st.to_extra(extra)
+
+
+def native_events(model, state, t_end, u, settings):
+    """advance() of a planar contact model with the whole event loop in C
+    (fmu_mb.engine.kernel.ContactEvents): returns the new State, or None where the C loop
+    does not apply (spatial models, methods other than rk4, dopri5 and dop853 (euler,
+    radau), Reduction-Method contacts: the Python loop of integrate._advance_contacts runs
+    them)."""
+    if not _events_apply(model, settings):
+        return None
+    st, rec = _records(model, state.extra)
+    y, h, rec = _events_call(model, settings)(float(state.t), float(t_end), state.q, state.qd,
+                                               float(state.h), u, rec)
+    n = state.q.shape[0]
+    return State(float(t_end), y[:n], y[n:], h, state.coords, _extra(st, rec, state.extra))
+
+
+def _events_stepper(model, settings):
+    """cosim_stepper for a contact model: one C call per step; the contact records are
+    parsed from State.extra only when it is not the one the last step returned, and a step
+    without events returns that same extra."""
+    if not _events_apply(model, settings):
+        return None
+    run = _events_call(model, settings)
+    make = State.make
+    n = len(coordinates(model))
+    last = [None, None, None]          # extra returned last, its Status and records
+
+    def step(state, t_end, u):
+        extra = state.extra
+        if extra is not None and extra is last[0]:
+            st, rec = last[1], last[2]
+        else:
+            st, rec = _records(model, extra)
+        y, h, rec_new = run(state.t, t_end, state.q, state.qd, state.h, u, rec)
+        if rec_new is not rec or extra is None or extra is not last[0]:
+            extra = _extra(st, rec_new, extra)
+            last[:] = extra, st, rec_new
+        y.flags.writeable = False
+        return make(t_end, y[:n], y[n:], h, state.coords, extra)
+    return step
+
+
 def lam(model, dyn):
     if model.spatial:
         from . import _spatial_tmt   # a planar model never loads it
@@ -250,6 +336,8 @@ def cosim_stepper(model, settings):
     """native_advance with the settings bound once (integrate.stepper): a function
     step(state, t_end, u) -> State for a validated float input array u and t_end > state.t;
     None when the method has no C implementation."""
+    if model.contacts:
+        return _events_stepper(model, settings)
     if settings.method not in ("rk4", "dopri5", "dop853"):
         return None
     if model.spatial:

@@ -3,7 +3,8 @@
  * articulated-body algorithm (O(N) in the number of bodies), loops closed by the rows of cut
  * joints with their multipliers and drift control (section "closed loops"), its applied
  * forces, and the explicit integrators of fmu_mb (rk4, dopri5, dop853) run entirely in C,
- * plus one adaptive step at a time (mbk_step) for the contact event loop in Python.
+ * plus one adaptive step at a time (mbk_step), and the contact event loop (events.c, included
+ * at the end: impacts, persistent contacts, event location on the dense output).
  *
  * Loaded with ctypes by fmu_mb/engine/kernel.py, which compiles it with the system C
  * compiler (`cc -O2 -ffp-contract=off`) on first use and caches the library. Python checks
@@ -1189,3 +1190,8 @@ int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int
     par[2] = h_abs;
     return OK;
 }
+
+/* ------------------------------------------------------------------ contact events
+ * The contact event loop in C (impacts, persistent contacts, event location on the dense
+ * output): native/events.c, API in its header comment. */
+#include "events.c"
