@@ -10,8 +10,8 @@
                  [--output-interval DT] [--outputs NAME ...] [--scheduler ADDRESS]
                  [--workers N] [-o table.csv]
 
-Bad arguments print one line "fmu-mb: error: ..." and exit with status 2; a model or solver
-error exits with status 1.
+Bad arguments (including a --set or --input name the model does not have) print one line
+"fmu-mb: error: ..." and exit with status 2; a model or solver error exits with status 1.
 """
 import argparse
 import sys
@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from ..errors import FmuMbError
+from ..mechanics.builder import UnknownParameterError
 from ..dynamics.formulations import CHOICES
 from ..dynamics.implicit import DAE_FORMS
 from ..dynamics.integrate import METHODS, STABILIZATIONS
@@ -174,6 +175,9 @@ def main(argv=None):
             return _animate(args)
         if args.command == "sweep":
             return _sweep(args)
+    except UnknownParameterError as exc:     # a --set name the model does not have
+        print(f"fmu-mb: error: {exc}", file=sys.stderr)
+        return 2
     except FmuMbError as exc:
         print(f"fmu-mb: error: {exc}", file=sys.stderr)
         return 1
@@ -206,6 +210,11 @@ def _simulate(args):
             print(f"fmu-mb: error: --input {name}: expected a number, received {value!r}",
                   file=sys.stderr)
             return 2
+    unknown = [name for name in inputs if name not in [i.name for i in model.inputs]]
+    if unknown:
+        print(f"fmu-mb: error: --input: unknown input(s) {unknown}; the inputs of model "
+              f"'{model.name}' are {[i.name for i in model.inputs]}", file=sys.stderr)
+        return 2
     data = simulate(model, args.stop_time, args.output_interval, inputs=inputs,
                     settings=settings, progress=not args.quiet)
     out = open(args.output, "w", newline="") if args.output else sys.stdout
@@ -224,8 +233,7 @@ def _info(args):
 
     m = _load(args)
     t = m.topology
-    lines = [f"model {m.name}: {m.description.strip().splitlines()[0] if m.description else ''}",
-             "", "parameters:"]
+    lines = [f"model {m.name}: {_summary(m.description)}", "", "parameters:"]
     for p in m.parameters:
         extra = f" (one of {list(p.choices)})" if p.choices else ""
         extra += " (structural)" if p.structural else ""
@@ -248,6 +256,13 @@ def _info(args):
     lines += ["", "solver:", f"  {describe_choice(m)}"]
     print("\n".join(lines))
     return 0
+
+
+def _summary(text):
+    """The first paragraph of a model's description on one line (a docstring's first line
+    may end mid-sentence)."""
+    paragraph = (text or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split())
 
 
 def _plot(args):
