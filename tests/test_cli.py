@@ -137,3 +137,29 @@ def test_a_declared_position_a_tree_joint_ignores_warns():
         warnings.simplefilter("error")
         m = pendulum(True)
     assert m.x0[:2] == pytest.approx([0.0, -0.5], abs=1e-12)
+
+
+def test_readme_examples_write_under_out_and_no_stray_log():
+    """The README's commands wrote dp.csv, dp.png, fmus/, table.csv... into the repository
+    root; they write under out/ (ignored by git), whose folders the CLI creates. MuJoCo's
+    MUJOCO_LOG.TXT (a bench run's) is not in the repository and is ignored."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "README.md").read_text(encoding="utf-8")
+    commands = "\n".join(re.findall(r"```bash\n(.*?)```", text, re.S))
+    commands += "\n" + "\n".join(re.findall(r"`(python examples/[^`]*)`", text))
+    targets = re.findall(r"(?:^|\s)(?:-o|--output|--output-dir)\s+(\S+)", commands)
+    assert len(targets) >= 6
+    assert [t for t in targets if not t.startswith("out/")] == []
+    assert "out/" in (root / ".gitignore").read_text().split()
+    assert not (root / "MUJOCO_LOG.TXT").exists()
+    assert "MUJOCO_LOG.TXT" in (root / ".gitignore").read_text().split()
+
+
+def test_output_folders_are_created(tmp_path):
+    out = tmp_path / "new" / "folder" / "dp.csv"
+    assert main(["simulate", str(MODELS / "double_pendulum.py"), "--stop-time", "0.02",
+                 "--output-interval", "0.01", "--quiet", "-o", str(out)]) == 0
+    assert out.read_text().startswith("time,")

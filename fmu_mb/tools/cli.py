@@ -217,7 +217,7 @@ def _simulate(args):
         return 2
     data = simulate(model, args.stop_time, args.output_interval, inputs=inputs,
                     settings=settings, progress=not args.quiet)
-    out = open(args.output, "w", newline="") if args.output else sys.stdout
+    out = open(_folder(args.output), "w", newline="") if args.output else sys.stdout
     try:
         out.write(",".join(data.dtype.names) + "\n")
         np.savetxt(out, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
@@ -258,6 +258,14 @@ def _info(args):
     return 0
 
 
+def _folder(path):
+    """`path`, its folder created when missing (the README's examples write under out/)."""
+    from pathlib import Path
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _summary(text):
     """The first paragraph of a model's description on one line (a docstring's first line
     may end mid-sentence)."""
@@ -277,7 +285,7 @@ def _plot(args):
             cols = [n for n in names if n.endswith(".z")][:3] or list(names[:3])
         cols += [n for n in ("energy.total",) if n in names]
     model = _load(args) if args.model else None
-    plot_outputs(data, cols, args.output, title=str(args.csv), model=model)
+    plot_outputs(data, cols, _folder(args.output), title=str(args.csv), model=model)
     print(args.output)
     return 0
 
@@ -286,7 +294,7 @@ def _animate(args):
     from .viz import animate, read_csv
 
     model = _load(args)
-    n = animate(model, read_csv(args.csv), args.output, every=args.every, fps=args.fps,
+    n = animate(model, read_csv(args.csv), _folder(args.output), every=args.every, fps=args.fps,
                 progress=not args.quiet, view=args.view)
     print(f"{args.output}: {n} frames")
     return 0
@@ -337,7 +345,7 @@ def _sweep(args):
     columns, rows = sweep(args.fmu, params, args.stop_time, args.output_interval,
                           args.outputs, scheduler=args.scheduler, workers=args.workers,
                           progress=not args.quiet)
-    write_table(columns, rows, args.output or sys.stdout)
+    write_table(columns, rows, _folder(args.output) if args.output else sys.stdout)
     failed = sum(r["status"] != "ok" for r in rows)
     if args.output:
         print(f"{args.output}: {len(rows)} variants, {failed} failed")
