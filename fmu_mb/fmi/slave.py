@@ -244,8 +244,15 @@ class MultibodySlave(GuardedSlave):
         hit = self._direct.get(i)
         if hit is not None:
             return (self._state.qd if hit[0] else self._state.q)[hit[1]]
+        out = self._out
+        if out is not None:
+            v = out.fmu_read.get(i)
+            if v is not None:
+                return v
         with np.errstate(all="call", call=self._fp_warning):    # logged, not printed
-            return self._outputs().value(i)
+            out = self._outputs()
+            v = out.fmu_read[i] = out.value(i)
+        return v
 
     def get_real(self, vrs):
         """pythonfmu's get_real without its per-variable type dispatch (one dict lookup per
@@ -260,6 +267,7 @@ class MultibodySlave(GuardedSlave):
         if self._out is None:
             self._out = Outputs(self._model, self._state, self._safe_inputs(),
                                 self._settings.formulation)
+            self._out.fmu_read = {}      # values read already (no errstate around a re-read)
         return self._out
 
     def _safe_inputs(self):
@@ -270,7 +278,8 @@ class MultibodySlave(GuardedSlave):
     @contextlib.contextmanager
     def _warnings_logged(self):
         """Python warnings raised inside (AssemblyWarning, numpy's RuntimeWarning...) go to the
-        FMU's logger with status fmi2Warning, once per distinct message, not to stderr."""
+        FMU's logger with status fmi2Warning, once per distinct message, not to stderr. Used
+        around the calls that build a model (instantiation, initialisation, a restore)."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             yield
@@ -437,10 +446,10 @@ class MultibodySlave(GuardedSlave):
         self._start = float(start_time)
 
     def do_step(self, current_time, step_size):
-        with self._warnings_logged():
-            return self._do_step(current_time, step_size)
-
-    def _do_step(self, current_time, step_size):
+        # no warnings.catch_warnings here: it swaps process-wide state (not thread-safe with
+        # instances stepping in parallel threads) and costs ~5 us a step; the step's numpy
+        # floating-point warnings are suppressed below; Python warnings come from building a
+        # model (instantiation, initialisation, a restore), where they are logged
         name = self._model.name
         t = self._state.t
         try:
@@ -499,6 +508,10 @@ class MultibodySlave(GuardedSlave):
         a state that fails a check changes nothing. In an initialised instance, parameters
         that differ from the configured ones are validated and the model rebuilt, so that the
         parameter values and the restored motion always agree."""
+        with self._warnings_logged():
+            self._restore(blob)
+
+    def _restore(self, blob):
         pending, solver, state, inputs, start, initialized = self._check_fmu_state(blob)
         if self._mode in (INSTANTIATED, INITIALIZATION):
             cfg = None        # parameters are validated when initialisation ends

@@ -148,7 +148,8 @@ class ModelBuilder(SpatialItems):
         position/angle (and velocity/angular_velocity) are the initial pose of a free body.
         Planar: a body placed by a tree joint takes its pose from the joint's coordinate
         (mb.initial, else 0), not from `position`; a declared position the assembled model
-        does not reproduce gives an AssemblyWarning naming the joint to give mb.initial.
+        does not reproduce gives an AssemblyWarning naming the joint to give mb.initial
+        (except in a closed loop, whose closure places the body).
         Spatial: position and orientation are the reference pose of every body. Spatial: inertia
         (Ixx, Iyy, Izz) or a 3 x 3 matrix in body axes, position (x, y, z), orientation a
         quaternion (e0, e1, e2, e3) or a rotation matrix (fmu_mb.cardan(a, b, c) for Cardan
@@ -646,18 +647,20 @@ class ModelBuilder(SpatialItems):
 
     def _warn_ignored_positions(self, model, tree, x0):
         """AssemblyWarning for a body given a position= that a tree joint without
-        mb.initial places elsewhere (the joint starts at coordinate 0, or where the loops
-        close): the position was not used, and mb.initial(joint, value=...) is the way."""
+        mb.initial places elsewhere (the joint starts at coordinate 0): the position was not
+        used, and mb.initial(joint, value=...) is the way. Bodies of a closed loop are left
+        out: the loop closure places them, and their position= reads as a sketch."""
         import warnings
 
         from ..errors import AssemblyWarning
 
         index = {b.name: b.index for b in model.bodies}
+        in_loop = {name for loop in model.topology.loops for name in loop}   # placed by closure
         size = 1.0 + max(np.abs(x0[0::3]).max(initial=0.0), np.abs(x0[1::3]).max(initial=0.0))
         for name, placed in tree:
             j = model.joint(name)
             body = j.child if placed == j.parent else j.parent
-            if body not in self._declared_position or name in self._initial:
+            if body not in self._declared_position or name in self._initial or body in in_loop:
                 continue
             want = np.asarray(self._declared_position[body], float)
             got = x0[3 * index[body]:3 * index[body] + 2]
