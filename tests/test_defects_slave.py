@@ -451,3 +451,18 @@ def test_warnings_go_to_the_fmu_logger_not_stderr(tmp_path, capfd):
     a.run(2)
     assert "Warning" not in capfd.readouterr().err
     assert math.isfinite(a.get("A.phi") if "A.phi" in a.vr else 0.0)
+
+
+def test_the_documented_ranges_are_the_real_ones():
+    """documentation/index.html listed [-inf, inf] for g and the angles, which refuse inf."""
+    from fmu_mb.fmi.build import _documentation
+
+    html = _documentation(load_model(MODELS / "double_pendulum.py"))
+    assert "inf" not in html.replace("information", "")
+    row = html[html.index("<td>g</td>"):].split("</tr>")[0]
+    assert "any finite value" in row
+    row = html[html.index("<td>l1</td>"):].split("</tr>")[0]
+    assert "finite, &gt;= 1e-09" in row
+    a = Inst(slave_class(MODELS / "double_pendulum.py"))
+    status, msgs, _ = a.start(g=float("inf"))
+    assert status == 3 and "'g'" in msgs[-1][1]
