@@ -122,6 +122,17 @@ def dp():
     return slave_class(MODELS / "double_pendulum.py")
 
 
+@pytest.fixture(scope="module")
+def dp_fmu(tmp_path_factory):
+    """The double pendulum packaged as an FMU (fmpy and pythonfmu's binary needed)."""
+    pytest.importorskip("fmpy")
+    from fmu_mb.fmi.build import build_fmu
+
+    if not pythonfmu.FmuBuilder.has_binary():
+        pytest.skip("pythonfmu has no binary for this platform")
+    return build_fmu(MODELS / "double_pendulum.py", tmp_path_factory.mktemp("dp"))
+
+
 # ---------------------------------------------------------------------- item 5
 def test_parameter_set_after_a_state_round_trip_is_the_one_that_runs(dp):
     """Before initialisation, after fmi2GetFMUstate + fmi2SetFMUstate, l1 = 0.3 reads back 0.3
@@ -189,17 +200,13 @@ def test_a_state_saved_before_initialisation_is_refused_once_initialised(dp):
     assert a.get_state() == before
 
 
-def test_fmu_parameters_after_state_round_trip_through_fmpy(tmp_path):
+def test_fmu_parameters_after_state_round_trip_through_fmpy(dp_fmu):
     """The issue's sequence on a packaged FMU in fmpy: the l1 = 0.3 set after a get/set
     state round trip before initialisation is the l1 the FMU runs with."""
     fmpy = pytest.importorskip("fmpy")
     from fmpy import read_model_description
     from fmpy.fmi2 import FMU2Slave
-    from fmu_mb.fmi.build import build_fmu
-
-    if not pythonfmu.FmuBuilder.has_binary():
-        pytest.skip("pythonfmu has no binary for this platform")
-    path = build_fmu(MODELS / "double_pendulum.py", tmp_path)
+    path = dp_fmu
     md = read_model_description(str(path))
     vr = {v.name: v.valueReference for v in md.modelVariables}
     fmu = FMU2Slave(guid=md.guid, unzipDirectory=fmpy.extract(str(path)),
@@ -290,18 +297,14 @@ def test_damaged_states_are_refused_and_change_nothing():
     assert np.array_equal(ea.q, er.q) and np.array_equal(ea.qd, er.qd)
 
 
-def test_damaged_state_bytes_are_refused_by_the_fmu(tmp_path):
+def test_damaged_state_bytes_are_refused_by_the_fmu(dp_fmu):
     """Through a packaged FMU: fmi2DeSerializeFMUstate + fmi2SetFMUstate of a state whose t
     is NaN (it carries the FMU's own tag) returns fmi2Error, and the FMU keeps running."""
     fmpy = pytest.importorskip("fmpy")
     from fmpy import read_model_description
     from fmpy.fmi1 import FMICallException
     from fmpy.fmi2 import FMU2Slave
-    from fmu_mb.fmi.build import build_fmu
-
-    if not pythonfmu.FmuBuilder.has_binary():
-        pytest.skip("pythonfmu has no binary for this platform")
-    path = build_fmu(MODELS / "double_pendulum.py", tmp_path)
+    path = dp_fmu
     md = read_model_description(str(path))
     vr = {v.name: v.valueReference for v in md.modelVariables}
     fmu = FMU2Slave(guid=md.guid, unzipDirectory=fmpy.extract(str(path)),
