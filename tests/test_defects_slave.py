@@ -185,8 +185,11 @@ def test_a_restored_state_brings_its_parameters_along(dp):
     assert got.t == ref.t and np.array_equal(got.q, ref.q)
 
 
-def test_a_state_saved_before_initialisation_is_refused_once_initialised(dp):
-    """Its parameters were never validated (nor its initial state built from them)."""
+def test_a_state_of_the_other_phase_is_refused(dp):
+    """A state saved before initialisation ended, into an initialised instance: its
+    parameters were never validated (nor its initial state built from them). A state saved
+    after, into an instance in initialisation mode: fmi2ExitInitializationMode would rebuild
+    the state from the parameters and silently drop the restored motion."""
     a = Inst(dp)
     a.call("setup_experiment", 0.0, None, None)
     a.call("enter_initialization_mode")
@@ -198,6 +201,14 @@ def test_a_state_saved_before_initialisation_is_refused_once_initialised(dp):
     status, msgs, _ = a.set_state(early)
     assert status == 3 and "before fmi2ExitInitializationMode" in msgs[-1][1]
     assert a.get_state() == before
+    # and the other way round: initialisation would drop the restored motion
+    b = Inst(dp)
+    b.call("setup_experiment", 0.0, None, None)
+    b.call("enter_initialization_mode")
+    fresh = b.get_state()
+    status, msgs, _ = b.set_state(before)
+    assert status == 3 and "after fmi2ExitInitializationMode" in msgs[-1][1]
+    assert b.get_state() == fresh
 
 
 def test_fmu_parameters_after_state_round_trip_through_fmpy(dp_fmu):

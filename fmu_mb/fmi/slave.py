@@ -514,6 +514,12 @@ class MultibodySlave(GuardedSlave):
     def _restore(self, blob):
         pending, solver, state, inputs, start, initialized = self._check_fmu_state(blob)
         if self._mode in (INSTANTIATED, INITIALIZATION):
+            if initialized:
+                # initialisation would rebuild the state from the parameters and drop the
+                # restored motion (t back to the start): refused rather than lost silently
+                raise FmuMbError(f"the state was saved after fmi2ExitInitializationMode; this "
+                                 f"instance is in {self._mode}: restore it once "
+                                 f"initialisation has ended")
             cfg = None        # parameters are validated when initialisation ends
             ref = self._state
         else:
