@@ -26,8 +26,10 @@ newton_euler, and Exudyn DOPRI5 at tolerance 1e-12 agrees with both to 1e-8 m at
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -171,11 +173,19 @@ class MuJoCo:
             data.qpos[:] = Q0
         else:
             data.qpos[:] = np.tile([math.cos(Q0 / 2), 0.0, 0.0, math.sin(Q0 / 2)], self.n)
-        mj.mj_forward(model, data)
         steps = int(round(T_END / h))
-        t0 = time.perf_counter()
-        mj.mj_step(model, data, nstep=steps)
-        wall = time.perf_counter() - t0
+        # MuJoCo writes its warnings (an unstable step size) to MUJOCO_LOG.TXT in the current
+        # directory: run it in a scratch one, so that a bench run leaves nothing in the repository
+        here = os.getcwd()
+        with tempfile.TemporaryDirectory(prefix="mujoco_") as scratch:
+            os.chdir(scratch)
+            try:
+                mj.mj_forward(model, data)
+                t0 = time.perf_counter()
+                mj.mj_step(model, data, nstep=steps)
+                wall = time.perf_counter() - t0
+            finally:
+                os.chdir(here)
         return wall, data.site_xpos[0].copy()
 
 

@@ -53,6 +53,7 @@ def main(argv=None):
     p.add_argument("--steps", type=float, nargs="+", default=list(STEPS),
                    help="step sizes [s] (default: %(default)s)")
     args = p.parse_args(argv)
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     model = load_model(ROOT / "models" / "double_pendulum.py")
     ref = simulate(model, T_END, 0.01, rtol=1e-12, atol=1e-14, formulation="newton_euler")
     fig, (ax0, ax1, ax2) = plt.subplots(1, 3, figsize=(15, 4.6))

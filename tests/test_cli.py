@@ -32,13 +32,14 @@ def test_info_lists_parameters_inputs_outputs_topology(capsys):
 
 @pytest.mark.parametrize("argv,code,message", [
     (["simulate", "MODEL", "--stop-time", "-1"], 2, "expected a finite number > 0"),
-    (["simulate", "MODEL", "--stop-time", "1", "--set", "L1=3"], 1,
+    (["simulate", "MODEL", "--stop-time", "1", "--set", "L1=3"], 2,
      "unknown parameter(s) ['L1']"),
+    (["info", "MODEL", "--set", "L1=3"], 2, "unknown parameter(s) ['L1']"),
     (["simulate", "MODEL", "--stop-time", "1", "--set", "oops"], 2, "expected NAME=VALUE"),
     (["simulate", "MODEL", "--stop-time", "1", "--input", "actuator_A.h=x"], 2,
      "expected a number, received 'x'"),
-    (["simulate", "MODEL", "--stop-time", "1", "--input", "nope=1"], 1,
-     "unknown input 'nope'"),
+    (["simulate", "MODEL", "--stop-time", "1", "--input", "nope=1"], 2,
+     "unknown input(s) ['nope']"),
     (["simulate", "MODEL", "--stop-time", "1", "--formulation", "hamilton"], 2,
      "invalid choice: 'hamilton'"),
     (["simulate", "missing.py", "--stop-time", "1"], 1, "does not exist"),
@@ -52,3 +53,113 @@ def test_bad_arguments(argv, code, message, capsys):
         rc = exc.code
     assert rc == code
     assert message in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- issue 24 item 13
+NO_RETURN = """\"\"\"A pendulum whose build() forgets to return the model.\"\"\"
+from fmu_mb import ModelBuilder
+
+
+def build(**overrides):
+    mb = ModelBuilder("no_return", overrides)
+    b = mb.body("b", mass=1.0, inertia=0.1)
+    mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+    mb.build()
+"""
+
+
+@pytest.mark.parametrize("command", ["info", "build"])
+def test_a_build_without_return_is_one_line(tmp_path, capsys, command):
+    """It was a traceback ('NoneType' object has no attribute 'topology')."""
+    path = tmp_path / "no_return.py"
+    path.write_text(NO_RETURN)
+    argv = [command, str(path)] + (["-o", str(tmp_path), "--quiet"] if command == "build"
+                                   else [])
+    if command == "build":
+        pytest.importorskip("pythonfmu")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "return mb.build()" in err and "returned None" in err
+
+
+def test_info_shows_the_whole_first_paragraph_of_the_description(capsys):
+    """The model line held the docstring's first line, cut mid-sentence."""
+    assert main(["info", str(MODELS / "singular_pendulum.py")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("model singular_pendulum: Ball on a string (seed 002, Drenovac)")
+    assert first.endswith("restitution k).")
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys, monkeypatch):
+    """A log file got ~110 kB of carriage returns: the bar shows only on a terminal."""
+    import fmu_mb.dynamics.simulate as sim
+
+    init = sim._Progress.__init__
+
+    def started_early(self, total):         # as if the run had taken 5 s already
+        init(self, total)
+        self.start -= 5.0
+
+    monkeypatch.setattr(sim._Progress, "__init__", started_early)
+    out = tmp_path / "dp.csv"
+    assert main(["simulate", str(MODELS / "double_pendulum.py"), "--stop-time", "0.1",
+                 "--output-interval", "0.01", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "%" not in err
+    monkeypatch.setattr(sim.sys.stderr, "isatty", lambda: True, raising=False)
+    assert main(["simulate", str(MODELS / "double_pendulum.py"), "--stop-time", "0.1",
+                 "--output-interval", "0.01", "-o", str(out)]) == 0
+    assert "100.0%" in capsys.readouterr().err
+
+
+def test_a_declared_position_a_tree_joint_ignores_warns():
+    """A body given position= but placed by a revolute joint without mb.initial starts at
+    the joint's coordinate 0, not at the position: an AssemblyWarning says so and names the
+    joint; with mb.initial the body is where the position says and nothing warns."""
+    import math
+    import warnings
+
+    from fmu_mb import AssemblyWarning, ModelBuilder
+
+    def pendulum(initial):
+        mb = ModelBuilder("p", {})
+        b = mb.body("b", mass=1.0, inertia=0.1, position=(0.0, -0.5), angle=-math.pi / 2)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        if initial:
+            mb.initial("O", value=-math.pi / 2)
+        return mb.build()
+
+    with pytest.warns(AssemblyWarning, match=r"body 'b' is placed by joint 'O' at \(0\.5, 0\)"
+                      r".*mb\.initial\('O', value=\.\.\.\)"):
+        m = pendulum(False)
+    assert m.x0[:2] == pytest.approx([0.5, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = pendulum(True)
+    assert m.x0[:2] == pytest.approx([0.0, -0.5], abs=1e-12)
+
+
+def test_readme_examples_write_under_out_and_no_stray_log():
+    """The README's commands wrote dp.csv, dp.png, fmus/, table.csv... into the repository
+    root; they write under out/ (ignored by git), whose folders the CLI creates. MuJoCo's
+    MUJOCO_LOG.TXT (a bench run's) is not in the repository and is ignored."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "README.md").read_text(encoding="utf-8")
+    commands = "\n".join(re.findall(r"```bash\n(.*?)```", text, re.S))
+    commands += "\n" + "\n".join(re.findall(r"`(python examples/[^`]*)`", text))
+    targets = re.findall(r"(?:^|\s)(?:-o|--output|--output-dir)\s+(\S+)", commands)
+    assert len(targets) >= 6
+    assert [t for t in targets if not t.startswith("out/")] == []
+    assert "out/" in (root / ".gitignore").read_text().split()
+    assert not (root / "MUJOCO_LOG.TXT").exists()
+    assert "MUJOCO_LOG.TXT" in (root / ".gitignore").read_text().split()
+
+
+def test_output_folders_are_created(tmp_path):
+    out = tmp_path / "new" / "folder" / "dp.csv"
+    assert main(["simulate", str(MODELS / "double_pendulum.py"), "--stop-time", "0.02",
+                 "--output-interval", "0.01", "--quiet", "-o", str(out)]) == 0
+    assert out.read_text().startswith("time,")

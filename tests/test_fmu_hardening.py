@@ -185,8 +185,19 @@ def test_fmu_runs_after_its_build_environment_is_gone(tmp_path):
     python3.X on PATH; with nothing suitable it fails at instantiation with one line."""
     host = _c_host(tmp_path)
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
-                    str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    # the throw-away venv sees this interpreter's packages (pythonfmu, numpy, ...) through a
+    # .pth file, whatever the base interpreter under both holds (--system-site-packages gave
+    # the base's, which on a fresh machine has no pythonfmu)
+    outer = [p for p in sys.path if p and os.path.isdir(p)
+             and os.path.basename(os.path.normpath(p)) in ("site-packages", "dist-packages")]
+    purelib = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+         "['purelib'])"], check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    Path(purelib).mkdir(parents=True, exist_ok=True)
+    (Path(purelib) / "outer_environment.pth").write_text(
+        "import site; " + "; ".join(f"site.addsitedir({d!r})" for d in outer) + "\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     subprocess.run([str(venv / "bin" / "python"), "-m", "fmu_mb", "build",
                     str(MODELS / "double_pendulum.py"), "-o", str(tmp_path / "out"), "--quiet"],

@@ -197,3 +197,55 @@ def test_stepper_failure_keeps_the_state():
     s1 = step(s0, 0.01, np.zeros(2))
     np.testing.assert_array_equal(s1.q, advance(m, s0, 0.01, np.zeros(2),
                                                 Settings(method="rk4", step=1e-3)).q)
+
+
+SPATIAL_CHILD = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from fmu_mb import initial_state, advance
+from fmu_mb.dynamics.outputs import Outputs
+from fmu_mb.fmi.slave import module_from_source
+path = sys.argv[1] + "/models/heavy_top.py"
+m = module_from_source("startup_heavy_top", path, open(path).read()).build()
+s = advance(m, initial_state(m), 0.01, None)
+out = Outputs(m, s, m.input_vector(None))
+values = [out.value(i) for i in range(3)]
+print(json.dumps({"modules": sorted(sys.modules), "spatial": m.spatial}))
+"""
+
+
+def test_a_spatial_model_with_an_orientation_starts_without_scipy():
+    """Issue 24 item 13: the heavy top (a body placed by Cardan angles: rotations.cardan and
+    from_matrix) built from its source, stepped and read in a fresh interpreter imports no
+    scipy (it did through scipy.spatial.transform: ~200 ms of a spatial FMU's start-up)."""
+    p = subprocess.run([sys.executable, "-c", SPATIAL_CHILD, str(ROOT)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["spatial"]
+    mods = set(out["modules"])
+    assert "fmu_mb.mechanics.spatial.rotations" in mods
+    assert sorted(m for m in mods if m == "scipy" or m.startswith("scipy.")) == []
+
+
+def test_cardan_and_from_matrix_agree_with_scipy():
+    """The numpy versions of rotations.cardan and from_matrix against scipy's Rotation
+    (intrinsic XYZ), including the branches of Shepperd's method (180 degree turns)."""
+    from scipy.spatial.transform import Rotation
+
+    from fmu_mb.mechanics.spatial.rotations import cardan, from_matrix, matrix
+
+    def scipy_quat(r):
+        x, y, z, w = r.as_quat()
+        q = np.array([w, x, y, z])
+        return q if w >= 0 else -q
+
+    rng = np.random.default_rng(24)
+    angles = list(rng.uniform(-4.0, 4.0, (200, 3))) + [
+        (np.pi, 0.0, 0.0), (0.0, np.pi, 0.0), (0.0, 0.0, np.pi), (0.3, -1.2, 2.9)]
+    for a in angles:
+        r = Rotation.from_euler("XYZ", a)
+        q = cardan(*a)
+        np.testing.assert_allclose(matrix(q[None])[0], r.as_matrix(), atol=1e-15)
+        np.testing.assert_allclose(from_matrix(r.as_matrix()), scipy_quat(r), atol=1e-15)
+        assert q[0] >= 0.0 and abs(np.linalg.norm(q) - 1.0) < 1e-15

@@ -135,12 +135,14 @@ def test_cli_sweep_argument_errors(fmus, argv, code, message, capsys):
 
 @pytest.fixture
 def eager_progress(monkeypatch):
-    """Progress bars that show at once instead of after one second."""
+    """Progress bars that show at once instead of after one second (and on the captured
+    stderr, which is no terminal)."""
     init = sys.modules["fmu_mb.dynamics.simulate"]._Progress.__init__
 
     def started_early(self, total):
         init(self, total)
         self.start -= 5.0
+        self.terminal = True
 
     monkeypatch.setattr(sys.modules["fmu_mb.dynamics.simulate"]._Progress, "__init__", started_early)
 

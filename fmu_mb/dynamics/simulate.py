@@ -105,12 +105,19 @@ def simulate(model, t_end, output_interval=None, inputs=None, settings=None, sta
 
 
 class _Progress:
-    """A minimal progress bar on stderr, shown once a run takes longer than a second."""
+    """A minimal progress bar on stderr, shown once a run takes longer than a second, and
+    only when stderr is a terminal (in a log file its carriage returns are noise)."""
 
     def __init__(self, total):
         self.total, self.start, self.shown = total, _time.monotonic(), False
+        try:
+            self.terminal = sys.stderr.isatty()
+        except (AttributeError, ValueError):      # replaced or closed stderr
+            self.terminal = False
 
     def update(self, k):
+        if not self.terminal:
+            return
         elapsed = _time.monotonic() - self.start
         if elapsed < 1.0 and not self.shown:
             return

@@ -96,8 +96,7 @@ def _documentation(model):
     import html
     rows = []
     for p in model.parameters:
-        rng = (f"one of {list(p.choices)}" if p.choices else
-               f"[{'-inf' if p.min is None else p.min}, {'inf' if p.max is None else p.max}]")
+        rng = (f"one of {list(p.choices)}" if p.choices else _finite_range(p.min, p.max))
         note = " structural: fixed at build time (fmu-mb build --set)" if p.structural else ""
         rows.append(f"<tr><td>{html.escape(p.name)}</td><td>{html.escape(repr(p.value))}</td>"
                     f"<td>{html.escape(p.unit)}</td><td>{html.escape(rng)}</td>"
@@ -109,6 +108,18 @@ def _documentation(model):
             "that cannot be taken returns fmi2Discard and keeps the state.</p>\n"
             "<table><tr><th>parameter</th><th>value</th><th>unit</th><th>valid range</th>"
             "<th>description</th></tr>\n" + "\n".join(rows) + "</table>\n")
+
+
+def _finite_range(low, high):
+    """A parameter's valid range in words: values must be finite (inf and NaN are refused),
+    and a value the model cannot start with is refused at initialisation."""
+    if low is None and high is None:
+        return "any finite value"
+    if high is None:
+        return f"finite, >= {low}"
+    if low is None:
+        return f"finite, <= {high}"
+    return f"[{low}, {high}]"
 
 
 def _package(text, module_name, extra_files, dest, units, standalone, limits=None,

@@ -17,18 +17,31 @@ Behaviour importers rely on (statuses through GuardedSlave, fmi/guard.py, and th
   fmi2ExitInitializationMode with fmi2Error and a logged message naming the parameter, the
   value received and the valid range (the instance stays in initialisation mode); a
   structural parameter set to another value than the FMU was built with is refused at once;
+  initialisation also builds the initial state and takes one trial step of 1e-6 s from it, so
+  that a value the model cannot start with (l1 = 1e300, an angle of 1e300) or a formulation
+  that cannot run the model is refused there (naming the parameter, or the formulation), not
+  at the first doStep;
 - doStep never raises: a non-finite input, a negative step, a communication point that is not
   the FMU's time, or a step the solver cannot complete (lock-up, NaN) logs the reason and
   returns fmi2Discard; so does a step that needs more than `solver.max_steps` integrator
-  steps (a huge step, a huge input) or whose state leaves |q|, |qd| <= STATE_BOUND; the state
-  from before the call is kept, so the master may retry or restore a saved FMU state;
+  steps (never more than MAX_STEPS_CAP, whatever the setting: a huge step, a huge input),
+  whose state leaves |q|, |qd| <= STATE_BOUND or that would end beyond |t| <= TIME_BOUND; the
+  state from before the call is kept, so the master may retry or restore a saved FMU state;
 - the FMU state (get/set, serialise) holds the whole solver state (time, coordinates, rates,
   step-size hint, contact data), the inputs, parameters and settings: a round trip continues
-  bit-identically.
+  bit-identically. A restored state is checked value by value (keys, types, finite values
+  within the bounds above) and a damaged one is refused with fmi2Error, changing nothing;
+  restored parameters are validated like set ones, and the parameters read back are always
+  those the restored motion runs with;
+- Python warnings (AssemblyWarning, numpy) go to the FMU's logger (fmi2Warning), not to the
+  host's stderr.
 """
+import contextlib
+from dataclasses import replace
 import math
 import sys
 import types
+import warnings
 
 import numpy as np
 from pythonfmu.default_experiment import DefaultExperiment
@@ -38,6 +51,8 @@ from pythonfmu.variables import Boolean, Integer, Real, String
 from ..errors import FmuMbError
 from ..dynamics.formulations import CHOICES, describe_choice
 from ..dynamics.implicit import DAE_FORMS
+from ..dynamics.formulations import get_formulation
+from ..dynamics.implicit import IMPLICIT_METHODS
 from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, check_settings,
                                   initial_state, stepper)
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
@@ -62,8 +77,10 @@ SOLVER_PARAMETERS = {
     "solver.dae_form": ("dae_form", "auto", "1", f"constraint rows of the implicit methods, "
                         f"one of {list(DAE_FORMS)}"),
     "solver.max_steps": ("max_steps", 2000, "1",
-                         "most integrator steps per doStep (0: no limit); beyond it the step "
-                         "is discarded, so that every doStep returns in bounded time"),
+                         "most integrator steps per doStep; 0 or a value above the hard cap "
+                         "(200000 steps for the compiled integrators, 5000 for the others and "
+                         "for models with contacts) means the cap; beyond it the step is "
+                         "discarded, so that every doStep returns in bounded time"),
 }
 
 #: valid ranges [min, max] of the numeric solver settings (also in modelDescription.xml)
@@ -76,8 +93,23 @@ SOLVER_LIMITS = {
     "solver.newton_tol": (1e-16, 1e-2),
 }
 
-#: a doStep whose result has |q| or |qd| above this is discarded (a state running away)
+#: a doStep whose result has |q| or |qd| above this is discarded (a state running away); an
+#: initial state or a restored FMU state beyond it is refused
 STATE_BOUND = 1e12
+
+#: the FMU's time stays within |t| <= TIME_BOUND [s] (about 317 years, where a double still
+#: resolves 2e-6 s): a start time, a restored state or a doStep beyond it is refused
+TIME_BOUND = 1e10
+
+#: hard caps on the integrator steps of one doStep, whatever solver.max_steps says (0 or a
+#: larger value means the cap): compiled integrators (about 2 to 50 us a step) and the others
+#: (Python-level steps and the steps of the contact event loop, about 0.1 to 3 ms a step), so
+#: that every doStep returns in bounded time (seconds, not hours)
+MAX_STEPS_CAP = {"compiled": 2 * 10**5, "python": 5000}
+
+#: keys of an FMU state (the dict _get_fmu_state returns) and of its "state" entry
+STATE_KEYS = frozenset({"state", "inputs", "parameters", "solver", "start", "initialized"})
+SOLVER_STATE_KEYS = frozenset({"t", "q", "qd", "h", "coords", "extra"})
 
 
 def hold_globals(namespace):
@@ -131,9 +163,14 @@ class MultibodySlave(GuardedSlave):
         super().__init__(**kwargs)
         self._module = module_from_source(self.model_module, self.model_filename,
                                           self.model_source)
-        self._model = self._module.build(**self.build_overrides)
+        with warnings.catch_warnings(record=True) as caught:   # logged below, not printed
+            warnings.simplefilter("always")
+            self._model = self._module.build(**self.build_overrides)
         self._pending = {p.name: p.value for p in self._model.parameters}
+        self._defaults = dict(self._pending)       # the values this FMU was built with
+        self._kinds = {k: type(v) for k, v in self._pending.items()}
         self._solver = {k: v[1] for k, v in SOLVER_PARAMETERS.items()}
+        self._solver_kinds = {k: type(v) for k, v in self._solver.items()}
         self._settings = Settings()
         self._inputs = np.zeros(len(self._model.inputs))
         self._state = initial_state(self._model, self._settings)
@@ -150,6 +187,8 @@ class MultibodySlave(GuardedSlave):
         self._register()
         self._real_getters = {v.value_reference: v.getter for v in self.vars.values()
                               if isinstance(v, Real)}
+        for text in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught):
+            self.log(f"{self._model.name}: {text}", Fmi2Status.warning)
 
     # ------------------------------------------------------------------ variables
     def _register(self):
@@ -205,7 +244,15 @@ class MultibodySlave(GuardedSlave):
         hit = self._direct.get(i)
         if hit is not None:
             return (self._state.qd if hit[0] else self._state.q)[hit[1]]
-        return self._outputs().value(i)
+        out = self._out
+        if out is not None:
+            v = out.fmu_read.get(i)
+            if v is not None:
+                return v
+        with np.errstate(all="call", call=self._fp_warning):    # logged, not printed
+            out = self._outputs()
+            v = out.fmu_read[i] = out.value(i)
+        return v
 
     def get_real(self, vrs):
         """pythonfmu's get_real without its per-variable type dispatch (one dict lookup per
@@ -220,6 +267,7 @@ class MultibodySlave(GuardedSlave):
         if self._out is None:
             self._out = Outputs(self._model, self._state, self._safe_inputs(),
                                 self._settings.formulation)
+            self._out.fmu_read = {}      # values read already (no errstate around a re-read)
         return self._out
 
     def _safe_inputs(self):
@@ -227,12 +275,36 @@ class MultibodySlave(GuardedSlave):
         return u if np.all(np.isfinite(u)) else np.where(np.isfinite(u), u, 0.0)
 
     # ------------------------------------------------------------------ life cycle
+    @contextlib.contextmanager
+    def _warnings_logged(self):
+        """Python warnings raised inside (AssemblyWarning, numpy's RuntimeWarning...) go to the
+        FMU's logger with status fmi2Warning, once per distinct message, not to stderr. Used
+        around the calls that build a model (instantiation, initialisation, a restore)."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        seen = set()
+        for w in caught:
+            text = f"{w.category.__name__}: {w.message}"
+            if text not in seen:
+                seen.add(text)
+                self.log(f"{self._model.name}: {text}", Fmi2Status.warning)
+
+    def _fp_warning(self, kind, flag):
+        """numpy floating-point error handler (np.errstate(call=...)): logged, not printed."""
+        text = f"{self._model.name}: numpy: floating-point {kind} in an output computation"
+        if not any(m.msg == text for m in self.log_queue):
+            self.log(text, Fmi2Status.warning)
+
     def exit_initialization_mode(self):
-        try:
-            self._configure()
-        except (FmuMbError, ValueError, TypeError) as exc:
-            # the guard logs it with fmi2Error; the instance stays in initialisation mode
-            raise FmuMbError(f"{self._model.name}: invalid parameter: {exc}") from None
+        with self._warnings_logged():
+            try:
+                self._configure()
+            except _InitError as exc:
+                raise FmuMbError(f"{self._model.name}: {exc}") from None
+            except (FmuMbError, ValueError, TypeError, ArithmeticError) as exc:
+                # the guard logs it with fmi2Error; the instance stays in initialisation mode
+                raise FmuMbError(f"{self._model.name}: invalid parameter: {exc}") from None
 
     def _refuse_value(self, var, value):
         """A structural parameter cannot change in this FMU: refused when it is set."""
@@ -243,43 +315,141 @@ class MultibodySlave(GuardedSlave):
                     f"rebuild it with fmu-mb build MODEL.py --set {p.name}={value}")
         return None
 
-    def _configure(self):
+    def _configure(self, pending=None, solver=None):
+        """Validate the parameters and solver settings, build the model and its initial state
+        and take a trial step from it; commit all of it only when everything holds."""
+        self._commit(self._prepare(pending, solver))
+
+    def _prepare(self, pending=None, solver=None):
+        """The configuration of `pending` parameters and `solver` settings (default: the
+        instance's), checked, without changing the instance. Raises FmuMbError (a message
+        naming the parameter or setting) or _InitError (the model cannot start)."""
+        pending = dict(self._pending if pending is None else pending)
+        solver = dict(self._solver if solver is None else solver)
         for p in self._model.parameters:
-            if p.structural and self._pending[p.name] != p.value:
+            if p.structural and pending[p.name] != p.value:
                 raise FmuMbError(
                     f"parameter '{p.name}' is structural (it changes the model's variables); "
                     f"this FMU was built with {p.name} = {p.value!r}, received "
-                    f"{self._pending[p.name]!r}; rebuild it with "
-                    f"fmu-mb build MODEL.py --set {p.name}={self._pending[p.name]}")
+                    f"{pending[p.name]!r}; rebuild it with "
+                    f"fmu-mb build MODEL.py --set {p.name}={pending[p.name]}")
         for k, (low, high) in SOLVER_LIMITS.items():
-            v = self._solver[k]
+            v = solver[k]
             if not (isinstance(v, (int, float)) and low <= v <= high):
                 raise FmuMbError(f"solver setting '{k}' = {v!r} is outside its valid range "
                                  f"[{low!r}, {high!r}]")
-        overrides = {k: v for k, v in self._pending.items()}
-        settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in self._solver.items()})
-        same = overrides == {p.name: p.value for p in self._model.parameters}
-        model = self._model if same else self._module.build(**overrides)   # built once
+        try:
+            return self._attempt(pending, solver)
+        except _StartFailure as exc:
+            raise _InitError(self._explain(pending, solver, exc)) from None
+
+    def _attempt(self, pending, solver):
+        """Build, set up and try the configuration; _StartFailure when the model cannot be
+        built (a numeric overflow) or run from its initial state."""
+        settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in solver.items()})
+        same = pending == {p.name: p.value for p in self._model.parameters}
+        try:
+            model = self._model if same else self._module.build(**pending)
+        except ArithmeticError as exc:           # math range errors: name the parameter
+            raise _StartFailure(f"building the model failed ({type(exc).__name__}: {exc})")
         check_settings(model, settings)
         resolved = settings.for_model(model)
-        self.log(f"{model.name}: "
-                 f"{describe_choice(model, settings.formulation, resolved.formulation)}")
-        settings = resolved
-        self._model, self._settings = model, settings
-        state = initial_state(model, settings)
+        form = get_formulation(resolved.formulation)
+        kind = ("compiled" if form.cosim_stepper is not None and not model.contacts
+                and resolved.method not in IMPLICIT_METHODS else "python")
+        cap = MAX_STEPS_CAP[kind]
+        asked = int(solver["solver.max_steps"])
+        notes = [describe_choice(model, settings.formulation, resolved.formulation)]
+        if asked == 0 or asked > cap:
+            notes.append(f"solver.max_steps = {asked}: at most {cap} integrator steps per "
+                         f"doStep (the hard cap of the {kind} integrators); a longer step is "
+                         f"discarded")
+            asked = cap
+        resolved = replace(resolved, max_steps=asked)
         t0 = self.default_experiment.start_time if self._start is None else self._start
-        self._state = State(float(t0), state.q.copy(), state.qd.copy(), 0.0, state.coords,
-                            dict(state.extra))
+        step = None
+        try:
+            with np.errstate(all="ignore"):
+                state = initial_state(model, resolved)
+                state = State(float(t0), state.q.copy(), state.qd.copy(), 0.0, state.coords,
+                              dict(state.extra))
+                size = _state_size(state)
+                if not size <= STATE_BOUND:
+                    raise FmuMbError(f"the initial state is outside the bounded region |q|, "
+                                     f"|qd| <= {STATE_BOUND:g} (max {size:.3g})")
+                # one short step from the initial state with the inputs as set: a formulation
+                # that cannot run the model fails here, not at the first doStep
+                step = stepper(model, resolved)
+                trial = step(state, t0 + max(1e-6, 1e3 * math.ulp(t0)), self._safe_inputs())
+                size = _state_size(trial)
+                if not size <= STATE_BOUND:
+                    raise FmuMbError(f"a first step of 1e-6 s leaves the bounded region |q|, "
+                                     f"|qd| <= {STATE_BOUND:g} (max {size:.3g})")
+        except (FmuMbError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
+            raise _StartFailure(str(exc) if isinstance(exc, FmuMbError)
+                                else f"{type(exc).__name__}: {exc}") from None
+        return types.SimpleNamespace(pending=pending, solver=solver, model=model,
+                                     settings=resolved, state=state, notes=notes)
+
+    def _explain(self, pending, solver, failure):
+        """The message of a configuration that cannot start: the parameter(s) to blame (each
+        tried alone on the FMU's defaults), else the formulation and settings."""
+        defaults = self._defaults
+        changed = [k for k, v in pending.items() if _hexed(v) != _hexed(defaults[k])]
+        form = solver["solver.formulation"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                self._attempt(defaults, solver)
+                base_ok = True
+            except (_StartFailure, FmuMbError, ValueError, TypeError):
+                base_ok = False
+            if not base_ok:
+                return (f"formulation '{form}' (solver settings {self._settings_text(solver)}) "
+                        f"cannot run the model from its initial state: {failure}; choose "
+                        f"another solver.formulation (auto picks one that runs the model)")
+            blamed = []
+            for k in changed:
+                try:
+                    self._attempt({**defaults, k: pending[k]}, solver)
+                except (_StartFailure, FmuMbError, ValueError, TypeError):
+                    blamed.append(k)
+        names = blamed or changed
+        values = ", ".join(f"{k} = {pending[k]!r}" for k in names)
+        which = ("parameter" if len(names) == 1 else "parameters") + f" {values}"
+        together = "" if blamed else " (together)"
+        return (f"invalid parameter: {which}{together}: the model cannot start: {failure}; "
+                f"expected values of a sane magnitude (defaults: "
+                f"{', '.join(f'{k} = {defaults[k]!r}' for k in names)})")
+
+    @staticmethod
+    def _settings_text(solver):
+        keys = ("solver.method", "solver.stabilization")
+        return ", ".join(f"{k} = {solver[k]!r}" for k in keys)
+
+    def _commit(self, cfg):
+        for note in cfg.notes:
+            self.log(f"{cfg.model.name}: {note}")
+        _assign(self._pending, cfg.pending)      # in place: the variables' getters and
+        _assign(self._solver, cfg.solver)        # setters hold these very dicts
+        self._model, self._settings = cfg.model, cfg.settings
+        self._state = cfg.state
         self._out = None
         self._step = None
-        self._direct = _direct_coordinates(model) if state.coords == "joint" else {}
+        self._direct = _direct_coordinates(cfg.model) if cfg.state.coords == "joint" else {}
 
     _start = None
 
     def setup_experiment(self, start_time, stop_time, tolerance):
+        if not abs(start_time) <= TIME_BOUND:
+            raise FmuMbError(f"start time {start_time!r} is outside |t| <= {TIME_BOUND:g} s")
         self._start = float(start_time)
 
     def do_step(self, current_time, step_size):
+        # no warnings.catch_warnings here: it swaps process-wide state (not thread-safe with
+        # instances stepping in parallel threads) and costs ~5 us a step; the step's numpy
+        # floating-point warnings are suppressed below; Python warnings come from building a
+        # model (instantiation, initialisation, a restore), where they are logged
         name = self._model.name
         t = self._state.t
         try:
@@ -290,6 +460,10 @@ class MultibodySlave(GuardedSlave):
                 return self._discard(f"{name}: doStep at t = {current_time!r}, but the FMU is "
                                      f"at t = {t!r}; expected the last communication point "
                                      f"(restore a saved FMU state to go back)")
+            if not abs(current_time + step_size) <= TIME_BOUND:
+                return self._discard(f"{name}: doStep from t = {current_time!r} with step "
+                                     f"{step_size!r} would end beyond the FMU's time range "
+                                     f"|t| <= {TIME_BOUND:g} s; the step was not taken")
             if self._nonfinite:
                 bad = [self._model.inputs[k].name for k in sorted(self._nonfinite)]
                 return self._discard(f"{name}: input(s) {bad} are not finite at "
@@ -324,41 +498,180 @@ class MultibodySlave(GuardedSlave):
     def _get_fmu_state(self):
         return {"state": self._state.to_dict(),
                 "inputs": [float(v).hex() for v in self._inputs],
-                "parameters": {k: (v.hex() if isinstance(v, float) else v)
-                               for k, v in self._pending.items()},
-                "solver": {k: (v.hex() if isinstance(v, float) else v)
-                           for k, v in self._solver.items()},
-                "start": self._start}
+                "parameters": {k: _hexed(v) for k, v in self._pending.items()},
+                "solver": {k: _hexed(v) for k, v in self._solver.items()},
+                "start": self._start,
+                "initialized": self._mode not in (INSTANTIATED, INITIALIZATION)}
 
     def _set_fmu_state(self, blob):
-        def unhex(v):
-            return float.fromhex(v) if isinstance(v, str) and v.startswith(("0x", "-0x")) \
-                else v
+        """Restore a state of _get_fmu_state, every value checked first (_check_fmu_state);
+        a state that fails a check changes nothing. In an initialised instance, parameters
+        that differ from the configured ones are validated and the model rebuilt, so that the
+        parameter values and the restored motion always agree."""
+        with self._warnings_logged():
+            self._restore(blob)
 
-        def hexed(d):      # compared as written, so that NaN equals NaN
-            return {k: (v.hex() if isinstance(v, float) else v) for k, v in d.items()}
-
-        pending = {k: unhex(v) for k, v in blob["parameters"].items()}
-        solver = {k: unhex(v) for k, v in blob["solver"].items()}
-        if set(pending) != set(self._pending) or set(solver) != set(self._solver):
-            raise FmuMbError("the state holds other parameters than this FMU")
-        configured = hexed({p.name: p.value for p in self._model.parameters})
-        if self._mode not in (INSTANTIATED, INITIALIZATION) and (
-                hexed(pending) != configured or hexed(solver) != hexed(self._solver)):
-            # parameters are validated when initialisation ends: before that they are stored
-            self._pending, self._solver = pending, solver
-            self._configure()
-        state = State.from_dict(blob["state"])
-        inputs = np.array([float.fromhex(v) for v in blob["inputs"]])
-        ref = self._state          # its shape and coordinates are this model's
+    def _restore(self, blob):
+        pending, solver, state, inputs, start, initialized = self._check_fmu_state(blob)
+        if self._mode in (INSTANTIATED, INITIALIZATION):
+            if initialized:
+                # initialisation would rebuild the state from the parameters and drop the
+                # restored motion (t back to the start): refused rather than lost silently
+                raise FmuMbError(f"the state was saved after fmi2ExitInitializationMode; this "
+                                 f"instance is in {self._mode}: restore it once "
+                                 f"initialisation has ended")
+            cfg = None        # parameters are validated when initialisation ends
+            ref = self._state
+        else:
+            if not initialized:
+                raise FmuMbError("the state was saved before fmi2ExitInitializationMode "
+                                 "(its parameters were never validated); this instance is "
+                                 "initialised: restore it before initialisation ends, or "
+                                 "use fmi2Reset")
+            same = (_hexed_all(pending) == _hexed_all(self._configured())
+                    and _hexed_all(solver) == _hexed_all(self._solver))
+            cfg = None if same else self._prepare(pending, solver)
+            ref = self._state if cfg is None else cfg.state
         if (state.q.shape != ref.q.shape or state.qd.shape != ref.qd.shape
-                or state.coords != ref.coords or inputs.shape != self._inputs.shape):
-            raise FmuMbError(f"the state holds {state.q.size} {state.coords} coordinates and "
-                             f"{inputs.size} inputs; this model has {ref.q.size} {ref.coords} "
-                             f"coordinates and {self._inputs.size} inputs")
-        self._pending, self._solver = pending, solver
-        self._start = blob.get("start")
+                or state.coords != ref.coords):
+            raise FmuMbError(f"the state holds {state.q.size} + {state.qd.size} "
+                             f"{state.coords} coordinates and rates; this model has "
+                             f"{ref.q.size} + {ref.qd.size} {ref.coords} ones")
+        # nothing is changed before this point
+        if cfg is not None:
+            self._commit(cfg)
+        _assign(self._pending, pending)
+        _assign(self._solver, solver)
+        self._start = start
         self._state = state
         self._inputs = inputs
         self._out = None
-        self._nonfinite = {k for k, v in enumerate(self._inputs) if not math.isfinite(v)}
+        self._nonfinite = set()
+
+    def _configured(self):
+        return {p.name: p.value for p in self._model.parameters}
+
+    def _check_fmu_state(self, blob):
+        """(parameters, solver settings, State, inputs, start,
+        initialized) of a state blob, every value checked: the keys, the types, hex floats
+        written as float.hex writes them, t finite within |t| <= TIME_BOUND, h finite >= 0, q
+        and qd finite within STATE_BOUND, finite inputs, the sizes. FmuMbError otherwise."""
+        def bad(what):
+            return FmuMbError(f"the FMU state is damaged: {what}; nothing was changed")
+
+        def keys(d, expected, where):
+            if not isinstance(d, dict):
+                raise bad(f"{where} is a {type(d).__name__}, expected an object")
+            missing, unknown = set(expected) - set(d), set(d) - set(expected)
+            if missing or unknown:
+                raise bad(f"{where}: missing keys {sorted(missing)}, unknown keys "
+                          f"{sorted(unknown)}")
+
+        def real(v, where, bound=None, nonneg=False):
+            try:
+                x = float.fromhex(v) if isinstance(v, str) else None
+            except (ValueError, OverflowError):
+                x = None
+            if x is None or x.hex() != v:
+                raise bad(f"{where} = {str(v)[:40]!r} is not a float written in hex")
+            if bound is not None and not (abs(x) <= bound and (x >= 0.0 or not nonneg)):
+                raise bad(f"{where} = {x!r} is outside the valid range "
+                          f"[{0.0 if nonneg else -bound:g}, {bound:g}]")
+            return x
+
+        def reals(v, n, where, bound):
+            if not isinstance(v, list) or len(v) != n:
+                raise bad(f"{where} holds {len(v) if isinstance(v, list) else v!r} values, "
+                          f"expected {n}")
+            return np.array([real(x, f"{where}[{i}]", bound) for i, x in enumerate(v)])
+
+        def values(d, kinds, where):
+            keys(d, kinds, where)
+            out = {}
+            for k, v in d.items():
+                if kinds[k] is float:
+                    out[k] = real(v, f"{where} '{k}'")
+                elif type(v) is kinds[k]:
+                    out[k] = v
+                else:
+                    raise bad(f"{where} '{k}' = {str(v)[:40]!r} is not a "
+                              f"{kinds[k].__name__}")
+            return out
+
+        keys(blob, STATE_KEYS, "the state")
+        pending = values(blob["parameters"], self._kinds, "parameter")
+        solver = values(blob["solver"], self._solver_kinds, "solver setting")
+        st = blob["state"]
+        keys(st, SOLVER_STATE_KEYS, "the solver state")
+        ref = self._state
+        t = real(st["t"], "time t", TIME_BOUND)
+        h = real(st["h"], "step-size hint h", TIME_BOUND, nonneg=True)
+        q = reals(st["q"], ref.q.size, "q", STATE_BOUND)
+        qd = reals(st["qd"], ref.qd.size, "qd", STATE_BOUND)
+        if not isinstance(st["coords"], str):
+            raise bad(f"coords = {st['coords']!r} is not a string")
+        _check_extra(st["extra"], bad)
+        inputs = reals(blob["inputs"], self._inputs.size, "inputs", math.inf)
+        if not np.all(np.isfinite(inputs)):
+            raise bad("the inputs are not all finite")
+        start = blob["start"]
+        if start is not None and not (type(start) is float and abs(start) <= TIME_BOUND):
+            raise bad(f"start time {start!r} is not a float within |t| <= {TIME_BOUND:g}")
+        if type(blob["initialized"]) is not bool:
+            raise bad(f"initialized = {blob['initialized']!r} is not a boolean")
+        state = State(t, q, qd, h, st["coords"], _decode_extra(st["extra"]))
+        return pending, solver, state, inputs, start, blob["initialized"]
+
+
+class _StartFailure(Exception):
+    """The model cannot be built or started with a configuration (explained by _explain)."""
+
+
+class _InitError(FmuMbError):
+    """A complete message of a refused fmi2ExitInitializationMode."""
+
+
+def _hexed(v):
+    """A float as hex text (compared and stored as written, so that NaN equals NaN)."""
+    return v.hex() if isinstance(v, float) else v
+
+
+def _hexed_all(d):
+    return {k: _hexed(v) for k, v in d.items()}
+
+
+def _assign(target, values):
+    """Replace the contents of dict `target` in place."""
+    target.clear()
+    target.update(values)
+
+
+def _check_extra(v, bad, where="extra", depth=0):
+    """The solver state's extra data (contact status, implicit history): JSON values whose
+    floats are {"float": hex} and finite."""
+    if depth > 8:
+        raise bad(f"{where} is nested too deeply")
+    if isinstance(v, dict):
+        if set(v) == {"float"}:
+            x = v["float"]
+            try:
+                ok = isinstance(x, str) and float.fromhex(x).hex() == x
+            except (ValueError, OverflowError):
+                ok = False
+            if not ok or not math.isfinite(float.fromhex(x)):
+                raise bad(f"{where} = {str(x)[:40]!r} is not a finite float written in hex")
+            return
+        if not all(isinstance(k, str) for k in v):
+            raise bad(f"{where} has a key that is not a string")
+        for k, x in v.items():
+            _check_extra(x, bad, f"{where}.{k}", depth + 1)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            _check_extra(x, bad, f"{where}[{i}]", depth + 1)
+    elif isinstance(v, float) or not (v is None or isinstance(v, (bool, int, str))):
+        raise bad(f"{where} = {str(v)[:40]!r} is not a valid value")
+
+
+def _decode_extra(extra):
+    return State.from_dict({"t": "0x0.0p+0", "q": [], "qd": [], "h": "0x0.0p+0",
+                            "coords": "", "extra": extra}).extra

@@ -64,6 +64,10 @@ def cylinder_inertia(mass: float, length: float, radius: float,
     return mass * (3.0 * (radius ** 2 + inner_radius ** 2) + length ** 2) / 12.0
 
 
+class UnknownParameterError(ModelError):
+    """An override names no parameter of the model (a usage error: the CLI exits 2)."""
+
+
 class ModelBuilder(SpatialItems):
     """Collects the items of a planar or spatial model; `build()` validates and returns a
     Model.
@@ -96,6 +100,7 @@ class ModelBuilder(SpatialItems):
         self._elements, self._markers, self._inputs, self._initial = [], [], [], {}
         self._names = {}
         self._contacts = []
+        self._declared_position = {}       # planar bodies given a position=
 
     # ------------------------------------------------------------------ parameters
     def param(self, name, default, unit="1", description="", *, min=None, max=None,
@@ -140,8 +145,12 @@ class ModelBuilder(SpatialItems):
              velocity=None, angular_velocity=None, orientation=None):
         """A rigid body: mass [kg] and inertia about the centre of mass [kg.m2].
 
-        position/angle (and velocity/angular_velocity) are the initial pose of a free body,
-        and the starting guess of the assembly for a body placed by joints. Spatial: inertia
+        position/angle (and velocity/angular_velocity) are the initial pose of a free body.
+        Planar: a body placed by a tree joint takes its pose from the joint's coordinate
+        (mb.initial, else 0), not from `position`; a declared position the assembled model
+        does not reproduce gives an AssemblyWarning naming the joint to give mb.initial
+        (except in a closed loop, whose closure places the body).
+        Spatial: position and orientation are the reference pose of every body. Spatial: inertia
         (Ixx, Iyy, Izz) or a 3 x 3 matrix in body axes, position (x, y, z), orientation a
         quaternion (e0, e1, e2, e3) or a rotation matrix (fmu_mb.cardan(a, b, c) for Cardan
         angles), velocity and angular_velocity (global axes) 3-vectors.
@@ -150,6 +159,8 @@ class ModelBuilder(SpatialItems):
             return self._body3(name, mass, inertia, (0, 0, 0) if position is None else position,
                                orientation, (0, 0, 0) if velocity is None else velocity,
                                (0, 0, 0) if angular_velocity is None else angular_velocity)
+        if position is not None:
+            self._declared_position[name] = position
         position = (0.0, 0.0) if position is None else position
         velocity = (0.0, 0.0) if velocity is None else velocity
         angular_velocity = 0.0 if angular_velocity is None else angular_velocity
@@ -588,8 +599,8 @@ class ModelBuilder(SpatialItems):
         declared = [p.name for p in self._params]
         unknown = sorted(set(self._overrides) - set(declared))
         if unknown:
-            raise ModelError(f"model '{self.name}': unknown parameter(s) {unknown}; "
-                             f"parameters are {declared}")
+            raise UnknownParameterError(f"model '{self.name}': unknown parameter(s) "
+                                        f"{unknown}; parameters are {declared}")
         if not self._bodies:
             raise ModelError(f"model '{self.name}': no bodies; declare at least one with "
                              f"mb.body(...)")
@@ -630,7 +641,36 @@ class ModelBuilder(SpatialItems):
         topo = replace(topo, dof=x0.shape[0] - rank, redundant=compiled.n_rows - rank)
         x0.setflags(write=False)
         xd0.setflags(write=False)
+        if not self.spatial:
+            self._warn_ignored_positions(model, tree, x0)
         return replace(model, x0=x0, xd0=xd0, topology=topo)
+
+    def _warn_ignored_positions(self, model, tree, x0):
+        """AssemblyWarning for a body given a position= that a tree joint without
+        mb.initial places elsewhere (the joint starts at coordinate 0): the position was not
+        used, and mb.initial(joint, value=...) is the way. Bodies of a closed loop are left
+        out: the loop closure places them, and their position= reads as a sketch."""
+        import warnings
+
+        from ..errors import AssemblyWarning
+
+        index = {b.name: b.index for b in model.bodies}
+        in_loop = {name for loop in model.topology.loops for name in loop}   # placed by closure
+        size = 1.0 + max(np.abs(x0[0::3]).max(initial=0.0), np.abs(x0[1::3]).max(initial=0.0))
+        for name, placed in tree:
+            j = model.joint(name)
+            body = j.child if placed == j.parent else j.parent
+            if body not in self._declared_position or name in self._initial or body in in_loop:
+                continue
+            want = np.asarray(self._declared_position[body], float)
+            got = x0[3 * index[body]:3 * index[body] + 2]
+            if np.linalg.norm(got - want) > 1e-6 * size:
+                warnings.warn(
+                    f"model '{self.name}': body '{body}' is placed by joint '{name}' at "
+                    f"({got[0]:.6g}, {got[1]:.6g}), not at its declared position "
+                    f"({want[0]:.6g}, {want[1]:.6g}): a body placed by a tree joint takes its "
+                    f"pose from the joint's coordinate (0 unless given); set it with "
+                    f"mb.initial('{name}', value=...)", AssemblyWarning, stacklevel=3)
 
     # ------------------------------------------------------------------ helpers
     def _not_here(self, where, kind, **given):

@@ -41,14 +41,25 @@ def call_build(module, path=None, **overrides):
     ModelError line naming the file and the line (AssemblyError and other fmu_mb errors that
     are not about a line of the file keep their class)."""
     try:
-        return module.build(**overrides)
+        result = module.build(**overrides)
     except Exception as exc:
         raise _located(Path(path or module.__file__), exc) from None
+    if result is None or type(result).__name__ == "ModelBuilder":
+        what = "None" if result is None else "the ModelBuilder itself"
+        raise ModelError(f"{Path(path or module.__file__)}: build() returned {what}; expected "
+                         f"the model: end build() with `return mb.build()`")
+    return result
 
 
 def load_model(path, **overrides):
     """Build the model of the file at `path` with parameter overrides."""
-    return call_build(load_module(path), path, **overrides)
+    from .model import Model
+
+    model = call_build(load_module(path), path, **overrides)
+    if not isinstance(model, Model):
+        raise ModelError(f"{path}: build() returned a {type(model).__name__}; expected the "
+                         f"model: end build() with `return mb.build()`")
+    return model
 
 
 def _located(path, exc):
@@ -77,4 +88,5 @@ def _located(path, exc):
     what = str(exc) if isinstance(exc, ModelError) else f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ModelError) and str(exc).startswith(f"{path}:"):
         return exc
-    return ModelError(f"{path}:{line}: {what}")
+    cls = type(exc) if isinstance(exc, ModelError) else ModelError   # keep its subclass
+    return cls(f"{path}:{line}: {what}")

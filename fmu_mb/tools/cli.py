@@ -12,8 +12,8 @@
                  [--output-interval DT] [--outputs NAME ...] [--scheduler ADDRESS]
                  [--workers N] [-o table.csv]
 
-Bad arguments print one line "fmu-mb: error: ..." and exit with status 2; a model or solver
-error exits with status 1.
+Bad arguments (including a --set or --input name the model does not have) print one line
+"fmu-mb: error: ..." and exit with status 2; a model or solver error exits with status 1.
 """
 import argparse
 import sys
@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from ..errors import FmuMbError
+from ..mechanics.builder import UnknownParameterError
 from ..dynamics.formulations import CHOICES
 from ..dynamics.implicit import DAE_FORMS
 from ..dynamics.integrate import METHODS, STABILIZATIONS
@@ -181,6 +182,9 @@ def main(argv=None):
         if args.command == "linearize":
             from .linearize_cmd import run
             return run(args, _load)
+    except UnknownParameterError as exc:     # a --set name the model does not have
+        print(f"fmu-mb: error: {exc}", file=sys.stderr)
+        return 2
     except FmuMbError as exc:
         print(f"fmu-mb: error: {exc}", file=sys.stderr)
         return 1
@@ -213,9 +217,14 @@ def _simulate(args):
             print(f"fmu-mb: error: --input {name}: expected a number, received {value!r}",
                   file=sys.stderr)
             return 2
+    unknown = [name for name in inputs if name not in [i.name for i in model.inputs]]
+    if unknown:
+        print(f"fmu-mb: error: --input: unknown input(s) {unknown}; the inputs of model "
+              f"'{model.name}' are {[i.name for i in model.inputs]}", file=sys.stderr)
+        return 2
     data = simulate(model, args.stop_time, args.output_interval, inputs=inputs,
                     settings=settings, progress=not args.quiet)
-    out = open(args.output, "w", newline="") if args.output else sys.stdout
+    out = open(_folder(args.output), "w", newline="") if args.output else sys.stdout
     try:
         out.write(",".join(data.dtype.names) + "\n")
         np.savetxt(out, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
@@ -231,8 +240,7 @@ def _info(args):
 
     m = _load(args)
     t = m.topology
-    lines = [f"model {m.name}: {m.description.strip().splitlines()[0] if m.description else ''}",
-             "", "parameters:"]
+    lines = [f"model {m.name}: {_summary(m.description)}", "", "parameters:"]
     for p in m.parameters:
         extra = f" (one of {list(p.choices)})" if p.choices else ""
         extra += " (structural)" if p.structural else ""
@@ -257,6 +265,21 @@ def _info(args):
     return 0
 
 
+def _folder(path):
+    """`path`, its folder created when missing (the README's examples write under out/)."""
+    from pathlib import Path
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _summary(text):
+    """The first paragraph of a model's description on one line (a docstring's first line
+    may end mid-sentence)."""
+    paragraph = (text or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split())
+
+
 def _plot(args):
     from .viz import plot_outputs, read_csv
 
@@ -269,7 +292,7 @@ def _plot(args):
             cols = [n for n in names if n.endswith(".z")][:3] or list(names[:3])
         cols += [n for n in ("energy.total",) if n in names]
     model = _load(args) if args.model else None
-    plot_outputs(data, cols, args.output, title=str(args.csv), model=model)
+    plot_outputs(data, cols, _folder(args.output), title=str(args.csv), model=model)
     print(args.output)
     return 0
 
@@ -278,7 +301,7 @@ def _animate(args):
     from .viz import animate, read_csv
 
     model = _load(args)
-    n = animate(model, read_csv(args.csv), args.output, every=args.every, fps=args.fps,
+    n = animate(model, read_csv(args.csv), _folder(args.output), every=args.every, fps=args.fps,
                 progress=not args.quiet, view=args.view)
     print(f"{args.output}: {n} frames")
     return 0
@@ -329,7 +352,7 @@ def _sweep(args):
     columns, rows = sweep(args.fmu, params, args.stop_time, args.output_interval,
                           args.outputs, scheduler=args.scheduler, workers=args.workers,
                           progress=not args.quiet)
-    write_table(columns, rows, args.output or sys.stdout)
+    write_table(columns, rows, _folder(args.output) if args.output else sys.stdout)
     failed = sum(r["status"] != "ok" for r in rows)
     if args.output:
         print(f"{args.output}: {len(rows)} variants, {failed} failed")

@@ -10,6 +10,8 @@ gyroscopic term and the convective terms) hold for any p, q.
 
 Every function is vectorised over a leading axis k: p has shape (k, 4).
 """
+import math
+
 import numpy as np
 
 
@@ -79,20 +81,49 @@ def G_matrix(p):
 
 
 def from_matrix(R):
-    """Unit quaternion (e0, e1, e2, e3) with e0 >= 0 of one rotation matrix R (3, 3)."""
-    from scipy.spatial.transform import Rotation
+    """Unit quaternion (e0, e1, e2, e3) with e0 >= 0 of one rotation matrix R (3, 3).
 
-    x, y, z, w = Rotation.from_matrix(np.asarray(R, dtype=float)).as_quat()
-    q = np.array([w, x, y, z])
-    return q if w >= 0 else -q
+    Shepperd's method: the largest of 4 e0^2 = 1 + tr R and 4 e_i^2 = 1 - tr R + 2 R_ii
+    gives the best-conditioned component, the others follow from sums and differences of
+    the off-diagonal terms; normalised (so a nearly orthogonal R gives a nearly equal
+    rotation). numpy only: a spatial FMU's start-up does not import scipy."""
+    R = np.asarray(R, dtype=float)
+    if R.shape != (3, 3):
+        raise ValueError(f"expected a 3 x 3 rotation matrix, received shape {R.shape}")
+    tr = R[0, 0] + R[1, 1] + R[2, 2]
+    i = int(np.argmax([R[0, 0], R[1, 1], R[2, 2], tr]))
+    q = np.empty(4)
+    if i == 3:
+        q[0] = 1.0 + tr
+        q[1] = R[2, 1] - R[1, 2]
+        q[2] = R[0, 2] - R[2, 0]
+        q[3] = R[1, 0] - R[0, 1]
+    else:
+        j, k = (i + 1) % 3, (i + 2) % 3
+        q[1 + i] = 1.0 - tr + 2.0 * R[i, i]
+        q[1 + j] = R[j, i] + R[i, j]
+        q[1 + k] = R[k, i] + R[i, k]
+        q[0] = R[k, j] - R[j, k]
+    q /= np.linalg.norm(q)
+    return q if q[0] >= 0 else -q
 
 
 def cardan(alpha, beta, gamma):
     """Unit quaternion of the Cardan angles: A = Rx(alpha) Ry(beta) Rz(gamma) (rotations
-    about the body's x, then new y, then new z axes) [rad]."""
-    from scipy.spatial.transform import Rotation
+    about the body's x, then new y, then new z axes) [rad]: the product of the three
+    elementary quaternions, e0 >= 0."""
+    qx = np.array([math.cos(alpha / 2), math.sin(alpha / 2), 0.0, 0.0])
+    qy = np.array([math.cos(beta / 2), 0.0, math.sin(beta / 2), 0.0])
+    qz = np.array([math.cos(gamma / 2), 0.0, 0.0, math.sin(gamma / 2)])
+    q = _product(_product(qx, qy), qz)
+    q /= np.linalg.norm(q)
+    return q if q[0] >= 0 else -q
 
-    return from_matrix(Rotation.from_euler("XYZ", [alpha, beta, gamma]).as_matrix())
+
+def _product(p, q):
+    """Quaternion product p q (scalar first): the rotation q, then p."""
+    p0, pv, q0, qv = p[0], p[1:], q[0], q[1:]
+    return np.concatenate([[p0 * q0 - pv @ qv], p0 * qv + q0 * pv + np.cross(pv, qv)])
 
 
 def cardan_angles(R):
