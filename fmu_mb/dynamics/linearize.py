@@ -161,6 +161,10 @@ class LinearModel:
         """Write the matrices with their names: .npz (numpy) or .mat (MATLAB, scipy.io)."""
         path = str(path)
         data = self.arrays()
+        if path.endswith((".mat", ".npz")):
+            import os
+
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         if path.endswith(".mat"):
             from scipy.io import savemat
 
