@@ -1,0 +1,360 @@
+"""Build native FMI 2.0 co-simulation FMUs: `fmu-mb build --native MODEL.py -o DIR`.
+
+A native FMU is the compiled engine (fmu_mb/engine/native, engine.h) behind the FMI 2.0 C
+interface of fmu_mb/fmi/native/fmi2_native.c, with the model's data embedded in the binary: its
+linux64 binary needs only libc and libm (no Python, no numpy, no resources/ folder). Its
+variables (names, value references, types, units, ranges, start values), default experiment and
+documentation are those of the Python FMU of the same model (`build.build_fmu`): the
+modelDescription.xml is made by the same adapter class (slave.MultibodySlave) and the same
+post-processing (packaging's units and limits), so a master can swap one for the other.
+
+Per FMU this writes fmu_model.h (the variable table, each variable mapped to a model parameter,
+a solver setting, an input or an output; the model-data blob; the GUID), compiles
+fmi2_native.c and the engine's sources with the system C compiler (`-O2 -ffp-contract=off
+-fPIC -shared -fvisibility=hidden`, only the fmi2* symbols exported) and zips modelDescription.xml,
+binaries/linux64/<model>.so and documentation/index.html.
+"""
+import hashlib
+import html
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+from ..errors import FmuMbError, ModelError
+from ..mechanics.loader import call_build, load_module
+from ..dynamics.outputs import output_spec
+
+NATIVE_DIR = Path(__file__).resolve().parent / "native"
+FRONT_SOURCE = NATIVE_DIR / "fmi2_native.c"
+ENGINE_DIR = Path(__file__).resolve().parent.parent / "engine" / "native"
+
+#: compiler flags of a native FMU's binary (issue 20): no fused multiply-add contraction, so
+#: that the FMU computes what the engine computes in process
+CFLAGS = ["-O2", "-ffp-contract=off", "-fPIC", "-shared", "-fvisibility=hidden"]
+
+#: the solver settings' ids in fmi2_native.c (SOLVER_*), by FMU variable name
+SOLVER_IDS = {"solver.method": 0, "solver.formulation": 1, "solver.stabilization": 2,
+              "solver.rtol": 3, "solver.atol": 4, "solver.step": 5, "solver.rho_inf": 6,
+              "solver.newton_tol": 7, "solver.dae_form": 8, "solver.max_steps": 9}
+
+#: what the native FMU runs (fmi2_native.c refuses the rest at fmi2ExitInitializationMode)
+NATIVE_METHODS = ("dop853", "dopri5", "rk4")
+NATIVE_FORMULATIONS = ("auto", "recursive")
+
+VT = {"Real": 0, "Integer": 1, "Boolean": 2, "String": 3}
+VK_PARAM, VK_FIXED, VK_SOLVER, VK_INPUT, VK_OUTPUT = range(5)
+
+
+class NativeUnavailable(FmuMbError):
+    """The model does not run in the compiled engine (the message says why)."""
+
+
+# ---------------------------------------------------------------------- the engine's side
+def engine_data(model):
+    """(blob, parameter names, parameter defaults, fixed) of the model for the engine:
+    fixed maps the names of parameters whose effect is not compiled to the reason. Raises
+    NativeUnavailable when the model does not run in the compiled engine."""
+    try:
+        from ..engine import data as engine_data_module
+    except ImportError as exc:       # an engine without its data module
+        raise NativeUnavailable(f"the compiled engine is not available ({exc})") from None
+    try:
+        made = engine_data_module.model_data(model)
+    except FmuMbError as exc:
+        raise NativeUnavailable(str(exc)) from None
+    return _unpack(made)
+
+
+def _unpack(made):
+    """The engine's description of a model's data, as the build needs it."""
+    if isinstance(made, (bytes, bytearray)):
+        return bytes(made), [], [], {}
+    blob = bytes(getattr(made, "blob", b"") or made[0])
+    names = list(getattr(made, "parameter_names", []) or [])
+    defaults = [float(v) for v in (getattr(made, "parameter_defaults", []) or [])]
+    fixed = dict(getattr(made, "fixed", {}) or {})
+    return blob, names, defaults, fixed
+
+
+def engine_sources():
+    """The engine's C sources compiled into a native FMU's binary."""
+    try:
+        from ..engine import engine as engine_module
+        sources = getattr(engine_module, "SOURCES", None)
+    except ImportError:
+        sources = None
+    if sources:
+        return [Path(s) for s in sources]
+    return [ENGINE_DIR / "engine.c"]
+
+
+def native_reason(model):
+    """None when `model` builds as a native FMU, else why not (one line)."""
+    try:
+        engine_data(model)
+    except NativeUnavailable as exc:
+        return str(exc)
+    return None
+
+
+# ---------------------------------------------------------------------- the build
+def build_native_fmu(model_file, out_dir, overrides=None):
+    """Build one model file into out_dir/<model name>.fmu (native) and return its path.
+
+    Raises NativeUnavailable when the model does not run in the compiled engine, ModelError
+    for a model file or override that is wrong, FmuMbError when the C compiler fails.
+    """
+    model_file = Path(model_file)
+    module = load_module(model_file)
+    overrides = dict(overrides or {})
+    model = call_build(module, model_file, **overrides)
+    blob, names, defaults, fixed = engine_data(model)
+    experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
+    source = model_file.read_text(encoding="utf-8")
+    root = _model_description(model, model_file, source, overrides, experiment)
+    table = _variable_table(model, root, names, fixed)
+    sources = [FRONT_SOURCE] + engine_sources()
+    digest = hashlib.sha1()
+    for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
+                 *(p.read_bytes() for p in sources)):
+        digest.update(part)
+    guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16], version=5)) + "}"
+    root.set("guid", guid)
+    root.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
+    for name, reason in fixed.items():
+        _mark_fixed(root, name, reason)
+    from .packaging import _html, _serialise
+    xml = _serialise(root)
+    start = float(experiment.get("start_time", 0.0))
+    header = _header(model, guid, table, defaults, blob, start)
+    documentation = _html(model.name, _documentation(model) + host_section(model.name))
+    dest = Path(out_dir) / f"{model.name}.fmu"
+    with tempfile.TemporaryDirectory(prefix="fmu_mb_native_") as tmp:
+        binary = _compile(Path(tmp), model.name, header, sources)
+        _zip(dest, {"modelDescription.xml": xml,
+                    f"binaries/linux64/{model.name}.so": binary,
+                    "documentation/index.html": documentation})
+    return dest
+
+
+def _model_description(model, model_file, source, overrides, experiment):
+    """The Python FMU's modelDescription.xml (same adapter class, same post-processing)."""
+    from .build import units_and_limits
+    from .packaging import _MODEL_OPTIONS, _add_limits, _add_units
+    from .slave import MultibodySlave
+
+    tag = hashlib.sha1(repr((source, sorted(overrides.items()))).encode()).hexdigest()[:10]
+    module_name = f"fmu_mb_native_{model.name}_{tag}_model"
+    cls = type(model.name, (MultibodySlave,), {
+        "model_module": module_name, "model_filename": model_file.name,
+        "build_overrides": overrides, "experiment": experiment, "model_source": source,
+        "__module__": __name__})
+    try:
+        slave = cls(instance_name="fmu_mb_native_build", resources=None)
+        root = slave.to_xml(_MODEL_OPTIONS)
+    finally:
+        sys.modules.pop(module_name, None)
+    units, limits = units_and_limits(model)
+    _add_units(root, units)
+    _add_limits(root, limits)
+    return root
+
+
+def _variable_table(model, root, names, fixed):
+    """One row per ScalarVariable (value reference = row): (name, type, kind, index, start,
+    start string, min, max, structural, fixed reason)."""
+    from .slave import SOLVER_LIMITS, SOLVER_PARAMETERS
+
+    params = {p.name: p for p in model.parameters}
+    engine_index = {n: k for k, n in enumerate(names)}
+    inputs = {i.name: k for k, i in enumerate(model.inputs)}
+    outputs = {v.name: k for k, v in enumerate(output_spec(model))}
+    rows = []
+    for vr, sv in enumerate(root.iter("ScalarVariable")):
+        if int(sv.get("valueReference")) != vr:
+            raise FmuMbError(f"modelDescription.xml: variable {sv.get('name')!r} has value "
+                             f"reference {sv.get('valueReference')}, expected {vr}")
+        name = sv.get("name")
+        typ = next(c.tag for c in sv if c.tag in VT)
+        low, high = -math.inf, math.inf
+        start, text, structural, reason = 0.0, "", 0, ""
+        if name in params:
+            p = params[name]
+            low = -math.inf if p.min is None else float(p.min)
+            high = math.inf if p.max is None else float(p.max)
+            if typ == "String":
+                text = p.value
+            else:
+                start = float(p.value)
+            if p.structural:
+                kind, index, structural = VK_FIXED, -1, 1
+                reason = "structural: it changes the model's variables"
+            elif name in engine_index and name not in fixed:
+                kind, index = VK_PARAM, engine_index[name]
+            else:
+                kind, index = VK_FIXED, -1
+                reason = fixed.get(name) or "its effect on the model is not compiled"
+        elif name in SOLVER_PARAMETERS:
+            kind, index = VK_SOLVER, SOLVER_IDS[name]
+            default = SOLVER_PARAMETERS[name][1]
+            if typ == "String":
+                text = default
+            else:
+                start = float(default)
+            if name in SOLVER_LIMITS:
+                low, high = (float(v) for v in SOLVER_LIMITS[name])
+        elif name in inputs:
+            kind, index = VK_INPUT, inputs[name]
+        elif name in outputs:
+            kind, index = VK_OUTPUT, outputs[name]
+        else:
+            raise FmuMbError(f"modelDescription.xml: variable {name!r} is neither a parameter, "
+                             f"a solver setting, an input nor an output of model {model.name!r}")
+        rows.append((name, VT[typ], kind, index, start, text, low, high, structural, reason))
+    missing = set(SOLVER_IDS) - {r[0] for r in rows}
+    if missing:
+        raise FmuMbError(f"modelDescription.xml lacks the solver settings {sorted(missing)}")
+    return rows
+
+
+def _mark_fixed(root, name, reason):
+    """Say in a parameter's description that the native FMU cannot change it, and why."""
+    for sv in root.iter("ScalarVariable"):
+        if sv.get("name") == name:
+            note = (f" (fixed in the native FMU: {reason}; to change it, rebuild with fmu-mb "
+                    f"build MODEL.py --set {name}=VALUE, or build with --python)")
+            sv.set("description", (sv.get("description") or "") + note)
+
+
+def _c_double(x):
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "-INFINITY"
+    return float(x).hex()
+
+
+def _c_list(strings):
+    from .packaging import _c_string
+    return "{" + ", ".join(_c_string(s) for s in strings) + ", NULL}"
+
+
+def _header(model, guid, table, defaults, blob, start):
+    """fmu_model.h: the tables fmi2_native.c reads."""
+    from ..dynamics.formulations import CHOICES
+    from ..dynamics.implicit import DAE_FORMS
+    from ..dynamics.integrate import METHODS, Settings
+    from .packaging import _c_string
+
+    settings = Settings()
+    n_inputs, n_outputs = len(model.inputs), len(output_spec(model))
+    lines = ["/* generated by fmu_mb.fmi.native_build for model "
+             f"{model.name!r}; do not edit */",
+             f"#define FMU_GUID {_c_string(guid)}",
+             f"#define FMU_MODEL_NAME {_c_string(model.name)}",
+             f"#define FMU_N_VARS {len(table)}",
+             f"#define FMU_N_PARAMS {len(defaults)}",
+             f"#define FMU_N_INPUTS {n_inputs}",
+             f"#define FMU_N_OUTPUTS {n_outputs}",
+             f"#define FMU_START_TIME {_c_double(start)}",
+             f"#define FMU_MAX_STEP {_c_double(settings.max_step)}",
+             f"#define FMU_BAUMGARTE_ALPHA {_c_double(settings.baumgarte[0])}",
+             f"#define FMU_BAUMGARTE_BETA {_c_double(settings.baumgarte[1])}",
+             f"#define FMU_PROJECTION_TOL {_c_double(settings.projection_tol)}",
+             f"static const char* const FMU_PY_METHODS[] = {_c_list(METHODS)};",
+             f"static const char* const FMU_PY_FORMULATIONS[] = {_c_list(CHOICES)};",
+             f"static const char* const FMU_DAE_FORMS[] = {_c_list(DAE_FORMS)};",
+             "static const char* const FMU_LOG_CATEGORIES[] = "
+             + _c_list(["logStatusWarning", "logStatusDiscard", "logStatusError",
+                        "logStatusFatal", "logAll"]) + ";",
+             "static const double FMU_PARAM_DEFAULTS[] = {"
+             + ", ".join(_c_double(v) for v in defaults or [0.0]) + "};",
+             "static const FmuVar FMU_VARS[] = {"]
+    for name, typ, kind, index, start_value, text, low, high, structural, reason in table:
+        lines.append(f"    {{{_c_string(name)}, {typ}, {kind}, {index}, {_c_double(start_value)}, "
+                     f"{_c_string(text)}, {_c_double(low)}, {_c_double(high)}, {structural}, "
+                     f"{_c_string(reason)}}},")
+    lines.append("};")
+    lines.append(f"#define FMU_DATA_SIZE ((size_t){len(blob)})")
+    lines.append("static const unsigned char FMU_DATA[] = {")
+    for k in range(0, max(len(blob), 1), 24):
+        chunk = blob[k:k + 24] or b"\0"
+        lines.append("    " + ",".join(str(b) for b in chunk) + ",")
+    lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+def _compiler():
+    candidates = [os.environ["CC"]] if os.environ.get("CC") else []
+    candidates += ["cc", "gcc", "clang"]
+    found = next((shutil.which(c) for c in candidates if shutil.which(c)), None)
+    if found is None:
+        raise FmuMbError(f"building a native FMU needs a C compiler; none of {candidates} is on "
+                         f"PATH (Debian: apt-get install gcc)")
+    return found
+
+
+EXPORTS = "{\n  global: fmi2*;\n  local: *;\n};\n"
+
+
+def _compile(workdir, identifier, header, sources):
+    """Compile the FMU's binary; returns its bytes."""
+    (workdir / "fmu_model.h").write_text(header, encoding="utf-8")
+    (workdir / "exports.map").write_text(EXPORTS, encoding="utf-8")
+    out = workdir / f"{identifier}.so"
+    command = [_compiler(), *CFLAGS, f"-I{workdir}", f"-I{ENGINE_DIR}",
+               *(str(s) for s in sources), "-o", str(out),
+               f"-Wl,--version-script={workdir / 'exports.map'}", "-Wl,--as-needed", "-lm"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    except OSError as exc:
+        raise FmuMbError(f"cannot run the C compiler {command[0]!r}: {exc}") from exc
+    if result.returncode != 0:
+        raise FmuMbError(f"compiling the native FMU {identifier!r} failed (exit "
+                         f"{result.returncode}):\n{result.stderr.strip()[-4000:]}")
+    return out.read_bytes()
+
+
+def _zip(dest, files):
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    try:
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for name, data in files.items():
+                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                mode = 0o755 if name.startswith("binaries/") else 0o644
+                info.external_attr = (0o100000 | mode) << 16
+                z.writestr(info, data)
+        os.replace(partial, dest)
+    finally:
+        if partial.exists():
+            partial.unlink()
+
+
+def _documentation(model):
+    from .build import _documentation as python_documentation
+    return python_documentation(model)
+
+
+def host_section(name):
+    """HTML: what a machine needs to run a native FMU, and what it runs."""
+    return f"""
+<h2>What the host machine needs</h2>
+<p>This is a native FMU: its binary <code>binaries/linux64/{html.escape(name)}.so</code> is the
+compiled fmu_mb engine with the model's data inside; it needs Linux x86_64 with glibc
+(<code>libc</code> and <code>libm</code>) and nothing else: no Python, no resources folder, no
+environment variables. The resource location given to fmi2Instantiate is not used.</p>
+<p>It runs the formulation <code>recursive</code> (<code>solver.formulation</code> =
+<code>auto</code> or <code>recursive</code>) with the methods {', '.join(NATIVE_METHODS)}.
+The other formulations and methods of <code>solver.formulation</code> and
+<code>solver.method</code> run only in the Python FMU of the same model (<code>fmu-mb build
+--python</code>); this FMU refuses them at fmi2ExitInitializationMode with fmi2Error.</p>
+"""
