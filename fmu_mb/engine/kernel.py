@@ -67,11 +67,18 @@ class KernelUnavailable(FmuMbError):
 def _tag(source=None):
     source = SOURCE if source is None else source        # read at call time (tests patch it)
     text = source.read_bytes()
-    for name in re.findall(rb'#include "([^"]+)"', text):  # the shared headers
-        for d in (source.parent, NATIVE_DIR):
-            if (d / name.decode()).is_file():
-                text += (d / name.decode()).read_bytes()
-                break
+    todo, seen = [text], set()
+    while todo:                                # the shared headers, and the headers they include
+        for name in re.findall(rb'#include "([^"]+)"', todo.pop()):
+            if name in seen:
+                continue
+            seen.add(name)
+            for d in (source.parent, NATIVE_DIR):
+                if (d / name.decode()).is_file():
+                    head = (d / name.decode()).read_bytes()
+                    text += head
+                    todo.append(head)
+                    break
     text += repr((CFLAGS, sys.platform, platform.machine())).encode()
     return hashlib.sha1(text).hexdigest()[:12]
 
@@ -188,16 +195,17 @@ def library():
     lib.mbk_multipliers.restype = None
     lib.mbk_multipliers.argtypes = [P, P]
     lib.mbk_set_eigensolver.restype = None
-    lib.mbk_set_eigensolver.argtypes = [P]
+    lib.mbk_set_eigensolver.argtypes = [P, P]
     _set_tableaus(lib)
     return lib
 
 
 @lru_cache(maxsize=1)
 def _eigensolver():
-    """Hand LAPACK's dsyev (scipy's own, scipy.linalg.cython_lapack) to the kernel for the
-    rank-revealing Schur solve at singular poses; the kernel falls back to a Jacobi
-    eigen-decomposition of its own when it is not available."""
+    """The address of LAPACK's dsyev (scipy's own, scipy.linalg.cython_lapack) that a
+    TreeKernel hands to its kernel (mbk_set_eigensolver, per kernel) for the rank-revealing
+    Schur solve at singular poses, or None: the kernel then uses a Jacobi eigen-decomposition
+    of its own (as the engine library always does, fmu_mb.engine.engine)."""
     try:
         from scipy.linalg import cython_lapack
         cap = cython_lapack.__pyx_capi__["dsyev"]
@@ -208,9 +216,8 @@ def _eigensolver():
         api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
         ptr = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
     except (ImportError, AttributeError, KeyError, ValueError):       # pragma: no cover
-        return False
-    library().mbk_set_eigensolver(ptr)
-    return True
+        return None
+    return ptr
 
 
 def _set_tableaus(lib, setter="mbk_set_tableau"):
@@ -419,7 +426,7 @@ class TreeKernel:
             ri, rd = np.concatenate([ri, ci]), np.concatenate([rd, cd])
         self.m = len(ri)
         if self.m:
-            _eigensolver()
+            lib.mbk_set_eigensolver(handle, _eigensolver())
         if self.m and lib.mbk_set_rows(handle, self.m, ri.ctypes.data, rd.ctypes.data):
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel's loop rows")
         if C.tsda_gain is not None:          # hydraulic cylinders: s -= G u
