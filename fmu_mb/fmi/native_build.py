@@ -27,7 +27,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
-from ..errors import FmuMbError, ModelError
+from ..errors import FmuMbError, InputError, ModelError
 from ..mechanics.loader import call_build, load_module
 from ..dynamics.outputs import output_spec
 
@@ -57,51 +57,58 @@ class NativeUnavailable(FmuMbError):
 
 
 # ---------------------------------------------------------------------- the engine's side
-def engine_data(model):
-    """(blob, parameter names, parameter defaults, fixed) of the model for the engine:
-    fixed maps the names of parameters whose effect is not compiled to the reason. Raises
+def engine_data(model, module=None, overrides=None):
+    """(blob, parameter names, parameter defaults, fixed) of the model for the engine: the
+    parameter table is the model's parameters in order; fixed maps the names of the parameters
+    that cannot change in the native FMU to the reason. With the model file's module, the
+    parameter program (fmu_mb.engine.params) compiles the map parameters -> model data, so that
+    a parameter set by the master has the effect it has in the Python FMU. Raises
     NativeUnavailable when the model does not run in the compiled engine."""
+    from ..engine.data import model_data, supported
+
+    why = supported(model)
+    if why is not None:
+        raise NativeUnavailable(why)
     try:
-        from ..engine import data as engine_data_module
-    except ImportError as exc:       # an engine without its data module
-        raise NativeUnavailable(f"the compiled engine is not available ({exc})") from None
-    try:
-        made = engine_data_module.model_data(model)
-    except FmuMbError as exc:
+        data = model_data(model)
+    except InputError as exc:              # a kind of model the engine data do not hold yet
         raise NativeUnavailable(str(exc)) from None
-    return _unpack(made)
+    names = list(data.parameter_names)
+    table = data.array("DPARAM")
+    defaults = [float(table[3 * k]) for k in range(len(names))]
+    program, fixed = None, {}
+    try:
+        from ..engine.params import compile_parameters
+    except ImportError:
+        compile_parameters = None
+    if compile_parameters is not None and module is not None:
+        def data_of(values):
+            return model_data(call_build(module, None, **values)).doubles
 
-
-def _unpack(made):
-    """The engine's description of a model's data, as the build needs it."""
-    if isinstance(made, (bytes, bytearray)):
-        return bytes(made), [], [], {}
-    blob = bytes(getattr(made, "blob", b"") or made[0])
-    names = list(getattr(made, "parameter_names", []) or [])
-    defaults = [float(v) for v in (getattr(made, "parameter_defaults", []) or [])]
-    fixed = dict(getattr(made, "fixed", {}) or {})
-    return blob, names, defaults, fixed
+        program = compile_parameters(module, dict(overrides or {}), data_of, names=names)
+        fixed = dict(getattr(program, "fixed", {}) or {})
+    else:
+        reason = "the parameter program (fmu_mb.engine.params) is not available"
+        fixed = {n: reason for n in names}
+    structural = {p.name for p in model.parameters if p.structural}
+    fixed = {n: r for n, r in fixed.items() if n not in structural}
+    return data.to_bytes(program), names, defaults, fixed
 
 
 def engine_sources():
-    """The engine's C sources compiled into a native FMU's binary."""
-    try:
-        from ..engine import engine as engine_module
-        sources = getattr(engine_module, "SOURCES", None)
-    except ImportError:
-        sources = None
-    if sources:
-        return [Path(s) for s in sources]
-    return [ENGINE_DIR / "engine.c"]
+    """(C sources, preprocessor defines) of the engine compiled into a native FMU's binary."""
+    from ..engine.engine import sources
+
+    src = sources()
+    defines = ("MBE_HAVE_PARAMS",) if any(p.name == "params.c" for p in src) else ()
+    return list(src), defines
 
 
 def native_reason(model):
     """None when `model` builds as a native FMU, else why not (one line)."""
-    try:
-        engine_data(model)
-    except NativeUnavailable as exc:
-        return str(exc)
-    return None
+    from ..engine.data import supported
+
+    return supported(model)
 
 
 # ---------------------------------------------------------------------- the build
@@ -115,12 +122,13 @@ def build_native_fmu(model_file, out_dir, overrides=None):
     module = load_module(model_file)
     overrides = dict(overrides or {})
     model = call_build(module, model_file, **overrides)
-    blob, names, defaults, fixed = engine_data(model)
+    blob, names, defaults, fixed = engine_data(model, module, overrides)
     experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
     source = model_file.read_text(encoding="utf-8")
     root = _model_description(model, model_file, source, overrides, experiment)
     table = _variable_table(model, root, names, fixed)
-    sources = [FRONT_SOURCE] + engine_sources()
+    engine, defines = engine_sources()
+    sources = [FRONT_SOURCE] + engine
     digest = hashlib.sha1()
     for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
                  *(p.read_bytes() for p in sources)):
@@ -137,7 +145,7 @@ def build_native_fmu(model_file, out_dir, overrides=None):
     documentation = _html(model.name, _documentation(model) + host_section(model.name))
     dest = Path(out_dir) / f"{model.name}.fmu"
     with tempfile.TemporaryDirectory(prefix="fmu_mb_native_") as tmp:
-        binary = _compile(Path(tmp), model.name, header, sources)
+        binary = _compile(Path(tmp), model.name, header, sources, defines)
         _zip(dest, {"modelDescription.xml": xml,
                     f"binaries/linux64/{model.name}.so": binary,
                     "documentation/index.html": documentation})
@@ -304,21 +312,53 @@ def _compiler():
 EXPORTS = "{\n  global: fmi2*;\n  local: *;\n};\n"
 
 
-def _compile(workdir, identifier, header, sources):
-    """Compile the FMU's binary; returns its bytes."""
-    (workdir / "fmu_model.h").write_text(header, encoding="utf-8")
-    (workdir / "exports.map").write_text(EXPORTS, encoding="utf-8")
-    out = workdir / f"{identifier}.so"
-    command = [_compiler(), *CFLAGS, f"-I{workdir}", f"-I{ENGINE_DIR}",
-               *(str(s) for s in sources), "-o", str(out),
-               f"-Wl,--version-script={workdir / 'exports.map'}", "-Wl,--as-needed", "-lm"]
+def _run_cc(command, what):
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=600)
     except OSError as exc:
         raise FmuMbError(f"cannot run the C compiler {command[0]!r}: {exc}") from exc
     if result.returncode != 0:
-        raise FmuMbError(f"compiling the native FMU {identifier!r} failed (exit "
-                         f"{result.returncode}):\n{result.stderr.strip()[-4000:]}")
+        raise FmuMbError(f"{what} failed (exit {result.returncode}):\n"
+                         f"{result.stderr.strip()[-4000:]}")
+
+
+def _engine_objects(cc, sources, defines):
+    """The engine's sources compiled to object files once per source text, compiler and flags
+    (cached in the temporary folder: building an FMU then compiles only its own small file)."""
+    key = hashlib.sha1(repr((cc, CFLAGS, defines)).encode())
+    for p in sorted(ENGINE_DIR.glob("*.h")) + list(sources):
+        key.update(p.name.encode() + b"\0" + p.read_bytes())
+    folder = Path(tempfile.gettempdir()) / "fmu_mb_native_objects" / key.hexdigest()[:16]
+    objects = [folder / (p.stem + ".o") for p in sources]
+    if all(o.is_file() for o in objects):
+        return objects
+    folder.mkdir(parents=True, exist_ok=True)
+    for src, obj in zip(sources, objects):
+        fd, tmp = tempfile.mkstemp(prefix=f".{obj.stem}-", suffix=".o", dir=folder)
+        os.close(fd)
+        try:
+            _run_cc([cc, *[f for f in CFLAGS if f != "-shared"], *(f"-D{d}" for d in defines),
+                     f"-I{ENGINE_DIR}", "-c", str(src), "-o", tmp],
+                    f"compiling the engine source {src.name}")
+            os.replace(tmp, obj)            # atomic: parallel builds never see half a file
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return objects
+
+
+def _compile(workdir, identifier, header, sources, defines=()):
+    """Compile the FMU's binary (its front with fmu_model.h, linked with the engine's
+    objects); returns its bytes."""
+    (workdir / "fmu_model.h").write_text(header, encoding="utf-8")
+    (workdir / "exports.map").write_text(EXPORTS, encoding="utf-8")
+    cc = _compiler()
+    objects = _engine_objects(cc, [Path(p) for p in sources[1:]], tuple(defines))
+    out = workdir / f"{identifier}.so"
+    _run_cc([cc, *CFLAGS, *(f"-D{d}" for d in defines), f"-I{workdir}", f"-I{ENGINE_DIR}",
+             str(sources[0]), *(str(o) for o in objects), "-o", str(out),
+             f"-Wl,--version-script={workdir / 'exports.map'}", "-Wl,--as-needed", "-lm"],
+            f"compiling the native FMU {identifier!r}")
     return out.read_bytes()
 
 

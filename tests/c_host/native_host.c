@@ -4,8 +4,9 @@
  *
  * usage: native_host COMMAND FMU_DIR GUID MODEL_IDENTIFIER [ARGS...]
  *
- *   run STOP STEP IN_VR OUT_VRS            one run from t = 0 with input IN_VR (or -1 for
- *                                          none) = the value of env-free formula 0; prints
+ *   run STOP STEP IN_VR OUT_VRS [FILE]     one run from t = 0; input IN_VR (-1: none) set
+ *                                          before step k to line k of FILE (held over the
+ *                                          step), or to 2 t - t^2 / 2 without FILE; prints
  *                                          "t,y1,y2,..." per communication point (%.17g)
  *   threads STOP STEP OUT_VRS N            N instances in N threads and the same N runs one
  *                                          after the other: "identical=1" when every thread's
@@ -172,6 +173,9 @@ static long rss_kb(void)
 /* the road-like input of the runs: a smooth function of time */
 static double input_at(double t) { return 2.0 * t - 0.5 * t * t; }
 
+static const double* g_inputs;   /* per-step input values (run FILE), or NULL */
+static int g_n_inputs;
+
 /* One run of n steps of size h from t = 0 on instance c, outputs into out (n x nout). */
 static void steps(const Api* api, fmi2Component c, int k0, int k1, double h,
                   const fmi2ValueReference* in_vr, const fmi2ValueReference* vr, int nout,
@@ -180,7 +184,7 @@ static void steps(const Api* api, fmi2Component c, int k0, int k1, double h,
     for (int k = k0; k < k1; ++k) {
         double t = k * h;
         if (in_vr) {
-            double u = input_at(t);
+            double u = g_inputs ? g_inputs[k < g_n_inputs ? k : g_n_inputs - 1] : input_at(t);
             check(api->SetReal(c, in_vr, 1, &u), "fmi2SetReal");
         }
         check(api->DoStep(c, t, h, 1), "fmi2DoStep");
@@ -262,6 +266,23 @@ int main(int argc, char** argv)
         fmi2Component c = start(&api, "run");
         double* out = calloc((size_t)n * nout + 1, sizeof(double));
         in_vr[0] = (fmi2ValueReference)in;
+        if (argc >= 10) {
+            FILE* f = fopen(argv[9], "r");
+            if (!f) {
+                die("cannot read %s", argv[9]);
+            }
+            double* v = calloc((size_t)n + 1, sizeof(double));
+            int m = 0;
+            while (m <= n && fscanf(f, "%lf", &v[m]) == 1) {
+                m++;
+            }
+            fclose(f);
+            if (m == 0) {
+                die("no input values in %s", argv[9]);
+            }
+            g_inputs = v;
+            g_n_inputs = m;
+        }
         double y0[256];
         check(api.GetReal(c, vr, (size_t)nout, y0), "fmi2GetReal");
         printf("%.17g", 0.0);
