@@ -74,6 +74,7 @@ def test_engine_runs_the_planar_and_spatial_models_without_contacts():
 def test_engine_matches_initial_state_steps_and_outputs(name):
     m = model(name)
     eng = Engine(m)
+    assert eng.n_outputs == len(output_names(m))
     eng.set_settings(SETTINGS)
     eng.initialize(m.t0)
     ref = initial_state(m, SETTINGS)

@@ -99,12 +99,10 @@ def model_data(model):
     why = supported(model)
     if why is not None:
         raise InputError(f"model '{model.name}': the compiled engine cannot run it: {why}")
-    from ..dynamics.outputs import output_spec
-
     arrays = {}
     head = dict.fromkeys(HEAD, 0)
     head["NI"] = len(model.inputs)
-    head["NOUT"] = len(output_spec(model))
+    head["NOUT"] = n_outputs(model)
     arrays["DGRAV"] = np.asarray(model.gravity, float)
     arrays["DT0"] = [float(model.t0)]
     _parameters(model, arrays, head)
@@ -115,6 +113,26 @@ def model_data(model):
         _planar(model, arrays, head)
     arrays["IHEAD"] = [head[k] for k in HEAD]
     return _pack(arrays, [p.name for p in model.parameters])
+
+
+def n_outputs(model):
+    """The number of outputs of fmu_mb.dynamics.outputs.output_spec(model) (the engine
+    layer does not import the dynamics layer; tests/test_engine.py holds them equal)."""
+    nb = len(model.bodies)
+    per = {"tsda": 2, "rsda": 2, "cylinder": 7, "force": 1, "torque": 1, "bushing": 6}
+    count = len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
+    if model.spatial:
+        coord = {"revolute": 2, "prismatic": 2, "cylindrical": 4, "universal": 4}
+        count += 16 * nb + 6 * len(model.markers)
+        for j in model.joints:
+            count += coord.get(j.kind, 0) + (1 if j.kind == "distance" else 6)
+        return count
+    count += 6 * nb + 4 * len(model.markers)
+    for j in model.joints:
+        count += ((2 if j.kind in ("revolute", "prismatic") else 0)
+                  + (1 if j.kind == "distance" else 2)
+                  + (1 if j.kind in ("weld", "prismatic") else 0))
+    return count
 
 
 def _pack(arrays, names):
