@@ -64,7 +64,9 @@ def close_rel(a, b, tol, names=None):
 def test_engine_runs_the_planar_and_spatial_models_without_contacts():
     planar = {"container_crane", "container_crane_driven", "double_pendulum", "four_bar",
               "hinged_body_spring", "n_four_bar", "pendulum_chain", "slider_crank"}
-    assert planar <= set(ENGINE_MODELS)
+    spatial = {"bricard", "double_wishbone", "five_point_suspension", "heavy_top",
+               "spatial_chain"}
+    assert planar | spatial <= set(ENGINE_MODELS)
     assert "bouncing_ball" not in ENGINE_MODELS        # contacts: a later issue
     with pytest.raises(InputError, match="contacts"):
         model_data(model("bouncing_ball"))

@@ -28,13 +28,16 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "IROWS", "DROWS", "IJOINT", "DJOINT", "ICOORD", "IDROW", "IELEM", "DELEM", "IMARK",
           "DMARK",
           "IPLACE", "DBODY0", "IINIT", "DINIT", "DMINV", "IQSRC",
-          "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ")
+          "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ", "DSY0")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC")
 
 _R = {"px": 0, "py": 1, "ang": 2, "prj": 3, "dst": 4, "dang": 5, "dprj": 6}
 _JK = {"revolute": 0, "prismatic": 1, "weld": 2, "distance": 3}
-_EK = {"tsda": 0, "rsda": 1, "cylinder": 2, "force": 3, "torque": 4}
+_EK = {"tsda": 0, "rsda": 1, "cylinder": 2, "force": 3, "torque": 4, "bushing": 5}
+_SJK = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
+        "weld": 5, "distance": 6}
+_SCK = {"revolute": 0, "prismatic": 1, "universal1": 2, "universal2": 3}
 
 
 class EngineData:
@@ -85,7 +88,9 @@ def supported(model):
         return (f"it has contacts {[c.name for c in model.contacts]} (the event loop is not "
                 f"compiled yet)")
     if model.spatial:
-        return "it is spatial (the spatial engine data are not written yet)"
+        from .spatial_kernel import supported as spatial_supported
+
+        return spatial_supported(model)
     from .kernel import supported as planar_supported
 
     why = planar_supported(model)
@@ -265,4 +270,59 @@ def _planar(model, arrays, head):
 
 
 def _spatial(model, arrays, head):
-    raise InputError(f"model '{model.name}': spatial models are not in the engine data yet")
+    from . import spatial_kernel as sk
+    from ..mechanics.spatial import tree as st
+
+    C = model.compiled
+    tm = st.tree_map(model)
+    nb, n = tm.nb, tm.n
+    ri, rd, nv = sk._tree_rows(model, tm)
+    ei, ed = sk._elements(model)
+    ci, cd = sk._cut_joints(model)
+    rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
+                  float).reshape(-1, 9)
+    arrays.update(ISRI=ri, DSRD=rd, DSMASS=np.asarray(C.mass, float),
+                  DSJ=np.asarray(C.inertia, float).reshape(-1, 9), ISEI=ei, DSED=ed, ISCI=ci,
+                  DSCD=cd, DSRQ=rq)
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = nb
+    cfirst = {}
+    for pos, kk in enumerate(C.coord_joints):
+        cfirst.setdefault(kk, pos)
+    ij, dj = [], []
+    for kk, (j, rows) in enumerate(zip(model.joints, C.joint_rows)):
+        rows = [int(r) for r in rows]
+        if rows != list(range(rows[0], rows[0] + len(rows))):
+            raise InputError(f"model '{model.name}': joint '{j.name}' has non-contiguous rows")
+        ij.append([_SJK[j.kind], idx[j.parent], idx[j.child], cfirst.get(kk, -1), rows[0],
+                   len(rows)])
+        dj.append([*j.parent_point, *j.child_point,
+                   *np.asarray(j.frame_p, float).reshape(-1),
+                   *np.asarray(j.frame_c, float).reshape(-1), float(j.length or 0.0)])
+    arrays.update(IJOINT=ij, DJOINT=dj)
+    ckind = [None] * len(C.coord_joints)
+    for g in C.coord_groups:
+        for pos in g.rows[:, 0]:
+            ckind[int(pos)] = _SCK[g.kind]
+    arrays["ICOORD"] = [[kk, ckind[i]] for i, kk in enumerate(C.coord_joints)]
+    if list(C.norm_rows) != list(range(C.n_rows - nb, C.n_rows)):
+        raise InputError(f"model '{model.name}': the normalisation rows are not the last rows")
+    # model.elements -> (kind, row of the kernel's element arrays)
+    order = ([g for g in (C.tsda.names, C.rsda.names, C.bushing.names)]
+             + [C.frc_names, C.trq_names])
+    row = {name: i for i, name in enumerate(x for names in order for x in names)}
+    arrays["IELEM"] = [[_EK[e.kind], row[e.name]] for e in model.elements]
+    arrays["DELEM"] = [0.0] * len(model.elements)
+    arrays.update(IMARK=[int(b) for b in C.markers.p],
+                  DMARK=np.asarray(C.marker_points, float).reshape(-1, 3),
+                  DMINV=np.asarray(C.inv_mass_diag, float))
+    # the initial state: the assembled pose's tree coordinates (as
+    # fmu_mb.dynamics.formulations._spatial_tmt.initial_state; the spatial assembly does not
+    # run in C yet, so a parameter cannot move it)
+    q0 = st.initial_coordinates(model, tm)
+    _, _, Tq, _ = st.transform(model, q0, np.zeros(n))
+    qd0 = np.linalg.lstsq(Tq, model.xd0, rcond=None)[0] if n else np.zeros(0)
+    arrays["DSY0"] = np.concatenate([q0, qd0])
+    head.update(NB=nb, N=n, NV=nv, NE=len(ei), NC=len(ci), NJ=len(model.joints),
+                NROWS=C.n_rows, NCJ=len(C.coord_joints), NEL=len(model.elements),
+                NMARK=len(C.markers.p))
