@@ -4,6 +4,7 @@ give the model data that build(**overrides) gives, at random parameter sets insi
 parameters' ranges; a branch build() took on a parameter is a guard that refuses, naming the
 parameter; a malformed program is refused, never a crash."""
 import ctypes
+import math
 import importlib.util
 import shutil
 import subprocess
@@ -123,3 +124,215 @@ def compiled(name):
         return mod, None, why
     prog = P.compile_parameters(mod, {}, lambda o: standin_data(mod.build(**o)))
     return mod, prog, None
+
+
+# ---------------------------------------------------------------------- mbp_run in C
+class _Prog(ctypes.Structure):
+    _fields_ = [("ncode", ctypes.c_int), ("code", ctypes.POINTER(ctypes.c_int)),
+                ("nconst", ctypes.c_int), ("consts", ctypes.POINTER(ctypes.c_double))]
+
+
+@pytest.fixture(scope="module")
+def mbp(tmp_path_factory):
+    """mbp_run(code, consts, params, data) -> (rc, data, message), params.c compiled with the
+    system's C compiler and the kernel's flags."""
+    from fmu_mb.engine import kernel as K
+    cc = K.compiler()
+    if cc is None:
+        pytest.skip("no C compiler (cc, gcc, clang) to compile native/params.c")
+    lib_path = tmp_path_factory.mktemp("mbp") / "libmbp.so"
+    r = subprocess.run([cc, "-std=c99", "-pedantic", "-Wextra", "-Werror", *K.CFLAGS,
+                        "-I", str(NATIVE), "-o", str(lib_path), str(NATIVE / "params.c"),
+                        "-lm"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lib = ctypes.CDLL(str(lib_path))
+    lib.mbp_run.restype = ctypes.c_int
+    lib.mbp_run.argtypes = [ctypes.POINTER(_Prog), ctypes.c_void_p, ctypes.c_int,
+                            ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+
+    def run(code, consts, params, data, errlen=2000):
+        code = np.ascontiguousarray(code, dtype=np.intc)
+        nconst = len(consts)
+        consts = np.ascontiguousarray(consts if nconst else [0.0], dtype=float)
+        params = np.ascontiguousarray(params, dtype=float)
+        data = np.array(data, dtype=float)
+        prog = _Prog(len(code), code.ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
+                     nconst, consts.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
+        err = ctypes.create_string_buffer(max(errlen, 1))
+        rc = lib.mbp_run(ctypes.byref(prog), params.ctypes.data, len(params),
+                         data.ctypes.data, len(data), err, errlen)
+        return rc, data, err.value.decode("utf-8", "replace")
+    return run
+
+
+def _random_set(prog, mod, rng, scale=0.1):
+    """Values of the compiled parameters near their defaults, inside their ranges."""
+    model = mod.build()
+    out = {}
+    for p in model.parameters:
+        if p.name in prog.compiled:
+            out[p.name] = P._ranges(p, rng, scale)
+    return out
+
+
+def _pvec(prog, mod, values):
+    model = mod.build()
+    return np.array([p.choices.index(p.value) if isinstance(p.value, str)
+                     else float(values.get(p.name, p.value)) for p in model.parameters])
+
+
+RUNNABLE = [n for n in _models()]
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_c_program_reproduces_the_model_data(name, mbp):
+    """At random sets within +-10 % of the defaults (inside min/max), the C program run over
+    the default data gives build(**set)'s data to 1e-14 relative in every slot; its Python
+    twin gives bitwise the same numbers."""
+    mod, prog, why = compiled(name)
+    if prog is None:
+        pytest.skip(f"{name}: the compiled engine does not run it: {why}")
+    D0 = standin_data(mod.build())
+    rng = np.random.default_rng(12345)
+    code, consts = prog.to_arrays()
+    checked = 0
+    for _ in range(4):
+        vals = _random_set(prog, mod, rng)
+        try:
+            ref = standin_data(mod.build(**vals))
+        except FmuMbError:
+            continue                           # e.g. a loop that does not close there
+        p = _pvec(prog, mod, vals)
+        rc, out, msg = mbp(code, consts, p, D0)
+        if rc != 0:
+            assert rc > 0 and msg, msg        # a guard: the set takes another branch
+            continue
+        bad = np.flatnonzero(~P._close(out, ref))
+        assert not len(bad), (f"{name}: slots {bad.tolist()} differ at {vals}: "
+                              f"{out[bad]} vs {ref[bad]}")
+        assert np.array_equal(out, prog.run(p, D0))
+        checked += 1
+    assert checked >= 2 or not prog.compiled
+
+
+def test_double_pendulum_compiles_every_parameter():
+    mod, prog, _ = compiled("double_pendulum")
+    for n in ("l1", "m1", "phi1", "g", "l2", "m2", "phi2"):
+        assert n in prog.compiled and n not in prog.fixed
+    assert len(prog.slots) >= 8
+
+
+def test_double_pendulum_changes_what_it_should(mbp):
+    """Independent of the matching: l1 = 0.8 must give the rod inertia m1 l1^2 / 12 and the
+    joint points +-l1/2 somewhere in the data, and phi1 the initial joint values."""
+    mod, prog, _ = compiled("double_pendulum")
+    D0 = standin_data(mod.build())
+    code, consts = prog.to_arrays()
+    rc, out, msg = mbp(code, consts, _pvec(prog, mod, {"l1": 0.8, "phi1": 0.1}), D0)
+    assert rc == 0, msg
+    assert np.any(out == 1.0 * 0.8 ** 2 / 12.0) and np.any(out == 0.4)
+    assert np.any(out == -0.4) and np.any(out == 0.1)
+    assert np.any(out == P._FN["sub"](P._FN["mul"](60.0, math.pi / 180.0), 0.1))
+    assert not np.any(out == 0.55 / 2)
+
+
+def _guarded(**overrides):
+    from fmu_mb import ModelBuilder, rod_inertia
+    mb = ModelBuilder("guarded", overrides)
+    L = mb.param("L", 1.0, "m", "rod length", min=1e-6)
+    k = mb.param("k", 10.0, "N/m", "spring stiffness")
+    rod = mb.body("rod", mass=2.0, inertia=rod_inertia(2.0, L))
+    mb.revolute("O", mb.ground, rod, child_point=(-L / 2, 0.0))
+    if L > 0.5:           # a branch on a parameter: a guard
+        mb.rsda("spring", joint="O", stiffness=k * L)
+    else:
+        mb.rsda("spring", joint="O", stiffness=k)
+    mb.initial("O", value=math.log(2.0 - L), rate=0.0)
+    return mb.build()
+
+
+def test_guard_names_the_parameter(mbp):
+    prog = P.compile_parameters(_guarded, {}, lambda o: standin_data(_guarded(**o)),
+                                model_file="guarded.py")
+    assert set(prog.compiled) == {"L", "k"} and prog.guards == ("L > 0.5",)
+    D0 = standin_data(_guarded())
+    code, consts = prog.to_arrays()
+    rc, out, msg = mbp(code, consts, [0.9, 12.0], D0)
+    assert rc == 0, msg
+    assert np.array_equal(out, standin_data(_guarded(L=0.9, k=12.0)))
+    rc, _, msg = mbp(code, consts, [0.4, 10.0], D0)
+    assert rc == 1
+    assert "L=0.4" in msg and "--set L=0.4" in msg and "guarded" in msg, msg
+    with pytest.raises(P.ParameterProgramError, match="--set L=0.4"):
+        prog.run([0.4, 10.0], D0)
+    # a derived number that is not finite: log(2 - L) with L = 3
+    rc, _, msg = mbp(code, consts, [3.0, 10.0], D0)
+    assert rc == 1 and "not finite" in msg and "L=3" in msg, msg
+
+
+def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
+    """A parameter that reaches the data through numpy arrays (untraced) is declared fixed,
+    never compiled wrong; the others still compile."""
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("np_model", o)
+        a = mb.param("a", 0.3, "rad", "angle")
+        m = mb.param("m", 2.0, "kg", "mass", min=1e-9)
+        p = np.array([np.cos(0.2), 1.0]) * np.array([a, a])    # arrays: not traced
+        b = mb.body("b", mass=m, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(float(p[0]), float(p[1])))
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: standin_data(build(**o)))
+    assert prog.compiled == ("m",)
+    assert "a" in prog.fixed and "slot" in prog.fixed["a"]
+    code, consts = prog.to_arrays()
+    D0 = standin_data(build())
+    rc, out, msg = mbp(code, consts, [0.3, 3.0], D0)
+    assert rc == 0 and np.array_equal(out, standin_data(build(m=3.0))), msg
+
+
+def test_malformed_programs_are_refused(mbp):
+    """Truncations, out-of-range indices, unknown instructions and random garbage return -1
+    with a message; never a crash or a write out of bounds."""
+    mod, prog, _ = compiled("double_pendulum")
+    D0 = standin_data(mod.build())
+    code, consts = prog.to_arrays()
+    p = _pvec(prog, mod, {})
+    rc, out, msg = mbp(code, consts, p, D0)
+    assert rc == 0 and np.array_equal(out, D0), msg
+    assert mbp(code, consts, p[:-1], D0)[0] == -1
+    assert mbp(code, consts, p, D0[:-1])[0] == -1
+    for n in (0, 1, 4, 10, len(code) // 2, len(code) - 1):
+        rc, _, msg = mbp(code[:n], consts, p, D0)
+        assert rc == -1 and "malformed" in msg or "program for" in msg, (n, msg)
+    assert mbp(code, consts[:0], p, D0)[0] == -1
+    rng = np.random.default_rng(7)
+    body = P._header(code)[-1]
+    for trial in range(300):
+        bad = code.copy()
+        k = int(rng.integers(body if trial % 3 else 0, len(bad)))
+        bad[k] = int(rng.choice([-1, 2**31 - 1, int(rng.integers(-3, 100))]))
+        rc, out, msg = mbp(bad, consts, p, D0, errlen=int(rng.integers(0, 50)))
+        assert rc in (-1, 0) or rc >= 1
+    for trial in range(100):
+        junk = rng.integers(-5, 300, size=int(rng.integers(0, 200))).astype(np.intc)
+        junk = np.concatenate([code[:body], junk]) if trial % 2 else junk
+        assert mbp(junk, consts, p, D0)[0] in (-1, 0, *range(1, len(p) + 1))
+
+
+def test_report_fixed_parameters(capsys):
+    """Which parameters stay fixed in a native FMU, and why (printed with -s)."""
+    rows = []
+    for name in RUNNABLE:
+        mod, prog, why = compiled(name)
+        if prog is None:
+            rows.append(f"{name:24s} (not run by the compiled engine: {why})")
+            continue
+        rows.append(f"{name:24s} compiled {len(prog.compiled)}: {', '.join(prog.compiled)}"
+                    + (f"; guards: {'; '.join(prog.guards)}" if prog.guards else ""))
+        for n, reason in prog.fixed.items():
+            rows.append(f"{'':24s}   fixed {n}: {reason}")
+    print("\n".join(rows))
+    mod, prog, _ = compiled("double_pendulum")
+    assert not prog.fixed

@@ -550,7 +550,7 @@ def _ranges(p, rng, scale):
 
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
-                       n_probe=3, n_verify=3, seed=0, scale=0.1):
+                       model_file=None, n_probe=3, n_verify=3, seed=0, scale=0.1):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
@@ -558,7 +558,9 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         program's defaults; a parameter fixed at an overridden value stays there);
     data_of(overrides) -> 1-D float array: the model data for parameter values (a black
         box; its layout must not depend on the values of non-structural parameters);
-    names: the parameter table's order (default: the model's declared parameters).
+    names: the parameter table's order (default: the model's declared parameters; a
+        string parameter's value in that vector is its index in choices, unused);
+    model_file: how messages name the model file (default: the module's file name).
     Probe and verification sets are drawn within +-scale (relative) of the build values,
     inside each parameter's [min, max]. Returns a ParamProgram."""
     build = _build_fn(module_or_build)
@@ -586,7 +588,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         if n not in pmap and n not in fixed:
             fixed[n] = "not a parameter of the model"
     bvals = {p.name: float(p.value) for p in plist if p.name in pmap}
-    mfile = _model_file(module_or_build, build)
+    mfile = model_file or _model_file(module_or_build, build)
     rng = np.random.default_rng(seed)
     D0 = np.asarray(data_of(base), dtype=float).ravel()
 
