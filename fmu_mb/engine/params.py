@@ -122,6 +122,7 @@ class _Tape:
 
 
 _tape = None     # the tape of the trace under way (set only inside _tracing)
+_deep = False    # that trace follows Syms into numpy arrays (object arrays)
 
 
 def _scalar(x):
@@ -208,6 +209,15 @@ def _bool(self):
 
 
 Sym.__bool__ = _bool
+for _n, _f in (("sqrt", "sqrt"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan"),
+               ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("exp", "exp"),
+               ("log", "log"), ("log10", "log10"), ("sinh", "sinh"), ("cosh", "cosh"),
+               ("tanh", "tanh"), ("expm1", "expm1"), ("log1p", "log1p"), ("log2", "log2"),
+               ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
+    # numpy's object loops call these (np.sqrt(object array) -> element.sqrt())
+    setattr(Sym, _n, (lambda f: lambda self: _apply(f, self))(_f))
+Sym.arctan2 = lambda self, other: _apply("atan2", self, other)
+Sym.hypot = lambda self, other: _apply("hypot", self, other)
 
 _UFUNCS = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
            np.power: "pow", np.arctan2: "atan2", np.hypot: "hypot", np.negative: "neg",
@@ -221,6 +231,15 @@ _UCMP = {np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal:
          np.equal: "eq", np.not_equal: "ne"}
 
 
+def _obj(x):
+    """x as an object array whose elements are Python floats or Syms (ops on it trace)."""
+    if isinstance(x, Sym):
+        a = np.empty((), dtype=object)
+        a[()] = x
+        return a
+    return np.asarray(x).astype(object)
+
+
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs and all(_scalar(a) for a in inputs):
         if ufunc in _UFUNCS and _FN.get(_UFUNCS[ufunc]) is not None:
@@ -231,6 +250,11 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             return _cmp(_UCMP[ufunc])(*inputs) if isinstance(inputs[0], Sym) else \
                 _cmp({"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq",
                       "ne": "ne"}[_UCMP[ufunc]])(inputs[1], inputs[0])
+    if (_deep and method == "__call__" and not kwargs and ufunc in _UFUNCS
+            and all(_scalar(a) or isinstance(a, (np.ndarray, list, tuple)) for a in inputs)):
+        # a Sym with arrays: object arrays, whose elements' operators trace
+        r = ufunc(*[_obj(a) for a in inputs])
+        return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
     plain = [np.asarray(a, dtype=float) if isinstance(a, Sym) else a for a in inputs]
     return getattr(ufunc, method)(*plain, **kwargs)    # untraced: a plain number or array
 
@@ -290,15 +314,42 @@ def _pow_traced(a, b):
     return _apply("pow", a, b, py=math.pow)
 
 
+def _has_sym(x, depth=0):
+    if isinstance(x, Sym):
+        return True
+    if depth > 4:
+        return False
+    if isinstance(x, (list, tuple)):
+        return any(_has_sym(v, depth + 1) for v in x)
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return any(_has_sym(v, depth + 1) for v in x.ravel()[:10000])
+    return False
+
+
+class _TracedNumpy:
+    """Stands for numpy in a model file traced in deep mode: array constructors given Syms
+    make object arrays (their arithmetic then traces element by element)."""
+
+    def __getattr__(self, name):
+        orig = getattr(np, name)
+        if name in ("array", "asarray", "asanyarray"):
+            def make(obj, dtype=None, *args, **kwargs):
+                if _has_sym(obj) and dtype in (None, float, np.float64, object):
+                    return orig(obj, *args, dtype=object, **kwargs)
+                return orig(obj, dtype, *args, **kwargs)
+            return make
+        return orig
+
+
 class _tracing:
     """Context: a tape, ModelBuilder.param returning Syms for the traced parameters, and
     the model file's (and fmu_mb.units') math replaced by _TracedMath."""
 
-    def __init__(self, build, traced):
-        self.build, self.traced = build, traced      # traced: name -> parameter index
+    def __init__(self, build, traced, deep=False):
+        self.build, self.traced, self.deep = build, traced, deep   # traced: name -> index
 
     def __enter__(self):
-        global _tape
+        global _tape, _deep
         from ..mechanics import builder as _builder
         from .. import units as _units
         self.tape = _tape = _Tape(len(self.traced))
@@ -316,14 +367,23 @@ class _tracing:
                       if g is not None and g.get("math") is math]
         for g in self.globs:
             g["math"] = _TracedMath()
+        _deep = self.deep
+        self.nps = []
+        if self.deep:
+            g = getattr(self.build, "__globals__", None) or {}
+            self.nps = [(g, k) for k, v in g.items() if v is np]
+            for g, k in self.nps:
+                g[k] = _TracedNumpy()
         return self.tape
 
     def __exit__(self, *exc):
-        global _tape
+        global _tape, _deep
         self.cls.param = self.orig
         for g in self.globs:
             g["math"] = math
-        _tape = None
+        for g, k in self.nps:
+            g[k] = np
+        _tape, _deep = None, False
         return False
 
 
@@ -633,13 +693,18 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     if not live:
         return _finish([], D0, names, mfile, [], [], {}, fixed)
     traced = {n: index[n] for n in live}
-    try:
-        with _tracing(build, traced) as tape:
-            build(**base)
-    except Exception as exc:   # noqa: BLE001 - any failure of the trace fixes them all
+    tape = None
+    for deep in (True, False):     # deep: into numpy arrays; if that fails, without
+        try:
+            with _tracing(build, traced, deep) as tape:
+                build(**base)
+            break
+        except Exception as exc:   # noqa: BLE001 - any failure of the trace
+            tape, error = None, exc
+    if tape is None:
         for n in live:
             fixed[n] = (f"build() could not be traced with symbolic parameters "
-                        f"({type(exc).__name__}: {exc})")
+                        f"({type(error).__name__}: {error})")
         return None
     nodes, deps = tape.nodes, _deps(tape.nodes)
     guards = [g for g in tape.guards if deps[g[1]] | deps[g[2]]]
