@@ -338,6 +338,11 @@ class _TracedNumpy:
                     return orig(obj, *args, dtype=object, **kwargs)
                 return orig(obj, dtype, *args, **kwargs)
             return make
+        if name in ("zeros", "ones", "eye", "identity"):
+            def filled(*args, dtype=None, **kwargs):      # (object: J += m * ... traces)
+                a = orig(*args, dtype=dtype, **kwargs)
+                return a.astype(object) if dtype in (None, float, np.float64) else a
+            return filled
         return orig
 
 
