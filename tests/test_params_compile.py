@@ -271,25 +271,27 @@ def test_guard_names_the_parameter(mbp):
 
 
 def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
-    """A parameter that reaches the data through numpy arrays (untraced) is declared fixed,
-    never compiled wrong; the others still compile."""
+    """A parameter that reaches the data through an operation the tracer does not follow
+    (here %) is declared fixed, never compiled wrong; one that goes through numpy arrays in
+    the model file is traced (object arrays); the others still compile."""
     def build(**o):
         from fmu_mb import ModelBuilder
         mb = ModelBuilder("np_model", o)
-        a = mb.param("a", 0.3, "rad", "angle")
+        a = mb.param("a", 0.3, "m", "offset")
+        b = mb.param("b", 0.7, "m", "offset")
         m = mb.param("m", 2.0, "kg", "mass", min=1e-9)
-        p = np.array([np.cos(0.2), 1.0]) * np.array([a, a])    # arrays: not traced
-        b = mb.body("b", mass=m, inertia=0.1)
-        mb.revolute("O", mb.ground, b, child_point=(float(p[0]), float(p[1])))
+        p = np.array([np.cos(0.2), 1.0]) * np.array([b, b]) + np.array([0.0, a % 10.0])
+        body = mb.body("body", mass=m, inertia=0.1)
+        mb.revolute("O", mb.ground, body, child_point=(p[0], p[1]))
         mb.initial("O", value=0.1, rate=0.0)
         return mb.build()
     prog = P.compile_parameters(build, {}, lambda o: standin_data(build(**o)))
-    assert prog.compiled == ("m",)
+    assert prog.compiled == ("b", "m")
     assert "a" in prog.fixed and "slot" in prog.fixed["a"]
     code, consts = prog.to_arrays()
     D0 = standin_data(build())
-    rc, out, msg = mbp(code, consts, [0.3, 3.0], D0)
-    assert rc == 0 and np.array_equal(out, standin_data(build(m=3.0))), msg
+    rc, out, msg = mbp(code, consts, [0.3, 0.9, 3.0], D0)
+    assert rc == 0 and np.array_equal(out, standin_data(build(b=0.9, m=3.0))), msg
 
 
 def test_malformed_programs_are_refused(mbp):

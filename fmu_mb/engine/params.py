@@ -689,6 +689,49 @@ def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check):
     return None
 
 
+def _match(tape, deps, P, Dm, slots):
+    """slot -> node id (created on the tape when a negative or reciprocal) of a tape
+    expression whose values at the parameter vectors P (rows) agree with the data Dm[:, slot]
+    in every row; slots without one are left out."""
+    nodes = tape.nodes
+    E = np.array([_eval_nodes(nodes, p) for p in P])      # (rows, nnodes)
+    cand = [i for i in range(len(nodes)) if deps[i]]
+    found = {}
+    if not cand:
+        return {}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        kinds = [("id", E[:, cand]), ("neg", -E[:, cand]), ("inv", 1.0 / E[:, cand])]
+    for kind, V in kinds:
+        order = np.argsort(V[0], kind="stable")
+        v0 = V[0][order]
+        for s in slots:
+            if s in found:
+                continue
+            d = Dm[:, s]
+            tol = VERIFY_RTOL * abs(d[0])
+            lo = np.searchsorted(v0, d[0] - tol, "left")
+            hi = np.searchsorted(v0, d[0] + tol, "right")
+            best = None
+            for j in order[lo:hi]:
+                if np.all(_close(V[:, j], d)):
+                    exact = bool(np.all(V[:, j] == d))
+                    if best is None or (exact and not best[1]):
+                        best = (j, exact)
+                        if exact:
+                            break
+            if best is not None:
+                found[s] = (kind, cand[best[0]])
+    out = {}
+    for s, (kind, i) in found.items():
+        if kind == "neg":
+            out[s] = tape.node(("neg", i))
+        elif kind == "inv":
+            out[s] = tape.node(("div", tape.const(1.0), i))
+        else:
+            out[s] = i
+    return out
+
+
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, mfile,
                   rng, n_probe, n_verify, scale):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
@@ -736,50 +779,33 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     Dm = np.array([D0] + [D for _, D in probes])          # (1 + K, ndata)
     dependent = np.flatnonzero(np.any(Dm != D0, axis=0))
 
-    # candidate values: every node depending on a parameter, its negative and reciprocal
-    E = np.array([_eval_nodes(nodes, p) for p in P])      # (1 + K, nnodes)
-    cand = [i for i in range(len(nodes)) if deps[i]]
-    match = {}
-    if cand:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kinds = [("id", E[:, cand]), ("neg", -E[:, cand]), ("inv", 1.0 / E[:, cand])]
-        for kind, V in kinds:
-            order = np.argsort(V[0], kind="stable")
-            v0 = V[0][order]
-            for s in dependent:
-                if s in match:
-                    continue
-                d = Dm[:, s]
-                tol = VERIFY_RTOL * abs(d[0])
-                lo = np.searchsorted(v0, d[0] - tol, "left")
-                hi = np.searchsorted(v0, d[0] + tol, "right")
-                best = None
-                for j in order[lo:hi]:
-                    if np.all(_close(V[:, j], d)):
-                        exact = bool(np.all(V[:, j] == d))
-                        if best is None or (exact and not best[1]):
-                            best = (j, exact)
-                            if exact:
-                                break
-                if best is not None:
-                    match[s] = (kind, cand[best[0]])
-    for kind_node in list(match.items()):
-        s, (kind, i) = kind_node
-        if kind == "neg":
-            match[s] = ("node", tape.node(("neg", i)))
-        elif kind == "inv":
-            match[s] = ("node", tape.node(("div", tape.const(1.0), i)))
-        else:
-            match[s] = ("node", i)
+    match = _match(tape, deps, P, Dm, dependent)
     deps = _deps(tape.nodes)
     nodes = tape.nodes
+
+    def alone(n, slots):
+        """Are `slots` matched by the tape when parameter n alone moves? (Then n is not
+        what spoils them.)"""
+        rows_p, rows_d = [bvec], [D0]
+        for _ in range(2):
+            got = _draw([n], pmap, bvals, rng, scale, build, base, data_of, same_layout)
+            if got is None:
+                return False
+            rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
+            rows_d.append(got[1])
+        Dn = np.array(rows_d)
+        moved = [s for s in slots if np.any(Dn[:, s] != D0[s])]
+        found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
+        return len(found) == len(moved)
+
     unmatched = [s for s in dependent if s not in match]
     if unmatched:
         return _fix_culprits(unmatched, live, pmap, bvals, rng, scale, build, base, data_of,
-                             D0, fixed, "is not an expression of the model file's numbers "
+                             D0, fixed, alone, "is not an expression of the model file's numbers "
                              "that the tracer could follow (numpy arrays, the builder's own "
                              "geometry or an iterative solve)")
     slots = sorted(match)
+    match = {s: ("node", i) for s, i in match.items()}
     emit = _Emitter(nodes, deps, mfile, names)
     body, stored = [], []
     for g in guards:
@@ -799,7 +825,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         stored.append(s)
     if too_deep:
         return _fix_culprits(too_deep, live, pmap, bvals, rng, scale, build, base, data_of,
-                             D0, fixed, "is an expression too deep for the program's stack")
+                             D0, fixed, None, "is an expression too deep for the program's stack")
     prog = _finish(emit, D0, names, mfile, body, stored, guards, fixed,
                    live=live, nodes=nodes)
 
@@ -817,7 +843,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         bad |= set(np.flatnonzero(~_close(out, D)).tolist())
     if bad:
         return _fix_culprits(sorted(bad), live, pmap, bvals, rng, scale, build, base,
-                             data_of, D0, fixed, "is not reproduced by the compiled "
+                             data_of, D0, fixed, None, "is not reproduced by the compiled "
                              f"expression to {VERIFY_RTOL:g} at a verification set")
     return prog
 
@@ -885,17 +911,24 @@ def _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0):
 
 
 def _fix_culprits(slots, live, pmap, bvals, rng, scale, build, base, data_of, D0, fixed,
-                  why):
+                  alone, why):
+    """Fix the live parameters that spoil `slots`: those that move them and (when `alone`
+    is given) whose moves alone are not matched by the tape; all that move them when that
+    singles out none."""
     sens = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
     slots = set(int(s) for s in slots)
     found = False
+    touching = [n for n in live if sens[n] is not None and sens[n] & slots]
+    innocent = {n for n in touching if alone is not None and alone(n, sorted(sens[n] & slots))}
+    if len(innocent) == len(touching):
+        innocent = set()
     for n in live:
         hit = sens[n]
         if hit is None:
             fixed[n] = ("moving it fails the build or changes the layout of the model data "
                         "near its default")
             found = True
-        elif hit & slots:
+        elif hit & slots and n not in innocent:
             s = min(hit & slots)
             more = len(hit & slots) - 1
             fixed[n] = (f"its effect on the model data (slot {s}"
