@@ -294,6 +294,24 @@ def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
     assert rc == 0 and np.array_equal(out, standin_data(build(b=0.9, m=3.0))), msg
 
 
+def test_hidden_branch_is_not_compiled():
+    """A branch build() takes on a plain float (no Sym, so no guard) must not give a program
+    that is wrong on the other side: the verification sets find the mismatch and fix k."""
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("hidden", o)
+        k = mb.param("k", 10.0, "N.m/rad", "stiffness", min=0.0)
+        c = mb.param("c", 0.5, "N.m.s/rad", "damping", min=0.0)
+        b = mb.body("b", mass=1.0, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        plain = float(np.float64(k))                  # untraced: the branch is hidden
+        mb.rsda("s", joint="O", stiffness=k if plain < 11.5 else 2.0 * k, damping=c)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: standin_data(build(**o)), n_wide=8)
+    assert prog.compiled == ("c",) and "k" in prog.fixed, prog.fixed
+
+
 def test_malformed_programs_are_refused(mbp):
     """Truncations, out-of-range indices, unknown instructions and random garbage return -1
     with a message; never a crash or a write out of bounds."""

@@ -52,6 +52,7 @@ MAGIC = 0x3150424D           # "MBP1" little-endian
 VERSION = 1
 STACK = 64                   # mbp_run's stack depth (params.c MBP_STACK)
 VERIFY_RTOL = 1e-14          # a slot must be reproduced to this (relative to its size)
+WIDE = 0.5                   # relative spread of the wide verification sets
 OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD = range(8)
 UNARY = ("neg", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log10",
          "sinh", "cosh", "tanh", "fabs", "expm1", "log1p", "log2", "asinh", "acosh", "atanh",
@@ -615,7 +616,8 @@ def _ranges(p, rng, scale):
 
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
-                       model_file=None, n_probe=3, n_verify=3, seed=0, scale=0.1):
+                       model_file=None, n_probe=3, n_verify=3, n_wide=2, seed=0,
+                       scale=0.1):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
@@ -626,8 +628,10 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     names: the parameter table's order (default: the model's declared parameters; a
         string parameter's value in that vector is its index in choices, unused);
     model_file: how messages name the model file (default: the module's file name).
-    Probe and verification sets are drawn within +-scale (relative) of the build values,
-    inside each parameter's [min, max]. Returns a ParamProgram."""
+    Probe and n_verify verification sets are drawn within +-scale (relative) of the build
+    values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
+    does not build, or takes another branch, is drawn again closer). Returns a
+    ParamProgram."""
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     model = build(**base)
@@ -660,7 +664,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
         prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
-                             fixed, mfile, rng, n_probe, n_verify, scale)
+                             fixed, mfile, rng, n_probe, n_verify, n_wide, scale)
         if prog is not None:
             return prog
 
@@ -733,7 +737,7 @@ def _match(tape, deps, P, Dm, slots):
 
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, mfile,
-                  rng, n_probe, n_verify, scale):
+                  rng, n_probe, n_verify, n_wide, scale):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
     defaults = {n: bvals.get(n, 0.0) for n in names}
@@ -830,21 +834,30 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                    live=live, nodes=nodes)
 
     # verification at fresh random sets, running the emitted code itself
-    bad = set()
-    for _ in range(n_verify):
-        got = _draw(live, pmap, bvals, rng, scale, build, base, data_of, same_layout)
+    # (n_verify near the build values, n_wide within +-WIDE: a branch that build() takes
+    # on plain floats, which no guard records, shows there as a mismatch)
+    bad, refused = set(), set()
+    for sc in [scale] * n_verify + [max(scale, WIDE)] * n_wide:
+        got = _draw(live, pmap, bvals, rng, sc, build, base, data_of, same_layout)
         if got is None:
             continue
         vals, D = got
         pv = _pvector(names, index, bvals, defaults, vals)
         rc, out, msg = run_program(prog.code, prog.consts, pv, D0)
-        if rc != 0:
-            raise AssertionError(f"parameter program refused a set its guards accept: {msg}")
+        if rc != 0:    # a non-finite number where build() computed a finite one
+            refused |= {names[rc - 1]} if rc > 0 else set(live)
+            continue
         bad |= set(np.flatnonzero(~_close(out, D)).tolist())
+    if refused:
+        for n in refused:
+            fixed[n] = ("the compiled program refuses values that build() accepts")
+        return None
     if bad:
         return _fix_culprits(sorted(bad), live, pmap, bvals, rng, scale, build, base,
                              data_of, D0, fixed, None, "is not reproduced by the compiled "
-                             f"expression to {VERIFY_RTOL:g} at a verification set")
+                             f"expression to {VERIFY_RTOL:g} at a verification set (build() "
+                             "takes a branch on it that no guard records, or follows it "
+                             "through an untraced computation)")
     return prog
 
 
