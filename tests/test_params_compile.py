@@ -60,6 +60,15 @@ class _Recorder:
         return getattr(self.real, name)
 
 
+def engine_data(model):
+    """The engine's model data (fmu_mb.engine.data) where it runs the model, else the
+    stand-in below."""
+    from fmu_mb.engine.data import model_data, supported
+    if supported(model) is None:
+        return model_data(model).doubles
+    return standin_data(model)
+
+
 def standin_data(model):
     """The doubles the compiled kernels are made from (kernel.py, spatial_kernel.py), the
     initial conditions and the bodies' initial values: a stand-in for the engine's model
@@ -122,7 +131,7 @@ def compiled(name):
     why = engine_runs(model)
     if why:
         return mod, None, why
-    prog = P.compile_parameters(mod, {}, lambda o: standin_data(mod.build(**o)))
+    prog = P.compile_parameters(mod, {}, lambda o: engine_data(mod.build(**o)))
     return mod, prog, None
 
 
@@ -177,7 +186,7 @@ def _random_set(prog, mod, rng, scale=0.1):
 
 def _pvec(prog, mod, values):
     model = mod.build()
-    return np.array([p.choices.index(p.value) if isinstance(p.value, str)
+    return np.array([0.0 if isinstance(p.value, str)          # (as the engine's table)
                      else float(values.get(p.name, p.value)) for p in model.parameters])
 
 
@@ -192,14 +201,14 @@ def test_c_program_reproduces_the_model_data(name, mbp):
     mod, prog, why = compiled(name)
     if prog is None:
         pytest.skip(f"{name}: the compiled engine does not run it: {why}")
-    D0 = standin_data(mod.build())
+    D0 = engine_data(mod.build())
     rng = np.random.default_rng(12345)
     code, consts = prog.to_arrays()
     checked = 0
     for _ in range(4):
         vals = _random_set(prog, mod, rng)
         try:
-            ref = standin_data(mod.build(**vals))
+            ref = engine_data(mod.build(**vals))
         except FmuMbError:
             continue                           # e.g. a loop that does not close there
         p = _pvec(prog, mod, vals)
@@ -226,14 +235,15 @@ def test_double_pendulum_changes_what_it_should(mbp):
     """Independent of the matching: l1 = 0.8 must give the rod inertia m1 l1^2 / 12 and the
     joint points +-l1/2 somewhere in the data, and phi1 the initial joint values."""
     mod, prog, _ = compiled("double_pendulum")
-    D0 = standin_data(mod.build())
+    D0 = engine_data(mod.build())
     code, consts = prog.to_arrays()
-    rc, out, msg = mbp(code, consts, _pvec(prog, mod, {"l1": 0.8, "phi1": 0.1}), D0)
+    rc, out, msg = mbp(code, consts, _pvec(prog, mod, {"l1": 0.8, "l2": 0.3, "phi1": 0.1}),
+                       D0)
     assert rc == 0, msg
     assert np.any(out == 1.0 * 0.8 ** 2 / 12.0) and np.any(out == 0.4)
     assert np.any(out == -0.4) and np.any(out == 0.1)
     assert np.any(out == P._FN["sub"](P._FN["mul"](60.0, math.pi / 180.0), 0.1))
-    assert not np.any(out == 0.55 / 2)
+    assert np.any(out == 0.15) and not np.any(out == 0.55 / 2)
 
 
 def _guarded(**overrides):
@@ -252,14 +262,14 @@ def _guarded(**overrides):
 
 
 def test_guard_names_the_parameter(mbp):
-    prog = P.compile_parameters(_guarded, {}, lambda o: standin_data(_guarded(**o)),
+    prog = P.compile_parameters(_guarded, {}, lambda o: engine_data(_guarded(**o)),
                                 model_file="guarded.py")
     assert set(prog.compiled) == {"L", "k"} and prog.guards == ("L > 0.5",)
-    D0 = standin_data(_guarded())
+    D0 = engine_data(_guarded())
     code, consts = prog.to_arrays()
     rc, out, msg = mbp(code, consts, [0.9, 12.0], D0)
     assert rc == 0, msg
-    assert np.array_equal(out, standin_data(_guarded(L=0.9, k=12.0)))
+    assert np.array_equal(out, engine_data(_guarded(L=0.9, k=12.0)))
     rc, _, msg = mbp(code, consts, [0.4, 10.0], D0)
     assert rc == 1
     assert "L=0.4" in msg and "--set L=0.4" in msg and "guarded" in msg, msg
@@ -285,13 +295,17 @@ def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
         mb.revolute("O", mb.ground, body, child_point=(p[0], p[1]))
         mb.initial("O", value=0.1, rate=0.0)
         return mb.build()
-    prog = P.compile_parameters(build, {}, lambda o: standin_data(build(**o)))
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
     assert prog.compiled == ("b", "m")
     assert "a" in prog.fixed and "slot" in prog.fixed["a"]
     code, consts = prog.to_arrays()
-    D0 = standin_data(build())
+    D0 = engine_data(build())
     rc, out, msg = mbp(code, consts, [0.3, 0.9, 3.0], D0)
-    assert rc == 0 and np.array_equal(out, standin_data(build(b=0.9, m=3.0))), msg
+    assert rc == 0 and np.array_equal(out, engine_data(build(b=0.9, m=3.0))), msg
+    # the fixed one keeps its built value: another is refused with the reason
+    rc, _, msg = mbp(code, consts, [0.5, 0.9, 3.0], D0)
+    assert rc == 1 and "'a' = 0.5 cannot change from its built value 0.3" in msg, msg
+    assert prog.fixed["a"] in msg and "--set a=0.5" in msg, msg
 
 
 def test_hidden_branch_is_not_compiled():
@@ -308,7 +322,7 @@ def test_hidden_branch_is_not_compiled():
         mb.rsda("s", joint="O", stiffness=k if plain < 11.5 else 2.0 * k, damping=c)
         mb.initial("O", value=0.1, rate=0.0)
         return mb.build()
-    prog = P.compile_parameters(build, {}, lambda o: standin_data(build(**o)), n_wide=8)
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)), n_wide=8)
     assert prog.compiled == ("c",) and "k" in prog.fixed, prog.fixed
 
 
@@ -316,7 +330,7 @@ def test_malformed_programs_are_refused(mbp):
     """Truncations, out-of-range indices, unknown instructions and random garbage return -1
     with a message; never a crash or a write out of bounds."""
     mod, prog, _ = compiled("double_pendulum")
-    D0 = standin_data(mod.build())
+    D0 = engine_data(mod.build())
     code, consts = prog.to_arrays()
     p = _pvec(prog, mod, {})
     rc, out, msg = mbp(code, consts, p, D0)
@@ -356,3 +370,77 @@ def test_report_fixed_parameters(capsys):
     print("\n".join(rows))
     mod, prog, _ = compiled("double_pendulum")
     assert not prog.fixed
+
+
+# ---------------------------------------------------------------------- the engine
+def _engine_models():
+    from fmu_mb.engine.data import supported
+    return [n for n in _models() if supported(load(n).build()) is None]
+
+
+@pytest.mark.parametrize("name", _engine_models())
+def test_engine_with_parameters_set_equals_the_model_built_with_them(name):
+    """The program in the engine's blob: mbe_set_parameters at a random set gives the data,
+    the initial state (assembled in C) and the steps of the model built with those values in
+    Python (fmu_mb.dynamics: initial_state, the recursive stepper)."""
+    from fmu_mb.dynamics.integrate import Settings, initial_state, stepper
+    from fmu_mb.engine.data import model_data
+    from fmu_mb.engine.engine import Engine
+    mod = load(name)
+    data, prog = P.program_for(mod)
+    assert prog.names == data.parameter_names
+    rng = np.random.default_rng(99)
+    for attempt in range(5):
+        vals = _random_set(prog, mod, rng)
+        try:
+            m = mod.build(**vals)
+            break
+        except FmuMbError:
+            continue
+    settings = Settings(formulation="recursive")
+    eng = Engine(blob=data.to_bytes(program=prog), name=name)
+    eng.set_parameters(_pvec(prog, mod, vals))
+    eng.set_settings(settings)
+    eng.initialize(m.t0)
+    direct = Engine(m)                              # the data of build(**vals), no program
+    direct.set_settings(settings)
+    direct.initialize(m.t0)
+    same_data = np.array_equal(prog.run(_pvec(prog, mod, vals), data.doubles),
+                               model_data(m).doubles)
+    ref = initial_state(m, settings)
+    t, q, qd, h = eng.state
+    assert t == ref.t
+    np.testing.assert_allclose(q, ref.q, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(qd, ref.qd, rtol=1e-10, atol=1e-10)
+    if same_data:
+        np.testing.assert_array_equal(eng.get_state(), direct.get_state())
+    eng.load(ref)
+    step, st = stepper(m, settings), ref
+    for k in range(3):
+        eng.do_step(0.01, np.zeros(len(m.inputs)))
+        st = step(st, st.t + 0.01, np.zeros(len(m.inputs)))
+        t, q, qd, h = eng.state
+        if same_data:
+            np.testing.assert_array_equal(q, st.q)       # the same kernel on the same data
+            np.testing.assert_array_equal(qd, st.qd)
+        else:
+            np.testing.assert_allclose(q, st.q, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(qd, st.qd, rtol=1e-12, atol=1e-12)
+
+
+def test_engine_refuses_a_guard_or_a_fixed_parameter_and_keeps_its_state():
+    from fmu_mb.engine.data import model_data
+    from fmu_mb.engine.engine import Engine
+    prog = P.compile_parameters(_guarded, {}, lambda o: model_data(_guarded(**o)).doubles,
+                                model_file="guarded.py")
+    eng = Engine(blob=model_data(_guarded()).to_bytes(program=prog), name="guarded")
+    eng.set_parameters([0.9, 12.0])
+    eng.initialize()
+    before = eng.get_state()
+    with pytest.raises(FmuMbError, match=r"L=0.4.*--set L=0.4"):
+        eng.set_parameters([0.4, 12.0])
+    eng.initialize()                              # still the parameters set before
+    np.testing.assert_array_equal(eng.get_state(), before)
+    ref = Engine(_guarded(L=0.9, k=12.0))
+    ref.initialize()
+    np.testing.assert_array_equal(ref.get_state(), before)

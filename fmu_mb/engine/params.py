@@ -53,7 +53,8 @@ VERSION = 1
 STACK = 64                   # mbp_run's stack depth (params.c MBP_STACK)
 VERIFY_RTOL = 1e-14          # a slot must be reproduced to this (relative to its size)
 WIDE = 0.5                   # relative spread of the wide verification sets
-OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD = range(8)
+(OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
+ OP_FIXED) = range(9)
 UNARY = ("neg", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log10",
          "sinh", "cosh", "tanh", "fabs", "expm1", "log1p", "log2", "asinh", "acosh", "atanh",
          "cbrt")
@@ -474,11 +475,14 @@ def _header(code):
         raise ValueError("not a parameter program of this version")
     npar, ndata = int(code[2]), int(code[3])
     model, pc = _read_str(code, 4)
-    names = []
+    names, reasons = [], []
     for _ in range(npar):
         s, pc = _read_str(code, pc)
         names.append(s)
-    return npar, ndata, model, names, pc
+    for _ in range(npar):
+        s, pc = _read_str(code, pc)
+        reasons.append(s)
+    return npar, ndata, model, names, reasons, pc
 
 
 def _fmt(x):
@@ -499,7 +503,7 @@ def run_program(code, consts, params, data):
     code = [int(c) for c in code]
     data = np.array(data, dtype=float)
     try:
-        npar, ndata, model, names, pc = _header(code)
+        npar, ndata, model, names, reasons, pc = _header(code)
     except (ValueError, IndexError, UnicodeDecodeError):
         return -1, data, "malformed parameter program (header)"
     if npar != len(params) or ndata != len(data):
@@ -538,6 +542,16 @@ def run_program(code, consts, params, data):
                     f"compiled model cannot follow; {_rebuild(model, names, blame, params)}")
             pc += 2
             continue
+        elif op == OP_FIXED:
+            b, a = stack.pop(), stack.pop()
+            if a != b:
+                k = blame[0]
+                return k + 1, data, (
+                    f"parameter '{names[k]}' = {_fmt(a)} cannot change from its built value "
+                    f"{_fmt(b)} in the compiled model: {reasons[k]}; rebuild with fmu-mb "
+                    f"build {model} --set {names[k]}={_fmt(a)}")
+            pc += 2
+            continue
         if stack and not math.isfinite(stack[-1]) and op != OP_STORE:
             k = blame[0] if blame else 0
             return k + 1, data, (
@@ -550,10 +564,6 @@ def run_program(code, consts, params, data):
 class _Emitter:
     def __init__(self, nodes, deps, model_file, names):
         self.nodes, self.deps = nodes, deps
-        self.code = [MAGIC, VERSION, len(names), 0]
-        for s in [model_file] + list(names):
-            b = s.encode("utf-8")
-            self.code += [len(b)] + list(b)
         self.consts, self.cidx = [], {}
 
     def const(self, v):
@@ -657,6 +667,10 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         if n not in pmap and n not in fixed:
             fixed[n] = "not a parameter of the model"
     bvals = {p.name: float(p.value) for p in plist if p.name in pmap}
+    # the numbers a fixed parameter must keep (structural and string parameters: the
+    # engine's own parameter table refuses changes of those)
+    fixvals = {p.name: float(p.value) for p in plist if p.name in index and not p.structural
+               and isinstance(p.value, (int, float)) and not isinstance(p.value, bool)}
     mfile = model_file or _model_file(module_or_build, build)
     rng = np.random.default_rng(seed)
     D0 = np.asarray(data_of(base), dtype=float).ravel()
@@ -664,7 +678,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
         prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
-                             fixed, mfile, rng, n_probe, n_verify, n_wide, scale)
+                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale)
         if prog is not None:
             return prog
 
@@ -736,14 +750,15 @@ def _match(tape, deps, P, Dm, slots):
     return out
 
 
-def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, mfile,
+def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
+                  mfile,
                   rng, n_probe, n_verify, n_wide, scale):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
     defaults = {n: bvals.get(n, 0.0) for n in names}
     bvec = _pvector(names, index, bvals, defaults, {})
     if not live:
-        return _finish([], D0, names, mfile, [], [], {}, fixed)
+        return _finish([], D0, names, mfile, [], [], {}, fixed, fixvals)
     traced = {n: index[n] for n in live}
     tape = None
     for deep in (True, False):     # deep: into numpy arrays; if that fails, without
@@ -830,7 +845,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     if too_deep:
         return _fix_culprits(too_deep, live, pmap, bvals, rng, scale, build, base, data_of,
                              D0, fixed, None, "is an expression too deep for the program's stack")
-    prog = _finish(emit, D0, names, mfile, body, stored, guards, fixed,
+    prog = _finish(emit, D0, names, mfile, body, stored, guards, fixed, fixvals,
                    live=live, nodes=nodes)
 
     # verification at fresh random sets, running the emitted code itself
@@ -864,11 +879,22 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
 _NEG_CMP = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
 
 
-def _finish(emit, D0, names, mfile, body, stored, guards, fixed, live=(), nodes=()):
+def _finish(emit, D0, names, mfile, body, stored, guards, fixed, fixvals, live=(),
+            nodes=()):
+    """The ParamProgram: header (strings: model file, names, the fixed parameters'
+    reasons), a check that each fixed number keeps its built value, then `body`."""
     if not isinstance(emit, _Emitter):
         emit = _Emitter([], [], mfile, names)
-    emit.code[3] = len(D0)
-    code = np.array(emit.code + body + [OP_END], dtype=np.int32)
+    head = [MAGIC, VERSION, len(names), len(D0)]
+    for s in [mfile] + list(names) + [fixed.get(n, "") for n in names]:
+        b = s.encode("utf-8")
+        head += [len(b)] + list(b)
+    checks = []
+    for k, n in enumerate(names):
+        if n in fixed and n in fixvals:
+            checks += [OP_BEGIN, 1, k, OP_PARAM, k, OP_CONST, emit.const(fixvals[n]),
+                       OP_FIXED, 0]
+    code = np.array(head + checks + body + [OP_END], dtype=np.int32)
     consts = np.array(emit.consts, dtype=float)
     text = tuple(f"{_expr_text(nodes, names, a)} {_CMP_TEXT[c if r else _NEG_CMP[c]]} "
                  f"{_expr_text(nodes, names, b)}" for c, a, b, r in guards)
@@ -968,3 +994,19 @@ def _fix_by_layout(live, pmap, bvals, rng, scale, build, base, data_of, D0, fixe
             fixed[n] = ("no probe set near the defaults builds with the same data layout "
                         "and the same build-time branches")
     return None
+
+
+# ---------------------------------------------------------------------- the engine's blob
+def program_for(module_or_build, overrides=None, **kwargs):
+    """(EngineData of build(**overrides), its ParamProgram): the program compiled against the
+    engine's model data (fmu_mb.engine.data.model_data), the parameter table's order; put
+    both in a blob with `data.to_bytes(program=prog)`. kwargs go to compile_parameters."""
+    from .data import model_data
+
+    build = _build_fn(module_or_build)
+    base = dict(overrides or {})
+    data = model_data(build(**base))
+    prog = compile_parameters(module_or_build, base,
+                              lambda o: model_data(build(**o)).doubles,
+                              names=data.parameter_names, **kwargs)
+    return data, prog

@@ -5,7 +5,8 @@
  * data agree with what build(**overrides) gives.
  *
  * Layout (ints): MAGIC, VERSION, np, ndata, then strings (the model file, the np parameter
- * names; each its length then its UTF-8 bytes), then instructions:
+ * names, the np reasons why a parameter is fixed, "" for a compiled one; each its length then
+ * its UTF-8 bytes), then instructions:
  *   BEGIN n p1..pn   the statement that follows depends on parameters p1..pn (blamed on error)
  *   PARAM k          push params[k]
  *   CONST i          push consts[i]
@@ -13,6 +14,7 @@
  *   BINARY f         pop b, pop a, push f(a, b)           (f: MBP_BINARY order below)
  *   STORE slot       pop into data[slot]
  *   GUARD c          pop b, pop a; the test a c b must hold (c: lt le gt ge eq ne)
+ *   FIXED 0          pop b, pop a; a == b must hold (a fixed parameter keeps its built value)
  *   END
  * Everything is checked: indices, stack depth, the end of the code; a malformed program
  * returns -1 and never reads or writes out of bounds. No globals, no allocation.
@@ -29,7 +31,8 @@
 #define MBP_VERSION 1
 #define MBP_STACK 64
 
-enum { OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD };
+enum { OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
+       OP_FIXED };
 enum { U_NEG, U_SQRT, U_SIN, U_COS, U_TAN, U_ASIN, U_ACOS, U_ATAN, U_EXP, U_LOG, U_LOG10,
        U_SINH, U_COSH, U_TANH, U_FABS, U_EXPM1, U_LOG1P, U_LOG2, U_ASINH, U_ACOSH, U_ATANH,
        U_CBRT, U_COUNT };
@@ -69,6 +72,7 @@ typedef struct {
     int ncode;
     int model;          /* index of the model file string's length in code */
     int names;          /* index of the first parameter name's length      */
+    int reasons;        /* index of the first reason's length              */
     int np;
 } Header;
 
@@ -86,24 +90,29 @@ static int skip_string(const int *code, int ncode, int pc)
 
 static void add_string(char *err, size_t errlen, const int *code, int pc)
 {
-    int i, n = code[pc];
-    char buf[128];
-    if (n > (int)sizeof buf - 1)
-        n = (int)sizeof buf - 1;
-    for (i = 0; i < n; i++) {
-        int c = code[pc + 1 + i];
-        buf[i] = (char)(c > 0 && c < 256 ? c : '?');
+    int i, j, n = code[pc];
+    char buf[65];
+    for (i = 0; i < n; i += 64) {
+        for (j = 0; j < 64 && i + j < n; j++) {
+            int c = code[pc + 1 + i + j];
+            buf[j] = (char)(c > 0 && c < 256 ? c : '?');
+        }
+        buf[j] = '\0';
+        add(err, errlen, "%s", buf);
     }
-    buf[n] = '\0';
-    add(err, errlen, "%s", buf);
+}
+
+static void add_nth(char *err, size_t errlen, const Header *h, int first, int k)
+{
+    int pc = first, i;
+    for (i = 0; i < k; i++)
+        pc = skip_string(h->code, h->ncode, pc);     /* checked when the header was read */
+    add_string(err, errlen, h->code, pc);
 }
 
 static void add_name(char *err, size_t errlen, const Header *h, int k)
 {
-    int pc = h->names, i;
-    for (i = 0; i < k; i++)
-        pc = skip_string(h->code, h->ncode, pc);     /* checked when the header was read */
-    add_string(err, errlen, h->code, pc);
+    add_nth(err, errlen, h, h->names, k);
 }
 
 /* "l1=0.1, m1=2" for the parameters blamed by the statement at code[blame]. */
@@ -211,6 +220,9 @@ int mbp_run(const MbpProgram *prog, const double *params, int np, double *data, 
     h.names = pc;
     for (i = 0; i < np && pc >= 0; i++)
         pc = skip_string(code, prog->ncode, pc);
+    h.reasons = pc;
+    for (i = 0; i < np && pc >= 0; i++)
+        pc = skip_string(code, prog->ncode, pc);
     if (pc < 0)
         return fail(err, errlen, "strings run past the end", 4);
 
@@ -307,6 +319,32 @@ int mbp_run(const MbpProgram *prog, const double *params, int np, double *data, 
                 add(err, errlen, " ");
                 add_who(err, errlen, &h, blame, nblame, params, "--set ", " ");
                 return nblame ? blame[0] + 1 : 1;
+            }
+            pc += 2;
+            continue;
+        }
+        case OP_FIXED: {
+            double a, b;
+            if (sp < 2)
+                return fail(err, errlen, "stack underflow", pc);
+            if (nblame < 1)
+                return fail(err, errlen, "FIXED without its parameter", pc);
+            b = stack[--sp];
+            a = stack[--sp];
+            if (a != b) {
+                say(err, errlen, "parameter '");
+                add_name(err, errlen, &h, blame[0]);
+                add(err, errlen, "' = ");
+                add_number(err, errlen, a);
+                add(err, errlen, " cannot change from its built value ");
+                add_number(err, errlen, b);
+                add(err, errlen, " in the compiled model: ");
+                add_nth(err, errlen, &h, h.reasons, blame[0]);
+                add(err, errlen, "; rebuild with fmu-mb build ");
+                add_string(err, errlen, code, h.model);
+                add(err, errlen, " ");
+                add_who(err, errlen, &h, blame, 1, params, "--set ", " ");
+                return blame[0] + 1;
             }
             pc += 2;
             continue;
