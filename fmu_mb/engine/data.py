@@ -28,7 +28,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "IROWS", "DROWS", "IJOINT", "DJOINT", "ICOORD", "IDROW", "IELEM", "DELEM", "IMARK",
           "DMARK",
           "IPLACE", "DBODY0", "IINIT", "DINIT", "DMINV", "IQSRC",
-          "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ", "DSY0")
+          "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC")
 
@@ -241,28 +241,11 @@ def _planar(model, arrays, head):
     arrays.update(IMARK=[int(b) for b in C.markers.p], DMARK=np.asarray(C.markers.sp, float))
 
     # the initial state's recipe (fmu_mb.mechanics.assembly.assemble)
-    placed, place = {"ground"}, []
-    for name in model.topology.tree_joints:
-        j = model.joint(name)
-        if j.parent in placed:
-            side = 1
-        elif j.child in placed:
-            side = 0
-        else:      # the first joint of a floating subtree: its root is the first body
-            side = 1 if idx[j.parent] < idx[j.child] else 0
-        placed.update((j.parent, j.child))
-        place.append([next(i for i, jj in enumerate(model.joints) if jj.name == name), side])
-    arrays["IPLACE"] = place
+    arrays["IPLACE"] = place = _placement(model, idx)
     arrays["DBODY0"] = [[*b.position, float(b.angle), *b.velocity, float(b.angular_velocity)]
                         for b in model.bodies]
-    given = {ic.joint: ic for ic in model.initial}
-    ii, dd = [], []
-    for kk in C.coord_joints:
-        ic = given.get(model.joints[kk].name)
-        vals = (None, None, None) if ic is None else (ic.value, ic.rate, ic.guess)
-        ii.append([int(v is not None) for v in vals])
-        dd.append([0.0 if v is None else float(v) for v in vals])
-    arrays.update(IINIT=ii, DINIT=dd, DMINV=np.asarray(C.inv_mass_diag, float))
+    arrays.update(_initial_conditions(model, C.coord_joints))
+    arrays["DMINV"] = np.asarray(C.inv_mass_diag, float)
     arrays["IQSRC"] = ([[0, cpos[kk]] for kk in tm.joints]
                        + [[1, 3 * b + c] for b in tm.free for c in range(3)])
     head.update(NJ=len(model.joints), NROWS=nrows, NCJ=len(C.coord_joints),
@@ -316,13 +299,43 @@ def _spatial(model, arrays, head):
     arrays.update(IMARK=[int(b) for b in C.markers.p],
                   DMARK=np.asarray(C.marker_points, float).reshape(-1, 3),
                   DMINV=np.asarray(C.inv_mass_diag, float))
-    # the initial state: the assembled pose's tree coordinates (as
-    # fmu_mb.dynamics.formulations._spatial_tmt.initial_state; the spatial assembly does not
-    # run in C yet, so a parameter cannot move it)
-    q0 = st.initial_coordinates(model, tm)
-    _, _, Tq, _ = st.transform(model, q0, np.zeros(n))
-    qd0 = np.linalg.lstsq(Tq, model.xd0, rcond=None)[0] if n else np.zeros(0)
-    arrays["DSY0"] = np.concatenate([q0, qd0])
+    # the initial state's recipe (fmu_mb.mechanics.assembly.assemble, spatial): the declared
+    # body poses and velocities, the tree placement order, the initial values, rates and
+    # guesses; mbe_initialize assembles in C.
+    arrays["IPLACE"] = _placement(model, idx)
+    arrays["DBODY0"] = [[*b.position, *b.orientation, *b.velocity, *b.angular_velocity]
+                        for b in model.bodies]
+    arrays.update(_initial_conditions(model, C.coord_joints))
     head.update(NB=nb, N=n, NV=nv, NE=len(ei), NC=len(ci), NJ=len(model.joints),
                 NROWS=C.n_rows, NCJ=len(C.coord_joints), NEL=len(model.elements),
-                NMARK=len(C.markers.p))
+                NMARK=len(C.markers.p), NPLACE=len(arrays["IPLACE"]))
+
+
+def _placement(model, idx):
+    """[joint index, 1 when its parent is placed] of the tree joints in the order the
+    assembly places them (the builder's breadth-first spanning tree)."""
+    placed, place = {"ground"}, []
+    jpos = {j.name: k for k, j in enumerate(model.joints)}
+    for name in model.topology.tree_joints:
+        j = model.joint(name)
+        if j.parent in placed:
+            side = 1
+        elif j.child in placed:
+            side = 0
+        else:      # the first joint of a floating subtree: its root is the first body
+            side = 1 if idx[j.parent] < idx[j.child] else 0
+        placed.update((j.parent, j.child))
+        place.append([jpos[name], side])
+    return place
+
+
+def _initial_conditions(model, coord_joints):
+    """IINIT (value, rate, guess given) and DINIT (their values) per joint coordinate."""
+    given = {ic.joint: ic for ic in model.initial}
+    ii, dd = [], []
+    for kk in coord_joints:
+        ic = given.get(model.joints[kk].name)
+        vals = (None, None, None) if ic is None else (ic.value, ic.rate, ic.guess)
+        ii.append([int(v is not None) for v in vals])
+        dd.append([0.0 if v is None else float(v) for v in vals])
+    return {"IINIT": ii, "DINIT": dd}

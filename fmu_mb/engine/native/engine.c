@@ -88,6 +88,8 @@ struct MbEngine {
 static int check_spatial_data(MbEngine *e, char *err, size_t errlen);
 static void *make_spatial_kernel(MbEngine *e);
 static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen);
+static double absmax(const double *v, int n);
+static int all_finite(const double *v, int n);
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, double *y, char *err,
                                  size_t errlen);
 void sk_free(void *k);
@@ -116,7 +118,7 @@ static uint32_t rd32(const unsigned char *p)
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "D";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD";
     return kinds[a] == 'I';
 }
 
@@ -327,7 +329,7 @@ static int psd(MbEngine *e, double *S, int m, const double *rhs, double *y)
 static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, const double *r,
                     double *dx)
 {
-    int nc = 3 * e->nb;
+    int nc = (e->kind ? 7 : 3) * e->nb;
     for (int i = 0; i < nc; i++)
         dx[i] = 0.0;
     if (k == 0)

@@ -10,7 +10,12 @@
  *     (constraints.reactions with generalized_to_wrench);
  *   - the applied forces f in x (elements.applied_forces: gravity, the gyroscopic term, TSDA,
  *     RSDA, bushings, forces, torques), M(x) xdd, the energies, the body outputs (Cardan
- *     angles, angular velocity).
+ *     angles, angular velocity);
+ *   - the initial state: placement.tree_placement, assembly's Newton with least M-norm steps
+ *     on every row and the given coordinates, least M-norm velocities, then
+ *     tree.initial_coordinates (with tree._fix_signs' choice of the relative Euler
+ *     parameters' signs, kept in the engine's copy of the pose data) and qd0 = lstsq(Tq, xd0)
+ *     with Tq's columns from the kernel's kinematics of unit rates.
  */
 
 /* the spatial kernel's exported functions (spatial_kernel.c) */
@@ -478,9 +483,11 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
     struct { int a, want; } sizes[] = {
         {A_DGRAV, 3}, {A_ISRI, SRI * nb}, {A_DSRD, SRD * nb}, {A_DSMASS, nb}, {A_DSJ, 9 * nb},
         {A_ISEI, SEI * e->ne}, {A_DSED, SED * e->ne}, {A_ISCI, SCI * e->nc},
-        {A_DSCD, SCD * e->nc}, {A_DSRQ, 9 * nb}, {A_DSY0, 2 * n}, {A_IJOINT, 6 * e->nj},
+        {A_DSCD, SCD * e->nc}, {A_DSRQ, 9 * nb}, {A_IJOINT, 6 * e->nj},
         {A_DJOINT, SJD * e->nj}, {A_ICOORD, 2 * e->ncj}, {A_IELEM, 2 * e->nel},
-        {A_IMARK, e->nmark}, {A_DMARK, 3 * e->nmark}, {A_DMINV, 7 * nb}};
+        {A_IMARK, e->nmark}, {A_DMARK, 3 * e->nmark}, {A_DMINV, 7 * nb},
+        {A_IPLACE, 2 * e->nplace}, {A_DBODY0, 13 * nb}, {A_IINIT, 3 * e->ncj},
+        {A_DINIT, 3 * e->ncj}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (e->cnt[sizes[i].a] != sizes[i].want) {
             msg(err, errlen, "the model data's array %d has %d entries, expected %d",
@@ -527,20 +534,362 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
     }
     for (int i = 0; i < e->nmark; i++)
         BAD(IA(e, A_IMARK)[i] < 0 || IA(e, A_IMARK)[i] > nb, "a marker");
+    for (int i = 0; i < e->nplace; i++) {
+        const int *P = IA(e, A_IPLACE) + 2 * i;
+        BAD(P[0] < 0 || P[0] >= e->nj, "the tree placement");
+    }
     BAD(nout != e->nout, "the number of outputs");
 #undef BAD
     return 1;
 }
 
+static void q_matrix(const double *p, double A[3][3])     /* rotations.matrix */
+{
+    for (int i = 0; i < 3; i++) {
+        double unit[3] = {0.0, 0.0, 0.0}, col[3];
+        unit[i] = 1.0;
+        q_rotate(p, unit, col);
+        for (int r = 0; r < 3; r++)
+            A[r][i] = col[r];
+    }
+}
+
+/* rotations.from_matrix (scipy's Rotation.from_matrix, then e0 >= 0) */
+static void q_from_matrix(double R[3][3], double *p)
+{
+    double dec[4] = {R[0][0], R[1][1], R[2][2], R[0][0] + R[1][1] + R[2][2]}, q[4];
+    int ch = 0;
+    for (int i = 1; i < 4; i++)
+        if (dec[i] > dec[ch])
+            ch = i;
+    if (ch != 3) {
+        int i = ch, j = (i + 1) % 3, k = (j + 1) % 3;
+        q[i] = 1.0 - dec[3] + 2.0 * R[i][i];
+        q[j] = R[j][i] + R[i][j];
+        q[k] = R[k][i] + R[i][k];
+        q[3] = R[k][j] - R[j][k];
+    } else {
+        q[0] = R[2][1] - R[1][2];
+        q[1] = R[0][2] - R[2][0];
+        q[2] = R[1][0] - R[0][1];
+        q[3] = 1.0 + dec[3];
+    }
+    double nq = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    double sg = q[3] >= 0 ? 1.0 : -1.0;
+    p[0] = sg * q[3] / nq;
+    p[1] = sg * q[0] / nq;
+    p[2] = sg * q[1] / nq;
+    p[3] = sg * q[2] / nq;
+}
+
+static void mm(double A[3][3], double B[3][3], double O[3][3])        /* O = A B */
+{
+    double T[3][3];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            T[i][j] = A[i][0] * B[0][j] + A[i][1] * B[1][j] + A[i][2] * B[2][j];
+    memcpy(O, T, sizeof T);
+}
+
+static void mtm(double A[3][3], double B[3][3], double O[3][3])       /* O = A' B */
+{
+    double T[3][3];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            T[i][j] = A[0][i] * B[0][j] + A[1][i] * B[1][j] + A[2][i] * B[2][j];
+    memcpy(O, T, sizeof T);
+}
+
+static void mv(double A[3][3], const double *v, double *o)
+{
+    double t[3];
+    for (int i = 0; i < 3; i++)
+        t[i] = A[i][0] * v[0] + A[i][1] * v[1] + A[i][2] * v[2];
+    memcpy(o, t, sizeof t);
+}
+
+static void rowmajor(const double *F, double M[3][3])
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            M[i][j] = F[3 * i + j];
+}
+
+/* placement.tree_placement: x (7 nb) of the bodies along the tree at the given coordinates */
+static void spatial_placement(MbEngine *e, double *x)
+{
+    int nb = e->nb;
+    double (*A)[3][3] = (double (*)[3][3])e->V;          /* (nb + 1) rotations */
+    double *r = e->xe;                                  /* (nb + 1) x 3 */
+    for (int b = 0; b < nb; b++) {
+        const double *B0 = DA(e, A_DBODY0) + 13 * b;
+        memcpy(r + 3 * b, B0, sizeof(double) * 3);
+        q_matrix(B0 + 3, A[b]);
+    }
+    r[3 * nb] = r[3 * nb + 1] = r[3 * nb + 2] = 0.0;
+    memset(A[nb], 0, sizeof A[nb]);
+    A[nb][0][0] = A[nb][1][1] = A[nb][2][2] = 1.0;
+    for (int i = 0; i < e->nplace; i++) {
+        int k = IA(e, A_IPLACE)[2 * i], parent_placed = IA(e, A_IPLACE)[2 * i + 1];
+        const int *J = IA(e, A_IJOINT) + 6 * k;
+        const double *P = DA(e, A_DJOINT) + SJD * k;
+        int kind = J[0], p = J[1], c = J[2], ic = J[3];
+        double q = 0.0;
+        if (ic >= 0) {
+            const int *g = IA(e, A_IINIT) + 3 * ic;
+            const double *v = DA(e, A_DINIT) + 3 * ic;
+            q = g[0] ? v[0] : g[2] ? v[2] : 0.0;
+        }
+        double R[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, t[3] = {0.0, 0.0, 0.0};
+        if (kind == SJ_REV) {
+            double cq = cos(q), sq = sin(q);
+            R[0][0] = cq;
+            R[0][1] = -sq;
+            R[1][0] = sq;
+            R[1][1] = cq;
+        } else if (kind == SJ_PRI) {
+            t[2] = q;
+        } else if (kind == SJ_UNI) {
+            double U[3][3] = {{0, 0, 1}, {0, -1, 0}, {1, 0, 0}};
+            memcpy(R, U, sizeof R);
+        }
+        double Fp[3][3], Fc[3][3], T1[3][3], T2[3][3], FcT[3][3], FpT[3][3], RT[3][3];
+        rowmajor(P + 6, Fp);
+        rowmajor(P + 15, Fc);
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                FcT[a][b] = Fc[b][a];
+                FpT[a][b] = Fp[b][a];
+                RT[a][b] = R[b][a];
+            }
+        double v1[3], v2[3], v3[3];
+        if (parent_placed) {
+            mm(A[p], Fp, T1);
+            mm(T1, R, T2);
+            mm(T2, FcT, A[c]);
+            mv(A[p], P, v1);
+            mv(T1, t, v2);
+            mv(A[c], P + 3, v3);
+            for (int d = 0; d < 3; d++)
+                r[3 * c + d] = r[3 * p + d] + v1[d] + v2[d] - v3[d];
+        } else {
+            mm(A[c], Fc, T1);
+            mm(T1, RT, T2);
+            mm(T2, FpT, A[p]);
+            mv(A[c], P + 3, v1);
+            mm(A[p], Fp, T1);
+            mv(T1, t, v2);
+            mv(A[p], P, v3);
+            for (int d = 0; d < 3; d++)
+                r[3 * p + d] = r[3 * c + d] + v1[d] - v2[d] - v3[d];
+        }
+    }
+    for (int b = 0; b < nb; b++) {
+        memcpy(x + 7 * b, r + 3 * b, sizeof(double) * 3);
+        q_from_matrix(A[b], x + 7 * b + 3);
+    }
+}
+
+/* the given joint coordinates' rows (flag 0: values, 1: rates) appended at row k of A
+ * (nc columns) with their residuals (values) or targets (rates) in r */
+static int spatial_given_rows(MbEngine *e, const double *x, int flag, int k, double *r,
+                              double *A)
+{
+    int nb = e->nb, nc = 7 * nb;
+    sextend(e, x, e->xde, 0);
+    for (int i = 0; i < e->ncj; i++) {
+        if (!IA(e, A_IINIT)[3 * i + flag])
+            continue;
+        Frames3 f;
+        STerm t;
+        joint_frames(e, IA(e, A_ICOORD)[2 * i], e->xde, &f);
+        coord_term(IA(e, A_ICOORD)[2 * i + 1], &f, &t);
+        r[k] = flag ? DA(e, A_DINIT)[3 * i + 1] : t.v - DA(e, A_DINIT)[3 * i];
+        double *Ar = A + (size_t)k * nc;
+        memset(Ar, 0, sizeof(double) * nc);
+        for (int j = 0; j < 7; j++) {
+            if (f.p < nb)
+                Ar[7 * f.p + j] = t.J[j];
+            if (f.c < nb)
+                Ar[7 * f.c + j] = t.J[7 + j];
+        }
+        k++;
+    }
+    return k;
+}
+
 static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
-    const double *y0 = DA(e, A_DSY0);
-    for (int i = 0; i < 2 * e->n; i++)
-        if (!isfinite(y0[i])) {
-            msg(err, errlen, "the model data's initial state is not finite");
-            return MBE_ERROR;
+    int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
+    const double *Minv = DA(e, A_DMINV);
+    double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
+    spatial_placement(e, x);
+    double size = 0.0;
+    int any = 0;
+    for (int j = 0; j < e->nj; j++)
+        for (int i = 0; i < 6; i++) {
+            size = fmax(size, fabs(DA(e, A_DJOINT)[SJD * j + i]));
+            any = 1;
         }
-    memcpy(e->y, y0, sizeof(double) * 2 * e->n);
+    if (!any)
+        size = 1.0;
+    double scale = 1.0 + fmax(absmax(x, nc), size);
+    for (int it = 0; it <= 50; it++) {                /* assembly._newton */
+        k = spatial_rows(e, x, r, A) == OK ? spatial_given_rows(e, x, 0, e->nrows, r, A) : -1;
+        if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
+            break;
+        if (min_norm(e, A, k, Minv, r, dx) != OK)
+            break;
+        for (int i = 0; i < nc; i++)
+            x[i] -= dx[i];
+    }
+    if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
+        msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
+            "constraint rows stay open (largest residual %.3g); give guesses near the "
+            "intended pose or initial values that let the loops close", t0,
+            k > 0 ? absmax(r, k) : NAN);
+        return MBE_ERROR;
+    }
+    /* velocities: least M-norm xd with D xd = 0 and the given rates */
+    double *b = e->rhs;
+    spatial_rows(e, x, e->phi, A);
+    for (int i = 0; i < e->nrows; i++)
+        b[i] = 0.0;
+    k = spatial_given_rows(e, x, 1, e->nrows, b, A);
+    for (int bb = 0; bb < nb; bb++) {                 /* assembly._velocity_guess */
+        const double *B0 = DA(e, A_DBODY0) + 13 * bb, *p = x + 7 * bb + 3;
+        double E[3][4];
+        E_mat(p, E);
+        memcpy(xd + 7 * bb, B0 + 7, sizeof(double) * 3);
+        for (int j = 0; j < 4; j++)
+            xd[7 * bb + 3 + j] = 0.5 * (E[0][j] * B0[10] + E[1][j] * B0[11] + E[2][j] * B0[12]);
+    }
+    for (int i = 0; i < k; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += A[(size_t)i * nc + j] * xd[j];
+        r[i] = b[i] - s;
+    }
+    if (min_norm(e, A, k, Minv, r, dx) != OK) {
+        msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
+        return MBE_ERROR;
+    }
+    for (int j = 0; j < nc; j++)
+        xd[j] += dx[j];
+    double res = 0.0;
+    for (int i = 0; i < k; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += A[(size_t)i * nc + j] * xd[j];
+        res = fmax(res, fabs(s - b[i]));
+    }
+    if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
+        msg(err, errlen, "the initial rates are inconsistent with the constraints (velocity "
+            "residual %.3g); give fewer rates or consistent ones", res);
+        return MBE_ERROR;
+    }
+    /* q0 from the relative poses (tree.initial_coordinates) */
+    double *q = e->ytmp, *qd = e->ytmp + n;
+    for (int i = 0; i < n; i++)
+        q[i] = qd[i] = 0.0;
+    for (int row = 0; row < nb; row++) {
+        const int *R = IA(e, A_ISRI) + SRI * row;
+        const double *D = DA(e, A_DSRD) + SRD * row, *rq = DA(e, A_DSRQ) + 9 * row;
+        int kind = R[0], X = R[1], Y = R[2], o = R[3], fwd = !R[5];
+        if (kind == 4) {
+            memcpy(q + o, x + 7 * Y, sizeof(double) * 7);
+            continue;
+        }
+        int Pb = fwd ? X : Y, Cb = fwd ? Y : X;
+        const double *sp = fwd ? D : D + 3, *sc = fwd ? D + 3 : D;
+        double Fp[3][3], Fc[3][3], Ap[3][3], Ac[3][3], ApF[3][3], AcF[3][3], Rm[3][3];
+        static const double ONE[4] = {1.0, 0.0, 0.0, 0.0}, ZERO[3] = {0.0, 0.0, 0.0};
+        rowmajor(fwd ? D + 6 : D + 15, Fp);
+        q_matrix(fwd ? rq + 4 : rq, Fc);
+        const double *rP = Pb < nb ? x + 7 * Pb : ZERO, *pP = Pb < nb ? x + 7 * Pb + 3 : ONE;
+        const double *rC = Cb < nb ? x + 7 * Cb : ZERO, *pC = Cb < nb ? x + 7 * Cb + 3 : ONE;
+        q_matrix(pP, Ap);
+        q_matrix(pC, Ac);
+        mm(Ap, Fp, ApF);
+        mm(Ac, Fc, AcF);
+        mtm(ApF, AcF, Rm);
+        double v1[3], v2[3], dd[3], d[3];
+        mv(Ac, sc, v1);
+        mv(Ap, sp, v2);
+        for (int i = 0; i < 3; i++)
+            dd[i] = rC[i] + v1[i] - rP[i] - v2[i];
+        for (int i = 0; i < 3; i++)
+            d[i] = ApF[0][i] * dd[0] + ApF[1][i] * dd[1] + ApF[2][i] * dd[2];
+        if (kind == 1)
+            q[o] = atan2(Rm[1][0], Rm[0][0]);
+        else if (kind == 2)
+            q[o] = d[2];
+        else if (kind == 3)
+            q_from_matrix(Rm, q + o);
+    }
+    for (int i = 0; i < n; i++)
+        if (fabs(q[i]) < 1e-13)
+            q[i] = 0.0;
+    /* the signs of the relative Euler parameters (tree._fix_signs): T(q0) gives the
+     * assembled parameters themselves; then T(q0) must reproduce the pose */
+    double *zero = e->qd2, *xt = e->x, *xdt = e->xd;
+    for (int i = 0; i < n; i++)
+        zero[i] = 0.0;
+    double *rqs = DA(e, A_DSRQ);
+    for (int row = 0; row < nb; row++) {
+        if (sk_kinematics(e->kern, q, zero, xt, xdt) != OK)
+            break;
+        int Y = IA(e, A_ISRI)[SRI * row + 2];
+        const double *pa = xt + 7 * Y + 3, *pb = x + 7 * Y + 3;
+        if (pa[0] * pb[0] + pa[1] * pb[1] + pa[2] * pb[2] + pa[3] * pb[3] < 0) {
+            rqs[9 * row + 8] = -rqs[9 * row + 8];
+            sk_set_pose_data(e->kern, rqs);
+        }
+    }
+    int rc = sk_kinematics(e->kern, q, zero, xt, xdt);
+    double dev = 0.0;
+    for (int i = 0; i < nc; i++)
+        dev = fmax(dev, fabs(xt[i] - x[i]));
+    if (rc != OK || !(dev <= 1e-8 * (1.0 + absmax(x, nc)))) {
+        msg(err, errlen, "T(q0) does not reproduce the assembled pose (error %.3g)", dev);
+        return MBE_ERROR;
+    }
+    /* qd0 = lstsq(Tq, xd0): Tq's columns are the velocities of unit rates (linear in qd) */
+    double *Tt = e->D, *N = e->S;                     /* Tq' (n x nc), Tq'Tq (n x n) */
+    for (int i = 0; i < n; i++) {
+        zero[i] = 1.0;
+        sk_kinematics(e->kern, q, zero, xt, Tt + (size_t)i * nc);
+        zero[i] = 0.0;
+    }
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += Tt[(size_t)i * nc + j] * xd[j];
+        e->rhs[i] = s;
+        for (int l = 0; l <= i; l++) {
+            double v = 0.0;
+            for (int j = 0; j < nc; j++)
+                v += Tt[(size_t)i * nc + j] * Tt[(size_t)l * nc + j];
+            N[i * n + l] = N[l * n + i] = v;
+        }
+    }
+    if (n && dense_psd_solve(N, e->V, e->w, n, NULL, NULL, 0, e->rhs, qd) != OK) {
+        msg(err, errlen, "the initial rates of the tree cannot be computed");
+        return MBE_ERROR;
+    }
+    double vdev = 0.0;
+    for (int j = 0; j < nc; j++) {
+        double s = 0.0;
+        for (int i = 0; i < n; i++)
+            s += Tt[(size_t)i * nc + j] * qd[i];
+        vdev = fmax(vdev, fabs(s - xd[j]));
+    }
+    if (!(vdev <= 1e-8 * (1.0 + absmax(xd, nc)))) {
+        msg(err, errlen, "the assembled velocities are not those of a motion of the tree "
+            "joints (error %.3g)", vdev);
+        return MBE_ERROR;
+    }
+    memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
     e->t = t0;
     e->h = 0.0;
     e->initialized = 1;
