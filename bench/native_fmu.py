@@ -1,8 +1,8 @@
 """Native FMUs (issue 20's targets): per-step cost, start-up and memory, in CPU time.
 
 Double pendulum, 1 ms communication steps; each engine does the same per step: set the input
-actuator_A.h (0.1 (2 t - t^2 / 2)), advance 1 ms, read the four outputs A.angle, B.angle,
-A.rate, B.rate (default settings: dop853, rtol 1e-9):
+actuator_A.h = 0.1 N.m (as bench/fmu_step.py), advance 1 ms, read the four outputs A.angle,
+B.angle, A.rate, B.rate (default settings: dop853, rtol 1e-9):
 - "native FMU in fmpy": `fmu-mb build --native`, fmpy's FMU2Slave (setReal, doStep, getReal);
 - "native FMU in a C host": tests/c_host/native_host.c `bench` (dlopen, the same three calls);
 - "engine in process (C)": tests/c_host/engine_step.c, the engine's C API called directly
@@ -111,7 +111,7 @@ class FmpyLoop:
         t0 = time.process_time()
         for _ in range(n):
             t = self.k * h
-            s.setReal(vin, [0.1 * (2.0 * t - 0.5 * t * t)])
+            s.setReal(vin, [0.1])
             s.doStep(currentCommunicationPoint=t, communicationStepSize=h)
             s.getReal(vout)
             self.k += 1
