@@ -106,6 +106,7 @@ enum { INSTANTIATED = 1, INIT_MODE = 2, STEP_MODE = 4, TERMINATED = 8, ANY = 15 
 #define MSG 2048                     /* longest logged message */
 #define ECHO 60                      /* at most this many bytes of a string value in a message */
 #define TIME_SPAN 1e12               /* a restored state's time lies at most this after its start */
+#define STATE_BOUND 1e12             /* |q|, |qd| of an initial state (the engine's step bound) */
 
 typedef struct FmuState {
     unsigned magic;
@@ -467,9 +468,34 @@ static int configure(Inst* in, const char* fn)
         return say(in, fmi2Error, "%s: %s: the initial state cannot be found: %s", fn,
                    FMU_MODEL_NAME, in->err), -1;
     }
+    /* refuse up front what every step would discard: a state outside |q|, |qd| <= 1e12, or
+     * outputs that are not finite (a parameter such as a mass of 1e300) */
+    mbe_get_state(in->engine, in->scratch);           /* t, q, qd, ... (engine.h) */
+    size_t nqq = 2 * (size_t)mbe_n_q(in->engine);
+    for (size_t k = 1; k <= nqq && k < in->n_state; ++k) {
+        if (!(fabs(in->scratch[k]) <= STATE_BOUND)) {
+            in->configured = 0;
+            return say(in, fmi2Error, "%s: %s: the initial state's value %zu is %g, outside "
+                       "|q|, |qd| <= %g; check the parameters and initial conditions", fn,
+                       FMU_MODEL_NAME, k, in->scratch[k], STATE_BOUND), -1;
+        }
+    }
+    if (mbe_outputs(in->engine, in->u, in->y, in->err, sizeof in->err) != MBE_OK) {
+        in->configured = 0;
+        return say(in, fmi2Error, "%s: %s: the outputs at the initial state cannot be computed: "
+                   "%s", fn, FMU_MODEL_NAME, in->err), -1;
+    }
+    for (int i = 0; i < FMU_N_VARS; ++i) {
+        if (FMU_VARS[i].kind == VK_OUTPUT && !isfinite(in->y[FMU_VARS[i].index])) {
+            in->configured = 0;
+            return say(in, fmi2Error, "%s: %s: output '%s' is %g at the initial state; check "
+                       "the parameters (a value too large for the model?)", fn, FMU_MODEL_NAME,
+                       FMU_VARS[i].name, in->y[FMU_VARS[i].index]), -1;
+        }
+    }
     in->configured = 1;
     in->dirty = 0;
-    in->y_valid = 0;
+    in->y_valid = 1;
     const char* f = solver_string(in, SOLVER_FORMULATION);
     say(in, fmi2OK, "%s: formulation %s -> recursive (native FMU: the compiled engine), method "
         "%s", FMU_MODEL_NAME, f, solver_string(in, SOLVER_METHOD));
