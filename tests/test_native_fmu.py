@@ -531,6 +531,32 @@ def test_states_continue_bit_identically_and_carry_the_parameters(native):
     g.freeInstance()
 
 
+def test_reset_gives_what_a_new_instance_gives(native):
+    built = native("double_pendulum")
+    vr = built.vr
+    outs = [vr["rod1.phi"], vr["rod2.phi"]]
+
+    def begin(f, **values):
+        f.setupExperiment(startTime=0.0)
+        f.enterInitializationMode()
+        for k, v in values.items():
+            f.setReal([vr[k]], [v])
+        f.exitInitializationMode()
+    fresh = built.slave("fresh")
+    begin(fresh)
+    ref = _run_steps(fresh, outs, 0.0, 10)
+    f = built.slave("reset")
+    begin(f, l1=0.4)
+    f.setReal([vr["actuator_A.h"]], [2.0])
+    other = _run_steps(f, outs, 0.0, 10)
+    f.reset()
+    begin(f)
+    assert f.getReal([vr["l1"], vr["actuator_A.h"]]) == [0.55, 0.0]
+    assert _run_steps(f, outs, 0.0, 10) == ref != other
+    fresh.freeInstance()
+    f.freeInstance()
+
+
 def _reseal(data):
     """The bytes with a valid checksum again (FNV-1a 64 of all but the last 8 bytes)."""
     h = 1469598103934665603
