@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import FmuMbError, ModelError
+from ..errors import ModelError
 from ..mechanics.loader import call_build, load_module
 from ..dynamics.outputs import output_spec
 from .packaging import package_fmu
@@ -147,35 +147,6 @@ def _add_kernel(native_dir):
         except KernelUnavailable:
             return
         shutil.copy2(lib, Path(native_dir) / lib.name)
-
-
-def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=None):
-    """Build one model file as a native or a Python FMU; returns (path, kind, why).
-
-    kind : "native" (the compiled engine behind fmi2_native.c: no Python on the host; raises
-    FmuMbError saying why when the model does not run in the compiled engine), "python" (the
-    pythonfmu FMU: every formulation and method), or None: native whenever the model runs in
-    the compiled engine, else Python.
-    """
-    from .native_build import NativeUnavailable, build_native_fmu
-
-    if not Path(model_file).is_file():
-        raise ModelError(f"model file {str(model_file)!r} does not exist")
-    if kind == "python":
-        return build_fmu(model_file, out_dir, overrides, standalone), "python", "--python"
-    try:
-        path = build_native_fmu(model_file, out_dir, overrides)
-    except NativeUnavailable as exc:
-        if kind == "native":
-            raise FmuMbError(f"{model_file}: cannot build a native FMU: {exc}; build it with "
-                             f"--python (a Python FMU runs every model)") from None
-        return (build_fmu(model_file, out_dir, overrides, standalone), "python",
-                f"the model does not run in the compiled engine: {exc}; the host needs Python, "
-                f"see the README's FMU kinds")
-    why = ("--native" if kind == "native" else
-           "the model runs in the compiled engine: the host needs no Python; --python builds "
-           "the Python FMU")
-    return path, "native", why
 
 
 def build_fmus(model_files, out_dir, overrides=None, standalone=True):

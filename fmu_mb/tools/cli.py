@@ -285,7 +285,8 @@ def _animate(args):
 
 def _build(args):
     try:
-        from ..fmi.build import build_controller_fmu, build_model_fmu, is_controller_file
+        from ..fmi.build import build_controller_fmu, is_controller_file
+        from ..fmi.native_build import build_model_fmu
     except ImportError as exc:
         print(f"fmu-mb: error: building FMUs needs pythonfmu (pip install 'fmu_mb[fmu]'): "
               f"{exc}", file=sys.stderr)
