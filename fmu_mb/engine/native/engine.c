@@ -53,8 +53,9 @@ void mbk_kinematics(void *k, const double *q, const double *qd, double *x, doubl
 int mbk_applied_forces(void *k, const double *q, const double *qd, const double *u, double *f);
 int mbk_last_error_index(void *k);
 
-#define MBE_HARD_MAX_STEPS 1000000L   /* most integrator steps of one do_step, whatever the
-                                         settings say (settings.max_steps may lower it) */
+#define MBE_HARD_MAX_STEPS 200000L    /* most integrator steps of one do_step, whatever the
+                                         settings say (settings.max_steps may lower it): the
+                                         Python FMU's cap for the compiled integrators */
 #define PI 3.141592653589793            /* numpy.pi */
 #define MBE_STATE_LIMIT 1e12          /* |q|, |qd| beyond: a diverged state */
 #define JI 5
