@@ -155,14 +155,15 @@ def _bad_settings():
     return S()
 
 
-def test_engines_in_threads_agree():
-    m = model("slider_crank")
+@pytest.mark.parametrize("name", ["slider_crank", "double_wishbone"])
+def test_engines_in_threads_agree(name):
+    m = model(name)
     results = [None] * 4
 
     def run(i):
         eng = Engine(m)
         eng.initialize()
-        for k in range(20):
+        for k in range(10):
             eng.do_step(0.005, inputs(m, k))
         results[i] = np.concatenate([eng.get_state(), eng.outputs(inputs(m))])
 
@@ -189,7 +190,8 @@ def test_corrupt_model_data_are_refused_with_a_message():
     ints[off] = 99                                      # a body index out of range
     from fmu_mb.engine.data import EngineData
     with pytest.raises(InputError, match="tree joint"):
-        Engine(blob=EngineData(ints, d.doubles, d.slots, d.parameter_names).to_bytes())
+        Engine(blob=EngineData(ints, d.doubles, d.slots, d.parameter_names,
+                               d.joint_names).to_bytes())
 
 
 def test_parameters_without_a_program_keep_their_values():
@@ -232,3 +234,36 @@ def test_data_layout_agrees_with_engine_data_h():
 
 def test_tableaus_header_is_generated_from_tableaus_py():
     assert (NATIVE / "tableaus.h").read_text() == tableaus.c_header()
+
+
+def test_a_loop_that_cannot_close_is_refused_by_name_and_keeps_the_state():
+    """The parameter program moves the four-bar's ground pivot beyond the reach of its links:
+    the assembly in C fails naming the joint that stays open, and the state is kept; an
+    initial crank angle set as a parameter gives the initial state of the model built with
+    it."""
+    from fmu_mb.engine.params import program_for
+    from fmu_mb.mechanics.loader import load_module
+
+    mod = load_module(ROOT / "models" / "four_bar.py")
+    data, prog = program_for(mod, n_verify=1, n_wide=1)
+    eng = Engine(blob=data.to_bytes(program=prog), name="four_bar")
+    names = data.parameter_names
+    p = np.array([pp.value for pp in mod.build().parameters], dtype=float)
+    eng.initialize()
+    eng.do_step(0.01, [0.0])
+    before = eng.get_state()
+    p2 = p.copy()
+    p2[names.index("ground_length")] = 2.0              # links 0.1 + 0.35 + 0.3 < 2
+    eng.set_parameters(p2)
+    with pytest.raises(InputError, match="cannot be assembled.*joint 'B"):
+        eng.initialize()
+    np.testing.assert_array_equal(eng.get_state(), before)
+    p3 = p.copy()
+    p3[names.index("theta0")] = 1.0
+    eng.set_parameters(p3)
+    eng.initialize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = initial_state(mod.build(theta0=1.0), SETTINGS)
+    close_rel(eng.state[1], ref.q, 1e-10)
+    close_rel(eng.state[2], ref.qd, 1e-10)

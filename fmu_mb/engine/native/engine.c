@@ -72,7 +72,7 @@ struct MbEngine {
     int *ints, *code;
     double *base, *d, *consts;
     char *chars;
-    const char **pname;
+    const char **pname, **jname;
     int off[MBE_N_ARRAYS], cnt[MBE_N_ARRAYS];
     int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace, nv, nc;
     double *params;            /* the current parameter values */
@@ -520,13 +520,14 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
 
 static int parameter_names(MbEngine *e, char *err, size_t errlen)
 {
-    e->pname = calloc(e->np > 0 ? e->np : 1, sizeof(char *));
+    e->pname = calloc(e->np + e->nj > 0 ? e->np + e->nj : 1, sizeof(char *));
     if (!e->pname)
         return 0;
+    e->jname = e->pname + e->np;
     int at = 0;
-    for (int i = 0; i < e->np; i++) {
+    for (int i = 0; i < e->np + e->nj; i++) {
         if (at >= e->nchars) {
-            msg(err, errlen, "the model data's parameter names are missing");
+            msg(err, errlen, "the model data's parameter or joint names are missing");
             return 0;
         }
         e->pname[i] = e->chars + at;
@@ -968,9 +969,9 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
                 }
         }
         msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
-            "constraint rows stay open (largest residual %.3g%s%d); give guesses near the "
-            "intended pose or initial values that let the loops close", t0,
-            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? " at joint #" : ", joint #", worst);
+            "constraint rows stay open (largest residual %.3g, at joint '%s'); give guesses "
+            "near the intended pose or initial values that let the loops close", t0,
+            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? e->jname[worst] : "?");
         return MBE_ERROR;
     }
     /* body angles to the turn nearest their placement */
