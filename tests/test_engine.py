@@ -112,6 +112,36 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
     close_rel(eng.outputs(u), Outputs(m, other, u, "recursive").values(), 1e-10, names)
 
 
+@pytest.mark.parametrize("name", ["four_bar", "container_crane_driven", "double_wishbone",
+                                  "five_point_suspension"])
+def test_output_groups_compute_their_own_outputs(name):
+    """mbe_outputs_groups: each group alone gives the same numbers as all of them, and
+    leaves the other outputs untouched; the groups are those of the outputs' names."""
+    from fmu_mb.engine.engine import ALL, MOTION, REACTIONS, RESIDUALS
+    m = model(name)
+    eng = Engine(m)
+    eng.initialize()
+    eng.do_step(0.01, inputs(m))
+    groups = eng.output_groups()
+    names = output_names(m)
+    every = eng.outputs(inputs(m), ALL)
+    for g in (MOTION, REACTIONS, RESIDUALS):
+        y = eng.outputs(inputs(m), g)
+        np.testing.assert_array_equal(y[groups == g], every[groups == g])
+        assert np.isnan(y[groups != g]).all()
+    joints_and_drives = {j.name for j in m.joints} | {d.name for d in m.drives}
+    coordinates = ("angle", "rate", "position", "velocity", "angle1", "rate1", "angle2",
+                   "rate2")
+    for full, g in zip(names, groups):
+        owner, what = full.rsplit(".", 1)
+        if owner == "constraint":
+            assert g == RESIDUALS, full
+        elif owner in joints_and_drives and what not in coordinates:
+            assert g == REACTIONS, full
+        else:
+            assert g == MOTION, full
+
+
 def test_set_state_refuses_bad_values_and_changes_nothing():
     m = model("double_pendulum")
     eng = Engine(m)
