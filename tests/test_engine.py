@@ -102,9 +102,10 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
         np.testing.assert_array_equal(qd, st.qd)
     close_rel(eng.outputs(u), Outputs(m, st, u, "recursive").values(), 1e-10, names)
 
-    # a state off the trajectory: other rates (and coordinates of an open tree)
+    # a state off the trajectory: other rates (and coordinates of a planar open tree)
     rng = np.random.default_rng(1)
-    dq = 0.0 if m.topology.cut_joints else 0.1 * rng.standard_normal(st.q.shape)
+    dq = (0.0 if m.topology.cut_joints or m.spatial
+          else 0.1 * rng.standard_normal(st.q.shape))
     other = type(st).make(st.t + 0.37, st.q + dq, st.qd + rng.standard_normal(st.qd.shape),
                           0.0, st.coords, st.extra)
     eng.load(other)
@@ -158,6 +159,21 @@ def test_set_state_refuses_bad_values_and_changes_nothing():
         np.testing.assert_array_equal(eng.get_state(), before)
     with pytest.raises(InputError, match="expected a state of"):
         eng.set_state(before[:-1])
+
+
+def test_set_state_refuses_euler_parameters_that_are_no_rotation():
+    m = model("heavy_top")                  # a spherical joint: q = Euler parameters
+    eng = Engine(m)
+    eng.initialize()
+    before = eng.get_state()
+    s = before.copy()
+    s[1:5] = 0.0
+    with pytest.raises(InputError, match="unit quaternion"):
+        eng.set_state(s)
+    np.testing.assert_array_equal(eng.get_state(), before)
+    s[1:5] = 2.0 * before[1:5]
+    with pytest.raises(InputError, match="unit quaternion"):
+        eng.set_state(s)
 
 
 def test_a_failed_step_keeps_the_state():

@@ -1177,6 +1177,21 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
         msg(err, errlen, "the state's step size is %g; expected a finite number >= 0", h);
         return MBE_ERROR;
     }
+    for (int row = 0; e->kind == 1 && row < e->nb; row++) {
+        /* spatial: the Euler parameters of spherical joints and floating bodies are unit
+         * quaternions (the drift control keeps them so; 1e-2 leaves room for 'none') */
+        const int *R = IA(e, A_ISRI) + 6 * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        const double *p = s + 1 + R[3] + (R[0] == 4 ? 3 : 0);
+        double norm = sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]);
+        if (!(fabs(norm - 1.0) <= 1e-2)) {
+            msg(err, errlen, "the state's Euler parameters at coordinates %d..%d have length "
+                "%g; expected a unit quaternion (length 1)", (int)(p - s - 1),
+                (int)(p - s - 1) + 3, norm);
+            return MBE_ERROR;
+        }
+    }
     e->t = s[0];
     memcpy(e->y, s + 1, sizeof(double) * 2 * n);
     e->h = h;
