@@ -313,3 +313,47 @@ def test_a_loop_that_cannot_close_is_refused_by_name_and_keeps_the_state():
         ref = initial_state(mod.build(theta0=1.0), SETTINGS)
     close_rel(eng.state[1], ref.q, 1e-10)
     close_rel(eng.state[2], ref.qd, 1e-10)
+
+
+def _floating_models():
+    """A planar and a spatial model with a floating body (its own coordinates in q) that
+    starts with declared velocities, tied to the ground by a spring, and a jointed body."""
+    from fmu_mb import ModelBuilder, cardan
+
+    mb = ModelBuilder("floating_planar")
+    b = mb.body("b", mass=2.0, inertia=0.1, position=(0.3, 0.2), angle=0.4,
+                velocity=(0.1, -0.2), angular_velocity=1.5)
+    c = mb.body("c", mass=1.0, inertia=0.05)
+    mb.revolute("J", b, c, parent_point=(0.2, 0.0), child_point=(-0.1, 0.0))
+    mb.tsda("s", mb.ground, b, a_point=(0.0, 1.0), b_point=(0.0, 0.05), stiffness=50.0,
+            free_length=0.5, damping=1.0)
+    mb.initial("J", value=0.3, rate=-0.5)
+    planar = mb.build()
+    mb = ModelBuilder("floating_spatial", gravity=(0.0, 0.0, -9.81))
+    b = mb.body("b", mass=2.0, inertia=(0.1, 0.2, 0.3), position=(0.3, 0.2, 0.1),
+                orientation=cardan(0.3, -0.2, 0.5), velocity=(0.1, -0.2, 0.3),
+                angular_velocity=(1.0, -2.0, 0.5))
+    c = mb.body("c", mass=1.0, inertia=(0.05, 0.05, 0.02), position=(0.3, 0.2, -0.2))
+    mb.spherical("J", b, c, at=(0.3, 0.2, -0.05))
+    mb.tsda("s", mb.ground, b, a_point=(0.0, 0.0, 1.0), b_point=(0.0, 0.0, 0.05),
+            stiffness=50.0, free_length=0.5, damping=1.0)
+    return planar, mb.build()
+
+
+def test_floating_bodies_start_and_move_as_in_python():
+    for m in _floating_models():
+        assert supported(m) is None
+        eng = Engine(m)
+        eng.set_settings(SETTINGS)
+        eng.initialize(m.t0)
+        ref = initial_state(m, SETTINGS)
+        close_rel(eng.state[1], ref.q, 1e-10)
+        close_rel(eng.state[2], ref.qd, 1e-10)
+        eng.load(ref)
+        step, st, u = stepper(m, SETTINGS), ref, inputs(m)
+        for k in range(3):
+            eng.do_step(0.01, u)
+            st = step(st, st.t + 0.01, u)
+        np.testing.assert_array_equal(eng.state[1], st.q)
+        close_rel(eng.outputs(u), Outputs(m, st, u, "recursive").values(), 1e-10,
+                  output_names(m))
