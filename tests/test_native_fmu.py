@@ -467,6 +467,8 @@ def test_discard_keeps_the_state_and_the_status_queries_are_right(native):
     built = native("double_pendulum")
     f = built.slave("discard")
     vr = built.vr
+    for start in (math.nan, 1e11, -1e11):        # beyond the time bound |t| <= 1e10 s
+        assert _status(f.setupExperiment, None, start)[0] == ERROR
     f.setupExperiment(startTime=0.0)
     f.enterInitializationMode()
     f.setInteger([vr["solver.max_steps"]], [10 ** 9])
@@ -475,7 +477,7 @@ def test_discard_keeps_the_state_and_the_status_queries_are_right(native):
     before = f.getReal([vr["rod1.phi"], vr["rod2.phi"]])
     start = time.process_time()
     for t, h in [(0.0, 0.01), (0.01, -0.01), (0.01, math.nan), (0.01, math.inf),
-                 (0.01, 1e6)]:                    # wrong time, bad steps, a huge step
+                 (0.01, 1e6), (0.01, 1e11)]:      # wrong time, bad steps, huge steps
         assert _status(f.doStep, t, h)[0] == DISCARD
         assert f.getReal([vr["rod1.phi"], vr["rod2.phi"]]) == before
     assert time.process_time() - start < 30      # bounded whatever solver.max_steps says
