@@ -438,6 +438,10 @@ def test_value_references_types_and_states_are_checked(native):
     assert _status(f.setReal, [vr["l1"]], [-1.0])[0] == 0            # checked at the end
     assert _status(f.exitInitializationMode)[0] == ERROR             # l1 < 0: stays
     f.setReal([vr["l1"]], [0.55])
+    for name, value in (("phi1", 1e300), ("g", 1e300), ("l1", 1e300)):   # cannot start
+        f.setReal([vr[name]], [value])
+        assert _status(f.exitInitializationMode)[0] == ERROR
+        f.setReal([vr[name]], [{"phi1": math.pi / 6, "g": 9.81, "l1": 0.55}[name]])
     f.exitInitializationMode()
     assert _status(f.setReal, [vr["l1"]], [0.7])[0] == ERROR         # fixed after init
     assert f.getReal([vr["l1"]]) == [0.55]
