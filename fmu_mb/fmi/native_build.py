@@ -144,6 +144,10 @@ def build_native_fmu(model_file, out_dir, overrides=None):
     root.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
     for name, reason in fixed.items():
         _mark_fixed(root, name, reason)
+    _note(root, "solver.formulation", "native FMU: 'auto' and 'recursive' (the compiled "
+          "engine); the others need the Python FMU (fmu-mb build --python)")
+    _note(root, "solver.method", f"native FMU: {', '.join(NATIVE_METHODS)}; the others need "
+          f"the Python FMU (fmu-mb build --python)")
     from .packaging import _html, _serialise
     xml = _serialise(root)
     start = float(experiment.get("start_time", 0.0))
@@ -274,6 +278,13 @@ def _mark_fixed(root, name, reason):
             note = (f" (fixed in the native FMU: {reason}; to change it, rebuild with fmu-mb "
                     f"build MODEL.py --set {name}=VALUE, or build with --python)")
             sv.set("description", (sv.get("description") or "") + note)
+
+
+def _note(root, name, text):
+    """Append `text` (in parentheses) to a variable's description."""
+    for sv in root.iter("ScalarVariable"):
+        if sv.get("name") == name:
+            sv.set("description", f"{sv.get('description') or ''} ({text})".strip())
 
 
 def _c_double(x):
