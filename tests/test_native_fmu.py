@@ -674,7 +674,7 @@ def test_build_chooses_native_when_it_can_and_says_why(tmp_path, capsys):
 WORKER = ROOT / "tests" / "fmu_fuzz_worker.py"
 
 
-@pytest.mark.parametrize("name", ["double_pendulum", "four_bar"])
+@pytest.mark.parametrize("name", ["double_pendulum", "four_bar", "double_wishbone"])
 def test_fuzz_worker_on_native_fmus(native, name):
     """tests/fmu_fuzz_worker.py's random call sequences (misuse of every kind, then a clean
     replay of the accepted calls) on native FMUs: no crash, no fmi2Fatal, every non-OK status
