@@ -452,6 +452,25 @@ def test_value_references_types_and_states_are_checked(native):
     f.freeInstance()
 
 
+def test_structural_parameter_is_fixed_at_its_build_value(tmp_path):
+    path = build_native_fmu(MODELS / "n_four_bar.py", tmp_path, {"N": 4})
+    built = Built(path, tmp_path / "x")
+    n = built.vars["N"]
+    assert n.start == "4" and n.type == "Integer" and "--set N=" in n.description
+    raw = Raw(built)
+    c = raw.instantiate(b"structural")
+    lib = raw.lib
+    lib.fmi2SetInteger.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint),
+                                   ctypes.c_size_t, ctypes.POINTER(ctypes.c_int)]
+    vr = (ctypes.c_uint * 1)(n.valueReference)
+    assert lib.fmi2SetInteger(c, vr, 1, (ctypes.c_int * 1)(5)) == ERROR
+    (status, text), = raw.log.take()
+    assert "N = 4" in text and "received 5" in text and "--set N=VALUE" in text
+    assert lib.fmi2SetInteger(c, vr, 1, (ctypes.c_int * 1)(4)) == 0
+    assert lib.fmi2EnterInitializationMode(c) == 0 and lib.fmi2ExitInitializationMode(c) == 0
+    lib.fmi2FreeInstance(c)
+
+
 def test_refused_calls_are_logged_with_logging_off_and_name_the_value_reference(native):
     built = native("double_pendulum")
     raw = Raw(built)
