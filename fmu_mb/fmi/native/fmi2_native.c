@@ -37,7 +37,11 @@
 
 #include "engine.h"
 
+#if defined(_WIN32)
+#define EXPORT __declspec(dllexport)
+#else
 #define EXPORT __attribute__((visibility("default")))
+#endif
 
 /* ------------------------------------------------------------------ FMI 2.0 types */
 typedef void* fmi2Component;
