@@ -712,6 +712,8 @@ def test_build_chooses_native_when_it_can_and_says_why(tmp_path, capsys):
     assert "contacts" in err and "--python" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(FmuMbError, match="contacts"):
         build_native_fmu(MODELS / "bouncing_ball.py", tmp_path)
+    from conftest import python_drive
+    assert "Python function" in native_reason(python_drive())   # a drive only Python runs
 
 
 WORKER = ROOT / "tests" / "fmu_fuzz_worker.py"
