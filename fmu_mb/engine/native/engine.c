@@ -451,7 +451,13 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         return 0;
     }
     int ng = e->ni > 0 ? e->cnt[A_DGAIN] / e->ni : 0;
-#define BAD(cond, what) do { if (cond) { msg(err, errlen, "the model data are inconsistent: %s", what); return 0; } } while (0)
+#define BAD(cond, what)                                                                  \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            msg(err, errlen, "the model data are inconsistent: %s", what);               \
+            return 0;                                                                    \
+        }                                                                                \
+    } while (0)
     for (int i = 0; i < nb; i++) {
         const int *J = IA(e, A_IJI) + JI * i;
         BAD(J[0] < 0 || J[0] >= nb || J[1] < 0 || J[1] > 3 || J[2] < 0 || J[2] > nb ||

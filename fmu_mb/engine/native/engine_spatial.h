@@ -494,7 +494,13 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
                 sizes[i].a, e->cnt[sizes[i].a], sizes[i].want);
             return 0;
         }
-#define BAD(cond, what) do { if (cond) { msg(err, errlen, "the model data are inconsistent: %s", what); return 0; } } while (0)
+#define BAD(cond, what)                                                                  \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            msg(err, errlen, "the model data are inconsistent: %s", what);               \
+            return 0;                                                                    \
+        }                                                                                \
+    } while (0)
     BAD(e->nv < 0 || e->nv > n || n > 7 * nb || e->nc < 0 || e->nrows < nb || e->nd != 0 ||
         e->m != 0 || e->cnt[A_IDI] || e->cnt[A_DDP], "the spatial counts (no drives)");
     int sq = 0, sv = 0;
@@ -729,6 +735,21 @@ static int spatial_given_rows(MbEngine *e, const double *x, int flag, int k, dou
     return k;
 }
 
+/* the relative Euler parameters' signs of the pose data as they were (a failed
+ * mbe_initialize changes nothing) */
+static void restore_signs(MbEngine *e, const double *sign0)
+{
+    double *rqs = DA(e, A_DSRQ);
+    int moved = 0;
+    for (int row = 0; row < e->nb; row++)
+        if (rqs[9 * row + 8] != sign0[row]) {
+            rqs[9 * row + 8] = sign0[row];
+            moved = 1;
+        }
+    if (moved)
+        sk_set_pose_data(e->kern, rqs);
+}
+
 static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
     int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
@@ -856,7 +877,9 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     double *zero = e->qd2, *xt = e->x, *xdt = e->xd;
     for (int i = 0; i < n; i++)
         zero[i] = 0.0;
-    double *rqs = DA(e, A_DSRQ);
+    double *rqs = DA(e, A_DSRQ), *sign0 = e->w;      /* the signs before (kept on failure) */
+    for (int row = 0; row < nb; row++)
+        sign0[row] = rqs[9 * row + 8];
     for (int row = 0; row < nb; row++) {
         if (sk_kinematics(e->kern, q, zero, xt, xdt) != OK)
             break;
@@ -872,6 +895,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     for (int i = 0; i < nc; i++)
         dev = fmax(dev, fabs(xt[i] - x[i]));
     if (rc != OK || !(dev <= 1e-8 * (1.0 + absmax(x, nc)))) {
+        restore_signs(e, sign0);
         msg(err, errlen, "T(q0) does not reproduce the assembled pose (error %.3g)", dev);
         return MBE_ERROR;
     }
@@ -894,7 +918,8 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
             N[i * n + l] = N[l * n + i] = v;
         }
     }
-    if (n && dense_psd_solve(N, e->V, e->w, n, NULL, NULL, 0, e->rhs, qd) != OK) {
+    if (n && dense_psd_solve(N, e->V, e->lam, n, NULL, NULL, 0, e->rhs, qd) != OK) {
+        restore_signs(e, sign0);
         msg(err, errlen, "the initial rates of the tree cannot be computed");
         return MBE_ERROR;
     }
@@ -906,6 +931,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         vdev = fmax(vdev, fabs(s - xd[j]));
     }
     if (!(vdev <= 1e-8 * (1.0 + absmax(xd, nc)))) {
+        restore_signs(e, sign0);
         msg(err, errlen, "the assembled velocities are not those of a motion of the tree "
             "joints (error %.3g)", vdev);
         return MBE_ERROR;
