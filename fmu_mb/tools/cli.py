@@ -300,6 +300,8 @@ def _build(args):
         if is_controller_file(model):     # build() returned a ControllerSpec
             path = build_controller_fmu(model, args.output_dir,
                                         standalone=not args.no_standalone)
+            if args.kind == "native":
+                note = f"fmu-mb: {path.name}: python FMU (a controller: no native kind yet)"
         else:
             path, kind, why = build_model_fmu(model, args.output_dir, overrides,
                                               standalone=not args.no_standalone, kind=args.kind)
