@@ -226,7 +226,7 @@ def test_sources_listed_in_the_model_description_make_the_same_binary(native, ho
 
 
 # ---------------------------------------------------------------------- the numbers
-def _adapter(model_file, overrides=None, parameters=None):
+def _adapter(model_file, overrides=None, parameters=None, start=0.0):
     """An instance of the Python FMU's adapter class (what a Python FMU runs), initialised."""
     from fmu_mb.fmi.slave import MultibodySlave
     mf = Path(model_file)
@@ -238,7 +238,7 @@ def _adapter(model_file, overrides=None, parameters=None):
         "experiment": dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {}),
         "__module__": __name__})
     s = cls(instance_name="reference", resources=None)
-    s.setup_experiment(0.0, None, None)
+    s.setup_experiment(start, None, None)
     s.enter_initialization_mode()
     for name, value in (parameters or {}).items():
         vr = next(v.value_reference for v in s.vars.values() if v.name == name)
@@ -413,6 +413,30 @@ def test_planar_fmu_in_a_bare_c_host_gives_the_python_fmus_numbers(native, host,
     vr_in = next(v.value_reference for v in s.vars.values() if v.name == "actuator_A.h")
     ref = _adapter_run(s, names, n * h, h, {vr_in: lambda t: u[int(round(t / h))]})
     assert got.shape == ref.shape and np.abs(got - ref).max() <= 1e-9
+
+
+def test_a_start_time_other_than_zero_gives_the_python_fmus_numbers(native):
+    """fmi2SetupExperiment(startTime = 1.5): the same motion as the Python FMU started there
+    (a driven model, whose drive law depends on the time)."""
+    built = native("container_crane_driven")
+    names = [v.name for v in built.md.modelVariables
+             if v.causality == "output" and v.type == "Real"][:8]
+    t0, h, n = 1.5, 0.01, 50
+    s = _adapter(MODELS / "container_crane_driven.py", start=t0)
+    vrs = [next(v.value_reference for v in s.vars.values() if v.name == x) for x in names]
+    ref = [s.get_real(vrs)]
+    f = built.slave("start")
+    f.setupExperiment(startTime=t0)
+    f.enterInitializationMode()
+    f.exitInitializationMode()
+    got = [f.getReal([built.vr[x] for x in names])]
+    for k in range(n):
+        assert s.do_step(t0 + k * h, h) is not False
+        ref.append(s.get_real(vrs))
+        f.doStep(t0 + k * h, h)
+        got.append(f.getReal([built.vr[x] for x in names]))
+    f.freeInstance()
+    assert np.abs(np.array(got) - np.array(ref)).max() <= 1e-9
 
 
 # ---------------------------------------------------------------------- the interface
