@@ -70,22 +70,30 @@ class KernelUnavailable(FmuMbError):
     """The native kernel cannot be built or loaded on this machine."""
 
 
-def _tag(source=None):
+def _tag(source=None, extra=()):
     source = SOURCE if source is None else source        # read at call time (tests patch it)
-    text = source.read_bytes()
-    for name in re.findall(rb'#include "([^"]+)"', text):  # the shared headers
-        for d in (source.parent, NATIVE_DIR):
-            if (d / name.decode()).is_file():
-                text += (d / name.decode()).read_bytes()
-                break
+    text = source.read_bytes() + b"".join(p.read_bytes() for p in extra)
+    todo, seen = [text], set()
+    while todo:                                # the shared headers, and the headers they include
+        for name in re.findall(rb'#include "([^"]+)"', todo.pop()):
+            if name in seen:
+                continue
+            seen.add(name)
+            for d in (source.parent, NATIVE_DIR):
+                if (d / name.decode()).is_file():
+                    head = (d / name.decode()).read_bytes()
+                    text += head
+                    todo.append(head)
+                    break
     text += repr((CFLAGS, sys.platform, platform.machine())).encode()
     return hashlib.sha1(text).hexdigest()[:12]
 
 
-def library_name(source=None):
-    """_kernel-<hash>.so (another source, e.g. the spatial kernel: _<stem>-<hash>.so)."""
+def library_name(source=None, extra=()):
+    """_kernel-<hash>.so (another source, e.g. the spatial kernel: _<stem>-<hash>.so); extra:
+    more C sources linked into the same library (the engine library)."""
     stem = "_kernel" if source is None else "_" + source.stem
-    return f"{stem}-{_tag(source)}.so"
+    return f"{stem}-{_tag(source, extra)}.so"
 
 
 def _cache_dirs():
@@ -105,15 +113,16 @@ def compiler():
     return next((shutil.which(c) for c in candidates if shutil.which(c)), None)
 
 
-def build_library(dest_dir, source=None):
-    """Compile the kernel (or another C source) into dest_dir (atomically) and return the
-    library's path."""
+def build_library(dest_dir, source=None, extra=(), defines=()):
+    """Compile the kernel (or another C source, with the extra sources) into dest_dir
+    (atomically) and return the library's path."""
     path = SOURCE if source is None else source
-    if not path.is_file():
-        raise KernelUnavailable(f"the kernel source {path} is missing from the fmu_mb "
-                                f"installation")
+    for p in (path, *extra):
+        if not p.is_file():
+            raise KernelUnavailable(f"the kernel source {p} is missing from the fmu_mb "
+                                    f"installation")
     dest_dir = Path(dest_dir)
-    dest = dest_dir / library_name(source)
+    dest = dest_dir / library_name(source, extra)
     if dest.is_file():
         return dest
     cc = compiler()
@@ -128,7 +137,8 @@ def build_library(dest_dir, source=None):
     fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=dest_dir)
     os.close(fd)
     try:
-        p = subprocess.run([cc, *CFLAGS, "-I", str(NATIVE_DIR), "-o", tmp, str(path), "-lm"],
+        p = subprocess.run([cc, *CFLAGS, *[f"-D{d}" for d in defines], "-I", str(NATIVE_DIR),
+                            "-o", tmp, str(path), *map(str, extra), "-lm"],
                            capture_output=True, text=True)
         if p.returncode != 0:
             raise KernelUnavailable(f"compiling the kernel with {cc} failed: "
@@ -143,18 +153,20 @@ def build_library(dest_dir, source=None):
 _LOCK = threading.Lock()
 
 
-def library_path(source=None):
-    """Path of the compiled kernel: an existing one for this source, or a new build."""
+def library_path(source=None, extra=(), defines=()):
+    """Path of the compiled kernel: an existing one for this source (and the extra sources
+    linked with it), or a new build."""
     with _LOCK:
         path, errors = None, []
+        name = library_name(source, extra)
         for d in _cache_dirs():
-            if (d / library_name(source)).is_file():
-                path = d / library_name(source)
+            if (d / name).is_file():
+                path = d / name
                 break
         if path is None:
             for d in _cache_dirs():
                 try:
-                    path = build_library(d, source)
+                    path = build_library(d, source, extra, defines)
                     break
                 except KernelUnavailable:
                     raise
@@ -194,7 +206,7 @@ def library():
     lib.mbk_multipliers.restype = None
     lib.mbk_multipliers.argtypes = [P, P]
     lib.mbk_set_eigensolver.restype = None
-    lib.mbk_set_eigensolver.argtypes = [P]
+    lib.mbk_set_eigensolver.argtypes = [P, P]
     lib.mbk_events_create.restype = P
     lib.mbk_events_create.argtypes = [P, I, P, P, P, I]
     lib.mbk_events_free.restype = None
@@ -208,9 +220,10 @@ def library():
 
 @lru_cache(maxsize=1)
 def _eigensolver():
-    """Hand LAPACK's dsyev (scipy's own, scipy.linalg.cython_lapack) to the kernel for the
-    rank-revealing Schur solve at singular poses; the kernel falls back to a Jacobi
-    eigen-decomposition of its own when it is not available."""
+    """The address of LAPACK's dsyev (scipy's own, scipy.linalg.cython_lapack) that a
+    TreeKernel hands to its kernel (mbk_set_eigensolver, per kernel) for the rank-revealing
+    Schur solve at singular poses, or None: the kernel then uses a Jacobi eigen-decomposition
+    of its own (as the engine library always does, fmu_mb.engine.engine)."""
     try:
         from scipy.linalg import cython_lapack
         cap = cython_lapack.__pyx_capi__["dsyev"]
@@ -221,9 +234,8 @@ def _eigensolver():
         api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
         ptr = api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
     except (ImportError, AttributeError, KeyError, ValueError):       # pragma: no cover
-        return False
-    library().mbk_set_eigensolver(ptr)
-    return True
+        return None
+    return ptr
 
 
 def _set_tableaus(lib, setter="mbk_set_tableau"):
@@ -361,6 +373,55 @@ def contact_rows(model, contacts):
             np.array(rd, dtype=float).reshape(-1, 8))
 
 
+def tree_arrays(model):
+    """The kernel's arrays of a planar model (what mbk_create takes): ji (nb, 5), jd (nb, 8),
+    ei (ne, 5), ed (ne, 10), mass (nb,), inertia (nb,). fmu_mb.engine.data puts the same
+    arrays in the engine's model data."""
+    from ..mechanics.tree import tree_map
+
+    tm = tree_map(model)
+    C = model.compiled
+    nb = tm.nb
+    free = set(tm.free)
+    ji, jd, seen = [], [], set()
+    for k in range(tm.nt):
+        b = int(tm.other[k])
+        if b in free:
+            if b not in seen:
+                ji.append([b, _FREE, nb, nb, int(tm.coord[k])])
+                jd.append([0.0] * 8)
+                seen.add(b)
+            continue
+        pl, par = int(tm.placed[k]), int(tm.parent[k])
+        kind = "revolute" if tm.revolute[k] else "prismatic" if tm.prismatic[k] else "weld"
+        ji.append([b, _J[kind], pl, par, int(tm.coord[k])])
+        jd.append([tm.sign[k], tm.angle0[k], *tm.s_placed[k], *tm.s_other[k], *tm.axis[k]])
+    ei, ed = [], []
+    for i in range(len(C.tsda)):
+        ei.append([1, C.tsda.p[i], C.tsda.c[i], C.tsda_u[i], i])
+        ed.append([C.tsda_k[i], C.tsda_c[i], C.tsda_l0[i], 0.0, *C.tsda.sp[i],
+                   *C.tsda.sc[i], 0.0, 0.0])
+    for i in range(len(C.rsda)):
+        ei.append([2, C.rsda.p[i], C.rsda.c[i], C.rsda_u[i], 0])
+        ed.append([C.rsda_k[i], C.rsda_c[i], C.rsda_theta0[i], 0.0, 0, 0, 0, 0, 0, 0])
+    for i in range(len(C.frc_body)):
+        ei.append([3, C.frc_body[i], nb, C.frc_u[i], int(C.frc_body_frame[i])])
+        ed.append([0, 0, 0, C.frc_value[i], *C.frc_point[i], 0, 0, *C.frc_dir[i]])
+    for i in range(len(C.trq_body)):
+        ei.append([4, C.trq_body[i], C.trq_reaction[i], C.trq_u[i], 0])
+        ed.append([0, 0, 0, C.trq_value[i], 0, 0, 0, 0, 0, 0])
+    arrs = dict(ji=np.array(ji, dtype=np.intc).reshape(-1, 5),
+                jd=np.array(jd, dtype=float).reshape(-1, 8),
+                ei=np.array(ei, dtype=np.intc).reshape(-1, 5),
+                ed=np.array(ed, dtype=float).reshape(-1, 10),
+                mass=np.ascontiguousarray(C.mass_diag[0::3]),
+                inertia=np.ascontiguousarray(C.mass_diag[2::3]))
+    if len(arrs["ji"]) != nb:
+        raise InputError(f"model '{model.name}': the tree places {len(arrs['ji'])} of "
+                         f"{nb} bodies; formulation 'recursive' cannot run it")
+    return arrs
+
+
 class TreeKernel:
     """The kernel instance of one Model (its tree and loop rows), with preallocated ctypes
     buffers."""
@@ -380,43 +441,7 @@ class TreeKernel:
         tm = tree_map(model)
         C = model.compiled
         nb, n = tm.nb, tm.n
-        free = set(tm.free)
-        ji, jd, seen = [], [], set()
-        for k in range(tm.nt):
-            b = int(tm.other[k])
-            if b in free:
-                if b not in seen:
-                    ji.append([b, _FREE, nb, nb, int(tm.coord[k])])
-                    jd.append([0.0] * 8)
-                    seen.add(b)
-                continue
-            pl, par = int(tm.placed[k]), int(tm.parent[k])
-            kind = "revolute" if tm.revolute[k] else "prismatic" if tm.prismatic[k] else "weld"
-            ji.append([b, _J[kind], pl, par, int(tm.coord[k])])
-            jd.append([tm.sign[k], tm.angle0[k], *tm.s_placed[k], *tm.s_other[k], *tm.axis[k]])
-        ei, ed = [], []
-        for i in range(len(C.tsda)):
-            ei.append([1, C.tsda.p[i], C.tsda.c[i], C.tsda_u[i], i])
-            ed.append([C.tsda_k[i], C.tsda_c[i], C.tsda_l0[i], 0.0, *C.tsda.sp[i],
-                       *C.tsda.sc[i], 0.0, 0.0])
-        for i in range(len(C.rsda)):
-            ei.append([2, C.rsda.p[i], C.rsda.c[i], C.rsda_u[i], 0])
-            ed.append([C.rsda_k[i], C.rsda_c[i], C.rsda_theta0[i], 0.0, 0, 0, 0, 0, 0, 0])
-        for i in range(len(C.frc_body)):
-            ei.append([3, C.frc_body[i], nb, C.frc_u[i], int(C.frc_body_frame[i])])
-            ed.append([0, 0, 0, C.frc_value[i], *C.frc_point[i], 0, 0, *C.frc_dir[i]])
-        for i in range(len(C.trq_body)):
-            ei.append([4, C.trq_body[i], C.trq_reaction[i], C.trq_u[i], 0])
-            ed.append([0, 0, 0, C.trq_value[i], 0, 0, 0, 0, 0, 0])
-        arrs = dict(ji=np.array(ji, dtype=np.intc).reshape(-1, 5),
-                    jd=np.array(jd, dtype=float).reshape(-1, 8),
-                    ei=np.array(ei, dtype=np.intc).reshape(-1, 5),
-                    ed=np.array(ed, dtype=float).reshape(-1, 10),
-                    mass=np.ascontiguousarray(C.mass_diag[0::3]),
-                    inertia=np.ascontiguousarray(C.mass_diag[2::3]))
-        if len(arrs["ji"]) != nb:
-            raise InputError(f"model '{model.name}': the tree places {len(arrs['ji'])} of "
-                             f"{nb} bodies; formulation 'recursive' cannot run it")
+        arrs = tree_arrays(model)
         gx, gy = model.gravity
         handle = lib.mbk_create(nb, n, arrs["ji"].ctypes.data, arrs["jd"].ctypes.data,
                                 len(arrs["ei"]), arrs["ei"].ctypes.data,
@@ -433,7 +458,7 @@ class TreeKernel:
             ri, rd = np.concatenate([ri, ci]), np.concatenate([rd, cd])
         self.m = len(ri)
         if self.m:
-            _eigensolver()
+            lib.mbk_set_eigensolver(handle, _eigensolver())
         if self.m and lib.mbk_set_rows(handle, self.m, ri.ctypes.data, rd.ctypes.data):
             raise MemoryError(f"model '{model.name}': cannot allocate the kernel's loop rows")
         if C.tsda_gain is not None:          # hydraulic cylinders: s -= G u
@@ -715,8 +740,6 @@ class ContactEvents:
         nc = len(model.contacts)
         ci, cd = contact_rows(model, tuple(range(nc)))
         e = np.ascontiguousarray(B.restitution, dtype=float)
-        if base.m:
-            _eigensolver()
         handle = lib.mbk_events_create(base.handle, nc, ci.ctypes.data, cd.ctypes.data,
                                        e.ctypes.data, len(model.inputs))
         if not handle:

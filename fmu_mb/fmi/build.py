@@ -80,6 +80,13 @@ def build_fmu(model_file, out_dir, overrides=None, standalone=True):
     text = WRAPPER.format(name=model.name, module=f"{module_name}_model", own=own,
                           filename=model_file.name, overrides=overrides,
                           experiment=experiment, source=source)
+    units, limits = units_and_limits(model)
+    return _package(text, module_name, [model_file], Path(out_dir) / f"{model.name}.fmu",
+                    units, standalone, limits, _documentation(model))
+
+
+def units_and_limits(model):
+    """The FMI units and [min, max] of an FMU's variables, by name (both kinds of FMU)."""
     units = {p.name: p.unit for p in model.parameters if isinstance(p.value, float)}
     units.update({i.name: i.unit for i in model.inputs})
     units.update({v.name: v.unit for v in output_spec(model) if v.kind == "real"})
@@ -87,8 +94,7 @@ def build_fmu(model_file, out_dir, overrides=None, standalone=True):
     limits = {p.name: (p.min, p.max) for p in model.parameters
               if not isinstance(p.value, str) and (p.min is not None or p.max is not None)}
     limits.update(SOLVER_LIMITS)
-    return _package(text, module_name, [model_file], Path(out_dir) / f"{model.name}.fmu",
-                    units, standalone, limits, _documentation(model))
+    return units, limits
 
 
 def _documentation(model):

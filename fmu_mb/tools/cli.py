@@ -140,6 +140,12 @@ def _parser():
                    help="parameter value fixed at build time (structural parameters)")
     b.add_argument("--no-standalone", action="store_true",
                    help="skip the native shim that lets C/C++ hosts load the FMU")
+    kind = b.add_mutually_exclusive_group()
+    kind.add_argument("--native", action="store_const", const="native", dest="kind",
+                      help="a native FMU: the compiled engine, no Python on the host (default "
+                           "whenever the model runs in the compiled engine)")
+    kind.add_argument("--python", action="store_const", const="python", dest="kind",
+                      help="a Python FMU (pythonfmu): every formulation and method")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
 
     sw = sub.add_parser("sweep", help="run a grid of parameter variants of an FMU on Dask")
@@ -309,7 +315,8 @@ def _animate(args):
 
 def _build(args):
     try:
-        from ..fmi.build import build_controller_fmu, build_fmus, is_controller_file
+        from ..fmi.build import build_controller_fmu, is_controller_file
+        from ..fmi.native_build import build_model_fmu
     except ImportError as exc:
         print(f"fmu-mb: error: building FMUs needs pythonfmu (pip install 'fmu_mb[fmu]'): "
               f"{exc}", file=sys.stderr)
@@ -319,15 +326,21 @@ def _build(args):
     overrides = {k: _value(v) for k, v in args.set}
     bar = None if args.quiet else _Progress(len(args.models))
     for k, model in enumerate(args.models):
+        note = None
         if is_controller_file(model):     # build() returned a ControllerSpec
             path = build_controller_fmu(model, args.output_dir,
                                         standalone=not args.no_standalone)
+            if args.kind == "native":
+                note = f"fmu-mb: {path.name}: python FMU (a controller: no native kind yet)"
         else:
-            path, = build_fmus([model], args.output_dir, overrides,
-                               standalone=not args.no_standalone)
+            path, kind, why = build_model_fmu(model, args.output_dir, overrides,
+                                              standalone=not args.no_standalone, kind=args.kind)
+            note = f"fmu-mb: {path.name}: {kind} FMU ({why})"
         if bar and bar.shown:
             sys.stderr.write("\r\033[K")     # the path on a clean line, the bar below it
         print(path, flush=True)
+        if note:
+            print(note, file=sys.stderr, flush=True)
         if bar:
             bar.update(k + 1)
     if bar:

@@ -157,6 +157,7 @@ static Kernel *ev_clone(const Kernel *b, int m, const int *ri, const double *rd)
                            b->inertia, b->gx, b->gy);
     if (!k)
         return NULL;
+    k->syev = b->syev;               /* the same rank-revealing solve as the base kernel */
     if (m > 0 && mbk_set_rows(k, m, ri, rd) != OK)
         goto fail;
     if (b->nd > 0) {

@@ -1,7 +1,7 @@
 /*
  * fmu_mb's explicit integrators in C, shared by the planar kernel (kernel.c) and the spatial
  * kernel (spatial_kernel.c): rk4 with equal steps, and dopri5 and dop853 with scipy's own
- * coefficients (set from Python, fmu_mb.dynamics.tableaus) and scipy's step-size control
+ * coefficients (compiled in from native/tableaus.h, made by fmu_mb/engine/tableaus.py) and scipy's step-size control
  * (select_initial_step, RK45's and DOP853's error norms, safety 0.9, factors 0.2 .. 10).
  *
  * Included by each kernel source in its integrator section (each library gets its own copy:
@@ -26,7 +26,9 @@ typedef struct {
     int ready;
 } Tableau;
 
-static Tableau TAB[2];     /* 0: dopri5 (scipy RK45), 1: dop853 */
+/* 0: dopri5 (scipy RK45), 1: dop853: compiled-in constants (no state set at load time, so
+ * instances may live in several threads and a host may dlclose/dlopen the library) */
+#include "tableaus.h"
 
 typedef struct {
     int m;
@@ -40,27 +42,22 @@ typedef struct {
 /* integ_advance stopped after I->max_steps steps (the caller's budget; y is unchanged) */
 #define INTEG_ERR_BUDGET 7
 
+/* The kernels' old load-time setter, kept as a check: OK when the given tableau is the
+ * compiled-in one bit for bit (fmu_mb/engine/tableaus.py), ERR_ARGS otherwise. */
 static int integ_set_tableau(int which, int s, int order, const double *A, const double *B,
                              const double *C, const double *E, const double *E3,
                              const double *E5)
 {
     if (which < 0 || which > 1 || s < 1 || s > MAXS)
         return ERR_ARGS;
-    Tableau *T = &TAB[which];
-    memset(T, 0, sizeof *T);
-    T->s = s;
-    T->order = order;
-    T->dop853 = (E3 != NULL && E5 != NULL);
-    memcpy(T->A, A, sizeof(double) * s * s);
-    memcpy(T->B, B, sizeof(double) * s);
-    memcpy(T->C, C, sizeof(double) * s);
-    if (E)
-        memcpy(T->E, E, sizeof(double) * (s + 1));
-    if (E3)
-        memcpy(T->E3, E3, sizeof(double) * (s + 1));
-    if (E5)
-        memcpy(T->E5, E5, sizeof(double) * (s + 1));
-    T->ready = 1;
+    const Tableau *T = &TAB[which];
+    if (T->s != s || T->order != order || T->dop853 != (E3 != NULL && E5 != NULL) ||
+        memcmp(T->A, A, sizeof(double) * s * s) || memcmp(T->B, B, sizeof(double) * s) ||
+        memcmp(T->C, C, sizeof(double) * s) ||
+        (E && memcmp(T->E, E, sizeof(double) * (s + 1))) ||
+        (E3 && memcmp(T->E3, E3, sizeof(double) * (s + 1))) ||
+        (E5 && memcmp(T->E5, E5, sizeof(double) * (s + 1))))
+        return ERR_ARGS;
     return OK;
 }
 

@@ -84,6 +84,11 @@ typedef struct {
     /* hydraulic cylinders (mbk_set_gains): TSDA i has s -= sum_j G[i, j] u[j] */
     int ng, ni;
     double *G;
+    /* LAPACK's dsyev for the rank-revealing solve at singular poses (a syev_fn, dense.h),
+     * per kernel (mbk_set_eigensolver); NULL: the Jacobi eigen-decomposition of dense.h. The
+     * engine library (engine.c) leaves it NULL, so the in-process engine and the native FMU
+     * (no LAPACK there) compute the same numbers. */
+    void *syev;
 } Kernel;
 
 void mbk_free(Kernel *k)
@@ -847,15 +852,13 @@ static int schur(Kernel *k)
     return OK;
 }
 
-static syev_fn SYEV = NULL;
-
-void mbk_set_eigensolver(void *f) { SYEV = (syev_fn)f; }
+void mbk_set_eigensolver(Kernel *k, void *f) { k->syev = f; }
 
 /* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm (destroyed): Cholesky, or
  * the truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
 static int psd_solve(Kernel *k, const double *rhs, double *y)
 {
-    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, SYEV, k->work, k->lwork, rhs,
+    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work, k->lwork, rhs,
                            y);
 }
 

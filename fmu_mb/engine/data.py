@@ -1,0 +1,343 @@
+"""A Model compiled into the engine's model data (the blob of native/engine.h, layout in
+native/engine_data.h): what the kernels take (the very arrays fmu_mb.engine.kernel and
+spatial_kernel pass to mbk_create / sk_create and their set_* calls), the model's constraint
+rows, joints, elements and markers for the outputs (fmu_mb.dynamics.outputs.output_spec order),
+the recipe of the initial state (the inputs of the assembly: declared body poses, the initial
+values, rates and guesses of the joint coordinates, the tree placement order; the loops are
+closed by Newton in C, in mbe_initialize), and the parameter table.
+
+Every number goes to ONE array of doubles (`EngineData.doubles`), every integer to one array
+of ints, so that the parameter program (fmu_mb.engine.params, native/params.h) can patch double
+slots; the layout of `.doubles` depends on the model's structure only (counts of bodies,
+joints, elements...), not on the values of its non-structural parameters.
+"""
+import math
+import struct
+
+import numpy as np
+
+from ..errors import InputError
+
+MAGIC = 0x424d4d46          # "FMMB" (native/engine.h MBE_DATA_MAGIC)
+VERSION = 1
+
+#: the arrays of the data, in the order of native/engine_data.h's A_* enum ("I": ints,
+#: "D": doubles)
+ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
+          "IJI", "DJD", "IEI", "DED", "DMASS", "DINERTIA", "IRI", "DRD", "IDI", "DDP", "DGAIN",
+          "IROWS", "DROWS", "IJOINT", "DJOINT", "ICOORD", "IDROW", "IELEM", "DELEM", "IMARK",
+          "DMARK",
+          "IPLACE", "DBODY0", "IINIT", "DINIT", "DMINV", "IQSRC",
+          "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ")
+HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
+        "NP", "NPLACE", "NV", "NC")
+
+_R = {"px": 0, "py": 1, "ang": 2, "prj": 3, "dst": 4, "dang": 5, "dprj": 6}
+_JK = {"revolute": 0, "prismatic": 1, "weld": 2, "distance": 3}
+_EK = {"tsda": 0, "rsda": 1, "cylinder": 2, "force": 3, "torque": 4, "bushing": 5}
+_SJK = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
+        "weld": 5, "distance": 6}
+_SCK = {"revolute": 0, "prismatic": 1, "universal1": 2, "universal2": 3}
+
+
+class EngineData:
+    """The model data of one Model: `ints` (int32) and `doubles` (float64) arrays, the
+    parameter names, and `slots`: {array name: (offset, count)} in its array."""
+
+    def __init__(self, ints, doubles, slots, names, joint_names=()):
+        self.ints = np.ascontiguousarray(ints, dtype=np.int32)
+        self.doubles = np.ascontiguousarray(doubles, dtype=np.float64)
+        self.slots = slots
+        self.parameter_names = tuple(names)
+        self.joint_names = tuple(joint_names)
+
+    def array(self, name):
+        """The named array (a view of ints or doubles)."""
+        off, cnt = self.slots[name]
+        return (self.ints if name[0] == "I" else self.doubles)[off:off + cnt]
+
+    def to_bytes(self, program=None, doubles=None):
+        """The blob of native/engine.h. program: the compiled parameter program (an object
+        with `code` (ints) and `consts` (doubles), or a pair (code, consts)); None: none, the
+        engine then takes the default parameter values only. doubles: another array of the
+        same layout instead of self.doubles."""
+        d = self.doubles if doubles is None else np.ascontiguousarray(doubles, np.float64)
+        if d.shape != self.doubles.shape:
+            raise InputError(f"engine data: expected {self.doubles.shape[0]} doubles, "
+                             f"received {d.shape}")
+        if program is None:
+            code, consts = np.zeros(0, np.int32), np.zeros(0)
+        else:
+            code, consts = (program if isinstance(program, tuple)
+                            else (program.code, program.consts))
+            code = np.ascontiguousarray(code, dtype=np.int32).reshape(-1)
+            consts = np.ascontiguousarray(consts, dtype=np.float64).reshape(-1)
+        chars = b"".join(n.encode("utf-8") + b"\0"
+                         for n in self.parameter_names + self.joint_names)
+        head = struct.pack("<8I", MAGIC, VERSION, len(self.ints), len(d), len(code),
+                           len(consts), len(chars), 0)
+
+        def pad(b):
+            return b + b"\0" * (-len(b) % 8)
+
+        return (head + pad(self.ints.astype("<i4").tobytes()) + d.astype("<f8").tobytes()
+                + pad(code.astype("<i4").tobytes()) + consts.astype("<f8").tobytes() + chars)
+
+
+def supported(model):
+    """None when the engine library runs `model`, else the reason why not (a sentence)."""
+    if getattr(model, "contacts", None):
+        return (f"it has contacts {[c.name for c in model.contacts]} (the event loop is not "
+                f"compiled yet)")
+    if model.spatial:
+        from .spatial_kernel import supported as spatial_supported
+
+        return spatial_supported(model)
+    from .kernel import supported as planar_supported
+
+    why = planar_supported(model)
+    if why is None and any(e.kind not in _EK for e in model.elements):
+        why = f"its elements {[e.name for e in model.elements if e.kind not in _EK]}"
+    return why
+
+
+def model_data(model):
+    """The EngineData of `model` (InputError when the engine cannot run it)."""
+    why = supported(model)
+    if why is not None:
+        raise InputError(f"model '{model.name}': the compiled engine cannot run it: {why}")
+    arrays = {}
+    head = dict.fromkeys(HEAD, 0)
+    head["NI"] = len(model.inputs)
+    head["NOUT"] = n_outputs(model)
+    arrays["DGRAV"] = np.asarray(model.gravity, float)
+    arrays["DT0"] = [float(model.t0)]
+    _parameters(model, arrays, head)
+    if model.spatial:
+        head["KIND"] = 1
+        _spatial(model, arrays, head)
+    else:
+        _planar(model, arrays, head)
+    arrays["IHEAD"] = [head[k] for k in HEAD]
+    return _pack(arrays, [p.name for p in model.parameters], [j.name for j in model.joints])
+
+
+def n_outputs(model):
+    """The number of outputs of fmu_mb.dynamics.outputs.output_spec(model) (the engine
+    layer does not import the dynamics layer; tests/test_engine.py holds them equal)."""
+    nb = len(model.bodies)
+    per = {"tsda": 2, "rsda": 2, "cylinder": 7, "force": 1, "torque": 1, "bushing": 6}
+    count = len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
+    if model.spatial:
+        coord = {"revolute": 2, "prismatic": 2, "cylindrical": 4, "universal": 4}
+        count += 16 * nb + 6 * len(model.markers)
+        for j in model.joints:
+            count += coord.get(j.kind, 0) + (1 if j.kind == "distance" else 6)
+        return count
+    count += 6 * nb + 4 * len(model.markers)
+    for j in model.joints:
+        count += ((2 if j.kind in ("revolute", "prismatic") else 0)
+                  + (1 if j.kind == "distance" else 2)
+                  + (1 if j.kind in ("weld", "prismatic") else 0))
+    return count
+
+
+def _pack(arrays, names, joint_names):
+    ints, doubles, slots = [len(ARRAYS)] + [0] * (2 * len(ARRAYS)), [], {}
+    for a, name in enumerate(ARRAYS):
+        v = np.asarray(arrays.get(name, []), dtype=np.int64 if name[0] == "I" else float)
+        v = v.reshape(-1)
+        dest = ints if name[0] == "I" else doubles
+        slots[name] = (len(dest), len(v))
+        ints[1 + 2 * a], ints[2 + 2 * a] = len(dest), len(v)
+        dest.extend(v.tolist())
+    if max((abs(i) for i in ints), default=0) >= 2 ** 31:
+        raise InputError("engine data: an index does not fit in 32 bits")
+    return EngineData(ints, doubles, slots, names, joint_names)
+
+
+def _parameters(model, arrays, head):
+    dp, ip = [], []
+    for p in model.parameters:
+        numeric = isinstance(p.value, (int, float)) and not isinstance(p.value, bool)
+        value = float(p.value) if numeric else 0.0
+        lo = -math.inf if p.min is None else float(p.min)
+        hi = math.inf if p.max is None else float(p.max)
+        dp += [value, lo, hi]
+        ip.append(int(bool(p.structural) or not numeric or p.choices is not None))
+    arrays["DPARAM"], arrays["IPARAM"] = dp, ip
+    head["NP"] = len(model.parameters)
+
+
+def _planar(model, arrays, head):
+    from .kernel import drive_data, loop_rows, tree_arrays
+    from ..mechanics.tree import tree_map
+
+    C = model.compiled
+    tm = tree_map(model)
+    nb = len(model.bodies)
+    k = tree_arrays(model)
+    arrays.update(IJI=k["ji"], DJD=k["jd"], IEI=k["ei"], DED=k["ed"], DMASS=k["mass"],
+                  DINERTIA=k["inertia"])
+    ri, rd = loop_rows(model)
+    di, dp, _ = drive_data(model)
+    arrays.update(IRI=ri, DRD=rd, IDI=di, DDP=dp)
+    if C.tsda_gain is not None:
+        arrays["DGAIN"] = np.asarray(C.tsda_gain, float)
+    head.update(NB=nb, N=tm.n, NE=len(k["ei"]), M=len(ri), ND=len(di))
+
+    # the compiled rows (constraints.evaluate)
+    nrows = C.n_rows
+    irows, drows = [None] * nrows, [None] * nrows
+
+    def put(row, kind, ps, i, w0=(0.0, 0.0), off=0.0, drive=-1):
+        irows[int(row)] = [_R[kind], int(ps.p[i]), int(ps.c[i]), drive]
+        drows[int(row)] = [*ps.sp[i], *ps.sc[i], *w0, float(off)]
+
+    for i, rows in enumerate(C.pd_rows):
+        put(rows[0], "px", C.pd, i)
+        put(rows[1], "py", C.pd, i)
+    for i, row in enumerate(C.ang_rows):
+        put(row, "ang", C.ang, i, off=C.ang_offset[i])
+    for i, row in enumerate(C.prj_rows):
+        put(row, "prj", C.prj, i, w0=C.prj_w0[i])
+    for i, row in enumerate(C.dst_rows):
+        put(row, "dst", C.dst, i, off=C.dst_length[i])
+    for d, (row, kind, ps, extra, _) in enumerate(C.drives):
+        if kind == "angle":
+            put(row, "dang", ps, 0, off=float(extra), drive=d)
+        else:
+            put(row, "dprj", ps, 0, w0=np.asarray(extra, float).reshape(-1)[:2], drive=d)
+    if any(r is None for r in irows):
+        raise InputError(f"model '{model.name}': the engine data miss constraint rows")
+    arrays.update(IROWS=irows, DROWS=drows, IDROW=[int(r) for r, *_ in C.drives])
+
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = nb
+    cpos = {kk: i for i, kk in enumerate(C.coord_joints)}
+    ij, dj = [], []
+    for kk, (j, rows) in enumerate(zip(model.joints, C.joint_rows)):
+        rows = [int(r) for r in rows]
+        if rows != list(range(rows[0], rows[0] + len(rows))):
+            raise InputError(f"model '{model.name}': joint '{j.name}' has non-contiguous rows")
+        ij.append([_JK[j.kind], idx[j.parent], idx[j.child], cpos.get(kk, -1), rows[0],
+                   len(rows)])
+        dj.append([*j.parent_point, *j.child_point, float(j.angle0), *j.axis])
+    arrays.update(IJOINT=ij, DJOINT=dj)
+    qpos = {kk: i for i, kk in enumerate(tm.joints)}
+    arrays["ICOORD"] = [[kk, qpos.get(kk, -1)] for kk in C.coord_joints]
+
+    ie, de = [], []
+    tsda_row = {}
+    for r, e in enumerate(x for x in model.elements if x.kind in ("tsda", "cylinder")):
+        tsda_row[e.name] = r
+    n_tsda, n_rsda = len(tsda_row), len(C.rsda)
+    order = {"rsda": iter(range(n_tsda, n_tsda + n_rsda)),
+             "force": iter(range(n_tsda + n_rsda, n_tsda + n_rsda + len(C.frc_body))),
+             "torque": iter(range(n_tsda + n_rsda + len(C.frc_body), len(k["ei"])))}
+    for e in model.elements:
+        row = tsda_row[e.name] if e.kind in ("tsda", "cylinder") else next(order[e.kind])
+        ie.append([_EK[e.kind], row])
+        de.append(float(e.free_value) if e.kind == "cylinder" else 0.0)
+    arrays.update(IELEM=ie, DELEM=de)
+    arrays.update(IMARK=[int(b) for b in C.markers.p], DMARK=np.asarray(C.markers.sp, float))
+
+    # the initial state's recipe (fmu_mb.mechanics.assembly.assemble)
+    arrays["IPLACE"] = place = _placement(model, idx)
+    arrays["DBODY0"] = [[*b.position, float(b.angle), *b.velocity, float(b.angular_velocity)]
+                        for b in model.bodies]
+    arrays.update(_initial_conditions(model, C.coord_joints))
+    arrays["DMINV"] = np.asarray(C.inv_mass_diag, float)
+    arrays["IQSRC"] = ([[0, cpos[kk]] for kk in tm.joints]
+                       + [[1, 3 * b + c] for b in tm.free for c in range(3)])
+    head.update(NJ=len(model.joints), NROWS=nrows, NCJ=len(C.coord_joints),
+                NEL=len(model.elements), NMARK=len(C.markers.p), NPLACE=len(place))
+
+
+def _spatial(model, arrays, head):
+    from . import spatial_kernel as sk
+    from ..mechanics.spatial import tree as st
+
+    C = model.compiled
+    tm = st.tree_map(model)
+    nb, n = tm.nb, tm.n
+    ri, rd, nv = sk._tree_rows(model, tm)
+    ei, ed = sk._elements(model)
+    ci, cd = sk._cut_joints(model)
+    rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
+                  float).reshape(-1, 9)
+    arrays.update(ISRI=ri, DSRD=rd, DSMASS=np.asarray(C.mass, float),
+                  DSJ=np.asarray(C.inertia, float).reshape(-1, 9), ISEI=ei, DSED=ed, ISCI=ci,
+                  DSCD=cd, DSRQ=rq)
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = nb
+    cfirst = {}
+    for pos, kk in enumerate(C.coord_joints):
+        cfirst.setdefault(kk, pos)
+    ij, dj = [], []
+    for kk, (j, rows) in enumerate(zip(model.joints, C.joint_rows)):
+        rows = [int(r) for r in rows]
+        if rows != list(range(rows[0], rows[0] + len(rows))):
+            raise InputError(f"model '{model.name}': joint '{j.name}' has non-contiguous rows")
+        ij.append([_SJK[j.kind], idx[j.parent], idx[j.child], cfirst.get(kk, -1), rows[0],
+                   len(rows)])
+        dj.append([*j.parent_point, *j.child_point,
+                   *np.asarray(j.frame_p, float).reshape(-1),
+                   *np.asarray(j.frame_c, float).reshape(-1), float(j.length or 0.0)])
+    arrays.update(IJOINT=ij, DJOINT=dj)
+    ckind = [None] * len(C.coord_joints)
+    for g in C.coord_groups:
+        for pos in g.rows[:, 0]:
+            ckind[int(pos)] = _SCK[g.kind]
+    arrays["ICOORD"] = [[kk, ckind[i]] for i, kk in enumerate(C.coord_joints)]
+    if list(C.norm_rows) != list(range(C.n_rows - nb, C.n_rows)):
+        raise InputError(f"model '{model.name}': the normalisation rows are not the last rows")
+    # model.elements -> (kind, row of the kernel's element arrays)
+    order = ([g for g in (C.tsda.names, C.rsda.names, C.bushing.names)]
+             + [C.frc_names, C.trq_names])
+    row = {name: i for i, name in enumerate(x for names in order for x in names)}
+    arrays["IELEM"] = [[_EK[e.kind], row[e.name]] for e in model.elements]
+    arrays["DELEM"] = [0.0] * len(model.elements)
+    arrays.update(IMARK=[int(b) for b in C.markers.p],
+                  DMARK=np.asarray(C.marker_points, float).reshape(-1, 3),
+                  DMINV=np.asarray(C.inv_mass_diag, float))
+    # the initial state's recipe (fmu_mb.mechanics.assembly.assemble, spatial): the declared
+    # body poses and velocities, the tree placement order, the initial values, rates and
+    # guesses; mbe_initialize assembles in C.
+    arrays["IPLACE"] = _placement(model, idx)
+    arrays["DBODY0"] = [[*b.position, *b.orientation, *b.velocity, *b.angular_velocity]
+                        for b in model.bodies]
+    arrays.update(_initial_conditions(model, C.coord_joints))
+    head.update(NB=nb, N=n, NV=nv, NE=len(ei), NC=len(ci), NJ=len(model.joints),
+                NROWS=C.n_rows, NCJ=len(C.coord_joints), NEL=len(model.elements),
+                NMARK=len(C.markers.p), NPLACE=len(arrays["IPLACE"]))
+
+
+def _placement(model, idx):
+    """[joint index, 1 when its parent is placed] of the tree joints in the order the
+    assembly places them (the builder's breadth-first spanning tree)."""
+    placed, place = {"ground"}, []
+    jpos = {j.name: k for k, j in enumerate(model.joints)}
+    for name in model.topology.tree_joints:
+        j = model.joint(name)
+        if j.parent in placed:
+            side = 1
+        elif j.child in placed:
+            side = 0
+        else:      # the first joint of a floating subtree: its root is the first body
+            side = 1 if idx[j.parent] < idx[j.child] else 0
+        placed.update((j.parent, j.child))
+        place.append([jpos[name], side])
+    return place
+
+
+def _initial_conditions(model, coord_joints):
+    """IINIT (value, rate, guess given) and DINIT (their values) per joint coordinate."""
+    given = {ic.joint: ic for ic in model.initial}
+    ii, dd = [], []
+    for kk in coord_joints:
+        ic = given.get(model.joints[kk].name)
+        vals = (None, None, None) if ic is None else (ic.value, ic.rate, ic.guess)
+        ii.append([int(v is not None) for v in vals])
+        dd.append([0.0 if v is None else float(v) for v in vals])
+    return {"IINIT": ii, "DINIT": dd}

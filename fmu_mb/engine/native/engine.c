@@ -1,0 +1,1510 @@
+/*
+ * fmu_mb engine (engine.h) over the two kernels: kernel.c (planar trees by the articulated-body
+ * algorithm, loop rows, drives, input gains, force elements) and spatial_kernel.c, through their
+ * exported mbk_* and sk_* functions, on the model data made by fmu_mb/engine/data.py (layout:
+ * engine_data.h).
+ *
+ * What the Python side computes per state lives here too, so that the in-process host
+ * (fmu_mb/engine/engine.py) and the native FMU give the same numbers:
+ *   - the initial state (fmu_mb.mechanics.assembly.assemble then
+ *     fmu_mb.dynamics.formulations._minimal.initial_state): tree placement from the declared
+ *     poses and the initial values or guesses, Newton with least M-norm steps on the model's
+ *     rows and the given coordinates, angles to the turn nearest the placement, least M-norm
+ *     velocities with the given rates, then q, qd of the tree;
+ *   - the outputs (fmu_mb.dynamics.outputs, formulation 'recursive'): bodies, joint
+ *     coordinates, reactions and drive efforts from the Newton-Euler multipliers
+ *     (D D' lam = D (f - M xdd), minimum norm), element values, markers, energies and the
+ *     constraint residuals.
+ *
+ * No global mutable state: each MbEngine owns its copy of the data, its kernel and its work
+ * arrays; the kernels' integrator tableaus are compiled-in constants and the kernels' optional
+ * LAPACK eigen-solver is never set here (the Jacobi eigen-decomposition of dense.h serves the
+ * rank-deficient solves, in process and in the native FMU alike).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "engine_data.h"
+#ifdef MBE_HAVE_PARAMS
+#include "params.h"
+#endif
+
+enum { OK = 0, ERR_NONFINITE = 1 };
+#include "dense.h"
+
+/* the kernels' exported functions (kernel.c, spatial_kernel.c) */
+void *mbk_create(int nb, int n, const int *ji, const double *jd, int ne, const int *ei,
+                 const double *ed, const double *mass, const double *inertia, double gx,
+                 double gy);
+void mbk_free(void *k);
+int mbk_set_rows(void *k, int m, const int *ri, const double *rd);
+int mbk_set_drives(void *k, int nd, const int *di, int ndp, const double *dp);
+int mbk_set_gains(void *k, int ng, int ni, const double *G);
+void mbk_set_stabilization(void *k, int mode, double alpha, double beta, double proj_tol);
+int mbk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
+int mbk_accelerations(void *k, double t, const double *q, const double *qd, const double *u,
+                      double *qdd, double *x, double *xd, double *xdd);
+void mbk_kinematics(void *k, const double *q, const double *qd, double *x, double *xd);
+int mbk_applied_forces(void *k, const double *q, const double *qd, const double *u, double *f);
+int mbk_last_error_index(void *k);
+
+#define MBE_HARD_MAX_STEPS 200000L    /* most integrator steps of one do_step, whatever the
+                                         settings say (settings.max_steps may lower it): the
+                                         Python FMU's cap for the compiled integrators */
+#define PI 3.141592653589793            /* numpy.pi */
+#define MBE_STATE_LIMIT 1e12          /* |q|, |qd| beyond: a diverged state */
+#define JI 5
+#define JD 8
+#define EI 5
+#define ED 10
+#define RI 3
+#define RD 8
+#define DI 4
+
+struct MbEngine {
+    /* the data (copied): ints, the doubles as given (base) and as patched by the parameters */
+    int nints, ndoubles, ncode, nconst, nchars;
+    int *ints, *code;
+    double *base, *d, *consts;
+    char *chars;
+    const char **pname, **jname;
+    int off[MBE_N_ARRAYS], cnt[MBE_N_ARRAYS];
+    int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace, nv, nc;
+    double *params;            /* the current parameter values */
+    void *kern;                /* the kernel of the current parameters */
+    MbeSettings set;
+    int initialized;
+    double t, h, *y;           /* the state: t, y = (q, qd), the integrator's next step */
+    /* workspace */
+    double *ytmp, *qdd, *q2, *qd2, *x, *xd, *xdd, *xa, *xda, *f, *phi, *phit, *D, *D2, *A,
+        *S, *V, *w, *rhs, *lam, *r, *xe, *xde, *u0, *eout;
+    int *ogroup;               /* per output its group (MBE_GROUP_*) */
+};
+
+/* the spatial part (engine_spatial.h, included at the end) */
+static int check_spatial_data(MbEngine *e, char *err, size_t errlen);
+static void *make_spatial_kernel(MbEngine *e);
+static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen);
+static double absmax(const double *v, int n);
+static int all_finite(const double *v, int n);
+static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
+                                 char *err, size_t errlen);
+void sk_free(void *k);
+void sk_set_stabilization(void *k, int mode, double alpha, double beta, double proj_tol);
+int sk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
+
+/* ------------------------------------------------------------------ small helpers */
+static void msg(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static const int *IA(const MbEngine *e, int a) { return e->ints + e->off[a]; }
+static double *DA(const MbEngine *e, int a) { return e->d + e->off[a]; }
+
+static uint32_t rd32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int is_int_array(int a)
+{
+    static const char kinds[MBE_N_ARRAYS + 1] =
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD";
+    return kinds[a] == 'I';
+}
+
+/* Python's float % (numpy's remainder): the result takes the sign of b */
+static double pymod(double a, double b)
+{
+    double m = fmod(a, b);
+    if (m != 0.0) {
+        if ((b < 0) != (m < 0))
+            m += b;
+    } else {
+        m = copysign(0.0, b);
+    }
+    return m;
+}
+
+static void rot(double phi, const double *s, double *o)
+{
+    double c = cos(phi), sn = sin(phi);
+    o[0] = c * s[0] - sn * s[1];
+    o[1] = sn * s[0] + c * s[1];
+}
+
+/* ------------------------------------------------------------------ drive laws */
+/* s(t), s'(t), s''(t) of drive dr (kernel.c's law(): polynomial by Horner or harmonic) */
+static void law(const MbEngine *e, int dr, double t, double *v)
+{
+    const int *Dd = IA(e, A_IDI) + DI * dr;
+    const double *P = DA(e, A_DDP) + Dd[2];
+    int cnt = Dd[3];
+    if (Dd[1] == 2) {
+        double sn = sin(P[1] * t + P[2]), cs = cos(P[1] * t + P[2]);
+        v[0] = P[3] + P[0] * sn;
+        v[1] = P[0] * P[1] * cs;
+        v[2] = -P[0] * P[1] * P[1] * sn;
+        return;
+    }
+    double a = 0.0, b = 0.0, c = 0.0;
+    for (int i = cnt - 1; i >= 0; i--) {
+        c = c * t + 2.0 * b;
+        b = b * t + a;
+        a = a * t + P[i];
+    }
+    v[0] = a;
+    v[1] = b;
+    v[2] = c;
+}
+
+/* ------------------------------------------------------------------ planar primitives
+ * fmu_mb.mechanics.kinematics on the extended x (ground = body nb at rest at the origin):
+ * value and Jacobian (6: x_p, y_p, phi_p, x_c, y_c, phi_c) of one row */
+typedef struct {
+    double Asp[2], Asc[2], d[2];
+} Frames;
+
+static void frames(const double *xe, int p, int c, const double *sp, const double *sc,
+                   Frames *F)
+{
+    rot(xe[3 * p + 2], sp, F->Asp);
+    rot(xe[3 * c + 2], sc, F->Asc);
+    F->d[0] = xe[3 * c] + F->Asc[0] - xe[3 * p] - F->Asp[0];
+    F->d[1] = xe[3 * c + 1] + F->Asc[1] - xe[3 * p + 1] - F->Asp[1];
+}
+
+/* kind: R_PX, R_PY (point difference), R_ANG (relative angle), R_PRJ (projection on A_p w0),
+ * R_DST (distance); val without offsets; J (6) */
+static int primitive(int kind, const double *xe, int p, int c, const double *sp,
+                     const double *sc, const double *w0, double *val, double *J)
+{
+    Frames F;
+    for (int i = 0; i < 6; i++)
+        J[i] = 0.0;
+    if (kind == R_ANG) {
+        *val = xe[3 * c + 2] - xe[3 * p + 2];
+        J[2] = -1.0;
+        J[5] = 1.0;
+        return OK;
+    }
+    frames(xe, p, c, sp, sc, &F);
+    if (kind == R_PX) {
+        *val = F.d[0];
+        J[0] = -1.0;
+        J[2] = F.Asp[1];
+        J[3] = 1.0;
+        J[5] = -F.Asc[1];
+    } else if (kind == R_PY) {
+        *val = F.d[1];
+        J[1] = -1.0;
+        J[2] = -F.Asp[0];
+        J[4] = 1.0;
+        J[5] = F.Asc[0];
+    } else if (kind == R_PRJ) {
+        double w[2], pw[2];
+        rot(xe[3 * p + 2], w0, w);
+        pw[0] = -w[1];
+        pw[1] = w[0];
+        *val = F.d[0] * w[0] + F.d[1] * w[1];
+        J[0] = -w[0];
+        J[1] = -w[1];
+        J[2] = -(-F.Asp[1] * w[0] + F.Asp[0] * w[1]) + (F.d[0] * pw[0] + F.d[1] * pw[1]);
+        J[3] = w[0];
+        J[4] = w[1];
+        J[5] = -F.Asc[1] * w[0] + F.Asc[0] * w[1];
+    } else if (kind == R_DST) {
+        double l = sqrt(F.d[0] * F.d[0] + F.d[1] * F.d[1]);
+        if (!(l > 0.0))
+            return 1;
+        double ex = F.d[0] / l, ey = F.d[1] / l;
+        *val = l;
+        J[0] = -ex;
+        J[1] = -ey;
+        J[2] = -(ex * -F.Asp[1] + ey * F.Asp[0]);
+        J[3] = ex;
+        J[4] = ey;
+        J[5] = ex * -F.Asc[1] + ey * F.Asc[0];
+    } else {
+        return 1;
+    }
+    return OK;
+}
+
+static double jrate(const double *J, const double *xde, int p, int c)
+{
+    return J[0] * xde[3 * p] + J[1] * xde[3 * p + 1] + J[2] * xde[3 * p + 2] +
+           J[3] * xde[3 * c] + J[4] * xde[3 * c + 1] + J[5] * xde[3 * c + 2];
+}
+
+static void extend(const MbEngine *e, const double *x, double *xe)
+{
+    memcpy(xe, x, sizeof(double) * 3 * e->nb);
+    xe[3 * e->nb] = xe[3 * e->nb + 1] = xe[3 * e->nb + 2] = 0.0;
+}
+
+/* every compiled row at x (constraints.evaluate without conv): phi (nrows), phi_t (nrows)
+ * and D (nrows x 3 nb) when D is not NULL */
+static int model_rows(const MbEngine *e, const double *x, double t, double *phi, double *phit,
+                      double *D)
+{
+    int nb = e->nb, nc = 3 * nb;
+    double *xe = e->xe;
+    extend(e, x, xe);
+    if (D)
+        memset(D, 0, sizeof(double) * (size_t)e->nrows * nc);
+    for (int r = 0; r < e->nrows; r++) {
+        const int *R = IA(e, A_IROWS) + 4 * r;
+        const double *P = DA(e, A_DROWS) + 7 * r;
+        int kind = R[0], p = R[1], c = R[2];
+        int prim = kind == R_DANG ? R_ANG : kind == R_DPRJ ? R_PRJ : kind;
+        double val, J[6];
+        if (primitive(prim, xe, p, c, P, P + 2, P + 4, &val, J) != OK)
+            return r + 1;
+        double v = val - (kind == R_PX || kind == R_PY || kind == R_PRJ || kind == R_DPRJ
+                          ? 0.0 : P[6]);
+        phit[r] = 0.0;
+        if (kind == R_DANG || kind == R_DPRJ) {
+            double s[3];
+            law(e, R[3], t, s);
+            v -= s[0];
+            phit[r] = -s[1];
+        }
+        phi[r] = v;
+        if (D) {
+            double *Dr = D + (size_t)r * nc;
+            for (int i = 0; i < 3; i++) {
+                if (p < nb)
+                    Dr[3 * p + i] += J[i];
+                if (c < nb)
+                    Dr[3 * c + i] += J[3 + i];
+            }
+        }
+    }
+    return OK;
+}
+
+/* joint coordinate i (coord_joints order) at x, xd: value and rate; J (6) when asked */
+static int coordinate(const MbEngine *e, int i, const double *xe, const double *xde,
+                      double *val, double *rate, double *J6, int *pp, int *cc)
+{
+    int k = IA(e, A_ICOORD)[2 * i];
+    const int *Jn = IA(e, A_IJOINT) + 6 * k;
+    const double *P = DA(e, A_DJOINT) + 7 * k;
+    double J[6], v;
+    int p = Jn[1], c = Jn[2];
+    if (Jn[0] == JK_REV) {
+        primitive(R_ANG, xe, p, c, P, P + 2, NULL, &v, J);
+        v -= P[4];
+    } else {
+        primitive(R_PRJ, xe, p, c, P, P + 2, P + 5, &v, J);
+    }
+    *val = v;
+    *rate = xde ? jrate(J, xde, p, c) : 0.0;
+    if (J6)
+        memcpy(J6, J, sizeof J);
+    if (pp)
+        *pp = p;
+    if (cc)
+        *cc = c;
+    return OK;
+}
+
+/* y = S^+ rhs (fmu_mb.linalg.schur_solve) for S (m x m, destroyed) */
+static int psd(MbEngine *e, double *S, int m, const double *rhs, double *y)
+{
+    return dense_psd_solve(S, e->V, e->w, m, NULL, NULL, 0, rhs, y);
+}
+
+/* dx = M^-1 A' S^+ r with S = A M^-1 A' (fmu_mb.linalg.min_norm_correction); A (k x nc) */
+static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, const double *r,
+                    double *dx)
+{
+    int nc = (e->kind ? 7 : 3) * e->nb;
+    for (int i = 0; i < nc; i++)
+        dx[i] = 0.0;
+    if (k == 0)
+        return OK;
+    double *S = e->S;
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b <= a; b++) {
+            double s = 0.0;
+            for (int i = 0; i < nc; i++)
+                s += A[(size_t)a * nc + i] * Minv[i] * A[(size_t)b * nc + i];
+            S[a * k + b] = S[b * k + a] = s;
+        }
+    int rc = psd(e, S, k, r, e->lam);
+    if (rc != OK)
+        return rc;
+    for (int a = 0; a < k; a++)
+        for (int i = 0; i < nc; i++)
+            dx[i] += A[(size_t)a * nc + i] * Minv[i] * e->lam[a];
+    return OK;
+}
+
+/* ------------------------------------------------------------------ creation */
+static void output_groups(MbEngine *e);
+static int check_planar_data(MbEngine *e, char *err, size_t errlen);
+static int parameter_names(MbEngine *e, char *err, size_t errlen);
+
+static int check_data(MbEngine *e, char *err, size_t errlen)
+{
+    const int *H;
+    if (e->nints < 1 + 2 * MBE_N_ARRAYS || e->ints[0] != MBE_N_ARRAYS) {
+        msg(err, errlen, "the model data have %d arrays, expected %d (rebuild the model data "
+            "with this version of fmu_mb)", e->nints > 0 ? e->ints[0] : 0, MBE_N_ARRAYS);
+        return 0;
+    }
+    for (int a = 0; a < MBE_N_ARRAYS; a++) {
+        int o = e->ints[1 + 2 * a], c = e->ints[2 + 2 * a];
+        int lim = is_int_array(a) ? e->nints : e->ndoubles;
+        if (o < 0 || c < 0 || o > lim || c > lim - o) {
+            msg(err, errlen, "the model data's array %d lies outside the data", a);
+            return 0;
+        }
+        e->off[a] = o;
+        e->cnt[a] = c;
+    }
+    if (e->cnt[A_IHEAD] < H_SIZE) {
+        msg(err, errlen, "the model data's header is too short");
+        return 0;
+    }
+    H = IA(e, A_IHEAD);
+    e->kind = H[H_KIND];
+    e->nb = H[H_NB];
+    e->n = H[H_N];
+    e->nj = H[H_NJ];
+    e->nrows = H[H_NROWS];
+    e->ncj = H[H_NCJ];
+    e->ne = H[H_NE];
+    e->m = H[H_M];
+    e->nd = H[H_ND];
+    e->nel = H[H_NEL];
+    e->nmark = H[H_NMARK];
+    e->ni = H[H_NI];
+    e->nout = H[H_NOUT];
+    e->np = H[H_NP];
+    e->nplace = H[H_NPLACE];
+    e->nv = H[H_NV];
+    e->nc = H[H_NC];
+    if (e->kind != 0 && e->kind != 1) {
+        msg(err, errlen, "the model data are of kind %d; expected 0 (planar) or 1 (spatial)",
+            e->kind);
+        return 0;
+    }
+    int nb = e->nb, n = e->n;
+    const int cap = 1000000;          /* (sizes below stay in int: cap x 108 < 2^31) */
+    if (nb < 1 || n < 0 || e->nj < 0 || e->nrows < 0 || e->ncj < 0 || e->ne < 0 || e->m < 0 ||
+        e->nd < 0 || e->nel < 0 || e->nmark < 0 || e->ni < 0 || e->np < 0 || e->nplace < 0 ||
+        e->nv < 0 || e->nc < 0 || e->nout < 0 ||
+        nb > 100000 || n > 700000 || e->nrows > 300000 || e->ni > 100000 || e->nj > cap ||
+        e->ncj > cap || e->ne > cap || e->m > cap || e->nd > cap || e->nel > cap ||
+        e->nmark > cap || e->np > cap || e->nplace > cap || e->nv > cap || e->nc > cap ||
+        e->nout > 20 * cap) {
+        msg(err, errlen, "the model data's counts are out of range");
+        return 0;
+    }
+    if (e->cnt[A_DT0] != 1 || e->cnt[A_DPARAM] != 3 * e->np || e->cnt[A_IPARAM] != e->np) {
+        msg(err, errlen, "the model data's parameter table does not fit its count");
+        return 0;
+    }
+    if (e->kind == 1) {
+        if (!check_spatial_data(e, err, errlen))
+            return 0;
+    } else if (!check_planar_data(e, err, errlen)) {
+        return 0;
+    }
+    return parameter_names(e, err, errlen);
+}
+
+static int check_planar_data(MbEngine *e, char *err, size_t errlen)
+{
+    int nb = e->nb, n = e->n;
+    struct { int a, want; } sizes[] = {
+        {A_DGRAV, 2}, {A_DT0, 1}, {A_DPARAM, 3 * e->np}, {A_IPARAM, e->np},
+        {A_IJI, JI * nb}, {A_DJD, JD * nb}, {A_IEI, EI * e->ne}, {A_DED, ED * e->ne},
+        {A_DMASS, nb}, {A_DINERTIA, nb}, {A_IRI, RI * e->m}, {A_DRD, RD * e->m},
+        {A_IDI, DI * e->nd}, {A_IROWS, 4 * e->nrows}, {A_DROWS, 7 * e->nrows},
+        {A_IJOINT, 6 * e->nj}, {A_DJOINT, 7 * e->nj}, {A_ICOORD, 2 * e->ncj},
+        {A_IDROW, e->nd}, {A_IELEM, 2 * e->nel}, {A_DELEM, e->nel}, {A_IMARK, e->nmark},
+        {A_DMARK, 2 * e->nmark}, {A_IPLACE, 2 * e->nplace}, {A_DBODY0, 6 * nb},
+        {A_IINIT, 3 * e->ncj}, {A_DINIT, 3 * e->ncj}, {A_DMINV, 3 * nb}, {A_IQSRC, 2 * n}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (e->cnt[sizes[i].a] != sizes[i].want) {
+            msg(err, errlen, "the model data's array %d has %d entries, expected %d",
+                sizes[i].a, e->cnt[sizes[i].a], sizes[i].want);
+            return 0;
+        }
+    if (e->cnt[A_DGAIN] != 0 && e->cnt[A_DGAIN] % (e->ni > 0 ? e->ni : 1) != 0) {
+        msg(err, errlen, "the model data's input gains do not fit the inputs");
+        return 0;
+    }
+    int ng = e->ni > 0 ? e->cnt[A_DGAIN] / e->ni : 0;
+#define BAD(cond, what)                                                                  \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            msg(err, errlen, "the model data are inconsistent: %s", what);               \
+            return 0;                                                                    \
+        }                                                                                \
+    } while (0)
+    for (int i = 0; i < nb; i++) {
+        const int *J = IA(e, A_IJI) + JI * i;
+        BAD(J[0] < 0 || J[0] >= nb || J[1] < 0 || J[1] > 3 || J[2] < 0 || J[2] > nb ||
+            J[3] < 0 || J[3] > nb || J[4] < -1 || J[4] >= n || (J[1] == 3 && J[4] + 3 > n),
+            "a tree joint's indices");
+    }
+    for (int i = 0; i < e->ne; i++) {
+        const int *E = IA(e, A_IEI) + EI * i;
+        BAD(E[0] < 1 || E[0] > 4 || E[1] < 0 || E[1] > nb || E[2] < 0 || E[2] > nb ||
+            E[3] < -1 || E[3] >= e->ni || (E[0] == 1 && ng && (E[4] < 0 || E[4] >= ng)),
+            "an element's indices");
+    }
+    for (int i = 0; i < e->m; i++) {
+        const int *R = IA(e, A_IRI) + RI * i;
+        BAD(R[0] < 0 || R[0] > 4 || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] > nb,
+            "a loop row's indices");
+    }
+    for (int i = 0; i < e->nd; i++) {
+        const int *Dd = IA(e, A_IDI) + DI * i;
+        BAD(Dd[0] < 0 || Dd[0] >= n || (Dd[1] != 1 && Dd[1] != 2) || Dd[2] < 0 || Dd[3] < 0 ||
+            Dd[2] + Dd[3] > e->cnt[A_DDP] || (Dd[1] == 2 && Dd[3] != 4),
+            "a drive's law");
+        BAD(IA(e, A_IDROW)[i] < 0 || IA(e, A_IDROW)[i] >= e->nrows, "a drive's row");
+    }
+    for (int r = 0; r < e->nrows; r++) {
+        const int *R = IA(e, A_IROWS) + 4 * r;
+        BAD(R[0] < 0 || R[0] > 6 || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] > nb ||
+            ((R[0] == R_DANG || R[0] == R_DPRJ) && (R[3] < 0 || R[3] >= e->nd)),
+            "a constraint row");
+    }
+    for (int k = 0; k < e->nj; k++) {
+        const int *J = IA(e, A_IJOINT) + 6 * k;
+        BAD(J[0] < 0 || J[0] > 3 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
+            J[3] < -1 || J[3] >= e->ncj || J[4] < 0 || J[5] < 0 || J[5] > 3 ||
+            J[4] + J[5] > e->nrows, "a joint");
+    }
+    for (int i = 0; i < e->ncj; i++) {
+        const int *Cc = IA(e, A_ICOORD) + 2 * i;
+        BAD(Cc[0] < 0 || Cc[0] >= e->nj || Cc[1] < -1 || Cc[1] >= n, "a joint coordinate");
+        int kk = IA(e, A_IJOINT)[6 * Cc[0]];
+        BAD(kk != JK_REV && kk != JK_PRI, "a joint coordinate's joint");
+    }
+    for (int i = 0; i < e->nel; i++) {
+        const int *E = IA(e, A_IELEM) + 2 * i;
+        BAD(E[0] < 0 || E[0] > 4 || E[1] < 0 || E[1] >= e->ne, "an element");
+    }
+    for (int i = 0; i < e->nmark; i++)
+        BAD(IA(e, A_IMARK)[i] < 0 || IA(e, A_IMARK)[i] > nb, "a marker");
+    for (int i = 0; i < e->nplace; i++) {
+        const int *P = IA(e, A_IPLACE) + 2 * i;
+        BAD(P[0] < 0 || P[0] >= e->nj, "the tree placement");
+    }
+    for (int i = 0; i < n; i++) {
+        const int *Q = IA(e, A_IQSRC) + 2 * i;
+        BAD(!((Q[0] == 0 && Q[1] >= 0 && Q[1] < e->ncj) ||
+              (Q[0] == 1 && Q[1] >= 0 && Q[1] < 3 * nb)), "the coordinates' sources");
+    }
+    /* the outputs: output_spec's count */
+    int nout = 6 * nb + 4 * e->nmark + 5 + e->nd;
+    for (int k = 0; k < e->nj; k++) {
+        int kk = IA(e, A_IJOINT)[6 * k];
+        nout += (kk == JK_REV || kk == JK_PRI ? 2 : 0) + (kk == JK_DST ? 1 : 2) +
+                (kk == JK_WELD || kk == JK_PRI ? 1 : 0);
+    }
+    for (int i = 0; i < e->nel; i++) {
+        static const int width[] = {2, 2, 7, 1, 1};
+        nout += width[IA(e, A_IELEM)[2 * i]];
+    }
+    BAD(nout != e->nout, "the number of outputs");
+#undef BAD
+    return 1;
+}
+
+static int parameter_names(MbEngine *e, char *err, size_t errlen)
+{
+    e->pname = calloc(e->np + e->nj > 0 ? e->np + e->nj : 1, sizeof(char *));
+    if (!e->pname)
+        return 0;
+    e->jname = e->pname + e->np;
+    int at = 0;
+    for (int i = 0; i < e->np + e->nj; i++) {
+        if (at >= e->nchars) {
+            msg(err, errlen, "the model data's parameter or joint names are missing");
+            return 0;
+        }
+        e->pname[i] = e->chars + at;
+        const char *z = memchr(e->chars + at, 0, (size_t)(e->nchars - at));
+        if (!z) {
+            msg(err, errlen, "the model data's parameter names are not NUL-terminated");
+            return 0;
+        }
+        at = (int)(z - e->chars) + 1;
+    }
+    return 1;
+}
+
+static void *make_kernel(MbEngine *e)
+{
+    if (e->kind == 1)
+        return make_spatial_kernel(e);
+    const double *g = DA(e, A_DGRAV);
+    void *k = mbk_create(e->nb, e->n, IA(e, A_IJI), DA(e, A_DJD), e->ne, IA(e, A_IEI),
+                         DA(e, A_DED), DA(e, A_DMASS), DA(e, A_DINERTIA), g[0], g[1]);
+    if (!k)
+        return NULL;
+    if ((e->m && mbk_set_rows(k, e->m, IA(e, A_IRI), DA(e, A_DRD))) ||
+        (e->cnt[A_DGAIN] && e->ni &&
+         mbk_set_gains(k, e->cnt[A_DGAIN] / e->ni, e->ni, DA(e, A_DGAIN))) ||
+        (e->nd && mbk_set_drives(k, e->nd, IA(e, A_IDI), e->cnt[A_DDP], DA(e, A_DDP)))) {
+        mbk_free(k);
+        return NULL;
+    }
+    mbk_set_stabilization(k, e->set.stabilization, e->set.alpha, e->set.beta,
+                          e->set.proj_tol);
+    return k;
+}
+
+static void free_kernel(const MbEngine *e, void *k)
+{
+    if (e->kind == 1)
+        sk_free(k);
+    else
+        mbk_free(k);
+}
+
+void mbe_free(MbEngine *e)
+{
+    (void)dense_projection_done;       /* (dense.h's projection rule: the kernels use it) */
+    if (!e)
+        return;
+    if (e->kern)
+        free_kernel(e, e->kern);
+    void *p[] = {e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
+                 e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
+                 e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
+                 e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        free(p[i]);
+    free(e);
+}
+
+static void *zalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
+
+MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!data || size < 32) {
+        msg(err, errlen, "the model data are missing or shorter than their 32-byte header");
+        return NULL;
+    }
+    if (rd32(data) != MBE_DATA_MAGIC) {
+        msg(err, errlen, "the model data do not start with the fmu_mb engine's magic number");
+        return NULL;
+    }
+    if (rd32(data + 4) != MBE_DATA_VERSION) {
+        msg(err, errlen, "the model data are of version %u, expected %d (rebuild the model)",
+            rd32(data + 4), MBE_DATA_VERSION);
+        return NULL;
+    }
+    uint64_t ni = rd32(data + 8), nd = rd32(data + 12), nc = rd32(data + 16),
+             nk = rd32(data + 20), nch = rd32(data + 24);
+    uint64_t o_i = 32, o_d = o_i + ((4 * ni + 7) / 8) * 8, o_c = o_d + 8 * nd,
+             o_k = o_c + ((4 * nc + 7) / 8) * 8, o_ch = o_k + 8 * nk, end = o_ch + nch;
+    if (ni > (1u << 28) || nd > (1u << 28) || nc > (1u << 28) || nk > (1u << 28) ||
+        end != size) {
+        msg(err, errlen, "the model data's size (%zu bytes) does not match its header "
+            "(%llu bytes)", size, (unsigned long long)end);
+        return NULL;
+    }
+    MbEngine *e = calloc(1, sizeof *e);
+    if (!e) {
+        msg(err, errlen, "out of memory");
+        return NULL;
+    }
+    e->nints = (int)ni;
+    e->ndoubles = (int)nd;
+    e->ncode = (int)nc;
+    e->nconst = (int)nk;
+    e->nchars = (int)nch;
+    e->ints = zalloc(ni, sizeof(int));
+    e->base = zalloc(nd, sizeof(double));
+    e->d = zalloc(nd, sizeof(double));
+    e->code = zalloc(nc, sizeof(int));
+    e->consts = zalloc(nk, sizeof(double));
+    e->chars = zalloc(nch + 1, 1);
+    if (!e->ints || !e->base || !e->d || !e->code || !e->consts || !e->chars) {
+        mbe_free(e);
+        msg(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (uint64_t i = 0; i < ni; i++)
+        e->ints[i] = (int32_t)rd32(data + o_i + 4 * i);
+    memcpy(e->base, data + o_d, 8 * nd);       /* little-endian hosts (x86_64, aarch64) */
+    memcpy(e->code, data + o_c, 4 * nc);
+    memcpy(e->consts, data + o_k, 8 * nk);
+    memcpy(e->chars, data + o_ch, nch);
+    memcpy(e->d, e->base, 8 * nd);
+    if (!check_data(e, err, errlen)) {
+        mbe_free(e);
+        return NULL;
+    }
+    e->set.method = 1;
+    e->set.rtol = 1e-9;
+    e->set.atol = 1e-11;
+    e->set.step = 1e-3;
+    e->set.max_step = INFINITY;
+    e->set.max_steps = 0;
+    e->set.stabilization = 1;
+    e->set.alpha = e->set.beta = 10.0;
+    e->set.proj_tol = 1e-13;
+    int nb = e->nb, n = e->n, nc3 = (e->kind ? 7 : 3) * nb;
+    int nr = e->nrows + e->ncj + 1 > nc3 + 7 ? e->nrows + e->ncj + 1 : nc3 + 7;
+    e->params = zalloc(e->np, sizeof(double));
+    for (int i = 0; i < e->np; i++)
+        e->params[i] = DA(e, A_DPARAM)[3 * i];
+    e->y = zalloc(2 * n, sizeof(double));
+    e->ytmp = zalloc(2 * n, sizeof(double));
+    e->qdd = zalloc(n, sizeof(double));
+    e->q2 = zalloc(n, sizeof(double));
+    e->qd2 = zalloc(n, sizeof(double));
+    e->x = zalloc(nc3, sizeof(double));
+    e->xd = zalloc(nc3, sizeof(double));
+    e->xdd = zalloc(nc3, sizeof(double));
+    e->xa = zalloc(nc3, sizeof(double));
+    e->xda = zalloc(nc3, sizeof(double));
+    e->f = zalloc(nc3, sizeof(double));
+    e->phi = zalloc(nr, sizeof(double));
+    e->phit = zalloc(nr, sizeof(double));
+    e->D = zalloc((size_t)nr * nc3, sizeof(double));
+    e->D2 = zalloc((size_t)nr * nc3, sizeof(double));
+    e->A = zalloc((size_t)nr * nc3, sizeof(double));
+    e->S = zalloc((size_t)nr * nr, sizeof(double));
+    e->V = zalloc((size_t)nr * nr, sizeof(double));
+    e->w = zalloc(nr, sizeof(double));
+    e->rhs = zalloc(nr, sizeof(double));
+    e->lam = zalloc(nr, sizeof(double));
+    e->r = zalloc(nr > nc3 + 7 ? nr : nc3 + 7, sizeof(double));
+    e->xe = zalloc(nc3 + 7, sizeof(double));
+    e->xde = zalloc(nc3 + 7, sizeof(double));
+    e->u0 = zalloc(e->ni, sizeof(double));
+    e->eout = zalloc(8 * (size_t)(e->ne + 1) + 6 * (size_t)e->nmark + 8, sizeof(double));
+    e->ogroup = zalloc(e->nout, sizeof(int));
+    if (!e->params || !e->y || !e->ytmp || !e->qdd || !e->q2 || !e->qd2 || !e->x || !e->xd ||
+        !e->xdd || !e->xa || !e->xda || !e->f || !e->phi || !e->phit || !e->D || !e->D2 ||
+        !e->A || !e->S || !e->V || !e->w || !e->rhs || !e->lam || !e->r || !e->xe ||
+        !e->xde || !e->u0 || !e->eout || !e->ogroup) {
+        mbe_free(e);
+        msg(err, errlen, "out of memory");
+        return NULL;
+    }
+    output_groups(e);
+    e->kern = make_kernel(e);
+    if (!e->kern) {
+        mbe_free(e);
+        msg(err, errlen, "the kernel refused the model data (or memory ran out)");
+        return NULL;
+    }
+    e->t = DA(e, A_DT0)[0];
+    return e;
+}
+
+int mbe_n_parameters(const MbEngine *e) { return e ? e->np : 0; }
+int mbe_n_inputs(const MbEngine *e) { return e ? e->ni : 0; }
+int mbe_n_outputs(const MbEngine *e) { return e ? e->nout : 0; }
+int mbe_n_q(const MbEngine *e) { return e ? e->n : 0; }
+double mbe_time(const MbEngine *e) { return e ? e->t : NAN; }
+
+/* ------------------------------------------------------------------ parameters, settings */
+MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!e || (!p && e->np)) {
+        msg(err, errlen, "mbe_set_parameters: no engine or no parameter values");
+        return MBE_ERROR;
+    }
+    const double *tab = DA(e, A_DPARAM);
+    for (int i = 0; i < e->np; i++) {
+        if (!isfinite(p[i]) || p[i] < tab[3 * i + 1] || p[i] > tab[3 * i + 2]) {
+            msg(err, errlen, "parameter '%s' = %.17g is outside its range [%.17g, %.17g] or "
+                "not finite; expected a finite value in the range", e->pname[i], p[i],
+                tab[3 * i + 1], tab[3 * i + 2]);
+            return MBE_ERROR;
+        }
+        if (IA(e, A_IPARAM)[i] && p[i] != tab[3 * i]) {
+            msg(err, errlen, "parameter '%s' is structural (it changes the model's shape): "
+                "it keeps its built value %.17g; rebuild with fmu-mb build MODEL.py --set "
+                "%s=VALUE", e->pname[i], tab[3 * i], e->pname[i]);
+            return MBE_ERROR;
+        }
+    }
+    double *nd = malloc(sizeof(double) * (e->ndoubles ? e->ndoubles : 1));
+    if (!nd) {
+        msg(err, errlen, "out of memory");
+        return MBE_ERROR;
+    }
+    memcpy(nd, e->base, sizeof(double) * e->ndoubles);
+    if (e->ncode > 0) {
+#ifdef MBE_HAVE_PARAMS
+        MbpProgram prog = {e->ncode, e->code, e->nconst, e->consts};
+        int rc = mbp_run(&prog, p, e->np, nd, e->ndoubles, err, errlen);
+        if (rc != 0) {
+            free(nd);
+            if (rc < 0)
+                msg(err, errlen, "the model data's parameter program is malformed");
+            return MBE_ERROR;
+        }
+#else
+        free(nd);
+        msg(err, errlen, "this engine library was built without the parameter program");
+        return MBE_ERROR;
+#endif
+    } else {
+        for (int i = 0; i < e->np; i++)
+            if (p[i] != tab[3 * i]) {
+                free(nd);
+                msg(err, errlen, "parameter '%s' cannot change from its built value %.17g: "
+                    "the model data carry no parameter program; rebuild with fmu-mb build "
+                    "MODEL.py --set %s=VALUE", e->pname[i], tab[3 * i], e->pname[i]);
+                return MBE_ERROR;
+            }
+    }
+    for (int i = 0; i < e->ndoubles; i++)
+        if (!isfinite(nd[i]) && isfinite(e->base[i])) {
+            free(nd);
+            msg(err, errlen, "the parameters make a number of the model non-finite");
+            return MBE_ERROR;
+        }
+    double *old = e->d;
+    e->d = nd;
+    void *k = make_kernel(e);
+    if (!k) {
+        e->d = old;
+        free(nd);
+        msg(err, errlen, "the kernel refused the model data of these parameters");
+        return MBE_ERROR;
+    }
+    free(old);
+    free_kernel(e, e->kern);
+    e->kern = k;
+    memcpy(e->params, p, sizeof(double) * e->np);
+    return MBE_OK;
+}
+
+MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!e || !s) {
+        msg(err, errlen, "mbe_set_settings: no engine or no settings");
+        return MBE_ERROR;
+    }
+    const char *bad = NULL;
+    if (s->method < 0 || s->method > 2)
+        bad = "method must be 0 (dopri5), 1 (dop853) or 2 (rk4)";
+    else if (!(s->rtol > 0 && isfinite(s->rtol)))
+        bad = "rtol must be a finite number > 0";
+    else if (!(s->atol > 0 && isfinite(s->atol)))
+        bad = "atol must be a finite number > 0";
+    else if (!(s->step > 0 && isfinite(s->step)))
+        bad = "step must be a finite number > 0";
+    else if (!(s->max_step > 0))
+        bad = "max_step must be > 0 (inf: none)";
+    else if (!(s->max_steps >= 0 && isfinite(s->max_steps)))
+        bad = "max_steps must be a finite number >= 0 (0: the engine's own cap)";
+    else if (s->stabilization < 0 || s->stabilization > 2)
+        bad = "stabilization must be 0 (none), 1 (projection) or 2 (baumgarte)";
+    else if (!(isfinite(s->alpha) && isfinite(s->beta)))
+        bad = "the Baumgarte alpha and beta must be finite";
+    else if (!(s->proj_tol > 0 && isfinite(s->proj_tol)))
+        bad = "proj_tol must be a finite number > 0";
+    if (bad) {
+        msg(err, errlen, "solver settings: %s", bad);
+        return MBE_ERROR;
+    }
+    e->set = *s;
+    if (e->kind == 1)
+        sk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
+    else
+        mbk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
+    return MBE_OK;
+}
+
+/* ------------------------------------------------------------------ initial state */
+/* absolute coordinates of the tree placement (assembly._tree_placement) into x */
+static void tree_placement(MbEngine *e, double *x)
+{
+    int nb = e->nb;
+    double *pose = e->xe;              /* (nb + 1) x 3, the ground at nb */
+    for (int b = 0; b < nb; b++)
+        memcpy(pose + 3 * b, DA(e, A_DBODY0) + 6 * b, sizeof(double) * 3);
+    pose[3 * nb] = pose[3 * nb + 1] = pose[3 * nb + 2] = 0.0;
+    for (int i = 0; i < e->nplace; i++) {
+        int k = IA(e, A_IPLACE)[2 * i], parent_placed = IA(e, A_IPLACE)[2 * i + 1];
+        const int *J = IA(e, A_IJOINT) + 6 * k;
+        const double *P = DA(e, A_DJOINT) + 7 * k;
+        int kind = J[0], p = J[1], c = J[2], ic = J[3];
+        double q = 0.0;
+        if (ic >= 0) {
+            const int *g = IA(e, A_IINIT) + 3 * ic;
+            const double *v = DA(e, A_DINIT) + 3 * ic;
+            q = g[0] ? v[0] : g[2] ? v[2] : 0.0;
+        }
+        double *rp = pose + 3 * p, *rc = pose + 3 * c, a[2], b[2], sl[2] = {0.0, 0.0};
+        if (parent_placed) {
+            double ac = rp[2] + P[4] + (kind == JK_REV ? q : 0.0);
+            if (kind == JK_PRI) {
+                rot(rp[2], P + 5, sl);
+                sl[0] *= q;
+                sl[1] *= q;
+            }
+            rot(rp[2], P, a);
+            rot(ac, P + 2, b);
+            rc[0] = rp[0] + a[0] + sl[0] - b[0];
+            rc[1] = rp[1] + a[1] + sl[1] - b[1];
+            rc[2] = ac;
+        } else {
+            double ap = rc[2] - P[4] - (kind == JK_REV ? q : 0.0);
+            if (kind == JK_PRI) {
+                rot(ap, P + 5, sl);
+                sl[0] *= q;
+                sl[1] *= q;
+            }
+            rot(rc[2], P + 2, b);
+            rot(ap, P, a);
+            rp[0] = rc[0] + b[0] - sl[0] - a[0];
+            rp[1] = rc[1] + b[1] - sl[1] - a[1];
+            rp[2] = ap;
+        }
+    }
+    memcpy(x, pose, sizeof(double) * 3 * nb);
+}
+
+/* the rows of the assembly's Newton (assembly._position_rows): phi and the given joint
+ * coordinates' residuals into r, their Jacobian into A; returns the number of rows (or -1) */
+static int position_rows(MbEngine *e, const double *x, double t0, double *r, double *A)
+{
+    int nc = 3 * e->nb, k = e->nrows;
+    if (model_rows(e, x, t0, r, e->phit, A) != OK)
+        return -1;
+    extend(e, x, e->xde);              /* (xe is model_rows' work array) */
+    for (int i = 0; i < e->ncj; i++) {
+        if (!IA(e, A_IINIT)[3 * i])
+            continue;
+        double v, rate, J[6];
+        int p, c;
+        coordinate(e, i, e->xde, NULL, &v, &rate, J, &p, &c);
+        r[k] = v - DA(e, A_DINIT)[3 * i];
+        double *Ar = A + (size_t)k * nc;
+        memset(Ar, 0, sizeof(double) * nc);
+        for (int j = 0; j < 3; j++) {
+            if (p < e->nb)
+                Ar[3 * p + j] += J[j];
+            if (c < e->nb)
+                Ar[3 * c + j] += J[3 + j];
+        }
+        k++;
+    }
+    return k;
+}
+
+static double absmax(const double *v, int n)
+{
+    double m = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(v[i]))
+            return INFINITY;
+        m = fmax(m, fabs(v[i]));
+    }
+    return m;
+}
+
+static int all_finite(const double *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return 0;
+    return 1;
+}
+
+MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!e || !isfinite(t0)) {
+        msg(err, errlen, "mbe_initialize: no engine or a non-finite start time");
+        return MBE_ERROR;
+    }
+    if (e->kind == 1)
+        return spatial_initialize(e, t0, err, errlen);
+    /* the assembly at the model's own t0 (the drives' rows s(t0)), as initial_state does
+     * it; the state then starts at the time asked (the Python FMU's start time) */
+    double ta = DA(e, A_DT0)[0];
+    int nb = e->nb, nc = 3 * nb, n = e->n;
+    const double *Minv = DA(e, A_DMINV);
+    double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
+    tree_placement(e, x);
+    double size = 0.0;
+    int any = 0;
+    for (int k = 0; k < e->nj; k++)
+        for (int i = 0; i < 4; i++) {
+            size = fmax(size, fabs(DA(e, A_DJOINT)[7 * k + i]));
+            any = 1;
+        }
+    if (!any)
+        size = 1.0;
+    double scale = 1.0 + fmax(absmax(x, nc), size);
+    int k = 0;
+    for (int it = 0; it < 50; it++) {             /* assembly._newton */
+        k = position_rows(e, x, ta, r, A);
+        if (k < 0 || !all_finite(r, k))
+            break;
+        if (absmax(r, k) < 1e-12 * scale)
+            break;
+        if (min_norm(e, A, k, Minv, r, dx) != OK)
+            break;
+        for (int i = 0; i < nc; i++)
+            x[i] -= dx[i];
+    }
+    k = position_rows(e, x, ta, r, A);
+    if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
+        int worst = -1;
+        double wv = -1.0;
+        for (int j = 0; k > 0 && j < e->nj; j++) {
+            const int *J = IA(e, A_IJOINT) + 6 * j;
+            for (int i = J[4]; i < J[4] + J[5]; i++)
+                if (!(fabs(r[i]) <= wv)) {
+                    wv = fabs(r[i]);
+                    worst = j;
+                }
+        }
+        msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
+            "constraint rows stay open (largest residual %.3g, at joint '%s'); give guesses "
+            "near the intended pose or initial values that let the loops close", t0,
+            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? e->jname[worst] : "?");
+        return MBE_ERROR;
+    }
+    /* body angles to the turn nearest their placement */
+    tree_placement(e, xd);
+    for (int b = 0; b < nb; b++) {
+        double pl = xd[3 * b + 2];
+        x[3 * b + 2] = (pl + pymod(x[3 * b + 2] - pl + PI, 2 * PI)) - PI;
+    }
+    /* velocities: least M-norm xd with D xd = -phi_t and the given rates */
+    if (model_rows(e, x, ta, e->phi, e->phit, A) != OK) {
+        msg(err, errlen, "the assembled pose makes a constraint row undefined");
+        return MBE_ERROR;
+    }
+    double *b = e->rhs;
+    k = e->nrows;
+    for (int i = 0; i < e->nrows; i++)
+        b[i] = -e->phit[i];
+    extend(e, x, e->xde);
+    for (int i = 0; i < e->ncj; i++) {
+        if (!IA(e, A_IINIT)[3 * i + 1])
+            continue;
+        double v, rate, J[6];
+        int p, c;
+        coordinate(e, i, e->xde, NULL, &v, &rate, J, &p, &c);
+        double *Ar = A + (size_t)k * nc;
+        memset(Ar, 0, sizeof(double) * nc);
+        for (int j = 0; j < 3; j++) {
+            if (p < nb)
+                Ar[3 * p + j] += J[j];
+            if (c < nb)
+                Ar[3 * c + j] += J[3 + j];
+        }
+        b[k++] = DA(e, A_DINIT)[3 * i + 1];
+    }
+    for (int bb = 0; bb < nb; bb++) {
+        const double *B0 = DA(e, A_DBODY0) + 6 * bb;
+        xd[3 * bb] = B0[3];
+        xd[3 * bb + 1] = B0[4];
+        xd[3 * bb + 2] = B0[5];
+    }
+    for (int i = 0; i < k; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += A[(size_t)i * nc + j] * xd[j];
+        r[i] = b[i] - s;
+    }
+    if (min_norm(e, A, k, Minv, r, dx) != OK) {
+        msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
+        return MBE_ERROR;
+    }
+    for (int j = 0; j < nc; j++)
+        xd[j] += dx[j];
+    double res = 0.0;
+    for (int i = 0; i < k; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += A[(size_t)i * nc + j] * xd[j];
+        res = fmax(res, fabs(s - b[i]));
+    }
+    if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
+        msg(err, errlen, "the initial rates are inconsistent with the constraints (velocity "
+            "residual %.3g); give fewer rates or consistent ones", res);
+        return MBE_ERROR;
+    }
+    /* q, qd of the tree (_minimal.initial_state) */
+    double *q = e->ytmp, *qd = e->ytmp + n;
+    extend(e, x, e->xe);
+    extend(e, xd, e->xde);
+    for (int i = 0; i < n; i++) {
+        const int *Q = IA(e, A_IQSRC) + 2 * i;
+        if (Q[0] == 0) {
+            coordinate(e, Q[1], e->xe, e->xde, q + i, qd + i, NULL, NULL, NULL);
+        } else {
+            q[i] = x[Q[1]];
+            qd[i] = xd[Q[1]];
+        }
+    }
+    mbk_kinematics(e->kern, q, qd, e->x, e->xd);
+    double dev = 0.0;
+    for (int i = 0; i < nc; i++)
+        dev = fmax(dev, fabs(e->x[i] - x[i]));
+    if (!(dev <= 1e-8 * (1.0 + absmax(x, nc)))) {
+        msg(err, errlen, "T(q0) does not reproduce the assembled pose (error %.3g)", dev);
+        return MBE_ERROR;
+    }
+    memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
+    e->t = t0;
+    e->h = 0.0;
+    e->initialized = 1;
+    return MBE_OK;
+}
+
+/* ------------------------------------------------------------------ stepping */
+static const char *kernel_error(int rc)
+{
+    switch (rc) {
+    case 1: return "the state became non-finite (NaN or infinity)";
+    case 2: return "the articulated inertia is singular (a massless subtree)";
+    case 3: return "the step size became too small";
+    case 4: return "a spring-damper has zero length (its direction is undefined)";
+    case 5: return "invalid kernel arguments";
+    case 6: return "cannot restore the constraints of the closed loops (the mechanism may "
+                   "have locked up or left its assembly branch)";
+    case 7: return "the step budget (settings.max_steps integrator steps, or the engine's "
+                   "own cap) was used up before the end of the interval; take shorter "
+                   "communication steps or check the inputs";
+    default: return "kernel error";
+    }
+}
+
+static int check_inputs(const MbEngine *e, const double *u, char *err, size_t errlen)
+{
+    if (e->ni && !u) {
+        msg(err, errlen, "no input values given; expected %d", e->ni);
+        return 0;
+    }
+    for (int i = 0; i < e->ni; i++)
+        if (!isfinite(u[i])) {
+            msg(err, errlen, "input %d is %g; expected a finite value", i, u[i]);
+            return 0;
+        }
+    return 1;
+}
+
+MbeStatus mbe_do_step(MbEngine *e, double h, const double *u, char *err, size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!e || !e->initialized) {
+        msg(err, errlen, "mbe_do_step: the engine is not initialized (call mbe_initialize)");
+        return MBE_ERROR;
+    }
+    if (!(h > 0.0 && isfinite(h)) || !isfinite(e->t + h) || !(e->t + h > e->t)) {
+        msg(err, errlen, "mbe_do_step: the step %.17g s must be a finite number > 0 that "
+            "advances the time %.17g s", h, e->t);
+        return MBE_ERROR;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return MBE_ERROR;
+    const double *uu = e->ni ? u : e->u0;
+    int n = e->n, nfev = 0;
+    double t_end = e->t + h;
+    double budget = e->set.max_steps > 0 && e->set.max_steps < MBE_HARD_MAX_STEPS
+                    ? e->set.max_steps : (double)MBE_HARD_MAX_STEPS;
+    double par[9] = {e->t, t_end, e->h, fmax(e->set.rtol, 100 * 2.220446049250313e-16),
+                     e->set.atol, isfinite(e->set.max_step) ? e->set.max_step : 1e300,
+                     e->set.step, e->t, floor(budget)};
+    memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
+    int rc = (e->kind == 1 ? sk_advance : mbk_advance)(e->kern, e->set.method, par, e->ytmp,
+                                                         uu, &nfev);
+    if (rc != OK) {
+        msg(err, errlen, "the step from t = %.9g s to %.9g s failed at t = %.9g s: %s; the "
+            "state is kept", e->t, t_end, par[7], kernel_error(rc));
+        return MBE_DISCARD;
+    }
+    for (int i = 0; i < 2 * n; i++)
+        if (!(fabs(e->ytmp[i]) <= MBE_STATE_LIMIT)) {
+            msg(err, errlen, "the step from t = %.9g s to %.9g s diverged (|q| or |qd| "
+                "beyond 1e12); the state is kept", e->t, t_end);
+            return MBE_DISCARD;
+        }
+    memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
+    e->t = t_end;
+    e->h = par[2];
+    return MBE_OK;
+}
+
+/* ------------------------------------------------------------------ state */
+size_t mbe_state_size(const MbEngine *e) { return e ? (size_t)(2 * e->n + 2) : 0; }
+
+void mbe_get_state(const MbEngine *e, double *s)
+{
+    if (!e || !s)
+        return;
+    s[0] = e->t;
+    memcpy(s + 1, e->y, sizeof(double) * 2 * e->n);
+    s[2 * e->n + 1] = e->h;
+}
+
+MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!e || !s) {
+        msg(err, errlen, "mbe_set_state: no engine or no state");
+        return MBE_ERROR;
+    }
+    int n = e->n;
+    if (!isfinite(s[0])) {
+        msg(err, errlen, "the state's time is %g; expected a finite number", s[0]);
+        return MBE_ERROR;
+    }
+    for (int i = 0; i < 2 * n; i++)
+        if (!(fabs(s[1 + i]) <= MBE_STATE_LIMIT)) {
+            msg(err, errlen, "the state's %s %d is %g; expected a finite value of magnitude "
+                "at most 1e12", i < n ? "coordinate" : "rate", i < n ? i : i - n, s[1 + i]);
+            return MBE_ERROR;
+        }
+    double h = s[2 * n + 1];
+    if (!(h >= 0.0 && isfinite(h))) {
+        msg(err, errlen, "the state's step size is %g; expected a finite number >= 0", h);
+        return MBE_ERROR;
+    }
+    for (int row = 0; e->kind == 1 && row < e->nb; row++) {
+        /* spatial: the Euler parameters of spherical joints and floating bodies are unit
+         * quaternions (the drift control keeps them so; 1e-2 leaves room for 'none') */
+        const int *R = IA(e, A_ISRI) + 6 * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        const double *p = s + 1 + R[3] + (R[0] == 4 ? 3 : 0);
+        double norm = sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]);
+        if (!(fabs(norm - 1.0) <= 1e-2)) {
+            msg(err, errlen, "the state's Euler parameters at coordinates %d..%d have length "
+                "%g; expected a unit quaternion (length 1)", (int)(p - s - 1),
+                (int)(p - s - 1) + 3, norm);
+            return MBE_ERROR;
+        }
+    }
+    e->t = s[0];
+    memcpy(e->y, s + 1, sizeof(double) * 2 * n);
+    e->h = h;
+    e->initialized = 1;
+    return MBE_OK;
+}
+
+/* ------------------------------------------------------------------ outputs */
+static double element_force(const MbEngine *e, int row, const double *xe, const double *xde,
+                            const double *u, double *elong, double *rate)
+{
+    const int *E = IA(e, A_IEI) + EI * row;
+    const double *P = DA(e, A_DED) + ED * row;
+    int kind = E[0], a = E[1], b = E[2], iu = E[3];
+    double h = iu >= 0 ? u[iu] : 0.0, J[6], v = 0.0, vd = 0.0;
+    *elong = *rate = NAN;
+    if (kind == 1) {                                   /* TSDA */
+        if (primitive(R_DST, xe, a, b, P + 4, P + 6, NULL, &v, J) != OK)
+            return NAN;
+        vd = jrate(J, xde, a, b);
+        double s = P[0] * (v - P[2]) + P[1] * vd + h;
+        if (e->cnt[A_DGAIN] && e->ni) {
+            const double *G = DA(e, A_DGAIN) + (size_t)E[4] * e->ni;
+            double gu = 0.0;
+            for (int i = 0; i < e->ni; i++)
+                gu += G[i] * u[i];
+            s -= gu;
+        }
+        *elong = v;
+        *rate = vd;
+        return s;
+    }
+    if (kind == 2) {                                   /* RSDA */
+        primitive(R_ANG, xe, a, b, NULL, NULL, NULL, &v, J);
+        vd = jrate(J, xde, a, b);
+        *elong = v;
+        *rate = vd;
+        return P[0] * (v - P[2]) + P[1] * vd + h;
+    }
+    *elong = 0.0;
+    *rate = 0.0;
+    return P[3] + h;                                   /* force, torque */
+}
+
+MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t errlen)
+{
+    return mbe_outputs_groups(e, u, MBE_GROUP_ALL, y, err, errlen);
+}
+
+int mbe_output_group(const MbEngine *e, int i)
+{
+    return e && i >= 0 && i < e->nout ? e->ogroup[i] : 0;
+}
+
+/* the group of every output (engine.h MBE_GROUP_*), in output_spec order */
+static void output_groups(MbEngine *e)
+{
+    int k = 0, *g = e->ogroup, sp = e->kind == 1;
+    for (int i = 0; i < (sp ? 16 : 6) * e->nb; i++)
+        if (k < e->nout) g[k++] = MBE_GROUP_MOTION;
+    for (int j = 0; j < e->nj; j++) {
+        int kind = IA(e, A_IJOINT)[6 * j], nco, nre;
+        if (sp) {
+            nco = kind == SJ_REV || kind == SJ_PRI ? 2 : kind == SJ_CYL || kind == SJ_UNI ? 4 : 0;
+            nre = kind == SJ_DST ? 1 : 6;
+        } else {
+            nco = kind == JK_REV || kind == JK_PRI ? 2 : 0;
+            nre = kind == JK_DST ? 1 : 2 + (kind == JK_WELD || kind == JK_PRI);
+        }
+        for (int i = 0; i < nco; i++)
+            if (k < e->nout) g[k++] = MBE_GROUP_MOTION;
+        for (int i = 0; i < nre; i++)
+            if (k < e->nout) g[k++] = MBE_GROUP_REACTIONS;
+    }
+    for (int i = 0; i < e->nd; i++)
+        if (k < e->nout) g[k++] = MBE_GROUP_REACTIONS;
+    while (k < e->nout - 2)                 /* elements, markers, energies */
+        g[k++] = MBE_GROUP_MOTION;
+    while (k < e->nout)
+        g[k++] = MBE_GROUP_RESIDUALS;
+}
+
+MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y, char *err,
+                             size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!e || !y || !e->initialized) {
+        msg(err, errlen, "mbe_outputs: no engine, no output array, or not initialized");
+        return MBE_ERROR;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return MBE_ERROR;
+    const double *uu = e->ni ? u : e->u0;
+    if (e->kind == 1)
+        return spatial_outputs(e, uu, groups, y, err, errlen);
+    int nb = e->nb, n = e->n, nc = 3 * nb, nr = e->nrows;
+    double t = e->t, *q = e->y, *qd = e->y + n;
+    double *x = e->xa, *xd = e->xda;
+    const double *mass = DA(e, A_DMASS), *inertia = DA(e, A_DINERTIA);
+    /* the absolute motion of the state (Outputs' "absolute": forward kinematics of q, qd) */
+    mbk_kinematics(e->kern, q, qd, x, xd);
+    int want_lam = (groups & MBE_GROUP_REACTIONS) && nr;
+    int want_rows = (groups & (MBE_GROUP_REACTIONS | MBE_GROUP_RESIDUALS)) && nr;
+    /* the motion of the dynamics (prescribed coordinates at s(t), s'(t)), its accelerations
+     * and applied forces */
+    memcpy(e->q2, q, sizeof(double) * n);
+    memcpy(e->qd2, qd, sizeof(double) * n);
+    for (int dr = 0; dr < e->nd; dr++) {
+        double s[3];
+        law(e, dr, t, s);
+        int j = IA(e, A_IDI)[DI * dr];
+        e->q2[j] = s[0];
+        e->qd2[j] = s[1];
+    }
+    int rc = OK;
+    if (want_lam) {
+        rc = mbk_accelerations(e->kern, t, e->q2, e->qd2, uu, e->qdd, e->x, e->xd, e->xdd);
+        if (rc == OK)
+            rc = mbk_applied_forces(e->kern, e->q2, e->qd2, uu, e->f);
+    }
+    if (rc != OK) {
+        msg(err, errlen, "the outputs at t = %.9g s cannot be computed: %s", t,
+            kernel_error(rc));
+        return MBE_ERROR;
+    }
+    /* Newton-Euler multipliers: D D' lam = D (f - M xdd) at the dynamics' motion */
+    double *lam = e->lam;
+    if (want_lam) {
+        if (model_rows(e, e->x, t, e->phi, e->phit, e->D2) != OK) {
+            msg(err, errlen, "a constraint row is undefined at t = %.9g s (a distance joint "
+                "of zero length)", t);
+            return MBE_ERROR;
+        }
+        for (int b = 0; b < nb; b++) {
+            e->r[3 * b] = e->f[3 * b] - mass[b] * e->xdd[3 * b];
+            e->r[3 * b + 1] = e->f[3 * b + 1] - mass[b] * e->xdd[3 * b + 1];
+            e->r[3 * b + 2] = e->f[3 * b + 2] - inertia[b] * e->xdd[3 * b + 2];
+        }
+        for (int a = 0; a < nr; a++) {
+            const double *Da = e->D2 + (size_t)a * nc;
+            double s = 0.0;
+            for (int i = 0; i < nc; i++)
+                s += Da[i] * e->r[i];
+            e->rhs[a] = s;
+            for (int b = 0; b <= a; b++) {
+                const double *Db = e->D2 + (size_t)b * nc;
+                double v = 0.0;
+                for (int i = 0; i < nc; i++)
+                    v += Da[i] * Db[i];
+                e->S[a * nr + b] = e->S[b * nr + a] = v;
+            }
+        }
+        if (psd(e, e->S, nr, e->rhs, lam) != OK) {
+            msg(err, errlen, "the reactions at t = %.9g s cannot be computed (non-finite "
+                "constraint rows)", t);
+            return MBE_ERROR;
+        }
+    }
+    /* the rows at the state's own motion (residuals and the reactions' Jacobian) */
+    if (want_rows && model_rows(e, x, t, e->phi, e->phit, e->D) != OK) {
+        msg(err, errlen, "a constraint row is undefined at t = %.9g s", t);
+        return MBE_ERROR;
+    }
+    const int G1 = groups & MBE_GROUP_MOTION, G2 = groups & MBE_GROUP_REACTIONS,
+              G4 = groups & MBE_GROUP_RESIDUALS;
+#define PUT(g, v) do { if (g) y[k] = (v); k++; } while (0)
+    double *xe = e->xe, *xde = e->xde;
+    int k = 0;
+    for (int b = 0; b < nb; b++) {
+        for (int i = 0; i < 3; i++)
+            PUT(G1, x[3 * b + i]);
+        for (int i = 0; i < 3; i++)
+            PUT(G1, xd[3 * b + i]);
+    }
+    extend(e, x, xe);
+    extend(e, xd, xde);
+    for (int j = 0; j < e->nj; j++) {
+        const int *J = IA(e, A_IJOINT) + 6 * j;
+        const double *P = DA(e, A_DJOINT) + 7 * j;
+        int kind = J[0], p = J[1], c = J[2], ic = J[3], r0 = J[4], nrj = J[5];
+        if (ic >= 0) {
+            int tq = IA(e, A_ICOORD)[2 * ic + 1];
+            if (tq >= 0) {
+                PUT(G1, q[tq]);
+                PUT(G1, qd[tq]);
+            } else {
+                double v = 0.0, rate = 0.0;
+                if (G1)
+                    coordinate(e, ic, xe, xde, &v, &rate, NULL, NULL, NULL);
+                PUT(G1, v);
+                PUT(G1, rate);
+            }
+        }
+        if (kind == JK_DST) {
+            PUT(G2, lam[r0]);
+            continue;
+        }
+        if (!G2) {
+            k += 2 + (kind == JK_WELD || kind == JK_PRI);
+            continue;
+        }
+        /* constraints.reactions: the force of the parent on the child at the child's point */
+        double F[3] = {0.0, 0.0, 0.0}, arm[2];
+        int body = c < nb ? c : p;
+        double sgn = c < nb ? -1.0 : 1.0;
+        for (int r = r0; r < r0 + nrj; r++)
+            for (int i = 0; i < 3; i++)
+                F[i] += e->D[(size_t)r * nc + 3 * body + i] * lam[r];
+        for (int i = 0; i < 3; i++)
+            F[i] *= sgn;
+        rot(x[3 * body + 2], c < nb ? P + 2 : P, arm);
+        double torque = F[2] - (arm[0] * F[1] - arm[1] * F[0]);
+        y[k++] = F[0];
+        y[k++] = F[1];
+        if (kind == JK_WELD || kind == JK_PRI)
+            y[k++] = torque;
+    }
+    for (int dr = 0; dr < e->nd; dr++)
+        PUT(G2, -lam[IA(e, A_IDROW)[dr]]);
+    extend(e, x, xe);
+    for (int i = 0; i < e->nel && !G1; i++) {
+        static const int width[] = {2, 2, 7, 1, 1};
+        k += width[IA(e, A_IELEM)[2 * i]];
+    }
+    for (int i = 0; i < e->nel && G1; i++) {
+        int kind = IA(e, A_IELEM)[2 * i], row = IA(e, A_IELEM)[2 * i + 1];
+        double el, rate, s = element_force(e, row, xe, xde, uu, &el, &rate);
+        if (kind == EK_TSDA || kind == EK_RSDA) {
+            y[k++] = s;
+            y[k++] = el;
+        } else if (kind == EK_CYL) {
+            const int *E = IA(e, A_IEI) + EI * row;
+            const double *P = DA(e, A_DED) + ED * row;
+            Frames Fr;
+            frames(xe, E[1], E[2], P + 4, P + 6, &Fr);
+            double F = -s;
+            y[k++] = F;
+            y[k++] = el;
+            y[k++] = el - DA(e, A_DELEM)[i];
+            y[k++] = rate;
+            y[k++] = F * (Fr.d[0] / el);
+            y[k++] = F * (Fr.d[1] / el);
+            y[k++] = 0.0;                  /* end-stop impacts: contacts are not compiled */
+        } else {
+            y[k++] = s;
+        }
+    }
+    for (int i = 0; i < e->nmark && !G1; i++)
+        k += 4;
+    for (int i = 0; i < e->nmark && G1; i++) {
+        int b = IA(e, A_IMARK)[i];
+        double As[2];
+        rot(xe[3 * b + 2], DA(e, A_DMARK) + 2 * i, As);
+        y[k++] = xe[3 * b] + As[0];
+        y[k++] = xe[3 * b + 1] + As[1];
+        y[k++] = xde[3 * b] - As[1] * xde[3 * b + 2];
+        y[k++] = xde[3 * b + 1] + As[0] * xde[3 * b + 2];
+    }
+    /* energies (elements.kinetic_energy, potential_energy) and residuals */
+    const double *g = DA(e, A_DGRAV);
+    double T = 0.0, Vg = 0.0;
+    for (int b = 0; b < nb; b++) {
+        T += mass[b] * xd[3 * b] * xd[3 * b] + mass[b] * xd[3 * b + 1] * xd[3 * b + 1] +
+             inertia[b] * xd[3 * b + 2] * xd[3 * b + 2];
+        Vg += mass[b] * (g[0] * x[3 * b] + g[1] * x[3 * b + 1]);
+    }
+    T *= 0.5;
+    double V = -Vg;
+    for (int i = 0; i < e->ne; i++) {
+        const int *E = IA(e, A_IEI) + EI * i;
+        const double *P = DA(e, A_DED) + ED * i;
+        double v, J[6];
+        if (E[0] == 1) {
+            if (primitive(R_DST, xe, E[1], E[2], P + 4, P + 6, NULL, &v, J) != OK)
+                v = NAN;
+            V += 0.5 * P[0] * (v - P[2]) * (v - P[2]);
+        } else if (E[0] == 2) {
+            primitive(R_ANG, xe, E[1], E[2], NULL, NULL, NULL, &v, J);
+            V += 0.5 * P[0] * (v - P[2]) * (v - P[2]);
+        }
+    }
+    double res = 0.0, vres = 0.0;
+    for (int r = 0; r < nr && G4; r++) {
+        res = fmax(res, fabs(e->phi[r]));
+        double s = e->phit[r];
+        for (int i = 0; i < nc; i++)
+            s += e->D[(size_t)r * nc + i] * xd[i];
+        vres = fmax(vres, fabs(s));
+    }
+    PUT(G1, T);
+    PUT(G1, V);
+    PUT(G1, T + V);
+    PUT(G4, res);
+    PUT(G4, vres);
+    if (k != e->nout) {
+        msg(err, errlen, "internal error: %d outputs computed, %d expected", k, e->nout);
+        return MBE_ERROR;
+    }
+    return MBE_OK;
+}
+
+#include "engine_spatial.h"

@@ -1,0 +1,497 @@
+"""Build native FMI 2.0 co-simulation FMUs: `fmu-mb build --native MODEL.py -o DIR`.
+
+A native FMU is the compiled engine (fmu_mb/engine/native, engine.h) behind the FMI 2.0 C
+interface of fmu_mb/fmi/native/fmi2_native.c, with the model's data embedded in the binary: its
+linux64 binary needs only libc and libm (no Python, no numpy, no resources/ folder). Its
+variables (names, value references, types, units, ranges, start values), default experiment and
+documentation are those of the Python FMU of the same model (`build.build_fmu`): the
+modelDescription.xml is made by the same adapter class (slave.MultibodySlave) and the same
+post-processing (packaging's units and limits), so a master can swap one for the other.
+
+Per FMU this writes fmu_model.h (the variable table, each variable mapped to a model parameter,
+a solver setting, an input or an output; the model-data blob; the GUID), compiles
+fmi2_native.c and the engine's sources with the system C compiler (`-O2 -ffp-contract=off
+-fPIC -shared -fvisibility=hidden`, only the fmi2* symbols exported) and zips modelDescription.xml,
+binaries/linux64/<model>.so, documentation/index.html and sources/ (the same C sources, listed
+in modelDescription.xml's SourceFiles, so that a host of another platform can compile the
+binary: fmpy.build.build_platform_binary does).
+"""
+import hashlib
+import html
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+from ..errors import FmuMbError, InputError, ModelError
+from ..mechanics.loader import call_build, load_module
+from ..dynamics.outputs import output_spec
+
+NATIVE_DIR = Path(__file__).resolve().parent / "native"
+FRONT_SOURCE = NATIVE_DIR / "fmi2_native.c"
+ENGINE_DIR = Path(__file__).resolve().parent.parent / "engine" / "native"
+
+#: compiler flags of a native FMU's binary (issue 20): no fused multiply-add contraction, so
+#: that the FMU computes what the engine computes in process
+CFLAGS = ["-O2", "-ffp-contract=off", "-fPIC", "-shared", "-fvisibility=hidden"]
+
+#: the solver settings' ids in fmi2_native.c (SOLVER_*), by FMU variable name
+SOLVER_IDS = {"solver.method": 0, "solver.formulation": 1, "solver.stabilization": 2,
+              "solver.rtol": 3, "solver.atol": 4, "solver.step": 5, "solver.rho_inf": 6,
+              "solver.newton_tol": 7, "solver.dae_form": 8, "solver.max_steps": 9}
+
+#: what the native FMU runs (fmi2_native.c refuses the rest at fmi2ExitInitializationMode)
+NATIVE_METHODS = ("dop853", "dopri5", "rk4")
+NATIVE_FORMULATIONS = ("auto", "recursive")
+
+VT = {"Real": 0, "Integer": 1, "Boolean": 2, "String": 3}
+VK_PARAM, VK_FIXED, VK_SOLVER, VK_INPUT, VK_OUTPUT = range(5)
+
+
+class NativeUnavailable(FmuMbError):
+    """The model does not run in the compiled engine (the message says why)."""
+
+
+# ---------------------------------------------------------------------- the engine's side
+def engine_data(model, module=None, overrides=None):
+    """(blob, parameter names, parameter defaults, fixed) of the model for the engine: the
+    parameter table is the model's parameters in order; fixed maps the names of the parameters
+    that cannot change in the native FMU to the reason. With the model file's module, the
+    parameter program (fmu_mb.engine.params) compiles the map parameters -> model data, so that
+    a parameter set by the master has the effect it has in the Python FMU. Raises
+    NativeUnavailable when the model does not run in the compiled engine."""
+    from ..engine.data import model_data, supported
+
+    why = supported(model)
+    if why is not None:
+        raise NativeUnavailable(why)
+    try:
+        data = model_data(model)
+    except InputError as exc:              # a kind of model the engine data do not hold yet
+        raise NativeUnavailable(str(exc)) from None
+    names = list(data.parameter_names)
+    table = data.array("DPARAM")
+    defaults = [float(table[3 * k]) for k in range(len(names))]
+    program, fixed = None, {}
+    try:
+        from ..engine.params import compile_parameters
+    except ImportError:
+        compile_parameters = None
+    if compile_parameters is not None and module is not None:
+        def data_of(values):
+            return model_data(call_build(module, None, **values)).doubles
+
+        program = compile_parameters(module, dict(overrides or {}), data_of, names=names)
+        fixed = dict(getattr(program, "fixed", {}) or {})
+    else:
+        reason = "the parameter program (fmu_mb.engine.params) is not available"
+        fixed = {n: reason for n in names}
+    structural = {p.name for p in model.parameters if p.structural}
+    fixed = {n: r for n, r in fixed.items() if n not in structural}
+    return data.to_bytes(program), names, defaults, fixed
+
+
+def engine_sources():
+    """(C sources, preprocessor defines) of the engine compiled into a native FMU's binary."""
+    from ..engine.engine import sources
+
+    src = sources()
+    defines = ("MBE_HAVE_PARAMS",) if any(p.name == "params.c" for p in src) else ()
+    return list(src), defines
+
+
+def native_reason(model):
+    """None when `model` builds as a native FMU, else why not (one line)."""
+    from ..engine.data import model_data, supported
+
+    why = supported(model)
+    if why is None:
+        try:
+            model_data(model)
+        except InputError as exc:          # a kind of model the engine data do not hold yet
+            why = str(exc)
+    return why
+
+
+# ---------------------------------------------------------------------- the build
+def build_native_fmu(model_file, out_dir, overrides=None):
+    """Build one model file into out_dir/<model name>.fmu (native) and return its path.
+
+    Raises NativeUnavailable when the model does not run in the compiled engine, ModelError
+    for a model file or override that is wrong, FmuMbError when the C compiler fails.
+    """
+    model_file = Path(model_file)
+    module = load_module(model_file)
+    overrides = dict(overrides or {})
+    model = call_build(module, model_file, **overrides)
+    blob, names, defaults, fixed = engine_data(model, module, overrides)
+    experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
+    source = model_file.read_text(encoding="utf-8")
+    root = _model_description(model, model_file, source, overrides, experiment)
+    table = _variable_table(model, root, names, fixed)
+    engine, defines = engine_sources()
+    sources = [FRONT_SOURCE] + engine
+    digest = hashlib.sha1()
+    for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
+                 *(p.read_bytes() for p in sources)):
+        digest.update(part)
+    guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16], version=5)) + "}"
+    root.set("guid", guid)
+    root.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
+    for name, reason in fixed.items():
+        _mark_fixed(root, name, reason)
+    _note(root, "solver.formulation", "native FMU: 'auto' and 'recursive' (the compiled "
+          "engine); the others need the Python FMU (fmu-mb build --python)")
+    _note(root, "solver.method", f"native FMU: {', '.join(NATIVE_METHODS)}; the others need "
+          f"the Python FMU (fmu-mb build --python)")
+    from .packaging import _html, _serialise
+    sources_dir = _source_files(defines)
+    cosim = root.find("CoSimulation")
+    listed = ET.SubElement(cosim, "SourceFiles")
+    for name in sources_dir["listed"]:
+        ET.SubElement(listed, "File", name=name)
+    xml = _serialise(root)
+    start = float(experiment.get("start_time", 0.0))
+    header = _header(model, guid, table, defaults, blob, start)
+    documentation = _html(model.name, _documentation(model) + host_section(model.name))
+    dest = Path(out_dir) / f"{model.name}.fmu"
+    with tempfile.TemporaryDirectory(prefix="fmu_mb_native_") as tmp:
+        binary = _compile(Path(tmp), model.name, header, sources, defines)
+        files = {"modelDescription.xml": xml,
+                 f"binaries/linux64/{model.name}.so": binary,
+                 "documentation/index.html": documentation,
+                 "sources/fmu_model.h": header.encode("utf-8")}
+        files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
+        _zip(dest, files)
+    return dest
+
+
+def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=None):
+    """Build one model file as a native or a Python FMU; returns (path, kind, why).
+
+    kind : "native" (the compiled engine behind fmi2_native.c: no Python on the host; raises
+    FmuMbError saying why when the model does not run in the compiled engine), "python" (the
+    pythonfmu FMU: every formulation and method), or None: native whenever the model runs in
+    the compiled engine, else Python.
+    """
+    from .build import build_fmu
+
+    if not Path(model_file).is_file():
+        raise ModelError(f"model file {str(model_file)!r} does not exist")
+    if kind == "python":
+        return build_fmu(model_file, out_dir, overrides, standalone), "python", "--python"
+    try:
+        path = build_native_fmu(model_file, out_dir, overrides)
+    except NativeUnavailable as exc:
+        if kind == "native":
+            raise FmuMbError(f"{model_file}: cannot build a native FMU: {exc}; build it with "
+                             f"--python (a Python FMU runs every model)") from None
+        return (build_fmu(model_file, out_dir, overrides, standalone), "python",
+                f"the model does not run in the compiled engine: {exc}; the host needs Python, "
+                f"see the README's FMU kinds")
+    why = ("--native" if kind == "native" else
+           "the model runs in the compiled engine: the host needs no Python; --python builds "
+           "the Python FMU")
+    return path, "native", why
+
+
+#: compiled in place of engine.c from sources/: the engine with the parameter program
+SOURCE_WRAPPER = "/* the engine with the parameter program (fmu_mb.fmi.native_build) */\n{defines}#include \"engine.c\"\n"
+
+
+def _source_files(defines):
+    """The FMU's sources/ (FMI 2.0: the C sources that make its binary, for a platform without
+    one; listed in modelDescription.xml's SourceFiles): fmi2_native.c, the engine's sources
+    and headers; fmu_model.h is added per FMU. {"listed": compiled files, "files": name ->
+    bytes}."""
+    engine, _ = engine_sources()
+    files = {FRONT_SOURCE.name: FRONT_SOURCE.read_bytes()}
+    for p in sorted(ENGINE_DIR.glob("*.h")) + [Path(x) for x in engine]:
+        files[p.name] = p.read_bytes()
+    wrapper = SOURCE_WRAPPER.format(defines="".join(f"#define {d} 1\n" for d in defines))
+    files["fmu_mb_engine.c"] = wrapper.encode("utf-8")
+    listed = [FRONT_SOURCE.name, "fmu_mb_engine.c"] + [Path(x).name for x in engine
+                                                       if Path(x).name != "engine.c"]
+    return {"listed": listed, "files": files}
+
+
+def _model_description(model, model_file, source, overrides, experiment):
+    """The Python FMU's modelDescription.xml (same adapter class, same post-processing)."""
+    from .build import units_and_limits
+    from .packaging import _MODEL_OPTIONS, _add_limits, _add_units
+    from .slave import MultibodySlave
+
+    tag = hashlib.sha1(repr((source, sorted(overrides.items()))).encode()).hexdigest()[:10]
+    module_name = f"fmu_mb_native_{model.name}_{tag}_model"
+    cls = type(model.name, (MultibodySlave,), {
+        "model_module": module_name, "model_filename": model_file.name,
+        "build_overrides": overrides, "experiment": experiment, "model_source": source,
+        "__module__": __name__})
+    try:
+        slave = cls(instance_name="fmu_mb_native_build", resources=None)
+        root = slave.to_xml(_MODEL_OPTIONS)
+    finally:
+        sys.modules.pop(module_name, None)
+    units, limits = units_and_limits(model)
+    _add_units(root, units)
+    _add_limits(root, limits)
+    return root
+
+
+def _variable_table(model, root, names, fixed):
+    """One row per ScalarVariable (value reference = row): (name, type, kind, index, start,
+    start string, min, max, structural, fixed reason)."""
+    from .slave import SOLVER_LIMITS, SOLVER_PARAMETERS
+
+    params = {p.name: p for p in model.parameters}
+    engine_index = {n: k for k, n in enumerate(names)}
+    inputs = {i.name: k for k, i in enumerate(model.inputs)}
+    outputs = {v.name: k for k, v in enumerate(output_spec(model))}
+    rows = []
+    for vr, sv in enumerate(root.iter("ScalarVariable")):
+        if int(sv.get("valueReference")) != vr:
+            raise FmuMbError(f"modelDescription.xml: variable {sv.get('name')!r} has value "
+                             f"reference {sv.get('valueReference')}, expected {vr}")
+        name = sv.get("name")
+        typ = next(c.tag for c in sv if c.tag in VT)
+        low, high = -math.inf, math.inf
+        start, text, structural, reason = 0.0, "", 0, ""
+        if name in params:
+            p = params[name]
+            low = -math.inf if p.min is None else float(p.min)
+            high = math.inf if p.max is None else float(p.max)
+            if typ == "String":
+                text = p.value
+            else:
+                start = float(p.value)
+            if p.structural:
+                kind, index, structural = VK_FIXED, -1, 1
+                reason = "structural: it changes the model's variables"
+            elif name in engine_index and name not in fixed:
+                kind, index = VK_PARAM, engine_index[name]
+            else:
+                kind, index = VK_FIXED, -1
+                reason = fixed.get(name) or "its effect on the model is not compiled"
+        elif name in SOLVER_PARAMETERS:
+            kind, index = VK_SOLVER, SOLVER_IDS[name]
+            default = SOLVER_PARAMETERS[name][1]
+            if typ == "String":
+                text = default
+            else:
+                start = float(default)
+            if name in SOLVER_LIMITS:
+                low, high = (float(v) for v in SOLVER_LIMITS[name])
+        elif name in inputs:
+            kind, index = VK_INPUT, inputs[name]
+        elif name in outputs:
+            kind, index = VK_OUTPUT, outputs[name]
+        else:
+            raise FmuMbError(f"modelDescription.xml: variable {name!r} is neither a parameter, "
+                             f"a solver setting, an input nor an output of model {model.name!r}")
+        rows.append((name, VT[typ], kind, index, start, text, low, high, structural, reason))
+    missing = set(SOLVER_IDS) - {r[0] for r in rows}
+    if missing:
+        raise FmuMbError(f"modelDescription.xml lacks the solver settings {sorted(missing)}")
+    return rows
+
+
+def _mark_fixed(root, name, reason):
+    """Say in a parameter's description that the native FMU cannot change it, and why."""
+    for sv in root.iter("ScalarVariable"):
+        if sv.get("name") == name:
+            note = (f" (fixed in the native FMU: {reason}; to change it, rebuild with fmu-mb "
+                    f"build MODEL.py --set {name}=VALUE, or build with --python)")
+            sv.set("description", (sv.get("description") or "") + note)
+
+
+def _note(root, name, text):
+    """Append `text` (in parentheses) to a variable's description."""
+    for sv in root.iter("ScalarVariable"):
+        if sv.get("name") == name:
+            sv.set("description", f"{sv.get('description') or ''} ({text})".strip())
+
+
+def _c_double(x):
+    if math.isnan(x):
+        return "NAN"
+    if math.isinf(x):
+        return "INFINITY" if x > 0 else "-INFINITY"
+    return float(x).hex()
+
+
+def _c_list(strings):
+    from .packaging import _c_string
+    return "{" + ", ".join(_c_string(s) for s in strings) + ", NULL}"
+
+
+def _header(model, guid, table, defaults, blob, start):
+    """fmu_model.h: the tables fmi2_native.c reads."""
+    from ..dynamics.formulations import CHOICES
+    from ..dynamics.implicit import DAE_FORMS
+    from ..dynamics.integrate import METHODS, Settings
+    from .packaging import _c_string
+
+    settings = Settings()
+    n_inputs, n_outputs = len(model.inputs), len(output_spec(model))
+    lines = ["/* generated by fmu_mb.fmi.native_build for model "
+             f"{model.name!r}; do not edit */",
+             f"#define FMU_GUID {_c_string(guid)}",
+             f"#define FMU_MODEL_NAME {_c_string(model.name)}",
+             f"#define FMU_N_VARS {len(table)}",
+             f"#define FMU_N_PARAMS {len(defaults)}",
+             f"#define FMU_N_INPUTS {n_inputs}",
+             f"#define FMU_N_OUTPUTS {n_outputs}",
+             f"#define FMU_START_TIME {_c_double(start)}",
+             f"#define FMU_MAX_STEP {_c_double(settings.max_step)}",
+             f"#define FMU_BAUMGARTE_ALPHA {_c_double(settings.baumgarte[0])}",
+             f"#define FMU_BAUMGARTE_BETA {_c_double(settings.baumgarte[1])}",
+             f"#define FMU_PROJECTION_TOL {_c_double(settings.projection_tol)}",
+             f"static const char* const FMU_PY_METHODS[] = {_c_list(METHODS)};",
+             f"static const char* const FMU_PY_FORMULATIONS[] = {_c_list(CHOICES)};",
+             f"static const char* const FMU_DAE_FORMS[] = {_c_list(DAE_FORMS)};",
+             "static const char* const FMU_LOG_CATEGORIES[] = "
+             + _c_list(["logStatusWarning", "logStatusDiscard", "logStatusError",
+                        "logStatusFatal", "logAll"]) + ";",
+             "static const double FMU_PARAM_DEFAULTS[] = {"
+             + ", ".join(_c_double(v) for v in defaults or [0.0]) + "};",
+             "static const FmuVar FMU_VARS[] = {"]
+    for name, typ, kind, index, start_value, text, low, high, structural, reason in table:
+        lines.append(f"    {{{_c_string(name)}, {typ}, {kind}, {index}, {_c_double(start_value)}, "
+                     f"{_c_string(text)}, {_c_double(low)}, {_c_double(high)}, {structural}, "
+                     f"{_c_string(reason)}}},")
+    lines.append("};")
+    lines.append(f"#define FMU_DATA_SIZE ((size_t){len(blob)})")
+    lines.append("static const unsigned char FMU_DATA[] = {")
+    for k in range(0, max(len(blob), 1), 24):
+        chunk = blob[k:k + 24] or b"\0"
+        lines.append("    " + ",".join(str(b) for b in chunk) + ",")
+    lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+def _compiler():
+    candidates = [os.environ["CC"]] if os.environ.get("CC") else []
+    candidates += ["cc", "gcc", "clang"]
+    found = next((shutil.which(c) for c in candidates if shutil.which(c)), None)
+    if found is None:
+        raise FmuMbError(f"building a native FMU needs a C compiler; none of {candidates} is on "
+                         f"PATH (Debian: apt-get install gcc)")
+    return found
+
+
+EXPORTS = "{\n  global: fmi2*;\n  local: *;\n};\n"
+
+
+def _run_cc(command, what):
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    except OSError as exc:
+        raise FmuMbError(f"cannot run the C compiler {command[0]!r}: {exc}") from exc
+    if result.returncode != 0:
+        raise FmuMbError(f"{what} failed (exit {result.returncode}):\n"
+                         f"{result.stderr.strip()[-4000:]}")
+
+
+def _cache_dir():
+    """This user's cache of compiled engine objects: $XDG_CACHE_HOME/fmu_mb/native_objects
+    (default ~/.cache), or a folder of the temporary directory named after the user id when
+    there is no home; a folder another user could write to is not used (its objects would
+    end up in the FMUs)."""
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.path.join(os.path.expanduser("~"), ".cache") if os.path.expanduser("~") != "~"
+        else None)
+    folder = (Path(base) / "fmu_mb" / "native_objects" if base else
+              Path(tempfile.gettempdir()) / f"fmu_mb_native_objects_{os.getuid()}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = folder.stat()
+        if st.st_uid == os.getuid() and not st.st_mode & 0o022:
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="fmu_mb_native_objects_"))   # private, this build
+
+
+def _engine_objects(cc, sources, defines):
+    """The engine's sources compiled to object files once per source text, compiler and flags
+    (cached in this user's cache, _cache_dir: building an FMU then compiles only its own
+    small file)."""
+    key = hashlib.sha1(repr((cc, CFLAGS, defines)).encode())
+    for p in sorted(ENGINE_DIR.glob("*.h")) + list(sources):
+        key.update(p.name.encode() + b"\0" + p.read_bytes())
+    folder = _cache_dir() / key.hexdigest()[:16]
+    objects = [folder / (p.stem + ".o") for p in sources]
+    if all(o.is_file() for o in objects):
+        return objects
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for src, obj in zip(sources, objects):
+        fd, tmp = tempfile.mkstemp(prefix=f".{obj.stem}-", suffix=".o", dir=folder)
+        os.close(fd)
+        try:
+            _run_cc([cc, *[f for f in CFLAGS if f != "-shared"], *(f"-D{d}" for d in defines),
+                     f"-I{ENGINE_DIR}", "-c", str(src), "-o", tmp],
+                    f"compiling the engine source {src.name}")
+            os.replace(tmp, obj)            # atomic: parallel builds never see half a file
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return objects
+
+
+def _compile(workdir, identifier, header, sources, defines=()):
+    """Compile the FMU's binary (its front with fmu_model.h, linked with the engine's
+    objects); returns its bytes."""
+    (workdir / "fmu_model.h").write_text(header, encoding="utf-8")
+    (workdir / "exports.map").write_text(EXPORTS, encoding="utf-8")
+    cc = _compiler()
+    objects = _engine_objects(cc, [Path(p) for p in sources[1:]], tuple(defines))
+    out = workdir / f"{identifier}.so"
+    _run_cc([cc, *CFLAGS, *(f"-D{d}" for d in defines), f"-I{workdir}", f"-I{ENGINE_DIR}",
+             str(sources[0]), *(str(o) for o in objects), "-o", str(out),
+             f"-Wl,--version-script={workdir / 'exports.map'}", "-Wl,--as-needed", "-lm"],
+            f"compiling the native FMU {identifier!r}")
+    return out.read_bytes()
+
+
+def _zip(dest, files):
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    try:
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for name, data in files.items():
+                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                mode = 0o755 if name.startswith("binaries/") else 0o644
+                info.external_attr = (0o100000 | mode) << 16
+                z.writestr(info, data)
+        os.replace(partial, dest)
+    finally:
+        if partial.exists():
+            partial.unlink()
+
+
+def _documentation(model):
+    from .build import _documentation as python_documentation
+    return python_documentation(model)
+
+
+def host_section(name):
+    """HTML: what a machine needs to run a native FMU, and what it runs."""
+    return f"""
+<h2>What the host machine needs</h2>
+<p>This is a native FMU: its binary <code>binaries/linux64/{html.escape(name)}.so</code> is the
+compiled fmu_mb engine with the model's data inside; it needs Linux x86_64 with glibc
+(<code>libc</code> and <code>libm</code>) and nothing else: no Python, no resources folder, no
+environment variables. The resource location given to fmi2Instantiate is not used.</p>
+<p>It runs the formulation <code>recursive</code> (<code>solver.formulation</code> =
+<code>auto</code> or <code>recursive</code>) with the methods {', '.join(NATIVE_METHODS)}.
+The other formulations and methods of <code>solver.formulation</code> and
+<code>solver.method</code> run only in the Python FMU of the same model (<code>fmu-mb build
+--python</code>); this FMU refuses them at fmi2ExitInitializationMode with fmi2Error.</p>
+"""
