@@ -193,18 +193,26 @@ def test_contacts_step_in_the_kernel_and_agree_with_tmt(name, t_end, method):
     assert sum(b[f"{c.name}.impacts"][-1] for c in m.contacts) > 0
 
 
-def test_contact_model_uses_the_compiled_stepper(monkeypatch):
+def test_contact_model_uses_the_compiled_event_loop(monkeypatch):
+    """recursive runs a planar contact model's event loop in C (kernel.ContactEvents), and
+    the Python loop's compiled stepper when the C loop is switched off."""
     from fmu_mb.dynamics.formulations import recursive
+    from fmu_mb.engine import kernel
 
     made = []
-    orig = recursive.NativeStepper.__init__
+    for cls in (recursive.NativeStepper, kernel.ContactEvents):
+        orig = cls.__init__
 
-    def spy(self, *a, **k):
-        made.append(1)
-        orig(self, *a, **k)
-    monkeypatch.setattr(recursive.NativeStepper, "__init__", spy)
+        def spy(self, *a, _orig=orig, _cls=cls, **k):
+            made.append(_cls.__name__)
+            _orig(self, *a, **k)
+        monkeypatch.setattr(cls, "__init__", spy)
     simulate(model("bouncing_ball"), 0.5, 0.1, formulation="recursive")
-    assert made
+    assert "ContactEvents" in made and "NativeStepper" not in made
+    made.clear()
+    monkeypatch.setattr(recursive, "NATIVE_EVENTS", False)
+    simulate(model("bouncing_ball"), 0.5, 0.1, formulation="recursive")
+    assert "NativeStepper" in made and "ContactEvents" not in made
 
 
 # ------------------------------------------------------------------ singular poses
