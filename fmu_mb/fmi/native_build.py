@@ -138,17 +138,22 @@ def build_native_fmu(model_file, out_dir, overrides=None):
     root.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
     for name, reason in fixed.items():
         _mark_fixed(root, name, reason)
+    from . import native_platforms           # win64 binary and sources/ (issue 22)
+    native_platforms.declare_sources(root, sources)
     from .packaging import _html, _serialise
     xml = _serialise(root)
     start = float(experiment.get("start_time", 0.0))
     header = _header(model, guid, table, defaults, blob, start)
-    documentation = _html(model.name, _documentation(model) + host_section(model.name))
+    documentation = _html(model.name, _documentation(model) + host_section(model.name)
+                          + native_platforms.host_note(model.name))
     dest = Path(out_dir) / f"{model.name}.fmu"
     with tempfile.TemporaryDirectory(prefix="fmu_mb_native_") as tmp:
         binary = _compile(Path(tmp), model.name, header, sources, defines)
         _zip(dest, {"modelDescription.xml": xml,
                     f"binaries/linux64/{model.name}.so": binary,
-                    "documentation/index.html": documentation})
+                    "documentation/index.html": documentation,
+                    **native_platforms.platform_files(Path(tmp), model.name, header, sources,
+                                                      defines)})
     return dest
 
 
