@@ -18,7 +18,7 @@
  *                                          identical=1" when A's and B's outputs equal an
  *                                          uninterrupted run's
  *   cycles N                               N x (instantiate, setup, init, one 1 ms step, free):
- *                                          "rss_kb_after_1000=... rss_kb_after_N=..."
+ *                                          the resident set size after 100, N/2 and N cycles
  *   bench STEP N IN_VR OUT_VRS             N steps of (setReal input, doStep, getReal outputs):
  *                                          "cpu_us_per_step=..." (CPU time, after 200 warm-up
  *                                          steps)
@@ -372,17 +372,21 @@ int main(int argc, char** argv)
     if (strcmp(cmd, "cycles") == 0 && argc >= 6) {
         int n = atoi(argv[5]);
         load(&api);
-        long after1000 = 0;
+        long first = 0, half = 0;
         for (int i = 0; i < n; ++i) {
             fmi2Component c = start(&api, "cycle");
             check(api.DoStep(c, 0.0, 1e-3, 1), "fmi2DoStep");
             api.Terminate(c);
             api.FreeInstance(c);
-            if (i == 999) {
-                after1000 = rss_kb();
+            if (i == 99) {
+                first = rss_kb();
+            }
+            if (i == n / 2 - 1) {
+                half = rss_kb();
             }
         }
-        printf("rss_kb_after_1000=%ld rss_kb_after_%d=%ld\n", after1000, n, rss_kb());
+        printf("rss_kb_after_100=%ld rss_kb_after_half=%ld rss_kb_after_all=%ld cycles=%d\n",
+               first, half, rss_kb(), n);
         return 0;
     }
     if (strcmp(cmd, "bench") == 0 && argc >= 9) {

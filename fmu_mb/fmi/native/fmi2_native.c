@@ -113,6 +113,7 @@ enum { INSTANTIATED = 1, INIT_MODE = 2, STEP_MODE = 4, TERMINATED = 8, ANY = 15 
 #define SER_VERSION 1u
 #define MSG 2048                     /* longest logged message */
 #define ECHO 60                      /* at most this many bytes of a string value in a message */
+#define TIME_SPAN 1e12               /* a restored state's time lies at most this after its start */
 
 typedef struct FmuState {
     unsigned magic;
@@ -1398,6 +1399,11 @@ static int decode(Inst* in, const unsigned char* p, size_t n, Decoded* d)
                     d->state[k]);
             }
         }
+        double t0 = d->start_set ? d->start_time : FMU_START_TIME;
+        if (in->n_state > 0 && !(d->state[0] >= t0 && d->state[0] - t0 <= TIME_SPAN)) {
+            BAD("the state's time %.17g is not in [%.17g, %.17g] (its start time and at most "
+                "%g s later)", d->state[0], t0, t0 + TIME_SPAN, TIME_SPAN);
+        }
     } else if (ns != 0) {
         BAD("the state holds solver values but is marked as taken before initialisation");
     }
@@ -1479,19 +1485,20 @@ EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate* state)
     return fmi2OK;
 }
 
-static fmi2Status restore(Inst* in, const char* fn, const unsigned char* p, size_t n)
+/* Restore a serialized state; 0, or -1 with the reason in in->err (nothing changed). */
+static int restore_quiet(Inst* in, const unsigned char* p, size_t n)
 {
     Decoded d;
     if (decode(in, p, n, &d) != 0) {
         free_decoded(&d);
-        return say(in, fmi2Error, "%s: %s; the instance was not changed", fn, in->err);
+        return -1;
     }
     int initialized = in->mode & (STEP_MODE | TERMINATED);
     if (initialized && !d.engine) {
         free_decoded(&d);
-        return say(in, fmi2Error, "%s: the state was taken before initialisation ended; this "
-                   "instance is initialised (fmi2Reset it first); the instance was not changed",
-                   fn);
+        snprintf(in->err, sizeof in->err, "the state was taken before initialisation ended; "
+                 "this instance is initialised (fmi2Reset it first)");
+        return -1;
     }
     /* Keep what is replaced, to undo a restore that the engine refuses. */
     double* old_num = in->num;
@@ -1580,8 +1587,7 @@ static fmi2Status restore(Inst* in, const char* fn, const unsigned char* p, size
         in->configured = old_configured;
         in->dirty = old_dirty;
         free_decoded(&d);
-        return say(in, fmi2Error, "%s: the state cannot be restored: %s; the instance was not "
-                   "changed", fn, in->err);
+        return -1;
     }
     for (int i = 0; i < FMU_N_VARS; ++i) {
         free(old_str[i]);
@@ -1605,6 +1611,15 @@ static fmi2Status restore(Inst* in, const char* fn, const unsigned char* p, size
     }
     in->y_valid = 0;
     free_decoded(&d);
+    return 0;
+}
+
+static fmi2Status restore(Inst* in, const char* fn, const unsigned char* p, size_t n)
+{
+    if (restore_quiet(in, p, n) != 0) {
+        return say(in, fmi2Error, "%s: the state cannot be restored: %s; the instance was not "
+                   "changed", fn, in->err);
+    }
     return fmi2OK;
 }
 
@@ -1695,9 +1710,29 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[
     }
     Decoded d;
     int rc = decode(in, (const unsigned char*)bytes, size, &d);
+    int engine = d.engine;
     free_decoded(&d);
     if (rc != 0) {
         return say(in, fmi2Error, "fmi2DeSerializeFMUstate: %s; nothing was changed", in->err);
+    }
+    if (engine && (in->mode & (STEP_MODE | TERMINATED))) {
+        /* The engine checks its values (finite, in range, consistent with the model): try the
+         * state on this instance and put the current one back, so that a state this instance
+         * could not take is refused here and not only at fmi2SetFMUstate. */
+        Buf now = {0};
+        if (serialize(in, &now) != 0) {
+            free(now.p);
+            return say(in, fmi2Error, "fmi2DeSerializeFMUstate: out of memory");
+        }
+        rc = restore_quiet(in, (const unsigned char*)bytes, size);
+        if (rc == 0) {
+            restore_quiet(in, now.p, now.n);      /* its own state: always accepted */
+        }
+        free(now.p);
+        if (rc != 0) {
+            return say(in, fmi2Error, "fmi2DeSerializeFMUstate: the state cannot be used by "
+                       "this FMU: %s; nothing was changed", in->err);
+        }
     }
     unsigned char* copy = malloc(size);
     if (!copy) {
