@@ -352,11 +352,12 @@ def _engine_objects(cc, sources, defines):
     return objects
 
 
-def _compile(workdir, identifier, header, sources, defines=()):
+def _compile(workdir, identifier, header, sources, defines=(), exports=EXPORTS):
     """Compile the FMU's binary (its front with fmu_model.h, linked with the engine's
-    objects); returns its bytes."""
+    objects); returns its bytes. exports: the linker version script (the FMI 3.0 front's
+    exports fmi3*)."""
     (workdir / "fmu_model.h").write_text(header, encoding="utf-8")
-    (workdir / "exports.map").write_text(EXPORTS, encoding="utf-8")
+    (workdir / "exports.map").write_text(exports, encoding="utf-8")
     cc = _compiler()
     objects = _engine_objects(cc, [Path(p) for p in sources[1:]], tuple(defines))
     out = workdir / f"{identifier}.so"
