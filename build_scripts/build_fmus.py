@@ -1,8 +1,10 @@
 """Build the FMU of every model in models/ into one folder.
 
-    python build_scripts/build_fmus.py [-o DIR]
+    python build_scripts/build_fmus.py [-o DIR] [--python]
 
-Equivalent to `fmu-mb build models/*.py -o DIR`.
+Equivalent to `fmu-mb build models/*.py -o DIR`: a native FMU (the compiled engine, no Python
+on the host) for every model that runs in the compiled engine, a Python FMU for the others;
+--python builds Python FMUs only. Prints each FMU's path, kind and why.
 """
 import argparse
 import sys
@@ -11,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fmu_mb.fmi.build import build_fmus  # noqa: E402
+from fmu_mb.fmi.build import build_model_fmu  # noqa: E402
 
 
 def model_files():
@@ -21,9 +23,12 @@ def model_files():
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-o", "--output-dir", default=str(ROOT / "out" / "fmus"))
+    p.add_argument("--python", action="store_true", help="Python FMUs only")
     args = p.parse_args(argv)
-    for path in build_fmus(model_files(), args.output_dir):
-        print(path)
+    for f in model_files():
+        path, kind, why = build_model_fmu(f, args.output_dir,
+                                          kind="python" if args.python else None)
+        print(f"{path}  [{kind}: {why}]")
     return 0
 
 

@@ -2,9 +2,10 @@
 
     python build_scripts/run_all.py [--out DIR]
 
-For each model: build DIR/fmus/<model>.fmu, validate it with fmpy, simulate it with fmpy over
-its default experiment, write DIR/<model>.csv and a plot DIR/<model>.png, and print one row of
-a summary table (variables, simulated time, wall time, final outputs).
+For each model: build DIR/fmus/<model>.fmu (native wherever the model runs in the compiled
+engine, else a Python FMU: `fmu-mb build`'s choice), validate it with fmpy, simulate it with
+fmpy over its default experiment, write DIR/<model>.csv and a plot DIR/<model>.png, and print
+one row of a summary table (kind, variables, simulated time, wall time, final outputs).
 """
 import argparse
 import sys
@@ -21,7 +22,7 @@ from fmpy import read_model_description, simulate_fmu  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
 from build_fmus import model_files  # noqa: E402
-from fmu_mb.fmi.build import build_fmu  # noqa: E402
+from fmu_mb.fmi.build import build_model_fmu  # noqa: E402
 from fmu_mb.tools.viz import plot_outputs  # noqa: E402
 
 
@@ -44,7 +45,7 @@ def main(argv=None):
     for path in model_files():
         name = path.stem
         try:
-            fmu = build_fmu(path, out / "fmus")
+            fmu, kind, _ = build_model_fmu(path, out / "fmus")
             problems = validate_fmu(str(fmu))
             md = read_model_description(str(fmu))
             stop = float(md.defaultExperiment.stopTime)
@@ -65,13 +66,14 @@ def main(argv=None):
         shown = plot_outputs(r, shown, out / f"{name}.png", f"{name} (FMU in fmpy)",
                              units=units)
         final = ", ".join(f"{n} = {r[n][-1]:.6g}" for n in shown[:3])
-        rows.append((name, len(md.modelVariables), "ok" if not problems else
+        rows.append((name, kind, len(md.modelVariables), "ok" if not problems else
                      f"{len(problems)} problems", r["time"][-1], wall, final))
-    head = ("model", "variables", "validation", "simulated [s]", "wall [s]", "final outputs")
+    head = ("model", "FMU", "variables", "validation", "simulated [s]", "wall [s]",
+            "final outputs")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]:g} | {r[4]:.3f} | {r[5]} |")
+        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:g} | {r[5]:.3f} | {r[6]} |")
     print(f"\nFMUs in {out / 'fmus'}; CSV files and plots in {out}")
     for name, err in failed:
         print(f"FAILED {name}: {err}", file=sys.stderr)

@@ -34,7 +34,10 @@ HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK"
 
 _R = {"px": 0, "py": 1, "ang": 2, "prj": 3, "dst": 4, "dang": 5, "dprj": 6}
 _JK = {"revolute": 0, "prismatic": 1, "weld": 2, "distance": 3}
-_EK = {"tsda": 0, "rsda": 1, "cylinder": 2, "force": 3, "torque": 4}
+_EK = {"tsda": 0, "rsda": 1, "cylinder": 2, "force": 3, "torque": 4, "bushing": 5}
+_SJK = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
+        "weld": 5, "distance": 6}
+_SCK = {"revolute": 0, "prismatic": 1, "universal1": 2, "universal2": 3}
 
 
 class EngineData:
@@ -101,12 +104,10 @@ def model_data(model):
     why = supported(model)
     if why is not None:
         raise InputError(f"model '{model.name}': the compiled engine cannot run it: {why}")
-    from ..dynamics.outputs import output_spec
-
     arrays = {}
     head = dict.fromkeys(HEAD, 0)
     head["NI"] = len(model.inputs)
-    head["NOUT"] = len(output_spec(model))
+    head["NOUT"] = n_outputs(model)
     arrays["DGRAV"] = np.asarray(model.gravity, float)
     arrays["DT0"] = [float(model.t0)]
     _parameters(model, arrays, head)
@@ -117,6 +118,26 @@ def model_data(model):
         _planar(model, arrays, head)
     arrays["IHEAD"] = [head[k] for k in HEAD]
     return _pack(arrays, [p.name for p in model.parameters])
+
+
+def n_outputs(model):
+    """The number of outputs of fmu_mb.dynamics.outputs.output_spec(model) (the engine
+    layer does not import the dynamics layer; tests/test_engine.py holds them equal)."""
+    nb = len(model.bodies)
+    per = {"tsda": 2, "rsda": 2, "cylinder": 7, "force": 1, "torque": 1, "bushing": 6}
+    count = len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
+    if model.spatial:
+        coord = {"revolute": 2, "prismatic": 2, "cylindrical": 4, "universal": 4}
+        count += 16 * nb + 6 * len(model.markers)
+        for j in model.joints:
+            count += coord.get(j.kind, 0) + (1 if j.kind == "distance" else 6)
+        return count
+    count += 6 * nb + 4 * len(model.markers)
+    for j in model.joints:
+        count += ((2 if j.kind in ("revolute", "prismatic") else 0)
+                  + (1 if j.kind == "distance" else 2)
+                  + (1 if j.kind in ("weld", "prismatic") else 0))
+    return count
 
 
 def _pack(arrays, names):
@@ -220,7 +241,81 @@ def _planar(model, arrays, head):
     arrays.update(IMARK=[int(b) for b in C.markers.p], DMARK=np.asarray(C.markers.sp, float))
 
     # the initial state's recipe (fmu_mb.mechanics.assembly.assemble)
+    arrays["IPLACE"] = place = _placement(model, idx)
+    arrays["DBODY0"] = [[*b.position, float(b.angle), *b.velocity, float(b.angular_velocity)]
+                        for b in model.bodies]
+    arrays.update(_initial_conditions(model, C.coord_joints))
+    arrays["DMINV"] = np.asarray(C.inv_mass_diag, float)
+    arrays["IQSRC"] = ([[0, cpos[kk]] for kk in tm.joints]
+                       + [[1, 3 * b + c] for b in tm.free for c in range(3)])
+    head.update(NJ=len(model.joints), NROWS=nrows, NCJ=len(C.coord_joints),
+                NEL=len(model.elements), NMARK=len(C.markers.p), NPLACE=len(place))
+
+
+def _spatial(model, arrays, head):
+    from . import spatial_kernel as sk
+    from ..mechanics.spatial import tree as st
+
+    C = model.compiled
+    tm = st.tree_map(model)
+    nb, n = tm.nb, tm.n
+    ri, rd, nv = sk._tree_rows(model, tm)
+    ei, ed = sk._elements(model)
+    ci, cd = sk._cut_joints(model)
+    rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
+                  float).reshape(-1, 9)
+    arrays.update(ISRI=ri, DSRD=rd, DSMASS=np.asarray(C.mass, float),
+                  DSJ=np.asarray(C.inertia, float).reshape(-1, 9), ISEI=ei, DSED=ed, ISCI=ci,
+                  DSCD=cd, DSRQ=rq)
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = nb
+    cfirst = {}
+    for pos, kk in enumerate(C.coord_joints):
+        cfirst.setdefault(kk, pos)
+    ij, dj = [], []
+    for kk, (j, rows) in enumerate(zip(model.joints, C.joint_rows)):
+        rows = [int(r) for r in rows]
+        if rows != list(range(rows[0], rows[0] + len(rows))):
+            raise InputError(f"model '{model.name}': joint '{j.name}' has non-contiguous rows")
+        ij.append([_SJK[j.kind], idx[j.parent], idx[j.child], cfirst.get(kk, -1), rows[0],
+                   len(rows)])
+        dj.append([*j.parent_point, *j.child_point,
+                   *np.asarray(j.frame_p, float).reshape(-1),
+                   *np.asarray(j.frame_c, float).reshape(-1), float(j.length or 0.0)])
+    arrays.update(IJOINT=ij, DJOINT=dj)
+    ckind = [None] * len(C.coord_joints)
+    for g in C.coord_groups:
+        for pos in g.rows[:, 0]:
+            ckind[int(pos)] = _SCK[g.kind]
+    arrays["ICOORD"] = [[kk, ckind[i]] for i, kk in enumerate(C.coord_joints)]
+    if list(C.norm_rows) != list(range(C.n_rows - nb, C.n_rows)):
+        raise InputError(f"model '{model.name}': the normalisation rows are not the last rows")
+    # model.elements -> (kind, row of the kernel's element arrays)
+    order = ([g for g in (C.tsda.names, C.rsda.names, C.bushing.names)]
+             + [C.frc_names, C.trq_names])
+    row = {name: i for i, name in enumerate(x for names in order for x in names)}
+    arrays["IELEM"] = [[_EK[e.kind], row[e.name]] for e in model.elements]
+    arrays["DELEM"] = [0.0] * len(model.elements)
+    arrays.update(IMARK=[int(b) for b in C.markers.p],
+                  DMARK=np.asarray(C.marker_points, float).reshape(-1, 3),
+                  DMINV=np.asarray(C.inv_mass_diag, float))
+    # the initial state's recipe (fmu_mb.mechanics.assembly.assemble, spatial): the declared
+    # body poses and velocities, the tree placement order, the initial values, rates and
+    # guesses; mbe_initialize assembles in C.
+    arrays["IPLACE"] = _placement(model, idx)
+    arrays["DBODY0"] = [[*b.position, *b.orientation, *b.velocity, *b.angular_velocity]
+                        for b in model.bodies]
+    arrays.update(_initial_conditions(model, C.coord_joints))
+    head.update(NB=nb, N=n, NV=nv, NE=len(ei), NC=len(ci), NJ=len(model.joints),
+                NROWS=C.n_rows, NCJ=len(C.coord_joints), NEL=len(model.elements),
+                NMARK=len(C.markers.p), NPLACE=len(arrays["IPLACE"]))
+
+
+def _placement(model, idx):
+    """[joint index, 1 when its parent is placed] of the tree joints in the order the
+    assembly places them (the builder's breadth-first spanning tree)."""
     placed, place = {"ground"}, []
+    jpos = {j.name: k for k, j in enumerate(model.joints)}
     for name in model.topology.tree_joints:
         j = model.joint(name)
         if j.parent in placed:
@@ -230,23 +325,17 @@ def _planar(model, arrays, head):
         else:      # the first joint of a floating subtree: its root is the first body
             side = 1 if idx[j.parent] < idx[j.child] else 0
         placed.update((j.parent, j.child))
-        place.append([next(i for i, jj in enumerate(model.joints) if jj.name == name), side])
-    arrays["IPLACE"] = place
-    arrays["DBODY0"] = [[*b.position, float(b.angle), *b.velocity, float(b.angular_velocity)]
-                        for b in model.bodies]
+        place.append([jpos[name], side])
+    return place
+
+
+def _initial_conditions(model, coord_joints):
+    """IINIT (value, rate, guess given) and DINIT (their values) per joint coordinate."""
     given = {ic.joint: ic for ic in model.initial}
     ii, dd = [], []
-    for kk in C.coord_joints:
+    for kk in coord_joints:
         ic = given.get(model.joints[kk].name)
         vals = (None, None, None) if ic is None else (ic.value, ic.rate, ic.guess)
         ii.append([int(v is not None) for v in vals])
         dd.append([0.0 if v is None else float(v) for v in vals])
-    arrays.update(IINIT=ii, DINIT=dd, DMINV=np.asarray(C.inv_mass_diag, float))
-    arrays["IQSRC"] = ([[0, cpos[kk]] for kk in tm.joints]
-                       + [[1, 3 * b + c] for b in tm.free for c in range(3)])
-    head.update(NJ=len(model.joints), NROWS=nrows, NCJ=len(C.coord_joints),
-                NEL=len(model.elements), NMARK=len(C.markers.p), NPLACE=len(place))
-
-
-def _spatial(model, arrays, head):
-    raise InputError(f"model '{model.name}': spatial models are not in the engine data yet")
+    return {"IINIT": ii, "DINIT": dd}

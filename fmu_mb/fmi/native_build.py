@@ -106,9 +106,15 @@ def engine_sources():
 
 def native_reason(model):
     """None when `model` builds as a native FMU, else why not (one line)."""
-    from ..engine.data import supported
+    from ..engine.data import model_data, supported
 
-    return supported(model)
+    why = supported(model)
+    if why is None:
+        try:
+            model_data(model)
+        except InputError as exc:          # a kind of model the engine data do not hold yet
+            why = str(exc)
+    return why
 
 
 # ---------------------------------------------------------------------- the build

@@ -19,9 +19,10 @@
  *                                          uninterrupted run's
  *   cycles N                               N x (instantiate, setup, init, one 1 ms step, free):
  *                                          the resident set size after 100, N/2 and N cycles
- *   bench STEP N IN_VR OUT_VRS             N steps of (setReal input, doStep, getReal outputs):
+ *   bench STEP N IN_VR OUT_VRS [FILE]      N steps of (setReal input, doStep, getReal outputs):
  *                                          "cpu_us_per_step=..." (CPU time, after 200 warm-up
- *                                          steps)
+ *                                          steps); the input 0.1, or line k of FILE at step
+ *                                          k (warm-up steps from its start)
  *   startup                                instantiate, setup, init, one 1 ms step in this fresh
  *                                          process: "instantiate_to_first_step_ms=..." (CPU and
  *                                          wall, dlopen included: "dlopen_ms=...")
@@ -176,6 +177,25 @@ static double input_at(double t) { return 2.0 * t - 0.5 * t * t; }
 static const double* g_inputs;   /* per-step input values (run FILE), or NULL */
 static int g_n_inputs;
 
+static void read_inputs(const char* path, int n)
+{
+    FILE* f = fopen(path, "r");
+    if (!f) {
+        die("cannot read %s", path);
+    }
+    double* v = calloc((size_t)n + 1, sizeof(double));
+    int m = 0;
+    while (m <= n && fscanf(f, "%lf", &v[m]) == 1) {
+        m++;
+    }
+    fclose(f);
+    if (m == 0) {
+        die("no input values in %s", path);
+    }
+    g_inputs = v;
+    g_n_inputs = m;
+}
+
 /* One run of n steps of size h from t = 0 on instance c, outputs into out (n x nout). */
 static void steps(const Api* api, fmi2Component c, int k0, int k1, double h,
                   const fmi2ValueReference* in_vr, const fmi2ValueReference* vr, int nout,
@@ -267,21 +287,7 @@ int main(int argc, char** argv)
         double* out = calloc((size_t)n * nout + 1, sizeof(double));
         in_vr[0] = (fmi2ValueReference)in;
         if (argc >= 10) {
-            FILE* f = fopen(argv[9], "r");
-            if (!f) {
-                die("cannot read %s", argv[9]);
-            }
-            double* v = calloc((size_t)n + 1, sizeof(double));
-            int m = 0;
-            while (m <= n && fscanf(f, "%lf", &v[m]) == 1) {
-                m++;
-            }
-            fclose(f);
-            if (m == 0) {
-                die("no input values in %s", argv[9]);
-            }
-            g_inputs = v;
-            g_n_inputs = m;
+            read_inputs(argv[9], n);
         }
         double y0[256];
         check(api.GetReal(c, vr, (size_t)nout, y0), "fmi2GetReal");
@@ -395,6 +401,9 @@ int main(int argc, char** argv)
         long in = atol(argv[7]);
         int nout = parse_vrs(argv[8], vr, 256);
         in_vr[0] = (fmi2ValueReference)in;
+        if (argc >= 10) {
+            read_inputs(argv[9], n);
+        }
         load(&api);
         fmi2Component c = start(&api, "bench");
         double y[256];
@@ -404,7 +413,8 @@ int main(int argc, char** argv)
             if (k == warm) {
                 t0 = cpu_now();
             }
-            double t = k * h, u = 0.1 * input_at(t);
+            double t = k * h;
+            double u = g_inputs ? g_inputs[(k < warm ? k : k - warm) % g_n_inputs] : 0.1;
             if (in >= 0) {
                 check(api.SetReal(c, in_vr, 1, &u), "fmi2SetReal");
             }

@@ -73,7 +73,7 @@ struct MbEngine {
     char *chars;
     const char **pname;
     int off[MBE_N_ARRAYS], cnt[MBE_N_ARRAYS];
-    int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace;
+    int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace, nv, nc;
     double *params;            /* the current parameter values */
     void *kern;                /* the kernel of the current parameters */
     MbeSettings set;
@@ -81,8 +81,20 @@ struct MbEngine {
     double t, h, *y;           /* the state: t, y = (q, qd), the integrator's next step */
     /* workspace */
     double *ytmp, *qdd, *q2, *qd2, *x, *xd, *xdd, *xa, *xda, *f, *phi, *phit, *D, *D2, *A,
-        *S, *V, *w, *rhs, *lam, *r, *xe, *xde, *u0;
+        *S, *V, *w, *rhs, *lam, *r, *xe, *xde, *u0, *eout;
 };
+
+/* the spatial part (engine_spatial.h, included at the end) */
+static int check_spatial_data(MbEngine *e, char *err, size_t errlen);
+static void *make_spatial_kernel(MbEngine *e);
+static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen);
+static double absmax(const double *v, int n);
+static int all_finite(const double *v, int n);
+static MbeStatus spatial_outputs(MbEngine *e, const double *u, double *y, char *err,
+                                 size_t errlen);
+void sk_free(void *k);
+void sk_set_stabilization(void *k, int mode, double alpha, double beta, double proj_tol);
+int sk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
 
 /* ------------------------------------------------------------------ small helpers */
 static void msg(char *err, size_t errlen, const char *fmt, ...)
@@ -317,7 +329,7 @@ static int psd(MbEngine *e, double *S, int m, const double *rhs, double *y)
 static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, const double *r,
                     double *dx)
 {
-    int nc = 3 * e->nb;
+    int nc = (e->kind ? 7 : 3) * e->nb;
     for (int i = 0; i < nc; i++)
         dx[i] = 0.0;
     if (k == 0)
@@ -340,6 +352,9 @@ static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, con
 }
 
 /* ------------------------------------------------------------------ creation */
+static int check_planar_data(MbEngine *e, char *err, size_t errlen);
+static int parameter_names(MbEngine *e, char *err, size_t errlen);
+
 static int check_data(MbEngine *e, char *err, size_t errlen)
 {
     const int *H;
@@ -378,9 +393,11 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     e->nout = H[H_NOUT];
     e->np = H[H_NP];
     e->nplace = H[H_NPLACE];
-    if (e->kind != 0) {
-        msg(err, errlen, "the model data are of kind %d; this engine runs planar models (0) "
-            "so far", e->kind);
+    e->nv = H[H_NV];
+    e->nc = H[H_NC];
+    if (e->kind != 0 && e->kind != 1) {
+        msg(err, errlen, "the model data are of kind %d; expected 0 (planar) or 1 (spatial)",
+            e->kind);
         return 0;
     }
     int nb = e->nb, n = e->n;
@@ -390,6 +407,22 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
         msg(err, errlen, "the model data's counts are out of range");
         return 0;
     }
+    if (e->cnt[A_DT0] != 1 || e->cnt[A_DPARAM] != 3 * e->np || e->cnt[A_IPARAM] != e->np) {
+        msg(err, errlen, "the model data's parameter table does not fit its count");
+        return 0;
+    }
+    if (e->kind == 1) {
+        if (!check_spatial_data(e, err, errlen))
+            return 0;
+    } else if (!check_planar_data(e, err, errlen)) {
+        return 0;
+    }
+    return parameter_names(e, err, errlen);
+}
+
+static int check_planar_data(MbEngine *e, char *err, size_t errlen)
+{
+    int nb = e->nb, n = e->n;
     struct { int a, want; } sizes[] = {
         {A_DGRAV, 2}, {A_DT0, 1}, {A_DPARAM, 3 * e->np}, {A_IPARAM, e->np},
         {A_IJI, JI * nb}, {A_DJD, JD * nb}, {A_IEI, EI * e->ne}, {A_DED, ED * e->ne},
@@ -481,7 +514,11 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     }
     BAD(nout != e->nout, "the number of outputs");
 #undef BAD
-    /* parameter names */
+    return 1;
+}
+
+static int parameter_names(MbEngine *e, char *err, size_t errlen)
+{
     e->pname = calloc(e->np > 0 ? e->np : 1, sizeof(char *));
     if (!e->pname)
         return 0;
@@ -504,6 +541,8 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
 
 static void *make_kernel(MbEngine *e)
 {
+    if (e->kind == 1)
+        return make_spatial_kernel(e);
     const double *g = DA(e, A_DGRAV);
     void *k = mbk_create(e->nb, e->n, IA(e, A_IJI), DA(e, A_DJD), e->ne, IA(e, A_IEI),
                          DA(e, A_DED), DA(e, A_DMASS), DA(e, A_DINERTIA), g[0], g[1]);
@@ -521,17 +560,25 @@ static void *make_kernel(MbEngine *e)
     return k;
 }
 
+static void free_kernel(const MbEngine *e, void *k)
+{
+    if (e->kind == 1)
+        sk_free(k);
+    else
+        mbk_free(k);
+}
+
 void mbe_free(MbEngine *e)
 {
     (void)dense_projection_done;       /* (dense.h's projection rule: the kernels use it) */
     if (!e)
         return;
     if (e->kern)
-        mbk_free(e->kern);
+        free_kernel(e, e->kern);
     void *p[] = {e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
-                 e->lam, e->r, e->xe, e->xde, e->u0};
+                 e->lam, e->r, e->xe, e->xde, e->u0, e->eout};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(e);
@@ -606,7 +653,8 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->set.stabilization = 1;
     e->set.alpha = e->set.beta = 10.0;
     e->set.proj_tol = 1e-13;
-    int nb = e->nb, n = e->n, nr = e->nrows + e->ncj + 1, nc3 = 3 * nb;
+    int nb = e->nb, n = e->n, nc3 = (e->kind ? 7 : 3) * nb;
+    int nr = e->nrows + e->ncj + 1 > nc3 + 7 ? e->nrows + e->ncj + 1 : nc3 + 7;
     e->params = zalloc(e->np, sizeof(double));
     for (int i = 0; i < e->np; i++)
         e->params[i] = DA(e, A_DPARAM)[3 * i];
@@ -631,14 +679,15 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->w = zalloc(nr, sizeof(double));
     e->rhs = zalloc(nr, sizeof(double));
     e->lam = zalloc(nr, sizeof(double));
-    e->r = zalloc(nr > nc3 ? nr : nc3, sizeof(double));
-    e->xe = zalloc(nc3 + 3, sizeof(double));
-    e->xde = zalloc(nc3 + 3, sizeof(double));
+    e->r = zalloc(nr > nc3 + 7 ? nr : nc3 + 7, sizeof(double));
+    e->xe = zalloc(nc3 + 7, sizeof(double));
+    e->xde = zalloc(nc3 + 7, sizeof(double));
     e->u0 = zalloc(e->ni, sizeof(double));
+    e->eout = zalloc(8 * (size_t)(e->ne + 1) + 6 * (size_t)e->nmark + 8, sizeof(double));
     if (!e->params || !e->y || !e->ytmp || !e->qdd || !e->q2 || !e->qd2 || !e->x || !e->xd ||
         !e->xdd || !e->xa || !e->xda || !e->f || !e->phi || !e->phit || !e->D || !e->D2 ||
         !e->A || !e->S || !e->V || !e->w || !e->rhs || !e->lam || !e->r || !e->xe ||
-        !e->xde || !e->u0) {
+        !e->xde || !e->u0 || !e->eout) {
         mbe_free(e);
         msg(err, errlen, "out of memory");
         return NULL;
@@ -729,7 +778,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
         return MBE_ERROR;
     }
     free(old);
-    mbk_free(e->kern);
+    free_kernel(e, e->kern);
     e->kern = k;
     memcpy(e->params, p, sizeof(double) * e->np);
     return MBE_OK;
@@ -766,7 +815,10 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
         return MBE_ERROR;
     }
     e->set = *s;
-    mbk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
+    if (e->kind == 1)
+        sk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
+    else
+        mbk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
     return MBE_OK;
 }
 
@@ -874,6 +926,8 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         msg(err, errlen, "mbe_initialize: no engine or a non-finite start time");
         return MBE_ERROR;
     }
+    if (e->kind == 1)
+        return spatial_initialize(e, t0, err, errlen);
     int nb = e->nb, nc = 3 * nb, n = e->n;
     const double *Minv = DA(e, A_DMINV);
     double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
@@ -1063,7 +1117,8 @@ MbeStatus mbe_do_step(MbEngine *e, double h, const double *u, char *err, size_t 
                      e->set.atol, isfinite(e->set.max_step) ? e->set.max_step : 1e300,
                      e->set.step, e->t, floor(budget)};
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
-    int rc = mbk_advance(e->kern, e->set.method, par, e->ytmp, uu, &nfev);
+    int rc = (e->kind == 1 ? sk_advance : mbk_advance)(e->kern, e->set.method, par, e->ytmp,
+                                                         uu, &nfev);
     if (rc != OK) {
         msg(err, errlen, "the step from t = %.9g s to %.9g s failed at t = %.9g s: %s; the "
             "state is kept", e->t, t_end, par[7], kernel_error(rc));
@@ -1170,6 +1225,8 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
     if (!check_inputs(e, u, err, errlen))
         return MBE_ERROR;
     const double *uu = e->ni ? u : e->u0;
+    if (e->kind == 1)
+        return spatial_outputs(e, uu, y, err, errlen);
     int nb = e->nb, n = e->n, nc = 3 * nb, nr = e->nrows;
     double t = e->t, *q = e->y, *qd = e->y + n;
     double *x = e->xa, *xd = e->xda;
@@ -1356,3 +1413,5 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
     }
     return MBE_OK;
 }
+
+#include "engine_spatial.h"

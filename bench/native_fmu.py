@@ -1,0 +1,261 @@
+"""Native FMUs (issue 20's targets): per-step cost, start-up and memory, in CPU time.
+
+Double pendulum, 1 ms communication steps; each engine does the same per step: set the input
+actuator_A.h = 0.1 N.m (as bench/fmu_step.py), advance 1 ms, read the four outputs A.angle,
+B.angle, A.rate, B.rate (default settings: dop853, rtol 1e-9):
+- "native FMU in fmpy": `fmu-mb build --native`, fmpy's FMU2Slave (setReal, doStep, getReal);
+- "native FMU in a C host": tests/c_host/native_host.c `bench` (dlopen, the same three calls);
+- "engine in process (C)": tests/c_host/engine_step.c, the engine's C API called directly
+  (mbe_do_step + mbe_outputs: what the FMU's step costs without the FMI layer);
+- "Exudyn RK44 in process": bench/exudyn_models.CoSimPendulum, one RK44 step per 1 ms (the
+  reference point of issues 13 and 20).
+Rounds alternate the engines (each a separate process or loop of --steps steps); medians.
+
+Double wishbone, 1 ms steps with the road of bench/suspension_step.py (tyre.h held over each
+step, five outputs read): the native FMU in the C host (default settings) against Exudyn's best
+setting at 1e-6 m wheel-centre accuracy, found with suspension_step.tune_exudyn on the same
+horizon and timed in CPU time; the native FMU's own error against suspension_step's reference.
+
+Start-up: instantiate .. end of the first doStep in a fresh C host process (native_host
+`startup`), median of 7, for every native FMU. Memory: 10^4 instantiate/free cycles in one C
+host process, the resident set size after 100, 5000 and 10^4 cycles.
+
+    python bench/native_fmu.py [--steps 20000] [--rounds 5] [--no-wishbone] [--horizon 0.3]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+OUTS = ("A.angle", "B.angle", "A.rate", "B.rate")
+WB_OUTS = ("wheel_centre.x", "wheel_centre.y", "wheel_centre.z", "tyre.force",
+           "coil_over.force")
+
+
+def _cc():
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        sys.exit("bench/native_fmu.py needs a C compiler")
+    return cc
+
+
+def _fields(text):
+    return dict(kv.split("=") for kv in text.split())
+
+
+class Native:
+    """A native FMU built into tmp and extracted."""
+
+    def __init__(self, model, tmp):
+        from fmpy import extract, read_model_description
+        from fmu_mb.fmi.native_build import build_native_fmu
+        self.path = build_native_fmu(ROOT / "models" / f"{model}.py", tmp)
+        self.dir = extract(str(self.path), str(tmp / f"{model}_x"))
+        self.md = read_model_description(str(self.path))
+        self.vr = {v.name: v.valueReference for v in self.md.modelVariables}
+        self.id = self.md.coSimulation.modelIdentifier
+
+    def host(self, exe, *args):
+        res = subprocess.run([str(exe), args[0], self.dir, self.md.guid, self.id,
+                              *map(str, args[1:])], capture_output=True, text=True, env={})
+        if res.returncode != 0:
+            raise RuntimeError(res.stderr[-2000:])
+        return res.stdout
+
+
+def build_tools(tmp):
+    """(native_host, engine_step) executables."""
+    from fmu_mb.fmi.native_build import ENGINE_DIR, _engine_objects, engine_sources
+    cc = _cc()
+    host = tmp / "native_host"
+    subprocess.run([cc, "-O2", "-o", str(host), str(ROOT / "tests/c_host/native_host.c"),
+                    "-ldl", "-lpthread"], check=True)
+    sources, defines = engine_sources()
+    objects = _engine_objects(cc, [Path(s) for s in sources], tuple(defines))
+    step = tmp / "engine_step"
+    subprocess.run([cc, "-O2", "-ffp-contract=off", *(f"-D{d}" for d in defines),
+                    f"-I{ENGINE_DIR}", "-o", str(step), str(ROOT / "tests/c_host/engine_step.c"),
+                    *map(str, objects), "-lm"], check=True)
+    return host, step
+
+
+class FmpyLoop:
+    """setReal(1) + doStep + getReal(4) per step in fmpy, CPU time."""
+
+    def __init__(self, native):
+        from fmpy.fmi2 import FMU2Slave
+        s = FMU2Slave(guid=native.md.guid, unzipDirectory=native.dir,
+                      modelIdentifier=native.id, instanceName="bench")
+        s.instantiate()
+        s.setupExperiment(startTime=0.0)
+        s.enterInitializationMode()
+        s.exitInitializationMode()
+        self.s, self.vin = s, [native.vr["actuator_A.h"]]
+        self.vout = [native.vr[n] for n in OUTS]
+        self.k = 0
+
+    def run(self, n, h=1e-3):
+        s, vin, vout = self.s, self.vin, self.vout
+        t0 = time.process_time()
+        for _ in range(n):
+            t = self.k * h
+            s.setReal(vin, [0.1])
+            s.doStep(currentCommunicationPoint=t, communicationStepSize=h)
+            s.getReal(vout)
+            self.k += 1
+        return (time.process_time() - t0) / n * 1e6
+
+
+class ExudynLoop:
+    def __init__(self):
+        import exudyn_models as X
+        self.c = X.CoSimPendulum(1e-8, "RK44")
+
+    def run(self, n, h=1e-3):
+        c = self.c
+        t0 = time.process_time()
+        for _ in range(n):
+            c.step(0.1, h)
+        return (time.process_time() - t0) / n * 1e6
+
+
+def pendulum(tmp, host, step_exe, steps, rounds, log):
+    dp = Native("double_pendulum", tmp)
+    from fmu_mb.dynamics.outputs import output_spec
+    from fmu_mb.engine.data import model_data
+    from fmu_mb import load_model
+    model = load_model(ROOT / "models" / "double_pendulum.py")
+    blob = tmp / "dp.blob"
+    blob.write_bytes(model_data(model).to_bytes())
+    spec = [v.name for v in output_spec(model)]
+    idx = ",".join(str(spec.index(n)) for n in OUTS)
+    outs = ",".join(str(dp.vr[n]) for n in OUTS)
+    loops = {"native FMU in fmpy": FmpyLoop(dp), "Exudyn RK44 in process": ExudynLoop()}
+    for e in loops.values():
+        e.run(500)
+    times = {k: [] for k in ("native FMU in fmpy", "native FMU in a C host",
+                             "engine in process (C, no FMI)", "Exudyn RK44 in process")}
+    for r in range(rounds):
+        times["native FMU in fmpy"].append(loops["native FMU in fmpy"].run(steps))
+        times["Exudyn RK44 in process"].append(loops["Exudyn RK44 in process"].run(steps))
+        times["native FMU in a C host"].append(float(_fields(dp.host(
+            host, "bench", 1e-3, steps, dp.vr["actuator_A.h"], outs))["cpu_us_per_step"]))
+        res = subprocess.run([str(step_exe), str(blob), "1e-3", str(steps), idx],
+                             capture_output=True, text=True, check=True)
+        times["engine in process (C, no FMI)"].append(
+            float(_fields(res.stdout)["cpu_us_per_step"]))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    log("Double pendulum, 1 ms step (set input, doStep, get 4 outputs), CPU time, median of "
+        f"{rounds} rounds of {steps} steps:")
+    for k, v in med.items():
+        log(f"  {k:34s} {v:8.2f} us/step   (rounds: {', '.join(f'{x:.2f}' for x in times[k])})")
+    ex = med["Exudyn RK44 in process"]
+    log(f"  native FMU in fmpy / Exudyn RK44      {med['native FMU in fmpy'] / ex:.2f}  "
+        "(target <= 1.2)")
+    log(f"  native FMU in a C host / Exudyn RK44  {med['native FMU in a C host'] / ex:.2f}  "
+        "(target <= 0.5)")
+    log(f"  native FMU in a C host / engine       "
+        f"{med['native FMU in a C host'] / med['engine in process (C, no FMI)']:.2f}  "
+        "(target <= 1.5)")
+    return dp
+
+
+def wishbone(tmp, host, horizon, rounds, log):
+    from fmu_mb.fmi.native_build import native_reason
+    from fmu_mb import load_model
+    why = native_reason(load_model(ROOT / "models" / "double_wishbone.py"))
+    if why is not None:
+        log(f"Double wishbone: not a native FMU yet ({why})")
+        return None
+    import suspension_step as S
+    dw = Native("double_wishbone", tmp)
+    n = int(round(horizon / S.DT))
+    u, _ = S.road_input(n)
+    ref = S.fmu_mb_reference(u)
+    ufile = tmp / "road.txt"
+    ufile.write_text("\n".join(repr(float(v)) for v in u))
+    outs = ",".join(str(dw.vr[k]) for k in WB_OUTS)
+    text = dw.host(host, "run", horizon, S.DT, dw.vr["tyre.h"], outs, ufile)
+    y = np.array([[float(x) for x in line.split(",")[1:]] for line in text.split()])[1:]
+    err = S.wheel_error(y, ref)
+    log(f"Double wishbone, 1 ms steps over {horizon} s with the road (suspension_step):")
+    log(f"  native FMU (default settings): wheel-centre error {err:.1e} m against "
+        "suspension_step's reference")
+    log("  tuning Exudyn (fewest substeps per 1 ms within 1e-6 m):")
+    exudyn, _ = S.tune_exudyn(u, ref, 1e-6, 60.0, lambda s: log("  " + s))
+    native_us, exu_us = [], {}
+    for r in range(rounds):
+        native_us.append(float(_fields(dw.host(
+            host, "bench", S.DT, n, dw.vr["tyre.h"], outs, ufile))["cpu_us_per_step"]))
+        for e in exudyn:
+            e.begin(n)
+            t0 = time.process_time()
+            for k in range(n):
+                e.step(k, u[k])
+            exu_us.setdefault(e.label, []).append((time.process_time() - t0) / n * 1e6)
+    best = min(exu_us, key=lambda k: statistics.median(exu_us[k])) if exu_us else None
+    nat = statistics.median(native_us)
+    log(f"  native FMU in a C host   {nat:9.1f} us/step (CPU, median of {rounds})")
+    if best:
+        b = statistics.median(exu_us[best])
+        log(f"  Exudyn best: {best}  {b:9.1f} us/step (CPU)")
+        log(f"  native / Exudyn best     {nat / b:.3f}  (target <= 0.3)")
+    return dw
+
+
+def startup_and_memory(tmp, host, natives, log):
+    log("Start-up, fresh C host process (instantiate, setup, init, first 1 ms doStep), median "
+        "of 7:")
+    for nat in natives:
+        runs = [_fields(nat.host(host, "startup")) for _ in range(7)]
+        wall = statistics.median(float(r["instantiate_to_first_step_ms"]) for r in runs)
+        dl = statistics.median(float(r["dlopen_ms"]) for r in runs)
+        log(f"  {nat.id:18s} instantiate..first step {wall:.3f} ms wall (dlopen {dl:.3f} ms)")
+    r = _fields(natives[0].host(host, "cycles", 10000))
+    log(f"Memory, {natives[0].id}, 10^4 instantiate/free cycles in one process: RSS "
+        f"{r['rss_kb_after_100']} kB after 100, {r['rss_kb_after_half']} kB after 5000, "
+        f"{r['rss_kb_after_all']} kB after 10^4")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--horizon", type=float, default=0.3,
+                    help="double wishbone run [s] (suspension_step's road)")
+    ap.add_argument("--no-wishbone", action="store_true")
+    a = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="fmu_mb_native_bench_"))
+    try:
+        host, step_exe = build_tools(tmp)
+        natives = [pendulum(tmp, host, step_exe, a.steps, a.rounds, print)]
+        if not a.no_wishbone:
+            dw = wishbone(tmp, host, a.horizon, a.rounds, print)
+            if dw is not None:
+                natives.append(dw)
+        from fmu_mb.fmi.native_build import native_reason
+        from fmu_mb import load_model
+        for p in sorted((ROOT / "models").glob("*.py")):
+            if p.stem in ("double_pendulum", "double_wishbone"):
+                continue
+            if native_reason(load_model(p)) is None:
+                natives.append(Native(p.stem, tmp))
+        startup_and_memory(tmp, host, natives, print)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1012 @@
+"""The compiled parameter program: model parameters -> the engine's model data, run in C.
+
+A model file is Python: its build(**overrides) maps the parameters (lengths, masses,
+stiffnesses, initial angles...) to the numbers of the model data that the engine runs on.
+The native FMU has no Python, yet a master may set a parameter before initialisation and
+must get the motion the Python FMU gets (which rebuilds the model). compile_parameters
+turns that map into a small program (fmu_mb/engine/native/params.h, params.c: mbp_run):
+
+1. trace: build() runs once at the defaults with every real-valued parameter replaced by a
+   Sym, a float that records the expression of every arithmetic result (operators, math's
+   and numpy's scalar functions) on a tape. A comparison involving a parameter records a
+   guard: the branch build() took is checked at run time (mbp_run fails, naming the
+   parameter and saying to rebuild with --set).
+2. match: the model data `data_of(overrides)` (a black box) is computed at the defaults and
+   at random probe sets; a slot that changes depends on a parameter, and is matched with
+   the tape expression (or its negative or reciprocal) whose values agree with the slot's at
+   every probe set, so coincidences vanish.
+3. verify: the emitted int code, interpreted exactly as mbp_run does (ParamProgram.run), is
+   run over the default data at other random sets inside the parameters' ranges and must
+   reproduce data_of to VERIFY_RTOL in every slot. A parameter whose effect is not matched
+   or not reproduced (numpy array arithmetic, the builder's own geometry, an iterative
+   solve: computations the tracer cannot follow) is declared fixed with the reason, and the
+   whole is compiled again without it. A slot is never silently wrong: what is emitted has
+   been checked against the real build.
+
+Why value matching rather than carrying expressions through the builder: the builder and
+the data layer convert to floats and numpy arrays everywhere (validation, PairSets, tree
+maps); matching against the black box keeps them untouched, works whatever data layout the
+engine chooses, and the verification makes a wrong match impossible to ship.
+
+Program layout (ints; doubles in `consts`):
+    header   MAGIC, VERSION, np, ndata, then strings (model file, the np parameter names),
+             each as its length followed by its UTF-8 bytes
+    code     BEGIN n p1..pn          the statement that follows depends on parameters p1..pn
+                                     (named in a message when a result is not finite)
+             PARAM k | CONST i       push params[k] | consts[i]
+             UNARY f | BINARY f      pop one | two, push f(...) (FUNCS, libm's functions)
+             STORE slot              pop into data[slot]
+             GUARD cmp               pop b, pop a; the test `a cmp b` must hold
+             END
+Every result is checked finite; a malformed program makes mbp_run return -1.
+"""
+import math
+import operator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import FmuMbError
+
+MAGIC = 0x3150424D           # "MBP1" little-endian
+VERSION = 1
+STACK = 64                   # mbp_run's stack depth (params.c MBP_STACK)
+VERIFY_RTOL = 1e-14          # a slot must be reproduced to this (relative to its size)
+WIDE = 0.5                   # relative spread of the wide verification sets
+(OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
+ OP_FIXED) = range(9)
+UNARY = ("neg", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log10",
+         "sinh", "cosh", "tanh", "fabs", "expm1", "log1p", "log2", "asinh", "acosh", "atanh",
+         "cbrt")
+BINARY = ("add", "sub", "mul", "div", "pow", "atan2", "hypot")
+CMPS = ("lt", "le", "gt", "ge", "eq", "ne")
+_CMP_TEXT = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_CMP_FN = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
+           "eq": operator.eq, "ne": operator.ne}
+
+
+def _pow(a, b):
+    try:
+        return a ** b if not (a < 0.0 and not float(b).is_integer()) else math.nan
+    except (OverflowError, ZeroDivisionError):
+        return math.inf
+
+
+def _div(a, b):
+    if b == 0.0:
+        return math.copysign(math.inf, a) if a != 0.0 else math.nan
+    return a / b
+
+
+def _safe(f):
+    def g(*a):
+        try:
+            return f(*a)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            return math.nan
+    return g
+
+
+_CBRT = getattr(math, "cbrt", None)
+_FN = {"neg": operator.neg, "sqrt": _safe(math.sqrt), "sin": _safe(math.sin),
+       "cos": _safe(math.cos), "tan": _safe(math.tan), "asin": _safe(math.asin),
+       "acos": _safe(math.acos), "atan": math.atan, "exp": _safe(math.exp),
+       "log": _safe(math.log), "log10": _safe(math.log10), "sinh": _safe(math.sinh),
+       "cosh": _safe(math.cosh), "tanh": math.tanh, "fabs": math.fabs,
+       "expm1": _safe(math.expm1), "log1p": _safe(math.log1p), "log2": _safe(math.log2),
+       "asinh": math.asinh, "acosh": _safe(math.acosh), "atanh": _safe(math.atanh),
+       "cbrt": _safe(_CBRT) if _CBRT else None,
+       "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": _div,
+       "pow": _pow, "atan2": math.atan2, "hypot": math.hypot}
+
+
+class ParameterProgramError(FmuMbError):
+    """A parameter set that the compiled program refuses (guard broken, non-finite data)."""
+
+
+# ---------------------------------------------------------------------- tracing
+class _Tape:
+    """Hash-consed expression nodes: ("p", k), ("c", value), (fn, child ids...)."""
+
+    def __init__(self, n_params):
+        self.nodes, self.ids, self.guards = [], {}, []
+        self.n_params = n_params
+
+    def node(self, key):
+        i = self.ids.get(key)
+        if i is None:
+            i = self.ids[key] = len(self.nodes)
+            self.nodes.append(key)
+        return i
+
+    def const(self, v):
+        return self.node(("c", float(v)))
+
+
+_tape = None     # the tape of the trace under way (set only inside _tracing)
+_deep = False    # that trace follows Syms into numpy arrays (object arrays)
+
+
+def _scalar(x):
+    return isinstance(x, (float, int, np.floating, np.integer)) and not isinstance(x, bool)
+
+
+class Sym(float):
+    """A float that records the expression it was computed by on the active tape."""
+
+    __slots__ = ("node",)
+
+    def __new__(cls, value, node):
+        s = float.__new__(cls, value)
+        s.node = node
+        return s
+
+    __hash__ = float.__hash__
+
+    def __reduce__(self):
+        return float, (float(self),)
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __copy__(self):
+        return self
+
+
+def _nid(x):
+    return x.node if isinstance(x, Sym) else _tape.const(x)
+
+
+_PY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+       "div": operator.truediv, "pow": operator.pow, "neg": operator.neg,
+       "fabs": math.fabs}
+
+
+def _apply(fn, *args, py=None):
+    """The Sym fn(args), its value computed as Python (or `py`, e.g. a numpy ufunc) computes
+    it, raising what Python raises; NotImplemented for non-scalar arguments."""
+    if _tape is None or not all(_scalar(a) for a in args):
+        return NotImplemented
+    vals = [float(a) for a in args]
+    f = py or _PY.get(fn) or getattr(math, fn)
+    value = float(f(*vals))
+    return Sym(value, _tape.node((fn, *[_nid(a) for a in args])))
+
+
+def _binop(fn, swap=False):
+    def op(self, other):
+        if not _scalar(other):
+            return NotImplemented
+        return _apply(fn, other, self) if swap else _apply(fn, self, other)
+    return op
+
+
+def _cmp(name):
+    base = getattr(float, f"__{name}__")
+
+    def op(self, other):
+        r = base(float(self), float(other)) if _scalar(other) else base(self, other)
+        if _tape is not None and _scalar(other) and r is not NotImplemented:
+            _tape.guards.append((name, _nid(self), _nid(other), bool(r)))
+        return r
+    return op
+
+
+for _n, _f in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"),
+               ("pow", "pow")):
+    setattr(Sym, f"__{_n}__", _binop(_f))
+    setattr(Sym, f"__r{_n}__", _binop(_f, swap=True))
+for _n in CMPS:
+    setattr(Sym, f"__{_n}__", _cmp(_n))
+Sym.__neg__ = lambda self: _apply("neg", self)
+Sym.__pos__ = lambda self: self
+Sym.__abs__ = lambda self: _apply("fabs", self)
+
+
+def _bool(self):
+    r = float(self) != 0.0
+    if _tape is not None:
+        _tape.guards.append(("ne", self.node, _tape.const(0.0), r))
+    return r
+
+
+Sym.__bool__ = _bool
+for _n, _f in (("sqrt", "sqrt"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan"),
+               ("arcsin", "asin"), ("arccos", "acos"), ("arctan", "atan"), ("exp", "exp"),
+               ("log", "log"), ("log10", "log10"), ("sinh", "sinh"), ("cosh", "cosh"),
+               ("tanh", "tanh"), ("expm1", "expm1"), ("log1p", "log1p"), ("log2", "log2"),
+               ("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh")):
+    # numpy's object loops call these (np.sqrt(object array) -> element.sqrt())
+    setattr(Sym, _n, (lambda f: lambda self: _apply(f, self))(_f))
+Sym.arctan2 = lambda self, other: _apply("atan2", self, other)
+Sym.hypot = lambda self, other: _apply("hypot", self, other)
+
+_UFUNCS = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
+           np.power: "pow", np.arctan2: "atan2", np.hypot: "hypot", np.negative: "neg",
+           np.sqrt: "sqrt", np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "asin",
+           np.arccos: "acos", np.arctan: "atan", np.exp: "exp", np.log: "log",
+           np.log10: "log10", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
+           np.absolute: "fabs", np.fabs: "fabs", np.expm1: "expm1", np.log1p: "log1p",
+           np.log2: "log2", np.arcsinh: "asinh", np.arccosh: "acosh", np.arctanh: "atanh",
+           np.cbrt: "cbrt"}
+_UCMP = {np.less: "lt", np.less_equal: "le", np.greater: "gt", np.greater_equal: "ge",
+         np.equal: "eq", np.not_equal: "ne"}
+
+
+def _obj(x):
+    """x as an object array whose elements are Python floats or Syms (ops on it trace)."""
+    if isinstance(x, Sym):
+        a = np.empty((), dtype=object)
+        a[()] = x
+        return a
+    return np.asarray(x).astype(object)
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method == "__call__" and not kwargs and all(_scalar(a) for a in inputs):
+        if ufunc in _UFUNCS and _FN.get(_UFUNCS[ufunc]) is not None:
+            r = _apply(_UFUNCS[ufunc], *inputs, py=ufunc)
+            if r is not NotImplemented:
+                return r
+        if ufunc in _UCMP and len(inputs) == 2:
+            return _cmp(_UCMP[ufunc])(*inputs) if isinstance(inputs[0], Sym) else \
+                _cmp({"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq",
+                      "ne": "ne"}[_UCMP[ufunc]])(inputs[1], inputs[0])
+    if (_deep and method == "__call__" and not kwargs and ufunc in _UFUNCS
+            and all(_scalar(a) or isinstance(a, (np.ndarray, list, tuple)) for a in inputs)):
+        # a Sym with arrays: object arrays, whose elements' operators trace
+        r = ufunc(*[_obj(a) for a in inputs])
+        return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
+    plain = [np.asarray(a, dtype=float) if isinstance(a, Sym) else a for a in inputs]
+    return getattr(ufunc, method)(*plain, **kwargs)    # untraced: a plain number or array
+
+
+Sym.__array_ufunc__ = _array_ufunc
+
+
+class _TracedMath:
+    """Stands for the math module in a traced model file: its functions record Syms."""
+
+    _MAP = {"sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
+            "acos": "acos", "atan": "atan", "exp": "exp", "log10": "log10", "sinh": "sinh",
+            "cosh": "cosh", "tanh": "tanh", "fabs": "fabs", "expm1": "expm1",
+            "log1p": "log1p", "log2": "log2", "asinh": "asinh", "acosh": "acosh",
+            "atanh": "atanh", "cbrt": "cbrt", "atan2": "atan2"}
+
+    def __getattr__(self, name):
+        fn = self._MAP.get(name)
+        orig = getattr(math, name)
+        if fn is None:
+            if name == "log":
+                return self._log
+            if name == "hypot":
+                return self._hypot
+            if name in ("radians", "degrees"):
+                k = math.pi / 180.0 if name == "radians" else 180.0 / math.pi
+                return lambda x: (x * k if isinstance(x, Sym) else orig(x))
+            if name == "pow":
+                return lambda a, b: (_pow_traced(a, b) if isinstance(a, Sym) or
+                                     isinstance(b, Sym) else orig(a, b))
+            return orig
+
+        def traced(*args):
+            if any(isinstance(a, Sym) for a in args):
+                r = _apply(fn, *args)
+                if r is not NotImplemented:
+                    return r
+            return orig(*args)
+        return traced
+
+    @staticmethod
+    def _log(x, base=None):
+        if base is None:
+            return _apply("log", x) if isinstance(x, Sym) else math.log(x)
+        if isinstance(x, Sym) or isinstance(base, Sym):
+            return _apply("div", _TracedMath._log(x), _TracedMath._log(base))
+        return math.log(x, base)
+
+    @staticmethod
+    def _hypot(*args):
+        if len(args) == 2 and any(isinstance(a, Sym) for a in args):
+            return _apply("hypot", *args)
+        return math.hypot(*[float(a) for a in args])
+
+
+def _pow_traced(a, b):
+    return _apply("pow", a, b, py=math.pow)
+
+
+def _has_sym(x, depth=0):
+    if isinstance(x, Sym):
+        return True
+    if depth > 4:
+        return False
+    if isinstance(x, (list, tuple)):
+        return any(_has_sym(v, depth + 1) for v in x)
+    if isinstance(x, np.ndarray) and x.dtype == object:
+        return any(_has_sym(v, depth + 1) for v in x.ravel()[:10000])
+    return False
+
+
+class _TracedNumpy:
+    """Stands for numpy in a model file traced in deep mode: array constructors given Syms
+    make object arrays (their arithmetic then traces element by element)."""
+
+    def __getattr__(self, name):
+        orig = getattr(np, name)
+        if name in ("array", "asarray", "asanyarray"):
+            def make(obj, dtype=None, *args, **kwargs):
+                if _has_sym(obj) and dtype in (None, float, np.float64, object):
+                    return orig(obj, *args, dtype=object, **kwargs)
+                return orig(obj, dtype, *args, **kwargs)
+            return make
+        if name in ("zeros", "ones", "eye", "identity"):
+            def filled(*args, dtype=None, **kwargs):      # (object: J += m * ... traces)
+                a = orig(*args, dtype=dtype, **kwargs)
+                return a.astype(object) if dtype in (None, float, np.float64) else a
+            return filled
+        return orig
+
+
+class _tracing:
+    """Context: a tape, ModelBuilder.param returning Syms for the traced parameters, and
+    the model file's (and fmu_mb.units') math replaced by _TracedMath."""
+
+    def __init__(self, build, traced, deep=False):
+        self.build, self.traced, self.deep = build, traced, deep   # traced: name -> index
+
+    def __enter__(self):
+        global _tape, _deep
+        from ..mechanics import builder as _builder
+        from .. import units as _units
+        self.tape = _tape = _Tape(len(self.traced))
+        self.cls = _builder.ModelBuilder
+        self.orig = self.cls.__dict__["param"]
+        traced, tape, orig = self.traced, self.tape, self.orig
+
+        def param(mb, name, default, *args, **kwargs):
+            value = orig(mb, name, default, *args, **kwargs)
+            if name in traced and isinstance(value, float):
+                return Sym(value, tape.node(("p", traced[name])))
+            return value
+        self.cls.param = param
+        self.globs = [g for g in (getattr(self.build, "__globals__", None), vars(_units))
+                      if g is not None and g.get("math") is math]
+        for g in self.globs:
+            g["math"] = _TracedMath()
+        _deep = self.deep
+        self.nps = []
+        if self.deep:
+            g = getattr(self.build, "__globals__", None) or {}
+            self.nps = [(g, k) for k, v in g.items() if v is np]
+            for g, k in self.nps:
+                g[k] = _TracedNumpy()
+        return self.tape
+
+    def __exit__(self, *exc):
+        global _tape, _deep
+        self.cls.param = self.orig
+        for g in self.globs:
+            g["math"] = math
+        for g, k in self.nps:
+            g[k] = np
+        _tape, _deep = None, False
+        return False
+
+
+# ---------------------------------------------------------------------- evaluation
+def _eval_nodes(nodes, params):
+    """Every node's value at the parameter values `params` (nodes in creation order: the
+    children of a node come before it)."""
+    out = np.empty(len(nodes))
+    for i, nd in enumerate(nodes):
+        if nd[0] == "p":
+            out[i] = params[nd[1]]
+        elif nd[0] == "c":
+            out[i] = nd[1]
+        else:
+            out[i] = _FN[nd[0]](*[float(out[c]) for c in nd[1:]])
+    return out
+
+
+def _deps(nodes):
+    deps = []
+    for nd in nodes:
+        if nd[0] == "p":
+            deps.append(frozenset((nd[1],)))
+        elif nd[0] == "c":
+            deps.append(frozenset())
+        else:
+            deps.append(frozenset().union(*[deps[c] for c in nd[1:]]))
+    return deps
+
+
+def _close(a, b, rtol=VERIFY_RTOL):
+    """Elementwise: a and b agree to rtol relative to the larger magnitude (bitwise equal
+    values, zeros and equal infinities included)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    with np.errstate(invalid="ignore", over="ignore"):
+        same = (a == b) | (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)))
+    return same
+
+
+# ---------------------------------------------------------------------- the program
+@dataclass
+class ParamProgram:
+    """The compiled map parameters -> model data (see the module docstring).
+
+    names: every parameter in the table's order (the params vector of mbp_run);
+    compiled: those the program applies; fixed: name -> reason for the others (they become
+    constants of the native FMU, the reason in their description); slots: the data slots the
+    program writes; guards: the build-time branches it checks, as text."""
+
+    code: np.ndarray
+    consts: np.ndarray
+    names: tuple
+    ndata: int
+    compiled: tuple = ()
+    fixed: dict = field(default_factory=dict)
+    slots: tuple = ()
+    guards: tuple = ()
+
+    def to_arrays(self):
+        """(code as int32, consts as float64), contiguous: what mbp_run takes."""
+        return (np.ascontiguousarray(self.code, dtype=np.int32),
+                np.ascontiguousarray(self.consts if len(self.consts) else [0.0],
+                                     dtype=np.float64))
+
+    def run(self, params, data):
+        """data with the program applied at parameter values `params` (all np of them, the
+        table's order): the Python twin of mbp_run, same operations in the same order.
+        Raises ParameterProgramError (rc, message) like mbp_run's failures."""
+        rc, out, msg = run_program(self.code, self.consts, params, data)
+        if rc != 0:
+            raise ParameterProgramError(msg)
+        return out
+
+
+def _read_str(code, pc):
+    n = int(code[pc])
+    return bytes(int(c) for c in code[pc + 1:pc + 1 + n]).decode("utf-8"), pc + 1 + n
+
+
+def _header(code):
+    if len(code) < 4 or code[0] != MAGIC or code[1] != VERSION:
+        raise ValueError("not a parameter program of this version")
+    npar, ndata = int(code[2]), int(code[3])
+    model, pc = _read_str(code, 4)
+    names, reasons = [], []
+    for _ in range(npar):
+        s, pc = _read_str(code, pc)
+        names.append(s)
+    for _ in range(npar):
+        s, pc = _read_str(code, pc)
+        reasons.append(s)
+    return npar, ndata, model, names, reasons, pc
+
+
+def _fmt(x):
+    return repr(float(x))
+
+
+def _who(names, blame, params):
+    return ", ".join(f"{names[k]}={_fmt(params[k])}" for k in blame)
+
+
+def _rebuild(model, names, blame, params):
+    sets = " ".join(f"--set {names[k]}={_fmt(params[k])}" for k in blame)
+    return f"rebuild with fmu-mb build {model} {sets}"
+
+
+def run_program(code, consts, params, data):
+    """(rc, data', message) as mbp_run: rc 0, k + 1 (parameter k), or -1 (malformed)."""
+    code = [int(c) for c in code]
+    data = np.array(data, dtype=float)
+    try:
+        npar, ndata, model, names, reasons, pc = _header(code)
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return -1, data, "malformed parameter program (header)"
+    if npar != len(params) or ndata != len(data):
+        return -1, data, (f"parameter program for {npar} parameters and {ndata} data, "
+                          f"received {len(params)} and {len(data)}")
+    stack, blame = [], []
+    while True:
+        op = code[pc]
+        if op == OP_END:
+            return 0, data, ""
+        if op == OP_BEGIN:
+            n = code[pc + 1]
+            blame = code[pc + 2:pc + 2 + n]
+            pc += 2 + n
+            continue
+        if op == OP_PARAM:
+            stack.append(float(params[code[pc + 1]]))
+        elif op == OP_CONST:
+            stack.append(float(consts[code[pc + 1]]))
+        elif op == OP_UNARY:
+            stack.append(_FN[UNARY[code[pc + 1]]](stack.pop()))
+        elif op == OP_BINARY:
+            b, a = stack.pop(), stack.pop()
+            stack.append(_FN[BINARY[code[pc + 1]]](a, b))
+        elif op == OP_STORE:
+            data[code[pc + 1]] = stack.pop()
+        elif op == OP_GUARD:
+            b, a = stack.pop(), stack.pop()
+            cmp = CMPS[code[pc + 1]]
+            if not _CMP_FN[cmp](a, b):
+                k = blame[0] if blame else 0
+                return k + 1, data, (
+                    f"parameter(s) {_who(names, blame, params)}: model file {model} took a "
+                    f"branch at build time on a number derived from them "
+                    f"({_fmt(a)} {_CMP_TEXT[cmp]} {_fmt(b)} no longer holds), which the "
+                    f"compiled model cannot follow; {_rebuild(model, names, blame, params)}")
+            pc += 2
+            continue
+        elif op == OP_FIXED:
+            b, a = stack.pop(), stack.pop()
+            if a != b:
+                k = blame[0]
+                return k + 1, data, (
+                    f"parameter '{names[k]}' = {_fmt(a)} cannot change from its built value "
+                    f"{_fmt(b)} in the compiled model: {reasons[k]}; rebuild with fmu-mb "
+                    f"build {model} --set {names[k]}={_fmt(a)}")
+            pc += 2
+            continue
+        if stack and not math.isfinite(stack[-1]) and op != OP_STORE:
+            k = blame[0] if blame else 0
+            return k + 1, data, (
+                f"parameter(s) {_who(names, blame, params)}: a number of the model derived "
+                f"from them is not finite (NaN or infinity); expected values for which "
+                f"model file {model}'s formulas are defined")
+        pc += 2
+
+
+class _Emitter:
+    def __init__(self, nodes, deps, model_file, names):
+        self.nodes, self.deps = nodes, deps
+        self.consts, self.cidx = [], {}
+
+    def const(self, v):
+        key = float(v).hex()
+        if key not in self.cidx:
+            self.cidx[key] = len(self.consts)
+            self.consts.append(float(v))
+        return self.cidx[key]
+
+    def expr(self, i, out, depth=0):
+        """Postfix code of node i appended to out; returns the stack depth it needs."""
+        nd = self.nodes[i]
+        if nd[0] == "p":
+            out += [OP_PARAM, nd[1]]
+            return 1
+        if nd[0] == "c":
+            out += [OP_CONST, self.const(nd[1])]
+            return 1
+        need = 0
+        for j, c in enumerate(nd[1:]):
+            need = max(need, j + self.expr(c, out))
+        out += ([OP_UNARY, UNARY.index(nd[0])] if len(nd) == 2
+                else [OP_BINARY, BINARY.index(nd[0])])
+        return need
+
+    def statement(self, i, tail, extra=()):
+        """BEGIN deps, the postfix of node(s), then `tail`; None if too deep for mbp_run."""
+        out, need = [], 0
+        for j, n in enumerate((i, *extra)):
+            need = max(need, j + self.expr(n, out))
+        if need > STACK:
+            return None
+        dep = sorted(self.deps[i].union(*[self.deps[n] for n in extra]))
+        return [OP_BEGIN, len(dep), *dep] + out + tail
+
+
+# ---------------------------------------------------------------------- compiling
+def _build_fn(module_or_build):
+    return getattr(module_or_build, "build", module_or_build)
+
+
+def _model_file(module_or_build, build):
+    import os
+    f = getattr(module_or_build, "__file__", None) or build.__code__.co_filename
+    return os.path.basename(f) if f else "MODEL.py"
+
+
+def _ranges(p, rng, scale):
+    """A random value of parameter p near its default, inside [min, max]."""
+    d = float(p.default)
+    half = scale * (abs(d) if d != 0.0 else 1.0)
+    lo, hi = d - half, d + half
+    if p.min is not None:
+        lo = max(lo, float(p.min))
+    if p.max is not None:
+        hi = min(hi, float(p.max))
+    if lo > hi:
+        return d
+    return float(rng.uniform(lo, hi))
+
+
+def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
+                       model_file=None, n_probe=3, n_verify=3, n_wide=2, seed=0,
+                       scale=0.1):
+    """Compile the map parameters -> model data of a model file.
+
+    module_or_build: a model file's module (its build) or the build function itself;
+    overrides: the parameter values the model is built with (the FMU's defaults: the
+        program's defaults; a parameter fixed at an overridden value stays there);
+    data_of(overrides) -> 1-D float array: the model data for parameter values (a black
+        box; its layout must not depend on the values of non-structural parameters);
+    names: the parameter table's order (default: the model's declared parameters; a
+        string parameter's value in that vector is its index in choices, unused);
+    model_file: how messages name the model file (default: the module's file name).
+    Probe and n_verify verification sets are drawn within +-scale (relative) of the build
+    values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
+    does not build, or takes another branch, is drawn again closer). Returns a
+    ParamProgram."""
+    build = _build_fn(module_or_build)
+    base = dict(overrides or {})
+    model = build(**base)
+    plist = list(model.parameters)
+    if names is None:
+        names = tuple(p.name for p in plist)
+    names = tuple(names)
+    index = {n: k for k, n in enumerate(names)}
+    fixed = {}
+    pmap = {}
+    for p in plist:
+        if p.name not in index:
+            continue
+        if p.structural:
+            fixed[p.name] = "structural (it changes the model's shape)"
+        elif isinstance(p.default, str):
+            fixed[p.name] = "a choice among strings (the compiled program takes numbers)"
+        elif isinstance(p.default, int):
+            fixed[p.name] = "an integer (the compiled program takes real numbers)"
+        else:
+            pmap[p.name] = p
+    for n in names:
+        if n not in pmap and n not in fixed:
+            fixed[n] = "not a parameter of the model"
+    bvals = {p.name: float(p.value) for p in plist if p.name in pmap}
+    # the numbers a fixed parameter must keep (structural and string parameters: the
+    # engine's own parameter table refuses changes of those)
+    fixvals = {p.name: float(p.value) for p in plist if p.name in index and not p.structural
+               and isinstance(p.value, (int, float)) and not isinstance(p.value, bool)}
+    mfile = model_file or _model_file(module_or_build, build)
+    rng = np.random.default_rng(seed)
+    D0 = np.asarray(data_of(base), dtype=float).ravel()
+
+    while True:
+        live = [n for n in names if n in pmap and n not in fixed]
+        prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
+                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale)
+        if prog is not None:
+            return prog
+
+
+def _pvector(names, index, bvals, plist_defaults, values):
+    v = np.zeros(len(names))
+    for n in names:
+        v[index[n]] = values.get(n, bvals.get(n, plist_defaults.get(n, 0.0)))
+    return v
+
+
+def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check):
+    """A random set of the live parameters (dict) whose data has D0's layout and passes
+    `check`; scale shrinks on failure. None when nothing works."""
+    s = scale
+    for attempt in range(12):
+        vals = {n: _ranges(pmap[n], rng, s) if n in live else bvals[n] for n in bvals}
+        try:
+            D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}), float).ravel()
+        except FmuMbError:
+            s *= 0.5
+            continue
+        if check(vals, D):
+            return vals, D
+        s *= 0.5
+    return None
+
+
+def _match(tape, deps, P, Dm, slots):
+    """slot -> node id (created on the tape when a negative or reciprocal) of a tape
+    expression whose values at the parameter vectors P (rows) agree with the data Dm[:, slot]
+    in every row; slots without one are left out."""
+    nodes = tape.nodes
+    E = np.array([_eval_nodes(nodes, p) for p in P])      # (rows, nnodes)
+    cand = [i for i in range(len(nodes)) if deps[i]]
+    found = {}
+    if not cand:
+        return {}
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        kinds = [("id", E[:, cand]), ("neg", -E[:, cand]), ("inv", 1.0 / E[:, cand])]
+    for kind, V in kinds:
+        order = np.argsort(V[0], kind="stable")
+        v0 = V[0][order]
+        for s in slots:
+            if s in found:
+                continue
+            d = Dm[:, s]
+            tol = VERIFY_RTOL * abs(d[0])
+            lo = np.searchsorted(v0, d[0] - tol, "left")
+            hi = np.searchsorted(v0, d[0] + tol, "right")
+            best = None
+            for j in order[lo:hi]:
+                if np.all(_close(V[:, j], d)):
+                    exact = bool(np.all(V[:, j] == d))
+                    if best is None or (exact and not best[1]):
+                        best = (j, exact)
+                        if exact:
+                            break
+            if best is not None:
+                found[s] = (kind, cand[best[0]])
+    out = {}
+    for s, (kind, i) in found.items():
+        if kind == "neg":
+            out[s] = tape.node(("neg", i))
+        elif kind == "inv":
+            out[s] = tape.node(("div", tape.const(1.0), i))
+        else:
+            out[s] = i
+    return out
+
+
+def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
+                  mfile,
+                  rng, n_probe, n_verify, n_wide, scale):
+    """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
+    declaring one or more of them fixed (in `fixed`), to be compiled again."""
+    defaults = {n: bvals.get(n, 0.0) for n in names}
+    bvec = _pvector(names, index, bvals, defaults, {})
+    if not live:
+        return _finish([], D0, names, mfile, [], [], {}, fixed, fixvals)
+    traced = {n: index[n] for n in live}
+    tape = None
+    for deep in (True, False):     # deep: into numpy arrays; if that fails, without
+        try:
+            with _tracing(build, traced, deep) as tape:
+                build(**base)
+            break
+        except Exception as exc:   # noqa: BLE001 - any failure of the trace
+            tape, error = None, exc
+    if tape is None:
+        for n in live:
+            fixed[n] = (f"build() could not be traced with symbolic parameters "
+                        f"({type(error).__name__}: {error})")
+        return None
+    nodes, deps = tape.nodes, _deps(tape.nodes)
+    guards = [g for g in tape.guards if deps[g[1]] | deps[g[2]]]
+
+    def guards_hold(vals):
+        pv = _pvector(names, index, bvals, defaults, vals)
+        ev = _eval_nodes(nodes, pv)
+        return all(_CMP_FN[c](ev[a], ev[b]) == r for c, a, b, r in guards)
+
+    def same_layout(vals, D):
+        return D.shape == D0.shape and guards_hold(vals)
+
+    # probes: every live parameter moved at once
+    probes = []
+    for _ in range(n_probe):
+        got = _draw(live, pmap, bvals, rng, scale, build, base, data_of, same_layout)
+        if got is None:
+            break
+        probes.append(got)
+    if len(probes) < n_probe:
+        return _fix_by_layout(live, pmap, bvals, rng, scale, build, base, data_of, D0,
+                              fixed, guards_hold)
+    P = np.array([bvec] + [_pvector(names, index, bvals, defaults, v) for v, _ in probes])
+    Dm = np.array([D0] + [D for _, D in probes])          # (1 + K, ndata)
+    dependent = np.flatnonzero(np.any(Dm != D0, axis=0))
+
+    match = _match(tape, deps, P, Dm, dependent)
+    deps = _deps(tape.nodes)
+    nodes = tape.nodes
+
+    def alone(n, slots):
+        """Are `slots` matched by the tape when parameter n alone moves? (Then n is not
+        what spoils them.)"""
+        rows_p, rows_d = [bvec], [D0]
+        for _ in range(2):
+            got = _draw([n], pmap, bvals, rng, scale, build, base, data_of, same_layout)
+            if got is None:
+                return False
+            rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
+            rows_d.append(got[1])
+        Dn = np.array(rows_d)
+        moved = [s for s in slots if np.any(Dn[:, s] != D0[s])]
+        found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
+        return len(found) == len(moved)
+
+    unmatched = [s for s in dependent if s not in match]
+    if unmatched:
+        return _fix_culprits(unmatched, live, pmap, bvals, rng, scale, build, base, data_of,
+                             D0, fixed, alone, "is not an expression of the model file's numbers "
+                             "that the tracer could follow (numpy arrays, the builder's own "
+                             "geometry or an iterative solve)")
+    slots = sorted(match)
+    match = {s: ("node", i) for s, i in match.items()}
+    emit = _Emitter(nodes, deps, mfile, names)
+    body, stored = [], []
+    for g in guards:
+        st = emit.statement(g[1], [OP_GUARD, CMPS.index(g[0] if g[3] else _NEG_CMP[g[0]])],
+                            extra=(g[2],))
+        if st is None:
+            return _fix_params(sorted(deps[g[1]] | deps[g[2]]), names, fixed,
+                               "a branch of build() on it is too deep an expression")
+        body += st
+    too_deep = []
+    for s in slots:
+        st = emit.statement(match[s][1], [OP_STORE, int(s)])
+        if st is None:
+            too_deep.append(s)
+            continue
+        body += st
+        stored.append(s)
+    if too_deep:
+        return _fix_culprits(too_deep, live, pmap, bvals, rng, scale, build, base, data_of,
+                             D0, fixed, None, "is an expression too deep for the program's stack")
+    prog = _finish(emit, D0, names, mfile, body, stored, guards, fixed, fixvals,
+                   live=live, nodes=nodes)
+
+    # verification at fresh random sets, running the emitted code itself
+    # (n_verify near the build values, n_wide within +-WIDE: a branch that build() takes
+    # on plain floats, which no guard records, shows there as a mismatch)
+    bad, refused = set(), set()
+    for sc in [scale] * n_verify + [max(scale, WIDE)] * n_wide:
+        got = _draw(live, pmap, bvals, rng, sc, build, base, data_of, same_layout)
+        if got is None:
+            continue
+        vals, D = got
+        pv = _pvector(names, index, bvals, defaults, vals)
+        rc, out, msg = run_program(prog.code, prog.consts, pv, D0)
+        if rc != 0:    # a non-finite number where build() computed a finite one
+            refused |= {names[rc - 1]} if rc > 0 else set(live)
+            continue
+        bad |= set(np.flatnonzero(~_close(out, D)).tolist())
+    if refused:
+        for n in refused:
+            fixed[n] = ("the compiled program refuses values that build() accepts")
+        return None
+    if bad:
+        return _fix_culprits(sorted(bad), live, pmap, bvals, rng, scale, build, base,
+                             data_of, D0, fixed, None, "is not reproduced by the compiled "
+                             f"expression to {VERIFY_RTOL:g} at a verification set (build() "
+                             "takes a branch on it that no guard records, or follows it "
+                             "through an untraced computation)")
+    return prog
+
+
+_NEG_CMP = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
+
+
+def _finish(emit, D0, names, mfile, body, stored, guards, fixed, fixvals, live=(),
+            nodes=()):
+    """The ParamProgram: header (strings: model file, names, the fixed parameters'
+    reasons), a check that each fixed number keeps its built value, then `body`."""
+    if not isinstance(emit, _Emitter):
+        emit = _Emitter([], [], mfile, names)
+    head = [MAGIC, VERSION, len(names), len(D0)]
+    for s in [mfile] + list(names) + [fixed.get(n, "") for n in names]:
+        b = s.encode("utf-8")
+        head += [len(b)] + list(b)
+    checks = []
+    for k, n in enumerate(names):
+        if n in fixed and n in fixvals:
+            checks += [OP_BEGIN, 1, k, OP_PARAM, k, OP_CONST, emit.const(fixvals[n]),
+                       OP_FIXED, 0]
+    code = np.array(head + checks + body + [OP_END], dtype=np.int32)
+    consts = np.array(emit.consts, dtype=float)
+    text = tuple(f"{_expr_text(nodes, names, a)} {_CMP_TEXT[c if r else _NEG_CMP[c]]} "
+                 f"{_expr_text(nodes, names, b)}" for c, a, b, r in guards)
+    return ParamProgram(code, consts, tuple(names), len(D0), tuple(live),
+                        {n: fixed[n] for n in names if n in fixed}, tuple(int(s) for s in
+                                                                         stored), text)
+
+
+def _expr_text(nodes, names, i):
+    nd = nodes[i]
+    if nd[0] == "p":
+        return names[nd[1]]
+    if nd[0] == "c":
+        return repr(nd[1])
+    sym = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
+    if nd[0] in sym:
+        return (f"({_expr_text(nodes, names, nd[1])} {sym[nd[0]]} "
+                f"{_expr_text(nodes, names, nd[2])})")
+    return f"{nd[0]}({', '.join(_expr_text(nodes, names, c) for c in nd[1:])})"
+
+
+def _fix_params(ks, names, fixed, reason):
+    for k in ks:
+        fixed.setdefault(names[k], reason)
+    return None
+
+
+def _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0):
+    """name -> the data slots that change when that parameter alone moves (None: moving
+    it fails the build or changes the data's layout)."""
+    out = {}
+    for n in live:
+        p = pmap[n]
+        got = None
+        s = scale
+        for _ in range(8):
+            v = _ranges(p, rng, s)
+            if v == bvals[n]:
+                s *= 0.5
+                continue
+            try:
+                D = np.asarray(data_of({**base, n: v}), float).ravel()
+            except FmuMbError:
+                s *= 0.5
+                continue
+            got = D
+            break
+        if got is None or got.shape != D0.shape:
+            out[n] = None
+        else:
+            out[n] = set(np.flatnonzero(got != D0).tolist())
+    return out
+
+
+def _fix_culprits(slots, live, pmap, bvals, rng, scale, build, base, data_of, D0, fixed,
+                  alone, why):
+    """Fix the live parameters that spoil `slots`: those that move them and (when `alone`
+    is given) whose moves alone are not matched by the tape; all that move them when that
+    singles out none."""
+    sens = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
+    slots = set(int(s) for s in slots)
+    found = False
+    touching = [n for n in live if sens[n] is not None and sens[n] & slots]
+    innocent = {n for n in touching if alone is not None and alone(n, sorted(sens[n] & slots))}
+    if len(innocent) == len(touching):
+        innocent = set()
+    for n in live:
+        hit = sens[n]
+        if hit is None:
+            fixed[n] = ("moving it fails the build or changes the layout of the model data "
+                        "near its default")
+            found = True
+        elif hit & slots and n not in innocent:
+            s = min(hit & slots)
+            more = len(hit & slots) - 1
+            fixed[n] = (f"its effect on the model data (slot {s}"
+                        f"{f' and {more} more' if more else ''}) {why}")
+            found = True
+    if not found:      # no single parameter moves them: fix every live one (never wrong)
+        for n in live:
+            fixed[n] = (f"the model data (slot {min(slots)}) depends on it jointly with "
+                        f"other parameters and {why}")
+    return None
+
+
+def _fix_by_layout(live, pmap, bvals, rng, scale, build, base, data_of, D0, fixed,
+                   guards_hold):
+    sens = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
+    found = False
+    for n in live:
+        if sens[n] is None:
+            fixed[n] = ("moving it fails the build or changes the layout of the model data "
+                        "near its default")
+            found = True
+    if not found:
+        for n in live:
+            fixed[n] = ("no probe set near the defaults builds with the same data layout "
+                        "and the same build-time branches")
+    return None
+
+
+# ---------------------------------------------------------------------- the engine's blob
+def program_for(module_or_build, overrides=None, **kwargs):
+    """(EngineData of build(**overrides), its ParamProgram): the program compiled against the
+    engine's model data (fmu_mb.engine.data.model_data), the parameter table's order; put
+    both in a blob with `data.to_bytes(program=prog)`. kwargs go to compile_parameters."""
+    from .data import model_data
+
+    build = _build_fn(module_or_build)
+    base = dict(overrides or {})
+    data = model_data(build(**base))
+    prog = compile_parameters(module_or_build, base,
+                              lambda o: model_data(build(**o)).doubles,
+                              names=data.parameter_names, **kwargs)
+    return data, prog

@@ -1,0 +1,234 @@
+"""The engine library (fmu_mb/engine/native/engine.c behind engine.h) against today's Python
+path: for every model in models/ that the compiled engine runs (no contacts), the initial
+state it assembles in C equals fmu_mb.dynamics.integrate.initial_state, its communication
+steps equal the recursive formulation's co-simulation stepper bit for bit (the same kernel
+code on the same arrays), and its outputs equal fmu_mb.dynamics.outputs.Outputs (formulation
+'recursive') to 1e-10 relative at several states with nonzero inputs. Plus what the C API
+promises: refused states and steps change nothing, several engines in threads agree, corrupt
+model data are refused with a message, and the tableaus and data layout agree with Python."""
+import re
+import threading
+import warnings
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fmu_mb.dynamics.integrate import Settings, initial_state, stepper
+from fmu_mb.dynamics.outputs import Outputs, output_names
+from fmu_mb.engine import tableaus
+from fmu_mb.engine.data import ARRAYS, HEAD, model_data, supported
+from fmu_mb.engine.engine import Engine
+from fmu_mb.errors import InputError, IntegrationError
+from fmu_mb.mechanics.loader import load_model
+
+ROOT = Path(__file__).resolve().parents[1]
+NATIVE = ROOT / "fmu_mb" / "engine" / "native"
+SETTINGS = Settings(formulation="recursive")
+
+
+@lru_cache(maxsize=None)
+def model(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_model(ROOT / "models" / f"{name}.py")
+
+
+def engine_models():
+    out = []
+    for path in sorted((ROOT / "models").glob("*.py")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = load_model(path)
+        if supported(m) is None:
+            out.append(path.stem)
+    return out
+
+
+ENGINE_MODELS = engine_models()
+
+
+def inputs(m, k=0):
+    return np.array([0.3 * (-1) ** i + 0.1 * k for i in range(len(m.inputs))], dtype=float)
+
+
+def close_rel(a, b, tol, names=None):
+    d = np.abs(a - b) / np.maximum(1.0, np.abs(b))
+    if not np.all(d <= tol):
+        i = int(np.nanargmax(np.where(np.isnan(d), np.inf, d)))
+        where = names[i] if names else i
+        raise AssertionError(f"{where}: {a[i]!r} != {b[i]!r} (relative {d[i]:.3g} > {tol})")
+
+
+def test_engine_runs_the_planar_and_spatial_models_without_contacts():
+    planar = {"container_crane", "container_crane_driven", "double_pendulum", "four_bar",
+              "hinged_body_spring", "n_four_bar", "pendulum_chain", "slider_crank"}
+    spatial = {"bricard", "double_wishbone", "five_point_suspension", "heavy_top",
+               "spatial_chain"}
+    assert planar | spatial <= set(ENGINE_MODELS)
+    assert "bouncing_ball" not in ENGINE_MODELS        # contacts: a later issue
+    with pytest.raises(InputError, match="contacts"):
+        model_data(model("bouncing_ball"))
+
+
+@pytest.mark.parametrize("name", ENGINE_MODELS)
+def test_engine_matches_initial_state_steps_and_outputs(name):
+    m = model(name)
+    eng = Engine(m)
+    assert eng.n_outputs == len(output_names(m))
+    eng.set_settings(SETTINGS)
+    eng.initialize(m.t0)
+    ref = initial_state(m, SETTINGS)
+    t, q, qd, h = eng.state
+    assert t == ref.t and h == 0.0
+    close_rel(q, ref.q, 1e-10)
+    close_rel(qd, ref.qd, 1e-10)
+
+    names = output_names(m)
+    eng.load(ref)                   # from here on the same state bit for bit
+    u = inputs(m)
+    close_rel(eng.outputs(u), Outputs(m, ref, u, "recursive").values(), 1e-10, names)
+
+    step = stepper(m, SETTINGS)
+    st = ref
+    for k in range(3):
+        u = inputs(m, k)
+        eng.do_step(0.01, u)
+        st = step(st, st.t + 0.01, u)
+        t, q, qd, h = eng.state
+        assert t == st.t and h == st.h
+        np.testing.assert_array_equal(q, st.q)          # bit-identical
+        np.testing.assert_array_equal(qd, st.qd)
+    close_rel(eng.outputs(u), Outputs(m, st, u, "recursive").values(), 1e-10, names)
+
+    # a state off the trajectory: other rates (and coordinates of an open tree)
+    rng = np.random.default_rng(1)
+    dq = 0.0 if m.topology.cut_joints else 0.1 * rng.standard_normal(st.q.shape)
+    other = type(st).make(st.t + 0.37, st.q + dq, st.qd + rng.standard_normal(st.qd.shape),
+                          0.0, st.coords, st.extra)
+    eng.load(other)
+    u = -2.0 * inputs(m, 1)
+    close_rel(eng.outputs(u), Outputs(m, other, u, "recursive").values(), 1e-10, names)
+
+
+def test_set_state_refuses_bad_values_and_changes_nothing():
+    m = model("double_pendulum")
+    eng = Engine(m)
+    eng.initialize()
+    eng.do_step(0.01, inputs(m))
+    before = eng.get_state()
+    n = eng.n
+    for i, bad in ((0, np.nan), (1, np.inf), (1 + n, -np.inf), (2, 1e13), (2 * n + 1, -1.0),
+                   (2 * n + 1, np.nan)):
+        s = before.copy()
+        s[i] = bad
+        with pytest.raises(InputError, match="expected"):
+            eng.set_state(s)
+        np.testing.assert_array_equal(eng.get_state(), before)
+    with pytest.raises(InputError, match="expected a state of"):
+        eng.set_state(before[:-1])
+
+
+def test_a_failed_step_keeps_the_state():
+    m = model("four_bar")
+    eng = Engine(m)
+    eng.initialize()
+    eng.do_step(0.01, inputs(m))
+    before = eng.get_state()
+    eng.set_settings(Settings(formulation="recursive", method="rk4", step=1e-4, max_steps=5))
+    with pytest.raises(IntegrationError, match="budget.*state is kept"):
+        eng.do_step(0.01, inputs(m))                    # 100 rk4 steps > 5
+    np.testing.assert_array_equal(eng.get_state(), before)
+    for h, u in ((-0.01, inputs(m)), (np.nan, inputs(m)), (0.01, [np.nan])):
+        with pytest.raises(InputError, match="expected|must be"):
+            eng.do_step(h, u)
+        np.testing.assert_array_equal(eng.get_state(), before)
+    with pytest.raises(InputError, match="rtol"):
+        eng.set_settings(_bad_settings())              # (Settings itself refuses it)
+
+
+def _bad_settings():
+    class S:                       # what a master could pass through the C API
+        method, rtol, atol, step, max_step, max_steps = "dop853", -1.0, 1e-9, 1e-3, 1.0, 0
+        stabilization, baumgarte, projection_tol = "projection", (1.0, 1.0), 1e-12
+    return S()
+
+
+def test_engines_in_threads_agree():
+    m = model("slider_crank")
+    results = [None] * 4
+
+    def run(i):
+        eng = Engine(m)
+        eng.initialize()
+        for k in range(20):
+            eng.do_step(0.005, inputs(m, k))
+        results[i] = np.concatenate([eng.get_state(), eng.outputs(inputs(m))])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+
+
+def test_corrupt_model_data_are_refused_with_a_message():
+    m = model("double_pendulum")
+    blob = bytearray(model_data(m).to_bytes())
+    for bad, what in ((blob[:20], "header"), (blob[:-1], "size"),
+                      (b"XXXX" + blob[4:], "magic"),
+                      (blob[:4] + b"\x09\0\0\0" + blob[8:], "version")):
+        with pytest.raises(InputError, match=what):
+            Engine(blob=bytes(bad))
+    d = model_data(m)
+    off, _ = d.slots["IJI"]
+    ints = d.ints.copy()
+    ints[off] = 99                                      # a body index out of range
+    from fmu_mb.engine.data import EngineData
+    with pytest.raises(InputError, match="tree joint"):
+        Engine(blob=EngineData(ints, d.doubles, d.slots, d.parameter_names).to_bytes())
+
+
+def test_parameters_without_a_program_keep_their_values():
+    m = model("double_pendulum")
+    eng = Engine(m)
+    p = np.array([p.value for p in m.parameters], dtype=float)
+    eng.set_parameters(p)                               # the built values: accepted
+    p2 = p.copy()
+    p2[0] = 2.0
+    with pytest.raises(InputError, match="'m1'.*rebuild"):
+        eng.set_parameters(p2)
+    p2[0] = -1.0                                        # m1 >= 1e-9
+    with pytest.raises(InputError, match="'m1'.*range"):
+        eng.set_parameters(p2)
+
+
+def test_model_data_layout_follows_the_structure_only():
+    a = model_data(model("double_pendulum"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = model_data(load_model(ROOT / "models" / "double_pendulum.py", l1=0.7, m2=3.0))
+    assert a.slots == b.slots and a.doubles.shape == b.doubles.shape
+    assert not np.array_equal(a.doubles, b.doubles)
+    np.testing.assert_array_equal(a.ints, b.ints)
+
+
+def test_data_layout_agrees_with_engine_data_h():
+    text = (NATIVE / "engine_data.h").read_text()
+    arrays = re.search(r"enum \{(.*?)MBE_N_ARRAYS", text, re.S).group(1)
+    names = re.findall(r"\bA_([A-Z0-9]+)\b", re.sub(r"/\*.*?\*/", "", arrays, flags=re.S))
+    assert tuple(names) == ARRAYS
+    head = re.search(r"enum \{\s*H_KIND(.*?)H_SIZE", text, re.S).group(0)
+    assert tuple(re.findall(r"\bH_([A-Z0-9]+)\b", re.sub(r"/\*.*?\*/", "", head,
+                                                          flags=re.S))[:-1]) == HEAD
+    kinds = "".join(re.findall(r'"([ID]+)"', re.search(
+        r"kinds\[MBE_N_ARRAYS \+ 1\] =(.*?);", (NATIVE / "engine.c").read_text(),
+        re.S).group(1)))
+    assert kinds == "".join(a[0] for a in ARRAYS)
+
+
+def test_tableaus_header_is_generated_from_tableaus_py():
+    assert (NATIVE / "tableaus.h").read_text() == tableaus.c_header()

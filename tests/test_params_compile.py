@@ -1,0 +1,446 @@
+"""The compiled parameter program (fmu_mb.engine.params, native/params.c): for every model of
+models/ that the compiled engine runs, the program run in C over the default model data must
+give the model data that build(**overrides) gives, at random parameter sets inside the
+parameters' ranges; a branch build() took on a parameter is a guard that refuses, naming the
+parameter; a malformed program is refused, never a crash."""
+import ctypes
+import math
+import importlib.util
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fmu_mb.engine import params as P
+from fmu_mb.errors import FmuMbError
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
+NATIVE = ROOT / "fmu_mb" / "engine" / "native"
+
+
+# ---------------------------------------------------------------------- model data stand-in
+def _doubles(addr, n):
+    if n <= 0 or not addr:
+        return np.zeros(0)
+    return np.ctypeslib.as_array((ctypes.c_double * n).from_address(addr)).copy()
+
+
+class _Recorder:
+    """Stands for the planar kernel library while a TreeKernel is made: records the doubles
+    it is handed (mbk_create, mbk_set_rows, mbk_set_gains, mbk_set_drives)."""
+
+    def __init__(self, real):
+        self.real, self.parts = real, []
+
+    def mbk_create(self, nb, n, ji, jd, ne, ei, ed, mass, inertia, gx, gy):
+        self.parts += [_doubles(jd, 8 * nb), _doubles(ed, 10 * ne), _doubles(mass, nb),
+                       _doubles(inertia, nb), np.array([gx, gy])]
+        return 1
+
+    def mbk_set_rows(self, h, m, ri, rd):
+        self.parts.append(_doubles(rd, 8 * m))
+        return 0
+
+    def mbk_set_gains(self, h, ng, ni, G):
+        self.parts.append(_doubles(G, ng * ni))
+        return 0
+
+    def mbk_set_drives(self, h, nd, di, ndp, dp):
+        self.parts.append(_doubles(dp, ndp))
+        return 0
+
+    def mbk_free(self, h):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def engine_data(model):
+    """The engine's model data (fmu_mb.engine.data) where it runs the model, else the
+    stand-in below."""
+    from fmu_mb.engine.data import model_data, supported
+    if supported(model) is None:
+        return model_data(model).doubles
+    return standin_data(model)
+
+
+def standin_data(model):
+    """The doubles the compiled kernels are made from (kernel.py, spatial_kernel.py), the
+    initial conditions and the bodies' initial values: a stand-in for the engine's model
+    data, whose layout (like the real one's) is a function of the model's structure."""
+    from fmu_mb.engine import kernel as K
+    parts = []
+    if len(model.gravity) == 3:
+        from fmu_mb.engine.spatial_kernel import SpatialKernel
+        k = SpatialKernel(model)
+        parts += [k._rd, k._mass, k._J, k._ed, k._cd, k._rq, np.array(model.gravity)]
+    else:
+        rec = _Recorder(K.library())
+        real = K.library
+        K.library = lambda: rec
+        try:
+            K.TreeKernel(model)
+        finally:
+            K.library = real
+        parts += rec.parts
+    for ic in model.initial:
+        parts.append([np.nan if v is None else v for v in (ic.value, ic.rate, ic.guess)])
+    for b in model.bodies:
+        parts.append([*b.position, b.angle, *b.velocity,
+                      *np.ravel(b.angular_velocity), *b.orientation])
+    out = np.concatenate([np.asarray(p, float).ravel() for p in parts])
+    return np.where(np.isnan(out), -1.5e300, out)        # a marker for "not given"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(f"fmu_mb_model_params_{name}",
+                                                  MODELS / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def engine_runs(model):
+    from fmu_mb.engine import kernel as K
+    if getattr(model, "contacts", None):
+        return "it has contacts (the event loop is not compiled yet)"
+    if len(model.gravity) == 3:
+        from fmu_mb.engine import spatial_kernel as S
+        return S.supported(model)
+    return K.supported(model)
+
+
+def _models():
+    out = []
+    for path in sorted(MODELS.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        out.append(path.stem)
+    return out
+
+
+@lru_cache(maxsize=None)
+def compiled(name):
+    mod = load(name)
+    model = mod.build()
+    why = engine_runs(model)
+    if why:
+        return mod, None, why
+    prog = P.compile_parameters(mod, {}, lambda o: engine_data(mod.build(**o)))
+    return mod, prog, None
+
+
+# ---------------------------------------------------------------------- mbp_run in C
+class _Prog(ctypes.Structure):
+    _fields_ = [("ncode", ctypes.c_int), ("code", ctypes.POINTER(ctypes.c_int)),
+                ("nconst", ctypes.c_int), ("consts", ctypes.POINTER(ctypes.c_double))]
+
+
+@pytest.fixture(scope="module")
+def mbp(tmp_path_factory):
+    """mbp_run(code, consts, params, data) -> (rc, data, message), params.c compiled with the
+    system's C compiler and the kernel's flags."""
+    from fmu_mb.engine import kernel as K
+    cc = K.compiler()
+    if cc is None:
+        pytest.skip("no C compiler (cc, gcc, clang) to compile native/params.c")
+    lib_path = tmp_path_factory.mktemp("mbp") / "libmbp.so"
+    r = subprocess.run([cc, "-std=c99", "-pedantic", "-Wextra", "-Werror", *K.CFLAGS,
+                        "-I", str(NATIVE), "-o", str(lib_path), str(NATIVE / "params.c"),
+                        "-lm"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lib = ctypes.CDLL(str(lib_path))
+    lib.mbp_run.restype = ctypes.c_int
+    lib.mbp_run.argtypes = [ctypes.POINTER(_Prog), ctypes.c_void_p, ctypes.c_int,
+                            ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+
+    def run(code, consts, params, data, errlen=2000):
+        code = np.ascontiguousarray(code, dtype=np.intc)
+        nconst = len(consts)
+        consts = np.ascontiguousarray(consts if nconst else [0.0], dtype=float)
+        params = np.ascontiguousarray(params, dtype=float)
+        data = np.array(data, dtype=float)
+        prog = _Prog(len(code), code.ctypes.data_as(ctypes.POINTER(ctypes.c_int)),
+                     nconst, consts.ctypes.data_as(ctypes.POINTER(ctypes.c_double)))
+        err = ctypes.create_string_buffer(max(errlen, 1))
+        rc = lib.mbp_run(ctypes.byref(prog), params.ctypes.data, len(params),
+                         data.ctypes.data, len(data), err, errlen)
+        return rc, data, err.value.decode("utf-8", "replace")
+    return run
+
+
+def _random_set(prog, mod, rng, scale=0.1):
+    """Values of the compiled parameters near their defaults, inside their ranges."""
+    model = mod.build()
+    out = {}
+    for p in model.parameters:
+        if p.name in prog.compiled:
+            out[p.name] = P._ranges(p, rng, scale)
+    return out
+
+
+def _pvec(prog, mod, values):
+    model = mod.build()
+    return np.array([0.0 if isinstance(p.value, str)          # (as the engine's table)
+                     else float(values.get(p.name, p.value)) for p in model.parameters])
+
+
+RUNNABLE = [n for n in _models()]
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_c_program_reproduces_the_model_data(name, mbp):
+    """At random sets within +-10 % of the defaults (inside min/max), the C program run over
+    the default data gives build(**set)'s data to 1e-14 relative in every slot; its Python
+    twin gives bitwise the same numbers."""
+    mod, prog, why = compiled(name)
+    if prog is None:
+        pytest.skip(f"{name}: the compiled engine does not run it: {why}")
+    D0 = engine_data(mod.build())
+    rng = np.random.default_rng(12345)
+    code, consts = prog.to_arrays()
+    checked = 0
+    for _ in range(4):
+        vals = _random_set(prog, mod, rng)
+        try:
+            ref = engine_data(mod.build(**vals))
+        except FmuMbError:
+            continue                           # e.g. a loop that does not close there
+        p = _pvec(prog, mod, vals)
+        rc, out, msg = mbp(code, consts, p, D0)
+        if rc != 0:
+            assert rc > 0 and msg, msg        # a guard: the set takes another branch
+            continue
+        bad = np.flatnonzero(~P._close(out, ref))
+        assert not len(bad), (f"{name}: slots {bad.tolist()} differ at {vals}: "
+                              f"{out[bad]} vs {ref[bad]}")
+        assert np.array_equal(out, prog.run(p, D0))
+        checked += 1
+    assert checked >= 2 or not prog.compiled
+
+
+def test_double_pendulum_compiles_every_parameter():
+    mod, prog, _ = compiled("double_pendulum")
+    for n in ("l1", "m1", "phi1", "g", "l2", "m2", "phi2"):
+        assert n in prog.compiled and n not in prog.fixed
+    assert len(prog.slots) >= 8
+
+
+def test_double_pendulum_changes_what_it_should(mbp):
+    """Independent of the matching: l1 = 0.8 must give the rod inertia m1 l1^2 / 12 and the
+    joint points +-l1/2 somewhere in the data, and phi1 the initial joint values."""
+    mod, prog, _ = compiled("double_pendulum")
+    D0 = engine_data(mod.build())
+    code, consts = prog.to_arrays()
+    rc, out, msg = mbp(code, consts, _pvec(prog, mod, {"l1": 0.8, "l2": 0.3, "phi1": 0.1}),
+                       D0)
+    assert rc == 0, msg
+    assert np.any(out == 1.0 * 0.8 ** 2 / 12.0) and np.any(out == 0.4)
+    assert np.any(out == -0.4) and np.any(out == 0.1)
+    assert np.any(out == P._FN["sub"](P._FN["mul"](60.0, math.pi / 180.0), 0.1))
+    assert np.any(out == 0.15) and not np.any(out == 0.55 / 2)
+
+
+def _guarded(**overrides):
+    from fmu_mb import ModelBuilder, rod_inertia
+    mb = ModelBuilder("guarded", overrides)
+    L = mb.param("L", 1.0, "m", "rod length", min=1e-6)
+    k = mb.param("k", 10.0, "N/m", "spring stiffness")
+    rod = mb.body("rod", mass=2.0, inertia=rod_inertia(2.0, L))
+    mb.revolute("O", mb.ground, rod, child_point=(-L / 2, 0.0))
+    if L > 0.5:           # a branch on a parameter: a guard
+        mb.rsda("spring", joint="O", stiffness=k * L)
+    else:
+        mb.rsda("spring", joint="O", stiffness=k)
+    mb.initial("O", value=math.log(2.0 - L), rate=0.0)
+    return mb.build()
+
+
+def test_guard_names_the_parameter(mbp):
+    prog = P.compile_parameters(_guarded, {}, lambda o: engine_data(_guarded(**o)),
+                                model_file="guarded.py")
+    assert set(prog.compiled) == {"L", "k"} and prog.guards == ("L > 0.5",)
+    D0 = engine_data(_guarded())
+    code, consts = prog.to_arrays()
+    rc, out, msg = mbp(code, consts, [0.9, 12.0], D0)
+    assert rc == 0, msg
+    assert np.array_equal(out, engine_data(_guarded(L=0.9, k=12.0)))
+    rc, _, msg = mbp(code, consts, [0.4, 10.0], D0)
+    assert rc == 1
+    assert "L=0.4" in msg and "--set L=0.4" in msg and "guarded" in msg, msg
+    with pytest.raises(P.ParameterProgramError, match="--set L=0.4"):
+        prog.run([0.4, 10.0], D0)
+    # a derived number that is not finite: log(2 - L) with L = 3
+    rc, _, msg = mbp(code, consts, [3.0, 10.0], D0)
+    assert rc == 1 and "not finite" in msg and "L=3" in msg, msg
+
+
+def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
+    """A parameter that reaches the data through an operation the tracer does not follow
+    (here %) is declared fixed, never compiled wrong; one that goes through numpy arrays in
+    the model file is traced (object arrays); the others still compile."""
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("np_model", o)
+        a = mb.param("a", 0.3, "m", "offset")
+        b = mb.param("b", 0.7, "m", "offset")
+        m = mb.param("m", 2.0, "kg", "mass", min=1e-9)
+        p = np.array([np.cos(0.2), 1.0]) * np.array([b, b]) + np.array([0.0, a % 10.0])
+        body = mb.body("body", mass=m, inertia=0.1)
+        mb.revolute("O", mb.ground, body, child_point=(p[0], p[1]))
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
+    assert prog.compiled == ("b", "m")
+    assert "a" in prog.fixed and "slot" in prog.fixed["a"]
+    code, consts = prog.to_arrays()
+    D0 = engine_data(build())
+    rc, out, msg = mbp(code, consts, [0.3, 0.9, 3.0], D0)
+    assert rc == 0 and np.array_equal(out, engine_data(build(b=0.9, m=3.0))), msg
+    # the fixed one keeps its built value: another is refused with the reason
+    rc, _, msg = mbp(code, consts, [0.5, 0.9, 3.0], D0)
+    assert rc == 1 and "'a' = 0.5 cannot change from its built value 0.3" in msg, msg
+    assert prog.fixed["a"] in msg and "--set a=0.5" in msg, msg
+
+
+def test_hidden_branch_is_not_compiled():
+    """A branch build() takes on a plain float (no Sym, so no guard) must not give a program
+    that is wrong on the other side: the verification sets find the mismatch and fix k."""
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("hidden", o)
+        k = mb.param("k", 10.0, "N.m/rad", "stiffness", min=0.0)
+        c = mb.param("c", 0.5, "N.m.s/rad", "damping", min=0.0)
+        b = mb.body("b", mass=1.0, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        plain = float(np.float64(k))                  # untraced: the branch is hidden
+        mb.rsda("s", joint="O", stiffness=k if plain < 11.5 else 2.0 * k, damping=c)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)), n_wide=8)
+    assert prog.compiled == ("c",) and "k" in prog.fixed, prog.fixed
+
+
+def test_malformed_programs_are_refused(mbp):
+    """Truncations, out-of-range indices, unknown instructions and random garbage return -1
+    with a message; never a crash or a write out of bounds."""
+    mod, prog, _ = compiled("double_pendulum")
+    D0 = engine_data(mod.build())
+    code, consts = prog.to_arrays()
+    p = _pvec(prog, mod, {})
+    rc, out, msg = mbp(code, consts, p, D0)
+    assert rc == 0 and np.array_equal(out, D0), msg
+    assert mbp(code, consts, p[:-1], D0)[0] == -1
+    assert mbp(code, consts, p, D0[:-1])[0] == -1
+    for n in (0, 1, 4, 10, len(code) // 2, len(code) - 1):
+        rc, _, msg = mbp(code[:n], consts, p, D0)
+        assert rc == -1 and "malformed" in msg or "program for" in msg, (n, msg)
+    assert mbp(code, consts[:0], p, D0)[0] == -1
+    rng = np.random.default_rng(7)
+    body = P._header(code)[-1]
+    for trial in range(300):
+        bad = code.copy()
+        k = int(rng.integers(body if trial % 3 else 0, len(bad)))
+        bad[k] = int(rng.choice([-1, 2**31 - 1, int(rng.integers(-3, 100))]))
+        rc, out, msg = mbp(bad, consts, p, D0, errlen=int(rng.integers(0, 50)))
+        assert rc in (-1, 0) or rc >= 1
+    for trial in range(100):
+        junk = rng.integers(-5, 300, size=int(rng.integers(0, 200))).astype(np.intc)
+        junk = np.concatenate([code[:body], junk]) if trial % 2 else junk
+        assert mbp(junk, consts, p, D0)[0] in (-1, 0, *range(1, len(p) + 1))
+
+
+def test_report_fixed_parameters(capsys):
+    """Which parameters stay fixed in a native FMU, and why (printed with -s)."""
+    rows = []
+    for name in RUNNABLE:
+        mod, prog, why = compiled(name)
+        if prog is None:
+            rows.append(f"{name:24s} (not run by the compiled engine: {why})")
+            continue
+        rows.append(f"{name:24s} compiled {len(prog.compiled)}: {', '.join(prog.compiled)}"
+                    + (f"; guards: {'; '.join(prog.guards)}" if prog.guards else ""))
+        for n, reason in prog.fixed.items():
+            rows.append(f"{'':24s}   fixed {n}: {reason}")
+    print("\n".join(rows))
+    mod, prog, _ = compiled("double_pendulum")
+    assert not prog.fixed
+
+
+# ---------------------------------------------------------------------- the engine
+def _engine_models():
+    from fmu_mb.engine.data import supported
+    return [n for n in _models() if supported(load(n).build()) is None]
+
+
+@pytest.mark.parametrize("name", _engine_models())
+def test_engine_with_parameters_set_equals_the_model_built_with_them(name):
+    """The program in the engine's blob: mbe_set_parameters at a random set gives the data,
+    the initial state (assembled in C) and the steps of the model built with those values in
+    Python (fmu_mb.dynamics: initial_state, the recursive stepper)."""
+    from fmu_mb.dynamics.integrate import Settings, initial_state, stepper
+    from fmu_mb.engine.data import model_data
+    from fmu_mb.engine.engine import Engine
+    mod = load(name)
+    data, prog = P.program_for(mod)
+    assert prog.names == data.parameter_names
+    rng = np.random.default_rng(99)
+    for attempt in range(5):
+        vals = _random_set(prog, mod, rng)
+        try:
+            m = mod.build(**vals)
+            break
+        except FmuMbError:
+            continue
+    settings = Settings(formulation="recursive")
+    eng = Engine(blob=data.to_bytes(program=prog), name=name)
+    eng.set_parameters(_pvec(prog, mod, vals))
+    eng.set_settings(settings)
+    eng.initialize(m.t0)
+    direct = Engine(m)                              # the data of build(**vals), no program
+    direct.set_settings(settings)
+    direct.initialize(m.t0)
+    same_data = np.array_equal(prog.run(_pvec(prog, mod, vals), data.doubles),
+                               model_data(m).doubles)
+    ref = initial_state(m, settings)
+    t, q, qd, h = eng.state
+    assert t == ref.t
+    np.testing.assert_allclose(q, ref.q, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(qd, ref.qd, rtol=1e-10, atol=1e-10)
+    if same_data:
+        np.testing.assert_array_equal(eng.get_state(), direct.get_state())
+    eng.load(ref)
+    step, st = stepper(m, settings), ref
+    for k in range(3):
+        eng.do_step(0.01, np.zeros(len(m.inputs)))
+        st = step(st, st.t + 0.01, np.zeros(len(m.inputs)))
+        t, q, qd, h = eng.state
+        if same_data:
+            np.testing.assert_array_equal(q, st.q)       # the same kernel on the same data
+            np.testing.assert_array_equal(qd, st.qd)
+        else:
+            np.testing.assert_allclose(q, st.q, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(qd, st.qd, rtol=1e-12, atol=1e-12)
+
+
+def test_engine_refuses_a_guard_or_a_fixed_parameter_and_keeps_its_state():
+    from fmu_mb.engine.data import model_data
+    from fmu_mb.engine.engine import Engine
+    prog = P.compile_parameters(_guarded, {}, lambda o: model_data(_guarded(**o)).doubles,
+                                model_file="guarded.py")
+    eng = Engine(blob=model_data(_guarded()).to_bytes(program=prog), name="guarded")
+    eng.set_parameters([0.9, 12.0])
+    eng.initialize()
+    before = eng.get_state()
+    with pytest.raises(FmuMbError, match=r"L=0.4.*--set L=0.4"):
+        eng.set_parameters([0.4, 12.0])
+    eng.initialize()                              # still the parameters set before
+    np.testing.assert_array_equal(eng.get_state(), before)
+    ref = Engine(_guarded(L=0.9, k=12.0))
+    ref.initialize()
+    np.testing.assert_array_equal(ref.get_state(), before)
