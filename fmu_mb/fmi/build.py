@@ -149,18 +149,34 @@ def _add_kernel(native_dir):
         shutil.copy2(lib, Path(native_dir) / lib.name)
 
 
-def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=None):
+def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=None, fmi=2):
     """Build one model file as a native or a Python FMU; returns (path, kind, why).
 
     kind : "native" (the compiled engine behind fmi2_native.c: no Python on the host; raises
     FmuMbError saying why when the model does not run in the compiled engine), "python" (the
     pythonfmu FMU: every formulation and method), or None: native whenever the model runs in
     the compiled engine, else Python.
+    fmi : 2, or 3 for the native FMI 3.0 co-simulation FMU (native_platforms; there is no
+    Python FMU of FMI 3.0: pythonfmu writes FMI 2.0 only).
     """
     from .native_build import NativeUnavailable, build_native_fmu
 
     if not Path(model_file).is_file():
         raise ModelError(f"model file {str(model_file)!r} does not exist")
+    if fmi not in (2, 3):
+        raise FmuMbError(f"FMI version {fmi!r}: expected 2 or 3")
+    if fmi == 3:
+        from .native_platforms import build_native_fmu3
+        if kind == "python":
+            raise FmuMbError("--fmi 3 builds native FMUs only (the Python FMU is FMI 2.0: "
+                             "pythonfmu writes no FMI 3.0); drop --python, or build FMI 2.0")
+        try:
+            return build_native_fmu3(model_file, out_dir, overrides), "native FMI 3.0", (
+                "--fmi 3: the compiled engine behind fmi3_native.c")
+        except NativeUnavailable as exc:
+            raise FmuMbError(f"{model_file}: cannot build an FMI 3.0 FMU: {exc}; FMI 3.0 FMUs "
+                             f"are native only (build FMI 2.0 with --python for this "
+                             f"model)") from None
     if kind == "python":
         return build_fmu(model_file, out_dir, overrides, standalone), "python", "--python"
     try:
