@@ -17,6 +17,7 @@ saying why, while bouncing_ball does not build natively.
 """
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -111,6 +112,14 @@ def test_fmi3_fmu_passes_fmpy_validate_and_declares_its_capabilities(fmus):
                         capture_output=True, text=True, check=True).stdout
     exported = [line.split()[-1] for line in nm.splitlines() if " T " in line]
     assert exported and all(n.startswith("fmi3") for n in exported)
+    objdump = shutil.which("x86_64-w64-mingw32-objdump")
+    if objdump and f"binaries/x86_64-windows/{f3.id}.dll" in names:
+        text = subprocess.run([objdump, "-p", str(f3.dir / "binaries" / "x86_64-windows"
+                                                  / f"{f3.id}.dll")],
+                              capture_output=True, text=True, check=True).stdout
+        table = text.split("[Ordinal/Name Pointer] Table", 1)[1].split("\n\n", 1)[0]
+        assert sorted(re.findall(r"\]\s+(\w+)", table)) == sorted(exported)
+        assert set(re.findall(r"DLL Name: (\S+)", text)) <= {"KERNEL32.dll", "msvcrt.dll"}
 
 
 @pytest.mark.parametrize("model", ["double_pendulum", "double_wishbone"])

@@ -166,13 +166,17 @@ def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=N
     if fmi not in (2, 3):
         raise FmuMbError(f"FMI version {fmi!r}: expected 2 or 3")
     if fmi == 3:
-        from .native_platforms import build_native_fmu3
+        from .native_platforms import WIN64_CC, build_native_fmu3, win64_compiler
         if kind == "python":
             raise FmuMbError("--fmi 3 builds native FMUs only (the Python FMU is FMI 2.0: "
                              "pythonfmu writes no FMI 3.0); drop --python, or build FMI 2.0")
         try:
-            return build_native_fmu3(model_file, out_dir, overrides), "native FMI 3.0", (
-                "--fmi 3: the compiled engine behind fmi3_native.c")
+            path = build_native_fmu3(model_file, out_dir, overrides)
+            why = "--fmi 3: the compiled engine behind fmi3_native.c"
+            if win64_compiler() is None:
+                why += (f"; no x86_64-windows binary: the cross compiler {WIN64_CC} is not "
+                        f"installed (Debian: gcc-mingw-w64-x86-64); sources/ builds one")
+            return path, "native FMI 3.0", why
         except NativeUnavailable as exc:
             raise FmuMbError(f"{model_file}: cannot build an FMI 3.0 FMU: {exc}; FMI 3.0 FMUs "
                              f"are native only (build FMI 2.0 with --python for this "
@@ -191,6 +195,10 @@ def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=N
     why = ("--native" if kind == "native" else
            "the model runs in the compiled engine: the host needs no Python; --python builds "
            "the Python FMU")
+    from .native_platforms import WIN64_CC, win64_compiler
+    if win64_compiler() is None:
+        why += (f"; no win64 binary: the cross compiler {WIN64_CC} is not installed (Debian: "
+                f"gcc-mingw-w64-x86-64); sources/ builds one")
     return path, "native", why
 
 
