@@ -248,7 +248,7 @@ def main(argv=None):
         from fmu_mb.fmi.native_build import native_reason
         from fmu_mb import load_model
         for p in sorted((ROOT / "models").glob("*.py")):
-            if p.stem in ("double_pendulum", "double_wishbone"):
+            if p.stem in {n.id for n in natives}:
                 continue
             if native_reason(load_model(p)) is None:
                 natives.append(Native(p.stem, tmp))

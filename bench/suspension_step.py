@@ -486,7 +486,7 @@ def main(argv=None):
         from fmpy import extract
         import fmu_step
         subprocess.run([sys.executable, "-m", "fmu_mb", "build", str(MODEL), "-o", str(tmp),
-                        "--quiet"], check=True, cwd=str(ROOT), capture_output=True)
+                        "--quiet", "--python"], check=True, cwd=str(ROOT), capture_output=True)
         path = tmp / "double_wishbone.fmu"
         unz = extract(str(path))
         noop = fmu_step.noop_fmu(tmp)

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fmu_mb.fmi.build import build_model_fmu  # noqa: E402
+from fmu_mb.fmi.native_build import build_model_fmu  # noqa: E402
 
 
 def model_files():

@@ -22,7 +22,7 @@ from fmpy import read_model_description, simulate_fmu  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
 from build_fmus import model_files  # noqa: E402
-from fmu_mb.fmi.build import build_model_fmu  # noqa: E402
+from fmu_mb.fmi.native_build import build_model_fmu  # noqa: E402
 from fmu_mb.tools.viz import plot_outputs  # noqa: E402
 
 

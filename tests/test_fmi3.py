@@ -40,9 +40,9 @@ from fmpy.fmi3 import FMU3Slave, fmi3LogMessageCallback  # noqa: E402
 
 from fmu_mb import load_model  # noqa: E402
 from fmu_mb.errors import FmuMbError  # noqa: E402
-from fmu_mb.fmi.build import build_model_fmu  # noqa: E402
+from fmu_mb.fmi.native_fmi3 import build_model_fmu3  # noqa: E402
 from fmu_mb.fmi.native_build import build_native_fmu, native_reason  # noqa: E402
-from fmu_mb.fmi.native_platforms import build_native_fmu3  # noqa: E402
+from fmu_mb.fmi.native_fmi3 import build_native_fmu3  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
@@ -281,14 +281,18 @@ def test_fmi3_sources_rebuild_the_binary(fmus, tmp_path):
 
 # ---------------------------------------------------------------------- the build
 def test_build_fmi3_is_native_only(tmp_path):
-    path, kind, _ = build_model_fmu(MODELS / "four_bar.py", tmp_path, kind="native", fmi=3)
+    from fmu_mb.tools.cli import main
+    assert main(["build", "--native", "--fmi", "3", "--quiet", str(MODELS / "four_bar.py"),
+                 "-o", str(tmp_path)]) == 0
+    assert read_model_description(str(tmp_path / "four_bar.fmu")).fmiVersion == "3.0"
+    path, kind, _ = build_model_fmu3(MODELS / "four_bar.py", tmp_path / "b", kind="native")
     assert kind == "native FMI 3.0" and read_model_description(str(path)).fmiVersion == "3.0"
     with pytest.raises(FmuMbError, match="--fmi 3 builds native FMUs only"):
-        build_model_fmu(MODELS / "four_bar.py", tmp_path, kind="python", fmi=3)
+        build_model_fmu3(MODELS / "four_bar.py", tmp_path, kind="python")
     ball = load_model(MODELS / "bouncing_ball.py")
     if native_reason(ball) is not None:
         with pytest.raises(FmuMbError, match="cannot build an FMI 3.0 FMU"):
-            build_model_fmu(MODELS / "bouncing_ball.py", tmp_path, fmi=3)
+            build_model_fmu3(MODELS / "bouncing_ball.py", tmp_path)
 
 
 def test_fmi3_bouncing_ball_returns_early_at_each_impact(tmp_path):

@@ -189,7 +189,8 @@ def test_fmu_runs_after_its_build_environment_is_gone(tmp_path):
                     str(venv)], check=True, timeout=120)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     subprocess.run([str(venv / "bin" / "python"), "-m", "fmu_mb", "build",
-                    str(MODELS / "double_pendulum.py"), "-o", str(tmp_path / "out"), "--quiet"],
+                    str(MODELS / "double_pendulum.py"), "-o", str(tmp_path / "out"), "--quiet",
+                    "--python"],
                    check=True, timeout=300, env=env, capture_output=True)
     fmu = tmp_path / "out" / "double_pendulum.fmu"
     shutil.rmtree(venv)

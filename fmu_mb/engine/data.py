@@ -44,11 +44,12 @@ class EngineData:
     """The model data of one Model: `ints` (int32) and `doubles` (float64) arrays, the
     parameter names, and `slots`: {array name: (offset, count)} in its array."""
 
-    def __init__(self, ints, doubles, slots, names):
+    def __init__(self, ints, doubles, slots, names, joint_names=()):
         self.ints = np.ascontiguousarray(ints, dtype=np.int32)
         self.doubles = np.ascontiguousarray(doubles, dtype=np.float64)
         self.slots = slots
         self.parameter_names = tuple(names)
+        self.joint_names = tuple(joint_names)
 
     def array(self, name):
         """The named array (a view of ints or doubles)."""
@@ -71,7 +72,8 @@ class EngineData:
                             else (program.code, program.consts))
             code = np.ascontiguousarray(code, dtype=np.int32).reshape(-1)
             consts = np.ascontiguousarray(consts, dtype=np.float64).reshape(-1)
-        chars = b"".join(n.encode("utf-8") + b"\0" for n in self.parameter_names)
+        chars = b"".join(n.encode("utf-8") + b"\0"
+                         for n in self.parameter_names + self.joint_names)
         head = struct.pack("<8I", MAGIC, VERSION, len(self.ints), len(d), len(code),
                            len(consts), len(chars), 0)
 
@@ -117,7 +119,7 @@ def model_data(model):
     else:
         _planar(model, arrays, head)
     arrays["IHEAD"] = [head[k] for k in HEAD]
-    return _pack(arrays, [p.name for p in model.parameters])
+    return _pack(arrays, [p.name for p in model.parameters], [j.name for j in model.joints])
 
 
 def n_outputs(model):
@@ -140,7 +142,7 @@ def n_outputs(model):
     return count
 
 
-def _pack(arrays, names):
+def _pack(arrays, names, joint_names):
     ints, doubles, slots = [len(ARRAYS)] + [0] * (2 * len(ARRAYS)), [], {}
     for a, name in enumerate(ARRAYS):
         v = np.asarray(arrays.get(name, []), dtype=np.int64 if name[0] == "I" else float)
@@ -151,7 +153,7 @@ def _pack(arrays, names):
         dest.extend(v.tolist())
     if max((abs(i) for i in ints), default=0) >= 2 ** 31:
         raise InputError("engine data: an index does not fit in 32 bits")
-    return EngineData(ints, doubles, slots, names)
+    return EngineData(ints, doubles, slots, names, joint_names)
 
 
 def _parameters(model, arrays, head):

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..errors import FmuMbError, ModelError
+from ..errors import ModelError
 from ..mechanics.loader import call_build, load_module
 from ..dynamics.outputs import output_spec
 from .packaging import package_fmu
@@ -147,59 +147,6 @@ def _add_kernel(native_dir):
         except KernelUnavailable:
             return
         shutil.copy2(lib, Path(native_dir) / lib.name)
-
-
-def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=None, fmi=2):
-    """Build one model file as a native or a Python FMU; returns (path, kind, why).
-
-    kind : "native" (the compiled engine behind fmi2_native.c: no Python on the host; raises
-    FmuMbError saying why when the model does not run in the compiled engine), "python" (the
-    pythonfmu FMU: every formulation and method), or None: native whenever the model runs in
-    the compiled engine, else Python.
-    fmi : 2, or 3 for the native FMI 3.0 co-simulation FMU (native_platforms; there is no
-    Python FMU of FMI 3.0: pythonfmu writes FMI 2.0 only).
-    """
-    from .native_build import NativeUnavailable, build_native_fmu
-
-    if not Path(model_file).is_file():
-        raise ModelError(f"model file {str(model_file)!r} does not exist")
-    if fmi not in (2, 3):
-        raise FmuMbError(f"FMI version {fmi!r}: expected 2 or 3")
-    if fmi == 3:
-        from .native_platforms import WIN64_CC, build_native_fmu3, win64_compiler
-        if kind == "python":
-            raise FmuMbError("--fmi 3 builds native FMUs only (the Python FMU is FMI 2.0: "
-                             "pythonfmu writes no FMI 3.0); drop --python, or build FMI 2.0")
-        try:
-            path = build_native_fmu3(model_file, out_dir, overrides)
-            why = "--fmi 3: the compiled engine behind fmi3_native.c"
-            if win64_compiler() is None:
-                why += (f"; no x86_64-windows binary: the cross compiler {WIN64_CC} is not "
-                        f"installed (Debian: gcc-mingw-w64-x86-64); sources/ builds one")
-            return path, "native FMI 3.0", why
-        except NativeUnavailable as exc:
-            raise FmuMbError(f"{model_file}: cannot build an FMI 3.0 FMU: {exc}; FMI 3.0 FMUs "
-                             f"are native only (build FMI 2.0 with --python for this "
-                             f"model)") from None
-    if kind == "python":
-        return build_fmu(model_file, out_dir, overrides, standalone), "python", "--python"
-    try:
-        path = build_native_fmu(model_file, out_dir, overrides)
-    except NativeUnavailable as exc:
-        if kind == "native":
-            raise FmuMbError(f"{model_file}: cannot build a native FMU: {exc}; build it with "
-                             f"--python (a Python FMU runs every model)") from None
-        return (build_fmu(model_file, out_dir, overrides, standalone), "python",
-                f"the model does not run in the compiled engine: {exc}; the host needs Python, "
-                f"see the README's FMU kinds")
-    why = ("--native" if kind == "native" else
-           "the model runs in the compiled engine: the host needs no Python; --python builds "
-           "the Python FMU")
-    from .native_platforms import WIN64_CC, win64_compiler
-    if win64_compiler() is None:
-        why += (f"; no win64 binary: the cross compiler {WIN64_CC} is not installed (Debian: "
-                f"gcc-mingw-w64-x86-64); sources/ builds one")
-    return path, "native", why
 
 
 def build_fmus(model_files, out_dir, overrides=None, standalone=True):

@@ -163,6 +163,39 @@ def build_native_fmu(model_file, out_dir, overrides=None):
     return dest
 
 
+def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=None):
+    """Build one model file as a native or a Python FMU; returns (path, kind, why).
+
+    kind : "native" (the compiled engine behind fmi2_native.c: no Python on the host; raises
+    FmuMbError saying why when the model does not run in the compiled engine), "python" (the
+    pythonfmu FMU: every formulation and method), or None: native whenever the model runs in
+    the compiled engine, else Python.
+    """
+    from .build import build_fmu
+
+    if not Path(model_file).is_file():
+        raise ModelError(f"model file {str(model_file)!r} does not exist")
+    if kind == "python":
+        return build_fmu(model_file, out_dir, overrides, standalone), "python", "--python"
+    try:
+        path = build_native_fmu(model_file, out_dir, overrides)
+    except NativeUnavailable as exc:
+        if kind == "native":
+            raise FmuMbError(f"{model_file}: cannot build a native FMU: {exc}; build it with "
+                             f"--python (a Python FMU runs every model)") from None
+        return (build_fmu(model_file, out_dir, overrides, standalone), "python",
+                f"the model does not run in the compiled engine: {exc}; the host needs Python, "
+                f"see the README's FMU kinds")
+    why = ("--native" if kind == "native" else
+           "the model runs in the compiled engine: the host needs no Python; --python builds "
+           "the Python FMU")
+    from .native_platforms import WIN64_CC, win64_compiler     # issue 22
+    if win64_compiler() is None:
+        why += (f"; no win64 binary: the cross compiler {WIN64_CC} is not installed (Debian: "
+                f"gcc-mingw-w64-x86-64); sources/ builds one")
+    return path, "native", why
+
+
 def _model_description(model, model_file, source, overrides, experiment):
     """The Python FMU's modelDescription.xml (same adapter class, same post-processing)."""
     from .build import units_and_limits

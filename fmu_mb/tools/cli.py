@@ -288,7 +288,8 @@ def _animate(args):
 
 def _build(args):
     try:
-        from ..fmi.build import build_controller_fmu, build_model_fmu, is_controller_file
+        from ..fmi.build import build_controller_fmu, is_controller_file
+        from ..fmi.native_build import build_model_fmu
     except ImportError as exc:
         print(f"fmu-mb: error: building FMUs needs pythonfmu (pip install 'fmu_mb[fmu]'): "
               f"{exc}", file=sys.stderr)
@@ -306,10 +307,13 @@ def _build(args):
                 return 1
             path = build_controller_fmu(model, args.output_dir,
                                         standalone=not args.no_standalone)
+        elif args.fmi == "3":
+            from ..fmi.native_fmi3 import build_model_fmu3
+            path, kind, why = build_model_fmu3(model, args.output_dir, overrides, kind=args.kind)
+            note = f"fmu-mb: {path.name}: {kind} FMU ({why})"
         else:
             path, kind, why = build_model_fmu(model, args.output_dir, overrides,
-                                              standalone=not args.no_standalone, kind=args.kind,
-                                              fmi=int(args.fmi))
+                                              standalone=not args.no_standalone, kind=args.kind)
             note = f"fmu-mb: {path.name}: {kind} FMU ({why})"
         if bar and bar.shown:
             sys.stderr.write("\r\033[K")     # the path on a clean line, the bar below it

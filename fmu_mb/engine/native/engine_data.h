@@ -10,7 +10,8 @@
  *   code     n_code x int32 (the parameter program, params.h; may be empty)
  *   (pad to a multiple of 8 bytes)
  *   consts   n_consts x float64
- *   chars    n_chars bytes: the parameter names, each NUL-terminated, in table order
+ *   chars    n_chars bytes: the parameter names, each NUL-terminated, in table order, then
+ *            the joint names (model order; for messages)
  *
  * ints[0] = MBE_N_ARRAYS; ints[1 + 2 a], ints[2 + 2 a] = offset and count of array a (in ints
  * for the A_I* arrays, in doubles for the A_D* arrays). The order below is also

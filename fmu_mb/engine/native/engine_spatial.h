@@ -744,10 +744,20 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
             x[i] -= dx[i];
     }
     if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
+        int worst = -1;
+        double wv = -1.0;
+        for (int j = 0; k > 0 && j < e->nj; j++) {
+            const int *J = IA(e, A_IJOINT) + 6 * j;
+            for (int i = J[4]; i < J[4] + J[5]; i++)
+                if (!(fabs(r[i]) <= wv)) {
+                    wv = fabs(r[i]);
+                    worst = j;
+                }
+        }
         msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
-            "constraint rows stay open (largest residual %.3g); give guesses near the "
-            "intended pose or initial values that let the loops close", t0,
-            k > 0 ? absmax(r, k) : NAN);
+            "constraint rows stay open (largest residual %.3g, at joint '%s'); give guesses "
+            "near the intended pose or initial values that let the loops close", t0,
+            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? e->jname[worst] : "?");
         return MBE_ERROR;
     }
     /* velocities: least M-norm xd with D xd = 0 and the given rates */
@@ -896,48 +906,53 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     return MBE_OK;
 }
 
-static MbeStatus spatial_outputs(MbEngine *e, const double *u, double *y, char *err,
-                                 size_t errlen)
+static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
+                                 char *err, size_t errlen)
 {
     int nb = e->nb, n = e->n, nc = 7 * nb, nr = e->nrows, rc;
     double t = e->t, *q = e->y, *qd = e->y + n;
     double *x = e->xa, *xd = e->xda;
+    const int G1 = groups & MBE_GROUP_MOTION, G2 = groups & MBE_GROUP_REACTIONS,
+              G4 = groups & MBE_GROUP_RESIDUALS;
     if ((rc = sk_kinematics(e->kern, q, qd, x, xd)) != OK ||
-        (rc = sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd, e->xdd)) != OK) {
+        (G2 && (rc = sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd, e->xdd))
+         != OK)) {
         msg(err, errlen, "the outputs at t = %.9g s cannot be computed: %s", t,
             kernel_error(rc));
         return MBE_ERROR;
     }
     /* Newton-Euler multipliers at the dynamics' motion: D D' lam = D (f - M xdd) */
     double *lam = e->lam;
-    if (spatial_forces(e, e->x, e->xd, u, e->f) != OK ||
-        spatial_rows(e, e->x, e->phi, e->D2) != OK) {
+    if (G2 && (spatial_forces(e, e->x, e->xd, u, e->f) != OK ||
+        spatial_rows(e, e->x, e->phi, e->D2) != OK)) {
         msg(err, errlen, "a spring or distance link has zero length at t = %.9g s", t);
         return MBE_ERROR;
     }
-    spatial_mass_times(e, e->x, e->xdd, e->rhs);
-    for (int i = 0; i < nc; i++)
-        e->f[i] -= e->rhs[i];
-    for (int a = 0; a < nr; a++) {
-        const double *Da = e->D2 + (size_t)a * nc;
-        double s = 0.0;
+    if (G2) {
+        spatial_mass_times(e, e->x, e->xdd, e->rhs);
         for (int i = 0; i < nc; i++)
-            s += Da[i] * e->f[i];
-        e->w[a] = s;
-        for (int b = 0; b <= a; b++) {
-            const double *Db = e->D2 + (size_t)b * nc;
-            double v = 0.0;
+            e->f[i] -= e->rhs[i];
+        for (int a = 0; a < nr; a++) {
+            const double *Da = e->D2 + (size_t)a * nc;
+            double s = 0.0;
             for (int i = 0; i < nc; i++)
-                v += Da[i] * Db[i];
-            e->S[a * nr + b] = e->S[b * nr + a] = v;
+                s += Da[i] * e->f[i];
+            e->w[a] = s;
+            for (int b = 0; b <= a; b++) {
+                const double *Db = e->D2 + (size_t)b * nc;
+                double v = 0.0;
+                for (int i = 0; i < nc; i++)
+                    v += Da[i] * Db[i];
+                e->S[a * nr + b] = e->S[b * nr + a] = v;
+            }
+        }
+        memcpy(e->rhs, e->w, sizeof(double) * nr);
+        if (dense_psd_solve(e->S, e->V, e->w, nr, NULL, NULL, 0, e->rhs, lam) != OK) {
+            msg(err, errlen, "the reactions at t = %.9g s cannot be computed", t);
+            return MBE_ERROR;
         }
     }
-    memcpy(e->rhs, e->w, sizeof(double) * nr);
-    if (dense_psd_solve(e->S, e->V, e->w, nr, NULL, NULL, 0, e->rhs, lam) != OK) {
-        msg(err, errlen, "the reactions at t = %.9g s cannot be computed", t);
-        return MBE_ERROR;
-    }
-    if (spatial_rows(e, x, e->phi, e->D) != OK) {
+    if ((G2 || G4) && spatial_rows(e, x, e->phi, e->D) != OK) {
         msg(err, errlen, "a distance link has zero length at t = %.9g s", t);
         return MBE_ERROR;
     }
@@ -953,16 +968,16 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, double *y, char *
                 A[rr][i] = col[rr];
         }
         for (int i = 0; i < 7; i++)
-            y[k++] = r[i];
-        y[k++] = atan2(-A[1][2], A[2][2]);
-        y[k++] = asin(fmin(fmax(A[0][2], -1.0), 1.0));
-        y[k++] = atan2(-A[0][1], A[0][0]);
+            PUT(G1, r[i]);
+        PUT(G1, atan2(-A[1][2], A[2][2]));
+        PUT(G1, asin(fmin(fmax(A[0][2], -1.0), 1.0)));
+        PUT(G1, atan2(-A[0][1], A[0][0]));
         for (int i = 0; i < 3; i++)
-            y[k++] = rd[i];
+            PUT(G1, rd[i]);
         E_mat(p, E);
         for (int i = 0; i < 3; i++)
-            y[k++] = 2.0 * (E[i][0] * pd[0] + E[i][1] * pd[1] + E[i][2] * pd[2] +
-                            E[i][3] * pd[3]);
+            PUT(G1, 2.0 * (E[i][0] * pd[0] + E[i][1] * pd[1] + E[i][2] * pd[2] +
+                           E[i][3] * pd[3]));
     }
     double *xe = e->xe, *xde = e->xde;
     sextend(e, x, xe, 0);
@@ -978,12 +993,16 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, double *y, char *
                 STerm tc;
                 joint_frames(e, j, xe, &f);
                 coord_term(IA(e, A_ICOORD)[2 * i + 1], &f, &tc);
-                y[k++] = tc.v;
-                y[k++] = srate(&tc, xde, f.p, f.c);
+                PUT(G1, tc.v);
+                PUT(G1, srate(&tc, xde, f.p, f.c));
             }
         }
         if (kind == SJ_DST) {
-            y[k++] = lam[J[4]];
+            PUT(G2, lam[J[4]]);
+            continue;
+        }
+        if (!G2) {
+            k += 6;
             continue;
         }
         int child_is_body = J[2] < nb;
@@ -1008,7 +1027,13 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, double *y, char *
         y[k++] = nn[1] - (arm[2] * Q[0] - arm[0] * Q[2]);
         y[k++] = nn[2] - (arm[0] * Q[1] - arm[1] * Q[0]);
     }
-    if (e->nel) {                                      /* the kernel's element outputs */
+    for (int i = 0; i < e->nel && !G1; i++) {
+        static const int width[] = {2, 2, 0, 1, 1, 6};
+        k += width[IA(e, A_IELEM)[2 * i]];
+    }
+    if (!G1)
+        k += 6 * e->nmark;
+    if (e->nel && G1) {                                /* the kernel's element outputs */
         double *out = e->eout;                         /* (ne + 1) x 8 */
         if ((rc = sk_element_outputs(e->kern, q, qd, u, out)) != OK) {
             msg(err, errlen, "the element outputs at t = %.9g s cannot be computed: %s", t,
@@ -1022,7 +1047,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, double *y, char *
                 y[k++] = out[8 * E[1] + c];
         }
     }
-    if (e->nmark) {
+    if (e->nmark && G1) {
         double *out = e->eout;
         sk_points(e->kern, q, qd, e->nmark, IA(e, A_IMARK), DA(e, A_DMARK), out);
         for (int i = 0; i < 6 * e->nmark; i++)
@@ -1075,18 +1100,18 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, double *y, char *
         }
     }
     double res = 0.0, vres = 0.0;
-    for (int r = 0; r < nr; r++) {
+    for (int r = 0; r < nr && G4; r++) {
         res = fmax(res, fabs(e->phi[r]));
         double s = 0.0;
         for (int i = 0; i < nc; i++)
             s += e->D[(size_t)r * nc + i] * xd[i];
         vres = fmax(vres, fabs(s));
     }
-    y[k++] = T;
-    y[k++] = V;
-    y[k++] = T + V;
-    y[k++] = res;
-    y[k++] = vres;
+    PUT(G1, T);
+    PUT(G1, V);
+    PUT(G1, T + V);
+    PUT(G4, res);
+    PUT(G4, vres);
     if (k != e->nout) {
         msg(err, errlen, "internal error: %d outputs computed, %d expected", k, e->nout);
         return MBE_ERROR;

@@ -114,6 +114,7 @@ enum { INSTANTIATED = 1, INIT_MODE = 2, STEP_MODE = 4, TERMINATED = 8, ANY = 15 
 #define MSG 2048                     /* longest logged message */
 #define ECHO 60                      /* at most this many bytes of a string value in a message */
 #define TIME_SPAN 1e12               /* a restored state's time lies at most this after its start */
+#define STATE_BOUND 1e12             /* |q|, |qd| of an initial state (the engine's step bound) */
 
 typedef struct FmuState {
     unsigned magic;
@@ -144,7 +145,8 @@ typedef struct {
     int have_applied;
     double* u;               /* inputs in the engine's order */
     double* y;               /* outputs cache */
-    int y_valid;
+    int y_valid;             /* the output groups (MBE_GROUP_*) y holds for the current state */
+    int* group;              /* the group of each output */
     double* scratch;         /* engine state scratch (size of mbe_state_size) */
     size_t n_state;
     FmuState* states;        /* states made by this instance */
@@ -475,24 +477,53 @@ static int configure(Inst* in, const char* fn)
         return say(in, fmi2Error, "%s: %s: the initial state cannot be found: %s", fn,
                    FMU_MODEL_NAME, in->err), -1;
     }
+    /* refuse up front what every step would discard: a state outside |q|, |qd| <= 1e12, or
+     * outputs that are not finite (a parameter such as a mass of 1e300) */
+    mbe_get_state(in->engine, in->scratch);           /* t, q, qd, ... (engine.h) */
+    size_t nqq = 2 * (size_t)mbe_n_q(in->engine);
+    for (size_t k = 1; k <= nqq && k < in->n_state; ++k) {
+        if (!(fabs(in->scratch[k]) <= STATE_BOUND)) {
+            in->configured = 0;
+            return say(in, fmi2Error, "%s: %s: the initial state's value %zu is %g, outside "
+                       "|q|, |qd| <= %g; check the parameters and initial conditions", fn,
+                       FMU_MODEL_NAME, k, in->scratch[k], STATE_BOUND), -1;
+        }
+    }
+    if (mbe_outputs(in->engine, in->u, in->y, in->err, sizeof in->err) != MBE_OK) {
+        in->configured = 0;
+        return say(in, fmi2Error, "%s: %s: the outputs at the initial state cannot be computed: "
+                   "%s", fn, FMU_MODEL_NAME, in->err), -1;
+    }
+    for (int i = 0; i < FMU_N_VARS; ++i) {
+        if (FMU_VARS[i].kind == VK_OUTPUT && !isfinite(in->y[FMU_VARS[i].index])) {
+            in->configured = 0;
+            return say(in, fmi2Error, "%s: %s: output '%s' is %g at the initial state; check "
+                       "the parameters (a value too large for the model?)", fn, FMU_MODEL_NAME,
+                       FMU_VARS[i].name, in->y[FMU_VARS[i].index]), -1;
+        }
+    }
     in->configured = 1;
     in->dirty = 0;
-    in->y_valid = 0;
+    in->y_valid = MBE_GROUP_ALL;
     const char* f = solver_string(in, SOLVER_FORMULATION);
     say(in, fmi2OK, "%s: formulation %s -> recursive (native FMU: the compiled engine), method "
         "%s", FMU_MODEL_NAME, f, solver_string(in, SOLVER_METHOD));
     return 0;
 }
 
-static int outputs(Inst* in, const char* fn)
+/* The outputs of the groups in `need` (MBE_GROUP_*) at the current state, computed once per
+ * state and inputs: a master reading positions does not pay for the reactions. */
+static int outputs(Inst* in, const char* fn, int need)
 {
-    if (in->y_valid) {
+    int missing = need & ~in->y_valid;
+    if (!missing) {
         return 0;
     }
-    if (mbe_outputs(in->engine, in->u, in->y, in->err, sizeof in->err) != MBE_OK) {
+    if (mbe_outputs_groups(in->engine, in->u, missing, in->y, in->err, sizeof in->err)
+        != MBE_OK) {
         return say(in, fmi2Error, "%s: the outputs cannot be computed: %s", fn, in->err), -1;
     }
-    in->y_valid = 1;
+    in->y_valid |= missing;
     return 0;
 }
 
@@ -527,6 +558,7 @@ static void free_instance(Inst* in)
     free(in->applied);
     free(in->u);
     free(in->y);
+    free(in->group);
     free(in->scratch);
     free(in->name);
     in->magic = 0;
@@ -608,8 +640,10 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         in->applied = calloc((size_t)nq, sizeof(double));
         in->u = calloc((size_t)FMU_N_INPUTS + 1, sizeof(double));
         in->y = calloc((size_t)FMU_N_OUTPUTS + 1, sizeof(double));
+        in->group = calloc((size_t)FMU_N_OUTPUTS + 1, sizeof(int));
         in->scratch = calloc(in->n_state + 1, sizeof(double));
-        ok = in->num && in->str && in->params && in->applied && in->u && in->y && in->scratch;
+        ok = in->num && in->str && in->params && in->applied && in->u && in->y && in->group
+             && in->scratch;
         if (ok && (mbe_n_parameters(in->engine) != FMU_N_PARAMS
                    || mbe_n_inputs(in->engine) != FMU_N_INPUTS
                    || mbe_n_outputs(in->engine) != FMU_N_OUTPUTS)) {
@@ -621,6 +655,12 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         }
     }
     if (ok) {
+        for (int k = 0; k < FMU_N_OUTPUTS; ++k) {
+            in->group[k] = mbe_output_group(in->engine, k);
+            if (!(in->group[k] & MBE_GROUP_ALL)) {
+                in->group[k] = MBE_GROUP_ALL;
+            }
+        }
         reset_values(in);
         for (int i = 0; i < FMU_N_VARS; ++i) {
             if (FMU_VARS[i].type == VT_STRING && in->str[i] == NULL) {
@@ -789,26 +829,28 @@ static fmi2Status check_refs(Inst* in, const char* fn, const fmi2ValueReference 
     return fmi2OK;
 }
 
+/* Values of non-string variables; outputs from the engine (the groups they need, once). */
 static fmi2Status get_numbers(Inst* in, const char* fn, const fmi2ValueReference vr[], size_t n,
-                              double* out, int type)
+                              double* out)
 {
+    int need = 0;
     for (size_t k = 0; k < n; ++k) {
-        int i = (int)vr[k];
-        if (FMU_VARS[i].kind == VK_OUTPUT) {
-            if (!in->configured || in->dirty) {   /* initialization mode: the initial state */
-                if (configure(in, fn) != 0) {
-                    return fmi2Error;
-                }
-            }
-            if (outputs(in, fn) != 0) {
-                return fmi2Error;
-            }
-            out[k] = in->y[FMU_VARS[i].index];
-        } else {
-            out[k] = in->num[i];
+        if (FMU_VARS[vr[k]].kind == VK_OUTPUT) {
+            need |= in->group[FMU_VARS[vr[k]].index];
         }
     }
-    (void)type;
+    if (need) {
+        if ((!in->configured || in->dirty) && configure(in, fn) != 0) {
+            return fmi2Error;          /* initialization mode: the initial state's outputs */
+        }
+        if (outputs(in, fn, need) != 0) {
+            return fmi2Error;
+        }
+    }
+    for (size_t k = 0; k < n; ++k) {
+        const FmuVar* v = &FMU_VARS[vr[k]];
+        out[k] = v->kind == VK_OUTPUT ? in->y[v->index] : in->num[vr[k]];
+    }
     return fmi2OK;
 }
 
@@ -824,19 +866,24 @@ static fmi2Status get_numbers(Inst* in, const char* fn, const fmi2ValueReference
         if (st != fmi2OK) {                                                                   \
             return st;                                                                        \
         }                                                                                     \
-        for (size_t k = 0; k < n; ++k) {                                                      \
-            double x;                                                                         \
-            if (get_numbers(in, "fmi2Get" #Name, &vr[k], 1, &x, TYPE) != fmi2OK) {            \
-                return fmi2Error;                                                             \
-            }                                                                                 \
+        double small[64];                                                                     \
+        double* x = n <= 64 ? small : malloc(n * sizeof(double));                            \
+        if (x == NULL) {                                                                      \
+            return say(in, fmi2Error, "fmi2Get" #Name ": out of memory");                    \
+        }                                                                                     \
+        st = get_numbers(in, "fmi2Get" #Name, vr, n, x);                                     \
+        for (size_t k = 0; st == fmi2OK && k < n; ++k) {                                      \
             value[k] = CONV;                                                                  \
         }                                                                                     \
-        return fmi2OK;                                                                        \
+        if (x != small) {                                                                     \
+            free(x);                                                                          \
+        }                                                                                     \
+        return st;                                                                            \
     }
 
-GET_NUMBERS(Real, fmi2Real, VT_REAL, x)
-GET_NUMBERS(Integer, fmi2Integer, VT_INTEGER, (fmi2Integer)x)
-GET_NUMBERS(Boolean, fmi2Boolean, VT_BOOLEAN, (x != 0.0))
+GET_NUMBERS(Real, fmi2Real, VT_REAL, x[k])
+GET_NUMBERS(Integer, fmi2Integer, VT_INTEGER, (fmi2Integer)x[k])
+GET_NUMBERS(Boolean, fmi2Boolean, VT_BOOLEAN, (x[k] != 0.0))
 
 EXPORT fmi2Status fmi2GetString(fmi2Component c, const fmi2ValueReference vr[], size_t n,
                                 fmi2String value[])
