@@ -35,6 +35,7 @@ if not CC:
     pytest.skip("building native FMUs needs a C compiler", allow_module_level=True)
 
 from fmpy import extract, read_model_description  # noqa: E402
+from fmpy.validation import validate_fmu  # noqa: E402
 from fmpy.fmi1 import FMICallException  # noqa: E402
 from fmpy.fmi3 import FMU3Slave, fmi3LogMessageCallback  # noqa: E402
 
@@ -91,7 +92,7 @@ def _table(result):
 # ---------------------------------------------------------------------- the FMU
 def test_fmi3_fmu_passes_fmpy_validate_and_declares_its_capabilities(fmus):
     _, f3 = fmus("double_pendulum")
-    assert fmpy.validation.validate_fmu(str(f3.path)) == []
+    assert validate_fmu(str(f3.path)) == []
     md = f3.md
     assert md.fmiVersion == "3.0"
     import xml.etree.ElementTree as ET

@@ -35,6 +35,7 @@ if not CC:
     pytest.skip("building native FMUs needs a C compiler", allow_module_level=True)
 
 from fmpy import extract, read_model_description  # noqa: E402
+from fmpy.validation import validate_fmu  # noqa: E402
 
 from fmu_mb.fmi import native_platforms  # noqa: E402
 from fmu_mb.fmi.native_build import build_native_fmu  # noqa: E402
@@ -99,7 +100,7 @@ def test_fmu_carries_linux64_win64_and_its_sources(wishbone):
         if f.suffix in (".c", ".h"):
             for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read_text(), re.M):
                 assert (src / inc).is_file(), f"{f.name} includes {inc!r}, not in sources/"
-    assert fmpy.validation.validate_fmu(str(wishbone.path)) == []
+    assert validate_fmu(str(wishbone.path)) == []
 
 
 def _compile_from_sources(built, dest):
