@@ -280,6 +280,42 @@ def test_fmi3_sources_rebuild_the_binary(fmus, tmp_path):
                                   _table(fmpy.simulate_fmu(str(f3.dir))))
 
 
+@pytest.mark.skipif(not shutil.which("x86_64-w64-mingw32-gcc"),
+                    reason="needs the MinGW-w64 cross compiler (Debian: gcc-mingw-w64-x86-64)")
+@pytest.mark.skipif(not (shutil.which("wine64") or shutil.which("wine")),
+                    reason="needs wine to run the win64 binary (Debian: wine64)")
+def test_fmi3_windows_binary_under_wine_gives_the_linux_numbers(fmus, tmp_path):
+    import tempfile
+    _, f3 = fmus("double_pendulum")
+    host = MODELS.parent / "tests" / "c_host" / "win_host.c"
+    win_exe, lin_exe = tmp_path / "win_host.exe", tmp_path / "win_host"
+    for cc, exe, extra in (("x86_64-w64-mingw32-gcc", win_exe, ["-static", "-static-libgcc"]),
+                           (CC, lin_exe, ["-ldl"])):
+        subprocess.run([cc, "-O2", str(host), "-o", str(exe), *extra], check=True,
+                       capture_output=True, text=True, timeout=300)
+    e = f3.md.defaultExperiment
+    vrs = [str(v.valueReference) for v in f3.md.modelVariables if v.causality == "output"]
+    args = [f3.md.guid, str(e.startTime), str(e.stopTime), str(e.stepSize), *vrs]
+    env = dict(os.environ, WINEDEBUG="-all", WINEDLLOVERRIDES="mscoree,mshtml=",
+               WINEPREFIX=str(Path(tempfile.gettempdir()) / "fmu_mb_wineprefix"))
+    runs = []
+    for command, environ in (
+            ([shutil.which("wine64") or shutil.which("wine"), str(win_exe), "-3",
+              str(f3.dir / "binaries" / "x86_64-windows" / f"{f3.id}.dll")], env),
+            ([str(lin_exe), "-3", str(f3.dir / "binaries" / "x86_64-linux" / f"{f3.id}.so")],
+             None)):
+        r = subprocess.run(command + args, capture_output=True, text=True, timeout=300,
+                           env=environ)
+        assert r.returncode == 0, r.stderr[-2000:]
+        runs.append(np.loadtxt(r.stdout.splitlines(), delimiter=",", ndmin=2))
+    win, lin = runs
+    assert win.shape == lin.shape and len(lin) > 100
+    assert (np.abs(win - lin) / np.maximum(1.0, np.abs(lin))).max() <= 1e-9
+    # and the host's linux rows are fmpy's
+    r = fmpy.simulate_fmu(str(f3.dir), output=[f3.md.modelVariables[int(vrs[0])].name])
+    np.testing.assert_array_equal(lin[:, 1], r[r.dtype.names[1]])
+
+
 # ---------------------------------------------------------------------- the build
 def test_build_fmi3_is_native_only(tmp_path):
     from fmu_mb.tools.cli import main

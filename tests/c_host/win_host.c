@@ -3,8 +3,10 @@
  * under wine in the tests) and for Linux alike, so that the win64 and linux64 binaries of one
  * native FMU are driven by the same program (tests/test_native_platforms.py).
  *
- * usage: win_host LIBRARY GUID START STOP STEP VR [VR...]
+ * usage: win_host [-3] LIBRARY GUID START STOP STEP VR [VR...]
  *
+ *   -3       the FMU is an FMI 3.0 co-simulation FMU (fmi3* functions; GUID is its
+ *            instantiation token; VR are Float64 variables)
  *   LIBRARY  the FMU's binary (binaries/win64/<id>.dll or binaries/linux64/<id>.so)
  *   VR       value references of Real variables printed after initialisation and after every
  *            step, as CSV "time,v1,v2,..." (%.17g: every double round-trips)
@@ -13,6 +15,7 @@
  * reported on stderr with the FMU's messages and gives exit code 1.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +72,22 @@ static void logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status sta
             text);
 }
 
+/* FMI 3.0 */
+typedef void (*Log3Fn)(void*, int, const char*, const char*);
+typedef void* (*Instantiate3Fn)(const char*, const char*, const char*, bool, bool, bool, bool,
+                                const unsigned int*, size_t, void*, Log3Fn, void*);
+typedef int (*EnterInit3Fn)(void*, bool, double, double, bool, double);
+typedef int (*Component3Fn)(void*);
+typedef void (*Free3Fn)(void*);
+typedef int (*GetFloat64Fn)(void*, const unsigned int*, size_t, double*, size_t);
+typedef int (*DoStep3Fn)(void*, double, double, bool, bool*, bool*, bool*, double*);
+
+static void logger3(void* env, int status, const char* category, const char* message)
+{
+    (void)env;
+    fprintf(stderr, "[%d %s] %s\n", status, category ? category : "", message);
+}
+
 static void* need(Lib l, const char* name)
 {
     void* f = lib_sym(l, name);
@@ -97,10 +116,61 @@ static void print_row(double t, const double* y, int n)
     printf("\n");
 }
 
+static int run3(Lib lib, const char* guid, double start, double stop, double step,
+                const unsigned int* vr, double* y, int n)
+{
+    Instantiate3Fn instantiate = (Instantiate3Fn)need(lib, "fmi3InstantiateCoSimulation");
+    Free3Fn free_instance = (Free3Fn)need(lib, "fmi3FreeInstance");
+    EnterInit3Fn enter_init = (EnterInit3Fn)need(lib, "fmi3EnterInitializationMode");
+    Component3Fn exit_init = (Component3Fn)need(lib, "fmi3ExitInitializationMode");
+    Component3Fn terminate = (Component3Fn)need(lib, "fmi3Terminate");
+    GetFloat64Fn get = (GetFloat64Fn)need(lib, "fmi3GetFloat64");
+    DoStep3Fn do_step = (DoStep3Fn)need(lib, "fmi3DoStep");
+    void* c = instantiate("win_host", guid, NULL, false, false, false, false, NULL, 0, NULL,
+                          logger3, NULL);
+    if (c == NULL) {
+        fprintf(stderr, "win_host: fmi3InstantiateCoSimulation returned NULL\n");
+        return 1;
+    }
+    int bad = check(enter_init(c, false, 0.0, start, true, stop), "fmi3EnterInitializationMode")
+           || check(exit_init(c), "fmi3ExitInitializationMode")
+           || check(get(c, vr, (size_t)n, y, (size_t)n), "fmi3GetFloat64");
+    if (!bad) {
+        print_row(start, y, n);
+    }
+    long steps = (long)((stop - start) / step + 0.5);
+    double t = start;
+    for (long k = 1; k <= steps && !bad; ++k) {
+        double next = start + (double)k * step, last = 0.0;
+        bool event = false, end = false, early = false;
+        bad = check(do_step(c, t, next - t, true, &event, &end, &early, &last), "fmi3DoStep")
+           || check(get(c, vr, (size_t)n, y, (size_t)n), "fmi3GetFloat64");
+        if (!bad && (event || end || early || last != next)) {
+            fprintf(stderr, "win_host: fmi3DoStep to %.17g ended at %.17g (event %d, terminate "
+                    "%d, early return %d)\n", next, last, event, end, early);
+            bad = 1;
+        }
+        t = next;
+        if (!bad) {
+            print_row(t, y, n);
+        }
+    }
+    if (!bad) {
+        bad = check(terminate(c), "fmi3Terminate");
+    }
+    free_instance(c);
+    return bad;
+}
+
 int main(int argc, char** argv)
 {
+    int fmi3 = argc > 1 && strcmp(argv[1], "-3") == 0;
+    if (fmi3) {
+        argv++;
+        argc--;
+    }
     if (argc < 7) {
-        fprintf(stderr, "usage: win_host LIBRARY GUID START STOP STEP VR [VR...]\n");
+        fprintf(stderr, "usage: win_host [-3] LIBRARY GUID START STOP STEP VR [VR...]\n");
         return 2;
     }
     const char* path = argv[1];
@@ -117,6 +187,13 @@ int main(int argc, char** argv)
     if (lib == NULL) {
         fprintf(stderr, "win_host: cannot load %s\n", path);
         return 1;
+    }
+    if (fmi3) {
+        int bad3 = run3(lib, guid, start, stop, step, vr, y, n);
+        lib_close(lib);
+        free(vr);
+        free(y);
+        return bad3 ? 1 : 0;
     }
     InstantiateFn instantiate = (InstantiateFn)need(lib, "fmi2Instantiate");
     FreeInstanceFn free_instance = (FreeInstanceFn)need(lib, "fmi2FreeInstance");
