@@ -263,6 +263,15 @@ def test_fmi3_refusals_name_fmi3_functions_and_change_nothing(fmus):
     assert lib.fmi3InstantiateModelExchange(b"me", f3.md.guid.encode(), None, False, False,
                                             None, cb) is None
     assert "co-simulation FMU only" in got[-1]
+    # a NULL or non-UTF-8 instance name, a wrong instantiation token: NULL with a message
+    lib.fmi3InstantiateCoSimulation.restype = ctypes.c_void_p
+    for name, token, text in ((None, f3.md.guid.encode(), "instance name is NULL"),
+                              (b"\xff\xfe", f3.md.guid.encode(), "not valid UTF-8"),
+                              (b"cs", b"{not-this-fmu}", "instantiation token")):
+        got.clear()
+        assert lib.fmi3InstantiateCoSimulation(name, token, None, False, False, False, False,
+                                               None, 0, None, cb, None) is None
+        assert got and text in got[-1] and "fmi3InstantiateCoSimulation" in got[-1], got
 
 
 def test_fmi3_sources_rebuild_the_binary(fmus, tmp_path):
