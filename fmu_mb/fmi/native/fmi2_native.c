@@ -113,7 +113,7 @@ enum { INSTANTIATED = 1, INIT_MODE = 2, STEP_MODE = 4, TERMINATED = 8, ANY = 15 
 #define SER_VERSION 1u
 #define MSG 2048                     /* longest logged message */
 #define ECHO 60                      /* at most this many bytes of a string value in a message */
-#define TIME_SPAN 1e12               /* a restored state's time lies at most this after its start */
+#define TIME_BOUND 1e10              /* |t| of the FMU's time [s] (the Python FMU's TIME_BOUND) */
 #define STATE_BOUND 1e12             /* |q|, |qd| of an initial state (the engine's step bound) */
 
 typedef struct FmuState {
@@ -748,10 +748,11 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefi
     if (!in) {
         return fmi2Error;
     }
-    if (!isfinite(startTime) || (stopTimeDefined && !(stopTime >= startTime))) {
+    if (!(fabs(startTime) <= TIME_BOUND) || (stopTimeDefined && !(stopTime >= startTime))) {
         return say(in, fmi2Error, "fmi2SetupExperiment: start time %.17g and stop time %.17g%s; "
-                   "expected a finite start time and a stop time >= start time; nothing was "
-                   "changed", startTime, stopTime, stopTimeDefined ? "" : " (undefined)");
+                   "expected a start time with |t| <= %g s and a stop time >= start time; "
+                   "nothing was changed", startTime, stopTime,
+                   stopTimeDefined ? "" : " (undefined)", TIME_BOUND);
     }
     if (toleranceDefined && !(tolerance > 0.0 && isfinite(tolerance))) {
         return say(in, fmi2Error, "fmi2SetupExperiment: tolerance %.17g; expected a finite "
@@ -1065,6 +1066,11 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolea
         return fmi2OK;
     }
     double target = t + h;
+    if (!(fabs(target) <= TIME_BOUND)) {
+        return say(in, fmi2Discard, "%s: doStep from t = %.17g by %.17g would end beyond the "
+                   "time bound |t| <= %g s; the step was not taken", FMU_MODEL_NAME, t, h,
+                   TIME_BOUND);
+    }
     double hh = target - now;
     if (!(hh > 0.0 && isfinite(hh))) {
         return say(in, fmi2Discard, "%s: doStep from t = %.17g by %.17g: the end %.17g is not "
@@ -1447,9 +1453,9 @@ static int decode(Inst* in, const unsigned char* p, size_t n, Decoded* d)
             }
         }
         double t0 = d->start_set ? d->start_time : FMU_START_TIME;
-        if (in->n_state > 0 && !(d->state[0] >= t0 && d->state[0] - t0 <= TIME_SPAN)) {
-            BAD("the state's time %.17g is not in [%.17g, %.17g] (its start time and at most "
-                "%g s later)", d->state[0], t0, t0 + TIME_SPAN, TIME_SPAN);
+        if (in->n_state > 0 && !(d->state[0] >= t0 && d->state[0] <= TIME_BOUND)) {
+            BAD("the state's time %.17g is not in [%.17g, %g] (its start time to the time "
+                "bound)", d->state[0], t0, TIME_BOUND);
         }
     } else if (ns != 0) {
         BAD("the state holds solver values but is marked as taken before initialisation");
