@@ -135,9 +135,11 @@ def build_native_fmu3(model_file, out_dir, overrides=None):
     start = float(experiment.get("start_time", 0.0))
     header = nb._header(model, guid, table, defaults, blob, start)
     documentation = _html(model.name, nb._documentation(model)
-                          + nb.host_section(model.name).replace("fmi2", "fmi3")
+                          + nb.host_section(model.name)
+                          .replace("fmi2Instantiate", "fmi3InstantiateCoSimulation")
+                          .replace("fmi2", "fmi3")
                           .replace("binaries/linux64", "binaries/x86_64-linux")
-                          + host_note(model.name, fmi=3))
+                          + host_note(model.name, fmi=3, units=[FMI3_FRONT, *engine]))
     dest = Path(out_dir) / f"{model.name}.fmu"
     with tempfile.TemporaryDirectory(prefix="fmu_mb_native3_") as tmp:
         tmp = Path(tmp)

@@ -170,9 +170,11 @@ def platform_files(workdir, identifier, header, sources, defines=(), platform="w
     return files
 
 
-def host_note(name, fmi=2):
-    """HTML for the FMU's documentation: the platforms and how to build from the sources."""
+def host_note(name, fmi=2, units=None):
+    """HTML for the FMU's documentation: the platforms and how to build from the sources
+    (units: the C files to compile; None: every .c file of sources/)."""
     import html
+    files = " ".join(f"sources/{Path(u).name}" for u in units) if units else "sources/*.c"
     win = "binaries/win64" if fmi == 2 else "binaries/x86_64-windows"
     lin = "binaries/linux64" if fmi == 2 else "binaries/x86_64-linux"
     n = html.escape(name)
@@ -183,7 +185,7 @@ where the MinGW-w64 cross compiler was installed, <code>{win}/{n}.dll</code> (Wi
 it needs only Windows' own DLLs). On another platform (macOS, aarch64 Linux, ...) build the
 binary from <code>sources/</code>, which holds every C file of it (listed in
 <code>sources/buildDescription.xml</code>): for example
-<code>cc -O2 -ffp-contract=off -shared -fPIC -Isources sources/*.c -o {n}.so -lm</code>
+<code>cc -O2 -ffp-contract=off -shared -fPIC -Isources {html.escape(files)} -o {n}.so -lm</code>
 (macOS: <code>-o {n}.dylib</code>), or fmpy's <code>build_platform_binary</code>.</p>
 """
 
