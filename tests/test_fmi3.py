@@ -326,6 +326,25 @@ def test_fmi3_windows_binary_under_wine_gives_the_linux_numbers(fmus, tmp_path):
     np.testing.assert_array_equal(lin[:, 1], r[r.dtype.names[1]])
 
 
+def test_fmi3_fuzzed_call_sequences_never_crash_and_refusals_change_nothing(fmus):
+    """Seeded random FMI 3.0 call sequences (tests/fmi3_fuzz_worker.py), each in a subprocess
+    of its own: no crash, no fmi3Fatal, a message for every status other than fmi3OK, and a
+    refused call leaves time and every output as they were."""
+    import json
+    import sys
+    _, f3 = fmus("double_pendulum")
+    worker = Path(__file__).with_name("fmi3_fuzz_worker.py")
+    steps = 0
+    for seed in (1, 2, 3):
+        r = subprocess.run([sys.executable, str(worker), str(f3.dir), str(seed), "300"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        report = json.loads(r.stdout.strip().splitlines()[-1])
+        assert report["problems"] == [], (seed, report)
+        steps += report["counts"].get("steps", 0)
+    assert steps > 10        # the sequences reach Step Mode and step
+
+
 # ---------------------------------------------------------------------- the build
 def test_build_fmi3_is_native_only(tmp_path):
     from fmu_mb.tools.cli import main

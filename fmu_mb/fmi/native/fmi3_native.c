@@ -477,9 +477,9 @@ static fmi3Status check3(W* w, const char* fn, const fmi3ValueReference vr[], si
             if (time_ok && type == VT_REAL) {
                 continue;
             }
-            return SAY3(w, fmi3Error, "%s: value reference %u is 'time' (the independent "
-                        "variable, a Float64 that can only be read); nothing was done", fn,
-                        vr[k]);
+            return SAY3(w, fmi3Error, "%s: value reference %u is 'time', the independent "
+                        "variable: a Float64 read with fmi3GetFloat64, never set; nothing was "
+                        "done", fn, vr[k]);
         }
         if (vr[k] > TIME_VR) {
             return SAY3(w, fmi3Error, "%s: value reference %u does not exist (this FMU has 0 to "
