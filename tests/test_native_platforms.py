@@ -199,3 +199,33 @@ def test_win64_binary_under_wine_gives_the_linux64_numbers(wishbone, tmp_path):
     _close(lin[:, 1:4], _outputs(fmpy.simulate_fmu(
         str(wishbone.dir), output_interval=step,
         output=[v.name for v in md.modelVariables if str(v.valueReference) in vrs[:3]]))[:, 1:])
+
+
+ARM_CC = shutil.which("aarch64-linux-gnu-gcc")
+QEMU = shutil.which("qemu-aarch64")
+ARM_ROOT = Path("/usr/aarch64-linux-gnu")
+
+
+@pytest.mark.skipif(not (ARM_CC and QEMU and ARM_ROOT.is_dir()),
+                    reason="needs aarch64-linux-gnu-gcc and qemu-aarch64 (Debian: "
+                           "gcc-aarch64-linux-gnu qemu-user)")
+def test_sources_build_an_aarch64_binary_with_the_linux64_numbers(wishbone, tmp_path):
+    """What the README tells an aarch64 user: the FMU's sources, cc -ffp-contract=off."""
+    listed = wishbone.md.buildConfigurations[0].sourceFileSets[0].sourceFiles
+    src = wishbone.dir / "sources"
+    so = tmp_path / f"{wishbone.id}.so"
+    subprocess.run([ARM_CC, "-O2", "-ffp-contract=off", "-fPIC", "-shared", f"-I{src}",
+                    *(str(src / f) for f in listed), "-o", str(so), "-lm"],
+                   check=True, capture_output=True, text=True, timeout=600)
+    arm_host = _host(tmp_path, ARM_CC, "host_arm", ["-ldl"])
+    lin_host = _host(tmp_path, CC, "host_x86", ["-ldl"])
+    md = wishbone.md
+    e = md.defaultExperiment
+    vrs = [str(v.valueReference) for v in md.modelVariables
+           if v.causality == "output" and v.type == "Real"]
+    args = [md.guid, str(e.startTime), str(e.stopTime), str(e.stepSize), *vrs]
+    arm = _run_host([QEMU, "-L", str(ARM_ROOT), str(arm_host), str(so), *args])
+    lin = _run_host([str(lin_host),
+                     str(wishbone.dir / "binaries" / "linux64" / f"{wishbone.id}.so"), *args])
+    assert arm.shape == lin.shape and len(lin) > 100
+    _close(arm, lin)
