@@ -283,7 +283,7 @@ def test_fmi3_sources_rebuild_the_binary(fmus, tmp_path):
     so.unlink()
     src = copy / "sources"
     files = f3.md.buildConfigurations[0].sourceFileSets[0].sourceFiles
-    subprocess.run([CC, "-std=c99", "-O2", "-fPIC", "-shared", f"-I{src}",
+    subprocess.run([CC, "-O2", "-fPIC", "-shared", f"-I{src}",
                     *(str(src / f) for f in files), "-o", str(so), "-lm"],
                    check=True, capture_output=True, text=True, timeout=600)
     np.testing.assert_array_equal(_table(fmpy.simulate_fmu(str(copy))),

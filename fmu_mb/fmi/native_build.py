@@ -12,7 +12,9 @@ Per FMU this writes fmu_model.h (the variable table, each variable mapped to a m
 a solver setting, an input or an output; the model-data blob; the GUID), compiles
 fmi2_native.c and the engine's sources with the system C compiler (`-O2 -ffp-contract=off
 -fPIC -shared -fvisibility=hidden`, only the fmi2* symbols exported) and zips modelDescription.xml,
-binaries/linux64/<model>.so and documentation/index.html.
+binaries/linux64/<model>.so, documentation/index.html and sources/ (the same C sources, listed
+in modelDescription.xml's SourceFiles, so that a host of another platform can compile the
+binary: fmpy.build.build_platform_binary does).
 """
 import hashlib
 import html
@@ -144,22 +146,34 @@ def build_native_fmu(model_file, out_dir, overrides=None):
     root.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
     for name, reason in fixed.items():
         _mark_fixed(root, name, reason)
-    from . import native_platforms           # win64 binary and sources/ (issue 22)
-    native_platforms.declare_sources(root, sources)
+    _note(root, "solver.formulation", "native FMU: 'auto' and 'recursive' (the compiled "
+          "engine); the others need the Python FMU (fmu-mb build --python)")
+    _note(root, "solver.method", f"native FMU: {', '.join(NATIVE_METHODS)}; the others need "
+          f"the Python FMU (fmu-mb build --python)")
     from .packaging import _html, _serialise
+    sources_dir = _source_files(defines)
+    cosim = root.find("CoSimulation")
+    listed = ET.SubElement(cosim, "SourceFiles")
+    for name in sources_dir["listed"]:
+        ET.SubElement(listed, "File", name=name)
     xml = _serialise(root)
     start = float(experiment.get("start_time", 0.0))
     header = _header(model, guid, table, defaults, blob, start)
+    from . import native_platforms           # win64 binary, buildDescription.xml (issue 22)
     documentation = _html(model.name, _documentation(model) + host_section(model.name)
-                          + native_platforms.host_note(model.name))
+                          + native_platforms.host_note(model.name,
+                                                       units=sources_dir["listed"]))
     dest = Path(out_dir) / f"{model.name}.fmu"
     with tempfile.TemporaryDirectory(prefix="fmu_mb_native_") as tmp:
         binary = _compile(Path(tmp), model.name, header, sources, defines)
-        _zip(dest, {"modelDescription.xml": xml,
-                    f"binaries/linux64/{model.name}.so": binary,
-                    "documentation/index.html": documentation,
-                    **native_platforms.platform_files(Path(tmp), model.name, header, sources,
-                                                      defines)})
+        files = {"modelDescription.xml": xml,
+                 f"binaries/linux64/{model.name}.so": binary,
+                 "documentation/index.html": documentation,
+                 "sources/fmu_model.h": header.encode("utf-8")}
+        files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
+        files.update(native_platforms.platform_files(Path(tmp), model.name, sources, defines,
+                                                     listed=sources_dir["listed"]))
+        _zip(dest, files)
     return dest
 
 
@@ -194,6 +208,26 @@ def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=N
         why += (f"; no win64 binary: the cross compiler {WIN64_CC} is not installed (Debian: "
                 f"gcc-mingw-w64-x86-64); sources/ builds one")
     return path, "native", why
+
+
+#: compiled in place of engine.c from sources/: the engine with the parameter program
+SOURCE_WRAPPER = "/* the engine with the parameter program (fmu_mb.fmi.native_build) */\n{defines}#include \"engine.c\"\n"
+
+
+def _source_files(defines):
+    """The FMU's sources/ (FMI 2.0: the C sources that make its binary, for a platform without
+    one; listed in modelDescription.xml's SourceFiles): fmi2_native.c, the engine's sources
+    and headers; fmu_model.h is added per FMU. {"listed": compiled files, "files": name ->
+    bytes}."""
+    engine, _ = engine_sources()
+    files = {FRONT_SOURCE.name: FRONT_SOURCE.read_bytes()}
+    for p in sorted(ENGINE_DIR.glob("*.h")) + [Path(x) for x in engine]:
+        files[p.name] = p.read_bytes()
+    wrapper = SOURCE_WRAPPER.format(defines="".join(f"#define {d} 1\n" for d in defines))
+    files["fmu_mb_engine.c"] = wrapper.encode("utf-8")
+    listed = [FRONT_SOURCE.name, "fmu_mb_engine.c"] + [Path(x).name for x in engine
+                                                       if Path(x).name != "engine.c"]
+    return {"listed": listed, "files": files}
 
 
 def _model_description(model, model_file, source, overrides, experiment):
@@ -283,6 +317,13 @@ def _mark_fixed(root, name, reason):
             note = (f" (fixed in the native FMU: {reason}; to change it, rebuild with fmu-mb "
                     f"build MODEL.py --set {name}=VALUE, or build with --python)")
             sv.set("description", (sv.get("description") or "") + note)
+
+
+def _note(root, name, text):
+    """Append `text` (in parentheses) to a variable's description."""
+    for sv in root.iter("ScalarVariable"):
+        if sv.get("name") == name:
+            sv.set("description", f"{sv.get('description') or ''} ({text})".strip())
 
 
 def _c_double(x):

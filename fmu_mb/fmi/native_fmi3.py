@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import FmuMbError, ModelError
 from . import native_build as nb
 from .native_platforms import (NATIVE_DIR, WIN64_CC, build_description, host_note,
-                               source_files, win64_binary, win64_compiler)
+                               win64_binary, win64_compiler)
 
 FMI3_FRONT = NATIVE_DIR / "fmi3_native.c"
 
@@ -130,16 +130,28 @@ def build_native_fmu3(model_file, out_dir, overrides=None):
     root2.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
     for name, reason in fixed.items():
         nb._mark_fixed(root2, name, reason)
+    # the notes native_build.build_native_fmu adds (tests/test_fmi3.py holds the two FMUs'
+    # variables equal)
+    nb._note(root2, "solver.formulation", "native FMU: 'auto' and 'recursive' (the compiled "
+             "engine); the others need the Python FMU (fmu-mb build --python)")
+    nb._note(root2, "solver.method", f"native FMU: {', '.join(nb.NATIVE_METHODS)}; the others "
+             f"need the Python FMU (fmu-mb build --python)")
     root = fmi3_model_description(root2, guid)
     xml = _serialise(root)
     start = float(experiment.get("start_time", 0.0))
     header = nb._header(model, guid, table, defaults, blob, start)
+    # sources/: the FMI 2.0 FMU's (native_build._source_files) with this front compiled
+    # instead of fmi2_native.c, which it includes
+    sources_dir = nb._source_files(defines)
+    sources_dir["files"][FMI3_FRONT.name] = FMI3_FRONT.read_bytes()
+    listed = [FMI3_FRONT.name if n == nb.FRONT_SOURCE.name else n
+              for n in sources_dir["listed"]]
     documentation = _html(model.name, nb._documentation(model)
                           + nb.host_section(model.name)
                           .replace("fmi2Instantiate", "fmi3InstantiateCoSimulation")
                           .replace("fmi2", "fmi3")
                           .replace("binaries/linux64", "binaries/x86_64-linux")
-                          + host_note(model.name, fmi=3, units=[FMI3_FRONT, *engine]))
+                          + host_note(model.name, fmi=3, units=listed))
     dest = Path(out_dir) / f"{model.name}.fmu"
     with tempfile.TemporaryDirectory(prefix="fmu_mb_native3_") as tmp:
         tmp = Path(tmp)
@@ -151,9 +163,9 @@ def build_native_fmu3(model_file, out_dir, overrides=None):
         dll = win64_binary(tmp, model.name, FMI3_FRONT, engine, defines)
         if dll is not None:
             files[f"binaries/x86_64-windows/{model.name}.dll"] = dll
-        units = [FMI3_FRONT, *engine]
-        files.update(source_files(header, units, [nb.FRONT_SOURCE], defines))
-        files["sources/buildDescription.xml"] = build_description(model.name, units)
+        files["sources/fmu_model.h"] = header.encode("utf-8")
+        files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
+        files["sources/buildDescription.xml"] = build_description(model.name, listed)
         nb._zip(dest, files)
     return dest
 

@@ -2,9 +2,8 @@
 FMU's own C sources (sources/, <SourceFiles>, sources/buildDescription.xml) and the FMI 3.0
 co-simulation FMU of the same engine (`fmu-mb build --native --fmi 3`).
 
-native_build.build_native_fmu calls declare_sources() on its modelDescription.xml and
-platform_files() after it compiled the linux64 binary; fmu_mb.fmi.native_fmi3 builds the FMI
-3.0 FMU with the same pieces. This module imports no other module of fmu_mb.fmi (both builders
+native_build.build_native_fmu calls platform_files() after it compiled the linux64 binary;
+fmu_mb.fmi.native_fmi3 builds the FMI 3.0 FMU with the same pieces. This module imports no other module of fmu_mb.fmi (both builders
 import it).
 
 win64: the binary is built when the cross compiler x86_64-w64-mingw32-gcc is on PATH (Debian:
@@ -13,11 +12,11 @@ gcc-mingw-w64-x86-64), with libgcc linked statically, so that it needs only Wind
 (__declspec(dllexport)). Without the cross compiler the FMU has no win64 binary (its sources
 build one on Windows).
 
-sources/: every C file the binary is made of (the FMI front, the engine, the generated model
-file fmu_model.h), so that an importer on any platform (macOS, aarch64 Linux...) compiles its
-own binary: `cc -O2 -shared -fPIC -Isources sources/*.c -o <id>.so -lm` with the files that
-<SourceFiles> (FMI 2.0) or sources/buildDescription.xml lists. The preprocessor definitions
-the engine needs are written at the top of the shipped copies, so no -D option is needed.
+sources/ (made by native_build._source_files: every C file of the binary, the files to
+compile listed in <SourceFiles>): this module adds sources/buildDescription.xml (FMI 2.0.4 and
+3.0) listing the same files, so that an importer on any platform (macOS, aarch64 Linux...)
+compiles its own binary: `cc -O2 -ffp-contract=off -shared -fPIC -Isources <listed files> -o
+<id>.so -lm`.
 """
 import hashlib
 import os
@@ -39,8 +38,6 @@ WIN64_CC = "x86_64-w64-mingw32-gcc"
 WIN64_CFLAGS = ["-O2", "-ffp-contract=off", "-D__USE_MINGW_ANSI_STDIO=1"]
 #: libgcc and every MinGW library linked in: the DLL needs only Windows' own DLLs
 WIN64_LDFLAGS = ["-shared", "-static-libgcc", "-static", "-Wl,--no-insert-timestamp", "-lm"]
-#: the C standard of the sources (buildDescription.xml's SourceFileSet language)
-LANGUAGE = "C99"
 
 
 def win64_compiler():
@@ -97,43 +94,19 @@ def win64_binary(workdir, identifier, front, engine_sources, defines=()):
 
 
 # ---------------------------------------------------------------------- sources/
-def _shipped(path, defines):
-    """A source file's bytes as shipped in sources/: the definitions the build passes with -D
-    written at the top of the engine's C files (the FMI front does not use them)."""
-    text = Path(path).read_bytes()
-    if Path(path).suffix != ".c":
-        return text
-    head = ("/* added by fmu_mb when packaging this source into the FMU: the definitions its "
-            "build used, and M_PI from <math.h> under a strict -std=c99 or MSVC */\n"
-            "#if !defined(_DEFAULT_SOURCE)\n#define _DEFAULT_SOURCE 1\n#endif\n"
-            "#if !defined(_USE_MATH_DEFINES)\n#define _USE_MATH_DEFINES 1\n#endif\n")
-    for d in defines:
-        name, _, value = d.partition("=")
-        head += f"#ifndef {name}\n#define {name} {value or 1}\n#endif\n"
-    return head.encode() + text
-
-
-def source_files(header, units, included, defines=()):
-    """{zip name: bytes} of sources/: the compiled units (listed in <SourceFiles> and
-    buildDescription.xml), the C files they include, every engine header and fmu_model.h."""
-    files = {}
-    for p in list(units) + list(included):
-        files[f"sources/{Path(p).name}"] = _shipped(p, defines)
-    for p in sorted(ENGINE_DIR.glob("*.h")):
-        files[f"sources/{p.name}"] = p.read_bytes()
-    files["sources/fmu_model.h"] = header.encode("utf-8")
-    return files
-
-
-def build_description(identifier, units):
-    """sources/buildDescription.xml (the FMI 3.0 schema; FMI 2.0.4 uses the same file)."""
+def build_description(identifier, listed):
+    """sources/buildDescription.xml (the FMI 3.0 schema; FMI 2.0.4 uses the same file): the
+    files to compile (listed: names in sources/), as <SourceFiles> of an FMI 2.0
+    modelDescription lists them."""
     root = ET.Element("fmiBuildDescription", fmiVersion="3.0")
     bc = ET.SubElement(root, "BuildConfiguration", modelIdentifier=identifier,
                        description="the FMI front, the fmu_mb engine and the model's data "
-                                   "(fmu_model.h); C99, no preprocessor definitions needed")
-    fs = ET.SubElement(bc, "SourceFileSet", language=LANGUAGE)
-    for p in units:
-        ET.SubElement(fs, "SourceFile", name=Path(p).name)
+                                   "(fmu_model.h); no preprocessor definitions needed; the "
+                                   "engine uses M_PI of <math.h> (C99 with POSIX, or "
+                                   "_USE_MATH_DEFINES on MSVC)")
+    fs = ET.SubElement(bc, "SourceFileSet")
+    for name in listed:
+        ET.SubElement(fs, "SourceFile", name=Path(name).name)
     ET.SubElement(bc, "Library", name="m", external="true",
                   description="the C math library (libm; part of the C library on Windows "
                               "and macOS)")
@@ -142,31 +115,17 @@ def build_description(identifier, units):
             + ET.tostring(root, encoding="utf-8", xml_declaration=False) + b"\n")
 
 
-def declare_sources(root, units):
-    """Add <SourceFiles> (the compiled units, relative to sources/) to an FMI 2.0
-    modelDescription's <CoSimulation>."""
-    cs = root.find("CoSimulation")
-    if cs is None:
-        raise FmuMbError("modelDescription.xml has no <CoSimulation> element")
-    for old in cs.findall("SourceFiles"):
-        cs.remove(old)
-    sf = ET.SubElement(cs, "SourceFiles")
-    for p in units:
-        ET.SubElement(sf, "File", name=Path(p).name)
-
-
-def platform_files(workdir, identifier, header, sources, defines=(), platform="win64"):
-    """What a native FMI 2.0 FMU carries besides its linux64 binary: binaries/win64/<id>.dll
-    (when the cross compiler is there) and sources/. sources[0] is the front, the rest the
-    engine's sources (native_build.build_native_fmu's list)."""
+def platform_files(workdir, identifier, sources, defines=(), listed=(), platform="win64"):
+    """What a native FMU carries besides its linux64 binary and sources/:
+    binaries/<platform>/<id>.dll (when the cross compiler is there) and
+    sources/buildDescription.xml of the listed files. sources[0] is the front, the rest the
+    engine's sources (native_build.build_native_fmu's list); workdir holds fmu_model.h."""
     front, engine = Path(sources[0]), [Path(p) for p in sources[1:]]
     files = {}
     dll = win64_binary(workdir, identifier, front, engine, defines)
     if dll is not None:
         files[f"binaries/{platform}/{identifier}.dll"] = dll
-    units = [front, *engine]
-    files.update(source_files(header, units, [], defines))
-    files["sources/buildDescription.xml"] = build_description(identifier, units)
+    files["sources/buildDescription.xml"] = build_description(identifier, listed)
     return files
 
 

@@ -502,6 +502,20 @@ static int configure(Inst* in, const char* fn)
                        FMU_VARS[i].name, in->y[FMU_VARS[i].index]), -1;
         }
     }
+    /* one trial step of 1e-6 s from the initial state, then the initial state back: a model
+     * the engine cannot step from there (a lock-up, a singular pose) is refused here, not by
+     * every doStep (as the Python FMU does) */
+    if (mbe_do_step(in->engine, 1e-6, in->u, in->err, sizeof in->err) != MBE_OK) {
+        in->configured = 0;
+        return say(in, fmi2Error, "%s: %s: the model cannot be stepped from its initial state "
+                   "(a trial step of 1e-6 s failed: %s); check the parameters and initial "
+                   "conditions", fn, FMU_MODEL_NAME, in->err), -1;
+    }
+    if (mbe_set_state(in->engine, in->scratch, in->err, sizeof in->err) != MBE_OK) {
+        in->configured = 0;
+        return say(in, fmi2Error, "%s: %s: the initial state cannot be restored after the "
+                   "trial step: %s", fn, FMU_MODEL_NAME, in->err), -1;
+    }
     in->configured = 1;
     in->dirty = 0;
     in->y_valid = MBE_GROUP_ALL;
