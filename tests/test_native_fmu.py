@@ -712,6 +712,19 @@ def test_build_chooses_native_when_it_can_and_says_why(tmp_path, capsys):
     assert "contacts" in err and "--python" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(FmuMbError, match="contacts"):
         build_native_fmu(MODELS / "bouncing_ball.py", tmp_path)
+    from conftest import python_drive
+    assert "Python function" in native_reason(python_drive())   # a drive only Python runs
+
+
+def test_without_a_flag_a_model_only_python_runs_gets_the_python_fmu(tmp_path, monkeypatch):
+    import fmu_mb.fmi.build as build
+    from fmu_mb.fmi.native_build import build_model_fmu
+    made = []
+    monkeypatch.setattr(build, "build_fmu", lambda *a, **k: made.append(a) or tmp_path / "p.fmu")
+    path, kind, why = build_model_fmu(MODELS / "bouncing_ball.py", tmp_path)
+    assert kind == "python" and "contacts" in why and made and path == tmp_path / "p.fmu"
+    path, kind, why = build_model_fmu(MODELS / "double_pendulum.py", tmp_path, kind="python")
+    assert kind == "python" and len(made) == 2
 
 
 WORKER = ROOT / "tests" / "fmu_fuzz_worker.py"

@@ -407,17 +407,38 @@ def _run_cc(command, what):
                          f"{result.stderr.strip()[-4000:]}")
 
 
+def _cache_dir():
+    """This user's cache of compiled engine objects: $XDG_CACHE_HOME/fmu_mb/native_objects
+    (default ~/.cache), or a folder of the temporary directory named after the user id when
+    there is no home; a folder another user could write to is not used (its objects would
+    end up in the FMUs)."""
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.path.join(os.path.expanduser("~"), ".cache") if os.path.expanduser("~") != "~"
+        else None)
+    folder = (Path(base) / "fmu_mb" / "native_objects" if base else
+              Path(tempfile.gettempdir()) / f"fmu_mb_native_objects_{os.getuid()}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = folder.stat()
+        if st.st_uid == os.getuid() and not st.st_mode & 0o022:
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="fmu_mb_native_objects_"))   # private, this build
+
+
 def _engine_objects(cc, sources, defines):
     """The engine's sources compiled to object files once per source text, compiler and flags
-    (cached in the temporary folder: building an FMU then compiles only its own small file)."""
+    (cached in this user's cache, _cache_dir: building an FMU then compiles only its own
+    small file)."""
     key = hashlib.sha1(repr((cc, CFLAGS, defines)).encode())
     for p in sorted(ENGINE_DIR.glob("*.h")) + list(sources):
         key.update(p.name.encode() + b"\0" + p.read_bytes())
-    folder = Path(tempfile.gettempdir()) / "fmu_mb_native_objects" / key.hexdigest()[:16]
+    folder = _cache_dir() / key.hexdigest()[:16]
     objects = [folder / (p.stem + ".o") for p in sources]
     if all(o.is_file() for o in objects):
         return objects
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     for src, obj in zip(sources, objects):
         fd, tmp = tempfile.mkstemp(prefix=f".{obj.stem}-", suffix=".o", dir=folder)
         os.close(fd)

@@ -404,9 +404,14 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
         return 0;
     }
     int nb = e->nb, n = e->n;
+    const int cap = 1000000;          /* (sizes below stay in int: cap x 108 < 2^31) */
     if (nb < 1 || n < 0 || e->nj < 0 || e->nrows < 0 || e->ncj < 0 || e->ne < 0 || e->m < 0 ||
         e->nd < 0 || e->nel < 0 || e->nmark < 0 || e->ni < 0 || e->np < 0 || e->nplace < 0 ||
-        nb > 100000 || n > 300000 || e->nrows > 300000 || e->ni > 100000) {
+        e->nv < 0 || e->nc < 0 || e->nout < 0 ||
+        nb > 100000 || n > 700000 || e->nrows > 300000 || e->ni > 100000 || e->nj > cap ||
+        e->ncj > cap || e->ne > cap || e->m > cap || e->nd > cap || e->nel > cap ||
+        e->nmark > cap || e->np > cap || e->nplace > cap || e->nv > cap || e->nc > cap ||
+        e->nout > 20 * cap) {
         msg(err, errlen, "the model data's counts are out of range");
         return 0;
     }
@@ -446,7 +451,13 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         return 0;
     }
     int ng = e->ni > 0 ? e->cnt[A_DGAIN] / e->ni : 0;
-#define BAD(cond, what) do { if (cond) { msg(err, errlen, "the model data are inconsistent: %s", what); return 0; } } while (0)
+#define BAD(cond, what)                                                                  \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            msg(err, errlen, "the model data are inconsistent: %s", what);               \
+            return 0;                                                                    \
+        }                                                                                \
+    } while (0)
     for (int i = 0; i < nb; i++) {
         const int *J = IA(e, A_IJI) + JI * i;
         BAD(J[0] < 0 || J[0] >= nb || J[1] < 0 || J[1] > 3 || J[2] < 0 || J[2] > nb ||
@@ -1251,7 +1262,7 @@ static void output_groups(MbEngine *e)
 {
     int k = 0, *g = e->ogroup, sp = e->kind == 1;
     for (int i = 0; i < (sp ? 16 : 6) * e->nb; i++)
-        g[k++] = MBE_GROUP_MOTION;
+        if (k < e->nout) g[k++] = MBE_GROUP_MOTION;
     for (int j = 0; j < e->nj; j++) {
         int kind = IA(e, A_IJOINT)[6 * j], nco, nre;
         if (sp) {
@@ -1262,12 +1273,12 @@ static void output_groups(MbEngine *e)
             nre = kind == JK_DST ? 1 : 2 + (kind == JK_WELD || kind == JK_PRI);
         }
         for (int i = 0; i < nco; i++)
-            g[k++] = MBE_GROUP_MOTION;
+            if (k < e->nout) g[k++] = MBE_GROUP_MOTION;
         for (int i = 0; i < nre; i++)
-            g[k++] = MBE_GROUP_REACTIONS;
+            if (k < e->nout) g[k++] = MBE_GROUP_REACTIONS;
     }
     for (int i = 0; i < e->nd; i++)
-        g[k++] = MBE_GROUP_REACTIONS;
+        if (k < e->nout) g[k++] = MBE_GROUP_REACTIONS;
     while (k < e->nout - 2)                 /* elements, markers, energies */
         g[k++] = MBE_GROUP_MOTION;
     while (k < e->nout)

@@ -494,13 +494,26 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
                 sizes[i].a, e->cnt[sizes[i].a], sizes[i].want);
             return 0;
         }
-#define BAD(cond, what) do { if (cond) { msg(err, errlen, "the model data are inconsistent: %s", what); return 0; } } while (0)
-    BAD(e->nv < 0 || e->nv > n || e->nc < 0 || e->nrows < nb, "the spatial counts");
+#define BAD(cond, what)                                                                  \
+    do {                                                                                 \
+        if (cond) {                                                                      \
+            msg(err, errlen, "the model data are inconsistent: %s", what);               \
+            return 0;                                                                    \
+        }                                                                                \
+    } while (0)
+    BAD(e->nv < 0 || e->nv > n || n > 7 * nb || e->nc < 0 || e->nrows < nb || e->nd != 0 ||
+        e->m != 0 || e->cnt[A_IDI] || e->cnt[A_DDP], "the spatial counts (no drives)");
+    int sq = 0, sv = 0;
     for (int i = 0; i < nb; i++) {
         const int *R = IA(e, A_ISRI) + SRI * i;
+        static const int nq[] = {0, 1, 1, 4, 7}, dof[] = {0, 1, 1, 3, 6};
         BAD(R[0] < 0 || R[0] > 4 || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] >= nb ||
-            R[3] < 0 || R[3] > n || R[4] < 0 || R[4] > e->nv, "a tree joint's indices");
+            R[3] < 0 || R[3] + nq[R[0]] > n || R[4] < 0 || R[4] + dof[R[0]] > e->nv,
+            "a tree joint's indices");
+        sq += nq[R[0]];
+        sv += dof[R[0]];
     }
+    BAD(sq != n || sv != e->nv, "the tree's coordinates");
     for (int i = 0; i < e->ne; i++) {
         const int *E = IA(e, A_ISEI) + SEI * i;
         BAD(E[0] < 0 || E[0] > 4 || E[1] < 0 || E[1] > nb || E[2] < 0 || E[2] > nb ||
@@ -511,7 +524,7 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(C[0] < 0 || C[0] > 6 || C[1] < 0 || C[1] > nb || C[2] < 0 || C[2] > nb,
             "a cut joint's indices");
     }
-    int nout = 16 * nb + 6 * e->nmark + 5;
+    int nout = 16 * nb + 6 * e->nmark + 5, srows = nb, scoords = 0;
     for (int j = 0; j < e->nj; j++) {
         const int *J = IA(e, A_IJOINT) + 6 * j;
         static const int rows[] = {3, 5, 4, 4, 5, 6, 1};
@@ -520,7 +533,11 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
             J[4] + J[5] > e->nrows - nb, "a joint");
         nout += (J[0] == SJ_REV || J[0] == SJ_PRI ? 2 : 0) +
                 (J[0] == SJ_CYL || J[0] == SJ_UNI ? 4 : 0) + (J[0] == SJ_DST ? 1 : 6);
+        srows += J[5];
+        scoords += J[0] == SJ_REV || J[0] == SJ_PRI ? 1 : J[0] == SJ_CYL || J[0] == SJ_UNI ? 2
+                                                                                      : 0;
     }
+    BAD(srows != e->nrows || scoords != e->ncj, "the number of rows or joint coordinates");
     for (int i = 0; i < e->ncj; i++) {
         const int *Cc = IA(e, A_ICOORD) + 2 * i;
         BAD(Cc[0] < 0 || Cc[0] >= e->nj || Cc[1] < 0 || Cc[1] > 3, "a joint coordinate");
@@ -718,6 +735,21 @@ static int spatial_given_rows(MbEngine *e, const double *x, int flag, int k, dou
     return k;
 }
 
+/* the relative Euler parameters' signs of the pose data as they were (a failed
+ * mbe_initialize changes nothing) */
+static void restore_signs(MbEngine *e, const double *sign0)
+{
+    double *rqs = DA(e, A_DSRQ);
+    int moved = 0;
+    for (int row = 0; row < e->nb; row++)
+        if (rqs[9 * row + 8] != sign0[row]) {
+            rqs[9 * row + 8] = sign0[row];
+            moved = 1;
+        }
+    if (moved)
+        sk_set_pose_data(e->kern, rqs);
+}
+
 static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
     int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
@@ -845,7 +877,9 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     double *zero = e->qd2, *xt = e->x, *xdt = e->xd;
     for (int i = 0; i < n; i++)
         zero[i] = 0.0;
-    double *rqs = DA(e, A_DSRQ);
+    double *rqs = DA(e, A_DSRQ), *sign0 = e->w;      /* the signs before (kept on failure) */
+    for (int row = 0; row < nb; row++)
+        sign0[row] = rqs[9 * row + 8];
     for (int row = 0; row < nb; row++) {
         if (sk_kinematics(e->kern, q, zero, xt, xdt) != OK)
             break;
@@ -861,6 +895,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     for (int i = 0; i < nc; i++)
         dev = fmax(dev, fabs(xt[i] - x[i]));
     if (rc != OK || !(dev <= 1e-8 * (1.0 + absmax(x, nc)))) {
+        restore_signs(e, sign0);
         msg(err, errlen, "T(q0) does not reproduce the assembled pose (error %.3g)", dev);
         return MBE_ERROR;
     }
@@ -883,7 +918,8 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
             N[i * n + l] = N[l * n + i] = v;
         }
     }
-    if (n && dense_psd_solve(N, e->V, e->w, n, NULL, NULL, 0, e->rhs, qd) != OK) {
+    if (n && dense_psd_solve(N, e->V, e->lam, n, NULL, NULL, 0, e->rhs, qd) != OK) {
+        restore_signs(e, sign0);
         msg(err, errlen, "the initial rates of the tree cannot be computed");
         return MBE_ERROR;
     }
@@ -895,6 +931,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         vdev = fmax(vdev, fabs(s - xd[j]));
     }
     if (!(vdev <= 1e-8 * (1.0 + absmax(xd, nc)))) {
+        restore_signs(e, sign0);
         msg(err, errlen, "the assembled velocities are not those of a motion of the tree "
             "joints (error %.3g)", vdev);
         return MBE_ERROR;
