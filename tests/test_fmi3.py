@@ -307,7 +307,8 @@ def test_fmi3_windows_binary_under_wine_gives_the_linux_numbers(fmus, tmp_path):
     vrs = [str(v.valueReference) for v in f3.md.modelVariables if v.causality == "output"]
     args = [f3.md.guid, str(e.startTime), str(e.stopTime), str(e.stepSize), *vrs]
     env = dict(os.environ, WINEDEBUG="-all", WINEDLLOVERRIDES="mscoree,mshtml=",
-               WINEPREFIX=str(Path(tempfile.gettempdir()) / "fmu_mb_wineprefix"))
+               WINEPREFIX=str(Path(tempfile.gettempdir())
+                              / f"fmu_mb_wineprefix_{os.getuid()}"))
     runs = []
     for command, environ in (
             ([shutil.which("wine64") or shutil.which("wine"), str(win_exe), "-3",

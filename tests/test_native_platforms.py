@@ -187,7 +187,8 @@ def test_win64_binary_under_wine_gives_the_linux64_numbers(wishbone, tmp_path):
     win_exe = _host(tmp_path, MINGW, "win_host.exe", ["-static", "-static-libgcc"])
     lin_exe = _host(tmp_path, CC, "win_host", ["-ldl"])
     env = dict(os.environ, WINEDEBUG="-all", WINEDLLOVERRIDES="mscoree,mshtml=",
-               WINEPREFIX=str(Path(tempfile.gettempdir()) / "fmu_mb_wineprefix"))
+               WINEPREFIX=str(Path(tempfile.gettempdir())
+                              / f"fmu_mb_wineprefix_{os.getuid()}"))
     win = _run_host([WINE, str(win_exe),
                      str(wishbone.dir / "binaries" / "win64" / f"{wishbone.id}.dll"), *args], env)
     lin = _run_host([str(lin_exe),

@@ -172,7 +172,8 @@ def build_native_fmu(model_file, out_dir, overrides=None):
                  "sources/fmu_model.h": header.encode("utf-8")}
         files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
         files.update(native_platforms.platform_files(Path(tmp), model.name, sources, defines,
-                                                     listed=sources_dir["listed"]))
+                                                     listed=sources_dir["listed"],
+                                                     cache=_cache_dir()))
         _zip(dest, files)
     return dest
 

@@ -160,7 +160,7 @@ def build_native_fmu3(model_file, out_dir, overrides=None):
         files = {"modelDescription.xml": xml,
                  f"binaries/x86_64-linux/{model.name}.so": binary,
                  "documentation/index.html": documentation}
-        dll = win64_binary(tmp, model.name, FMI3_FRONT, engine, defines)
+        dll = win64_binary(tmp, model.name, FMI3_FRONT, engine, defines, nb._cache_dir())
         if dll is not None:
             files[f"binaries/x86_64-windows/{model.name}.dll"] = dll
         files["sources/fmu_model.h"] = header.encode("utf-8")

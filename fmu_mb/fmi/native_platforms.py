@@ -55,12 +55,13 @@ def _run(command, what):
                          f"{result.stderr.strip()[-4000:]}")
 
 
-def _win64_objects(cc, sources, defines):
-    """The engine's sources cross-compiled once per source text and flags (cached)."""
+def _win64_objects(cc, sources, defines, cache):
+    """The engine's sources cross-compiled once per source text and flags, in the folder
+    `cache` (native_build._cache_dir(): this user's own), or in `tmp` without a cache."""
     key = hashlib.sha1(repr((cc, WIN64_CFLAGS, defines)).encode())
     for p in sorted(ENGINE_DIR.glob("*.h")) + list(sources):
         key.update(p.name.encode() + b"\0" + p.read_bytes())
-    folder = Path(tempfile.gettempdir()) / "fmu_mb_win64_objects" / key.hexdigest()[:16]
+    folder = Path(cache) / f"win64-{key.hexdigest()[:16]}"
     objects = [folder / (p.stem + ".o") for p in sources]
     if all(o.is_file() for o in objects):
         return objects
@@ -78,14 +79,16 @@ def _win64_objects(cc, sources, defines):
     return objects
 
 
-def win64_binary(workdir, identifier, front, engine_sources, defines=()):
+def win64_binary(workdir, identifier, front, engine_sources, defines=(), cache=None):
     """The win64 DLL's bytes (front compiled with workdir/fmu_model.h, linked with the engine's
-    objects), or None when the cross compiler is not installed."""
+    objects, cached in the folder `cache` when given: it must be this user's own), or None
+    when the cross compiler is not installed."""
     cc = win64_compiler()
     if cc is None:
         return None
     workdir = Path(workdir)
-    objects = _win64_objects(cc, [Path(p) for p in engine_sources], tuple(defines))
+    objects = _win64_objects(cc, [Path(p) for p in engine_sources], tuple(defines),
+                             cache if cache is not None else workdir)
     out = workdir / f"{identifier}.dll"
     _run([cc, *WIN64_CFLAGS, *(f"-D{d}" for d in defines), f"-I{workdir}", f"-I{ENGINE_DIR}",
           str(front), *(str(o) for o in objects), "-o", str(out), *WIN64_LDFLAGS],
@@ -115,14 +118,16 @@ def build_description(identifier, listed):
             + ET.tostring(root, encoding="utf-8", xml_declaration=False) + b"\n")
 
 
-def platform_files(workdir, identifier, sources, defines=(), listed=(), platform="win64"):
+def platform_files(workdir, identifier, sources, defines=(), listed=(), platform="win64",
+                   cache=None):
     """What a native FMU carries besides its linux64 binary and sources/:
     binaries/<platform>/<id>.dll (when the cross compiler is there) and
     sources/buildDescription.xml of the listed files. sources[0] is the front, the rest the
-    engine's sources (native_build.build_native_fmu's list); workdir holds fmu_model.h."""
+    engine's sources (native_build.build_native_fmu's list); workdir holds fmu_model.h; cache:
+    the folder of cached objects (native_build._cache_dir())."""
     front, engine = Path(sources[0]), [Path(p) for p in sources[1:]]
     files = {}
-    dll = win64_binary(workdir, identifier, front, engine, defines)
+    dll = win64_binary(workdir, identifier, front, engine, defines, cache)
     if dll is not None:
         files[f"binaries/{platform}/{identifier}.dll"] = dll
     files["sources/buildDescription.xml"] = build_description(identifier, listed)
