@@ -3,8 +3,8 @@ FMU's own C sources (sources/, <SourceFiles>, sources/buildDescription.xml) and 
 co-simulation FMU of the same engine (`fmu-mb build --native --fmi 3`).
 
 native_build.build_native_fmu calls platform_files() after it compiled the linux64 binary;
-fmu_mb.fmi.native_fmi3 builds the FMI 3.0 FMU with the same pieces. This module imports no other module of fmu_mb.fmi (both builders
-import it).
+fmu_mb.fmi.native_fmi3 builds the FMI 3.0 FMU with the same pieces. This module imports no
+other module of fmu_mb.fmi (both builders import it).
 
 win64: the binary is built when the cross compiler x86_64-w64-mingw32-gcc is on PATH (Debian:
 gcc-mingw-w64-x86-64), with libgcc linked statically, so that it needs only Windows' own DLLs
