@@ -443,3 +443,16 @@ def test_mutated_model_data_never_crash_the_engine(tmp_path):
                          env=env, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "ERROR" not in run.stderr and "runtime error" not in run.stderr, run.stderr[-3000:]
+
+
+def test_a_later_start_time_starts_from_the_models_assembly():
+    """mbe_initialize(t0) assembles at the model's own t0 (the drive's law there) and starts
+    the state at t0, as the Python FMU does with a start time."""
+    m = model("container_crane_driven")
+    eng = Engine(m)
+    eng.initialize(0.5)
+    ref = initial_state(m, SETTINGS)
+    t, q, qd, h = eng.state
+    assert t == 0.5
+    close_rel(q, ref.q, 1e-10)
+    close_rel(qd, ref.qd, 1e-10)

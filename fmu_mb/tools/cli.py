@@ -307,6 +307,8 @@ def _build(args):
                 return 1
             path = build_controller_fmu(model, args.output_dir,
                                         standalone=not args.no_standalone)
+            if args.kind == "native":
+                note = f"fmu-mb: {path.name}: python FMU (a controller: no native kind yet)"
         elif args.fmi == "3":
             from ..fmi.native_fmi3 import build_model_fmu3
             path, kind, why = build_model_fmu3(model, args.output_dir, overrides, kind=args.kind)

@@ -945,6 +945,9 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     }
     if (e->kind == 1)
         return spatial_initialize(e, t0, err, errlen);
+    /* the assembly at the model's own t0 (the drives' rows s(t0)), as initial_state does
+     * it; the state then starts at the time asked (the Python FMU's start time) */
+    double ta = DA(e, A_DT0)[0];
     int nb = e->nb, nc = 3 * nb, n = e->n;
     const double *Minv = DA(e, A_DMINV);
     double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
@@ -961,7 +964,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     double scale = 1.0 + fmax(absmax(x, nc), size);
     int k = 0;
     for (int it = 0; it < 50; it++) {             /* assembly._newton */
-        k = position_rows(e, x, t0, r, A);
+        k = position_rows(e, x, ta, r, A);
         if (k < 0 || !all_finite(r, k))
             break;
         if (absmax(r, k) < 1e-12 * scale)
@@ -971,7 +974,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         for (int i = 0; i < nc; i++)
             x[i] -= dx[i];
     }
-    k = position_rows(e, x, t0, r, A);
+    k = position_rows(e, x, ta, r, A);
     if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
         int worst = -1;
         double wv = -1.0;
@@ -996,7 +999,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         x[3 * b + 2] = (pl + pymod(x[3 * b + 2] - pl + PI, 2 * PI)) - PI;
     }
     /* velocities: least M-norm xd with D xd = -phi_t and the given rates */
-    if (model_rows(e, x, t0, e->phi, e->phit, A) != OK) {
+    if (model_rows(e, x, ta, e->phi, e->phit, A) != OK) {
         msg(err, errlen, "the assembled pose makes a constraint row undefined");
         return MBE_ERROR;
     }

@@ -70,7 +70,10 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
 MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t errlen);
 
 /* The initial state at t0 from the parameters (loop assembly by Newton from the model file's
- * initial guess, velocity projection), as fmu_mb.dynamics.simulate.initial_state does it. */
+ * initial guess, velocity projection), as fmu_mb.dynamics.simulate.initial_state does it.
+ * (engine branch: the assembly runs at the model's own start time, the data's t0, where the
+ * drives' laws are evaluated, as initial_state does; the state's time is then t0, as the
+ * Python FMU sets its start time.) */
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen);
 
 /* One communication step from the current time t to t + h with the inputs u held. The work is
