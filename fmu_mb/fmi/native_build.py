@@ -159,7 +159,10 @@ def build_native_fmu(model_file, out_dir, overrides=None):
     xml = _serialise(root)
     start = float(experiment.get("start_time", 0.0))
     header = _header(model, guid, table, defaults, blob, start)
-    documentation = _html(model.name, _documentation(model) + host_section(model.name))
+    from . import native_platforms           # win64 binary, buildDescription.xml (issue 22)
+    documentation = _html(model.name, _documentation(model) + host_section(model.name)
+                          + native_platforms.host_note(model.name,
+                                                       units=sources_dir["listed"]))
     dest = Path(out_dir) / f"{model.name}.fmu"
     with tempfile.TemporaryDirectory(prefix="fmu_mb_native_") as tmp:
         binary = _compile(Path(tmp), model.name, header, sources, defines)
@@ -168,6 +171,9 @@ def build_native_fmu(model_file, out_dir, overrides=None):
                  "documentation/index.html": documentation,
                  "sources/fmu_model.h": header.encode("utf-8")}
         files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
+        files.update(native_platforms.platform_files(Path(tmp), model.name, sources, defines,
+                                                     listed=sources_dir["listed"],
+                                                     cache=_cache_dir()))
         _zip(dest, files)
     return dest
 
@@ -198,6 +204,10 @@ def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=N
     why = ("--native" if kind == "native" else
            "the model runs in the compiled engine: the host needs no Python; --python builds "
            "the Python FMU")
+    from .native_platforms import WIN64_CC, win64_compiler     # issue 22
+    if win64_compiler() is None:
+        why += (f"; no win64 binary: the cross compiler {WIN64_CC} is not installed (Debian: "
+                f"gcc-mingw-w64-x86-64); sources/ builds one")
     return path, "native", why
 
 
@@ -444,11 +454,12 @@ def _engine_objects(cc, sources, defines):
     return objects
 
 
-def _compile(workdir, identifier, header, sources, defines=()):
+def _compile(workdir, identifier, header, sources, defines=(), exports=EXPORTS):
     """Compile the FMU's binary (its front with fmu_model.h, linked with the engine's
-    objects); returns its bytes."""
+    objects); returns its bytes. exports: the linker version script (the FMI 3.0 front's
+    exports fmi3*)."""
     (workdir / "fmu_model.h").write_text(header, encoding="utf-8")
-    (workdir / "exports.map").write_text(EXPORTS, encoding="utf-8")
+    (workdir / "exports.map").write_text(exports, encoding="utf-8")
     cc = _compiler()
     objects = _engine_objects(cc, [Path(p) for p in sources[1:]], tuple(defines))
     out = workdir / f"{identifier}.so"

@@ -146,6 +146,9 @@ def _parser():
                            "whenever the model runs in the compiled engine)")
     kind.add_argument("--python", action="store_const", const="python", dest="kind",
                       help="a Python FMU (pythonfmu): every formulation and method")
+    b.add_argument("--fmi", choices=("2", "3"), default="2",
+                   help="FMI version: 2 (default; native or Python FMU) or 3 (native FMU only: "
+                        "FMI 3.0 co-simulation)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
 
     sw = sub.add_parser("sweep", help="run a grid of parameter variants of an FMU on Dask")
@@ -328,10 +331,18 @@ def _build(args):
     for k, model in enumerate(args.models):
         note = None
         if is_controller_file(model):     # build() returned a ControllerSpec
+            if args.fmi != "2":
+                print(f"fmu-mb: error: {model}: a controller FMU is a Python FMU (FMI 2.0 "
+                      f"only); build it without --fmi {args.fmi}", file=sys.stderr)
+                return 1
             path = build_controller_fmu(model, args.output_dir,
                                         standalone=not args.no_standalone)
             if args.kind == "native":
                 note = f"fmu-mb: {path.name}: python FMU (a controller: no native kind yet)"
+        elif args.fmi == "3":
+            from ..fmi.native_fmi3 import build_model_fmu3
+            path, kind, why = build_model_fmu3(model, args.output_dir, overrides, kind=args.kind)
+            note = f"fmu-mb: {path.name}: {kind} FMU ({why})"
         else:
             path, kind, why = build_model_fmu(model, args.output_dir, overrides,
                                               standalone=not args.no_standalone, kind=args.kind)

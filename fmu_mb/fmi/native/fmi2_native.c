@@ -37,10 +37,14 @@
 
 #include "engine.h"
 
+/* The exported FMI functions (platforms: a Windows DLL exports the marked ones only; the FMI
+ * 3.0 front fmi3_native.c includes this file with EXPORT defined as static). */
+#ifndef EXPORT
 #if defined(_WIN32)
 #define EXPORT __declspec(dllexport)
 #else
 #define EXPORT __attribute__((visibility("default")))
+#endif
 #endif
 
 /* ------------------------------------------------------------------ FMI 2.0 types */
