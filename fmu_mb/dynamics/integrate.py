@@ -161,6 +161,12 @@ def check_spatial(model, settings):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
+    if model.spatial and model.contacts and settings.formulation not in ("newton_euler",
+                                                                           "auto"):
+        raise InputError(f"model '{model.name}' is spatial with contacts "
+                         f"{[c.name for c in model.contacts]}: formulation "
+                         f"'{settings.formulation}' does not run spatial contacts yet; use "
+                         f"formulation 'newton_euler'")
     if model.spatial and settings.method in IMPLICIT_METHODS:
         raise InputError(f"model '{model.name}' is spatial: method '{settings.method}' runs "
                          f"planar models only so far; use an explicit or adaptive method: "

@@ -28,7 +28,7 @@ parameters), B.alpha, B.beta, B.gamma [rad] (Cardan angles, A = Rx Ry Rz), B.vx,
 distance joints J.tension), cylindrical J.angle, J.rate, J.position, J.velocity, universal
 J.angle1, J.rate1, J.angle2, J.rate2; per bushing
 E.fx ... E.tz (frame a's axes); per point P.x, P.y,
-P.z, P.vx, P.vy, P.vz.
+P.z, P.vx, P.vy, P.vz; per contact (frictionless) the planar contact outputs above.
 """
 from functools import lru_cache
 from typing import NamedTuple
@@ -105,6 +105,13 @@ def _spec(model):
             (f"{p.name}.y", "m", f"y of point {p.name}"),
             (f"{p.name}.vx", "m/s", f"x velocity of point {p.name}"),
             (f"{p.name}.vy", "m/s", f"y velocity of point {p.name}"))
+    _contact_spec(model, add)
+    _energy_spec(add)
+    return tuple(out)
+
+
+def _contact_spec(model, add):
+    """The outputs of the contacts (planar and spatial; module docstring)."""
     for c, unit in zip(model.contacts, model.compiled.contacts.units if model.contacts else ()):
         rot = unit == "rad"
         add("contacts", (f"{c.name}.gap", unit, f"gap of contact {c.name}"),
@@ -117,8 +124,6 @@ def _spec(model):
             (f"{c.name}.energy_loss", "J", f"kinetic energy lost in impacts of {c.name}"))
         add("dynamics", (f"{c.name}.force", "N.m" if rot else "N",
                          f"force of the persistent contact {c.name}, pushing positive"))
-    _energy_spec(add)
-    return tuple(out)
 
 
 def _spatial_spec(model, add):
@@ -156,6 +161,7 @@ def _spatial_spec(model, add):
     for p in model.markers:
         add("markers", *[(f"{p.name}.{c}", "m", f"{c} of point {p.name}") for c in "xyz"],
             *[(f"{p.name}.v{c}", "m/s", f"{c} velocity of point {p.name}") for c in "xyz"])
+    _contact_spec(model, add)
     _energy_spec(add)
 
 

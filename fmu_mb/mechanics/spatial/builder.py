@@ -296,3 +296,62 @@ class SpatialItems:
             frame=frame, value=number(where, "value", value),
             input=self._input(where, name, input, unit, f"{kind} h of {name}")))
         return name
+
+    # -------------------------------------------------------------- contacts (frictionless)
+    def _contact3(self, name, body, point, at, other, plane_point, normal, radius,
+                  restitution):
+        """ModelBuilder.contact in a spatial model: point (sphere) on a plane."""
+        from ..builder import _restitution
+        from ..model import Contact
+
+        where = f"contact '{name}'"
+        b = self._body_ref(where, "body", body, allow_ground=False)
+        o = self._body_ref(where, "other", other)
+        if b == o:
+            raise ModelError(f"{where}: body and other are the same body '{b}'")
+        if at is not None:
+            if point is not None:
+                raise ModelError(f"{where}: give at= (global point at the reference pose) or "
+                                 f"point= (body axes), not both")
+            pt = self._local_point(b, np.array(vec3(where, "at", at)))
+        else:
+            pt = vec3(where, "point", (0, 0, 0) if point is None else point)
+        n = vec3(where, "normal", (0.0, 0.0, 1.0) if normal is None else normal, unit=True)
+        pp = vec3(where, "plane_point", (0, 0, 0) if plane_point is None else plane_point)
+        r = number(where, "radius", radius, nonneg=True)
+        e = _restitution(where, restitution)
+        self._claim(name, "contact")
+        self._contacts.append(Contact(name, "point_plane", b, o, tuple(pt), pp, n, r,
+                                      restitution=e))
+        return name
+
+    def _contact_points3(self, name, a, b, a_point, b_point, a_at, b_at, distance, side,
+                         restitution):
+        """ModelBuilder.contact_points in a spatial model: a distance limit between two
+        points (side "apart": an end stop, "within": a rope)."""
+        from ..builder import _restitution
+        from ..model import Contact
+
+        where = f"contact '{name}'"
+        a = self._body_ref(where, "a", a)
+        b = self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        if side not in ("apart", "within"):
+            raise ModelError(f"{where}: side must be 'apart' or 'within', received {side!r}")
+
+        def point(arg, body, local, glob):
+            if glob is not None:
+                if local is not None:
+                    raise ModelError(f"{where}: give {arg}_at= (global) or {arg}_point= "
+                                     f"(body axes), not both")
+                return tuple(self._local_point(body, np.array(vec3(where, f"{arg}_at",
+                                                                    glob))))
+            return vec3(where, f"{arg}_point", (0, 0, 0) if local is None else local)
+        pa, pb = point("a", a, a_point, a_at), point("b", b, b_point, b_at)
+        d = number(where, "distance", distance, positive=True)
+        e = _restitution(where, restitution)
+        self._claim(name, "contact")
+        self._contacts.append(Contact(name, "point_point", a, b, pa, pb, (0.0, 0.0, 0.0), d,
+                                      1.0 if side == "apart" else -1.0, restitution=e))
+        return name

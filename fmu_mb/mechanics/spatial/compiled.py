@@ -183,8 +183,13 @@ def compile_spatial(mb):
         a = np.array(v, dtype=dtype)
         return a.reshape(shape) if shape else a
 
+    contacts = None
+    if mb._contacts:
+        from .contacts import compile_contacts   # (a model without contacts never loads it)
+        contacts = compile_contacts(mb._contacts, idx, jmap)
+
     return CompiledSpatial(
-        nb=nb, mass=mass, inertia=inertia, inv_mass_diag=1.0 / weight, n_rows=row,
+        contacts=contacts, nb=nb, mass=mass, inertia=inertia, inv_mass_diag=1.0 / weight, n_rows=row,
         joint_groups=tuple(groups), norm_rows=norm_rows, drives=tuple(drives),
         joint_rows=tuple(joint_rows), coord_joints=tuple(coord_joints),
         coord_groups=coord_groups, tsda=tsda_g, rsda=rsda_g, bushing=bush_g,
