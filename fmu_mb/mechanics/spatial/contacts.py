@@ -109,7 +109,12 @@ def contact_rows(model, x, xd):
                                               term.conv))
     if len(Bk.pp_pos):
         g = Bk.pp
-        ln = kin.norm(g.frames(B).d())
+        d = g.frames(B).d()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ln = kin.norm(d)
+        if not np.all(d.val.any(axis=1)):   # coincident points: |d| = 0, no direction; the
+            z = ~d.val.any(axis=1)          # gap is defined, its rows are set to zero
+            ln.J[z], ln.rate[z], ln.conv[z] = 0.0, 0.0, 0.0
         s = Bk.pp_side
         put(Bk.pp_pos, g.pairs.cols, kin.Term(s * (ln.val - Bk.pp_offset), s[:, None] * ln.J,
                                               s * ln.rate, s * ln.conv))
