@@ -8,7 +8,7 @@ the parent's own axes (rotations.frame_from_axis), with child_axis= the child's 
 import numpy as np
 
 from ...errors import ModelError
-from ..model import GROUND, Body, Element, Joint
+from ..model import GROUND, Body, Contact, Element, Joint
 from ..validation import number
 from . import rotations as rot
 
@@ -68,6 +68,13 @@ def vec3(where, arg, value, unit=False):
             raise ModelError(f"{where}: {arg} must be a nonzero vector, received {value!r}")
         a = a / n
     return tuple(float(v) for v in a)
+
+
+def _restitution(where, value):
+    e = number(where, "restitution", value)
+    if not 0.0 <= e <= 1.0:
+        raise ModelError(f"{where}: restitution must be in [0, 1], received {e}")
+    return e
 
 
 def _frame_tuple(F):
@@ -301,9 +308,6 @@ class SpatialItems:
     def _contact3(self, name, body, point, at, other, plane_point, normal, radius,
                   restitution):
         """ModelBuilder.contact in a spatial model: point (sphere) on a plane."""
-        from ..builder import _restitution
-        from ..model import Contact
-
         where = f"contact '{name}'"
         b = self._body_ref(where, "body", body, allow_ground=False)
         o = self._body_ref(where, "other", other)
@@ -329,9 +333,6 @@ class SpatialItems:
                          restitution):
         """ModelBuilder.contact_points in a spatial model: a distance limit between two
         points (side "apart": an end stop, "within": a rope)."""
-        from ..builder import _restitution
-        from ..model import Contact
-
         where = f"contact '{name}'"
         a = self._body_ref(where, "a", a)
         b = self._body_ref(where, "b", b)

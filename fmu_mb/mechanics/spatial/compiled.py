@@ -186,7 +186,7 @@ def compile_spatial(mb):
     contacts = None
     if mb._contacts:
         from .contacts import compile_contacts   # (a model without contacts never loads it)
-        contacts = compile_contacts(mb._contacts, idx, jmap)
+        contacts = compile_contacts(mb._contacts, idx, jmap, make_group)
 
     return CompiledSpatial(
         contacts=contacts, nb=nb, mass=mass, inertia=inertia, inv_mass_diag=1.0 / weight, n_rows=row,

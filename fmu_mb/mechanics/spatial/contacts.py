@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kinematics as kin
-from .compiled import make_group
 from .constraints import coordinate_term, extended, extended_rate
 
 
@@ -47,9 +46,10 @@ class SpatialContactBlock:
     units: tuple
 
 
-def compile_contacts(contacts, idx, joints):
+def compile_contacts(contacts, idx, joints, make_group):
     """SpatialContactBlock from the builder's Contact items (idx: body name -> index, the
-    ground nb; joints: name -> Joint)."""
+    ground nb; joints: name -> Joint; make_group: compiled.make_group, passed in so that the
+    two modules do not import each other)."""
     eye = np.eye(3)
     pl, pp, lim, units = [], [], {}, []
     for k, c in enumerate(contacts):
