@@ -311,3 +311,38 @@ def test_spatial_contact_errors():
     m = mb.build()
     with pytest.raises(InputError, match="newton_euler"):
         advance(m, initial_state(m, NE), 0.1, settings=Settings(formulation="tmt"))
+
+
+K_TYRE = 357859.232809      # the double wishbone's default tyre stiffness: tyre.h = -k z_road
+
+
+def test_double_wishbone_hits_its_bump_stop_under_a_road_step():
+    """A 100 mm road step drives the coil-over 90 mm into compression without stops; with
+    them the wheel hits the bump stop (travel 50 mm, Chrono's E90) and settles on it: the
+    stroke never passes the stop, the wheel stays lower, and the rebound stop is not hit."""
+    from fmu_mb import load_model
+    from fmu_mb.dynamics.simulate import simulate
+
+    from conftest import MODELS
+
+    def run(stops, z, t_end):
+        m = load_model(MODELS / "double_wishbone.py", stops=stops)
+        return simulate(m, t_end, 0.005, formulation="newton_euler", rtol=1e-9, atol=1e-11,
+                        inputs={"tyre.h": lambda t: -K_TYRE * (z if t >= 0.05 else 0.0)})
+    l_s, travel = 0.2753645852320157, 0.05
+    free, stop = run("off", 0.1, 0.25), run("on", 0.1, 0.25)
+    assert free["coil_over.length"].min() < l_s - travel - 0.03
+    assert stop["coil_over.length"].min() >= l_s - travel - 1e-8
+    assert stop["bump_stop.impacts"][-1] >= 1 and stop["bump_stop.active"][-1] == 1.0
+    assert stop["bump_stop.force"][-1] > 0.0
+    first = stop["bump_stop.impacts"] > 0
+    t_hit = stop["bump_stop.last_time"][np.argmax(first)] if first.any() else None
+    # the free run passes the stop's length first between the same output times
+    k = np.argmax(free["coil_over.length"] < l_s - travel)
+    assert free["time"][k - 1] <= t_hit <= free["time"][k]
+    assert stop["rebound_stop.impacts"][-1] == 0
+    assert stop["wheel_centre.z"].max() < free["wheel_centre.z"].max() - 0.03
+    # a 20 mm road step stays within the travel: the stops change nothing
+    a, b = run("off", 0.02, 0.15), run("on", 0.02, 0.15)
+    assert b["bump_stop.impacts"][-1] == 0
+    np.testing.assert_allclose(b["wheel_centre.z"], a["wheel_centre.z"], rtol=0, atol=1e-12)
