@@ -309,8 +309,12 @@ def test_spatial_contact_errors():
         mb.contact("c", "ball", restitution=1.5)
     mb.contact("c", "ball", radius=0.1)               # the failed calls declared nothing
     m = mb.build()
-    with pytest.raises(InputError, match="newton_euler"):
-        advance(m, initial_state(m, NE), 0.1, settings=Settings(formulation="tmt"))
+    with pytest.raises(InputError, match="'minimal' does not handle contacts"):
+        advance(m, initial_state(m, NE), 0.1, settings=Settings(formulation="minimal"))
+    s = initial_state(m, NE)
+    with pytest.raises(InputError, match="Reduction Method is planar"):
+        from fmu_mb.dynamics.formulations._spatial_contacts import contact_kit
+        contact_kit("tmt").criterion(m, s.q, 0)
 
 
 K_TYRE = 357859.232809      # the double wishbone's default tyre stiffness: tyre.h = -k z_road
@@ -346,3 +350,52 @@ def test_double_wishbone_hits_its_bump_stop_under_a_road_step():
     a, b = run("off", 0.02, 0.15), run("on", 0.02, 0.15)
     assert b["bump_stop.impacts"][-1] == 0
     np.testing.assert_allclose(b["wheel_centre.z"], a["wheel_centre.z"], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("formulation", ["tmt", "lagrange", "recursive"])
+def test_joint_coordinate_formulations_equal_newton_euler(formulation):
+    """The box's first impacts in the tree joint coordinates (seed 000 ch.3 eq. 15 with the
+    Euler-parameter normalisation rows; recursive: the compiled spatial kernel between the
+    events) equal newton_euler's (eq. 20 in x): event times, impulses, velocities. Without
+    drift projection: the formulations project onto their rows by different steps (the
+    kernel normalises the Euler parameters in C), which alone moves the results by ~1e-9."""
+    m = model("tumbling_box", e=0.6)
+    out = {}
+    for f in ("newton_euler", formulation):
+        S = Settings(formulation=f, rtol=1e-11, atol=1e-12, stabilization="none")
+        s = advance(m, initial_state(m, S), 0.5, settings=S)
+        out[f] = _outputs(m, s, S)
+    a, b = out["newton_euler"], out[formulation]
+    assert sum(a[f"{c.name}.impacts"] for c in m.contacts) >= 2
+    for c in m.contacts:
+        for k in ("impacts", "last_time", "last_impulse", "energy_loss"):
+            key = f"{c.name}.{k}"
+            assert b[key] == pytest.approx(a[key], rel=1e-9, abs=1e-10), key
+    for k in ("box.x", "box.y", "box.z", "box.vx", "box.vz", "box.wx", "box.wy", "box.wz"):
+        assert b[k] == pytest.approx(a[k], abs=1e-9), k
+
+
+def test_double_wishbone_stops_recursive_equals_tmt():
+    """The double wishbone settling on its bump stop (loops closed by cut joints, a
+    persistent contact): formulation recursive (the compiled kernel between the events)
+    gives tmt's numbers to 1e-10, and newton_euler's without drift projection."""
+    from fmu_mb import load_model
+    from fmu_mb.dynamics.simulate import simulate
+
+    from conftest import MODELS
+    m = load_model(MODELS / "double_wishbone.py", stops="on")
+    runs = {}
+    for f, stab in (("tmt", "projection"), ("recursive", "projection"),
+                    ("newton_euler", "none"), ("recursive", "none")):
+        runs[f, stab] = simulate(
+            m, 0.17, 0.01, formulation=f, rtol=1e-10, atol=1e-12, stabilization=stab,
+            inputs={"tyre.h": lambda t: -K_TYRE * (0.1 if t >= 0.05 else 0.0)})
+    for (a, b) in ((("tmt", "projection"), ("recursive", "projection")),
+                   (("newton_euler", "none"), ("recursive", "none"))):
+        ra, rb = runs[a], runs[b]
+        assert ra["bump_stop.impacts"][-1] >= 2 and ra["bump_stop.active"][-1] == 1.0
+        for k in ("wheel_centre.z", "coil_over.length", "bump_stop.last_time",
+                  "bump_stop.impacts"):
+            np.testing.assert_allclose(rb[k], ra[k], rtol=0, atol=1e-10, err_msg=k)
+        np.testing.assert_allclose(rb["bump_stop.force"], ra["bump_stop.force"], rtol=1e-8,
+                                   atol=1e-6)

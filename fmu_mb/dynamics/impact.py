@@ -394,6 +394,9 @@ def project(model, y, t, tol, active, pas=None, locks=None):
         x -= min_norm_correction(Minv, A, r)
     if it:
         r, A, b = rows(x)
+    if C.spatial:           # the velocity change of least kinetic energy (an inelastic impulse)
+        M = _spatial_mass(model, x)
+        return np.concatenate([x, solve_kkt_dense(M, A, M @ xd, b)[0]])
     xd = xd - min_norm_correction(Minv, A, A @ xd - b)
     return np.concatenate([x, xd])
 

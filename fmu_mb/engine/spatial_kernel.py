@@ -65,11 +65,15 @@ def library():
     return lib
 
 
-def supported(model):
-    """None when the spatial kernel can run `model`, else the reason why not (a sentence)."""
+def supported(model, contacts=False):
+    """None when the spatial kernel can run `model`, else the reason why not (a sentence).
+    contacts=True: the kernel's part of a contact model (its contact-free dynamics, which the
+    event loop of fmu_mb.dynamics.integrate steps between events with the contacts' rows in
+    Python: formulations/_spatial_contacts.py); formulation 'auto' leaves contact models to
+    newton_euler."""
     if model.drives:
         return f"it has drives {[d.name for d in model.drives]}"
-    if getattr(model, "contacts", None):
+    if getattr(model, "contacts", None) and not contacts:
         return f"it has contacts {[c.name for c in model.contacts]}"
     for name in model.topology.cut_joints:
         kind = model.joint(name).kind
@@ -164,7 +168,7 @@ class SpatialKernel:
     """The kernel instance of one spatial Model, with preallocated buffers."""
 
     def __init__(self, model):
-        why = supported(model)
+        why = supported(model, contacts=True)
         if why is not None:
             raise InputError(f"model '{model.name}': formulation 'recursive' runs spatial "
                              f"trees of revolute, prismatic, spherical and weld joints and "

@@ -14,7 +14,10 @@ with Newton's restitution law,
 
 for the active set of impact.solve_impact, and a persistent contact is one more row
 Dq_c qdd = -conv_q. Tq' removes only the tree joints' impulses, so r_c equals newton_euler's.
-Frictionless; no Reduction Method in 3-D.
+Frictionless; no Reduction Method in 3-D. Formulation recursive: between events (no
+persistent contact) the right-hand side is the compiled spatial kernel's
+(fmu_mb.engine.spatial_kernel, the contact-free dynamics); event location, impacts and the
+persistent-contact phases are these Python functions.
 """
 from functools import lru_cache
 from types import SimpleNamespace
@@ -105,8 +108,19 @@ def project(model, form, y, t, tol, active, pas=None, locks=None):
         res, J, _ = _extra(model, x, zx, Tq, zx, active)
         return (np.concatenate([(P * P).sum(1) - 1.0, res]), np.vstack([Jn, J]),
                 np.zeros(k + len(res)))
-    return _minimal.project(model, y, t, tol, st.transform, extra=extra, cut=tm.cut_rows,
-                            n=tm.n)
+    y = _minimal.project(model, y, t, tol, st.transform, extra=extra, cut=tm.cut_rows,
+                         n=tm.n)
+    # the velocities: the change of least kinetic energy (an inelastic impulse on the rows,
+    # as newton_euler's projection), not the minimum-norm change in q
+    n = tm.n
+    q, qd = y[:n], y[n:]
+    x, xd, Tq, g = st.transform(model, q, qd)
+    _, Dq, _, phi_t = _spatial_tmt.rows(model, q, qd, x, xd, Tq, g, t)
+    _, J, _ = _extra(model, x, xd, Tq, g, active)
+    Mbar = Tq.T @ mass_matrix(model, x) @ Tq
+    qd = solve_kkt_dense(Mbar, np.vstack([Dq, J]), Mbar @ qd,
+                         np.concatenate([-phi_t, np.zeros(J.shape[0])]))[0]
+    return np.concatenate([q, qd])
 
 
 @lru_cache(maxsize=None)
@@ -126,10 +140,17 @@ def contact_kit(name):
         raise InputError("the Reduction Method is planar: spatial contacts use the impact "
                          "equations only")
 
+    def acc(model, q, qd, t, u, active, pas=None, baumgarte=None, locks=None):
+        if name == "recursive" and not np.any(active):    # between events: the C kernel
+            from ...engine.spatial_kernel import spatial_kernel
+
+            qdd = spatial_kernel(model).accelerations(q, qd, t, u, baumgarte)
+            return _ne.ContactDynamics(qdd, np.zeros(0), np.zeros(len(model.contacts)),
+                                       None, None)
+        return accelerations(model, equations, q, qd, t, u, active, pas, baumgarte, locks)
+
     return SimpleNamespace(
-        gaps=gaps, contact_rows=contact_rows,
-        accelerations=lambda model, q, qd, *a, **k: accelerations(model, equations, q, qd,
-                                                                  *a, **k),
+        gaps=gaps, contact_rows=contact_rows, accelerations=acc,
         impact=impact,
         project=lambda model, y, *a, **k: project(model, form, y, *a, **k),
         kinetic=kinetic, singular_position=unavailable, criterion=unavailable,
