@@ -3,7 +3,8 @@ spatial tree by the articulated-body algorithm, with the force elements (TSDA, R
 bushing, force, torque, with their inputs h), the cut joints that close loops as multiplier
 rows (drift control by projection after each step, in C), and the explicit integrators
 (rk4, dopri5, dop853 with scipy's coefficients and step-size control), in C, through ctypes.
-Compiled and cached like the planar kernel (fmu_mb.engine.kernel), in its own library.
+Compiled and cached like the planar kernel (fmu_mb.engine.kernel), in its own library. Drives on revolute and prismatic joints with the
+laws constant_rate, harmonic and polynomial are rows after the cut joints' (sk_set_drives).
 
 Coordinates are those of the spatial tmt (fmu_mb.mechanics.spatial.tree): revolute angles,
 prismatic positions, the Euler parameters of spherical joints and of floating roots.
@@ -61,6 +62,9 @@ def library():
     lib.sk_rows.argtypes = [P]
     lib.sk_multipliers.restype = None
     lib.sk_multipliers.argtypes = [P, P]
+    lib.sk_set_time.restype = None
+    lib.sk_set_time.argtypes = [P, D]
+    lib.sk_set_drives.argtypes = [P, I, P, P, I, P]
     _kernel._set_tableaus(lib, "sk_set_tableau")
     return lib
 
@@ -71,8 +75,10 @@ def supported(model, contacts=False):
     event loop of fmu_mb.dynamics.integrate steps between events with the contacts' rows in
     Python: formulations/_spatial_contacts.py); formulation 'auto' leaves contact models to
     newton_euler."""
-    if model.drives:
-        return f"it has drives {[d.name for d in model.drives]}"
+    for d in model.drives:
+        if _kernel._law(d.motion) is None:
+            return (f"drive '{d.name}' follows a Motion of Python functions; the kernel "
+                    f"evaluates the laws of constant_rate, harmonic and polynomial")
     if getattr(model, "contacts", None) and not contacts:
         return f"it has contacts {[c.name for c in model.contacts]}"
     for name in model.topology.cut_joints:
@@ -148,6 +154,26 @@ def _elements(model):
     return (np.array(ei, dtype=np.intc).reshape(-1, 5), np.array(ed, float).reshape(-1, ED))
 
 
+def _drives(model):
+    """di (nd, 6): kind (1 revolute, 2 prismatic), parent, child, law code, offset, count;
+    dd (nd, 24): s_p, s_c, F_p, F_c (the joint's points and frames); dp the laws' numbers."""
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = len(model.bodies)
+    di, dd, dp = [], [], []
+    for d in model.drives:
+        j = model.joint(d.joint)
+        code, values = _kernel._law(d.motion)
+        di.append([1 if j.kind == "revolute" else 2, idx[j.parent], idx[j.child], code,
+                   len(dp), len(values)])
+        dd.append(np.concatenate([np.asarray(j.parent_point, float),
+                                  np.asarray(j.child_point, float),
+                                  np.asarray(j.frame_p, float).reshape(-1),
+                                  np.asarray(j.frame_c, float).reshape(-1)]))
+        dp += values
+    return (np.array(di, dtype=np.intc).reshape(-1, 6), np.array(dd, float).reshape(-1, 24),
+            np.array(dp or [0.0], dtype=float))
+
+
 def _cut_joints(model):
     """ci (nc, 3): kind, parent, child; cd (nc, 25): s_p, s_c, F_p, F_c, length."""
     idx = {b.name: b.index for b in model.bodies}
@@ -198,6 +224,12 @@ class SpatialKernel:
             raise MemoryError(f"model '{model.name}': cannot allocate the spatial kernel")
         self._finalizer = weakref.finalize(self, lib.sk_free, handle)
         self.lib, self.handle, self.n, self.name = lib, handle, n, model.name
+        if model.drives:
+            di, dd, dp = _drives(model)
+            if lib.sk_set_drives(handle, len(di), di.ctypes.data, dd.ctypes.data, len(dp),
+                                 dp.ctypes.data):
+                raise InputError(f"model '{model.name}': the kernel refused the drives' laws")
+            self._drive_data = (di, dd, dp)
         self.m = int(lib.sk_rows(handle))
         self._rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
                             float).reshape(-1, 9)
@@ -242,7 +274,7 @@ class SpatialKernel:
             self.lib.sk_set_stabilization(self.handle, _STABILIZATION[mode], *key[1:])
             self._stab = key
 
-    def _load_for_accelerations(self, q, qd, u, baumgarte):
+    def _load_for_accelerations(self, q, qd, u, baumgarte, t=0.0):
         """Under the lock: the drift control of an acceleration call (baumgarte (alpha, beta)
         [1/s] on the loop rows, None: none; the projection tolerance kept), (q, qd) and u
         loaded; returns the address of y = (q, qd)."""
@@ -250,6 +282,7 @@ class SpatialKernel:
         tol = self._stab[3] if self._stab else 1e-13
         self._stabilization("none" if baumgarte is None else "baumgarte",
                             (0.0, 0.0) if baumgarte is None else baumgarte, tol)
+        self.lib.sk_set_time(self.handle, float(t))
         self._y[:n], self._y[n:2 * n] = q, qd
         self._set_u(u)
         return self._y.ctypes.data
@@ -259,7 +292,7 @@ class SpatialKernel:
         rows (None: none)."""
         n = self.n
         with self._lock:
-            y = self._load_for_accelerations(q, qd, u, baumgarte)
+            y = self._load_for_accelerations(q, qd, u, baumgarte, t)
             rc = self.lib.sk_accelerations(self.handle, y, y + 8 * n, self._u.ctypes.data,
                                            self._qdd.ctypes.data)
             if rc:
@@ -271,7 +304,7 @@ class SpatialKernel:
         (x = (r, p) per body as the spatial tmt's T(q))."""
         n, m = self.n, 7 * self.nb
         with self._lock:
-            y = self._load_for_accelerations(q, qd, u, baumgarte)
+            y = self._load_for_accelerations(q, qd, u, baumgarte, t)
             rc = self.lib.sk_accelerations_full(self.handle, y, y + 8 * n, self._u.ctypes.data,
                                                 self._qdd.ctypes.data, self._x.ctypes.data,
                                                 self._xd.ctypes.data, self._xdd.ctypes.data)
@@ -333,6 +366,7 @@ class SpatialKernel:
             mode = self._stab[0] if self._stab else "projection"
             self._stabilization(mode, self._stab[1:3] if self._stab else (0.0, 0.0), tol)
             self._y[:n], self._y[n:2 * n] = q, qd
+            self.lib.sk_set_time(self.handle, float(t))
             rc = self.lib.sk_project(self.handle, self._y.ctypes.data)
             if rc:
                 raise self._error(rc, t, "the projection failed")
