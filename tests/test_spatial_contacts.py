@@ -456,3 +456,52 @@ def test_kernel_drive_effort_against_closed_form(kind):
         np.testing.assert_allclose(r["A.position"], 0.1 * r["time"] + 0.2 * r["time"] ** 2,
                                    atol=1e-10)
     np.testing.assert_allclose(r["turn.effort"], expect, rtol=1e-9, atol=1e-9)
+
+
+# ---------------------------------------------------------------- hydraulic cylinders in 3-D
+def _lift(e=0.4):
+    """A slider of mass 50 kg on a vertical guide, lifted by a cylinder from the ground
+    (pins 0.5 m apart at the start; stroke limits 0.4 m and 0.8 m)."""
+    mb = ModelBuilder("lift3", gravity=(0.0, 0.0, -9.81))
+    mb.body("s", mass=50.0, inertia=(1.0, 1.0, 1.0), position=(0.0, 0.0, 0.5))
+    mb.prismatic("guide", mb.ground, "s", at=(0.0, 0.0, 0.5), axis=(0.0, 0.0, 1.0))
+    mb.cylinder("lift", mb.ground, "s", a_point=(0.0, 0.0, 0.0), b_point=(0.0, 0.0, 0.0),
+                min_length=0.4, max_length=0.8, restitution=e, friction=0.0)
+    return mb.build()
+
+
+@pytest.mark.parametrize("formulation", ["newton_euler", "recursive"])
+def test_spatial_cylinder_lifts_to_its_end_stop(formulation):
+    """F = h pushes the pins apart: the slider rises at a = F/m - g and hits the upper end
+    stop (0.3 m of stroke away) at t = sqrt(2 0.3 / a) with impulse m (1 + e) a t; the
+    cylinder's outputs (force, stroke, stroke rate, force on the rod's body, end stops)."""
+    m = _lift()
+    F, mass, e = 800.0, 50.0, 0.4
+    a = F / mass - 9.81
+    t1 = math.sqrt(2 * 0.3 / a)
+    S = Settings(formulation=formulation, rtol=1e-11, atol=1e-12)
+    s = advance(m, initial_state(m, S), t1 + 0.01, {"lift.h": F}, settings=S)
+    o = dict(zip(output_names(m), output_values(m, s, np.array([F]), formulation)))
+    assert o["lift_upper.last_time"] == pytest.approx(t1, abs=1e-9)
+    assert o["lift_upper.last_impulse"] == pytest.approx(mass * (1 + e) * a * t1, rel=1e-8)
+    assert o["lift.end_stops"] == 1
+    assert o["lift.force"] == pytest.approx(F)
+    assert (o["lift.fx"], o["lift.fy"], o["lift.fz"]) == pytest.approx((0.0, 0.0, F),
+                                                                       abs=1e-9)
+    v = -e * a * t1 + a * 0.01
+    assert o["lift.stroke_rate"] == pytest.approx(v, rel=1e-8)
+    assert o["lift.stroke"] == pytest.approx(o["lift.length"] - 0.4, abs=1e-12)
+    assert o["lift.length"] == pytest.approx(0.8 - e * a * t1 * 0.01 + 0.5 * a * 0.01 ** 2,
+                                             abs=1e-9)
+
+
+def test_spatial_cylinder_errors():
+    mb = ModelBuilder("bad3", gravity=(0.0, 0.0, -9.81))
+    mb.body("s", mass=1.0, inertia=(1.0, 1.0, 1.0), position=(0.0, 0.0, 0.5))
+    with pytest.raises(ModelError, match="pressure inputs"):
+        mb.cylinder("c", mb.ground, "s", min_length=0.1, max_length=0.9, piston_area=0.01)
+    with pytest.raises(ModelError, match="min_length < max_length"):
+        mb.cylinder("c", mb.ground, "s", min_length=0.9, max_length=0.1)
+    with pytest.raises(ModelError, match="3-vector"):
+        mb.cylinder("c", mb.ground, "s", a_point=(0.0, 0.0), min_length=0.1, max_length=0.9)
+    mb.cylinder("c", mb.ground, "s", min_length=0.1, max_length=0.9)  # nothing was declared

@@ -25,7 +25,8 @@ Spatial models (README "Spatial models"): per body B.x, B.y, B.z [m], B.e0 ... B
 parameters), B.alpha, B.beta, B.gamma [rad] (Cardan angles, A = Rx Ry Rz), B.vx, B.vy, B.vz
 [m/s], B.wx, B.wy, B.wz [rad/s] (angular velocity, global axes); per joint J.fx, J.fy, J.fz
 [N] and J.tx, J.ty, J.tz [N.m] (parent on child at the child's joint point, global axes;
-distance joints J.tension), cylindrical J.angle, J.rate, J.position, J.velocity, universal
+distance joints J.tension), cylinders E.force, .length, .stroke, .stroke_rate, .fx, .fy,
+.fz, .end_stops, cylindrical J.angle, J.rate, J.position, J.velocity, universal
 J.angle1, J.rate1, J.angle2, J.rate2; per bushing
 E.fx ... E.tz (frame a's axes); per point P.x, P.y,
 P.z, P.vx, P.vy, P.vz; per contact (frictionless) the planar contact outputs above.
@@ -196,6 +197,8 @@ def _drive_and_element_spec(model, add):
                 (f"{e.name}.stroke_rate", "m/s", f"stroke rate of cylinder {e.name}"),
                 (f"{e.name}.fx", "N", f"x force of cylinder {e.name} on {e.b} at its pin"),
                 (f"{e.name}.fy", "N", f"y force of cylinder {e.name} on {e.b} at its pin"),
+                *([(f"{e.name}.fz", "N", f"z force of cylinder {e.name} on {e.b} at its "
+                                          f"pin")] if model.spatial else []),
                 (f"{e.name}.end_stops", "1", f"end-stop impacts of cylinder {e.name} so far",
                  "integer"))
         elif e.kind == "bushing":
@@ -372,14 +375,20 @@ class Outputs:
     def _elements(self):
         vals = []
         fast = getattr(self.form, "element_values", None)
-        if fast is not None and self.model.spatial and self.state.coords == "joint":
+        cylinders = any(e.kind == "cylinder" for e in self.model.elements)
+        if (fast is not None and self.model.spatial and self.state.coords == "joint"
+                and not cylinders):
             for el in fast(self.model, self.state.q, self.state.qd, self.u):
                 vals += list(el)
             return np.array(vals, dtype=float)
         x, xd = self._get("absolute")
         if self.model.spatial:
-            for el in element_outputs(self.model, x, xd, self.u):
+            for e, el in zip(self.model.elements, element_outputs(self.model, x, xd, self.u)):
                 vals += list(el)
+                if e.kind == "cylinder":    # end-stop impacts so far
+                    data = self._get("status").data
+                    vals.append(float(sum(data[f"{e.name}_{end}"]["impacts"]
+                                          for end in ("lower", "upper"))))
             return np.array(vals, dtype=float)
         cyl = iter(cylinder_outputs(self.model, x, xd, self.u))
         for e, (s, el) in zip(self.model.elements,

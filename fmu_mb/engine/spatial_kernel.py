@@ -27,7 +27,7 @@ _DOF = {"weld": 0, "revolute": 1, "prismatic": 1, "spherical": 3, "free": 6}
 #: cut joint kinds the kernel closes (fmu_mb.mechanics.spatial.constraints' rows)
 _CUT = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
         "weld": 5, "distance": 6}
-_ELEMENT = {"tsda": 0, "rsda": 1, "force": 2, "torque": 3, "bushing": 4}
+_ELEMENT = {"tsda": 0, "rsda": 1, "force": 2, "torque": 3, "bushing": 4, "cylinder": 0}
 _STABILIZATION = {"none": 0, "projection": 1, "baumgarte": 2}
 ED = 108
 _ERRORS = {1: "the state became non-finite (NaN or infinity)",
@@ -120,7 +120,8 @@ def _elements(model):
     ei, ed = [], []
 
     def put(kind, a, b, u, body_frame=False, sa=(0, 0, 0), sb=(0, 0, 0), Fa=None, Fb=None,
-            k=0.0, c=0.0, e0=0.0, direction=(0, 0, 0), K=None, Cm=None, e06=None):
+            k=0.0, c=0.0, e0=0.0, direction=(0, 0, 0), K=None, Cm=None, e06=None,
+            gain=1.0):
         d = np.zeros(ED)
         d[0:3], d[3:6] = sa, sb
         d[6:15] = np.eye(3).reshape(-1) if Fa is None else np.asarray(Fa).reshape(-1)
@@ -130,13 +131,15 @@ def _elements(model):
         if K is not None:
             d[30:66], d[66:102], d[102:108] = (np.asarray(K).reshape(-1),
                                                np.asarray(Cm).reshape(-1), e06)
+        elif kind == "tsda":
+            d[30] = gain                   # the input's gain (-1: a cylinder, s = -F)
         ei.append([_ELEMENT[kind], a, b, int(u), int(body_frame)])
         ed.append(d)
 
     g = C.tsda
     for i in range(len(g.pairs)):
         put("tsda", g.pairs.p[i], g.pairs.c[i], g.u[i], sa=g.sp[i], sb=g.sc[i], k=g.k[i],
-            c=g.c[i], e0=g.e0[i])
+            c=g.c[i], e0=g.e0[i], gain=g.gain[i])
     g = C.rsda
     for i in range(len(g.pairs)):
         put("rsda", g.pairs.p[i], g.pairs.c[i], g.u[i], sa=g.sp[i], sb=g.sc[i], Fa=g.Fp[i],
@@ -246,7 +249,7 @@ class SpatialKernel:
         order = ([g for g in (C.tsda.names, C.rsda.names, C.bushing.names)]
                  + [C.frc_names, C.trq_names])
         row = {name: i for i, name in enumerate(n for names in order for n in names)}
-        width = {"tsda": 2, "rsda": 2, "bushing": 6, "force": 1, "torque": 1}
+        width = {"tsda": 2, "rsda": 2, "bushing": 6, "force": 1, "torque": 1, "cylinder": 2}
         self._el_map = [(row[e.name], width[e.kind]) for e in model.elements]
         self._lock = threading.Lock()
         self._y = np.zeros(2 * n + 1)

@@ -511,7 +511,7 @@ class ModelBuilder(SpatialItems):
     # ------------------------------------------------------------------ hydraulic cylinder
     # (issue 15) a TSDA-like actuator between two pins with stroke end stops; kept in one
     # block: cylinder() and its helpers only.
-    def cylinder(self, name, a, b, *, a_point=(0.0, 0.0), b_point=(0.0, 0.0),
+    def cylinder(self, name, a, b, *, a_point=None, b_point=None,
                  min_length, max_length, restitution=0.2, friction=0.0, piston_area=None,
                  rod_area=None, force_input=True):
         """Hydraulic cylinder between pin a_point of body a (the barrel's pin) and pin
@@ -532,6 +532,11 @@ class ModelBuilder(SpatialItems):
         `.end_stops` (impacts at both stops so far).
         """
         where = f"cylinder '{name}'"
+        if self.spatial:
+            return self._cylinder3(name, a, b, a_point, b_point, min_length, max_length,
+                                   restitution, friction, piston_area, rod_area, force_input)
+        a_point = (0.0, 0.0) if a_point is None else a_point
+        b_point = (0.0, 0.0) if b_point is None else b_point
         # validate everything first: a refused call declares nothing
         a = self._body_ref(where, "a", a)
         b = self._body_ref(where, "b", b)
@@ -627,11 +632,12 @@ class ModelBuilder(SpatialItems):
                              f"{'three' if self.spatial else 'two'} components, or construct "
                              f"the builder with the other kind")
         planar_only = [f"{e.name} ({e.kind})" for e in self._elements
-                       if e.kind not in ("tsda", "rsda", "bushing", "force", "torque")]
+                       if e.kind not in ("tsda", "rsda", "bushing", "force", "torque",
+                                         "cylinder")]
         if self.spatial and planar_only:
             raise ModelError(f"model '{self.name}': elements {planar_only} exist in planar "
-                             f"models only; spatial models take tsda, rsda, bushing, force "
-                             f"and torque")
+                             f"models only; spatial models take tsda, rsda, bushing, force, "
+                             f"torque and cylinder")
         if self.spatial:
             from .spatial.compiled import compile_spatial   # a planar model never loads it
             compiled = compile_spatial(self)

@@ -70,7 +70,8 @@ enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST 
 #define RD 24         /* doubles per tree row: s_X(3), s_Y(3), F_X(9), F_Y(9) (row-major) */
 #define EI 5          /* ints per element: type, body a, body b, input index (-1: none), body axes */
 #define ED 108        /* doubles per element: s_a(3), s_b(3), F_a(9), F_b(9), k or value, c, e0,
-                         direction(3), K(36), C(36), e0(6) */
+                         direction(3), K(36), C(36), e0(6); a TSDA's input gain in K's first
+                         slot (1; -1 for a hydraulic cylinder, whose force F = h = -s) */
 #define CI 3          /* ints per cut joint: kind, parent, child */
 #define CD 25         /* doubles per cut joint: s_p(3), s_c(3), F_p(9), F_c(9), length */
 #define MAXS 16
@@ -1178,7 +1179,7 @@ static int forces(SK *k)
             pair_init(k, a, b, ed, ed + 3, &P);
             if (norm_d(k, &P, &R) != OK)
                 return ERR_SINGULAR;
-            double sf = ed[24] * (R.val - ed[26]) + ed[25] * rate(k, &R) + h;
+            double sf = ed[24] * (R.val - ed[26]) + ed[25] * rate(k, &R) + ed[30] * h;
             apply(k, &R, sf);
             if (eo) {
                 eo[0] = sf;

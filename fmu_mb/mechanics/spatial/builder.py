@@ -356,3 +356,44 @@ class SpatialItems:
         self._contacts.append(Contact(name, "point_point", a, b, pa, pb, (0.0, 0.0, 0.0), d,
                                       1.0 if side == "apart" else -1.0, restitution=e))
         return name
+
+    # -------------------------------------------------------------- hydraulic cylinder
+    def _cylinder3(self, name, a, b, a_point, b_point, min_length, max_length, restitution,
+                   friction, piston_area, rod_area, force_input):
+        """ModelBuilder.cylinder in a spatial model: the force F = h - c l' along the line of
+        the pins (a_point/b_point 3-vectors in body axes), pushing apart positive, a TSDA with
+        s = -F; the stroke limits are the point-point contacts <name>_lower (side "apart") and
+        <name>_upper ("within"), frictionless. Pressure inputs are planar only so far."""
+        where = f"cylinder '{name}'"
+        if piston_area is not None or rod_area is not None:
+            raise ModelError(f"{where}: pressure inputs (piston_area, rod_area) exist in planar "
+                             f"models only so far; in a spatial model give the force through "
+                             f"the input h")
+        a = self._body_ref(where, "a", a)
+        b = self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        lmin = number(where, "min_length", min_length, positive=True)
+        lmax = number(where, "max_length", max_length, positive=True)
+        if not lmin < lmax:
+            raise ModelError(f"{where}: expected min_length < max_length, received "
+                             f"min_length={lmin}, max_length={lmax}")
+        friction = number(where, "friction", friction, nonneg=True)
+        e = _restitution(where, restitution)
+        pa = vec3(where, "a_point", (0, 0, 0) if a_point is None else a_point)
+        pb = vec3(where, "b_point", (0, 0, 0) if b_point is None else b_point)
+        self._check_free([name, f"{name}_lower", f"{name}_upper"], "element")
+        self._claim(name, "element")
+        iname = None
+        if force_input not in (False, None):
+            iname = self._input(where, name, True if force_input is True else force_input,
+                                "N", f"force h of cylinder {name}, pushing the pins apart "
+                                f"positive")
+        self._elements.append(Element(name, "cylinder", a, b, pa, pb, damping=friction,
+                                      free_value=lmin, value=lmax, input=iname,
+                                      gains=(((iname, 1.0),) if iname else ())))
+        for cname, dist, side in ((f"{name}_lower", lmin, 1.0), (f"{name}_upper", lmax, -1.0)):
+            self._claim(cname, "contact")
+            self._contacts.append(Contact(cname, "point_point", a, b, pa, pb,
+                                          (0.0, 0.0, 0.0), dist, side, restitution=e))
+        return name
