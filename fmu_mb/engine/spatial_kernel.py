@@ -65,6 +65,8 @@ def library():
     lib.sk_set_time.restype = None
     lib.sk_set_time.argtypes = [P, D]
     lib.sk_set_drives.argtypes = [P, I, P, P, I, P]
+    lib.sk_set_contacts.argtypes = [P, I, P, P]
+    lib.sk_set_active.argtypes = [P, I, P]
     _kernel._set_tableaus(lib, "sk_set_tableau")
     return lib
 
@@ -177,6 +179,34 @@ def _drives(model):
             np.array(dp or [0.0], dtype=float))
 
 
+def _contacts(model):
+    """ki (nc, 3): kind (1 point-plane, 2 point-point, 3 revolute limit, 4 prismatic limit),
+    body p, body c; kd (nc, 29): s_p, s_c, F_p, F_c, normal (p's axes), offset, side: the
+    gaps of fmu_mb.mechanics.spatial.contacts, model.contacts order."""
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = len(model.bodies)
+    eye = np.eye(3).reshape(-1)
+    ki, kd = [], []
+    for c in model.contacts:
+        if c.kind == "point_plane":
+            ki.append([1, idx[c.other], idx[c.body]])
+            kd.append(np.concatenate([c.other_point, c.point, eye, eye, c.normal,
+                                      [c.offset, 1.0]]))
+        elif c.kind == "point_point":
+            ki.append([2, idx[c.body], idx[c.other]])
+            kd.append(np.concatenate([c.point, c.other_point, eye, eye, [0.0, 0.0, 0.0],
+                                      [c.offset, c.side]]))
+        else:
+            j = model.joint(c.joint)
+            ki.append([3 if j.kind == "revolute" else 4, idx[j.parent], idx[j.child]])
+            kd.append(np.concatenate([j.parent_point, j.child_point,
+                                      np.asarray(j.frame_p, float).reshape(-1),
+                                      np.asarray(j.frame_c, float).reshape(-1),
+                                      [0.0, 0.0, 0.0], [c.offset, c.side]]))
+    return (np.array(ki, dtype=np.intc).reshape(-1, 3),
+            np.array(kd, dtype=float).reshape(-1, 29))
+
+
 def _cut_joints(model):
     """ci (nc, 3): kind, parent, child; cd (nc, 25): s_p, s_c, F_p, F_c, length."""
     idx = {b.name: b.index for b in model.bodies}
@@ -233,7 +263,14 @@ class SpatialKernel:
                                  dp.ctypes.data):
                 raise InputError(f"model '{model.name}': the kernel refused the drives' laws")
             self._drive_data = (di, dd, dp)
+        self.n_contacts = len(model.contacts)
+        if model.contacts:
+            ki, kd = _contacts(model)
+            if lib.sk_set_contacts(handle, len(ki), ki.ctypes.data, kd.ctypes.data):
+                raise InputError(f"model '{model.name}': the kernel refused the contacts")
+            self._contact_data = (ki, kd)
         self.m = int(lib.sk_rows(handle))
+        self._active = np.zeros(self.n_contacts + 1, dtype=np.intc)
         self._rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
                             float).reshape(-1, 9)
         lib.sk_set_pose_data(handle, self._rq.ctypes.data)
@@ -255,7 +292,7 @@ class SpatialKernel:
         self._y = np.zeros(2 * n + 1)
         self._qdd = np.zeros(n + 1)
         self._u = np.zeros(self.n_inputs + 1)
-        self._lam = np.zeros(self.m + 1)
+        self._lam = np.zeros(self.m + self.n_contacts + 1)
         self._par = np.zeros(9)
         self._nfev = np.zeros(1, dtype=np.intc)
         self._stab = None
@@ -355,6 +392,41 @@ class SpatialKernel:
                 raise self._error(rc, 0.0, "the element outputs cannot be computed")
             return [list(self._el_out[i, :w]) for i, w in self._el_map]
 
+    def _set_active(self, active):
+        """Under the lock: the contacts `active` (indices) become rows gap = 0."""
+        na = len(active)
+        self._active[:na] = active
+        if self.lib.sk_set_active(self.handle, na, self._active.ctypes.data):
+            raise InputError(f"model '{self.name}': the kernel refused the active contacts "
+                             f"{list(active)}")
+
+    def contact_accelerations(self, q, qd, t, u, active, baumgarte=None):
+        """(qdd, lam_c) with the persistent contacts `active` (indices into model.contacts)
+        as rows gap = 0: lam_c (len(active),) their multipliers (contact force -lam_c)."""
+        n = self.n
+        with self._lock:
+            self._set_active(active)
+            try:
+                y = self._load_for_accelerations(q, qd, u, baumgarte, t)
+                rc = self.lib.sk_accelerations(self.handle, y, y + 8 * n,
+                                               self._u.ctypes.data, self._qdd.ctypes.data)
+                if rc:
+                    raise self._error(rc, t, "the accelerations cannot be computed")
+                self.lib.sk_multipliers(self.handle, self._lam.ctypes.data)
+                return (self._qdd[:n].copy(),
+                        self._lam[self.m:self.m + len(active)].copy())
+            finally:
+                self._set_active(())
+
+    def contact_project(self, q, qd, t, tol, active):
+        """project() with the persistent contacts `active` as rows gap = 0."""
+        with self._lock:
+            self._set_active(active)
+            try:
+                return self._project_unlocked(q, qd, t, tol)
+            finally:
+                self._set_active(())
+
     def multipliers(self):
         """lam of the kernel's cut rows from the last evaluation."""
         with self._lock:
@@ -364,16 +436,19 @@ class SpatialKernel:
     def project(self, q, qd, t=0.0, tol=1e-13):
         """(q, qd) with the Euler parameters normalised and the loop rows closed to
         |phi| <= tol (1 + max |r|)."""
-        n = self.n
         with self._lock:
-            mode = self._stab[0] if self._stab else "projection"
-            self._stabilization(mode, self._stab[1:3] if self._stab else (0.0, 0.0), tol)
-            self._y[:n], self._y[n:2 * n] = q, qd
-            self.lib.sk_set_time(self.handle, float(t))
-            rc = self.lib.sk_project(self.handle, self._y.ctypes.data)
-            if rc:
-                raise self._error(rc, t, "the projection failed")
-            return self._y[:n].copy(), self._y[n:2 * n].copy()
+            return self._project_unlocked(q, qd, t, tol)
+
+    def _project_unlocked(self, q, qd, t, tol):
+        n = self.n
+        mode = self._stab[0] if self._stab else "projection"
+        self._stabilization(mode, self._stab[1:3] if self._stab else (0.0, 0.0), tol)
+        self._y[:n], self._y[n:2 * n] = q, qd
+        self.lib.sk_set_time(self.handle, float(t))
+        rc = self.lib.sk_project(self.handle, self._y.ctypes.data)
+        if rc:
+            raise self._error(rc, t, "the projection failed")
+        return self._y[:n].copy(), self._y[n:2 * n].copy()
 
     def advance(self, method, t, t_end, q, qd, h, rtol, atol, max_step, step, u=None,
                 stab=("projection", (0.0, 0.0), 1e-13), max_steps=0):

@@ -14,10 +14,10 @@ with Newton's restitution law,
 
 for the active set of impact.solve_impact, and a persistent contact is one more row
 Dq_c qdd = -conv_q. Tq' removes only the tree joints' impulses, so r_c equals newton_euler's.
-Frictionless; no Reduction Method in 3-D. Formulation recursive: between events (no
-persistent contact) the right-hand side is the compiled spatial kernel's
-(fmu_mb.engine.spatial_kernel, the contact-free dynamics); event location, impacts and the
-persistent-contact phases are these Python functions.
+Frictionless; no Reduction Method in 3-D. Formulation recursive: the right-hand side and the
+drift projection are the compiled spatial kernel's (fmu_mb.engine.spatial_kernel), the
+persistent contacts' gap rows closed in C (sk_set_active); event location and the impacts
+are these Python functions.
 """
 from functools import lru_cache
 from types import SimpleNamespace
@@ -108,12 +108,13 @@ def project(model, form, y, t, tol, active, pas=None, locks=None):
         res, J, _ = _extra(model, x, zx, Tq, zx, active)
         return (np.concatenate([(P * P).sum(1) - 1.0, res]), np.vstack([Jn, J]),
                 np.zeros(k + len(res)))
+    n = tm.n
+    qd = np.array(y[n:], float)
     y = _minimal.project(model, y, t, tol, st.transform, extra=extra, cut=tm.cut_rows,
                          n=tm.n)
-    # the velocities: the change of least kinetic energy (an inelastic impulse on the rows,
-    # as newton_euler's projection), not the minimum-norm change in q
-    n = tm.n
-    q, qd = y[:n], y[n:]
+    # the velocities: the change of least kinetic energy from the given qd (an inelastic
+    # impulse on the rows, as newton_euler's projection), not the minimum-norm change in q
+    q = y[:n]
     x, xd, Tq, g = st.transform(model, q, qd)
     _, Dq, _, phi_t = _spatial_tmt.rows(model, q, qd, x, xd, Tq, g, t)
     _, J, _ = _extra(model, x, xd, Tq, g, active)
@@ -141,18 +142,31 @@ def contact_kit(name):
                          "equations only")
 
     def acc(model, q, qd, t, u, active, pas=None, baumgarte=None, locks=None):
-        if name == "recursive" and not np.any(active):    # between events: the C kernel
+        if name == "recursive":          # the C kernel, the persistent contacts as rows
             from ...engine.spatial_kernel import spatial_kernel
 
-            qdd = spatial_kernel(model).accelerations(q, qd, t, u, baumgarte)
-            return _ne.ContactDynamics(qdd, np.zeros(0), np.zeros(len(model.contacts)),
-                                       None, None)
+            _no_reduction(pas, locks)
+            ia = np.flatnonzero(active)
+            qdd, lam = spatial_kernel(model).contact_accelerations(q, qd, t, u, ia, baumgarte)
+            lam_c = np.zeros(len(model.contacts))
+            lam_c[ia] = lam
+            return _ne.ContactDynamics(qdd, np.zeros(0), lam_c, None, None)
         return accelerations(model, equations, q, qd, t, u, active, pas, baumgarte, locks)
+
+    def proj(model, y, t, tol, active, pas=None, locks=None):
+        if name == "recursive" and np.any(active):
+            from ...engine.spatial_kernel import spatial_kernel
+
+            _no_reduction(pas, locks)
+            n = y.shape[0] // 2
+            return np.concatenate(spatial_kernel(model).contact_project(
+                y[:n], y[n:], t, tol, np.flatnonzero(active)))
+        return project(model, form, y, t, tol, active, pas, locks)
 
     return SimpleNamespace(
         gaps=gaps, contact_rows=contact_rows, accelerations=acc,
         impact=impact,
-        project=lambda model, y, *a, **k: project(model, form, y, *a, **k),
+        project=proj,
         kinetic=kinetic, singular_position=unavailable, criterion=unavailable,
         joint_coordinates=unavailable, set_joint_rate=unavailable, restitute=unavailable,
         effective_mass=unavailable, pass_tuple=lambda model, st_: None,

@@ -56,6 +56,12 @@
  * complement, drift projection and multiplier (the drive's effort is -lam, as in tmt, whose
  * drive rows are the same equations). The time of the rows is k->t (sk_set_time; the
  * integrators set it at each stage).
+ *
+ * Persistent contacts (sk_set_contacts, sk_set_active): the gap of an active contact is one
+ * more row, gap = 0 (fmu_mb.mechanics.spatial.contacts' gaps: a point on a plane, the
+ * distance of two points, a revolute or prismatic joint's coordinate against a bound, times
+ * the contact's side); its multiplier is the contact's (the force is -lam). Event location
+ * and the impacts run in Python (fmu_mb.dynamics.formulations._spatial_contacts).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -87,6 +93,10 @@ typedef struct {               /* a scalar of two bodies p, c: value, twist Jaco
 #define DRI 6         /* ints per drive: kind (1 revolute, 2 prismatic), parent, child, law
                          (1 polynomial, 2 harmonic), offset in dp, number of values */
 #define DRD 24        /* doubles per drive: s_p(3), s_c(3), F_p(9), F_c(9) (row-major) */
+#define KI 3          /* ints per contact: kind (1 point-plane, 2 point-point, 3 revolute
+                         limit, 4 prismatic limit), body p, body c */
+#define KD 29         /* doubles per contact: s_p(3), s_c(3), F_p(9), F_c(9), normal(3) (in
+                         p's axes), offset, side */
 
 typedef struct {
     int nb, n, nv;
@@ -104,6 +114,10 @@ typedef struct {
     int nd, mc;
     int *di;
     double *dd, *dp;
+    /* contacts (sk_set_contacts) and the active ones (sk_set_active): rows after the drives */
+    int nk, na;
+    int *ki, *act;
+    double *kd;
     /* cut joints and their rows */
     int nc, m;
     int *ci;
@@ -127,7 +141,8 @@ void sk_free(SK *k)
                  k->rows, k->Dv, k->Wt, k->Sm, k->Vm, k->ev, k->lam, k->rr, k->work, k->r,
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
                  k->acc, k->fw, k->Jg, k->dof, k->live, k->moving, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
-                 k->ynew, k->fy, k->scale, k->err, k->di, k->dd, k->dp};
+                 k->ynew, k->fy, k->scale, k->err, k->di, k->dd, k->dp, k->ki, k->kd,
+                 k->act};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -312,9 +327,47 @@ int sk_set_drives(SK *k, int nd, const int *di, const double *dd, int ndp, const
     k->dp = dup(dp, sizeof(double) * (ndp > 0 ? ndp : 1));
     if (!k->di || !k->dd || !k->dp)
         return ERR_ARGS;
-    if (alloc_rows(k, k->mc + nd) != OK)
+    if (alloc_rows(k, k->mc + nd + k->na) != OK)
         return ERR_ARGS;
     k->nd = nd;
+    return OK;
+}
+
+/* nk contacts: ki (nk, KI), kd (nk, KD) as fmu_mb.mechanics.spatial.contacts' gaps;
+ * none active */
+int sk_set_contacts(SK *k, int nk, const int *ki, const double *kd)
+{
+    for (int i = 0; i < nk; i++) {
+        const int *K = ki + KI * i;
+        if (K[0] < 1 || K[0] > 4 || K[1] < 0 || K[1] > k->nb || K[2] < 0 || K[2] > k->nb)
+            return ERR_ARGS;
+    }
+    free(k->ki);
+    free(k->kd);
+    free(k->act);
+    k->nk = k->na = 0;
+    k->ki = dup(ki, sizeof(int) * KI * nk);
+    k->kd = dup(kd, sizeof(double) * KD * nk);
+    k->act = calloc((size_t)(nk > 0 ? nk : 1), sizeof(int));
+    if (!k->ki || !k->kd || !k->act || alloc_rows(k, k->mc + k->nd) != OK)
+        return ERR_ARGS;
+    k->nk = nk;
+    return OK;
+}
+
+/* the contacts idx (na of them) become rows gap = 0 (persistent contacts); their
+ * multipliers follow the drives' in sk_multipliers */
+int sk_set_active(SK *k, int na, const int *idx)
+{
+    for (int i = 0; i < na; i++)
+        if (idx[i] < 0 || idx[i] >= k->nk)
+            return ERR_ARGS;
+    if (na > k->nk)
+        return ERR_ARGS;
+    if (na != k->na && alloc_rows(k, k->mc + k->nd + na) != OK)
+        return ERR_ARGS;
+    memcpy(k->act, idx, sizeof(int) * na);
+    k->na = na;
     return OK;
 }
 
@@ -1348,6 +1401,33 @@ static int cut_rows(SK *k)
         }
         R->gam -= v[2];
         R->rt = v[1];
+    }
+    for (int a = 0; a < k->na; a++) {          /* persistent contacts: gap = 0 */
+        const int *K = k->ki + KI * k->act[a];
+        const double *kd = k->kd + KD * k->act[a];
+        Pair P;
+        Row *R = &k->rows[r++];
+        double side = kd[28];
+        pair_init(k, K[1], K[2], kd, kd + 3, &P);
+        if (K[0] == 1) {                        /* n . (P_c - P_p) - radius */
+            double n[3];
+            mat3(k->A + 9 * K[1], kd + 24, n);
+            dot_d(k, &P, n, 1, R);
+        } else if (K[0] == 2) {                 /* |P_c - P_p| */
+            if (norm_d(k, &P, R) != OK)
+                return ERR_SINGULAR;
+        } else if (K[0] == 3) {                 /* revolute angle */
+            joint_angle_full(k, &P, kd + 6, kd + 15, R);
+        } else {                                /* prismatic position z_p . d */
+            double zp[3];
+            frame_axis(k, K[1], kd + 6, 2, zp);
+            dot_d(k, &P, zp, 1, R);
+        }
+        R->val = side * (R->val - kd[27]);
+        for (int i = 0; i < 12; i++)
+            R->j[i] *= side;
+        R->gam *= side;
+        R->rt = 0.0;
     }
     int nv = k->nv;
     for (r = 0; r < k->m; r++) {
