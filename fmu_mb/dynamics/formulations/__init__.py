@@ -145,7 +145,7 @@ def _recursive_supports(model):
     # multipliers (formulation 'recursive' set explicitly still tries and says why it fails)
     # a body placed by a driven tree joint is exempt: a prescribed joint never divides by
     # its articulated inertia (seed 000's driven crane with a massless cart)
-    # (planar kernel only: the spatial one refuses drives)
+    # (planar kernel only: the spatial one closes drives as rows, which needs the inertia)
     driven = {d.joint for d in model.drives}
     placed_by_drive = set()
     if driven and not getattr(model, "spatial", False):

@@ -37,8 +37,11 @@ Spatial models: the 3-D articulated-body algorithm of native/spatial_kernel.c
 spherical joints and floating roots, normalised after each step in C); trees of revolute,
 prismatic, spherical and weld joints and floating bodies, loops closed by cut joints of
 every spatial kind (the same Schur complement and projection as the planar kernel), with
-gravity, TSDA, RSDA, bushings, forces and torques. Drives and contacts need tmt or
-newton_euler.
+gravity, TSDA, RSDA, bushings, forces, torques and hydraulic cylinders; drives on revolute
+and prismatic joints with the laws constant_rate, harmonic and polynomial as rows after the
+cut joints' (evaluated in C); contacts with the persistent contacts' gap rows in C and the
+event location and impacts in Python (formulations/_spatial_contacts.py; `auto` leaves
+spatial contact models to newton_euler).
 """
 import numpy as np
 
