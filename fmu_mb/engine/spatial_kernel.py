@@ -75,8 +75,7 @@ def supported(model, contacts=False):
     """None when the spatial kernel can run `model`, else the reason why not (a sentence).
     contacts=True: the kernel's part of a contact model (its contact-free dynamics, which the
     event loop of fmu_mb.dynamics.integrate steps between events with the contacts' rows in
-    Python: formulations/_spatial_contacts.py); formulation 'auto' leaves contact models to
-    newton_euler."""
+    Python: formulations/_spatial_contacts.py)."""
     for d in model.drives:
         if _kernel._law(d.motion) is None:
             return (f"drive '{d.name}' follows a Motion of Python functions; the kernel "

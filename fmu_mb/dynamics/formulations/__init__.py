@@ -130,7 +130,7 @@ def _recursive_supports(model):
     if getattr(model, "spatial", False):
         from ...engine.spatial_kernel import library as spatial_library, supported as spatial_supported
 
-        why, lib = spatial_supported(model), spatial_library
+        why, lib = spatial_supported(model, contacts=True), spatial_library
     else:
         why, lib = supported(model), library
     if why is not None:

@@ -40,8 +40,7 @@ every spatial kind (the same Schur complement and projection as the planar kerne
 gravity, TSDA, RSDA, bushings, forces, torques and hydraulic cylinders; drives on revolute
 and prismatic joints with the laws constant_rate, harmonic and polynomial as rows after the
 cut joints' (evaluated in C); contacts with the persistent contacts' gap rows in C and the
-event location and impacts in Python (formulations/_spatial_contacts.py; `auto` leaves
-spatial contact models to newton_euler).
+event location and impacts in Python (formulations/_spatial_contacts.py).
 """
 import numpy as np
 
@@ -65,7 +64,7 @@ def supports(model):
     if model.spatial:
         from ...engine.spatial_kernel import supported as spatial_supported
 
-        return spatial_supported(model) is None
+        return spatial_supported(model, contacts=True) is None
     return supported(model) is None
 
 
