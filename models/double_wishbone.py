@@ -61,6 +61,18 @@ mechanism's velocity Jacobian at the design pose (bench/suspension_statics.py pr
 tests/test_suspensions.py checks the equilibrium). The coil-over then carries 6570 N (Chrono's
 spring preload: 7600 N). Changing masses or F0 moves the equilibrium, as on a car.
 
+Bump and rebound stops (parameter stops = "on"; "off" by default, so that the model keeps
+running in every formulation and the compiled kernel): two frictionless point-point contacts
+on the coil-over's stroke between SPRING_C and SPRING_A, bump_stop (length >= l_s - travel)
+and rebound_stop (length <= l_s + travel), with Newton's restitution stop_restitution. The
+travel comes from Chrono's E90: BMW_E90_DoubleWishbone.cpp enables the spring's stops at its
+rest length -/+ 0.05 m, and that rest length (0.275364585 m) is the design length l_s of
+SPRING_C-SPRING_A here. Chrono's stops are elastic (stiffness 2 k); here they are rigid
+impacts, their restitution 0.3 an assumption. The stops' outputs: bump_stop.impacts,
+.last_time, .last_impulse, .active, .force, .gap (and rebound_stop.*). With stops "on" the
+model runs in newton_euler (spatial contacts are not in tmt, lagrange and the compiled kernel
+yet).
+
 Output of interest: the marker wheel_centre (SPINDLE) -> wheel_centre.x, .y, .z.
 """
 import numpy as np
@@ -103,6 +115,8 @@ STEERING_STIFFNESS = 2.0e5       # assumed toe-link mount [N/m]
 STEERING_DAMPING = 2.0e3         # assumed [N.s/m]
 TIE_ROD_RADIUS = 0.01            # Chrono's m_tierodRadius
 TYRE_RADIUS = 0.31785           # Chrono's TMeasy rear tyre, m_unloaded_radius
+STOP_TRAVEL = 0.05               # Chrono's E90 spring stops: rest length -/+ 0.05 m
+STOP_RESTITUTION = 0.3           # assumed (Chrono's stops are elastic, 2 k)
 RACK_SPRING_LENGTH = 0.3         # length of the steering TSDA at the design pose [m]
 
 # The design pose is the static equilibrium (python bench/suspension_statics.py, default
@@ -178,6 +192,12 @@ def build(**overrides):
                    min=1.0)
     c_r = mb.param("steering_damping", STEERING_DAMPING, "N.s/m", "steering damping at the rack",
                    min=0.0)
+    stops = mb.param("stops", "off", "1", "bump and rebound stops on the coil-over stroke",
+                     choices=("off", "on"), structural=True)
+    travel = mb.param("stop_travel", STOP_TRAVEL, "m", "coil-over travel from the design "
+                      "length to either stop", min=1e-6)
+    e_stop = mb.param("stop_restitution", STOP_RESTITUTION, "1", "restitution of the stops",
+                      min=0.0, max=1.0)
     mb.gravity = (0.0, 0.0, -g)
 
     P = hp
@@ -218,4 +238,9 @@ def build(**overrides):
             b_point=(0.0, 0.0, 0.0), stiffness=k_r, damping=c_r,
             free_length=RACK_SPRING_LENGTH - R0 / k_r)
     mb.point("wheel_centre", ca, at=wc)
+    if stops == "on":
+        mb.contact_points("bump_stop", G, la, a_at=P("SPRING_C"), b_at=P("SPRING_A"),
+                          distance=l_s - travel, side="apart", restitution=e_stop)
+        mb.contact_points("rebound_stop", G, la, a_at=P("SPRING_C"), b_at=P("SPRING_A"),
+                          distance=l_s + travel, side="within", restitution=e_stop)
     return mb.build()

@@ -155,15 +155,17 @@ def test_double_wishbone_road_step_follows_newton_euler():
     assert a["wheel_centre.z"][-1] - a["wheel_centre.z"][0] > 1e-3
 
 
-def test_recursive_still_refuses_drives_naming_why():
+def test_recursive_refuses_drives_of_python_functions_naming_why():
+    """Drives with a law as data run in the kernel (tests/test_spatial_contacts.py); a Motion
+    of Python functions is refused, naming the drive."""
+    from fmu_mb import Motion
     mb = ModelBuilder("driven", {}, gravity=(0.0, -9.81, 0.0))
     b = mb.body("b", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.5, 0.0, 0.0))
     mb.revolute("R", mb.ground, b, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0))
-    from fmu_mb import constant_rate
-    mb.drive("turn", "R", constant_rate(1.0))
+    mb.drive("turn", "R", Motion(lambda t: t, lambda t: 1.0, lambda t: 0.0))
     model = mb.build()
     assert not REC.supports(model)
-    with pytest.raises(InputError, match="drives"):
+    with pytest.raises(InputError, match="drive 'turn' follows a Motion of Python"):
         simulate(model, 0.1, formulation="recursive")
 
 

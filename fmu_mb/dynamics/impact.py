@@ -20,7 +20,9 @@ bilateral row Dc xdd = -conv whose multiplier lam_c gives the contact force -lam
 when that force would become tensile. Drenovac's Reduction Method (seed 002) replaces the
 impact equations for contacts declared with method "reduction" (see `start_pass`).
 
-Everything here is in absolute coordinates x (newton_euler); fmu_mb.dynamics.impact_minimal gives the
+Everything here is in absolute coordinates x (newton_euler; spatial models: x = (r, p) per
+body, the Euler-parameter mass matrix M(x) and linalg.solve_kkt_dense, frictionless contacts of
+fmu_mb.mechanics.spatial.contacts); fmu_mb.dynamics.impact_minimal gives the
 same functions in tree joint coordinates, and its `contact_kit(formulation)` picks the set
 the event loop in integrate.py uses. The gap geometry (ContactBlock, contact_rows, gaps)
 lives in fmu_mb.mechanics.contacts.
@@ -34,7 +36,14 @@ from ..mechanics import kinematics as kin
 from ..mechanics.elements import applied_forces
 from ..errors import DriftError, ImpactError
 from ..mechanics.contacts import ContactBlock, compile_contacts, contact_rows, gaps  # noqa: F401
-from ..linalg import min_norm_correction, solve_kkt
+from ..linalg import min_norm_correction, solve_kkt, solve_kkt_dense
+
+
+def _spatial_mass(model, x):
+    """The Euler-parameter mass matrix of a spatial model (mechanics.spatial.elements)."""
+    from ..mechanics.spatial.elements import mass_matrix   # a planar model never loads it
+
+    return mass_matrix(model, x)
 
 
 # ---------------------------------------------------------------------- impact equations
@@ -73,11 +82,18 @@ def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
     C = model.compiled
     gap, Dc, _ = contact_rows(model, x, xd)
     _, D, _, phi_t = constraints.evaluate(model, x, xd, t, need_conv=False)
-    mass = None if C.mass_positive else C.mass_diag
-    F = C.mass_diag * xd
+    if C.spatial:           # M(x) = diag(m I, 4 G' J G): the normalisation rows keep p . p'
+        M = _spatial_mass(model, x)
+        F = M @ xd
 
-    def solve(A, b):
-        return solve_kkt(C.inv_mass_diag, A, F, b, mass)
+        def solve(A, b):
+            return solve_kkt_dense(M, A, F, b)
+    else:
+        mass = None if C.mass_positive else C.mass_diag
+        F = C.mass_diag * xd
+
+        def solve(A, b):
+            return solve_kkt(C.inv_mass_diag, A, F, b, mass)
     return solve_impact(model, xd, gap, Dc, D, phi_t, solve, closed, restitution, tol)
 
 
@@ -265,7 +281,11 @@ def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=No
         b = b - 2.0 * alpha * (A @ xd - np.concatenate([-phi_t, rate])) \
             - beta * beta * np.concatenate([phi, res])
     F = applied_forces(model, x, xd, t, u)
-    xdd, lam = solve_kkt(C.inv_mass_diag, A, F, b, None if C.mass_positive else C.mass_diag)
+    if C.spatial:
+        xdd, lam = solve_kkt_dense(_spatial_mass(model, x), A, F, b)
+    else:
+        xdd, lam = solve_kkt(C.inv_mass_diag, A, F, b,
+                             None if C.mass_positive else C.mass_diag)
     return contact_dynamics(model, xdd, lam, phi, D, active, locks)
 
 
@@ -349,7 +369,7 @@ def project(model, y, t, tol, active, pas=None, locks=None):
     """Project y = (x, xd) onto the joints' rows (as integrate.project_absolute) and the
     extra rows of the persistent contacts and a Reduction pass (minimum M-norm changes)."""
     C = model.compiled
-    n = 3 * C.nb
+    n = y.shape[0] // 2
     x, xd = y[:n].copy(), y[n:]
     Minv = C.inv_mass_diag
     zero = np.zeros(n)
@@ -374,6 +394,9 @@ def project(model, y, t, tol, active, pas=None, locks=None):
         x -= min_norm_correction(Minv, A, r)
     if it:
         r, A, b = rows(x)
+    if C.spatial:           # the velocity change of least kinetic energy (an inelastic impulse)
+        M = _spatial_mass(model, x)
+        return np.concatenate([x, solve_kkt_dense(M, A, M @ xd, b)[0]])
     xd = xd - min_norm_correction(Minv, A, A @ xd - b)
     return np.concatenate([x, xd])
 
@@ -386,7 +409,7 @@ def _ne_kit():
 
     return SimpleNamespace(
         gaps=gaps, contact_rows=contact_rows, accelerations=accelerations, impact=impact,
-        project=project, kinetic=lambda model, x, xd: kinetic_energy(model, xd),
+        project=project, kinetic=lambda model, x, xd: kinetic_energy(model, xd, x),
         singular_position=singular_position, criterion=criterion,
         joint_coordinates=constraints.joint_coordinates, set_joint_rate=set_joint_rate,
         restitute=restitute, effective_mass=effective_mass, pass_tuple=pass_tuple,

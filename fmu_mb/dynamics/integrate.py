@@ -161,6 +161,11 @@ def check_spatial(model, settings):
         raise InputError(f"model '{model.name}' is spatial: formulation "
                          f"'{settings.formulation}' is planar only; use formulation "
                          f"'newton_euler' or 'tmt'")
+    if model.spatial and model.contacts and settings.formulation == "minimal":
+        raise InputError(f"model '{model.name}' is spatial with contacts "
+                         f"{[c.name for c in model.contacts]}: formulation 'minimal' does "
+                         f"not handle contacts; use 'newton_euler', 'tmt', 'lagrange' or "
+                         f"'recursive'")
     if model.spatial and settings.method in IMPLICIT_METHODS:
         raise InputError(f"model '{model.name}' is spatial: method '{settings.method}' runs "
                          f"planar models only so far; use an explicit or adaptive method: "
@@ -453,7 +458,11 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     from .impact import Status
     from .impact_minimal import contact_kit
 
-    impact = contact_kit(settings.formulation)
+    if model.spatial and settings.formulation != "newton_euler":   # spatial joint coordinates
+        from .formulations._spatial_contacts import contact_kit as spatial_kit
+        impact = spatial_kit(settings.formulation)
+    else:
+        impact = contact_kit(settings.formulation)
     st = Status(model, state.extra)
     nq = state.q.shape[0]
     y = np.concatenate([state.q, state.qd])

@@ -25,10 +25,11 @@ Spatial models (README "Spatial models"): per body B.x, B.y, B.z [m], B.e0 ... B
 parameters), B.alpha, B.beta, B.gamma [rad] (Cardan angles, A = Rx Ry Rz), B.vx, B.vy, B.vz
 [m/s], B.wx, B.wy, B.wz [rad/s] (angular velocity, global axes); per joint J.fx, J.fy, J.fz
 [N] and J.tx, J.ty, J.tz [N.m] (parent on child at the child's joint point, global axes;
-distance joints J.tension), cylindrical J.angle, J.rate, J.position, J.velocity, universal
+distance joints J.tension), cylinders E.force, .length, .stroke, .stroke_rate, .fx, .fy,
+.fz, .end_stops, cylindrical J.angle, J.rate, J.position, J.velocity, universal
 J.angle1, J.rate1, J.angle2, J.rate2; per bushing
 E.fx ... E.tz (frame a's axes); per point P.x, P.y,
-P.z, P.vx, P.vy, P.vz.
+P.z, P.vx, P.vy, P.vz; per contact (frictionless) the planar contact outputs above.
 """
 from functools import lru_cache
 from typing import NamedTuple
@@ -105,6 +106,13 @@ def _spec(model):
             (f"{p.name}.y", "m", f"y of point {p.name}"),
             (f"{p.name}.vx", "m/s", f"x velocity of point {p.name}"),
             (f"{p.name}.vy", "m/s", f"y velocity of point {p.name}"))
+    _contact_spec(model, add)
+    _energy_spec(add)
+    return tuple(out)
+
+
+def _contact_spec(model, add):
+    """The outputs of the contacts (planar and spatial; module docstring)."""
     for c, unit in zip(model.contacts, model.compiled.contacts.units if model.contacts else ()):
         rot = unit == "rad"
         add("contacts", (f"{c.name}.gap", unit, f"gap of contact {c.name}"),
@@ -117,8 +125,6 @@ def _spec(model):
             (f"{c.name}.energy_loss", "J", f"kinetic energy lost in impacts of {c.name}"))
         add("dynamics", (f"{c.name}.force", "N.m" if rot else "N",
                          f"force of the persistent contact {c.name}, pushing positive"))
-    _energy_spec(add)
-    return tuple(out)
 
 
 def _spatial_spec(model, add):
@@ -156,6 +162,7 @@ def _spatial_spec(model, add):
     for p in model.markers:
         add("markers", *[(f"{p.name}.{c}", "m", f"{c} of point {p.name}") for c in "xyz"],
             *[(f"{p.name}.v{c}", "m/s", f"{c} velocity of point {p.name}") for c in "xyz"])
+    _contact_spec(model, add)
     _energy_spec(add)
 
 
@@ -190,6 +197,8 @@ def _drive_and_element_spec(model, add):
                 (f"{e.name}.stroke_rate", "m/s", f"stroke rate of cylinder {e.name}"),
                 (f"{e.name}.fx", "N", f"x force of cylinder {e.name} on {e.b} at its pin"),
                 (f"{e.name}.fy", "N", f"y force of cylinder {e.name} on {e.b} at its pin"),
+                *([(f"{e.name}.fz", "N", f"z force of cylinder {e.name} on {e.b} at its "
+                                          f"pin")] if model.spatial else []),
                 (f"{e.name}.end_stops", "1", f"end-stop impacts of cylinder {e.name} so far",
                  "integer"))
         elif e.kind == "bushing":
@@ -366,14 +375,20 @@ class Outputs:
     def _elements(self):
         vals = []
         fast = getattr(self.form, "element_values", None)
-        if fast is not None and self.model.spatial and self.state.coords == "joint":
+        cylinders = any(e.kind == "cylinder" for e in self.model.elements)
+        if (fast is not None and self.model.spatial and self.state.coords == "joint"
+                and not cylinders):
             for el in fast(self.model, self.state.q, self.state.qd, self.u):
                 vals += list(el)
             return np.array(vals, dtype=float)
         x, xd = self._get("absolute")
         if self.model.spatial:
-            for el in element_outputs(self.model, x, xd, self.u):
+            for e, el in zip(self.model.elements, element_outputs(self.model, x, xd, self.u)):
                 vals += list(el)
+                if e.kind == "cylinder":    # end-stop impacts so far
+                    data = self._get("status").data
+                    vals.append(float(sum(data[f"{e.name}_{end}"]["impacts"]
+                                          for end in ("lower", "upper"))))
             return np.array(vals, dtype=float)
         cyl = iter(cylinder_outputs(self.model, x, xd, self.u))
         for e, (s, el) in zip(self.model.elements,

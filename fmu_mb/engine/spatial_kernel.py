@@ -3,7 +3,8 @@ spatial tree by the articulated-body algorithm, with the force elements (TSDA, R
 bushing, force, torque, with their inputs h), the cut joints that close loops as multiplier
 rows (drift control by projection after each step, in C), and the explicit integrators
 (rk4, dopri5, dop853 with scipy's coefficients and step-size control), in C, through ctypes.
-Compiled and cached like the planar kernel (fmu_mb.engine.kernel), in its own library.
+Compiled and cached like the planar kernel (fmu_mb.engine.kernel), in its own library. Drives on revolute and prismatic joints with the
+laws constant_rate, harmonic and polynomial are rows after the cut joints' (sk_set_drives).
 
 Coordinates are those of the spatial tmt (fmu_mb.mechanics.spatial.tree): revolute angles,
 prismatic positions, the Euler parameters of spherical joints and of floating roots.
@@ -26,7 +27,7 @@ _DOF = {"weld": 0, "revolute": 1, "prismatic": 1, "spherical": 3, "free": 6}
 #: cut joint kinds the kernel closes (fmu_mb.mechanics.spatial.constraints' rows)
 _CUT = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
         "weld": 5, "distance": 6}
-_ELEMENT = {"tsda": 0, "rsda": 1, "force": 2, "torque": 3, "bushing": 4}
+_ELEMENT = {"tsda": 0, "rsda": 1, "force": 2, "torque": 3, "bushing": 4, "cylinder": 0}
 _STABILIZATION = {"none": 0, "projection": 1, "baumgarte": 2}
 ED = 108
 _ERRORS = {1: "the state became non-finite (NaN or infinity)",
@@ -61,15 +62,25 @@ def library():
     lib.sk_rows.argtypes = [P]
     lib.sk_multipliers.restype = None
     lib.sk_multipliers.argtypes = [P, P]
+    lib.sk_set_time.restype = None
+    lib.sk_set_time.argtypes = [P, D]
+    lib.sk_set_drives.argtypes = [P, I, P, P, I, P]
+    lib.sk_set_contacts.argtypes = [P, I, P, P]
+    lib.sk_set_active.argtypes = [P, I, P]
     _kernel._set_tableaus(lib, "sk_set_tableau")
     return lib
 
 
-def supported(model):
-    """None when the spatial kernel can run `model`, else the reason why not (a sentence)."""
-    if model.drives:
-        return f"it has drives {[d.name for d in model.drives]}"
-    if getattr(model, "contacts", None):
+def supported(model, contacts=False):
+    """None when the spatial kernel can run `model`, else the reason why not (a sentence).
+    contacts=True: the kernel's part of a contact model (its contact-free dynamics, which the
+    event loop of fmu_mb.dynamics.integrate steps between events with the contacts' rows in
+    Python: formulations/_spatial_contacts.py)."""
+    for d in model.drives:
+        if _kernel._law(d.motion) is None:
+            return (f"drive '{d.name}' follows a Motion of Python functions; the kernel "
+                    f"evaluates the laws of constant_rate, harmonic and polynomial")
+    if getattr(model, "contacts", None) and not contacts:
         return f"it has contacts {[c.name for c in model.contacts]}"
     for name in model.topology.cut_joints:
         kind = model.joint(name).kind
@@ -110,7 +121,8 @@ def _elements(model):
     ei, ed = [], []
 
     def put(kind, a, b, u, body_frame=False, sa=(0, 0, 0), sb=(0, 0, 0), Fa=None, Fb=None,
-            k=0.0, c=0.0, e0=0.0, direction=(0, 0, 0), K=None, Cm=None, e06=None):
+            k=0.0, c=0.0, e0=0.0, direction=(0, 0, 0), K=None, Cm=None, e06=None,
+            gain=1.0):
         d = np.zeros(ED)
         d[0:3], d[3:6] = sa, sb
         d[6:15] = np.eye(3).reshape(-1) if Fa is None else np.asarray(Fa).reshape(-1)
@@ -120,13 +132,15 @@ def _elements(model):
         if K is not None:
             d[30:66], d[66:102], d[102:108] = (np.asarray(K).reshape(-1),
                                                np.asarray(Cm).reshape(-1), e06)
+        elif kind == "tsda":
+            d[30] = gain                   # the input's gain (-1: a cylinder, s = -F)
         ei.append([_ELEMENT[kind], a, b, int(u), int(body_frame)])
         ed.append(d)
 
     g = C.tsda
     for i in range(len(g.pairs)):
         put("tsda", g.pairs.p[i], g.pairs.c[i], g.u[i], sa=g.sp[i], sb=g.sc[i], k=g.k[i],
-            c=g.c[i], e0=g.e0[i])
+            c=g.c[i], e0=g.e0[i], gain=g.gain[i])
     g = C.rsda
     for i in range(len(g.pairs)):
         put("rsda", g.pairs.p[i], g.pairs.c[i], g.u[i], sa=g.sp[i], sb=g.sc[i], Fa=g.Fp[i],
@@ -142,6 +156,54 @@ def _elements(model):
         put("torque", C.trq_reaction[i], C.trq_body[i], C.trq_u[i], C.trq_body_frame[i],
             k=C.trq_value[i], direction=C.trq_dir[i])
     return (np.array(ei, dtype=np.intc).reshape(-1, 5), np.array(ed, float).reshape(-1, ED))
+
+
+def _drives(model):
+    """di (nd, 6): kind (1 revolute, 2 prismatic), parent, child, law code, offset, count;
+    dd (nd, 24): s_p, s_c, F_p, F_c (the joint's points and frames); dp the laws' numbers."""
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = len(model.bodies)
+    di, dd, dp = [], [], []
+    for d in model.drives:
+        j = model.joint(d.joint)
+        code, values = _kernel._law(d.motion)
+        di.append([1 if j.kind == "revolute" else 2, idx[j.parent], idx[j.child], code,
+                   len(dp), len(values)])
+        dd.append(np.concatenate([np.asarray(j.parent_point, float),
+                                  np.asarray(j.child_point, float),
+                                  np.asarray(j.frame_p, float).reshape(-1),
+                                  np.asarray(j.frame_c, float).reshape(-1)]))
+        dp += values
+    return (np.array(di, dtype=np.intc).reshape(-1, 6), np.array(dd, float).reshape(-1, 24),
+            np.array(dp or [0.0], dtype=float))
+
+
+def _contacts(model):
+    """ki (nc, 3): kind (1 point-plane, 2 point-point, 3 revolute limit, 4 prismatic limit),
+    body p, body c; kd (nc, 29): s_p, s_c, F_p, F_c, normal (p's axes), offset, side: the
+    gaps of fmu_mb.mechanics.spatial.contacts, model.contacts order."""
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = len(model.bodies)
+    eye = np.eye(3).reshape(-1)
+    ki, kd = [], []
+    for c in model.contacts:
+        if c.kind == "point_plane":
+            ki.append([1, idx[c.other], idx[c.body]])
+            kd.append(np.concatenate([c.other_point, c.point, eye, eye, c.normal,
+                                      [c.offset, 1.0]]))
+        elif c.kind == "point_point":
+            ki.append([2, idx[c.body], idx[c.other]])
+            kd.append(np.concatenate([c.point, c.other_point, eye, eye, [0.0, 0.0, 0.0],
+                                      [c.offset, c.side]]))
+        else:
+            j = model.joint(c.joint)
+            ki.append([3 if j.kind == "revolute" else 4, idx[j.parent], idx[j.child]])
+            kd.append(np.concatenate([j.parent_point, j.child_point,
+                                      np.asarray(j.frame_p, float).reshape(-1),
+                                      np.asarray(j.frame_c, float).reshape(-1),
+                                      [0.0, 0.0, 0.0], [c.offset, c.side]]))
+    return (np.array(ki, dtype=np.intc).reshape(-1, 3),
+            np.array(kd, dtype=float).reshape(-1, 29))
 
 
 def _cut_joints(model):
@@ -164,7 +226,7 @@ class SpatialKernel:
     """The kernel instance of one spatial Model, with preallocated buffers."""
 
     def __init__(self, model):
-        why = supported(model)
+        why = supported(model, contacts=True)
         if why is not None:
             raise InputError(f"model '{model.name}': formulation 'recursive' runs spatial "
                              f"trees of revolute, prismatic, spherical and weld joints and "
@@ -194,7 +256,20 @@ class SpatialKernel:
             raise MemoryError(f"model '{model.name}': cannot allocate the spatial kernel")
         self._finalizer = weakref.finalize(self, lib.sk_free, handle)
         self.lib, self.handle, self.n, self.name = lib, handle, n, model.name
+        if model.drives:
+            di, dd, dp = _drives(model)
+            if lib.sk_set_drives(handle, len(di), di.ctypes.data, dd.ctypes.data, len(dp),
+                                 dp.ctypes.data):
+                raise InputError(f"model '{model.name}': the kernel refused the drives' laws")
+            self._drive_data = (di, dd, dp)
+        self.n_contacts = len(model.contacts)
+        if model.contacts:
+            ki, kd = _contacts(model)
+            if lib.sk_set_contacts(handle, len(ki), ki.ctypes.data, kd.ctypes.data):
+                raise InputError(f"model '{model.name}': the kernel refused the contacts")
+            self._contact_data = (ki, kd)
         self.m = int(lib.sk_rows(handle))
+        self._active = np.zeros(self.n_contacts + 1, dtype=np.intc)
         self._rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
                             float).reshape(-1, 9)
         lib.sk_set_pose_data(handle, self._rq.ctypes.data)
@@ -210,13 +285,13 @@ class SpatialKernel:
         order = ([g for g in (C.tsda.names, C.rsda.names, C.bushing.names)]
                  + [C.frc_names, C.trq_names])
         row = {name: i for i, name in enumerate(n for names in order for n in names)}
-        width = {"tsda": 2, "rsda": 2, "bushing": 6, "force": 1, "torque": 1}
+        width = {"tsda": 2, "rsda": 2, "bushing": 6, "force": 1, "torque": 1, "cylinder": 2}
         self._el_map = [(row[e.name], width[e.kind]) for e in model.elements]
         self._lock = threading.Lock()
         self._y = np.zeros(2 * n + 1)
         self._qdd = np.zeros(n + 1)
         self._u = np.zeros(self.n_inputs + 1)
-        self._lam = np.zeros(self.m + 1)
+        self._lam = np.zeros(self.m + self.n_contacts + 1)
         self._par = np.zeros(9)
         self._nfev = np.zeros(1, dtype=np.intc)
         self._stab = None
@@ -238,7 +313,7 @@ class SpatialKernel:
             self.lib.sk_set_stabilization(self.handle, _STABILIZATION[mode], *key[1:])
             self._stab = key
 
-    def _load_for_accelerations(self, q, qd, u, baumgarte):
+    def _load_for_accelerations(self, q, qd, u, baumgarte, t=0.0):
         """Under the lock: the drift control of an acceleration call (baumgarte (alpha, beta)
         [1/s] on the loop rows, None: none; the projection tolerance kept), (q, qd) and u
         loaded; returns the address of y = (q, qd)."""
@@ -246,6 +321,7 @@ class SpatialKernel:
         tol = self._stab[3] if self._stab else 1e-13
         self._stabilization("none" if baumgarte is None else "baumgarte",
                             (0.0, 0.0) if baumgarte is None else baumgarte, tol)
+        self.lib.sk_set_time(self.handle, float(t))
         self._y[:n], self._y[n:2 * n] = q, qd
         self._set_u(u)
         return self._y.ctypes.data
@@ -255,7 +331,7 @@ class SpatialKernel:
         rows (None: none)."""
         n = self.n
         with self._lock:
-            y = self._load_for_accelerations(q, qd, u, baumgarte)
+            y = self._load_for_accelerations(q, qd, u, baumgarte, t)
             rc = self.lib.sk_accelerations(self.handle, y, y + 8 * n, self._u.ctypes.data,
                                            self._qdd.ctypes.data)
             if rc:
@@ -267,7 +343,7 @@ class SpatialKernel:
         (x = (r, p) per body as the spatial tmt's T(q))."""
         n, m = self.n, 7 * self.nb
         with self._lock:
-            y = self._load_for_accelerations(q, qd, u, baumgarte)
+            y = self._load_for_accelerations(q, qd, u, baumgarte, t)
             rc = self.lib.sk_accelerations_full(self.handle, y, y + 8 * n, self._u.ctypes.data,
                                                 self._qdd.ctypes.data, self._x.ctypes.data,
                                                 self._xd.ctypes.data, self._xdd.ctypes.data)
@@ -315,6 +391,41 @@ class SpatialKernel:
                 raise self._error(rc, 0.0, "the element outputs cannot be computed")
             return [list(self._el_out[i, :w]) for i, w in self._el_map]
 
+    def _set_active(self, active):
+        """Under the lock: the contacts `active` (indices) become rows gap = 0."""
+        na = len(active)
+        self._active[:na] = active
+        if self.lib.sk_set_active(self.handle, na, self._active.ctypes.data):
+            raise InputError(f"model '{self.name}': the kernel refused the active contacts "
+                             f"{list(active)}")
+
+    def contact_accelerations(self, q, qd, t, u, active, baumgarte=None):
+        """(qdd, lam_c) with the persistent contacts `active` (indices into model.contacts)
+        as rows gap = 0: lam_c (len(active),) their multipliers (contact force -lam_c)."""
+        n = self.n
+        with self._lock:
+            self._set_active(active)
+            try:
+                y = self._load_for_accelerations(q, qd, u, baumgarte, t)
+                rc = self.lib.sk_accelerations(self.handle, y, y + 8 * n,
+                                               self._u.ctypes.data, self._qdd.ctypes.data)
+                if rc:
+                    raise self._error(rc, t, "the accelerations cannot be computed")
+                self.lib.sk_multipliers(self.handle, self._lam.ctypes.data)
+                return (self._qdd[:n].copy(),
+                        self._lam[self.m:self.m + len(active)].copy())
+            finally:
+                self._set_active(())
+
+    def contact_project(self, q, qd, t, tol, active):
+        """project() with the persistent contacts `active` as rows gap = 0."""
+        with self._lock:
+            self._set_active(active)
+            try:
+                return self._project_unlocked(q, qd, t, tol)
+            finally:
+                self._set_active(())
+
     def multipliers(self):
         """lam of the kernel's cut rows from the last evaluation."""
         with self._lock:
@@ -324,15 +435,19 @@ class SpatialKernel:
     def project(self, q, qd, t=0.0, tol=1e-13):
         """(q, qd) with the Euler parameters normalised and the loop rows closed to
         |phi| <= tol (1 + max |r|)."""
-        n = self.n
         with self._lock:
-            mode = self._stab[0] if self._stab else "projection"
-            self._stabilization(mode, self._stab[1:3] if self._stab else (0.0, 0.0), tol)
-            self._y[:n], self._y[n:2 * n] = q, qd
-            rc = self.lib.sk_project(self.handle, self._y.ctypes.data)
-            if rc:
-                raise self._error(rc, t, "the projection failed")
-            return self._y[:n].copy(), self._y[n:2 * n].copy()
+            return self._project_unlocked(q, qd, t, tol)
+
+    def _project_unlocked(self, q, qd, t, tol):
+        n = self.n
+        mode = self._stab[0] if self._stab else "projection"
+        self._stabilization(mode, self._stab[1:3] if self._stab else (0.0, 0.0), tol)
+        self._y[:n], self._y[n:2 * n] = q, qd
+        self.lib.sk_set_time(self.handle, float(t))
+        rc = self.lib.sk_project(self.handle, self._y.ctypes.data)
+        if rc:
+            raise self._error(rc, t, "the projection failed")
+        return self._y[:n].copy(), self._y[n:2 * n].copy()
 
     def advance(self, method, t, t_end, q, qd, h, rtol, atol, max_step, step, u=None,
                 stab=("projection", (0.0, 0.0), 1e-13), max_steps=0):

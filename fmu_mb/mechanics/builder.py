@@ -392,12 +392,26 @@ class ModelBuilder(SpatialItems):
         return name
 
     # ------------------------------------------------------------------ contacts
-    def contact(self, name, body, point=(0.0, 0.0), *, other=GROUND, line_point=(0.0, 0.0),
-                normal=(0.0, 1.0), radius=0.0, restitution=1.0):
+    def contact(self, name, body, point=None, *, other=GROUND, line_point=None,
+                normal=None, radius=0.0, restitution=1.0, plane_point=None, at=None):
         """Unilateral contact of `point` of `body` (a circle of `radius` around it) with the
         line through `line_point` of `other` whose unit `normal` (other's frame) points to the
         free side: gap = (r_point - r_line) . n - radius >= 0 [m]. Newton's law with
-        restitution e in [0, 1] at impacts (seed 000 sec. 1.4)."""
+        restitution e in [0, 1] at impacts (seed 000 sec. 1.4). Defaults: point and
+        line_point (0, 0), normal (0, 1).
+
+        Spatial models: the point (at= globally at the reference pose, or point= in body
+        axes; a sphere of `radius` centred there) against the plane through `plane_point` of
+        `other` (its axes, default (0, 0, 0)) with unit `normal` (other's axes, default
+        (0, 0, 1)); frictionless (fmu_mb.mechanics.spatial.contacts)."""
+        if self.spatial:
+            self._not_here(f"contact '{name}'", "spatial", line_point=line_point)
+            return self._contact3(name, body, point, at, other, plane_point, normal, radius,
+                                  restitution)
+        self._not_here(f"contact '{name}'", "planar", plane_point=plane_point, at=at)
+        point = (0.0, 0.0) if point is None else point
+        line_point = (0.0, 0.0) if line_point is None else line_point
+        normal = (0.0, 1.0) if normal is None else normal
         where = f"contact '{name}'"
         self._claim(name, "contact")
         n = _vec2(where, "normal", normal)
@@ -415,10 +429,10 @@ class ModelBuilder(SpatialItems):
             restitution=_restitution(where, restitution)))
         return name
 
-    def contact_points(self, name, a, b, *, a_point=(0.0, 0.0), b_point=(0.0, 0.0),
+    def contact_points(self, name, a, b, *, a_point=None, b_point=None,
                        distance, side="apart", restitution=1.0, method="impact",
                        singular_joint=None, criterion=1e-4, criterion_scale=1.0,
-                       sharpening=0.5):
+                       sharpening=0.5, a_at=None, b_at=None):
         """Unilateral contact between a point of body a and a point of body b at distance
         l: side "apart" keeps l >= distance (two balls: distance = sum of radii), side
         "within" keeps l <= distance (a string of that length) [m].
@@ -427,8 +441,21 @@ class ModelBuilder(SpatialItems):
         (seed 002) on the joint coordinate of `singular_joint` (e.g. the middle hinge of a
         string modelled by two massless rods): a pass starts when det(Mbar)/criterion_scale
         falls to `criterion` (d); d is multiplied by `sharpening` after every pass.
+
+        Spatial models: a_point/b_point are 3-vectors in body axes (default the centre of
+        mass), or a_at/b_at the points globally at the reference pose; method "impact"
+        only; frictionless (an end stop or a rope acts along the line of the points).
         """
         where = f"contact '{name}'"
+        if self.spatial:
+            if method != "impact":
+                raise ModelError(f"{where}: spatial models take method 'impact' only (the "
+                                 f"Reduction Method is planar), received {method!r}")
+            return self._contact_points3(name, a, b, a_point, b_point, a_at, b_at, distance,
+                                         side, restitution)
+        self._not_here(where, "planar", a_at=a_at, b_at=b_at)
+        a_point = (0.0, 0.0) if a_point is None else a_point
+        b_point = (0.0, 0.0) if b_point is None else b_point
         self._claim(name, "contact")
         a = self._body_ref(where, "a", a)
         b = self._body_ref(where, "b", b)
@@ -495,7 +522,7 @@ class ModelBuilder(SpatialItems):
     # ------------------------------------------------------------------ hydraulic cylinder
     # (issue 15) a TSDA-like actuator between two pins with stroke end stops; kept in one
     # block: cylinder() and its helpers only.
-    def cylinder(self, name, a, b, *, a_point=(0.0, 0.0), b_point=(0.0, 0.0),
+    def cylinder(self, name, a, b, *, a_point=None, b_point=None,
                  min_length, max_length, restitution=0.2, friction=0.0, piston_area=None,
                  rod_area=None, force_input=True):
         """Hydraulic cylinder between pin a_point of body a (the barrel's pin) and pin
@@ -516,6 +543,11 @@ class ModelBuilder(SpatialItems):
         `.end_stops` (impacts at both stops so far).
         """
         where = f"cylinder '{name}'"
+        if self.spatial:
+            return self._cylinder3(name, a, b, a_point, b_point, min_length, max_length,
+                                   restitution, friction, piston_area, rod_area, force_input)
+        a_point = (0.0, 0.0) if a_point is None else a_point
+        b_point = (0.0, 0.0) if b_point is None else b_point
         # validate everything first: a refused call declares nothing
         a = self._body_ref(where, "a", a)
         b = self._body_ref(where, "b", b)
@@ -611,14 +643,12 @@ class ModelBuilder(SpatialItems):
                              f"{'three' if self.spatial else 'two'} components, or construct "
                              f"the builder with the other kind")
         planar_only = [f"{e.name} ({e.kind})" for e in self._elements
-                       if e.kind not in ("tsda", "rsda", "bushing", "force", "torque")]
+                       if e.kind not in ("tsda", "rsda", "bushing", "force", "torque",
+                                         "cylinder")]
         if self.spatial and planar_only:
             raise ModelError(f"model '{self.name}': elements {planar_only} exist in planar "
-                             f"models only; spatial models take tsda, rsda, bushing, force "
-                             f"and torque")
-        if self.spatial and self._contacts:
-            raise ModelError(f"model '{self.name}': contacts are not available in spatial "
-                             f"models yet")
+                             f"models only; spatial models take tsda, rsda, bushing, force, "
+                             f"torque and cylinder")
         if self.spatial:
             from .spatial.compiled import compile_spatial   # a planar model never loads it
             compiled = compile_spatial(self)

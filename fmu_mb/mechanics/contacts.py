@@ -94,6 +94,9 @@ def contact_rows(model, x, xd):
 
     Returns gap (nc,) [m or rad], Dc (nc, 3 nb) and conv (nc,) with gap'' = Dc xdd + conv.
     """
+    if model.compiled.spatial:
+        from .spatial.contacts import contact_rows as rows3   # a planar model never loads it
+        return rows3(model, x, xd)
     B = model.compiled.contacts
     n = 3 * model.compiled.nb
     gap, conv = np.zeros(B.n), np.zeros(B.n)

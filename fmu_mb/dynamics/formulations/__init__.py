@@ -130,7 +130,7 @@ def _recursive_supports(model):
     if getattr(model, "spatial", False):
         from ...engine.spatial_kernel import library as spatial_library, supported as spatial_supported
 
-        why, lib = spatial_supported(model), spatial_library
+        why, lib = spatial_supported(model, contacts=True), spatial_library
     else:
         why, lib = supported(model), library
     if why is not None:
@@ -145,7 +145,7 @@ def _recursive_supports(model):
     # multipliers (formulation 'recursive' set explicitly still tries and says why it fails)
     # a body placed by a driven tree joint is exempt: a prescribed joint never divides by
     # its articulated inertia (seed 000's driven crane with a massless cart)
-    # (planar kernel only: the spatial one refuses drives)
+    # (planar kernel only: the spatial one closes drives as rows, which needs the inertia)
     driven = {d.joint for d in model.drives}
     placed_by_drive = set()
     if driven and not getattr(model, "spatial", False):

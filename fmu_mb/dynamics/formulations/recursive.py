@@ -37,8 +37,10 @@ Spatial models: the 3-D articulated-body algorithm of native/spatial_kernel.c
 spherical joints and floating roots, normalised after each step in C); trees of revolute,
 prismatic, spherical and weld joints and floating bodies, loops closed by cut joints of
 every spatial kind (the same Schur complement and projection as the planar kernel), with
-gravity, TSDA, RSDA, bushings, forces and torques. Drives and contacts need tmt or
-newton_euler.
+gravity, TSDA, RSDA, bushings, forces, torques and hydraulic cylinders; drives on revolute
+and prismatic joints with the laws constant_rate, harmonic and polynomial as rows after the
+cut joints' (evaluated in C); contacts with the persistent contacts' gap rows in C and the
+event location and impacts in Python (formulations/_spatial_contacts.py).
 """
 import numpy as np
 
@@ -62,7 +64,7 @@ def supports(model):
     if model.spatial:
         from ...engine.spatial_kernel import supported as spatial_supported
 
-        return spatial_supported(model) is None
+        return spatial_supported(model, contacts=True) is None
     return supported(model) is None
 
 

@@ -47,6 +47,21 @@
  * fmu_mb.linalg.schur_solve. Drift control after each accepted step (projection): Newton on
  * phi with least kinetic-energy steps Δν = -W S^+ phi, then ν onto Dv ν = 0; the
  * Euler-parameter sets are normalised (|p| = 1, p . p' = 0).
+ *
+ * Drives (sk_set_drives): a drive prescribes the coordinate of a revolute (angle of the child
+ * frame's x about the parent frame's z) or prismatic (z_p . d) joint, q(x) = s(t), with s a
+ * law given as data (polynomial c0 + c1 t + ... or harmonic offset + A sin(w t + phase), as
+ * the planar kernel). Its row phi = q - s(t) (angle wrapped into (-pi, pi]), phi' = j . V -
+ * s'(t), phi'' = j . A + gamma - s''(t) joins the cut joints' rows after them: the same Schur
+ * complement, drift projection and multiplier (the drive's effort is -lam, as in tmt, whose
+ * drive rows are the same equations). The time of the rows is k->t (sk_set_time; the
+ * integrators set it at each stage).
+ *
+ * Persistent contacts (sk_set_contacts, sk_set_active): the gap of an active contact is one
+ * more row, gap = 0 (fmu_mb.mechanics.spatial.contacts' gaps: a point on a plane, the
+ * distance of two points, a revolute or prismatic joint's coordinate against a bound, times
+ * the contact's side); its multiplier is the contact's (the force is -lam). Event location
+ * and the impacts run in Python (fmu_mb.dynamics.formulations._spatial_contacts).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -61,7 +76,8 @@ enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST 
 #define RD 24         /* doubles per tree row: s_X(3), s_Y(3), F_X(9), F_Y(9) (row-major) */
 #define EI 5          /* ints per element: type, body a, body b, input index (-1: none), body axes */
 #define ED 108        /* doubles per element: s_a(3), s_b(3), F_a(9), F_b(9), k or value, c, e0,
-                         direction(3), K(36), C(36), e0(6) */
+                         direction(3), K(36), C(36), e0(6); a TSDA's input gain in K's first
+                         slot (1; -1 for a hydraulic cylinder, whose force F = h = -s) */
 #define CI 3          /* ints per cut joint: kind, parent, child */
 #define CD 25         /* doubles per cut joint: s_p(3), s_c(3), F_p(9), F_c(9), length */
 #define MAXS 16
@@ -71,7 +87,16 @@ enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST 
 typedef struct {               /* a scalar of two bodies p, c: value, twist Jacobian, gamma */
     double val, j[12], gam;
     int p, c;
+    double rt;                 /* the rate the row must have: s'(t) of a drive, 0 otherwise */
 } Row;
+
+#define DRI 6         /* ints per drive: kind (1 revolute, 2 prismatic), parent, child, law
+                         (1 polynomial, 2 harmonic), offset in dp, number of values */
+#define DRD 24        /* doubles per drive: s_p(3), s_c(3), F_p(9), F_c(9) (row-major) */
+#define KI 3          /* ints per contact: kind (1 point-plane, 2 point-point, 3 revolute
+                         limit, 4 prismatic limit), body p, body c */
+#define KD 29         /* doubles per contact: s_p(3), s_c(3), F_p(9), F_c(9), normal(3) (in
+                         p's axes), offset, side */
 
 typedef struct {
     int nb, n, nv;
@@ -85,6 +110,14 @@ typedef struct {
     int *ei;
     double *ed, *u;
     double *eout;                     /* NULL, or 8 outputs per element (sk_element_outputs) */
+    /* drives (sk_set_drives): their rows follow the mc rows of the cut joints */
+    int nd, mc;
+    int *di;
+    double *dd, *dp;
+    /* contacts (sk_set_contacts) and the active ones (sk_set_active): rows after the drives */
+    int nk, na;
+    int *ki, *act;
+    double *kd;
     /* cut joints and their rows */
     int nc, m;
     int *ci;
@@ -108,7 +141,8 @@ void sk_free(SK *k)
                  k->rows, k->Dv, k->Wt, k->Sm, k->Vm, k->ev, k->lam, k->rr, k->work, k->r,
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
                  k->acc, k->fw, k->Jg, k->dof, k->live, k->moving, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
-                 k->ynew, k->fy, k->scale, k->err};
+                 k->ynew, k->fy, k->scale, k->err, k->di, k->dd, k->dp, k->ki, k->kd,
+                 k->act};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -157,7 +191,7 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
         }
         m += r;
     }
-    k->m = m;
+    k->m = k->mc = m;
     size_t e = (size_t)(nb + 1), my = (size_t)(2 * n + 1), mm = (size_t)(m > 0 ? m : 1);
     size_t vv = (size_t)(nv > 0 ? nv : 1);
     k->ri = dup(ri, sizeof(int) * RI * nb);
@@ -247,6 +281,119 @@ void sk_set_stabilization(SK *k, int mode, double alpha, double beta, double pro
 }
 
 int sk_rows(SK *k) { return k->m; }
+
+void sk_set_time(SK *k, double t) { k->t = t; }
+
+/* the row buffers for m rows (cut joints and drives) */
+static int alloc_rows(SK *k, int m)
+{
+    size_t mm = (size_t)(m > 0 ? m : 1), vv = (size_t)(k->nv > 0 ? k->nv : 1);
+    void *p[] = {k->rows, k->Dv, k->Wt, k->Sm, k->Vm, k->ev, k->lam, k->rr, k->work};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        free(p[i]);
+    k->rows = calloc(mm, sizeof(Row));
+    k->Dv = calloc(mm * vv, sizeof(double));
+    k->Wt = calloc(mm * vv, sizeof(double));
+    k->Sm = calloc(mm * mm, sizeof(double));
+    k->Vm = calloc(mm * mm, sizeof(double));
+    k->ev = calloc(mm, sizeof(double));
+    k->lam = calloc(mm, sizeof(double));
+    k->rr = calloc(mm, sizeof(double));
+    k->work = calloc(mm, sizeof(double));
+    if (!k->rows || !k->Dv || !k->Wt || !k->Sm || !k->Vm || !k->ev || !k->lam || !k->rr ||
+        !k->work)
+        return ERR_ARGS;
+    k->m = m;
+    return OK;
+}
+
+/* nd drives: di (nd, DRI) = kind, parent, child (nb: ground), law, offset, count; dd (nd, DRD)
+ * the joint points and frames; dp the laws' numbers (ndp). Replaces earlier drives. */
+int sk_set_drives(SK *k, int nd, const int *di, const double *dd, int ndp, const double *dp)
+{
+    for (int d = 0; d < nd; d++) {
+        const int *D = di + DRI * d;
+        if ((D[0] != 1 && D[0] != 2) || D[1] < 0 || D[1] > k->nb || D[2] < 0 ||
+            D[2] > k->nb || (D[3] != 1 && D[3] != 2) || D[4] < 0 || D[5] < 1 ||
+            D[4] + D[5] > ndp || (D[3] == 2 && D[5] != 4))
+            return ERR_ARGS;
+    }
+    free(k->di);
+    free(k->dd);
+    free(k->dp);
+    k->nd = 0;
+    k->di = dup(di, sizeof(int) * DRI * nd);
+    k->dd = dup(dd, sizeof(double) * DRD * nd);
+    k->dp = dup(dp, sizeof(double) * (ndp > 0 ? ndp : 1));
+    if (!k->di || !k->dd || !k->dp)
+        return ERR_ARGS;
+    if (alloc_rows(k, k->mc + nd + k->na) != OK)
+        return ERR_ARGS;
+    k->nd = nd;
+    return OK;
+}
+
+/* nk contacts: ki (nk, KI), kd (nk, KD) as fmu_mb.mechanics.spatial.contacts' gaps;
+ * none active */
+int sk_set_contacts(SK *k, int nk, const int *ki, const double *kd)
+{
+    for (int i = 0; i < nk; i++) {
+        const int *K = ki + KI * i;
+        if (K[0] < 1 || K[0] > 4 || K[1] < 0 || K[1] > k->nb || K[2] < 0 || K[2] > k->nb)
+            return ERR_ARGS;
+    }
+    free(k->ki);
+    free(k->kd);
+    free(k->act);
+    k->nk = k->na = 0;
+    k->ki = dup(ki, sizeof(int) * KI * nk);
+    k->kd = dup(kd, sizeof(double) * KD * nk);
+    k->act = calloc((size_t)(nk > 0 ? nk : 1), sizeof(int));
+    if (!k->ki || !k->kd || !k->act || alloc_rows(k, k->mc + k->nd) != OK)
+        return ERR_ARGS;
+    k->nk = nk;
+    return OK;
+}
+
+/* the contacts idx (na of them) become rows gap = 0 (persistent contacts); their
+ * multipliers follow the drives' in sk_multipliers */
+int sk_set_active(SK *k, int na, const int *idx)
+{
+    for (int i = 0; i < na; i++)
+        if (idx[i] < 0 || idx[i] >= k->nk)
+            return ERR_ARGS;
+    if (na > k->nk)
+        return ERR_ARGS;
+    if (na != k->na && alloc_rows(k, k->mc + k->nd + na) != OK)
+        return ERR_ARGS;
+    memcpy(k->act, idx, sizeof(int) * na);
+    k->na = na;
+    return OK;
+}
+
+/* s(t), s'(t), s''(t) of drive d */
+static void drive_law(const SK *k, int d, double t, double *v)
+{
+    const int *D = k->di + DRI * d;
+    const double *P = k->dp + D[4];
+    int cnt = D[5];
+    if (D[3] == 2) {
+        double sn = sin(P[1] * t + P[2]), cs = cos(P[1] * t + P[2]);
+        v[0] = P[3] + P[0] * sn;
+        v[1] = P[0] * P[1] * cs;
+        v[2] = -P[0] * P[1] * P[1] * sn;
+        return;
+    }
+    double a = 0.0, b = 0.0, c = 0.0;
+    for (int i = cnt - 1; i >= 0; i--) {
+        c = c * t + 2.0 * b;
+        b = b * t + a;
+        a = a * t + P[i];
+    }
+    v[0] = a;
+    v[1] = b;
+    v[2] = c;
+}
 
 /* ------------------------------------------------------------------ small algebra */
 static void cross(const double *a, const double *b, double *o)
@@ -1045,6 +1192,29 @@ static void joint_angle(const SK *k, const Pair *P, const double *Fa, const doub
     R->gam = 0.0;
 }
 
+/* the revolute angle with its velocity product: theta'' = j . A + gamma, from
+ * theta = atan2(s, c): theta'' = (c s'' - s c'') / r2 - 2 theta' (c c' + s s') / r2 */
+static void joint_angle_full(const SK *k, const Pair *P, const double *Fa, const double *Fb,
+                             Row *R)
+{
+    double xa[3], ya[3], xb[3];
+    Row rc, rs;
+    frame_axis(k, P->p, Fa, 0, xa);
+    frame_axis(k, P->p, Fa, 1, ya);
+    frame_axis(k, P->c, Fb, 0, xb);
+    dot_aa(k, P, xa, xb, &rc);
+    dot_aa(k, P, ya, xb, &rs);
+    double r2 = rc.val * rc.val + rs.val * rs.val;
+    double cd = rate(k, &rc), sd = rate(k, &rs);
+    double th_d = (rc.val * sd - rs.val * cd) / r2;
+    *R = rc;
+    R->val = atan2(rs.val, rc.val);
+    for (int i = 0; i < 12; i++)
+        R->j[i] = (rc.val * rs.j[i] - rs.val * rc.j[i]) / r2;
+    R->gam = (rc.val * rs.gam - rs.val * rc.gam) / r2
+             - 2.0 * th_d * (rc.val * cd + rs.val * sd) / r2;
+}
+
 /* ------------------------------------------------------------------ applied forces */
 static int forces(SK *k)
 {
@@ -1062,7 +1232,7 @@ static int forces(SK *k)
             pair_init(k, a, b, ed, ed + 3, &P);
             if (norm_d(k, &P, &R) != OK)
                 return ERR_SINGULAR;
-            double sf = ed[24] * (R.val - ed[26]) + ed[25] * rate(k, &R) + h;
+            double sf = ed[24] * (R.val - ed[26]) + ed[25] * rate(k, &R) + ed[30] * h;
             apply(k, &R, sf);
             if (eo) {
                 eo[0] = sf;
@@ -1210,6 +1380,55 @@ static int cut_rows(SK *k)
             k->rows[r++].val -= cd[24];
         }
     }
+    for (int i = 0; i < r; i++)
+        k->rows[i].rt = 0.0;
+    for (int d = 0; d < k->nd; d++) {         /* drives: q(x) - s(t) */
+        const int *D = k->di + DRI * d;
+        const double *dd = k->dd + DRD * d, *Fp = dd + 6, *Fc = dd + 15;
+        Pair P;
+        Row *R = &k->rows[r++];
+        double v[3];
+        pair_init(k, D[1], D[2], dd, dd + 3, &P);
+        drive_law(k, d, k->t, v);
+        if (D[0] == 1) {
+            joint_angle_full(k, &P, Fp, Fc, R);
+            R->val = wrap(R->val - v[0]);
+        } else {
+            double zp[3];
+            frame_axis(k, D[1], Fp, 2, zp);
+            dot_d(k, &P, zp, 1, R);
+            R->val -= v[0];
+        }
+        R->gam -= v[2];
+        R->rt = v[1];
+    }
+    for (int a = 0; a < k->na; a++) {          /* persistent contacts: gap = 0 */
+        const int *K = k->ki + KI * k->act[a];
+        const double *kd = k->kd + KD * k->act[a];
+        Pair P;
+        Row *R = &k->rows[r++];
+        double side = kd[28];
+        pair_init(k, K[1], K[2], kd, kd + 3, &P);
+        if (K[0] == 1) {                        /* n . (P_c - P_p) - radius */
+            double n[3];
+            mat3(k->A + 9 * K[1], kd + 24, n);
+            dot_d(k, &P, n, 1, R);
+        } else if (K[0] == 2) {                 /* |P_c - P_p| */
+            if (norm_d(k, &P, R) != OK)
+                return ERR_SINGULAR;
+        } else if (K[0] == 3) {                 /* revolute angle */
+            joint_angle_full(k, &P, kd + 6, kd + 15, R);
+        } else {                                /* prismatic position z_p . d */
+            double zp[3];
+            frame_axis(k, K[1], kd + 6, 2, zp);
+            dot_d(k, &P, zp, 1, R);
+        }
+        R->val = side * (R->val - kd[27]);
+        for (int i = 0; i < 12; i++)
+            R->j[i] *= side;
+        R->gam *= side;
+        R->rt = 0.0;
+    }
     int nv = k->nv;
     for (r = 0; r < k->m; r++) {
         double *Dr = k->Dv + (size_t)r * nv;
@@ -1255,7 +1474,7 @@ static int loop_accel(SK *k, double *nud)
     for (int r = 0; r < m; r++) {
         double b = accel_of(k, &k->rows[r]);
         if (k->mode == 2)
-            b += 2.0 * k->alpha * rate(k, &k->rows[r])
+            b += 2.0 * k->alpha * (rate(k, &k->rows[r]) - k->rows[r].rt)
                  + k->beta * k->beta * k->rows[r].val;
         k->rr[r] = b;
     }
@@ -1409,7 +1628,7 @@ static int project(SK *k, double *y)
         return rc;
     schur(k);
     for (int r = 0; r < m; r++)
-        k->rr[r] = rate(k, &k->rows[r]);
+        k->rr[r] = rate(k, &k->rows[r]) - k->rows[r].rt;
     if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
         return rc;
     qd_to_nu(k, q, qd, dnu);
@@ -1455,8 +1674,8 @@ int sk_set_tableau(int which, int s, int order, const double *A, const double *B
 
 static int rhs(void *ctx, double t, const double *y, double *dy)
 {
-    (void)t;                  /* autonomous: the inputs are held over the call */
-    SK *k = ctx;
+    SK *k = ctx;              /* the inputs are held over the call; t moves the drives */
+    k->t = t;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);
     int rc = accel(k, y, y + n, dy + n);
@@ -1470,8 +1689,8 @@ static int rhs(void *ctx, double t, const double *y, double *dy)
 
 static int post(void *ctx, double t, double *y, int *moved)
 {
-    (void)t;
     int rc;
+    ((SK *)ctx)->t = t;
     *moved = post_step(ctx, y, &rc);
     return rc;
 }

@@ -8,7 +8,7 @@ the parent's own axes (rotations.frame_from_axis), with child_axis= the child's 
 import numpy as np
 
 from ...errors import ModelError
-from ..model import GROUND, Body, Element, Joint
+from ..model import GROUND, Body, Contact, Element, Joint
 from ..validation import number
 from . import rotations as rot
 
@@ -68,6 +68,13 @@ def vec3(where, arg, value, unit=False):
             raise ModelError(f"{where}: {arg} must be a nonzero vector, received {value!r}")
         a = a / n
     return tuple(float(v) for v in a)
+
+
+def _restitution(where, value):
+    e = number(where, "restitution", value)
+    if not 0.0 <= e <= 1.0:
+        raise ModelError(f"{where}: restitution must be in [0, 1], received {e}")
+    return e
 
 
 def _frame_tuple(F):
@@ -295,4 +302,98 @@ class SpatialItems:
                                                          unit=True),
             frame=frame, value=number(where, "value", value),
             input=self._input(where, name, input, unit, f"{kind} h of {name}")))
+        return name
+
+    # -------------------------------------------------------------- contacts (frictionless)
+    def _contact3(self, name, body, point, at, other, plane_point, normal, radius,
+                  restitution):
+        """ModelBuilder.contact in a spatial model: point (sphere) on a plane."""
+        where = f"contact '{name}'"
+        b = self._body_ref(where, "body", body, allow_ground=False)
+        o = self._body_ref(where, "other", other)
+        if b == o:
+            raise ModelError(f"{where}: body and other are the same body '{b}'")
+        if at is not None:
+            if point is not None:
+                raise ModelError(f"{where}: give at= (global point at the reference pose) or "
+                                 f"point= (body axes), not both")
+            pt = self._local_point(b, np.array(vec3(where, "at", at)))
+        else:
+            pt = vec3(where, "point", (0, 0, 0) if point is None else point)
+        n = vec3(where, "normal", (0.0, 0.0, 1.0) if normal is None else normal, unit=True)
+        pp = vec3(where, "plane_point", (0, 0, 0) if plane_point is None else plane_point)
+        r = number(where, "radius", radius, nonneg=True)
+        e = _restitution(where, restitution)
+        self._claim(name, "contact")
+        self._contacts.append(Contact(name, "point_plane", b, o, tuple(pt), pp, n, r,
+                                      restitution=e))
+        return name
+
+    def _contact_points3(self, name, a, b, a_point, b_point, a_at, b_at, distance, side,
+                         restitution):
+        """ModelBuilder.contact_points in a spatial model: a distance limit between two
+        points (side "apart": an end stop, "within": a rope)."""
+        where = f"contact '{name}'"
+        a = self._body_ref(where, "a", a)
+        b = self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        if side not in ("apart", "within"):
+            raise ModelError(f"{where}: side must be 'apart' or 'within', received {side!r}")
+
+        def point(arg, body, local, glob):
+            if glob is not None:
+                if local is not None:
+                    raise ModelError(f"{where}: give {arg}_at= (global) or {arg}_point= "
+                                     f"(body axes), not both")
+                return tuple(self._local_point(body, np.array(vec3(where, f"{arg}_at",
+                                                                    glob))))
+            return vec3(where, f"{arg}_point", (0, 0, 0) if local is None else local)
+        pa, pb = point("a", a, a_point, a_at), point("b", b, b_point, b_at)
+        d = number(where, "distance", distance, positive=True)
+        e = _restitution(where, restitution)
+        self._claim(name, "contact")
+        self._contacts.append(Contact(name, "point_point", a, b, pa, pb, (0.0, 0.0, 0.0), d,
+                                      1.0 if side == "apart" else -1.0, restitution=e))
+        return name
+
+    # -------------------------------------------------------------- hydraulic cylinder
+    def _cylinder3(self, name, a, b, a_point, b_point, min_length, max_length, restitution,
+                   friction, piston_area, rod_area, force_input):
+        """ModelBuilder.cylinder in a spatial model: the force F = h - c l' along the line of
+        the pins (a_point/b_point 3-vectors in body axes), pushing apart positive, a TSDA with
+        s = -F; the stroke limits are the point-point contacts <name>_lower (side "apart") and
+        <name>_upper ("within"), frictionless. Pressure inputs are planar only so far."""
+        where = f"cylinder '{name}'"
+        if piston_area is not None or rod_area is not None:
+            raise ModelError(f"{where}: pressure inputs (piston_area, rod_area) exist in planar "
+                             f"models only so far; in a spatial model give the force through "
+                             f"the input h")
+        a = self._body_ref(where, "a", a)
+        b = self._body_ref(where, "b", b)
+        if a == b:
+            raise ModelError(f"{where}: a and b are the same body '{a}'")
+        lmin = number(where, "min_length", min_length, positive=True)
+        lmax = number(where, "max_length", max_length, positive=True)
+        if not lmin < lmax:
+            raise ModelError(f"{where}: expected min_length < max_length, received "
+                             f"min_length={lmin}, max_length={lmax}")
+        friction = number(where, "friction", friction, nonneg=True)
+        e = _restitution(where, restitution)
+        pa = vec3(where, "a_point", (0, 0, 0) if a_point is None else a_point)
+        pb = vec3(where, "b_point", (0, 0, 0) if b_point is None else b_point)
+        self._check_free([name, f"{name}_lower", f"{name}_upper"], "element")
+        self._claim(name, "element")
+        iname = None
+        if force_input not in (False, None):
+            iname = self._input(where, name, True if force_input is True else force_input,
+                                "N", f"force h of cylinder {name}, pushing the pins apart "
+                                f"positive")
+        self._elements.append(Element(name, "cylinder", a, b, pa, pb, damping=friction,
+                                      free_value=lmin, value=lmax, input=iname,
+                                      gains=(((iname, 1.0),) if iname else ())))
+        for cname, dist, side in ((f"{name}_lower", lmin, 1.0), (f"{name}_upper", lmax, -1.0)):
+            self._claim(cname, "contact")
+            self._contacts.append(Contact(cname, "point_point", a, b, pa, pb,
+                                          (0.0, 0.0, 0.0), dist, side, restitution=e))
         return name

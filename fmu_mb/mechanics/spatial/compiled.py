@@ -40,6 +40,7 @@ class Group:
     u: np.ndarray = None
     K: np.ndarray = None
     C: np.ndarray = None
+    gain: np.ndarray = None     # TSDA: gain of the input h (-1 for a cylinder, F = h = -s)
 
     def frames(self, bodies):
         """kinematics.JointFrames of the items at the state of `bodies` (kinematics.Bodies)."""
@@ -50,7 +51,7 @@ def empty_group(kind):
     z3, z33 = np.zeros((0, 3)), np.zeros((0, 3, 3))
     return Group(kind, kin.Pairs.make([], []), z3, z3, z33, z33, np.zeros((0, 1), np.intp),
                  np.zeros(0), (), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0, np.intp),
-                 np.zeros((0, 6, 6)), np.zeros((0, 6, 6)))
+                 np.zeros((0, 6, 6)), np.zeros((0, 6, 6)), np.zeros(0))
 
 
 def make_group(kind, items, idx, **extra):
@@ -159,7 +160,7 @@ def compile_spatial(mb):
         return inames.index(e.input) if e.input else -1
 
     els = mb._elements
-    tsda = [e for e in els if e.kind == "tsda"]
+    tsda = [e for e in els if e.kind in ("tsda", "cylinder")]     # cylinders: s = -F
     rsda = [e for e in els if e.kind == "rsda"]
     bush = [e for e in els if e.kind == "bushing"]
     frc = [e for e in els if e.kind == "force"]
@@ -168,7 +169,8 @@ def compile_spatial(mb):
     tsda_g = make_group("tsda", [(e.a, e.b, e.a_point, e.b_point, eye, eye) for e in tsda], idx,
                         names=tuple(e.name for e in tsda), k=[e.stiffness for e in tsda],
                         c=[e.damping for e in tsda], e0=[e.free_value for e in tsda],
-                        u=np.array([uidx(e) for e in tsda], np.intp))
+                        u=np.array([uidx(e) for e in tsda], np.intp),
+                        gain=np.array([-1.0 if e.kind == "cylinder" else 1.0 for e in tsda]))
     rsda_g = make_group("rsda", [_item(jmap[e.joint]) for e in rsda], idx,
                         names=tuple(e.name for e in rsda), k=[e.stiffness for e in rsda],
                         c=[e.damping for e in rsda], e0=[e.free_value for e in rsda],
@@ -183,8 +185,13 @@ def compile_spatial(mb):
         a = np.array(v, dtype=dtype)
         return a.reshape(shape) if shape else a
 
+    contacts = None
+    if mb._contacts:
+        from .contacts import compile_contacts   # (a model without contacts never loads it)
+        contacts = compile_contacts(mb._contacts, idx, jmap, make_group)
+
     return CompiledSpatial(
-        nb=nb, mass=mass, inertia=inertia, inv_mass_diag=1.0 / weight, n_rows=row,
+        contacts=contacts, nb=nb, mass=mass, inertia=inertia, inv_mass_diag=1.0 / weight, n_rows=row,
         joint_groups=tuple(groups), norm_rows=norm_rows, drives=tuple(drives),
         joint_rows=tuple(joint_rows), coord_joints=tuple(coord_joints),
         coord_groups=coord_groups, tsda=tsda_g, rsda=rsda_g, bushing=bush_g,

@@ -101,7 +101,7 @@ def _element_terms(C, B, u):
     if len(C.tsda.pairs):
         g = C.tsda
         term = kin.norm(g.frames(B).d())
-        s = g.k * (term.val - g.e0) + g.c * term.rate + _h(g.u, u)
+        s = g.k * (term.val - g.e0) + g.c * term.rate + g.gain * _h(g.u, u)
         out.append((s, term, g.pairs))
     if len(C.rsda.pairs):
         g = C.rsda
@@ -144,7 +144,8 @@ def _torque_vectors(C, xe, u):
 
 def element_outputs(model, x, xd, u):
     """Per element, in model.elements order, its output values: TSDA (force s [N], length
-    [m]); RSDA (torque s [N.m], angle [rad]); bushing (s: fx, fy, fz [N], tx, ty, tz [N.m],
+    [m]); cylinder (pushing force F = -s [N], length, stroke [m], stroke rate [m/s], its
+    force on body b at the pin fx, fy, fz [N]); RSDA (torque s [N.m], angle [rad]); bushing (s: fx, fy, fz [N], tx, ty, tz [N.m],
     frame a's axes); force (magnitude [N]); torque (magnitude [N.m])."""
     C = model.compiled
     per = {}
@@ -153,8 +154,15 @@ def element_outputs(model, x, xd, u):
     if len(C.tsda.pairs):
         s, term, _ = terms[k]
         k += 1
+        cyl = {e.name: e for e in model.elements if e.kind == "cylinder"}
+        d = C.tsda.frames(kin.bodies(extended(x), extended_rate(xd))).d().val if cyl else None
         for i, name in enumerate(C.tsda.names):
-            per[name] = [s[i], term.val[i]]
+            if name in cyl:      # F = -s, l, stroke, stroke rate, F d / l on body b
+                F, ln = -s[i], term.val[i]
+                per[name] = [F, ln, ln - cyl[name].free_value, term.rate[i],
+                             *(F * d[i] / ln)]
+            else:
+                per[name] = [s[i], term.val[i]]
     if len(C.rsda.pairs):
         s, term, _ = terms[k]
         k += 1
