@@ -92,6 +92,13 @@ def supported(model):
     if model.spatial:
         from .spatial_kernel import supported as spatial_supported
 
+        if model.drives:             # the spatial kernel drives them; the data do not yet
+            return (f"its drives {[d.name for d in model.drives]} (the engine's spatial "
+                    f"data do not carry drives yet)")
+        cyl = [e.name for e in model.elements if e.kind == "cylinder"]
+        if cyl:
+            return (f"its hydraulic cylinders {cyl} (the engine's spatial data do not carry "
+                    f"cylinders yet)")
         return spatial_supported(model)
     from .kernel import supported as planar_supported
 
