@@ -24,8 +24,10 @@ Without the front (a plain pythonfmu binary) the same adapter still never raises
 pythonfmu then reports fmi2OK for a refused call.
 """
 import functools
+import hashlib
 import json
 import math
+import re
 
 from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Causality, Fmi2Status, Fmi2Variability
@@ -40,6 +42,114 @@ _TYPES = {"real": (Real, float, 0.0), "integer": (Integer, int, 0),
 
 #: key of the marker dict a corrupt or foreign serialized state is turned into
 INVALID = "fmu_mb_invalid_state"
+
+#: format version of serialized FMU states (see GuardedSlave._fmu_state_to_bytes)
+STATE_FORMAT = 2
+_STATE_HEADER = re.compile(rb"fmu_mb-state ([0-9]{1,9}) ([0-9]{1,12}) ([0-9a-f]{64})\n")
+_STATE_KEYS = {"fmu_mb_state", "time", "data"}
+
+#: value reference through which the FMI front (native/front.c) reads the slave's current time
+#: for fmi2GetRealStatus(fmi2LastSuccessfulTime); pythonfmu passes it as a C int (-2)
+TIME_VR = 2 ** 32 - 2
+
+#: longest message logged; a longer one (a huge value echoed) keeps its head and its tail
+MESSAGE_CAP = 4000
+
+
+def shorten(message, cap=MESSAGE_CAP):
+    """`message` cut in the middle to about `cap` characters, saying how much was left out."""
+    if len(message) <= cap:
+        return message
+    head, tail = cap * 3 // 4, cap // 4
+    return (f"{message[:head]} [... {len(message) - head - tail} characters left out ...] "
+            f"{message[-tail:]}")
+
+
+def _vr(vr):
+    """A value reference as the host wrote it (pythonfmu passes them as signed C ints)."""
+    return vr % 2 ** 32 if isinstance(vr, int) else vr
+
+
+def _is_hex_float(text):
+    try:
+        float.fromhex(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _unique_keys(pairs):
+    """json object hook: a key written twice is damage, not a choice between two values."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"the key {shorten(repr(k), 80)} appears twice")
+        out[k] = v
+    return out
+
+
+def _wrapper_mismatch(blob, tag):
+    """Why `blob` is not a state of the FMU tagged `tag` (the keys GuardedSlave writes around
+    the subclass's data), or None."""
+    if not isinstance(blob, dict):
+        return f"the state is a {type(blob).__name__}, expected an object"
+    if blob.get("fmu_mb_state") != tag:
+        return (f"the state belongs to another FMU (tagged "
+                f"{shorten(repr(blob.get('fmu_mb_state')), 120)}; this FMU's states are "
+                f"tagged {tag!r})")
+    if set(blob) != _STATE_KEYS:
+        return f"the state has the keys {shorten(repr(sorted(blob)), 200)}, expected " \
+               f"{sorted(_STATE_KEYS)}"
+    if not (isinstance(blob["time"], str) and _is_hex_float(blob["time"])):
+        return f"the state's time {shorten(repr(blob['time']), 80)} is not a hexadecimal float"
+    if blob["time"] != "nan" and not math.isfinite(float.fromhex(blob["time"])):
+        return f"the state's time {blob['time']!r} is not finite"
+    return None
+
+
+def _shape_mismatch(got, ref, where):
+    """Why `got` (a deserialised state's data) is not shaped like `ref` (this instance's own
+    state data), or None: the same dict keys, lists where lists are, hexadecimal floats where
+    floats are written as such, the same kinds of values. The free-form `extra` entries, list
+    lengths and the values themselves are left to the subclass's _set_fmu_state."""
+    if isinstance(ref, dict):
+        if not isinstance(got, dict):
+            return f"{where} is a {type(got).__name__}, expected an object"
+        if where.endswith("['extra']"):
+            return None
+        if set(got) != set(ref):
+            extra, missing = sorted(set(got) - set(ref)), sorted(set(ref) - set(got))
+            return (f"{where} has " + ", ".join(
+                ([f"unknown keys {extra}"] if extra else []) +
+                ([f"no keys {missing}"] if missing else [])))
+        for k in ref:
+            why = _shape_mismatch(got[k], ref[k], f"{where}[{k!r}]")
+            if why:
+                return why
+        return None
+    if isinstance(ref, list):
+        if not isinstance(got, list):
+            return f"{where} is a {type(got).__name__}, expected a list"
+        for i, item in enumerate(got):
+            why = _shape_mismatch(item, ref[0], f"{where}[{i}]") if ref else None
+            if why:
+                return why
+        return None
+    if isinstance(ref, str):
+        if not isinstance(got, str):
+            return f"{where} is a {type(got).__name__}, expected a string"
+        if _is_hex_float(ref) and not _is_hex_float(got):
+            return f"{where} = {shorten(repr(got), 80)} is not a hexadecimal float"
+        return None
+    if isinstance(ref, bool) or isinstance(got, bool):
+        return None if type(got) is type(ref) else \
+            f"{where} is a {type(got).__name__}, expected a {type(ref).__name__}"
+    numeric = (int, float, type(None))
+    if isinstance(ref, numeric) and isinstance(got, numeric):
+        if isinstance(ref, int) and not isinstance(got, int) and ref is not None:
+            return f"{where} is a {type(got).__name__}, expected an integer"
+        return None
+    return f"{where} is a {type(got).__name__}, expected a {type(ref).__name__}"
 
 
 def _type_name(var):
@@ -68,16 +178,18 @@ class GuardedSlave(Fmi2Slave):
         super().__init__(**kwargs)
         self.log_queue = type(self).__dict__.get("_queue", self.log_queue)
         self._mode = INSTANTIATED
+        #: end of the last successful step (fmi2LastSuccessfulTime); the start time before
+        self._time = None
 
     # ------------------------------------------------------------------ error funnel
     def _refuse(self, message, status=Fmi2Status.error):
         """Log `message` with `status`; the front returns that status for the call."""
-        self.log(message, status)
+        self.log(shorten(message), status)
 
     @classmethod
     def _class_refuse(cls, message):
         cls.__dict__.get("_queue", []).append(
-            LogMsg(Fmi2Status.error, "logStatusError", message))
+            LogMsg(Fmi2Status.error, "logStatusError", shorten(message)))
 
     def _where(self):
         return f"{self.modelName} ({self.instance_name})"
@@ -89,11 +201,11 @@ class GuardedSlave(Fmi2Slave):
         for k, vr in enumerate(vrs):
             var = self.vars.get(vr) if isinstance(vr, int) else None
             if var is None:
-                return (f"value reference {vr} does not exist (this FMU has 0 to "
+                return (f"value reference {_vr(vr)} does not exist (this FMU has 0 to "
                         f"{len(self.vars) - 1})")
             if not isinstance(var, cls):
-                return (f"value reference {vr} ('{var.name}') is a {_type_name(var)}, not a "
-                        f"{cls.__name__}")
+                return (f"value reference {_vr(vr)} ('{var.name}') is a {_type_name(var)}, not "
+                        f"a {cls.__name__}")
             if not setting:
                 continue
             causality = var.causality
@@ -122,20 +234,43 @@ class GuardedSlave(Fmi2Slave):
     # ------------------------------------------------------------------ state bytes
     @classmethod
     def _fmu_state_to_bytes(cls, state):
-        return json.dumps(state, allow_nan=True).encode("utf-8")
+        """Serialized state: a header line `fmu_mb-state FORMAT LENGTH SHA256` and the state as
+        JSON (LENGTH bytes; the state names the FMU by its tag); SHA256 is the hex digest of
+        the header up to it and the JSON, so that any changed byte is found."""
+        payload = json.dumps(state, allow_nan=True).encode("utf-8")
+        head = f"fmu_mb-state {STATE_FORMAT} {len(payload)} ".encode("ascii")
+        return head + hashlib.sha256(head + payload).hexdigest().encode("ascii") + b"\n" + payload
 
     @classmethod
     def _fmu_state_from_bytes(cls, data):
         what = f"{cls.__name__}: fmi2DeSerializeFMUstate"
-        try:
-            blob = json.loads(bytes(data).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        data = bytes(data)
+        nothing = "; nothing was changed"
+        end = data.find(b"\n", 0, 120)
+        match = _STATE_HEADER.fullmatch(data[:end + 1]) if end > 0 else None
+        if match is None:
             return cls._invalid(f"{what}: the {len(data)} bytes are not a serialized state of "
-                                f"this FMU ({type(exc).__name__}: {exc}); nothing was changed")
-        if not (isinstance(blob, dict) and blob.get("fmu_mb_state") == cls.state_tag
-                and "data" in blob):
-            return cls._invalid(f"{what}: the bytes are not a state of this FMU (expected a "
-                                f"state tagged {cls.state_tag!r}); nothing was changed")
+                                f"an fmu_mb FMU (expected the header 'fmu_mb-state FORMAT "
+                                f"LENGTH SHA256'){nothing}")
+        version, length, digest = match.groups()
+        if version != str(STATE_FORMAT).encode():
+            return cls._invalid(f"{what}: the state has format {version.decode()}; this FMU "
+                                f"reads format {STATE_FORMAT}{nothing}")
+        payload = data[end + 1:]
+        if length != str(len(payload)).encode():
+            return cls._invalid(f"{what}: the header announces {length.decode()} bytes of "
+                                f"state, {len(payload)} follow (truncated or extended){nothing}")
+        if hashlib.sha256(data[:match.start(3)] + payload).hexdigest().encode() != digest:
+            return cls._invalid(f"{what}: the state's checksum (SHA-256) does not match its "
+                                f"bytes: the state was damaged{nothing}")
+        try:
+            blob = json.loads(payload.decode("utf-8"), object_pairs_hook=_unique_keys)
+        except (UnicodeDecodeError, ValueError) as exc:
+            return cls._invalid(f"{what}: the state is not valid JSON ({type(exc).__name__}: "
+                                f"{exc}){nothing}")
+        why = _wrapper_mismatch(blob, cls.state_tag)
+        if why:
+            return cls._invalid(f"{what}: {why}{nothing}")
         return blob
 
     @classmethod
@@ -161,6 +296,9 @@ def _guard_mode(name, allowed, after=None):
                 return None
             if after is not None:
                 self._mode = after
+            if after == STEPPING and self._time is None:     # no fmi2SetupExperiment
+                start = getattr(getattr(self, "default_experiment", None), "start_time", None)
+                self._time = float(start) if isinstance(start, (int, float)) else 0.0
             return None
         call._fmu_mb_guarded = True
         return call
@@ -179,10 +317,17 @@ def _guard_setup(impl):
                          f"and stop time {stop_time!r}; expected a finite start time and a stop "
                          f"time >= start time; nothing was changed")
             return None
+        if tolerance is not None and not (math.isfinite(tolerance) and tolerance > 0.0):
+            self._refuse(f"{self._where()}: fmi2SetupExperiment with tolerance {tolerance!r}; "
+                         f"expected a finite tolerance > 0 (or toleranceDefined = false); "
+                         f"nothing was changed")
+            return None
         try:
             impl(self, start_time, stop_time, tolerance)
         except Exception as exc:
             self._refuse(f"{self._where()}: fmi2SetupExperiment failed: {exc}")
+            return None
+        self._time = float(start_time)
         return None
     call._fmu_mb_guarded = True
     return call
@@ -196,7 +341,10 @@ def _guard_step(impl):
                          f"nothing was changed")
             return True          # the front already refused it; keep pythonfmu's flag clear
         try:
-            return bool(impl(self, current_time, step_size))
+            done = bool(impl(self, current_time, step_size))
+            if done:
+                self._time = current_time + step_size
+            return done
         except Exception as exc:  # an internal error must not kill the host
             self._refuse(f"{self._where()}: internal error in the step at t = "
                          f"{current_time!r}: {type(exc).__name__}: {exc}; the step was "
@@ -212,6 +360,9 @@ def _guard_get(kind):
     def wrap(impl):
         @functools.wraps(impl)
         def call(self, vrs):
+            if kind == "real" and len(vrs) == 1 and _vr(vrs[0]) == TIME_VR:
+                t = self._time                   # the front's fmi2LastSuccessfulTime
+                return [math.nan if t is None else t]
             why = self._check_refs(vrs, kind, setting=False)
             if why is None:
                 try:
@@ -249,7 +400,9 @@ def _guard_get_state(impl):
     @functools.wraps(impl)
     def call(self):
         try:
-            return {"fmu_mb_state": self.state_tag, "data": impl(self)}
+            return {"fmu_mb_state": self.state_tag,
+                    "time": float(math.nan if self._time is None else self._time).hex(),
+                    "data": impl(self)}
         except Exception as exc:
             message = (f"{self._where()}: fmi2GetFMUstate failed: {type(exc).__name__}: {exc}")
             self._refuse(message)
@@ -262,17 +415,22 @@ def _guard_set_state(impl):
     @functools.wraps(impl)
     def call(self, blob):
         where = f"{self._where()}: fmi2SetFMUstate"
-        if not (isinstance(blob, dict) and blob.get("fmu_mb_state") == self.state_tag
-                and "data" in blob):
-            self._refuse(f"{where}: not a state of this FMU (expected a state tagged "
-                         f"{self.state_tag!r}); nothing was changed")
+        why = _wrapper_mismatch(blob, self.state_tag)
+        if why:
+            self._refuse(f"{where}: not a state of this FMU: {why}; nothing was changed")
             return None
         try:
             before = type(self)._get_fmu_state.__wrapped__(self)
         except Exception:
             before = None
+        why = _shape_mismatch(blob["data"], before, "the state") if before is not None else None
+        if why:
+            self._refuse(f"{where}: the state is not shaped like this FMU's states: {why}; "
+                         f"nothing was changed")
+            return None
         try:
             impl(self, blob["data"])
+            self._time = None if blob["time"] == "nan" else float.fromhex(blob["time"])
         except Exception as exc:
             if before is not None:
                 try:
