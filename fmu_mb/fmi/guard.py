@@ -53,7 +53,7 @@ _STATE_KEYS = {"fmu_mb_state", "time", "data"}
 TIME_VR = 2 ** 32 - 2
 
 #: longest message logged; a longer one (a huge value echoed) keeps its head and its tail
-MESSAGE_CAP = 4000
+MESSAGE_CAP = 1500
 
 
 def shorten(message, cap=MESSAGE_CAP):
@@ -71,11 +71,12 @@ def _vr(vr):
 
 
 def _is_hex_float(text):
+    """True when `text` is a float as float.hex writes it (the only way states write floats;
+    float.fromhex alone would also read "0.01" or "abc", as other numbers)."""
     try:
-        float.fromhex(text)
+        return float.fromhex(text).hex() == text
     except (TypeError, ValueError):
         return False
-    return True
 
 
 def _unique_keys(pairs):
@@ -101,7 +102,8 @@ def _wrapper_mismatch(blob, tag):
         return f"the state has the keys {shorten(repr(sorted(blob)), 200)}, expected " \
                f"{sorted(_STATE_KEYS)}"
     if not (isinstance(blob["time"], str) and _is_hex_float(blob["time"])):
-        return f"the state's time {shorten(repr(blob['time']), 80)} is not a hexadecimal float"
+        return (f"the state's time {shorten(repr(blob['time']), 80)} is not a float as "
+                f"float.hex writes it")
     if blob["time"] != "nan" and not math.isfinite(float.fromhex(blob["time"])):
         return f"the state's time {blob['time']!r} is not finite"
     return None
@@ -139,7 +141,7 @@ def _shape_mismatch(got, ref, where):
         if not isinstance(got, str):
             return f"{where} is a {type(got).__name__}, expected a string"
         if _is_hex_float(ref) and not _is_hex_float(got):
-            return f"{where} = {shorten(repr(got), 80)} is not a hexadecimal float"
+            return f"{where} = {shorten(repr(got), 80)} is not a float as float.hex writes it"
         return None
     if isinstance(ref, bool) or isinstance(got, bool):
         return None if type(got) is type(ref) else \

@@ -293,8 +293,8 @@ static int category_enabled(const Instance* in, const char* category)
 }
 
 /* Longest message passed to the host; a longer one keeps its head and its tail. */
-#define MESSAGE_CAP 8192
-#define MESSAGE_TAIL 1024
+#define MESSAGE_CAP 2000
+#define MESSAGE_TAIL 500
 
 /* i moved back to the start of a UTF-8 character of text */
 static size_t char_start(const char* text, size_t i)
