@@ -28,6 +28,9 @@ import hashlib
 import json
 import math
 import re
+import sys
+import types
+import weakref
 
 from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Causality, Fmi2Status, Fmi2Variability
@@ -158,7 +161,52 @@ def _type_name(var):
     return type(var).__name__
 
 
-class GuardedSlave(Fmi2Slave):
+class _SameClass(type(Fmi2Slave)):
+    """Metaclass of GuardedSlave: a class statement that repeats one already executed (same
+    module, name, bases and class attributes, no functions) gives the class made then.
+
+    pythonfmu 0.7.0 re-executes the FMU's script at every fmi2Instantiate (findClass) and
+    never releases its list of each new class's MRO, so every instantiation leaked a class
+    object (about 4 KB with its ABC caches). The generated wrappers' class bodies hold only
+    data (model source, overrides, tags), so the class made at the import is reused; when the
+    script re-imports fmu_mb (another FMU's copy was loaded in between) the bases differ and
+    a new class is made as before."""
+
+    _made = weakref.WeakValueDictionary()
+
+    def __new__(mcls, name, bases, namespace, **kwargs):
+        key = (namespace.get("__module__"), namespace.get("__qualname__", name))
+        old = mcls._made.get(key)
+        if old is not None and old.__bases__ == bases and _same_body(old, namespace):
+            return old
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        mcls._made[key] = cls
+        return cls
+
+
+def _same_body(cls, namespace):
+    for k, v in namespace.items():
+        if k in ("__module__", "__qualname__", "__doc__"):
+            continue
+        if isinstance(v, (types.FunctionType, classmethod, staticmethod, property)) or \
+                k not in cls.__dict__:
+            return False
+        old = cls.__dict__[k]
+        if type(old) is not type(v) or old != v:
+            return False
+    return True
+
+
+def _drop_repeated_path(path):
+    """pythonfmu 0.7.0 puts the FMU's resources folder first on sys.path at every
+    fmi2Instantiate: keep the first entry, drop the copies further down (sys.path grew by one
+    entry per instance and imports looked through all of them)."""
+    if not isinstance(path, str) or not sys.path or sys.path[0] != path:
+        return
+    sys.path[1:] = [p for p in sys.path[1:] if p != path]
+
+
+class GuardedSlave(Fmi2Slave, metaclass=_SameClass):
     """pythonfmu slave base: FMI 2.0 statuses through the error funnel (see module doc).
 
     Subclasses implement pythonfmu's hooks as usual (do_step, exit_initialization_mode,
@@ -178,6 +226,7 @@ class GuardedSlave(Fmi2Slave):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
+        _drop_repeated_path(kwargs.get("resources"))
         self.log_queue = type(self).__dict__.get("_queue", self.log_queue)
         self._mode = INSTANTIATED
         #: end of the last successful step (fmi2LastSuccessfulTime); the start time before
