@@ -11,9 +11,22 @@ GuardedSlave, which wraps every entry point pythonfmu calls:
 - a call on a value reference that does not exist or has another type, a set on an output,
   on a fixed parameter after initialisation or on a variable in the wrong state, a value a
   subclass refuses (`_refuse_value`) is refused with fmi2Error before anything is changed;
-- an FMU state holds a tag naming the FMU (`state_tag`); bytes that are not a state of this
-  FMU (corrupt, truncated, foreign) deserialise to a marker that the front frees while
-  returning fmi2Error; a set state that fails is undone;
+- an FMU state holds a tag naming the FMU (`state_tag`) and the time of its last successful
+  step; serialized, it gets a header with the format version (STATE_FORMAT), its length and a
+  SHA-256 checksum over the header and the JSON, so that any damaged byte is found. Bytes
+  that are not an intact state of this FMU (corrupt, truncated, foreign, another format)
+  deserialise to a marker that the front frees while returning fmi2Error; a state whose keys
+  or value kinds differ from this instance's own states (`_shape_mismatch`) is refused by
+  fmi2SetFMUstate; the values themselves are the subclass's `_set_fmu_state` to check; a set
+  state that fails is undone;
+- fmi2SetupExperiment's tolerance, when defined, must be finite and > 0; value references
+  are printed as the unsigned numbers the host passed (pythonfmu hands them over as C ints);
+  a long message is shortened in the middle (`shorten`);
+- the front reads the time of the last successful step through value reference TIME_VR
+  (fmi2GetRealStatus(fmi2LastSuccessfulTime));
+- pythonfmu re-executes the FMU's script at every fmi2Instantiate: an identical class
+  statement gives the class made before (`_SameClass`) and the repeated sys.path entry is
+  dropped, so that nothing grows per instance;
 - the mode (instantiated, initialization, stepping, terminated) follows the FMI 2.0 state
   machine, for the per-variable rules (the front checks the per-function rules).
 

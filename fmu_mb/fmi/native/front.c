@@ -6,9 +6,18 @@
  * with RUNPATH $ORIGIN) and puts pythonfmu 0.7.0's binary beside it as
  * libfmu_mb_pythonfmu.so.  Every fmi2* call passes here first:
  *
- *   - fmi2Instantiate makes sure a suitable Python runs (shim.c) and then loads
- *     pythonfmu's binary; when no Python fits it logs one line saying what it
- *     looked for and returns NULL.
+ *   - fmi2Instantiate checks its arguments before anything reaches pythonfmu
+ *     (which crashed the host on each of these): the instance name (non-NULL
+ *     UTF-8), the GUID (FMU_MB_GUID, compiled in from modelDescription.xml by
+ *     packaging.py), the fmuType and the resource location, a local file URI
+ *     (file:///p, file://localhost/p or file:/p, percent-escapes decoded) of an
+ *     existing resources folder; pythonfmu gets "file://" + the decoded path.
+ *     Then it makes sure a suitable Python runs (shim.c) and loads pythonfmu's
+ *     binary.  Anything wrong: one logged line saying what, and NULL.
+ *   - The library pins itself at the first fmi2Instantiate (RTLD_NODELETE), so
+ *     that a host that dlcloses and re-dlopens it between instantiations (ecospy)
+ *     keeps its instances; a call on a component that is not a live instance is
+ *     refused and logged through the most recent live instance.
  *   - The FMI 2.0 co-simulation state machine: a call that the standard does
  *     not allow in the instance's state returns fmi2Error with a logged
  *     message and does not reach the instance.  Extension: the state is not
@@ -25,7 +34,15 @@
  *     logging is on (and their category is enabled).
  *   - FMU states: only states made by this FMU (fmi2GetFMUstate,
  *     fmi2DeSerializeFMUstate) are accepted; a state the adapter finds corrupt
- *     is freed and fmi2DeSerializeFMUstate returns fmi2Error.
+ *     (guard.py: format version, tag, SHA-256 checksum, shape) is freed and
+ *     fmi2DeSerializeFMUstate returns fmi2Error.
+ *   - Strings set by the host must be UTF-8; value references from RESERVED_VR
+ *     up are the front's own: TIME_VR reads the adapter's last successful time
+ *     for fmi2GetRealStatus(fmi2LastSuccessfulTime).  fmi2GetBooleanStatus(
+ *     fmi2Terminated) is true only after fmi2Terminate (pythonfmu's answers were
+ *     wrong after a discard).
+ *   - A message longer than MESSAGE_CAP bytes is shortened in the middle (a
+ *     huge value echoed in it).
  *   - After a fmi2Fatal from pythonfmu (an exception that escaped the adapter;
  *     pythonfmu has then released the Python object) every further call on the
  *     instance returns fmi2Error instead of crashing the host, and
