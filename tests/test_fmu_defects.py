@@ -342,6 +342,28 @@ def test_terminated_and_last_successful_time_after_discards(fmu, md, vr, tmp_pat
     assert statuses() == (True, t2)
 
 
+
+def test_status_queries_of_a_plain_pythonfmu_slave_behind_the_front(tmp_path):
+    """package_fmu puts the same front before any pythonfmu slave: one that is not an fmu_mb
+    adapter has no time channel, so the front gives pythonfmu's own lastSuccessfulTime (and
+    its own fmi2Terminated) instead of breaking the instance."""
+    from fmu_mb.fmi.packaging import package_fmu
+    sys.path.insert(0, str(TESTS))
+    try:
+        from test_packaging import TOY_SOURCE
+    finally:
+        sys.path.pop(0)
+    path = package_fmu(TOY_SOURCE, "fmu_mb_test_toy_status", [], tmp_path)
+    toy = read_model_description(str(path))
+    h = _host(extract(str(path), str(tmp_path / "toy")), toy)
+    h.call("setupExperiment", None, 0.0)
+    h.call("enterInitializationMode")
+    h.call("exitInitializationMode")
+    assert h.call("doStep", 0.0, 0.01)[0] == 0
+    assert h.call("getRealStatus", FMI_LAST_SUCCESSFUL_TIME)[:2] == (0, 0.01)
+    assert h.call("getBooleanStatus", FMI_TERMINATED)[:2] == (0, False)
+    assert h.call("doStep", 0.01, 0.01)[0] == 0              # the instance still works
+
 # ------------------------------------------------------------------- item 6: damaged states
 def _seal(payload):
     """A serialized state with a correct header and checksum around `payload` (format 2:

@@ -23,7 +23,8 @@ GuardedSlave, which wraps every entry point pythonfmu calls:
   are printed as the unsigned numbers the host passed (pythonfmu hands them over as C ints);
   a long message is shortened in the middle (`shorten`);
 - the front reads the time of the last successful step through value reference TIME_VR
-  (fmi2GetRealStatus(fmi2LastSuccessfulTime));
+  (fmi2GetRealStatus(fmi2LastSuccessfulTime)), once a GUARD_CATEGORY message (queued when an
+  instance is made) told it that the slave is a GuardedSlave;
 - pythonfmu re-executes the FMU's script at every fmi2Instantiate: an identical class
   statement gives the class made before (`_SameClass`) and the repeated sys.path entry is
   dropped, so that nothing grows per instance;
@@ -67,6 +68,10 @@ _STATE_KEYS = {"fmu_mb_state", "time", "data"}
 #: value reference through which the FMI front (native/front.c) reads the slave's current time
 #: for fmi2GetRealStatus(fmi2LastSuccessfulTime); pythonfmu passes it as a C int (-2)
 TIME_VR = 2 ** 32 - 2
+
+#: category of the message that tells the FMI front this slave is a GuardedSlave (the front
+#: does not pass it on; pythonfmu alone shows it when debug logging is on)
+GUARD_CATEGORY = "fmu_mb:guard"
 
 #: longest message logged; a longer one (a huge value echoed) keeps its head and its tail
 MESSAGE_CAP = 1500
@@ -244,6 +249,8 @@ class GuardedSlave(Fmi2Slave, metaclass=_SameClass):
         self._mode = INSTANTIATED
         #: end of the last successful step (fmi2LastSuccessfulTime); the start time before
         self._time = None
+        self.log_queue.append(LogMsg(Fmi2Status.ok, GUARD_CATEGORY,
+                                     "fmu_mb adapter: FMI 2.0 statuses through the error funnel"))
 
     # ------------------------------------------------------------------ error funnel
     def _refuse(self, message, status=Fmi2Status.error):

@@ -374,6 +374,15 @@ static void emit(const Instance* in, fmi2Status status, const char* category, co
     }
 }
 
+/*
+ * Set once the Python adapter said it is a GuardedSlave (guard.py logs GUARD_CATEGORY when an
+ * instance is made; the message is not passed on).  Only then does the front read the time of
+ * the last successful step through TIME_VR; a plain pythonfmu slave would fail on that.  All
+ * instances of this binary share one slave class.
+ */
+#define GUARD_CATEGORY "fmu_mb:guard"
+static int guarded_slave = 0;
+
 /* The logger pythonfmu calls (its environment is our Instance). */
 static void inner_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status status,
                          fmi2String category, fmi2String message, ...)
@@ -381,6 +390,10 @@ static void inner_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Stat
     (void)name;
     Instance* in = (Instance*)env;
     if (in == NULL || in->magic != MAGIC) {
+        return;
+    }
+    if (status == fmi2OK && category && strcmp(category, GUARD_CATEGORY) == 0) {
+        guarded_slave = 1;
         return;
     }
     if ((int)status > in->worst) {
@@ -1161,6 +1174,9 @@ EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi
     if (s != fmi2LastSuccessfulTime) {
         return fail(in, fmi2Discard, "fmi2GetRealStatus: only fmi2LastSuccessfulTime is "
                     "available");
+    }
+    if (!guarded_slave) {       /* not an fmu_mb adapter: pythonfmu's own answer */
+        return leave(in, inner.GetRealStatus(in->inner, s, value), "fmi2GetRealStatus");
     }
     const fmi2ValueReference vr = TIME_VR;
     fmi2Real t = 0.0;
