@@ -23,8 +23,8 @@ GuardedSlave, which wraps every entry point pythonfmu calls:
   are printed as the unsigned numbers the host passed (pythonfmu hands them over as C ints);
   a long message is shortened in the middle (`shorten`);
 - the front reads the time of the last successful step through value reference TIME_VR
-  (fmi2GetRealStatus(fmi2LastSuccessfulTime)), once a GUARD_CATEGORY message (queued when an
-  instance is made) told it that the slave is a GuardedSlave;
+  (fmi2GetRealStatus(fmi2LastSuccessfulTime)), once a GUARD_CATEGORY message (logged by
+  fmi2ExitInitializationMode) told it that the slave is a GuardedSlave;
 - pythonfmu re-executes the FMU's script at every fmi2Instantiate: an identical class
   statement gives the class made before (`_SameClass`) and the repeated sys.path entry is
   dropped, so that nothing grows per instance;
@@ -249,8 +249,6 @@ class GuardedSlave(Fmi2Slave, metaclass=_SameClass):
         self._mode = INSTANTIATED
         #: end of the last successful step (fmi2LastSuccessfulTime); the start time before
         self._time = None
-        self.log_queue.append(LogMsg(Fmi2Status.ok, GUARD_CATEGORY,
-                                     "fmu_mb adapter: FMI 2.0 statuses through the error funnel"))
 
     # ------------------------------------------------------------------ error funnel
     def _refuse(self, message, status=Fmi2Status.error):
@@ -367,9 +365,16 @@ def _guard_mode(name, allowed, after=None):
                 return None
             if after is not None:
                 self._mode = after
-            if after == STEPPING and self._time is None:     # no fmi2SetupExperiment
-                start = getattr(getattr(self, "default_experiment", None), "start_time", None)
-                self._time = float(start) if isinstance(start, (int, float)) else 0.0
+            if after == STEPPING:
+                if self._time is None:                     # no fmi2SetupExperiment
+                    start = getattr(getattr(self, "default_experiment", None), "start_time",
+                                    None)
+                    self._time = float(start) if isinstance(start, (int, float)) else 0.0
+                # for the front, before the status queries it allows from now on; logged in a
+                # call (pythonfmu passes queued messages on at the end of each call, and would
+                # crash passing on one still queued when an instance is freed)
+                self.log_queue.append(LogMsg(Fmi2Status.ok, GUARD_CATEGORY, "fmu_mb adapter: "
+                                             "FMI 2.0 statuses through the error funnel"))
             return None
         call._fmu_mb_guarded = True
         return call

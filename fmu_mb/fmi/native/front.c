@@ -375,8 +375,9 @@ static void emit(const Instance* in, fmi2Status status, const char* category, co
 }
 
 /*
- * Set once the Python adapter said it is a GuardedSlave (guard.py logs GUARD_CATEGORY when an
- * instance is made; the message is not passed on).  Only then does the front read the time of
+ * Set once the Python adapter said it is a GuardedSlave (guard.py logs GUARD_CATEGORY at
+ * fmi2ExitInitializationMode, before any status query is allowed; the message is not passed
+ * on).  Only then does the front read the time of
  * the last successful step through TIME_VR; a plain pythonfmu slave would fail on that.  All
  * instances of this binary share one slave class.
  */
