@@ -161,6 +161,77 @@ def test_every_valid_resource_uri_works_and_anything_else_is_refused(fmu, tmp_pa
     assert out["fmpy"] == pytest.approx(_phi(0.05), abs=1e-9)
 
 
+
+# A bare C host (no Python in the process): instantiate with the URI given, one step, print.
+C_HOST = r"""
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+typedef void (*Logger)(void*, const char*, int, const char*, const char*, ...);
+typedef struct { Logger logger; void* alloc; void* free; void* step; void* env; } Callbacks;
+static void logger(void* e, const char* n, int s, const char* c, const char* m, ...)
+{
+    (void)e; (void)n; (void)c;
+    fprintf(stderr, "[%d] %s\n", s, m);
+}
+int main(int argc, char** argv)
+{
+    /* argv: binary guid uri vr */
+    void* lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 3; }
+    void* (*inst)(const char*, int, const char*, const char*, const Callbacks*, int, int) =
+        (void* (*)(const char*, int, const char*, const char*, const Callbacks*, int, int))
+        dlsym(lib, "fmi2Instantiate");
+    int (*setup)(void*, int, double, double, int, double) =
+        (int (*)(void*, int, double, double, int, double))dlsym(lib, "fmi2SetupExperiment");
+    int (*enter)(void*) = (int (*)(void*))dlsym(lib, "fmi2EnterInitializationMode");
+    int (*leave)(void*) = (int (*)(void*))dlsym(lib, "fmi2ExitInitializationMode");
+    int (*step)(void*, double, double, int) =
+        (int (*)(void*, double, double, int))dlsym(lib, "fmi2DoStep");
+    int (*get)(void*, const unsigned*, size_t, double*) =
+        (int (*)(void*, const unsigned*, size_t, double*))dlsym(lib, "fmi2GetReal");
+    void (*release)(void*) = (void (*)(void*))dlsym(lib, "fmi2FreeInstance");
+    static const Callbacks cb = {logger, NULL, NULL, NULL, NULL};
+    void* c = inst("c", 1, argv[2], argv[3], &cb, 0, 0);
+    if (!c) { printf("NULL\n"); return 0; }
+    unsigned vr = (unsigned)atoi(argv[4]);
+    double phi = 0.0;
+    int st = setup(c, 0, 0.0, 0.0, 0, 0.0) | enter(c) | leave(c) | step(c, 0.0, 0.01, 1) |
+             get(c, &vr, 1, &phi);
+    printf("%d %.17g\n", st, phi);
+    release(c);
+    return 0;
+}
+"""
+
+
+def test_resource_uris_in_a_c_host(fmu, md, vr, tmp_path):
+    """The same URI forms in a host without Python (the FMU starts its own)."""
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "host.c").write_text(C_HOST)
+    host = tmp_path / "host"
+    subprocess.run([cc, "-O1", "-o", str(host), str(tmp_path / "host.c"), "-ldl"], check=True)
+    fmu_dir = tmp_path / "a_b"
+    extract(str(fmu), str(fmu_dir))
+    binary = fmu_dir / "binaries" / "linux64" / f"{md.coSimulation.modelIdentifier}.so"
+    res = quote((fmu_dir / "resources").as_posix())
+    ref = _phi(0.01)
+    for uri, ok in [("file:" + res, True), ("file://localhost" + res, True),
+                    ("file://" + res.replace("a_b", "a%5Fb"), True),
+                    ("file://" + res.replace("a_b", "a_c"), False)]:
+        out = subprocess.run([str(host), str(binary), md.guid, uri, str(vr["rod1.phi"])],
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, (uri, out.stderr[-2000:])
+        if ok:
+            st, phi = out.stdout.split()
+            assert st == "0" and float(phi) == pytest.approx(ref, abs=1e-12), uri
+        else:
+            assert out.stdout.strip() == "NULL" and "not an existing folder" in out.stderr
+
 # ---------------------------------------------------------- item 4 and 12: names, GUID, strings
 def test_bad_names_guids_strings_and_tolerances_are_refused_with_a_message(fmu, md, vr,
                                                                          tmp_path):
