@@ -377,6 +377,10 @@ def test_instances_survive_the_host_reloading_the_binary(fmu, md, vr, tmp_path):
 
 # -------------------------------------------------------- item 7: status queries after discard
 def test_terminated_and_last_successful_time_after_discards(fmu, md, vr, tmp_path):
+    """fmi2Terminated: true while the last doStep was discarded because the model could not
+    be advanced (and after fmi2Terminate), false after a discarded wrong call, a successful
+    retry or a restored state; fmi2LastSuccessfulTime: the end of the last successful step
+    (pythonfmu alone: true after any discard for ever, and the refused call's point)."""
     h = _host(extract(str(fmu), str(tmp_path / "fmu")), md)
     h.call("setupExperiment", None, 0.0)
     h.call("enterInitializationMode")
@@ -392,10 +396,20 @@ def test_terminated_and_last_successful_time_after_discards(fmu, md, vr, tmp_pat
     assert h.call("doStep", 0.0, 0.01)[0] == 0
     t1 = 0.0 + 0.01
     assert statuses() == (False, t1)
-    for point, step in [(0.5, 0.01), (t1, -0.01), (t1, 1e6)]:      # all discarded
+    # discarded for a wrong call (the master can correct it): the slave goes on
+    for point, step in [(0.5, 0.01), (t1, -0.01), (t1, float("nan"))]:
         status, _, messages = h.call("doStep", point, step)
         assert status == 2 and messages
         assert statuses() == (False, t1), (point, step)
+    # discarded because the model cannot be advanced with this step or these inputs: a
+    # master that does not shorten the step (fmpy's simulate_fmu) must stop here
+    for reals, step in [({}, 1e6), ({"actuator_A.h": float("inf")}, 0.01)]:
+        for name, value in reals.items():
+            assert h.call("setReal", [vr[name]], [value])[0] == 0
+        status, _, messages = h.call("doStep", t1, step)
+        assert status == 2 and messages
+        assert statuses() == (True, t1), (reals, step)
+    assert h.call("setReal", [vr["actuator_A.h"]], [0.0])[0] == 0
     assert h.call("doStep", t1, 0.01)[0] == 0                        # the retry succeeds
     t2 = t1 + 0.01
     assert statuses() == (False, t2)
@@ -406,6 +420,8 @@ def test_terminated_and_last_successful_time_after_discards(fmu, md, vr, tmp_pat
     assert h.call("setFMUstate", state)[0] == 0
     assert statuses() == (False, t2)
     assert h.call("doStep", t2, 0.01)[0] == 0
+    assert h.call("doStep", t2 + 0.01, 1e6)[0] == 2
+    assert statuses() == (True, t2 + 0.01)
     copy = h.call("deSerializeFMUstate", data)[1]
     assert h.call("setFMUstate", copy)[0] == 0
     assert statuses() == (False, t2)

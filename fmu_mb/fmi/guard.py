@@ -23,7 +23,11 @@ GuardedSlave, which wraps every entry point pythonfmu calls:
   are printed as the unsigned numbers the host passed (pythonfmu hands them over as C ints);
   a long message is shortened in the middle (`shorten`);
 - the front reads the time of the last successful step through value reference TIME_VR
-  (fmi2GetRealStatus(fmi2LastSuccessfulTime)), once a GUARD_CATEGORY message (logged by
+  (fmi2GetRealStatus(fmi2LastSuccessfulTime)) and through TERMINATED_VR whether the last
+  doStep was discarded because the model could not be advanced (fmi2Terminated: true then,
+  so that a master such as fmpy's simulate_fmu, which retries a discarded step with a longer
+  one, stops; false after a discard for a wrong step size or communication point, which the
+  master can correct, after a successful step and after a restored state), once a GUARD_CATEGORY message (logged by
   fmi2ExitInitializationMode) told it that the slave is a GuardedSlave;
 - pythonfmu re-executes the FMU's script at every fmi2Instantiate: an identical class
   statement gives the class made before (`_SameClass`) and the repeated sys.path entry is
@@ -68,6 +72,10 @@ _STATE_KEYS = {"fmu_mb_state", "time", "data"}
 #: value reference through which the FMI front (native/front.c) reads the slave's current time
 #: for fmi2GetRealStatus(fmi2LastSuccessfulTime); pythonfmu passes it as a C int (-2)
 TIME_VR = 2 ** 32 - 2
+
+#: value reference through which the front reads fmi2Terminated while stepping: 1.0 when the
+#: last doStep was discarded because the step could not be computed, else 0.0
+TERMINATED_VR = 2 ** 32 - 3
 
 #: category of the message that tells the FMI front this slave is a GuardedSlave (the front
 #: does not pass it on; pythonfmu alone shows it when debug logging is on)
@@ -249,6 +257,10 @@ class GuardedSlave(Fmi2Slave, metaclass=_SameClass):
         self._mode = INSTANTIATED
         #: end of the last successful step (fmi2LastSuccessfulTime); the start time before
         self._time = None
+        #: the last doStep was discarded because the model could not be advanced from its
+        #: state with its inputs (not for a wrong step size or communication point): the
+        #: front's fmi2Terminated, until a step succeeds or a state is restored
+        self._stuck = False
 
     # ------------------------------------------------------------------ error funnel
     def _refuse(self, message, status=Fmi2Status.error):
@@ -416,12 +428,20 @@ def _guard_step(impl):
             self._refuse(f"{self._where()}: fmi2DoStep is not allowed in {self._mode}; "
                          f"nothing was changed")
             return True          # the front already refused it; keep pythonfmu's flag clear
+        t = self._time
+        misuse = not (math.isfinite(step_size) and step_size > 0.0
+                      and math.isfinite(current_time)) or \
+            (t is not None and abs(current_time - t) > 1e-9 * max(1.0, abs(t)))
+        self._stuck = False
         try:
             done = bool(impl(self, current_time, step_size))
             if done:
                 self._time = current_time + step_size
+            else:
+                self._stuck = not misuse     # the master's call was wrong: it can fix it
             return done
         except Exception as exc:  # an internal error must not kill the host
+            self._stuck = True
             self._refuse(f"{self._where()}: internal error in the step at t = "
                          f"{current_time!r}: {type(exc).__name__}: {exc}; the step was "
                          f"discarded", Fmi2Status.discard)
@@ -439,6 +459,8 @@ def _guard_get(kind):
             if kind == "real" and len(vrs) == 1 and _vr(vrs[0]) == TIME_VR:
                 t = self._time                   # the front's fmi2LastSuccessfulTime
                 return [math.nan if t is None else t]
+            if kind == "real" and len(vrs) == 1 and _vr(vrs[0]) == TERMINATED_VR:
+                return [1.0 if self._stuck else 0.0]     # the front's fmi2Terminated
             why = self._check_refs(vrs, kind, setting=False)
             if why is None:
                 try:
@@ -507,6 +529,7 @@ def _guard_set_state(impl):
         try:
             impl(self, blob["data"])
             self._time = None if blob["time"] == "nan" else float.fromhex(blob["time"])
+            self._stuck = False
         except Exception as exc:
             if before is not None:
                 try:

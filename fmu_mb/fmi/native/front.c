@@ -38,9 +38,9 @@
  *     fmi2DeSerializeFMUstate returns fmi2Error.
  *   - Strings set by the host must be UTF-8; value references from RESERVED_VR
  *     up are the front's own: TIME_VR reads the adapter's last successful time
- *     for fmi2GetRealStatus(fmi2LastSuccessfulTime).  fmi2GetBooleanStatus(
- *     fmi2Terminated) is true only after fmi2Terminate (pythonfmu's answers were
- *     wrong after a discard).
+ *     for fmi2GetRealStatus(fmi2LastSuccessfulTime), TERMINATED_VR whether the
+ *     last doStep failed in the model for fmi2GetBooleanStatus(fmi2Terminated)
+ *     (pythonfmu's answers were wrong after a discard and after a retry).
  *   - A message longer than MESSAGE_CAP bytes is shortened in the middle (a
  *     huge value echoed in it).
  *   - After a fmi2Fatal from pythonfmu (an exception that escaped the adapter;
@@ -648,6 +648,9 @@ static int resource_folder(const char* uri, char* out, size_t cap, char* why, si
 /* The current time of the slave, read through the reserved value reference (guard.py). */
 #define TIME_VR 0xFFFFFFFEu
 
+/* 1.0 when the slave's last doStep was discarded because the model could not be advanced. */
+#define TERMINATED_VR 0xFFFFFFFDu
+
 /* ------------------------------------------------------------------ FMI 2.0 functions */
 EXPORT const char* fmi2GetTypesPlatform(void) { return "default"; }
 EXPORT const char* fmi2GetVersion(void) { return "2.0"; }
@@ -1189,9 +1192,13 @@ EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi
 }
 
 /*
- * fmi2Terminated: true only when the slave cannot go on: after fmi2Terminate.  A discarded
- * step keeps the state from before it and the master may retry, so it is false while the
- * slave is stepping, whatever happened before.
+ * fmi2Terminated: true after fmi2Terminate, and while the last doStep was discarded because the
+ * model could not be advanced from its state with its inputs (a lock-up, a runaway state, a
+ * non-finite input, the step budget; read from the adapter through TERMINATED_VR): a master
+ * that does not shorten a discarded step (fmpy's simulate_fmu retries it with a longer one)
+ * then stops at fmi2LastSuccessfulTime.  False after a discard for a wrong step size or
+ * communication point (the master can correct its call), after a successful step and after
+ * a restored state.  A slave that is not an fmu_mb adapter gets pythonfmu's own answer.
  */
 EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s,
                                        fmi2Boolean* value)
@@ -1207,6 +1214,18 @@ EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s,
     if (s != fmi2Terminated) {
         return fail(in, fmi2Discard, "fmi2GetBooleanStatus: only fmi2Terminated is available");
     }
-    *value = in->state == TERMINATED;
-    return fmi2OK;
+    if (in->state == TERMINATED) {
+        *value = 1;
+        return fmi2OK;
+    }
+    if (!guarded_slave) {
+        return leave(in, inner.GetBooleanStatus(in->inner, s, value), "fmi2GetBooleanStatus");
+    }
+    const fmi2ValueReference vr = TERMINATED_VR;
+    fmi2Real stuck = 0.0;
+    st = leave(in, inner.GetReal(in->inner, &vr, 1, &stuck), "fmi2GetBooleanStatus");
+    if (st <= fmi2Warning) {
+        *value = stuck != 0.0;
+    }
+    return st;
 }
