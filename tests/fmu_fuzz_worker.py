@@ -4,7 +4,8 @@ a subprocess of its own: python fmu_fuzz_worker.py FMU_DIR SEED N_CALLS.
 The sequence mixes ordinary use with misuse: non-finite and huge inputs, negative, zero and
 huge steps, wrong communication points, set calls in the wrong state, invalid and wrongly
 typed value references, calls out of order, reset and free mid-run, get/set/serialize state
-round trips with corrupt and truncated bytes. It runs twice in this process:
+round trips with corrupt and truncated bytes, status queries (fmi2Terminated,
+fmi2LastSuccessfulTime). It runs twice in this process:
 
 1. the fuzzed run, every call, recording each call's status and the messages the FMU logged
    during it (loggingOn is random: errors must be logged either way);
@@ -92,7 +93,7 @@ def make_sequence(md, seed, n_calls):
     kinds = (["doStep"] * 10 + ["setInput"] * 4 + ["get"] * 4 + ["badRef"] * 2 +
              ["setOutput", "setParameter", "setParameter", "outOfOrder", "save", "save",
               "restore", "restore", "serialize", "deserialize", "corrupt", "reset",
-              "freeInstance", "terminate", "freeState"])
+              "freeInstance", "terminate", "freeState", "status"])
     for _ in range(n_calls):
         kind = rng.choice(kinds)
         if kind == "doStep":
@@ -123,6 +124,8 @@ def make_sequence(md, seed, n_calls):
             seq.append(("corrupt", (rng.randrange(3), rng.choice(["truncate", "flip",
                                                                    "foreign", "empty"]),
                                     rng.randrange(10 ** 6))))
+        elif kind == "status":
+            seq.append(("status", ()))
         elif kind in ("reset", "freeInstance", "terminate"):
             if rng.random() < 0.5:      # these end a run: not too often
                 seq.append((kind, ()))
@@ -200,6 +203,13 @@ class Runner:
                 status, messages = max(status, st), messages + msgs
                 values.append(_key(res[0]) if st == 0 else None)
             return status, values, messages
+        if kind == "status":       # fmi2Terminated and fmi2LastSuccessfulTime
+            st1, terminated, msgs1 = h.call("getBooleanStatus", 3)
+            st2, last, msgs2 = h.call("getRealStatus", 2)
+            # only the time is compared with the replay: fmi2Terminated tells about the last
+            # doStep, also a discarded one (which the replay leaves out)
+            values = [_key(last) if st2 == 0 else None]
+            return max(st1, st2), values, msgs1 + msgs2
         if kind == "badRef":
             typ, ref, setting = args
             if setting:

@@ -121,9 +121,14 @@ def hold_globals(namespace):
     calls this at module level, so every execution of the script (the import and each
     re-execution) adds the reference that findClass takes away. The references live on the
     `sys` module, which outlives any copy of fmu_mb (build.OWN_PACKAGE may re-import it).
+    The reference is taken with Py_IncRef when ctypes can reach it (always in practice: numpy
+    imports ctypes), so that nothing grows per instantiation; else it is kept in that list.
     """
-    keep = sys.__dict__.setdefault("_fmu_mb_keep_alive", [])
-    keep.append(namespace)
+    try:
+        import ctypes
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(namespace))
+    except (ImportError, AttributeError, OSError):
+        sys.__dict__.setdefault("_fmu_mb_keep_alive", []).append(namespace)
 
 
 def module_from_source(name, filename, source):

@@ -6,9 +6,18 @@
  * with RUNPATH $ORIGIN) and puts pythonfmu 0.7.0's binary beside it as
  * libfmu_mb_pythonfmu.so.  Every fmi2* call passes here first:
  *
- *   - fmi2Instantiate makes sure a suitable Python runs (shim.c) and then loads
- *     pythonfmu's binary; when no Python fits it logs one line saying what it
- *     looked for and returns NULL.
+ *   - fmi2Instantiate checks its arguments before anything reaches pythonfmu
+ *     (which crashed the host on each of these): the instance name (non-NULL
+ *     UTF-8), the GUID (FMU_MB_GUID, compiled in from modelDescription.xml by
+ *     packaging.py), the fmuType and the resource location, a local file URI
+ *     (file:///p, file://localhost/p or file:/p, percent-escapes decoded) of an
+ *     existing resources folder; pythonfmu gets "file://" + the decoded path.
+ *     Then it makes sure a suitable Python runs (shim.c) and loads pythonfmu's
+ *     binary.  Anything wrong: one logged line saying what, and NULL.
+ *   - The library pins itself at the first fmi2Instantiate (RTLD_NODELETE), so
+ *     that a host that dlcloses and re-dlopens it between instantiations (ecospy)
+ *     keeps its instances; a call on a component that is not a live instance is
+ *     refused and logged through the most recent live instance.
  *   - The FMI 2.0 co-simulation state machine: a call that the standard does
  *     not allow in the instance's state returns fmi2Error with a logged
  *     message and does not reach the instance.  Extension: the state is not
@@ -25,7 +34,15 @@
  *     logging is on (and their category is enabled).
  *   - FMU states: only states made by this FMU (fmi2GetFMUstate,
  *     fmi2DeSerializeFMUstate) are accepted; a state the adapter finds corrupt
- *     is freed and fmi2DeSerializeFMUstate returns fmi2Error.
+ *     (guard.py: format version, tag, SHA-256 checksum, shape) is freed and
+ *     fmi2DeSerializeFMUstate returns fmi2Error.
+ *   - Strings set by the host must be UTF-8; value references from RESERVED_VR
+ *     up are the front's own: TIME_VR reads the adapter's last successful time
+ *     for fmi2GetRealStatus(fmi2LastSuccessfulTime), TERMINATED_VR whether the
+ *     last doStep failed in the model for fmi2GetBooleanStatus(fmi2Terminated)
+ *     (pythonfmu's answers were wrong after a discard and after a retry).
+ *   - A message longer than MESSAGE_CAP bytes is shortened in the middle (a
+ *     huge value echoed in it).
  *   - After a fmi2Fatal from pythonfmu (an exception that escaped the adapter;
  *     pythonfmu has then released the Python object) every further call on the
  *     instance returns fmi2Error instead of crashing the host, and
@@ -40,6 +57,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef FMU_MB_FRONT_CONFIG
+#include "fmu_mb_front_config.h"     /* FMU_MB_GUID: the GUID of this FMU's modelDescription.xml */
+#endif
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -107,6 +131,26 @@ static struct {
 } inner;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
+ * Keep this library loaded for the life of the process (RTLD_NODELETE).  Some hosts (ecospy)
+ * dlclose and dlopen the FMU's binary again between two fmi2Instantiate calls of one FMU;
+ * without this, the instance list below would be lost with the library's static memory and
+ * the first instance would become unknown.  pythonfmu's binary and Python stay loaded anyway.
+ * Called with `lock` held.
+ */
+static void pin_self(void)
+{
+    static int pinned = 0;
+    if (pinned) {
+        return;
+    }
+    Dl_info info;
+    if (dladdr((void*)&pin_self, &info) != 0 && info.dli_fname != NULL &&
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE) != NULL) {
+        pinned = 1;    /* the handle is deliberately never closed */
+    }
+}
 
 static int load_inner(char* why, size_t cap)
 {
@@ -194,6 +238,25 @@ static Instance* find(fmi2Component c)
     return (it && it->magic == MAGIC) ? it : NULL;
 }
 
+static void emit(const Instance* in, fmi2Status status, const char* category, const char* message);
+
+/*
+ * A call on a component that is not a live instance of this FMU has no logger of its own: the
+ * refusal is logged through the most recently instantiated live instance, if there is one.
+ */
+static void refuse_unknown(fmi2Component c, const char* function)
+{
+    char text[512];
+    snprintf(text, sizeof text, "fmu_mb: %s: refused: the component %p is not a live instance "
+             "of this FMU (%s); nothing was done", function, c,
+             c == NULL ? "NULL" : "already freed, never made by this FMU's binary, or corrupt");
+    pthread_mutex_lock(&lock);
+    if (instances != NULL) {
+        emit(instances, fmi2Error, "logStatusError", text);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
 static int known_state(fmi2FMUstate s)
 {
     pthread_mutex_lock(&lock);
@@ -246,23 +309,58 @@ static int category_enabled(const Instance* in, const char* category)
     return 0;
 }
 
-/* Pass one message to the host; '%' is doubled since hosts treat the message as a format. */
+/* Longest message passed to the host; a longer one keeps its head and its tail. */
+#define MESSAGE_CAP 2000
+#define MESSAGE_TAIL 500
+
+/* i moved back to the start of a UTF-8 character of text */
+static size_t char_start(const char* text, size_t i)
+{
+    while (i > 0 && ((unsigned char)text[i] & 0xC0) == 0x80) {
+        --i;
+    }
+    return i;
+}
+
+/*
+ * Pass one message to the host; '%' is doubled since hosts treat the message as a format, and
+ * a message longer than MESSAGE_CAP bytes (a huge value echoed in it) is shortened in the
+ * middle, saying how much was left out.
+ */
 static void emit(const Instance* in, fmi2Status status, const char* category, const char* message)
 {
     if (in->host.logger == NULL) {
         return;
     }
-    size_t n = strlen(message), extra = 0;
-    for (size_t i = 0; i < n; ++i) {
-        extra += message[i] == '%';
+    size_t n = strlen(message);
+    size_t head = n, tail_start = n;
+    char note[96] = "";
+    if (n > MESSAGE_CAP) {
+        head = char_start(message, MESSAGE_CAP - MESSAGE_TAIL - sizeof note);
+        tail_start = char_start(message, n - MESSAGE_TAIL);
+        snprintf(note, sizeof note, " [... %zu bytes of this message left out ...] ",
+                 tail_start - head);
     }
+    size_t extra = 0;
+    for (size_t i = 0; i < n; ++i) {
+        extra += message[i] == '%' && (i < head || i >= tail_start);
+    }
+    size_t len = head + (n - tail_start) + strlen(note) + extra + 1;
     char small[1024];
-    char* text = (n + extra + 1 <= sizeof small) ? small : malloc(n + extra + 1);
+    char* text = (len <= sizeof small) ? small : malloc(len);
     if (text == NULL) {
         return;
     }
     size_t j = 0;
     for (size_t i = 0; i < n; ++i) {
+        if (i == head) {
+            memcpy(text + j, note, strlen(note));
+            j += strlen(note);
+            i = tail_start;
+            if (i >= n) {
+                break;
+            }
+        }
         text[j++] = message[i];
         if (message[i] == '%') {
             text[j++] = '%';
@@ -276,6 +374,16 @@ static void emit(const Instance* in, fmi2Status status, const char* category, co
     }
 }
 
+/*
+ * Set once the Python adapter said it is a GuardedSlave (guard.py logs GUARD_CATEGORY at
+ * fmi2ExitInitializationMode, before any status query is allowed; the message is not passed
+ * on).  Only then does the front read the time of
+ * the last successful step through TIME_VR; a plain pythonfmu slave would fail on that.  All
+ * instances of this binary share one slave class.
+ */
+#define GUARD_CATEGORY "fmu_mb:guard"
+static int guarded_slave = 0;
+
 /* The logger pythonfmu calls (its environment is our Instance). */
 static void inner_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Status status,
                          fmi2String category, fmi2String message, ...)
@@ -283,6 +391,10 @@ static void inner_logger(fmi2ComponentEnvironment env, fmi2String name, fmi2Stat
     (void)name;
     Instance* in = (Instance*)env;
     if (in == NULL || in->magic != MAGIC) {
+        return;
+    }
+    if (status == fmi2OK && category && strcmp(category, GUARD_CATEGORY) == 0) {
+        guarded_slave = 1;
         return;
     }
     if ((int)status > in->worst) {
@@ -324,7 +436,8 @@ static Instance* enter(fmi2Component c, const char* function, int allowed, fmi2S
     Instance* in = find(c);
     *status = fmi2Error;
     if (in == NULL) {
-        return NULL;     /* no instance: nothing to log through */
+        refuse_unknown(c, function);
+        return NULL;
     }
     if (in->broken) {
         fail(in, fmi2Error, "%s: refused: this instance failed fatally earlier and cannot be "
@@ -370,6 +483,174 @@ static fmi2Status leave(Instance* in, fmi2Status status, const char* function)
         return fail(in, fmi2Error, "%s: NULL array for %zu value references", fn, (size_t)(n)); \
     }
 
+/* The front's own value references (TIME_VR) are not the host's to read or set. */
+#define CHECK_REFS(in, vr, n, fn)                                                          \
+    for (size_t k_ = 0; k_ < (n); ++k_) {                                                  \
+        if ((vr)[k_] >= RESERVED_VR) {                                                     \
+            return fail(in, fmi2Error, "%s: value reference %u does not exist; nothing was " \
+                        "done", fn, (unsigned)(vr)[k_]);                                   \
+        }                                                                                  \
+    }
+
+/* ------------------------------------------------------------------ argument checks */
+/* Offset of the first byte of text that is not part of well-formed UTF-8, or -1. */
+static long bad_utf8(const char* text)
+{
+    const unsigned char* s = (const unsigned char*)text;
+    size_t i = 0;
+    while (s[i]) {
+        unsigned c = s[i];
+        size_t more;
+        unsigned min;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            more = 1, min = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2, min = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3, min = 0x10000;
+        } else {
+            return (long)i;
+        }
+        unsigned code = c & (0x3F >> more);
+        for (size_t k = 1; k <= more; ++k) {
+            if ((s[i + k] & 0xC0) != 0x80) {
+                return (long)i;
+            }
+            code = (code << 6) | (s[i + k] & 0x3F);
+        }
+        if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+            return (long)i;
+        }
+        i += more + 1;
+    }
+    return -1;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int is_directory(const char* path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * The resource folder of a file URI (RFC 8089): file:///abs, file://localhost/abs or
+ * file:/abs, percent-escapes decoded (UTF-8), trailing slashes dropped; it must be an existing
+ * folder holding pythonfmu's slavemodule.txt and the module it names.  Returns 0 with the
+ * path in out, or -1 with the reason in why.
+ */
+static int resource_folder(const char* uri, char* out, size_t cap, char* why, size_t whycap)
+{
+    const char* p = uri;
+    if (strncasecmp(p, "file:", 5) != 0) {
+        snprintf(why, whycap, "the resource location '%.300s' is not a file URI; expected "
+                 "file:///absolute/path/to/resources", uri);
+        return -1;
+    }
+    p += 5;
+    if (strncmp(p, "//", 2) == 0) {
+        p += 2;
+        const char* slash = strchr(p, '/');
+        size_t host = slash ? (size_t)(slash - p) : strlen(p);
+        if (!(host == 0 || (host == 9 && strncasecmp(p, "localhost", 9) == 0))) {
+            snprintf(why, whycap, "the resource location '%.300s' names the host '%.*s'; "
+                     "expected a local file URI (file:///path or file://localhost/path)", uri,
+                     (int)(host < 200 ? host : 200), p);
+            return -1;
+        }
+        p += host;
+    }
+    if (*p != '/') {
+        snprintf(why, whycap, "the resource location '%.300s' has no absolute path; expected "
+                 "file:///absolute/path/to/resources", uri);
+        return -1;
+    }
+    size_t j = 0;
+    for (; *p; ++p) {
+        char c = *p;
+        if (c == '%') {
+            int hi = hex_digit(p[1]), lo = hi < 0 ? -1 : hex_digit(p[2]);
+            if (hi < 0 || lo < 0) {
+                snprintf(why, whycap, "the resource location '%.300s' has a '%%' that is not "
+                         "followed by two hexadecimal digits (a percent-escape)", uri);
+                return -1;
+            }
+            c = (char)(hi * 16 + lo);
+            if (c == '\0') {
+                snprintf(why, whycap, "the resource location '%.300s' encodes a NUL byte (%%00)",
+                         uri);
+                return -1;
+            }
+            p += 2;
+        }
+        if (j + 1 >= cap) {
+            snprintf(why, whycap, "the resource location is longer than %zu bytes", cap - 1);
+            return -1;
+        }
+        out[j++] = c;
+    }
+    while (j > 1 && out[j - 1] == '/') {
+        --j;
+    }
+    out[j] = '\0';
+    if (bad_utf8(out) >= 0) {
+        snprintf(why, whycap, "the resource location '%.300s' decodes to a path that is not "
+                 "UTF-8, which Python cannot import from", uri);
+        return -1;
+    }
+    if (strstr(out, "%20") != NULL) {
+        snprintf(why, whycap, "the resource folder '%.300s' has '%%20' in its path, which "
+                 "pythonfmu 0.7.0 would turn into a space; extract the FMU elsewhere", out);
+        return -1;
+    }
+    if (!is_directory(out)) {
+        snprintf(why, whycap, "the resource location '%.300s' is not an existing folder (%.300s)",
+                 uri, out);
+        return -1;
+    }
+    char file[4200];
+    snprintf(file, sizeof file, "%s/slavemodule.txt", out);
+    FILE* f = fopen(file, "r");
+    char module[256] = "";
+    if (f != NULL) {
+        if (fgets(module, sizeof module, f) == NULL) {
+            module[0] = '\0';
+        }
+        fclose(f);
+    }
+    module[strcspn(module, "\r\n")] = '\0';
+    if (module[0] == '\0') {
+        snprintf(why, whycap, "the folder '%.300s' is not this FMU's resources folder: it has "
+                 "no slavemodule.txt naming the model's Python module", out);
+        return -1;
+    }
+    snprintf(file, sizeof file, "%s/%s.py", out, module);
+    if (access(file, R_OK) != 0) {
+        snprintf(why, whycap, "the resources folder '%.300s' lacks the model's module %.200s.py",
+                 out, module);
+        return -1;
+    }
+    return 0;
+}
+
+#define RESERVED_VR 0xFFFFFFF0u    /* value references from here up are the front's own */
+
+/* The current time of the slave, read through the reserved value reference (guard.py). */
+#define TIME_VR 0xFFFFFFFEu
+
+/* 1.0 when the slave's last doStep was discarded because the model could not be advanced. */
+#define TERMINATED_VR 0xFFFFFFFDu
+
 /* ------------------------------------------------------------------ FMI 2.0 functions */
 EXPORT const char* fmi2GetTypesPlatform(void) { return "default"; }
 EXPORT const char* fmi2GetVersion(void) { return "2.0"; }
@@ -378,12 +659,16 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
                                      fmi2String resources, const fmi2CallbackFunctions* functions,
                                      fmi2Boolean visible, fmi2Boolean loggingOn)
 {
+    pthread_mutex_lock(&lock);
+    pin_self();
+    pthread_mutex_unlock(&lock);
     Instance* in = calloc(1, sizeof *in);
     if (in == NULL) {
         return NULL;
     }
     in->magic = MAGIC;
-    in->name = strdup(instanceName ? instanceName : "");
+    int good_name = instanceName != NULL && bad_utf8(instanceName) < 0;
+    in->name = strdup(good_name ? instanceName : "?");
     if (functions) {
         in->host = *functions;
     }
@@ -395,10 +680,35 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
 
     const char* problem = NULL;
     char why[4600] = "";
-    if (fmuType != fmi2CoSimulation) {
+    char folder[4096];
+    char location[4200];
+    if (in->name == NULL) {
+        problem = "fmu_mb: fmi2Instantiate: out of memory";
+    } else if (!good_name) {
+        problem = instanceName == NULL
+                      ? "fmu_mb: fmi2Instantiate: instanceName is NULL; expected a non-NULL "
+                        "UTF-8 string naming the instance"
+                      : "fmu_mb: fmi2Instantiate: instanceName is not a UTF-8 string; expected "
+                        "a UTF-8 string naming the instance";
+    } else if (fmuType != fmi2CoSimulation) {
         problem = "fmu_mb: fmi2Instantiate: this FMU supports co-simulation only (fmi2CoSimulation)";
-    } else if (resources == NULL || strncmp(resources, "file:", 5) != 0) {
-        problem = "fmu_mb: fmi2Instantiate: expected the resource location as a file:// URI";
+#ifdef FMU_MB_GUID
+    } else if (guid == NULL || strcmp(guid, FMU_MB_GUID) != 0) {
+        snprintf(why, sizeof why, "fmu_mb: fmi2Instantiate: the GUID %s%.200s%s is not this "
+                 "FMU's %s (from its modelDescription.xml): the binary and the model "
+                 "description the host read belong to different FMUs (or builds of one)",
+                 guid ? "'" : "", guid ? (bad_utf8(guid) < 0 ? guid : "(not UTF-8)") : "NULL",
+                 guid ? "'" : "", FMU_MB_GUID);
+        problem = why;
+#endif
+    } else if (resources == NULL) {
+        problem = "fmu_mb: fmi2Instantiate: fmuResourceLocation is NULL; expected the file URI "
+                  "of the FMU's resources folder";
+    } else if (resource_folder(resources, folder, sizeof folder, why, sizeof why) != 0) {
+        char text[sizeof why];
+        snprintf(text, sizeof text, "fmu_mb: fmi2Instantiate: %s", why);
+        memcpy(why, text, sizeof why);
+        problem = why;
     } else if (fmu_mb_pyshim_ensure(&problem) != 0) {
         /* problem is set by the shim */
     } else {
@@ -410,7 +720,9 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         }
     }
     if (problem == NULL) {
-        in->inner = inner.Instantiate(instanceName, fmuType, guid, resources, &in->mine, visible,
+        /* pythonfmu 0.7.0 strips "file://" and decodes only %20: it gets the decoded path */
+        snprintf(location, sizeof location, "file://%s", folder);
+        in->inner = inner.Instantiate(instanceName, fmuType, guid, location, &in->mine, visible,
                                       1);
         if (in->inner == NULL) {
             problem = "fmu_mb: fmi2Instantiate: pythonfmu could not create the instance (see "
@@ -418,7 +730,9 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         }
     }
     if (problem != NULL) {
-        emit(in, fmi2Error, "logStatusError", problem);
+        if (in->name != NULL) {
+            emit(in, fmi2Error, "logStatusError", problem);
+        }
         free(in->name);
         in->magic = 0;
         free(in);
@@ -435,6 +749,9 @@ EXPORT void fmi2FreeInstance(fmi2Component c)
 {
     Instance* in = find(c);
     if (in == NULL) {
+        if (c != NULL) {      /* freeing NULL is allowed and does nothing */
+            refuse_unknown(c, "fmi2FreeInstance");
+        }
         return;
     }
     pthread_mutex_lock(&lock);
@@ -563,6 +880,7 @@ EXPORT fmi2Status fmi2Reset(fmi2Component c)
         }                                                                                   \
         CHECK_ARRAY(in, vr, n, "fmi2Get" #Name);                                            \
         CHECK_ARRAY(in, value, n, "fmi2Get" #Name);                                         \
+        CHECK_REFS(in, vr, n, "fmi2Get" #Name);                                             \
         if (n == 0) {                                                                       \
             return fmi2OK;                                                                  \
         }                                                                                   \
@@ -585,6 +903,7 @@ GETTER(String, fmi2String)
         }                                                                                   \
         CHECK_ARRAY(in, vr, n, "fmi2Set" #Name);                                            \
         CHECK_ARRAY(in, value, n, "fmi2Set" #Name);                                         \
+        CHECK_REFS(in, vr, n, "fmi2Set" #Name);                                             \
         if (n == 0) {                                                                       \
             return fmi2OK;                                                                  \
         }                                                                                   \
@@ -605,10 +924,18 @@ EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], 
     }
     CHECK_ARRAY(in, vr, n, "fmi2SetString");
     CHECK_ARRAY(in, value, n, "fmi2SetString");
+    CHECK_REFS(in, vr, n, "fmi2SetString");
     for (size_t i = 0; i < n; ++i) {
         if (value[i] == NULL) {
             return fail(in, fmi2Error, "fmi2SetString: NULL string for value reference %u; "
                         "nothing was set", vr[i]);
+        }
+        long bad = bad_utf8(value[i]);
+        if (bad >= 0) {
+            return fail(in, fmi2Error, "fmi2SetString: the string for value reference %u is "
+                        "not UTF-8 (byte %ld of %zu is 0x%02x); expected a UTF-8 string; "
+                        "nothing was set", vr[i], bad, strlen(value[i]),
+                        (unsigned char)value[i][bad]);
         }
     }
     if (n == 0) {
@@ -833,6 +1160,11 @@ EXPORT fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind s, f
     return unsupported(c, "fmi2GetStringStatus");
 }
 
+/*
+ * fmi2LastSuccessfulTime: the end of the last successful step (the slave's current time, read
+ * from the adapter through TIME_VR: it follows doStep, fmi2SetFMUstate and a deserialised state,
+ * and is not moved by a refused or discarded call).
+ */
 EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi2Real* value)
 {
     fmi2Status st;
@@ -847,9 +1179,27 @@ EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi
         return fail(in, fmi2Discard, "fmi2GetRealStatus: only fmi2LastSuccessfulTime is "
                     "available");
     }
-    return leave(in, inner.GetRealStatus(in->inner, s, value), "fmi2GetRealStatus");
+    if (!guarded_slave) {       /* not an fmu_mb adapter: pythonfmu's own answer */
+        return leave(in, inner.GetRealStatus(in->inner, s, value), "fmi2GetRealStatus");
+    }
+    const fmi2ValueReference vr = TIME_VR;
+    fmi2Real t = 0.0;
+    st = leave(in, inner.GetReal(in->inner, &vr, 1, &t), "fmi2GetRealStatus");
+    if (st <= fmi2Warning) {
+        *value = t;
+    }
+    return st;
 }
 
+/*
+ * fmi2Terminated: true after fmi2Terminate, and while the last doStep was discarded because the
+ * model could not be advanced from its state with its inputs (a lock-up, a runaway state, a
+ * non-finite input, the step budget; read from the adapter through TERMINATED_VR): a master
+ * that does not shorten a discarded step (fmpy's simulate_fmu retries it with a longer one)
+ * then stops at fmi2LastSuccessfulTime.  False after a discard for a wrong step size or
+ * communication point (the master can correct its call), after a successful step and after
+ * a restored state.  A slave that is not an fmu_mb adapter gets pythonfmu's own answer.
+ */
 EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s,
                                        fmi2Boolean* value)
 {
@@ -864,5 +1214,18 @@ EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s,
     if (s != fmi2Terminated) {
         return fail(in, fmi2Discard, "fmi2GetBooleanStatus: only fmi2Terminated is available");
     }
-    return leave(in, inner.GetBooleanStatus(in->inner, s, value), "fmi2GetBooleanStatus");
+    if (in->state == TERMINATED) {
+        *value = 1;
+        return fmi2OK;
+    }
+    if (!guarded_slave) {
+        return leave(in, inner.GetBooleanStatus(in->inner, s, value), "fmi2GetBooleanStatus");
+    }
+    const fmi2ValueReference vr = TERMINATED_VR;
+    fmi2Real stuck = 0.0;
+    st = leave(in, inner.GetReal(in->inner, &vr, 1, &stuck), "fmi2GetBooleanStatus");
+    if (st <= fmi2Warning) {
+        *value = stuck != 0.0;
+    }
+    return st;
 }
