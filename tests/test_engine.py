@@ -456,3 +456,22 @@ def test_a_later_start_time_starts_from_the_models_assembly():
     assert t == 0.5
     close_rel(q, ref.q, 1e-10)
     close_rel(qd, ref.qd, 1e-10)
+
+
+def test_output_values_of_the_recursive_formulation_come_from_the_engine():
+    """simulate()'s outputs (output_values) in the recursive formulation are the engine's,
+    equal to Outputs; a model the engine cannot run keeps Outputs."""
+    from fmu_mb.dynamics import outputs as O
+
+    for name in ("four_bar", "double_wishbone"):
+        m = model(name)
+        st = initial_state(m, SETTINGS)
+        u = inputs(m)
+        assert O._engine_for(m) is not None
+        close_rel(O.output_values(m, st, u, "recursive"),
+                  O.Outputs(m, st, u, "recursive").values(), 1e-10, output_names(m))
+    m = model("bouncing_ball")
+    assert O._engine_for(m) is None
+    st = initial_state(m, SETTINGS)
+    np.testing.assert_array_equal(O.output_values(m, st, np.zeros(0)),
+                                  O.Outputs(m, st, np.zeros(0)).values())

@@ -215,6 +215,25 @@ class Engine:
         n = self.n
         return float(s[0]), s[1:1 + n], s[1 + n:1 + 2 * n], float(s[1 + 2 * n])
 
+    def outputs_at(self, state, u=None):
+        """Every output at an fmu_mb State (joint coordinates of the recursive formulation)
+        with inputs u: set_state then outputs under one lock (InputError for a state the
+        engine refuses)."""
+        h = float(state.h) if math.isfinite(state.h) else 0.0
+        n = self.n
+        with self._lock:
+            s = self._s
+            s[0] = state.t
+            s[1:1 + n] = state.q
+            s[1 + n:1 + 2 * n] = state.qd
+            s[1 + 2 * n] = h
+            self._check(self.lib.mbe_set_state(self.handle, s.ctypes.data, self._err,
+                                               self.ERRLEN), "the state")
+            pu = self._inputs(u)
+            self._check(self.lib.mbe_outputs(self.handle, pu, self._y.ctypes.data, self._err,
+                                             self.ERRLEN), "the outputs")
+            return self._y[:self.n_outputs].copy()
+
     def load(self, state):
         """Set the state from an fmu_mb State (joint coordinates of the recursive
         formulation)."""
