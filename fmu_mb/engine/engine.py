@@ -55,7 +55,6 @@ def library():
     defines = ("MBE_HAVE_PARAMS",) if src[-1].name == "params.c" else ()
     lib = ctypes.CDLL(str(_kernel.library_path(src[0], tuple(src[1:]), defines)))
     P, I, D, Z = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_size_t
-    S = ctypes.c_char_p
     lib.mbe_create.restype = P
     lib.mbe_create.argtypes = [P, Z, P, Z]
     lib.mbe_free.restype = None
@@ -78,7 +77,6 @@ def library():
     lib.mbe_get_state.restype = None
     lib.mbe_get_state.argtypes = [P, P]
     lib.mbe_set_state.argtypes = [P, P, P, Z]
-    del S
     return lib
 
 
