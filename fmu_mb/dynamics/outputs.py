@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..errors import FmuMbError
 from ..mechanics import constraints
 from ..mechanics import kinematics as kin
 from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
@@ -218,24 +219,19 @@ def output_names(model):
 
 
 def output_values(model, state, u, formulation="auto"):
-    """Values of every output at `state` with inputs u (array), in output_spec order. In the
-    recursive formulation (a joint-coordinate state of a model the compiled engine runs) the
-    engine library computes them (fmu_mb.engine.engine: the same numbers as Outputs to
-    ~1e-13, tests/test_engine.py, in a few microseconds instead of a few hundred); otherwise,
-    or when the engine refuses the state, Outputs."""
-    if state.coords == "joint" and resolve(formulation, model, state.coords) == "recursive":
-        eng = _engine_for(model)
-        if eng is not None:
-            from ..errors import FmuMbError
-
-            try:
-                return eng.outputs_at(state, u)
-            except FmuMbError:
-                pass
+    """Values of every output at `state` with inputs u (array), in output_spec order."""
     return Outputs(model, state, u, formulation).values()
 
 
 _ENGINES = weakref.WeakKeyDictionary()      # model -> its Engine (None: the engine cannot)
+_GROUP_OF = {}                              # Outputs group -> the engine's groups
+
+
+def _engine_groups():
+    from ..engine.engine import GROUP_OF
+
+    _GROUP_OF.update(GROUP_OF)
+    return _GROUP_OF
 
 
 def _engine_for(model):
@@ -264,16 +260,23 @@ class Outputs:
     angle does not solve for reactions). `value(i)` is output i of output_spec; `values()`
     all of them. Joint coordinates and rates of tree joints are read from a joint-coordinate
     state directly (they are its q and qd); everything else goes through the absolute
-    coordinates x = T(q)."""
+    coordinates x = T(q). In the recursive formulation, for a model the compiled engine runs,
+    the engine library computes the groups (fmu_mb.engine.engine, the same C code as the
+    native FMU: equal to the Python groups to ~1e-13, tests/test_engine.py, in microseconds
+    instead of hundreds of them); a state it refuses falls back to the Python groups.
+    compiled=False: the Python groups always (the reference of tests/test_engine.py)."""
 
-    def __init__(self, model, state, u, formulation="auto"):
+    def __init__(self, model, state, u, formulation="auto", compiled=True):
         self.model, self.state, self.u = model, state, u
-        self.form = get_formulation(resolve(formulation, model, state.coords))
+        name = resolve(formulation, model, state.coords)
+        self.form = get_formulation(name)
         self._groups = output_groups(model)
         self._vals = None
         self._done = set()
         self._cache = {}
         self._direct = _direct_coordinates(model) if state.coords == "joint" else None
+        self._eng = (_engine_for(model) if compiled and name == "recursive"
+                     and state.coords == "joint" else None)
 
     def value(self, i):
         if self._direct is not None:           # a tree joint's coordinate or rate: q, qd
@@ -286,6 +289,8 @@ class Outputs:
         return self._vals[i]
 
     def values(self):
+        if self._eng is not None and len(self._done) < len(self._groups):
+            self._from_engine(set(self._groups))
         for g in self._groups:
             if g not in self._done:
                 self._compute(g)
@@ -296,8 +301,29 @@ class Outputs:
     def _compute(self, g):
         if self._vals is None:
             self._vals = np.full(len(output_spec(self.model)), np.nan)
+        if self._eng is not None and self._from_engine({g}):
+            return
         self._vals[self._groups[g]] = getattr(self, "_" + g)()
         self._done.add(g)
+
+    def _from_engine(self, wanted):
+        """The groups `wanted` (and those that come with them) from the engine library, into
+        self._vals; False when it refuses the state (the Python groups serve from then on)."""
+        group_of = _GROUP_OF or _engine_groups()
+        bits = 0
+        for g in wanted:
+            bits |= group_of[g]
+        if self._vals is None:
+            self._vals = np.full(len(output_spec(self.model)), np.nan)
+        try:
+            self._eng.outputs_at(self.state, self.u, bits, out=self._vals)
+        except FmuMbError:
+            self._eng = None
+            return False
+        for g in self._groups:
+            if group_of[g] & ~bits == 0:
+                self._done.add(g)
+        return True
 
     # ------------------------------------------------------------ shared intermediates
     def _get(self, key):
