@@ -448,12 +448,19 @@ class ParamProgram:
     fixed: dict = field(default_factory=dict)
     slots: tuple = ()
     guards: tuple = ()
+    derive: object = None      # the engine's own derivation after the program (or None)
 
     def to_arrays(self):
         """(code as int32, consts as float64), contiguous: what mbp_run takes."""
         return (np.ascontiguousarray(self.code, dtype=np.int32),
                 np.ascontiguousarray(self.consts if len(self.consts) else [0.0],
                                      dtype=np.float64))
+
+    def engine_data(self, params, data):
+        """The data the engine runs on at `params` (mbe_set_parameters): the program applied
+        (run), then the slots the engine derives itself (derive_metric)."""
+        out = self.run(params, data)
+        return self.derive(out) if self.derive is not None else out
 
     def run(self, params, data):
         """data with the program applied at parameter values `params` (all np of them, the
@@ -627,7 +634,7 @@ def _ranges(p, rng, scale):
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
                        model_file=None, n_probe=3, n_verify=3, n_wide=2, seed=0,
-                       scale=0.1):
+                       scale=0.1, derived=None):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
@@ -637,7 +644,13 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         box; its layout must not depend on the values of non-structural parameters);
     names: the parameter table's order (default: the model's declared parameters; a
         string parameter's value in that vector is its index in choices, unused);
-    model_file: how messages name the model file (default: the module's file name).
+    model_file: how messages name the model file (default: the module's file name);
+    derived: (slots, derive) or None: data slots that the engine derives itself after the
+        program has run (EngineData.derived: the projection metric, from the masses and
+        inertias by a max and an eigenvalue the program cannot express) and derive(data) ->
+        data, the Python twin of that derivation. The program leaves those slots alone; the
+        verification compares derive(program's data) with data_of in every slot, so a
+        derived slot that does not come out as build() makes it is caught like any other.
     Probe and n_verify verification sets are drawn within +-scale (relative) of the build
     values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
     does not build, or takes another branch, is drawn again closer). Returns a
@@ -678,8 +691,10 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
         prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
-                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale)
+                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale,
+                             derived)
         if prog is not None:
+            prog.derive = derived[1] if derived is not None else None
             return prog
 
 
@@ -752,7 +767,7 @@ def _match(tape, deps, P, Dm, slots):
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
                   mfile,
-                  rng, n_probe, n_verify, n_wide, scale):
+                  rng, n_probe, n_verify, n_wide, scale, derived=None):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
     defaults = {n: bvals.get(n, 0.0) for n in names}
@@ -797,6 +812,8 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     P = np.array([bvec] + [_pvector(names, index, bvals, defaults, v) for v, _ in probes])
     Dm = np.array([D0] + [D for _, D in probes])          # (1 + K, ndata)
     dependent = np.flatnonzero(np.any(Dm != D0, axis=0))
+    if derived is not None:          # the engine derives these itself (verified below)
+        dependent = np.setdiff1d(dependent, np.asarray(derived[0], dtype=int))
 
     match = _match(tape, deps, P, Dm, dependent)
     deps = _deps(tape.nodes)
@@ -862,6 +879,8 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         if rc != 0:    # a non-finite number where build() computed a finite one
             refused |= {names[rc - 1]} if rc > 0 else set(live)
             continue
+        if derived is not None:
+            out = derived[1](out)
         bad |= set(np.flatnonzero(~_close(out, D)).tolist())
     if refused:
         for n in refused:
@@ -1006,6 +1025,7 @@ def program_for(module_or_build, overrides=None, **kwargs):
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     data = model_data(build(**base))
+    kwargs.setdefault("derived", data.derived())
     prog = compile_parameters(module_or_build, base,
                               lambda o: model_data(build(**o)).doubles,
                               names=data.parameter_names, **kwargs)

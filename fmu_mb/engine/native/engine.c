@@ -726,6 +726,37 @@ int mbe_n_q(const MbEngine *e) { return e ? e->n : 0; }
 double mbe_time(const MbEngine *e) { return e ? e->t : NAN; }
 
 /* ------------------------------------------------------------------ parameters, settings */
+static void spatial_metric(const MbEngine *e, double *d);
+
+/* A_DMINV of the data d (the projection metric's inverse weights) derived from its masses
+ * and inertias by the builder's rule (fmu_mb.engine.data.derive_metric is the Python twin:
+ * the same operations, so the same bits): the weights are the masses (planar: m, m, I per
+ * body; spatial: engine_spatial.h spatial_metric), a zero one replaced by 1e-6 x the
+ * largest. The parameter program does not compute these slots; it runs before this. */
+static void derive_metric(const MbEngine *e, double *d)
+{
+    if (e->nb <= 0)
+        return;
+    if (e->kind == 1) {
+        spatial_metric(e, d);
+        return;
+    }
+    const double *m = d + e->off[A_DMASS], *in = d + e->off[A_DINERTIA];
+    double *w = d + e->off[A_DMINV];
+    double mx = m[0];
+    for (int b = 0; b < e->nb; b++) {
+        if (m[b] > mx)
+            mx = m[b];
+        if (in[b] > mx)
+            mx = in[b];
+    }
+    double small = 1e-6 * (mx >= 1e-300 ? mx : 1e-300);
+    for (int b = 0; b < e->nb; b++) {
+        w[3 * b] = w[3 * b + 1] = 1.0 / (m[b] > 0 ? m[b] : small);
+        w[3 * b + 2] = 1.0 / (in[b] > 0 ? in[b] : small);
+    }
+}
+
 MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t errlen)
 {
     msg(err, errlen, "%s", "");
@@ -764,6 +795,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
                 msg(err, errlen, "the model data's parameter program is malformed");
             return MBE_ERROR;
         }
+        derive_metric(e, nd);
 #else
         free(nd);
         msg(err, errlen, "this engine library was built without the parameter program");
