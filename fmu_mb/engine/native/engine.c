@@ -724,6 +724,12 @@ int mbe_n_inputs(const MbEngine *e) { return e ? e->ni : 0; }
 int mbe_n_outputs(const MbEngine *e) { return e ? e->nout : 0; }
 int mbe_n_q(const MbEngine *e) { return e ? e->n : 0; }
 double mbe_time(const MbEngine *e) { return e ? e->t : NAN; }
+const double *mbe_model_doubles(const MbEngine *e, int *n)
+{
+    if (n)
+        *n = e ? e->ndoubles : 0;
+    return e ? e->d : NULL;
+}
 
 /* ------------------------------------------------------------------ parameters, settings */
 static void spatial_metric(const MbEngine *e, double *d);
