@@ -834,14 +834,21 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     if (!any)
         size = 1.0;
     double scale = 1.0 + fmax(absmax(x, nc), size);
-    for (int it = 0; it <= 50; it++) {                /* assembly._newton */
-        k = spatial_rows(e, x, r, A) == OK ? spatial_given_rows(e, x, 0, e->nrows, r, A) : -1;
-        if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
+    for (int fine = 0; fine < 2; fine++) {        /* assembly._newton; fine: its retry */
+        if (fine)
+            spatial_placement(e, x);
+        for (int it = 0; it <= 50; it++) {
+            k = spatial_rows(e, x, r, A) == OK ? spatial_given_rows(e, x, 0, e->nrows, r, A)
+                                               : -1;
+            if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
+                break;
+            if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
+                break;
+            for (int i = 0; i < nc; i++)
+                x[i] -= dx[i];
+        }
+        if (k >= 0 && all_finite(r, k) && absmax(r, k) <= 1e-9 * scale)
             break;
-        if (min_norm(e, A, k, Minv, r, dx) != OK)
-            break;
-        for (int i = 0; i < nc; i++)
-            x[i] -= dx[i];
     }
     if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
         int worst = -1;
@@ -874,24 +881,30 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         for (int j = 0; j < 4; j++)
             xd[7 * bb + 3 + j] = 0.5 * (E[0][j] * B0[10] + E[1][j] * B0[11] + E[2][j] * B0[12]);
     }
-    for (int i = 0; i < k; i++) {
-        double s = 0.0;
-        for (int j = 0; j < nc; j++)
-            s += A[(size_t)i * nc + j] * xd[j];
-        r[i] = b[i] - s;
-    }
+    double *guess = e->xde;                           /* (scratch here) */
+    memcpy(guess, xd, sizeof(double) * nc);
+    velocity_residual(A, k, nc, xd, b, r);
     if (min_norm(e, A, k, Minv, r, dx) != OK) {
         msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
         return MBE_ERROR;
     }
     for (int j = 0; j < nc; j++)
         xd[j] += dx[j];
-    double res = 0.0;
-    for (int i = 0; i < k; i++) {
-        double s = 0.0;
-        for (int j = 0; j < nc; j++)
-            s += A[(size_t)i * nc + j] * xd[j];
-        res = fmax(res, fabs(s - b[i]));
+    double res = velocity_residual(A, k, nc, xd, b, NULL);
+    if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
+        /* the retry with the fine cut and residual corrections (assembly.assemble) */
+        int ok = 1;
+        for (int pass = 0; pass <= FINE_REFINE && ok; pass++) {
+            velocity_residual(A, k, nc, guess, b, r);
+            ok = min_norm_fine(e, A, k, Minv, r, dx) == OK;
+            for (int j = 0; j < nc && ok; j++)
+                guess[j] += dx[j];
+        }
+        double res2 = ok ? velocity_residual(A, k, nc, guess, b, NULL) : INFINITY;
+        if (res2 <= 1e-8 * (1.0 + absmax(b, k))) {
+            memcpy(xd, guess, sizeof(double) * nc);
+            res = res2;
+        }
     }
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         msg(err, errlen, "the initial rates are inconsistent with the constraints (velocity "
