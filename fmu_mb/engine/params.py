@@ -348,6 +348,98 @@ class _TracedNumpy:
         return orig
 
 
+def _sfn(fn, x):
+    return _apply(fn, x) if isinstance(x, Sym) else getattr(math, fn)(x)
+
+
+def _traced_cardan(alpha, beta, gamma):
+    """rotations.cardan on scalars (Syms record): the product of the three elementary
+    quaternions, normalised, e0 >= 0 (a guard when it depends on a parameter)."""
+    qx = (_sfn("cos", alpha / 2), _sfn("sin", alpha / 2), 0.0, 0.0)
+    qy = (_sfn("cos", beta / 2), 0.0, _sfn("sin", beta / 2), 0.0)
+    qz = (_sfn("cos", gamma / 2), 0.0, 0.0, _sfn("sin", gamma / 2))
+    q = _qprod(_qprod(qx, qy), qz)
+    n = _sfn("sqrt", q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    q = [v / n for v in q]
+    return tuple(q) if q[0] >= 0 else tuple(-v for v in q)
+
+
+def _qprod(p, q):
+    p0, p1, p2, p3 = p
+    q0, q1, q2, q3 = q
+    return (p0 * q0 - (p1 * q1 + p2 * q2 + p3 * q3),
+            p0 * q1 + q0 * p1 + (p2 * q3 - p3 * q2),
+            p0 * q2 + q0 * p2 + (p3 * q1 - p1 * q3),
+            p0 * q3 + q0 * p3 + (p1 * q2 - p2 * q1))
+
+
+def _rotation(q):
+    """A(p) (rows) of the quaternion q normalised, on scalars: (e0^2 - e.e) I + 2 e e' +
+    2 e0 e~ (rotations.matrix)."""
+    n = _sfn("sqrt", q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    e0, e1, e2, e3 = [v / n for v in q]
+    e = (e1, e2, e3)
+    c = e0 * e0 - (e1 * e1 + e2 * e2 + e3 * e3)
+    til = ((0.0, -e3, e2), (e3, 0.0, -e1), (-e2, e1, 0.0))
+    return [[(c if i == j else 0.0) + 2.0 * e[i] * e[j] + 2.0 * e0 * til[i][j]
+             for j in range(3)] for i in range(3)]
+
+
+class _SpatialGeometry:
+    """While a deep trace runs: the spatial builder's own geometry (a joint's body-frame
+    points A(p)' (at - r) and, for spherical joints, frames A(p)' from the global point at=
+    and the bodies' declared poses) recomputed on the scalars the model file passed, so that
+    its numbers are on the tape (the builder itself converts to float arrays). Only adds
+    expressions: the builder's results are unchanged; matching and verification decide."""
+
+    def __init__(self):
+        from ..mechanics.spatial import builder as sb
+        self.cls = sb.SpatialItems
+        self.poses = {}
+
+    def __enter__(self):
+        cls, poses = self.cls, self.poses
+        self.orig = {k: cls.__dict__[k] for k in ("_body3", "_joint3")}
+        ob, oj = self.orig["_body3"], self.orig["_joint3"]
+
+        def body3(mb, name, mass, inertia, position, orientation, *args, **kwargs):
+            poses[id(mb), name] = (position, orientation)
+            return ob(mb, name, mass, inertia, position, orientation, *args, **kwargs)
+
+        def joint3(mb, name, kind, parent, child, *args, at=None, **kwargs):
+            if at is not None:
+                try:
+                    _SpatialGeometry._trace_joint(mb, poses, kind, parent, child, at)
+                except Exception:     # noqa: BLE001 - tracing must not change the build
+                    pass
+            return oj(mb, name, kind, parent, child, *args, at=at, **kwargs)
+        cls._body3, cls._joint3 = body3, joint3
+        return self
+
+    @staticmethod
+    def _trace_joint(mb, poses, kind, parent, child, at):
+        at = [v for v in at]
+        if len(at) != 3:
+            return
+        for body in (parent, child):
+            if (id(mb), body) not in poses:
+                continue                      # the ground: the point is at itself
+            r, q = poses[id(mb), body]
+            r = [v for v in r]
+            q = (1.0, 0.0, 0.0, 0.0) if q is None else [v for v in q]
+            if len(q) != 4 or len(r) != 3 or not (_has_sym(list(at)) or _has_sym(list(r))
+                                                  or _has_sym(list(q))):
+                continue
+            A = _rotation(q)
+            d = [at[i] - r[i] for i in range(3)]
+            [(A[0][i] * d[0] + A[1][i] * d[1]) + A[2][i] * d[2] for i in range(3)]
+
+    def __exit__(self, *exc):
+        for k, f in self.orig.items():
+            setattr(self.cls, k, f)
+        return False
+
+
 class _tracing:
     """Context: a tape, ModelBuilder.param returning Syms for the traced parameters, and
     the model file's (and fmu_mb.units') math replaced by _TracedMath."""
@@ -375,12 +467,17 @@ class _tracing:
         for g in self.globs:
             g["math"] = _TracedMath()
         _deep = self.deep
-        self.nps = []
+        self.nps, self.cardans, self.geometry = [], [], None
         if self.deep:
+            from ..mechanics.spatial import rotations as _rot
             g = getattr(self.build, "__globals__", None) or {}
             self.nps = [(g, k) for k, v in g.items() if v is np]
             for g, k in self.nps:
                 g[k] = _TracedNumpy()
+            self.cardans = [(g, k) for k, v in g.items() if v is _rot.cardan]
+            for g, k in self.cardans:
+                g[k] = _traced_cardan
+            self.geometry = _SpatialGeometry().__enter__()
         return self.tape
 
     def __exit__(self, *exc):
@@ -390,6 +487,12 @@ class _tracing:
             g["math"] = math
         for g, k in self.nps:
             g[k] = np
+        if self.cardans:
+            from ..mechanics.spatial import rotations as _rot
+            for g, k in self.cardans:
+                g[k] = _rot.cardan
+        if self.geometry is not None:
+            self.geometry.__exit__()
         _tape, _deep = None, False
         return False
 
