@@ -364,6 +364,57 @@ def _traced_cardan(alpha, beta, gamma):
     return tuple(q) if q[0] >= 0 else tuple(-v for v in q)
 
 
+def _traced_from_matrix(R):
+    """rotations.from_matrix on scalars (Shepperd's method; its choice of the largest of
+    1 + tr R and 1 - tr R + 2 R_ii is a guard when it depends on a parameter)."""
+    R = [[R[i][j] for j in range(3)] for i in range(3)]
+    tr = R[0][0] + R[1][1] + R[2][2]
+    vals = (R[0][0], R[1][1], R[2][2], tr)
+    i = 0
+    for k in (1, 2, 3):
+        if vals[k] > vals[i]:
+            i = k
+    q = [0.0] * 4
+    if i == 3:
+        q = [1.0 + tr, R[2][1] - R[1][2], R[0][2] - R[2][0], R[1][0] - R[0][1]]
+    else:
+        j, k = (i + 1) % 3, (i + 2) % 3
+        q[1 + i] = 1.0 - tr + 2.0 * R[i][i]
+        q[1 + j] = R[j][i] + R[i][j]
+        q[1 + k] = R[k][i] + R[i][k]
+        q[0] = R[k][j] - R[j][k]
+    n = _sfn("sqrt", q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    q = [v / n for v in q]
+    return tuple(q) if q[0] >= 0 else tuple(-v for v in q)
+
+
+def _mm(A, B):
+    return [[(A[i][0] * B[0][j] + A[i][1] * B[1][j]) + A[i][2] * B[2][j] for j in range(3)]
+            for i in range(3)]
+
+
+def _tr(A):
+    return [[A[j][i] for j in range(3)] for i in range(3)]
+
+
+def _frame_from_axis(z):
+    """rotations.frame_from_axis on scalars (the helper axis chosen by |z_i|: guards)."""
+    n = _sfn("sqrt", z[0] * z[0] + z[1] * z[1] + z[2] * z[2])
+    z = [v / n for v in z]
+    a = [abs(v) for v in z]
+    i = 0
+    for k in (1, 2):
+        if a[k] < a[i]:
+            i = k
+    h = [1.0 if k == i else 0.0 for k in range(3)]
+    hz = (h[0] * z[0] + h[1] * z[1]) + h[2] * z[2]
+    x = [h[k] - z[k] * hz for k in range(3)]
+    nx = _sfn("sqrt", x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+    x = [v / nx for v in x]
+    y = [z[1] * x[2] - z[2] * x[1], z[2] * x[0] - z[0] * x[2], z[0] * x[1] - z[1] * x[0]]
+    return [[x[r], y[r], z[r]] for r in range(3)]
+
+
 def _qprod(p, q):
     p0, p1, p2, p3 = p
     q0, q1, q2, q3 = q
@@ -407,32 +458,44 @@ class _SpatialGeometry:
             return ob(mb, name, mass, inertia, position, orientation, *args, **kwargs)
 
         def joint3(mb, name, kind, parent, child, *args, at=None, **kwargs):
-            if at is not None:
-                try:
-                    _SpatialGeometry._trace_joint(mb, poses, kind, parent, child, at)
-                except Exception:     # noqa: BLE001 - tracing must not change the build
-                    pass
+            try:
+                _SpatialGeometry._trace_joint(mb, poses, kind, parent, child, at,
+                                              kwargs.get("axis"))
+            except Exception:     # noqa: BLE001 - tracing must not change the build
+                pass
             return oj(mb, name, kind, parent, child, *args, at=at, **kwargs)
         cls._body3, cls._joint3 = body3, joint3
         return self
 
     @staticmethod
-    def _trace_joint(mb, poses, kind, parent, child, at):
-        at = [v for v in at]
-        if len(at) != 3:
-            return
+    def _trace_joint(mb, poses, kind, parent, child, at, axis):
+        rots = {}
         for body in (parent, child):
             if (id(mb), body) not in poses:
-                continue                      # the ground: the point is at itself
+                rots[body] = None             # the ground: the point is at itself
+                continue
             r, q = poses[id(mb), body]
             r = [v for v in r]
             q = (1.0, 0.0, 0.0, 0.0) if q is None else [v for v in q]
-            if len(q) != 4 or len(r) != 3 or not (_has_sym(list(at)) or _has_sym(list(r))
-                                                  or _has_sym(list(q))):
+            if len(q) != 4 or len(r) != 3:
+                return
+            A = _rotation(q) if _has_sym(list(q)) else None
+            rots[body] = A
+            if at is None or len(at) != 3 or not (_has_sym(list(at)) or _has_sym(r) or A):
                 continue
-            A = _rotation(q)
+            A = A or _rotation(q)
             d = [at[i] - r[i] for i in range(3)]
             [(A[0][i] * d[0] + A[1][i] * d[1]) + A[2][i] * d[2] for i in range(3)]
+        if kind in ("spherical", "distance", "universal") or axis is None:
+            return                            # (spherical frames: the entries of A above)
+        z = [v for v in axis]
+        Ap, Ac = rots[parent], rots[child]
+        if len(z) != 3 or not (_has_sym(z) or Ap or Ac):
+            return
+        eye = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
+        Ap, Ac = Ap or eye, Ac or eye
+        Fp = _mm(_tr(Ap), _frame_from_axis(z))
+        _mm(_mm(_tr(Ac), Ap), Fp)
 
     def __exit__(self, *exc):
         for k, f in self.orig.items():
@@ -474,9 +537,11 @@ class _tracing:
             self.nps = [(g, k) for k, v in g.items() if v is np]
             for g, k in self.nps:
                 g[k] = _TracedNumpy()
-            self.cardans = [(g, k) for k, v in g.items() if v is _rot.cardan]
-            for g, k in self.cardans:
-                g[k] = _traced_cardan
+            traced_rot = ((_rot.cardan, _traced_cardan), (_rot.from_matrix, _traced_from_matrix))
+            self.cardans = [(g, k, v, t) for k, v in g.items() for f, t in traced_rot
+                            if v is f]
+            for g, k, v, t in self.cardans:
+                g[k] = t
             self.geometry = _SpatialGeometry().__enter__()
         return self.tape
 
@@ -487,10 +552,8 @@ class _tracing:
             g["math"] = math
         for g, k in self.nps:
             g[k] = np
-        if self.cardans:
-            from ..mechanics.spatial import rotations as _rot
-            for g, k in self.cardans:
-                g[k] = _rot.cardan
+        for g, k, v, t in self.cardans:
+            g[k] = v
         if self.geometry is not None:
             self.geometry.__exit__()
         _tape, _deep = None, False
