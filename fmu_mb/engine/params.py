@@ -23,6 +23,12 @@ turns that map into a small program (fmu_mb/engine/native/params.h, params.c: mb
    whole is compiled again without it. A slot is never silently wrong: what is emitted has
    been checked against the real build.
 
+Two extensions: slots that the engine derives itself after the program (the projection
+metric, EngineData.derived: a max and an eigenvalue) are left out of the matching and
+checked by the verification through their Python twin; and a deep trace also recomputes
+the spatial builder's own geometry (joint points from at=, frames; _SpatialGeometry) and
+the model file's cardan()/from_matrix() on the traced numbers, so those are on the tape.
+
 Why value matching rather than carrying expressions through the builder: the builder and
 the data layer convert to floats and numpy arrays everywhere (validation, PairSets, tree
 maps); matching against the black box keeps them untouched, works whatever data layout the
