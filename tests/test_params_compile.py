@@ -530,3 +530,19 @@ def test_engine_refuses_a_guard_or_a_fixed_parameter_and_keeps_its_state():
     ref = Engine(_guarded(L=0.9, k=12.0))
     ref.initialize()
     np.testing.assert_array_equal(ref.get_state(), before)
+
+
+def test_metric_eigenvalue_is_numpys_and_exact_for_diagonal_inertias():
+    """The scalar Jacobi max |eigenvalue| the spatial metric uses (so that C derives the same
+    bits) agrees with numpy.linalg.eigvalsh to a few units in the last place, and gives
+    max |J_ii| exactly for a diagonal inertia (the builder's numbers there are unchanged)."""
+    from fmu_mb.mechanics.spatial.inertia import max_abs_eigenvalue
+    rng = np.random.default_rng(3)
+    for k in range(2000):
+        A = rng.normal(size=(3, 3)) * 10.0 ** rng.uniform(-6, 3, size=(3, 3))
+        J = A @ A.T
+        ref = np.abs(np.linalg.eigvalsh(J)).max()
+        assert abs(max_abs_eigenvalue(J) - ref) <= 1e-14 * ref
+        D = np.diag(np.diag(J))
+        assert max_abs_eigenvalue(D) == np.abs(np.diag(J)).max()
+    assert max_abs_eigenvalue(np.zeros((3, 3))) == 0.0
