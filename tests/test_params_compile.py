@@ -131,7 +131,11 @@ def compiled(name):
     why = engine_runs(model)
     if why:
         return mod, None, why
-    prog = P.compile_parameters(mod, {}, lambda o: engine_data(mod.build(**o)))
+    from fmu_mb.engine.data import model_data, supported
+    # the engine derives the projection metric (DMINV) itself after the program
+    derived = model_data(model).derived() if supported(model) is None else None
+    prog = P.compile_parameters(mod, {}, lambda o: engine_data(mod.build(**o)),
+                                derived=derived)
     return mod, prog, None
 
 
@@ -216,10 +220,12 @@ def test_c_program_reproduces_the_model_data(name, mbp):
         if rc != 0:
             assert rc > 0 and msg, msg        # a guard: the set takes another branch
             continue
+        assert np.array_equal(out, prog.run(p, D0))
+        if prog.derive is not None:            # what the engine derives after the program
+            out = prog.derive(out)
         bad = np.flatnonzero(~P._close(out, ref))
         assert not len(bad), (f"{name}: slots {bad.tolist()} differ at {vals}: "
                               f"{out[bad]} vs {ref[bad]}")
-        assert np.array_equal(out, prog.run(p, D0))
         checked += 1
     assert checked >= 2 or not prog.compiled
 
@@ -378,25 +384,23 @@ def _engine_models():
     return [n for n in _models() if supported(load(n).build()) is None]
 
 
-@pytest.mark.parametrize("name", _engine_models())
-def test_engine_with_parameters_set_equals_the_model_built_with_them(name):
-    """The program in the engine's blob: mbe_set_parameters at a random set gives the data,
-    the initial state (assembled in C) and the steps of the model built with those values in
-    Python (fmu_mb.dynamics: initial_state, the recursive stepper)."""
+@lru_cache(maxsize=None)
+def _program(name):
+    mod = load(name)
+    data, prog = P.program_for(mod)
+    return mod, data, prog
+
+
+def _check_engine(name, vals):
+    """mbe_set_parameters at `vals` gives the data, the initial state (assembled in C) and
+    the steps of the model built with those values in Python (fmu_mb.dynamics:
+    initial_state, the recursive stepper)."""
     from fmu_mb.dynamics.integrate import Settings, initial_state, stepper
     from fmu_mb.engine.data import model_data
     from fmu_mb.engine.engine import Engine
-    mod = load(name)
-    data, prog = P.program_for(mod)
+    mod, data, prog = _program(name)
     assert prog.names == data.parameter_names
-    rng = np.random.default_rng(99)
-    for attempt in range(5):
-        vals = _random_set(prog, mod, rng)
-        try:
-            m = mod.build(**vals)
-            break
-        except FmuMbError:
-            continue
+    m = mod.build(**vals)
     settings = Settings(formulation="recursive")
     eng = Engine(blob=data.to_bytes(program=prog), name=name)
     eng.set_parameters(_pvec(prog, mod, vals))
@@ -405,8 +409,16 @@ def test_engine_with_parameters_set_equals_the_model_built_with_them(name):
     direct = Engine(m)                              # the data of build(**vals), no program
     direct.set_settings(settings)
     direct.initialize(m.t0)
-    same_data = np.array_equal(prog.run(_pvec(prog, mod, vals), data.doubles),
-                               model_data(m).doubles)
+    built = model_data(m).doubles
+    same_data = np.array_equal(prog.engine_data(_pvec(prog, mod, vals), data.doubles), built)
+    # the data in the engine (the program's slots, then the metric it derives in C) are
+    # build()'s to the program's tolerance, and bitwise when the program's twin is
+    mine = eng.model_doubles()
+    assert np.all(P._close(mine, built)), np.flatnonzero(~P._close(mine, built))
+    # the metric C derived is bitwise its Python twin's over the same masses and inertias
+    np.testing.assert_array_equal(prog.derive(mine), mine)
+    if same_data:
+        np.testing.assert_array_equal(mine, built)
     ref = initial_state(m, settings)
     t, q, qd, h = eng.state
     assert t == ref.t
@@ -426,6 +438,80 @@ def test_engine_with_parameters_set_equals_the_model_built_with_them(name):
         else:
             np.testing.assert_allclose(q, st.q, rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(qd, st.qd, rtol=1e-12, atol=1e-12)
+    return same_data
+
+
+@pytest.mark.parametrize("name", _engine_models())
+def test_engine_with_parameters_set_equals_the_model_built_with_them(name):
+    """Every compiled parameter moved at once (a random set within +-10 %)."""
+    mod, data, prog = _program(name)
+    rng = np.random.default_rng(99)
+    for attempt in range(5):
+        vals = _random_set(prog, mod, rng)
+        try:
+            mod.build(**vals)
+            break
+        except FmuMbError:
+            continue
+    _check_engine(name, vals)
+
+
+# the parameters each model keeps fixed in a native FMU (besides structural and string
+# ones); what is left and why: the spatial chain's rods are posed by rotations.from_matrix
+# (Shepperd's branches on numpy arrays) and its revolute joints' frames come from the
+# builder's frame_from_axis, neither of which the tracer follows
+FIXED = {
+    "bricard": set(),
+    "container_crane": set(),
+    "container_crane_driven": set(),
+    "double_pendulum": set(),
+    "double_wishbone": set(),
+    "five_point_suspension": set(),
+    "four_bar": set(),
+    "heavy_top": set(),
+    "hinged_body_spring": set(),
+    "n_four_bar": set(),
+    "pendulum_chain": set(),
+    "slider_crank": set(),
+    "spatial_chain": {"link_length", "q0"},
+}
+
+# compiled since the engine derives the projection metric (DMINV) itself, the assembly
+# handles massless coordinates and the tracer follows the spatial builder's joint points
+# from at= and Cardan angles: (model, parameter, value)
+NEWLY_COMPILED = [
+    ("double_wishbone", "tie_rod_mass", 1.3), ("double_wishbone", "rack_mass", 2.5),
+    ("double_wishbone", "upright_mass", 17.0), ("double_wishbone", "spindle_mass", 16.0),
+    ("double_wishbone", "wheel_mass", 14.0), ("double_wishbone", "tyre_mass", 35.0),
+    ("heavy_top", "C", 6.5e-3), ("heavy_top", "l", 0.11), ("heavy_top", "theta0", 0.45), ("bricard", "m", 1.7), ("spatial_chain", "link_mass", 0.13),
+    ("container_crane", "m", 800.0), ("container_crane", "mc", 150.0),
+    ("container_crane", "xd0", 0.4), ("container_crane", "phid0", -0.3),
+    ("container_crane_driven", "m", 1200.0), ("container_crane_driven", "mc", 20.0),
+    ("container_crane_driven", "x0", 0.7), ("container_crane_driven", "phid0", 0.2),
+]
+
+
+def test_fixed_parameters_table():
+    """The parameters a native FMU keeps fixed, per model (the table may only shrink)."""
+    from fmu_mb.engine.data import supported
+    for name in _engine_models():
+        mod, data, prog = _program(name)
+        structural = {p.name for p in mod.build().parameters
+                      if p.structural or isinstance(p.default, str)}
+        assert set(prog.fixed) - structural == FIXED[name], (name, prog.fixed)
+        assert supported(mod.build()) is None
+
+
+@pytest.mark.parametrize("name,param,value", NEWLY_COMPILED)
+def test_newly_compiled_parameter_alone(name, param, value):
+    """Each parameter that the projection metric's derivation, the massless assembly and
+    the traced spatial geometry made compilable, moved alone: the engine's data, initial
+    state and steps are build()'s with it (the data to 1e-14, the derived metric bitwise)."""
+    mod, data, prog = _program(name)
+    assert param in prog.compiled, prog.fixed.get(param)
+    default = {p.name: p.value for p in mod.build().parameters}[param]
+    assert value != default
+    _check_engine(name, {param: value})
 
 
 def test_engine_refuses_a_guard_or_a_fixed_parameter_and_keeps_its_state():
@@ -444,3 +530,19 @@ def test_engine_refuses_a_guard_or_a_fixed_parameter_and_keeps_its_state():
     ref = Engine(_guarded(L=0.9, k=12.0))
     ref.initialize()
     np.testing.assert_array_equal(ref.get_state(), before)
+
+
+def test_metric_eigenvalue_is_numpys_and_exact_for_diagonal_inertias():
+    """The scalar Jacobi max |eigenvalue| the spatial metric uses (so that C derives the same
+    bits) agrees with numpy.linalg.eigvalsh to a few units in the last place, and gives
+    max |J_ii| exactly for a diagonal inertia (the builder's numbers there are unchanged)."""
+    from fmu_mb.mechanics.spatial.inertia import max_abs_eigenvalue
+    rng = np.random.default_rng(3)
+    for k in range(2000):
+        A = rng.normal(size=(3, 3)) * 10.0 ** rng.uniform(-6, 3, size=(3, 3))
+        J = A @ A.T
+        ref = np.abs(np.linalg.eigvalsh(J)).max()
+        assert abs(max_abs_eigenvalue(J) - ref) <= 1e-14 * ref
+        D = np.diag(np.diag(J))
+        assert max_abs_eigenvalue(D) == np.abs(np.diag(J)).max()
+    assert max_abs_eigenvalue(np.zeros((3, 3))) == 0.0

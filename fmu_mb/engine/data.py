@@ -56,6 +56,14 @@ class EngineData:
         off, cnt = self.slots[name]
         return (self.ints if name[0] == "I" else self.doubles)[off:off + cnt]
 
+    def derived(self):
+        """(slots, derive): the double slots the engine derives itself after the parameter
+        program has run (mbe_set_parameters: derive_metric), and derive(doubles) -> a copy
+        with them derived, the Python twin (same operations). The parameter program does
+        not compute these slots; its verification runs derive over the program's result."""
+        off, cnt = self.slots["DMINV"]
+        return np.arange(off, off + cnt), lambda d: derive_metric(self, d)
+
     def to_bytes(self, program=None, doubles=None):
         """The blob of native/engine.h. program: the compiled parameter program (an object
         with `code` (ints) and `consts` (doubles), or a pair (code, consts)); None: none, the
@@ -106,6 +114,56 @@ def supported(model):
     if why is None and any(e.kind not in _EK for e in model.elements):
         why = f"its elements {[e.name for e in model.elements if e.kind not in _EK]}"
     return why
+
+
+def derive_metric(data, doubles):
+    """A copy of `doubles` (data's layout) whose DMINV (the projection metric's inverse
+    weights) is derived from its masses and inertias by the builder's rule
+    (mechanics/builder.py _compile, mechanics/spatial/compiled.py compile_spatial): the
+    weights are the masses (and 4 x the largest |eigenvalue| of a spatial body's inertia for
+    its Euler parameters), a zero one replaced by 1e-6 x the largest mass. The Python twin of
+    engine.c's derive_metric: the same floating-point operations, so the same bits."""
+    d = np.array(doubles, dtype=float)
+    kind = int(data.array("IHEAD")[HEAD.index("KIND")])
+    nb = int(data.array("IHEAD")[HEAD.index("NB")])
+    off, cnt = data.slots["DMINV"]
+    if nb == 0:
+        return d
+
+    def at(name):
+        o, c = data.slots[name]
+        return [float(v) for v in d[o:o + c]]
+
+    w = []
+    if kind == 0:
+        m, inertia = at("DMASS"), at("DINERTIA")
+        mx = m[0]
+        for b in range(nb):
+            for v in (m[b], m[b], inertia[b]):
+                if v > mx:
+                    mx = v
+        small = 1e-6 * (mx if mx >= 1e-300 else 1e-300)
+        for b in range(nb):
+            w += [m[b] if m[b] > 0 else small] * 2 + [inertia[b] if inertia[b] > 0 else small]
+    else:
+        from ..mechanics.spatial.inertia import max_abs_eigenvalue
+
+        m, J = at("DSMASS"), at("DSJ")
+        big = 0.0
+        for v in m:
+            if v > big:
+                big = v
+        small = 1e-6 * (big if big >= 1e-300 else 1e-300)
+        for b in range(nb):
+            jmax = max_abs_eigenvalue([J[9 * b:9 * b + 3], J[9 * b + 3:9 * b + 6],
+                                       J[9 * b + 6:9 * b + 9]])
+            wr = m[b] if m[b] > 0 else small
+            wp = 4.0 * jmax if jmax > 0 else small
+            w += [wr] * 3 + [wp] * 4
+    if len(w) != cnt:
+        raise InputError(f"engine data: DMINV holds {cnt} numbers, the bodies give {len(w)}")
+    d[off:off + cnt] = [1.0 / x for x in w]
+    return d
 
 
 def model_data(model):

@@ -70,6 +70,8 @@ def library():
     lib.mbe_set_settings.argtypes = [P, P, P, Z]
     lib.mbe_initialize.argtypes = [P, D, P, Z]
     lib.mbe_do_step.argtypes = [P, D, P, P, Z]
+    lib.mbe_model_doubles.restype = ctypes.POINTER(D)
+    lib.mbe_model_doubles.argtypes = [P, ctypes.POINTER(I)]
     lib.mbe_time.restype = D
     lib.mbe_time.argtypes = [P]
     lib.mbe_outputs.argtypes = [P, P, P, P, Z]
@@ -175,6 +177,12 @@ class Engine:
             pu = self._inputs(u)
             self._check(self.lib.mbe_do_step(self.handle, float(h), pu, self._err,
                                              self.ERRLEN), "the step")
+
+    def model_doubles(self):
+        """A copy of the model data the engine runs on (the parameters applied)."""
+        n = ctypes.c_int(0)
+        ptr = self.lib.mbe_model_doubles(self.handle, ctypes.byref(n))
+        return np.ctypeslib.as_array(ptr, shape=(n.value,)).copy() if n.value else np.zeros(0)
 
     @property
     def time(self):

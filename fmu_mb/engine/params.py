@@ -23,6 +23,12 @@ turns that map into a small program (fmu_mb/engine/native/params.h, params.c: mb
    whole is compiled again without it. A slot is never silently wrong: what is emitted has
    been checked against the real build.
 
+Two extensions: slots that the engine derives itself after the program (the projection
+metric, EngineData.derived: a max and an eigenvalue) are left out of the matching and
+checked by the verification through their Python twin; and a deep trace also recomputes
+the spatial builder's own geometry (joint points from at=, frames; _SpatialGeometry) and
+the model file's cardan()/from_matrix() on the traced numbers, so those are on the tape.
+
 Why value matching rather than carrying expressions through the builder: the builder and
 the data layer convert to floats and numpy arrays everywhere (validation, PairSets, tree
 maps); matching against the black box keeps them untouched, works whatever data layout the
@@ -348,6 +354,161 @@ class _TracedNumpy:
         return orig
 
 
+def _sfn(fn, x):
+    return _apply(fn, x) if isinstance(x, Sym) else getattr(math, fn)(x)
+
+
+def _traced_cardan(alpha, beta, gamma):
+    """rotations.cardan on scalars (Syms record): the product of the three elementary
+    quaternions, normalised, e0 >= 0 (a guard when it depends on a parameter)."""
+    qx = (_sfn("cos", alpha / 2), _sfn("sin", alpha / 2), 0.0, 0.0)
+    qy = (_sfn("cos", beta / 2), 0.0, _sfn("sin", beta / 2), 0.0)
+    qz = (_sfn("cos", gamma / 2), 0.0, 0.0, _sfn("sin", gamma / 2))
+    q = _qprod(_qprod(qx, qy), qz)
+    n = _sfn("sqrt", q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    q = [v / n for v in q]
+    return tuple(q) if q[0] >= 0 else tuple(-v for v in q)
+
+
+def _traced_from_matrix(R):
+    """rotations.from_matrix on scalars (Shepperd's method; its choice of the largest of
+    1 + tr R and 1 - tr R + 2 R_ii is a guard when it depends on a parameter)."""
+    R = [[R[i][j] for j in range(3)] for i in range(3)]
+    tr = R[0][0] + R[1][1] + R[2][2]
+    vals = (R[0][0], R[1][1], R[2][2], tr)
+    i = 0
+    for k in (1, 2, 3):
+        if vals[k] > vals[i]:
+            i = k
+    q = [0.0] * 4
+    if i == 3:
+        q = [1.0 + tr, R[2][1] - R[1][2], R[0][2] - R[2][0], R[1][0] - R[0][1]]
+    else:
+        j, k = (i + 1) % 3, (i + 2) % 3
+        q[1 + i] = 1.0 - tr + 2.0 * R[i][i]
+        q[1 + j] = R[j][i] + R[i][j]
+        q[1 + k] = R[k][i] + R[i][k]
+        q[0] = R[k][j] - R[j][k]
+    n = _sfn("sqrt", q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    q = [v / n for v in q]
+    return tuple(q) if q[0] >= 0 else tuple(-v for v in q)
+
+
+def _mm(A, B):
+    return [[(A[i][0] * B[0][j] + A[i][1] * B[1][j]) + A[i][2] * B[2][j] for j in range(3)]
+            for i in range(3)]
+
+
+def _tr(A):
+    return [[A[j][i] for j in range(3)] for i in range(3)]
+
+
+def _frame_from_axis(z):
+    """rotations.frame_from_axis on scalars (the helper axis chosen by |z_i|: guards)."""
+    n = _sfn("sqrt", z[0] * z[0] + z[1] * z[1] + z[2] * z[2])
+    z = [v / n for v in z]
+    a = [abs(v) for v in z]
+    i = 0
+    for k in (1, 2):
+        if a[k] < a[i]:
+            i = k
+    h = [1.0 if k == i else 0.0 for k in range(3)]
+    hz = (h[0] * z[0] + h[1] * z[1]) + h[2] * z[2]
+    x = [h[k] - z[k] * hz for k in range(3)]
+    nx = _sfn("sqrt", x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+    x = [v / nx for v in x]
+    y = [z[1] * x[2] - z[2] * x[1], z[2] * x[0] - z[0] * x[2], z[0] * x[1] - z[1] * x[0]]
+    return [[x[r], y[r], z[r]] for r in range(3)]
+
+
+def _qprod(p, q):
+    p0, p1, p2, p3 = p
+    q0, q1, q2, q3 = q
+    return (p0 * q0 - (p1 * q1 + p2 * q2 + p3 * q3),
+            p0 * q1 + q0 * p1 + (p2 * q3 - p3 * q2),
+            p0 * q2 + q0 * p2 + (p3 * q1 - p1 * q3),
+            p0 * q3 + q0 * p3 + (p1 * q2 - p2 * q1))
+
+
+def _rotation(q):
+    """A(p) (rows) of the quaternion q normalised, on scalars: (e0^2 - e.e) I + 2 e e' +
+    2 e0 e~ (rotations.matrix)."""
+    n = _sfn("sqrt", q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    e0, e1, e2, e3 = [v / n for v in q]
+    e = (e1, e2, e3)
+    c = e0 * e0 - (e1 * e1 + e2 * e2 + e3 * e3)
+    til = ((0.0, -e3, e2), (e3, 0.0, -e1), (-e2, e1, 0.0))
+    return [[(c if i == j else 0.0) + 2.0 * e[i] * e[j] + 2.0 * e0 * til[i][j]
+             for j in range(3)] for i in range(3)]
+
+
+class _SpatialGeometry:
+    """While a deep trace runs: the spatial builder's own geometry (a joint's body-frame
+    points A(p)' (at - r) and, for spherical joints, frames A(p)' from the global point at=
+    and the bodies' declared poses) recomputed on the scalars the model file passed, so that
+    its numbers are on the tape (the builder itself converts to float arrays). Only adds
+    expressions: the builder's results are unchanged; matching and verification decide."""
+
+    def __init__(self):
+        from ..mechanics.spatial import builder as sb
+        self.cls = sb.SpatialItems
+        self.poses = {}
+
+    def __enter__(self):
+        cls, poses = self.cls, self.poses
+        self.orig = {k: cls.__dict__[k] for k in ("_body3", "_joint3")}
+        ob, oj = self.orig["_body3"], self.orig["_joint3"]
+
+        def body3(mb, name, mass, inertia, position, orientation, *args, **kwargs):
+            poses[id(mb), name] = (position, orientation)
+            return ob(mb, name, mass, inertia, position, orientation, *args, **kwargs)
+
+        def joint3(mb, name, kind, parent, child, *args, at=None, **kwargs):
+            try:
+                _SpatialGeometry._trace_joint(mb, poses, kind, parent, child, at,
+                                              kwargs.get("axis"))
+            except Exception:     # noqa: BLE001 - tracing must not change the build
+                pass
+            return oj(mb, name, kind, parent, child, *args, at=at, **kwargs)
+        cls._body3, cls._joint3 = body3, joint3
+        return self
+
+    @staticmethod
+    def _trace_joint(mb, poses, kind, parent, child, at, axis):
+        rots = {}
+        for body in (parent, child):
+            if (id(mb), body) not in poses:
+                rots[body] = None             # the ground: the point is at itself
+                continue
+            r, q = poses[id(mb), body]
+            r = [v for v in r]
+            q = (1.0, 0.0, 0.0, 0.0) if q is None else [v for v in q]
+            if len(q) != 4 or len(r) != 3:
+                return
+            A = _rotation(q) if _has_sym(list(q)) else None
+            rots[body] = A
+            if at is None or len(at) != 3 or not (_has_sym(list(at)) or _has_sym(r) or A):
+                continue
+            A = A or _rotation(q)
+            d = [at[i] - r[i] for i in range(3)]
+            [(A[0][i] * d[0] + A[1][i] * d[1]) + A[2][i] * d[2] for i in range(3)]
+        if kind in ("spherical", "distance", "universal") or axis is None:
+            return                            # (spherical frames: the entries of A above)
+        z = [v for v in axis]
+        Ap, Ac = rots[parent], rots[child]
+        if len(z) != 3 or not (_has_sym(z) or Ap or Ac):
+            return
+        eye = [[1.0 if i == j else 0.0 for j in range(3)] for i in range(3)]
+        Ap, Ac = Ap or eye, Ac or eye
+        Fp = _mm(_tr(Ap), _frame_from_axis(z))
+        _mm(_mm(_tr(Ac), Ap), Fp)
+
+    def __exit__(self, *exc):
+        for k, f in self.orig.items():
+            setattr(self.cls, k, f)
+        return False
+
+
 class _tracing:
     """Context: a tape, ModelBuilder.param returning Syms for the traced parameters, and
     the model file's (and fmu_mb.units') math replaced by _TracedMath."""
@@ -375,12 +536,19 @@ class _tracing:
         for g in self.globs:
             g["math"] = _TracedMath()
         _deep = self.deep
-        self.nps = []
+        self.nps, self.cardans, self.geometry = [], [], None
         if self.deep:
+            from ..mechanics.spatial import rotations as _rot
             g = getattr(self.build, "__globals__", None) or {}
             self.nps = [(g, k) for k, v in g.items() if v is np]
             for g, k in self.nps:
                 g[k] = _TracedNumpy()
+            traced_rot = ((_rot.cardan, _traced_cardan), (_rot.from_matrix, _traced_from_matrix))
+            self.cardans = [(g, k, v, t) for k, v in g.items() for f, t in traced_rot
+                            if v is f]
+            for g, k, v, t in self.cardans:
+                g[k] = t
+            self.geometry = _SpatialGeometry().__enter__()
         return self.tape
 
     def __exit__(self, *exc):
@@ -390,6 +558,10 @@ class _tracing:
             g["math"] = math
         for g, k in self.nps:
             g[k] = np
+        for g, k, v, t in self.cardans:
+            g[k] = v
+        if self.geometry is not None:
+            self.geometry.__exit__()
         _tape, _deep = None, False
         return False
 
@@ -448,12 +620,19 @@ class ParamProgram:
     fixed: dict = field(default_factory=dict)
     slots: tuple = ()
     guards: tuple = ()
+    derive: object = None      # the engine's own derivation after the program (or None)
 
     def to_arrays(self):
         """(code as int32, consts as float64), contiguous: what mbp_run takes."""
         return (np.ascontiguousarray(self.code, dtype=np.int32),
                 np.ascontiguousarray(self.consts if len(self.consts) else [0.0],
                                      dtype=np.float64))
+
+    def engine_data(self, params, data):
+        """The data the engine runs on at `params` (mbe_set_parameters): the program applied
+        (run), then the slots the engine derives itself (derive_metric)."""
+        out = self.run(params, data)
+        return self.derive(out) if self.derive is not None else out
 
     def run(self, params, data):
         """data with the program applied at parameter values `params` (all np of them, the
@@ -627,7 +806,7 @@ def _ranges(p, rng, scale):
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
                        model_file=None, n_probe=3, n_verify=3, n_wide=2, seed=0,
-                       scale=0.1):
+                       scale=0.1, derived=None):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
@@ -637,7 +816,13 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         box; its layout must not depend on the values of non-structural parameters);
     names: the parameter table's order (default: the model's declared parameters; a
         string parameter's value in that vector is its index in choices, unused);
-    model_file: how messages name the model file (default: the module's file name).
+    model_file: how messages name the model file (default: the module's file name);
+    derived: (slots, derive) or None: data slots that the engine derives itself after the
+        program has run (EngineData.derived: the projection metric, from the masses and
+        inertias by a max and an eigenvalue the program cannot express) and derive(data) ->
+        data, the Python twin of that derivation. The program leaves those slots alone; the
+        verification compares derive(program's data) with data_of in every slot, so a
+        derived slot that does not come out as build() makes it is caught like any other.
     Probe and n_verify verification sets are drawn within +-scale (relative) of the build
     values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
     does not build, or takes another branch, is drawn again closer). Returns a
@@ -678,8 +863,10 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
         prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
-                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale)
+                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale,
+                             derived)
         if prog is not None:
+            prog.derive = derived[1] if derived is not None else None
             return prog
 
 
@@ -752,7 +939,7 @@ def _match(tape, deps, P, Dm, slots):
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
                   mfile,
-                  rng, n_probe, n_verify, n_wide, scale):
+                  rng, n_probe, n_verify, n_wide, scale, derived=None):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
     defaults = {n: bvals.get(n, 0.0) for n in names}
@@ -797,6 +984,8 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     P = np.array([bvec] + [_pvector(names, index, bvals, defaults, v) for v, _ in probes])
     Dm = np.array([D0] + [D for _, D in probes])          # (1 + K, ndata)
     dependent = np.flatnonzero(np.any(Dm != D0, axis=0))
+    if derived is not None:          # the engine derives these itself (verified below)
+        dependent = np.setdiff1d(dependent, np.asarray(derived[0], dtype=int))
 
     match = _match(tape, deps, P, Dm, dependent)
     deps = _deps(tape.nodes)
@@ -862,6 +1051,8 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         if rc != 0:    # a non-finite number where build() computed a finite one
             refused |= {names[rc - 1]} if rc > 0 else set(live)
             continue
+        if derived is not None:
+            out = derived[1](out)
         bad |= set(np.flatnonzero(~_close(out, D)).tolist())
     if refused:
         for n in refused:
@@ -1006,6 +1197,7 @@ def program_for(module_or_build, overrides=None, **kwargs):
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     data = model_data(build(**base))
+    kwargs.setdefault("derived", data.derived())
     prog = compile_parameters(module_or_build, base,
                               lambda o: model_data(build(**o)).doubles,
                               names=data.parameter_names, **kwargs)

@@ -87,7 +87,8 @@ def engine_data(model, module=None, overrides=None):
         def data_of(values):
             return model_data(call_build(module, None, **values)).doubles
 
-        program = compile_parameters(module, dict(overrides or {}), data_of, names=names)
+        program = compile_parameters(module, dict(overrides or {}), data_of, names=names,
+                                     derived=data.derived())
         fixed = dict(getattr(program, "fixed", {}) or {})
     else:
         reason = "the parameter program (fmu_mb.engine.params) is not available"

@@ -353,6 +353,53 @@ static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, con
     return OK;
 }
 
+/* min_norm with the rank cut FINE_RTOL (fmu_mb.mechanics.assembly._min_norm_fine): the
+ * assembly's retry when the metric's massless coordinates (weight 1e-6 x the largest mass)
+ * spread S beyond RANK_RTOL and min_norm drops a row that is not redundant */
+#define FINE_RTOL 1e-13
+#define FINE_REFINE 3
+static int min_norm_fine(MbEngine *e, const double *A, int k, const double *Minv,
+                         const double *r, double *dx)
+{
+    int nc = (e->kind ? 7 : 3) * e->nb;
+    for (int i = 0; i < nc; i++)
+        dx[i] = 0.0;
+    if (k == 0)
+        return OK;
+    double *S = e->S;
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b <= a; b++) {
+            double s = 0.0;
+            for (int i = 0; i < nc; i++)
+                s += A[(size_t)a * nc + i] * Minv[i] * A[(size_t)b * nc + i];
+            S[a * k + b] = S[b * k + a] = s;
+        }
+    for (int i = 0; i < k * k; i++)
+        if (!isfinite(S[i]))
+            return ERR_NONFINITE;
+    dense_jacobi(S, e->V, e->w, k);      /* component i of eigenvector j: V[j + i k] */
+    double wmax = 0.0;
+    for (int i = 0; i < k; i++)
+        wmax = fmax(wmax, e->w[i]);
+    double cut = FINE_RTOL * fmax(wmax, 1e-300);
+    for (int a = 0; a < k; a++)
+        e->lam[a] = 0.0;
+    for (int j = 0; j < k; j++) {
+        if (!(e->w[j] > cut))
+            continue;
+        double t = 0.0;
+        for (int i = 0; i < k; i++)
+            t += e->V[j + i * k] * r[i];
+        t /= e->w[j];
+        for (int i = 0; i < k; i++)
+            e->lam[i] += e->V[j + i * k] * t;
+    }
+    for (int a = 0; a < k; a++)
+        for (int i = 0; i < nc; i++)
+            dx[i] += A[(size_t)a * nc + i] * Minv[i] * e->lam[a];
+    return OK;
+}
+
 /* ------------------------------------------------------------------ creation */
 static void output_groups(MbEngine *e);
 static int check_planar_data(MbEngine *e, char *err, size_t errlen);
@@ -724,8 +771,45 @@ int mbe_n_inputs(const MbEngine *e) { return e ? e->ni : 0; }
 int mbe_n_outputs(const MbEngine *e) { return e ? e->nout : 0; }
 int mbe_n_q(const MbEngine *e) { return e ? e->n : 0; }
 double mbe_time(const MbEngine *e) { return e ? e->t : NAN; }
+const double *mbe_model_doubles(const MbEngine *e, int *n)
+{
+    if (n)
+        *n = e ? e->ndoubles : 0;
+    return e ? e->d : NULL;
+}
 
 /* ------------------------------------------------------------------ parameters, settings */
+static void spatial_metric(const MbEngine *e, double *d);
+
+/* A_DMINV of the data d (the projection metric's inverse weights) derived from its masses
+ * and inertias by the builder's rule (fmu_mb.engine.data.derive_metric is the Python twin:
+ * the same operations, so the same bits): the weights are the masses (planar: m, m, I per
+ * body; spatial: engine_spatial.h spatial_metric), a zero one replaced by 1e-6 x the
+ * largest. The parameter program does not compute these slots; it runs before this. */
+static void derive_metric(const MbEngine *e, double *d)
+{
+    if (e->nb <= 0)
+        return;
+    if (e->kind == 1) {
+        spatial_metric(e, d);
+        return;
+    }
+    const double *m = d + e->off[A_DMASS], *in = d + e->off[A_DINERTIA];
+    double *w = d + e->off[A_DMINV];
+    double mx = m[0];
+    for (int b = 0; b < e->nb; b++) {
+        if (m[b] > mx)
+            mx = m[b];
+        if (in[b] > mx)
+            mx = in[b];
+    }
+    double small = 1e-6 * (mx >= 1e-300 ? mx : 1e-300);
+    for (int b = 0; b < e->nb; b++) {
+        w[3 * b] = w[3 * b + 1] = 1.0 / (m[b] > 0 ? m[b] : small);
+        w[3 * b + 2] = 1.0 / (in[b] > 0 ? in[b] : small);
+    }
+}
+
 MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t errlen)
 {
     msg(err, errlen, "%s", "");
@@ -764,6 +848,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
                 msg(err, errlen, "the model data's parameter program is malformed");
             return MBE_ERROR;
         }
+        derive_metric(e, nd);
 #else
         free(nd);
         msg(err, errlen, "this engine library was built without the parameter program");
@@ -936,6 +1021,22 @@ static int all_finite(const double *v, int n)
     return 1;
 }
 
+/* max |A xd - b| over k rows; r (if given) = b - A xd */
+static double velocity_residual(const double *A, int k, int nc, const double *xd,
+                                const double *b, double *r)
+{
+    double res = 0.0;
+    for (int i = 0; i < k; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += A[(size_t)i * nc + j] * xd[j];
+        res = fmax(res, fabs(s - b[i]));
+        if (r)
+            r[i] = b[i] - s;
+    }
+    return res;
+}
+
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
     msg(err, errlen, "%s", "");
@@ -963,18 +1064,24 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         size = 1.0;
     double scale = 1.0 + fmax(absmax(x, nc), size);
     int k = 0;
-    for (int it = 0; it < 50; it++) {             /* assembly._newton */
+    for (int fine = 0; fine < 2; fine++) {        /* assembly._newton; fine: its retry */
+        if (fine)
+            tree_placement(e, x);
+        for (int it = 0; it < 50; it++) {
+            k = position_rows(e, x, ta, r, A);
+            if (k < 0 || !all_finite(r, k))
+                break;
+            if (absmax(r, k) < 1e-12 * scale)
+                break;
+            if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
+                break;
+            for (int i = 0; i < nc; i++)
+                x[i] -= dx[i];
+        }
         k = position_rows(e, x, ta, r, A);
-        if (k < 0 || !all_finite(r, k))
+        if (k >= 0 && all_finite(r, k) && absmax(r, k) <= 1e-9 * scale)
             break;
-        if (absmax(r, k) < 1e-12 * scale)
-            break;
-        if (min_norm(e, A, k, Minv, r, dx) != OK)
-            break;
-        for (int i = 0; i < nc; i++)
-            x[i] -= dx[i];
     }
-    k = position_rows(e, x, ta, r, A);
     if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
         int worst = -1;
         double wv = -1.0;
@@ -1042,12 +1149,25 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     }
     for (int j = 0; j < nc; j++)
         xd[j] += dx[j];
-    double res = 0.0;
-    for (int i = 0; i < k; i++) {
-        double s = 0.0;
-        for (int j = 0; j < nc; j++)
-            s += A[(size_t)i * nc + j] * xd[j];
-        res = fmax(res, fabs(s - b[i]));
+    double res = velocity_residual(A, k, nc, xd, b, NULL);
+    if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
+        /* the retry with the fine cut and residual corrections (assembly.assemble) */
+        double *xd2 = e->xde;          /* (scratch until extend() below) */
+        for (int bb = 0; bb < nb; bb++)
+            for (int j = 0; j < 3; j++)
+                xd2[3 * bb + j] = DA(e, A_DBODY0)[6 * bb + 3 + j];
+        int ok = 1;
+        for (int pass = 0; pass <= FINE_REFINE && ok; pass++) {
+            velocity_residual(A, k, nc, xd2, b, r);
+            ok = min_norm_fine(e, A, k, Minv, r, dx) == OK;
+            for (int j = 0; j < nc && ok; j++)
+                xd2[j] += dx[j];
+        }
+        double res2 = ok ? velocity_residual(A, k, nc, xd2, b, NULL) : INFINITY;
+        if (res2 <= 1e-8 * (1.0 + absmax(b, k))) {
+            memcpy(xd, xd2, sizeof(double) * nc);
+            res = res2;
+        }
     }
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         msg(err, errlen, "the initial rates are inconsistent with the constraints (velocity "

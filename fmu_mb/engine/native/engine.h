@@ -62,6 +62,9 @@ int mbe_n_parameters(const MbEngine *e);   /* model parameters (the data's param
 int mbe_n_inputs(const MbEngine *e);
 int mbe_n_outputs(const MbEngine *e);
 int mbe_n_q(const MbEngine *e);            /* coordinates; rates have the same count        */
+/* The model data the engine runs on: the blob's doubles with the parameters applied (the
+ * program's slots, then the projection metric derived from the masses), *n of them. */
+const double *mbe_model_doubles(const MbEngine *e, int *n);
 
 /* Model parameters (values in the parameter table's order). Checked (finite, min/max, the
  * guards of the parameter program) and applied (model data re-derived, kernels remade) here;

@@ -461,6 +461,74 @@ static void spatial_mass_times(const MbEngine *e, const double *x, const double 
     }
 }
 
+/* The largest |eigenvalue| of the symmetric 3x3 J (row-major, its upper triangle read) by
+ * cyclic Jacobi rotations: the C twin of fmu_mb.mechanics.spatial.inertia.max_abs_eigenvalue
+ * (the same operations in the same order, compiled without FMA contraction). */
+static double spatial_max_eig(const double *J)
+{
+    double d[3] = {J[0], J[4], J[8]};
+    double a[3][3] = {{0, J[1], J[2]}, {0, 0, J[5]}, {0, 0, 0}};
+    static const int PQR[3][3] = {{0, 1, 2}, {0, 2, 1}, {1, 2, 0}};
+    for (int sweep = 0; sweep < 50; sweep++) {
+        if (a[0][1] == 0.0 && a[0][2] == 0.0 && a[1][2] == 0.0)
+            break;
+        for (int k = 0; k < 3; k++) {
+            int p = PQR[k][0], q = PQR[k][1], r = PQR[k][2];
+            double apq = a[p][q];
+            if (apq == 0.0)
+                continue;
+            double g = 100.0 * fabs(apq);
+            if (fabs(d[p]) + g == fabs(d[p]) && fabs(d[q]) + g == fabs(d[q])) {
+                a[p][q] = 0.0;
+                continue;
+            }
+            double theta = (d[q] - d[p]) / (2.0 * apq), t;
+            if (fabs(theta) > 1e150) {
+                t = 0.5 / theta;
+            } else {
+                t = 1.0 / (fabs(theta) + sqrt(theta * theta + 1.0));
+                if (theta < 0.0)
+                    t = -t;
+            }
+            double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+            d[p] = d[p] - t * apq;
+            d[q] = d[q] + t * apq;
+            a[p][q] = 0.0;
+            double *rp = r < p ? &a[r][p] : &a[p][r], *rq = r < q ? &a[r][q] : &a[q][r];
+            double arp = *rp, arq = *rq;
+            *rp = c * arp - s * arq;
+            *rq = s * arp + c * arq;
+        }
+    }
+    double x = fabs(d[0]);
+    if (fabs(d[1]) > x)
+        x = fabs(d[1]);
+    if (fabs(d[2]) > x)
+        x = fabs(d[2]);
+    return x;
+}
+
+/* engine.c derive_metric for a spatial model: per body 3 x 1 / m and 4 x 1 / (4 Jmax),
+ * Jmax the largest |eigenvalue| of its inertia (fmu_mb.mechanics.spatial.compiled). */
+static void spatial_metric(const MbEngine *e, double *d)
+{
+    const double *m = d + e->off[A_DSMASS], *J = d + e->off[A_DSJ];
+    double *w = d + e->off[A_DMINV];
+    double big = 0.0;
+    for (int b = 0; b < e->nb; b++)
+        if (m[b] > big)
+            big = m[b];
+    double small = 1e-6 * (big >= 1e-300 ? big : 1e-300);
+    for (int b = 0; b < e->nb; b++) {
+        double jmax = spatial_max_eig(J + 9 * b);
+        double wr = m[b] > 0 ? m[b] : small, wp = jmax > 0 ? 4.0 * jmax : small;
+        for (int i = 0; i < 3; i++)
+            w[7 * b + i] = 1.0 / wr;
+        for (int i = 3; i < 7; i++)
+            w[7 * b + i] = 1.0 / wp;
+    }
+}
+
 static void *make_spatial_kernel(MbEngine *e)
 {
     const double *g = DA(e, A_DGRAV);
@@ -766,14 +834,21 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     if (!any)
         size = 1.0;
     double scale = 1.0 + fmax(absmax(x, nc), size);
-    for (int it = 0; it <= 50; it++) {                /* assembly._newton */
-        k = spatial_rows(e, x, r, A) == OK ? spatial_given_rows(e, x, 0, e->nrows, r, A) : -1;
-        if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
+    for (int fine = 0; fine < 2; fine++) {        /* assembly._newton; fine: its retry */
+        if (fine)
+            spatial_placement(e, x);
+        for (int it = 0; it <= 50; it++) {
+            k = spatial_rows(e, x, r, A) == OK ? spatial_given_rows(e, x, 0, e->nrows, r, A)
+                                               : -1;
+            if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
+                break;
+            if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
+                break;
+            for (int i = 0; i < nc; i++)
+                x[i] -= dx[i];
+        }
+        if (k >= 0 && all_finite(r, k) && absmax(r, k) <= 1e-9 * scale)
             break;
-        if (min_norm(e, A, k, Minv, r, dx) != OK)
-            break;
-        for (int i = 0; i < nc; i++)
-            x[i] -= dx[i];
     }
     if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
         int worst = -1;
@@ -806,24 +881,30 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         for (int j = 0; j < 4; j++)
             xd[7 * bb + 3 + j] = 0.5 * (E[0][j] * B0[10] + E[1][j] * B0[11] + E[2][j] * B0[12]);
     }
-    for (int i = 0; i < k; i++) {
-        double s = 0.0;
-        for (int j = 0; j < nc; j++)
-            s += A[(size_t)i * nc + j] * xd[j];
-        r[i] = b[i] - s;
-    }
+    double *guess = e->xde;                           /* (scratch here) */
+    memcpy(guess, xd, sizeof(double) * nc);
+    velocity_residual(A, k, nc, xd, b, r);
     if (min_norm(e, A, k, Minv, r, dx) != OK) {
         msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
         return MBE_ERROR;
     }
     for (int j = 0; j < nc; j++)
         xd[j] += dx[j];
-    double res = 0.0;
-    for (int i = 0; i < k; i++) {
-        double s = 0.0;
-        for (int j = 0; j < nc; j++)
-            s += A[(size_t)i * nc + j] * xd[j];
-        res = fmax(res, fabs(s - b[i]));
+    double res = velocity_residual(A, k, nc, xd, b, NULL);
+    if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
+        /* the retry with the fine cut and residual corrections (assembly.assemble) */
+        int ok = 1;
+        for (int pass = 0; pass <= FINE_REFINE && ok; pass++) {
+            velocity_residual(A, k, nc, guess, b, r);
+            ok = min_norm_fine(e, A, k, Minv, r, dx) == OK;
+            for (int j = 0; j < nc && ok; j++)
+                guess[j] += dx[j];
+        }
+        double res2 = ok ? velocity_residual(A, k, nc, guess, b, NULL) : INFINITY;
+        if (res2 <= 1e-8 * (1.0 + absmax(b, k))) {
+            memcpy(xd, guess, sizeof(double) * nc);
+            res = res2;
+        }
     }
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         msg(err, errlen, "the initial rates are inconsistent with the constraints (velocity "

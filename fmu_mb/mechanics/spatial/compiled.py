@@ -8,6 +8,7 @@ import numpy as np
 
 from . import kinematics as kin
 from .constraints import ROWS
+from .inertia import max_abs_eigenvalue
 
 #: the joint coordinates of each kind: "revolute" an angle, "prismatic" a position
 COORDINATES = {"revolute": ("revolute",), "prismatic": ("prismatic",),
@@ -119,7 +120,9 @@ def compile_spatial(mb):
     inertia = np.array([b.inertia for b in bodies], float).reshape(nb, 3, 3)
     big = max(mass.max(initial=0.0), 1e-300)
     wr = np.where(mass > 0, mass, 1e-6 * big)
-    Jmax = np.array([np.abs(np.linalg.eigvalsh(J)).max() for J in inertia]) if nb else mass
+    # (max_abs_eigenvalue: scalar operations that the engine repeats in C when a parameter
+    # changes a mass or an inertia, fmu_mb.engine.data.derive_metric)
+    Jmax = np.array([max_abs_eigenvalue(J) for J in inertia]) if nb else mass
     wp = np.where(Jmax > 0, 4.0 * Jmax, 1e-6 * big)
     weight = np.concatenate([np.repeat(wr, 3).reshape(nb, 3), np.repeat(wp, 4).reshape(nb, 4)],
                             axis=1).reshape(-1)
