@@ -20,6 +20,7 @@ Checked against things that can disagree with it:
 """
 import os
 import shutil
+import zipfile
 
 import numpy as np
 import pytest
@@ -260,6 +261,51 @@ def test_refusals(native):
         # the FMU goes on: a valid call and a step after the refusals
         assert np.isfinite(s.getDirectionalDerivative([der], [st], [1.0])).all()
         s.doStep(0.0, 0.01)
+    finally:
+        s.terminate()
+        s.freeInstance()
+
+
+def test_fmi3_directional_derivatives(tmp_path):
+    """The native FMI 3.0 FMU shares fmi2_native.c's directional derivatives: the
+    slider-crank's A and B in fmpy's FMU3Slave against linearize; ContinuousStateDerivative
+    declared; the independent variable refused as a known with a logged message."""
+    from fmpy.fmi3 import FMU3Slave
+
+    from fmu_mb.fmi.native_fmi3 import build_native_fmu3
+
+    path = build_native_fmu3(MODELS / "slider_crank.py", tmp_path)
+    assert validate_fmu(str(path)) == []
+    md = read_model_description(str(path))
+    with zipfile.ZipFile(path) as z:
+        xml = z.read("modelDescription.xml").decode()
+    assert 'providesDirectionalDerivatives="true"' in xml
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    ders = [d.variable.name for d in md.derivatives]
+    states = [d.variable.derivative.name for d in md.derivatives]
+    inputs = [v.name for v in md.modelVariables if v.causality == "input"]
+    lin = fmu_mb.linearize(fmu_mb.load_model(MODELS / "slider_crank.py"))
+    assert tuple(states) == lin.x_names
+    messages = []
+
+    def log(env, status, category, message):
+        messages.append((status, message.decode("utf-8", "replace")))
+
+    s = FMU3Slave(guid=md.guid, unzipDirectory=extract(str(path), str(tmp_path / "x")),
+                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName="d3")
+    s.instantiate(logMessage=log)
+    try:
+        s.enterInitializationMode(startTime=0.0)
+        s.exitInitializationMode()
+        kv = [vr[n] for n in states + inputs]
+        J = np.array([s.getDirectionalDerivative([vr[n] for n in ders], kv, list(e))
+                      for e in np.eye(len(kv))]).T
+        f2 = len(states)
+        assert _rel(J[:, :f2], lin.A) < 1e-6
+        assert _rel(J[:, f2:], lin.B) < 1e-6
+        with pytest.raises(Exception):
+            s.getDirectionalDerivative([vr[ders[0]]], [vr["time"]], [1.0])
+        assert "independent variable time" in messages[-1][1]
     finally:
         s.terminate()
         s.freeInstance()
