@@ -309,3 +309,55 @@ def test_fmi3_directional_derivatives(tmp_path):
     finally:
         s.terminate()
         s.freeInstance()
+
+
+@pytest.mark.parametrize("name", ["four_bar", "container_crane_driven", "n_four_bar"])
+def test_engine_call_in_process_against_linearize(name):
+    """mbe_directional_derivative through ctypes (fmu_mb.engine.engine.Engine): a four-bar, a
+    crane whose trolley is driven (its coordinate dependent through the drive's row) and
+    the redundant N-four-bar, against linearize's [A B; C D]; the engine's state unchanged."""
+    from fmu_mb.dynamics.formulations import tmt
+    from fmu_mb.dynamics.outputs import output_names
+    from fmu_mb.engine.engine import Engine
+
+    model = fmu_mb.load_model(MODELS / f"{name}.py")
+    e = Engine(model)
+    e.initialize(0.0)
+    lin = fmu_mb.linearize(model)
+    coords = list(tmt.coordinates(model))
+    ind = [coords.index(k) for k in lin.independent]
+    f, nu = len(ind), e.n_inputs
+    outs = list(output_names(model))
+    unknown = list(range(2 * f)) + [2 * f + outs.index(y) for y in lin.y_names]
+    before = e.get_state()
+    J = np.column_stack([e.directional_derivative(ind, [j], [1.0], unknown)
+                         for j in range(2 * f + nu)])
+    np.testing.assert_array_equal(e.get_state(), before)
+    assert _rel(J[:2 * f, :2 * f], lin.A) < 1e-6
+    assert _rel(J[:2 * f, 2 * f:], lin.B) < 1e-6
+    assert _rel(J[2 * f:, :2 * f], lin.C) < 1e-6
+    assert _rel(J[2 * f:, 2 * f:], lin.D) < 1e-6
+    np.testing.assert_allclose(e.state_derivatives(ind), lin.xdot0, rtol=1e-9, atol=1e-9)
+    # a seed along two knowns at once is the sum of the two columns
+    both = e.directional_derivative(ind, [0, 2 * f - 1], [2.0, -0.5], unknown)
+    assert _rel(both, 2.0 * J[:, 0] - 0.5 * J[:, 2 * f - 1]) < 1e-6
+
+
+def test_engine_call_refusals():
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.errors import InputError
+
+    e = Engine(fmu_mb.load_model(MODELS / "double_pendulum.py"))
+    with pytest.raises(InputError, match="not initialized"):
+        e.directional_derivative([0, 1], [0], [1.0], [2])
+    e.initialize(0.0)
+    with pytest.raises(InputError, match="known 0 is 9"):
+        e.directional_derivative([0, 1], [9], [1.0], [2])
+    with pytest.raises(InputError, match="unknown 0 is -1"):
+        e.directional_derivative([0, 1], [0], [1.0], [-1])
+    with pytest.raises(InputError, match="repeated"):
+        e.directional_derivative([0, 0], [0], [1.0], [2])
+    spatial = Engine(fmu_mb.load_model(MODELS / "heavy_top.py"))
+    spatial.initialize(0.0)
+    with pytest.raises(InputError, match="planar models only"):
+        spatial.directional_derivative([0], [0], [1.0], [0])
