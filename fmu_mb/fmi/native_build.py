@@ -345,8 +345,8 @@ def _linear_structure(model, root):
         return None
     try:
         ms = model_structure(model)
-    except FmuMbError:             # no linear model at the initial state (a singular pose)
-        return None
+    except (FmuMbError, ArithmeticError, ValueError):   # no linear model at the initial
+        return None                                      # state (a singular pose)
     coords = list(tmt.coordinates(model))
     independent = [coords.index(k) for k in ms["independent"]]
     mv = root.find("ModelVariables")
