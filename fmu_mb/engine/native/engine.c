@@ -1837,7 +1837,7 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
     const double con = 1.6, con2 = con * con;
     double h = 1e-2 * fmax(1.0, absmax(z0, nz)) / dmax, errbest = INFINITY;
     double *prev = tab, *row = tab + nt * m;       /* the previous and the current row */
-    int have = 0, rows_done = 0;
+    int have = 0;
     for (int i = 0; i < nt; i++) {
         int ok = 0;
         for (int tries = 0; tries < (i == 0 ? 8 : 1); tries++) {
@@ -1877,7 +1877,6 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
                 memcpy(best, row + c * m, sizeof(double) * (size_t)nunk);
             }
         }
-        rows_done = i + 1;
         if (i > 0) {
             double jump = 0.0;
             for (int k = 0; k < nunk; k++)
@@ -1895,7 +1894,6 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
             "loops cannot be closed near the state (a singular pose?)", e->t);
         status = MBE_ERROR;
     }
-    (void)rows_done;
 done:
     free(z0);
     free(dir);

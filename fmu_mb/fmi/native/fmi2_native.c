@@ -1254,7 +1254,7 @@ static fmi2Status directional_derivative(Inst* in, const char* fn, const fmi2Val
                      "an input (the knowns of a directional derivative are the states declared "
                      "in ModelStructure/Derivatives and the inputs); nothing was done", fn, kn[k],
                      FMU_VARS[kn[k]].name);
-        } 
+        }
         if (st == fmi2OK && !isfinite(seed[k])) {
             st = say(in, fmi2Error, "%s: the seed of known '%s' is %g; expected a finite "
                      "value; nothing was done", fn, FMU_VARS[kn[k]].name, seed[k]);
