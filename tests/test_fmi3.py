@@ -239,7 +239,7 @@ def test_fmi3_refusals_name_fmi3_functions_and_change_nothing(fmus):
          "expected the last communication point"),
         (lambda: f.enterStepMode(), "fmi3EnterStepMode", "step mode"),
         (lambda: f.getDirectionalDerivative([x], [x], [1.0]), "fmi3GetDirectionalDerivative",
-         "providesDirectionalDerivatives"),
+         "neither a state nor an input"),
     ]
     for call, fn, text in cases:
         msgs.clear()

@@ -83,6 +83,8 @@ def library():
     lib.mbe_get_state.restype = None
     lib.mbe_get_state.argtypes = [P, P]
     lib.mbe_set_state.argtypes = [P, P, P, Z]
+    lib.mbe_state_derivatives.argtypes = [P, P, I, P, P, P, Z]
+    lib.mbe_directional_derivative.argtypes = [P, P, I, P, I, P, P, I, P, P, P, Z]
     return lib
 
 
@@ -255,3 +257,37 @@ class Engine:
         formulation)."""
         h = float(state.h) if math.isfinite(state.h) else 0.0
         self.set_state(np.concatenate([[state.t], state.q, state.qd, [h]]))
+
+    # ------------------------------------------------------------ linearization (issue 23)
+    def state_derivatives(self, independent, u=None):
+        """x' = (qd_i, qdd_i) at the current state for the independent tree coordinates
+        (indices into q): mbe_state_derivatives."""
+        ind = np.ascontiguousarray(independent, dtype=np.intc).reshape(-1)
+        out = np.zeros(max(1, 2 * len(ind)))
+        with self._lock:
+            pu = self._inputs(u)
+            self._check(self.lib.mbe_state_derivatives(self.handle, pu, len(ind),
+                                                       ind.ctypes.data, out.ctypes.data,
+                                                       self._err, self.ERRLEN),
+                        "the state derivatives")
+        return out[:2 * len(ind)]
+
+    def directional_derivative(self, independent, known, seed, unknown, u=None):
+        """d unknown / d known . seed at the current state (mbe_directional_derivative):
+        known indices 0..2f-1 are the states x = (q_i, qd_i), 2f.. the inputs; unknown
+        indices 0..2f-1 are x', 2f.. the outputs (output_spec order)."""
+        ind = np.ascontiguousarray(independent, dtype=np.intc).reshape(-1)
+        kn = np.ascontiguousarray(known, dtype=np.intc).reshape(-1)
+        sd = np.ascontiguousarray(seed, dtype=float).reshape(-1)
+        un = np.ascontiguousarray(unknown, dtype=np.intc).reshape(-1)
+        if sd.shape != kn.shape:
+            raise InputError(f"model '{self.name}': {len(kn)} knowns but {len(sd)} seed values")
+        out = np.zeros(max(1, len(un)))
+        with self._lock:
+            pu = self._inputs(u)
+            self._check(self.lib.mbe_directional_derivative(
+                self.handle, pu, len(ind), ind.ctypes.data, len(kn), kn.ctypes.data,
+                sd.ctypes.data, len(un), un.ctypes.data, out.ctypes.data, self._err,
+                self.ERRLEN), "the directional derivative")
+        return out[:len(un)]
+

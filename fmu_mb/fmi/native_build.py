@@ -51,7 +51,7 @@ NATIVE_METHODS = ("dop853", "dopri5", "rk4")
 NATIVE_FORMULATIONS = ("auto", "recursive")
 
 VT = {"Real": 0, "Integer": 1, "Boolean": 2, "String": 3}
-VK_PARAM, VK_FIXED, VK_SOLVER, VK_INPUT, VK_OUTPUT = range(5)
+VK_PARAM, VK_FIXED, VK_SOLVER, VK_INPUT, VK_OUTPUT, VK_STATE, VK_DERIV = range(7)
 
 
 class NativeUnavailable(FmuMbError):
@@ -135,7 +135,8 @@ def build_native_fmu(model_file, out_dir, overrides=None):
     experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
     source = model_file.read_text(encoding="utf-8")
     root = _model_description(model, model_file, source, overrides, experiment)
-    table = _variable_table(model, root, names, fixed)
+    linear = _linear_structure(model, root)
+    table = _variable_table(model, root, names, fixed, linear)
     engine, defines = engine_sources()
     sources = [FRONT_SOURCE] + engine
     digest = hashlib.sha1()
@@ -159,7 +160,7 @@ def build_native_fmu(model_file, out_dir, overrides=None):
         ET.SubElement(listed, "File", name=name)
     xml = _serialise(root)
     start = float(experiment.get("start_time", 0.0))
-    header = _header(model, guid, table, defaults, blob, start)
+    header = _header(model, guid, table, defaults, blob, start, linear)
     from . import native_platforms           # win64 binary, buildDescription.xml (issue 22)
     documentation = _html(model.name, _documentation(model) + host_section(model.name)
                           + native_platforms.host_note(model.name,
@@ -255,9 +256,10 @@ def _model_description(model, model_file, source, overrides, experiment):
     return root
 
 
-def _variable_table(model, root, names, fixed):
+def _variable_table(model, root, names, fixed, linear=None):
     """One row per ScalarVariable (value reference = row): (name, type, kind, index, start,
-    start string, min, max, structural, fixed reason)."""
+    start string, min, max, structural, fixed reason). linear: _linear_structure's (the states
+    that are no other variable and the state derivatives)."""
     from .slave import SOLVER_LIMITS, SOLVER_PARAMETERS
 
     params = {p.name: p for p in model.parameters}
@@ -302,6 +304,10 @@ def _variable_table(model, root, names, fixed):
             kind, index = VK_INPUT, inputs[name]
         elif name in outputs:
             kind, index = VK_OUTPUT, outputs[name]
+        elif linear is not None and name in linear["locals"]:
+            kind, index = VK_STATE, linear["locals"][name]
+        elif linear is not None and name in linear["derivatives"]:
+            kind, index = VK_DERIV, linear["derivatives"][name]
         else:
             raise FmuMbError(f"modelDescription.xml: variable {name!r} is neither a parameter, "
                              f"a solver setting, an input nor an output of model {model.name!r}")
@@ -310,6 +316,116 @@ def _variable_table(model, root, names, fixed):
     if missing:
         raise FmuMbError(f"modelDescription.xml lacks the solver settings {sorted(missing)}")
     return rows
+
+
+def _derivative_name(state):
+    """The name of the derivative variable of a state: der(<state>), or der(<x>,2) for a state
+    der(<x>) (FMI 2.0's structured naming)."""
+    if state.startswith("der(") and state.endswith(")") and "," not in state:
+        return f"der({state[4:-1]},2)"
+    return f"der({state})"
+
+
+def _linear_structure(model, root):
+    """Declare in the modelDescription `root` what an importer needs to linearize the FMU
+    (issue 23): the states of fmu_mb.dynamics.linearize (model_structure: the independent
+    joint coordinates and their rates) as continuous Real variables (the joint outputs; a
+    local variable for a state that is no output), a local variable der(<state>) with
+    derivative= for each, <Derivatives> in ModelStructure, the dependencies of the outputs and
+    of the derivatives on the states and inputs, and providesDirectionalDerivative="true"
+    (fmi2_native.c's fmi2GetDirectionalDerivative computes them with the engine).
+
+    Returns {"independent": engine coordinate indices of the states' coordinates,
+    "state_vr": value reference of each state, "locals": {name: state index} of the added
+    state variables, "derivatives": {name: state index} of the added derivative variables},
+    or None (nothing declared) for a model the engine does not linearize (spatial models)."""
+    from ..dynamics.formulations import tmt
+    from ..dynamics.linearize import model_structure
+
+    if model.spatial:
+        return None
+    try:
+        ms = model_structure(model)
+    except (FmuMbError, ArithmeticError, ValueError):   # no linear model at the initial
+        return None                                      # state (a singular pose)
+    coords = list(tmt.coordinates(model))
+    independent = [coords.index(k) for k in ms["independent"]]
+    mv = root.find("ModelVariables")
+    variables = list(mv.iter("ScalarVariable"))
+    index = {sv.get("name"): k for k, sv in enumerate(variables)}     # 0-based, = vr
+    states, f = ms["states"], len(ms["independent"])
+    locals_, derivs, state_vr = {}, {}, []
+
+    def add(name, description, derivative=None):
+        vr = len(variables)
+        sv = ET.SubElement(mv, "ScalarVariable", name=name, valueReference=str(vr),
+                           description=description, causality="local",
+                           variability="continuous", initial="calculated")
+        real = ET.SubElement(sv, "Real")
+        if derivative is not None:
+            real.set("derivative", str(derivative + 1))
+        variables.append(sv)
+        index[name] = vr
+        return vr
+
+    for k, s in enumerate(states):
+        if s in index:
+            sv = variables[index[s]]
+            if sv.find("Real") is None or sv.get("variability") != "continuous":
+                return None        # not a continuous Real: cannot be declared a state
+        else:
+            add(s, f"state {k} of the linear model: "
+                + (f"coordinate {s}" if k < f else f"rate of coordinate {states[k - f]}"))
+            locals_[s] = k
+        state_vr.append(index[s])
+    for k, s in enumerate(states):
+        name = _derivative_name(s)
+        if name in index:          # the rate state der(<x>) is the derivative of <x>
+            sv = variables[index[name]]
+            if name not in locals_:
+                return None
+            sv.find("Real").set("derivative", str(state_vr[k] + 1))
+            derivs.setdefault(name, None)
+            continue
+        add(name, f"time derivative of state {s}", state_vr[k])
+        derivs[name] = k
+    derivs = {n: k for n, k in derivs.items() if k is not None}
+
+    known = {s: state_vr[k] + 1 for k, s in enumerate(states)}
+    for u in ms["inputs"]:
+        known[u] = index[u] + 1
+
+    def deps(names):
+        return " ".join(str(i) for i in sorted({known[n] for n in names}))
+
+    structure = root.find("ModelStructure")
+    outputs = structure.find("Outputs")
+    out_deps = ms["output_dependencies"]
+    if outputs is not None:
+        for unk in outputs.findall("Unknown"):
+            name = variables[int(unk.get("index")) - 1].get("name")
+            if name in out_deps:
+                unk.set("dependencies", deps(out_deps[name]))
+    der_el = ET.Element("Derivatives")
+    for k, s in enumerate(states):
+        vr = index[_derivative_name(s)]
+        ET.SubElement(der_el, "Unknown", index=str(vr + 1),
+                      dependencies=deps(ms["derivative_dependencies"][f"der({s})"]))
+    structure.insert(1 if outputs is not None else 0, der_el)
+    # FMI 2.0: the state derivatives (initial="calculated") are initial unknowns, in the order
+    # of their index (no dependencies attribute: they may depend on every parameter)
+    initial = structure.find("InitialUnknowns")
+    if initial is None:
+        initial = ET.SubElement(structure, "InitialUnknowns")
+    listed = {int(u.get("index")) for u in initial.findall("Unknown")}
+    listed |= {index[n] + 1 for n in derivs}
+    for u in list(initial):
+        initial.remove(u)
+    for i in sorted(listed):
+        ET.SubElement(initial, "Unknown", index=str(i))
+    root.find("CoSimulation").set("providesDirectionalDerivative", "true")
+    return {"independent": independent, "state_vr": state_vr, "locals": locals_,
+            "derivatives": derivs}
 
 
 def _mark_fixed(root, name, reason):
@@ -341,8 +457,9 @@ def _c_list(strings):
     return "{" + ", ".join(_c_string(s) for s in strings) + ", NULL}"
 
 
-def _header(model, guid, table, defaults, blob, start):
-    """fmu_model.h: the tables fmi2_native.c reads."""
+def _header(model, guid, table, defaults, blob, start, linear=None):
+    """fmu_model.h: the tables fmi2_native.c reads (linear: _linear_structure's, the states of
+    fmi2GetDirectionalDerivative; None: the FMU provides none)."""
     from ..dynamics.formulations import CHOICES
     from ..dynamics.implicit import DAE_FORMS
     from ..dynamics.integrate import METHODS, Settings
@@ -377,6 +494,12 @@ def _header(model, guid, table, defaults, blob, start):
                      f"{_c_string(text)}, {_c_double(low)}, {_c_double(high)}, {structural}, "
                      f"{_c_string(reason)}}},")
     lines.append("};")
+    ind = linear["independent"] if linear else []
+    lines.append(f"#define FMU_N_IND {len(ind)}   /* states: 2 x FMU_N_IND (0: no directional "
+                 f"derivatives) */")
+    lines.append("static const int FMU_IND[] = {" + ", ".join(map(str, ind or [0])) + "};")
+    lines.append("static const int FMU_STATE_VR[] = {"
+                 + ", ".join(map(str, (linear["state_vr"] if linear else None) or [0])) + "};")
     lines.append(f"#define FMU_DATA_SIZE ((size_t){len(blob)})")
     lines.append("static const unsigned char FMU_DATA[] = {")
     for k in range(0, max(len(blob), 1), 24):

@@ -45,7 +45,8 @@ def fmi3_model_description(root2, guid):
     ET.SubElement(root, "CoSimulation", {
         "modelIdentifier": identifier, "needsExecutionTool": "false",
         "canBeInstantiatedOnlyOncePerProcess": "false", "canGetAndSetFMUState": "true",
-        "canSerializeFMUState": "true", "providesDirectionalDerivatives": "false",
+        "canSerializeFMUState": "true", "providesDirectionalDerivatives":
+            root2.find("CoSimulation").get("providesDirectionalDerivative", "false"),
         "providesAdjointDerivatives": "false", "providesPerElementDependencies": "false",
         "canHandleVariableCommunicationStepSize": "true", "maxOutputDerivativeOrder": "0",
         "providesIntermediateUpdate": "false", "mightReturnEarlyFromDoStep": "false",
@@ -87,6 +88,8 @@ def fmi3_model_description(root2, guid):
                 attrs[k] = typed.get(k)
         if tag != "String" and start is not None:
             attrs["start"] = start
+        if typed.get("derivative") is not None:      # FMI 2.0: an index; 3.0: a reference
+            attrs["derivative"] = str(int(typed.get("derivative")) - 1)
         v = ET.SubElement(mv, tag, attrs)
         if tag == "String" and start is not None:
             ET.SubElement(v, "Start", value=start)
@@ -97,8 +100,31 @@ def fmi3_model_description(root2, guid):
                   variability="continuous", unit="s",
                   description="simulation time (the independent variable)")
     ms = ET.SubElement(root, "ModelStructure")
+    # the dependencies and derivatives native_build._linear_structure declared (issue 23),
+    # FMI 2.0's 1-based indices as value references
+    ms2 = root2.find("ModelStructure")
+
+    def refs(unknown):
+        deps = unknown.get("dependencies")
+        return None if deps is None else " ".join(str(int(i) - 1) for i in deps.split())
+
+    def element(tag, vr, unknown):
+        e = ET.SubElement(ms, tag, valueReference=str(vr))
+        if unknown is not None and refs(unknown) is not None:
+            e.set("dependencies", refs(unknown))
+
+    def unknowns(tag):
+        group = ms2.find(tag) if ms2 is not None else None
+        return {} if group is None else {int(u.get("index")) - 1: u for u in group}
+
+    out2, der2 = unknowns("Outputs"), unknowns("Derivatives")
+    ders = list(der2)
     for vr in outputs:
-        ET.SubElement(ms, "Output", valueReference=vr)
+        element("Output", vr, out2.get(int(vr)))
+    for vr in ders:
+        element("ContinuousStateDerivative", vr, der2[vr])
+    for vr in sorted(ders):
+        ET.SubElement(ms, "InitialUnknown", valueReference=str(vr))
     return root
 
 
@@ -119,7 +145,8 @@ def build_native_fmu3(model_file, out_dir, overrides=None):
     experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
     source = model_file.read_text(encoding="utf-8")
     root2 = nb._model_description(model, model_file, source, overrides, experiment)
-    table = nb._variable_table(model, root2, names, fixed)
+    linear = nb._linear_structure(model, root2)
+    table = nb._variable_table(model, root2, names, fixed, linear)
     engine, defines = nb.engine_sources()
     front = [FMI3_FRONT, nb.FRONT_SOURCE]
     digest = hashlib.sha1(b"fmi3")
@@ -139,7 +166,7 @@ def build_native_fmu3(model_file, out_dir, overrides=None):
     root = fmi3_model_description(root2, guid)
     xml = _serialise(root)
     start = float(experiment.get("start_time", 0.0))
-    header = nb._header(model, guid, table, defaults, blob, start)
+    header = nb._header(model, guid, table, defaults, blob, start, linear)
     # sources/: the FMI 2.0 FMU's (native_build._source_files) with this front compiled
     # instead of fmi2_native.c, which it includes
     sources_dir = nb._source_files(defines)

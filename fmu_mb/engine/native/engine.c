@@ -1634,3 +1634,399 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
 }
 
 #include "engine_spatial.h"
+
+/* ------------------------------------------------------------------ linearization (issue 23)
+ * The state derivatives and directional derivatives of the native FMU (engine.h), from the
+ * engine's own equations as fmu_mb.dynamics.linearize does them: the state is x = (q_i, qd_i)
+ * of the independent tree coordinates `ind`; the dependent ones follow from the closure (Newton
+ * on every model row Phi(q, t) = 0 with q_i held, least-squares steps of the dependent
+ * coordinates), qd_d from Dq qd + Phi_t = 0; the accelerations are the kernel's. Planar models
+ * only (the rows' Jacobian of model_rows). */
+typedef struct {
+    MbEngine *e;
+    const int *ind;
+    int f, ndep, *dep;
+    double t, *q0;             /* the pose the closure starts from (the engine's state)     */
+    double *q, *qd, *qdd;      /* the closed state and its accelerations                    */
+    double *Jx, *Dq, *N, *V, *w, *g, *dd, *zero, *x, *xd, *yo, *ysave;
+} Lin;
+
+static void lin_free(Lin *L)
+{
+    double **p[] = {&L->q0, &L->q, &L->qd, &L->qdd, &L->Jx, &L->Dq, &L->N, &L->V, &L->w, &L->g,
+                    &L->dd, &L->zero, &L->x, &L->xd, &L->yo, &L->ysave};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
+        free(*p[i]);
+        *p[i] = NULL;
+    }
+    free(L->dep);
+    L->dep = NULL;
+}
+
+static int lin_init(Lin *L, MbEngine *e, int f, const int *ind, char *err, size_t errlen)
+{
+    int n = e->n, nr = e->nrows, nc = 3 * e->nb;
+    memset(L, 0, sizeof *L);
+    L->e = e;
+    L->ind = ind;
+    L->f = f;
+    L->t = e->t;
+    if (e->kind != 0) {
+        msg(err, errlen, "directional derivatives: the native engine provides them for planar "
+            "models only (this model is spatial)");
+        return 0;
+    }
+    if (f < 0 || f > n || (f > 0 && !ind)) {
+        msg(err, errlen, "directional derivatives: %d independent coordinates given; expected "
+            "0 to %d", f, n);
+        return 0;
+    }
+    L->dep = malloc(sizeof(int) * (size_t)(n + 1));
+    char *used = calloc((size_t)n + 1, 1);
+    if (!L->dep || !used) {
+        free(used);
+        msg(err, errlen, "directional derivatives: out of memory");
+        return 0;
+    }
+    for (int k = 0; k < f; k++) {
+        if (ind[k] < 0 || ind[k] >= n || used[ind[k]]) {
+            msg(err, errlen, "directional derivatives: independent coordinate %d is %s; "
+                "expected distinct coordinates 0 to %d", k,
+                ind[k] < 0 || ind[k] >= n ? "out of range" : "repeated", n - 1);
+            free(used);
+            return 0;
+        }
+        used[ind[k]] = 1;
+    }
+    for (int j = 0; j < n; j++)
+        if (!used[j])
+            L->dep[L->ndep++] = j;
+    free(used);
+    int nd = L->ndep > 0 ? L->ndep : 1;
+    L->q0 = malloc(sizeof(double) * (size_t)(n + 1));
+    L->q = malloc(sizeof(double) * (size_t)(n + 1));
+    L->qd = malloc(sizeof(double) * (size_t)(n + 1));
+    L->qdd = malloc(sizeof(double) * (size_t)(n + 1));
+    L->zero = calloc((size_t)n + 1, sizeof(double));
+    L->Jx = malloc(sizeof(double) * (size_t)(nc * (n + 1)));
+    L->Dq = malloc(sizeof(double) * (size_t)((nr + 1) * (n + 1)));
+    L->N = malloc(sizeof(double) * (size_t)(nd * nd));
+    L->V = malloc(sizeof(double) * (size_t)(nd * nd));
+    L->w = malloc(sizeof(double) * (size_t)nd);
+    L->g = malloc(sizeof(double) * (size_t)nd);
+    L->dd = malloc(sizeof(double) * (size_t)nd);
+    L->x = malloc(sizeof(double) * (size_t)nc);
+    L->xd = malloc(sizeof(double) * (size_t)nc);
+    L->yo = malloc(sizeof(double) * (size_t)(e->nout + 1));
+    L->ysave = malloc(sizeof(double) * (size_t)(2 * n + 1));
+    if (!L->q0 || !L->q || !L->qd || !L->qdd || !L->zero || !L->Jx || !L->Dq || !L->N ||
+        !L->V || !L->w || !L->g || !L->dd || !L->x || !L->xd || !L->yo || !L->ysave) {
+        msg(err, errlen, "directional derivatives: out of memory");
+        return 0;
+    }
+    memcpy(L->q0, e->y, sizeof(double) * (size_t)n);
+    return 1;
+}
+
+/* phi, phit (e->phi, e->phit) and Dq = D dx/dq (nrows x n) at q; 0 on success */
+static int lin_rows(Lin *L, const double *q)
+{
+    MbEngine *e = L->e;
+    int n = e->n, nr = e->nrows, nc = 3 * e->nb;
+    for (int j = 0; j < n; j++) {           /* column j of dx/dq: the velocity of qd = e_j */
+        L->zero[j] = 1.0;
+        mbk_kinematics(e->kern, q, L->zero, L->x, L->xd);
+        L->zero[j] = 0.0;
+        for (int i = 0; i < nc; i++)
+            L->Jx[(size_t)i * n + j] = L->xd[i];
+    }
+    mbk_kinematics(e->kern, q, L->zero, L->x, L->xd);
+    if (model_rows(e, L->x, L->t, e->phi, e->phit, e->D) != OK)
+        return 1;
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < n; j++) {
+            double s = 0.0;
+            for (int i = 0; i < nc; i++)
+                s += e->D[(size_t)r * nc + i] * L->Jx[(size_t)i * n + j];
+            L->Dq[(size_t)r * n + j] = s;
+        }
+    return all_finite(e->phi, nr) && all_finite(L->Dq, nr * n) ? 0 : 1;
+}
+
+/* dd = -(Dd' Dd)^+ Dd' b: the least-squares step of the dependent coordinates for rows b */
+static int lin_dep_solve(Lin *L, const double *b)
+{
+    int n = L->e->n, nr = L->e->nrows, m = L->ndep;
+    for (int a = 0; a < m; a++) {
+        double s = 0.0;
+        for (int r = 0; r < nr; r++)
+            s += L->Dq[(size_t)r * n + L->dep[a]] * b[r];
+        L->g[a] = -s;
+        for (int c = 0; c <= a; c++) {
+            double v = 0.0;
+            for (int r = 0; r < nr; r++)
+                v += L->Dq[(size_t)r * n + L->dep[a]] * L->Dq[(size_t)r * n + L->dep[c]];
+            L->N[a * m + c] = L->N[c * m + a] = v;
+        }
+    }
+    return dense_psd_solve(L->N, L->V, L->w, m, NULL, NULL, 0, L->g, L->dd) == OK &&
+           all_finite(L->dd, m) ? 0 : 1;
+}
+
+/* The closed state (L->q, L->qd) of the independent (qi, qdi), and its accelerations. 0 on
+ * success, 1 when the closure does not converge (Newton from L->q0). */
+static int lin_full(Lin *L, const double *qi, const double *qdi, const double *u)
+{
+    MbEngine *e = L->e;
+    int n = e->n, nr = e->nrows, f = L->f;
+    memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
+    for (int k = 0; k < n; k++)
+        L->qd[k] = 0.0;
+    for (int k = 0; k < f; k++) {
+        L->q[L->ind[k]] = qi[k];
+        L->qd[L->ind[k]] = qdi[k];
+    }
+    if (L->ndep > 0 && nr > 0) {
+        double scale = 1.0 + absmax(L->q, n), prev = INFINITY, res = INFINITY;
+        for (int it = 0; it < 40; it++) {
+            if (lin_rows(L, L->q))
+                return 1;
+            res = absmax(e->phi, nr);
+            if (res <= 1e-15 * scale || (it > 2 && res >= 0.5 * prev))
+                break;
+            prev = res;
+            if (lin_dep_solve(L, e->phi))
+                return 1;
+            for (int a = 0; a < L->ndep; a++)
+                L->q[L->dep[a]] += L->dd[a];
+        }
+        if (!(res <= 1e-9 * scale))
+            return 1;
+        /* qd_d: Dd qd_d = -(Di qd_i + phi_t) */
+        for (int r = 0; r < nr; r++) {
+            double s = e->phit[r];
+            for (int k = 0; k < f; k++)
+                s += L->Dq[(size_t)r * n + L->ind[k]] * qdi[k];
+            e->rhs[r] = s;
+        }
+        if (lin_dep_solve(L, e->rhs))
+            return 1;
+        for (int a = 0; a < L->ndep; a++)
+            L->qd[L->dep[a]] = L->dd[a];
+    }
+    const double *uu = e->ni ? u : e->u0;
+    if (mbk_accelerations(e->kern, L->t, L->q, L->qd, uu, L->qdd, NULL, NULL, NULL) != OK ||
+        !all_finite(L->qdd, n))
+        return 1;
+    return 0;
+}
+
+/* F (nunk) at the state x = (qi, qdi) and inputs u: the unknowns (xdot entries, then outputs) */
+static int lin_eval(Lin *L, const double *z, int nunk, const int *unk, int want_y, double *F)
+{
+    MbEngine *e = L->e;
+    int n = e->n, f = L->f;
+    if (lin_full(L, z, z + f, z + 2 * f))
+        return 1;
+    if (want_y) {
+        memcpy(L->ysave, e->y, sizeof(double) * (size_t)(2 * n));
+        memcpy(e->y, L->q, sizeof(double) * (size_t)n);
+        memcpy(e->y + n, L->qd, sizeof(double) * (size_t)n);
+        MbeStatus st = mbe_outputs_groups(e, z + 2 * f, MBE_GROUP_ALL, L->yo, NULL, 0);
+        memcpy(e->y, L->ysave, sizeof(double) * (size_t)(2 * n));
+        if (st != MBE_OK)
+            return 1;
+    }
+    for (int k = 0; k < nunk; k++) {
+        int i = unk[k];
+        if (i < f)
+            F[k] = z[f + i];
+        else if (i < 2 * f)
+            F[k] = L->qdd[L->ind[i - f]];
+        else
+            F[k] = L->yo[i - 2 * f];
+    }
+    return 0;
+}
+
+MbeStatus mbe_state_derivatives(MbEngine *e, const double *u, int f, const int *ind,
+                                double *xdot, char *err, size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!e || !e->initialized || (f > 0 && !xdot)) {
+        msg(err, errlen, "mbe_state_derivatives: no engine, no output array, or not "
+            "initialized");
+        return MBE_ERROR;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return MBE_ERROR;
+    Lin L;
+    if (!lin_init(&L, e, f, ind, err, errlen)) {
+        lin_free(&L);
+        return MBE_ERROR;
+    }
+    int n = e->n;
+    const double *uu = e->ni ? u : e->u0;
+    int rc = mbk_accelerations(e->kern, e->t, e->y, e->y + n, uu, L.qdd, NULL, NULL, NULL);
+    if (rc != OK || !all_finite(L.qdd, n)) {
+        msg(err, errlen, "the accelerations at t = %.9g s cannot be computed: %s", e->t,
+            rc != OK ? kernel_error(rc) : "not finite");
+        lin_free(&L);
+        return MBE_ERROR;
+    }
+    for (int k = 0; k < f; k++) {
+        xdot[k] = e->y[n + ind[k]];
+        xdot[f + k] = L.qdd[ind[k]];
+    }
+    lin_free(&L);
+    return MBE_OK;
+}
+
+MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const int *ind,
+                                     int nknown, const int *known, const double *seed,
+                                     int nunk, const int *unknown, double *dv, char *err,
+                                     size_t errlen)
+{
+    msg(err, errlen, "%s", "");
+    if (!e || !e->initialized) {
+        msg(err, errlen, "mbe_directional_derivative: no engine, or not initialized");
+        return MBE_ERROR;
+    }
+    if (nknown < 0 || nunk < 0 || (nknown > 0 && (!known || !seed)) ||
+        (nunk > 0 && (!unknown || !dv))) {
+        msg(err, errlen, "mbe_directional_derivative: NULL or negative-length arrays");
+        return MBE_ERROR;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return MBE_ERROR;
+    Lin L;
+    if (!lin_init(&L, e, f, ind, err, errlen)) {
+        lin_free(&L);
+        return MBE_ERROR;
+    }
+    int n = e->n, ni = e->ni, nz = 2 * f + ni, want_y = 0;
+    const double *uu = ni ? u : e->u0;
+    for (int k = 0; k < nknown; k++)
+        if (known[k] < 0 || known[k] >= nz || !isfinite(seed[k])) {
+            msg(err, errlen, "mbe_directional_derivative: known %d is %d (seed %g); expected a "
+                "state 0 to %d or an input %d to %d with a finite seed", k, known[k], seed[k],
+                2 * f - 1, 2 * f, nz - 1);
+            lin_free(&L);
+            return MBE_ERROR;
+        }
+    for (int k = 0; k < nunk; k++) {
+        if (unknown[k] < 0 || unknown[k] >= 2 * f + e->nout) {
+            msg(err, errlen, "mbe_directional_derivative: unknown %d is %d; expected a state "
+                "derivative 0 to %d or an output %d to %d", k, unknown[k], 2 * f - 1, 2 * f,
+                2 * f + e->nout - 1);
+            lin_free(&L);
+            return MBE_ERROR;
+        }
+        want_y |= unknown[k] >= 2 * f;
+    }
+    double *z0 = malloc(sizeof(double) * (size_t)(nz + 1));
+    double *dir = calloc((size_t)nz + 1, sizeof(double));
+    double *z = malloc(sizeof(double) * (size_t)(nz + 1));
+    int nt = 10, m = nunk > 0 ? nunk : 1;
+    double *Fp = malloc(sizeof(double) * (size_t)m), *Fm = malloc(sizeof(double) * (size_t)m);
+    double *tab = malloc(sizeof(double) * (size_t)(2 * nt * m)), *best = dv;
+    MbeStatus status = MBE_OK;
+    if (!z0 || !dir || !z || !Fp || !Fm || !tab) {
+        msg(err, errlen, "mbe_directional_derivative: out of memory");
+        status = MBE_ERROR;
+        goto done;
+    }
+    for (int k = 0; k < f; k++) {
+        z0[k] = e->y[ind[k]];
+        z0[f + k] = e->y[n + ind[k]];
+    }
+    for (int k = 0; k < ni; k++)
+        z0[2 * f + k] = uu[k];
+    for (int k = 0; k < nknown; k++)
+        dir[known[k]] += seed[k];
+    /* the operating point re-closed to round-off (a state from the integrator carries its
+     * tolerance's residual); the perturbed closures start from it */
+    if (lin_full(&L, z0, z0 + f, z0 + 2 * f)) {
+        msg(err, errlen, "the loops cannot be closed at t = %.9g s with the state's "
+            "independent coordinates (a singular pose?)", e->t);
+        status = MBE_ERROR;
+        goto done;
+    }
+    memcpy(L.q0, L.q, sizeof(double) * (size_t)n);
+    for (int k = 0; k < nunk; k++)
+        dv[k] = 0.0;
+    double dmax = absmax(dir, nz);
+    if (nunk == 0 || dmax == 0.0)
+        goto done;
+    /* Ridders: central differences along dir at steps h, h/c, ... extrapolated in h^2
+     * (fmu_mb.dynamics.linearize._ridders, the entry of smallest estimated error) */
+    const double con = 1.6, con2 = con * con;
+    double h = 1e-2 * fmax(1.0, absmax(z0, nz)) / dmax, errbest = INFINITY;
+    double *prev = tab, *row = tab + nt * m;       /* the previous and the current row */
+    int have = 0;
+    for (int i = 0; i < nt; i++) {
+        int ok = 0;
+        for (int tries = 0; tries < (i == 0 ? 8 : 1); tries++) {
+            for (int j = 0; j < nz; j++)
+                z[j] = z0[j] + h * dir[j];
+            int bad = lin_eval(&L, z, nunk, unknown, want_y, Fp);
+            for (int j = 0; j < nz && !bad; j++)
+                z[j] = z0[j] - h * dir[j];
+            bad = bad || lin_eval(&L, z, nunk, unknown, want_y, Fm);
+            if (!bad) {
+                ok = 1;
+                break;
+            }
+            if (i == 0)
+                h /= 8.0;                  /* a first step too large for the closure */
+        }
+        if (!ok)
+            break;
+        for (int k = 0; k < nunk; k++)
+            row[k] = (Fp[k] - Fm[k]) / (2.0 * h);
+        if (i == 0) {
+            memcpy(dv, row, sizeof(double) * (size_t)nunk);
+            have = 1;
+        }
+        double fac = con2;
+        for (int c = 1; c <= i; c++) {
+            double eb = 0.0;
+            for (int k = 0; k < nunk; k++) {
+                row[c * m + k] = (row[(c - 1) * m + k] * fac - prev[(c - 1) * m + k]) /
+                                 (fac - 1.0);
+                eb = fmax(eb, fmax(fabs(row[c * m + k] - row[(c - 1) * m + k]),
+                                   fabs(row[c * m + k] - prev[(c - 1) * m + k])));
+            }
+            fac *= con2;
+            if (eb <= errbest) {
+                errbest = eb;
+                memcpy(best, row + c * m, sizeof(double) * (size_t)nunk);
+            }
+        }
+        if (i > 0) {
+            double jump = 0.0;
+            for (int k = 0; k < nunk; k++)
+                jump = fmax(jump, fabs(row[i * m + k] - prev[(i - 1) * m + k]));
+            if (jump >= 2.0 * errbest)
+                break;
+        }
+        double *tmp = prev;                 /* this row becomes the previous one */
+        prev = row;
+        row = tmp;
+        h /= con;
+    }
+    if (!have || !all_finite(dv, nunk)) {
+        msg(err, errlen, "the directional derivative at t = %.9g s cannot be computed: the "
+            "loops cannot be closed near the state (a singular pose?)", e->t);
+        status = MBE_ERROR;
+    }
+done:
+    free(z0);
+    free(dir);
+    free(z);
+    free(Fp);
+    free(Fm);
+    free(tab);
+    lin_free(&L);
+    return status;
+}

@@ -117,6 +117,24 @@ size_t mbe_state_size(const MbEngine *e);
 void mbe_get_state(const MbEngine *e, double *s);
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen);
 
+/* Added by the fmu-derivatives branch (issue 23, the native FMU's linearization; planar models
+ * only, MBE_ERROR for a spatial one). The state of a linear model is x = (q_i, qd_i) of the f
+ * independent tree coordinates ind[0..f-1] (fmu_mb.dynamics.linearize: coordinate
+ * partitioning; the dependent coordinates follow from closing every model row with q_i held,
+ * their rates from the velocity rows).
+ * mbe_state_derivatives: xdot (2 f) = (qd_i, qdd_i) at the current state with inputs u.
+ * mbe_directional_derivative: dv[k] = sum_j d unknown[k] / d known[j] * seed[j] at the
+ * current state and inputs u (Ridders' extrapolation of central differences along the seed,
+ * the loops closed again at every evaluation), where a known is a state 0..2f-1 (x) or an
+ * input 2f..2f+ni-1, and an unknown a state derivative 0..2f-1 (xdot) or an output
+ * 2f..2f+nout-1 (output_spec order). The state is not changed. */
+MbeStatus mbe_state_derivatives(MbEngine *e, const double *u, int f, const int *ind,
+                                double *xdot, char *err, size_t errlen);
+MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const int *ind,
+                                     int nknown, const int *known, const double *seed,
+                                     int nunk, const int *unknown, double *dv, char *err,
+                                     size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

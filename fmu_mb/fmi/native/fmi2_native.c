@@ -86,7 +86,9 @@ enum {
     VK_FIXED,     /* model parameter fixed at build time (structural, or not compiled)    */
     VK_SOLVER,    /* solver setting: index is a SOLVER_* id                               */
     VK_INPUT,     /* input: index into u                                                  */
-    VK_OUTPUT     /* output: index into the engine's outputs                              */
+    VK_OUTPUT,    /* output: index into the engine's outputs                              */
+    VK_STATE,     /* state of the linear model that is no output: index into x (issue 23) */
+    VK_DERIV      /* der(state): index into x = (q_i, qd_i) of FMU_IND (issue 23)         */
 };
 
 enum { SOLVER_METHOD, SOLVER_FORMULATION, SOLVER_STABILIZATION, SOLVER_RTOL, SOLVER_ATOL,
@@ -294,7 +296,7 @@ static const char* type_name(int t)
 }
 
 /* ------------------------------------------------------------------ values */
-static int settable(int kind) { return kind != VK_OUTPUT; }
+static int settable(int kind) { return kind < VK_OUTPUT; }
 
 static void reset_values(Inst* in)
 {
@@ -848,23 +850,40 @@ static fmi2Status check_refs(Inst* in, const char* fn, const fmi2ValueReference 
 static fmi2Status get_numbers(Inst* in, const char* fn, const fmi2ValueReference vr[], size_t n,
                               double* out)
 {
-    int need = 0;
+    int need = 0, lin = 0;
     for (size_t k = 0; k < n; ++k) {
         if (FMU_VARS[vr[k]].kind == VK_OUTPUT) {
             need |= in->group[FMU_VARS[vr[k]].index];
         }
+        lin |= FMU_VARS[vr[k]].kind == VK_STATE || FMU_VARS[vr[k]].kind == VK_DERIV;
     }
-    if (need) {
+    if (need || lin) {
         if ((!in->configured || in->dirty) && configure(in, fn) != 0) {
             return fmi2Error;          /* initialization mode: the initial state's outputs */
         }
-        if (outputs(in, fn, need) != 0) {
+        if (need && outputs(in, fn, need) != 0) {
             return fmi2Error;
+        }
+    }
+    double xdot[2 * FMU_N_IND + 1];
+    if (lin) {
+        mbe_get_state(in->engine, in->scratch);     /* t, q, qd, ... (engine.h) */
+        if (mbe_state_derivatives(in->engine, in->u, FMU_N_IND, FMU_IND, xdot, in->err,
+                                  sizeof in->err) != MBE_OK) {
+            return say(in, fmi2Error, "%s: the state derivatives cannot be computed: %s", fn,
+                       in->err);
         }
     }
     for (size_t k = 0; k < n; ++k) {
         const FmuVar* v = &FMU_VARS[vr[k]];
-        out[k] = v->kind == VK_OUTPUT ? in->y[v->index] : in->num[vr[k]];
+        if (v->kind == VK_STATE) {
+            int nq = mbe_n_q(in->engine), x = v->index;
+            out[k] = in->scratch[1 + (x < FMU_N_IND ? FMU_IND[x] : nq + FMU_IND[x - FMU_N_IND])];
+        } else if (v->kind == VK_DERIV) {
+            out[k] = xdot[v->index];
+        } else {
+            out[k] = v->kind == VK_OUTPUT ? in->y[v->index] : in->num[vr[k]];
+        }
     }
     return fmi2OK;
 }
@@ -922,8 +941,9 @@ static const char* refuse_set(Inst* in, int i, double x, const char* s)
 {
     const FmuVar* v = &FMU_VARS[i];
     if (!settable(v->kind)) {
-        snprintf(in->err, sizeof in->err, "'%s' is an output: it cannot be set (only parameters "
-                 "and inputs can)", v->name);
+        snprintf(in->err, sizeof in->err, "'%s' is %s: it cannot be set (only parameters "
+                 "and inputs can)", v->name, v->kind == VK_OUTPUT ? "an output"
+                 : "a calculated variable (a state or a state derivative)");
         return in->err;
     }
     if (v->kind == VK_INPUT) {
@@ -1187,15 +1207,122 @@ static fmi2Status unsupported(fmi2Component c, const char* fn)
         return fmi2Error;
     }
     return say(in, fmi2Error, "%s: not supported by this FMU "
-               "(providesDirectionalDerivative = false, maxOutputDerivativeOrder = 0)", fn);
+               "(canInterpolateInputs = false, maxOutputDerivativeOrder = 0)", fn);
+}
+
+/* The directional derivative (issue 23) d unknowns / d knowns . seed at the current state and
+ * inputs: unknowns are outputs and state derivatives, knowns the states (FMU_STATE_VR) and the
+ * inputs; the engine differentiates its own equations (mbe_directional_derivative). Nothing
+ * changes: the state, inputs and outputs are those from before the call. */
+static fmi2Status directional_derivative(Inst* in, const char* fn, const fmi2ValueReference unk[],
+                                         size_t nu, const fmi2ValueReference kn[], size_t nk,
+                                         const fmi2Real seed[], fmi2Real out[])
+{
+    if ((nu > 0 && (unk == NULL || out == NULL)) || (nk > 0 && (kn == NULL || seed == NULL))) {
+        return say(in, fmi2Error, "%s: NULL array for %zu unknowns or %zu knowns; nothing was "
+                   "done", fn, nu, nk);
+    }
+    if (FMU_N_IND == 0 && FMU_N_INPUTS == 0) {
+        return say(in, fmi2Error, "%s: not supported by this FMU (providesDirectionalDerivative "
+                   "= false: the engine does not linearize this model)", fn);
+    }
+    int nx = 2 * FMU_N_IND;
+    int* ku = malloc((nu + 1) * sizeof(int));
+    int* kk = malloc((nk + 1) * sizeof(int));
+    double* dv = malloc((nu + 1) * sizeof(double));
+    fmi2Status st = fmi2OK;
+    if (!ku || !kk || !dv) {
+        st = say(in, fmi2Error, "%s: out of memory", fn);
+        goto done;
+    }
+    for (size_t k = 0; k < nk && st == fmi2OK; ++k) {
+        int x = -1;
+        for (int j = 0; j < nx; ++j) {
+            if ((fmi2ValueReference)FMU_STATE_VR[j] == kn[k]) {
+                x = j;
+            }
+        }
+        if (kn[k] >= (fmi2ValueReference)FMU_N_VARS) {
+            st = say(in, fmi2Error, "%s: known value reference %u does not exist (this FMU has 0 "
+                     "to %d); nothing was done", fn, kn[k], FMU_N_VARS - 1);
+        } else if (x >= 0) {
+            kk[k] = x;
+        } else if (FMU_VARS[kn[k]].kind == VK_INPUT) {
+            kk[k] = nx + FMU_VARS[kn[k]].index;
+        } else {
+            st = say(in, fmi2Error, "%s: known value reference %u ('%s') is neither a state nor "
+                     "an input (the knowns of a directional derivative are the states declared "
+                     "in ModelStructure/Derivatives and the inputs); nothing was done", fn, kn[k],
+                     FMU_VARS[kn[k]].name);
+        }
+        if (st == fmi2OK && !isfinite(seed[k])) {
+            st = say(in, fmi2Error, "%s: the seed of known '%s' is %g; expected a finite "
+                     "value; nothing was done", fn, FMU_VARS[kn[k]].name, seed[k]);
+        }
+    }
+    for (size_t k = 0; k < nu && st == fmi2OK; ++k) {
+        const FmuVar* v = unk[k] < (fmi2ValueReference)FMU_N_VARS ? &FMU_VARS[unk[k]] : NULL;
+        if (v == NULL) {
+            st = say(in, fmi2Error, "%s: unknown value reference %u does not exist (this FMU "
+                     "has 0 to %d); nothing was done", fn, unk[k], FMU_N_VARS - 1);
+        } else if (v->kind == VK_DERIV) {
+            ku[k] = v->index;
+        } else if (v->kind == VK_OUTPUT && v->type == VT_REAL) {
+            ku[k] = nx + v->index;
+        } else if (v->kind == VK_STATE) {
+            ku[k] = -1 - v->index;            /* a state: d x_j = seed of x_j */
+        } else {
+            st = say(in, fmi2Error, "%s: unknown value reference %u ('%s') is neither a Real "
+                     "output nor a state derivative; nothing was done", fn, unk[k], v->name);
+        }
+    }
+    if (st != fmi2OK) {
+        goto done;
+    }
+    if ((!in->configured || in->dirty) && configure(in, fn) != 0) {
+        st = fmi2Error;
+        goto done;
+    }
+    /* the engine's call takes the unknowns it computes; the states' own are filled here */
+    size_t ne = 0;
+    for (size_t k = 0; k < nu; ++k) {
+        if (ku[k] >= 0) {
+            ku[ne++] = ku[k];
+        }
+    }
+    if (mbe_directional_derivative(in->engine, in->u, FMU_N_IND, FMU_IND, (int)nk, kk, seed,
+                                   (int)ne, ku, dv, in->err, sizeof in->err) != MBE_OK) {
+        st = say(in, fmi2Error, "%s: %s", fn, in->err);
+        goto done;
+    }
+    for (size_t k = 0, j = 0; k < nu; ++k) {
+        const FmuVar* v = &FMU_VARS[unk[k]];
+        if (v->kind == VK_STATE) {
+            double s = 0.0;
+            for (size_t i = 0; i < nk; ++i) {
+                s += kk[i] == v->index ? seed[i] : 0.0;
+            }
+            out[k] = s;
+        } else {
+            out[k] = dv[j++];
+        }
+    }
+done:
+    free(ku);
+    free(kk);
+    free(dv);
+    return st;
 }
 
 EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference a[],
                                                size_t na, const fmi2ValueReference b[],
                                                size_t nb, const fmi2Real d[], fmi2Real r[])
 {
-    (void)a; (void)na; (void)b; (void)nb; (void)d; (void)r;
-    return unsupported(c, "fmi2GetDirectionalDerivative");
+    Inst* in = enter(c, "fmi2GetDirectionalDerivative", INIT_MODE | STEP_MODE | TERMINATED);
+    if (!in) {
+        return fmi2Error;
+    }
+    return directional_derivative(in, "fmi2GetDirectionalDerivative", a, na, b, nb, d, r);
 }
 
 EXPORT fmi2Status fmi2SetRealInputDerivatives(fmi2Component c, const fmi2ValueReference vr[],
@@ -1278,7 +1405,7 @@ static int serialize(Inst* in, Buf* b)
     put_u32(b, (uint32_t)in->start_set);
     for (int i = 0; i < FMU_N_VARS; ++i) {
         const FmuVar* v = &FMU_VARS[i];
-        if (v->kind == VK_OUTPUT) {
+        if (v->kind >= VK_OUTPUT) {     /* outputs, states, derivatives: calculated */
             continue;
         }
         if (v->type == VT_STRING) {
@@ -1398,7 +1525,7 @@ static int decode(Inst* in, const unsigned char* p, size_t n, Decoded* d)
     }
     for (int i = 0; i < FMU_N_VARS; ++i) {
         const FmuVar* v = &FMU_VARS[i];
-        if (v->kind == VK_OUTPUT) {
+        if (v->kind >= VK_OUTPUT) {     /* outputs, states, derivatives: calculated */
             continue;
         }
         if (v->type == VT_STRING) {

@@ -860,10 +860,35 @@ FMI3_EXPORT fmi3Status fmi3GetDirectionalDerivative(fmi3Instance instance,
                                                     size_t nSeed, fmi3Float64 sensitivity[],
                                                     size_t nSensitivity)
 {
-    (void)unknowns, (void)nUnknowns, (void)knowns, (void)nKnowns, (void)seed, (void)nSeed;
-    (void)sensitivity, (void)nSensitivity;
-    return not_provided(instance, "fmi3GetDirectionalDerivative",
-                        "providesDirectionalDerivatives = false");
+    /* issue 23: the shared fmi2GetDirectionalDerivative (fmi2_native.c) */
+    W* w = get3(instance);
+    if (w == NULL) {
+        return fmi3Error;
+    }
+    if (nSeed != nKnowns || nSensitivity != nUnknowns) {
+        return SAY3(w, fmi3Error, "fmi3GetDirectionalDerivative: %zu seeds for %zu knowns and "
+                    "%zu sensitivities for %zu unknowns; expected one per known and one per "
+                    "unknown (scalar variables); nothing was done", nSeed, nKnowns,
+                    nSensitivity, nUnknowns);
+    }
+    for (size_t k = 0; k < nUnknowns + nKnowns; ++k) {
+        const fmi3ValueReference* list = k < nUnknowns ? unknowns : knowns;
+        if (list == NULL) {
+            break;                       /* refused with its message by the shared code */
+        }
+        fmi3ValueReference vr = list[k < nUnknowns ? k : k - nUnknowns];
+        if (vr == TIME_VR) {
+            return SAY3(w, fmi3Error, "fmi3GetDirectionalDerivative: value reference %u is the "
+                        "independent variable time: neither a state, an input, an output nor "
+                        "a state derivative; nothing was done", vr);
+        }
+    }
+    Inst* in = enter(w->in, "fmi3GetDirectionalDerivative", INIT_MODE | STEP_MODE | TERMINATED);
+    if (in == NULL) {
+        return fmi3Error;
+    }
+    return (fmi3Status)directional_derivative(in, "fmi3GetDirectionalDerivative", unknowns,
+                                              nUnknowns, knowns, nKnowns, seed, sensitivity);
 }
 
 FMI3_EXPORT fmi3Status fmi3GetAdjointDerivative(fmi3Instance instance,
