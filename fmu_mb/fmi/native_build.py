@@ -20,6 +20,7 @@ import hashlib
 import html
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -226,6 +227,9 @@ def _source_files(defines):
     files = {FRONT_SOURCE.name: FRONT_SOURCE.read_bytes()}
     for p in sorted(ENGINE_DIR.glob("*.h")) + [Path(x) for x in engine]:
         files[p.name] = p.read_bytes()
+    for text in list(files.values()):        # C files a source includes (kernel.c: events.c)
+        for name in re.findall(rb'#include "([^"]+\.c)"', text):
+            files.setdefault(name.decode(), (ENGINE_DIR / name.decode()).read_bytes())
     wrapper = SOURCE_WRAPPER.format(defines="".join(f"#define {d} 1\n" for d in defines))
     files["fmu_mb_engine.c"] = wrapper.encode("utf-8")
     listed = [FRONT_SOURCE.name, "fmu_mb_engine.c"] + [Path(x).name for x in engine
