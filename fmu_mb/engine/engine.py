@@ -26,6 +26,8 @@ SOURCE = NATIVE / "engine.c"
 METHODS = {"dopri5": 0, "dop853": 1, "rk4": 2}
 STABILIZATIONS = {"none": 0, "projection": 1, "baumgarte": 2}
 OK, DISCARD, ERROR = 0, 1, 2
+#: a contact's record in the engine state (engine.h mbe_get_state; events.c's order)
+RECORD = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
 #: output groups (engine.h MBE_GROUP_*)
 MOTION, REACTIONS, RESIDUALS, ALL = 1, 2, 4, 7
 
@@ -60,13 +62,15 @@ def library():
     lib.mbe_create.argtypes = [P, Z, P, Z]
     lib.mbe_free.restype = None
     lib.mbe_free.argtypes = [P]
-    for name in ("mbe_n_parameters", "mbe_n_inputs", "mbe_n_outputs", "mbe_n_q"):
+    for name in ("mbe_n_parameters", "mbe_n_inputs", "mbe_n_outputs", "mbe_n_q",
+                 "mbe_n_contacts"):
         getattr(lib, name).restype = I
         getattr(lib, name).argtypes = [P]
     lib.mbe_set_parameters.argtypes = [P, P, P, Z]
     lib.mbe_set_settings.argtypes = [P, P, P, Z]
     lib.mbe_initialize.argtypes = [P, D, P, Z]
     lib.mbe_do_step.argtypes = [P, D, P, P, Z]
+    lib.mbe_do_step_to_event.argtypes = [P, D, P, P, P, Z]
     lib.mbe_time.restype = D
     lib.mbe_time.argtypes = [P]
     lib.mbe_outputs.argtypes = [P, P, P, P, Z]
@@ -123,6 +127,9 @@ class Engine:
         self.n_inputs = lib.mbe_n_inputs(handle)
         self.n_outputs = lib.mbe_n_outputs(handle)
         self.n_parameters = lib.mbe_n_parameters(handle)
+        self.n_contacts = lib.mbe_n_contacts(handle)
+        self.contact_names = ([c.name for c in model.contacts] if model is not None
+                              else [f"contact{i}" for i in range(self.n_contacts)])
         self._state_size = lib.mbe_state_size(handle)
         self._u = np.zeros(max(1, self.n_inputs))
         self._y = np.zeros(max(1, self.n_outputs))
@@ -173,6 +180,17 @@ class Engine:
             self._check(self.lib.mbe_do_step(self.handle, float(h), pu, self._err,
                                              self.ERRLEN), "the step")
 
+    def do_step_to_event(self, h, u=None):
+        """do_step that stops at the first impact inside the step (FMI 3.0's early return):
+        True when it did (the time is then the impact's, the state that after it)."""
+        hit = ctypes.c_int(0)
+        with self._lock:
+            pu = self._inputs(u)
+            self._check(self.lib.mbe_do_step_to_event(self.handle, float(h), pu,
+                                                      ctypes.byref(hit), self._err,
+                                                      self.ERRLEN), "the step")
+        return bool(hit.value)
+
     @property
     def time(self):
         return self.lib.mbe_time(self.handle)
@@ -215,8 +233,18 @@ class Engine:
         n = self.n
         return float(s[0]), s[1:1 + n], s[1 + n:1 + 2 * n], float(s[1 + 2 * n])
 
+    @property
+    def records(self):
+        """The contact records (n_contacts, 5): per contact impacts, time of the last
+        impact [s], impulse of the last impact, energy lost in its impacts [J], active."""
+        s = self.get_state()
+        return s[2 + 2 * self.n:].reshape(self.n_contacts, len(RECORD))
+
     def load(self, state):
         """Set the state from an fmu_mb State (joint coordinates of the recursive
-        formulation)."""
+        formulation; the contact records from its extra['contacts'])."""
         h = float(state.h) if math.isfinite(state.h) else 0.0
-        self.set_state(np.concatenate([[state.t], state.q, state.qd, [h]]))
+        saved = (state.extra or {}).get("contacts", {})
+        rec = [float(saved.get(name, {}).get(f, 0.0)) for name in self.contact_names
+               for f in RECORD]
+        self.set_state(np.concatenate([[state.t], state.q, state.qd, [h], rec]))
