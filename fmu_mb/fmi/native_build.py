@@ -224,6 +224,8 @@ def _source_files(defines):
     files = {FRONT_SOURCE.name: FRONT_SOURCE.read_bytes()}
     for p in sorted(ENGINE_DIR.glob("*.h")) + [Path(x) for x in engine]:
         files[p.name] = p.read_bytes()
+    if (ENGINE_DIR / "events.c").is_file():      # the contact event loop, #included by kernel.c
+        files["events.c"] = (ENGINE_DIR / "events.c").read_bytes()
     wrapper = SOURCE_WRAPPER.format(defines="".join(f"#define {d} 1\n" for d in defines))
     files["fmu_mb_engine.c"] = wrapper.encode("utf-8")
     listed = [FRONT_SOURCE.name, "fmu_mb_engine.c"] + [Path(x).name for x in engine
