@@ -49,6 +49,11 @@ def engine_models():
 ENGINE_MODELS = engine_models()
 
 
+def python_outputs(m, state, u):
+    """Today's Python outputs (fmu_mb.dynamics.outputs.Outputs without the engine)."""
+    return Outputs(m, state, u, "recursive", compiled=False).values()
+
+
 def inputs(m, k=0):
     return np.array([0.3 * (-1) ** i + 0.1 * k for i in range(len(m.inputs))], dtype=float)
 
@@ -109,7 +114,7 @@ def test_engine_contacts_equal_the_recursive_event_loop(name, steps):
         rec = np.array([[float(st.extra["contacts"][c.name][f]) for f in RECORD]
                         for c in m.contacts])
         close_rel(eng.records.reshape(-1), rec.reshape(-1), 1e-12)
-        close_rel(eng.outputs(u), Outputs(m, st, u, "recursive").values(), 1e-10, names)
+        close_rel(eng.outputs(u), python_outputs(m, st, u), 1e-10, names)
         impacts = rec[:, 0].sum()
     if name != "excavator":
         assert impacts >= 1, "the run must contain impacts"
@@ -192,7 +197,7 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
     names = output_names(m)
     eng.load(ref)                   # from here on the same state bit for bit
     u = inputs(m)
-    close_rel(eng.outputs(u), Outputs(m, ref, u, "recursive").values(), 1e-10, names)
+    close_rel(eng.outputs(u), python_outputs(m, ref, u), 1e-10, names)
 
     step = stepper(m, SETTINGS)
     st = ref
@@ -204,7 +209,7 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
         assert t == st.t and h == st.h
         np.testing.assert_array_equal(q, st.q)          # bit-identical
         np.testing.assert_array_equal(qd, st.qd)
-    close_rel(eng.outputs(u), Outputs(m, st, u, "recursive").values(), 1e-10, names)
+    close_rel(eng.outputs(u), python_outputs(m, st, u), 1e-10, names)
 
     # a state off the trajectory: other rates (and coordinates of a planar open tree)
     rng = np.random.default_rng(1)
@@ -214,7 +219,7 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
                           0.0, st.coords, st.extra)
     eng.load(other)
     u = -2.0 * inputs(m, 1)
-    close_rel(eng.outputs(u), Outputs(m, other, u, "recursive").values(), 1e-10, names)
+    close_rel(eng.outputs(u), python_outputs(m, other, u), 1e-10, names)
 
 
 @pytest.mark.parametrize("name", ["four_bar", "container_crane_driven", "double_wishbone",
@@ -222,29 +227,37 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
 def test_output_groups_compute_their_own_outputs(name):
     """mbe_outputs_groups: each group alone gives the same numbers as all of them, and
     leaves the other outputs untouched; the groups are those of the outputs' names."""
-    from fmu_mb.engine.engine import ALL, MOTION, REACTIONS, RESIDUALS
+    from fmu_mb.engine import engine as E
     m = model(name)
     eng = Engine(m)
     eng.initialize()
     eng.do_step(0.01, inputs(m))
     groups = eng.output_groups()
-    names = output_names(m)
-    every = eng.outputs(inputs(m), ALL)
-    for g in (MOTION, REACTIONS, RESIDUALS):
+    every = eng.outputs(inputs(m), E.ALL)
+    for g in (E.BODIES, E.COORDS, E.ELEMENTS, E.MARKERS, E.ENERGY, E.REACTIONS, E.RESIDUALS,
+              E.MOTION):
         y = eng.outputs(inputs(m), g)
-        np.testing.assert_array_equal(y[groups == g], every[groups == g])
-        assert np.isnan(y[groups != g]).all()
+        mine = (groups & g) != 0
+        np.testing.assert_array_equal(y[mine], every[mine])
+        assert np.isnan(y[~mine]).all()
+    bodies = {b.name for b in m.bodies}
     joints_and_drives = {j.name for j in m.joints} | {d.name for d in m.drives}
     coordinates = ("angle", "rate", "position", "velocity", "angle1", "rate1", "angle2",
                    "rate2")
-    for full, g in zip(names, groups):
+    for full, g in zip(output_names(m), groups):
         owner, what = full.rsplit(".", 1)
         if owner == "constraint":
-            assert g == RESIDUALS, full
-        elif owner in joints_and_drives and what not in coordinates:
-            assert g == REACTIONS, full
+            assert g == E.RESIDUALS, full
+        elif owner == "energy":
+            assert g == E.ENERGY, full
+        elif owner in bodies:
+            assert g == E.BODIES, full
+        elif owner in joints_and_drives:
+            assert g == (E.COORDS if what in coordinates else E.REACTIONS), full
+        elif owner in {e.name for e in m.elements}:
+            assert g == E.ELEMENTS, full
         else:
-            assert g == MOTION, full
+            assert g == E.MARKERS, full
 
 
 def test_set_state_refuses_bad_values_and_changes_nothing():
@@ -459,7 +472,7 @@ def test_floating_bodies_start_and_move_as_in_python():
             eng.do_step(0.01, u)
             st = step(st, st.t + 0.01, u)
         np.testing.assert_array_equal(eng.state[1], st.q)
-        close_rel(eng.outputs(u), Outputs(m, st, u, "recursive").values(), 1e-10,
+        close_rel(eng.outputs(u), python_outputs(m, st, u), 1e-10,
                   output_names(m))
 
 
@@ -560,3 +573,30 @@ def test_a_later_start_time_starts_from_the_models_assembly():
     assert t == 0.5
     close_rel(q, ref.q, 1e-10)
     close_rel(qd, ref.qd, 1e-10)
+
+
+def test_outputs_of_the_recursive_formulation_come_from_the_engine():
+    """Outputs (simulate()'s output_values, the Python FMU's getReal) in the recursive
+    formulation are the engine's, group by group equal to the Python ones; a model the engine
+    cannot run keeps the Python groups."""
+    from fmu_mb.dynamics import outputs as O
+
+    for name in ("four_bar", "double_wishbone", "falling_rod"):
+        m = model(name)
+        st = initial_state(m, SETTINGS)
+        if m.contacts:               # a state with impacts and a persistent contact
+            st = stepper(m, SETTINGS)(st, 1.2, np.zeros(0))
+            assert any(d["active"] for d in st.extra["contacts"].values())
+        u = inputs(m)
+        assert O._engine_for(m) is not None
+        ref = python_outputs(m, st, u)
+        close_rel(O.output_values(m, st, u, "recursive"), ref, 1e-10, output_names(m))
+        for i in range(len(ref)):                      # one group at a time (getReal)
+            out = O.Outputs(m, st, u, "recursive")
+            assert out._eng is not None
+            close_rel(np.array([out.value(i)]), ref[i:i + 1], 1e-10, [output_names(m)[i]])
+    m = model("singular_pendulum")
+    assert O._engine_for(m) is None
+    st = initial_state(m, SETTINGS)
+    np.testing.assert_array_equal(O.output_values(m, st, np.zeros(0)),
+                                  O.Outputs(m, st, np.zeros(0)).values())

@@ -29,7 +29,12 @@ OK, DISCARD, ERROR = 0, 1, 2
 #: a contact's record in the engine state (engine.h mbe_get_state; events.c's order)
 RECORD = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
 #: output groups (engine.h MBE_GROUP_*)
-MOTION, REACTIONS, RESIDUALS, ALL = 1, 2, 4, 7
+BODIES, REACTIONS, RESIDUALS, COORDS, ELEMENTS, MARKERS, ENERGY, CONTACTS = (1, 2, 4, 8, 16, 32,
+                                                                           64, 128)
+MOTION, ALL = 249, 255
+#: the engine's groups each group of fmu_mb.dynamics.outputs needs
+GROUP_OF = {"motion": BODIES, "markers": MARKERS, "coords": COORDS, "elements": ELEMENTS,
+            "dynamics": REACTIONS, "energy": ENERGY | RESIDUALS, "contacts": CONTACTS}
 
 
 class MbeSettings(ctypes.Structure):
@@ -57,7 +62,6 @@ def library():
     defines = ("MBE_HAVE_PARAMS",) if src[-1].name == "params.c" else ()
     lib = ctypes.CDLL(str(_kernel.library_path(src[0], tuple(src[1:]), defines)))
     P, I, D, Z = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_size_t
-    S = ctypes.c_char_p
     lib.mbe_create.restype = P
     lib.mbe_create.argtypes = [P, Z, P, Z]
     lib.mbe_free.restype = None
@@ -82,7 +86,6 @@ def library():
     lib.mbe_get_state.restype = None
     lib.mbe_get_state.argtypes = [P, P]
     lib.mbe_set_state.argtypes = [P, P, P, Z]
-    del S
     return lib
 
 
@@ -134,6 +137,7 @@ class Engine:
         self._u = np.zeros(max(1, self.n_inputs))
         self._y = np.zeros(max(1, self.n_outputs))
         self._s = np.zeros(max(1, self._state_size))
+        self._ps = self._s.ctypes.data
         self._lock = threading.Lock()
 
     def _message(self):
@@ -197,7 +201,9 @@ class Engine:
 
     def outputs(self, u=None, groups=ALL):
         """Every output (output_spec order) at the current state with inputs u; only the
-        groups in `groups` (MOTION | REACTIONS | RESIDUALS) are computed, the others are NaN."""
+        groups in `groups` (an OR of BODIES, COORDS, ELEMENTS, MARKERS, ENERGY, REACTIONS,
+        RESIDUALS; MOTION: all but the reactions and residuals) are computed, the others are
+        NaN."""
         with self._lock:
             pu = self._inputs(u)
             self._y[:] = np.nan
@@ -207,7 +213,7 @@ class Engine:
             return self._y[:self.n_outputs].copy()
 
     def output_groups(self):
-        """The group (MOTION, REACTIONS or RESIDUALS) of every output."""
+        """The group (one of BODIES ... RESIDUALS) of every output."""
         return np.array([self.lib.mbe_output_group(self.handle, i)
                          for i in range(self.n_outputs)], dtype=int)
 
@@ -240,11 +246,41 @@ class Engine:
         s = self.get_state()
         return s[2 + 2 * self.n:].reshape(self.n_contacts, len(RECORD))
 
+    def _records_of(self, state):
+        """The contact records of an fmu_mb State (its extra['contacts']), flat."""
+        saved = (state.extra or {}).get("contacts", {})
+        return [float(saved.get(name, {}).get(f, 0.0)) for name in self.contact_names
+                for f in RECORD]
+
+    def outputs_at(self, state, u=None, groups=ALL, out=None):
+        """The outputs of `groups` at an fmu_mb State (joint coordinates of the recursive
+        formulation; the contact records from its extra) with inputs u: set_state then
+        outputs under one lock (InputError for a state the engine refuses). out: an array of
+        n_outputs to write them into (the other entries untouched; returned); None: a new
+        array, the other entries NaN."""
+        h = float(state.h) if math.isfinite(state.h) else 0.0
+        n = self.n
+        if out is None:
+            out = np.full(self.n_outputs, np.nan)
+        rec = self._records_of(state) if self.n_contacts else None
+        with self._lock:
+            s = self._s
+            s[0] = state.t
+            s[1:1 + n] = state.q
+            s[1 + n:1 + 2 * n] = state.qd
+            s[1 + 2 * n] = h
+            if rec is not None:
+                s[2 + 2 * n:self._state_size] = rec
+            self._check(self.lib.mbe_set_state(self.handle, self._ps, self._err,
+                                               self.ERRLEN), "the state")
+            self._check(self.lib.mbe_outputs_groups(self.handle, self._inputs(u), int(groups),
+                                                    out.ctypes.data, self._err,
+                                                    self.ERRLEN), "the outputs")
+        return out
+
     def load(self, state):
         """Set the state from an fmu_mb State (joint coordinates of the recursive
         formulation; the contact records from its extra['contacts'])."""
         h = float(state.h) if math.isfinite(state.h) else 0.0
-        saved = (state.extra or {}).get("contacts", {})
-        rec = [float(saved.get(name, {}).get(f, 0.0)) for name in self.contact_names
-               for f in RECORD]
-        self.set_state(np.concatenate([[state.t], state.q, state.qd, [h], rec]))
+        self.set_state(np.concatenate([[state.t], state.q, state.qd, [h],
+                                       self._records_of(state)]))

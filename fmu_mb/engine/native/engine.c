@@ -1438,9 +1438,11 @@ int mbe_output_group(const MbEngine *e, int i)
 /* the group of every output (engine.h MBE_GROUP_*), in output_spec order */
 static void output_groups(MbEngine *e)
 {
-    int k = 0, *g = e->ogroup, sp = e->kind == 1;
-    for (int i = 0; i < (sp ? 16 : 6) * e->nb; i++)
-        if (k < e->nout) g[k++] = MBE_GROUP_MOTION;
+    int k = 0, *g = e->ogroup, sp = e->kind == 1, no = e->nout;
+#define GSET(grp, count)                                                                 \
+    for (int c_ = 0; c_ < (count) && k < no; c_++)                                        \
+        g[k++] = (grp);
+    GSET(MBE_GROUP_BODIES, (sp ? 16 : 6) * e->nb);
     for (int j = 0; j < e->nj; j++) {
         int kind = IA(e, A_IJOINT)[6 * j], nco, nre;
         if (sp) {
@@ -1450,20 +1452,23 @@ static void output_groups(MbEngine *e)
             nco = kind == JK_REV || kind == JK_PRI ? 2 : 0;
             nre = kind == JK_DST ? 1 : 2 + (kind == JK_WELD || kind == JK_PRI);
         }
-        for (int i = 0; i < nco; i++)
-            if (k < e->nout) g[k++] = MBE_GROUP_MOTION;
-        for (int i = 0; i < nre; i++)
-            if (k < e->nout) g[k++] = MBE_GROUP_REACTIONS;
+        GSET(MBE_GROUP_COORDS, nco);
+        GSET(MBE_GROUP_REACTIONS, nre);
     }
-    for (int i = 0; i < e->nd; i++)
-        if (k < e->nout) g[k++] = MBE_GROUP_REACTIONS;
-    while (k < e->nout - 2)                 /* elements, markers, contacts, energies */
-        g[k++] = MBE_GROUP_MOTION;
-    while (k < e->nout)
-        g[k++] = MBE_GROUP_RESIDUALS;
-    for (int i = 0; i < e->ncon; i++)       /* each contact's force (the 7th of its outputs) */
-        if (e->nout - 5 - 7 * (e->ncon - i) + 6 >= 0)
-            g[e->nout - 5 - 7 * (e->ncon - i) + 6] = MBE_GROUP_REACTIONS;
+    GSET(MBE_GROUP_REACTIONS, e->nd);
+    for (int i = 0; i < e->nel; i++) {
+        static const int pw[] = {2, 2, 7, 1, 1}, sw[] = {2, 2, 0, 1, 1, 6};
+        int kind = IA(e, A_IELEM)[2 * i];
+        GSET(MBE_GROUP_ELEMENTS, sp ? sw[kind] : pw[kind]);
+    }
+    GSET(MBE_GROUP_MARKERS, (sp ? 6 : 4) * e->nmark);
+    for (int i = 0; i < e->ncon; i++) {     /* gap and records, then the contact's force */
+        GSET(MBE_GROUP_CONTACTS, 6);
+        GSET(MBE_GROUP_REACTIONS, 1);
+    }
+    GSET(MBE_GROUP_ENERGY, 3);
+    GSET(MBE_GROUP_RESIDUALS, 2);
+#undef GSET
 }
 
 MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y, char *err,
@@ -1510,7 +1515,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     if (want_lam && rc == OK) {
         rc = mbk_applied_forces(e->kern, e->q2, e->qd2, uu, e->f);
     }
-    int want_con = e->ncon && (groups & (MBE_GROUP_MOTION | MBE_GROUP_REACTIONS));
+    int want_con = e->ncon && (groups & (MBE_GROUP_CONTACTS | MBE_GROUP_REACTIONS));
     if (rc == OK && want_con)
         rc = mbk_events_outputs(e->ev, t, e->y, uu, e->rec, e->gap, e->cforce);
     if (rc != OK) {
@@ -1579,16 +1584,18 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         msg(err, errlen, "a constraint row is undefined at t = %.9g s", t);
         return MBE_ERROR;
     }
-    const int G1 = groups & MBE_GROUP_MOTION, G2 = groups & MBE_GROUP_REACTIONS,
-              G4 = groups & MBE_GROUP_RESIDUALS;
+    const int GB = groups & MBE_GROUP_BODIES, GC = groups & MBE_GROUP_COORDS,
+              GE = groups & MBE_GROUP_ELEMENTS, GM = groups & MBE_GROUP_MARKERS,
+              GN = groups & MBE_GROUP_ENERGY, G2 = groups & MBE_GROUP_REACTIONS,
+              G4 = groups & MBE_GROUP_RESIDUALS, GK = groups & MBE_GROUP_CONTACTS;
 #define PUT(g, v) do { if (g) y[k] = (v); k++; } while (0)
     double *xe = e->xe, *xde = e->xde;
     int k = 0;
     for (int b = 0; b < nb; b++) {
         for (int i = 0; i < 3; i++)
-            PUT(G1, x[3 * b + i]);
+            PUT(GB, x[3 * b + i]);
         for (int i = 0; i < 3; i++)
-            PUT(G1, xd[3 * b + i]);
+            PUT(GB, xd[3 * b + i]);
     }
     extend(e, x, xe);
     extend(e, xd, xde);
@@ -1599,14 +1606,14 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         if (ic >= 0) {
             int tq = IA(e, A_ICOORD)[2 * ic + 1];
             if (tq >= 0) {
-                PUT(G1, q[tq]);
-                PUT(G1, qd[tq]);
+                PUT(GC, q[tq]);
+                PUT(GC, qd[tq]);
             } else {
                 double v = 0.0, rate = 0.0;
-                if (G1)
+                if (GC)
                     coordinate(e, ic, xe, xde, &v, &rate, NULL, NULL, NULL);
-                PUT(G1, v);
-                PUT(G1, rate);
+                PUT(GC, v);
+                PUT(GC, rate);
             }
         }
         if (kind == JK_DST) {
@@ -1636,11 +1643,11 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     for (int dr = 0; dr < e->nd; dr++)
         PUT(G2, -lam[IA(e, A_IDROW)[dr]]);
     extend(e, x, xe);
-    for (int i = 0; i < e->nel && !G1; i++) {
+    for (int i = 0; i < e->nel && !GE; i++) {
         static const int width[] = {2, 2, 7, 1, 1};
         k += width[IA(e, A_IELEM)[2 * i]];
     }
-    for (int i = 0; i < e->nel && G1; i++) {
+    for (int i = 0; i < e->nel && GE; i++) {
         int kind = IA(e, A_IELEM)[2 * i], row = IA(e, A_IELEM)[2 * i + 1];
         double el, rate, s = element_force(e, row, xe, xde, uu, &el, &rate);
         if (kind == EK_TSDA || kind == EK_RSDA) {
@@ -1669,9 +1676,9 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             y[k++] = s;
         }
     }
-    for (int i = 0; i < e->nmark && !G1; i++)
+    for (int i = 0; i < e->nmark && !GM; i++)
         k += 4;
-    for (int i = 0; i < e->nmark && G1; i++) {
+    for (int i = 0; i < e->nmark && GM; i++) {
         int b = IA(e, A_IMARK)[i];
         double As[2];
         rot(xe[3 * b + 2], DA(e, A_DMARK) + 2 * i, As);
@@ -1683,12 +1690,12 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     /* contacts: gap, impacts, last_time, last_impulse, active, energy_loss, force */
     for (int i = 0; i < e->ncon; i++) {
         const double *R = e->rec + EV_REC * i;
-        PUT(G1, e->gap[i]);
-        PUT(G1, R[0]);
-        PUT(G1, R[1]);
-        PUT(G1, R[2]);
-        PUT(G1, R[4]);
-        PUT(G1, R[3]);
+        PUT(GK, e->gap[i]);
+        PUT(GK, R[0]);
+        PUT(GK, R[1]);
+        PUT(GK, R[2]);
+        PUT(GK, R[4]);
+        PUT(GK, R[3]);
         PUT(G2, e->cforce[i]);
     }
     /* energies (elements.kinetic_energy, potential_energy) and residuals */
@@ -1722,9 +1729,9 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             s += e->D[(size_t)r * nc + i] * xd[i];
         vres = fmax(vres, fabs(s));
     }
-    PUT(G1, T);
-    PUT(G1, V);
-    PUT(G1, T + V);
+    PUT(GN, T);
+    PUT(GN, V);
+    PUT(GN, T + V);
     PUT(G4, res);
     PUT(G4, vres);
     if (k != e->nout) {

@@ -949,7 +949,9 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
     int nb = e->nb, n = e->n, nc = 7 * nb, nr = e->nrows, rc;
     double t = e->t, *q = e->y, *qd = e->y + n;
     double *x = e->xa, *xd = e->xda;
-    const int G1 = groups & MBE_GROUP_MOTION, G2 = groups & MBE_GROUP_REACTIONS,
+    const int GB = groups & MBE_GROUP_BODIES, GC = groups & MBE_GROUP_COORDS,
+              GE = groups & MBE_GROUP_ELEMENTS, GM = groups & MBE_GROUP_MARKERS,
+              GN = groups & MBE_GROUP_ENERGY, G2 = groups & MBE_GROUP_REACTIONS,
               G4 = groups & MBE_GROUP_RESIDUALS;
     if ((rc = sk_kinematics(e->kern, q, qd, x, xd)) != OK ||
         (G2 && (rc = sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd, e->xdd))
@@ -993,8 +995,8 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         msg(err, errlen, "a distance link has zero length at t = %.9g s", t);
         return MBE_ERROR;
     }
-    int k = 0;
-    for (int b = 0; b < nb; b++) {                     /* elements.body_outputs */
+    int k = GB ? 0 : 16 * nb;
+    for (int b = 0; b < nb && GB; b++) {               /* elements.body_outputs */
         const double *r = x + 7 * b, *p = r + 3, *rd = xd + 7 * b, *pd = rd + 3;
         double A[3][3], E[3][4];
         for (int i = 0; i < 3; i++) {
@@ -1005,15 +1007,15 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
                 A[rr][i] = col[rr];
         }
         for (int i = 0; i < 7; i++)
-            PUT(G1, r[i]);
-        PUT(G1, atan2(-A[1][2], A[2][2]));
-        PUT(G1, asin(fmin(fmax(A[0][2], -1.0), 1.0)));
-        PUT(G1, atan2(-A[0][1], A[0][0]));
+            PUT(GB, r[i]);
+        PUT(GB, atan2(-A[1][2], A[2][2]));
+        PUT(GB, asin(fmin(fmax(A[0][2], -1.0), 1.0)));
+        PUT(GB, atan2(-A[0][1], A[0][0]));
         for (int i = 0; i < 3; i++)
-            PUT(G1, rd[i]);
+            PUT(GB, rd[i]);
         E_mat(p, E);
         for (int i = 0; i < 3; i++)
-            PUT(G1, 2.0 * (E[i][0] * pd[0] + E[i][1] * pd[1] + E[i][2] * pd[2] +
+            PUT(GB, 2.0 * (E[i][0] * pd[0] + E[i][1] * pd[1] + E[i][2] * pd[2] +
                            E[i][3] * pd[3]));
     }
     double *xe = e->xe, *xde = e->xde;
@@ -1028,10 +1030,14 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
             for (int i = J[3]; i < J[3] + ncoord; i++) {
                 Frames3 f;
                 STerm tc;
+                if (!GC) {
+                    k += 2;
+                    continue;
+                }
                 joint_frames(e, j, xe, &f);
                 coord_term(IA(e, A_ICOORD)[2 * i + 1], &f, &tc);
-                PUT(G1, tc.v);
-                PUT(G1, srate(&tc, xde, f.p, f.c));
+                PUT(GC, tc.v);
+                PUT(GC, srate(&tc, xde, f.p, f.c));
             }
         }
         if (kind == SJ_DST) {
@@ -1064,13 +1070,11 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         y[k++] = nn[1] - (arm[2] * Q[0] - arm[0] * Q[2]);
         y[k++] = nn[2] - (arm[0] * Q[1] - arm[1] * Q[0]);
     }
-    for (int i = 0; i < e->nel && !G1; i++) {
+    for (int i = 0; i < e->nel && !GE; i++) {
         static const int width[] = {2, 2, 0, 1, 1, 6};
         k += width[IA(e, A_IELEM)[2 * i]];
     }
-    if (!G1)
-        k += 6 * e->nmark;
-    if (e->nel && G1) {                                /* the kernel's element outputs */
+    if (e->nel && GE) {                                /* the kernel's element outputs */
         double *out = e->eout;                         /* (ne + 1) x 8 */
         if ((rc = sk_element_outputs(e->kern, q, qd, u, out)) != OK) {
             msg(err, errlen, "the element outputs at t = %.9g s cannot be computed: %s", t,
@@ -1084,7 +1088,9 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
                 y[k++] = out[8 * E[1] + c];
         }
     }
-    if (e->nmark && G1) {
+    if (!GM)
+        k += 6 * e->nmark;
+    if (e->nmark && GM) {
         double *out = e->eout;
         sk_points(e->kern, q, qd, e->nmark, IA(e, A_IMARK), DA(e, A_DMARK), out);
         for (int i = 0; i < 6 * e->nmark; i++)
@@ -1093,7 +1099,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
     /* energies (spatial elements.kinetic_energy, potential_energy) and residuals */
     const double *mass = DA(e, A_DSMASS), *Jb = DA(e, A_DSJ), *g = DA(e, A_DGRAV);
     double Tr = 0.0, Tw = 0.0, Vg = 0.0;
-    for (int b = 0; b < nb; b++) {
+    for (int b = 0; b < nb && GN; b++) {
         const double *r = x + 7 * b, *p = r + 3, *rd = xd + 7 * b, *pd = rd + 3,
                      *J = Jb + 9 * b;
         double G[3][4], w[3];
@@ -1106,7 +1112,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         Vg += mass[b] * (r[0] * g[0] + r[1] * g[1] + r[2] * g[2]);
     }
     double T = 0.5 * (Tr + Tw), V = -Vg;
-    {
+    if (GN) {
         double *zero = e->xde;                         /* the springs' values only */
         for (int i = 0; i < 7 * (nb + 1); i++)
             zero[i] = 0.0;
@@ -1144,9 +1150,9 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
             s += e->D[(size_t)r * nc + i] * xd[i];
         vres = fmax(vres, fabs(s));
     }
-    PUT(G1, T);
-    PUT(G1, V);
-    PUT(G1, T + V);
+    PUT(GN, T);
+    PUT(GN, V);
+    PUT(GN, T + V);
     PUT(G4, res);
     PUT(G4, vres);
     if (k != e->nout) {
