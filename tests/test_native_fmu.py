@@ -323,6 +323,11 @@ PARAMETER_CASES = {
                  ["crank.phi", "coupler.phi", "rocker.phi"]),
     "double_wishbone": ({"spring_stiffness": 30000.0, "wheel_load": 4000.0,
                          "lower_arm_mass": 20.0}, ["wheel_centre.x", "wheel_centre.z"]),
+    # contacts: the restitution coefficient e and the contact geometry
+    "bouncing_ball": ({"e": 0.5, "h0": 0.7, "r": 0.15}, ["ball.y", "ball.vy", "floor.gap",
+                                                          "floor.last_time"]),
+    "slider_crank_stop": ({"e": 0.9, "stop": 0.47, "omega0": -12.0},
+                          ["slider.x", "end_stop.gap", "end_stop.last_impulse"]),
 }
 
 
