@@ -179,6 +179,15 @@ def test_contact_records_are_state_and_checked():
     eng.do_step(0.3)
     other.do_step(0.3)
     np.testing.assert_array_equal(eng.get_state(), other.get_state())
+    # a step that cannot finish (a budget of 2 integrator steps from the start, over the
+    # first impact) is discarded and keeps the state, records included
+    other.initialize(m.t0)
+    other.set_state(np.concatenate([other.get_state()[:-5], [3.0, 0.1, 2.0, 0.5, 0.0]]))
+    before = other.get_state()
+    other.set_settings(Settings(formulation="recursive", max_steps=2))
+    with pytest.raises(IntegrationError, match="budget"):
+        other.do_step(0.6)
+    np.testing.assert_array_equal(other.get_state(), before)
 
 
 @pytest.mark.parametrize("name", ENGINE_MODELS)

@@ -119,8 +119,9 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
 
 /* The whole solver state as doubles (t, q, qd, the integrator's next step size, then per
  * contact its records: impacts, time of the last impact, impulse of the last impact, energy
- * lost in its impacts, active 0/1), mbe_state_size entries. mbe_set_state checks every value (finite, in range,
- * consistent with the model) and refuses the rest with MBE_ERROR, changing nothing. */
+ * lost in its impacts, active 0/1), mbe_state_size entries. mbe_set_state checks every value
+ * (finite, in range, consistent with the model) and refuses the rest with MBE_ERROR, changing
+ * nothing. */
 size_t mbe_state_size(const MbEngine *e);
 void mbe_get_state(const MbEngine *e, double *s);
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen);

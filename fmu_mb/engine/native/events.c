@@ -61,6 +61,16 @@
  *    contact_velocity becomes persistent;
  *  - Zeno guard: more than 100 events per contact each within 10 ns of the last: ERR_ZENO.
  *
+ *   int mbk_advance_events_to_impact(MbkEvents *ev, int method, double *par, double *y,
+ *                                    const double *u, double *rec, int *impact);
+ *       The same, returning after the first impact (FMI 3.0's early return, engine.c's
+ *       mbe_do_step_to_event): *impact = 1 and par[0] = its time, y and rec just after it.
+ *   int mbk_events_accelerations(MbkEvents *ev, double t, const double *q, const double *qd,
+ *                                const double *u, const double *rec, double *qdd, double *x,
+ *                                double *xd, double *xdd);
+ *       mbk_accelerations with the rows of rec's persistent contacts closed (the motion
+ *       whose Newton-Euler multipliers give engine.c's reactions during a contact).
+ *
  *   int mbk_events_outputs(MbkEvents *ev, double t, const double *y, const double *u,
  *                          const double *rec, double *gap, double *force);
  *       The contact outputs at a state: gap (nc) and the persistent contacts' forces (nc,
