@@ -11,6 +11,11 @@
  *     poses and the initial values or guesses, Newton with least M-norm steps on the model's
  *     rows and the given coordinates, angles to the turn nearest the placement, least M-norm
  *     velocities with the given rates, then q, qd of the tree;
+ *   - contacts (planar): the event loop of events.c (included by kernel.c) steps a model with
+ *     contacts; its records (impacts, last time, last impulse, energy lost, active per
+ *     contact) are part of the state; the contacts' outputs come from mbk_events_outputs, the
+ *     reactions during a persistent contact from the Newton-Euler multipliers with the
+ *     contact's gap row among the rows;
  *   - the outputs (fmu_mb.dynamics.outputs, formulation 'recursive'): bodies, joint
  *     coordinates, reactions and drive efforts from the Newton-Euler multipliers
  *     (D D' lam = D (f - M xdd), minimum norm), element values, markers, energies and the

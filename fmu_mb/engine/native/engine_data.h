@@ -65,7 +65,7 @@ enum {
                       offset)), as kernel.contact_rows */
     A_DREST,       /* x 1 per contact: Newton's restitution coefficient e */
     A_DCSET,       /* 3: contact_tol [m or rad], contact_velocity [m/s or rad/s], event_tol [s]
-                      (empty: no contacts) */
+                      (planar models, with or without contacts; empty in spatial ones) */
     A_IEND,        /* x 2 per element: the contacts of a cylinder's lower and upper end stop
                       (-1: none; E.end_stops counts their impacts) */
     MBE_N_ARRAYS
