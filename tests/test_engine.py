@@ -1,11 +1,13 @@
 """The engine library (fmu_mb/engine/native/engine.c behind engine.h) against today's Python
-path: for every model in models/ that the compiled engine runs (no contacts), the initial
+path: for every model in models/ that the compiled engine runs (planar contact models
+included: the event loop of events.c, its impact records part of the engine state), the initial
 state it assembles in C equals fmu_mb.dynamics.integrate.initial_state, its communication
 steps equal the recursive formulation's co-simulation stepper bit for bit (the same kernel
 code on the same arrays), and its outputs equal fmu_mb.dynamics.outputs.Outputs (formulation
 'recursive') to 1e-10 relative at several states with nonzero inputs. Plus what the C API
 promises: refused states and steps change nothing, several engines in threads agree, corrupt
-model data are refused with a message, and the tableaus and data layout agree with Python."""
+model data are refused with a message, and the tableaus and data layout agree with Python;
+a step that ends at the first impact (FMI 3.0's early return) gives plain steps' impacts."""
 import re
 import threading
 import warnings
