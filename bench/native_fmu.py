@@ -215,6 +215,97 @@ def wishbone(tmp, host, horizon, rounds, log):
     return dw
 
 
+#: contact models: (model, communication step [s], run [s], outputs read per step)
+CONTACT_CASES = [("excavator", 1e-3, 3.0, ("tip.x", "tip.y", "boom_cyl.stroke")),
+                 ("bouncing_ball", 1e-3, 2.0, ("ball.y", "ball.vy", "floor.gap")),
+                 ("slider_crank_stop", 1e-3, 1.0, ("O.angle", "guide.position", "end_stop.gap"))]
+
+
+class FmuSteps:
+    """doStep + getReal(outputs) per step over [0, stop] in fmpy (FMU2Slave), CPU time per
+    step; the FMU at its defaults (no input set: the excavator's cylinders push nothing, the
+    arm falls onto the boom cylinder's lower end stop, bounces and rests on it)."""
+
+    def __init__(self, path, outs):
+        from fmpy import extract, read_model_description
+        self.md = read_model_description(str(path))
+        self.dir = extract(str(path))
+        vr = {v.name: v.valueReference for v in self.md.modelVariables}
+        self.vout = [vr[n] for n in outs]
+
+    def run(self, h, stop):
+        from fmpy.fmi2 import FMU2Slave
+        s = FMU2Slave(guid=self.md.guid, unzipDirectory=self.dir,
+                      modelIdentifier=self.md.coSimulation.modelIdentifier, instanceName="b")
+        s.instantiate()
+        s.setupExperiment(startTime=0.0)
+        s.enterInitializationMode()
+        s.exitInitializationMode()
+        n = int(round(stop / h))
+        t0 = time.process_time()
+        for k in range(n):
+            s.doStep(currentCommunicationPoint=k * h, communicationStepSize=h)
+            s.getReal(self.vout)
+        us = (time.process_time() - t0) / n * 1e6
+        s.terminate()
+        s.freeInstance()
+        return us
+
+
+def excavator_stops(tmp, step_exe, rounds, log):
+    """The excavator's engine step (tests/c_host/engine_step.c: mbe_do_step + the outputs read,
+    no FMI) with its six end stops and with them removed (bench/contacts_wall._excavator),
+    1 ms steps over 3 s from rest (input 0 at 0.1 N: the arm falls onto the boom cylinder's
+    lower stop, bounces and rests on it)."""
+    import contacts_wall as cw
+    from fmu_mb.dynamics.outputs import output_names
+    from fmu_mb.engine.data import model_data
+    outs = ("tip.x", "tip.y", "boom_cyl.stroke")
+    res = {}
+    for label, stops in (("with its 6 end stops", True), ("end stops removed", False)):
+        m = cw._excavator(stops)
+        blob = tmp / f"excavator_{int(stops)}.blob"
+        blob.write_bytes(model_data(m).to_bytes())
+        names = list(output_names(m))
+        idx = ",".join(str(names.index(o)) for o in outs)
+        res[label] = statistics.median(
+            float(_fields(subprocess.run([str(step_exe), str(blob), "1e-3", "3000", idx],
+                                         capture_output=True, text=True, check=True)
+                          .stdout)["cpu_us_per_step"]) for _ in range(rounds))
+    a, b = res.values()
+    log(f"Excavator, engine step in C (no FMI), 1 ms over 3 s from rest, CPU us/step, median "
+        f"of {rounds}: with its 6 end stops {a:.2f}, end stops removed {b:.2f}, ratio "
+        f"{a / b:.2f} (target <= 2; today's Python event loop in process: 172 us, target "
+        f"<= 0.3 x 172 = 52 us)")
+
+
+def contacts(tmp, host, rounds, log):
+    """Contact models (issue 21): the native FMU (events in C) in a C host and in fmpy
+    against the Python FMU (pythonfmu; recursive formulation, its event loop in C behind
+    Python's per-step overhead) in fmpy, 1 ms steps, CPU time per step."""
+    from fmu_mb.fmi.build import build_fmu
+    log("Contact models, 1 ms steps from rest at the defaults (no input), CPU us/step, "
+        f"median of {rounds}:")
+    log(f"  {'model':18s} {'run':>5s} {'native, C host':>15s} {'native, fmpy':>13s} "
+        f"{'Python FMU, fmpy':>17s} {'Python / native C host':>23s}")
+    for name, h, stop, outs in CONTACT_CASES:
+        nat = Native(name, tmp)
+        py = build_fmu(ROOT / "models" / f"{name}.py", tmp / "python")
+        vrs = ",".join(str(nat.vr[o]) for o in outs)
+        n = int(round(stop / h))
+        c_host, fm, pf = [], [], []    # (the same run for all three)
+        nat_loop, py_loop = FmuSteps(nat.path, outs), FmuSteps(py, outs)
+        for _ in range(rounds):
+            c_host.append(float(_fields(nat.host(host, "bench", h, n, -1, vrs))
+                                ["cpu_us_per_step"]))
+            fm.append(nat_loop.run(h, stop))
+            pf.append(py_loop.run(h, stop))
+        a, b, c = (statistics.median(v) for v in (c_host, fm, pf))
+        log(f"  {name:18s} {stop:4.1f}s {a:15.2f} {b:13.2f} {c:17.1f} {c / a:23.0f}")
+    log("  (native C host: tests/c_host/native_host.c bench, 200 warm-up steps not timed, then "
+        "the run)")
+
+
 def startup_and_memory(tmp, host, natives, log):
     log("Start-up, fresh C host process (instantiate, setup, init, first 1 ms doStep), median "
         "of 7:")
@@ -236,10 +327,16 @@ def main(argv=None):
     ap.add_argument("--horizon", type=float, default=0.3,
                     help="double wishbone run [s] (suspension_step's road)")
     ap.add_argument("--no-wishbone", action="store_true")
+    ap.add_argument("--contacts-only", action="store_true",
+                    help="only the contact models' table")
     a = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="fmu_mb_native_bench_"))
     try:
         host, step_exe = build_tools(tmp)
+        contacts(tmp, host, a.rounds, print)
+        excavator_stops(tmp, step_exe, a.rounds, print)
+        if a.contacts_only:
+            return
         natives = [pendulum(tmp, host, step_exe, a.steps, a.rounds, print)]
         if not a.no_wishbone:
             dw = wishbone(tmp, host, a.horizon, a.rounds, print)

@@ -14,6 +14,7 @@ CosimExecution with connect_real_variables). `tracking_error` compares the simul
 the path: the largest and the RMS distance after the first second.
 
     python examples/excavator_dig.py     # builds into out/examples/, runs both masters
+    python examples/excavator_dig.py --native   # the plant as a native FMU
 """
 import math
 import sys
@@ -110,11 +111,17 @@ def controller_files():
     return [EXAMPLES / "controllers" / f"excavator_{j}_pid.py" for j, _, _ in JOINTS]
 
 
-def build(out_dir=ROOT / "out" / "examples"):
-    """Build the plant and the three controller FMUs; returns (plant, [controllers])."""
+def build(out_dir=ROOT / "out" / "examples", native=False):
+    """Build the plant and the three controller FMUs; returns (plant, [controllers]).
+    native: the plant as a native FMU (the compiled engine, its end stops' events in C);
+    the controllers stay Python FMUs (controller files)."""
     from fmu_mb.fmi.build import build_controller_fmu, build_fmu
-    return build_fmu(PLANT, out_dir), [build_controller_fmu(f, out_dir)
-                                       for f in controller_files()]
+    if native:
+        from fmu_mb.fmi.native_build import build_native_fmu
+        plant = build_native_fmu(PLANT, Path(out_dir) / "native")
+    else:
+        plant = build_fmu(PLANT, out_dir)
+    return plant, [build_controller_fmu(f, out_dir) for f in controller_files()]
 
 
 def _links():
@@ -265,8 +272,8 @@ def tracking_error(res, after=1.0):
     return float(d[sel].max()), float(np.sqrt(np.mean(d[sel] ** 2)))
 
 
-def main(out_dir=ROOT / "out" / "examples"):
-    plant, ctrls = build(out_dir)
+def main(out_dir=ROOT / "out" / "examples", native=False):
+    plant, ctrls = build(out_dir, native=native)
     res = {"fmpy": run_fmpy(plant, ctrls), "libcosim": run_libcosim(plant, ctrls)}
     # relative to each signal: libcosim's time is integer nanoseconds, so the set-point
     # tables are read at times a rounding apart from fmpy's i * h
@@ -277,10 +284,10 @@ def main(out_dir=ROOT / "out" / "examples"):
     for master, r in res.items():
         emax, erms = tracking_error(r)
         stops = int(sum(r[f"{j}_cyl.end_stops"][-1] for j, _, _ in JOINTS))
-        print(f"{'excavator_dig':14s} {master:9s} {emax:14.4f} {erms:14.4f} {stops:10d} "
+        print(f"{'excavator_dig' + (' (native)' if native else ''):14s} {master:9s} {emax:14.4f} {erms:14.4f} {stops:10d} "
               f"{diff:26.2e}")
     return res, diff
 
 
 if __name__ == "__main__":
-    main()
+    main(native="--native" in sys.argv[1:])

@@ -1,11 +1,13 @@
 """The engine library (fmu_mb/engine/native/engine.c behind engine.h) against today's Python
-path: for every model in models/ that the compiled engine runs (no contacts), the initial
+path: for every model in models/ that the compiled engine runs (planar contact models
+included: the event loop of events.c, its impact records part of the engine state), the initial
 state it assembles in C equals fmu_mb.dynamics.integrate.initial_state, its communication
 steps equal the recursive formulation's co-simulation stepper bit for bit (the same kernel
 code on the same arrays), and its outputs equal fmu_mb.dynamics.outputs.Outputs (formulation
 'recursive') to 1e-10 relative at several states with nonzero inputs. Plus what the C API
 promises: refused states and steps change nothing, several engines in threads agree, corrupt
-model data are refused with a message, and the tableaus and data layout agree with Python."""
+model data are refused with a message, and the tableaus and data layout agree with Python;
+a step that ends at the first impact (FMI 3.0's early return) gives plain steps' impacts."""
 import re
 import threading
 import warnings
@@ -18,8 +20,8 @@ import pytest
 from fmu_mb.dynamics.integrate import Settings, initial_state, stepper
 from fmu_mb.dynamics.outputs import Outputs, output_names
 from fmu_mb.engine import tableaus
-from fmu_mb.engine.data import ARRAYS, HEAD, model_data, supported
-from fmu_mb.engine.engine import Engine
+from fmu_mb.engine.data import ARRAYS, EVENT_SETTINGS, HEAD, model_data, supported
+from fmu_mb.engine.engine import RECORD, Engine
 from fmu_mb.errors import InputError, IntegrationError
 from fmu_mb.mechanics.loader import load_model
 
@@ -66,15 +68,128 @@ def close_rel(a, b, tol, names=None):
         raise AssertionError(f"{where}: {a[i]!r} != {b[i]!r} (relative {d[i]:.3g} > {tol})")
 
 
-def test_engine_runs_the_planar_and_spatial_models_without_contacts():
+def test_engine_runs_the_planar_and_spatial_models_and_planar_contacts():
     planar = {"container_crane", "container_crane_driven", "double_pendulum", "four_bar",
               "hinged_body_spring", "n_four_bar", "pendulum_chain", "slider_crank"}
     spatial = {"bricard", "double_wishbone", "five_point_suspension", "heavy_top",
                "spatial_chain"}
-    assert planar | spatial <= set(ENGINE_MODELS)
-    assert "bouncing_ball" not in ENGINE_MODELS        # contacts: a later issue
-    with pytest.raises(InputError, match="contacts"):
-        model_data(model("bouncing_ball"))
+    assert planar | spatial | set(CONTACT_MODELS) <= set(ENGINE_MODELS)
+    # the Reduction Method's passes stay in Python
+    assert "singular_pendulum" not in ENGINE_MODELS
+    with pytest.raises(InputError, match="Reduction Method"):
+        model_data(model("singular_pendulum"))
+
+
+CONTACT_MODELS = ["bouncing_ball", "slider_crank_stop", "newtons_cradle", "pendulum_wall",
+                  "falling_rod", "excavator"]
+
+
+def test_event_settings_are_the_python_fmus():
+    s = Settings()
+    assert EVENT_SETTINGS == (s.contact_tol, s.contact_velocity, s.event_tol)
+
+
+@pytest.mark.parametrize("name,steps", [("bouncing_ball", 150), ("slider_crank_stop", 100),
+                                        ("newtons_cradle", 60), ("pendulum_wall", 100),
+                                        ("falling_rod", 150), ("excavator", 20)])
+def test_engine_contacts_equal_the_recursive_event_loop(name, steps):
+    """Planar contact models: the engine's steps (events.c's loop behind mbe_do_step) give
+    the in-process recursive path's states, impact records (times, impulses, energy lost,
+    persistent contacts) and every output (gaps, forces, end stops, reactions while a
+    contact holds) at each communication point."""
+    m = model(name)
+    eng = Engine(m)
+    eng.set_settings(SETTINGS)
+    eng.initialize(m.t0)
+    ref = initial_state(m, SETTINGS)
+    eng.load(ref)
+    step, st, names = stepper(m, SETTINGS), ref, output_names(m)
+    impacts = 0
+    for k in range(steps):
+        u = 2.0 * inputs(m, k)
+        eng.do_step(0.01, u)
+        st = step(st, st.t + 0.01, u)
+        t, q, qd, h = eng.state
+        assert t == st.t and h == st.h
+        close_rel(q, st.q, 1e-12)
+        close_rel(qd, st.qd, 1e-12)
+        rec = np.array([[float(st.extra["contacts"][c.name][f]) for f in RECORD]
+                        for c in m.contacts])
+        close_rel(eng.records.reshape(-1), rec.reshape(-1), 1e-12)
+        close_rel(eng.outputs(u), python_outputs(m, st, u), 1e-10, names)
+        impacts = rec[:, 0].sum()
+    if name != "excavator":
+        assert impacts >= 1, "the run must contain impacts"
+
+
+def test_engine_early_return_stops_at_each_impact_with_the_same_times():
+    """mbe_do_step_to_event: a step stops at the first impact; going on from there gives the
+    impact times and impulses of plain steps (the bouncing ball's, falling rod's)."""
+    for name in ("bouncing_ball", "falling_rod"):
+        m = model(name)
+        plain, early = Engine(m), Engine(m)
+        for e in (plain, early):
+            e.set_settings(SETTINGS)
+            e.initialize(m.t0)
+        last, t_end = {}, 1.5            # plain steps: the last impact of each step
+        while plain.time < t_end - 1e-12:
+            before = plain.records[:, 0].copy()
+            plain.do_step(0.01)
+            for i in np.flatnonzero(plain.records[:, 0] > before):
+                last[(int(i), round(plain.time / 0.01))] = plain.records[i, 1:3].copy()
+        seen, grid = {}, 1
+        while early.time < t_end - 1e-12:   # a master going on to its next point after each
+            t0 = early.time                 # early return
+            if t0 >= grid * 0.01 - 1e-12:
+                grid += 1
+            before = early.records[:, 0].copy()
+            if early.do_step_to_event(grid * 0.01 - t0):
+                hit = np.flatnonzero(early.records[:, 0] > before)
+                assert len(hit) >= 1 and t0 < early.time < grid * 0.01
+                for i in hit:
+                    assert early.records[i, 1] == early.time
+                    seen[(int(i), grid)] = early.records[i, 1:3].copy()
+            else:
+                assert np.array_equal(early.records[:, 0], before)
+                assert early.time == t0 + (grid * 0.01 - t0)
+        np.testing.assert_array_equal(early.records[:, 0], plain.records[:, 0])
+        assert plain.records[:, 0].sum() >= 2 and len(last) >= 2
+        assert last.keys() == seen.keys()
+        for key, (tb, pb) in last.items():
+            ta, pa = seen[key]
+            assert abs(ta - tb) <= 1e-12 and abs(pa - pb) <= 1e-12 * max(1.0, pb), key
+
+
+def test_contact_records_are_state_and_checked():
+    m = model("bouncing_ball")
+    eng = Engine(m)
+    eng.initialize(m.t0)
+    for _ in range(60):
+        eng.do_step(0.01)
+    s = eng.get_state()
+    n = eng.n
+    assert s.shape == (2 * n + 2 + 5,) and s[2 * n + 2] >= 1      # an impact recorded
+    for i, bad in [(0, 0.5), (0, -1.0), (2, -1.0), (3, np.nan), (4, 0.5), (1, np.inf)]:
+        t = s.copy()
+        t[2 * n + 2 + i] = bad
+        with pytest.raises(InputError, match="record of contact 0"):
+            eng.set_state(t)
+        np.testing.assert_array_equal(eng.get_state(), s)
+    other = Engine(m)
+    other.initialize(m.t0)
+    other.set_state(s)
+    eng.do_step(0.3)
+    other.do_step(0.3)
+    np.testing.assert_array_equal(eng.get_state(), other.get_state())
+    # a step that cannot finish (a budget of 2 integrator steps from the start, over the
+    # first impact) is discarded and keeps the state, records included
+    other.initialize(m.t0)
+    other.set_state(np.concatenate([other.get_state()[:-5], [3.0, 0.1, 2.0, 0.5, 0.0]]))
+    before = other.get_state()
+    other.set_settings(Settings(formulation="recursive", max_steps=2))
+    with pytest.raises(IntegrationError, match="budget"):
+        other.do_step(0.6)
+    np.testing.assert_array_equal(other.get_state(), before)
 
 
 @pytest.mark.parametrize("name", ENGINE_MODELS)
@@ -477,9 +592,12 @@ def test_outputs_of_the_recursive_formulation_come_from_the_engine():
     cannot run keeps the Python groups."""
     from fmu_mb.dynamics import outputs as O
 
-    for name in ("four_bar", "double_wishbone"):
+    for name in ("four_bar", "double_wishbone", "falling_rod"):
         m = model(name)
         st = initial_state(m, SETTINGS)
+        if m.contacts:               # a state with impacts and a persistent contact
+            st = stepper(m, SETTINGS)(st, 1.2, np.zeros(0))
+            assert any(d["active"] for d in st.extra["contacts"].values())
         u = inputs(m)
         assert O._engine_for(m) is not None
         ref = python_outputs(m, st, u)
@@ -488,7 +606,7 @@ def test_outputs_of_the_recursive_formulation_come_from_the_engine():
             out = O.Outputs(m, st, u, "recursive")
             assert out._eng is not None
             close_rel(np.array([out.value(i)]), ref[i:i + 1], 1e-10, [output_names(m)[i]])
-    m = model("bouncing_ball")
+    m = model("singular_pendulum")
     assert O._engine_for(m) is None
     st = initial_state(m, SETTINGS)
     np.testing.assert_array_equal(O.output_values(m, st, np.zeros(0)),

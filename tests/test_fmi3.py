@@ -100,7 +100,7 @@ def test_fmi3_fmu_passes_fmpy_validate_and_declares_its_capabilities(fmus):
     cs = root.find("CoSimulation").attrib
     assert cs["canGetAndSetFMUState"] == cs["canSerializeFMUState"] == "true"
     assert cs["hasEventMode"] == "true"
-    assert cs["mightReturnEarlyFromDoStep"] == "false"   # the engine reports no events yet
+    assert cs["mightReturnEarlyFromDoStep"] == "false"   # no contacts: no early return
     assert root.get("instantiationToken") == md.guid
     names = zipfile.ZipFile(f3.path).namelist()
     assert f"binaries/x86_64-linux/{f3.id}.so" in names
@@ -356,18 +356,44 @@ def test_build_fmi3_is_native_only(tmp_path):
     assert kind == "native FMI 3.0" and read_model_description(str(path)).fmiVersion == "3.0"
     with pytest.raises(FmuMbError, match="--fmi 3 builds native FMUs only"):
         build_model_fmu3(MODELS / "four_bar.py", tmp_path, kind="python")
-    ball = load_model(MODELS / "bouncing_ball.py")
-    if native_reason(ball) is not None:
-        with pytest.raises(FmuMbError, match="cannot build an FMI 3.0 FMU"):
-            build_model_fmu3(MODELS / "bouncing_ball.py", tmp_path)
+    assert native_reason(load_model(MODELS / "singular_pendulum.py")) is not None
+    with pytest.raises(FmuMbError, match="cannot build an FMI 3.0 FMU.*Reduction Method"):
+        build_model_fmu3(MODELS / "singular_pendulum.py", tmp_path)
 
 
-def test_fmi3_bouncing_ball_returns_early_at_each_impact(tmp_path):
-    why = native_reason(load_model(MODELS / "bouncing_ball.py"))
-    if why is not None:
-        pytest.skip(f"bouncing_ball does not build natively yet ({why}); early return at "
-                    f"impacts needs contacts in the compiled engine")
-    # Reached once contacts run in the engine: the FMU must then stop at each impact.
-    f3 = Built(build_native_fmu3(MODELS / "bouncing_ball.py", tmp_path), tmp_path / "x")
-    assert f3.md.coSimulation.mightReturnEarlyFromDoStep, \
-        "contacts build natively: fmi3DoStep must return early at impacts (step_engine)"
+@pytest.mark.parametrize("event_mode", [False, True])
+def test_fmi3_bouncing_ball_returns_early_at_each_impact(fmus, event_mode):
+    """With earlyReturnAllowed the FMI 3.0 FMU stops at each impact (fmpy's simulate_fmu then
+    samples there and goes on to its next communication point): lastSuccessfulTime is the
+    impact time the records give, and the impact times and impulses are the FMI 2.0 FMU's
+    (which handles the same impacts inside its steps) to 1e-12."""
+    f2, f3 = fmus("bouncing_ball")
+    assert f3.md.coSimulation.mightReturnEarlyFromDoStep
+    assert not fmus("double_pendulum")[1].md.coSimulation.mightReturnEarlyFromDoStep
+    out = ["floor.impacts", "floor.last_time", "floor.last_impulse", "ball.y"]
+    r2 = fmpy.simulate_fmu(str(f2.dir), output=out)
+    r3 = fmpy.simulate_fmu(str(f3.dir), output=out, early_return_allowed=True,
+                           use_event_mode=event_mode)
+    h = float(f2.md.defaultExperiment.stepSize)
+    t3 = r3["time"]
+    off_grid = np.abs(t3 / h - np.round(t3 / h)) > 1e-6
+    # (with Event Mode fmpy samples again after it: one row per time)
+    keep = np.concatenate([[True], np.diff(t3) > 0])
+    early = r3[off_grid & keep]
+    # one early return per impact, each at the impact it reports
+    assert len(early) == int(r2["floor.impacts"][-1]) >= 3
+    np.testing.assert_array_equal(early["floor.last_time"], early["time"])
+    assert np.all(np.diff(early["floor.impacts"]) == 1)
+    # the FMI 2.0 FMU's impacts (at most one per communication step here: the last one)
+    new = np.flatnonzero(np.diff(r2["floor.impacts"]) > 0) + 1
+    assert len(new) == len(early)
+    np.testing.assert_allclose(early["time"], r2["floor.last_time"][new], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(early["floor.last_impulse"], r2["floor.last_impulse"][new],
+                               rtol=1e-12, atol=0)
+    # on the grid the two FMUs give the same motion
+    grid = r3[~off_grid & keep]
+    assert len(grid) == len(r2)
+    np.testing.assert_allclose(grid["ball.y"], r2["ball.y"], rtol=0, atol=1e-9)
+    # without earlyReturnAllowed the FMU steps over the impacts as the FMI 2.0 FMU does
+    r3b = fmpy.simulate_fmu(str(f3.dir), output=out)
+    np.testing.assert_array_equal(_table(r3b), _table(r2))

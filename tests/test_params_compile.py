@@ -107,8 +107,9 @@ def load(name):
 
 def engine_runs(model):
     from fmu_mb.engine import kernel as K
+    from fmu_mb.engine.data import supported
     if getattr(model, "contacts", None):
-        return "it has contacts (the event loop is not compiled yet)"
+        return supported(model)   # planar contacts run (events.c); the Reduction Method not
     if len(model.gravity) == 3:
         from fmu_mb.engine import spatial_kernel as S
         return S.supported(model)

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import InputError
 
 MAGIC = 0x424d4d46          # "FMMB" (native/engine.h MBE_DATA_MAGIC)
-VERSION = 1
+VERSION = 2
 
 #: the arrays of the data, in the order of native/engine_data.h's A_* enum ("I": ints,
 #: "D": doubles)
@@ -28,9 +28,15 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "IROWS", "DROWS", "IJOINT", "DJOINT", "ICOORD", "IDROW", "IELEM", "DELEM", "IMARK",
           "DMARK",
           "IPLACE", "DBODY0", "IINIT", "DINIT", "DMINV", "IQSRC",
-          "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ")
+          "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
+          "ICON", "DCON", "DREST", "DCSET", "IEND")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
-        "NP", "NPLACE", "NV", "NC")
+        "NP", "NPLACE", "NV", "NC", "NCON")
+
+#: contact_tol [m or rad], contact_velocity [m/s or rad/s], event_tol [s]: the defaults of
+#: fmu_mb.dynamics.integrate.Settings, which the Python FMU runs with (the engine layer does
+#: not import the dynamics layer; tests/test_engine.py holds them equal)
+EVENT_SETTINGS = (1e-9, 1e-3, 1e-15)
 
 _R = {"px": 0, "py": 1, "ang": 2, "prj": 3, "dst": 4, "dang": 5, "dprj": 6}
 _JK = {"revolute": 0, "prismatic": 1, "weld": 2, "distance": 3}
@@ -95,8 +101,13 @@ class EngineData:
 def supported(model):
     """None when the engine library runs `model`, else the reason why not (a sentence)."""
     if getattr(model, "contacts", None):
-        return (f"it has contacts {[c.name for c in model.contacts]} (the event loop is not "
-                f"compiled yet)")
+        if model.spatial:
+            return (f"it has contacts {[c.name for c in model.contacts]} in a spatial model "
+                    f"(the compiled event loop is planar)")
+        red = [c.name for c in model.contacts if c.method == "reduction"]
+        if red:
+            return (f"its contacts {red} use the Reduction Method (seed 002), whose passes "
+                    f"run in Python only")
     if model.spatial:
         from .spatial_kernel import supported as spatial_supported
 
@@ -183,6 +194,7 @@ def model_data(model):
         _spatial(model, arrays, head)
     else:
         _planar(model, arrays, head)
+        _contacts(model, arrays, head)
     arrays["IHEAD"] = [head[k] for k in HEAD]
     return _pack(arrays, [p.name for p in model.parameters], [j.name for j in model.joints])
 
@@ -192,7 +204,8 @@ def n_outputs(model):
     layer does not import the dynamics layer; tests/test_engine.py holds them equal)."""
     nb = len(model.bodies)
     per = {"tsda": 2, "rsda": 2, "cylinder": 7, "force": 1, "torque": 1, "bushing": 6}
-    count = len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
+    count = (len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
+             + 7 * len(getattr(model, "contacts", ()) or ()))
     if model.spatial:
         coord = {"revolute": 2, "prismatic": 2, "cylindrical": 4, "universal": 4}
         count += 16 * nb + 6 * len(model.markers)
@@ -317,6 +330,27 @@ def _planar(model, arrays, head):
                        + [[1, 3 * b + c] for b in tm.free for c in range(3)])
     head.update(NJ=len(model.joints), NROWS=nrows, NCJ=len(C.coord_joints),
                 NEL=len(model.elements), NMARK=len(C.markers.p), NPLACE=len(place))
+
+
+def _contacts(model, arrays, head):
+    """The contacts of a planar model (the event loop of native/events.c): their gap rows in
+    the kernel's row format (kernel.contact_rows), Newton's restitution coefficients e, the
+    event settings (Settings' contact_tol, contact_velocity, event_tol: the Python FMU's
+    defaults) and, per element, the contacts of a cylinder's lower and upper end stop
+    (contacts named '<cylinder>_lower' and '<cylinder>_upper'; -1: none)."""
+    from .kernel import contact_rows
+
+    nc = len(model.contacts)
+    arrays["DCSET"] = list(EVENT_SETTINGS)
+    names = {c.name: i for i, c in enumerate(model.contacts)}
+    arrays["IEND"] = [[names.get(f"{e.name}_{end}", -1) if e.kind == "cylinder" else -1
+                       for end in ("lower", "upper")] for e in model.elements]
+    head["NCON"] = nc
+    if not nc:
+        return
+    ci, cd = contact_rows(model, tuple(range(nc)))
+    arrays.update(ICON=ci, DCON=cd,
+                  DREST=np.asarray(model.compiled.contacts.restitution, float).reshape(-1))
 
 
 def _spatial(model, arrays, head):

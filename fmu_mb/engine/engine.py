@@ -26,12 +26,15 @@ SOURCE = NATIVE / "engine.c"
 METHODS = {"dopri5": 0, "dop853": 1, "rk4": 2}
 STABILIZATIONS = {"none": 0, "projection": 1, "baumgarte": 2}
 OK, DISCARD, ERROR = 0, 1, 2
+#: a contact's record in the engine state (engine.h mbe_get_state; events.c's order)
+RECORD = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
 #: output groups (engine.h MBE_GROUP_*)
-BODIES, REACTIONS, RESIDUALS, COORDS, ELEMENTS, MARKERS, ENERGY = 1, 2, 4, 8, 16, 32, 64
-MOTION, ALL = 121, 127
+BODIES, REACTIONS, RESIDUALS, COORDS, ELEMENTS, MARKERS, ENERGY, CONTACTS = (1, 2, 4, 8, 16, 32,
+                                                                           64, 128)
+MOTION, ALL = 249, 255
 #: the engine's groups each group of fmu_mb.dynamics.outputs needs
 GROUP_OF = {"motion": BODIES, "markers": MARKERS, "coords": COORDS, "elements": ELEMENTS,
-            "dynamics": REACTIONS, "energy": ENERGY | RESIDUALS, "contacts": ALL}
+            "dynamics": REACTIONS, "energy": ENERGY | RESIDUALS, "contacts": CONTACTS}
 
 
 class MbeSettings(ctypes.Structure):
@@ -63,7 +66,8 @@ def library():
     lib.mbe_create.argtypes = [P, Z, P, Z]
     lib.mbe_free.restype = None
     lib.mbe_free.argtypes = [P]
-    for name in ("mbe_n_parameters", "mbe_n_inputs", "mbe_n_outputs", "mbe_n_q"):
+    for name in ("mbe_n_parameters", "mbe_n_inputs", "mbe_n_outputs", "mbe_n_q",
+                 "mbe_n_contacts"):
         getattr(lib, name).restype = I
         getattr(lib, name).argtypes = [P]
     lib.mbe_set_parameters.argtypes = [P, P, P, Z]
@@ -72,6 +76,7 @@ def library():
     lib.mbe_do_step.argtypes = [P, D, P, P, Z]
     lib.mbe_model_doubles.restype = ctypes.POINTER(D)
     lib.mbe_model_doubles.argtypes = [P, ctypes.POINTER(I)]
+    lib.mbe_do_step_to_event.argtypes = [P, D, P, P, P, Z]
     lib.mbe_time.restype = D
     lib.mbe_time.argtypes = [P]
     lib.mbe_outputs.argtypes = [P, P, P, P, Z]
@@ -129,6 +134,9 @@ class Engine:
         self.n_inputs = lib.mbe_n_inputs(handle)
         self.n_outputs = lib.mbe_n_outputs(handle)
         self.n_parameters = lib.mbe_n_parameters(handle)
+        self.n_contacts = lib.mbe_n_contacts(handle)
+        self.contact_names = ([c.name for c in model.contacts] if model is not None
+                              else [f"contact{i}" for i in range(self.n_contacts)])
         self._state_size = lib.mbe_state_size(handle)
         self._u = np.zeros(max(1, self.n_inputs))
         self._y = np.zeros(max(1, self.n_outputs))
@@ -186,6 +194,17 @@ class Engine:
         ptr = self.lib.mbe_model_doubles(self.handle, ctypes.byref(n))
         return np.ctypeslib.as_array(ptr, shape=(n.value,)).copy() if n.value else np.zeros(0)
 
+    def do_step_to_event(self, h, u=None):
+        """do_step that stops at the first impact inside the step (FMI 3.0's early return):
+        True when it did (the time is then the impact's, the state that after it)."""
+        hit = ctypes.c_int(0)
+        with self._lock:
+            pu = self._inputs(u)
+            self._check(self.lib.mbe_do_step_to_event(self.handle, float(h), pu,
+                                                      ctypes.byref(hit), self._err,
+                                                      self.ERRLEN), "the step")
+        return bool(hit.value)
+
     @property
     def time(self):
         return self.lib.mbe_time(self.handle)
@@ -230,21 +249,38 @@ class Engine:
         n = self.n
         return float(s[0]), s[1:1 + n], s[1 + n:1 + 2 * n], float(s[1 + 2 * n])
 
+    @property
+    def records(self):
+        """The contact records (n_contacts, 5): per contact impacts, time of the last
+        impact [s], impulse of the last impact, energy lost in its impacts [J], active."""
+        s = self.get_state()
+        return s[2 + 2 * self.n:].reshape(self.n_contacts, len(RECORD))
+
+    def _records_of(self, state):
+        """The contact records of an fmu_mb State (its extra['contacts']), flat."""
+        saved = (state.extra or {}).get("contacts", {})
+        return [float(saved.get(name, {}).get(f, 0.0)) for name in self.contact_names
+                for f in RECORD]
+
     def outputs_at(self, state, u=None, groups=ALL, out=None):
         """The outputs of `groups` at an fmu_mb State (joint coordinates of the recursive
-        formulation) with inputs u: set_state then outputs under one lock (InputError for a
-        state the engine refuses). out: an array of n_outputs to write them into (the other
-        entries untouched; returned); None: a new array, the other entries NaN."""
+        formulation; the contact records from its extra) with inputs u: set_state then
+        outputs under one lock (InputError for a state the engine refuses). out: an array of
+        n_outputs to write them into (the other entries untouched; returned); None: a new
+        array, the other entries NaN."""
         h = float(state.h) if math.isfinite(state.h) else 0.0
         n = self.n
         if out is None:
             out = np.full(self.n_outputs, np.nan)
+        rec = self._records_of(state) if self.n_contacts else None
         with self._lock:
             s = self._s
             s[0] = state.t
             s[1:1 + n] = state.q
             s[1 + n:1 + 2 * n] = state.qd
             s[1 + 2 * n] = h
+            if rec is not None:
+                s[2 + 2 * n:self._state_size] = rec
             self._check(self.lib.mbe_set_state(self.handle, self._ps, self._err,
                                                self.ERRLEN), "the state")
             self._check(self.lib.mbe_outputs_groups(self.handle, self._inputs(u), int(groups),
@@ -254,9 +290,10 @@ class Engine:
 
     def load(self, state):
         """Set the state from an fmu_mb State (joint coordinates of the recursive
-        formulation)."""
+        formulation; the contact records from its extra['contacts'])."""
         h = float(state.h) if math.isfinite(state.h) else 0.0
-        self.set_state(np.concatenate([[state.t], state.q, state.qd, [h]]))
+        self.set_state(np.concatenate([[state.t], state.q, state.qd, [h],
+                                       self._records_of(state)]))
 
     # ------------------------------------------------------------ linearization (issue 23)
     def state_derivatives(self, independent, u=None):

@@ -27,12 +27,14 @@ FMI3_TYPES = {"Real": "Float64", "Integer": "Int32", "Boolean": "Boolean", "Stri
 FMI3_EXPORTS = "{\n  global: fmi3*;\n  local: *;\n};\n"
 
 
-def fmi3_model_description(root2, guid):
+def fmi3_model_description(root2, guid, early_return=False):
     """The FMI 3.0 modelDescription.xml of the native FMU whose FMI 2.0 modelDescription is
     root2 (native_build's: the Python FMU's variables, units, ranges, documentation): the same
     variables with the same value references, the independent variable `time` (value
-    reference = the number of variables) and Event Mode; the FMU never returns early from
-    fmi3DoStep (the engine's step reports no event to stop at: fmi3_native.c)."""
+    reference = the number of variables) and Event Mode. early_return (a model with
+    contacts): mightReturnEarlyFromDoStep = true, fmi3DoStep stops at the first impact inside
+    a step when the master allows it (fmi3_native.c step_engine); else the FMU never returns
+    early."""
     root = ET.Element("fmiModelDescription")
     root.set("fmiVersion", "3.0")
     for key, value in root2.attrib.items():
@@ -49,7 +51,7 @@ def fmi3_model_description(root2, guid):
             root2.find("CoSimulation").get("providesDirectionalDerivative", "false"),
         "providesAdjointDerivatives": "false", "providesPerElementDependencies": "false",
         "canHandleVariableCommunicationStepSize": "true", "maxOutputDerivativeOrder": "0",
-        "providesIntermediateUpdate": "false", "mightReturnEarlyFromDoStep": "false",
+        "providesIntermediateUpdate": "false", "mightReturnEarlyFromDoStep": "true" if early_return else "false",
         "canReturnEarlyAfterIntermediateUpdate": "false", "hasEventMode": "true",
         "providesEvaluateDiscreteStates": "false"})
     units = root2.find("UnitDefinitions")
@@ -163,7 +165,7 @@ def build_native_fmu3(model_file, out_dir, overrides=None):
              "engine); the others need the Python FMU (fmu-mb build --python)")
     nb._note(root2, "solver.method", f"native FMU: {', '.join(nb.NATIVE_METHODS)}; the others "
              f"need the Python FMU (fmu-mb build --python)")
-    root = fmi3_model_description(root2, guid)
+    root = fmi3_model_description(root2, guid, early_return=bool(model.contacts))
     xml = _serialise(root)
     start = float(experiment.get("start_time", 0.0))
     header = nb._header(model, guid, table, defaults, blob, start, linear)

@@ -11,6 +11,11 @@
  *     poses and the initial values or guesses, Newton with least M-norm steps on the model's
  *     rows and the given coordinates, angles to the turn nearest the placement, least M-norm
  *     velocities with the given rates, then q, qd of the tree;
+ *   - contacts (planar): the event loop of events.c (included by kernel.c) steps a model with
+ *     contacts; its records (impacts, last time, last impulse, energy lost, active per
+ *     contact) are part of the state; the contacts' outputs come from mbk_events_outputs, the
+ *     reactions during a persistent contact from the Newton-Euler multipliers with the
+ *     contact's gap row among the rows;
  *   - the outputs (fmu_mb.dynamics.outputs, formulation 'recursive'): bodies, joint
  *     coordinates, reactions and drive efforts from the Newton-Euler multipliers
  *     (D D' lam = D (f - M xdd), minimum norm), element values, markers, energies and the
@@ -52,6 +57,22 @@ int mbk_accelerations(void *k, double t, const double *q, const double *qd, cons
 void mbk_kinematics(void *k, const double *q, const double *qd, double *x, double *xd);
 int mbk_applied_forces(void *k, const double *q, const double *qd, const double *u, double *f);
 int mbk_last_error_index(void *k);
+/* the contact event loop (events.c, included in kernel.c) */
+void *mbk_events_create(void *base, int nc, const int *ci, const double *cd, const double *e,
+                        int ni);
+void mbk_events_free(void *ev);
+int mbk_advance_events(void *ev, int method, double *par, double *y, const double *u,
+                       double *rec);
+int mbk_advance_events_to_impact(void *ev, int method, double *par, double *y,
+                                 const double *u, double *rec, int *impact);
+int mbk_events_outputs(void *ev, double t, const double *y, const double *u,
+                       const double *rec, double *gap, double *force);
+int mbk_events_accelerations(void *ev, double t, const double *q, const double *qd,
+                             const double *u, const double *rec, double *qdd, double *x,
+                             double *xd, double *xdd);
+#define EV_REC 5                      /* per contact: impacts, last time, last impulse,
+                                         energy loss, active (events.c) */
+#define EV_NPAR 19
 
 #define MBE_HARD_MAX_STEPS 200000L    /* most integrator steps of one do_step, whatever the
                                          settings say (settings.max_steps may lower it): the
@@ -74,7 +95,7 @@ struct MbEngine {
     char *chars;
     const char **pname, **jname;
     int off[MBE_N_ARRAYS], cnt[MBE_N_ARRAYS];
-    int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace, nv, nc;
+    int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace, nv, nc, ncon;
     double *params;            /* the current parameter values */
     void *kern;                /* the kernel of the current parameters */
     MbeSettings set;
@@ -84,6 +105,10 @@ struct MbEngine {
     double *ytmp, *qdd, *q2, *qd2, *x, *xd, *xdd, *xa, *xda, *f, *phi, *phit, *D, *D2, *A,
         *S, *V, *w, *rhs, *lam, *r, *xe, *xde, *u0, *eout;
     int *ogroup;               /* per output its group (MBE_GROUP_*) */
+    /* contacts: the event loop of the current kernel, the records (ncon x EV_REC: part of
+     * the state) and their copy during a step, the gaps and forces of the outputs */
+    void *ev;
+    double *rec, *rectmp, *gap, *cforce;
 };
 
 /* the spatial part (engine_spatial.h, included at the end) */
@@ -120,7 +145,7 @@ static uint32_t rd32(const unsigned char *p)
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI";
     return kinds[a] == 'I';
 }
 
@@ -445,6 +470,7 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     e->nplace = H[H_NPLACE];
     e->nv = H[H_NV];
     e->nc = H[H_NC];
+    e->ncon = H[H_NCON];
     if (e->kind != 0 && e->kind != 1) {
         msg(err, errlen, "the model data are of kind %d; expected 0 (planar) or 1 (spatial)",
             e->kind);
@@ -454,7 +480,7 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     const int cap = 1000000;          /* (sizes below stay in int: cap x 108 < 2^31) */
     if (nb < 1 || n < 0 || e->nj < 0 || e->nrows < 0 || e->ncj < 0 || e->ne < 0 || e->m < 0 ||
         e->nd < 0 || e->nel < 0 || e->nmark < 0 || e->ni < 0 || e->np < 0 || e->nplace < 0 ||
-        e->nv < 0 || e->nc < 0 || e->nout < 0 ||
+        e->nv < 0 || e->nc < 0 || e->nout < 0 || e->ncon < 0 || e->ncon > cap ||
         nb > 100000 || n > 700000 || e->nrows > 300000 || e->ni > 100000 || e->nj > cap ||
         e->ncj > cap || e->ne > cap || e->m > cap || e->nd > cap || e->nel > cap ||
         e->nmark > cap || e->np > cap || e->nplace > cap || e->nv > cap || e->nc > cap ||
@@ -464,6 +490,11 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     }
     if (e->cnt[A_DT0] != 1 || e->cnt[A_DPARAM] != 3 * e->np || e->cnt[A_IPARAM] != e->np) {
         msg(err, errlen, "the model data's parameter table does not fit its count");
+        return 0;
+    }
+    if (e->kind == 1 && (e->ncon || e->cnt[A_ICON] || e->cnt[A_DCON] || e->cnt[A_DREST])) {
+        msg(err, errlen, "the model data give a spatial model contacts; the compiled event "
+            "loop is planar");
         return 0;
     }
     if (e->kind == 1) {
@@ -486,7 +517,9 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         {A_IJOINT, 6 * e->nj}, {A_DJOINT, 7 * e->nj}, {A_ICOORD, 2 * e->ncj},
         {A_IDROW, e->nd}, {A_IELEM, 2 * e->nel}, {A_DELEM, e->nel}, {A_IMARK, e->nmark},
         {A_DMARK, 2 * e->nmark}, {A_IPLACE, 2 * e->nplace}, {A_DBODY0, 6 * nb},
-        {A_IINIT, 3 * e->ncj}, {A_DINIT, 3 * e->ncj}, {A_DMINV, 3 * nb}, {A_IQSRC, 2 * n}};
+        {A_IINIT, 3 * e->ncj}, {A_DINIT, 3 * e->ncj}, {A_DMINV, 3 * nb}, {A_IQSRC, 2 * n},
+        {A_ICON, 3 * e->ncon}, {A_DCON, 8 * e->ncon}, {A_DREST, e->ncon}, {A_DCSET, 3},
+        {A_IEND, 2 * e->nel}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (e->cnt[sizes[i].a] != sizes[i].want) {
             msg(err, errlen, "the model data's array %d has %d entries, expected %d",
@@ -562,8 +595,24 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         BAD(!((Q[0] == 0 && Q[1] >= 0 && Q[1] < e->ncj) ||
               (Q[0] == 1 && Q[1] >= 0 && Q[1] < 3 * nb)), "the coordinates' sources");
     }
+    for (int i = 0; i < e->ncon; i++) {
+        const int *R = IA(e, A_ICON) + 3 * i;
+        const double *P = DA(e, A_DCON) + 8 * i;
+        double r = DA(e, A_DREST)[i];
+        BAD(R[0] < R_ANG || R[0] > R_DST || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] > nb ||
+            R[1] == R[2], "a contact's gap row");
+        BAD(!(P[7] == 1.0 || P[7] == -1.0), "a contact's side (expected +1 or -1)");
+        BAD(!(r >= 0.0 && r <= 1.0), "a contact's restitution (expected 0 <= e <= 1)");
+    }
+    {
+        const double *S = DA(e, A_DCSET);
+        BAD(!(S[0] > 0.0 && S[1] > 0.0 && S[2] > 0.0 && isfinite(S[0]) && isfinite(S[1]) &&
+              isfinite(S[2])), "the event settings (expected finite numbers > 0)");
+    }
+    for (int i = 0; i < 2 * e->nel; i++)
+        BAD(IA(e, A_IEND)[i] < -1 || IA(e, A_IEND)[i] >= e->ncon, "a cylinder's end stops");
     /* the outputs: output_spec's count */
-    int nout = 6 * nb + 4 * e->nmark + 5 + e->nd;
+    int nout = 6 * nb + 4 * e->nmark + 5 + e->nd + 7 * e->ncon;
     for (int k = 0; k < e->nj; k++) {
         int kk = IA(e, A_IJOINT)[6 * k];
         nout += (kk == JK_REV || kk == JK_PRI ? 2 : 0) + (kk == JK_DST ? 1 : 2) +
@@ -622,6 +671,12 @@ static void *make_kernel(MbEngine *e)
     return k;
 }
 
+/* the contact event loop over the planar kernel k (it copies what it needs) */
+static void *make_events(MbEngine *e, void *k)
+{
+    return mbk_events_create(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON), DA(e, A_DREST), e->ni);
+}
+
 static void free_kernel(const MbEngine *e, void *k)
 {
     if (e->kind == 1)
@@ -635,9 +690,11 @@ void mbe_free(MbEngine *e)
     (void)dense_projection_done;       /* (dense.h's projection rule: the kernels use it) */
     if (!e)
         return;
+    if (e->ev)
+        mbk_events_free(e->ev);
     if (e->kern)
         free_kernel(e, e->kern);
-    void *p[] = {e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
+    void *p[] = {e->rec, e->rectmp, e->gap, e->cforce, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup};
@@ -716,7 +773,8 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->set.alpha = e->set.beta = 10.0;
     e->set.proj_tol = 1e-13;
     int nb = e->nb, n = e->n, nc3 = (e->kind ? 7 : 3) * nb;
-    int nr = e->nrows + e->ncj + 1 > nc3 + 7 ? e->nrows + e->ncj + 1 : nc3 + 7;
+    int nr = e->nrows + e->ncj + e->ncon + 1 > nc3 + 7 ? e->nrows + e->ncj + e->ncon + 1
+                                                       : nc3 + 7;
     e->params = zalloc(e->np, sizeof(double));
     for (int i = 0; i < e->np; i++)
         e->params[i] = DA(e, A_DPARAM)[3 * i];
@@ -755,9 +813,18 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         msg(err, errlen, "out of memory");
         return NULL;
     }
+    e->rec = zalloc((size_t)EV_REC * e->ncon, sizeof(double));
+    e->rectmp = zalloc((size_t)EV_REC * e->ncon, sizeof(double));
+    e->gap = zalloc(e->ncon, sizeof(double));
+    e->cforce = zalloc(e->ncon, sizeof(double));
+    if (!e->rec || !e->rectmp || !e->gap || !e->cforce) {
+        mbe_free(e);
+        msg(err, errlen, "out of memory");
+        return NULL;
+    }
     output_groups(e);
     e->kern = make_kernel(e);
-    if (!e->kern) {
+    if (!e->kern || (e->ncon && !(e->ev = make_events(e, e->kern)))) {
         mbe_free(e);
         msg(err, errlen, "the kernel refused the model data (or memory ran out)");
         return NULL;
@@ -770,6 +837,7 @@ int mbe_n_parameters(const MbEngine *e) { return e ? e->np : 0; }
 int mbe_n_inputs(const MbEngine *e) { return e ? e->ni : 0; }
 int mbe_n_outputs(const MbEngine *e) { return e ? e->nout : 0; }
 int mbe_n_q(const MbEngine *e) { return e ? e->n : 0; }
+int mbe_n_contacts(const MbEngine *e) { return e ? e->ncon : 0; }
 double mbe_time(const MbEngine *e) { return e ? e->t : NAN; }
 const double *mbe_model_doubles(const MbEngine *e, int *n)
 {
@@ -872,7 +940,11 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
         }
     double *old = e->d;
     e->d = nd;
-    void *k = make_kernel(e);
+    void *k = make_kernel(e), *ev = NULL;
+    if (k && e->ncon && !(ev = make_events(e, k))) {
+        free_kernel(e, k);
+        k = NULL;
+    }
     if (!k) {
         e->d = old;
         free(nd);
@@ -882,6 +954,9 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
     free(old);
     free_kernel(e, e->kern);
     e->kern = k;
+    if (e->ev)
+        mbk_events_free(e->ev);
+    e->ev = ev;
     memcpy(e->params, p, sizeof(double) * e->np);
     return MBE_OK;
 }
@@ -1196,6 +1271,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         return MBE_ERROR;
     }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
+    memset(e->rec, 0, sizeof(double) * EV_REC * e->ncon);   /* no impacts yet, none active */
     e->t = t0;
     e->h = 0.0;
     e->initialized = 1;
@@ -1216,6 +1292,12 @@ static const char *kernel_error(int rc)
     case 7: return "the step budget (settings.max_steps integrator steps, or the engine's "
                    "own cap) was used up before the end of the interval; take shorter "
                    "communication steps or check the inputs";
+    case 8: return "a contact's sign change could not be bracketed on the dense output";
+    case 9: return "a contact switches state endlessly (Zeno behaviour; a larger "
+                   "contact_velocity would make it persistent)";
+    case 10: return "no admissible impact solution (the contacts closed together may be "
+                    "redundant or the impact ill-posed)";
+    case 11: return "a point-to-point contact's gap is undefined (zero distance)";
     default: return "kernel error";
     }
 }
@@ -1234,7 +1316,26 @@ static int check_inputs(const MbEngine *e, const double *u, char *err, size_t er
     return 1;
 }
 
+static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double budget,
+                             int stop, int *impact, char *err, size_t errlen);
+static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *impact,
+                         char *err, size_t errlen);
+
 MbeStatus mbe_do_step(MbEngine *e, double h, const double *u, char *err, size_t errlen)
+{
+    return do_step(e, h, u, 0, NULL, err, errlen);
+}
+
+MbeStatus mbe_do_step_to_event(MbEngine *e, double h, const double *u, int *impact, char *err,
+                               size_t errlen)
+{
+    if (impact)
+        *impact = 0;
+    return do_step(e, h, u, 1, impact, err, errlen);
+}
+
+static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *impact,
+                         char *err, size_t errlen)
 {
     msg(err, errlen, "%s", "");
     if (!e || !e->initialized) {
@@ -1253,6 +1354,8 @@ MbeStatus mbe_do_step(MbEngine *e, double h, const double *u, char *err, size_t 
     double t_end = e->t + h;
     double budget = e->set.max_steps > 0 && e->set.max_steps < MBE_HARD_MAX_STEPS
                     ? e->set.max_steps : (double)MBE_HARD_MAX_STEPS;
+    if (e->ncon)
+        return events_step(e, t_end, uu, floor(budget), stop, impact, err, errlen);
     double par[9] = {e->t, t_end, e->h, fmax(e->set.rtol, 100 * 2.220446049250313e-16),
                      e->set.atol, isfinite(e->set.max_step) ? e->set.max_step : 1e300,
                      e->set.step, e->t, floor(budget)};
@@ -1276,8 +1379,63 @@ MbeStatus mbe_do_step(MbEngine *e, double h, const double *u, char *err, size_t 
     return MBE_OK;
 }
 
+/* a step of a contact model: the event loop of events.c (impacts, persistent contacts and
+ * their release) from t to t_end, or to the first impact when `stop` */
+static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double budget,
+                             int stop, int *impact, char *err, size_t errlen)
+{
+    int n = e->n, hit = 0;
+    const double *S = DA(e, A_DCSET);
+    double par[EV_NPAR] = {0};
+    par[0] = e->t;
+    par[1] = t_end;
+    par[2] = e->h;
+    par[3] = fmax(e->set.rtol, 100 * 2.220446049250313e-16);
+    par[4] = e->set.atol;
+    par[5] = e->set.max_step;
+    par[6] = e->set.stabilization;
+    par[7] = e->set.alpha;
+    par[8] = e->set.beta;
+    par[9] = e->set.proj_tol;
+    par[10] = S[0];
+    par[11] = S[1];
+    par[12] = S[2];
+    par[13] = budget;
+    par[18] = e->set.step;
+    memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
+    memcpy(e->rectmp, e->rec, sizeof(double) * EV_REC * e->ncon);
+    int rc = stop ? mbk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
+                                                 e->rectmp, &hit)
+                  : mbk_advance_events(e->ev, e->set.method, par, e->ytmp, uu, e->rectmp);
+    if (rc != OK) {
+        int i = (int)par[17];
+        char who[48] = "";
+        if (i >= 0 && i < e->ncon)
+            snprintf(who, sizeof who, " (contact %d of the model's contacts)", i);
+        msg(err, errlen, "the step from t = %.9g s to %.9g s failed at t = %.9g s%s: %s; the "
+            "state is kept", e->t, t_end, par[14], who, kernel_error(rc));
+        return MBE_DISCARD;
+    }
+    for (int i = 0; i < 2 * n; i++)
+        if (!(fabs(e->ytmp[i]) <= MBE_STATE_LIMIT)) {
+            msg(err, errlen, "the step from t = %.9g s to %.9g s diverged (|q| or |qd| "
+                "beyond 1e12); the state is kept", e->t, t_end);
+            return MBE_DISCARD;
+        }
+    memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
+    memcpy(e->rec, e->rectmp, sizeof(double) * EV_REC * e->ncon);
+    e->t = hit ? par[0] : t_end;
+    e->h = par[2];
+    if (impact)
+        *impact = hit;
+    return MBE_OK;
+}
+
 /* ------------------------------------------------------------------ state */
-size_t mbe_state_size(const MbEngine *e) { return e ? (size_t)(2 * e->n + 2) : 0; }
+size_t mbe_state_size(const MbEngine *e)
+{
+    return e ? (size_t)(2 * e->n + 2) + (size_t)EV_REC * e->ncon : 0;
+}
 
 void mbe_get_state(const MbEngine *e, double *s)
 {
@@ -1286,6 +1444,7 @@ void mbe_get_state(const MbEngine *e, double *s)
     s[0] = e->t;
     memcpy(s + 1, e->y, sizeof(double) * 2 * e->n);
     s[2 * e->n + 1] = e->h;
+    memcpy(s + 2 * e->n + 2, e->rec, sizeof(double) * EV_REC * e->ncon);
 }
 
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
@@ -1311,6 +1470,26 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
         msg(err, errlen, "the state's step size is %g; expected a finite number >= 0", h);
         return MBE_ERROR;
     }
+    for (int i = 0; i < e->ncon; i++) {
+        /* the contact records: impacts (a whole number >= 0), time of the last impact,
+         * impulse and energy loss (>= 0), active (0 or 1) */
+        const double *R = s + 2 * n + 2 + EV_REC * i;
+        const char *bad = NULL;
+        if (!(R[0] >= 0.0 && R[0] <= 9e15 && R[0] == floor(R[0])))
+            bad = "impact count (expected a whole number >= 0)";
+        else if (!isfinite(R[1]))
+            bad = "time of the last impact (expected a finite number)";
+        else if (!(R[2] >= 0.0 && isfinite(R[2])))
+            bad = "last impulse (expected a finite number >= 0)";
+        else if (!(R[3] >= 0.0 && isfinite(R[3])))
+            bad = "energy loss (expected a finite number >= 0)";
+        else if (!(R[4] == 0.0 || R[4] == 1.0))
+            bad = "active flag (expected 0 or 1)";
+        if (bad) {
+            msg(err, errlen, "the state's record of contact %d has an invalid %s", i, bad);
+            return MBE_ERROR;
+        }
+    }
     for (int row = 0; e->kind == 1 && row < e->nb; row++) {
         /* spatial: the Euler parameters of spherical joints and floating bodies are unit
          * quaternions (the drift control keeps them so; 1e-2 leaves room for 'none') */
@@ -1329,6 +1508,7 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
     e->t = s[0];
     memcpy(e->y, s + 1, sizeof(double) * 2 * n);
     e->h = h;
+    memcpy(e->rec, s + 2 * n + 2, sizeof(double) * EV_REC * e->ncon);
     e->initialized = 1;
     return MBE_OK;
 }
@@ -1407,6 +1587,10 @@ static void output_groups(MbEngine *e)
         GSET(MBE_GROUP_ELEMENTS, sp ? sw[kind] : pw[kind]);
     }
     GSET(MBE_GROUP_MARKERS, (sp ? 6 : 4) * e->nmark);
+    for (int i = 0; i < e->ncon; i++) {     /* gap and records, then the contact's force */
+        GSET(MBE_GROUP_CONTACTS, 6);
+        GSET(MBE_GROUP_REACTIONS, 1);
+    }
     GSET(MBE_GROUP_ENERGY, 3);
     GSET(MBE_GROUP_RESIDUALS, 2);
 #undef GSET
@@ -1445,11 +1629,20 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         e->qd2[j] = s[1];
     }
     int rc = OK;
-    if (want_lam) {
+    int nact = 0;                  /* persistent contacts: their rows join the reactions' */
+    for (int i = 0; i < e->ncon; i++)
+        nact += e->rec[EV_REC * i + 4] != 0.0;
+    if (want_lam && nact)
+        rc = mbk_events_accelerations(e->ev, t, e->q2, e->qd2, uu, e->rec, e->qdd, e->x,
+                                      e->xd, e->xdd);
+    else if (want_lam)
         rc = mbk_accelerations(e->kern, t, e->q2, e->qd2, uu, e->qdd, e->x, e->xd, e->xdd);
-        if (rc == OK)
-            rc = mbk_applied_forces(e->kern, e->q2, e->qd2, uu, e->f);
+    if (want_lam && rc == OK) {
+        rc = mbk_applied_forces(e->kern, e->q2, e->qd2, uu, e->f);
     }
+    int want_con = e->ncon && (groups & (MBE_GROUP_CONTACTS | MBE_GROUP_REACTIONS));
+    if (rc == OK && want_con)
+        rc = mbk_events_outputs(e->ev, t, e->y, uu, e->rec, e->gap, e->cforce);
     if (rc != OK) {
         msg(err, errlen, "the outputs at t = %.9g s cannot be computed: %s", t,
             kernel_error(rc));
@@ -1463,12 +1656,35 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
                 "of zero length)", t);
             return MBE_ERROR;
         }
+        /* the persistent contacts' gap rows (side x the row's Jacobian) after the model's */
+        int nt = nr;
+        for (int i = 0; i < e->ncon; i++) {
+            if (e->rec[EV_REC * i + 4] == 0.0)
+                continue;
+            const int *R = IA(e, A_ICON) + 3 * i;
+            const double *P = DA(e, A_DCON) + 8 * i;
+            double val, J[6], *Dr = e->D2 + (size_t)nt * nc;
+            extend(e, e->x, e->xe);
+            if (primitive(R[0], e->xe, R[1], R[2], P, P + 2, P + 4, &val, J) != OK) {
+                msg(err, errlen, "contact %d's gap row is undefined at t = %.9g s (zero "
+                    "distance)", i, t);
+                return MBE_ERROR;
+            }
+            memset(Dr, 0, sizeof(double) * nc);
+            for (int j = 0; j < 3; j++) {
+                if (R[1] < nb)
+                    Dr[3 * R[1] + j] += P[7] * J[j];
+                if (R[2] < nb)
+                    Dr[3 * R[2] + j] += P[7] * J[3 + j];
+            }
+            nt++;
+        }
         for (int b = 0; b < nb; b++) {
             e->r[3 * b] = e->f[3 * b] - mass[b] * e->xdd[3 * b];
             e->r[3 * b + 1] = e->f[3 * b + 1] - mass[b] * e->xdd[3 * b + 1];
             e->r[3 * b + 2] = e->f[3 * b + 2] - inertia[b] * e->xdd[3 * b + 2];
         }
-        for (int a = 0; a < nr; a++) {
+        for (int a = 0; a < nt; a++) {
             const double *Da = e->D2 + (size_t)a * nc;
             double s = 0.0;
             for (int i = 0; i < nc; i++)
@@ -1479,10 +1695,10 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
                 double v = 0.0;
                 for (int i = 0; i < nc; i++)
                     v += Da[i] * Db[i];
-                e->S[a * nr + b] = e->S[b * nr + a] = v;
+                e->S[a * nt + b] = e->S[b * nt + a] = v;
             }
         }
-        if (psd(e, e->S, nr, e->rhs, lam) != OK) {
+        if (psd(e, e->S, nt, e->rhs, lam) != OK) {
             msg(err, errlen, "the reactions at t = %.9g s cannot be computed (non-finite "
                 "constraint rows)", t);
             return MBE_ERROR;
@@ -1496,7 +1712,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     const int GB = groups & MBE_GROUP_BODIES, GC = groups & MBE_GROUP_COORDS,
               GE = groups & MBE_GROUP_ELEMENTS, GM = groups & MBE_GROUP_MARKERS,
               GN = groups & MBE_GROUP_ENERGY, G2 = groups & MBE_GROUP_REACTIONS,
-              G4 = groups & MBE_GROUP_RESIDUALS;
+              G4 = groups & MBE_GROUP_RESIDUALS, GK = groups & MBE_GROUP_CONTACTS;
 #define PUT(g, v) do { if (g) y[k] = (v); k++; } while (0)
     double *xe = e->xe, *xde = e->xde;
     int k = 0;
@@ -1574,7 +1790,13 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             y[k++] = rate;
             y[k++] = F * (Fr.d[0] / el);
             y[k++] = F * (Fr.d[1] / el);
-            y[k++] = 0.0;                  /* end-stop impacts: contacts are not compiled */
+            double hits = 0.0;             /* impacts of its end-stop contacts */
+            for (int j = 0; j < 2; j++) {
+                int c = IA(e, A_IEND)[2 * i + j];
+                if (c >= 0)
+                    hits += e->rec[EV_REC * c];
+            }
+            y[k++] = hits;
         } else {
             y[k++] = s;
         }
@@ -1589,6 +1811,17 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         y[k++] = xe[3 * b + 1] + As[1];
         y[k++] = xde[3 * b] - As[1] * xde[3 * b + 2];
         y[k++] = xde[3 * b + 1] + As[0] * xde[3 * b + 2];
+    }
+    /* contacts: gap, impacts, last_time, last_impulse, active, energy_loss, force */
+    for (int i = 0; i < e->ncon; i++) {
+        const double *R = e->rec + EV_REC * i;
+        PUT(GK, e->gap[i]);
+        PUT(GK, R[0]);
+        PUT(GK, R[1]);
+        PUT(GK, R[2]);
+        PUT(GK, R[4]);
+        PUT(GK, R[3]);
+        PUT(G2, e->cforce[i]);
     }
     /* energies (elements.kinetic_energy, potential_energy) and residuals */
     const double *g = DA(e, A_DGRAV);

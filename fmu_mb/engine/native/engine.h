@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define MBE_DATA_MAGIC 0x424d4d46u       /* "FMMB" little-endian: first 4 bytes of a blob */
-#define MBE_DATA_VERSION 1
+#define MBE_DATA_VERSION 2       /* 2: contacts */
 
 typedef enum {
     MBE_OK = 0,
@@ -85,6 +85,15 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen);
  * the state is that from before the call. */
 MbeStatus mbe_do_step(MbEngine *e, double h, const double *u, char *err, size_t errlen);
 
+/* mbe_do_step that returns early at the first impact inside (t, t + h] (FMI 3.0's early
+ * return): *impact = 1 and the state (time mbe_time) is that just after the impact, else
+ * *impact = 0 and the step went to t + h as mbe_do_step. Models without contacts never
+ * return early. A later step from there takes the integrator steps mbe_do_step takes after
+ * that impact, so the impact times are those of plain mbe_do_step calls. */
+MbeStatus mbe_do_step_to_event(MbEngine *e, double h, const double *u, int *impact, char *err,
+                               size_t errlen);
+int mbe_n_contacts(const MbEngine *e);
+
 double mbe_time(const MbEngine *e);
 
 /* Every output (output_spec order) at the current state with inputs u; y has mbe_n_outputs
@@ -104,15 +113,18 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
 #define MBE_GROUP_ELEMENTS 16   /* force elements' values                                   */
 #define MBE_GROUP_MARKERS 32    /* points' positions and velocities                         */
 #define MBE_GROUP_ENERGY 64     /* energy.kinetic, energy.potential, energy.total           */
-#define MBE_GROUP_MOTION 121    /* all but the reactions and the residuals                  */
-#define MBE_GROUP_ALL 127
+#define MBE_GROUP_CONTACTS 128  /* contacts' gaps and impact records (their forces: reactions) */
+#define MBE_GROUP_MOTION 249    /* all but the reactions and the residuals                  */
+#define MBE_GROUP_ALL 255
 int mbe_output_group(const MbEngine *e, int i);
 MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y, char *err,
                              size_t errlen);
 
-/* The whole solver state as doubles (t, q, qd, the integrator's next step size, event
- * records...), mbe_state_size entries. mbe_set_state checks every value (finite, in range,
- * consistent with the model) and refuses the rest with MBE_ERROR, changing nothing. */
+/* The whole solver state as doubles (t, q, qd, the integrator's next step size, then per
+ * contact its records: impacts, time of the last impact, impulse of the last impact, energy
+ * lost in its impacts, active 0/1), mbe_state_size entries. mbe_set_state checks every value
+ * (finite, in range, consistent with the model) and refuses the rest with MBE_ERROR, changing
+ * nothing. */
 size_t mbe_state_size(const MbEngine *e);
 void mbe_get_state(const MbEngine *e, double *s);
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen);

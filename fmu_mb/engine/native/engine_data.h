@@ -59,6 +59,15 @@ enum {
      * (joint, SC_*), A_IELEM (EK_*, row of the kernel's ei), A_IMARK, A_DMARK (x 3), A_DMINV
      * (7 nb); its last nb rows are the Euler-parameter normalisations */
     A_ISRI, A_DSRD, A_DSMASS, A_DSJ, A_ISEI, A_DSED, A_ISCI, A_DSCD, A_DSRQ,
+    /* contacts (version 2; planar: the event loop of kernel.c's events.c), H_NCON of them */
+    A_ICON,        /* x 3 per contact: its gap row's kind (R_ANG, R_PRJ, R_DST), p, c */
+    A_DCON,        /* x 8 per contact: sp(2), sc(2), w0(2), offset, side (gap = side (value -
+                      offset)), as kernel.contact_rows */
+    A_DREST,       /* x 1 per contact: Newton's restitution coefficient e */
+    A_DCSET,       /* 3: contact_tol [m or rad], contact_velocity [m/s or rad/s], event_tol [s]
+                      (planar models, with or without contacts; empty in spatial ones) */
+    A_IEND,        /* x 2 per element: the contacts of a cylinder's lower and upper end stop
+                      (-1: none; E.end_stops counts their impacts) */
     MBE_N_ARRAYS
 };
 
@@ -66,7 +75,7 @@ enum {
 enum {
     H_KIND = 0,    /* 0 planar, 1 spatial */
     H_NB, H_N, H_NJ, H_NROWS, H_NCJ, H_NE, H_M, H_ND, H_NEL, H_NMARK, H_NI, H_NOUT, H_NP,
-    H_NPLACE, H_NV, H_NC,
+    H_NPLACE, H_NV, H_NC, H_NCON,
     H_SIZE
 };
 

@@ -61,6 +61,16 @@
  *    contact_velocity becomes persistent;
  *  - Zeno guard: more than 100 events per contact each within 10 ns of the last: ERR_ZENO.
  *
+ *   int mbk_advance_events_to_impact(MbkEvents *ev, int method, double *par, double *y,
+ *                                    const double *u, double *rec, int *impact);
+ *       The same, returning after the first impact (FMI 3.0's early return, engine.c's
+ *       mbe_do_step_to_event): *impact = 1 and par[0] = its time, y and rec just after it.
+ *   int mbk_events_accelerations(MbkEvents *ev, double t, const double *q, const double *qd,
+ *                                const double *u, const double *rec, double *qdd, double *x,
+ *                                double *xd, double *xdd);
+ *       mbk_accelerations with the rows of rec's persistent contacts closed (the motion
+ *       whose Newton-Euler multipliers give engine.c's reactions during a contact).
+ *
  *   int mbk_events_outputs(MbkEvents *ev, double t, const double *y, const double *u,
  *                          const double *rec, double *gap, double *force);
  *       The contact outputs at a state: gap (nc) and the persistent contacts' forces (nc,
@@ -824,8 +834,29 @@ static int ev_rk4_step(MbkEvents *ev, double *tc, double *y, long *k, long n, do
 }
 
 /* ------------------------------------------------------------------ the loop */
+static int ev_advance(MbkEvents *ev, int method, double *par, double *y_io, const double *u,
+                      double *rec_io, int stop, int *stopped);
+
 int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, const double *u,
                        double *rec_io)
+{
+    return ev_advance(ev, method, par, y_io, u, rec_io, 0, NULL);
+}
+
+/* mbk_advance_events that returns after the first impact inside (par[0], par[1]] (FMI 3.0's
+ * early return): *impact = 1 and par[0] = the impact time, y and rec the state just after
+ * it; else *impact = 0 and par[0] = par[1]. Going on from there with the same h (par[2])
+ * takes the steps mbk_advance_events takes after that impact. */
+int mbk_advance_events_to_impact(MbkEvents *ev, int method, double *par, double *y_io,
+                                 const double *u, double *rec_io, int *impact)
+{
+    if (impact)
+        *impact = 0;
+    return ev_advance(ev, method, par, y_io, u, rec_io, 1, impact);
+}
+
+static int ev_advance(MbkEvents *ev, int method, double *par, double *y_io, const double *u,
+                      double *rec_io, int stop, int *stopped)
 {
     if (!ev || method < 0 || method > 2 || !par || !y_io || !rec_io)
         return ERR_ARGS;
@@ -1027,12 +1058,17 @@ int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, con
         }
         t = te;
         events++;
+        if (stop && kind == EV_IMPACT) {
+            if (stopped)
+                *stopped = 1;
+            break;
+        }
     }
     for (int i = 0; i < nc; i++)
         ev->rec[EV_REC * i + 4] = ev->active[i] ? 1.0 : 0.0;
     memcpy(y_io, y, sizeof(double) * m);
     memcpy(rec_io, ev->rec, sizeof(double) * EV_REC * nc);
-    par[0] = t_end;
+    par[0] = stopped && *stopped ? t : t_end;
     par[2] = h;
     par[15] = (double)steps;
     par[16] = (double)(events + changes);
@@ -1063,6 +1099,24 @@ int mbk_events_outputs(MbkEvents *ev, double t, const double *y, const double *u
         if (ev->trial[i])
             force[i] = -ev->lamc[i];
     return OK;
+}
+
+/* The accelerations (mbk_accelerations) at (t, q, qd) with the rows of the persistent
+ * contacts of rec (active) closed, as mbk_events_outputs solves them: the motion whose
+ * Newton-Euler multipliers give the joint reactions while a contact holds. */
+int mbk_events_accelerations(MbkEvents *ev, double t, const double *q, const double *qd,
+                             const double *u, const double *rec, double *qdd, double *x,
+                             double *xd, double *xdd)
+{
+    for (int i = 0; i < ev->nc; i++)
+        ev->trial[i] = rec[EV_REC * i + 4] != 0.0;
+    ev_select(ev, ev->trial);
+    Kernel *k = ev->kph;
+    int mode = k->mode;
+    k->mode = 0;
+    int rc = mbk_accelerations(k, t, q, qd, u, qdd, x, xd, xdd);
+    k->mode = mode;
+    return rc;
 }
 
 /* the dense-output coefficients compiled in (for the test against scipy's): which 0: RK45's

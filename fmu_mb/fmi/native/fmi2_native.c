@@ -1079,9 +1079,18 @@ EXPORT fmi2Status fmi2SetString(fmi2Component c, const fmi2ValueReference vr[], 
 }
 
 /* ------------------------------------------------------------------ stepping */
+static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int* impact);
+
 EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolean noSetPrior)
 {
     (void)noSetPrior;
+    return do_step(c, t, h, 0, NULL);
+}
+
+/* fmi2DoStep; with `stop` (FMI 3.0's early return, fmi3_native.c) the step ends at the first
+ * impact inside it (mbe_do_step_to_event: *impact = 1, the FMU's time the impact's) */
+static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int* impact)
+{
     Inst* in = enter(c, "fmi2DoStep", STEP_MODE);
     if (!in) {
         return fmi2Error;
@@ -1110,7 +1119,9 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolea
         return say(in, fmi2Discard, "%s: doStep from t = %.17g by %.17g: the end %.17g is not "
                    "after the FMU's time; the step was not taken", FMU_MODEL_NAME, t, h, target);
     }
-    MbeStatus s = mbe_do_step(in->engine, hh, in->u, in->err, sizeof in->err);
+    MbeStatus s = stop ? mbe_do_step_to_event(in->engine, hh, in->u, impact, in->err,
+                                              sizeof in->err)
+                       : mbe_do_step(in->engine, hh, in->u, in->err, sizeof in->err);
     if (s == MBE_OK) {
         in->y_valid = 0;
         return fmi2OK;

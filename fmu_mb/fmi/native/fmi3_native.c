@@ -16,12 +16,13 @@
  *     messages name the FMI 3.0 functions), fmi3EnterInitializationMode with the experiment;
  *   - Event Mode (eventModeUsed = true): after fmi3ExitInitializationMode and fmi3EnterEventMode
  *     the FMU is in Event Mode until fmi3EnterStepMode; fmi3UpdateDiscreteStates reports no
- *     discrete state to update (the engine's contact events, when the model has contacts, are
- *     handled inside the engine's step);
+ *     discrete state to update (the impact itself is applied by the engine's step);
  *   - fmi3DoStep's out arguments: eventHandlingNeeded, terminateSimulation, earlyReturn,
- *     lastSuccessfulTime. The engine's step (mbe_do_step) integrates the whole communication
- *     step: it reports no event to stop at, so this FMU never returns early
- *     (mightReturnEarlyFromDoStep = false in its modelDescription.xml); see step_engine();
+ *     lastSuccessfulTime. A model with contacts has mightReturnEarlyFromDoStep = true: with
+ *     earlyReturnAllowed a step ends at the first impact inside it (earlyReturn, and
+ *     lastSuccessfulTime = the impact time, the state just after the impact), and with
+ *     eventModeUsed eventHandlingNeeded asks the master for Event Mode there; see
+ *     step_engine();
  *   - the model-exchange, scheduled-execution, clock, configuration-mode and derivative
  *     functions are exported (importers look them all up) and refuse with fmi3Error and a
  *     message; fmi3InstantiateModelExchange/ScheduledExecution return NULL.
@@ -760,14 +761,18 @@ FMI3_EXPORT fmi3Status fmi3DeserializeFMUState(fmi3Instance instance,
 }
 
 /* ------------------------------------------------------------------ stepping */
-/* One engine step of the shared code. The engine integrates the whole communication step
- * (contact events, when a model has them, are located and applied inside it) and reports no
- * event time to stop at, so *event is always 0 here: an early return at an impact needs the
- * engine to end a step at its first event (see the README's FMU kinds). */
+/* One engine step of the shared code. With earlyReturnAllowed the step ends at the first
+ * impact inside it (mbe_do_step_to_event: the engine locates it on the integrator's dense
+ * output and applies it; *event = 1 and the FMU's time is the impact's); otherwise the engine
+ * integrates the whole communication step, every event inside it handled there. A model
+ * without contacts never stops early. */
 static fmi2Status step_engine(W* w, double t, double h, int no_set_prior, int* event)
 {
+    (void)no_set_prior;
     *event = 0;
-    return fmi2DoStep(w->in, t, h, no_set_prior);
+    if (w->early_return_allowed && mbe_n_contacts(w->in->engine) > 0)
+        return do_step(w->in, t, h, 1, event);
+    return do_step(w->in, t, h, 0, NULL);
 }
 
 FMI3_EXPORT fmi3Status fmi3DoStep(fmi3Instance instance, fmi3Float64 currentCommunicationPoint,
