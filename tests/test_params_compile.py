@@ -475,6 +475,13 @@ FIXED = {
     "pendulum_chain": set(),
     "slider_crank": set(),
     "spatial_chain": {"link_length", "q0"},
+    # the planar contact models (in the engine since its contact event loop)
+    "bouncing_ball": set(),
+    "excavator": set(),
+    "falling_rod": set(),
+    "newtons_cradle": set(),
+    "pendulum_wall": set(),
+    "slider_crank_stop": set(),
 }
 
 # compiled since the engine derives the projection metric (DMINV) itself, the assembly
