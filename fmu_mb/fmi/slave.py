@@ -35,6 +35,14 @@ Behaviour importers rely on (statuses through GuardedSlave, fmi/guard.py, and th
   those the restored motion runs with;
 - Python warnings (AssemblyWarning, numpy) go to the FMU's logger (fmi2Warning), not to the
   host's stderr.
+
+Where the compiled engine library runs the configuration (formulation resolved to recursive,
+method dopri5, dop853 or rk4, no contacts: fmu_mb.engine.data.supported), the initial state
+(mbe_initialize), every doStep (mbe_do_step with the same settings and step caps) and the
+outputs come from an fmu_mb.engine.engine.Engine of the instance, the C code the native FMU
+runs, so that the two kinds of FMU agree by construction; the State, its serialisation and the
+guard's checks stay here (a restored State is loaded with mbe_set_state). Everything else
+(contacts, the other formulations and methods, no C compiler) runs fmu_mb.dynamics as before.
 """
 import contextlib
 from dataclasses import replace
@@ -454,9 +462,10 @@ class MultibodySlave(GuardedSlave):
         return engine
 
     def _engine_start(self, engine, settings, t0):
-        """The initial state at t0 from the engine (mbe_initialize: loop assembly, velocity
-        projection), checked like the Python path's, and one trial step of 1e-6 s from it
-        (then the initial state back in the engine). _StartFailure when it cannot start."""
+        """The initial state at t0 from the engine with `settings` (mbe_initialize: loop
+        assembly, velocity projection), checked like the Python path's, and one trial step of
+        1e-6 s from it (then the initial state back in the engine). _StartFailure when it
+        cannot start."""
         try:
             engine.set_settings(settings)
             engine.initialize(t0)
