@@ -270,17 +270,10 @@ def _native_run(built, names, stop, h, parameters=None):
     return np.array([r[n] for n in names]).T
 
 
-#: the Python FMU still runs Python's initial state and stepping (fmu_mb.dynamics over the kernel)
-#: while the native FMU runs the engine library: their initial states differ by 4e-16 (the
-#: assembly in C), which the N-four-bar's collinear poses amplify to 6e-8 in q, qd over 4 s and
-#: to 0.034 N in the redundant links' reactions (L1.fx at t = 3.17 s; the eigen-solver, LAPACK
-#: or Jacobi, is not the cause). They agree by construction once the Python FMU steps in the
-#: engine library (issue 20 item 1); strict, so that the marker goes when they do.
-KNOWN = {"n_four_bar": "Python FMU not yet on the engine library: 4e-16 apart at t = 0, "
-                       "amplified at the collinear poses (reactions 0.034 N apart)"}
-NATIVE_MODELS = [pytest.param(p.stem, marks=pytest.mark.xfail(reason=KNOWN[p.stem],
-                                                              strict=True))
-                 if p.stem in KNOWN else p.stem for p in MODEL_FILES]
+#: every native model, the N-four-bar (collinear poses that amplify a difference of 4e-16 to
+#: 6e-8 in q, qd over 4 s) included: the Python FMU of a model the engine library runs steps
+#: in that library too (issue 20 item 1), so the two agree by construction
+NATIVE_MODELS = [p.stem for p in MODEL_FILES]
 
 
 @pytest.mark.parametrize("name", NATIVE_MODELS)

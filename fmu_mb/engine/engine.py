@@ -58,9 +58,7 @@ def sources():
 @lru_cache(maxsize=1)
 def library():
     """The loaded engine library (ctypes.CDLL)."""
-    src = sources()
-    defines = ("MBE_HAVE_PARAMS",) if src[-1].name == "params.c" else ()
-    lib = ctypes.CDLL(str(_kernel.library_path(src[0], tuple(src[1:]), defines)))
+    lib = ctypes.CDLL(str(library_file()))
     P, I, D, Z = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_size_t
     lib.mbe_create.restype = P
     lib.mbe_create.argtypes = [P, Z, P, Z]
@@ -294,6 +292,50 @@ class Engine:
         h = float(state.h) if math.isfinite(state.h) else 0.0
         self.set_state(np.concatenate([[state.t], state.q, state.qd, [h],
                                        self._records_of(state)]))
+
+    # ------------------------------------------------------------ the Python FMU's step
+    def stepper(self):
+        """step(h, u) -> s: mbe_do_step by h with the inputs u (a finite float array of
+        n_inputs, validated by the caller) held, then the new state (t, q (n), qd (n), h) as a
+        new read-only array, under one lock (the Python FMU's doStep: fmu_mb.fmi.slave).
+        IntegrationError (the engine's MBE_DISCARD) or InputError: the state is that from
+        before the call."""
+        lib, handle, lock = self.lib, self.handle, self._lock
+        do_step, get_state = lib.mbe_do_step, lib.mbe_get_state
+        ubuf, ni, size = self._u, self.n_inputs, self._state_size
+        pu, perr, errlen = self._u.ctypes.data, ctypes.addressof(self._err), self.ERRLEN
+        empty = np.empty
+
+        def step(h, u):
+            with lock:
+                if ni:
+                    ubuf[:ni] = u
+                rc = do_step(handle, h, pu, perr, errlen)
+                if rc:
+                    self._check(rc, "the step")
+                s = empty(size)
+                get_state(handle, s.ctypes.data)
+            s.flags.writeable = False
+            return s
+        return step
+
+    def outputs_into(self, u, groups, out):
+        """The outputs of `groups` (an OR of BODIES ... RESIDUALS) at the current state with
+        inputs u into their entries of `out` (an array of n_outputs; the other entries are
+        left as they are)."""
+        with self._lock:
+            self._check(self.lib.mbe_outputs_groups(self.handle, self._inputs(u), int(groups),
+                                                    out.ctypes.data, self._err,
+                                                    self.ERRLEN), "the outputs")
+        return out
+
+
+def library_file():
+    """The path of the compiled engine library (compiled on first use; KernelUnavailable
+    without a C compiler), e.g. to bundle it in a Python FMU beside its sources."""
+    src = sources()
+    defines = ("MBE_HAVE_PARAMS",) if src[-1].name == "params.c" else ()
+    return _kernel.library_path(src[0], tuple(src[1:]), defines)
 
     # ------------------------------------------------------------ linearization (issue 23)
     def state_derivatives(self, independent, u=None):

@@ -149,12 +149,15 @@ def _add_kernel(native_dir):
     """Put the compiled native kernel beside its source in the FMU's copy of the package, so
     that the FMU runs the 'recursive' formulation on a host without a C compiler and without
     compiling at instantiation. Without a compiler here the FMU compiles it on first use."""
+    from ..engine.engine import library_file
     from ..engine.kernel import KernelUnavailable, library_path
     from ..engine.spatial_kernel import SOURCE as SPATIAL_SOURCE
 
-    for source in (None, SPATIAL_SOURCE):          # the planar and the spatial kernel
+    # the planar and the spatial kernel, and the engine library (the Python FMU's initial
+    # state, doStep and outputs where it runs the model: fmu_mb.fmi.slave)
+    for make in (library_path, lambda: library_path(SPATIAL_SOURCE), library_file):
         try:
-            lib = library_path() if source is None else library_path(SPATIAL_SOURCE)
+            lib = make()
         except KernelUnavailable:
             return
         shutil.copy2(lib, Path(native_dir) / lib.name)

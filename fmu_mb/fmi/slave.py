@@ -35,6 +35,14 @@ Behaviour importers rely on (statuses through GuardedSlave, fmi/guard.py, and th
   those the restored motion runs with;
 - Python warnings (AssemblyWarning, numpy) go to the FMU's logger (fmi2Warning), not to the
   host's stderr.
+
+Where the compiled engine library runs the configuration (formulation resolved to recursive,
+method dopri5, dop853 or rk4, no contacts: fmu_mb.engine.data.supported), the initial state
+(mbe_initialize), every doStep (mbe_do_step with the same settings and step caps) and the
+outputs come from an fmu_mb.engine.engine.Engine of the instance, the C code the native FMU
+runs, so that the two kinds of FMU agree by construction; the State, its serialisation and the
+guard's checks stay here (a restored State is loaded with mbe_set_state). Everything else
+(contacts, the other formulations and methods, no C compiler) runs fmu_mb.dynamics as before.
 """
 import contextlib
 from dataclasses import replace
@@ -48,8 +56,8 @@ from pythonfmu.default_experiment import DefaultExperiment
 from pythonfmu.enums import Fmi2Causality, Fmi2Initial, Fmi2Status, Fmi2Variability
 from pythonfmu.variables import Boolean, Integer, Real, String
 
-from ..errors import FmuMbError
-from ..dynamics.formulations import CHOICES, describe_choice
+from ..errors import FmuMbError, IntegrationError
+from ..dynamics.formulations import CHOICES, KINDS, describe_choice
 from ..dynamics.implicit import DAE_FORMS
 from ..dynamics.formulations import get_formulation
 from ..dynamics.implicit import IMPLICIT_METHODS
@@ -183,6 +191,14 @@ class MultibodySlave(GuardedSlave):
         self._step = None         # integrate.stepper, made when first needed
         self._nonfinite = set()   # indices of inputs set to NaN or infinity
         self._direct = {}         # outputs that are q or qd entries (set by _configure)
+        # the engine library (fmu_mb.engine.engine) when it runs the configuration (recursive,
+        # no contacts): the initial state, the doStep and the outputs, as in the native FMU
+        self._eng = None          # its Engine, or None: today's Python path (self._step)
+        self._eng_step = None     # Engine.stepper()
+        self._held = None         # the State the engine holds (identity), None: unknown
+        self._ygroup = None       # the engine's output group of every output
+        self._y = None            # the engine's outputs at self._state (valid: self._yvalid)
+        self._yvalid = 0
         self.description = (self._model.description or self._model.name).strip()
         exp = dict(self.experiment)
         self.default_experiment = DefaultExperiment(
@@ -242,6 +258,7 @@ class MultibodySlave(GuardedSlave):
         else:
             self._nonfinite.add(k)
         self._out = None
+        self._yvalid = 0
 
     def _output(self, i):
         """Output i; a tree joint's coordinate or rate straight from a joint-coordinate
@@ -249,6 +266,10 @@ class MultibodySlave(GuardedSlave):
         hit = self._direct.get(i)
         if hit is not None:
             return (self._state.qd if hit[0] else self._state.q)[hit[1]]
+        if self._eng is not None:
+            g = self._ygroup[i]
+            if self._yvalid & g or self._engine_outputs(g):
+                return self._y[i]
         out = self._out
         if out is not None:
             v = out.fmu_read.get(i)
@@ -274,6 +295,24 @@ class MultibodySlave(GuardedSlave):
                                 self._settings.formulation)
             self._out.fmu_read = {}      # values read already (no errstate around a re-read)
         return self._out
+
+    def _engine_outputs(self, group):
+        """The outputs of `group` (engine.h MBE_GROUP_*) from the engine at self._state into
+        self._y; False when the engine refuses (the Python outputs serve)."""
+        try:
+            self._hold(self._state)
+            self._eng.outputs_into(self._safe_inputs(), group, self._y)
+        except FmuMbError:
+            return False
+        self._yvalid |= group
+        return True
+
+    def _hold(self, state):
+        """Make the engine hold `state` (mbe_set_state unless it holds that very State)."""
+        if self._held is not state:
+            self._held = None
+            self._eng.load(state)
+            self._held = state
 
     def _safe_inputs(self):
         u = self._inputs
@@ -373,7 +412,13 @@ class MultibodySlave(GuardedSlave):
         resolved = replace(resolved, max_steps=asked)
         t0 = self.default_experiment.start_time if self._start is None else self._start
         step = None
+        engine = self._new_engine(model, resolved)
         try:
+            if engine is not None:
+                state = self._engine_start(engine, resolved, float(t0))
+                return types.SimpleNamespace(pending=pending, solver=solver, model=model,
+                                             settings=resolved, state=state, notes=notes,
+                                             engine=engine)
             with np.errstate(all="ignore"):
                 state = initial_state(model, resolved)
                 state = State(float(t0), state.q.copy(), state.qd.copy(), 0.0, state.coords,
@@ -394,7 +439,53 @@ class MultibodySlave(GuardedSlave):
             raise _StartFailure(str(exc) if isinstance(exc, FmuMbError)
                                 else f"{type(exc).__name__}: {exc}") from None
         return types.SimpleNamespace(pending=pending, solver=solver, model=model,
-                                     settings=resolved, state=state, notes=notes)
+                                     settings=resolved, state=state, notes=notes, engine=None)
+
+    def _new_engine(self, model, settings):
+        """An Engine of `model` with `settings` when the engine library runs them (the
+        recursive formulation, an explicit method it has, no contacts), else None (today's
+        Python path: initial_state and integrate.stepper over the kernels)."""
+        if settings.formulation != "recursive":
+            return None
+        from ..engine.data import supported
+        from ..engine.engine import METHODS, Engine
+
+        if (settings.method not in METHODS or model.contacts
+                or supported(model) is not None):   # contacts: the Python event loop's
+            return None                             # records live in State.extra
+        try:
+            if model is self._model and self._eng is not None:     # the same model data
+                engine = Engine(blob=self._eng._blob.raw, name=model.name)
+            else:
+                engine = Engine(model, name=model.name)
+        except (FmuMbError, OSError):        # no C compiler, data the engine cannot take
+            return None
+        return engine
+
+    def _engine_start(self, engine, settings, t0):
+        """The initial state at t0 from the engine with `settings` (mbe_initialize: loop
+        assembly, velocity projection), checked like the Python path's, and one trial step of
+        1e-6 s from it (then the initial state back in the engine). _StartFailure when it
+        cannot start."""
+        try:
+            engine.set_settings(settings)
+            engine.initialize(t0)
+            s0 = engine.get_state()
+            n = engine.n
+            state = State(float(s0[0]), s0[1:1 + n], s0[1 + n:1 + 2 * n],
+                          float(s0[1 + 2 * n]), KINDS["recursive"], {})
+            size = _state_size(state)
+            if not size <= STATE_BOUND:
+                raise FmuMbError(f"the initial state is outside the bounded region |q|, "
+                                 f"|qd| <= {STATE_BOUND:g} (max {size:.3g})")
+            # one short step from the initial state with the inputs as set: a model the
+            # engine cannot step from there fails here, not at the first doStep
+            dt = (t0 + max(1e-6, 1e3 * math.ulp(t0))) - t0
+            engine.stepper()(dt, self._safe_inputs())
+            engine.set_state(s0)
+        except FmuMbError as exc:
+            raise _StartFailure(str(exc)) from None
+        return state
 
     def _explain(self, pending, solver, failure):
         """The message of a configuration that cannot start: the parameter(s) to blame (each
@@ -441,6 +532,15 @@ class MultibodySlave(GuardedSlave):
         self._state = cfg.state
         self._out = None
         self._step = None
+        eng = cfg.engine
+        if eng is not None and eng is not self._eng:
+            if self._ygroup is None or len(self._ygroup) != eng.n_outputs:
+                self._ygroup = eng.output_groups().tolist()   # the FMU's outputs are fixed
+            self._y = np.full(max(1, eng.n_outputs), np.nan)
+        self._eng = eng
+        self._eng_step = eng.stepper() if eng is not None else None
+        self._held = cfg.state if eng is not None else None
+        self._yvalid = 0
         self._direct = _direct_coordinates(cfg.model) if cfg.state.coords == "joint" else {}
 
     _start = None
@@ -475,6 +575,8 @@ class MultibodySlave(GuardedSlave):
                                      f"t = {current_time!r}; the step was not taken")
             if step_size == 0.0:
                 return True
+            if self._eng is not None:
+                return self._engine_step(current_time + step_size)
             if self._step is None:
                 self._step = stepper(self._model, self._settings)
             with np.errstate(all="ignore"):      # a runaway state is reported, not warned
@@ -494,6 +596,33 @@ class MultibodySlave(GuardedSlave):
         except (ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
             return self._discard(f"{name}: the step from t = {t!r} failed and was "
                                  f"discarded: {type(exc).__name__}: {exc}")
+
+    def _engine_step(self, t_end):
+        """doStep in the engine library (mbe_do_step, as the native FMU steps: by t_end minus
+        the FMU's time); a refused step keeps the state and is discarded with its reason."""
+        name, state = self._model.name, self._state
+        t = state.t
+        h = t_end - t
+        if not (h > 0.0 and math.isfinite(h)):
+            return self._discard(f"{name}: doStep to {t_end!r}: the end is not after the "
+                                 f"FMU's time t = {t!r}; the step was not taken")
+        self._hold(state)
+        try:
+            s = self._eng_step(h, self._inputs)
+        except IntegrationError as exc:
+            text = str(exc)
+            if "step budget" in text:       # engine.c's message of a budget used up
+                text += (f" (solver.max_steps: at most {self._settings.max_steps} "
+                         f"integrator steps per doStep)")
+            return self._discard(f"{name}: the step from t = {t!r} to {t_end!r} failed and "
+                                 f"was discarded: {text}")
+        n = state.q.shape[0]
+        new = State.make(float(s[0]), s[1:1 + n], s[1 + n:1 + 2 * n], float(s[1 + 2 * n]),
+                         state.coords, state.extra)
+        self._state = self._held = new
+        self._out = None
+        self._yvalid = 0
+        return True
 
     def _discard(self, message):
         self.log(message, Fmi2Status.discard)
@@ -542,15 +671,28 @@ class MultibodySlave(GuardedSlave):
             raise FmuMbError(f"the state holds {state.q.size} + {state.qd.size} "
                              f"{state.coords} coordinates and rates; this model has "
                              f"{ref.q.size} + {ref.qd.size} {ref.coords} ones")
-        # nothing is changed before this point
+        eng = self._eng if cfg is None else cfg.engine
+        if eng is not None:
+            # the engine's own checks of the restored values (mbe_set_state: unit Euler
+            # parameters, ...); a refused state changes nothing (the engine holds its own)
+            try:
+                eng.load(state)
+            except FmuMbError as exc:
+                raise FmuMbError(f"the FMU state is damaged: {exc}; nothing was "
+                                 f"changed") from None
+            if eng is self._eng:
+                self._held = state
+        # nothing else is changed before this point
         if cfg is not None:
             self._commit(cfg)
+            self._held = state
         _assign(self._pending, pending)
         _assign(self._solver, solver)
         self._start = start
         self._state = state
         self._inputs = inputs
         self._out = None
+        self._yvalid = 0
         self._nonfinite = set()
 
     def _configured(self):
