@@ -70,16 +70,17 @@ def projection_done(model, t, it, err, prev, tol, scale, last=11):
     return False
 
 
-def schur_solve(S, rhs):
+def schur_solve(S, rhs, numpy_only=False):
     """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.
 
-    Returns y and the numerical rank of S.
+    Returns y and the numerical rank of S. numpy_only: numpy's solve at every size (a one-off
+    solve, e.g. the assembly of an FMU's start values, that must not import scipy).
     """
     m = S.shape[0]
     if m == 0:
         return np.zeros(0), 0
     try:
-        if m <= SMALL:       # numpy: building a small model does not import scipy (250 ms)
+        if m <= SMALL or numpy_only:   # numpy: a small model does not import scipy (250 ms)
             L = np.linalg.cholesky(S)
             d = np.abs(np.diag(L))
             if d.min() ** 2 > RANK_RTOL * 1e2 * d.max() ** 2:
@@ -131,12 +132,13 @@ def solve_kkt(Minv, D, F, b, mass=None):
     return a, lam
 
 
-def min_norm_correction(Minv, D, r):
-    """Smallest M-norm dx with D dx = r (least squares if inconsistent): M^-1 D' S^+ r."""
+def min_norm_correction(Minv, D, r, numpy_only=False):
+    """Smallest M-norm dx with D dx = r (least squares if inconsistent): M^-1 D' S^+ r.
+    numpy_only: see schur_solve."""
     if D.shape[0] == 0:
         return np.zeros(Minv.shape[0])
     DMi = D * Minv
-    y, _ = schur_solve(DMi @ D.T, r)
+    y, _ = schur_solve(DMi @ D.T, r, numpy_only)
     return DMi.T @ y
 
 

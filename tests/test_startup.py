@@ -249,3 +249,32 @@ def test_cardan_and_from_matrix_agree_with_scipy():
         np.testing.assert_allclose(matrix(q[None])[0], r.as_matrix(), atol=1e-15)
         np.testing.assert_allclose(from_matrix(r.as_matrix()), scipy_quat(r), atol=1e-15)
         assert q[0] >= 0.0 and abs(np.linalg.norm(q) - 1.0) < 1e-15
+
+
+ADAPTER_CHILD = """
+import json, sys
+from pathlib import Path
+from fmu_mb.fmi.slave import MultibodySlave
+path = Path(sys.argv[1]) / "models" / (sys.argv[2] + ".py")
+cls = type("startup_" + sys.argv[2], (MultibodySlave,), dict(
+    model_module="startup_" + sys.argv[2] + "_model", model_filename=path.name,
+    model_source=path.read_text(), build_overrides={}, experiment={}))
+s = cls(instance_name="startup", resources=None)
+s.enter_initialization_mode()
+s.exit_initialization_mode()
+s.do_step(0.0, 0.001)
+values = s.get_real(list(range(30)))
+print(json.dumps({"modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.mark.parametrize("name", ["double_wishbone", "bricard"])
+def test_a_spatial_python_fmu_with_large_assembly_starts_without_scipy(name):
+    """Issue 24 item 13: a spatial Python FMU whose assembly solves more than linalg.SMALL
+    rows (the double wishbone's 27, Bricard's) instantiates, initialises, steps and reads its
+    outputs without importing scipy (its start values' assembly solves with numpy)."""
+    p = subprocess.run([sys.executable, "-c", ADAPTER_CHILD, str(ROOT), name], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    mods = set(json.loads(p.stdout.strip().splitlines()[-1])["modules"])
+    assert sorted(m for m in mods if m == "scipy" or m.startswith("scipy.")) == []

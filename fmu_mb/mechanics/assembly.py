@@ -88,7 +88,7 @@ def assemble(model, tree):
     A = np.vstack([D, Jq[[i for i, _ in rate_spec]]]) if rate_spec else D
     b = np.concatenate([-phi_t, [v for _, v in rate_spec]])
     guess = _velocity_guess(model, x)
-    xd = guess + min_norm_correction(Minv, A, b - A @ guess)
+    xd = guess + min_norm_correction(Minv, A, b - A @ guess, numpy_only=True)
     res = A @ xd - b
     tol = 1e-8 * (1.0 + np.abs(b).max(initial=0.0))
     if np.abs(res).max(initial=0.0) > tol:
@@ -127,7 +127,7 @@ def _newton(model, x, t0, pos_spec, Minv, scale, fine=False):
     """Newton-Raphson with minimum M-norm steps on Phi = 0 and the given coordinates
     (fine: the steps of _min_norm_fine)."""
     zero = np.zeros_like(x)
-    step = _min_norm_fine if fine else min_norm_correction
+    step = _min_norm_fine if fine else _min_norm_numpy
     for _ in range(MAX_ITER):
         r, A = _position_rows(model, x, zero, t0, pos_spec)
         if not np.all(np.isfinite(r)):
@@ -137,6 +137,12 @@ def _newton(model, x, t0, pos_spec, Minv, scale, fine=False):
         x = x - step(Minv, A, r)
     r, _ = _position_rows(model, x, zero, t0, pos_spec)
     return x, r
+
+
+def _min_norm_numpy(Minv, A, r):
+    """min_norm_correction by numpy alone: an FMU's start values (the assembly in its
+    constructor) do not import scipy (~250 ms of a spatial FMU's start-up)."""
+    return min_norm_correction(Minv, A, r, numpy_only=True)
 
 
 def _min_norm_fine(Minv, A, r):
