@@ -330,13 +330,6 @@ class Engine:
         return out
 
 
-def library_file():
-    """The path of the compiled engine library (compiled on first use; KernelUnavailable
-    without a C compiler), e.g. to bundle it in a Python FMU beside its sources."""
-    src = sources()
-    defines = ("MBE_HAVE_PARAMS",) if src[-1].name == "params.c" else ()
-    return _kernel.library_path(src[0], tuple(src[1:]), defines)
-
     # ------------------------------------------------------------ linearization (issue 23)
     def state_derivatives(self, independent, u=None):
         """x' = (qd_i, qdd_i) at the current state for the independent tree coordinates
@@ -370,3 +363,10 @@ def library_file():
                 self.ERRLEN), "the directional derivative")
         return out[:len(un)]
 
+
+def library_file():
+    """The path of the compiled engine library (compiled on first use; KernelUnavailable
+    without a C compiler), e.g. to bundle it in a Python FMU beside its sources."""
+    src = sources()
+    defines = ("MBE_HAVE_PARAMS",) if src[-1].name == "params.c" else ()
+    return _kernel.library_path(src[0], tuple(src[1:]), defines)
