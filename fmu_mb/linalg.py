@@ -45,6 +45,9 @@ SMALL = 24
 #: eps^2 / sigma (eps the integration error, sigma the small eigenvalue); measured on IFToMM A02
 #: (N = 2, 10 s, 0.01 s intervals) the error of B0 was 7e-5 m with 1e-10, 6e-7 with 1e-9,
 #: 1e-8 with 1e-8 and 4e-10 with 3e-8, while 1e-6 let the residual drift past the projection.
+#: (Measured when the projections used it too; today it is the multipliers' cut-off, and with
+#: the projections at PROJECTION_RTOL a smaller one, 1e-10, still put B0 1e-5 m off after 4 s
+#: at N = 40: near the pose the stages' integration error is amplified along those rows.)
 RANK_RTOL = 3e-8
 
 #: relative size below which an eigenvalue of S counts as zero in the projections onto
