@@ -45,7 +45,18 @@ SMALL = 24
 #: eps^2 / sigma (eps the integration error, sigma the small eigenvalue); measured on IFToMM A02
 #: (N = 2, 10 s, 0.01 s intervals) the error of B0 was 7e-5 m with 1e-10, 6e-7 with 1e-9,
 #: 1e-8 with 1e-8 and 4e-10 with 3e-8, while 1e-6 let the residual drift past the projection.
+#: (Measured when the projections used it too; today it is the multipliers' cut-off, and with
+#: the projections at PROJECTION_RTOL a smaller one, 1e-10, still put B0 1e-5 m off after 4 s
+#: at N = 40: near the pose the stages' integration error is amplified along those rows.)
 RANK_RTOL = 3e-8
+
+#: relative size below which an eigenvalue of S counts as zero in the projections onto
+#: Phi = 0 and D v = -Phi_t. Those are linear solves whose only error is rounding, so their
+#: cut-off is a few hundred ulps, not RANK_RTOL: at a singular pose the rows along which S is
+#: small (S ~ dist^2 near the N-four-bar's collinear pose) still fix the positions and
+#: velocities, and cutting them at RANK_RTOL left the velocities free for a moment there
+#: (IFToMM A02, N = 40: B0's velocity 4.7e-5 m/s off at 0.4 ms past a pose; issue 24, item 11)
+PROJECTION_RTOL = 1e-13
 
 #: largest relative residual a stalled position projection may end with (singular poses)
 PROJECTION_ACCEPT = 1e-10
@@ -70,33 +81,48 @@ def projection_done(model, t, it, err, prev, tol, scale, last=11):
     return False
 
 
-def schur_solve(S, rhs, numpy_only=False):
+def projection_settled(it, step, prev_step, tol, scale, last=11):
+    """The second half of the stopping rule of the Newton position projections, for an
+    iterate whose residual projection_done accepted (native/dense.h has the same): True when
+    the Newton correction computed there (its largest entry, step) is at most tol * scale, or
+    stalls (step > 0.5 prev_step from the third iteration: the rounding floor), or it is the
+    last iteration. Near a singular pose a residual below tolerance can still hide a position
+    error of residual / sigma along the nearly dependent rows (sigma their small singular
+    value), which the velocity projection turns into a velocity error of that size times
+    rate / distance to the pose; so Newton goes on while its correction is larger."""
+    return not step > tol * scale or (it >= 2 and step > 0.5 * prev_step) or it >= last
+
+
+def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.
 
-    Returns y and the numerical rank of S. numpy_only: numpy's solve at every size (a one-off
-    solve, e.g. the assembly of an FMU's start values, that must not import scipy).
+    rhs : (m,) or (m, k). rtol: the relative eigenvalue cut-off (RANK_RTOL for multipliers,
+    PROJECTION_RTOL for projections). Returns y and the numerical rank of S. numpy_only:
+    numpy's solve at every size (a one-off solve, e.g. the assembly of an FMU's start values,
+    that must not import scipy).
     """
     m = S.shape[0]
     if m == 0:
-        return np.zeros(0), 0
+        return np.zeros(np.shape(rhs)), 0
     try:
         if m <= SMALL or numpy_only:   # numpy: a small model does not import scipy (250 ms)
             L = np.linalg.cholesky(S)
             d = np.abs(np.diag(L))
-            if d.min() ** 2 > RANK_RTOL * 1e2 * d.max() ** 2:
+            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2:
                 return np.linalg.solve(S, rhs), m
         else:                # scipy's Cholesky solve: O(m^2) per solve once factorised
             c, low = sla.cho_factor(S, lower=True, check_finite=False)
             d = np.abs(np.diag(c))
-            if d.min() ** 2 > RANK_RTOL * 1e2 * d.max() ** 2:
+            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2:
                 return sla.cho_solve((c, low), rhs, check_finite=False), m
     except (np.linalg.LinAlgError, ValueError):
         pass
     if not np.all(np.isfinite(S)):
         raise SingularSystemError("constraint matrix contains NaN or infinite entries")
     w, V = np.linalg.eigh(S)
-    keep = w > RANK_RTOL * max(w.max(), 1e-300)
-    y = V[:, keep] @ ((V[:, keep].T @ rhs) / w[keep])
+    keep = w > rtol * max(w.max(), 1e-300)
+    Vk, wk = V[:, keep], w[keep]
+    y = Vk @ ((Vk.T @ rhs) / (wk if np.ndim(rhs) == 1 else wk[:, None]))
     return y, int(keep.sum())
 
 
@@ -132,13 +158,14 @@ def solve_kkt(Minv, D, F, b, mass=None):
     return a, lam
 
 
-def min_norm_correction(Minv, D, r, numpy_only=False):
+def min_norm_correction(Minv, D, r, rtol=RANK_RTOL, numpy_only=False):
     """Smallest M-norm dx with D dx = r (least squares if inconsistent): M^-1 D' S^+ r.
-    numpy_only: see schur_solve."""
+    r (m,) or (m, k) (then dx (n, k)); rtol the cut-off of S's eigenvalues, numpy_only: see
+    schur_solve."""
     if D.shape[0] == 0:
-        return np.zeros(Minv.shape[0])
+        return np.zeros((Minv.shape[0],) + np.shape(r)[1:])
     DMi = D * Minv
-    y, _ = schur_solve(DMi @ D.T, r, numpy_only)
+    y, _ = schur_solve(DMi @ D.T, r, rtol, numpy_only)
     return DMi.T @ y
 
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
-from ...linalg import (PROJECTION_ACCEPT, min_norm_correction, projection_done, solve_kkt,  # noqa: F401
-                       solve_kkt_dense)
+from ...linalg import (PROJECTION_ACCEPT, PROJECTION_RTOL, min_norm_correction,  # noqa: F401
+                       projection_done, projection_settled, solve_kkt, solve_kkt_dense)
 
 COORDINATES = "absolute"
 
@@ -58,7 +58,14 @@ def accelerations(model, x, xd, t, u, baumgarte=None):
 
 
 def project_absolute(model, y, t, tol):
-    """Project y = (x, xd) onto Phi(x, t) = 0 and D xd = -Phi_t (minimum M-norm changes)."""
+    """Project y = (x, xd) onto Phi(x, t) = 0 and D xd = -Phi_t (minimum M-norm changes).
+
+    Newton on Phi(x) = 0; once the residual is within tolerance, one solve gives both the
+    Newton correction of x and the velocity projection, and Newton goes on while that
+    correction is larger than the tolerance (linalg.projection_settled), so that xd is
+    projected at the converged x (the last, settled correction is not taken). S is cut off at PROJECTION_RTOL (rounding), not at the
+    multipliers' RANK_RTOL: near a singular pose the rows along which S is small still fix
+    x and xd (issue 24, item 11; native/kernel.c's project does the same in q)."""
     C = model.compiled
     if C.n_rows == 0:
         return y
@@ -67,18 +74,24 @@ def project_absolute(model, y, t, tol):
     Minv = C.inv_mass_diag
     zero = np.zeros(n)
     scale = 1.0 + np.abs(x).max()
-    prev = np.inf
+    prev = prev_step = np.inf
     for it in range(12):
         phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
         err = np.abs(phi).max()
-        if projection_done(model, t, it, err, prev, tol, scale):
-            break
-        prev = err
-        x -= min_norm_correction(Minv, D, phi)
-    if it:
-        phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
-    xd = xd - min_norm_correction(Minv, D, D @ xd + phi_t)
-    return np.concatenate([x, xd])
+        if not projection_done(model, t, it, err, prev, tol, scale):
+            dx = min_norm_correction(Minv, D, phi, PROJECTION_RTOL)
+        else:
+            both = min_norm_correction(Minv, D, np.column_stack([phi, D @ xd + phi_t]),
+                                       PROJECTION_RTOL)
+            dx = both[:, 0]
+            step = np.abs(dx).max(initial=0.0)
+            if projection_settled(it, step, prev_step, tol, scale):
+                # the settled correction is not taken (as _minimal.project): taken, it gave
+                # B0 a 1e-8 m/s kick at the pose at 4.66 s (N = 40) that the phase then grew
+                return np.concatenate([x, xd - both[:, 1]])
+        x -= dx
+        prev, prev_step = err, np.abs(dx).max(initial=0.0)
+    raise AssertionError("unreachable: projection_done accepts or raises at the last iterate")
 
 
 def dae_terms(model, x, xd, t, u):

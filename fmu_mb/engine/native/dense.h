@@ -11,6 +11,7 @@
 #define FMU_MB_DENSE_H
 
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
+static const double PROJECTION_RTOL = 1e-13;   /* fmu_mb.linalg.PROJECTION_RTOL */
 static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
 
 /* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
@@ -67,11 +68,15 @@ static void dense_jacobi(double *A, double *V, double *w, int m)
 typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
                         int *);
 
-/* y = S^+ rhs for the symmetric positive semi-definite S in A (m x m, destroyed; V (m x m)
- * and w (m) workspace): Cholesky when S is well conditioned, else the eigen-decomposition
- * (syev when given with its workspace, else Jacobi) with the eigenvalues below
- * RANK_RTOL * max cut off (minimum-norm solution) */
-static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev, double *work, int lwork, const double *rhs, double *y)
+/* y = S^+ rhs for the symmetric positive semi-definite S in A (m x m; kept unless the Jacobi
+ * fallback runs; V (m x m) and w (m) workspace) and nrhs right-hand sides (rhs and y: nrhs
+ * columns of m, y apart from rhs): Cholesky when S is well conditioned, else the
+ * eigen-decomposition (syev when given with its workspace, else Jacobi) with the eigenvalues
+ * below rtol * max cut off (minimum-norm solution): rtol = RANK_RTOL for the multipliers,
+ * PROJECTION_RTOL for the projections (fmu_mb.linalg.schur_solve) */
+static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
+                             double *work, int lwork, double rtol, int nrhs,
+                             const double *rhs, double *y)
 {
     memcpy(V, A, sizeof(double) * m * m);        /* keep S for the fallback */
     int ok = 1;
@@ -95,18 +100,22 @@ static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev,
             V[r * m + j] = t / d;
         }
     }
-    if (ok && dmin * dmin > RANK_RTOL * 1e2 * dmax * dmax) {
-        for (int i = 0; i < m; i++) {
-            double t = rhs[i];
-            for (int j = 0; j < i; j++)
-                t -= V[i * m + j] * y[j];
-            y[i] = t / V[i * m + i];
-        }
-        for (int i = m - 1; i >= 0; i--) {
-            double t = y[i];
-            for (int j = i + 1; j < m; j++)
-                t -= V[j * m + i] * y[j];
-            y[i] = t / V[i * m + i];
+    if (ok && dmin * dmin > rtol * 1e2 * dmax * dmax) {
+        for (int c = 0; c < nrhs; c++) {
+            const double *b = rhs + (size_t)c * m;
+            double *x = y + (size_t)c * m;
+            for (int i = 0; i < m; i++) {
+                double t = b[i];
+                for (int j = 0; j < i; j++)
+                    t -= V[i * m + j] * x[j];
+                x[i] = t / V[i * m + i];
+            }
+            for (int i = m - 1; i >= 0; i--) {
+                double t = x[i];
+                for (int j = i + 1; j < m; j++)
+                    t -= V[j * m + i] * x[j];
+                x[i] = t / V[i * m + i];
+            }
         }
         return OK;
     }
@@ -131,20 +140,30 @@ static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev,
     double wmax = 0.0;
     for (int i = 0; i < m; i++)
         wmax = fmax(wmax, w[i]);
-    double cut = RANK_RTOL * fmax(wmax, 1e-300);
-    for (int i = 0; i < m; i++)
+    double cut = rtol * fmax(wmax, 1e-300);
+    for (int i = 0; i < nrhs * m; i++)
         y[i] = 0.0;
     for (int e = 0; e < m; e++) {
         if (!(w[e] > cut))
             continue;
-        double t = 0.0;
-        for (int i = 0; i < m; i++)
-            t += V[e * se + i * si] * rhs[i];
-        t /= w[e];
-        for (int i = 0; i < m; i++)
-            y[i] += V[e * se + i * si] * t;
+        for (int c = 0; c < nrhs; c++) {
+            const double *b = rhs + (size_t)c * m;
+            double *x = y + (size_t)c * m, t = 0.0;
+            for (int i = 0; i < m; i++)
+                t += V[e * se + i * si] * b[i];
+            t /= w[e];
+            for (int i = 0; i < m; i++)
+                x[i] += V[e * se + i * si] * t;
+        }
     }
     return OK;
+}
+
+/* one right-hand side, the multipliers' cut-off RANK_RTOL */
+static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev, double *work,
+                           int lwork, const double *rhs, double *y)
+{
+    return dense_psd_solve_n(A, V, w, m, syev, work, lwork, RANK_RTOL, 1, rhs, y);
 }
 
 /* The stopping rule of the Newton projections (fmu_mb.linalg.projection_done): 1 when the
@@ -163,6 +182,19 @@ static int dense_projection_done(int it, double err, double prev, double tol, do
     if (stalled || it == last)
         return err <= PROJECTION_ACCEPT * scale ? 1 : -1;
     return 0;
+}
+
+/* The second half of the stopping rule (fmu_mb.linalg.projection_settled), for an iterate
+ * whose residual dense_projection_done accepted: 1 when the Newton correction computed there,
+ * step (largest entry), is at most tol * scale, or stalls (step > 0.5 prev_step from the
+ * third iteration), or it is the last iteration; 0 to apply it and iterate on. Near a singular
+ * pose a residual below tolerance can still hide a position error of residual / sigma along
+ * the nearly dependent rows (sigma their small singular value), which the velocity projection
+ * would turn into a velocity error of that size times rate / distance to the pose. */
+static int dense_projection_settled(int it, double step, double prev_step, double tol,
+                                    double scale, int last)
+{
+    return !(step > tol * scale) || (it >= 2 && step > 0.5 * prev_step) || it >= last;
 }
 
 #endif

@@ -690,7 +690,7 @@ int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
     k->Vm = calloc(mm * mm, sizeof(double));
     k->ev = calloc(mm, sizeof(double));
     k->lam = calloc(mm, sizeof(double));
-    k->rr = calloc(mm, sizeof(double));
+    k->rr = calloc(4 * mm, sizeof(double));   /* projections: 2 right-hand sides, 2 solutions */
     free(k->work);
     k->lwork = (int)(66 * mm + 16);
     k->work = calloc((size_t)k->lwork, sizeof(double));
@@ -901,7 +901,13 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
 
 /* Project y = (q, qd) at time t onto the rows (the prescribed coordinates set to s(t),
  * s'(t); Newton with least kinetic-energy steps of the others, then qd onto Dq qd = 0), as
- * fmu_mb.dynamics.formulations._minimal.project */
+ * fmu_mb.dynamics.formulations._minimal.project. The projections are linear solves whose only
+ * error is rounding, so S is cut off at PROJECTION_RTOL, not at the multipliers' RANK_RTOL: at
+ * a singular pose (the N-four-bar's collinear links) the rows along which S is small still
+ * fix q and qd up to the last few ulps, and cutting them left q and qd free there. Once the
+ * residual is within tolerance, one solve gives both the Newton correction of q and the
+ * velocity projection; the correction is applied and Newton goes on while it is larger than
+ * the tolerance (dense_projection_settled), so that qd is projected at the converged q. */
 static int project(Kernel *k, double t, double *y)
 {
     int m = k->m, n = k->n, rc;
@@ -909,16 +915,15 @@ static int project(Kernel *k, double t, double *y)
         prescribe_state(k, t, y);
     if (m == 0)
         return OK;
-    double *q = y, *qd = y + n, *zero = k->qtmp;
+    double *q = y, *qd = y + n, *zero = k->qtmp, *rhs = k->rr, *sol = k->rr + 2 * m;
     for (int j = 0; j < n; j++)
         zero[j] = 0.0;
-    double prev = INFINITY;
-    int moved = 0;
+    double prev = INFINITY, prev_step = INFINITY;
     for (int it = 0; it < 12; it++) {
         kinematics(k, q, zero);
         if ((rc = rows(k, 0)) != OK)
             return rc;
-        double err = 0.0, scale = 0.0;
+        double err = 0.0, scale = 0.0, step = 0.0;
         for (int r = 0; r < m; r++)
             err = fmax(err, fabs(k->phi[r]));
         for (int i = 0; i < 3 * k->nb; i++)
@@ -927,43 +932,51 @@ static int project(Kernel *k, double t, double *y)
         int done = dense_projection_done(it, err, prev, k->proj_tol, scale, 11);
         if (done < 0)
             return ERR_DRIFT;
-        if (done > 0)
-            break;
-        prev = err;
-        if ((rc = articulate(k)) != OK || (rc = schur(k)) != OK ||
-            (rc = psd_solve(k, k->phi, k->lam)) != OK)
+        if ((rc = articulate(k)) != OK || (rc = schur(k)) != OK)
             return rc;
+        memcpy(rhs, k->phi, sizeof(double) * m);
+        for (int r = 0; done > 0 && r < m; r++) {       /* and Dq qd */
+            const double *Dr = k->Dq + (size_t)r * n;
+            double acc = 0.0;
+            for (int j = 0; j < n; j++)
+                acc += Dr[j] * qd[j];
+            rhs[m + r] = acc;
+        }
+        if ((rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, SYEV, k->work, k->lwork,
+                                    PROJECTION_RTOL, done > 0 ? 2 : 1, rhs, sol)) != OK)
+            return rc;
+        for (int j = 0; j < n; j++) {          /* the Newton correction W sol */
+            double acc = 0.0;
+            for (int r = 0; r < m; r++)
+                acc += k->Wt[(size_t)r * n + j] * sol[r];
+            step = fmax(step, fabs(acc));
+        }
+        if (done > 0 && dense_projection_settled(it, step, prev_step, k->proj_tol, scale, 11)) {
+            /* a correction within tolerance is applied (it takes the residual to rounding;
+             * Dq moves by less than the tolerance); a stalled one is not, its residual is
+             * unknown. qd goes onto Dq qd = 0 with this Dq. */
+            double small = step <= k->proj_tol * scale ? 1.0 : 0.0;
+            for (int j = 0; j < n; j++) {
+                double acc = 0.0, accd = 0.0;
+                for (int r = 0; r < m; r++) {
+                    acc += k->Wt[(size_t)r * n + j] * sol[r];
+                    accd += k->Wt[(size_t)r * n + j] * sol[m + r];
+                }
+                q[j] -= small * acc;
+                qd[j] -= accd;
+            }
+            return OK;
+        }
         for (int j = 0; j < n; j++) {
             double acc = 0.0;
             for (int r = 0; r < m; r++)
-                acc += k->Wt[(size_t)r * n + j] * k->lam[r];
+                acc += k->Wt[(size_t)r * n + j] * sol[r];
             q[j] -= acc;
         }
-        moved = 1;
+        prev = err;
+        prev_step = step;
     }
-    if (moved) {
-        kinematics(k, q, zero);
-        if ((rc = rows(k, 0)) != OK)
-            return rc;
-    }
-    if ((rc = articulate(k)) != OK || (rc = schur(k)) != OK)
-        return rc;
-    for (int r = 0; r < m; r++) {
-        const double *Dr = k->Dq + (size_t)r * n;
-        double acc = 0.0;
-        for (int j = 0; j < n; j++)
-            acc += Dr[j] * qd[j];
-        k->rr[r] = acc;
-    }
-    if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
-        return rc;
-    for (int j = 0; j < n; j++) {
-        double acc = 0.0;
-        for (int r = 0; r < m; r++)
-            acc += k->Wt[(size_t)r * n + j] * k->lam[r];
-        qd[j] -= acc;
-    }
-    return OK;
+    return ERR_DRIFT;                 /* not reached: iteration 11 settles or drifts */
 }
 
 /* phi (m) of the rows at q (the gaps of a kernel made with every contact's row: the event
