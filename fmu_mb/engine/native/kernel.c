@@ -942,7 +942,7 @@ static int project(Kernel *k, double t, double *y)
                 acc += Dr[j] * qd[j];
             rhs[m + r] = acc;
         }
-        if ((rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, SYEV, k->work, k->lwork,
+        if ((rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, (syev_fn)k->syev, k->work, k->lwork,
                                     PROJECTION_RTOL, done > 0 ? 2 : 1, rhs, sol)) != OK)
             return rc;
         for (int j = 0; j < n; j++) {          /* the Newton correction W sol */
