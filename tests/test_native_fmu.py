@@ -282,6 +282,8 @@ def test_outputs_equal_the_python_fmus_at_every_communication_point(native, name
     if why is not None:
         pytest.skip(f"not a native FMU: {why}")
     built = native(name)
+    from fmpy.validation import validate_fmu
+    assert validate_fmu(str(built.path)) == []       # every native FMU, its ModelStructure too
     exp = built.md.defaultExperiment
     stop, h = float(exp.stopTime), float(exp.stepSize)
     names = [v.name for v in built.md.modelVariables

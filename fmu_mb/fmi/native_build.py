@@ -423,6 +423,11 @@ def _linear_structure(model, root):
         initial = ET.SubElement(structure, "InitialUnknowns")
     listed = {int(u.get("index")) for u in initial.findall("Unknown")}
     listed |= {index[n] + 1 for n in derivs}
+    every = list(mv.iter("ScalarVariable"))
+    for s in states:          # and the rate states that are a derivative too (der(<x>) of a
+        vr = index[_derivative_name(s)]          # floating body), when calculated
+        if every[vr].get("initial", "calculated") == "calculated":
+            listed.add(vr + 1)
     for u in list(initial):
         initial.remove(u)
     for i in sorted(listed):
