@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "laws.h"
 #include "engine_data.h"
 #ifdef MBE_HAVE_PARAMS
 #include "params.h"
@@ -174,24 +175,7 @@ static void rot(double phi, const double *s, double *o)
 static void law(const MbEngine *e, int dr, double t, double *v)
 {
     const int *Dd = IA(e, A_IDI) + DI * dr;
-    const double *P = DA(e, A_DDP) + Dd[2];
-    int cnt = Dd[3];
-    if (Dd[1] == 2) {
-        double sn = sin(P[1] * t + P[2]), cs = cos(P[1] * t + P[2]);
-        v[0] = P[3] + P[0] * sn;
-        v[1] = P[0] * P[1] * cs;
-        v[2] = -P[0] * P[1] * P[1] * sn;
-        return;
-    }
-    double a = 0.0, b = 0.0, c = 0.0;
-    for (int i = cnt - 1; i >= 0; i--) {
-        c = c * t + 2.0 * b;
-        b = b * t + a;
-        a = a * t + P[i];
-    }
-    v[0] = a;
-    v[1] = b;
-    v[2] = c;
+    drive_law_eval(Dd[1] == 2, DA(e, A_DDP) + Dd[2], Dd[3], t, v);
 }
 
 /* ------------------------------------------------------------------ planar primitives

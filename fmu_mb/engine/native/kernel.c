@@ -49,6 +49,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "laws.h"                              /* the drive laws, shared with the engine */
 
 enum { J_WELD = 0, J_REV = 1, J_PRI = 2, J_FREE = 3 };
 enum { E_TSDA = 1, E_RSDA = 2, E_FORCE = 3, E_TORQUE = 4 };
@@ -343,24 +344,7 @@ static inline int prescribed(const Kernel *k, int ic)
 static void law(const Kernel *k, int d, double t, double *v)
 {
     const int *D = k->di + DI * d;
-    const double *P = k->dp + D[2];
-    int cnt = D[3];
-    if (D[1] == L_HARM) {
-        double sn = sin(P[1] * t + P[2]), cs = cos(P[1] * t + P[2]);
-        v[0] = P[3] + P[0] * sn;
-        v[1] = P[0] * P[1] * cs;
-        v[2] = -P[0] * P[1] * P[1] * sn;
-        return;
-    }
-    double a = 0.0, b = 0.0, c = 0.0;
-    for (int i = cnt - 1; i >= 0; i--) {
-        c = c * t + 2.0 * b;
-        b = b * t + a;
-        a = a * t + P[i];
-    }
-    v[0] = a;
-    v[1] = b;
-    v[2] = c;
+    drive_law_eval(D[1] == L_HARM, k->dp + D[2], D[3], t, v);
 }
 
 /* (q, qd) with the prescribed coordinates set to s(t), s'(t) (in k->qe, k->qde; s'' in

@@ -83,6 +83,7 @@ enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST 
 #define MAXS 16
 
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
+#include "laws.h"
 
 typedef struct {               /* a scalar of two bodies p, c: value, twist Jacobian, gamma */
     double val, j[12], gam;
@@ -375,24 +376,7 @@ int sk_set_active(SK *k, int na, const int *idx)
 static void drive_law(const SK *k, int d, double t, double *v)
 {
     const int *D = k->di + DRI * d;
-    const double *P = k->dp + D[4];
-    int cnt = D[5];
-    if (D[3] == 2) {
-        double sn = sin(P[1] * t + P[2]), cs = cos(P[1] * t + P[2]);
-        v[0] = P[3] + P[0] * sn;
-        v[1] = P[0] * P[1] * cs;
-        v[2] = -P[0] * P[1] * P[1] * sn;
-        return;
-    }
-    double a = 0.0, b = 0.0, c = 0.0;
-    for (int i = cnt - 1; i >= 0; i--) {
-        c = c * t + 2.0 * b;
-        b = b * t + a;
-        a = a * t + P[i];
-    }
-    v[0] = a;
-    v[1] = b;
-    v[2] = c;
+    drive_law_eval(D[3] == 2, k->dp + D[4], D[5], t, v);
 }
 
 /* ------------------------------------------------------------------ small algebra */
