@@ -1096,6 +1096,23 @@ static double velocity_residual(const double *A, int k, int nc, const double *xd
     return res;
 }
 
+/* The retry of the velocity solve with the fine cut and residual corrections
+ * (assembly.assemble; massless coordinates spread S beyond the rank cut): refines xs (the
+ * velocity guess, nc) in place; returns its residual, or INFINITY when a solve failed. r (k)
+ * and dx (nc) are scratch. */
+static double fine_velocities(MbEngine *e, const double *A, int k, int nc, const double *Minv,
+                              const double *b, double *xs, double *r, double *dx)
+{
+    for (int pass = 0; pass <= FINE_REFINE; pass++) {
+        velocity_residual(A, k, nc, xs, b, r);
+        if (min_norm_fine(e, A, k, Minv, r, dx) != OK)
+            return INFINITY;
+        for (int j = 0; j < nc; j++)
+            xs[j] += dx[j];
+    }
+    return velocity_residual(A, k, nc, xs, b, NULL);
+}
+
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
     msg(err, errlen, "%s", "");
@@ -1215,14 +1232,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         for (int bb = 0; bb < nb; bb++)
             for (int j = 0; j < 3; j++)
                 xd2[3 * bb + j] = DA(e, A_DBODY0)[6 * bb + 3 + j];
-        int ok = 1;
-        for (int pass = 0; pass <= FINE_REFINE && ok; pass++) {
-            velocity_residual(A, k, nc, xd2, b, r);
-            ok = min_norm_fine(e, A, k, Minv, r, dx) == OK;
-            for (int j = 0; j < nc && ok; j++)
-                xd2[j] += dx[j];
-        }
-        double res2 = ok ? velocity_residual(A, k, nc, xd2, b, NULL) : INFINITY;
+        double res2 = fine_velocities(e, A, k, nc, Minv, b, xd2, r, dx);
         if (res2 <= 1e-8 * (1.0 + absmax(b, k))) {
             memcpy(xd, xd2, sizeof(double) * nc);
             res = res2;

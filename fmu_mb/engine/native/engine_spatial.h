@@ -893,14 +893,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     double res = velocity_residual(A, k, nc, xd, b, NULL);
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         /* the retry with the fine cut and residual corrections (assembly.assemble) */
-        int ok = 1;
-        for (int pass = 0; pass <= FINE_REFINE && ok; pass++) {
-            velocity_residual(A, k, nc, guess, b, r);
-            ok = min_norm_fine(e, A, k, Minv, r, dx) == OK;
-            for (int j = 0; j < nc && ok; j++)
-                guess[j] += dx[j];
-        }
-        double res2 = ok ? velocity_residual(A, k, nc, guess, b, NULL) : INFINITY;
+        double res2 = fine_velocities(e, A, k, nc, Minv, b, guess, r, dx);
         if (res2 <= 1e-8 * (1.0 + absmax(b, k))) {
             memcpy(xd, guess, sizeof(double) * nc);
             res = res2;
