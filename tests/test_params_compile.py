@@ -264,7 +264,7 @@ def _guarded(**overrides):
 def test_guard_names_the_parameter(mbp):
     prog = P.compile_parameters(_guarded, {}, lambda o: engine_data(_guarded(**o)),
                                 model_file="guarded.py")
-    assert set(prog.compiled) == {"L", "k"} and prog.guards == ("L > 0.5",)
+    assert set(prog.compiled) == {"L", "k"} and "L > 0.5" in prog.guards
     D0 = engine_data(_guarded())
     code, consts = prog.to_arrays()
     rc, out, msg = mbp(code, consts, [0.9, 12.0], D0)
@@ -275,6 +275,11 @@ def test_guard_names_the_parameter(mbp):
     assert "L=0.4" in msg and "--set L=0.4" in msg and "guarded" in msg, msg
     with pytest.raises(P.ParameterProgramError, match="--set L=0.4"):
         prog.run([0.4, 10.0], D0)
+    # the builder's own check (a stiffness k L >= 0) is a guard too
+    rc, _, msg = mbp(code, consts, [0.9, -5.0], D0)
+    assert rc > 0 and "k=-5" in msg and "--set" in msg, msg
+    with pytest.raises(FmuMbError, match="stiffness must be >= 0"):
+        _guarded(L=0.9, k=-5.0)
     # a derived number that is not finite: log(2 - L) with L = 3
     rc, _, msg = mbp(code, consts, [3.0, 10.0], D0)
     assert rc == 1 and "not finite" in msg and "L=3" in msg, msg

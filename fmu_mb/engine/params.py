@@ -42,6 +42,7 @@ Every result is checked finite; a malformed program makes mbp_run return -1.
 """
 import math
 import operator
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -330,10 +331,16 @@ def _has_sym(x, depth=0):
 
 class _TracedNumpy:
     """Stands for numpy in a model file traced in deep mode: array constructors given Syms
-    make object arrays (their arithmetic then traces element by element)."""
+    make object arrays (their arithmetic then traces element by element). Only in the
+    tracing thread: another thread running the same model file meanwhile gets numpy's own."""
+
+    def __init__(self):
+        self._tid = threading.get_ident()
 
     def __getattr__(self, name):
         orig = getattr(np, name)
+        if threading.get_ident() != self._tid:
+            return orig
         if name in ("array", "asarray", "asanyarray"):
             def make(obj, dtype=None, *args, **kwargs):
                 if _has_sym(obj) and dtype in (None, float, np.float64, object):
@@ -358,18 +365,27 @@ class _tracing:
     def __enter__(self):
         global _tape, _deep
         from ..mechanics import builder as _builder
+        from ..mechanics.spatial import builder as _sbuilder
         from .. import units as _units
+        _LOCK.acquire()
         self.tape = _tape = _Tape(len(self.traced))
         self.cls = _builder.ModelBuilder
         self.orig = self.cls.__dict__["param"]
         traced, tape, orig = self.traced, self.tape, self.orig
+        tid = threading.get_ident()
 
         def param(mb, name, default, *args, **kwargs):
             value = orig(mb, name, default, *args, **kwargs)
-            if name in traced and isinstance(value, float):
+            if name in traced and isinstance(value, float) and threading.get_ident() == tid:
                 return Sym(value, tape.node(("p", traced[name])))
             return value
         self.cls.param = param
+        # the builder's own checks (mass >= 0, length > 0...) become guards on a parameter
+        self.numbers = [(vars(mod), key) for mod, key in ((_builder, "_number"),
+                                                          (_sbuilder, "number"))
+                        if callable(vars(mod).get(key))]
+        for g, key in self.numbers:
+            g[key] = _traced_number(g[key])
         self.globs = [g for g in (getattr(self.build, "__globals__", None), vars(_units))
                       if g is not None and g.get("math") is math]
         for g in self.globs:
@@ -386,12 +402,30 @@ class _tracing:
     def __exit__(self, *exc):
         global _tape, _deep
         self.cls.param = self.orig
+        for g, key in self.numbers:
+            g[key] = g[key].orig
         for g in self.globs:
             g["math"] = math
         for g, k in self.nps:
             g[k] = np
         _tape, _deep = None, False
+        _LOCK.release()
         return False
+
+
+_LOCK = threading.RLock()      # one trace at a time (they patch shared modules)
+
+
+def _traced_number(orig):
+    def number(where, arg, value, positive=False, nonneg=False):
+        if isinstance(value, Sym) and math.isfinite(value):
+            if positive:
+                bool(value > 0.0)       # recorded as guards (the value passed these checks)
+            if nonneg:
+                bool(value >= 0.0)
+        return orig(where, arg, value, positive=positive, nonneg=nonneg)
+    number.orig = orig
+    return number
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -774,7 +808,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                         f"({type(error).__name__}: {error})")
         return None
     nodes, deps = tape.nodes, _deps(tape.nodes)
-    guards = [g for g in tape.guards if deps[g[1]] | deps[g[2]]]
+    guards = list(dict.fromkeys(g for g in tape.guards if deps[g[1]] | deps[g[2]]))
 
     def guards_hold(vals):
         pv = _pvector(names, index, bvals, defaults, vals)
