@@ -302,7 +302,7 @@ def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
         return mb.build()
     prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
     assert prog.compiled == ("b", "m")
-    assert "a" in prog.fixed and "slot" in prog.fixed["a"]
+    assert "a" in prog.fixed and "DJD[" in prog.fixed["a"]      # the engine data's array
     code, consts = prog.to_arrays()
     D0 = engine_data(build())
     rc, out, msg = mbp(code, consts, [0.3, 0.9, 3.0], D0)

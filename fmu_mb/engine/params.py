@@ -684,7 +684,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         names = tuple(p.name for p in plist)
     names = tuple(names)
     index = {n: k for k, n in enumerate(names)}
-    fixed = {}
+    fixed = _Fixed()
     pmap = {}
     for p in plist:
         if p.name not in index:
@@ -708,6 +708,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     mfile = model_file or _model_file(module_or_build, build)
     rng = np.random.default_rng(seed)
     D0 = np.asarray(data_of(base), dtype=float).ravel()
+    fixed.describe = _engine_describer(model, D0)
 
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
@@ -732,7 +733,7 @@ def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check):
         vals = {n: _ranges(pmap[n], rng, s) if n in live else bvals[n] for n in bvals}
         try:
             D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}), float).ravel()
-        except FmuMbError:
+        except Exception:          # noqa: BLE001 - a set that does not build: another
             s *= 0.5
             continue
         if check(vals, D):
@@ -950,6 +951,49 @@ def _expr_text(nodes, names, i):
     return f"{nd[0]}({', '.join(_expr_text(nodes, names, c) for c in nd[1:])})"
 
 
+class _Fixed(dict):
+    """name -> why the parameter is fixed, and `describe(slot)`: words for a data slot."""
+
+    describe = None
+
+
+_WORDS = {"DGRAV": "gravity", "DPARAM": "parameter table", "DJD": "tree joint geometry",
+          "DED": "force element data", "DMASS": "masses", "DINERTIA": "inertias",
+          "DRD": "loop constraint rows", "DDP": "drive laws", "DGAIN": "cylinder gains",
+          "DROWS": "constraint rows", "DJOINT": "joint data", "DELEM": "element data",
+          "DMARK": "marker points", "DBODY0": "initial body poses",
+          "DINIT": "initial joint values", "DMINV": "projection metric (inverse masses)",
+          "DSRD": "spatial tree geometry", "DSMASS": "masses", "DSJ": "inertia tensors",
+          "DSED": "force element data", "DSCD": "cut joint data", "DSRQ": "joint poses"}
+
+
+def _engine_describer(model, D0):
+    """describe(slot) naming the engine data array of a slot ("DMINV[3] (projection
+    metric (inverse masses))") when D0 is the engine's data of model; else "slot k"."""
+    names = None
+    try:
+        from .data import model_data
+        data = model_data(model)
+        if data.doubles.shape == D0.shape and np.array_equal(data.doubles, D0):
+            names = sorted((off, cnt, name) for name, (off, cnt) in data.slots.items()
+                           if name[0] == "D" and cnt)
+    except Exception:           # noqa: BLE001 - not an engine model: plain slot numbers
+        names = None
+
+    def describe(slot):
+        for off, cnt, name in names or ():
+            if off <= slot < off + cnt:
+                w = _WORDS.get(name)
+                return f"{name}[{slot - off}]" + (f" ({w})" if w else "")
+        return f"slot {slot}"
+    return describe
+
+
+def _describe(fixed, slot):
+    d = getattr(fixed, "describe", None)
+    return d(slot) if d else f"slot {slot}"
+
+
 def _fix_params(ks, names, fixed, reason):
     for k in ks:
         fixed.setdefault(names[k], reason)
@@ -957,12 +1001,12 @@ def _fix_params(ks, names, fixed, reason):
 
 
 def _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0):
-    """name -> the data slots that change when that parameter alone moves (None: moving
-    it fails the build or changes the data's layout)."""
-    out = {}
+    """(name -> the data slots that change when that parameter alone moves, None when
+    moving it fails the build or changes the data's layout; name -> why for those)."""
+    out, why = {}, {}
     for n in live:
         p = pmap[n]
-        got = None
+        got, error = None, None
         s = scale
         for _ in range(8):
             v = _ranges(p, rng, s)
@@ -971,16 +1015,19 @@ def _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0):
                 continue
             try:
                 D = np.asarray(data_of({**base, n: v}), float).ravel()
-            except FmuMbError:
+            except Exception as exc:   # noqa: BLE001 - a set that does not build: another
+                error = f"{n}={v!r}: {exc}"
                 s *= 0.5
                 continue
             got = D
             break
         if got is None or got.shape != D0.shape:
             out[n] = None
+            why[n] = (f"the build fails near its default ({error})" if got is None
+                           else "the layout of the model data changes with it")
         else:
             out[n] = set(np.flatnonzero(got != D0).tolist())
-    return out
+    return out, why
 
 
 def _fix_culprits(slots, live, pmap, bvals, rng, scale, build, base, data_of, D0, fixed,
@@ -988,7 +1035,7 @@ def _fix_culprits(slots, live, pmap, bvals, rng, scale, build, base, data_of, D0
     """Fix the live parameters that spoil `slots`: those that move them and (when `alone`
     is given) whose moves alone are not matched by the tape; all that move them when that
     singles out none."""
-    sens = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
+    sens, why_not = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
     slots = set(int(s) for s in slots)
     found = False
     touching = [n for n in live if sens[n] is not None and sens[n] & slots]
@@ -998,30 +1045,28 @@ def _fix_culprits(slots, live, pmap, bvals, rng, scale, build, base, data_of, D0
     for n in live:
         hit = sens[n]
         if hit is None:
-            fixed[n] = ("moving it fails the build or changes the layout of the model data "
-                        "near its default")
+            fixed[n] = why_not[n]
             found = True
         elif hit & slots and n not in innocent:
             s = min(hit & slots)
             more = len(hit & slots) - 1
-            fixed[n] = (f"its effect on the model data (slot {s}"
+            fixed[n] = (f"its effect on the model data ({_describe(fixed, s)}"
                         f"{f' and {more} more' if more else ''}) {why}")
             found = True
     if not found:      # no single parameter moves them: fix every live one (never wrong)
         for n in live:
-            fixed[n] = (f"the model data (slot {min(slots)}) depends on it jointly with "
+            fixed[n] = (f"the model data ({_describe(fixed, min(slots))}) depend on it jointly with "
                         f"other parameters and {why}")
     return None
 
 
 def _fix_by_layout(live, pmap, bvals, rng, scale, build, base, data_of, D0, fixed,
                    guards_hold):
-    sens = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
+    sens, why_not = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
     found = False
     for n in live:
         if sens[n] is None:
-            fixed[n] = ("moving it fails the build or changes the layout of the model data "
-                        "near its default")
+            fixed[n] = why_not[n]
             found = True
     if not found:
         for n in live:
