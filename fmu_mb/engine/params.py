@@ -166,11 +166,13 @@ _PY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
 def _apply(fn, *args, py=None):
     """The Sym fn(args), its value computed as Python (or `py`, e.g. a numpy ufunc) computes
     it, raising what Python raises; NotImplemented for non-scalar arguments."""
-    if _tape is None or not all(_scalar(a) for a in args):
+    if not all(_scalar(a) for a in args):
         return NotImplemented
     vals = [float(a) for a in args]
     f = py or _PY.get(fn) or getattr(math, fn)
     value = float(f(*vals))
+    if _tape is None:               # a Sym kept after its trace: plain arithmetic
+        return value
     return Sym(value, _tape.node((fn, *[_nid(a) for a in args])))
 
 
