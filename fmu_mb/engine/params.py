@@ -88,6 +88,19 @@ def _safe(f):
     return g
 
 
+def _libm_hypot():
+    """libm's hypot, which params.c calls (CPython's math.hypot is its own algorithm and may
+    differ from it in the last bit)."""
+    import ctypes
+    import ctypes.util
+    try:
+        f = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6").hypot
+        f.restype, f.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
+        return f
+    except (OSError, AttributeError, TypeError):           # pragma: no cover
+        return math.hypot
+
+
 _CBRT = getattr(math, "cbrt", None)
 _FN = {"neg": operator.neg, "sqrt": _safe(math.sqrt), "sin": _safe(math.sin),
        "cos": _safe(math.cos), "tan": _safe(math.tan), "asin": _safe(math.asin),
@@ -98,7 +111,7 @@ _FN = {"neg": operator.neg, "sqrt": _safe(math.sqrt), "sin": _safe(math.sin),
        "asinh": math.asinh, "acosh": _safe(math.acosh), "atanh": _safe(math.atanh),
        "cbrt": _safe(_CBRT) if _CBRT else None,
        "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": _div,
-       "pow": _pow, "atan2": math.atan2, "hypot": math.hypot}
+       "pow": _pow, "atan2": math.atan2, "hypot": _libm_hypot()}
 
 
 class ParameterProgramError(FmuMbError):
@@ -121,7 +134,13 @@ class _Tape:
         return i
 
     def const(self, v):
-        return self.node(("c", float(v)))
+        v = float(v)
+        key = ("c", v.hex())            # (-0.0 and 0.0 are different constants)
+        i = self.ids.get(key)
+        if i is None:
+            i = self.ids[key] = len(self.nodes)
+            self.nodes.append(("c", v))
+        return i
 
 
 _tape = None     # the tape of the trace under way (set only inside _tracing)
