@@ -350,6 +350,27 @@ def test_functions_compile_bit_for_bit(mbp):
         np.testing.assert_array_equal(out, prog.run(p, D0))
 
 
+def test_integer_parameter_is_fixed_and_checked(mbp):
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("turns", o)
+        n = mb.param("n", 3, "1", "number of turns of the spring")
+        k = mb.param("k", 2.0, "N.m/rad", "stiffness per turn", min=0.0)
+        b = mb.body("b", mass=1.0, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        mb.rsda("s", joint="O", stiffness=k / n)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
+    assert prog.compiled == ("k",) and "integer" in prog.fixed["n"]
+    code, consts = prog.to_arrays()
+    D0 = engine_data(build())
+    rc, out, msg = mbp(code, consts, [3.0, 5.0], D0)
+    assert rc == 0 and np.array_equal(out, engine_data(build(k=5.0))), msg
+    rc, _, msg = mbp(code, consts, [4.0, 5.0], D0)
+    assert rc == 1 and "'n' = 4 cannot change from its built value 3" in msg, msg
+
+
 def test_hidden_branch_is_not_compiled():
     """A branch build() takes on a plain float (no Sym, so no guard) must not give a program
     that is wrong on the other side: the verification sets find the mismatch and fix k."""

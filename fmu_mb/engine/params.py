@@ -690,8 +690,8 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         program's defaults; a parameter fixed at an overridden value stays there);
     data_of(overrides) -> 1-D float array: the model data for parameter values (a black
         box; its layout must not depend on the values of non-structural parameters);
-    names: the parameter table's order (default: the model's declared parameters; a
-        string parameter's value in that vector is its index in choices, unused);
+    names: the parameter table's order (default: the model's declared parameters; the
+        program does not read a string or structural parameter's entry);
     model_file: how messages name the model file (default: the module's file name).
     Probe and n_verify verification sets are drawn within +-scale (relative) of the build
     values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
@@ -737,6 +737,8 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
                              fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale)
         if prog is not None:
             return prog
+        if not any(n in fixed for n in live):      # each round fixes one more, or fails
+            raise RuntimeError(f"compile_parameters: no progress with {live}")
 
 
 def _pvector(names, index, bvals, plist_defaults, values):
@@ -811,7 +813,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                   rng, n_probe, n_verify, n_wide, scale):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
-    defaults = {n: bvals.get(n, 0.0) for n in names}
+    defaults = {n: bvals.get(n, fixvals.get(n, 0.0)) for n in names}
     bvec = _pvector(names, index, bvals, defaults, {})
     if not live:
         return _finish([], D0, names, mfile, [], [], {}, fixed, fixvals)
