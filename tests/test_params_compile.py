@@ -6,7 +6,6 @@ parameter; a malformed program is refused, never a crash."""
 import ctypes
 import math
 import importlib.util
-import shutil
 import subprocess
 from functools import lru_cache
 from pathlib import Path

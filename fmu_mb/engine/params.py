@@ -878,9 +878,9 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     unmatched = [s for s in dependent if s not in match]
     if unmatched:
         return _fix_culprits(unmatched, live, pmap, bvals, rng, scale, build, base, data_of,
-                             D0, fixed, alone, "is not an expression of the model file's numbers "
-                             "that the tracer could follow (numpy arrays, the builder's own "
-                             "geometry or an iterative solve)")
+                             D0, fixed, alone, "goes through a computation the parameter "
+                             "compiler cannot follow (numpy arithmetic, the builder's own "
+                             "geometry such as at= points, or a branch)")
     slots = sorted(match)
     match = {s: ("node", i) for s, i in match.items()}
     emit = _Emitter(nodes, deps, mfile, names)
@@ -927,10 +927,10 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         return None
     if bad:
         return _fix_culprits(sorted(bad), live, pmap, bvals, rng, scale, build, base,
-                             data_of, D0, fixed, None, "is not reproduced by the compiled "
-                             f"expression to {VERIFY_RTOL:g} at a verification set (build() "
-                             "takes a branch on it that no guard records, or follows it "
-                             "through an untraced computation)")
+                             data_of, D0, fixed, None, "differs from the compiled "
+                             f"expression by more than {VERIFY_RTOL:g} at a verification set "
+                             "(build() takes a branch on it that the parameter compiler "
+                             "does not see)")
     return prog
 
 
@@ -1078,8 +1078,8 @@ def _fix_culprits(slots, live, pmap, bvals, rng, scale, build, base, data_of, D0
             found = True
     if not found:      # no single parameter moves them: fix every live one (never wrong)
         for n in live:
-            fixed[n] = (f"the model data ({_describe(fixed, min(slots))}) depend on it jointly with "
-                        f"other parameters and {why}")
+            fixed[n] = (f"its effect on the model data ({_describe(fixed, min(slots))}), "
+                        f"jointly with other parameters, {why}")
     return None
 
 
