@@ -477,12 +477,18 @@ def _deps(nodes):
 
 
 def _close(a, b, rtol=VERIFY_RTOL):
-    """Elementwise: a and b agree to rtol relative to the larger magnitude (bitwise equal
-    values, zeros and equal infinities included)."""
+    """Elementwise: a and b agree to rtol relative to the larger magnitude (equal values,
+    zeros, equal infinities and two NaNs included)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     with np.errstate(invalid="ignore", over="ignore"):
         same = (a == b) | (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)))
-    return same
+    return same | (np.isnan(a) & np.isnan(b))
+
+
+def _differs(a, b):
+    """Elementwise a != b, two NaNs being the same."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return (a != b) & ~(np.isnan(a) & np.isnan(b))
 
 
 # ---------------------------------------------------------------------- the program
@@ -854,7 +860,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                               fixed, guards_hold)
     P = np.array([bvec] + [_pvector(names, index, bvals, defaults, v) for v, _ in probes])
     Dm = np.array([D0] + [D for _, D in probes])          # (1 + K, ndata)
-    dependent = np.flatnonzero(np.any(Dm != D0, axis=0))
+    dependent = np.flatnonzero(np.any(_differs(Dm, D0), axis=0))
 
     match = _match(tape, deps, P, Dm, dependent)
     deps = _deps(tape.nodes)
@@ -871,7 +877,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
             rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
             rows_d.append(got[1])
         Dn = np.array(rows_d)
-        moved = [s for s in slots if np.any(Dn[:, s] != D0[s])]
+        moved = [s for s in slots if np.any(_differs(Dn[:, s], D0[s]))]
         found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
         return len(found) == len(moved)
 
@@ -1049,7 +1055,7 @@ def _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0):
             why[n] = (f"the build fails near its default ({error})" if got is None
                            else "the layout of the model data changes with it")
         else:
-            out[n] = set(np.flatnonzero(got != D0).tolist())
+            out[n] = set(np.flatnonzero(_differs(got, D0)).tolist())
     return out, why
 
 
