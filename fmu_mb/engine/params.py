@@ -6,22 +6,26 @@ The native FMU has no Python, yet a master may set a parameter before initialisa
 must get the motion the Python FMU gets (which rebuilds the model). compile_parameters
 turns that map into a small program (fmu_mb/engine/native/params.h, params.c: mbp_run):
 
-1. trace: build() runs once at the defaults with every real-valued parameter replaced by a
-   Sym, a float that records the expression of every arithmetic result (operators, math's
-   and numpy's scalar functions) on a tape. A comparison involving a parameter records a
-   guard: the branch build() took is checked at run time (mbp_run fails, naming the
-   parameter and saying to rebuild with --set).
-2. match: the model data `data_of(overrides)` (a black box) is computed at the defaults and
-   at random probe sets; a slot that changes depends on a parameter, and is matched with
-   the tape expression (or its negative or reciprocal) whose values agree with the slot's at
-   every probe set, so coincidences vanish.
+1. trace: build() runs once at the build values with every real-valued parameter replaced
+   by a Sym, a float that records the expression of every arithmetic result (operators,
+   math's and numpy's scalar functions; in the model file, numpy arrays holding Syms become
+   object arrays, so that their arithmetic traces too) on a tape. A comparison involving a
+   parameter (an `if` of the model file, or the builder's own checks such as mass >= 0)
+   records a guard: the branch build() took is checked at run time (mbp_run fails, naming
+   the parameter and saying to rebuild with --set).
+2. match: the model data `data_of(overrides)` (a black box) is computed at the build values
+   and at random probe sets; a slot that changes depends on a parameter, and is matched
+   with the tape expression (or its negative or reciprocal) whose values agree with the
+   slot's at every probe set, so coincidences vanish.
 3. verify: the emitted int code, interpreted exactly as mbp_run does (ParamProgram.run), is
-   run over the default data at other random sets inside the parameters' ranges and must
-   reproduce data_of to VERIFY_RTOL in every slot. A parameter whose effect is not matched
-   or not reproduced (numpy array arithmetic, the builder's own geometry, an iterative
-   solve: computations the tracer cannot follow) is declared fixed with the reason, and the
-   whole is compiled again without it. A slot is never silently wrong: what is emitted has
-   been checked against the real build.
+   run over the default data at fresh random sets inside the parameters' ranges (near the
+   build values and within +-50 %) and must reproduce data_of to VERIFY_RTOL in every slot.
+   A parameter whose effect is not matched or not reproduced (the builder's own geometry,
+   an untraced operation, a branch on a plain float) is declared fixed with the reason, and
+   the whole is compiled again without it; the program then refuses any other value of it.
+   A slot is never silently wrong: what is emitted has been checked against the real build.
+   (Sampling cannot prove the absence of a branch far from the sets tried; the guards, the
+   parameters' declared ranges and the wide sets are what cover that.)
 
 Why value matching rather than carrying expressions through the builder: the builder and
 the data layer convert to floats and numpy arrays everywhere (validation, PairSets, tree
@@ -29,14 +33,16 @@ maps); matching against the black box keeps them untouched, works whatever data 
 engine chooses, and the verification makes a wrong match impossible to ship.
 
 Program layout (ints; doubles in `consts`):
-    header   MAGIC, VERSION, np, ndata, then strings (model file, the np parameter names),
-             each as its length followed by its UTF-8 bytes
+    header   MAGIC, VERSION, np, ndata, then strings (model file, the np parameter names,
+             the np reasons why a parameter is fixed, "" for a compiled one), each as its
+             length followed by its UTF-8 bytes
     code     BEGIN n p1..pn          the statement that follows depends on parameters p1..pn
-                                     (named in a message when a result is not finite)
+                                     (named in a message when it fails)
              PARAM k | CONST i       push params[k] | consts[i]
-             UNARY f | BINARY f      pop one | two, push f(...) (FUNCS, libm's functions)
+             UNARY f | BINARY f      pop one | two, push f(...) (UNARY, BINARY: libm's)
              STORE slot              pop into data[slot]
              GUARD cmp               pop b, pop a; the test `a cmp b` must hold
+             FIXED 0                 pop b, pop a; a == b (a fixed parameter keeps its value)
              END
 Every result is checked finite; a malformed program makes mbp_run return -1.
 """
