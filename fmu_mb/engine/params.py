@@ -817,7 +817,33 @@ def _match(tape, deps, P, Dm, slots):
             out[s] = tape.node(("div", tape.const(1.0), i))
         else:
             out[s] = i
+    for s in slots:                 # a constant plus or minus an expression
+        if s not in out:
+            got = _affine(tape, E[:, cand], cand, Dm[:, s])
+            if got is not None:
+                out[s] = got
     return out
+
+
+def _affine(tape, V, cand, d):
+    """The node of k + e or k - e (k a constant, e a tape expression, columns of V; e - k is
+    (-k) + e exactly in IEEE arithmetic) that gives the values d exactly in every row (the builder's own arithmetic on a traced
+    number: a point relative to a traced centre of mass...), or None."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        for sign in (1.0, -1.0):                  # d = k + sign e
+            K = d[:, None] - sign * V
+            scale = np.maximum(np.abs(K), np.maximum(np.abs(V), np.abs(d)[:, None]))
+            near = np.all(np.abs(K - K[0]) <= 8e-16 * scale + 1e-300, axis=0)
+            near &= np.any(V != V[0], axis=0)      # e moves
+            for j in np.flatnonzero(near)[:20]:
+                col = [float(x) for x in V[:, j]]
+                for k0 in dict.fromkeys(float(x) for x in K[:, j]):
+                    for k in (k0, math.nextafter(k0, math.inf), math.nextafter(k0, -math.inf)):
+                        if all((k + e if sign > 0 else k - e) == float(di)
+                               for e, di in zip(col, d)):
+                            c, i = tape.const(k), cand[j]
+                            return tape.node(("add", c, i) if sign > 0 else ("sub", c, i))
+    return None
 
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
