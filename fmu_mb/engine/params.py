@@ -913,10 +913,28 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
         return len(found) == len(moved)
 
+    def without(n, slots):
+        """Are `slots` matched by the tape when every live parameter but n moves? (Then n
+        alone spoils them.)"""
+        others = [m for m in live if m != n]
+        if not others:
+            return False
+        rows_p, rows_d = [bvec], [D0]
+        for _ in range(n_probe):
+            got = _draw(others, pmap, bvals, rng, scale, build, base, data_of, same_layout)
+            if got is None:
+                return False
+            rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
+            rows_d.append(got[1])
+        Dn = np.array(rows_d)
+        moved = [s for s in slots if np.any(_differs(Dn[:, s], D0[s]))]
+        found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
+        return len(found) == len(moved)
+
     unmatched = [s for s in dependent if s not in match]
     if unmatched:
         return _fix_culprits(unmatched, live, pmap, bvals, rng, scale, build, base, data_of,
-                             D0, fixed, alone, "goes through a computation the parameter "
+                             D0, fixed, (alone, without), "goes through a computation the parameter "
                              "compiler cannot follow (numpy arithmetic, the builder's own "
                              "geometry such as at= points, or a branch)")
     slots = sorted(match)
@@ -1092,17 +1110,22 @@ def _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0):
 
 
 def _fix_culprits(slots, live, pmap, bvals, rng, scale, build, base, data_of, D0, fixed,
-                  alone, why):
-    """Fix the live parameters that spoil `slots`: those that move them and (when `alone`
-    is given) whose moves alone are not matched by the tape; all that move them when that
-    singles out none."""
+                  tests, why):
+    """Fix the live parameters that spoil `slots`: those that move them and (with `tests`
+    = (alone, without)) whose moves alone are not matched by the tape, or else the first
+    without which the others' moves are matched; all that move them when that singles out
+    none."""
     sens, why_not = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
     slots = set(int(s) for s in slots)
     found = False
     touching = [n for n in live if sens[n] is not None and sens[n] & slots]
-    innocent = {n for n in touching if alone is not None and alone(n, sorted(sens[n] & slots))}
-    if len(innocent) == len(touching):
-        innocent = set()
+    innocent = set()
+    if tests is not None:
+        alone, without = tests
+        innocent = {n for n in touching if alone(n, sorted(sens[n] & slots))}
+        if len(innocent) == len(touching):      # each alone is fine: who spoils them jointly?
+            guilty = next((n for n in touching if without(n, sorted(slots))), None)
+            innocent = set(touching) - {guilty} if guilty is not None else set()
     for n in live:
         hit = sens[n]
         if hit is None:
