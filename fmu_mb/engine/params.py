@@ -576,6 +576,13 @@ def run_program(code, consts, params, data):
     if npar != len(params) or ndata != len(data):
         return -1, data, (f"parameter program for {npar} parameters and {ndata} data, "
                           f"received {len(params)} and {len(data)}")
+    try:
+        return _interpret(code, consts, params, data, model, names, reasons, pc)
+    except (IndexError, KeyError, TypeError):
+        return -1, data, "malformed parameter program"
+
+
+def _interpret(code, consts, params, data, model, names, reasons, pc):
     stack, blame = [], []
     while True:
         op = code[pc]
