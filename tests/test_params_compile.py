@@ -16,6 +16,11 @@ import pytest
 from fmu_mb.engine import params as P
 from fmu_mb.errors import FmuMbError
 
+from fmu_mb.engine.kernel import compiler
+
+pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc, gcc, clang) "
+                                "for native/params.c and the engine")
+
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 NATIVE = ROOT / "fmu_mb" / "engine" / "native"
