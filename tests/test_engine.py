@@ -64,7 +64,9 @@ def close_rel(a, b, tol, names=None):
 def test_engine_runs_the_planar_and_spatial_models_without_contacts():
     planar = {"container_crane", "container_crane_driven", "double_pendulum", "four_bar",
               "hinged_body_spring", "n_four_bar", "pendulum_chain", "slider_crank"}
-    assert planar <= set(ENGINE_MODELS)
+    spatial = {"bricard", "double_wishbone", "five_point_suspension", "heavy_top",
+               "spatial_chain"}
+    assert planar | spatial <= set(ENGINE_MODELS)
     assert "bouncing_ball" not in ENGINE_MODELS        # contacts: a later issue
     with pytest.raises(InputError, match="contacts"):
         model_data(model("bouncing_ball"))
@@ -100,14 +102,45 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
         np.testing.assert_array_equal(qd, st.qd)
     close_rel(eng.outputs(u), Outputs(m, st, u, "recursive").values(), 1e-10, names)
 
-    # a state off the trajectory: other rates (and coordinates of an open tree)
+    # a state off the trajectory: other rates (and coordinates of a planar open tree)
     rng = np.random.default_rng(1)
-    dq = 0.0 if m.topology.cut_joints else 0.1 * rng.standard_normal(st.q.shape)
+    dq = (0.0 if m.topology.cut_joints or m.spatial
+          else 0.1 * rng.standard_normal(st.q.shape))
     other = type(st).make(st.t + 0.37, st.q + dq, st.qd + rng.standard_normal(st.qd.shape),
                           0.0, st.coords, st.extra)
     eng.load(other)
     u = -2.0 * inputs(m, 1)
     close_rel(eng.outputs(u), Outputs(m, other, u, "recursive").values(), 1e-10, names)
+
+
+@pytest.mark.parametrize("name", ["four_bar", "container_crane_driven", "double_wishbone",
+                                  "five_point_suspension"])
+def test_output_groups_compute_their_own_outputs(name):
+    """mbe_outputs_groups: each group alone gives the same numbers as all of them, and
+    leaves the other outputs untouched; the groups are those of the outputs' names."""
+    from fmu_mb.engine.engine import ALL, MOTION, REACTIONS, RESIDUALS
+    m = model(name)
+    eng = Engine(m)
+    eng.initialize()
+    eng.do_step(0.01, inputs(m))
+    groups = eng.output_groups()
+    names = output_names(m)
+    every = eng.outputs(inputs(m), ALL)
+    for g in (MOTION, REACTIONS, RESIDUALS):
+        y = eng.outputs(inputs(m), g)
+        np.testing.assert_array_equal(y[groups == g], every[groups == g])
+        assert np.isnan(y[groups != g]).all()
+    joints_and_drives = {j.name for j in m.joints} | {d.name for d in m.drives}
+    coordinates = ("angle", "rate", "position", "velocity", "angle1", "rate1", "angle2",
+                   "rate2")
+    for full, g in zip(names, groups):
+        owner, what = full.rsplit(".", 1)
+        if owner == "constraint":
+            assert g == RESIDUALS, full
+        elif owner in joints_and_drives and what not in coordinates:
+            assert g == REACTIONS, full
+        else:
+            assert g == MOTION, full
 
 
 def test_set_state_refuses_bad_values_and_changes_nothing():
@@ -126,6 +159,21 @@ def test_set_state_refuses_bad_values_and_changes_nothing():
         np.testing.assert_array_equal(eng.get_state(), before)
     with pytest.raises(InputError, match="expected a state of"):
         eng.set_state(before[:-1])
+
+
+def test_set_state_refuses_euler_parameters_that_are_no_rotation():
+    m = model("heavy_top")                  # a spherical joint: q = Euler parameters
+    eng = Engine(m)
+    eng.initialize()
+    before = eng.get_state()
+    s = before.copy()
+    s[1:5] = 0.0
+    with pytest.raises(InputError, match="unit quaternion"):
+        eng.set_state(s)
+    np.testing.assert_array_equal(eng.get_state(), before)
+    s[1:5] = 2.0 * before[1:5]
+    with pytest.raises(InputError, match="unit quaternion"):
+        eng.set_state(s)
 
 
 def test_a_failed_step_keeps_the_state():
@@ -153,14 +201,15 @@ def _bad_settings():
     return S()
 
 
-def test_engines_in_threads_agree():
-    m = model("slider_crank")
+@pytest.mark.parametrize("name", ["slider_crank", "double_wishbone"])
+def test_engines_in_threads_agree(name):
+    m = model(name)
     results = [None] * 4
 
     def run(i):
         eng = Engine(m)
         eng.initialize()
-        for k in range(20):
+        for k in range(10):
             eng.do_step(0.005, inputs(m, k))
         results[i] = np.concatenate([eng.get_state(), eng.outputs(inputs(m))])
 
@@ -187,7 +236,8 @@ def test_corrupt_model_data_are_refused_with_a_message():
     ints[off] = 99                                      # a body index out of range
     from fmu_mb.engine.data import EngineData
     with pytest.raises(InputError, match="tree joint"):
-        Engine(blob=EngineData(ints, d.doubles, d.slots, d.parameter_names).to_bytes())
+        Engine(blob=EngineData(ints, d.doubles, d.slots, d.parameter_names,
+                               d.joint_names).to_bytes())
 
 
 def test_parameters_without_a_program_keep_their_values():
@@ -230,3 +280,80 @@ def test_data_layout_agrees_with_engine_data_h():
 
 def test_tableaus_header_is_generated_from_tableaus_py():
     assert (NATIVE / "tableaus.h").read_text() == tableaus.c_header()
+
+
+def test_a_loop_that_cannot_close_is_refused_by_name_and_keeps_the_state():
+    """The parameter program moves the four-bar's ground pivot beyond the reach of its links:
+    the assembly in C fails naming the joint that stays open, and the state is kept; an
+    initial crank angle set as a parameter gives the initial state of the model built with
+    it."""
+    from fmu_mb.engine.params import program_for
+    from fmu_mb.mechanics.loader import load_module
+
+    mod = load_module(ROOT / "models" / "four_bar.py")
+    data, prog = program_for(mod, n_verify=1, n_wide=1)
+    eng = Engine(blob=data.to_bytes(program=prog), name="four_bar")
+    names = data.parameter_names
+    p = np.array([pp.value for pp in mod.build().parameters], dtype=float)
+    eng.initialize()
+    eng.do_step(0.01, [0.0])
+    before = eng.get_state()
+    p2 = p.copy()
+    p2[names.index("ground_length")] = 2.0              # links 0.1 + 0.35 + 0.3 < 2
+    eng.set_parameters(p2)
+    with pytest.raises(InputError, match="cannot be assembled.*joint 'B"):
+        eng.initialize()
+    np.testing.assert_array_equal(eng.get_state(), before)
+    p3 = p.copy()
+    p3[names.index("theta0")] = 1.0
+    eng.set_parameters(p3)
+    eng.initialize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = initial_state(mod.build(theta0=1.0), SETTINGS)
+    close_rel(eng.state[1], ref.q, 1e-10)
+    close_rel(eng.state[2], ref.qd, 1e-10)
+
+
+def _floating_models():
+    """A planar and a spatial model with a floating body (its own coordinates in q) that
+    starts with declared velocities, tied to the ground by a spring, and a jointed body."""
+    from fmu_mb import ModelBuilder, cardan
+
+    mb = ModelBuilder("floating_planar")
+    b = mb.body("b", mass=2.0, inertia=0.1, position=(0.3, 0.2), angle=0.4,
+                velocity=(0.1, -0.2), angular_velocity=1.5)
+    c = mb.body("c", mass=1.0, inertia=0.05)
+    mb.revolute("J", b, c, parent_point=(0.2, 0.0), child_point=(-0.1, 0.0))
+    mb.tsda("s", mb.ground, b, a_point=(0.0, 1.0), b_point=(0.0, 0.05), stiffness=50.0,
+            free_length=0.5, damping=1.0)
+    mb.initial("J", value=0.3, rate=-0.5)
+    planar = mb.build()
+    mb = ModelBuilder("floating_spatial", gravity=(0.0, 0.0, -9.81))
+    b = mb.body("b", mass=2.0, inertia=(0.1, 0.2, 0.3), position=(0.3, 0.2, 0.1),
+                orientation=cardan(0.3, -0.2, 0.5), velocity=(0.1, -0.2, 0.3),
+                angular_velocity=(1.0, -2.0, 0.5))
+    c = mb.body("c", mass=1.0, inertia=(0.05, 0.05, 0.02), position=(0.3, 0.2, -0.2))
+    mb.spherical("J", b, c, at=(0.3, 0.2, -0.05))
+    mb.tsda("s", mb.ground, b, a_point=(0.0, 0.0, 1.0), b_point=(0.0, 0.0, 0.05),
+            stiffness=50.0, free_length=0.5, damping=1.0)
+    return planar, mb.build()
+
+
+def test_floating_bodies_start_and_move_as_in_python():
+    for m in _floating_models():
+        assert supported(m) is None
+        eng = Engine(m)
+        eng.set_settings(SETTINGS)
+        eng.initialize(m.t0)
+        ref = initial_state(m, SETTINGS)
+        close_rel(eng.state[1], ref.q, 1e-10)
+        close_rel(eng.state[2], ref.qd, 1e-10)
+        eng.load(ref)
+        step, st, u = stepper(m, SETTINGS), ref, inputs(m)
+        for k in range(3):
+            eng.do_step(0.01, u)
+            st = step(st, st.t + 0.01, u)
+        np.testing.assert_array_equal(eng.state[1], st.q)
+        close_rel(eng.outputs(u), Outputs(m, st, u, "recursive").values(), 1e-10,
+                  output_names(m))

@@ -34,18 +34,22 @@ HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK"
 
 _R = {"px": 0, "py": 1, "ang": 2, "prj": 3, "dst": 4, "dang": 5, "dprj": 6}
 _JK = {"revolute": 0, "prismatic": 1, "weld": 2, "distance": 3}
-_EK = {"tsda": 0, "rsda": 1, "cylinder": 2, "force": 3, "torque": 4}
+_EK = {"tsda": 0, "rsda": 1, "cylinder": 2, "force": 3, "torque": 4, "bushing": 5}
+_SJK = {"spherical": 0, "revolute": 1, "universal": 2, "cylindrical": 3, "prismatic": 4,
+        "weld": 5, "distance": 6}
+_SCK = {"revolute": 0, "prismatic": 1, "universal1": 2, "universal2": 3}
 
 
 class EngineData:
     """The model data of one Model: `ints` (int32) and `doubles` (float64) arrays, the
     parameter names, and `slots`: {array name: (offset, count)} in its array."""
 
-    def __init__(self, ints, doubles, slots, names):
+    def __init__(self, ints, doubles, slots, names, joint_names=()):
         self.ints = np.ascontiguousarray(ints, dtype=np.int32)
         self.doubles = np.ascontiguousarray(doubles, dtype=np.float64)
         self.slots = slots
         self.parameter_names = tuple(names)
+        self.joint_names = tuple(joint_names)
 
     def array(self, name):
         """The named array (a view of ints or doubles)."""
@@ -68,7 +72,8 @@ class EngineData:
                             else (program.code, program.consts))
             code = np.ascontiguousarray(code, dtype=np.int32).reshape(-1)
             consts = np.ascontiguousarray(consts, dtype=np.float64).reshape(-1)
-        chars = b"".join(n.encode("utf-8") + b"\0" for n in self.parameter_names)
+        chars = b"".join(n.encode("utf-8") + b"\0"
+                         for n in self.parameter_names + self.joint_names)
         head = struct.pack("<8I", MAGIC, VERSION, len(self.ints), len(d), len(code),
                            len(consts), len(chars), 0)
 
@@ -85,7 +90,9 @@ def supported(model):
         return (f"it has contacts {[c.name for c in model.contacts]} (the event loop is not "
                 f"compiled yet)")
     if model.spatial:
-        return "it is spatial (the spatial engine data are not written yet)"
+        from .spatial_kernel import supported as spatial_supported
+
+        return spatial_supported(model)
     from .kernel import supported as planar_supported
 
     why = planar_supported(model)
@@ -112,7 +119,7 @@ def model_data(model):
     else:
         _planar(model, arrays, head)
     arrays["IHEAD"] = [head[k] for k in HEAD]
-    return _pack(arrays, [p.name for p in model.parameters])
+    return _pack(arrays, [p.name for p in model.parameters], [j.name for j in model.joints])
 
 
 def n_outputs(model):
@@ -135,7 +142,7 @@ def n_outputs(model):
     return count
 
 
-def _pack(arrays, names):
+def _pack(arrays, names, joint_names):
     ints, doubles, slots = [len(ARRAYS)] + [0] * (2 * len(ARRAYS)), [], {}
     for a, name in enumerate(ARRAYS):
         v = np.asarray(arrays.get(name, []), dtype=np.int64 if name[0] == "I" else float)
@@ -146,7 +153,7 @@ def _pack(arrays, names):
         dest.extend(v.tolist())
     if max((abs(i) for i in ints), default=0) >= 2 ** 31:
         raise InputError("engine data: an index does not fit in 32 bits")
-    return EngineData(ints, doubles, slots, names)
+    return EngineData(ints, doubles, slots, names, joint_names)
 
 
 def _parameters(model, arrays, head):
@@ -236,7 +243,81 @@ def _planar(model, arrays, head):
     arrays.update(IMARK=[int(b) for b in C.markers.p], DMARK=np.asarray(C.markers.sp, float))
 
     # the initial state's recipe (fmu_mb.mechanics.assembly.assemble)
+    arrays["IPLACE"] = place = _placement(model, idx)
+    arrays["DBODY0"] = [[*b.position, float(b.angle), *b.velocity, float(b.angular_velocity)]
+                        for b in model.bodies]
+    arrays.update(_initial_conditions(model, C.coord_joints))
+    arrays["DMINV"] = np.asarray(C.inv_mass_diag, float)
+    arrays["IQSRC"] = ([[0, cpos[kk]] for kk in tm.joints]
+                       + [[1, 3 * b + c] for b in tm.free for c in range(3)])
+    head.update(NJ=len(model.joints), NROWS=nrows, NCJ=len(C.coord_joints),
+                NEL=len(model.elements), NMARK=len(C.markers.p), NPLACE=len(place))
+
+
+def _spatial(model, arrays, head):
+    from . import spatial_kernel as sk
+    from ..mechanics.spatial import tree as st
+
+    C = model.compiled
+    tm = st.tree_map(model)
+    nb, n = tm.nb, tm.n
+    ri, rd, nv = sk._tree_rows(model, tm)
+    ei, ed = sk._elements(model)
+    ci, cd = sk._cut_joints(model)
+    rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
+                  float).reshape(-1, 9)
+    arrays.update(ISRI=ri, DSRD=rd, DSMASS=np.asarray(C.mass, float),
+                  DSJ=np.asarray(C.inertia, float).reshape(-1, 9), ISEI=ei, DSED=ed, ISCI=ci,
+                  DSCD=cd, DSRQ=rq)
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = nb
+    cfirst = {}
+    for pos, kk in enumerate(C.coord_joints):
+        cfirst.setdefault(kk, pos)
+    ij, dj = [], []
+    for kk, (j, rows) in enumerate(zip(model.joints, C.joint_rows)):
+        rows = [int(r) for r in rows]
+        if rows != list(range(rows[0], rows[0] + len(rows))):
+            raise InputError(f"model '{model.name}': joint '{j.name}' has non-contiguous rows")
+        ij.append([_SJK[j.kind], idx[j.parent], idx[j.child], cfirst.get(kk, -1), rows[0],
+                   len(rows)])
+        dj.append([*j.parent_point, *j.child_point,
+                   *np.asarray(j.frame_p, float).reshape(-1),
+                   *np.asarray(j.frame_c, float).reshape(-1), float(j.length or 0.0)])
+    arrays.update(IJOINT=ij, DJOINT=dj)
+    ckind = [None] * len(C.coord_joints)
+    for g in C.coord_groups:
+        for pos in g.rows[:, 0]:
+            ckind[int(pos)] = _SCK[g.kind]
+    arrays["ICOORD"] = [[kk, ckind[i]] for i, kk in enumerate(C.coord_joints)]
+    if list(C.norm_rows) != list(range(C.n_rows - nb, C.n_rows)):
+        raise InputError(f"model '{model.name}': the normalisation rows are not the last rows")
+    # model.elements -> (kind, row of the kernel's element arrays)
+    order = ([g for g in (C.tsda.names, C.rsda.names, C.bushing.names)]
+             + [C.frc_names, C.trq_names])
+    row = {name: i for i, name in enumerate(x for names in order for x in names)}
+    arrays["IELEM"] = [[_EK[e.kind], row[e.name]] for e in model.elements]
+    arrays["DELEM"] = [0.0] * len(model.elements)
+    arrays.update(IMARK=[int(b) for b in C.markers.p],
+                  DMARK=np.asarray(C.marker_points, float).reshape(-1, 3),
+                  DMINV=np.asarray(C.inv_mass_diag, float))
+    # the initial state's recipe (fmu_mb.mechanics.assembly.assemble, spatial): the declared
+    # body poses and velocities, the tree placement order, the initial values, rates and
+    # guesses; mbe_initialize assembles in C.
+    arrays["IPLACE"] = _placement(model, idx)
+    arrays["DBODY0"] = [[*b.position, *b.orientation, *b.velocity, *b.angular_velocity]
+                        for b in model.bodies]
+    arrays.update(_initial_conditions(model, C.coord_joints))
+    head.update(NB=nb, N=n, NV=nv, NE=len(ei), NC=len(ci), NJ=len(model.joints),
+                NROWS=C.n_rows, NCJ=len(C.coord_joints), NEL=len(model.elements),
+                NMARK=len(C.markers.p), NPLACE=len(arrays["IPLACE"]))
+
+
+def _placement(model, idx):
+    """[joint index, 1 when its parent is placed] of the tree joints in the order the
+    assembly places them (the builder's breadth-first spanning tree)."""
     placed, place = {"ground"}, []
+    jpos = {j.name: k for k, j in enumerate(model.joints)}
     for name in model.topology.tree_joints:
         j = model.joint(name)
         if j.parent in placed:
@@ -246,23 +327,17 @@ def _planar(model, arrays, head):
         else:      # the first joint of a floating subtree: its root is the first body
             side = 1 if idx[j.parent] < idx[j.child] else 0
         placed.update((j.parent, j.child))
-        place.append([next(i for i, jj in enumerate(model.joints) if jj.name == name), side])
-    arrays["IPLACE"] = place
-    arrays["DBODY0"] = [[*b.position, float(b.angle), *b.velocity, float(b.angular_velocity)]
-                        for b in model.bodies]
+        place.append([jpos[name], side])
+    return place
+
+
+def _initial_conditions(model, coord_joints):
+    """IINIT (value, rate, guess given) and DINIT (their values) per joint coordinate."""
     given = {ic.joint: ic for ic in model.initial}
     ii, dd = [], []
-    for kk in C.coord_joints:
+    for kk in coord_joints:
         ic = given.get(model.joints[kk].name)
         vals = (None, None, None) if ic is None else (ic.value, ic.rate, ic.guess)
         ii.append([int(v is not None) for v in vals])
         dd.append([0.0 if v is None else float(v) for v in vals])
-    arrays.update(IINIT=ii, DINIT=dd, DMINV=np.asarray(C.inv_mass_diag, float))
-    arrays["IQSRC"] = ([[0, cpos[kk]] for kk in tm.joints]
-                       + [[1, 3 * b + c] for b in tm.free for c in range(3)])
-    head.update(NJ=len(model.joints), NROWS=nrows, NCJ=len(C.coord_joints),
-                NEL=len(model.elements), NMARK=len(C.markers.p), NPLACE=len(place))
-
-
-def _spatial(model, arrays, head):
-    raise InputError(f"model '{model.name}': spatial models are not in the engine data yet")
+    return {"IINIT": ii, "DINIT": dd}

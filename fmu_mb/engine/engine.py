@@ -26,6 +26,8 @@ SOURCE = NATIVE / "engine.c"
 METHODS = {"dopri5": 0, "dop853": 1, "rk4": 2}
 STABILIZATIONS = {"none": 0, "projection": 1, "baumgarte": 2}
 OK, DISCARD, ERROR = 0, 1, 2
+#: output groups (engine.h MBE_GROUP_*)
+MOTION, REACTIONS, RESIDUALS, ALL = 1, 2, 4, 7
 
 
 class MbeSettings(ctypes.Structure):
@@ -68,6 +70,9 @@ def library():
     lib.mbe_time.restype = D
     lib.mbe_time.argtypes = [P]
     lib.mbe_outputs.argtypes = [P, P, P, P, Z]
+    lib.mbe_outputs_groups.argtypes = [P, P, I, P, P, Z]
+    lib.mbe_output_group.restype = I
+    lib.mbe_output_group.argtypes = [P, I]
     lib.mbe_state_size.restype = Z
     lib.mbe_state_size.argtypes = [P]
     lib.mbe_get_state.restype = None
@@ -172,13 +177,21 @@ class Engine:
     def time(self):
         return self.lib.mbe_time(self.handle)
 
-    def outputs(self, u=None):
-        """Every output (output_spec order) at the current state with inputs u."""
+    def outputs(self, u=None, groups=ALL):
+        """Every output (output_spec order) at the current state with inputs u; only the
+        groups in `groups` (MOTION | REACTIONS | RESIDUALS) are computed, the others are NaN."""
         with self._lock:
             pu = self._inputs(u)
-            self._check(self.lib.mbe_outputs(self.handle, pu, self._y.ctypes.data, self._err,
-                                             self.ERRLEN), "the outputs")
+            self._y[:] = np.nan
+            self._check(self.lib.mbe_outputs_groups(self.handle, pu, int(groups),
+                                                    self._y.ctypes.data, self._err,
+                                                    self.ERRLEN), "the outputs")
             return self._y[:self.n_outputs].copy()
+
+    def output_groups(self):
+        """The group (MOTION, REACTIONS or RESIDUALS) of every output."""
+        return np.array([self.lib.mbe_output_group(self.handle, i)
+                         for i in range(self.n_outputs)], dtype=int)
 
     def get_state(self):
         """(t, q (n), qd (n), h) as one array."""

@@ -53,8 +53,9 @@ void mbk_kinematics(void *k, const double *q, const double *qd, double *x, doubl
 int mbk_applied_forces(void *k, const double *q, const double *qd, const double *u, double *f);
 int mbk_last_error_index(void *k);
 
-#define MBE_HARD_MAX_STEPS 1000000L   /* most integrator steps of one do_step, whatever the
-                                         settings say (settings.max_steps may lower it) */
+#define MBE_HARD_MAX_STEPS 200000L    /* most integrator steps of one do_step, whatever the
+                                         settings say (settings.max_steps may lower it): the
+                                         Python FMU's cap for the compiled integrators */
 #define PI 3.141592653589793            /* numpy.pi */
 #define MBE_STATE_LIMIT 1e12          /* |q|, |qd| beyond: a diverged state */
 #define JI 5
@@ -71,9 +72,9 @@ struct MbEngine {
     int *ints, *code;
     double *base, *d, *consts;
     char *chars;
-    const char **pname;
+    const char **pname, **jname;
     int off[MBE_N_ARRAYS], cnt[MBE_N_ARRAYS];
-    int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace;
+    int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace, nv, nc;
     double *params;            /* the current parameter values */
     void *kern;                /* the kernel of the current parameters */
     MbeSettings set;
@@ -81,8 +82,21 @@ struct MbEngine {
     double t, h, *y;           /* the state: t, y = (q, qd), the integrator's next step */
     /* workspace */
     double *ytmp, *qdd, *q2, *qd2, *x, *xd, *xdd, *xa, *xda, *f, *phi, *phit, *D, *D2, *A,
-        *S, *V, *w, *rhs, *lam, *r, *xe, *xde, *u0;
+        *S, *V, *w, *rhs, *lam, *r, *xe, *xde, *u0, *eout;
+    int *ogroup;               /* per output its group (MBE_GROUP_*) */
 };
+
+/* the spatial part (engine_spatial.h, included at the end) */
+static int check_spatial_data(MbEngine *e, char *err, size_t errlen);
+static void *make_spatial_kernel(MbEngine *e);
+static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen);
+static double absmax(const double *v, int n);
+static int all_finite(const double *v, int n);
+static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
+                                 char *err, size_t errlen);
+void sk_free(void *k);
+void sk_set_stabilization(void *k, int mode, double alpha, double beta, double proj_tol);
+int sk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
 
 /* ------------------------------------------------------------------ small helpers */
 static void msg(char *err, size_t errlen, const char *fmt, ...)
@@ -317,7 +331,7 @@ static int psd(MbEngine *e, double *S, int m, const double *rhs, double *y)
 static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, const double *r,
                     double *dx)
 {
-    int nc = 3 * e->nb;
+    int nc = (e->kind ? 7 : 3) * e->nb;
     for (int i = 0; i < nc; i++)
         dx[i] = 0.0;
     if (k == 0)
@@ -340,6 +354,10 @@ static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, con
 }
 
 /* ------------------------------------------------------------------ creation */
+static void output_groups(MbEngine *e);
+static int check_planar_data(MbEngine *e, char *err, size_t errlen);
+static int parameter_names(MbEngine *e, char *err, size_t errlen);
+
 static int check_data(MbEngine *e, char *err, size_t errlen)
 {
     const int *H;
@@ -378,9 +396,11 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     e->nout = H[H_NOUT];
     e->np = H[H_NP];
     e->nplace = H[H_NPLACE];
-    if (e->kind != 0) {
-        msg(err, errlen, "the model data are of kind %d; this engine runs planar models (0) "
-            "so far", e->kind);
+    e->nv = H[H_NV];
+    e->nc = H[H_NC];
+    if (e->kind != 0 && e->kind != 1) {
+        msg(err, errlen, "the model data are of kind %d; expected 0 (planar) or 1 (spatial)",
+            e->kind);
         return 0;
     }
     int nb = e->nb, n = e->n;
@@ -390,6 +410,22 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
         msg(err, errlen, "the model data's counts are out of range");
         return 0;
     }
+    if (e->cnt[A_DT0] != 1 || e->cnt[A_DPARAM] != 3 * e->np || e->cnt[A_IPARAM] != e->np) {
+        msg(err, errlen, "the model data's parameter table does not fit its count");
+        return 0;
+    }
+    if (e->kind == 1) {
+        if (!check_spatial_data(e, err, errlen))
+            return 0;
+    } else if (!check_planar_data(e, err, errlen)) {
+        return 0;
+    }
+    return parameter_names(e, err, errlen);
+}
+
+static int check_planar_data(MbEngine *e, char *err, size_t errlen)
+{
+    int nb = e->nb, n = e->n;
     struct { int a, want; } sizes[] = {
         {A_DGRAV, 2}, {A_DT0, 1}, {A_DPARAM, 3 * e->np}, {A_IPARAM, e->np},
         {A_IJI, JI * nb}, {A_DJD, JD * nb}, {A_IEI, EI * e->ne}, {A_DED, ED * e->ne},
@@ -481,14 +517,19 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     }
     BAD(nout != e->nout, "the number of outputs");
 #undef BAD
-    /* parameter names */
-    e->pname = calloc(e->np > 0 ? e->np : 1, sizeof(char *));
+    return 1;
+}
+
+static int parameter_names(MbEngine *e, char *err, size_t errlen)
+{
+    e->pname = calloc(e->np + e->nj > 0 ? e->np + e->nj : 1, sizeof(char *));
     if (!e->pname)
         return 0;
+    e->jname = e->pname + e->np;
     int at = 0;
-    for (int i = 0; i < e->np; i++) {
+    for (int i = 0; i < e->np + e->nj; i++) {
         if (at >= e->nchars) {
-            msg(err, errlen, "the model data's parameter names are missing");
+            msg(err, errlen, "the model data's parameter or joint names are missing");
             return 0;
         }
         e->pname[i] = e->chars + at;
@@ -504,6 +545,8 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
 
 static void *make_kernel(MbEngine *e)
 {
+    if (e->kind == 1)
+        return make_spatial_kernel(e);
     const double *g = DA(e, A_DGRAV);
     void *k = mbk_create(e->nb, e->n, IA(e, A_IJI), DA(e, A_DJD), e->ne, IA(e, A_IEI),
                          DA(e, A_DED), DA(e, A_DMASS), DA(e, A_DINERTIA), g[0], g[1]);
@@ -521,17 +564,25 @@ static void *make_kernel(MbEngine *e)
     return k;
 }
 
+static void free_kernel(const MbEngine *e, void *k)
+{
+    if (e->kind == 1)
+        sk_free(k);
+    else
+        mbk_free(k);
+}
+
 void mbe_free(MbEngine *e)
 {
     (void)dense_projection_done;       /* (dense.h's projection rule: the kernels use it) */
     if (!e)
         return;
     if (e->kern)
-        mbk_free(e->kern);
+        free_kernel(e, e->kern);
     void *p[] = {e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
-                 e->lam, e->r, e->xe, e->xde, e->u0};
+                 e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(e);
@@ -606,7 +657,8 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->set.stabilization = 1;
     e->set.alpha = e->set.beta = 10.0;
     e->set.proj_tol = 1e-13;
-    int nb = e->nb, n = e->n, nr = e->nrows + e->ncj + 1, nc3 = 3 * nb;
+    int nb = e->nb, n = e->n, nc3 = (e->kind ? 7 : 3) * nb;
+    int nr = e->nrows + e->ncj + 1 > nc3 + 7 ? e->nrows + e->ncj + 1 : nc3 + 7;
     e->params = zalloc(e->np, sizeof(double));
     for (int i = 0; i < e->np; i++)
         e->params[i] = DA(e, A_DPARAM)[3 * i];
@@ -631,18 +683,21 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->w = zalloc(nr, sizeof(double));
     e->rhs = zalloc(nr, sizeof(double));
     e->lam = zalloc(nr, sizeof(double));
-    e->r = zalloc(nr > nc3 ? nr : nc3, sizeof(double));
-    e->xe = zalloc(nc3 + 3, sizeof(double));
-    e->xde = zalloc(nc3 + 3, sizeof(double));
+    e->r = zalloc(nr > nc3 + 7 ? nr : nc3 + 7, sizeof(double));
+    e->xe = zalloc(nc3 + 7, sizeof(double));
+    e->xde = zalloc(nc3 + 7, sizeof(double));
     e->u0 = zalloc(e->ni, sizeof(double));
+    e->eout = zalloc(8 * (size_t)(e->ne + 1) + 6 * (size_t)e->nmark + 8, sizeof(double));
+    e->ogroup = zalloc(e->nout, sizeof(int));
     if (!e->params || !e->y || !e->ytmp || !e->qdd || !e->q2 || !e->qd2 || !e->x || !e->xd ||
         !e->xdd || !e->xa || !e->xda || !e->f || !e->phi || !e->phit || !e->D || !e->D2 ||
         !e->A || !e->S || !e->V || !e->w || !e->rhs || !e->lam || !e->r || !e->xe ||
-        !e->xde || !e->u0) {
+        !e->xde || !e->u0 || !e->eout || !e->ogroup) {
         mbe_free(e);
         msg(err, errlen, "out of memory");
         return NULL;
     }
+    output_groups(e);
     e->kern = make_kernel(e);
     if (!e->kern) {
         mbe_free(e);
@@ -729,7 +784,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
         return MBE_ERROR;
     }
     free(old);
-    mbk_free(e->kern);
+    free_kernel(e, e->kern);
     e->kern = k;
     memcpy(e->params, p, sizeof(double) * e->np);
     return MBE_OK;
@@ -766,7 +821,10 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
         return MBE_ERROR;
     }
     e->set = *s;
-    mbk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
+    if (e->kind == 1)
+        sk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
+    else
+        mbk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
     return MBE_OK;
 }
 
@@ -874,6 +932,8 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         msg(err, errlen, "mbe_initialize: no engine or a non-finite start time");
         return MBE_ERROR;
     }
+    if (e->kind == 1)
+        return spatial_initialize(e, t0, err, errlen);
     int nb = e->nb, nc = 3 * nb, n = e->n;
     const double *Minv = DA(e, A_DMINV);
     double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
@@ -913,9 +973,9 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
                 }
         }
         msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
-            "constraint rows stay open (largest residual %.3g%s%d); give guesses near the "
-            "intended pose or initial values that let the loops close", t0,
-            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? " at joint #" : ", joint #", worst);
+            "constraint rows stay open (largest residual %.3g, at joint '%s'); give guesses "
+            "near the intended pose or initial values that let the loops close", t0,
+            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? e->jname[worst] : "?");
         return MBE_ERROR;
     }
     /* body angles to the turn nearest their placement */
@@ -1063,7 +1123,8 @@ MbeStatus mbe_do_step(MbEngine *e, double h, const double *u, char *err, size_t 
                      e->set.atol, isfinite(e->set.max_step) ? e->set.max_step : 1e300,
                      e->set.step, e->t, floor(budget)};
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
-    int rc = mbk_advance(e->kern, e->set.method, par, e->ytmp, uu, &nfev);
+    int rc = (e->kind == 1 ? sk_advance : mbk_advance)(e->kern, e->set.method, par, e->ytmp,
+                                                         uu, &nfev);
     if (rc != OK) {
         msg(err, errlen, "the step from t = %.9g s to %.9g s failed at t = %.9g s: %s; the "
             "state is kept", e->t, t_end, par[7], kernel_error(rc));
@@ -1116,6 +1177,21 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
         msg(err, errlen, "the state's step size is %g; expected a finite number >= 0", h);
         return MBE_ERROR;
     }
+    for (int row = 0; e->kind == 1 && row < e->nb; row++) {
+        /* spatial: the Euler parameters of spherical joints and floating bodies are unit
+         * quaternions (the drift control keeps them so; 1e-2 leaves room for 'none') */
+        const int *R = IA(e, A_ISRI) + 6 * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        const double *p = s + 1 + R[3] + (R[0] == 4 ? 3 : 0);
+        double norm = sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]);
+        if (!(fabs(norm - 1.0) <= 1e-2)) {
+            msg(err, errlen, "the state's Euler parameters at coordinates %d..%d have length "
+                "%g; expected a unit quaternion (length 1)", (int)(p - s - 1),
+                (int)(p - s - 1) + 3, norm);
+            return MBE_ERROR;
+        }
+    }
     e->t = s[0];
     memcpy(e->y, s + 1, sizeof(double) * 2 * n);
     e->h = h;
@@ -1162,6 +1238,45 @@ static double element_force(const MbEngine *e, int row, const double *xe, const 
 
 MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t errlen)
 {
+    return mbe_outputs_groups(e, u, MBE_GROUP_ALL, y, err, errlen);
+}
+
+int mbe_output_group(const MbEngine *e, int i)
+{
+    return e && i >= 0 && i < e->nout ? e->ogroup[i] : 0;
+}
+
+/* the group of every output (engine.h MBE_GROUP_*), in output_spec order */
+static void output_groups(MbEngine *e)
+{
+    int k = 0, *g = e->ogroup, sp = e->kind == 1;
+    for (int i = 0; i < (sp ? 16 : 6) * e->nb; i++)
+        g[k++] = MBE_GROUP_MOTION;
+    for (int j = 0; j < e->nj; j++) {
+        int kind = IA(e, A_IJOINT)[6 * j], nco, nre;
+        if (sp) {
+            nco = kind == SJ_REV || kind == SJ_PRI ? 2 : kind == SJ_CYL || kind == SJ_UNI ? 4 : 0;
+            nre = kind == SJ_DST ? 1 : 6;
+        } else {
+            nco = kind == JK_REV || kind == JK_PRI ? 2 : 0;
+            nre = kind == JK_DST ? 1 : 2 + (kind == JK_WELD || kind == JK_PRI);
+        }
+        for (int i = 0; i < nco; i++)
+            g[k++] = MBE_GROUP_MOTION;
+        for (int i = 0; i < nre; i++)
+            g[k++] = MBE_GROUP_REACTIONS;
+    }
+    for (int i = 0; i < e->nd; i++)
+        g[k++] = MBE_GROUP_REACTIONS;
+    while (k < e->nout - 2)                 /* elements, markers, energies */
+        g[k++] = MBE_GROUP_MOTION;
+    while (k < e->nout)
+        g[k++] = MBE_GROUP_RESIDUALS;
+}
+
+MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y, char *err,
+                             size_t errlen)
+{
     msg(err, errlen, "%s", "");
     if (!e || !y || !e->initialized) {
         msg(err, errlen, "mbe_outputs: no engine, no output array, or not initialized");
@@ -1170,12 +1285,16 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
     if (!check_inputs(e, u, err, errlen))
         return MBE_ERROR;
     const double *uu = e->ni ? u : e->u0;
+    if (e->kind == 1)
+        return spatial_outputs(e, uu, groups, y, err, errlen);
     int nb = e->nb, n = e->n, nc = 3 * nb, nr = e->nrows;
     double t = e->t, *q = e->y, *qd = e->y + n;
     double *x = e->xa, *xd = e->xda;
     const double *mass = DA(e, A_DMASS), *inertia = DA(e, A_DINERTIA);
     /* the absolute motion of the state (Outputs' "absolute": forward kinematics of q, qd) */
     mbk_kinematics(e->kern, q, qd, x, xd);
+    int want_lam = (groups & MBE_GROUP_REACTIONS) && nr;
+    int want_rows = (groups & (MBE_GROUP_REACTIONS | MBE_GROUP_RESIDUALS)) && nr;
     /* the motion of the dynamics (prescribed coordinates at s(t), s'(t)), its accelerations
      * and applied forces */
     memcpy(e->q2, q, sizeof(double) * n);
@@ -1187,9 +1306,12 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
         e->q2[j] = s[0];
         e->qd2[j] = s[1];
     }
-    int rc = mbk_accelerations(e->kern, t, e->q2, e->qd2, uu, e->qdd, e->x, e->xd, e->xdd);
-    if (rc == OK)
-        rc = mbk_applied_forces(e->kern, e->q2, e->qd2, uu, e->f);
+    int rc = OK;
+    if (want_lam) {
+        rc = mbk_accelerations(e->kern, t, e->q2, e->qd2, uu, e->qdd, e->x, e->xd, e->xdd);
+        if (rc == OK)
+            rc = mbk_applied_forces(e->kern, e->q2, e->qd2, uu, e->f);
+    }
     if (rc != OK) {
         msg(err, errlen, "the outputs at t = %.9g s cannot be computed: %s", t,
             kernel_error(rc));
@@ -1197,7 +1319,7 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
     }
     /* Newton-Euler multipliers: D D' lam = D (f - M xdd) at the dynamics' motion */
     double *lam = e->lam;
-    if (nr) {
+    if (want_lam) {
         if (model_rows(e, e->x, t, e->phi, e->phit, e->D2) != OK) {
             msg(err, errlen, "a constraint row is undefined at t = %.9g s (a distance joint "
                 "of zero length)", t);
@@ -1227,19 +1349,22 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
                 "constraint rows)", t);
             return MBE_ERROR;
         }
-        /* the rows at the state's own motion (residuals and the reactions' Jacobian) */
-        if (model_rows(e, x, t, e->phi, e->phit, e->D) != OK) {
-            msg(err, errlen, "a constraint row is undefined at t = %.9g s", t);
-            return MBE_ERROR;
-        }
     }
+    /* the rows at the state's own motion (residuals and the reactions' Jacobian) */
+    if (want_rows && model_rows(e, x, t, e->phi, e->phit, e->D) != OK) {
+        msg(err, errlen, "a constraint row is undefined at t = %.9g s", t);
+        return MBE_ERROR;
+    }
+    const int G1 = groups & MBE_GROUP_MOTION, G2 = groups & MBE_GROUP_REACTIONS,
+              G4 = groups & MBE_GROUP_RESIDUALS;
+#define PUT(g, v) do { if (g) y[k] = (v); k++; } while (0)
     double *xe = e->xe, *xde = e->xde;
     int k = 0;
     for (int b = 0; b < nb; b++) {
         for (int i = 0; i < 3; i++)
-            y[k++] = x[3 * b + i];
+            PUT(G1, x[3 * b + i]);
         for (int i = 0; i < 3; i++)
-            y[k++] = xd[3 * b + i];
+            PUT(G1, xd[3 * b + i]);
     }
     extend(e, x, xe);
     extend(e, xd, xde);
@@ -1250,17 +1375,22 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
         if (ic >= 0) {
             int tq = IA(e, A_ICOORD)[2 * ic + 1];
             if (tq >= 0) {
-                y[k++] = q[tq];
-                y[k++] = qd[tq];
+                PUT(G1, q[tq]);
+                PUT(G1, qd[tq]);
             } else {
-                double v, rate;
-                coordinate(e, ic, xe, xde, &v, &rate, NULL, NULL, NULL);
-                y[k++] = v;
-                y[k++] = rate;
+                double v = 0.0, rate = 0.0;
+                if (G1)
+                    coordinate(e, ic, xe, xde, &v, &rate, NULL, NULL, NULL);
+                PUT(G1, v);
+                PUT(G1, rate);
             }
         }
         if (kind == JK_DST) {
-            y[k++] = lam[r0];
+            PUT(G2, lam[r0]);
+            continue;
+        }
+        if (!G2) {
+            k += 2 + (kind == JK_WELD || kind == JK_PRI);
             continue;
         }
         /* constraints.reactions: the force of the parent on the child at the child's point */
@@ -1280,9 +1410,13 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
             y[k++] = torque;
     }
     for (int dr = 0; dr < e->nd; dr++)
-        y[k++] = -lam[IA(e, A_IDROW)[dr]];
+        PUT(G2, -lam[IA(e, A_IDROW)[dr]]);
     extend(e, x, xe);
-    for (int i = 0; i < e->nel; i++) {
+    for (int i = 0; i < e->nel && !G1; i++) {
+        static const int width[] = {2, 2, 7, 1, 1};
+        k += width[IA(e, A_IELEM)[2 * i]];
+    }
+    for (int i = 0; i < e->nel && G1; i++) {
         int kind = IA(e, A_IELEM)[2 * i], row = IA(e, A_IELEM)[2 * i + 1];
         double el, rate, s = element_force(e, row, xe, xde, uu, &el, &rate);
         if (kind == EK_TSDA || kind == EK_RSDA) {
@@ -1305,7 +1439,9 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
             y[k++] = s;
         }
     }
-    for (int i = 0; i < e->nmark; i++) {
+    for (int i = 0; i < e->nmark && !G1; i++)
+        k += 4;
+    for (int i = 0; i < e->nmark && G1; i++) {
         int b = IA(e, A_IMARK)[i];
         double As[2];
         rot(xe[3 * b + 2], DA(e, A_DMARK) + 2 * i, As);
@@ -1338,21 +1474,23 @@ MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t
         }
     }
     double res = 0.0, vres = 0.0;
-    for (int r = 0; r < nr; r++) {
+    for (int r = 0; r < nr && G4; r++) {
         res = fmax(res, fabs(e->phi[r]));
         double s = e->phit[r];
         for (int i = 0; i < nc; i++)
             s += e->D[(size_t)r * nc + i] * xd[i];
         vres = fmax(vres, fabs(s));
     }
-    y[k++] = T;
-    y[k++] = V;
-    y[k++] = T + V;
-    y[k++] = res;
-    y[k++] = vres;
+    PUT(G1, T);
+    PUT(G1, V);
+    PUT(G1, T + V);
+    PUT(G4, res);
+    PUT(G4, vres);
     if (k != e->nout) {
         msg(err, errlen, "internal error: %d outputs computed, %d expected", k, e->nout);
         return MBE_ERROR;
     }
     return MBE_OK;
 }
+
+#include "engine_spatial.h"

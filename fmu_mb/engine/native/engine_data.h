@@ -10,7 +10,8 @@
  *   code     n_code x int32 (the parameter program, params.h; may be empty)
  *   (pad to a multiple of 8 bytes)
  *   consts   n_consts x float64
- *   chars    n_chars bytes: the parameter names, each NUL-terminated, in table order
+ *   chars    n_chars bytes: the parameter names, each NUL-terminated, in table order, then
+ *            the joint names (model order; for messages)
  *
  * ints[0] = MBE_N_ARRAYS; ints[1 + 2 a], ints[2 + 2 a] = offset and count of array a (in ints
  * for the A_I* arrays, in doubles for the A_D* arrays). The order below is also
@@ -44,14 +45,19 @@ enum {
     A_DELEM,       /* x 1 per element: a cylinder's min length (else 0) */
     A_IMARK,       /* x 1 per marker: body */
     A_DMARK,       /* x 2 per marker: local point */
-    /* planar initial state (fmu_mb.mechanics.assembly) */
+    /* the initial state's recipe (fmu_mb.mechanics.assembly), planar and spatial */
     A_IPLACE,      /* x 2 per tree joint in placement order: joint, 1 when its parent is placed */
-    A_DBODY0,      /* x 6 per body: declared x, y, angle, vx, vy, omega */
+    A_DBODY0,      /* x 6 per body: declared x, y, angle, vx, vy, omega (spatial x 13:
+                      position(3), orientation(4), velocity(3), angular velocity(3)) */
     A_IINIT,       /* x 3 per joint coordinate: value, rate, guess given (0/1) */
     A_DINIT,       /* x 3 per joint coordinate: value, rate, guess */
     A_DMINV,       /* 3 nb: the projection metric's inverse weights (inv_mass_diag) */
-    A_IQSRC,       /* x 2 per q: (0, joint coordinate) or (1, entry of x) */
-    /* spatial kernel (sk_create, sk_set_pose_data) */
+    A_IQSRC,       /* planar: x 2 per q: (0, joint coordinate) or (1, entry of x) */
+    /* spatial kernel (sk_create, sk_set_pose_data); a spatial model also fills A_IJOINT
+     * (kind SJ_*, parent, child, first coordinate or -1, first row, rows), A_DJOINT (x 25:
+     * sp(3), sc(3), Fp(9), Fc(9) row-major with the axes as columns, length), A_ICOORD
+     * (joint, SC_*), A_IELEM (EK_*, row of the kernel's ei), A_IMARK, A_DMARK (x 3), A_DMINV
+     * (7 nb); its last nb rows are the Euler-parameter normalisations */
     A_ISRI, A_DSRD, A_DSMASS, A_DSJ, A_ISEI, A_DSED, A_ISCI, A_DSCD, A_DSRQ,
     MBE_N_ARRAYS
 };
@@ -66,6 +72,8 @@ enum {
 
 enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4, R_DANG = 5, R_DPRJ = 6 };
 enum { JK_REV = 0, JK_PRI = 1, JK_WELD = 2, JK_DST = 3 };
-enum { EK_TSDA = 0, EK_RSDA = 1, EK_CYL = 2, EK_FORCE = 3, EK_TORQUE = 4 };
+enum { EK_TSDA = 0, EK_RSDA = 1, EK_CYL = 2, EK_FORCE = 3, EK_TORQUE = 4, EK_BUSH = 5 };
+enum { SJ_SPH = 0, SJ_REV = 1, SJ_UNI = 2, SJ_CYL = 3, SJ_PRI = 4, SJ_WELD = 5, SJ_DST = 6 };
+enum { SC_REV = 0, SC_PRI = 1, SC_UNI1 = 2, SC_UNI2 = 3 };
 
 #endif

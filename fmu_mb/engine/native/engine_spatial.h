@@ -1,0 +1,1120 @@
+/*
+ * The spatial part of the engine (included by engine.c once, after its helpers): the spatial
+ * kernel's calls, and what fmu_mb.mechanics.spatial computes for the outputs in absolute
+ * coordinates x = (r, p) per body (Euler parameters p, scalar first; the ground at index nb
+ * with r = 0, p = (1, 0, 0, 0)):
+ *   - Terms (kinematics.py): a value with its Jacobian on the 14 coordinates (r_p, p_p, r_c,
+ *     p_c) of a pair of bodies; points r + A(p) s, directions A(p) a, dot, norm, angle;
+ *   - the joints' constraint rows (constraints.joint_terms), the Euler-parameter
+ *     normalisations, the joint coordinates (coordinate_term), the reactions
+ *     (constraints.reactions with generalized_to_wrench);
+ *   - the applied forces f in x (elements.applied_forces: gravity, the gyroscopic term, TSDA,
+ *     RSDA, bushings, forces, torques), M(x) xdd, the energies, the body outputs (Cardan
+ *     angles, angular velocity);
+ *   - the initial state: placement.tree_placement, assembly's Newton with least M-norm steps
+ *     on every row and the given coordinates, least M-norm velocities, then
+ *     tree.initial_coordinates (with tree._fix_signs' choice of the relative Euler
+ *     parameters' signs, kept in the engine's copy of the pose data) and qd0 = lstsq(Tq, xd0)
+ *     with Tq's columns from the kernel's kinematics of unit rates.
+ */
+
+/* the spatial kernel's exported functions (spatial_kernel.c) */
+void *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const double *mass,
+                const double *J, double gx, double gy, double gz, int ne, int nu, const int *ei,
+                const double *ed, int nc, const int *ci, const double *cd);
+int sk_set_pose_data(void *k, const double *rq);
+int sk_kinematics(void *k, const double *q, const double *qd, double *x, double *xd);
+int sk_accelerations_full(void *k, const double *q, const double *qd, const double *u,
+                          double *qdd, double *x, double *xd, double *xdd);
+int sk_element_outputs(void *k, const double *q, const double *qd, const double *u,
+                       double *out);
+void sk_points(void *k, const double *q, const double *qd, int np, const int *body,
+               const double *pts, double *out);
+
+#define SRI 6
+#define SRD 24
+#define SEI 5
+#define SED 108
+#define SCI 3
+#define SCD 25
+#define SJD 25
+
+typedef struct { double v, J[14]; } STerm;
+typedef struct { double v[3], J[3][14]; } VTerm;
+
+static void q_rotate(const double *p, const double *s, double *o)   /* A(p) s */
+{
+    double e0 = p[0], e1 = p[1], e2 = p[2], e3 = p[3];
+    double ee = e1 * e1 + e2 * e2 + e3 * e3, es = e1 * s[0] + e2 * s[1] + e3 * s[2];
+    double cx = e2 * s[2] - e3 * s[1], cy = e3 * s[0] - e1 * s[2], cz = e1 * s[1] - e2 * s[0];
+    double a = e0 * e0 - ee;
+    o[0] = a * s[0] + 2.0 * es * e1 + 2.0 * e0 * cx;
+    o[1] = a * s[1] + 2.0 * es * e2 + 2.0 * e0 * cy;
+    o[2] = a * s[2] + 2.0 * es * e3 + 2.0 * e0 * cz;
+}
+
+static void q_rotjac(const double *p, const double *s, double J[3][4])   /* d(A s)/dp */
+{
+    double e0 = p[0], e[3] = {p[1], p[2], p[3]};
+    double cr[3] = {e[1] * s[2] - e[2] * s[1], e[2] * s[0] - e[0] * s[2],
+                    e[0] * s[1] - e[1] * s[0]};
+    double es = e[0] * s[0] + e[1] * s[1] + e[2] * s[2];
+    double ts[3][3] = {{0.0, -s[2], s[1]}, {s[2], 0.0, -s[0]}, {-s[1], s[0], 0.0}};
+    for (int i = 0; i < 3; i++) {
+        J[i][0] = 2.0 * (e0 * s[i] + cr[i]);
+        for (int j = 0; j < 3; j++)
+            J[i][1 + j] = 2.0 * ((i == j ? es : 0.0) + e[i] * s[j] - s[i] * e[j] -
+                                 e0 * ts[i][j]);
+    }
+}
+
+static void E_mat(const double *p, double E[3][4])      /* omega (global) = 2 E p' */
+{
+    double e0 = p[0], e1 = p[1], e2 = p[2], e3 = p[3];
+    double M[3][4] = {{-e1, e0, -e3, e2}, {-e2, e3, e0, -e1}, {-e3, -e2, e1, e0}};
+    memcpy(E, M, sizeof M);
+}
+
+static void G_mat(const double *p, double G[3][4])      /* omega' (body) = 2 G p' */
+{
+    double e0 = p[0], e1 = p[1], e2 = p[2], e3 = p[3];
+    double M[3][4] = {{-e1, e0, e3, -e2}, {-e2, -e3, e0, e1}, {-e3, e2, -e1, e0}};
+    memcpy(G, M, sizeof M);
+}
+
+/* point r_b + A s (point) or direction A s of body b on side 0 (parent) or 1 (child) */
+static void vterm(const double *xe, int b, const double *s, int side, int point, VTerm *t)
+{
+    const double *r = xe + 7 * b, *p = r + 3;
+    double As[3], Jp[3][4];
+    q_rotate(p, s, As);
+    q_rotjac(p, s, Jp);
+    memset(t, 0, sizeof *t);
+    int o = 7 * side;
+    for (int i = 0; i < 3; i++) {
+        for (int k = 0; k < 4; k++)
+            t->J[i][o + 3 + k] = Jp[i][k];
+        if (point) {
+            t->v[i] = r[i] + As[i];
+            t->J[i][o + i] = 1.0;
+        } else {
+            t->v[i] = As[i];
+        }
+    }
+}
+
+static void vsub(const VTerm *a, const VTerm *b, VTerm *o)
+{
+    for (int i = 0; i < 3; i++) {
+        o->v[i] = a->v[i] - b->v[i];
+        for (int k = 0; k < 14; k++)
+            o->J[i][k] = a->J[i][k] - b->J[i][k];
+    }
+}
+
+static void vcomp(const VTerm *a, int i, STerm *o)
+{
+    o->v = a->v[i];
+    memcpy(o->J, a->J[i], sizeof o->J);
+}
+
+static void vdot(const VTerm *a, const VTerm *b, STerm *o)
+{
+    o->v = a->v[0] * b->v[0] + a->v[1] * b->v[1] + a->v[2] * b->v[2];
+    for (int k = 0; k < 14; k++)
+        o->J[k] = (b->v[0] * a->J[0][k] + b->v[1] * a->J[1][k] + b->v[2] * a->J[2][k]) +
+                  (a->v[0] * b->J[0][k] + a->v[1] * b->J[1][k] + a->v[2] * b->J[2][k]);
+}
+
+static int vnorm(const VTerm *d, STerm *o)
+{
+    double l = sqrt(d->v[0] * d->v[0] + d->v[1] * d->v[1] + d->v[2] * d->v[2]);
+    if (!(l > 0.0))
+        return 1;
+    double e[3] = {d->v[0] / l, d->v[1] / l, d->v[2] / l};
+    o->v = l;
+    for (int k = 0; k < 14; k++)
+        o->J[k] = e[0] * d->J[0][k] + e[1] * d->J[1][k] + e[2] * d->J[2][k];
+    return 0;
+}
+
+static void sangle(const STerm *c, const STerm *s, STerm *o)   /* atan2(s, c) */
+{
+    double r2 = c->v * c->v + s->v * s->v;
+    double v = atan2(s->v, c->v);
+    for (int k = 0; k < 14; k++)
+        o->J[k] = (c->v * s->J[k] - s->v * c->J[k]) / r2;
+    o->v = v;
+}
+
+static void sscale(STerm *t, double c)
+{
+    t->v *= c;
+    for (int k = 0; k < 14; k++)
+        t->J[k] *= c;
+}
+
+static double srate(const STerm *t, const double *xde, int p, int c)
+{
+    double s = 0.0;
+    for (int k = 0; k < 7; k++)
+        s += t->J[k] * xde[7 * p + k];
+    for (int k = 0; k < 7; k++)
+        s += t->J[7 + k] * xde[7 * c + k];
+    return s;
+}
+
+/* the joint frames of a pair: points sp, sc and frames Fp, Fc (row-major, axes = columns) */
+typedef struct {
+    const double *xe, *sp, *sc, *Fp, *Fc;
+    int p, c;
+} Frames3;
+
+static void axis3(const Frames3 *f, int side, int i, VTerm *t)
+{
+    const double *F = side ? f->Fc : f->Fp;
+    double a[3] = {F[i], F[3 + i], F[6 + i]};
+    vterm(f->xe, side ? f->c : f->p, a, side, 0, t);
+}
+
+static void dvec(const Frames3 *f, VTerm *d)
+{
+    VTerm pc, pp;
+    vterm(f->xe, f->c, f->sc, 1, 1, &pc);
+    vterm(f->xe, f->p, f->sp, 0, 1, &pp);
+    vsub(&pc, &pp, d);
+}
+
+static void adot(const Frames3 *f, int s1, int i1, int s2, int i2, STerm *o)
+{
+    VTerm a, b;
+    axis3(f, s1, i1, &a);
+    axis3(f, s2, i2, &b);
+    vdot(&a, &b, o);
+}
+
+/* constraints.joint_terms: the rows of a joint of kind SJ_* into t (returns their count, -1
+ * when undefined) */
+static int joint_terms(int kind, const Frames3 *f, double length, STerm *t)
+{
+    int k = 0;
+    VTerm d, a;
+    dvec(f, &d);
+    if (kind == SJ_SPH || kind == SJ_REV || kind == SJ_UNI || kind == SJ_WELD)
+        for (int i = 0; i < 3; i++)
+            vcomp(&d, i, &t[k++]);
+    if (kind == SJ_CYL || kind == SJ_PRI) {
+        axis3(f, 0, 0, &a);
+        vdot(&a, &d, &t[k++]);
+        axis3(f, 0, 1, &a);
+        vdot(&a, &d, &t[k++]);
+    }
+    if (kind == SJ_REV || kind == SJ_CYL || kind == SJ_PRI || kind == SJ_WELD) {
+        adot(f, 0, 0, 1, 2, &t[k++]);
+        adot(f, 0, 1, 1, 2, &t[k++]);
+    }
+    if (kind == SJ_PRI || kind == SJ_WELD)
+        adot(f, 0, 0, 1, 1, &t[k++]);
+    if (kind == SJ_UNI)
+        adot(f, 0, 2, 1, 2, &t[k++]);
+    if (kind == SJ_DST) {
+        if (vnorm(&d, &t[k]))
+            return -1;
+        t[k++].v -= length;
+    }
+    return k;
+}
+
+/* constraints.coordinate_term */
+static void coord_term(int kind, const Frames3 *f, STerm *o)
+{
+    STerm c, s;
+    if (kind == SC_REV) {
+        adot(f, 0, 0, 1, 0, &c);
+        adot(f, 0, 1, 1, 0, &s);
+        sangle(&c, &s, o);
+    } else if (kind == SC_UNI1) {
+        adot(f, 0, 0, 1, 2, &c);
+        adot(f, 0, 1, 1, 2, &s);
+        sangle(&c, &s, o);
+    } else if (kind == SC_UNI2) {
+        adot(f, 1, 0, 0, 2, &c);
+        adot(f, 1, 1, 0, 2, &s);
+        sscale(&s, -1.0);
+        sangle(&c, &s, o);
+    } else {
+        VTerm z, d;
+        axis3(f, 0, 2, &z);
+        dvec(f, &d);
+        vdot(&z, &d, o);
+    }
+}
+
+static void joint_frames(const MbEngine *e, int j, const double *xe, Frames3 *f)
+{
+    const int *J = IA(e, A_IJOINT) + 6 * j;
+    const double *P = DA(e, A_DJOINT) + SJD * j;
+    f->xe = xe;
+    f->p = J[1];
+    f->c = J[2];
+    f->sp = P;
+    f->sc = P + 3;
+    f->Fp = P + 6;
+    f->Fc = P + 15;
+}
+
+static void sextend(const MbEngine *e, const double *x, double *xe, int rate)
+{
+    int nb = e->nb;
+    memcpy(xe, x, sizeof(double) * 7 * nb);
+    for (int i = 0; i < 7; i++)
+        xe[7 * nb + i] = 0.0;
+    if (!rate)
+        xe[7 * nb + 3] = 1.0;
+}
+
+/* every row at x (constraints.evaluate, spatial, no drives): phi and D (nrows x 7 nb) */
+static int spatial_rows(MbEngine *e, const double *x, double *phi, double *D)
+{
+    int nb = e->nb, nc = 7 * nb;
+    double *xe = e->xe;
+    STerm t[6];
+    sextend(e, x, xe, 0);
+    if (D)
+        memset(D, 0, sizeof(double) * (size_t)e->nrows * nc);
+    for (int j = 0; j < e->nj; j++) {
+        const int *J = IA(e, A_IJOINT) + 6 * j;
+        Frames3 f;
+        joint_frames(e, j, xe, &f);
+        int k = joint_terms(J[0], &f, DA(e, A_DJOINT)[SJD * j + 24], t);
+        if (k != J[5])
+            return j + 1;
+        for (int r = 0; r < k; r++) {
+            phi[J[4] + r] = t[r].v;
+            if (!D)
+                continue;
+            double *Dr = D + (size_t)(J[4] + r) * nc;
+            for (int i = 0; i < 7; i++) {
+                if (f.p < nb)
+                    Dr[7 * f.p + i] = t[r].J[i];
+                if (f.c < nb)
+                    Dr[7 * f.c + i] = t[r].J[7 + i];
+            }
+        }
+    }
+    int r0 = e->nrows - nb;
+    for (int b = 0; b < nb; b++) {
+        const double *p = x + 7 * b + 3;
+        phi[r0 + b] = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]) - 1.0;
+        if (D)
+            for (int i = 0; i < 4; i++)
+                D[(size_t)(r0 + b) * nc + 7 * b + 3 + i] = 2.0 * p[i];
+    }
+    return OK;
+}
+
+static double wrap_angle(double a) { return PI - pymod(PI - a, 2.0 * PI); }
+
+/* the element terms of kernel element row i (TSDA: 1 term, RSDA: 1, bushing: 6) with their
+ * forces s; returns the count (-1: undefined) */
+static int element_terms(const MbEngine *e, int i, const double *xe, const double *xde,
+                         const double *u, STerm *t, double *s, int *pp, int *cc)
+{
+    const int *E = IA(e, A_ISEI) + SEI * i;
+    const double *P = DA(e, A_DSED) + SED * i;
+    int kind = E[0], a = E[1], b = E[2], iu = E[3];
+    double h = iu >= 0 ? u[iu] : 0.0;
+    Frames3 f = {xe, P, P + 3, P + 6, P + 15, a, b};
+    *pp = a;
+    *cc = b;
+    if (kind == 0) {                                   /* TSDA */
+        VTerm d;
+        dvec(&f, &d);
+        if (vnorm(&d, &t[0]))
+            return -1;
+        s[0] = P[24] * (t[0].v - P[26]) + P[25] * srate(&t[0], xde, a, b) + h;
+        return 1;
+    }
+    if (kind == 1) {                                   /* RSDA */
+        coord_term(SC_REV, &f, &t[0]);
+        s[0] = P[24] * wrap_angle(t[0].v - P[26]) + P[25] * srate(&t[0], xde, a, b) + h;
+        return 1;
+    }
+    if (kind == 4) {                                   /* bushing */
+        VTerm d, ax;
+        dvec(&f, &d);
+        for (int k = 0; k < 3; k++) {
+            axis3(&f, 0, k, &ax);
+            vdot(&ax, &d, &t[k]);
+        }
+        for (int k = 0; k < 3; k++) {
+            int j = (k + 1) % 3, l = (k + 2) % 3;
+            STerm u1, u2;
+            adot(&f, 0, l, 1, j, &u1);
+            adot(&f, 0, j, 1, l, &u2);
+            t[3 + k].v = 0.5 * (u1.v - u2.v);
+            for (int c = 0; c < 14; c++)
+                t[3 + k].J[c] = 0.5 * (u1.J[c] - u2.J[c]);
+        }
+        double ev[6], er[6];
+        for (int k = 0; k < 6; k++) {
+            ev[k] = t[k].v - P[102 + k];
+            er[k] = srate(&t[k], xde, a, b);
+        }
+        for (int k = 0; k < 6; k++) {
+            double sk = 0.0, sc = 0.0;
+            for (int j = 0; j < 6; j++) {
+                sk += P[30 + 6 * k + j] * ev[j];
+                sc += P[66 + 6 * k + j] * er[j];
+            }
+            s[k] = sk + sc;
+        }
+        return 6;
+    }
+    return 0;
+}
+
+/* elements.applied_forces (spatial) into f (7 nb) */
+static int spatial_forces(MbEngine *e, const double *x, const double *xd, const double *u,
+                          double *f)
+{
+    int nb = e->nb;
+    double *xe = e->xe, *xde = e->xde, *fe = e->r;     /* r: 7 (nb + 1) */
+    const double *g = DA(e, A_DGRAV), *mass = DA(e, A_DSMASS), *Jb = DA(e, A_DSJ);
+    sextend(e, x, xe, 0);
+    sextend(e, xd, xde, 1);
+    memset(fe, 0, sizeof(double) * 7 * (nb + 1));
+    for (int b = 0; b < nb; b++) {
+        for (int i = 0; i < 3; i++)
+            fe[7 * b + i] = mass[b] * g[i];
+        const double *p = x + 7 * b + 3, *pd = xd + 7 * b + 3, *J = Jb + 9 * b;
+        double Gd[3][4], w[3], Jw[3];
+        G_mat(pd, Gd);
+        for (int a = 0; a < 3; a++)
+            w[a] = Gd[a][0] * p[0] + Gd[a][1] * p[1] + Gd[a][2] * p[2] + Gd[a][3] * p[3];
+        for (int a = 0; a < 3; a++)
+            Jw[a] = J[3 * a] * w[0] + J[3 * a + 1] * w[1] + J[3 * a + 2] * w[2];
+        for (int i = 0; i < 4; i++)
+            fe[7 * b + 3 + i] = 8.0 * (Gd[0][i] * Jw[0] + Gd[1][i] * Jw[1] + Gd[2][i] * Jw[2]);
+    }
+    for (int i = 0; i < e->ne; i++) {
+        const int *E = IA(e, A_ISEI) + SEI * i;
+        const double *P = DA(e, A_DSED) + SED * i;
+        STerm t[6];
+        double s[6];
+        int p, c, k = element_terms(e, i, xe, xde, u, t, s, &p, &c);
+        if (k < 0)
+            return 2;
+        for (int r = 0; r < k; r++)
+            for (int j = 0; j < 7; j++) {
+                fe[7 * p + j] -= t[r].J[j] * s[r];
+                fe[7 * c + j] -= t[r].J[7 + j] * s[r];
+            }
+        if (E[0] == 2 || E[0] == 3) {                  /* force, torque */
+            double mag = P[24] + (E[3] >= 0 ? u[E[3]] : 0.0), dir[3];
+            int body = E[2];
+            if (E[4])
+                q_rotate(xe + 7 * body + 3, P + 27, dir);
+            else
+                memcpy(dir, P + 27, sizeof dir);
+            double F[3] = {dir[0] * mag, dir[1] * mag, dir[2] * mag};
+            if (E[0] == 2) {
+                VTerm pt;
+                vterm(xe, body, P + 3, 0, 1, &pt);
+                for (int j = 0; j < 7; j++)
+                    fe[7 * body + j] += F[0] * pt.J[0][j] + F[1] * pt.J[1][j] +
+                                        F[2] * pt.J[2][j];
+            } else {
+                int bodies[2] = {E[2], E[1]};
+                double sg[2] = {1.0, -1.0};
+                for (int q = 0; q < 2; q++) {
+                    double Em[3][4];
+                    E_mat(xe + 7 * bodies[q] + 3, Em);
+                    for (int j = 0; j < 4; j++)
+                        fe[7 * bodies[q] + 3 + j] +=
+                            2.0 * (Em[0][j] * sg[q] * F[0] + Em[1][j] * sg[q] * F[1] +
+                                   Em[2][j] * sg[q] * F[2]);
+                }
+            }
+        }
+    }
+    memcpy(f, fe, sizeof(double) * 7 * nb);
+    return OK;
+}
+
+/* M(x) a: m a_r and 4 G' J G a_p per body */
+static void spatial_mass_times(const MbEngine *e, const double *x, const double *a, double *o)
+{
+    const double *mass = DA(e, A_DSMASS), *Jb = DA(e, A_DSJ);
+    for (int b = 0; b < e->nb; b++) {
+        double G[3][4], w[3], Jw[3];
+        const double *p = x + 7 * b + 3, *ap = a + 7 * b + 3, *J = Jb + 9 * b;
+        G_mat(p, G);
+        for (int i = 0; i < 3; i++)
+            o[7 * b + i] = mass[b] * a[7 * b + i];
+        for (int i = 0; i < 3; i++)
+            w[i] = G[i][0] * ap[0] + G[i][1] * ap[1] + G[i][2] * ap[2] + G[i][3] * ap[3];
+        for (int i = 0; i < 3; i++)
+            Jw[i] = J[3 * i] * w[0] + J[3 * i + 1] * w[1] + J[3 * i + 2] * w[2];
+        for (int j = 0; j < 4; j++)
+            o[7 * b + 3 + j] = 4.0 * (G[0][j] * Jw[0] + G[1][j] * Jw[1] + G[2][j] * Jw[2]);
+    }
+}
+
+static void *make_spatial_kernel(MbEngine *e)
+{
+    const double *g = DA(e, A_DGRAV);
+    void *k = sk_create(e->nb, e->n, e->nv, IA(e, A_ISRI), DA(e, A_DSRD), DA(e, A_DSMASS),
+                        DA(e, A_DSJ), g[0], g[1], g[2], e->ne, e->ni, IA(e, A_ISEI),
+                        DA(e, A_DSED), e->nc, IA(e, A_ISCI), DA(e, A_DSCD));
+    if (!k)
+        return NULL;
+    if (sk_set_pose_data(k, DA(e, A_DSRQ)) != 0) {
+        sk_free(k);
+        return NULL;
+    }
+    sk_set_stabilization(k, e->set.stabilization, e->set.alpha, e->set.beta, e->set.proj_tol);
+    return k;
+}
+
+static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
+{
+    int nb = e->nb, n = e->n;
+    struct { int a, want; } sizes[] = {
+        {A_DGRAV, 3}, {A_ISRI, SRI * nb}, {A_DSRD, SRD * nb}, {A_DSMASS, nb}, {A_DSJ, 9 * nb},
+        {A_ISEI, SEI * e->ne}, {A_DSED, SED * e->ne}, {A_ISCI, SCI * e->nc},
+        {A_DSCD, SCD * e->nc}, {A_DSRQ, 9 * nb}, {A_IJOINT, 6 * e->nj},
+        {A_DJOINT, SJD * e->nj}, {A_ICOORD, 2 * e->ncj}, {A_IELEM, 2 * e->nel},
+        {A_IMARK, e->nmark}, {A_DMARK, 3 * e->nmark}, {A_DMINV, 7 * nb},
+        {A_IPLACE, 2 * e->nplace}, {A_DBODY0, 13 * nb}, {A_IINIT, 3 * e->ncj},
+        {A_DINIT, 3 * e->ncj}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (e->cnt[sizes[i].a] != sizes[i].want) {
+            msg(err, errlen, "the model data's array %d has %d entries, expected %d",
+                sizes[i].a, e->cnt[sizes[i].a], sizes[i].want);
+            return 0;
+        }
+#define BAD(cond, what) do { if (cond) { msg(err, errlen, "the model data are inconsistent: %s", what); return 0; } } while (0)
+    BAD(e->nv < 0 || e->nv > n || e->nc < 0 || e->nrows < nb, "the spatial counts");
+    for (int i = 0; i < nb; i++) {
+        const int *R = IA(e, A_ISRI) + SRI * i;
+        BAD(R[0] < 0 || R[0] > 4 || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] >= nb ||
+            R[3] < 0 || R[3] > n || R[4] < 0 || R[4] > e->nv, "a tree joint's indices");
+    }
+    for (int i = 0; i < e->ne; i++) {
+        const int *E = IA(e, A_ISEI) + SEI * i;
+        BAD(E[0] < 0 || E[0] > 4 || E[1] < 0 || E[1] > nb || E[2] < 0 || E[2] > nb ||
+            E[3] < -1 || E[3] >= e->ni, "an element's indices");
+    }
+    for (int i = 0; i < e->nc; i++) {
+        const int *C = IA(e, A_ISCI) + SCI * i;
+        BAD(C[0] < 0 || C[0] > 6 || C[1] < 0 || C[1] > nb || C[2] < 0 || C[2] > nb,
+            "a cut joint's indices");
+    }
+    int nout = 16 * nb + 6 * e->nmark + 5;
+    for (int j = 0; j < e->nj; j++) {
+        const int *J = IA(e, A_IJOINT) + 6 * j;
+        static const int rows[] = {3, 5, 4, 4, 5, 6, 1};
+        BAD(J[0] < 0 || J[0] > 6 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
+            J[1] == J[2] || J[3] < -1 || J[3] >= e->ncj || J[5] != rows[J[0]] || J[4] < 0 ||
+            J[4] + J[5] > e->nrows - nb, "a joint");
+        nout += (J[0] == SJ_REV || J[0] == SJ_PRI ? 2 : 0) +
+                (J[0] == SJ_CYL || J[0] == SJ_UNI ? 4 : 0) + (J[0] == SJ_DST ? 1 : 6);
+    }
+    for (int i = 0; i < e->ncj; i++) {
+        const int *Cc = IA(e, A_ICOORD) + 2 * i;
+        BAD(Cc[0] < 0 || Cc[0] >= e->nj || Cc[1] < 0 || Cc[1] > 3, "a joint coordinate");
+    }
+    for (int i = 0; i < e->nel; i++) {
+        const int *E = IA(e, A_IELEM) + 2 * i;
+        static const int width[] = {2, 2, 0, 1, 1, 6};
+        BAD(E[0] < 0 || E[0] > 5 || E[0] == EK_CYL || E[1] < 0 || E[1] >= e->ne,
+            "an element");
+        nout += width[E[0]];
+    }
+    for (int i = 0; i < e->nmark; i++)
+        BAD(IA(e, A_IMARK)[i] < 0 || IA(e, A_IMARK)[i] > nb, "a marker");
+    for (int i = 0; i < e->nplace; i++) {
+        const int *P = IA(e, A_IPLACE) + 2 * i;
+        BAD(P[0] < 0 || P[0] >= e->nj, "the tree placement");
+    }
+    BAD(nout != e->nout, "the number of outputs");
+#undef BAD
+    return 1;
+}
+
+static void q_matrix(const double *p, double A[3][3])     /* rotations.matrix */
+{
+    for (int i = 0; i < 3; i++) {
+        double unit[3] = {0.0, 0.0, 0.0}, col[3];
+        unit[i] = 1.0;
+        q_rotate(p, unit, col);
+        for (int r = 0; r < 3; r++)
+            A[r][i] = col[r];
+    }
+}
+
+/* rotations.from_matrix (scipy's Rotation.from_matrix, then e0 >= 0) */
+static void q_from_matrix(double R[3][3], double *p)
+{
+    double dec[4] = {R[0][0], R[1][1], R[2][2], R[0][0] + R[1][1] + R[2][2]}, q[4];
+    int ch = 0;
+    for (int i = 1; i < 4; i++)
+        if (dec[i] > dec[ch])
+            ch = i;
+    if (ch != 3) {
+        int i = ch, j = (i + 1) % 3, k = (j + 1) % 3;
+        q[i] = 1.0 - dec[3] + 2.0 * R[i][i];
+        q[j] = R[j][i] + R[i][j];
+        q[k] = R[k][i] + R[i][k];
+        q[3] = R[k][j] - R[j][k];
+    } else {
+        q[0] = R[2][1] - R[1][2];
+        q[1] = R[0][2] - R[2][0];
+        q[2] = R[1][0] - R[0][1];
+        q[3] = 1.0 + dec[3];
+    }
+    double nq = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    double sg = q[3] >= 0 ? 1.0 : -1.0;
+    p[0] = sg * q[3] / nq;
+    p[1] = sg * q[0] / nq;
+    p[2] = sg * q[1] / nq;
+    p[3] = sg * q[2] / nq;
+}
+
+static void mm(double A[3][3], double B[3][3], double O[3][3])        /* O = A B */
+{
+    double T[3][3];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            T[i][j] = A[i][0] * B[0][j] + A[i][1] * B[1][j] + A[i][2] * B[2][j];
+    memcpy(O, T, sizeof T);
+}
+
+static void mtm(double A[3][3], double B[3][3], double O[3][3])       /* O = A' B */
+{
+    double T[3][3];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            T[i][j] = A[0][i] * B[0][j] + A[1][i] * B[1][j] + A[2][i] * B[2][j];
+    memcpy(O, T, sizeof T);
+}
+
+static void mv(double A[3][3], const double *v, double *o)
+{
+    double t[3];
+    for (int i = 0; i < 3; i++)
+        t[i] = A[i][0] * v[0] + A[i][1] * v[1] + A[i][2] * v[2];
+    memcpy(o, t, sizeof t);
+}
+
+static void rowmajor(const double *F, double M[3][3])
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            M[i][j] = F[3 * i + j];
+}
+
+/* placement.tree_placement: x (7 nb) of the bodies along the tree at the given coordinates */
+static void spatial_placement(MbEngine *e, double *x)
+{
+    int nb = e->nb;
+    double (*A)[3][3] = (double (*)[3][3])e->V;          /* (nb + 1) rotations */
+    double *r = e->xe;                                  /* (nb + 1) x 3 */
+    for (int b = 0; b < nb; b++) {
+        const double *B0 = DA(e, A_DBODY0) + 13 * b;
+        memcpy(r + 3 * b, B0, sizeof(double) * 3);
+        q_matrix(B0 + 3, A[b]);
+    }
+    r[3 * nb] = r[3 * nb + 1] = r[3 * nb + 2] = 0.0;
+    memset(A[nb], 0, sizeof A[nb]);
+    A[nb][0][0] = A[nb][1][1] = A[nb][2][2] = 1.0;
+    for (int i = 0; i < e->nplace; i++) {
+        int k = IA(e, A_IPLACE)[2 * i], parent_placed = IA(e, A_IPLACE)[2 * i + 1];
+        const int *J = IA(e, A_IJOINT) + 6 * k;
+        const double *P = DA(e, A_DJOINT) + SJD * k;
+        int kind = J[0], p = J[1], c = J[2], ic = J[3];
+        double q = 0.0;
+        if (ic >= 0) {
+            const int *g = IA(e, A_IINIT) + 3 * ic;
+            const double *v = DA(e, A_DINIT) + 3 * ic;
+            q = g[0] ? v[0] : g[2] ? v[2] : 0.0;
+        }
+        double R[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, t[3] = {0.0, 0.0, 0.0};
+        if (kind == SJ_REV) {
+            double cq = cos(q), sq = sin(q);
+            R[0][0] = cq;
+            R[0][1] = -sq;
+            R[1][0] = sq;
+            R[1][1] = cq;
+        } else if (kind == SJ_PRI) {
+            t[2] = q;
+        } else if (kind == SJ_UNI) {
+            double U[3][3] = {{0, 0, 1}, {0, -1, 0}, {1, 0, 0}};
+            memcpy(R, U, sizeof R);
+        }
+        double Fp[3][3], Fc[3][3], T1[3][3], T2[3][3], FcT[3][3], FpT[3][3], RT[3][3];
+        rowmajor(P + 6, Fp);
+        rowmajor(P + 15, Fc);
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                FcT[a][b] = Fc[b][a];
+                FpT[a][b] = Fp[b][a];
+                RT[a][b] = R[b][a];
+            }
+        double v1[3], v2[3], v3[3];
+        if (parent_placed) {
+            mm(A[p], Fp, T1);
+            mm(T1, R, T2);
+            mm(T2, FcT, A[c]);
+            mv(A[p], P, v1);
+            mv(T1, t, v2);
+            mv(A[c], P + 3, v3);
+            for (int d = 0; d < 3; d++)
+                r[3 * c + d] = r[3 * p + d] + v1[d] + v2[d] - v3[d];
+        } else {
+            mm(A[c], Fc, T1);
+            mm(T1, RT, T2);
+            mm(T2, FpT, A[p]);
+            mv(A[c], P + 3, v1);
+            mm(A[p], Fp, T1);
+            mv(T1, t, v2);
+            mv(A[p], P, v3);
+            for (int d = 0; d < 3; d++)
+                r[3 * p + d] = r[3 * c + d] + v1[d] - v2[d] - v3[d];
+        }
+    }
+    for (int b = 0; b < nb; b++) {
+        memcpy(x + 7 * b, r + 3 * b, sizeof(double) * 3);
+        q_from_matrix(A[b], x + 7 * b + 3);
+    }
+}
+
+/* the given joint coordinates' rows (flag 0: values, 1: rates) appended at row k of A
+ * (nc columns) with their residuals (values) or targets (rates) in r */
+static int spatial_given_rows(MbEngine *e, const double *x, int flag, int k, double *r,
+                              double *A)
+{
+    int nb = e->nb, nc = 7 * nb;
+    sextend(e, x, e->xde, 0);
+    for (int i = 0; i < e->ncj; i++) {
+        if (!IA(e, A_IINIT)[3 * i + flag])
+            continue;
+        Frames3 f;
+        STerm t;
+        joint_frames(e, IA(e, A_ICOORD)[2 * i], e->xde, &f);
+        coord_term(IA(e, A_ICOORD)[2 * i + 1], &f, &t);
+        r[k] = flag ? DA(e, A_DINIT)[3 * i + 1] : t.v - DA(e, A_DINIT)[3 * i];
+        double *Ar = A + (size_t)k * nc;
+        memset(Ar, 0, sizeof(double) * nc);
+        for (int j = 0; j < 7; j++) {
+            if (f.p < nb)
+                Ar[7 * f.p + j] = t.J[j];
+            if (f.c < nb)
+                Ar[7 * f.c + j] = t.J[7 + j];
+        }
+        k++;
+    }
+    return k;
+}
+
+static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen)
+{
+    int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
+    const double *Minv = DA(e, A_DMINV);
+    double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
+    spatial_placement(e, x);
+    double size = 0.0;
+    int any = 0;
+    for (int j = 0; j < e->nj; j++)
+        for (int i = 0; i < 6; i++) {
+            size = fmax(size, fabs(DA(e, A_DJOINT)[SJD * j + i]));
+            any = 1;
+        }
+    if (!any)
+        size = 1.0;
+    double scale = 1.0 + fmax(absmax(x, nc), size);
+    for (int it = 0; it <= 50; it++) {                /* assembly._newton */
+        k = spatial_rows(e, x, r, A) == OK ? spatial_given_rows(e, x, 0, e->nrows, r, A) : -1;
+        if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
+            break;
+        if (min_norm(e, A, k, Minv, r, dx) != OK)
+            break;
+        for (int i = 0; i < nc; i++)
+            x[i] -= dx[i];
+    }
+    if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
+        int worst = -1;
+        double wv = -1.0;
+        for (int j = 0; k > 0 && j < e->nj; j++) {
+            const int *J = IA(e, A_IJOINT) + 6 * j;
+            for (int i = J[4]; i < J[4] + J[5]; i++)
+                if (!(fabs(r[i]) <= wv)) {
+                    wv = fabs(r[i]);
+                    worst = j;
+                }
+        }
+        msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
+            "constraint rows stay open (largest residual %.3g, at joint '%s'); give guesses "
+            "near the intended pose or initial values that let the loops close", t0,
+            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? e->jname[worst] : "?");
+        return MBE_ERROR;
+    }
+    /* velocities: least M-norm xd with D xd = 0 and the given rates */
+    double *b = e->rhs;
+    spatial_rows(e, x, e->phi, A);
+    for (int i = 0; i < e->nrows; i++)
+        b[i] = 0.0;
+    k = spatial_given_rows(e, x, 1, e->nrows, b, A);
+    for (int bb = 0; bb < nb; bb++) {                 /* assembly._velocity_guess */
+        const double *B0 = DA(e, A_DBODY0) + 13 * bb, *p = x + 7 * bb + 3;
+        double E[3][4];
+        E_mat(p, E);
+        memcpy(xd + 7 * bb, B0 + 7, sizeof(double) * 3);
+        for (int j = 0; j < 4; j++)
+            xd[7 * bb + 3 + j] = 0.5 * (E[0][j] * B0[10] + E[1][j] * B0[11] + E[2][j] * B0[12]);
+    }
+    for (int i = 0; i < k; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += A[(size_t)i * nc + j] * xd[j];
+        r[i] = b[i] - s;
+    }
+    if (min_norm(e, A, k, Minv, r, dx) != OK) {
+        msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
+        return MBE_ERROR;
+    }
+    for (int j = 0; j < nc; j++)
+        xd[j] += dx[j];
+    double res = 0.0;
+    for (int i = 0; i < k; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += A[(size_t)i * nc + j] * xd[j];
+        res = fmax(res, fabs(s - b[i]));
+    }
+    if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
+        msg(err, errlen, "the initial rates are inconsistent with the constraints (velocity "
+            "residual %.3g); give fewer rates or consistent ones", res);
+        return MBE_ERROR;
+    }
+    /* q0 from the relative poses (tree.initial_coordinates) */
+    double *q = e->ytmp, *qd = e->ytmp + n;
+    for (int i = 0; i < n; i++)
+        q[i] = qd[i] = 0.0;
+    for (int row = 0; row < nb; row++) {
+        const int *R = IA(e, A_ISRI) + SRI * row;
+        const double *D = DA(e, A_DSRD) + SRD * row, *rq = DA(e, A_DSRQ) + 9 * row;
+        int kind = R[0], X = R[1], Y = R[2], o = R[3], fwd = !R[5];
+        if (kind == 4) {
+            memcpy(q + o, x + 7 * Y, sizeof(double) * 7);
+            continue;
+        }
+        int Pb = fwd ? X : Y, Cb = fwd ? Y : X;
+        const double *sp = fwd ? D : D + 3, *sc = fwd ? D + 3 : D;
+        double Fp[3][3], Fc[3][3], Ap[3][3], Ac[3][3], ApF[3][3], AcF[3][3], Rm[3][3];
+        static const double ONE[4] = {1.0, 0.0, 0.0, 0.0}, ZERO[3] = {0.0, 0.0, 0.0};
+        rowmajor(fwd ? D + 6 : D + 15, Fp);
+        q_matrix(fwd ? rq + 4 : rq, Fc);
+        const double *rP = Pb < nb ? x + 7 * Pb : ZERO, *pP = Pb < nb ? x + 7 * Pb + 3 : ONE;
+        const double *rC = Cb < nb ? x + 7 * Cb : ZERO, *pC = Cb < nb ? x + 7 * Cb + 3 : ONE;
+        q_matrix(pP, Ap);
+        q_matrix(pC, Ac);
+        mm(Ap, Fp, ApF);
+        mm(Ac, Fc, AcF);
+        mtm(ApF, AcF, Rm);
+        double v1[3], v2[3], dd[3], d[3];
+        mv(Ac, sc, v1);
+        mv(Ap, sp, v2);
+        for (int i = 0; i < 3; i++)
+            dd[i] = rC[i] + v1[i] - rP[i] - v2[i];
+        for (int i = 0; i < 3; i++)
+            d[i] = ApF[0][i] * dd[0] + ApF[1][i] * dd[1] + ApF[2][i] * dd[2];
+        if (kind == 1)
+            q[o] = atan2(Rm[1][0], Rm[0][0]);
+        else if (kind == 2)
+            q[o] = d[2];
+        else if (kind == 3)
+            q_from_matrix(Rm, q + o);
+    }
+    for (int i = 0; i < n; i++)
+        if (fabs(q[i]) < 1e-13)
+            q[i] = 0.0;
+    /* the signs of the relative Euler parameters (tree._fix_signs): T(q0) gives the
+     * assembled parameters themselves; then T(q0) must reproduce the pose */
+    double *zero = e->qd2, *xt = e->x, *xdt = e->xd;
+    for (int i = 0; i < n; i++)
+        zero[i] = 0.0;
+    double *rqs = DA(e, A_DSRQ);
+    for (int row = 0; row < nb; row++) {
+        if (sk_kinematics(e->kern, q, zero, xt, xdt) != OK)
+            break;
+        int Y = IA(e, A_ISRI)[SRI * row + 2];
+        const double *pa = xt + 7 * Y + 3, *pb = x + 7 * Y + 3;
+        if (pa[0] * pb[0] + pa[1] * pb[1] + pa[2] * pb[2] + pa[3] * pb[3] < 0) {
+            rqs[9 * row + 8] = -rqs[9 * row + 8];
+            sk_set_pose_data(e->kern, rqs);
+        }
+    }
+    int rc = sk_kinematics(e->kern, q, zero, xt, xdt);
+    double dev = 0.0;
+    for (int i = 0; i < nc; i++)
+        dev = fmax(dev, fabs(xt[i] - x[i]));
+    if (rc != OK || !(dev <= 1e-8 * (1.0 + absmax(x, nc)))) {
+        msg(err, errlen, "T(q0) does not reproduce the assembled pose (error %.3g)", dev);
+        return MBE_ERROR;
+    }
+    /* qd0 = lstsq(Tq, xd0): Tq's columns are the velocities of unit rates (linear in qd) */
+    double *Tt = e->D, *N = e->S;                     /* Tq' (n x nc), Tq'Tq (n x n) */
+    for (int i = 0; i < n; i++) {
+        zero[i] = 1.0;
+        sk_kinematics(e->kern, q, zero, xt, Tt + (size_t)i * nc);
+        zero[i] = 0.0;
+    }
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int j = 0; j < nc; j++)
+            s += Tt[(size_t)i * nc + j] * xd[j];
+        e->rhs[i] = s;
+        for (int l = 0; l <= i; l++) {
+            double v = 0.0;
+            for (int j = 0; j < nc; j++)
+                v += Tt[(size_t)i * nc + j] * Tt[(size_t)l * nc + j];
+            N[i * n + l] = N[l * n + i] = v;
+        }
+    }
+    if (n && dense_psd_solve(N, e->V, e->w, n, NULL, NULL, 0, e->rhs, qd) != OK) {
+        msg(err, errlen, "the initial rates of the tree cannot be computed");
+        return MBE_ERROR;
+    }
+    double vdev = 0.0;
+    for (int j = 0; j < nc; j++) {
+        double s = 0.0;
+        for (int i = 0; i < n; i++)
+            s += Tt[(size_t)i * nc + j] * qd[i];
+        vdev = fmax(vdev, fabs(s - xd[j]));
+    }
+    if (!(vdev <= 1e-8 * (1.0 + absmax(xd, nc)))) {
+        msg(err, errlen, "the assembled velocities are not those of a motion of the tree "
+            "joints (error %.3g)", vdev);
+        return MBE_ERROR;
+    }
+    memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
+    e->t = t0;
+    e->h = 0.0;
+    e->initialized = 1;
+    return MBE_OK;
+}
+
+static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
+                                 char *err, size_t errlen)
+{
+    int nb = e->nb, n = e->n, nc = 7 * nb, nr = e->nrows, rc;
+    double t = e->t, *q = e->y, *qd = e->y + n;
+    double *x = e->xa, *xd = e->xda;
+    const int G1 = groups & MBE_GROUP_MOTION, G2 = groups & MBE_GROUP_REACTIONS,
+              G4 = groups & MBE_GROUP_RESIDUALS;
+    if ((rc = sk_kinematics(e->kern, q, qd, x, xd)) != OK ||
+        (G2 && (rc = sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd, e->xdd))
+         != OK)) {
+        msg(err, errlen, "the outputs at t = %.9g s cannot be computed: %s", t,
+            kernel_error(rc));
+        return MBE_ERROR;
+    }
+    /* Newton-Euler multipliers at the dynamics' motion: D D' lam = D (f - M xdd) */
+    double *lam = e->lam;
+    if (G2 && (spatial_forces(e, e->x, e->xd, u, e->f) != OK ||
+        spatial_rows(e, e->x, e->phi, e->D2) != OK)) {
+        msg(err, errlen, "a spring or distance link has zero length at t = %.9g s", t);
+        return MBE_ERROR;
+    }
+    if (G2) {
+        spatial_mass_times(e, e->x, e->xdd, e->rhs);
+        for (int i = 0; i < nc; i++)
+            e->f[i] -= e->rhs[i];
+        for (int a = 0; a < nr; a++) {
+            const double *Da = e->D2 + (size_t)a * nc;
+            double s = 0.0;
+            for (int i = 0; i < nc; i++)
+                s += Da[i] * e->f[i];
+            e->w[a] = s;
+            for (int b = 0; b <= a; b++) {
+                const double *Db = e->D2 + (size_t)b * nc;
+                double v = 0.0;
+                for (int i = 0; i < nc; i++)
+                    v += Da[i] * Db[i];
+                e->S[a * nr + b] = e->S[b * nr + a] = v;
+            }
+        }
+        memcpy(e->rhs, e->w, sizeof(double) * nr);
+        if (dense_psd_solve(e->S, e->V, e->w, nr, NULL, NULL, 0, e->rhs, lam) != OK) {
+            msg(err, errlen, "the reactions at t = %.9g s cannot be computed", t);
+            return MBE_ERROR;
+        }
+    }
+    if ((G2 || G4) && spatial_rows(e, x, e->phi, e->D) != OK) {
+        msg(err, errlen, "a distance link has zero length at t = %.9g s", t);
+        return MBE_ERROR;
+    }
+    int k = 0;
+    for (int b = 0; b < nb; b++) {                     /* elements.body_outputs */
+        const double *r = x + 7 * b, *p = r + 3, *rd = xd + 7 * b, *pd = rd + 3;
+        double A[3][3], E[3][4];
+        for (int i = 0; i < 3; i++) {
+            double unit[3] = {0.0, 0.0, 0.0}, col[3];
+            unit[i] = 1.0;
+            q_rotate(p, unit, col);
+            for (int rr = 0; rr < 3; rr++)
+                A[rr][i] = col[rr];
+        }
+        for (int i = 0; i < 7; i++)
+            PUT(G1, r[i]);
+        PUT(G1, atan2(-A[1][2], A[2][2]));
+        PUT(G1, asin(fmin(fmax(A[0][2], -1.0), 1.0)));
+        PUT(G1, atan2(-A[0][1], A[0][0]));
+        for (int i = 0; i < 3; i++)
+            PUT(G1, rd[i]);
+        E_mat(p, E);
+        for (int i = 0; i < 3; i++)
+            PUT(G1, 2.0 * (E[i][0] * pd[0] + E[i][1] * pd[1] + E[i][2] * pd[2] +
+                           E[i][3] * pd[3]));
+    }
+    double *xe = e->xe, *xde = e->xde;
+    sextend(e, x, xe, 0);
+    sextend(e, xd, xde, 1);
+    for (int j = 0; j < e->nj; j++) {
+        const int *J = IA(e, A_IJOINT) + 6 * j;
+        const double *P = DA(e, A_DJOINT) + SJD * j;
+        int kind = J[0];
+        if (J[3] >= 0) {
+            int ncoord = (kind == SJ_CYL || kind == SJ_UNI) ? 2 : 1;
+            for (int i = J[3]; i < J[3] + ncoord; i++) {
+                Frames3 f;
+                STerm tc;
+                joint_frames(e, j, xe, &f);
+                coord_term(IA(e, A_ICOORD)[2 * i + 1], &f, &tc);
+                PUT(G1, tc.v);
+                PUT(G1, srate(&tc, xde, f.p, f.c));
+            }
+        }
+        if (kind == SJ_DST) {
+            PUT(G2, lam[J[4]]);
+            continue;
+        }
+        if (!G2) {
+            k += 6;
+            continue;
+        }
+        int child_is_body = J[2] < nb;
+        int b = child_is_body ? J[2] : J[1];
+        const double *s = child_is_body ? P + 3 : P;
+        double sg = child_is_body ? -1.0 : 1.0, Q[7] = {0, 0, 0, 0, 0, 0, 0};
+        for (int r = J[4]; r < J[4] + J[5]; r++)
+            for (int i = 0; i < 7; i++)
+                Q[i] += e->D[(size_t)r * nc + 7 * b + i] * lam[r];
+        for (int i = 0; i < 7; i++)
+            Q[i] *= sg;
+        const double *p = x + 7 * b + 3;
+        double E[3][4], nn[3], arm[3];
+        E_mat(p, E);
+        for (int i = 0; i < 3; i++)
+            nn[i] = 0.5 * (E[i][0] * Q[3] + E[i][1] * Q[4] + E[i][2] * Q[5] + E[i][3] * Q[6]);
+        q_rotate(p, s, arm);
+        y[k++] = Q[0];
+        y[k++] = Q[1];
+        y[k++] = Q[2];
+        y[k++] = nn[0] - (arm[1] * Q[2] - arm[2] * Q[1]);
+        y[k++] = nn[1] - (arm[2] * Q[0] - arm[0] * Q[2]);
+        y[k++] = nn[2] - (arm[0] * Q[1] - arm[1] * Q[0]);
+    }
+    for (int i = 0; i < e->nel && !G1; i++) {
+        static const int width[] = {2, 2, 0, 1, 1, 6};
+        k += width[IA(e, A_IELEM)[2 * i]];
+    }
+    if (!G1)
+        k += 6 * e->nmark;
+    if (e->nel && G1) {                                /* the kernel's element outputs */
+        double *out = e->eout;                         /* (ne + 1) x 8 */
+        if ((rc = sk_element_outputs(e->kern, q, qd, u, out)) != OK) {
+            msg(err, errlen, "the element outputs at t = %.9g s cannot be computed: %s", t,
+                kernel_error(rc));
+            return MBE_ERROR;
+        }
+        for (int i = 0; i < e->nel; i++) {
+            static const int width[] = {2, 2, 0, 1, 1, 6};
+            const int *E = IA(e, A_IELEM) + 2 * i;
+            for (int c = 0; c < width[E[0]]; c++)
+                y[k++] = out[8 * E[1] + c];
+        }
+    }
+    if (e->nmark && G1) {
+        double *out = e->eout;
+        sk_points(e->kern, q, qd, e->nmark, IA(e, A_IMARK), DA(e, A_DMARK), out);
+        for (int i = 0; i < 6 * e->nmark; i++)
+            y[k++] = out[i];
+    }
+    /* energies (spatial elements.kinetic_energy, potential_energy) and residuals */
+    const double *mass = DA(e, A_DSMASS), *Jb = DA(e, A_DSJ), *g = DA(e, A_DGRAV);
+    double Tr = 0.0, Tw = 0.0, Vg = 0.0;
+    for (int b = 0; b < nb; b++) {
+        const double *r = x + 7 * b, *p = r + 3, *rd = xd + 7 * b, *pd = rd + 3,
+                     *J = Jb + 9 * b;
+        double G[3][4], w[3];
+        G_mat(p, G);
+        for (int i = 0; i < 3; i++)
+            w[i] = 2.0 * (G[i][0] * pd[0] + G[i][1] * pd[1] + G[i][2] * pd[2] + G[i][3] * pd[3]);
+        Tr += mass[b] * (rd[0] * rd[0] + rd[1] * rd[1] + rd[2] * rd[2]);
+        for (int i = 0; i < 3; i++)
+            Tw += w[i] * (J[3 * i] * w[0] + J[3 * i + 1] * w[1] + J[3 * i + 2] * w[2]);
+        Vg += mass[b] * (r[0] * g[0] + r[1] * g[1] + r[2] * g[2]);
+    }
+    double T = 0.5 * (Tr + Tw), V = -Vg;
+    {
+        double *zero = e->xde;                         /* the springs' values only */
+        for (int i = 0; i < 7 * (nb + 1); i++)
+            zero[i] = 0.0;
+        for (int i = 0; i < e->ne; i++) {
+            const int *E = IA(e, A_ISEI) + SEI * i;
+            const double *P = DA(e, A_DSED) + SED * i;
+            STerm tt[6];
+            double s[6];
+            int p, c, cnt = element_terms(e, i, xe, zero, u, tt, s, &p, &c);
+            if (cnt < 0) {
+                V = NAN;
+                continue;
+            }
+            if (E[0] == 0)
+                V += 0.5 * P[24] * (tt[0].v - P[26]) * (tt[0].v - P[26]);
+            else if (E[0] == 1)
+                V += 0.5 * P[24] * wrap_angle(tt[0].v - P[26]) * wrap_angle(tt[0].v - P[26]);
+            else if (E[0] == 4) {
+                double ev[6];
+                for (int a = 0; a < 6; a++)
+                    ev[a] = tt[a].v - P[102 + a];
+                double q2 = 0.0;
+                for (int a = 0; a < 6; a++)
+                    for (int b = 0; b < 6; b++)
+                        q2 += ev[a] * P[30 + 6 * a + b] * ev[b];
+                V += 0.5 * q2;
+            }
+        }
+    }
+    double res = 0.0, vres = 0.0;
+    for (int r = 0; r < nr && G4; r++) {
+        res = fmax(res, fabs(e->phi[r]));
+        double s = 0.0;
+        for (int i = 0; i < nc; i++)
+            s += e->D[(size_t)r * nc + i] * xd[i];
+        vres = fmax(vres, fabs(s));
+    }
+    PUT(G1, T);
+    PUT(G1, V);
+    PUT(G1, T + V);
+    PUT(G4, res);
+    PUT(G4, vres);
+    if (k != e->nout) {
+        msg(err, errlen, "internal error: %d outputs computed, %d expected", k, e->nout);
+        return MBE_ERROR;
+    }
+    return MBE_OK;
+}
