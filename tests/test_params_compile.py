@@ -375,6 +375,28 @@ def test_integer_parameter_is_fixed_and_checked(mbp):
     assert rc == 1 and "'n' = 4 cannot change from its built value 3" in msg, msg
 
 
+def test_a_parameter_that_changes_the_structure_is_fixed():
+    """The program patches doubles only: a parameter whose value changes the integer data
+    (here which joint is the tree's, via an untraced branch) is fixed, named."""
+    from fmu_mb.engine.data import model_data
+
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("switch", o)
+        s = mb.param("s", 1.0, "1", "a switch", min=0.0, max=2.0)
+        k = mb.param("k", 3.0, "N.m/rad", "stiffness", min=0.0)
+        b = mb.body("b", mass=1.0, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        if float(np.float64(s)) > 1.02:             # untraced: the force element changes
+            mb.force("f", b, direction=(1.0, 0.0), value=k)
+        else:
+            mb.torque("f", b, value=k)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: model_data(build(**o)))
+    assert prog.compiled == ("k",) and "s" in prog.fixed, prog.fixed
+
+
 def test_hidden_branch_is_not_compiled():
     """A branch build() takes on a plain float (no Sym, so no guard) must not give a program
     that is wrong on the other side: the verification sets find the mismatch and fix k."""

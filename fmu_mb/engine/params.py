@@ -707,8 +707,10 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     module_or_build: a model file's module (its build) or the build function itself;
     overrides: the parameter values the model is built with (the FMU's defaults: the
         program's defaults; a parameter fixed at an overridden value stays there);
-    data_of(overrides) -> 1-D float array: the model data for parameter values (a black
-        box; its layout must not depend on the values of non-structural parameters);
+    data_of(overrides) -> 1-D float array, or an object with `.doubles` and `.ints` (an
+        EngineData; then a set that changes the ints is treated as one that does not
+        build): the model data for parameter values (a black box; its layout must not
+        depend on the values of non-structural parameters);
     names: the parameter table's order (default: the model's declared parameters; the
         program does not read a string or structural parameter's entry);
     model_file: how messages name the model file (default: the module's file name).
@@ -747,7 +749,9 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
                and isinstance(p.value, (int, float)) and not isinstance(p.value, bool)}
     mfile = model_file or _model_file(module_or_build, build)
     rng = np.random.default_rng(seed)
-    D0 = np.asarray(data_of(base), dtype=float).ravel()
+    first = data_of(base)
+    D0 = np.asarray(getattr(first, "doubles", first), dtype=float).ravel()
+    data_of = _doubles_only(data_of, getattr(first, "ints", None))
     fixed.describe = _engine_describer(model, D0)
 
     while True:
@@ -760,6 +764,31 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
             raise RuntimeError(f"compile_parameters: no progress with {live}")
 
 
+class StructureChanged(FmuMbError):
+    """The integer part of the model data (its structure) differs from the build's."""
+
+
+def _doubles_only(data_of, ints0):
+    """data_of returning the doubles; when it returns an object with .doubles and .ints (an
+    EngineData), a set whose ints differ from ints0 raises StructureChanged (the program
+    patches doubles only: such a set is treated as one that does not build)."""
+    if ints0 is None:
+        def plain(o):
+            d = data_of(o)
+            return np.asarray(getattr(d, "doubles", d), float)
+        return plain
+    ints0 = np.asarray(ints0)
+
+    def doubles(o):
+        d = data_of(o)
+        ints = np.asarray(d.ints)
+        if ints.shape != ints0.shape or np.any(ints != ints0):
+            raise StructureChanged("the integers of the model data (its structure: tree, "
+                                   "kinds, indices) change")
+        return np.asarray(d.doubles, float)
+    return doubles
+
+
 def _pvector(names, index, bvals, plist_defaults, values):
     v = np.zeros(len(names))
     for n in names:
@@ -767,20 +796,55 @@ def _pvector(names, index, bvals, plist_defaults, values):
     return v
 
 
-def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check):
+def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None):
     """A random set of the live parameters (dict) whose data has D0's layout and passes
-    `check`; scale shrinks on failure. None when nothing works."""
+    `check` (-> "ok", "guard": another branch that a guard refuses, or "layout": the data's
+    layout changed); scale shrinks on failure. A set whose build changes the structure of
+    the data (StructureChanged, or another layout while the guards hold) is appended to
+    `hits`: the compiled program could not follow it. None when nothing works."""
     s = scale
     for attempt in range(12):
         vals = {n: _ranges(pmap[n], rng, s) if n in live else bvals[n] for n in bvals}
         try:
             D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}), float).ravel()
+        except StructureChanged:
+            if hits is not None:
+                hits.append({n: vals[n] for n in live})
+            s *= 0.5
+            continue
         except Exception:          # noqa: BLE001 - a set that does not build: another
             s *= 0.5
             continue
-        if check(vals, D):
+        verdict = check(vals, D)
+        if verdict == "ok":
             return vals, D
+        if verdict == "layout" and hits is not None:
+            hits.append({n: vals[n] for n in live})
         s *= 0.5
+    return None
+
+
+def _fix_structure(hits, live, base, data_of, D0, fixed):
+    """Fix the parameters that, moved alone to a value of a set in `hits`, change the
+    structure of the data; every one moved in such a set when none does alone."""
+    found = set()
+    for vals in hits:
+        for n in live:
+            try:
+                D = np.asarray(data_of({**base, n: vals[n]}), float).ravel()
+            except StructureChanged:
+                found.add((n, vals[n]))
+                continue
+            except Exception:      # noqa: BLE001 - does not build: not this one's doing
+                continue
+            if D.shape != D0.shape:
+                found.add((n, vals[n]))
+    if not found:
+        found = {(n, hits[0][n]) for n in live}
+    for n, v in sorted(found):
+        fixed.setdefault(n, f"the structure of the model data changes with it (at {n}={v!r}: "
+                            f"other elements, joints or counts), which the compiled program "
+                            f"cannot follow")
     return None
 
 
@@ -885,15 +949,19 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         return all(_CMP_FN[c](ev[a], ev[b]) == r for c, a, b, r in guards)
 
     def same_layout(vals, D):
-        return D.shape == D0.shape and guards_hold(vals)
+        if not guards_hold(vals):
+            return "guard"
+        return "ok" if D.shape == D0.shape else "layout"
 
     # probes: every live parameter moved at once
-    probes = []
+    probes, hits = [], []
     for _ in range(n_probe):
-        got = _draw(live, pmap, bvals, rng, scale, build, base, data_of, same_layout)
+        got = _draw(live, pmap, bvals, rng, scale, build, base, data_of, same_layout, hits)
         if got is None:
             break
         probes.append(got)
+    if hits:
+        return _fix_structure(hits, live, base, data_of, D0, fixed)
     if len(probes) < n_probe:
         return _fix_by_layout(live, pmap, bvals, rng, scale, build, base, data_of, D0,
                               fixed, guards_hold)
@@ -974,7 +1042,9 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     # on plain floats, which no guard records, shows there as a mismatch)
     bad, refused = set(), set()
     for sc in [scale] * n_verify + [max(scale, WIDE)] * n_wide:
-        got = _draw(live, pmap, bvals, rng, sc, build, base, data_of, same_layout)
+        got = _draw(live, pmap, bvals, rng, sc, build, base, data_of, same_layout, hits)
+        if hits:
+            return _fix_structure(hits, live, base, data_of, D0, fixed)
         if got is None:
             continue
         vals, D = got
@@ -1176,7 +1246,6 @@ def program_for(module_or_build, overrides=None, **kwargs):
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     data = model_data(build(**base))
-    prog = compile_parameters(module_or_build, base,
-                              lambda o: model_data(build(**o)).doubles,
+    prog = compile_parameters(module_or_build, base, lambda o: model_data(build(**o)),
                               names=data.parameter_names, **kwargs)
     return data, prog
