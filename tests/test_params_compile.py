@@ -135,7 +135,10 @@ def compiled(name):
     why = engine_runs(model)
     if why:
         return mod, None, why
-    prog = P.compile_parameters(mod, {}, lambda o: engine_data(mod.build(**o)))
+    from fmu_mb.engine.data import supported
+    if supported(model) is None:
+        return mod, P.program_for(mod)[1], None            # the engine's data
+    prog = P.compile_parameters(mod, {}, lambda o: standin_data(mod.build(**o)))
     return mod, prog, None
 
 
@@ -415,6 +418,25 @@ def test_hidden_branch_is_not_compiled():
     assert prog.compiled == ("c",) and "k" in prog.fixed, prog.fixed
 
 
+def test_far_branch_is_found():
+    """A branch on a plain float far from the default (as the projection metric's maximum
+    over the masses) is outside every random set; the far checks (x10, x0.1, ...) find it."""
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("far", o)
+        m = mb.param("m", 1.0, "kg", "mass", min=1e-9)
+        c = mb.param("c", 0.5, "N.m.s/rad", "damping", min=0.0)
+        b = mb.body("b", mass=m, inertia=max(float(np.float64(m)), 4.0) * 0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        mb.rsda("s", joint="O", damping=c)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
+    assert prog.compiled == ("c",) and "at m=10.0" in prog.fixed["m"], prog.fixed
+    blind = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)), far=())
+    assert blind.compiled == ("m", "c")                # what the far checks prevent
+
+
 def test_malformed_programs_are_refused(mbp):
     """Truncations, out-of-range indices, unknown instructions and random garbage return -1
     with a message; never a crash or a write out of bounds."""
@@ -476,7 +498,8 @@ def test_engine_with_parameters_set_equals_the_model_built_with_them(name):
     from fmu_mb.engine.data import model_data
     from fmu_mb.engine.engine import Engine
     mod = load(name)
-    data, prog = P.program_for(mod)
+    prog = compiled(name)[1]
+    data = model_data(mod.build())
     assert prog.names == data.parameter_names
     rng = np.random.default_rng(99)
     for attempt in range(5):

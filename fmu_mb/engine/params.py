@@ -49,6 +49,7 @@ Every result is checked finite; a malformed program makes mbp_run return -1.
 import math
 import operator
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,6 +61,8 @@ VERSION = 1
 STACK = 64                   # mbp_run's stack depth (params.c MBP_STACK)
 VERIFY_RTOL = 1e-14          # a slot must be reproduced to this (relative to its size)
 WIDE = 0.5                   # relative spread of the wide verification sets
+FAR = (10.0, 0.1, 100.0, 0.01)   # one parameter at a time: its value times these
+FAR_BUDGET = 3.0             # seconds for those far checks (then they stop)
 (OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
  OP_FIXED) = range(9)
 UNARY = ("neg", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log10",
@@ -700,8 +703,8 @@ def _ranges(p, rng, scale):
 
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
-                       model_file=None, n_probe=3, n_verify=3, n_wide=2, seed=0,
-                       scale=0.1):
+                       model_file=None, n_probe=3, n_verify=3, n_wide=2,
+                       far=FAR, far_budget=FAR_BUDGET, seed=0, scale=0.1):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
@@ -716,8 +719,9 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     model_file: how messages name the model file (default: the module's file name).
     Probe and n_verify verification sets are drawn within +-scale (relative) of the build
     values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
-    does not build, or takes another branch, is drawn again closer). Returns a
-    ParamProgram."""
+    does not build, or takes another branch, is drawn again closer); then each parameter
+    alone at its value times each of `far` (in range, where it builds; for at most
+    far_budget seconds). Returns a ParamProgram."""
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     model = build(**base)
@@ -757,7 +761,8 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
         prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
-                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale)
+                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, far,
+                             far_budget, scale)
         if prog is not None:
             return prog
         if not any(n in fixed for n in live):      # each round fixes one more, or fails
@@ -822,6 +827,22 @@ def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None)
             hits.append({n: vals[n] for n in live})
         s *= 0.5
     return None
+
+
+def _far_values(p, v, factors):
+    """Values of parameter p far from its build value v (v times each factor, or the
+    factors themselves when v is 0), inside [min, max], other than v."""
+    out = []
+    for f in factors:
+        x = v * f if v != 0.0 else f
+        for y in ((x,) if v != 0.0 else (x, -x)):
+            if p.min is not None:
+                y = max(y, float(p.min))
+            if p.max is not None:
+                y = min(y, float(p.max))
+            if y != v and y not in out and math.isfinite(y):
+                out.append(y)
+    return out
 
 
 def _fix_structure(hits, live, base, data_of, D0, fixed):
@@ -919,7 +940,7 @@ def _affine(tape, V, cand, d):
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
                   mfile,
-                  rng, n_probe, n_verify, n_wide, scale):
+                  rng, n_probe, n_verify, n_wide, far, far_budget, scale):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
     defaults = {n: bvals.get(n, fixvals.get(n, 0.0)) for n in names}
@@ -1057,6 +1078,43 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     if refused:
         for n in refused:
             fixed[n] = ("the compiled program refuses values that build() accepts")
+        return None
+    # far values, one parameter at a time (x10, x0.1, x100, x0.01, in rounds): a branch
+    # that build() takes on a plain float far from the defaults (a maximum over the masses
+    # switching...) shows here. A parameter whose far build fails is not tried further (an
+    # assembly that cannot close can take seconds), and the rounds stop after far_budget s.
+    far_bad, dead, start = {}, set(), time.perf_counter()
+    for f in far:
+        for n in live:
+            if n in dead or n in far_bad or time.perf_counter() - start > far_budget:
+                continue
+            for v in _far_values(pmap[n], bvals[n], (f,)):
+                vals = {**bvals, n: v}
+                try:
+                    D = np.asarray(data_of({**base, n: v}), float).ravel()
+                except StructureChanged:
+                    return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
+                                          base, data_of, D0, fixed)
+                except Exception:  # noqa: BLE001 - does not build there: nothing to match
+                    dead.add(n)
+                    break
+                verdict = same_layout(vals, D)
+                if verdict == "layout":
+                    return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
+                                          base, data_of, D0, fixed)
+                if verdict != "ok":
+                    continue
+                rc, out, msg = run_program(prog.code, prog.consts,
+                                           _pvector(names, index, bvals, defaults, vals), D0)
+                wrong = np.flatnonzero(~_close(out, D)) if rc == 0 else np.zeros(0, int)
+                if rc != 0 or len(wrong):
+                    far_bad[n] = (v, _describe(fixed, int(wrong[0])) if len(wrong) else msg)
+                    break
+    if far_bad:
+        for n, (v, where) in far_bad.items():
+            fixed[n] = (f"at {n}={v!r} the model data ({where}) differ from the compiled "
+                        f"expression: build() takes a branch on it that the parameter "
+                        f"compiler does not see")
         return None
     if bad:
         return _fix_culprits(sorted(bad), live, pmap, bvals, rng, scale, build, base,
