@@ -1058,6 +1058,17 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     prog = _finish(emit, D0, names, mfile, body, stored, guards, fixed, fixvals,
                    live=live, nodes=nodes)
 
+    # the build values themselves: every guard holds, every slot is reproduced
+    rc, out, msg = run_program(prog.code, prog.consts, bvec, D0)
+    if rc != 0 or not np.all(_close(out, D0)):
+        blame = {names[rc - 1]} if rc > 0 else set(live)
+        if rc == 0:
+            return _fix_culprits(np.flatnonzero(~_close(out, D0)), live, pmap, bvals, rng,
+                                 scale, build, base, data_of, D0, fixed, None,
+                                 "is not reproduced at the build values")
+        for n in blame:
+            fixed[n] = f"the compiled program refuses its build value ({msg})"
+        return None
     # verification at fresh random sets, running the emitted code itself
     # (n_verify near the build values, n_wide within +-WIDE: a branch that build() takes
     # on plain floats, which no guard records, shows there as a mismatch)
