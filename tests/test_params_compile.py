@@ -6,7 +6,6 @@ parameter; a malformed program is refused, never a crash."""
 import ctypes
 import math
 import importlib.util
-import shutil
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -16,6 +15,11 @@ import pytest
 
 from fmu_mb.engine import params as P
 from fmu_mb.errors import FmuMbError
+
+from fmu_mb.engine.kernel import compiler
+
+pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc, gcc, clang) "
+                                "for native/params.c and the engine")
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -132,11 +136,12 @@ def compiled(name):
     why = engine_runs(model)
     if why:
         return mod, None, why
-    from fmu_mb.engine.data import model_data, supported
-    # the engine derives the projection metric (DMINV) itself after the program
-    derived = model_data(model).derived() if supported(model) is None else None
-    prog = P.compile_parameters(mod, {}, lambda o: engine_data(mod.build(**o)),
-                                derived=derived)
+    from fmu_mb.engine.data import supported
+    if supported(model) is None:
+        # the engine's data (ints checked), the projection metric (DMINV) derived by the
+        # engine itself after the program (program_for passes EngineData.derived)
+        return mod, P.program_for(mod)[1], None
+    prog = P.compile_parameters(mod, {}, lambda o: standin_data(mod.build(**o)))
     return mod, prog, None
 
 
@@ -271,7 +276,7 @@ def _guarded(**overrides):
 def test_guard_names_the_parameter(mbp):
     prog = P.compile_parameters(_guarded, {}, lambda o: engine_data(_guarded(**o)),
                                 model_file="guarded.py")
-    assert set(prog.compiled) == {"L", "k"} and prog.guards == ("L > 0.5",)
+    assert set(prog.compiled) == {"L", "k"} and "L > 0.5" in prog.guards
     D0 = engine_data(_guarded())
     code, consts = prog.to_arrays()
     rc, out, msg = mbp(code, consts, [0.9, 12.0], D0)
@@ -282,6 +287,11 @@ def test_guard_names_the_parameter(mbp):
     assert "L=0.4" in msg and "--set L=0.4" in msg and "guarded" in msg, msg
     with pytest.raises(P.ParameterProgramError, match="--set L=0.4"):
         prog.run([0.4, 10.0], D0)
+    # the builder's own check (a stiffness k L >= 0) is a guard too
+    rc, _, msg = mbp(code, consts, [0.9, -5.0], D0)
+    assert rc > 0 and "k=-5" in msg and "--set" in msg, msg
+    with pytest.raises(FmuMbError, match="stiffness must be >= 0"):
+        _guarded(L=0.9, k=-5.0)
     # a derived number that is not finite: log(2 - L) with L = 3
     rc, _, msg = mbp(code, consts, [3.0, 10.0], D0)
     assert rc == 1 and "not finite" in msg and "L=3" in msg, msg
@@ -304,7 +314,7 @@ def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
         return mb.build()
     prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
     assert prog.compiled == ("b", "m")
-    assert "a" in prog.fixed and "slot" in prog.fixed["a"]
+    assert "a" in prog.fixed and "DJD[" in prog.fixed["a"]      # the engine data's array
     code, consts = prog.to_arrays()
     D0 = engine_data(build())
     rc, out, msg = mbp(code, consts, [0.3, 0.9, 3.0], D0)
@@ -313,6 +323,86 @@ def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
     rc, _, msg = mbp(code, consts, [0.5, 0.9, 3.0], D0)
     assert rc == 1 and "'a' = 0.5 cannot change from its built value 0.3" in msg, msg
     assert prog.fixed["a"] in msg and "--set a=0.5" in msg, msg
+
+
+def _functions(**o):
+    """A model whose numbers go through many functions: operators, math, numpy scalars."""
+    from fmu_mb import ModelBuilder, deg
+    mb = ModelBuilder("functions", o)
+    a = mb.param("a", 0.7, "m", "a length", min=0.1, max=2.0)
+    b = mb.param("b", 0.3, "rad", "an angle", min=-1.0, max=1.0)
+    c = mb.param("c", 2.5, "kg", "a mass", min=0.5)
+    w = math.hypot(a, b) * math.cos(b) + math.atan2(b, a) - math.sqrt(a) / 3.0
+    v = np.sin(b) * np.exp(-a) + math.log(c) ** 2 + abs(-b) + math.pow(a, 1.5) + 2 ** b
+    r = np.array([a, b]) * math.tanh(a) - np.array([0.1, np.arctan2(a, 1.0 + b)])
+    t = deg(30.0) * math.radians(b * 10.0) + math.log(a, 2.0) + np.cbrt(c) - c % 1.0 * 0.0
+    body = mb.body("body", mass=c * math.asin(b / 2.0) ** 2 + 1.0, inertia=v)
+    mb.revolute("O", mb.ground, body, child_point=(w, r[1]))
+    mb.rsda("s", joint="O", stiffness=np.cosh(a) * c, free_angle=t, damping=r[0] ** 2)
+    mb.initial("O", value=-b / a, rate=math.expm1(b))
+    return mb.build()
+
+
+def test_functions_compile_bit_for_bit(mbp):
+    """Operators, math's and numpy's scalar functions and numpy arrays in a model file: every
+    parameter compiles; C gives build()'s numbers to 1e-14 (numpy's own arctan2, sin... may
+    differ from libm's in the last bit) and its Python twin's bit for bit."""
+    prog = P.compile_parameters(_functions, {}, lambda o: engine_data(_functions(**o)))
+    assert prog.compiled == ("a", "b", "c"), prog.fixed
+    code, consts = prog.to_arrays()
+    D0 = engine_data(_functions())
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        p = [rng.uniform(0.2, 1.5), rng.uniform(-0.9, 0.9), rng.uniform(0.6, 5.0)]
+        ref = engine_data(_functions(a=p[0], b=p[1], c=p[2]))
+        rc, out, msg = mbp(code, consts, p, D0)
+        assert rc == 0, msg
+        assert np.all(P._close(out, ref)), np.flatnonzero(~P._close(out, ref))
+        assert np.count_nonzero(out != D0) >= 8          # it did change the data
+        np.testing.assert_array_equal(out, prog.run(p, D0))
+
+
+def test_integer_parameter_is_fixed_and_checked(mbp):
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("turns", o)
+        n = mb.param("n", 3, "1", "number of turns of the spring")
+        k = mb.param("k", 2.0, "N.m/rad", "stiffness per turn", min=0.0)
+        b = mb.body("b", mass=1.0, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        mb.rsda("s", joint="O", stiffness=k / n)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
+    assert prog.compiled == ("k",) and "integer" in prog.fixed["n"]
+    code, consts = prog.to_arrays()
+    D0 = engine_data(build())
+    rc, out, msg = mbp(code, consts, [3.0, 5.0], D0)
+    assert rc == 0 and np.array_equal(out, engine_data(build(k=5.0))), msg
+    rc, _, msg = mbp(code, consts, [4.0, 5.0], D0)
+    assert rc == 1 and "'n' = 4 cannot change from its built value 3" in msg, msg
+
+
+def test_a_parameter_that_changes_the_structure_is_fixed():
+    """The program patches doubles only: a parameter whose value changes the integer data
+    (here which joint is the tree's, via an untraced branch) is fixed, named."""
+    from fmu_mb.engine.data import model_data
+
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("switch", o)
+        s = mb.param("s", 1.0, "1", "a switch", min=0.0, max=2.0)
+        k = mb.param("k", 3.0, "N.m/rad", "stiffness", min=0.0)
+        b = mb.body("b", mass=1.0, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        if float(np.float64(s)) > 1.02:             # untraced: the force element changes
+            mb.force("f", b, direction=(1.0, 0.0), value=k)
+        else:
+            mb.torque("f", b, value=k)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: model_data(build(**o)))
+    assert prog.compiled == ("k",) and "s" in prog.fixed, prog.fixed
 
 
 def test_hidden_branch_is_not_compiled():
@@ -331,6 +421,68 @@ def test_hidden_branch_is_not_compiled():
         return mb.build()
     prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)), n_wide=8)
     assert prog.compiled == ("c",) and "k" in prog.fixed, prog.fixed
+
+
+def test_far_branch_is_found():
+    """A branch on a plain float far from the default (as the projection metric's maximum
+    over the masses) is outside every random set; the far checks (x10, x0.1, ...) find it."""
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("far", o)
+        m = mb.param("m", 1.0, "kg", "mass", min=1e-9)
+        c = mb.param("c", 0.5, "N.m.s/rad", "damping", min=0.0)
+        b = mb.body("b", mass=m, inertia=max(float(np.float64(m)), 4.0) * 0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        mb.rsda("s", joint="O", damping=c)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
+    assert prog.compiled == ("c",) and "at m=10.0" in prog.fixed["m"], prog.fixed
+    blind = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)), far=())
+    assert blind.compiled == ("m", "c")                # what the far checks prevent
+
+
+def _metric(**o):
+    """b has no inertia: its rotation's weight in the projection metric (DMINV, derived by
+    the engine) is 1e-6 x the largest mass, 4 kg until m passes it (m = 10 at the far check)."""
+    from fmu_mb import ModelBuilder
+    mb = ModelBuilder("metric", o)
+    m = mb.param("m", 1.0, "kg", "mass of the first link", min=1e-3)
+    a = mb.body("a", mass=m, inertia=0.1)
+    b = mb.body("b", mass=4.0, inertia=0.0)
+    mb.revolute("O", mb.ground, a, child_point=(-0.5, 0.0))
+    mb.revolute("A", a, b, parent_point=(0.5, 0.0), child_point=(-0.5, 0.0))
+    mb.initial("O", value=0.1, rate=0.0)
+    mb.initial("A", value=0.2, rate=0.0)
+    return mb.build()
+
+
+def test_far_checks_verify_derived_slots_through_their_twin():
+    """The far checks compare the data the engine runs on: the program's, then the derived
+    slots by their twin. With the true twin the metric's switch at m = 10 is followed (m
+    compiles); a twin blind to that switch is caught there, and only there."""
+    from fmu_mb.engine.data import model_data
+    data = model_data(_metric())
+    slots, twin = data.derived()
+    D0, at10 = data.doubles, model_data(_metric(m=10.0)).doubles
+    assert not np.array_equal(D0[slots], at10[slots])      # the metric does switch
+
+    def of(o):
+        return model_data(_metric(**o))
+    prog = P.compile_parameters(_metric, {}, of, derived=(slots, twin))
+    assert prog.compiled == ("m",), prog.fixed
+    np.testing.assert_array_equal(prog.engine_data([10.0], D0), at10)
+
+    def frozen(d):                   # the 1e-6 x largest-mass weights kept at the build's
+        out = twin(d)
+        out[slots] = np.where(D0[slots] > 1e3, D0[slots], out[slots])
+        return out
+    prog = P.compile_parameters(_metric, {}, of, derived=(slots, frozen))
+    assert prog.compiled == () and "at m=10.0" in prog.fixed["m"], prog.fixed
+    assert "DMINV" in prog.fixed["m"]
+    blind = P.compile_parameters(_metric, {}, of, derived=(slots, frozen), far=())
+    assert blind.compiled == ("m",)
+
 
 
 def test_malformed_programs_are_refused(mbp):
@@ -385,11 +537,11 @@ def _engine_models():
     return [n for n in _models() if supported(load(n).build()) is None]
 
 
-@lru_cache(maxsize=None)
 def _program(name):
-    mod = load(name)
-    data, prog = P.program_for(mod)
-    return mod, data, prog
+    """(module, EngineData at the defaults, the program): compiled() once per model."""
+    from fmu_mb.engine.data import model_data
+    mod, prog, _ = compiled(name)
+    return mod, model_data(mod.build()), prog
 
 
 def _check_engine(name, vals):
