@@ -407,6 +407,22 @@ def test_model_data_are_little_endian_and_a_big_endian_blob_is_refused():
     np.testing.assert_array_equal(eng.model_doubles(), d.doubles)
 
 
+def test_engine_sources_are_plain_c99():
+    """The engine's C files compile as strict C99 (no POSIX extensions of <math.h> such as
+    M_PI, which MSVC lacks without _USE_MATH_DEFINES): a native FMU's sources/ build
+    anywhere."""
+    import subprocess
+    from fmu_mb.engine.engine import sources
+    from fmu_mb.engine.kernel import compiler
+    cc = compiler()
+    if cc is None:
+        pytest.skip("no C compiler (cc, gcc, clang)")
+    for src in sources():
+        r = subprocess.run([cc, "-std=c99", "-pedantic", "-fsyntax-only", "-I",
+                            str(src.parent), str(src)], capture_output=True, text=True)
+        assert r.returncode == 0, f"{src.name}: {r.stderr}"
+
+
 def test_parameters_without_a_program_keep_their_values():
     m = model("double_pendulum")
     eng = Engine(m)
