@@ -946,7 +946,9 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
 
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
-        with warnings.catch_warnings():     # the probe sets' builds: not the user's model
+        # the probe sets' builds warn about poses the user did not ask for: silenced (under
+        # the tracing lock: catch_warnings swaps the process-wide filters)
+        with _LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore", AssemblyWarning)
             prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
                                  fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, far,
