@@ -706,3 +706,19 @@ def test_metric_eigenvalue_is_numpys_and_exact_for_diagonal_inertias():
         D = np.diag(np.diag(J))
         assert max_abs_eigenvalue(D) == np.abs(np.diag(J)).max()
     assert max_abs_eigenvalue(np.zeros((3, 3))) == 0.0
+
+
+def test_probe_builds_do_not_warn():
+    """The far checks build the model at poses nobody asked for (slider_crank_stop's guide
+    beyond its end stop...): their AssemblyWarnings are not the user's, and stay silent; the
+    warning filters are as before."""
+    import warnings
+    from fmu_mb.errors import AssemblyWarning
+    mod = load("slider_crank_stop")
+    mod.build()
+    filters = list(warnings.filters)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        P.program_for(mod)
+    assert not [w for w in caught if issubclass(w.category, AssemblyWarning)], caught[0]
+    assert warnings.filters == filters
