@@ -1110,8 +1110,9 @@ def _match(tape, deps, P, Dm, slots):
 
 def _affine(tape, V, cand, d):
     """The node of k + e or k - e (k a constant, e a tape expression, columns of V; e - k is
-    (-k) + e exactly in IEEE arithmetic) that gives the values d exactly in every row (the builder's own arithmetic on a traced
-    number: a point relative to a traced centre of mass...), or None."""
+    (-k) + e exactly in IEEE arithmetic) that gives the values d exactly in every row (the
+    builder's own arithmetic on a traced number: a point relative to a traced centre of
+    mass...), or None."""
     with np.errstate(invalid="ignore", over="ignore"):
         for sign in (1.0, -1.0):                  # d = k + sign e
             K = d[:, None] - sign * V
@@ -1223,9 +1224,9 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     unmatched = [s for s in dependent if s not in match]
     if unmatched:
         return _fix_culprits(unmatched, live, pmap, bvals, rng, scale, build, base, data_of,
-                             D0, fixed, (alone, without), "goes through a computation the parameter "
-                             "compiler cannot follow (numpy arithmetic, the builder's own "
-                             "geometry such as at= points, or a branch)")
+                             D0, fixed, (alone, without), "goes through a computation the "
+                             "parameter compiler cannot follow (numpy arithmetic, the "
+                             "builder's own geometry such as at= points, or a branch)")
     slots = sorted(match)
     match = {s: ("node", i) for s, i in match.items()}
     emit = _Emitter(nodes, deps, mfile, names)
