@@ -722,3 +722,25 @@ def test_probe_builds_do_not_warn():
         P.program_for(mod)
     assert not [w for w in caught if issubclass(w.category, AssemblyWarning)], caught[0]
     assert warnings.filters == filters
+
+
+def test_a_loop_that_cannot_close_fails_without_repeating_its_closure(monkeypatch):
+    """The far checks build the four-bar at lengths x10, where its loop cannot close: the
+    assembly's diagnosis reuses the least-squares closure its retry computed (the same,
+    seeded, numbers) instead of computing it again, and says the same."""
+    from fmu_mb.errors import AssemblyError
+    from fmu_mb.mechanics import assembly
+    mod = load("four_bar")
+    with pytest.raises(AssemblyError) as first:
+        mod.build(coupler_length=3.5)
+    calls = []
+    real = assembly._best_closure
+
+    def counted(model, tree, keep_values):
+        calls.append(keep_values)
+        return real(model, tree, keep_values)
+    monkeypatch.setattr(assembly, "_best_closure", counted)
+    with pytest.raises(AssemblyError) as again:
+        mod.build(coupler_length=3.5)
+    assert str(again.value) == str(first.value) and "best pose of the loop" in str(first.value)
+    assert calls == [True, False]          # the retry's, and the one without the values
