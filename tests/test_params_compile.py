@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fmu_mb import cardan            # (a global, as in a model file: _spun)
 from fmu_mb.engine import params as P
 from fmu_mb.errors import FmuMbError
 
@@ -744,3 +745,40 @@ def test_a_loop_that_cannot_close_fails_without_repeating_its_closure(monkeypatc
         mod.build(coupler_length=3.5)
     assert str(again.value) == str(first.value) and "best pose of the loop" in str(first.value)
     assert calls == [True, False]          # the retry's, and the one without the values
+
+
+def _spun(**o):
+    """A spatial model file's build that does numpy arithmetic on cardan()'s quaternion."""
+    from fmu_mb import ModelBuilder
+    mb = ModelBuilder("spun", o, gravity=(0.0, 0.0, -9.81))
+    t = mb.param("theta0", 0.5, "rad", "initial tilt")
+    q = cardan(t, 0.0, 0.0) * 1.0                    # an ndarray's arithmetic
+    top = mb.body("top", mass=1.0, inertia=(4e-3, 4e-3, 6e-3), position=(0.0, 0.0, 0.1),
+                  orientation=tuple(q))
+    mb.spherical("pivot", mb.ground, top, at=(0.0, 0.0, 0.0))
+    return mb.build()
+
+
+@pytest.mark.parametrize("name", ["heavy_top", "double_wishbone", "spun"])
+def test_a_trace_leaves_other_threads_builds_alone(name):
+    """While a deep trace patches shared modules (the model file's numpy and cardan(), the
+    spatial builder's geometry), another thread building the same model file gets the
+    untraced functions: its data are bitwise those of a build without a trace."""
+    import threading
+    from fmu_mb.engine.data import model_data
+    build = _spun if name == "spun" else load(name).build
+    ref = model_data(build()).doubles
+    names = [p.name for p in build().parameters]
+    got = []
+
+    def other():
+        try:
+            got.append(model_data(build()).doubles)
+        except Exception as exc:       # noqa: BLE001 - reported below
+            got.append(exc)
+    thread = threading.Thread(target=other)
+    with P._tracing(build, {n: k for k, n in enumerate(names)}, deep=True):
+        thread.start()
+        thread.join()
+    assert isinstance(got[0], np.ndarray), got[0]
+    np.testing.assert_array_equal(got[0], ref)

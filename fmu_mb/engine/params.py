@@ -487,21 +487,26 @@ class _SpatialGeometry:
     its numbers are on the tape (the builder itself converts to float arrays). Only adds
     expressions: the builder's results are unchanged; matching and verification decide."""
 
-    def __init__(self):
+    def __init__(self, tid=None):
         from ..mechanics.spatial import builder as sb
         self.cls = sb.SpatialItems
         self.poses = {}
+        self.tid = threading.get_ident() if tid is None else tid   # the tracing thread
 
     def __enter__(self):
         cls, poses = self.cls, self.poses
         self.orig = {k: cls.__dict__[k] for k in ("_body3", "_joint3")}
         ob, oj = self.orig["_body3"], self.orig["_joint3"]
+        tid = self.tid
 
         def body3(mb, name, mass, inertia, position, orientation, *args, **kwargs):
-            poses[id(mb), name] = (position, orientation)
+            if threading.get_ident() == tid:
+                poses[id(mb), name] = (position, orientation)
             return ob(mb, name, mass, inertia, position, orientation, *args, **kwargs)
 
         def joint3(mb, name, kind, parent, child, *args, at=None, **kwargs):
+            if threading.get_ident() != tid:             # another thread: untouched
+                return oj(mb, name, kind, parent, child, *args, at=at, **kwargs)
             try:
                 _SpatialGeometry._trace_joint(mb, poses, kind, parent, child, at,
                                               kwargs.get("axis"))
@@ -594,8 +599,8 @@ class _tracing:
             self.cardans = [(g, k, v, t) for k, v in g.items() for f, t in traced_rot
                             if v is f]
             for g, k, v, t in self.cardans:
-                g[k] = t
-            self.geometry = _SpatialGeometry().__enter__()
+                g[k] = _in_thread(tid, t, v)
+            self.geometry = _SpatialGeometry(tid).__enter__()
         return self.tape
 
     def __exit__(self, *exc):
@@ -617,6 +622,14 @@ class _tracing:
 
 
 _LOCK = threading.RLock()      # one trace at a time (they patch shared modules)
+
+
+def _in_thread(tid, traced, orig):
+    """`traced` in the tracing thread `tid`, `orig` in any other (which may be building the
+    same model file meanwhile: it must get the untraced function, e.g. cardan's ndarray)."""
+    def f(*args, **kwargs):
+        return (traced if threading.get_ident() == tid else orig)(*args, **kwargs)
+    return f
 
 
 def _traced_number(orig):
