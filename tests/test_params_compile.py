@@ -782,3 +782,17 @@ def test_a_trace_leaves_other_threads_builds_alone(name):
         thread.join()
     assert isinstance(got[0], np.ndarray), got[0]
     np.testing.assert_array_equal(got[0], ref)
+
+
+def test_numpy_arithmetic_on_a_traced_cardan_compiles():
+    """cardan() of a traced angle is an object ndarray in the trace (numpy arithmetic on it
+    traces, as on the ndarray cardan returns): _spun's theta0 compiles, and the program
+    gives build()'s data at other angles."""
+    from fmu_mb.engine.data import model_data
+    data, prog = P.program_for(_spun)
+    assert prog.compiled == ("theta0",), prog.fixed
+    for v in (0.3, 0.55, 1.2):
+        ref = model_data(_spun(theta0=v)).doubles
+        out = prog.engine_data(np.array([v]), data.doubles)
+        assert np.all(P._close(out, ref)), np.flatnonzero(~P._close(out, ref))
+        assert not np.array_equal(out, data.doubles)

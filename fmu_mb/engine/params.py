@@ -599,7 +599,7 @@ class _tracing:
             self.cardans = [(g, k, v, t) for k, v in g.items() for f, t in traced_rot
                             if v is f]
             for g, k, v, t in self.cardans:
-                g[k] = _in_thread(tid, t, v)
+                g[k] = _in_thread(tid, _on_syms(t, v), v)
             self.geometry = _SpatialGeometry(tid).__enter__()
         return self.tape
 
@@ -622,6 +622,17 @@ class _tracing:
 
 
 _LOCK = threading.RLock()      # one trace at a time (they patch shared modules)
+
+
+def _on_syms(traced, orig):
+    """`traced` when an argument holds a Sym, its result an object ndarray (so that the
+    model file's numpy arithmetic on it traces too, as the ndarray orig returns would);
+    `orig` itself on plain numbers."""
+    def f(*args):
+        if not _has_sym(list(args)):
+            return orig(*args)
+        return np.array(traced(*args), dtype=object)
+    return f
 
 
 def _in_thread(tid, traced, orig):
