@@ -732,8 +732,6 @@ def test_a_loop_that_cannot_close_fails_without_repeating_its_closure(monkeypatc
     from fmu_mb.errors import AssemblyError
     from fmu_mb.mechanics import assembly
     mod = load("four_bar")
-    with pytest.raises(AssemblyError) as first:
-        mod.build(coupler_length=3.5)
     calls = []
     real = assembly._best_closure
 
@@ -741,9 +739,8 @@ def test_a_loop_that_cannot_close_fails_without_repeating_its_closure(monkeypatc
         calls.append(keep_values)
         return real(model, tree, keep_values)
     monkeypatch.setattr(assembly, "_best_closure", counted)
-    with pytest.raises(AssemblyError) as again:
+    with pytest.raises(AssemblyError, match="even at the best pose of the loop"):
         mod.build(coupler_length=3.5)
-    assert str(again.value) == str(first.value) and "best pose of the loop" in str(first.value)
     assert calls == [True, False]          # the retry's, and the one without the values
 
 
@@ -789,7 +786,7 @@ def test_numpy_arithmetic_on_a_traced_cardan_compiles():
     traces, as on the ndarray cardan returns): _spun's theta0 compiles, and the program
     gives build()'s data at other angles."""
     from fmu_mb.engine.data import model_data
-    data, prog = P.program_for(_spun)
+    data, prog = P.program_for(_spun, far=(10.0,))
     assert prog.compiled == ("theta0",), prog.fixed
     for v in (0.3, 0.55, 1.2):
         ref = model_data(_spun(theta0=v)).doubles
