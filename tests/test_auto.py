@@ -177,24 +177,72 @@ def test_info_prints_the_choice(capsys):
     assert "formulation auto -> recursive" in capsys.readouterr().out
 
 
-@pytest.mark.fmu
-def test_fmu_logs_its_choice_and_runs_it(tmp_path):
-    """A default-built FMU runs auto's choice (the outputs equal simulate()'s) and says which
-    in one log line at initialisation."""
-    pytest.importorskip("pythonfmu")
+_PRINT = []       # fmpy's printLogMessage as a ctypes callback, alive for the process
+
+
+def restore_fmpy_logger():
+    """fmpy's logging proxy (fmpy.logging.addLoggerProxy) keeps the last logger it was given
+    in one process-wide variable, which every FMU instantiated with fmpy's default callbacks
+    logs through; simulate_fmu(logger=...) leaves it pointing at that call's ctypes callback,
+    freed when the call returns (a later FMU's log line then calls freed memory). Point it
+    back at fmpy's own printLogMessage, through a callback kept alive here."""
+    from ctypes import byref
+
+    from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, printLogMessage
+    from fmpy.logging import addLoggerProxy
+    if not _PRINT:
+        _PRINT.append(fmi2CallbackLoggerTYPE(printLogMessage))
+    cb = fmi2CallbackFunctions()       # (a fresh one: the proxy rewrites cb.logger)
+    cb.logger = _PRINT[0]
+    addLoggerProxy(byref(cb))
+
+
+def simulate_logged(fmu, **kwargs):
+    """(simulate_fmu's result, the FMU's log messages), fmpy's logger restored after."""
     from fmpy import simulate_fmu
+    messages = []
+    try:
+        r = simulate_fmu(str(fmu), debug_logging=True, logger=lambda env, inst, status, cat,
+                         msg: messages.append(msg.decode() if isinstance(msg, bytes)
+                                              else str(msg)), **kwargs)
+    finally:
+        restore_fmpy_logger()
+    return r, messages
+
+
+@pytest.mark.fmu
+def test_fmu_logs_its_choice_and_runs_it(tmp_path, capfd):
+    """A default-built FMU runs auto's choice (the outputs equal simulate()'s) and says which
+    in one log line at initialisation; afterwards an FMU on fmpy's default callbacks logs
+    through fmpy's printLogMessage again, not through the freed logger of that call."""
+    pytest.importorskip("pythonfmu")
+    import gc
+
+    from fmpy import extract, read_model_description
+    from fmpy.fmi2 import FMU2Slave
 
     from fmu_mb.fmi.build import build_fmu
 
     for name in ("double_pendulum", "slider_crank"):
         chosen = auto_choice(model(name))[0]
         fmu = build_fmu(MODELS / f"{name}.py", tmp_path)
-        messages = []
-        r = simulate_fmu(str(fmu), stop_time=0.2, output_interval=0.01, debug_logging=True,
-                         logger=lambda env, inst, status, cat, msg: messages.append(
-                             msg.decode() if isinstance(msg, bytes) else str(msg)))
+        r, messages = simulate_logged(fmu, stop_time=0.2, output_interval=0.01)
         lines = [x for x in messages if "formulation auto ->" in x]
         assert len(lines) == 1 and f"formulation auto -> {chosen}" in lines[0], messages
         ref = simulate(model(name), 0.2, 0.01, formulation=chosen)
         for col in r.dtype.names[1:]:
             np.testing.assert_allclose(r[col], ref[col], rtol=1e-12, atol=1e-12, err_msg=col)
+    gc.collect()                         # (frees what simulate_fmu left)
+    capfd.readouterr()
+    n = len(messages)
+    md = read_model_description(str(fmu))
+    slave = FMU2Slave(guid=md.guid, unzipDirectory=extract(str(fmu)),
+                      modelIdentifier=md.coSimulation.modelIdentifier, instanceName="again")
+    slave.instantiate(loggingOn=True)    # fmpy's default callbacks
+    slave.setupExperiment(startTime=0.0)
+    slave.enterInitializationMode()
+    slave.exitInitializationMode()
+    slave.terminate()
+    slave.freeInstance()
+    assert "formulation auto ->" in capfd.readouterr().out
+    assert len(messages) == n            # not into the last simulate_fmu's logger

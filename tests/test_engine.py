@@ -368,6 +368,61 @@ def test_corrupt_model_data_are_refused_with_a_message():
                                d.joint_names).to_bytes())
 
 
+def _big_endian(blob):
+    """The blob as a big-endian writer would make it: every header word, int and double
+    byte-swapped (the names are bytes)."""
+    import struct
+    head = struct.unpack("<8I", blob[:32])
+    ni, nd, nc, nk = head[2:6]
+
+    def pad(n):
+        return -n % 8
+    out, o = [struct.pack(">8I", *head)], 32
+    for n, t, p in ((ni, "i4", pad(4 * ni)), (nd, "f8", 0), (nc, "i4", pad(4 * nc)),
+                    (nk, "f8", 0)):
+        size = n * int(t[1])
+        out.append(np.frombuffer(blob, "<" + t, n, o).astype(">" + t).tobytes() + b"\0" * p)
+        o += size + p
+    return b"".join(out) + blob[o:]
+
+
+def test_model_data_are_little_endian_and_a_big_endian_blob_is_refused():
+    """data.py writes every number little-endian; the engine reads them so on any host and
+    refuses a blob of the other byte order, saying so (not as unknown data, not misread)."""
+    import struct
+    m = model("double_pendulum")
+    d = model_data(m)
+    blob = d.to_bytes()
+    assert blob[:4] == b"FMMB"
+    _, _, ni, nd, _, _, nch, _ = struct.unpack("<8I", blob[:32])
+    o = 32 + 4 * ni + (-4 * ni % 8)
+    np.testing.assert_array_equal(np.frombuffer(blob, "<f8", nd, o), d.doubles)
+    swapped = _big_endian(blob)
+    assert len(swapped) == len(blob) and swapped != blob
+    assert swapped[:4] == b"BMMF" and swapped[-nch:] == blob[-nch:]  # names: bytes
+    with pytest.raises(InputError, match="big-endian"):
+        Engine(blob=swapped)
+    eng = Engine(blob=blob)                             # the little-endian one runs
+    eng.initialize()
+    np.testing.assert_array_equal(eng.model_doubles(), d.doubles)
+
+
+def test_engine_sources_are_plain_c99():
+    """The engine's C files compile as strict C99 (no POSIX extensions of <math.h> such as
+    M_PI, which MSVC lacks without _USE_MATH_DEFINES): a native FMU's sources/ build
+    anywhere."""
+    import subprocess
+    from fmu_mb.engine.engine import sources
+    from fmu_mb.engine.kernel import compiler
+    cc = compiler()
+    if cc is None:
+        pytest.skip("no C compiler (cc, gcc, clang)")
+    for src in sources():
+        r = subprocess.run([cc, "-std=c99", "-pedantic", "-fsyntax-only", "-I",
+                            str(src.parent), str(src)], capture_output=True, text=True)
+        assert r.returncode == 0, f"{src.name}: {r.stderr}"
+
+
 def test_parameters_without_a_program_keep_their_values():
     m = model("double_pendulum")
     eng = Engine(m)

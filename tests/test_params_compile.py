@@ -6,7 +6,6 @@ parameter; a malformed program is refused, never a crash."""
 import ctypes
 import math
 import importlib.util
-import shutil
 import subprocess
 from functools import lru_cache
 from pathlib import Path
@@ -14,8 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fmu_mb import cardan            # (a global, as in a model file: _spun)
 from fmu_mb.engine import params as P
 from fmu_mb.errors import FmuMbError
+
+from fmu_mb.engine.kernel import compiler
+
+pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc, gcc, clang) "
+                                "for native/params.c and the engine")
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -132,11 +137,12 @@ def compiled(name):
     why = engine_runs(model)
     if why:
         return mod, None, why
-    from fmu_mb.engine.data import model_data, supported
-    # the engine derives the projection metric (DMINV) itself after the program
-    derived = model_data(model).derived() if supported(model) is None else None
-    prog = P.compile_parameters(mod, {}, lambda o: engine_data(mod.build(**o)),
-                                derived=derived)
+    from fmu_mb.engine.data import supported
+    if supported(model) is None:
+        # the engine's data (ints checked), the projection metric (DMINV) derived by the
+        # engine itself after the program (program_for passes EngineData.derived)
+        return mod, P.program_for(mod)[1], None
+    prog = P.compile_parameters(mod, {}, lambda o: standin_data(mod.build(**o)))
     return mod, prog, None
 
 
@@ -271,7 +277,7 @@ def _guarded(**overrides):
 def test_guard_names_the_parameter(mbp):
     prog = P.compile_parameters(_guarded, {}, lambda o: engine_data(_guarded(**o)),
                                 model_file="guarded.py")
-    assert set(prog.compiled) == {"L", "k"} and prog.guards == ("L > 0.5",)
+    assert set(prog.compiled) == {"L", "k"} and "L > 0.5" in prog.guards
     D0 = engine_data(_guarded())
     code, consts = prog.to_arrays()
     rc, out, msg = mbp(code, consts, [0.9, 12.0], D0)
@@ -282,6 +288,11 @@ def test_guard_names_the_parameter(mbp):
     assert "L=0.4" in msg and "--set L=0.4" in msg and "guarded" in msg, msg
     with pytest.raises(P.ParameterProgramError, match="--set L=0.4"):
         prog.run([0.4, 10.0], D0)
+    # the builder's own check (a stiffness k L >= 0) is a guard too
+    rc, _, msg = mbp(code, consts, [0.9, -5.0], D0)
+    assert rc > 0 and "k=-5" in msg and "--set" in msg, msg
+    with pytest.raises(FmuMbError, match="stiffness must be >= 0"):
+        _guarded(L=0.9, k=-5.0)
     # a derived number that is not finite: log(2 - L) with L = 3
     rc, _, msg = mbp(code, consts, [3.0, 10.0], D0)
     assert rc == 1 and "not finite" in msg and "L=3" in msg, msg
@@ -304,7 +315,7 @@ def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
         return mb.build()
     prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
     assert prog.compiled == ("b", "m")
-    assert "a" in prog.fixed and "slot" in prog.fixed["a"]
+    assert "a" in prog.fixed and "DJD[" in prog.fixed["a"]      # the engine data's array
     code, consts = prog.to_arrays()
     D0 = engine_data(build())
     rc, out, msg = mbp(code, consts, [0.3, 0.9, 3.0], D0)
@@ -313,6 +324,86 @@ def test_untraceable_parameter_is_fixed_with_a_reason(mbp):
     rc, _, msg = mbp(code, consts, [0.5, 0.9, 3.0], D0)
     assert rc == 1 and "'a' = 0.5 cannot change from its built value 0.3" in msg, msg
     assert prog.fixed["a"] in msg and "--set a=0.5" in msg, msg
+
+
+def _functions(**o):
+    """A model whose numbers go through many functions: operators, math, numpy scalars."""
+    from fmu_mb import ModelBuilder, deg
+    mb = ModelBuilder("functions", o)
+    a = mb.param("a", 0.7, "m", "a length", min=0.1, max=2.0)
+    b = mb.param("b", 0.3, "rad", "an angle", min=-1.0, max=1.0)
+    c = mb.param("c", 2.5, "kg", "a mass", min=0.5)
+    w = math.hypot(a, b) * math.cos(b) + math.atan2(b, a) - math.sqrt(a) / 3.0
+    v = np.sin(b) * np.exp(-a) + math.log(c) ** 2 + abs(-b) + math.pow(a, 1.5) + 2 ** b
+    r = np.array([a, b]) * math.tanh(a) - np.array([0.1, np.arctan2(a, 1.0 + b)])
+    t = deg(30.0) * math.radians(b * 10.0) + math.log(a, 2.0) + np.cbrt(c) - c % 1.0 * 0.0
+    body = mb.body("body", mass=c * math.asin(b / 2.0) ** 2 + 1.0, inertia=v)
+    mb.revolute("O", mb.ground, body, child_point=(w, r[1]))
+    mb.rsda("s", joint="O", stiffness=np.cosh(a) * c, free_angle=t, damping=r[0] ** 2)
+    mb.initial("O", value=-b / a, rate=math.expm1(b))
+    return mb.build()
+
+
+def test_functions_compile_bit_for_bit(mbp):
+    """Operators, math's and numpy's scalar functions and numpy arrays in a model file: every
+    parameter compiles; C gives build()'s numbers to 1e-14 (numpy's own arctan2, sin... may
+    differ from libm's in the last bit) and its Python twin's bit for bit."""
+    prog = P.compile_parameters(_functions, {}, lambda o: engine_data(_functions(**o)))
+    assert prog.compiled == ("a", "b", "c"), prog.fixed
+    code, consts = prog.to_arrays()
+    D0 = engine_data(_functions())
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        p = [rng.uniform(0.2, 1.5), rng.uniform(-0.9, 0.9), rng.uniform(0.6, 5.0)]
+        ref = engine_data(_functions(a=p[0], b=p[1], c=p[2]))
+        rc, out, msg = mbp(code, consts, p, D0)
+        assert rc == 0, msg
+        assert np.all(P._close(out, ref)), np.flatnonzero(~P._close(out, ref))
+        assert np.count_nonzero(out != D0) >= 8          # it did change the data
+        np.testing.assert_array_equal(out, prog.run(p, D0))
+
+
+def test_integer_parameter_is_fixed_and_checked(mbp):
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("turns", o)
+        n = mb.param("n", 3, "1", "number of turns of the spring")
+        k = mb.param("k", 2.0, "N.m/rad", "stiffness per turn", min=0.0)
+        b = mb.body("b", mass=1.0, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        mb.rsda("s", joint="O", stiffness=k / n)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
+    assert prog.compiled == ("k",) and "integer" in prog.fixed["n"]
+    code, consts = prog.to_arrays()
+    D0 = engine_data(build())
+    rc, out, msg = mbp(code, consts, [3.0, 5.0], D0)
+    assert rc == 0 and np.array_equal(out, engine_data(build(k=5.0))), msg
+    rc, _, msg = mbp(code, consts, [4.0, 5.0], D0)
+    assert rc == 1 and "'n' = 4 cannot change from its built value 3" in msg, msg
+
+
+def test_a_parameter_that_changes_the_structure_is_fixed():
+    """The program patches doubles only: a parameter whose value changes the integer data
+    (here which joint is the tree's, via an untraced branch) is fixed, named."""
+    from fmu_mb.engine.data import model_data
+
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("switch", o)
+        s = mb.param("s", 1.0, "1", "a switch", min=0.0, max=2.0)
+        k = mb.param("k", 3.0, "N.m/rad", "stiffness", min=0.0)
+        b = mb.body("b", mass=1.0, inertia=0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        if float(np.float64(s)) > 1.02:             # untraced: the force element changes
+            mb.force("f", b, direction=(1.0, 0.0), value=k)
+        else:
+            mb.torque("f", b, value=k)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: model_data(build(**o)))
+    assert prog.compiled == ("k",) and "s" in prog.fixed, prog.fixed
 
 
 def test_hidden_branch_is_not_compiled():
@@ -331,6 +422,68 @@ def test_hidden_branch_is_not_compiled():
         return mb.build()
     prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)), n_wide=8)
     assert prog.compiled == ("c",) and "k" in prog.fixed, prog.fixed
+
+
+def test_far_branch_is_found():
+    """A branch on a plain float far from the default (as the projection metric's maximum
+    over the masses) is outside every random set; the far checks (x10, x0.1, ...) find it."""
+    def build(**o):
+        from fmu_mb import ModelBuilder
+        mb = ModelBuilder("far", o)
+        m = mb.param("m", 1.0, "kg", "mass", min=1e-9)
+        c = mb.param("c", 0.5, "N.m.s/rad", "damping", min=0.0)
+        b = mb.body("b", mass=m, inertia=max(float(np.float64(m)), 4.0) * 0.1)
+        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+        mb.rsda("s", joint="O", damping=c)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+    prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
+    assert prog.compiled == ("c",) and "at m=10.0" in prog.fixed["m"], prog.fixed
+    blind = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)), far=())
+    assert blind.compiled == ("m", "c")                # what the far checks prevent
+
+
+def _metric(**o):
+    """b has no inertia: its rotation's weight in the projection metric (DMINV, derived by
+    the engine) is 1e-6 x the largest mass, 4 kg until m passes it (m = 10 at the far check)."""
+    from fmu_mb import ModelBuilder
+    mb = ModelBuilder("metric", o)
+    m = mb.param("m", 1.0, "kg", "mass of the first link", min=1e-3)
+    a = mb.body("a", mass=m, inertia=0.1)
+    b = mb.body("b", mass=4.0, inertia=0.0)
+    mb.revolute("O", mb.ground, a, child_point=(-0.5, 0.0))
+    mb.revolute("A", a, b, parent_point=(0.5, 0.0), child_point=(-0.5, 0.0))
+    mb.initial("O", value=0.1, rate=0.0)
+    mb.initial("A", value=0.2, rate=0.0)
+    return mb.build()
+
+
+def test_far_checks_verify_derived_slots_through_their_twin():
+    """The far checks compare the data the engine runs on: the program's, then the derived
+    slots by their twin. With the true twin the metric's switch at m = 10 is followed (m
+    compiles); a twin blind to that switch is caught there, and only there."""
+    from fmu_mb.engine.data import model_data
+    data = model_data(_metric())
+    slots, twin = data.derived()
+    D0, at10 = data.doubles, model_data(_metric(m=10.0)).doubles
+    assert not np.array_equal(D0[slots], at10[slots])      # the metric does switch
+
+    def of(o):
+        return model_data(_metric(**o))
+    prog = P.compile_parameters(_metric, {}, of, derived=(slots, twin))
+    assert prog.compiled == ("m",), prog.fixed
+    np.testing.assert_array_equal(prog.engine_data([10.0], D0), at10)
+
+    def frozen(d):                   # the 1e-6 x largest-mass weights kept at the build's
+        out = twin(d)
+        out[slots] = np.where(D0[slots] > 1e3, D0[slots], out[slots])
+        return out
+    prog = P.compile_parameters(_metric, {}, of, derived=(slots, frozen))
+    assert prog.compiled == () and "at m=10.0" in prog.fixed["m"], prog.fixed
+    assert "DMINV" in prog.fixed["m"]
+    blind = P.compile_parameters(_metric, {}, of, derived=(slots, frozen), far=())
+    assert blind.compiled == ("m",)
+
 
 
 def test_malformed_programs_are_refused(mbp):
@@ -385,11 +538,11 @@ def _engine_models():
     return [n for n in _models() if supported(load(n).build()) is None]
 
 
-@lru_cache(maxsize=None)
 def _program(name):
-    mod = load(name)
-    data, prog = P.program_for(mod)
-    return mod, data, prog
+    """(module, EngineData at the defaults, the program): compiled() once per model."""
+    from fmu_mb.engine.data import model_data
+    mod, prog, _ = compiled(name)
+    return mod, model_data(mod.build()), prog
 
 
 def _check_engine(name, vals):
@@ -554,3 +707,89 @@ def test_metric_eigenvalue_is_numpys_and_exact_for_diagonal_inertias():
         D = np.diag(np.diag(J))
         assert max_abs_eigenvalue(D) == np.abs(np.diag(J)).max()
     assert max_abs_eigenvalue(np.zeros((3, 3))) == 0.0
+
+
+def test_probe_builds_do_not_warn():
+    """The far checks build the model at poses nobody asked for (slider_crank_stop's guide
+    beyond its end stop...): their AssemblyWarnings are not the user's, and stay silent; the
+    warning filters are as before."""
+    import warnings
+    from fmu_mb.errors import AssemblyWarning
+    mod = load("slider_crank_stop")
+    mod.build()
+    filters = list(warnings.filters)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        P.program_for(mod)
+    assert not [w for w in caught if issubclass(w.category, AssemblyWarning)], caught[0]
+    assert warnings.filters == filters
+
+
+def test_a_loop_that_cannot_close_fails_without_repeating_its_closure(monkeypatch):
+    """The far checks build the four-bar at lengths x10, where its loop cannot close: the
+    assembly's diagnosis reuses the least-squares closure its retry computed (the same,
+    seeded, numbers) instead of computing it again, and says the same."""
+    from fmu_mb.errors import AssemblyError
+    from fmu_mb.mechanics import assembly
+    mod = load("four_bar")
+    calls = []
+    real = assembly._best_closure
+
+    def counted(model, tree, keep_values):
+        calls.append(keep_values)
+        return real(model, tree, keep_values)
+    monkeypatch.setattr(assembly, "_best_closure", counted)
+    with pytest.raises(AssemblyError, match="even at the best pose of the loop"):
+        mod.build(coupler_length=3.5)
+    assert calls == [True, False]          # the retry's, and the one without the values
+
+
+def _spun(**o):
+    """A spatial model file's build that does numpy arithmetic on cardan()'s quaternion."""
+    from fmu_mb import ModelBuilder
+    mb = ModelBuilder("spun", o, gravity=(0.0, 0.0, -9.81))
+    t = mb.param("theta0", 0.5, "rad", "initial tilt")
+    q = cardan(t, 0.0, 0.0) * 1.0                    # an ndarray's arithmetic
+    top = mb.body("top", mass=1.0, inertia=(4e-3, 4e-3, 6e-3), position=(0.0, 0.0, 0.1),
+                  orientation=tuple(q))
+    mb.spherical("pivot", mb.ground, top, at=(0.0, 0.0, 0.0))
+    return mb.build()
+
+
+@pytest.mark.parametrize("name", ["heavy_top", "double_wishbone", "spun"])
+def test_a_trace_leaves_other_threads_builds_alone(name):
+    """While a deep trace patches shared modules (the model file's numpy and cardan(), the
+    spatial builder's geometry), another thread building the same model file gets the
+    untraced functions: its data are bitwise those of a build without a trace."""
+    import threading
+    from fmu_mb.engine.data import model_data
+    build = _spun if name == "spun" else load(name).build
+    ref = model_data(build()).doubles
+    names = [p.name for p in build().parameters]
+    got = []
+
+    def other():
+        try:
+            got.append(model_data(build()).doubles)
+        except Exception as exc:       # noqa: BLE001 - reported below
+            got.append(exc)
+    thread = threading.Thread(target=other)
+    with P._tracing(build, {n: k for k, n in enumerate(names)}, deep=True):
+        thread.start()
+        thread.join()
+    assert isinstance(got[0], np.ndarray), got[0]
+    np.testing.assert_array_equal(got[0], ref)
+
+
+def test_numpy_arithmetic_on_a_traced_cardan_compiles():
+    """cardan() of a traced angle is an object ndarray in the trace (numpy arithmetic on it
+    traces, as on the ndarray cardan returns): _spun's theta0 compiles, and the program
+    gives build()'s data at other angles."""
+    from fmu_mb.engine.data import model_data
+    data, prog = P.program_for(_spun, far=(10.0,))
+    assert prog.compiled == ("theta0",), prog.fixed
+    for v in (0.3, 0.55, 1.2):
+        ref = model_data(_spun(theta0=v)).doubles
+        out = prog.engine_data(np.array([v]), data.doubles)
+        assert np.all(P._close(out, ref)), np.flatnonzero(~P._close(out, ref))
+        assert not np.array_equal(out, data.doubles)

@@ -32,7 +32,6 @@ E.fx ... E.tz (frame a's axes); per point P.x, P.y,
 P.z, P.vx, P.vy, P.vz; per contact (frictionless) the planar contact outputs above.
 """
 import weakref
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -42,6 +41,7 @@ from ..mechanics import constraints
 from ..mechanics import kinematics as kin
 from ..mechanics.elements import (cylinder_outputs, element_outputs, kinetic_energy,
                                   potential_energy)
+from ..memo import per_object
 from .formulations import get_formulation, resolve
 
 
@@ -55,13 +55,13 @@ class OutputVar(NamedTuple):
     kind: str = "real"
 
 
-@lru_cache(maxsize=128)
+@per_object
 def output_spec(model):
     """Tuple of OutputVar of every output, in value order."""
     return tuple(OutputVar(*o) for o, _ in _spec(model))
 
 
-@lru_cache(maxsize=128)
+@per_object
 def output_groups(model):
     """Per group (see Outputs), the indices of its outputs in output_spec order."""
     groups = {}
@@ -70,7 +70,7 @@ def output_groups(model):
     return {g: np.array(ix, dtype=np.intp) for g, ix in groups.items()}
 
 
-@lru_cache(maxsize=128)
+@per_object
 def _spec(model):
     """((name, unit, description[, kind]), group) of every output, in value order. Groups:
     motion (bodies), markers, coords (joint coordinates and rates), dynamics (reactions,
@@ -486,7 +486,7 @@ class Outputs:
                          np.abs(D @ xd + phi_t).max(initial=0.0)])
 
 
-@lru_cache(maxsize=128)
+@per_object
 def _owners(model):
     owner = [None] * len(output_spec(model))
     for g, ix in output_groups(model).items():
@@ -495,7 +495,7 @@ def _owners(model):
     return tuple(owner)
 
 
-@lru_cache(maxsize=128)
+@per_object
 def _coordinate_plan(model):
     """How `Outputs._coords` reads the joint coordinates of a planar joint-coordinate state:
     (tree_pos, tree_src, cut_pos, ic, ip, angle0): the tree joints at positions tree_pos
@@ -522,7 +522,7 @@ def _coordinate_plan(model):
             np.array([C.coord_ang_offset[r] for r in rows], dtype=float))
 
 
-@lru_cache(maxsize=128)
+@per_object
 def _direct_coordinates(model):
     """{output index: (0 for the coordinate or 1 for the rate, position in q)} of the tree
     joints' coordinates a joint-coordinate state holds directly (the same numbers as

@@ -6,22 +6,26 @@ The native FMU has no Python, yet a master may set a parameter before initialisa
 must get the motion the Python FMU gets (which rebuilds the model). compile_parameters
 turns that map into a small program (fmu_mb/engine/native/params.h, params.c: mbp_run):
 
-1. trace: build() runs once at the defaults with every real-valued parameter replaced by a
-   Sym, a float that records the expression of every arithmetic result (operators, math's
-   and numpy's scalar functions) on a tape. A comparison involving a parameter records a
-   guard: the branch build() took is checked at run time (mbp_run fails, naming the
-   parameter and saying to rebuild with --set).
-2. match: the model data `data_of(overrides)` (a black box) is computed at the defaults and
-   at random probe sets; a slot that changes depends on a parameter, and is matched with
-   the tape expression (or its negative or reciprocal) whose values agree with the slot's at
-   every probe set, so coincidences vanish.
+1. trace: build() runs once at the build values with every real-valued parameter replaced
+   by a Sym, a float that records the expression of every arithmetic result (operators,
+   math's and numpy's scalar functions; in the model file, numpy arrays holding Syms become
+   object arrays, so that their arithmetic traces too) on a tape. A comparison involving a
+   parameter (an `if` of the model file, or the builder's own checks such as mass >= 0)
+   records a guard: the branch build() took is checked at run time (mbp_run fails, naming
+   the parameter and saying to rebuild with --set).
+2. match: the model data `data_of(overrides)` (a black box) is computed at the build values
+   and at random probe sets; a slot that changes depends on a parameter, and is matched
+   with the tape expression (or its negative or reciprocal) whose values agree with the
+   slot's at every probe set, so coincidences vanish.
 3. verify: the emitted int code, interpreted exactly as mbp_run does (ParamProgram.run), is
-   run over the default data at other random sets inside the parameters' ranges and must
-   reproduce data_of to VERIFY_RTOL in every slot. A parameter whose effect is not matched
-   or not reproduced (numpy array arithmetic, the builder's own geometry, an iterative
-   solve: computations the tracer cannot follow) is declared fixed with the reason, and the
-   whole is compiled again without it. A slot is never silently wrong: what is emitted has
-   been checked against the real build.
+   run over the default data at fresh random sets inside the parameters' ranges (near the
+   build values and within +-50 %) and must reproduce data_of to VERIFY_RTOL in every slot.
+   A parameter whose effect is not matched or not reproduced (the builder's own geometry,
+   an untraced operation, a branch on a plain float) is declared fixed with the reason, and
+   the whole is compiled again without it; the program then refuses any other value of it.
+   A slot is never silently wrong: what is emitted has been checked against the real build.
+   (Sampling cannot prove the absence of a branch far from the sets tried; the guards, the
+   parameters' declared ranges and the wide sets are what cover that.)
 
 Two extensions: slots that the engine derives itself after the program (the projection
 metric, EngineData.derived: a max and an eigenvalue) are left out of the matching and
@@ -35,30 +39,37 @@ maps); matching against the black box keeps them untouched, works whatever data 
 engine chooses, and the verification makes a wrong match impossible to ship.
 
 Program layout (ints; doubles in `consts`):
-    header   MAGIC, VERSION, np, ndata, then strings (model file, the np parameter names),
-             each as its length followed by its UTF-8 bytes
+    header   MAGIC, VERSION, np, ndata, then strings (model file, the np parameter names,
+             the np reasons why a parameter is fixed, "" for a compiled one), each as its
+             length followed by its UTF-8 bytes
     code     BEGIN n p1..pn          the statement that follows depends on parameters p1..pn
-                                     (named in a message when a result is not finite)
+                                     (named in a message when it fails)
              PARAM k | CONST i       push params[k] | consts[i]
-             UNARY f | BINARY f      pop one | two, push f(...) (FUNCS, libm's functions)
+             UNARY f | BINARY f      pop one | two, push f(...) (UNARY, BINARY: libm's)
              STORE slot              pop into data[slot]
              GUARD cmp               pop b, pop a; the test `a cmp b` must hold
+             FIXED 0                 pop b, pop a; a == b (a fixed parameter keeps its value)
              END
 Every result is checked finite; a malformed program makes mbp_run return -1.
 """
 import math
 import operator
+import threading
+import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import FmuMbError
+from ..errors import AssemblyWarning, FmuMbError
 
 MAGIC = 0x3150424D           # "MBP1" little-endian
 VERSION = 1
 STACK = 64                   # mbp_run's stack depth (params.c MBP_STACK)
 VERIFY_RTOL = 1e-14          # a slot must be reproduced to this (relative to its size)
 WIDE = 0.5                   # relative spread of the wide verification sets
+FAR = (10.0, 0.1, 100.0, 0.01)   # one parameter at a time: its value times these
+FAR_BUDGET = 3.0             # seconds for those far checks (then they stop)
 (OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
  OP_FIXED) = range(9)
 UNARY = ("neg", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log10",
@@ -93,6 +104,19 @@ def _safe(f):
     return g
 
 
+def _libm_hypot():
+    """libm's hypot, which params.c calls (CPython's math.hypot is its own algorithm and may
+    differ from it in the last bit)."""
+    import ctypes
+    import ctypes.util
+    try:
+        f = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6").hypot
+        f.restype, f.argtypes = ctypes.c_double, [ctypes.c_double, ctypes.c_double]
+        return f
+    except (OSError, AttributeError, TypeError):           # pragma: no cover
+        return math.hypot
+
+
 _CBRT = getattr(math, "cbrt", None)
 _FN = {"neg": operator.neg, "sqrt": _safe(math.sqrt), "sin": _safe(math.sin),
        "cos": _safe(math.cos), "tan": _safe(math.tan), "asin": _safe(math.asin),
@@ -103,7 +127,7 @@ _FN = {"neg": operator.neg, "sqrt": _safe(math.sqrt), "sin": _safe(math.sin),
        "asinh": math.asinh, "acosh": _safe(math.acosh), "atanh": _safe(math.atanh),
        "cbrt": _safe(_CBRT) if _CBRT else None,
        "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": _div,
-       "pow": _pow, "atan2": math.atan2, "hypot": math.hypot}
+       "pow": _pow, "atan2": math.atan2, "hypot": _libm_hypot()}
 
 
 class ParameterProgramError(FmuMbError):
@@ -126,7 +150,13 @@ class _Tape:
         return i
 
     def const(self, v):
-        return self.node(("c", float(v)))
+        v = float(v)
+        key = ("c", v.hex())            # (-0.0 and 0.0 are different constants)
+        i = self.ids.get(key)
+        if i is None:
+            i = self.ids[key] = len(self.nodes)
+            self.nodes.append(("c", v))
+        return i
 
 
 _tape = None     # the tape of the trace under way (set only inside _tracing)
@@ -171,11 +201,13 @@ _PY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
 def _apply(fn, *args, py=None):
     """The Sym fn(args), its value computed as Python (or `py`, e.g. a numpy ufunc) computes
     it, raising what Python raises; NotImplemented for non-scalar arguments."""
-    if _tape is None or not all(_scalar(a) for a in args):
+    if not all(_scalar(a) for a in args):
         return NotImplemented
     vals = [float(a) for a in args]
     f = py or _PY.get(fn) or getattr(math, fn)
     value = float(f(*vals))
+    if _tape is None:               # a Sym kept after its trace: plain arithmetic
+        return value
     return Sym(value, _tape.node((fn, *[_nid(a) for a in args])))
 
 
@@ -336,10 +368,16 @@ def _has_sym(x, depth=0):
 
 class _TracedNumpy:
     """Stands for numpy in a model file traced in deep mode: array constructors given Syms
-    make object arrays (their arithmetic then traces element by element)."""
+    make object arrays (their arithmetic then traces element by element). Only in the
+    tracing thread: another thread running the same model file meanwhile gets numpy's own."""
+
+    def __init__(self):
+        self._tid = threading.get_ident()
 
     def __getattr__(self, name):
         orig = getattr(np, name)
+        if threading.get_ident() != self._tid:
+            return orig
         if name in ("array", "asarray", "asanyarray"):
             def make(obj, dtype=None, *args, **kwargs):
                 if _has_sym(obj) and dtype in (None, float, np.float64, object):
@@ -449,21 +487,26 @@ class _SpatialGeometry:
     its numbers are on the tape (the builder itself converts to float arrays). Only adds
     expressions: the builder's results are unchanged; matching and verification decide."""
 
-    def __init__(self):
+    def __init__(self, tid=None):
         from ..mechanics.spatial import builder as sb
         self.cls = sb.SpatialItems
         self.poses = {}
+        self.tid = threading.get_ident() if tid is None else tid   # the tracing thread
 
     def __enter__(self):
         cls, poses = self.cls, self.poses
         self.orig = {k: cls.__dict__[k] for k in ("_body3", "_joint3")}
         ob, oj = self.orig["_body3"], self.orig["_joint3"]
+        tid = self.tid
 
         def body3(mb, name, mass, inertia, position, orientation, *args, **kwargs):
-            poses[id(mb), name] = (position, orientation)
+            if threading.get_ident() == tid:
+                poses[id(mb), name] = (position, orientation)
             return ob(mb, name, mass, inertia, position, orientation, *args, **kwargs)
 
         def joint3(mb, name, kind, parent, child, *args, at=None, **kwargs):
+            if threading.get_ident() != tid:             # another thread: untouched
+                return oj(mb, name, kind, parent, child, *args, at=at, **kwargs)
             try:
                 _SpatialGeometry._trace_joint(mb, poses, kind, parent, child, at,
                                               kwargs.get("axis"))
@@ -519,18 +562,27 @@ class _tracing:
     def __enter__(self):
         global _tape, _deep
         from ..mechanics import builder as _builder
+        from ..mechanics.spatial import builder as _sbuilder
         from .. import units as _units
+        _LOCK.acquire()
         self.tape = _tape = _Tape(len(self.traced))
         self.cls = _builder.ModelBuilder
         self.orig = self.cls.__dict__["param"]
         traced, tape, orig = self.traced, self.tape, self.orig
+        tid = threading.get_ident()
 
         def param(mb, name, default, *args, **kwargs):
             value = orig(mb, name, default, *args, **kwargs)
-            if name in traced and isinstance(value, float):
+            if name in traced and isinstance(value, float) and threading.get_ident() == tid:
                 return Sym(value, tape.node(("p", traced[name])))
             return value
         self.cls.param = param
+        # the builder's own checks (mass >= 0, length > 0...) become guards on a parameter
+        self.numbers = [(vars(mod), key) for mod, key in ((_builder, "_number"),
+                                                          (_sbuilder, "number"))
+                        if callable(vars(mod).get(key))]
+        for g, key in self.numbers:
+            g[key] = _traced_number(g[key])
         self.globs = [g for g in (getattr(self.build, "__globals__", None), vars(_units))
                       if g is not None and g.get("math") is math]
         for g in self.globs:
@@ -547,13 +599,15 @@ class _tracing:
             self.cardans = [(g, k, v, t) for k, v in g.items() for f, t in traced_rot
                             if v is f]
             for g, k, v, t in self.cardans:
-                g[k] = t
-            self.geometry = _SpatialGeometry().__enter__()
+                g[k] = _in_thread(tid, _on_syms(t, v), v)
+            self.geometry = _SpatialGeometry(tid).__enter__()
         return self.tape
 
     def __exit__(self, *exc):
         global _tape, _deep
         self.cls.param = self.orig
+        for g, key in self.numbers:
+            g[key] = g[key].orig
         for g in self.globs:
             g["math"] = math
         for g, k in self.nps:
@@ -563,7 +617,42 @@ class _tracing:
         if self.geometry is not None:
             self.geometry.__exit__()
         _tape, _deep = None, False
+        _LOCK.release()
         return False
+
+
+_LOCK = threading.RLock()      # one trace at a time (they patch shared modules)
+
+
+def _on_syms(traced, orig):
+    """`traced` when an argument holds a Sym, its result an object ndarray (so that the
+    model file's numpy arithmetic on it traces too, as the ndarray orig returns would);
+    `orig` itself on plain numbers."""
+    def f(*args):
+        if not _has_sym(list(args)):
+            return orig(*args)
+        return np.array(traced(*args), dtype=object)
+    return f
+
+
+def _in_thread(tid, traced, orig):
+    """`traced` in the tracing thread `tid`, `orig` in any other (which may be building the
+    same model file meanwhile: it must get the untraced function, e.g. cardan's ndarray)."""
+    def f(*args, **kwargs):
+        return (traced if threading.get_ident() == tid else orig)(*args, **kwargs)
+    return f
+
+
+def _traced_number(orig):
+    def number(where, arg, value, positive=False, nonneg=False):
+        if isinstance(value, Sym) and math.isfinite(value):
+            if positive:
+                bool(value > 0.0)       # recorded as guards (the value passed these checks)
+            if nonneg:
+                bool(value >= 0.0)
+        return orig(where, arg, value, positive=positive, nonneg=nonneg)
+    number.orig = orig
+    return number
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -594,12 +683,18 @@ def _deps(nodes):
 
 
 def _close(a, b, rtol=VERIFY_RTOL):
-    """Elementwise: a and b agree to rtol relative to the larger magnitude (bitwise equal
-    values, zeros and equal infinities included)."""
+    """Elementwise: a and b agree to rtol relative to the larger magnitude (equal values,
+    zeros, equal infinities and two NaNs included)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     with np.errstate(invalid="ignore", over="ignore"):
         same = (a == b) | (np.abs(a - b) <= rtol * np.maximum(np.abs(a), np.abs(b)))
-    return same
+    return same | (np.isnan(a) & np.isnan(b))
+
+
+def _differs(a, b):
+    """Elementwise a != b, two NaNs being the same."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return (a != b) & ~(np.isnan(a) & np.isnan(b))
 
 
 # ---------------------------------------------------------------------- the program
@@ -688,6 +783,13 @@ def run_program(code, consts, params, data):
     if npar != len(params) or ndata != len(data):
         return -1, data, (f"parameter program for {npar} parameters and {ndata} data, "
                           f"received {len(params)} and {len(data)}")
+    try:
+        return _interpret(code, consts, params, data, model, names, reasons, pc)
+    except (IndexError, KeyError, TypeError):
+        return -1, data, "malformed parameter program"
+
+
+def _interpret(code, consts, params, data, model, names, reasons, pc):
     stack, blame = [], []
     while True:
         op = code[pc]
@@ -805,17 +907,19 @@ def _ranges(p, rng, scale):
 
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
-                       model_file=None, n_probe=3, n_verify=3, n_wide=2, seed=0,
-                       scale=0.1, derived=None):
+                       model_file=None, n_probe=3, n_verify=3, n_wide=2,
+                       far=FAR, far_budget=FAR_BUDGET, seed=0, scale=0.1, derived=None):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
     overrides: the parameter values the model is built with (the FMU's defaults: the
         program's defaults; a parameter fixed at an overridden value stays there);
-    data_of(overrides) -> 1-D float array: the model data for parameter values (a black
-        box; its layout must not depend on the values of non-structural parameters);
-    names: the parameter table's order (default: the model's declared parameters; a
-        string parameter's value in that vector is its index in choices, unused);
+    data_of(overrides) -> 1-D float array, or an object with `.doubles` and `.ints` (an
+        EngineData; then a set that changes the ints is treated as one that does not
+        build): the model data for parameter values (a black box; its layout must not
+        depend on the values of non-structural parameters);
+    names: the parameter table's order (default: the model's declared parameters; the
+        program does not read a string or structural parameter's entry);
     model_file: how messages name the model file (default: the module's file name);
     derived: (slots, derive) or None: data slots that the engine derives itself after the
         program has run (EngineData.derived: the projection metric, from the masses and
@@ -825,8 +929,9 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         derived slot that does not come out as build() makes it is caught like any other.
     Probe and n_verify verification sets are drawn within +-scale (relative) of the build
     values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
-    does not build, or takes another branch, is drawn again closer). Returns a
-    ParamProgram."""
+    does not build, or takes another branch, is drawn again closer); then each parameter
+    alone at its value times each of `far` (in range, where it builds; for at most
+    far_budget seconds). Returns a ParamProgram."""
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     model = build(**base)
@@ -835,7 +940,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
         names = tuple(p.name for p in plist)
     names = tuple(names)
     index = {n: k for k, n in enumerate(names)}
-    fixed = {}
+    fixed = _Fixed()
     pmap = {}
     for p in plist:
         if p.name not in index:
@@ -858,16 +963,50 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
                and isinstance(p.value, (int, float)) and not isinstance(p.value, bool)}
     mfile = model_file or _model_file(module_or_build, build)
     rng = np.random.default_rng(seed)
-    D0 = np.asarray(data_of(base), dtype=float).ravel()
+    first = data_of(base)
+    D0 = np.asarray(getattr(first, "doubles", first), dtype=float).ravel()
+    data_of = _doubles_only(data_of, getattr(first, "ints", None))
+    fixed.describe = _engine_describer(model, D0)
 
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
-        prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
-                             fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, scale,
-                             derived)
+        # the probe sets' builds warn about poses the user did not ask for: silenced (under
+        # the tracing lock: catch_warnings swaps the process-wide filters)
+        with _LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore", AssemblyWarning)
+            prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
+                                 fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, far,
+                                 far_budget, scale, derived)
         if prog is not None:
             prog.derive = derived[1] if derived is not None else None
             return prog
+        if not any(n in fixed for n in live):      # each round fixes one more, or fails
+            raise RuntimeError(f"compile_parameters: no progress with {live}")
+
+
+class StructureChanged(FmuMbError):
+    """The integer part of the model data (its structure) differs from the build's."""
+
+
+def _doubles_only(data_of, ints0):
+    """data_of returning the doubles; when it returns an object with .doubles and .ints (an
+    EngineData), a set whose ints differ from ints0 raises StructureChanged (the program
+    patches doubles only: such a set is treated as one that does not build)."""
+    if ints0 is None:
+        def plain(o):
+            d = data_of(o)
+            return np.asarray(getattr(d, "doubles", d), float)
+        return plain
+    ints0 = np.asarray(ints0)
+
+    def doubles(o):
+        d = data_of(o)
+        ints = np.asarray(d.ints)
+        if ints.shape != ints0.shape or np.any(ints != ints0):
+            raise StructureChanged("the integers of the model data (its structure: tree, "
+                                   "kinds, indices) change")
+        return np.asarray(d.doubles, float)
+    return doubles
 
 
 def _pvector(names, index, bvals, plist_defaults, values):
@@ -877,20 +1016,71 @@ def _pvector(names, index, bvals, plist_defaults, values):
     return v
 
 
-def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check):
+def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None):
     """A random set of the live parameters (dict) whose data has D0's layout and passes
-    `check`; scale shrinks on failure. None when nothing works."""
+    `check` (-> "ok", "guard": another branch that a guard refuses, or "layout": the data's
+    layout changed); scale shrinks on failure. A set whose build changes the structure of
+    the data (StructureChanged, or another layout while the guards hold) is appended to
+    `hits`: the compiled program could not follow it. None when nothing works."""
     s = scale
     for attempt in range(12):
         vals = {n: _ranges(pmap[n], rng, s) if n in live else bvals[n] for n in bvals}
         try:
             D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}), float).ravel()
-        except FmuMbError:
+        except StructureChanged:
+            if hits is not None:
+                hits.append({n: vals[n] for n in live})
             s *= 0.5
             continue
-        if check(vals, D):
+        except Exception:          # noqa: BLE001 - a set that does not build: another
+            s *= 0.5
+            continue
+        verdict = check(vals, D)
+        if verdict == "ok":
             return vals, D
+        if verdict == "layout" and hits is not None:
+            hits.append({n: vals[n] for n in live})
         s *= 0.5
+    return None
+
+
+def _far_values(p, v, factors):
+    """Values of parameter p far from its build value v (v times each factor, or the
+    factors themselves when v is 0), inside [min, max], other than v."""
+    out = []
+    for f in factors:
+        x = v * f if v != 0.0 else f
+        for y in ((x,) if v != 0.0 else (x, -x)):
+            if p.min is not None:
+                y = max(y, float(p.min))
+            if p.max is not None:
+                y = min(y, float(p.max))
+            if y != v and y not in out and math.isfinite(y):
+                out.append(y)
+    return out
+
+
+def _fix_structure(hits, live, base, data_of, D0, fixed):
+    """Fix the parameters that, moved alone to a value of a set in `hits`, change the
+    structure of the data; every one moved in such a set when none does alone."""
+    found = set()
+    for vals in hits:
+        for n in live:
+            try:
+                D = np.asarray(data_of({**base, n: vals[n]}), float).ravel()
+            except StructureChanged:
+                found.add((n, vals[n]))
+                continue
+            except Exception:      # noqa: BLE001 - does not build: not this one's doing
+                continue
+            if D.shape != D0.shape:
+                found.add((n, vals[n]))
+    if not found:
+        found = {(n, hits[0][n]) for n in live}
+    for n, v in sorted(found):
+        fixed.setdefault(n, f"the structure of the model data changes with it (at {n}={v!r}: "
+                            f"other elements, joints or counts), which the compiled program "
+                            f"cannot follow")
     return None
 
 
@@ -934,15 +1124,42 @@ def _match(tape, deps, P, Dm, slots):
             out[s] = tape.node(("div", tape.const(1.0), i))
         else:
             out[s] = i
+    for s in slots:                 # a constant plus or minus an expression
+        if s not in out:
+            got = _affine(tape, E[:, cand], cand, Dm[:, s])
+            if got is not None:
+                out[s] = got
     return out
+
+
+def _affine(tape, V, cand, d):
+    """The node of k + e or k - e (k a constant, e a tape expression, columns of V; e - k is
+    (-k) + e exactly in IEEE arithmetic) that gives the values d exactly in every row (the
+    builder's own arithmetic on a traced number: a point relative to a traced centre of
+    mass...), or None."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        for sign in (1.0, -1.0):                  # d = k + sign e
+            K = d[:, None] - sign * V
+            scale = np.maximum(np.abs(K), np.maximum(np.abs(V), np.abs(d)[:, None]))
+            near = np.all(np.abs(K - K[0]) <= 8e-16 * scale + 1e-300, axis=0)
+            near &= np.any(V != V[0], axis=0)      # e moves
+            for j in np.flatnonzero(near)[:20]:
+                col = [float(x) for x in V[:, j]]
+                for k0 in dict.fromkeys(float(x) for x in K[:, j]):
+                    for k in (k0, math.nextafter(k0, math.inf), math.nextafter(k0, -math.inf)):
+                        if all((k + e if sign > 0 else k - e) == float(di)
+                               for e, di in zip(col, d)):
+                            c, i = tape.const(k), cand[j]
+                            return tape.node(("add", c, i) if sign > 0 else ("sub", c, i))
+    return None
 
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
                   mfile,
-                  rng, n_probe, n_verify, n_wide, scale, derived=None):
+                  rng, n_probe, n_verify, n_wide, far, far_budget, scale, derived=None):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
-    defaults = {n: bvals.get(n, 0.0) for n in names}
+    defaults = {n: bvals.get(n, fixvals.get(n, 0.0)) for n in names}
     bvec = _pvector(names, index, bvals, defaults, {})
     if not live:
         return _finish([], D0, names, mfile, [], [], {}, fixed, fixvals)
@@ -961,7 +1178,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                         f"({type(error).__name__}: {error})")
         return None
     nodes, deps = tape.nodes, _deps(tape.nodes)
-    guards = [g for g in tape.guards if deps[g[1]] | deps[g[2]]]
+    guards = list(dict.fromkeys(g for g in tape.guards if deps[g[1]] | deps[g[2]]))
 
     def guards_hold(vals):
         pv = _pvector(names, index, bvals, defaults, vals)
@@ -969,21 +1186,25 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         return all(_CMP_FN[c](ev[a], ev[b]) == r for c, a, b, r in guards)
 
     def same_layout(vals, D):
-        return D.shape == D0.shape and guards_hold(vals)
+        if not guards_hold(vals):
+            return "guard"
+        return "ok" if D.shape == D0.shape else "layout"
 
     # probes: every live parameter moved at once
-    probes = []
+    probes, hits = [], []
     for _ in range(n_probe):
-        got = _draw(live, pmap, bvals, rng, scale, build, base, data_of, same_layout)
+        got = _draw(live, pmap, bvals, rng, scale, build, base, data_of, same_layout, hits)
         if got is None:
             break
         probes.append(got)
+    if hits:
+        return _fix_structure(hits, live, base, data_of, D0, fixed)
     if len(probes) < n_probe:
         return _fix_by_layout(live, pmap, bvals, rng, scale, build, base, data_of, D0,
                               fixed, guards_hold)
     P = np.array([bvec] + [_pvector(names, index, bvals, defaults, v) for v, _ in probes])
     Dm = np.array([D0] + [D for _, D in probes])          # (1 + K, ndata)
-    dependent = np.flatnonzero(np.any(Dm != D0, axis=0))
+    dependent = np.flatnonzero(np.any(_differs(Dm, D0), axis=0))
     if derived is not None:          # the engine derives these itself (verified below)
         dependent = np.setdiff1d(dependent, np.asarray(derived[0], dtype=int))
 
@@ -1002,16 +1223,34 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
             rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
             rows_d.append(got[1])
         Dn = np.array(rows_d)
-        moved = [s for s in slots if np.any(Dn[:, s] != D0[s])]
+        moved = [s for s in slots if np.any(_differs(Dn[:, s], D0[s]))]
+        found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
+        return len(found) == len(moved)
+
+    def without(n, slots):
+        """Are `slots` matched by the tape when every live parameter but n moves? (Then n
+        alone spoils them.)"""
+        others = [m for m in live if m != n]
+        if not others:
+            return False
+        rows_p, rows_d = [bvec], [D0]
+        for _ in range(n_probe):
+            got = _draw(others, pmap, bvals, rng, scale, build, base, data_of, same_layout)
+            if got is None:
+                return False
+            rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
+            rows_d.append(got[1])
+        Dn = np.array(rows_d)
+        moved = [s for s in slots if np.any(_differs(Dn[:, s], D0[s]))]
         found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
         return len(found) == len(moved)
 
     unmatched = [s for s in dependent if s not in match]
     if unmatched:
         return _fix_culprits(unmatched, live, pmap, bvals, rng, scale, build, base, data_of,
-                             D0, fixed, alone, "is not an expression of the model file's numbers "
-                             "that the tracer could follow (numpy arrays, the builder's own "
-                             "geometry or an iterative solve)")
+                             D0, fixed, (alone, without), "goes through a computation the "
+                             "parameter compiler cannot follow (numpy arithmetic, the "
+                             "builder's own geometry such as at= points, or a branch)")
     slots = sorted(match)
     match = {s: ("node", i) for s, i in match.items()}
     emit = _Emitter(nodes, deps, mfile, names)
@@ -1037,33 +1276,103 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     prog = _finish(emit, D0, names, mfile, body, stored, guards, fixed, fixvals,
                    live=live, nodes=nodes)
 
+    def engine_data(pv):
+        """(rc, data the engine runs on, message) at the parameter vector pv: the program,
+        then the slots the engine derives itself (their Python twin)."""
+        rc, out, msg = run_program(prog.code, prog.consts, pv, D0)
+        if rc == 0 and derived is not None:
+            out = derived[1](out)
+        return rc, out, msg
+
+    store_nodes = np.array([match[s][1] for s in stored], dtype=int)
+
+    def expressions(pv):
+        """The data of the compiled expressions at pv, from the tape's nodes (linear in the
+        tape: the emitted code repeats shared subexpressions, heavy_top's is 1.7e6 ints),
+        then the derived slots; a non-finite node value is left for the program to judge."""
+        with np.errstate(all="ignore"):
+            ev = _eval_nodes(nodes, pv)
+        out = D0.copy()
+        out[stored] = ev[store_nodes]
+        return derived[1](out) if derived is not None else out
+
+    # the build values themselves: every guard holds, every slot is reproduced
+    rc, out, msg = engine_data(bvec)
+    if rc != 0 or not np.all(_close(out, D0)):
+        blame = {names[rc - 1]} if rc > 0 else set(live)
+        if rc == 0:
+            return _fix_culprits(np.flatnonzero(~_close(out, D0)), live, pmap, bvals, rng,
+                                 scale, build, base, data_of, D0, fixed, None,
+                                 "is not reproduced at the build values")
+        for n in blame:
+            fixed[n] = f"the compiled program refuses its build value ({msg})"
+        return None
     # verification at fresh random sets, running the emitted code itself
     # (n_verify near the build values, n_wide within +-WIDE: a branch that build() takes
     # on plain floats, which no guard records, shows there as a mismatch)
     bad, refused = set(), set()
     for sc in [scale] * n_verify + [max(scale, WIDE)] * n_wide:
-        got = _draw(live, pmap, bvals, rng, sc, build, base, data_of, same_layout)
+        got = _draw(live, pmap, bvals, rng, sc, build, base, data_of, same_layout, hits)
+        if hits:
+            return _fix_structure(hits, live, base, data_of, D0, fixed)
         if got is None:
             continue
         vals, D = got
         pv = _pvector(names, index, bvals, defaults, vals)
-        rc, out, msg = run_program(prog.code, prog.consts, pv, D0)
+        rc, out, msg = engine_data(pv)
         if rc != 0:    # a non-finite number where build() computed a finite one
             refused |= {names[rc - 1]} if rc > 0 else set(live)
             continue
-        if derived is not None:
-            out = derived[1](out)
         bad |= set(np.flatnonzero(~_close(out, D)).tolist())
     if refused:
         for n in refused:
             fixed[n] = ("the compiled program refuses values that build() accepts")
         return None
+    # far values, one parameter at a time (x10, x0.1, x100, x0.01, in rounds): a branch
+    # that build() takes on a plain float far from the defaults (a maximum over the masses
+    # switching...) shows here. A parameter whose far build fails is not tried further (an
+    # assembly that cannot close can take seconds), and the rounds stop after far_budget s.
+    far_bad, dead, start = {}, set(), time.perf_counter()
+    for f in far:
+        for n in live:
+            if n in dead or n in far_bad or time.perf_counter() - start > far_budget:
+                continue
+            for v in _far_values(pmap[n], bvals[n], (f,)):
+                vals = {**bvals, n: v}
+                try:
+                    D = np.asarray(data_of({**base, n: v}), float).ravel()
+                except StructureChanged:
+                    return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
+                                          base, data_of, D0, fixed)
+                except Exception:  # noqa: BLE001 - does not build there: nothing to match
+                    dead.add(n)
+                    break
+                verdict = same_layout(vals, D)
+                if verdict == "layout":
+                    return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
+                                          base, data_of, D0, fixed)
+                if verdict != "ok":
+                    continue
+                pv = _pvector(names, index, bvals, defaults, vals)
+                if np.all(_close(expressions(pv), D)):
+                    continue       # (the emitted code computes these nodes, op for op)
+                rc, out, msg = engine_data(pv)
+                wrong = np.flatnonzero(~_close(out, D)) if rc == 0 else np.zeros(0, int)
+                if rc != 0 or len(wrong):
+                    far_bad[n] = (v, _describe(fixed, int(wrong[0])) if len(wrong) else msg)
+                    break
+    if far_bad:
+        for n, (v, where) in far_bad.items():
+            fixed[n] = (f"at {n}={v!r} the model data ({where}) differ from the compiled "
+                        f"expression: build() takes a branch on it that the parameter "
+                        f"compiler does not see")
+        return None
     if bad:
         return _fix_culprits(sorted(bad), live, pmap, bvals, rng, scale, build, base,
-                             data_of, D0, fixed, None, "is not reproduced by the compiled "
-                             f"expression to {VERIFY_RTOL:g} at a verification set (build() "
-                             "takes a branch on it that no guard records, or follows it "
-                             "through an untraced computation)")
+                             data_of, D0, fixed, None, "differs from the compiled "
+                             f"expression by more than {VERIFY_RTOL:g} at a verification set "
+                             "(build() takes a branch on it that the parameter compiler "
+                             "does not see)")
     return prog
 
 
@@ -1107,6 +1416,49 @@ def _expr_text(nodes, names, i):
     return f"{nd[0]}({', '.join(_expr_text(nodes, names, c) for c in nd[1:])})"
 
 
+class _Fixed(dict):
+    """name -> why the parameter is fixed, and `describe(slot)`: words for a data slot."""
+
+    describe = None
+
+
+_WORDS = {"DGRAV": "gravity", "DPARAM": "parameter table", "DJD": "tree joint geometry",
+          "DED": "force element data", "DMASS": "masses", "DINERTIA": "inertias",
+          "DRD": "loop constraint rows", "DDP": "drive laws", "DGAIN": "cylinder gains",
+          "DROWS": "constraint rows", "DJOINT": "joint data", "DELEM": "element data",
+          "DMARK": "marker points", "DBODY0": "initial body poses",
+          "DINIT": "initial joint values", "DMINV": "projection metric (inverse masses)",
+          "DSRD": "spatial tree geometry", "DSMASS": "masses", "DSJ": "inertia tensors",
+          "DSED": "force element data", "DSCD": "cut joint data", "DSRQ": "joint poses"}
+
+
+def _engine_describer(model, D0):
+    """describe(slot) naming the engine data array of a slot ("DMINV[3] (projection
+    metric (inverse masses))") when D0 is the engine's data of model; else "slot k"."""
+    names = None
+    try:
+        from .data import model_data
+        data = model_data(model)
+        if data.doubles.shape == D0.shape and np.array_equal(data.doubles, D0):
+            names = sorted((off, cnt, name) for name, (off, cnt) in data.slots.items()
+                           if name[0] == "D" and cnt)
+    except Exception:           # noqa: BLE001 - not an engine model: plain slot numbers
+        names = None
+
+    def describe(slot):
+        for off, cnt, name in names or ():
+            if off <= slot < off + cnt:
+                w = _WORDS.get(name)
+                return f"{name}[{slot - off}]" + (f" ({w})" if w else "")
+        return f"slot {slot}"
+    return describe
+
+
+def _describe(fixed, slot):
+    d = getattr(fixed, "describe", None)
+    return d(slot) if d else f"slot {slot}"
+
+
 def _fix_params(ks, names, fixed, reason):
     for k in ks:
         fixed.setdefault(names[k], reason)
@@ -1114,12 +1466,12 @@ def _fix_params(ks, names, fixed, reason):
 
 
 def _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0):
-    """name -> the data slots that change when that parameter alone moves (None: moving
-    it fails the build or changes the data's layout)."""
-    out = {}
+    """(name -> the data slots that change when that parameter alone moves, None when
+    moving it fails the build or changes the data's layout; name -> why for those)."""
+    out, why = {}, {}
     for n in live:
         p = pmap[n]
-        got = None
+        got, error = None, None
         s = scale
         for _ in range(8):
             v = _ranges(p, rng, s)
@@ -1128,57 +1480,63 @@ def _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0):
                 continue
             try:
                 D = np.asarray(data_of({**base, n: v}), float).ravel()
-            except FmuMbError:
+            except Exception as exc:   # noqa: BLE001 - a set that does not build: another
+                error = f"{n}={v!r}: {exc}"
                 s *= 0.5
                 continue
             got = D
             break
         if got is None or got.shape != D0.shape:
             out[n] = None
+            why[n] = (f"the build fails near its default ({error})" if got is None
+                           else "the layout of the model data changes with it")
         else:
-            out[n] = set(np.flatnonzero(got != D0).tolist())
-    return out
+            out[n] = set(np.flatnonzero(_differs(got, D0)).tolist())
+    return out, why
 
 
 def _fix_culprits(slots, live, pmap, bvals, rng, scale, build, base, data_of, D0, fixed,
-                  alone, why):
-    """Fix the live parameters that spoil `slots`: those that move them and (when `alone`
-    is given) whose moves alone are not matched by the tape; all that move them when that
-    singles out none."""
-    sens = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
+                  tests, why):
+    """Fix the live parameters that spoil `slots`: those that move them and (with `tests`
+    = (alone, without)) whose moves alone are not matched by the tape, or else the first
+    without which the others' moves are matched; all that move them when that singles out
+    none."""
+    sens, why_not = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
     slots = set(int(s) for s in slots)
     found = False
     touching = [n for n in live if sens[n] is not None and sens[n] & slots]
-    innocent = {n for n in touching if alone is not None and alone(n, sorted(sens[n] & slots))}
-    if len(innocent) == len(touching):
-        innocent = set()
+    innocent = set()
+    if tests is not None:
+        alone, without = tests
+        innocent = {n for n in touching if alone(n, sorted(sens[n] & slots))}
+        if len(innocent) == len(touching):      # each alone is fine: who spoils them jointly?
+            guilty = next((n for n in touching if without(n, sorted(slots))), None)
+            innocent = set(touching) - {guilty} if guilty is not None else set()
     for n in live:
         hit = sens[n]
         if hit is None:
-            fixed[n] = ("moving it fails the build or changes the layout of the model data "
-                        "near its default")
+            fixed[n] = why_not[n]
             found = True
         elif hit & slots and n not in innocent:
             s = min(hit & slots)
             more = len(hit & slots) - 1
-            fixed[n] = (f"its effect on the model data (slot {s}"
+            fixed[n] = (f"its effect on the model data ({_describe(fixed, s)}"
                         f"{f' and {more} more' if more else ''}) {why}")
             found = True
     if not found:      # no single parameter moves them: fix every live one (never wrong)
         for n in live:
-            fixed[n] = (f"the model data (slot {min(slots)}) depends on it jointly with "
-                        f"other parameters and {why}")
+            fixed[n] = (f"its effect on the model data ({_describe(fixed, min(slots))}), "
+                        f"jointly with other parameters, {why}")
     return None
 
 
 def _fix_by_layout(live, pmap, bvals, rng, scale, build, base, data_of, D0, fixed,
                    guards_hold):
-    sens = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
+    sens, why_not = _sensitivity(live, pmap, bvals, rng, scale, base, data_of, D0)
     found = False
     for n in live:
         if sens[n] is None:
-            fixed[n] = ("moving it fails the build or changes the layout of the model data "
-                        "near its default")
+            fixed[n] = why_not[n]
             found = True
     if not found:
         for n in live:
@@ -1198,7 +1556,6 @@ def program_for(module_or_build, overrides=None, **kwargs):
     base = dict(overrides or {})
     data = model_data(build(**base))
     kwargs.setdefault("derived", data.derived())
-    prog = compile_parameters(module_or_build, base,
-                              lambda o: model_data(build(**o)).doubles,
+    prog = compile_parameters(module_or_build, base, lambda o: model_data(build(**o)),
                               names=data.parameter_names, **kwargs)
     return data, prog

@@ -85,8 +85,8 @@ def engine_data(model, module=None, overrides=None):
     except ImportError:
         compile_parameters = None
     if compile_parameters is not None and module is not None:
-        def data_of(values):
-            return model_data(call_build(module, None, **values)).doubles
+        def data_of(values):       # the EngineData: a set changing its ints fixes a parameter
+            return model_data(call_build(module, None, **values))
 
         program = compile_parameters(module, dict(overrides or {}), data_of, names=names,
                                      derived=data.derived())

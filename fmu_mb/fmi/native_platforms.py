@@ -104,9 +104,8 @@ def build_description(identifier, listed):
     root = ET.Element("fmiBuildDescription", fmiVersion="3.0")
     bc = ET.SubElement(root, "BuildConfiguration", modelIdentifier=identifier,
                        description="the FMI front, the fmu_mb engine and the model's data "
-                                   "(fmu_model.h); no preprocessor definitions needed; the "
-                                   "engine uses M_PI of <math.h> (C99 with POSIX, or "
-                                   "_USE_MATH_DEFINES on MSVC)")
+                                   "(fmu_model.h); plain C99 and libm, no preprocessor "
+                                   "definitions needed")
     fs = ET.SubElement(bc, "SourceFileSet")
     for name in listed:
         ET.SubElement(fs, "SourceFile", name=Path(name).name)

@@ -55,6 +55,7 @@ def assemble(model, tree):
     zero = np.zeros_like(x)
     scale = 1.0 + max(np.abs(x).max(initial=0.0), _size(model))
     x_placed = x
+    closure = None
     x, r = _newton(model, x, t0, pos_spec, Minv, scale)
     if not _closed(r, scale):
         # massless coordinates (point masses, a massless cart) weigh 1e-6 x the largest mass
@@ -69,6 +70,7 @@ def assemble(model, tree):
         # of the loops (least squares from several starts), if the loops can close at all
         try:
             best, xb = _best_closure(model, tree, keep_values=True)
+            closure = best      # (the diagnosis below reuses it: the same numbers)
         except Exception:       # the retry must not hide the assembly error
             best, xb = [], None
         if xb is not None and all(res < 1e-7 * scale for _, res in best):
@@ -76,7 +78,7 @@ def assemble(model, tree):
             if _closed(r2, scale):
                 x, r = x2, r2
     if not _closed(r, scale):
-        raise AssemblyError(_diagnose(model, tree, r, len(pos_spec), scale))
+        raise AssemblyError(_diagnose(model, tree, r, len(pos_spec), scale, closure))
     if not model.spatial:
         # body angles to the turn nearest their placement (Newton may wind them by 2 pi k)
         placed = _tree_placement(model, tree)[2::3]
@@ -186,15 +188,17 @@ def _position_rows(model, x, xd, t, pos_spec):
     return r, np.vstack([D, Jq[ii]])
 
 
-def _diagnose(model, tree, r, n_spec, scale):
-    """The message of a failed assembly: which joint does not fit and by how much."""
+def _diagnose(model, tree, r, n_spec, scale, closure=None):
+    """The message of a failed assembly: which joint does not fit and by how much. closure:
+    _best_closure(model, tree, keep_values=True)[0] when already computed (deterministic)."""
     m = model.compiled.n_rows
     loops = {cut: loop for cut, loop in zip(model.topology.cut_joints, model.topology.loops)}
     msg = f"model '{model.name}': the initial conditions cannot be assembled; "
     best = None
     if loops and not model.spatial:           # (the least-squares closure is planar)
         try:
-            best = _best_closure(model, tree, keep_values=True)[0]
+            best = (closure if closure is not None
+                    else _best_closure(model, tree, keep_values=True)[0])
             free = _best_closure(model, tree, keep_values=False)[0] if n_spec else best
         except Exception:           # the diagnosis must not hide the assembly error
             best = None

@@ -26,9 +26,10 @@ g = d(Tq)/dt qd (qdd = 0) is, per body b beyond joint k,
 All of it is vectorised over joints and bodies with S.
 """
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import numpy as np
+
+from ..memo import per_object
 
 
 
@@ -76,7 +77,7 @@ class TreeMap:
     rot_point: np.ndarray = None    # (3 nt, 2) s_placed, s_other, axis
 
 
-@lru_cache(maxsize=128)
+@per_object
 def tree_map(model):
     """The TreeMap of `model`. A body that no tree joint connects to the ground roots a
     floating subtree: it gets three coordinates x, y, phi of its own (two prismatic and one

@@ -143,6 +143,14 @@ static uint32_t rd32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static double rdf64(const unsigned char *p)      /* a little-endian IEEE double, any host */
+{
+    uint64_t u = (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
@@ -696,6 +704,12 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         msg(err, errlen, "the model data are missing or shorter than their 32-byte header");
         return NULL;
     }
+    if (rd32(data) == (MBE_DATA_MAGIC >> 24 | (MBE_DATA_MAGIC >> 8 & 0xff00u) |
+                       (MBE_DATA_MAGIC << 8 & 0xff0000u) | MBE_DATA_MAGIC << 24)) {
+        msg(err, errlen, "the model data are big-endian (their magic number is byte-swapped); "
+            "the engine reads little-endian data, as fmu_mb.engine.data writes them");
+        return NULL;
+    }
     if (rd32(data) != MBE_DATA_MAGIC) {
         msg(err, errlen, "the model data do not start with the fmu_mb engine's magic number");
         return NULL;
@@ -738,9 +752,12 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     }
     for (uint64_t i = 0; i < ni; i++)
         e->ints[i] = (int32_t)rd32(data + o_i + 4 * i);
-    memcpy(e->base, data + o_d, 8 * nd);       /* little-endian hosts (x86_64, aarch64) */
-    memcpy(e->code, data + o_c, 4 * nc);
-    memcpy(e->consts, data + o_k, 8 * nk);
+    for (uint64_t i = 0; i < nd; i++)           /* little-endian data on any host */
+        e->base[i] = rdf64(data + o_d + 8 * i);
+    for (uint64_t i = 0; i < nc; i++)
+        e->code[i] = (int32_t)rd32(data + o_c + 4 * i);
+    for (uint64_t i = 0; i < nk; i++)
+        e->consts[i] = rdf64(data + o_k + 8 * i);
     memcpy(e->chars, data + o_ch, nch);
     memcpy(e->d, e->base, 8 * nd);
     if (!check_data(e, err, errlen)) {

@@ -1150,12 +1150,14 @@ static void apply(SK *k, const Row *R, double s)
             k->fw[6 * R->c + i] -= s * R->j[6 + i];
 }
 
+#define SK_PI 3.14159265358979323846       /* (M_PI is POSIX, not C99: MSVC lacks it) */
+
 static double wrap(double a)                        /* into (-pi, pi] */
 {
-    double r = fmod(M_PI - a, 2.0 * M_PI);
+    double r = fmod(SK_PI - a, 2.0 * SK_PI);
     if (r < 0.0)
-        r += 2.0 * M_PI;
-    return M_PI - r;
+        r += 2.0 * SK_PI;
+    return SK_PI - r;
 }
 
 /* theta = atan2(y_a . x_b, x_a . x_b): the angle of a revolute joint */

@@ -36,11 +36,11 @@ parent joint frame and s = +-1 fixed once so that T(q0) reproduces the assembled
 parameters' sign.
 """
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from ...errors import AssemblyError
+from ...memo import per_object
 from . import rotations as rot
 
 NQ = 7
@@ -252,7 +252,7 @@ def _frame_quat(F):
     return rot.from_matrix(np.asarray(F, float))
 
 
-@lru_cache(maxsize=128)
+@per_object
 def tree_map(model):
     """The SpatialTreeMap of a spatial model (the spanning tree of model.topology)."""
     nb = len(model.bodies)
