@@ -146,7 +146,7 @@ static uint32_t rd32(const unsigned char *p)
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI";
     return kinds[a] == 'I';
 }
 
@@ -503,7 +503,7 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         {A_DMARK, 2 * e->nmark}, {A_IPLACE, 2 * e->nplace}, {A_DBODY0, 6 * nb},
         {A_IINIT, 3 * e->ncj}, {A_DINIT, 3 * e->ncj}, {A_DMINV, 3 * nb}, {A_IQSRC, 2 * n},
         {A_ICON, 3 * e->ncon}, {A_DCON, 8 * e->ncon}, {A_DREST, e->ncon}, {A_DCSET, 3},
-        {A_IEND, 2 * e->nel}};
+        {A_IEND, 2 * e->nel}, {A_ISDI, 0}, {A_DSDD, 0}, {A_DSDP, 0}, {A_ISDJ, 0}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (e->cnt[sizes[i].a] != sizes[i].want) {
             msg(err, errlen, "the model data's array %d has %d entries, expected %d",
@@ -1576,7 +1576,7 @@ static void output_groups(MbEngine *e)
     }
     GSET(MBE_GROUP_REACTIONS, e->nd);
     for (int i = 0; i < e->nel; i++) {
-        static const int pw[] = {2, 2, 7, 1, 1}, sw[] = {2, 2, 0, 1, 1, 6};
+        static const int pw[] = {2, 2, 7, 1, 1}, sw[] = {2, 2, 8, 1, 1, 6};
         int kind = IA(e, A_IELEM)[2 * i];
         GSET(MBE_GROUP_ELEMENTS, sp ? sw[kind] : pw[kind]);
     }

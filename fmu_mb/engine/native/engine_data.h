@@ -68,6 +68,14 @@ enum {
                       (planar models, with or without contacts; empty in spatial ones) */
     A_IEND,        /* x 2 per element: the contacts of a cylinder's lower and upper end stop
                       (-1: none; E.end_stops counts their impacts) */
+    /* spatial drives (version 3), H_ND of them: the spatial kernel's sk_set_drives arrays
+     * and, per drive, its joint and its compiled row (joint rows, then the drives' rows, then
+     * the Euler-parameter normalisations) */
+    A_ISDI,        /* x 6 per drive: kind (1 revolute, 2 prismatic), parent, child, law (1
+                      polynomial, 2 harmonic), offset and count of its numbers in A_DSDP */
+    A_DSDD,        /* x 24 per drive: sp(3), sc(3), Fp(9), Fc(9) of its joint */
+    A_DSDP,        /* the laws' numbers */
+    A_ISDJ,        /* x 2 per drive: joint, compiled row */
     MBE_N_ARRAYS
 };
 
