@@ -153,6 +153,17 @@ def test_fmi3_fmu_gives_the_numbers_of_the_fmi2_fmu(fmus, model, event_mode, ear
     np.testing.assert_array_equal(_table(r3), _table(r2))   # one engine, one front's code
 
 
+def test_fmi3_driven_spatial_arm_gives_the_numbers_of_the_fmi2_fmu(fmus):
+    """The spatial drives (engine data version 3) behind FMI 3.0: the FMI 2.0 FMU's numbers,
+    which test_native_fmu holds to the Python FMU's."""
+    f2, f3 = fmus("driven_arm")
+    assert "waist_drive.effort" in f3.vars and "elbow_drive.effort" in f3.vars
+    r2 = fmpy.simulate_fmu(str(f2.dir))
+    r3 = fmpy.simulate_fmu(str(f3.dir), use_event_mode=True, early_return_allowed=True)
+    assert r2.dtype.names == r3.dtype.names and len(r2) == len(r3) > 100
+    np.testing.assert_array_equal(_table(r3), _table(r2))
+
+
 def test_fmi3_states_continue_bit_identically(fmus):
     _, f3 = fmus("double_pendulum")
     outs = [v.valueReference for v in f3.md.modelVariables if v.causality == "output"]
