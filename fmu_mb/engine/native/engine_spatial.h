@@ -32,6 +32,7 @@ void sk_points(void *k, const double *q, const double *qd, int np, const int *bo
                const double *pts, double *out);
 int sk_set_drives(void *k, int nd, const int *di, const double *dd, int ndp, const double *dp);
 void sk_set_time(void *k, double t);
+int sk_accelerations(void *k, const double *q, const double *qd, const double *u, double *qdd);
 
 #define SRI 6
 #define SRD 24
@@ -398,6 +399,47 @@ static int spatial_cylinder_outputs(MbEngine *e, int el, const double *xe, const
     }
     o[7] = hits;
     return OK;
+}
+
+/* ------------------------------------------------------------------ linearization
+ * The tree's own Euler-parameter normalisations in q (tree coordinates): one row p . p - 1
+ * per spherical tree joint (p = q[o..o+3]) and floating body (p = q[o+3..o+6]), in tree row
+ * order (fmu_mb.dynamics.formulations._spatial_tmt.rows). spatial_tree_norms: their count
+ * (and their first coordinates into first, when not NULL). */
+static int spatial_tree_norms(const MbEngine *e, int *first)
+{
+    int k = 0;
+    for (int row = 0; row < e->nb; row++) {
+        const int *R = IA(e, A_ISRI) + SRI * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        if (first)
+            first[k] = R[3] + (R[0] == 4 ? 3 : 0);
+        k++;
+    }
+    return k;
+}
+
+/* their phi, phi_t (0) and rows of Dq (n wide each) at q */
+static void spatial_tree_norms_rows(const MbEngine *e, const double *q, double *phi,
+                                    double *phit, double *Dq)
+{
+    int k = 0, n = e->n;
+    for (int row = 0; row < e->nb; row++) {
+        const int *R = IA(e, A_ISRI) + SRI * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        const double *p = q + R[3] + (R[0] == 4 ? 3 : 0);
+        int o = R[3] + (R[0] == 4 ? 3 : 0);
+        phi[k] = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]) - 1.0;
+        phit[k] = 0.0;
+        double *D = Dq + (size_t)k * n;
+        for (int j = 0; j < n; j++)
+            D[j] = 0.0;
+        for (int i = 0; i < 4; i++)
+            D[o + i] = 2.0 * p[i];
+        k++;
+    }
 }
 
 static double wrap_angle(double a) { return PI - pymod(PI - a, 2.0 * PI); }
