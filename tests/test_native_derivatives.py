@@ -108,21 +108,24 @@ def _rel(a, b):
 
 
 # ---------------------------------------------------------------------- the declaration
-@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank"])
+@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank", "heavy_top",
+                                  "double_wishbone"])
 def test_model_structure_declared(native, name):
     fmu = native(name)
     assert validate_fmu(str(fmu.path)) == []
     assert fmu.md.coSimulation.providesDirectionalDerivative
     lin = fmu_mb.linearize(fmu_mb.load_model(MODELS / f"{name}.py"))
     assert tuple(fmu.states) == lin.x_names
-    assert fmu.ders == [f"der({n})" for n in lin.x_names]
+    from fmu_mb.fmi.native_build import _derivative_name       # der(<x>) or der(<x>,2)
+    assert fmu.ders == [_derivative_name(n) for n in lin.x_names]
     for d in fmu.md.derivatives:
         assert d.variable.causality == "local" and d.variable.variability == "continuous"
         assert d.variable.derivative.variability == "continuous"
     assert {u.variable.name for u in fmu.md.initialUnknowns} >= set(fmu.ders)
 
 
-@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank"])
+@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank", "heavy_top",
+                                  "double_wishbone"])
 def test_declared_dependencies_cover_the_jacobian(native, name):
     """Every nonzero entry of the FMU's Jacobian (at the initial state and after a step) is a
     declared dependency, and every output's declared dependency is a state or an input."""
@@ -150,7 +153,8 @@ def test_declared_dependencies_cover_the_jacobian(native, name):
 
 
 # ---------------------------------------------------------------------- against linearize
-@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank"])
+@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank", "heavy_top",
+                                  "double_wishbone"])
 def test_directional_derivatives_reproduce_linearize(native, name):
     fmu = native(name)
     model = fmu_mb.load_model(MODELS / f"{name}.py")
@@ -179,6 +183,41 @@ def test_directional_derivatives_reproduce_linearize(native, name):
     finally:
         s.terminate()
         s.freeInstance()
+
+
+def test_spatial_states_are_three_euler_parameters_and_the_rates():
+    """A spatial model's states (native_build._linear_structure): of a spherical joint's four
+    Euler parameters three are states and the fourth follows from the normalisation; the
+    double wishbone's three degrees of freedom (wheel travel, the rack, the tie rod's spin)
+    give three coordinates and their rates."""
+    ms = fmu_mb.model_structure(fmu_mb.load_model(MODELS / "heavy_top.py"))
+    assert len(ms["states"]) == 6
+    assert sum(s.startswith("pivot.e") for s in ms["states"]) == 3
+    ms = fmu_mb.model_structure(fmu_mb.load_model(MODELS / "double_wishbone.py"))
+    assert len(ms["states"]) == 6
+
+
+def test_double_wishbone_modes_from_the_fmu(native):
+    """The double wishbone's modes (wheel hop and the carrier's wind-up against the rack)
+    from the eigenvalues of the native FMU's A equal linearize()'s: frequency and damping to
+    1e-6 relative."""
+    fmu = native("double_wishbone")
+    model = fmu_mb.load_model(MODELS / "double_wishbone.py")
+    lin = fmu_mb.linearize(model)
+    s = fmu.slave()
+    try:
+        A = fmu.jacobian(s, fmu.ders, fmu.states)
+    finally:
+        s.terminate()
+        s.freeInstance()
+    mine = np.linalg.eigvals(A)
+    mine = mine[mine.imag > 1e-3]
+    ref = np.array([m.eigenvalue for m in lin.modes() if m.eigenvalue.imag > 1e-3])
+    assert len(mine) == len(ref) >= 2
+    mine, ref = mine[np.argsort(np.abs(mine))], ref[np.argsort(np.abs(ref))]
+    np.testing.assert_allclose(np.abs(mine), np.abs(ref), rtol=1e-6)      # frequencies
+    np.testing.assert_allclose(-mine.real / np.abs(mine), -ref.real / np.abs(ref),
+                               rtol=1e-6, atol=1e-9)                        # damping ratios
 
 
 def test_double_pendulum_frequencies_from_the_fmu(native):
@@ -359,5 +398,11 @@ def test_engine_call_refusals():
         e.directional_derivative([0, 0], [0], [1.0], [2])
     spatial = Engine(fmu_mb.load_model(MODELS / "heavy_top.py"))
     spatial.initialize(0.0)
-    with pytest.raises(InputError, match="planar models only"):
+    before = spatial.get_state()
+    # e0 independent and e1..e3 dependent at p = (1, 0, 0, 0): the normalisation's Jacobian
+    # over e1..e3 vanishes there, so the closure is singular and the call is refused
+    with pytest.raises(InputError, match="cannot be closed"):
         spatial.directional_derivative([0], [0], [1.0], [0])
+    with pytest.raises(InputError, match="out of range"):
+        spatial.directional_derivative([1, 2, 7], [0], [1.0], [0])
+    np.testing.assert_array_equal(spatial.get_state(), before)
