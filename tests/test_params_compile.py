@@ -467,6 +467,7 @@ FIXED = {
     "container_crane_driven": set(),
     "double_pendulum": set(),
     "double_wishbone": set(),
+    "driven_arm": set(),          # spatial drives (engine data version 3)
     "five_point_suspension": set(),
     "four_bar": set(),
     "heavy_top": set(),
@@ -496,6 +497,9 @@ NEWLY_COMPILED = [
     ("container_crane", "xd0", 0.4), ("container_crane", "phid0", -0.3),
     ("container_crane_driven", "m", 1200.0), ("container_crane_driven", "mc", 20.0),
     ("container_crane_driven", "x0", 0.7), ("container_crane_driven", "phid0", 0.2),
+    # the spatial drives' laws (engine data version 3): constant rate, harmonic
+    ("driven_arm", "waist_rate", 0.8), ("driven_arm", "swing_frequency", 0.45),
+    ("driven_arm", "elbow_amplitude", 0.4), ("driven_arm", "payload", 4.0),
 ]
 
 
