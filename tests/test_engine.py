@@ -234,7 +234,7 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
 
 
 @pytest.mark.parametrize("name", ["four_bar", "container_crane_driven", "double_wishbone",
-                                  "five_point_suspension"])
+                                  "five_point_suspension", "driven_arm"])
 def test_output_groups_compute_their_own_outputs(name):
     """mbe_outputs_groups: each group alone gives the same numbers as all of them, and
     leaves the other outputs untouched; the groups are those of the outputs' names."""
