@@ -2221,7 +2221,15 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
     /* Ridders: central differences along dir at steps h, h/c, ... extrapolated in h^2
      * (fmu_mb.dynamics.linearize._ridders, the entry of smallest estimated error) */
     const double con = 1.6, con2 = con * con;
-    double h = 1e-2 * fmax(1.0, absmax(z0, nz)) / dmax, errbest = INFINITY;
+    /* the first step: linearize's per-known steps (1e-2 max(1, |q_i|) for a coordinate,
+     * 1e-1 max(1, |qd_i|) for a rate, max(1, |u|) for an input), the smallest along dir;
+     * one scale for all knowns would step an Euler parameter by the size of the rates */
+    double h = INFINITY, errbest = INFINITY;
+    for (int j = 0; j < nz; j++)
+        if (dir[j] != 0.0) {
+            double sj = (j < f ? 1e-2 : j < 2 * f ? 1e-1 : 1.0) * fmax(1.0, fabs(z0[j]));
+            h = fmin(h, sj / fabs(dir[j]));
+        }
     double *prev = tab, *row = tab + nt * m;       /* the previous and the current row */
     int have = 0;
     for (int i = 0; i < nt; i++) {
