@@ -56,8 +56,10 @@ enum {
     /* spatial kernel (sk_create, sk_set_pose_data); a spatial model also fills A_IJOINT
      * (kind SJ_*, parent, child, first coordinate or -1, first row, rows), A_DJOINT (x 25:
      * sp(3), sc(3), Fp(9), Fc(9) row-major with the axes as columns, length), A_ICOORD
-     * (joint, SC_*), A_IELEM (EK_*, row of the kernel's ei), A_IMARK, A_DMARK (x 3), A_DMINV
-     * (7 nb); its last nb rows are the Euler-parameter normalisations */
+     * (joint, SC_*), A_IELEM (EK_*, row of the kernel's ei; a cylinder's row is a TSDA's of
+     * input gain -1), A_DELEM (a cylinder's min length), A_IEND (version 3), A_IMARK, A_DMARK
+     * (x 3), A_DMINV (7 nb); its rows: the joints', then the drives' (A_ISDI below), then the
+     * nb Euler-parameter normalisations */
     A_ISRI, A_DSRD, A_DSMASS, A_DSJ, A_ISEI, A_DSED, A_ISCI, A_DSCD, A_DSRQ,
     /* contacts (version 2; planar: the event loop of kernel.c's events.c), H_NCON of them */
     A_ICON,        /* x 3 per contact: its gap row's kind (R_ANG, R_PRJ, R_DST), p, c */
