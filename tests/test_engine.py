@@ -234,7 +234,7 @@ def test_engine_matches_initial_state_steps_and_outputs(name):
 
 
 @pytest.mark.parametrize("name", ["four_bar", "container_crane_driven", "double_wishbone",
-                                  "five_point_suspension"])
+                                  "five_point_suspension", "driven_arm"])
 def test_output_groups_compute_their_own_outputs(name):
     """mbe_outputs_groups: each group alone gives the same numbers as all of them, and
     leaves the other outputs untouched; the groups are those of the outputs' names."""
@@ -666,3 +666,110 @@ def test_outputs_of_the_recursive_formulation_come_from_the_engine():
     st = initial_state(m, SETTINGS)
     np.testing.assert_array_equal(O.output_values(m, st, np.zeros(0)),
                                   O.Outputs(m, st, np.zeros(0)).values())
+
+
+# ---------------------------------------------------------------------- spatial drives and
+# cylinders (engine data version 3)
+def _boom3():
+    """A spatial boom on a horizontal hinge lifted by a hydraulic cylinder from the ground
+    (force input lift.h, friction), gravity along -z."""
+    from fmu_mb import ModelBuilder
+    mb = ModelBuilder("boom3", gravity=(0.0, 0.0, -9.81))
+    boom = mb.body("boom", mass=40.0, inertia=(0.5, 6.0, 6.0), position=(1.0, 0.0, 0.5))
+    mb.revolute("pivot", mb.ground, boom, at=(0.0, 0.0, 0.5), axis=(0.0, -1.0, 0.0))
+    mb.cylinder("lift", mb.ground, boom, a_point=(0.8, 0.1, 0.0), b_point=(0.0, 0.0, -0.2),
+                min_length=0.3, max_length=1.2, friction=50.0)
+    mb.point("tip", boom, at=(2.0, 0.0, 0.5))
+    return mb.build()
+
+
+def _python_outputs_stripped(m, state, u):
+    """python_outputs of a spatial model whose cylinders' stop contacts were taken out (the
+    Python outputs read a cylinder's end_stops from those contacts' records): every group
+    but the elements' from Outputs, the elements' values from
+    fmu_mb.mechanics.spatial.elements.element_outputs with end_stops 0."""
+    from fmu_mb.dynamics.outputs import _owners
+    from fmu_mb.mechanics.spatial.elements import element_outputs
+    out = Outputs(m, state, u, "recursive", compiled=False)
+    owners = _owners(m)
+    vals = np.array([np.nan if owners[i] == "elements" else out.value(i)
+                     for i in range(len(owners))])
+    x, xd = out._get("absolute")
+    els = []
+    for e, v in zip(m.elements, element_outputs(m, x, xd, u)):
+        els += list(v) + ([0.0] if e.kind == "cylinder" else [])
+    vals[[i for i in range(len(owners)) if owners[i] == "elements"]] = els
+    return vals
+
+
+def _against_recursive(m, u_of, reference=python_outputs):
+    """The engine on m against the in-process recursive formulation: the initial state to
+    1e-12, four communication steps bit for bit, every output to 1e-12 relative on the
+    trajectory and at a state off it."""
+    eng = Engine(m)
+    eng.set_settings(SETTINGS)
+    eng.initialize(m.t0)
+    ref = initial_state(m, SETTINGS)
+    t, q, qd, _ = eng.state
+    close_rel(q, ref.q, 1e-12)
+    close_rel(qd, ref.qd, 1e-12)
+    names = output_names(m)
+
+    def same_outputs(st, u):
+        eng.load(st)
+        close_rel(eng.outputs(u), reference(m, st, u), 1e-12, names)
+
+    eng.load(ref)
+    step = stepper(m, SETTINGS)
+    st = ref
+    for k in range(4):
+        u = u_of(k)
+        same_outputs(st, u)
+        eng.load(st)
+        eng.do_step(0.05, u)
+        st = step(st, st.t + 0.05, u)
+        t, q, qd, h = eng.state
+        assert t == st.t and h == st.h
+        np.testing.assert_array_equal(q, st.q)
+        np.testing.assert_array_equal(qd, st.qd)
+    rng = np.random.default_rng(3)
+    other = type(st).make(st.t + 0.21, st.q, st.qd + rng.standard_normal(st.qd.shape), 0.0,
+                          st.coords, st.extra)
+    same_outputs(other, u_of(7))
+    return eng
+
+
+def test_engine_spatial_drives_equal_the_recursive_formulation():
+    """models/driven_arm.py: the drives' rows in C (assembly at t0 on the laws, velocity
+    targets s'(t0)), their efforts -lam and the reactions while driven, to 1e-12."""
+    m = model("driven_arm")
+    assert supported(m) is None
+    eng = _against_recursive(m, lambda k: np.zeros(0))
+    y = dict(zip(output_names(m), eng.outputs(np.zeros(0))))
+    assert abs(y["shoulder_drive.effort"]) > 1.0          # the arm is held against gravity
+
+
+def test_engine_spatial_cylinder_equals_the_recursive_formulation():
+    """A spatial hydraulic cylinder: its force h - c l' acts (TSDA gain -1), its outputs
+    (force, length, stroke, stroke_rate, fx, fy, fz, end_stops) come from C, to 1e-12. Its
+    end stops are spatial contacts: until the engine's event loop takes spatial contacts,
+    the model minus its two stop contacts is compared (end_stops then 0 in C), else the
+    model itself."""
+    import dataclasses
+    m = _boom3()
+    reference = python_outputs
+    if supported(m) is not None:
+        assert "contacts" in supported(m)
+        m = dataclasses.replace(m, contacts=(),
+                                compiled=dataclasses.replace(m.compiled, contacts=None))
+        reference = _python_outputs_stripped
+    assert supported(m) is None
+    eng = _against_recursive(m, lambda k: np.array([900.0 + 300.0 * k]), reference)
+    names = output_names(m)
+    y = dict(zip(names, eng.outputs(np.array([1500.0]))))
+    # the force along the pins: |(fx, fy, fz)| = |force|, force = h - c l'
+    f = np.array([y["lift.fx"], y["lift.fy"], y["lift.fz"]])
+    assert abs(np.linalg.norm(f) - abs(y["lift.force"])) <= 1e-12 * abs(y["lift.force"])
+    assert abs(y["lift.force"] - (1500.0 - 50.0 * y["lift.stroke_rate"])) <= 1e-9
+    assert abs(y["lift.stroke"] - (y["lift.length"] - 0.3)) <= 1e-15
+    assert y["lift.end_stops"] == 0.0

@@ -153,6 +153,54 @@ def test_fmi3_fmu_gives_the_numbers_of_the_fmi2_fmu(fmus, model, event_mode, ear
     np.testing.assert_array_equal(_table(r3), _table(r2))   # one engine, one front's code
 
 
+def test_fmi3_driven_spatial_arm_gives_the_numbers_of_the_fmi2_fmu(fmus):
+    """The spatial drives (engine data version 3) behind FMI 3.0: the FMI 2.0 FMU's numbers,
+    which test_native_fmu holds to the Python FMU's."""
+    f2, f3 = fmus("driven_arm")
+    assert "waist_drive.effort" in f3.vars and "elbow_drive.effort" in f3.vars
+    r2 = fmpy.simulate_fmu(str(f2.dir))
+    r3 = fmpy.simulate_fmu(str(f3.dir), use_event_mode=True, early_return_allowed=True)
+    assert r2.dtype.names == r3.dtype.names and len(r2) == len(r3) > 100
+    np.testing.assert_array_equal(_table(r3), _table(r2))
+
+
+def test_fmi3_spatial_directional_derivatives_are_the_fmi2_fmus(fmus):
+    """The double wishbone's states (a wishbone angle, an Euler parameter of each of two
+    spherical joints, their rates) and directional derivatives behind FMI 3.0: the FMI 2.0
+    FMU's numbers (one engine call), which test_native_derivatives holds to linearize's."""
+    f2, f3 = fmus("double_wishbone")
+    from fmpy.fmi2 import FMU2Slave
+    states = [d.variable.derivative.name for d in f2.md.derivatives]
+    ders = [d.variable.name for d in f2.md.derivatives]
+    inputs = [v.name for v in f2.md.modelVariables if v.causality == "input"]
+    assert [d.variable.name for d in f3.md.derivatives] == ders
+    assert len(states) == 6 and "upper_ball.e3" in states and inputs
+    a = FMU2Slave(guid=f2.md.guid, unzipDirectory=str(f2.dir), modelIdentifier=f2.id,
+                  instanceName="a")
+    a.instantiate()
+    a.setupExperiment(startTime=0.0)
+    a.enterInitializationMode()
+    a.exitInitializationMode()
+    b = f3.slave()
+    b.enterInitializationMode(startTime=0.0)
+    b.exitInitializationMode()
+    try:
+        for t in (0.0, 0.01):
+            if t:
+                a.doStep(0.0, t)
+                b.doStep(0.0, t)
+            for s in states + inputs:
+                da = a.getDirectionalDerivative([f2.vr[n] for n in ders], [f2.vr[s]], [1.0])
+                db = b.getDirectionalDerivative([f3.vr[n] for n in ders], [f3.vr[s]], [1.0])
+                np.testing.assert_array_equal(db, da)
+                assert np.isfinite(da).all()
+    finally:
+        a.terminate()
+        a.freeInstance()
+        b.terminate()
+        b.freeInstance()
+
+
 def test_fmi3_states_continue_bit_identically(fmus):
     _, f3 = fmus("double_pendulum")
     outs = [v.valueReference for v in f3.md.modelVariables if v.causality == "output"]

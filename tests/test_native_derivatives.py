@@ -108,21 +108,24 @@ def _rel(a, b):
 
 
 # ---------------------------------------------------------------------- the declaration
-@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank"])
+@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank", "heavy_top",
+                                  "double_wishbone"])
 def test_model_structure_declared(native, name):
     fmu = native(name)
     assert validate_fmu(str(fmu.path)) == []
     assert fmu.md.coSimulation.providesDirectionalDerivative
     lin = fmu_mb.linearize(fmu_mb.load_model(MODELS / f"{name}.py"))
     assert tuple(fmu.states) == lin.x_names
-    assert fmu.ders == [f"der({n})" for n in lin.x_names]
+    from fmu_mb.fmi.native_build import _derivative_name       # der(<x>) or der(<x>,2)
+    assert fmu.ders == [_derivative_name(n) for n in lin.x_names]
     for d in fmu.md.derivatives:
         assert d.variable.causality == "local" and d.variable.variability == "continuous"
         assert d.variable.derivative.variability == "continuous"
     assert {u.variable.name for u in fmu.md.initialUnknowns} >= set(fmu.ders)
 
 
-@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank"])
+@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank", "heavy_top",
+                                  "double_wishbone"])
 def test_declared_dependencies_cover_the_jacobian(native, name):
     """Every nonzero entry of the FMU's Jacobian (at the initial state and after a step) is a
     declared dependency, and every output's declared dependency is a state or an input."""
@@ -150,7 +153,8 @@ def test_declared_dependencies_cover_the_jacobian(native, name):
 
 
 # ---------------------------------------------------------------------- against linearize
-@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank"])
+@pytest.mark.parametrize("name", ["double_pendulum", "slider_crank", "heavy_top",
+                                  "double_wishbone"])
 def test_directional_derivatives_reproduce_linearize(native, name):
     fmu = native(name)
     model = fmu_mb.load_model(MODELS / f"{name}.py")
@@ -179,6 +183,41 @@ def test_directional_derivatives_reproduce_linearize(native, name):
     finally:
         s.terminate()
         s.freeInstance()
+
+
+def test_spatial_states_are_three_euler_parameters_and_the_rates():
+    """A spatial model's states (native_build._linear_structure): of a spherical joint's four
+    Euler parameters three are states and the fourth follows from the normalisation; a
+    floating body held by five links (seven coordinates r, p, one degree of freedom) has one
+    coordinate and its rate."""
+    ms = fmu_mb.model_structure(fmu_mb.load_model(MODELS / "heavy_top.py"))
+    assert len(ms["states"]) == 6
+    assert sum(s.startswith("pivot.e") for s in ms["states"]) == 3
+    ms = fmu_mb.model_structure(fmu_mb.load_model(MODELS / "five_point_suspension.py"))
+    assert len(ms["states"]) == 2 and ms["states"][0].startswith("carrier.")
+
+
+def test_double_wishbone_modes_from_the_fmu(native):
+    """The double wishbone's modes (wheel hop and the carrier's wind-up against the rack)
+    from the eigenvalues of the native FMU's A equal linearize()'s: frequency and damping to
+    1e-6 relative."""
+    fmu = native("double_wishbone")
+    model = fmu_mb.load_model(MODELS / "double_wishbone.py")
+    lin = fmu_mb.linearize(model)
+    s = fmu.slave()
+    try:
+        A = fmu.jacobian(s, fmu.ders, fmu.states)
+    finally:
+        s.terminate()
+        s.freeInstance()
+    mine = np.linalg.eigvals(A)
+    mine = mine[mine.imag > 1e-3]
+    ref = np.array([m.eigenvalue for m in lin.modes() if m.eigenvalue.imag > 1e-3])
+    assert len(mine) == len(ref) >= 2
+    mine, ref = mine[np.argsort(np.abs(mine))], ref[np.argsort(np.abs(ref))]
+    np.testing.assert_allclose(np.abs(mine), np.abs(ref), rtol=1e-6)      # frequencies
+    np.testing.assert_allclose(-mine.real / np.abs(mine), -ref.real / np.abs(ref),
+                               rtol=1e-6, atol=1e-9)                        # damping ratios
 
 
 def test_double_pendulum_frequencies_from_the_fmu(native):
@@ -359,5 +398,112 @@ def test_engine_call_refusals():
         e.directional_derivative([0, 0], [0], [1.0], [2])
     spatial = Engine(fmu_mb.load_model(MODELS / "heavy_top.py"))
     spatial.initialize(0.0)
-    with pytest.raises(InputError, match="planar models only"):
+    before = spatial.get_state()
+    # e0 independent and e1..e3 dependent at p = (1, 0, 0, 0): the normalisation's Jacobian
+    # over e1..e3 vanishes there, so the closure is singular and the call is refused
+    with pytest.raises(InputError, match="cannot be closed"):
         spatial.directional_derivative([0], [0], [1.0], [0])
+    with pytest.raises(InputError, match="out of range"):
+        spatial.directional_derivative([1, 2, 7], [0], [1.0], [0])
+    np.testing.assert_array_equal(spatial.get_state(), before)
+
+
+@pytest.mark.parametrize("name", ["five_point_suspension", "bricard"])
+def test_engine_spatial_derivatives_equal_linearize(name):
+    """The engine's directional derivatives in process (no FMU) on the other spatial
+    models: a floating body held by five links (its 7 coordinates r, p: one degree of
+    freedom, the rest from the closure, the normalisation among the rows) and Bricard's
+    overconstrained loop; A, B, C, D against linearize to 1e-6 relative."""
+    from fmu_mb.dynamics.formulations import tmt
+    from fmu_mb.dynamics.outputs import output_names
+    from fmu_mb.engine.engine import Engine
+
+    model = fmu_mb.load_model(MODELS / f"{name}.py")
+    lin = fmu_mb.linearize(model)
+    coords = list(tmt.coordinates(model))
+    ind = [coords.index(k) for k in lin.independent]
+    f = len(ind)
+    eng = Engine(model)
+    eng.initialize()
+    names = output_names(model)
+    unknown = list(range(2 * f)) + [2 * f + names.index(y) for y in lin.y_names]
+    nz = 2 * f + len(lin.u0)
+    J = np.array([eng.directional_derivative(ind, [j], [1.0], unknown, lin.u0)
+                  for j in range(nz)]).T
+    assert _rel(J[:2 * f, :2 * f], lin.A) < 1e-6
+    assert _rel(J[:2 * f, 2 * f:], lin.B) < 1e-6
+    assert _rel(J[2 * f:, :2 * f], lin.C) < 1e-6
+    assert _rel(J[2 * f:, 2 * f:], lin.D) < 1e-6
+    xdot = eng.state_derivatives(ind, lin.u0)
+    np.testing.assert_allclose(xdot, lin.xdot0, rtol=1e-9, atol=1e-9)
+
+
+def test_engine_heavy_top_derivatives_along_its_spin_equal_linearize():
+    """The heavy top spins at 60 rad/s, so its relative Euler parameters sweep the unit
+    sphere while its states stay e1, e2, e3 (e0 from the normalisation): along 0.1 s the
+    engine's A equals linearize's (same partition pinned, the same first steps per known)
+    wherever |e0| > 0.3; closer to e0 = 0 the partition is ill-conditioned for both
+    (README, Linearization)."""
+    from fmu_mb.dynamics.state import State
+    from fmu_mb.engine.engine import Engine
+
+    model = fmu_mb.load_model(MODELS / "heavy_top.py")
+    eng = Engine(model)
+    eng.initialize()
+    u = np.zeros(len(model.inputs))
+    ind, names = [1, 2, 3], ("pivot.e1", "pivot.e2", "pivot.e3")
+    checked = 0
+    for _ in range(20):
+        eng.do_step(0.005, u)
+        t, q, qd, _ = eng.state
+        if abs(q[0]) <= 0.3:
+            continue
+        A = np.array([eng.directional_derivative(ind, [j], [1.0], list(range(6)), u)
+                      for j in range(6)]).T
+        lin = fmu_mb.linearize(model, State(t, q, qd, 0.0, "joint"), u, independent=names)
+        assert _rel(A, lin.A) < 1e-6, t
+        checked += 1
+    assert checked >= 8
+
+
+def test_engine_partly_driven_spatial_arm_derivatives_equal_linearize():
+    """models/driven_arm.py with its elbow on a torsion spring instead of a drive: the
+    waist's and the shoulder's drive rows (time-varying, phi_t = -s'(t)) are among the rows
+    that fix the dependent coordinates, and the elbow is the state; A and C against
+    linearize at t0 and at 0.3 s, to 1e-6 relative."""
+    from fmu_mb import ModelBuilder, constant_rate, harmonic
+    from fmu_mb.dynamics.formulations import tmt
+    from fmu_mb.dynamics.outputs import output_names
+    from fmu_mb.dynamics.state import State
+    from fmu_mb.engine.engine import Engine
+
+    mb = ModelBuilder("arm2", gravity=(0.0, 0.0, -9.81))
+    base = mb.body("base", mass=30.0, inertia=(0.4, 0.4, 0.6), position=(0.0, 0.0, 0.25))
+    upper = mb.body("upper", mass=20.0, inertia=(0.05, 1.35, 1.35), position=(0.45, 0.0, 0.5))
+    fore = mb.body("fore", mass=12.0, inertia=(0.03, 0.64, 0.64), position=(1.3, 0.0, 0.5))
+    mb.revolute("waist", mb.ground, base, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0))
+    mb.revolute("shoulder", base, upper, at=(0.0, 0.0, 0.5), axis=(0.0, -1.0, 0.0))
+    mb.revolute("elbow", upper, fore, at=(0.9, 0.0, 0.5), axis=(0.0, -1.0, 0.0))
+    mb.rsda("elbow_spring", joint="elbow", stiffness=400.0, damping=5.0)
+    mb.drive("waist_drive", "waist", constant_rate(0.6))
+    mb.drive("shoulder_drive", "shoulder", harmonic(0.5, 0.3))
+    model = mb.build()
+    lin = fmu_mb.linearize(model)
+    assert lin.independent == ("elbow.angle",)
+    coords = list(tmt.coordinates(model))
+    ind = [coords.index(k) for k in lin.independent]
+    names = output_names(model)
+    unknown = [0, 1] + [2 + names.index(y) for y in lin.y_names]
+    eng = Engine(model)
+    eng.initialize()
+    for k in range(2):
+        if k:
+            for _ in range(3):
+                eng.do_step(0.1)
+            t, q, qd, _ = eng.state
+            lin = fmu_mb.linearize(model, State(t, q, qd, 0.0, "joint"),
+                                   independent=lin.independent)
+        J = np.array([eng.directional_derivative(ind, [j], [1.0], unknown)
+                      for j in range(2)]).T
+        assert _rel(J[:2], lin.A) < 1e-6
+        assert _rel(J[2:], lin.C) < 1e-6

@@ -351,7 +351,16 @@ def test_model_description_is_the_python_fmus(native, python_dw):
     def table(md):
         return {v.name: (v.valueReference, v.type, v.causality, v.variability, v.unit,
                          v.min, v.max, v.start, v.initial) for v in md.modelVariables}
-    assert table(built.md) == table(py)
+    mine, theirs = table(built.md), table(py)
+    # the native FMU's linearization variables come after the Python FMU's (Linearization:
+    # the der(<state>) variables and the states that are no output, local and continuous)
+    extra = {n: v for n, v in mine.items() if n not in theirs}
+    assert {n: v for n, v in mine.items() if n in theirs} == theirs
+    from fmu_mb.dynamics.linearize import model_structure
+    ms = model_structure(load_model(MODELS / "double_wishbone.py"))
+    assert set(extra) <= set(ms["states"]) | {d.variable.name for d in built.md.derivatives}
+    assert extra and all(v[2] == "local" and v[3] == "continuous" and v[0] >= len(theirs)
+                         for v in extra.values())
     for a in ("startTime", "stopTime", "stepSize"):
         assert getattr(built.md.defaultExperiment, a) == getattr(py.defaultExperiment, a)
     assert built.id == py.coSimulation.modelIdentifier and built.md.guid != py.guid

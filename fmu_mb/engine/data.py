@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import InputError
 
 MAGIC = 0x424d4d46          # "FMMB" (native/engine.h MBE_DATA_MAGIC)
-VERSION = 2
+VERSION = 3                 # 3: spatial drives and cylinders
 
 #: the arrays of the data, in the order of native/engine_data.h's A_* enum ("I": ints,
 #: "D": doubles)
@@ -29,7 +29,8 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "DMARK",
           "IPLACE", "DBODY0", "IINIT", "DINIT", "DMINV", "IQSRC",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
-          "ICON", "DCON", "DREST", "DCSET", "IEND")
+          "ICON", "DCON", "DREST", "DCSET", "IEND",
+          "ISDI", "DSDD", "DSDP", "ISDJ")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON")
 
@@ -111,13 +112,6 @@ def supported(model):
     if model.spatial:
         from .spatial_kernel import supported as spatial_supported
 
-        if model.drives:             # the spatial kernel drives them; the data do not yet
-            return (f"its drives {[d.name for d in model.drives]} (the engine's spatial "
-                    f"data do not carry drives yet)")
-        cyl = [e.name for e in model.elements if e.kind == "cylinder"]
-        if cyl:
-            return (f"its hydraulic cylinders {cyl} (the engine's spatial data do not carry "
-                    f"cylinders yet)")
         return spatial_supported(model)
     from .kernel import supported as planar_supported
 
@@ -203,7 +197,8 @@ def n_outputs(model):
     """The number of outputs of fmu_mb.dynamics.outputs.output_spec(model) (the engine
     layer does not import the dynamics layer; tests/test_engine.py holds them equal)."""
     nb = len(model.bodies)
-    per = {"tsda": 2, "rsda": 2, "cylinder": 7, "force": 1, "torque": 1, "bushing": 6}
+    per = {"tsda": 2, "rsda": 2, "cylinder": 8 if model.spatial else 7, "force": 1,
+           "torque": 1, "bushing": 6}
     count = (len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
              + 7 * len(getattr(model, "contacts", ()) or ()))
     if model.spatial:
@@ -396,7 +391,9 @@ def _spatial(model, arrays, head):
              + [C.frc_names, C.trq_names])
     row = {name: i for i, name in enumerate(x for names in order for x in names)}
     arrays["IELEM"] = [[_EK[e.kind], row[e.name]] for e in model.elements]
-    arrays["DELEM"] = [0.0] * len(model.elements)
+    arrays["DELEM"] = [float(e.free_value) if e.kind == "cylinder" else 0.0
+                       for e in model.elements]
+    _spatial_drives(model, arrays, head)
     arrays.update(IMARK=[int(b) for b in C.markers.p],
                   DMARK=np.asarray(C.marker_points, float).reshape(-1, 3),
                   DMINV=np.asarray(C.inv_mass_diag, float))
@@ -410,6 +407,28 @@ def _spatial(model, arrays, head):
     head.update(NB=nb, N=n, NV=nv, NE=len(ei), NC=len(ci), NJ=len(model.joints),
                 NROWS=C.n_rows, NCJ=len(C.coord_joints), NEL=len(model.elements),
                 NMARK=len(C.markers.p), NPLACE=len(arrays["IPLACE"]))
+
+
+def _spatial_drives(model, arrays, head):
+    """The drives of a spatial model (version 3): the spatial kernel's sk_set_drives arrays
+    (spatial_kernel._drives: ISDI kind, parent, child, law, offset, count; DSDD the joint's
+    points and frames; DSDP the laws' numbers), and ISDJ per drive its joint and its
+    compiled row (the outputs' multiplier row, joint rows < drive rows < normalisations).
+    Per cylinder element, IEND: its end stops' contacts (model.contacts '<name>_lower',
+    '<name>_upper'; -1: none)."""
+    from . import spatial_kernel as sk
+
+    names = {c.name: i for i, c in enumerate(getattr(model, "contacts", ()) or ())}
+    arrays["IEND"] = [[names.get(f"{e.name}_{end}", -1) if e.kind == "cylinder" else -1
+                       for end in ("lower", "upper")] for e in model.elements]
+    head["ND"] = nd = len(model.drives)
+    if not nd:
+        return
+    di, dd, dp = sk._drives(model)
+    jpos = {j.name: k for k, j in enumerate(model.joints)}
+    arrays.update(ISDI=di, DSDD=dd, DSDP=dp,
+                  ISDJ=[[jpos[d.joint], int(row)]
+                        for d, (row, *_) in zip(model.drives, model.compiled.drives)])
 
 
 def _placement(model, idx):

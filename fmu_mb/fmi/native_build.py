@@ -342,16 +342,24 @@ def _linear_structure(model, root):
     Returns {"independent": engine coordinate indices of the states' coordinates,
     "state_vr": value reference of each state, "locals": {name: state index} of the added
     state variables, "derivatives": {name: state index} of the added derivative variables},
-    or None (nothing declared) for a model the engine does not linearize (spatial models)."""
+    or None (nothing declared) when there is no linear model at the initial state.
+
+    Spatial models: the tree coordinates are tmt's (revolute angles, prismatic positions, the
+    four Euler parameters of a spherical joint or of a floating body's rotation); their
+    normalisation p . p - 1 = 0 is a row like a loop's, so coordinate partitioning (QR with
+    column pivoting on Dq) keeps three of the four Euler parameters as states (the fourth,
+    and the loops' dependent coordinates, follow from the closure at every evaluation): a
+    state is never an Euler parameter that the others fix, and the states are a minimal set
+    (2 f of them for f degrees of freedom), as fmu_mb.linearize's."""
     from ..dynamics.formulations import tmt
     from ..dynamics.linearize import model_structure
 
-    if model.spatial:
-        return None
     try:
         ms = model_structure(model)
     except (FmuMbError, ArithmeticError, ValueError):   # no linear model at the initial
         return None                                      # state (a singular pose)
+    if not ms["states"] and not ms["inputs"]:
+        return None        # every joint driven and no inputs: nothing to differentiate
     coords = list(tmt.coordinates(model))
     independent = [coords.index(k) for k in ms["independent"]]
     mv = root.find("ModelVariables")
@@ -415,7 +423,8 @@ def _linear_structure(model, root):
         vr = index[_derivative_name(s)]
         ET.SubElement(der_el, "Unknown", index=str(vr + 1),
                       dependencies=deps(ms["derivative_dependencies"][f"der({s})"]))
-    structure.insert(1 if outputs is not None else 0, der_el)
+    if states:             # (a model without degrees of freedom, every joint driven: none)
+        structure.insert(1 if outputs is not None else 0, der_el)
     # FMI 2.0: the state derivatives (initial="calculated") are initial unknowns, in the order
     # of their index (no dependencies attribute: they may depend on every parameter)
     initial = structure.find("InitialUnknowns")
@@ -423,6 +432,7 @@ def _linear_structure(model, root):
         initial = ET.SubElement(structure, "InitialUnknowns")
     listed = {int(u.get("index")) for u in initial.findall("Unknown")}
     listed |= {index[n] + 1 for n in derivs}
+    listed |= {index[n] + 1 for n in locals_}   # the added state variables (calculated)
     every = list(mv.iter("ScalarVariable"))
     for s in states:          # and the rate states that are a derivative too (der(<x>) of a
         vr = index[_derivative_name(s)]          # floating body), when calculated
@@ -432,6 +442,8 @@ def _linear_structure(model, root):
         initial.remove(u)
     for i in sorted(listed):
         ET.SubElement(initial, "Unknown", index=str(i))
+    if not listed:
+        structure.remove(initial)
     root.find("CoSimulation").set("providesDirectionalDerivative", "true")
     return {"independent": independent, "state_vr": state_vr, "locals": locals_,
             "derivatives": derivs}

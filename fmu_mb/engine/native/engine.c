@@ -154,7 +154,7 @@ static double rdf64(const unsigned char *p)      /* a little-endian IEEE double,
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI";
     return kinds[a] == 'I';
 }
 
@@ -511,7 +511,7 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         {A_DMARK, 2 * e->nmark}, {A_IPLACE, 2 * e->nplace}, {A_DBODY0, 6 * nb},
         {A_IINIT, 3 * e->ncj}, {A_DINIT, 3 * e->ncj}, {A_DMINV, 3 * nb}, {A_IQSRC, 2 * n},
         {A_ICON, 3 * e->ncon}, {A_DCON, 8 * e->ncon}, {A_DREST, e->ncon}, {A_DCSET, 3},
-        {A_IEND, 2 * e->nel}};
+        {A_IEND, 2 * e->nel}, {A_ISDI, 0}, {A_DSDD, 0}, {A_DSDP, 0}, {A_ISDJ, 0}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (e->cnt[sizes[i].a] != sizes[i].want) {
             msg(err, errlen, "the model data's array %d has %d entries, expected %d",
@@ -1593,7 +1593,7 @@ static void output_groups(MbEngine *e)
     }
     GSET(MBE_GROUP_REACTIONS, e->nd);
     for (int i = 0; i < e->nel; i++) {
-        static const int pw[] = {2, 2, 7, 1, 1}, sw[] = {2, 2, 0, 1, 1, 6};
+        static const int pw[] = {2, 2, 7, 1, 1}, sw[] = {2, 2, 8, 1, 1, 6};
         int kind = IA(e, A_IELEM)[2 * i];
         GSET(MBE_GROUP_ELEMENTS, sp ? sw[kind] : pw[kind]);
     }
@@ -1884,12 +1884,17 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
  * engine's own equations as fmu_mb.dynamics.linearize does them: the state is x = (q_i, qd_i)
  * of the independent tree coordinates `ind`; the dependent ones follow from the closure (Newton
  * on every model row Phi(q, t) = 0 with q_i held, least-squares steps of the dependent
- * coordinates), qd_d from Dq qd + Phi_t = 0; the accelerations are the kernel's. Planar models
- * only (the rows' Jacobian of model_rows). */
+ * coordinates), qd_d from Dq qd + Phi_t = 0; the accelerations are the kernel's. Planar and
+ * spatial models: a spatial model's rows are every absolute row of engine_spatial.h at
+ * x = T(q) (the tree joints' rows vanish there, the cut joints' and drives' do not) times
+ * Tq, plus the tree's own Euler-parameter normalisations p . p - 1 of its spherical joints
+ * and floating bodies in q (spatial_tree_norms), as fmu_mb.dynamics.formulations.minimal's
+ * rows for spatial models; its accelerations are the spatial kernel's. */
 typedef struct {
     MbEngine *e;
     const int *ind;
-    int f, ndep, *dep;
+    int f, ndep, *dep, nr;     /* nr: rows of Dq (spatial: + the tree's normalisations)     */
+    double *phi, *phit;        /* the rows' phi and phi_t at the last lin_rows              */
     double t, *q0;             /* the pose the closure starts from (the engine's state)     */
     double *q, *qd, *qdd;      /* the closed state and its accelerations                    */
     double *Jx, *Dq, *N, *V, *w, *g, *dd, *zero, *x, *xd, *yo, *ysave;
@@ -1898,7 +1903,7 @@ typedef struct {
 static void lin_free(Lin *L)
 {
     double **p[] = {&L->q0, &L->q, &L->qd, &L->qdd, &L->Jx, &L->Dq, &L->N, &L->V, &L->w, &L->g,
-                    &L->dd, &L->zero, &L->x, &L->xd, &L->yo, &L->ysave};
+                    &L->dd, &L->zero, &L->x, &L->xd, &L->yo, &L->ysave, &L->phi, &L->phit};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         free(*p[i]);
         *p[i] = NULL;
@@ -1909,17 +1914,14 @@ static void lin_free(Lin *L)
 
 static int lin_init(Lin *L, MbEngine *e, int f, const int *ind, char *err, size_t errlen)
 {
-    int n = e->n, nr = e->nrows, nc = 3 * e->nb;
+    int n = e->n, nc = (e->kind ? 7 : 3) * e->nb;
+    int nr = e->nrows + (e->kind ? spatial_tree_norms(e, NULL) : 0);
     memset(L, 0, sizeof *L);
     L->e = e;
     L->ind = ind;
     L->f = f;
     L->t = e->t;
-    if (e->kind != 0) {
-        msg(err, errlen, "directional derivatives: the native engine provides them for planar "
-            "models only (this model is spatial)");
-        return 0;
-    }
+    L->nr = nr;
     if (f < 0 || f > n || (f > 0 && !ind)) {
         msg(err, errlen, "directional derivatives: %d independent coordinates given; expected "
             "0 to %d", f, n);
@@ -1963,8 +1965,11 @@ static int lin_init(Lin *L, MbEngine *e, int f, const int *ind, char *err, size_
     L->xd = malloc(sizeof(double) * (size_t)nc);
     L->yo = malloc(sizeof(double) * (size_t)(e->nout + 1));
     L->ysave = malloc(sizeof(double) * (size_t)(2 * n + 1));
+    L->phi = malloc(sizeof(double) * (size_t)(nr + 1));
+    L->phit = malloc(sizeof(double) * (size_t)(nr + 1));
     if (!L->q0 || !L->q || !L->qd || !L->qdd || !L->zero || !L->Jx || !L->Dq || !L->N ||
-        !L->V || !L->w || !L->g || !L->dd || !L->x || !L->xd || !L->yo || !L->ysave) {
+        !L->V || !L->w || !L->g || !L->dd || !L->x || !L->xd || !L->yo || !L->ysave ||
+        !L->phi || !L->phit) {
         msg(err, errlen, "directional derivatives: out of memory");
         return 0;
     }
@@ -1972,21 +1977,50 @@ static int lin_init(Lin *L, MbEngine *e, int f, const int *ind, char *err, size_
     return 1;
 }
 
-/* phi, phit (e->phi, e->phit) and Dq = D dx/dq (nrows x n) at q; 0 on success */
+/* the kernel's kinematics x, xd of (q, qd) (planar or spatial) */
+static int lin_kinematics(MbEngine *e, const double *q, const double *qd, double *x,
+                          double *xd)
+{
+    if (e->kind)
+        return sk_kinematics(e->kern, q, qd, x, xd);
+    mbk_kinematics(e->kern, q, qd, x, xd);
+    return OK;
+}
+
+/* the kernel's accelerations qdd at (t, q, qd) with inputs u (planar or spatial) */
+static int lin_accelerations(MbEngine *e, double t, const double *q, const double *qd,
+                             const double *u, double *qdd)
+{
+    if (e->kind) {
+        sk_set_time(e->kern, t);
+        return sk_accelerations(e->kern, q, qd, u, qdd);
+    }
+    return mbk_accelerations(e->kern, t, q, qd, u, qdd, NULL, NULL, NULL);
+}
+
+/* phi, phit (L->phi, L->phit) and Dq = D dx/dq (L->nr x n) at q; 0 on success */
 static int lin_rows(Lin *L, const double *q)
 {
     MbEngine *e = L->e;
-    int n = e->n, nr = e->nrows, nc = 3 * e->nb;
+    int n = e->n, nr = e->nrows, nc = (e->kind ? 7 : 3) * e->nb;
     for (int j = 0; j < n; j++) {           /* column j of dx/dq: the velocity of qd = e_j */
         L->zero[j] = 1.0;
-        mbk_kinematics(e->kern, q, L->zero, L->x, L->xd);
+        int rc = lin_kinematics(e, q, L->zero, L->x, L->xd);
         L->zero[j] = 0.0;
+        if (rc != OK)
+            return 1;
         for (int i = 0; i < nc; i++)
             L->Jx[(size_t)i * n + j] = L->xd[i];
     }
-    mbk_kinematics(e->kern, q, L->zero, L->x, L->xd);
-    if (model_rows(e, L->x, L->t, e->phi, e->phit, e->D) != OK)
+    if (lin_kinematics(e, q, L->zero, L->x, L->xd) != OK)
         return 1;
+    if ((e->kind ? spatial_rows_at(e, L->x, L->t, e->phi, e->D)
+                 : model_rows(e, L->x, L->t, e->phi, e->phit, e->D)) != OK)
+        return 1;
+    memcpy(L->phi, e->phi, sizeof(double) * (size_t)nr);
+    memcpy(L->phit, e->phit, sizeof(double) * (size_t)nr);
+    if (e->kind)                            /* the tree's normalisations, rows nr.. */
+        spatial_tree_norms_rows(e, q, L->phi + nr, L->phit + nr, L->Dq + (size_t)nr * n);
     for (int r = 0; r < nr; r++)
         for (int j = 0; j < n; j++) {
             double s = 0.0;
@@ -1994,13 +2028,13 @@ static int lin_rows(Lin *L, const double *q)
                 s += e->D[(size_t)r * nc + i] * L->Jx[(size_t)i * n + j];
             L->Dq[(size_t)r * n + j] = s;
         }
-    return all_finite(e->phi, nr) && all_finite(L->Dq, nr * n) ? 0 : 1;
+    return all_finite(L->phi, L->nr) && all_finite(L->Dq, L->nr * n) ? 0 : 1;
 }
 
 /* dd = -(Dd' Dd)^+ Dd' b: the least-squares step of the dependent coordinates for rows b */
 static int lin_dep_solve(Lin *L, const double *b)
 {
-    int n = L->e->n, nr = L->e->nrows, m = L->ndep;
+    int n = L->e->n, nr = L->nr, m = L->ndep;
     for (int a = 0; a < m; a++) {
         double s = 0.0;
         for (int r = 0; r < nr; r++)
@@ -2022,7 +2056,7 @@ static int lin_dep_solve(Lin *L, const double *b)
 static int lin_full(Lin *L, const double *qi, const double *qdi, const double *u)
 {
     MbEngine *e = L->e;
-    int n = e->n, nr = e->nrows, f = L->f;
+    int n = e->n, nr = L->nr, f = L->f;
     memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
     for (int k = 0; k < n; k++)
         L->qd[k] = 0.0;
@@ -2035,11 +2069,11 @@ static int lin_full(Lin *L, const double *qi, const double *qdi, const double *u
         for (int it = 0; it < 40; it++) {
             if (lin_rows(L, L->q))
                 return 1;
-            res = absmax(e->phi, nr);
+            res = absmax(L->phi, nr);
             if (res <= 1e-15 * scale || (it > 2 && res >= 0.5 * prev))
                 break;
             prev = res;
-            if (lin_dep_solve(L, e->phi))
+            if (lin_dep_solve(L, L->phi))
                 return 1;
             for (int a = 0; a < L->ndep; a++)
                 L->q[L->dep[a]] += L->dd[a];
@@ -2048,19 +2082,18 @@ static int lin_full(Lin *L, const double *qi, const double *qdi, const double *u
             return 1;
         /* qd_d: Dd qd_d = -(Di qd_i + phi_t) */
         for (int r = 0; r < nr; r++) {
-            double s = e->phit[r];
+            double s = L->phit[r];
             for (int k = 0; k < f; k++)
                 s += L->Dq[(size_t)r * n + L->ind[k]] * qdi[k];
-            e->rhs[r] = s;
+            L->phi[r] = s;                 /* (the rows' phi are not needed any more) */
         }
-        if (lin_dep_solve(L, e->rhs))
+        if (lin_dep_solve(L, L->phi))
             return 1;
         for (int a = 0; a < L->ndep; a++)
             L->qd[L->dep[a]] = L->dd[a];
     }
     const double *uu = e->ni ? u : e->u0;
-    if (mbk_accelerations(e->kern, L->t, L->q, L->qd, uu, L->qdd, NULL, NULL, NULL) != OK ||
-        !all_finite(L->qdd, n))
+    if (lin_accelerations(e, L->t, L->q, L->qd, uu, L->qdd) != OK || !all_finite(L->qdd, n))
         return 1;
     return 0;
 }
@@ -2111,7 +2144,7 @@ MbeStatus mbe_state_derivatives(MbEngine *e, const double *u, int f, const int *
     }
     int n = e->n;
     const double *uu = e->ni ? u : e->u0;
-    int rc = mbk_accelerations(e->kern, e->t, e->y, e->y + n, uu, L.qdd, NULL, NULL, NULL);
+    int rc = lin_accelerations(e, e->t, e->y, e->y + n, uu, L.qdd);
     if (rc != OK || !all_finite(L.qdd, n)) {
         msg(err, errlen, "the accelerations at t = %.9g s cannot be computed: %s", e->t,
             rc != OK ? kernel_error(rc) : "not finite");
@@ -2205,7 +2238,15 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
     /* Ridders: central differences along dir at steps h, h/c, ... extrapolated in h^2
      * (fmu_mb.dynamics.linearize._ridders, the entry of smallest estimated error) */
     const double con = 1.6, con2 = con * con;
-    double h = 1e-2 * fmax(1.0, absmax(z0, nz)) / dmax, errbest = INFINITY;
+    /* the first step: linearize's per-known steps (1e-2 max(1, |q_i|) for a coordinate,
+     * 1e-1 max(1, |qd_i|) for a rate, max(1, |u|) for an input), the smallest along dir;
+     * one scale for all knowns would step an Euler parameter by the size of the rates */
+    double h = INFINITY, errbest = INFINITY;
+    for (int j = 0; j < nz; j++)
+        if (dir[j] != 0.0) {
+            double sj = (j < f ? 1e-2 : j < 2 * f ? 1e-1 : 1.0) * fmax(1.0, fabs(z0[j]));
+            h = fmin(h, sj / fabs(dir[j]));
+        }
     double *prev = tab, *row = tab + nt * m;       /* the previous and the current row */
     int have = 0;
     for (int i = 0; i < nt; i++) {

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define MBE_DATA_MAGIC 0x424d4d46u       /* "FMMB" little-endian: first 4 bytes of a blob */
-#define MBE_DATA_VERSION 2       /* 2: contacts */
+#define MBE_DATA_VERSION 3       /* 2: contacts; 3: spatial drives and cylinders */
 
 typedef enum {
     MBE_OK = 0,
@@ -129,8 +129,10 @@ size_t mbe_state_size(const MbEngine *e);
 void mbe_get_state(const MbEngine *e, double *s);
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen);
 
-/* Added by the fmu-derivatives branch (issue 23, the native FMU's linearization; planar models
- * only, MBE_ERROR for a spatial one). The state of a linear model is x = (q_i, qd_i) of the f
+/* Added by the fmu-derivatives branch (issue 23, the native FMU's linearization; planar and,
+ * since the spatial-drives branch, spatial models: their rows also hold the tree's own
+ * Euler-parameter normalisations in q, so three of four Euler parameters can be states). The
+ * state of a linear model is x = (q_i, qd_i) of the f
  * independent tree coordinates ind[0..f-1] (fmu_mb.dynamics.linearize: coordinate
  * partitioning; the dependent coordinates follow from closing every model row with q_i held,
  * their rates from the velocity rows).

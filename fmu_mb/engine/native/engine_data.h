@@ -56,8 +56,10 @@ enum {
     /* spatial kernel (sk_create, sk_set_pose_data); a spatial model also fills A_IJOINT
      * (kind SJ_*, parent, child, first coordinate or -1, first row, rows), A_DJOINT (x 25:
      * sp(3), sc(3), Fp(9), Fc(9) row-major with the axes as columns, length), A_ICOORD
-     * (joint, SC_*), A_IELEM (EK_*, row of the kernel's ei), A_IMARK, A_DMARK (x 3), A_DMINV
-     * (7 nb); its last nb rows are the Euler-parameter normalisations */
+     * (joint, SC_*), A_IELEM (EK_*, row of the kernel's ei; a cylinder's row is a TSDA's of
+     * input gain -1), A_DELEM (a cylinder's min length), A_IEND (version 3), A_IMARK, A_DMARK
+     * (x 3), A_DMINV (7 nb); its rows: the joints', then the drives' (A_ISDI below), then the
+     * nb Euler-parameter normalisations */
     A_ISRI, A_DSRD, A_DSMASS, A_DSJ, A_ISEI, A_DSED, A_ISCI, A_DSCD, A_DSRQ,
     /* contacts (version 2; planar: the event loop of kernel.c's events.c), H_NCON of them */
     A_ICON,        /* x 3 per contact: its gap row's kind (R_ANG, R_PRJ, R_DST), p, c */
@@ -68,6 +70,14 @@ enum {
                       (planar models, with or without contacts; empty in spatial ones) */
     A_IEND,        /* x 2 per element: the contacts of a cylinder's lower and upper end stop
                       (-1: none; E.end_stops counts their impacts) */
+    /* spatial drives (version 3), H_ND of them: the spatial kernel's sk_set_drives arrays
+     * and, per drive, its joint and its compiled row (joint rows, then the drives' rows, then
+     * the Euler-parameter normalisations) */
+    A_ISDI,        /* x 6 per drive: kind (1 revolute, 2 prismatic), parent, child, law (1
+                      polynomial, 2 harmonic), offset and count of its numbers in A_DSDP */
+    A_DSDD,        /* x 24 per drive: sp(3), sc(3), Fp(9), Fc(9) of its joint */
+    A_DSDP,        /* the laws' numbers */
+    A_ISDJ,        /* x 2 per drive: joint, compiled row */
     MBE_N_ARRAYS
 };
 

@@ -30,6 +30,9 @@ int sk_element_outputs(void *k, const double *q, const double *qd, const double 
                        double *out);
 void sk_points(void *k, const double *q, const double *qd, int np, const int *body,
                const double *pts, double *out);
+int sk_set_drives(void *k, int nd, const int *di, const double *dd, int ndp, const double *dp);
+void sk_set_time(void *k, double t);
+int sk_accelerations(void *k, const double *q, const double *qd, const double *u, double *qdd);
 
 #define SRI 6
 #define SRD 24
@@ -273,8 +276,14 @@ static void sextend(const MbEngine *e, const double *x, double *xe, int rate)
         xe[7 * nb + 3] = 1.0;
 }
 
-/* every row at x (constraints.evaluate, spatial, no drives): phi and D (nrows x 7 nb) */
-static int spatial_rows(MbEngine *e, const double *x, double *phi, double *D)
+static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *phi,
+                               double *D);
+static int element_terms(const MbEngine *e, int i, const double *xe, const double *xde,
+                         const double *u, STerm *t, double *s, int *pp, int *cc);
+
+/* every row at x (constraints.evaluate, spatial) with the drives' rows at time t: phi and D
+ * (nrows x 7 nb); e->phit the rows' phi_t (-s'(t) on a drive's row, else 0) */
+static int spatial_rows_at(MbEngine *e, const double *x, double tr, double *phi, double *D)
 {
     int nb = e->nb, nc = 7 * nb;
     double *xe = e->xe;
@@ -302,6 +311,7 @@ static int spatial_rows(MbEngine *e, const double *x, double *phi, double *D)
             }
         }
     }
+    spatial_drive_rows(e, xe, tr, phi, D);
     int r0 = e->nrows - nb;
     for (int b = 0; b < nb; b++) {
         const double *p = x + 7 * b + 3;
@@ -311,6 +321,125 @@ static int spatial_rows(MbEngine *e, const double *x, double *phi, double *D)
                 D[(size_t)(r0 + b) * nc + 7 * b + 3 + i] = 2.0 * p[i];
     }
     return OK;
+}
+
+static int spatial_rows(MbEngine *e, const double *x, double *phi, double *D)
+{
+    return spatial_rows_at(e, x, e->t, phi, D);
+}
+
+/* ------------------------------------------------------------------ spatial drives
+ * (version 3) A drive's row (constraints.evaluate): its joint's coordinate q(x) - s(t)
+ * (a revolute angle's difference wrapped into [-pi, pi)), Jacobian that of the coordinate,
+ * phi_t = -s'(t); its multiplier is -effort. */
+static void spatial_law(const MbEngine *e, int d, double t, double *v)
+{
+    const int *Dd = IA(e, A_ISDI) + 6 * d;
+    drive_law_eval(Dd[3] == 2, DA(e, A_DSDP) + Dd[4], Dd[5], t, v);
+}
+
+static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *phi,
+                               double *D)
+{
+    int nb = e->nb, nc = 7 * nb;
+    for (int r = 0; r < e->nrows; r++)
+        e->phit[r] = 0.0;
+    for (int d = 0; d < e->nd; d++) {
+        int j = IA(e, A_ISDJ)[2 * d], row = IA(e, A_ISDJ)[2 * d + 1];
+        int rev = IA(e, A_IJOINT)[6 * j] == SJ_REV;
+        Frames3 f;
+        STerm tc;
+        double v[3];
+        joint_frames(e, j, xe, &f);
+        coord_term(rev ? SC_REV : SC_PRI, &f, &tc);
+        spatial_law(e, d, t, v);
+        double res = tc.v - v[0];
+        if (rev)
+            res = pymod(res + PI, 2.0 * PI) - PI;
+        phi[row] = res;
+        e->phit[row] = -v[1];
+        if (!D)
+            continue;
+        double *Dr = D + (size_t)row * nc;
+        for (int i = 0; i < 7; i++) {
+            if (f.p < nb)
+                Dr[7 * f.p + i] = tc.J[i];
+            if (f.c < nb)
+                Dr[7 * f.c + i] = tc.J[7 + i];
+        }
+    }
+}
+
+/* a cylinder's outputs (elements.element_outputs, spatial): F = -s, l, l - min_length, l',
+ * F d / l (its force on body b at the pin), then the impacts of its end stops (IEND) */
+static int spatial_cylinder_outputs(MbEngine *e, int el, const double *xe, const double *xde,
+                                    const double *u, double *o)
+{
+    int row = IA(e, A_IELEM)[2 * el + 1], p, c;
+    const double *P = DA(e, A_DSED) + SED * row;
+    STerm t[6];
+    double s[6];
+    if (element_terms(e, row, xe, xde, u, t, s, &p, &c) != 1)
+        return 2;
+    Frames3 f = {xe, P, P + 3, P + 6, P + 15, p, c};
+    VTerm d;
+    dvec(&f, &d);
+    double F = -s[0], l = t[0].v;
+    o[0] = F;
+    o[1] = l;
+    o[2] = l - DA(e, A_DELEM)[el];
+    o[3] = srate(&t[0], xde, p, c);
+    for (int i = 0; i < 3; i++)
+        o[4 + i] = F * (d.v[i] / l);
+    double hits = 0.0;
+    for (int j = 0; j < 2; j++) {
+        int k = IA(e, A_IEND)[2 * el + j];
+        if (k >= 0)
+            hits += e->rec[EV_REC * k];
+    }
+    o[7] = hits;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ linearization
+ * The tree's own Euler-parameter normalisations in q (tree coordinates): one row p . p - 1
+ * per spherical tree joint (p = q[o..o+3]) and floating body (p = q[o+3..o+6]), in tree row
+ * order (fmu_mb.dynamics.formulations._spatial_tmt.rows). spatial_tree_norms: their count
+ * (and their first coordinates into first, when not NULL). */
+static int spatial_tree_norms(const MbEngine *e, int *first)
+{
+    int k = 0;
+    for (int row = 0; row < e->nb; row++) {
+        const int *R = IA(e, A_ISRI) + SRI * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        if (first)
+            first[k] = R[3] + (R[0] == 4 ? 3 : 0);
+        k++;
+    }
+    return k;
+}
+
+/* their phi, phi_t (0) and rows of Dq (n wide each) at q */
+static void spatial_tree_norms_rows(const MbEngine *e, const double *q, double *phi,
+                                    double *phit, double *Dq)
+{
+    int k = 0, n = e->n;
+    for (int row = 0; row < e->nb; row++) {
+        const int *R = IA(e, A_ISRI) + SRI * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        const double *p = q + R[3] + (R[0] == 4 ? 3 : 0);
+        int o = R[3] + (R[0] == 4 ? 3 : 0);
+        phi[k] = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]) - 1.0;
+        phit[k] = 0.0;
+        double *D = Dq + (size_t)k * n;
+        for (int j = 0; j < n; j++)
+            D[j] = 0.0;
+        for (int i = 0; i < 4; i++)
+            D[o + i] = 2.0 * p[i];
+        k++;
+    }
 }
 
 static double wrap_angle(double a) { return PI - pymod(PI - a, 2.0 * PI); }
@@ -332,7 +461,8 @@ static int element_terms(const MbEngine *e, int i, const double *xe, const doubl
         dvec(&f, &d);
         if (vnorm(&d, &t[0]))
             return -1;
-        s[0] = P[24] * (t[0].v - P[26]) + P[25] * srate(&t[0], xde, a, b) + h;
+        /* P[30]: the input's gain (1; -1 for a cylinder, s = -F) */
+        s[0] = P[24] * (t[0].v - P[26]) + P[25] * srate(&t[0], xde, a, b) + P[30] * h;
         return 1;
     }
     if (kind == 1) {                                   /* RSDA */
@@ -537,7 +667,9 @@ static void *make_spatial_kernel(MbEngine *e)
                         DA(e, A_DSED), e->nc, IA(e, A_ISCI), DA(e, A_DSCD));
     if (!k)
         return NULL;
-    if (sk_set_pose_data(k, DA(e, A_DSRQ)) != 0) {
+    if (sk_set_pose_data(k, DA(e, A_DSRQ)) != 0 ||
+        (e->nd && sk_set_drives(k, e->nd, IA(e, A_ISDI), DA(e, A_DSDD), e->cnt[A_DSDP],
+                                DA(e, A_DSDP)) != 0)) {
         sk_free(k);
         return NULL;
     }
@@ -555,7 +687,8 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         {A_DJOINT, SJD * e->nj}, {A_ICOORD, 2 * e->ncj}, {A_IELEM, 2 * e->nel},
         {A_IMARK, e->nmark}, {A_DMARK, 3 * e->nmark}, {A_DMINV, 7 * nb},
         {A_IPLACE, 2 * e->nplace}, {A_DBODY0, 13 * nb}, {A_IINIT, 3 * e->ncj},
-        {A_DINIT, 3 * e->ncj}};
+        {A_DINIT, 3 * e->ncj}, {A_IEND, 2 * e->nel}, {A_ISDI, 6 * e->nd},
+        {A_DSDD, 24 * e->nd}, {A_ISDJ, 2 * e->nd}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (e->cnt[sizes[i].a] != sizes[i].want) {
             msg(err, errlen, "the model data's array %d has %d entries, expected %d",
@@ -569,8 +702,8 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
             return 0;                                                                    \
         }                                                                                \
     } while (0)
-    BAD(e->nv < 0 || e->nv > n || n > 7 * nb || e->nc < 0 || e->nrows < nb || e->nd != 0 ||
-        e->m != 0 || e->cnt[A_IDI] || e->cnt[A_DDP], "the spatial counts (no drives)");
+    BAD(e->nv < 0 || e->nv > n || n > 7 * nb || e->nc < 0 || e->nrows < nb + e->nd ||
+        e->m != 0 || e->cnt[A_IDI] || e->cnt[A_DDP], "the spatial counts");
     int sq = 0, sv = 0;
     for (int i = 0; i < nb; i++) {
         const int *R = IA(e, A_ISRI) + SRI * i;
@@ -592,13 +725,13 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(C[0] < 0 || C[0] > 6 || C[1] < 0 || C[1] > nb || C[2] < 0 || C[2] > nb,
             "a cut joint's indices");
     }
-    int nout = 16 * nb + 6 * e->nmark + 5, srows = nb, scoords = 0;
+    int nout = 16 * nb + 6 * e->nmark + 5 + e->nd, srows = nb + e->nd, scoords = 0;
     for (int j = 0; j < e->nj; j++) {
         const int *J = IA(e, A_IJOINT) + 6 * j;
         static const int rows[] = {3, 5, 4, 4, 5, 6, 1};
         BAD(J[0] < 0 || J[0] > 6 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
             J[1] == J[2] || J[3] < -1 || J[3] >= e->ncj || J[5] != rows[J[0]] || J[4] < 0 ||
-            J[4] + J[5] > e->nrows - nb, "a joint");
+            J[4] + J[5] > e->nrows - nb - e->nd, "a joint");
         nout += (J[0] == SJ_REV || J[0] == SJ_PRI ? 2 : 0) +
                 (J[0] == SJ_CYL || J[0] == SJ_UNI ? 4 : 0) + (J[0] == SJ_DST ? 1 : 6);
         srows += J[5];
@@ -612,10 +745,21 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
     }
     for (int i = 0; i < e->nel; i++) {
         const int *E = IA(e, A_IELEM) + 2 * i;
-        static const int width[] = {2, 2, 0, 1, 1, 6};
-        BAD(E[0] < 0 || E[0] > 5 || E[0] == EK_CYL || E[1] < 0 || E[1] >= e->ne,
-            "an element");
+        static const int width[] = {2, 2, 8, 1, 1, 6};
+        BAD(E[0] < 0 || E[0] > 5 || E[1] < 0 || E[1] >= e->ne, "an element");
+        BAD(E[0] == EK_CYL && IA(e, A_ISEI)[SEI * E[1]] != 0, "a cylinder's element row");
+        for (int j = 0; j < 2; j++)
+            BAD(IA(e, A_IEND)[2 * i + j] < -1 || IA(e, A_IEND)[2 * i + j] >= e->ncon ||
+                (E[0] != EK_CYL && IA(e, A_IEND)[2 * i + j] != -1), "a cylinder's end stops");
         nout += width[E[0]];
+    }
+    for (int d = 0; d < e->nd; d++) {          /* drives (version 3) */
+        const int *Dd = IA(e, A_ISDI) + 6 * d, *Jd = IA(e, A_ISDJ) + 2 * d;
+        BAD(Jd[0] < 0 || Jd[0] >= e->nj || Jd[1] != e->nrows - nb - e->nd + d ||
+            (IA(e, A_IJOINT)[6 * Jd[0]] != SJ_REV && IA(e, A_IJOINT)[6 * Jd[0]] != SJ_PRI) ||
+            Dd[0] != (IA(e, A_IJOINT)[6 * Jd[0]] == SJ_REV ? 1 : 2) ||
+            (Dd[3] != 1 && Dd[3] != 2) || Dd[4] < 0 || Dd[5] < 1 ||
+            Dd[4] + Dd[5] > e->cnt[A_DSDP] || (Dd[3] == 2 && Dd[5] != 4), "a drive");
     }
     for (int i = 0; i < e->nmark; i++)
         BAD(IA(e, A_IMARK)[i] < 0 || IA(e, A_IMARK)[i] > nb, "a marker");
@@ -823,6 +967,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
     const double *Minv = DA(e, A_DMINV);
     double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
+    double ta = DA(e, A_DT0)[0];      /* the drives' rows at the model's own t0 (planar too) */
     spatial_placement(e, x);
     double size = 0.0;
     int any = 0;
@@ -838,8 +983,8 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         if (fine)
             spatial_placement(e, x);
         for (int it = 0; it <= 50; it++) {
-            k = spatial_rows(e, x, r, A) == OK ? spatial_given_rows(e, x, 0, e->nrows, r, A)
-                                               : -1;
+            k = spatial_rows_at(e, x, ta, r, A) == OK
+                    ? spatial_given_rows(e, x, 0, e->nrows, r, A) : -1;
             if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
                 break;
             if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
@@ -869,9 +1014,9 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     }
     /* velocities: least M-norm xd with D xd = 0 and the given rates */
     double *b = e->rhs;
-    spatial_rows(e, x, e->phi, A);
+    spatial_rows_at(e, x, ta, e->phi, A);
     for (int i = 0; i < e->nrows; i++)
-        b[i] = 0.0;
+        b[i] = -e->phit[i];                           /* a drive's s'(t) */
     k = spatial_given_rows(e, x, 1, e->nrows, b, A);
     for (int bb = 0; bb < nb; bb++) {                 /* assembly._velocity_guess */
         const double *B0 = DA(e, A_DBODY0) + 13 * bb, *p = x + 7 * bb + 3;
@@ -1027,6 +1172,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
               GE = groups & MBE_GROUP_ELEMENTS, GM = groups & MBE_GROUP_MARKERS,
               GN = groups & MBE_GROUP_ENERGY, G2 = groups & MBE_GROUP_REACTIONS,
               G4 = groups & MBE_GROUP_RESIDUALS;
+    sk_set_time(e->kern, t);
     if ((rc = sk_kinematics(e->kern, q, qd, x, xd)) != OK ||
         (G2 && (rc = sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd, e->xdd))
          != OK)) {
@@ -1144,8 +1290,10 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         y[k++] = nn[1] - (arm[2] * Q[0] - arm[0] * Q[2]);
         y[k++] = nn[2] - (arm[0] * Q[1] - arm[1] * Q[0]);
     }
+    for (int d = 0; d < e->nd; d++)                    /* drive efforts: -lam of the row */
+        PUT(G2, -lam[IA(e, A_ISDJ)[2 * d + 1]]);
     for (int i = 0; i < e->nel && !GE; i++) {
-        static const int width[] = {2, 2, 0, 1, 1, 6};
+        static const int width[] = {2, 2, 8, 1, 1, 6};
         k += width[IA(e, A_IELEM)[2 * i]];
     }
     if (e->nel && GE) {                                /* the kernel's element outputs */
@@ -1158,6 +1306,14 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         for (int i = 0; i < e->nel; i++) {
             static const int width[] = {2, 2, 0, 1, 1, 6};
             const int *E = IA(e, A_IELEM) + 2 * i;
+            if (E[0] == EK_CYL) {
+                if (spatial_cylinder_outputs(e, i, xe, xde, u, y + k) != OK) {
+                    msg(err, errlen, "cylinder %d has zero length at t = %.9g s", i, t);
+                    return MBE_ERROR;
+                }
+                k += 8;
+                continue;
+            }
             for (int c = 0; c < width[E[0]]; c++)
                 y[k++] = out[8 * E[1] + c];
         }
@@ -1222,7 +1378,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         double s = 0.0;
         for (int i = 0; i < nc; i++)
             s += e->D[(size_t)r * nc + i] * xd[i];
-        vres = fmax(vres, fabs(s));
+        vres = fmax(vres, fabs(s + e->phit[r]));
     }
     PUT(GN, T);
     PUT(GN, V);
