@@ -25,8 +25,8 @@
  *                                 side, at the state just projected: 1 when valid, else 0;
  *   evk_reuse_f(ev)               1 when f(t, y) of one call may start the next;
  *   evk_kinetic(ev, y)            kinetic energy [J];
- *   evk_contact_rates(ev, q, qd, gap, v)        every contact's gap and gap rate at (q, qd),
- *                                 keeping the rows for evk_rates;
+ *   evk_contact_rates(ev, t, q, qd, gap, v)     every contact's gap and gap rate at (q, qd),
+ *                                 keeping the rows for evk_rates (t: the impact's time);
  *   evk_rates(ev, qd, v)          every contact's gap rate for other velocities at that q;
  *   evk_impact_solve(ev, q, qd, trial, target, qdp, rcon)   seed 000 ch.3 eq. 15 with the
  *                                 kernel's bilateral rows and the contacts in trial (their
@@ -115,8 +115,8 @@ static int evk_project_steps(EvLoop *ev);
 static int evk_phase_lam(EvLoop *ev, double *lam);
 static int evk_reuse_f(EvLoop *ev);
 static double evk_kinetic(EvLoop *ev, const double *y);
-static int evk_contact_rates(EvLoop *ev, const double *q, const double *qd, double *gap,
-                             double *v);
+static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double *qd,
+                             double *gap, double *v);
 static void evk_rates(EvLoop *ev, const double *qd, double *v);
 static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
                             const unsigned char *trial, const double *target, double *qdp,
@@ -491,7 +491,7 @@ static int ev_impact(EvLoop *ev, double te, double *y, int i_event, double conta
 {
     int n = ev->n, nc = ev->nc, rc;
     double *q = y, *qd = y + n;
-    if ((rc = evk_contact_rates(ev, q, qd, ev->gap, ev->vminus)) != OK)
+    if ((rc = evk_contact_rates(ev, te, q, qd, ev->gap, ev->vminus)) != OK)
         return rc;
     double vmax = 0.0;
     for (int i = 0; i < nc; i++) {

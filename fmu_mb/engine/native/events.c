@@ -311,9 +311,10 @@ static int evk_project_steps(EvLoop *ev) { return ev->k->kph->m > 0; }
 static int evk_reuse_f(EvLoop *ev) { return ev->k->kph->nd == 0; }
 
 /* gaps and gap rates of every contact at (q, qd), kall's rows kept for evk_rates */
-static int evk_contact_rates(EvLoop *ev, const double *q, const double *qd, double *gap,
-                             double *v)
+static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double *qd,
+                             double *gap, double *v)
 {
+    (void)t;
     Kernel *ka = ev->k->kall;
     int n = ev->n, ml = ev->k->m_loop, rc;
     kinematics(ka, q, qd);
