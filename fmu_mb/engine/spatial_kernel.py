@@ -75,7 +75,7 @@ def library():
     lib.sk_advance_events.argtypes = [P, I, P, P, P, P]
     lib.sk_advance_events_to_impact.argtypes = [P, I, P, P, P, P, P]
     lib.sk_events_outputs.argtypes = [P, D, P, P, P, P, P]
-    lib.sk_events_accelerations.argtypes = [P, D, P, P, P, P, P]
+    lib.sk_events_accelerations.argtypes = [P, D, P, P, P, P, P, P, P, P, P]
     _kernel._set_tableaus(lib, "sk_set_tableau")
     return lib
 

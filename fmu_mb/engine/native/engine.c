@@ -11,7 +11,8 @@
  *     poses and the initial values or guesses, Newton with least M-norm steps on the model's
  *     rows and the given coordinates, angles to the turn nearest the placement, least M-norm
  *     velocities with the given rates, then q, qd of the tree;
- *   - contacts (planar): the event loop of events.c (included by kernel.c) steps a model with
+ *   - contacts: the event loop of events.c (planar, included by kernel.c) or spatial_events.c
+ *     (spatial, included by spatial_kernel.c; both native/event_loop.h) steps a model with
  *     contacts; its records (impacts, last time, last impulse, energy lost, active per
  *     contact) are part of the state; the contacts' outputs come from mbk_events_outputs, the
  *     reactions during a persistent contact from the Newton-Euler multipliers with the
@@ -120,6 +121,14 @@ static double absmax(const double *v, int n);
 static int all_finite(const double *v, int n);
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
                                  char *err, size_t errlen);
+/* contacts in 3-D (engine_spatial.h's contacts block): the event loop of spatial_events.c */
+static void *spatial_make_events(MbEngine *e, void *k);
+static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen);
+void sk_events_free(void *ev);
+int sk_advance_events(void *ev, int method, double *par, double *y, const double *u,
+                      double *rec);
+int sk_advance_events_to_impact(void *ev, int method, double *par, double *y, const double *u,
+                                double *rec, int *impact);
 void sk_free(void *k);
 void sk_set_stabilization(void *k, int mode, double alpha, double beta, double proj_tol);
 int sk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
@@ -476,11 +485,6 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
         msg(err, errlen, "the model data's parameter table does not fit its count");
         return 0;
     }
-    if (e->kind == 1 && (e->ncon || e->cnt[A_ICON] || e->cnt[A_DCON] || e->cnt[A_DREST])) {
-        msg(err, errlen, "the model data give a spatial model contacts; the compiled event "
-            "loop is planar");
-        return 0;
-    }
     if (e->kind == 1) {
         if (!check_spatial_data(e, err, errlen))
             return 0;
@@ -655,10 +659,20 @@ static void *make_kernel(MbEngine *e)
     return k;
 }
 
-/* the contact event loop over the planar kernel k (it copies what it needs) */
+/* the contact event loop over the kernel k (it copies what it needs) */
 static void *make_events(MbEngine *e, void *k)
 {
+    if (e->kind == 1)
+        return spatial_make_events(e, k);
     return mbk_events_create(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON), DA(e, A_DREST), e->ni);
+}
+
+static void free_events(const MbEngine *e, void *ev)
+{
+    if (e->kind == 1)
+        sk_events_free(ev);
+    else
+        mbk_events_free(ev);
 }
 
 static void free_kernel(const MbEngine *e, void *k)
@@ -675,7 +689,7 @@ void mbe_free(MbEngine *e)
     if (!e)
         return;
     if (e->ev)
-        mbk_events_free(e->ev);
+        free_events(e, e->ev);
     if (e->kern)
         free_kernel(e, e->kern);
     void *p[] = {e->rec, e->rectmp, e->gap, e->cforce, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
@@ -939,7 +953,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
     free_kernel(e, e->kern);
     e->kern = k;
     if (e->ev)
-        mbk_events_free(e->ev);
+        free_events(e, e->ev);
     e->ev = ev;
     memcpy(e->params, p, sizeof(double) * e->np);
     return MBE_OK;
@@ -1398,7 +1412,13 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
     par[18] = e->set.step;
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
     memcpy(e->rectmp, e->rec, sizeof(double) * EV_REC * e->ncon);
-    int rc = stop ? mbk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
+    int rc;
+    if (e->kind == 1)                            /* spatial: spatial_events.c's loop */
+        rc = stop ? sk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
+                                                e->rectmp, &hit)
+                  : sk_advance_events(e->ev, e->set.method, par, e->ytmp, uu, e->rectmp);
+    else
+        rc = stop ? mbk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
                                                  e->rectmp, &hit)
                   : mbk_advance_events(e->ev, e->set.method, par, e->ytmp, uu, e->rectmp);
     if (rc != OK) {

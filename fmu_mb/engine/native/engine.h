@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define MBE_DATA_MAGIC 0x424d4d46u       /* "FMMB" little-endian: first 4 bytes of a blob */
-#define MBE_DATA_VERSION 2       /* 2: contacts */
+#define MBE_DATA_VERSION 3       /* 2: contacts, 3: contacts in spatial models */
 
 typedef enum {
     MBE_OK = 0,

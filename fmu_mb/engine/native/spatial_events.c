@@ -21,7 +21,8 @@
  *   int sk_events_outputs(SkEvents *ev, double t, const double *y, const double *u,
  *                         const double *rec, double *gap, double *force);
  *   int sk_events_accelerations(SkEvents *ev, double t, const double *q, const double *qd,
- *                               const double *u, const double *rec, double *qdd);
+ *                               const double *u, const double *rec, const double *rq,
+ *                               double *qdd, double *x, double *xd, double *xdd);
  *       As mbk_*: y = (q, qd) of 2 n (q' of the Euler parameters in qd, as the kernel's
  *       state); see events.c for par and rec.
  *
@@ -326,18 +327,31 @@ int sk_events_outputs(SkEvents *ev, double t, const double *y, const double *u,
     return ev_outputs(ev, t, y, u, rec, gap, force);
 }
 
-/* qdd at (t, q, qd) with the rows of rec's persistent contacts closed (no Baumgarte terms) */
+/* qdd (and, with the pose data rq of sk_set_pose_data, the bodies' x, xd, xdd as
+ * sk_accelerations_full) at (t, q, qd) with the rows of rec's persistent contacts closed, no
+ * Baumgarte terms: the motion whose Newton-Euler multipliers give the reactions while a
+ * contact holds. rq NULL: qdd only (x, xd, xdd may be NULL). */
 int sk_events_accelerations(SkEvents *ev, double t, const double *q, const double *qd,
-                            const double *u, const double *rec, double *qdd)
+                            const double *u, const double *rec, const double *rq,
+                            double *qdd, double *x, double *xd, double *xdd)
 {
     for (int i = 0; i < ev->nc; i++)
         ev->trial[i] = rec[EV_REC * i + 4] != 0.0;
     ev_select(ev, ev->trial);
     SK *k = ev->k->k;
-    int mode = k->mode;
+    int mode = k->mode, rc;
     k->mode = 0;
     k->t = t;
-    int rc = sk_accelerations(k, q, qd, u, qdd);
+    if (rq) {
+        if (!k->rq && sk_set_pose_data(k, rq) != OK) {
+            k->mode = mode;
+            return ERR_ARGS;
+        }
+        memcpy(k->rq, rq, sizeof(double) * 9 * k->nb);
+        rc = sk_accelerations_full(k, q, qd, u, qdd, x, xd, xdd);
+    } else {
+        rc = sk_accelerations(k, q, qd, u, qdd);
+    }
     k->mode = mode;
     return rc;
 }
