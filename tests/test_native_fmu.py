@@ -411,6 +411,55 @@ def test_double_wishbone_in_a_bare_c_host_gives_the_python_fmus_wheel_centre(
     assert np.ptp(ref[:, 3]) > 5e-3          # the road moved the wheel
 
 
+def test_double_wishbone_hits_its_bump_stop_natively_in_fmpy_and_a_c_host(host, tmp_path):
+    """The double wishbone with its bump and rebound stops (stops = "on") built natively: a
+    100 mm road step at 0.05 s drives the wheel into the bump stop, which it hits and then
+    stays on (a persistent contact pushing). In fmpy (FMU2Slave) and in a C host under
+    `env -i`, against the Python FMU's adapter stepped with the same held input, to 1e-9."""
+    model = load_model(MODELS / "double_wishbone.py", stops="on")
+    assert native_reason(model) is None
+    path = build_native_fmu(MODELS / "double_wishbone.py", tmp_path / "fmu",
+                            overrides={"stops": "on"})
+    built = Built(path, tmp_path / "x")
+    k_tyre = model.parameter("tyre_stiffness").value
+    h, stop = 0.005, 0.3
+    n = int(round(stop / h))
+    u = [-k_tyre * (0.1 if k * h >= 0.05 - 1e-12 else 0.0) for k in range(n)]
+    names = ["wheel_centre.z", "coil_over.length", "bump_stop.gap", "bump_stop.force",
+             "bump_stop.last_time", "bump_stop.last_impulse", "rebound_stop.gap"]
+    s = _adapter(MODELS / "double_wishbone.py", overrides={"stops": "on"})
+    vr_in = next(v.value_reference for v in s.vars.values() if v.name == "tyre.h")
+    ref = _adapter_run(s, names, stop, h, {vr_in: lambda t: u[int(round(t / h))]})
+    impacts = next(v for v in s.vars.values() if v.name == "bump_stop.impacts")
+    want_impacts = s.get_integer([impacts.value_reference])[0]
+    assert want_impacts >= 1 and ref[-1, 3] > 0.0          # hit, and pushing at the end
+    assert ref[:, 1].min() >= 0.2753645852320157 - 0.05 - 1e-8    # never past the stop
+    f = built.slave()                                       # fmpy
+    f.setupExperiment(startTime=0.0)
+    f.enterInitializationMode()
+    f.exitInitializationMode()
+    vrs = [built.vr[x] for x in names]
+    rows = [f.getReal(vrs)]
+    for k in range(n):
+        f.setReal([built.vr["tyre.h"]], [u[k]])
+        f.doStep(k * h, h)
+        rows.append(f.getReal(vrs))
+    got_impacts = f.getInteger([built.vr["bump_stop.impacts"]])[0]
+    f.terminate()
+    f.freeInstance()
+    got = np.array(rows)
+    assert got.shape == ref.shape
+    err = np.abs(got - ref) / np.maximum(1.0, np.abs(ref))
+    assert err.max() <= 1e-9, names[int(np.argmax(err.max(axis=0)))]
+    assert got_impacts == want_impacts
+    (tmp_path / "u.txt").write_text("\n".join(repr(v) for v in u))   # the C host
+    text = _host(host, built, "run", stop, h, built.vr["tyre.h"],
+                 ",".join(str(v) for v in vrs), tmp_path / "u.txt", env={})
+    c = np.array([[float(x) for x in line.split(",")] for line in text.split()])[:, 1:]
+    assert c.shape == ref.shape
+    assert (np.abs(c - ref) / np.maximum(1.0, np.abs(ref))).max() <= 1e-9
+
+
 def test_planar_fmu_in_a_bare_c_host_gives_the_python_fmus_numbers(native, host, tmp_path):
     """The double pendulum with an input in a C host under `env -i`, against the Python FMU's
     adapter stepped with the same held input, to 1e-9."""
