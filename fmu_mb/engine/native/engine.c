@@ -124,6 +124,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
 /* contacts in 3-D (engine_spatial.h's contacts block): the event loop of spatial_events.c */
 static void *spatial_make_events(MbEngine *e, void *k);
 static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen);
+int sk_set_contacts(void *k, int nk, const int *ki, const double *kd);
 void sk_events_free(void *ev);
 int sk_advance_events(void *ev, int method, double *par, double *y, const double *u,
                       double *rec);
@@ -494,6 +495,15 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     return parameter_names(e, err, errlen);
 }
 
+/* contact_tol, contact_velocity, event_tol: finite numbers > 0 */
+static int event_settings_ok(const double *S)
+{
+    for (int i = 0; i < 3; i++)
+        if (!(S[i] > 0.0 && isfinite(S[i])))
+            return 0;
+    return 1;
+}
+
 static int check_planar_data(MbEngine *e, char *err, size_t errlen)
 {
     int nb = e->nb, n = e->n;
@@ -592,11 +602,7 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         BAD(!(P[7] == 1.0 || P[7] == -1.0), "a contact's side (expected +1 or -1)");
         BAD(!(r >= 0.0 && r <= 1.0), "a contact's restitution (expected 0 <= e <= 1)");
     }
-    {
-        const double *S = DA(e, A_DCSET);
-        BAD(!(S[0] > 0.0 && S[1] > 0.0 && S[2] > 0.0 && isfinite(S[0]) && isfinite(S[1]) &&
-              isfinite(S[2])), "the event settings (expected finite numbers > 0)");
-    }
+    BAD(!event_settings_ok(DA(e, A_DCSET)), "the event settings (expected finite numbers > 0)");
     for (int i = 0; i < 2 * e->nel; i++)
         BAD(IA(e, A_IEND)[i] < -1 || IA(e, A_IEND)[i] >= e->ncon, "a cylinder's end stops");
     /* the outputs: output_spec's count */
@@ -1610,6 +1616,21 @@ static void output_groups(MbEngine *e)
 #undef GSET
 }
 
+/* the contacts' outputs from entry k of y (planar and spatial): per contact gap, impacts,
+ * last_time, last_impulse, active, energy_loss (group GK), force (group G2); returns the next
+ * entry */
+static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
+{
+    for (int i = 0; i < e->ncon; i++) {
+        const double *R = e->rec + EV_REC * i;
+        double v[7] = {e->gap[i], R[0], R[1], R[2], R[4], R[3], e->cforce[i]};
+        for (int j = 0; j < 7; j++, k++)
+            if (j < 6 ? GK : G2)
+                y[k] = v[j];
+    }
+    return k;
+}
+
 MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y, char *err,
                              size_t errlen)
 {
@@ -1826,17 +1847,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         y[k++] = xde[3 * b] - As[1] * xde[3 * b + 2];
         y[k++] = xde[3 * b + 1] + As[0] * xde[3 * b + 2];
     }
-    /* contacts: gap, impacts, last_time, last_impulse, active, energy_loss, force */
-    for (int i = 0; i < e->ncon; i++) {
-        const double *R = e->rec + EV_REC * i;
-        PUT(GK, e->gap[i]);
-        PUT(GK, R[0]);
-        PUT(GK, R[1]);
-        PUT(GK, R[2]);
-        PUT(GK, R[4]);
-        PUT(GK, R[3]);
-        PUT(G2, e->cforce[i]);
-    }
+    k = contact_outputs(e, GK, G2, y, k);
     /* energies (elements.kinetic_energy, potential_energy) and residuals */
     const double *g = DA(e, A_DGRAV);
     double T = 0.0, Vg = 0.0;

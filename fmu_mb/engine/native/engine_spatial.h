@@ -1026,7 +1026,6 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
  * settings. Their gap rows in x (fmu_mb.mechanics.spatial.contacts.contact_rows) join the
  * model's rows in the reactions while a contact persists. */
 #define SKD 29
-int sk_set_contacts(void *k, int nk, const int *ki, const double *kd);
 void *sk_events_create(void *base, const double *e, int ni);
 int sk_events_outputs(void *ev, double t, const double *y, const double *u,
                       const double *rec, double *gap, double *force);
@@ -1065,9 +1064,7 @@ static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen)
         }
     }
     if (e->ncon) {
-        const double *S = DA(e, A_DCSET);
-        if (!(S[0] > 0.0 && S[1] > 0.0 && S[2] > 0.0 && isfinite(S[0]) && isfinite(S[1]) &&
-              isfinite(S[2]))) {
+        if (!event_settings_ok(DA(e, A_DCSET))) {
             msg(err, errlen, "the model data are inconsistent: the event settings (expected "
                 "finite numbers > 0)");
             return 0;
@@ -1295,17 +1292,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         for (int i = 0; i < 6 * e->nmark; i++)
             y[k++] = out[i];
     }
-    /* contacts: gap, impacts, last_time, last_impulse, active, energy_loss, force */
-    for (int i = 0; i < e->ncon; i++) {
-        const double *R = e->rec + EV_REC * i;
-        PUT(GK, e->gap[i]);
-        PUT(GK, R[0]);
-        PUT(GK, R[1]);
-        PUT(GK, R[2]);
-        PUT(GK, R[4]);
-        PUT(GK, R[3]);
-        PUT(G2, e->cforce[i]);
-    }
+    k = contact_outputs(e, GK, G2, y, k);           /* gaps, records, forces */
     /* energies (spatial elements.kinetic_energy, potential_energy) and residuals */
     const double *mass = DA(e, A_DSMASS), *Jb = DA(e, A_DSJ), *g = DA(e, A_DGRAV);
     double Tr = 0.0, Tw = 0.0, Vg = 0.0;
