@@ -323,6 +323,9 @@ PARAMETER_CASES = {
                                                           "floor.last_time"]),
     "slider_crank_stop": ({"e": 0.9, "stop": 0.47, "omega0": -12.0},
                           ["slider.x", "end_stop.gap", "end_stop.last_impulse"]),
+    # a spatial contact model: restitution, box size, drop height and spin
+    "tumbling_box": ({"e": 0.8, "a": 0.35, "h0": 0.45, "wz0": 3.0},
+                     ["box.z", "box.wz", "corner000.gap", "corner000.last_impulse"]),
 }
 
 

@@ -19,6 +19,7 @@ from fmu_mb.dynamics.formulations import recursive
 from fmu_mb.dynamics.integrate import Settings, advance, initial_state
 from fmu_mb.dynamics.outputs import output_names, output_values
 from fmu_mb.engine.spatial_kernel import spatial_contact_events
+from fmu_mb.errors import IntegrationError
 from fmu_mb.mechanics.spatial import rotations as rot
 from fmu_mb.mechanics.spatial.elements import angular_velocity
 
@@ -226,7 +227,12 @@ def test_outputs_and_errors_of_the_c_loop():
     np.testing.assert_allclose(gap, want, atol=1e-14)
     assert not force.any()
     rec = np.zeros((len(m.contacts), 5))
-    with pytest.raises(Exception):
+    with pytest.raises(IntegrationError, match="invalid kernel arguments"):
         ev.advance("dop853", 1.0, 0.5, s.q, s.qd, 0.0, None, 1e-9, 1e-11, np.inf,
                    ("projection", (10.0, 10.0), 1e-13), 1e-9, 1e-3, 1e-15, 0, rec)
+    assert not rec.any()
+    # a step budget too small: refused with the budget named, the records unchanged
+    with pytest.raises(IntegrationError, match="more than 3 integrator steps"):
+        ev.advance("dop853", 0.0, 1.0, s.q, s.qd, 0.0, None, 1e-9, 1e-11, np.inf,
+                   ("projection", (10.0, 10.0), 1e-13), 1e-9, 1e-3, 1e-15, 3, rec)
     assert not rec.any()
