@@ -413,7 +413,11 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
         ev_dense(ev, samples[k], ev->ys + (size_t)k * m);
     if ((rc = ev_values_at(ev, t0, y0, ev->vprev, lam0)) != OK)
         return rc;
-    double prev_t = t0, best_t = 0.0;
+    /* a gap within thr of zero at the start is searched from its flight phase too: just
+     * after an impact its sign is rounding, and a root of the dense output right there would
+     * be an impact without impulse at the same instant, again and again (the Zeno guard's
+     * error); from a clearly positive value Brent finds the gap's real zero */
+    double prev_t = t0, best_t = 0.0, thr = 1e-3 * tol;
     int best_kind = 0, best_i = -1;
     unsigned char *hit = ev->trial;
     *found = 0;
@@ -438,7 +442,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
                 continue;
             int watch = !ev->active[i];
             double a = prev_t, te, val;
-            if (!(pv[i] > 0.0) && watch) {
+            if (!(pv[i] > thr) && watch) {
                 /* just after an impact the gap starts at ~0: look for the flight phase */
                 for (int kk = 1; kk < 60; kk++) {
                     double tk = prev_t + (ts - prev_t) * ldexp(1.0, -kk);
