@@ -52,7 +52,8 @@
  *    (scipy's RK45 quartic and DOP853 degree-7 interpolants, built here from the stages;
  *    DOP853's three extra stages evaluated here) and a sign change is located by Brent's
  *    method (as scipy.optimize.brentq) to |dt| <= event_tol + 4 eps |t|; a gap that starts
- *    at ~0 just after an impact is searched from its flight phase (or below -contact_tol);
+ *    at ~0 (<= 1e-3 contact_tol) just after an impact is searched from its flight phase (or
+ *    below -contact_tol);
  *  - an impact: every contact with gap <= contact_tol is closed; the velocities after the
  *    impact solve seed 000's impact equations in joint coordinates (ch.3 eq. 15) with
  *    Newton's restitution law, [Mbar A'; A 0][qd+; r] = [Mbar qd-; b] for the loop rows
