@@ -535,21 +535,10 @@ class SpatialContactEvents(_kernel.ContactEvents):
     def __init__(self, model):
         base = spatial_kernel(model)
         lib = library()
-        nc = len(model.contacts)
         e = np.ascontiguousarray(model.compiled.contacts.restitution, dtype=float)
         handle = lib.sk_events_create(base.handle, e.ctypes.data, len(model.inputs))
-        if not handle:
-            raise MemoryError(f"model '{model.name}': cannot allocate the contact event loop")
-        self._finalizer = weakref.finalize(self, lib.sk_events_free, handle)
-        self.lib, self.handle, self.n, self.nc = lib, handle, base.n, nc
-        self.name, self.names = model.name, [c.name for c in model.contacts]
-        self.n_inputs = len(model.inputs)
-        self._base = base                      # for its error messages
-        self._lock = threading.Lock()
-        self._y = np.zeros(2 * self.n)
-        self._rec = np.zeros((nc, len(_kernel.EVENT_RECORD)))
-        self._u = np.zeros(max(1, self.n_inputs))
-        self._advance_fn, self._outputs_fn = lib.sk_advance_events, lib.sk_events_outputs
+        self._setup(model, base, lib, handle, lib.sk_events_free, lib.sk_advance_events,
+                    lib.sk_events_outputs)
 
 
 _EVENT_LOOPS = weakref.WeakKeyDictionary()
