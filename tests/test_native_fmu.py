@@ -323,6 +323,9 @@ PARAMETER_CASES = {
                                                           "floor.last_time"]),
     "slider_crank_stop": ({"e": 0.9, "stop": 0.47, "omega0": -12.0},
                           ["slider.x", "end_stop.gap", "end_stop.last_impulse"]),
+    # a spatial contact model: restitution, box size, drop height and spin
+    "tumbling_box": ({"e": 0.8, "a": 0.35, "h0": 0.45, "wz0": 3.0},
+                     ["box.z", "box.wz", "corner000.gap", "corner000.last_impulse"]),
 }
 
 
@@ -418,6 +421,80 @@ def test_double_wishbone_in_a_bare_c_host_gives_the_python_fmus_wheel_centre(
     assert got.shape == ref.shape
     assert np.abs(got[:, 1:] - ref[:, 1:]).max() <= 1e-9
     assert np.ptp(ref[:, 3]) > 5e-3          # the road moved the wheel
+
+
+def test_double_wishbone_hits_its_bump_stop_natively_in_fmpy_and_a_c_host(host, tmp_path):
+    """The double wishbone with its bump and rebound stops (stops = "on") built natively: a
+    100 mm road step at 0.05 s drives the wheel into the bump stop, which it hits and then
+    stays on (a persistent contact pushing). In fmpy (FMU2Slave) and in a C host under
+    `env -i`, against the Python FMU's adapter stepped with the same held input, to 1e-9."""
+    model = load_model(MODELS / "double_wishbone.py", stops="on")
+    assert native_reason(model) is None
+    path = build_native_fmu(MODELS / "double_wishbone.py", tmp_path / "fmu",
+                            overrides={"stops": "on"})
+    built = Built(path, tmp_path / "x")
+    k_tyre = model.parameter("tyre_stiffness").value
+    h, stop = 0.005, 0.3
+    n = int(round(stop / h))
+    u = [-k_tyre * (0.1 if k * h >= 0.05 - 1e-12 else 0.0) for k in range(n)]
+    names = ["wheel_centre.z", "coil_over.length", "bump_stop.gap", "bump_stop.force",
+             "bump_stop.last_time", "bump_stop.last_impulse", "rebound_stop.gap"]
+    s = _adapter(MODELS / "double_wishbone.py", overrides={"stops": "on"})
+    vr_in = next(v.value_reference for v in s.vars.values() if v.name == "tyre.h")
+    ref = _adapter_run(s, names, stop, h, {vr_in: lambda t: u[int(round(t / h))]})
+    impacts = next(v for v in s.vars.values() if v.name == "bump_stop.impacts")
+    want_impacts = s.get_integer([impacts.value_reference])[0]
+    assert want_impacts >= 1 and ref[-1, 3] > 0.0          # hit, and pushing at the end
+    assert ref[:, 1].min() >= 0.2753645852320157 - 0.05 - 1e-8    # never past the stop
+    f = built.slave()                                       # fmpy
+    f.setupExperiment(startTime=0.0)
+    f.enterInitializationMode()
+    f.exitInitializationMode()
+    vrs = [built.vr[x] for x in names]
+    rows = [f.getReal(vrs)]
+    for k in range(n):
+        f.setReal([built.vr["tyre.h"]], [u[k]])
+        f.doStep(k * h, h)
+        rows.append(f.getReal(vrs))
+    got_impacts = f.getInteger([built.vr["bump_stop.impacts"]])[0]
+    f.terminate()
+    f.freeInstance()
+    got = np.array(rows)
+    assert got.shape == ref.shape
+    err = np.abs(got - ref) / np.maximum(1.0, np.abs(ref))
+    assert err.max() <= 1e-9, names[int(np.argmax(err.max(axis=0)))]
+    assert got_impacts == want_impacts
+    (tmp_path / "u.txt").write_text("\n".join(repr(v) for v in u))   # the C host
+    text = _host(host, built, "run", stop, h, built.vr["tyre.h"],
+                 ",".join(str(v) for v in vrs), tmp_path / "u.txt", env={})
+    c = np.array([[float(x) for x in line.split(",")] for line in text.split()])[:, 1:]
+    assert c.shape == ref.shape
+    assert (np.abs(c - ref) / np.maximum(1.0, np.abs(ref))).max() <= 1e-9
+
+
+def test_python_fmu_of_a_spatial_contact_model_keeps_its_records_in_its_state():
+    """The Python FMU of a spatial contact model steps in the engine (as the native FMU); its
+    FMU state carries the contact records: restored, it continues bit for bit, impact
+    counts, times and impulses included."""
+    s = _adapter(MODELS / "tumbling_box.py")
+    names = ["box.z", "box.wz", "corner000.last_impulse", "corner010.last_time",
+             "corner010.force"]
+    vrs = [next(v.value_reference for v in s.vars.values() if v.name == n) for n in names]
+    h = 0.01
+
+    def steps(k0, k1):
+        rows = []
+        for k in range(k0, k1):
+            assert s.do_step(k * h, h) is not False, s.log_queue[-1:]
+            rows.append(s.get_real(vrs))
+        return np.array(rows)
+    steps(0, 30)                                        # just after the first impact
+    saved = s._get_fmu_state()
+    a = steps(30, 50)
+    s._set_fmu_state(saved)
+    b = steps(30, 50)
+    np.testing.assert_array_equal(a, b)
+    assert a[0, 2] > 0.0                                # corner000's impact, restored
 
 
 def test_planar_fmu_in_a_bare_c_host_gives_the_python_fmus_numbers(native, host, tmp_path):

@@ -570,6 +570,10 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     """
     n = y0.shape[0] // 2
     tol = settings.contact_tol
+    # a gap within thr of zero is searched from its flight phase too: just after an impact
+    # its sign is rounding, and a root right there would be an impact without impulse at the
+    # same instant, again and again (the Zeno guard's error)
+    thr = 1e-3 * tol
     samples = [t0 + (t1 - t0) * k / 4 for k in range(1, 4)] + [t1]
     ys = [dense(s) for s in samples[:-1]] + [None]
     ys[-1] = dense(t1) if settings.method != "rk4" else dense(t1)
@@ -601,7 +605,7 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
         if hit.any():
             for i in np.flatnonzero(hit):
                 a = prev_t
-                if not prev_v[i] > 0 and watch[i]:
+                if not prev_v[i] > thr and watch[i]:
                     # just after an impact the gap starts at ~0: look for the flight phase
                     for k in range(1, 60):
                         tk = prev_t + (s - prev_t) * 2.0 ** -k

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import InputError
 
 MAGIC = 0x424d4d46          # "FMMB" (native/engine.h MBE_DATA_MAGIC)
-VERSION = 3                 # 3: spatial drives and cylinders
+VERSION = 3                 # 2: contacts, 3: spatial contacts, drives and cylinders
 
 #: the arrays of the data, in the order of native/engine_data.h's A_* enum ("I": ints,
 #: "D": doubles)
@@ -102,9 +102,6 @@ class EngineData:
 def supported(model):
     """None when the engine library runs `model`, else the reason why not (a sentence)."""
     if getattr(model, "contacts", None):
-        if model.spatial:
-            return (f"it has contacts {[c.name for c in model.contacts]} in a spatial model "
-                    f"(the compiled event loop is planar)")
         red = [c.name for c in model.contacts if c.method == "reduction"]
         if red:
             return (f"its contacts {red} use the Reduction Method (seed 002), whose passes "
@@ -112,7 +109,7 @@ def supported(model):
     if model.spatial:
         from .spatial_kernel import supported as spatial_supported
 
-        return spatial_supported(model)
+        return spatial_supported(model, contacts=True)    # (contacts: spatial_events.c)
     from .kernel import supported as planar_supported
 
     why = planar_supported(model)
@@ -186,6 +183,7 @@ def model_data(model):
     if model.spatial:
         head["KIND"] = 1
         _spatial(model, arrays, head)
+        _spatial_contacts(model, arrays, head)
     else:
         _planar(model, arrays, head)
         _contacts(model, arrays, head)
@@ -345,6 +343,21 @@ def _contacts(model, arrays, head):
         return
     ci, cd = contact_rows(model, tuple(range(nc)))
     arrays.update(ICON=ci, DCON=cd,
+                  DREST=np.asarray(model.compiled.contacts.restitution, float).reshape(-1))
+
+
+def _spatial_contacts(model, arrays, head):
+    """The contacts of a spatial model (the event loop of native/spatial_events.c): the
+    spatial kernel's contact arrays (spatial_kernel._contacts: kind, bodies; points, frames,
+    normal, offset, side), Newton's restitution coefficients e and the event settings."""
+    from .spatial_kernel import _contacts as spatial_contact_arrays
+
+    nc = len(getattr(model, "contacts", ()) or ())
+    head["NCON"] = nc
+    if not nc:
+        return
+    ki, kd = spatial_contact_arrays(model)
+    arrays.update(ICON=ki, DCON=kd, DCSET=list(EVENT_SETTINGS),
                   DREST=np.asarray(model.compiled.contacts.restitution, float).reshape(-1))
 
 

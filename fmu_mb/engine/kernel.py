@@ -742,18 +742,25 @@ class ContactEvents:
         e = np.ascontiguousarray(B.restitution, dtype=float)
         handle = lib.mbk_events_create(base.handle, nc, ci.ctypes.data, cd.ctypes.data,
                                        e.ctypes.data, len(model.inputs))
+        self._setup(model, base, lib, handle, lib.mbk_events_free, lib.mbk_advance_events,
+                    lib.mbk_events_outputs)
+
+    def _setup(self, model, base, lib, handle, free, advance, outputs):
+        """The object over the C event loop `handle` of `base`'s kernel (freed by `free`;
+        advance and outputs: the library's mbk_/sk_ functions)."""
         if not handle:
             raise MemoryError(f"model '{model.name}': cannot allocate the contact event loop")
-        self._finalizer = weakref.finalize(self, lib.mbk_events_free, handle)
+        self._finalizer = weakref.finalize(self, free, handle)
+        nc = len(model.contacts)
         self.lib, self.handle, self.n, self.nc = lib, handle, base.n, nc
         self.name, self.names = model.name, [c.name for c in model.contacts]
         self.n_inputs = len(model.inputs)
         self._base = base                      # for its error messages
         self._lock = threading.Lock()
-        self._par = np.zeros(18)
         self._y = np.zeros(2 * self.n)
         self._rec = np.zeros((nc, len(EVENT_RECORD)))
         self._u = np.zeros(max(1, self.n_inputs))
+        self._advance_fn, self._outputs_fn = advance, outputs
 
     def advance(self, method, t, t_end, q, qd, h, u, rtol, atol, max_step, stab,
                 contact_tol, contact_velocity, event_tol, max_steps, rec, step=1e-3):
@@ -780,7 +787,7 @@ class ContactEvents:
         par[18] = step
         code, n, ni, lock = METHOD_CODES[method], self.n, self.n_inputs, self._lock
         ybuf, ubuf, rbuf = self._y, self._u, self._rec
-        handle, call = self.handle, self.lib.mbk_advance_events
+        handle, call = self.handle, self._advance_fn
         ppar, py, pu, pr = (par.ctypes.data, ybuf.ctypes.data, ubuf.ctypes.data,
                             rbuf.ctypes.data)
         error = self._error
@@ -817,7 +824,7 @@ class ContactEvents:
             if self.n_inputs:
                 self._u[:self.n_inputs] = u
             gap, force = np.zeros(self.nc), np.zeros(self.nc)
-            rc = self.lib.mbk_events_outputs(self.handle, float(t), self._y.ctypes.data,
+            rc = self._outputs_fn(self.handle, float(t), self._y.ctypes.data,
                                              self._u.ctypes.data, self._rec.ctypes.data,
                                              gap.ctypes.data, force.ctypes.data)
             if rc:

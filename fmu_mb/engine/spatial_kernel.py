@@ -67,6 +67,15 @@ def library():
     lib.sk_set_drives.argtypes = [P, I, P, P, I, P]
     lib.sk_set_contacts.argtypes = [P, I, P, P]
     lib.sk_set_active.argtypes = [P, I, P]
+    lib.sk_step.argtypes = [P, I, P, P, P, I, P, P]
+    lib.sk_events_create.restype = P
+    lib.sk_events_create.argtypes = [P, P, I]
+    lib.sk_events_free.restype = None
+    lib.sk_events_free.argtypes = [P]
+    lib.sk_advance_events.argtypes = [P, I, P, P, P, P]
+    lib.sk_advance_events_to_impact.argtypes = [P, I, P, P, P, P, P]
+    lib.sk_events_outputs.argtypes = [P, D, P, P, P, P, P]
+    lib.sk_events_accelerations.argtypes = [P, D, P, P, P, P, P, P, P, P, P]
     _kernel._set_tableaus(lib, "sk_set_tableau")
     return lib
 
@@ -417,6 +426,33 @@ class SpatialKernel:
             finally:
                 self._set_active(())
 
+    def contact_step(self, method, t, t_end, y, f, h, u, rtol, atol, max_step, stab, active):
+        """One accepted dopri5/dop853 step (sk_step) from (t, y) with f = f(t, y) (or None)
+        and the persistent contacts `active` as rows: (t_new, y_new (not normalised), K
+        stages (s + 1, 2 n), h_next, h_taken); stab = (stabilization, (alpha, beta),
+        projection_tol) (Baumgarte acts in the stages)."""
+        n = self.n
+        s = 12 if method == "dop853" else 6
+        K = np.zeros((s + 1, 2 * n))
+        if f is not None:
+            K[0] = f
+        par = np.array([t, t_end, h, rtol, atol, max_step, 0.0])
+        with self._lock:
+            self._set_active(active)
+            try:
+                self._stabilization(*stab)
+                self._y[:2 * n] = y
+                self._set_u(u)
+                rc = self.lib.sk_step(self.handle, _kernel.METHOD_CODES[method],
+                                      par.ctypes.data, self._y.ctypes.data,
+                                      self._u.ctypes.data, int(f is not None), K.ctypes.data,
+                                      self._nfev.ctypes.data)
+                if rc:
+                    raise self._error(rc, float(par[0]), f"the {method} integrator failed")
+                return float(par[0]), self._y[:2 * n].copy(), K, float(par[2]), float(par[6])
+            finally:
+                self._set_active(())
+
     def contact_project(self, q, qd, t, tol, active):
         """project() with the persistent contacts `active` as rows gap = 0."""
         with self._lock:
@@ -486,3 +522,31 @@ def spatial_kernel(model):
     if k is None:
         k = _KERNELS[model] = SpatialKernel(model)
     return k
+
+
+class SpatialContactEvents(_kernel.ContactEvents):
+    """The contact event loop of a spatial model in C (native/event_loop.h over this kernel,
+    native/spatial_events.c, `sk_advance_events`): the planar ContactEvents' interface and
+    semantics (impacts by seed 000 ch.3 eq. 15 with Newton's restitution law, persistent
+    contacts and their release, event location on the dense output), a whole interval in one
+    foreign call. It owns a private copy of the kernel (the persistent contacts are rows of
+    that copy), so it shares no workspace with `spatial_kernel(model)`."""
+
+    def __init__(self, model):
+        base = spatial_kernel(model)
+        lib = library()
+        e = np.ascontiguousarray(model.compiled.contacts.restitution, dtype=float)
+        handle = lib.sk_events_create(base.handle, e.ctypes.data, len(model.inputs))
+        self._setup(model, base, lib, handle, lib.sk_events_free, lib.sk_advance_events,
+                    lib.sk_events_outputs)
+
+
+_EVENT_LOOPS = weakref.WeakKeyDictionary()
+
+
+def spatial_contact_events(model):
+    """The SpatialContactEvents of `model` (made once per Model)."""
+    ev = _EVENT_LOOPS.get(model)
+    if ev is None:
+        ev = _EVENT_LOOPS[model] = SpatialContactEvents(model)
+    return ev

@@ -450,9 +450,12 @@ class MultibodySlave(GuardedSlave):
         from ..engine.data import supported
         from ..engine.engine import METHODS, Engine
 
-        if (settings.method not in METHODS or model.contacts
-                or supported(model) is not None):   # contacts: the Python event loop's
-            return None                             # records live in State.extra
+        if (settings.method not in METHODS or (model.contacts and not model.spatial)
+                or supported(model) is not None):   # planar contacts: the Python event
+            return None                             # loop's records live in State.extra
+        # (spatial contact models step in the engine, their records carried into
+        # State.extra: a tumbling box is chaotic, and only the very code of the native FMU,
+        # its initial state included, gives its numbers to 1e-9 over its experiment)
         try:
             if model is self._model and self._eng is not None:     # the same model data
                 engine = Engine(blob=self._eng._blob.raw, name=model.name)
@@ -617,8 +620,16 @@ class MultibodySlave(GuardedSlave):
             return self._discard(f"{name}: the step from t = {t!r} to {t_end!r} failed and "
                                  f"was discarded: {text}")
         n = state.q.shape[0]
+        extra = state.extra
+        if self._eng.n_contacts:             # the engine's contact records into State.extra
+            from ..dynamics.formulations.recursive import _extra, _records
+
+            st, rec = _records(self._model, extra)
+            new_rec = s[2 + 2 * n:].reshape(rec.shape)
+            if not np.array_equal(new_rec, rec):
+                extra = _extra(st, new_rec, extra)
         new = State.make(float(s[0]), s[1:1 + n], s[1 + n:1 + 2 * n], float(s[1 + 2 * n]),
-                         state.coords, state.extra)
+                         state.coords, extra)
         self._state = self._held = new
         self._out = None
         self._yvalid = 0

@@ -163,8 +163,20 @@ def contact_kit(name):
                 y[:n], y[n:], t, tol, np.flatnonzero(active)))
         return project(model, form, y, t, tol, active, pas, locks)
 
+    def unit_gaps(model, q):
+        # the compiled kernel poses a body by A(p / |p|) (its rows and right-hand side):
+        # the gaps of the same pose, also between steps on the dense output, where |p| is
+        # 1 only to the interpolation error
+        tm = st.tree_map(model)
+        if len(tm.norm):
+            q = np.array(q, float)
+            idx = tm.norm[:, None] + np.arange(4)
+            q[idx] /= np.linalg.norm(q[idx], axis=1)[:, None]
+        return gaps(model, q)
+
     return SimpleNamespace(
-        gaps=gaps, contact_rows=contact_rows, accelerations=acc,
+        gaps=unit_gaps if name == "recursive" else gaps, contact_rows=contact_rows,
+        accelerations=acc,
         impact=impact,
         project=proj,
         kinetic=kinetic, singular_position=unavailable, criterion=unavailable,

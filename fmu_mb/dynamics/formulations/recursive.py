@@ -39,8 +39,9 @@ prismatic, spherical and weld joints and floating bodies, loops closed by cut jo
 every spatial kind (the same Schur complement and projection as the planar kernel), with
 gravity, TSDA, RSDA, bushings, forces, torques and hydraulic cylinders; drives on revolute
 and prismatic joints with the laws constant_rate, harmonic and polynomial as rows after the
-cut joints' (evaluated in C); contacts with the persistent contacts' gap rows in C and the
-event location and impacts in Python (formulations/_spatial_contacts.py).
+cut joints' (evaluated in C); contacts with the whole event loop in C too (native/event_loop.h over the spatial
+kernel, native/spatial_events.c; the Python loop with formulations/_spatial_contacts.py
+remains reachable through NATIVE_EVENTS = False).
 """
 import numpy as np
 
@@ -233,13 +234,57 @@ class NativeStepper:
         return Dop853DenseOutput(t_old, t, y_old, F)
 
 
+class SpatialNativeStepper(NativeStepper):
+    """NativeStepper over the spatial kernel (sk_step) with the phase's persistent contacts as
+    rows: the Python event loop of a spatial model takes the steps the C loop takes (so the
+    two differ only in event location and impacts); with projection every step ends with
+    the kernel's projection (Euler parameters normalised, rows closed)."""
+
+    def __init__(self, model, settings, t, y, t_end, h, u, contacts=()):
+        from ...engine.spatial_kernel import spatial_kernel
+
+        self.k, self.active = spatial_kernel(model), contacts
+        self.method, self.u, self.t_end = settings.method, u, t_end
+        self.rtol = max(settings.rtol, 100 * np.finfo(float).eps)
+        self.atol, self.max_step = settings.atol, settings.max_step
+        self.project = settings.stabilization == "projection"
+        self.stab = (settings.stabilization, settings.baumgarte, settings.projection_tol)
+        self.baumgarte = settings.baumgarte if settings.stabilization == "baumgarte" else None
+        self.tol = settings.projection_tol
+        self.t, self.y, self.h, self.f = t, np.asarray(y, float), (h if h > 0 else 0.0), None
+        self.t_old, self._dense, self._step = None, None, None
+
+    def _rhs(self, t, y):
+        n = self.k.n
+        qdd = self.k.contact_accelerations(y[:n], y[n:], t, self.u, self.active,
+                                           self.baumgarte)[0]
+        return np.concatenate([y[n:], qdd])
+
+    def step(self):
+        t_old, y_old = self.t, self.y
+        first = min(self.h, self.t_end - t_old) if self.h > 0 else 0.0
+        t, y, K, h_next, h_taken = self.k.contact_step(
+            self.method, t_old, self.t_end, y_old, self.f, first, self.u, self.rtol,
+            self.atol, self.max_step, self.stab,
+            self.active)
+        self._step, self._dense = (t_old, t, y_old, y, K, h_taken), None
+        f = K[-1]
+        if self.project:
+            n = self.k.n
+            y = np.concatenate(self.k.contact_project(y[:n], y[n:], t, self.tol, self.active))
+            f = self._rhs(t, y)
+        self.t_old, self.t, self.y, self.f, self.h = t_old, t, y, f, h_next
+
+
 def native_stepper(model, settings, t, y, t_end, h, u, active=None):
     """A NativeStepper for the event loop, or None when the method has no C step (rk4 and
     radau keep the Python stepper). active: the persistent contacts of the phase (bool per
     contact), whose gap rows the kernel keeps closed as loop rows."""
-    if settings.method not in ("dopri5", "dop853") or model.spatial:
+    if settings.method not in ("dopri5", "dop853"):
         return None
     contacts = () if active is None else tuple(int(i) for i in np.flatnonzero(active))
+    if model.spatial:
+        return SpatialNativeStepper(model, settings, t, y, t_end, h, u, contacts)
     return NativeStepper(model, settings, t, y, t_end, h, u, contacts)
 
 
@@ -250,17 +295,20 @@ _REC = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
 
 
 def _events_apply(model, settings):
-    """True when the C event loop runs `model` with `settings`: planar, rk4, dopri5 or
-    dop853, no Reduction-Method contact (those stay in the Python loop)."""
-    return (NATIVE_EVENTS and bool(model.contacts) and not model.spatial
+    """True when the C event loop runs `model` with `settings`: planar or spatial, rk4,
+    dopri5 or dop853, no Reduction-Method contact (those stay in the Python loop)."""
+    return (NATIVE_EVENTS and bool(model.contacts)
             and settings.method in ("rk4", "dopri5", "dop853")
             and not any(c.method == "reduction" for c in model.contacts))
 
 
 def _events_call(model, settings):
     """run(t, t_end, q, qd, h, u, rec) -> (y, h, rec) of the C loop with the settings bound
-    (kernel.ContactEvents.stepper)."""
-    from ...engine.kernel import contact_events
+    (kernel.ContactEvents.stepper; spatial_kernel.SpatialContactEvents in 3-D)."""
+    if model.spatial:
+        from ...engine.spatial_kernel import spatial_contact_events as contact_events
+    else:
+        from ...engine.kernel import contact_events
 
     return contact_events(model).stepper(
         settings.method, max(settings.rtol, 100 * np.finfo(float).eps), settings.atol,
@@ -287,11 +335,11 @@ def _extra(st, rec, extra):
 
 
 def native_events(model, state, t_end, u, settings):
-    """advance() of a planar contact model with the whole event loop in C
-    (fmu_mb.engine.kernel.ContactEvents): returns the new State, or None where the C loop
-    does not apply (spatial models, methods other than rk4, dopri5 and dop853 (euler,
-    radau), Reduction-Method contacts: the Python loop of integrate._advance_contacts runs
-    them)."""
+    """advance() of a contact model with the whole event loop in C
+    (fmu_mb.engine.kernel.ContactEvents, spatial_kernel.SpatialContactEvents in 3-D): returns
+    the new State, or None where the C loop does not apply (methods other than rk4, dopri5
+    and dop853 (euler, radau), Reduction-Method contacts: the Python loop of
+    integrate._advance_contacts runs them)."""
     if not _events_apply(model, settings):
         return None
     st, rec = _records(model, state.extra)

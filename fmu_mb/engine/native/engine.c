@@ -11,7 +11,8 @@
  *     poses and the initial values or guesses, Newton with least M-norm steps on the model's
  *     rows and the given coordinates, angles to the turn nearest the placement, least M-norm
  *     velocities with the given rates, then q, qd of the tree;
- *   - contacts (planar): the event loop of events.c (included by kernel.c) steps a model with
+ *   - contacts: the event loop of events.c (planar, included by kernel.c) or spatial_events.c
+ *     (spatial, included by spatial_kernel.c; both native/event_loop.h) steps a model with
  *     contacts; its records (impacts, last time, last impulse, energy lost, active per
  *     contact) are part of the state; the contacts' outputs come from mbk_events_outputs, the
  *     reactions during a persistent contact from the Newton-Euler multipliers with the
@@ -120,6 +121,15 @@ static double absmax(const double *v, int n);
 static int all_finite(const double *v, int n);
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
                                  char *err, size_t errlen);
+/* contacts in 3-D (engine_spatial.h's contacts block): the event loop of spatial_events.c */
+static void *spatial_make_events(MbEngine *e, void *k);
+static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen);
+int sk_set_contacts(void *k, int nk, const int *ki, const double *kd);
+void sk_events_free(void *ev);
+int sk_advance_events(void *ev, int method, double *par, double *y, const double *u,
+                      double *rec);
+int sk_advance_events_to_impact(void *ev, int method, double *par, double *y, const double *u,
+                                double *rec, int *impact);
 void sk_free(void *k);
 void sk_set_stabilization(void *k, int mode, double alpha, double beta, double proj_tol);
 int sk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
@@ -484,11 +494,6 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
         msg(err, errlen, "the model data's parameter table does not fit its count");
         return 0;
     }
-    if (e->kind == 1 && (e->ncon || e->cnt[A_ICON] || e->cnt[A_DCON] || e->cnt[A_DREST])) {
-        msg(err, errlen, "the model data give a spatial model contacts; the compiled event "
-            "loop is planar");
-        return 0;
-    }
     if (e->kind == 1) {
         if (!check_spatial_data(e, err, errlen))
             return 0;
@@ -496,6 +501,15 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
         return 0;
     }
     return parameter_names(e, err, errlen);
+}
+
+/* contact_tol, contact_velocity, event_tol: finite numbers > 0 */
+static int event_settings_ok(const double *S)
+{
+    for (int i = 0; i < 3; i++)
+        if (!(S[i] > 0.0 && isfinite(S[i])))
+            return 0;
+    return 1;
 }
 
 static int check_planar_data(MbEngine *e, char *err, size_t errlen)
@@ -596,11 +610,7 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         BAD(!(P[7] == 1.0 || P[7] == -1.0), "a contact's side (expected +1 or -1)");
         BAD(!(r >= 0.0 && r <= 1.0), "a contact's restitution (expected 0 <= e <= 1)");
     }
-    {
-        const double *S = DA(e, A_DCSET);
-        BAD(!(S[0] > 0.0 && S[1] > 0.0 && S[2] > 0.0 && isfinite(S[0]) && isfinite(S[1]) &&
-              isfinite(S[2])), "the event settings (expected finite numbers > 0)");
-    }
+    BAD(!event_settings_ok(DA(e, A_DCSET)), "the event settings (expected finite numbers > 0)");
     for (int i = 0; i < 2 * e->nel; i++)
         BAD(IA(e, A_IEND)[i] < -1 || IA(e, A_IEND)[i] >= e->ncon, "a cylinder's end stops");
     /* the outputs: output_spec's count */
@@ -663,10 +673,20 @@ static void *make_kernel(MbEngine *e)
     return k;
 }
 
-/* the contact event loop over the planar kernel k (it copies what it needs) */
+/* the contact event loop over the kernel k (it copies what it needs) */
 static void *make_events(MbEngine *e, void *k)
 {
+    if (e->kind == 1)
+        return spatial_make_events(e, k);
     return mbk_events_create(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON), DA(e, A_DREST), e->ni);
+}
+
+static void free_events(const MbEngine *e, void *ev)
+{
+    if (e->kind == 1)
+        sk_events_free(ev);
+    else
+        mbk_events_free(ev);
 }
 
 static void free_kernel(const MbEngine *e, void *k)
@@ -683,7 +703,7 @@ void mbe_free(MbEngine *e)
     if (!e)
         return;
     if (e->ev)
-        mbk_events_free(e->ev);
+        free_events(e, e->ev);
     if (e->kern)
         free_kernel(e, e->kern);
     void *p[] = {e->rec, e->rectmp, e->gap, e->cforce, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
@@ -956,7 +976,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
     free_kernel(e, e->kern);
     e->kern = k;
     if (e->ev)
-        mbk_events_free(e->ev);
+        free_events(e, e->ev);
     e->ev = ev;
     memcpy(e->params, p, sizeof(double) * e->np);
     return MBE_OK;
@@ -1415,7 +1435,13 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
     par[18] = e->set.step;
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
     memcpy(e->rectmp, e->rec, sizeof(double) * EV_REC * e->ncon);
-    int rc = stop ? mbk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
+    int rc;
+    if (e->kind == 1)                            /* spatial: spatial_events.c's loop */
+        rc = stop ? sk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
+                                                e->rectmp, &hit)
+                  : sk_advance_events(e->ev, e->set.method, par, e->ytmp, uu, e->rectmp);
+    else
+        rc = stop ? mbk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
                                                  e->rectmp, &hit)
                   : mbk_advance_events(e->ev, e->set.method, par, e->ytmp, uu, e->rectmp);
     if (rc != OK) {
@@ -1605,6 +1631,21 @@ static void output_groups(MbEngine *e)
     GSET(MBE_GROUP_ENERGY, 3);
     GSET(MBE_GROUP_RESIDUALS, 2);
 #undef GSET
+}
+
+/* the contacts' outputs from entry k of y (planar and spatial): per contact gap, impacts,
+ * last_time, last_impulse, active, energy_loss (group GK), force (group G2); returns the next
+ * entry */
+static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
+{
+    for (int i = 0; i < e->ncon; i++) {
+        const double *R = e->rec + EV_REC * i;
+        double v[7] = {e->gap[i], R[0], R[1], R[2], R[4], R[3], e->cforce[i]};
+        for (int j = 0; j < 7; j++, k++)
+            if (j < 6 ? GK : G2)
+                y[k] = v[j];
+    }
+    return k;
 }
 
 MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y, char *err,
@@ -1823,17 +1864,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         y[k++] = xde[3 * b] - As[1] * xde[3 * b + 2];
         y[k++] = xde[3 * b + 1] + As[0] * xde[3 * b + 2];
     }
-    /* contacts: gap, impacts, last_time, last_impulse, active, energy_loss, force */
-    for (int i = 0; i < e->ncon; i++) {
-        const double *R = e->rec + EV_REC * i;
-        PUT(GK, e->gap[i]);
-        PUT(GK, R[0]);
-        PUT(GK, R[1]);
-        PUT(GK, R[2]);
-        PUT(GK, R[4]);
-        PUT(GK, R[3]);
-        PUT(G2, e->cforce[i]);
-    }
+    k = contact_outputs(e, GK, G2, y, k);
     /* energies (elements.kinetic_energy, potential_energy) and residuals */
     const double *g = DA(e, A_DGRAV);
     double T = 0.0, Vg = 0.0;

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define MBE_DATA_MAGIC 0x424d4d46u       /* "FMMB" little-endian: first 4 bytes of a blob */
-#define MBE_DATA_VERSION 3       /* 2: contacts; 3: spatial drives and cylinders */
+#define MBE_DATA_VERSION 3       /* 2: contacts; 3: spatial contacts, drives and cylinders */
 
 typedef enum {
     MBE_OK = 0,

@@ -61,13 +61,19 @@ enum {
      * (x 3), A_DMINV (7 nb); its rows: the joints', then the drives' (A_ISDI below), then the
      * nb Euler-parameter normalisations */
     A_ISRI, A_DSRD, A_DSMASS, A_DSJ, A_ISEI, A_DSED, A_ISCI, A_DSCD, A_DSRQ,
-    /* contacts (version 2; planar: the event loop of kernel.c's events.c), H_NCON of them */
-    A_ICON,        /* x 3 per contact: its gap row's kind (R_ANG, R_PRJ, R_DST), p, c */
+    /* contacts (version 2; planar: the event loop of kernel.c's events.c; version 3: spatial,
+     * spatial_kernel.c's spatial_events.c), H_NCON of them */
+    A_ICON,        /* x 3 per contact: its gap row's kind (R_ANG, R_PRJ, R_DST), p, c (spatial:
+                      sk_set_contacts' kind 1 point-plane, 2 point-point, 3 revolute limit,
+                      4 prismatic limit, p, c) */
     A_DCON,        /* x 8 per contact: sp(2), sc(2), w0(2), offset, side (gap = side (value -
-                      offset)), as kernel.contact_rows */
+                      offset)), as kernel.contact_rows (spatial x 29: s_p(3), s_c(3), F_p(9),
+                      F_c(9), normal(3) in p's axes, offset, side, as
+                      spatial_kernel._contacts) */
     A_DREST,       /* x 1 per contact: Newton's restitution coefficient e */
     A_DCSET,       /* 3: contact_tol [m or rad], contact_velocity [m/s or rad/s], event_tol [s]
-                      (planar models, with or without contacts; empty in spatial ones) */
+                      (planar models, with or without contacts; spatial ones with contacts;
+                      empty in spatial ones without) */
     A_IEND,        /* x 2 per element: the contacts of a cylinder's lower and upper end stop
                       (-1: none; E.end_stops counts their impacts) */
     /* spatial drives (version 3), H_ND of them: the spatial kernel's sk_set_drives arrays

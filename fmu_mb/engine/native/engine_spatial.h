@@ -669,7 +669,8 @@ static void *make_spatial_kernel(MbEngine *e)
         return NULL;
     if (sk_set_pose_data(k, DA(e, A_DSRQ)) != 0 ||
         (e->nd && sk_set_drives(k, e->nd, IA(e, A_ISDI), DA(e, A_DSDD), e->cnt[A_DSDP],
-                                DA(e, A_DSDP)) != 0)) {
+                                DA(e, A_DSDP)) != 0) ||
+        (e->ncon && sk_set_contacts(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON)) != 0)) {
         sk_free(k);
         return NULL;
     }
@@ -725,7 +726,8 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(C[0] < 0 || C[0] > 6 || C[1] < 0 || C[1] > nb || C[2] < 0 || C[2] > nb,
             "a cut joint's indices");
     }
-    int nout = 16 * nb + 6 * e->nmark + 5 + e->nd, srows = nb + e->nd, scoords = 0;
+    int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + 7 * e->ncon, srows = nb + e->nd,
+        scoords = 0;
     for (int j = 0; j < e->nj; j++) {
         const int *J = IA(e, A_IJOINT) + 6 * j;
         static const int rows[] = {3, 5, 4, 4, 5, 6, 1};
@@ -769,7 +771,7 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
     }
     BAD(nout != e->nout, "the number of outputs");
 #undef BAD
-    return 1;
+    return check_spatial_contacts(e, err, errlen);
 }
 
 static void q_matrix(const double *p, double A[3][3])     /* rotations.matrix */
@@ -1162,6 +1164,115 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     return MBE_OK;
 }
 
+/* ------------------------------------------------------------------ contacts in 3-D
+ * The event loop of spatial_kernel.c's spatial_events.c (native/event_loop.h, the planar loop's
+ * semantics) over a copy of the engine's kernel; the contacts are the kernel's (sk_set_contacts:
+ * A_ICON x 3 kind, p, c; A_DCON x 29 s_p, s_c, F_p, F_c, normal, offset, side as
+ * fmu_mb.engine.spatial_kernel._contacts), A_DREST their restitution, A_DCSET the event
+ * settings. Their gap rows in x (fmu_mb.mechanics.spatial.contacts.contact_rows) join the
+ * model's rows in the reactions while a contact persists. */
+#define SKD 29
+void *sk_events_create(void *base, const double *e, int ni);
+int sk_events_outputs(void *ev, double t, const double *y, const double *u,
+                      const double *rec, double *gap, double *force);
+int sk_events_accelerations(void *ev, double t, const double *q, const double *qd,
+                            const double *u, const double *rec, const double *rq, double *qdd,
+                            double *x, double *xd, double *xdd);
+
+static void *spatial_make_events(MbEngine *e, void *k)
+{
+    return sk_events_create(k, DA(e, A_DREST), e->ni);
+}
+
+static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen)
+{
+    int nb = e->nb;
+    if (e->cnt[A_ICON] != 3 * e->ncon || e->cnt[A_DCON] != SKD * e->ncon ||
+        e->cnt[A_DREST] != e->ncon || e->cnt[A_DCSET] != (e->ncon ? 3 : 0)) {
+        msg(err, errlen, "the model data's contact arrays do not fit %d contacts", e->ncon);
+        return 0;
+    }
+    for (int i = 0; i < e->ncon; i++) {
+        const int *K = IA(e, A_ICON) + 3 * i;
+        const double *P = DA(e, A_DCON) + SKD * i;
+        double r = DA(e, A_DREST)[i];
+        const char *bad = NULL;
+        if (K[0] < 1 || K[0] > 4 || K[1] < 0 || K[1] > nb || K[2] < 0 || K[2] > nb ||
+            K[1] == K[2])
+            bad = "a contact's kind or bodies";
+        else if (!(P[28] == 1.0 || P[28] == -1.0))
+            bad = "a contact's side (expected +1 or -1)";
+        else if (!(r >= 0.0 && r <= 1.0))
+            bad = "a contact's restitution (expected 0 <= e <= 1)";
+        if (bad) {
+            msg(err, errlen, "the model data are inconsistent: %s", bad);
+            return 0;
+        }
+    }
+    if (e->ncon) {
+        if (!event_settings_ok(DA(e, A_DCSET))) {
+            msg(err, errlen, "the model data are inconsistent: the event settings (expected "
+                "finite numbers > 0)");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* contact i's gap and its Jacobian on the pair's 14 coordinates at xe (contacts.contact_rows);
+ * 1 when undefined (two points at zero distance) */
+static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STerm *t, int *p,
+                                int *c)
+{
+    const int *K = IA(e, A_ICON) + 3 * i;
+    const double *P = DA(e, A_DCON) + SKD * i;
+    Frames3 f = {xe, P, P + 3, P + 6, P + 15, K[1], K[2]};
+    *p = K[1];
+    *c = K[2];
+    if (K[0] == 1) {                            /* n . (P_c - P_p), n = A_p normal */
+        VTerm n, d;
+        vterm(xe, K[1], P + 24, 0, 0, &n);
+        dvec(&f, &d);
+        vdot(&n, &d, t);
+    } else if (K[0] == 2) {                     /* |P_c - P_p| */
+        VTerm d;
+        dvec(&f, &d);
+        if (vnorm(&d, t))
+            return 1;
+    } else {                                    /* a revolute or prismatic coordinate */
+        coord_term(K[0] == 3 ? SC_REV : SC_PRI, &f, t);
+    }
+    t->v -= P[27];
+    sscale(t, P[28]);
+    return 0;
+}
+
+/* the persistent contacts' gap rows after the nr model rows of D (x 7 nb); returns the
+ * number of rows, -1 when a row is undefined */
+static int spatial_contact_rows(MbEngine *e, const double *x, int nr, double *D)
+{
+    int nb = e->nb, nc = 7 * nb, nt = nr;
+    sextend(e, x, e->xe, 0);
+    for (int i = 0; i < e->ncon; i++) {
+        if (e->rec[EV_REC * i + 4] == 0.0)
+            continue;
+        STerm t;
+        int p, c;
+        if (spatial_contact_term(e, i, e->xe, &t, &p, &c))
+            return -1;
+        double *Dr = D + (size_t)nt * nc;
+        memset(Dr, 0, sizeof(double) * nc);
+        for (int k = 0; k < 7; k++) {
+            if (p < nb)
+                Dr[7 * p + k] += t.J[k];
+            if (c < nb)
+                Dr[7 * c + k] += t.J[7 + k];
+        }
+        nt++;
+    }
+    return nt;
+}
+
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
                                  char *err, size_t errlen)
 {
@@ -1171,11 +1282,18 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
     const int GB = groups & MBE_GROUP_BODIES, GC = groups & MBE_GROUP_COORDS,
               GE = groups & MBE_GROUP_ELEMENTS, GM = groups & MBE_GROUP_MARKERS,
               GN = groups & MBE_GROUP_ENERGY, G2 = groups & MBE_GROUP_REACTIONS,
-              G4 = groups & MBE_GROUP_RESIDUALS;
+              G4 = groups & MBE_GROUP_RESIDUALS, GK = groups & MBE_GROUP_CONTACTS;
     sk_set_time(e->kern, t);
+    int nact = 0;                  /* persistent contacts: their rows join the reactions' */
+    for (int i = 0; i < e->ncon; i++)
+        nact += e->rec[EV_REC * i + 4] != 0.0;
     if ((rc = sk_kinematics(e->kern, q, qd, x, xd)) != OK ||
-        (G2 && (rc = sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd, e->xdd))
-         != OK)) {
+        (G2 && (rc = nact ? sk_events_accelerations(e->ev, t, q, qd, u, e->rec, DA(e, A_DSRQ),
+                                                    e->qdd, e->x, e->xd, e->xdd)
+                          : sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd,
+                                                  e->xdd)) != OK) ||
+        (e->ncon && (GK || G2) &&
+         (rc = sk_events_outputs(e->ev, t, e->y, u, e->rec, e->gap, e->cforce)) != OK)) {
         msg(err, errlen, "the outputs at t = %.9g s cannot be computed: %s", t,
             kernel_error(rc));
         return MBE_ERROR;
@@ -1187,11 +1305,16 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         msg(err, errlen, "a spring or distance link has zero length at t = %.9g s", t);
         return MBE_ERROR;
     }
+    int nt = nr;
+    if (G2 && nact && (nt = spatial_contact_rows(e, e->x, nr, e->D2)) < 0) {
+        msg(err, errlen, "a contact's gap row is undefined at t = %.9g s (zero distance)", t);
+        return MBE_ERROR;
+    }
     if (G2) {
         spatial_mass_times(e, e->x, e->xdd, e->rhs);
         for (int i = 0; i < nc; i++)
             e->f[i] -= e->rhs[i];
-        for (int a = 0; a < nr; a++) {
+        for (int a = 0; a < nt; a++) {
             const double *Da = e->D2 + (size_t)a * nc;
             double s = 0.0;
             for (int i = 0; i < nc; i++)
@@ -1202,11 +1325,11 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
                 double v = 0.0;
                 for (int i = 0; i < nc; i++)
                     v += Da[i] * Db[i];
-                e->S[a * nr + b] = e->S[b * nr + a] = v;
+                e->S[a * nt + b] = e->S[b * nt + a] = v;
             }
         }
-        memcpy(e->rhs, e->w, sizeof(double) * nr);
-        if (dense_psd_solve(e->S, e->V, e->w, nr, NULL, NULL, 0, e->rhs, lam) != OK) {
+        memcpy(e->rhs, e->w, sizeof(double) * nt);
+        if (dense_psd_solve(e->S, e->V, e->w, nt, NULL, NULL, 0, e->rhs, lam) != OK) {
             msg(err, errlen, "the reactions at t = %.9g s cannot be computed", t);
             return MBE_ERROR;
         }
@@ -1326,6 +1449,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         for (int i = 0; i < 6 * e->nmark; i++)
             y[k++] = out[i];
     }
+    k = contact_outputs(e, GK, G2, y, k);           /* gaps, records, forces */
     /* energies (spatial elements.kinetic_energy, potential_energy) and residuals */
     const double *mass = DA(e, A_DSMASS), *Jb = DA(e, A_DSJ), *g = DA(e, A_DGRAV);
     double Tr = 0.0, Tw = 0.0, Vg = 0.0;

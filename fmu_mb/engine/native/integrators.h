@@ -344,4 +344,49 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
     return OK;
 }
 
+/* One accepted dopri5 (method 0) or dop853 (1) step for an event loop that keeps the dense
+ * output and the drift control itself:
+ * par = [t (in/out), t_end, h (in: hint or 0, out: next step size), rtol, atol, max_step,
+ *        h_taken (out)]; y (m) the state at t, in: f(t, y) in Kout[0..m) when have_f;
+ * out: y the new (unprojected) state, Kout (s + 1 rows of m) the stages, K[s] = f(t_new, y). */
+static int integ_one_step(const Integ *I, int method, double *par, double *y, int have_f,
+                          double *Kout, int *nfev)
+{
+    int m = I->m, rc;
+    const Tableau *T = &TAB[method == 1 ? 1 : 0];
+    if (!T->ready || m == 0)
+        return ERR_ARGS;
+    int s = T->s;
+    double *K = I->K, *yc = K + (s + 1) * m;
+    *nfev = 0;
+    memcpy(yc, y, sizeof(double) * m);
+    if (have_f) {
+        memcpy(K, Kout, sizeof(double) * m);
+    } else {
+        if ((rc = I->rhs(I->ctx, par[0], yc, K)) != OK)
+            return rc;
+        *nfev += 1;
+    }
+    double tc = par[0], h_abs = par[2];
+    if (h_abs > 0.0) {
+        if (h_abs > par[1] - tc)
+            h_abs = par[1] - tc;
+    } else {
+        if ((rc = integ_initial_step(I, T, tc, yc, K, par[1], par[5], par[3], par[4], &h_abs))
+            != OK)
+            return rc;
+        *nfev += 1;
+    }
+    if ((rc = integ_rk_step(I, T, &tc, par[1], &h_abs, par[3], par[4], par[5], nfev, &par[6]))
+        != OK)
+        return rc;
+    if (!integ_all_finite(I->ynew, m))
+        return ERR_NONFINITE;
+    memcpy(y, I->ynew, sizeof(double) * m);
+    memcpy(Kout, K, sizeof(double) * (s + 1) * m);
+    par[0] = tc;
+    par[2] = h_abs;
+    return OK;
+}
+
 #endif

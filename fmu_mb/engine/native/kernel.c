@@ -1150,45 +1150,12 @@ int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, 
 int mbk_step(Kernel *k, int method, double *par, double *y, const double *u, int have_f,
              double *Kout, int *nfev)
 {
-    int n = k->n, m = 2 * n, rc;
-    const Tableau *T = &TAB[method == 1 ? 1 : 0];
-    if (!T->ready || m == 0)
-        return ERR_ARGS;
     Rhs ctx = {k, u};
     Integ I = integ(k, &ctx, 0);
-    int s = T->s;
-    double *K = k->K, *yc = K + (s + 1) * m;
-    *nfev = 0;
-    memcpy(yc, y, sizeof(double) * m);
-    if (have_f) {
-        memcpy(K, Kout, sizeof(double) * m);
-    } else {
-        if ((rc = rhs(&ctx, par[0], yc, K)) != OK)
-            return rc;
-        *nfev += 1;
-    }
-    double tc = par[0], h_abs = par[2];
-    if (h_abs > 0.0) {
-        if (h_abs > par[1] - tc)
-            h_abs = par[1] - tc;
-    } else {
-        if ((rc = integ_initial_step(&I, T, tc, yc, K, par[1], par[5], par[3], par[4], &h_abs))
-            != OK)
-            return rc;
-        *nfev += 1;
-    }
-    if ((rc = integ_rk_step(&I, T, &tc, par[1], &h_abs, par[3], par[4], par[5], nfev, &par[6]))
-        != OK)
-        return rc;
-    if (!integ_all_finite(k->ynew, m))
-        return ERR_NONFINITE;
-    memcpy(y, k->ynew, sizeof(double) * m);
-    if (k->nd)
-        prescribe_state(k, tc, y);
-    memcpy(Kout, K, sizeof(double) * (s + 1) * m);
-    par[0] = tc;
-    par[2] = h_abs;
-    return OK;
+    int rc = integ_one_step(&I, method, par, y, have_f, Kout, nfev);
+    if (rc == OK && k->nd)
+        prescribe_state(k, par[0], y);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ contact events

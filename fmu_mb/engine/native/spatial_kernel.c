@@ -61,7 +61,8 @@
  * more row, gap = 0 (fmu_mb.mechanics.spatial.contacts' gaps: a point on a plane, the
  * distance of two points, a revolute or prismatic joint's coordinate against a bound, times
  * the contact's side); its multiplier is the contact's (the force is -lam). Event location
- * and the impacts run in Python (fmu_mb.dynamics.formulations._spatial_contacts).
+ * and the impacts: the event loop of native/event_loop.h with this kernel's operations
+ * (native/spatial_events.c, included at the end).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -120,7 +121,7 @@ typedef struct {
     int *ki, *act;
     double *kd;
     /* cut joints and their rows */
-    int nc, m;
+    int nc, m, mcap;                  /* mcap: rows the buffers hold */
     int *ci;
     double *cd;
     Row *rows;
@@ -192,7 +193,7 @@ SK *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const doub
         }
         m += r;
     }
-    k->m = k->mc = m;
+    k->m = k->mc = k->mcap = m;
     size_t e = (size_t)(nb + 1), my = (size_t)(2 * n + 1), mm = (size_t)(m > 0 ? m : 1);
     size_t vv = (size_t)(nv > 0 ? nv : 1);
     k->ri = dup(ri, sizeof(int) * RI * nb);
@@ -305,6 +306,7 @@ static int alloc_rows(SK *k, int m)
         !k->work)
         return ERR_ARGS;
     k->m = m;
+    k->mcap = m;
     return OK;
 }
 
@@ -365,8 +367,13 @@ int sk_set_active(SK *k, int na, const int *idx)
             return ERR_ARGS;
     if (na > k->nk)
         return ERR_ARGS;
-    if (na != k->na && alloc_rows(k, k->mc + k->nd + na) != OK)
-        return ERR_ARGS;
+    int need = k->mc + k->nd + na;     /* (buffers kept when they hold the rows) */
+    if (need > k->mcap) {
+        if (alloc_rows(k, need) != OK)
+            return ERR_ARGS;
+    } else {
+        k->m = need;
+    }
     memcpy(k->act, idx, sizeof(int) * na);
     k->na = na;
     return OK;
@@ -1327,6 +1334,38 @@ static void add_path(const SK *k, int b, const double *jw, const double *jv, dou
     }
 }
 
+/* the gap row of contact i (fmu_mb.mechanics.spatial.contacts' gaps: a point on a plane, the
+ * distance of two points, a revolute or prismatic joint's coordinate against a bound, times
+ * the contact's side) at the kinematics; ERR_SINGULAR: two points at zero distance */
+static int contact_row(const SK *k, int i, Row *R)
+{
+    const int *K = k->ki + KI * i;
+    const double *kd = k->kd + KD * i;
+    Pair P;
+    double side = kd[28];
+    pair_init(k, K[1], K[2], kd, kd + 3, &P);
+    if (K[0] == 1) {                        /* n . (P_c - P_p) - radius */
+        double n[3];
+        mat3(k->A + 9 * K[1], kd + 24, n);
+        dot_d(k, &P, n, 1, R);
+    } else if (K[0] == 2) {                 /* |P_c - P_p| */
+        if (norm_d(k, &P, R) != OK)
+            return ERR_SINGULAR;
+    } else if (K[0] == 3) {                 /* revolute angle */
+        joint_angle_full(k, &P, kd + 6, kd + 15, R);
+    } else {                                /* prismatic position z_p . d */
+        double zp[3];
+        frame_axis(k, K[1], kd + 6, 2, zp);
+        dot_d(k, &P, zp, 1, R);
+    }
+    R->val = side * (R->val - kd[27]);
+    for (int j = 0; j < 12; j++)
+        R->j[j] *= side;
+    R->gam *= side;
+    R->rt = 0.0;
+    return OK;
+}
+
 /* the rows of the cut joints (values, twist Jacobians, gamma) and Dv at the kinematics */
 static int cut_rows(SK *k)
 {
@@ -1388,33 +1427,9 @@ static int cut_rows(SK *k)
         R->gam -= v[2];
         R->rt = v[1];
     }
-    for (int a = 0; a < k->na; a++) {          /* persistent contacts: gap = 0 */
-        const int *K = k->ki + KI * k->act[a];
-        const double *kd = k->kd + KD * k->act[a];
-        Pair P;
-        Row *R = &k->rows[r++];
-        double side = kd[28];
-        pair_init(k, K[1], K[2], kd, kd + 3, &P);
-        if (K[0] == 1) {                        /* n . (P_c - P_p) - radius */
-            double n[3];
-            mat3(k->A + 9 * K[1], kd + 24, n);
-            dot_d(k, &P, n, 1, R);
-        } else if (K[0] == 2) {                 /* |P_c - P_p| */
-            if (norm_d(k, &P, R) != OK)
-                return ERR_SINGULAR;
-        } else if (K[0] == 3) {                 /* revolute angle */
-            joint_angle_full(k, &P, kd + 6, kd + 15, R);
-        } else {                                /* prismatic position z_p . d */
-            double zp[3];
-            frame_axis(k, K[1], kd + 6, 2, zp);
-            dot_d(k, &P, zp, 1, R);
-        }
-        R->val = side * (R->val - kd[27]);
-        for (int i = 0; i < 12; i++)
-            R->j[i] *= side;
-        R->gam *= side;
-        R->rt = 0.0;
-    }
+    for (int a = 0; a < k->na; a++)             /* persistent contacts: gap = 0 */
+        if (contact_row(k, k->act[a], &k->rows[r++]) != OK)
+            return ERR_SINGULAR;
     int nv = k->nv;
     for (r = 0; r < k->m; r++) {
         double *Dr = k->Dv + (size_t)r * nv;
@@ -1696,3 +1711,21 @@ int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *
     return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
                          par[6], nfev, &par[7]);
 }
+
+/* One accepted dopri5 (method 0) or dop853 (1) step for an event loop that keeps the dense
+ * output and the drift control itself (integ_one_step; as the planar mbk_step): par = [t
+ * (in/out), t_end, h (in: hint or 0, out: next step size), rtol, atol, max_step, h_taken
+ * (out)]; y (2 n): in the state at t, out the new state (not normalised); Kout (s + 1 rows of
+ * 2 n): in f(t, y) in its first row when have_f, out the stages, K[s] = f(t_new, y). */
+int sk_step(SK *k, int method, double *par, double *y, const double *u, int have_f,
+            double *Kout, int *nfev)
+{
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, NULL, k, 0};
+    sk_set_inputs(k, u);
+    return integ_one_step(&I, method, par, y, have_f, Kout, nfev);
+}
+
+/* ------------------------------------------------------------------ contact events
+ * The contact event loop in C (native/event_loop.h, shared with the planar kernel) over this
+ * kernel: native/spatial_events.c, API in its header comment. */
+#include "spatial_events.c"

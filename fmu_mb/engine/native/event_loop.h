@@ -1,0 +1,854 @@
+/*
+ * fmu_mb's contact event loop, kernel-independent: the loop of
+ * fmu_mb.dynamics.integrate._advance_contacts in C, shared by the planar kernel (events.c,
+ * included by kernel.c) and the spatial kernel (spatial_events.c, included by
+ * spatial_kernel.c). Each includer gets its own static copy (one library per kernel).
+ *
+ * Here: the state and records of a call, the phase/step loop (tension check and release,
+ * the Zeno guard, the early return after an impact), dense output (scipy's RK45 and DOP853
+ * interpolants from the stages, rk4's cubic Hermite), the event functions and their location
+ * by Brent's method, the active-set logic of impact.solve_impact with Newton's restitution
+ * law and the records. The kernel supplies, as static functions defined after the include:
+ *
+ *   evk_select(ev, mask)          the phase rows: the kernel's bilateral rows, then the gap
+ *                                 rows of the contacts with mask[i] set (ev_select calls it
+ *                                 when the mask changes);
+ *   evk_configure(ev, stab, alpha, beta, ptol)   drift control of the phase kernel;
+ *   evk_gaps(ev, q, g)            every contact's gap at q (ERR_GAP: undefined there);
+ *   evk_lam(ev, t, y, lamc)       the selected contacts' multipliers lam_c (force -lam_c) at
+ *                                 (t, y) without Baumgarte terms (lamc indexed by contact);
+ *   evk_rhs(ev, t, y, dy)         the phase's right-hand side (qd, qdd) in its drift mode;
+ *   evk_step(ev, method, par, y, have_f, K)     one accepted dopri5/dop853 step (mbk_step);
+ *   evk_project(ev, t, y)         drift projection onto the phase rows;
+ *   evk_project_steps(ev)         1 when the loop projects after each step (stab 1);
+ *   evk_phase_lam(ev, lam)        the selected contacts' multipliers of the last right-hand
+ *                                 side, at the state just projected: 1 when valid, else 0;
+ *   evk_reuse_f(ev)               1 when f(t, y) of one call may start the next;
+ *   evk_kinetic(ev, y)            kinetic energy [J];
+ *   evk_contact_rates(ev, t, q, qd, gap, v)     every contact's gap and gap rate at (q, qd),
+ *                                 keeping the rows for evk_rates (t: the impact's time);
+ *   evk_rates(ev, qd, v)          every contact's gap rate for other velocities at that q;
+ *   evk_impact_solve(ev, q, qd, trial, target, qdp, rcon)   seed 000 ch.3 eq. 15 with the
+ *                                 kernel's bilateral rows and the contacts in trial (their
+ *                                 rates = target): qdp = qd+, rcon the contacts' impulses
+ *                                 (r, 0 for the others).
+ * The includer defines before the include: <math.h>, <string.h>, <stdlib.h>, OK, ERR_ARGS,
+ * ERR_NONFINITE, INTEG_ERR_BUDGET (integrators.h), MAXS and `struct EvKernel`'s name.
+ */
+#ifndef FMU_MB_EVENT_LOOP_H
+#define FMU_MB_EVENT_LOOP_H
+
+#define EV_REC 5
+#define EV_NPAR 19
+enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11 };
+enum { EV_IMPACT = 0, EV_RELEASE = 1 };
+
+static const double EV_RK45_P[7][4] = {
+    {1.0, -2.8535800653862835, 3.0717434641059005, -1.1270175653862835},
+    {0.0, 0.0, 0.0, 0.0},
+    {0.0, 4.023133379230305, -6.249321565289, 2.675424484351598},
+    {0.0, -3.7324019615885042, 10.068970589843675, -5.685526961588504},
+    {0.0, 2.5548038301849423, -6.399112377351017, 3.5219323679207912},
+    {0.0, -1.3744241142186024, 3.272657752246729, -1.7672812570757455},
+    {0.0, 1.3824689317781436, -3.764937863556287, 2.382468931778144},
+};
+
+static const double EV_DOP853_AX[3][16] = {
+    {0.056167502283047954, 0.0, 0.0, 0.0, 0.0, 0.0, 0.25350021021662483, -0.2462390374708025, -0.12419142326381637, 0.15329179827876568, 0.00820105229563469, 0.007567897660545699, -0.008298, 0.0, 0.0, 0.0},
+    {0.03183464816350214, 0.0, 0.0, 0.0, 0.0, 0.028300909672366776, 0.053541988307438566, -0.05492374857139099, 0.0, 0.0, -0.00010834732869724932, 0.0003825710908356584, -0.00034046500868740456, 0.1413124436746325, 0.0, 0.0},
+    {-0.42889630158379194, 0.0, 0.0, 0.0, 0.0, -4.697621415361164, 7.683421196062599, 4.06898981839711, 0.3567271874552811, 0.0, 0.0, 0.0, -0.0013990241651590145, 2.9475147891527724, -9.15095847217987, 0.0},
+};
+
+static const double EV_DOP853_CX[3] = {
+    0.1, 0.2, 0.7777777777777778,
+};
+
+static const double EV_DOP853_D[4][16] = {
+    {-8.428938276109013, 0.0, 0.0, 0.0, 0.0, 0.5667149535193777, -3.0689499459498917, 2.38466765651207, 2.117034582445028, -0.871391583777973, 2.2404374302607883, 0.6315787787694688, -0.08899033645133331, 18.148505520854727, -9.194632392478356, -4.436036387594894},
+    {10.427508642579134, 0.0, 0.0, 0.0, 0.0, 242.28349177525817, 165.20045171727028, -374.5467547226902, -22.113666853125306, 7.733432668472264, -30.674084731089398, -9.332130526430229, 15.697238121770845, -31.139403219565178, -9.35292435884448, 35.81684148639408},
+    {19.985053242002433, 0.0, 0.0, 0.0, 0.0, -387.0373087493518, -189.17813819516758, 527.8081592054236, -11.57390253995963, 6.8812326946963, -1.0006050966910838, 0.7777137798053443, -2.778205752353508, -60.19669523126412, 84.32040550667716, 11.99229113618279},
+    {-25.69393346270375, 0.0, 0.0, 0.0, 0.0, -154.18974869023643, -231.5293791760455, 357.6391179106141, 93.40532418362432, -37.45832313645163, 104.0996495089623, 29.8402934266605, -43.53345659001114, 96.32455395918828, -39.17726167561544, -149.72683625798564},
+};
+
+
+
+typedef struct EvKernel EvKernel;     /* the includer's kernels and rows */
+
+typedef struct {
+    EvKernel *k;
+    int n, nc;             /* state (q, qd) of 2 n; contacts */
+    double *e;             /* (nc) restitution */
+    unsigned char *sel;    /* (nc) contacts whose rows the phase kernel has now */
+    /* the state and records of a call (copies: the caller's are written on success) */
+    double *y, *rec;
+    unsigned char *active; /* (nc) persistent contacts during the call */
+    /* one step: y_old, y_new (unprojected), the stages (16 rows) and dense coefficients */
+    double *yold, *ynew, *K, *F, *yd, *ys, *f;
+    double t_old, t_new, h_dense;
+    int method, dense_rows;
+    /* event functions: values at the samples, candidate lists */
+    double *v, *vprev, *lamc, *g;
+    /* impacts: gaps and gap rates of all contacts, active set trials */
+    double *gap, *vminus, *vplus, *target, *rcon, *qdp;
+    unsigned char *closed, *trial, *seen;
+    const double *u;
+    double contact_tol;
+    int mode;
+    double alpha, beta;
+    /* reuse, bit for bit, of what the last step computed: the contact multipliers at its
+     * end state (the next step's values at t0) and f(t, y) at the end of the last call (the
+     * next call's first stage, when t, y, u, the active set and the drift control agree) */
+    double *lam0, *lam1;
+    int ni, fc_ok;
+    double t_fc, mode_fc, alpha_fc, beta_fc, *y_fc, *u_fc, *f_fc;
+    unsigned char *sel_fc;
+} EvLoop;
+
+static void evk_select(EvLoop *ev, const unsigned char *mask);
+static void evk_configure(EvLoop *ev, int stab, double alpha, double beta, double ptol);
+static int evk_gaps(EvLoop *ev, const double *q, double *g);
+static int evk_lam(EvLoop *ev, double t, const double *y, double *lamc);
+static int evk_rhs(EvLoop *ev, double t, const double *y, double *dy);
+static int evk_step(EvLoop *ev, int method, double *par, double *y, int have_f, double *K);
+static int evk_project(EvLoop *ev, double t, double *y);
+static int evk_project_steps(EvLoop *ev);
+static int evk_phase_lam(EvLoop *ev, double *lam);
+static int evk_reuse_f(EvLoop *ev);
+static double evk_kinetic(EvLoop *ev, const double *y);
+static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double *qd,
+                             double *gap, double *v);
+static void evk_rates(EvLoop *ev, const double *qd, double *v);
+static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
+                            const unsigned char *trial, const double *target, double *qdp,
+                            double *rcon);
+
+/* the generic buffers of ev for n coordinates, nc contacts (restitution e), ni inputs:
+ * OK or ERR_ARGS (out of memory; ev_release frees what was allocated) */
+static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
+{
+    size_t m2 = (size_t)(2 * n > 0 ? 2 * n : 1), c = (size_t)nc;
+    ev->n = n;
+    ev->nc = nc;
+    ev->ni = ni;
+    void **p[] = {(void **)&ev->y, (void **)&ev->yold, (void **)&ev->ynew, (void **)&ev->yd,
+                  (void **)&ev->f, (void **)&ev->qdp, (void **)&ev->y_fc, (void **)&ev->f_fc};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        if (!(*p[i] = calloc(m2, sizeof(double))))
+            return ERR_ARGS;
+    double **pc[] = {&ev->rec, &ev->v, &ev->vprev, &ev->lamc, &ev->g, &ev->gap, &ev->vminus,
+                     &ev->vplus, &ev->target, &ev->rcon, &ev->lam0, &ev->lam1, &ev->e};
+    for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)
+        if (!(*pc[i] = calloc(i == 0 ? EV_REC * c : c, sizeof(double))))
+            return ERR_ARGS;
+    memcpy(ev->e, e, sizeof(double) * c);
+    unsigned char **pb[] = {&ev->sel, &ev->active, &ev->closed, &ev->trial, &ev->sel_fc};
+    for (size_t i = 0; i < sizeof pb / sizeof pb[0]; i++)
+        if (!(*pb[i] = calloc(c, 1)))
+            return ERR_ARGS;
+    ev->K = calloc((MAXS + 1) * m2, sizeof(double));
+    ev->F = calloc(8 * m2, sizeof(double));
+    ev->ys = calloc(4 * m2, sizeof(double));
+    ev->seen = calloc((4 * c + 5) * c, 1);
+    ev->u_fc = calloc((size_t)(ni > 0 ? ni : 1), sizeof(double));
+    if (!ev->K || !ev->F || !ev->ys || !ev->seen || !ev->u_fc)
+        return ERR_ARGS;
+    return OK;
+}
+
+static void ev_release(EvLoop *ev)
+{
+    void *p[] = {ev->e, ev->sel, ev->y, ev->rec, ev->active, ev->yold, ev->ynew, ev->K, ev->F,
+                 ev->yd, ev->ys, ev->f, ev->v, ev->vprev, ev->lamc, ev->g, ev->gap,
+                 ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
+                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
+        free(p[i]);
+}
+
+/* the phase rows: the bilateral rows, then the gap rows of the contacts with mask[i] set */
+static void ev_select(EvLoop *ev, const unsigned char *mask)
+{
+    if (memcmp(mask, ev->sel, (size_t)ev->nc) == 0)
+        return;
+    evk_select(ev, mask);
+    memcpy(ev->sel, mask, (size_t)ev->nc);
+}
+
+static int ev_any(const unsigned char *mask, int nc)
+{
+    for (int i = 0; i < nc; i++)
+        if (mask[i])
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ dense output */
+/* the interpolant of the last step (t_old, t_new, yold, ynew unprojected, stages in K,
+ * h_taken): RK45: Q = K' P, y(t) = yold + h sum_j Q_j x^(j+1); DOP853: F of scipy's
+ * Dop853DenseOutput with its three extra stages */
+static int ev_dense_setup(EvLoop *ev, double h_taken)
+{
+    int m = 2 * ev->n, rc;
+    double *K = ev->K, *F = ev->F;
+    ev->h_dense = ev->t_new - ev->t_old;
+    if (ev->method == 0) {
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < 4; j++) {
+                double acc = 0.0;
+                for (int s = 0; s < 7; s++)
+                    acc += K[s * m + i] * EV_RK45_P[s][j];
+                F[j * m + i] = acc;
+            }
+        ev->dense_rows = 4;
+        return OK;
+    }
+    double h = h_taken, *yt = ev->yd;
+    for (int j = 13; j < 16; j++) {
+        const double *a = EV_DOP853_AX[j - 13];
+        for (int i = 0; i < m; i++) {
+            double acc = 0.0;
+            for (int l = 0; l < j; l++)
+                acc += K[l * m + i] * a[l];
+            yt[i] = ev->yold[i] + acc * h;
+        }
+        if ((rc = evk_rhs(ev, ev->t_old + EV_DOP853_CX[j - 13] * h, yt, K + j * m)) != OK)
+            return rc;
+    }
+    for (int i = 0; i < m; i++) {
+        double dy = ev->ynew[i] - ev->yold[i];
+        F[i] = dy;
+        F[m + i] = h * K[i] - dy;
+        F[2 * m + i] = 2 * dy - h * (K[12 * m + i] + K[i]);
+        for (int r = 0; r < 4; r++) {
+            double acc = 0.0;
+            for (int l = 0; l < 16; l++)
+                acc += EV_DOP853_D[r][l] * K[l * m + i];
+            F[(3 + r) * m + i] = h * acc;
+        }
+    }
+    ev->dense_rows = 7;
+    return OK;
+}
+
+static void ev_dense(const EvLoop *ev, double t, double *y)
+{
+    int m = 2 * ev->n;
+    double x = (t - ev->t_old) / ev->h_dense;
+    const double *F = ev->F;
+    if (ev->method == 2) {          /* rk4: cubic Hermite between the step's ends */
+        double s = x, dt = ev->h_dense, s2 = pow(s, 2.0), s3 = pow(s, 3.0);
+        double h00 = 2 * s3 - 3 * s2 + 1, h10 = s3 - 2 * s2 + s;
+        double h01 = -2 * s3 + 3 * s2, h11 = s3 - s2;
+        double a = h10 * dt, b = h11 * dt;
+        for (int i = 0; i < m; i++)
+            y[i] = h00 * F[i] + a * F[m + i] + h01 * F[2 * m + i] + b * F[3 * m + i];
+        return;
+    }
+    if (ev->method == 0) {
+        double p[4];
+        p[0] = x;
+        for (int j = 1; j < 4; j++)
+            p[j] = p[j - 1] * x;
+        for (int i = 0; i < m; i++) {
+            double acc = 0.0;
+            for (int j = 0; j < 4; j++)
+                acc += F[j * m + i] * p[j];
+            y[i] = ev->h_dense * acc + ev->yold[i];
+        }
+        return;
+    }
+    for (int i = 0; i < m; i++) {
+        double acc = 0.0;
+        for (int r = 0; r < 7; r++) {
+            acc += F[(6 - r) * m + i];
+            acc *= (r % 2 == 0) ? x : (1.0 - x);
+        }
+        y[i] = acc + ev->yold[i];
+    }
+}
+
+/* ------------------------------------------------------------------ event functions */
+/* per contact: the gap of an inactive contact, the force -lam_c of an active one (lam0: the
+ * active contacts' multipliers at (t, y) when already known, else NULL) */
+static int ev_values_at(EvLoop *ev, double t, const double *y, double *out,
+                        const double *lam0);
+
+static int ev_values(EvLoop *ev, double t, const double *y, double *out)
+{
+    return ev_values_at(ev, t, y, out, NULL);
+}
+
+static int ev_values_at(EvLoop *ev, double t, const double *y, double *out,
+                        const double *lam0)
+{
+    int nc = ev->nc, rc;
+    int watch = 0, act = 0;
+    for (int i = 0; i < nc; i++) {
+        out[i] = INFINITY;
+        if (ev->active[i])
+            act = 1;
+        else
+            watch = 1;
+    }
+    if (watch) {
+        if ((rc = evk_gaps(ev, y, ev->g)) != OK)
+            return rc;
+        for (int i = 0; i < nc; i++)
+            if (!ev->active[i])
+                out[i] = ev->g[i];
+    }
+    if (act) {
+        if (!lam0 && (rc = evk_lam(ev, t, y, ev->lamc)) != OK)
+            return rc;
+        for (int i = 0; i < nc; i++)
+            if (ev->active[i])
+                out[i] = -(lam0 ? lam0[i] : ev->lamc[i]);
+    }
+    return OK;
+}
+
+/* event function of contact i at t on the dense output, plus shift */
+static int ev_fun(EvLoop *ev, int i, double t, double shift, double *val)
+{
+    double *y = ev->yd;
+    int rc;
+    ev_dense(ev, t, y);
+    if (ev->active[i]) {
+        if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK)
+            return rc;
+        *val = -ev->lamc[i] + shift;
+    } else {
+        if ((rc = evk_gaps(ev, y, ev->g)) != OK)
+            return rc;
+        *val = ev->g[i] + shift;
+    }
+    return OK;
+}
+
+/* Brent's method on [xa, xb] as scipy.optimize.brentq (xtol, rtol, 100 iterations) */
+static int ev_brent(EvLoop *ev, int i, double shift, double xa, double xb, double xtol,
+                    double rtol, double *root)
+{
+    double xpre = xa, xcur = xb, xblk = 0.0, fpre, fcur, fblk = 0.0, spre = 0.0, scur = 0.0;
+    int rc;
+    if ((rc = ev_fun(ev, i, xpre, shift, &fpre)) != OK ||
+        (rc = ev_fun(ev, i, xcur, shift, &fcur)) != OK)
+        return rc;
+    if (fpre == 0.0) {
+        *root = xpre;
+        return OK;
+    }
+    if (fcur == 0.0) {
+        *root = xcur;
+        return OK;
+    }
+    if (signbit(fpre) == signbit(fcur))
+        return ERR_EVENT;
+    for (int it = 0; it < 100; it++) {
+        if (fpre != 0.0 && fcur != 0.0 && signbit(fpre) != signbit(fcur)) {
+            xblk = xpre;
+            fblk = fpre;
+            spre = scur = xcur - xpre;
+        }
+        if (fabs(fblk) < fabs(fcur)) {
+            xpre = xcur;
+            xcur = xblk;
+            xblk = xpre;
+            fpre = fcur;
+            fcur = fblk;
+            fblk = fpre;
+        }
+        double delta = (xtol + rtol * fabs(xcur)) / 2;
+        double sbis = (xblk - xcur) / 2;
+        if (fcur == 0.0 || fabs(sbis) < delta) {
+            *root = xcur;
+            return OK;
+        }
+        if (fabs(spre) > delta && fabs(fcur) < fabs(fpre)) {
+            double stry;
+            if (xpre == xblk) {
+                stry = -fcur * (xcur - xpre) / (fcur - fpre);          /* secant */
+            } else {                                                  /* inverse quadratic */
+                double dpre = (fpre - fcur) / (xpre - xcur);
+                double dblk = (fblk - fcur) / (xblk - xcur);
+                stry = -fcur * (fblk * dblk - fpre * dpre) / (dblk * dpre * (fblk - fpre));
+            }
+            if (2 * fabs(stry) < fmin(fabs(spre), 3 * fabs(sbis) - delta)) {
+                spre = scur;
+                scur = stry;
+            } else {
+                spre = sbis;
+                scur = sbis;
+            }
+        } else {
+            spre = sbis;
+            scur = sbis;
+        }
+        xpre = xcur;
+        fpre = fcur;
+        if (fabs(scur) > delta)
+            xcur += scur;
+        else
+            xcur += (sbis > 0 ? delta : -delta);
+        if ((rc = ev_fun(ev, i, xcur, shift, &fcur)) != OK)
+            return rc;
+    }
+    return ERR_EVENT;
+}
+
+/* The earliest event in (t0, t1] of the last step (y0 the state at t0): *found = 1 with its
+ * time, kind and contact, and y the state there on the dense output; *found = 0 when none
+ * (y untouched). As integrate._find_event: four samples, the first sample with a sign
+ * change decides, Brent's method per contact changing sign there, the earliest wins. */
+static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
+                   double t1, double tol, double event_tol, double *y, double *te_out,
+                   int *kind_out, int *idx_out, int *found)
+{
+    int nc = ev->nc, m = 2 * ev->n, rc;
+    double samples[4];
+    for (int k = 1; k < 4; k++)
+        samples[k - 1] = t0 + (t1 - t0) * k / 4;
+    samples[3] = t1;
+    for (int k = 0; k < 4; k++)
+        ev_dense(ev, samples[k], ev->ys + (size_t)k * m);
+    if ((rc = ev_values_at(ev, t0, y0, ev->vprev, lam0)) != OK)
+        return rc;
+    /* a gap within thr of zero at the start is searched from its flight phase too: just
+     * after an impact its sign is rounding, and a root of the dense output right there would
+     * be an impact without impulse at the same instant, again and again (the Zeno guard's
+     * error); from a clearly positive value Brent finds the gap's real zero */
+    double prev_t = t0, best_t = 0.0, thr = 1e-3 * tol;
+    int best_kind = 0, best_i = -1;
+    unsigned char *hit = ev->trial;
+    *found = 0;
+    for (int k = 0; k < 4; k++) {
+        double ts = samples[k];
+        const double *v = ev->v, *pv = ev->vprev;
+        if ((rc = ev_values(ev, ts, ev->ys + (size_t)k * m, ev->v)) != OK)
+            return rc;
+        int any = 0;
+        for (int i = 0; i < nc; i++) {
+            int watch = !ev->active[i];
+            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol)) : (v[i] < 0.0);
+            any |= hit[i];
+        }
+        if (!any) {
+            prev_t = ts;
+            memcpy(ev->vprev, ev->v, sizeof(double) * nc);
+            continue;
+        }
+        for (int i = 0; i < nc; i++) {
+            if (!hit[i])
+                continue;
+            int watch = !ev->active[i];
+            double a = prev_t, te, val;
+            if (!(pv[i] > thr) && watch) {
+                /* just after an impact the gap starts at ~0: look for the flight phase */
+                for (int kk = 1; kk < 60; kk++) {
+                    double tk = prev_t + (ts - prev_t) * ldexp(1.0, -kk);
+                    if (tk <= prev_t)
+                        break;
+                    if ((rc = ev_fun(ev, i, tk, 0.0, &val)) != OK)
+                        return rc;
+                    if (val > 0.0) {
+                        a = tk;
+                        break;
+                    }
+                }
+            }
+            if (a > prev_t || pv[i] > 0.0) {
+                if ((rc = ev_brent(ev, i, 0.0, a, ts, event_tol, 4 * 2.220446049250313e-16,
+                                   &te)) != OK)
+                    return rc;
+            } else if (watch && pv[i] + tol > 0.0) {
+                if ((rc = ev_brent(ev, i, tol, a, ts, event_tol, 4 * 2.220446049250313e-16,
+                                   &te)) != OK)
+                    return rc;
+            } else {
+                te = prev_t;
+            }
+            int kind = watch ? EV_IMPACT : EV_RELEASE;
+            if (best_i < 0 || te < best_t || (te == best_t && (kind < best_kind ||
+                                                               (kind == best_kind && i < best_i)))) {
+                best_t = te;
+                best_kind = kind;
+                best_i = i;
+            }
+        }
+        break;
+    }
+    if (best_i < 0)
+        return OK;
+    ev_dense(ev, best_t < t1 ? best_t : t1, y);
+    *te_out = best_t;
+    *kind_out = best_kind;
+    *idx_out = best_i;
+    *found = 1;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ impacts */
+/* The impact at y = (q, qd-) of contact i_event at te: every contact with gap <= contact_tol
+ * (and i_event) is closed; qd+ from seed 000 ch.3 eq. 15 for the active set of
+ * impact.solve_impact; the records updated as integrate._handle_event does. */
+static int ev_impact(EvLoop *ev, double te, double *y, int i_event, double contact_velocity)
+{
+    int n = ev->n, nc = ev->nc, rc;
+    double *q = y, *qd = y + n;
+    if ((rc = evk_contact_rates(ev, te, q, qd, ev->gap, ev->vminus)) != OK)
+        return rc;
+    double vmax = 0.0;
+    for (int i = 0; i < nc; i++) {
+        double acc = ev->vminus[i];
+        ev->closed[i] = ev->gap[i] <= ev->contact_tol || i == i_event;
+        ev->target[i] = -ev->e[i] * fmin(acc, 0.0);
+        vmax = fmax(vmax, fabs(acc));
+        ev->trial[i] = ev->closed[i] && acc < 0.0;
+    }
+    double scale = 1e-10 * (1.0 + vmax);
+    int nseen = 0, ok = 0;
+    for (int it = 0; it < 4 * nc + 4; it++) {
+        if ((rc = evk_impact_solve(ev, q, qd, ev->trial, ev->target, ev->qdp, ev->rcon)) != OK)
+            return rc;
+        evk_rates(ev, ev->qdp, ev->vplus);
+        int pull = -1, pen = -1;
+        for (int i = 0; i < nc; i++) {
+            if (ev->trial[i] && ev->rcon[i] > scale && (pull < 0 || ev->rcon[i] > ev->rcon[pull]))
+                pull = i;
+            if (ev->closed[i] && !ev->trial[i] && ev->vplus[i] < ev->target[i] - scale &&
+                (pen < 0 || ev->vplus[i] - ev->target[i] < ev->vplus[pen] - ev->target[pen]))
+                pen = i;
+        }
+        if (pull < 0 && pen < 0) {
+            ok = 1;
+            break;
+        }
+        for (int s = 0; s < nseen; s++)
+            if (memcmp(ev->seen + (size_t)s * nc, ev->trial, (size_t)nc) == 0)
+                return ERR_IMPACT;
+        memcpy(ev->seen + (size_t)nseen++ * nc, ev->trial, (size_t)nc);
+        if (pull >= 0)
+            ev->trial[pull] = 0;
+        else
+            ev->trial[pen] = 1;
+    }
+    if (!ok)
+        return ERR_IMPACT;
+    for (int i = 0; i < nc; i++) {
+        if (!ev->closed[i])
+            continue;
+        double p = -ev->rcon[i], *R = ev->rec + EV_REC * i;
+        double loss = -p * (ev->vminus[i] + ev->vplus[i]) / 2.0;
+        if (p > scale && ev->vminus[i] < -scale) {
+            R[0] += 1.0;
+            R[1] = te;
+            R[2] = p;
+        }
+        R[3] += fmax(loss, 0.0);
+        ev->active[i] = ev->vplus[i] < contact_velocity;
+    }
+    memcpy(qd, ev->qdp, sizeof(double) * n);
+    return OK;
+}
+
+/* one rk4 step of the Python loop's stepper (integrate._Stepper) from (tc, y) with f = f(tc,
+ * y) in ev->f: step k of n over [t0, t_end] of size dt, the new f, the projection with the
+ * phase's rows (f again when it moved y) and the Hermite interpolant; lam1 gets the contact
+ * multipliers at the new state when the last solve was there without Baumgarte terms */
+static int ev_rk4_step(EvLoop *ev, double *tc, double *y, long *k, long n, double t0,
+                       double dt, double t_end, int stab, int *lam1_ok)
+{
+    int m = 2 * ev->n, nc = ev->nc, rc;
+    double *K = ev->K, *k1 = ev->f, *k2 = K + m, *k3 = K + 2 * m, *k4 = K + 3 * m;
+    double *yt = K + 4 * m, *yp = K + 5 * m, t = *tc, *F = ev->F;
+    memcpy(ev->yold, y, sizeof(double) * m);
+    memcpy(F, y, sizeof(double) * m);                    /* Hermite: y0, f0, y1, f1 */
+    memcpy(F + m, k1, sizeof(double) * m);
+    *k += 1;
+    double t_new = *k == n ? t_end : t0 + *k * dt;
+    for (int i = 0; i < m; i++)
+        yt[i] = y[i] + dt / 2 * k1[i];
+    if ((rc = evk_rhs(ev, t + dt / 2, yt, k2)) != OK)
+        return rc;
+    for (int i = 0; i < m; i++)
+        yt[i] = y[i] + dt / 2 * k2[i];
+    if ((rc = evk_rhs(ev, t + dt / 2, yt, k3)) != OK)
+        return rc;
+    for (int i = 0; i < m; i++)
+        yt[i] = y[i] + dt * k3[i];
+    if ((rc = evk_rhs(ev, t + dt, yt, k4)) != OK)
+        return rc;
+    for (int i = 0; i < m; i++)
+        y[i] = y[i] + dt / 6 * (k1[i] + 2 * k2[i] + 2 * k3[i] + k4[i]);
+    *tc = t_new;
+    if (!integ_all_finite(y, m))
+        return ERR_NONFINITE;
+    if ((rc = evk_rhs(ev, t_new, y, ev->f)) != OK)
+        return rc;
+    if (stab == 1) {
+        memcpy(yp, y, sizeof(double) * m);
+        if ((rc = evk_project(ev, t_new, y)) != OK)
+            return rc;
+        if (memcmp(yp, y, sizeof(double) * m) != 0 &&
+            (rc = evk_rhs(ev, t_new, y, ev->f)) != OK)
+            return rc;
+    }
+    memcpy(ev->ynew, y, sizeof(double) * m);
+    memcpy(F + 2 * m, y, sizeof(double) * m);
+    memcpy(F + 3 * m, ev->f, sizeof(double) * m);
+    ev->t_old = t;
+    ev->t_new = t_new;
+    ev->h_dense = t_new - t;
+    *lam1_ok = 0;
+    if (stab == 1 && ev_any(ev->sel, nc))
+        *lam1_ok = evk_phase_lam(ev, ev->lam1);
+    return OK;
+}
+
+/* ------------------------------------------------------------------ the loop
+ * Integrate y = (q, qd) from par[0] to par[1] with the events (the API of events.c's
+ * mbk_advance_events; stop: return after the first impact, *stopped = 1) */
+static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const double *u,
+                      double *rec_io, int stop, int *stopped)
+{
+    if (!ev || method < 0 || method > 2 || !par || !y_io || !rec_io)
+        return ERR_ARGS;
+    int n = ev->n, m = 2 * n, nc = ev->nc, s = method == 1 ? 12 : 6, rc = OK;
+    double t = par[0], t_end = par[1], h = par[2] > 0.0 ? par[2] : 0.0;
+    double rtol = par[3], atol = par[4], max_step = par[5];
+    int stab = (int)par[6];
+    double ptol = par[9], ctol = par[10], cvel = par[11], etol = par[12];
+    long max_steps = (long)par[13];
+    double rk_step = par[18];
+    if (!(t <= t_end) || m == 0 || stab < 0 || stab > 2 || (method == 2 && !(rk_step > 0.0)))
+        return ERR_ARGS;
+    ev->u = u;
+    ev->method = method;
+    ev->contact_tol = ctol;
+    ev->mode = stab;
+    ev->alpha = par[7];
+    ev->beta = par[8];
+    evk_configure(ev, stab, par[7], par[8], ptol);
+    double *y = ev->y;
+    memcpy(y, y_io, sizeof(double) * m);
+    memcpy(ev->rec, rec_io, sizeof(double) * EV_REC * nc);
+    for (int i = 0; i < nc; i++)
+        ev->active[i] = rec_io[EV_REC * i + 4] != 0.0;
+    par[14] = t;
+    par[17] = -1.0;
+    long steps = 0, events = 0, changes = 0;
+    int repeats = 0, have_last = 0;
+    double t_last = 0.0, t_start = t;
+    while (t < t_end) {
+        int lam0_ok = 0;
+        for (;;) {                  /* release tensile persistent contacts, most tensile first */
+            if (!ev_any(ev->active, nc))
+                break;
+            ev_select(ev, ev->active);
+            if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK) {
+                par[14] = t;
+                return rc;
+            }
+            int best = -1;
+            double bv = -INFINITY;
+            for (int i = 0; i < nc; i++) {
+                double v = ev->active[i] ? ev->lamc[i] : -INFINITY;
+                if (best < 0 || v > bv) {
+                    best = i;
+                    bv = v;
+                }
+            }
+            if (bv <= 0.0) {        /* (also the first step's event values at t) */
+                memcpy(ev->lam0, ev->lamc, sizeof(double) * nc);
+                lam0_ok = 1;
+                break;
+            }
+            ev->active[best] = 0;
+            changes++;
+        }
+        ev_select(ev, ev->active);
+        int project_steps = stab == 1 && evk_project_steps(ev), have_f = 0, found = 0, kind = 0, idx = -1;
+        double tc = t, hs = h, te = t;
+        if (ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t && ev->mode_fc == ev->mode &&
+            ev->alpha_fc == ev->alpha && ev->beta_fc == ev->beta &&
+            memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0 &&
+            memcmp(ev->y_fc, y, sizeof(double) * m) == 0 &&
+            (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0)) {
+            memcpy(ev->f, ev->f_fc, sizeof(double) * m);      /* f(t, y) of the last call */
+            have_f = 1;
+        }
+        ev->fc_ok = 0;
+        long rk_n = 0, rk_k = 0;
+        double rk_t0 = t, rk_dt = 0.0;
+        if (method == 2) {          /* rk4: equal steps of at most `step` over [t, t_end] */
+            double ns = ceil((t_end - t) / rk_step - 1e-9);
+            rk_n = ns < 1.0 ? 1 : (long)ns;
+            if (max_steps > 0 && rk_n > max_steps) {
+                par[14] = t;
+                par[2] = rk_step;
+                return INTEG_ERR_BUDGET;
+            }
+            rk_dt = (t_end - t) / (double)rk_n;
+            hs = rk_dt;
+            if (!have_f && (rc = evk_rhs(ev, t, y, ev->f)) != OK) {
+                par[14] = t;
+                return rc;
+            }
+            have_f = 1;
+        }
+        while (!found && tc < t_end) {
+            memcpy(ev->yold, y, sizeof(double) * m);
+            if (++steps > max_steps && max_steps > 0) {
+                par[14] = t_start;
+                par[15] = (double)steps;
+                return INTEG_ERR_BUDGET;
+            }
+            double sp[7] = {tc, t_end, hs, rtol, atol, max_step, 0.0};
+            int lam1_ok = 0;
+            if (method == 2) {
+                if ((rc = ev_rk4_step(ev, &tc, y, &rk_k, rk_n, rk_t0, rk_dt, t_end, stab,
+                                      &lam1_ok)) != OK) {
+                    par[14] = tc;
+                    return rc;
+                }
+                hs = rk_dt;
+                if ((rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, tc,
+                                  ctol, etol, y, &te, &kind, &idx, &found)) != OK) {
+                    par[14] = tc;
+                    return rc;
+                }
+                lam0_ok = lam1_ok;
+                if (lam1_ok)
+                    memcpy(ev->lam0, ev->lam1, sizeof(double) * nc);
+                continue;
+            }
+            if (have_f)
+                memcpy(ev->K, ev->f, sizeof(double) * m);
+            if ((rc = evk_step(ev, method, sp, y, have_f, ev->K)) != OK) {
+                par[14] = sp[0];
+                return rc;
+            }
+            ev->t_old = tc;
+            ev->t_new = sp[0];
+            memcpy(ev->ynew, y, sizeof(double) * m);
+            memcpy(ev->f, ev->K + (size_t)s * m, sizeof(double) * m);
+            if (project_steps) {
+                if ((rc = evk_project(ev, sp[0], y)) != OK ||
+                    (rc = evk_rhs(ev, sp[0], y, ev->f)) != OK) {
+                    par[14] = sp[0];
+                    return rc;
+                }
+                /* its multipliers are the next step's event values at t0 (mode 1 solves
+                 * as mode 0: no Baumgarte terms) */
+                lam1_ok = evk_phase_lam(ev, ev->lam1);
+            }
+            have_f = 1;
+            tc = sp[0];
+            hs = sp[2];
+            if ((rc = ev_dense_setup(ev, sp[6])) != OK ||
+                (rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, tc, ctol,
+                              etol, y, &te, &kind, &idx, &found)) != OK) {
+                par[14] = tc;
+                return rc;
+            }
+            lam0_ok = lam1_ok;
+            if (lam1_ok)
+                memcpy(ev->lam0, ev->lam1, sizeof(double) * nc);
+        }
+        h = hs;
+        if (!found) {
+            t = tc;
+            /* f(t_end, y) for the next call's first stage: K[s] at the unprojected state
+             * (= y without projection and drives) or the rhs after the projection */
+            if (evk_reuse_f(ev) && (project_steps || memcmp(ev->ynew, y, sizeof(double) * m) == 0)) {
+                ev->fc_ok = 1;
+                ev->t_fc = t;
+                ev->mode_fc = ev->mode;
+                ev->alpha_fc = ev->alpha;
+                ev->beta_fc = ev->beta;
+                memcpy(ev->sel_fc, ev->sel, (size_t)nc);
+                memcpy(ev->y_fc, y, sizeof(double) * m);
+                memcpy(ev->f_fc, ev->f, sizeof(double) * m);
+                if (ev->ni)
+                    memcpy(ev->u_fc, u, sizeof(double) * ev->ni);
+            }
+            break;
+        }
+        /* Zeno guard: more than 100 events per contact, each within 10 ns of the last */
+        int close = have_last && te - t_last <= 1e-8 * fmax(1.0, fabs(te));
+        repeats = close ? repeats + 1 : 0;
+        if (repeats > 100 * nc) {
+            par[14] = te;
+            par[17] = idx;
+            return ERR_ZENO;
+        }
+        t_last = te;
+        have_last = 1;
+        if (stab == 1 && (rc = evk_project(ev, te, y)) != OK) {
+            par[14] = te;
+            return rc;
+        }
+        if (kind == EV_RELEASE) {
+            ev->active[idx] = 0;
+        } else if ((rc = ev_impact(ev, te, y, idx, cvel)) != OK) {
+            par[14] = te;
+            par[17] = idx;
+            return rc;
+        }
+        if (stab == 1) {
+            double T0 = evk_kinetic(ev, y);
+            ev_select(ev, ev->active);
+            if ((rc = evk_project(ev, te, y)) != OK) {
+                par[14] = te;
+                return rc;
+            }
+            if (kind == EV_IMPACT)      /* a rebound below contact_velocity removed */
+                ev->rec[EV_REC * idx + 3] += fmax(T0 - evk_kinetic(ev, y), 0.0);
+        }
+        t = te;
+        events++;
+        if (stop && kind == EV_IMPACT) {
+            if (stopped)
+                *stopped = 1;
+            break;
+        }
+    }
+    for (int i = 0; i < nc; i++)
+        ev->rec[EV_REC * i + 4] = ev->active[i] ? 1.0 : 0.0;
+    memcpy(y_io, y, sizeof(double) * m);
+    memcpy(rec_io, ev->rec, sizeof(double) * EV_REC * nc);
+    par[0] = stopped && *stopped ? t : t_end;
+    par[2] = h;
+    par[15] = (double)steps;
+    par[16] = (double)(events + changes);
+    return OK;
+}
+
+/* The contact outputs at (t, y) with inputs u for the records rec (nc, EV_REC): gap (nc) [m
+ * or rad] and force (nc), the force of each persistent contact, pushing positive (-lam_c of
+ * the accelerations with the active contacts' rows closed), 0 for the others. */
+static int ev_outputs(EvLoop *ev, double t, const double *y, const double *u,
+                      const double *rec, double *gap, double *force)
+{
+    int nc = ev->nc, rc, any = 0;
+    ev->u = u;
+    if ((rc = evk_gaps(ev, y, gap)) != OK)
+        return rc;
+    for (int i = 0; i < nc; i++) {
+        ev->trial[i] = rec[EV_REC * i + 4] != 0.0;
+        any |= ev->trial[i];
+        force[i] = 0.0;
+    }
+    if (!any)
+        return OK;
+    ev_select(ev, ev->trial);
+    if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK)
+        return rc;
+    for (int i = 0; i < nc; i++)
+        if (ev->trial[i])
+            force[i] = -ev->lamc[i];
+    return OK;
+}
+
+
+#endif

@@ -1,0 +1,357 @@
+/*
+ * fmu_mb spatial native kernel, contact events (formulation recursive): the contact event loop
+ * of native/event_loop.h (the planar kernel's loop, events.c, with the same semantics and
+ * records) over the spatial kernel, so that a spatial contact model integrates a whole
+ * communication interval in one call with no Python in it.
+ *
+ * Included at the end of spatial_kernel.c (it uses the kernel's static functions). API, as
+ * events.c's mbk_events_* (same par vector EV_NPAR, records EV_REC, status codes):
+ *
+ *   SkEvents *sk_events_create(SK *base, const double *e, int ni);
+ *       The event loop of the kernel `base` with its contacts (sk_set_contacts; at least
+ *       one) and their restitution coefficients e (nk); ni inputs. The object keeps a
+ *       private copy of the kernel (tree, elements, cut joints, drives, contacts), whose
+ *       persistent contacts it closes as rows (sk_set_active), so `base` may be freed or
+ *       used in parallel afterwards. NULL when memory runs out or the arguments are invalid.
+ *   void sk_events_free(SkEvents *ev);
+ *   int sk_advance_events(SkEvents *ev, int method, double *par, double *y, const double *u,
+ *                         double *rec);
+ *   int sk_advance_events_to_impact(SkEvents *ev, int method, double *par, double *y,
+ *                                   const double *u, double *rec, int *impact);
+ *   int sk_events_outputs(SkEvents *ev, double t, const double *y, const double *u,
+ *                         const double *rec, double *gap, double *force);
+ *   int sk_events_accelerations(SkEvents *ev, double t, const double *q, const double *qd,
+ *                               const double *u, const double *rec, const double *rq,
+ *                               double *qdd, double *x, double *xd, double *xdd);
+ *       As mbk_*: y = (q, qd) of 2 n (q' of the Euler parameters in qd, as the kernel's
+ *       state); see events.c for par and rec.
+ *
+ * The spatial operations: gaps and gap rows of fmu_mb.mechanics.spatial.contacts (contact_row);
+ * the phase's right-hand side and multipliers from the kernel with the persistent contacts as
+ * rows after the cut joints' and the drives'; one dopri5/dop853 step (integ_one_step) and, with
+ * projection, sk_project after it (Euler parameters normalised, |p| = 1 and p . p' = 0, and
+ * the rows closed), as the Python loop's stepper with formulation recursive does. Impacts:
+ * seed 000 ch.3 eq. 15 in the velocity coordinates ν of the kernel (ν = q' except for the
+ * Euler-parameter sets, whose ν is the angular velocity), with the cut joints' and drives'
+ * rows (b = s'(t) for a drive) and the contacts of the active set: S r = A ν- - b with
+ * W = Mbar^-1 A' from bias-free articulated-body passes, ν+ = ν- - W r, q'+ from ν+. The
+ * Python loop solves the same equations in q' with the Euler-parameter normalisation rows
+ * (formulations/_spatial_contacts.impact): the same ν+ (both are the least kinetic-energy
+ * change), equal to rounding. Frictionless.
+ */
+#include "event_loop.h"
+
+typedef EvLoop SkEvents;
+
+struct EvKernel {
+    SK *k;                 /* private kernel: the phase's persistent contacts as rows */
+    int base;              /* rows before the contacts': cut joints and drives */
+    int *idx;              /* (nk) indices of the selected contacts */
+    double *Dc;            /* (nk, nv) every contact's gap row at the impact's q */
+    double *q, *nu, *nup;  /* the impact's q (n), ν- and ν+ (nv) */
+};
+
+static SK *sk_clone(const SK *b)
+{
+    SK *k = sk_create(b->nb, b->n, b->nv, b->ri, b->rd, b->mass, b->J, b->g[0], b->g[1],
+                      b->g[2], b->ne, b->nu, b->ei, b->ed, b->nc, b->ci, b->cd);
+    if (!k)
+        return NULL;
+    if (b->nd > 0) {
+        int ndp = 0;
+        for (int d = 0; d < b->nd; d++) {
+            const int *D = b->di + DRI * d;
+            if (D[4] + D[5] > ndp)
+                ndp = D[4] + D[5];
+        }
+        if (sk_set_drives(k, b->nd, b->di, b->dd, ndp, b->dp) != OK)
+            goto fail;
+    }
+    if (sk_set_contacts(k, b->nk, b->ki, b->kd) != OK)
+        goto fail;
+    k->mode = b->mode;
+    k->proj_tol = b->proj_tol;
+    return k;
+fail:
+    sk_free(k);
+    return NULL;
+}
+
+void sk_events_free(SkEvents *ev)
+{
+    if (!ev)
+        return;
+    if (ev->k) {
+        sk_free(ev->k->k);
+        free(ev->k->idx);
+        free(ev->k->Dc);
+        free(ev->k->q);
+        free(ev->k->nu);
+        free(ev->k->nup);
+        free(ev->k);
+    }
+    ev_release(ev);
+    free(ev);
+}
+
+SkEvents *sk_events_create(SK *base, const double *e, int ni)
+{
+    if (!base || base->nk < 1 || !e || ni < 0 || ni != base->nu)
+        return NULL;
+    SkEvents *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return NULL;
+    int nc = base->nk;
+    size_t vv = (size_t)(base->nv > 0 ? base->nv : 1), n1 = (size_t)(base->n + 1);
+    EvKernel *K = ev->k = calloc(1, sizeof *K);
+    if (!K || ev_init(ev, base->n, nc, e, ni) != OK)
+        goto fail;
+    K->k = sk_clone(base);
+    K->idx = calloc((size_t)nc, sizeof(int));
+    K->Dc = calloc((size_t)nc * vv, sizeof(double));
+    K->q = calloc(n1, sizeof(double));
+    K->nu = calloc(vv, sizeof(double));
+    K->nup = calloc(vv, sizeof(double));
+    if (!K->k || !K->idx || !K->Dc || !K->q || !K->nu || !K->nup)
+        goto fail;
+    K->base = K->k->mc + K->k->nd;
+    for (int i = 0; i < nc; i++) {          /* row buffers for every contact, then none */
+        K->idx[i] = i;
+        ev->sel[i] = 1;
+    }
+    if (sk_set_active(K->k, nc, K->idx) != OK)
+        goto fail;
+    return ev;
+fail:
+    sk_events_free(ev);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ the spatial operations */
+static void evk_select(EvLoop *ev, const unsigned char *mask)
+{
+    EvKernel *K = ev->k;
+    int na = 0;
+    for (int i = 0; i < ev->nc; i++)
+        if (mask[i])
+            K->idx[na++] = i;
+    sk_set_active(K->k, na, K->idx);        /* (indices valid, buffers held: cannot fail) */
+}
+
+static void evk_configure(EvLoop *ev, int stab, double alpha, double beta, double ptol)
+{
+    sk_set_stabilization(ev->k->k, stab, alpha, beta, ptol);
+}
+
+static int evk_gaps(EvLoop *ev, const double *q, double *g)
+{
+    SK *k = ev->k->k;
+    Row R;
+    memset(k->qtmp, 0, sizeof(double) * k->n);
+    kinematics(k, q, k->qtmp);
+    for (int i = 0; i < ev->nc; i++) {
+        if (contact_row(k, i, &R) != OK)
+            return ERR_GAP;
+        g[i] = R.val;
+    }
+    return OK;
+}
+
+/* (qd, qdd) at (t, y) in the kernel's drift mode */
+static int evk_rhs(EvLoop *ev, double t, const double *y, double *dy)
+{
+    sk_set_inputs(ev->k->k, ev->u);
+    return rhs(ev->k->k, t, y, dy);
+}
+
+static int evk_lam(EvLoop *ev, double t, const double *y, double *lamc)
+{
+    SK *k = ev->k->k;
+    int mode = k->mode, n = k->n;
+    k->mode = 0;
+    k->t = t;
+    sk_set_inputs(k, ev->u);
+    int rc = accel(k, y, y + n, ev->qdp);
+    k->mode = mode;
+    if (rc != OK)
+        return rc;
+    for (int a = 0; a < k->na; a++)
+        lamc[k->act[a]] = k->lam[ev->k->base + a];
+    return OK;
+}
+
+static int evk_phase_lam(EvLoop *ev, double *lam)
+{
+    (void)ev;
+    (void)lam;
+    return 0;                /* the loop evaluates the values at the step's start again */
+}
+
+static int evk_step(EvLoop *ev, int method, double *par, double *y, int have_f, double *K)
+{
+    int nfev;
+    return sk_step(ev->k->k, method, par, y, ev->u, have_f, K, &nfev);
+}
+
+static int evk_project(EvLoop *ev, double t, double *y)
+{
+    ev->k->k->t = t;
+    return sk_project(ev->k->k, y);
+}
+
+static int evk_project_steps(EvLoop *ev)
+{
+    (void)ev;
+    return 1;                /* the Euler parameters are normalised even without rows */
+}
+
+static int evk_reuse_f(EvLoop *ev)
+{
+    (void)ev;
+    return 1;
+}
+
+/* kinetic energy sum 1/2 (m v . v + ω_b . J ω_b) [J], ω_b in body axes */
+static double evk_kinetic(EvLoop *ev, const double *y)
+{
+    SK *k = ev->k->k;
+    kinematics(k, y, y + k->n);
+    double T = 0.0;
+    for (int b = 0; b < k->nb; b++) {
+        const double *v = k->v + 3 * b, *w = k->w + 3 * b, *A = k->A + 9 * b;
+        const double *J = k->J + 9 * b;
+        double wb[3], Jw[3];
+        for (int i = 0; i < 3; i++)
+            wb[i] = A[i] * w[0] + A[3 + i] * w[1] + A[6 + i] * w[2];
+        mat3(J, wb, Jw);
+        T += k->mass[b] * dot3(v, v) + dot3(wb, Jw);
+    }
+    return 0.5 * T;
+}
+
+static void sk_ev_rates(EvLoop *ev, const double *nu, double *v)
+{
+    int nv = ev->k->k->nv;
+    for (int i = 0; i < ev->nc; i++) {
+        const double *D = ev->k->Dc + (size_t)i * nv;
+        double acc = 0.0;
+        for (int j = 0; j < nv; j++)
+            acc += D[j] * nu[j];
+        v[i] = acc;
+    }
+}
+
+static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double *qd,
+                             double *gap, double *v)
+{
+    EvKernel *K = ev->k;
+    SK *k = K->k;
+    int nv = k->nv;
+    Row R;
+    k->t = t;
+    kinematics(k, q, qd);
+    for (int i = 0; i < ev->nc; i++) {
+        double *D = K->Dc + (size_t)i * nv;
+        if (contact_row(k, i, &R) != OK)
+            return ERR_GAP;
+        gap[i] = R.val;
+        memset(D, 0, sizeof(double) * nv);
+        add_path(k, R.p, R.j, R.j + 3, D);
+        add_path(k, R.c, R.j + 6, R.j + 9, D);
+    }
+    memcpy(K->q, q, sizeof(double) * k->n);
+    qd_to_nu(k, q, qd, K->nu);
+    sk_ev_rates(ev, K->nu, v);
+    return OK;
+}
+
+static void evk_rates(EvLoop *ev, const double *qd, double *v)
+{
+    EvKernel *K = ev->k;
+    qd_to_nu(K->k, K->q, qd, K->nup);
+    sk_ev_rates(ev, K->nup, v);
+}
+
+static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
+                            const unsigned char *trial, const double *target, double *qdp,
+                            double *rcon)
+{
+    EvKernel *K = ev->k;
+    SK *k = K->k;
+    int nv = k->nv, rc;
+    ev_select(ev, trial);
+    int m = k->m;
+    kinematics(k, q, qd);
+    if ((rc = cut_rows(k)) != OK || (rc = articulate(k)) != OK)
+        return rc;
+    for (int i = 0; i < nv; i++)
+        K->nup[i] = K->nu[i];
+    if (m > 0) {
+        schur(k);
+        for (int r = 0; r < m; r++)
+            k->rr[r] = rate(k, &k->rows[r]) - k->rows[r].rt;
+        for (int a = 0; a < k->na; a++)
+            k->rr[K->base + a] -= target[k->act[a]];
+        if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+            return rc;
+        for (int i = 0; i < nv; i++)
+            for (int r = 0; r < m; r++)
+                K->nup[i] -= k->Wt[(size_t)r * nv + i] * k->lam[r];
+    }
+    nu_to_qd(k, q, K->nup, qdp);
+    for (int i = 0; i < ev->nc; i++)
+        rcon[i] = 0.0;
+    for (int a = 0; a < k->na; a++)
+        rcon[k->act[a]] = k->lam[K->base + a];
+    return OK;
+}
+
+/* ------------------------------------------------------------------ the API */
+int sk_advance_events(SkEvents *ev, int method, double *par, double *y_io, const double *u,
+                      double *rec_io)
+{
+    return ev_advance(ev, method, par, y_io, u, rec_io, 0, NULL);
+}
+
+int sk_advance_events_to_impact(SkEvents *ev, int method, double *par, double *y_io,
+                                const double *u, double *rec_io, int *impact)
+{
+    if (impact)
+        *impact = 0;
+    return ev_advance(ev, method, par, y_io, u, rec_io, 1, impact);
+}
+
+int sk_events_outputs(SkEvents *ev, double t, const double *y, const double *u,
+                      const double *rec, double *gap, double *force)
+{
+    return ev_outputs(ev, t, y, u, rec, gap, force);
+}
+
+/* qdd (and, with the pose data rq of sk_set_pose_data, the bodies' x, xd, xdd as
+ * sk_accelerations_full) at (t, q, qd) with the rows of rec's persistent contacts closed, no
+ * Baumgarte terms: the motion whose Newton-Euler multipliers give the reactions while a
+ * contact holds. rq NULL: qdd only (x, xd, xdd may be NULL). */
+int sk_events_accelerations(SkEvents *ev, double t, const double *q, const double *qd,
+                            const double *u, const double *rec, const double *rq,
+                            double *qdd, double *x, double *xd, double *xdd)
+{
+    for (int i = 0; i < ev->nc; i++)
+        ev->trial[i] = rec[EV_REC * i + 4] != 0.0;
+    ev_select(ev, ev->trial);
+    SK *k = ev->k->k;
+    int mode = k->mode, rc;
+    k->mode = 0;
+    k->t = t;
+    if (rq) {
+        if (!k->rq && sk_set_pose_data(k, rq) != OK) {
+            k->mode = mode;
+            return ERR_ARGS;
+        }
+        memcpy(k->rq, rq, sizeof(double) * 9 * k->nb);
+        rc = sk_accelerations_full(k, q, qd, u, qdd, x, xd, xdd);
+    } else {
+        rc = sk_accelerations(k, q, qd, u, qdd);
+    }
+    k->mode = mode;
+    return rc;
+}
