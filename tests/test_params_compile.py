@@ -424,23 +424,97 @@ def test_hidden_branch_is_not_compiled():
     assert prog.compiled == ("c",) and "k" in prog.fixed, prog.fixed
 
 
+def _far(**o):
+    """m enters the inertia through a maximum on a plain float: a branch at m = 4."""
+    from fmu_mb import ModelBuilder
+    mb = ModelBuilder("far", o)
+    m = mb.param("m", 1.0, "kg", "mass", min=1e-9)
+    c = mb.param("c", 0.5, "N.m.s/rad", "damping", min=0.0)
+    b = mb.body("b", mass=m, inertia=max(float(np.float64(m)), 4.0) * 0.1)
+    mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
+    mb.rsda("s", joint="O", damping=c)
+    mb.initial("O", value=0.1, rate=0.0)
+    return mb.build()
+
+
 def test_far_branch_is_found():
     """A branch on a plain float far from the default (as the projection metric's maximum
     over the masses) is outside every random set; the far checks (x10, x0.1, ...) find it."""
-    def build(**o):
-        from fmu_mb import ModelBuilder
-        mb = ModelBuilder("far", o)
-        m = mb.param("m", 1.0, "kg", "mass", min=1e-9)
-        c = mb.param("c", 0.5, "N.m.s/rad", "damping", min=0.0)
-        b = mb.body("b", mass=m, inertia=max(float(np.float64(m)), 4.0) * 0.1)
-        mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
-        mb.rsda("s", joint="O", damping=c)
-        mb.initial("O", value=0.1, rate=0.0)
-        return mb.build()
+    build = _far
     prog = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)))
     assert prog.compiled == ("c",) and "at m=10.0" in prog.fixed["m"], prog.fixed
     blind = P.compile_parameters(build, {}, lambda o: engine_data(build(**o)), far=())
     assert blind.compiled == ("m", "c")                # what the far checks prevent
+
+
+def _slow_clocks(monkeypatch):
+    """Every clock of the process jumps 100 s at each reading: a machine so slow that any
+    time budget is spent before its first step."""
+    import time
+    for name in ("perf_counter", "monotonic", "process_time"):
+        real = getattr(time, name)
+        calls = [0]
+
+        def slow(real=real, calls=calls):
+            calls[0] += 1
+            return real() + 100.0 * calls[0]
+        monkeypatch.setattr(time, name, slow)
+
+
+def _same_program(a, b):
+    assert a.compiled == b.compiled and a.fixed == b.fixed and a.guards == b.guards
+    np.testing.assert_array_equal(a.code, b.code)
+    np.testing.assert_array_equal(a.consts, b.consts)
+
+
+def test_far_checks_do_not_depend_on_the_machines_speed(monkeypatch):
+    """The far checks are a count of builds in a fixed order, not a time budget: on a
+    machine whose clocks run 100 s per reading the same model compiles to the same program
+    (the far branch of _far is still found), and the four-bar's far checks reach every one
+    of its parameters (with a 3 s budget they reached 2 or 3 of 8, by the machine's speed)."""
+    from fmu_mb.engine.data import model_data
+    fast = P.compile_parameters(_far, {}, lambda o: engine_data(_far(**o)))
+    mod = load("four_bar")
+    data = model_data(mod.build())
+    tried = []
+
+    def data_of(o):
+        if len(o) == 1:                       # a far build: one parameter moved alone
+            tried.append(next(iter(o)))
+        return model_data(mod.build(**o))
+    four = P.compile_parameters(mod, {}, data_of, names=data.parameter_names,
+                                derived=data.derived())
+    assert set(tried) == set(four.compiled) and len(four.compiled) == 8, (tried, four.fixed)
+    _slow_clocks(monkeypatch)
+    slow = P.compile_parameters(_far, {}, lambda o: engine_data(_far(**o)))
+    _same_program(slow, fast)
+    assert "at m=10.0" in slow.fixed["m"], slow.fixed
+    _same_program(P.compile_parameters(mod, {}, lambda o: model_data(mod.build(**o)),
+                                       names=data.parameter_names, derived=data.derived()),
+                  four)
+
+
+def test_a_probe_build_fails_cheaply(monkeypatch):
+    """While probing (the far checks), a loop that cannot close fails without the random
+    restarts of the least-squares closure and without a diagnosis: one least-squares run;
+    the same build outside probing gives the full diagnosis."""
+    import scipy.optimize
+    from fmu_mb.errors import AssemblyError
+    from fmu_mb.mechanics import assembly
+    mod = load("four_bar")
+    runs = []
+    real = scipy.optimize.least_squares
+
+    def counted(*args, **kwargs):
+        runs.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(scipy.optimize, "least_squares", counted)
+    with assembly.probing(), pytest.raises(AssemblyError, match="probe build"):
+        mod.build(coupler_length=3.5)
+    assert len(runs) == 1
+    with pytest.raises(AssemblyError, match="even at the best pose of the loop"):
+        mod.build(coupler_length=3.5)
+    assert len(runs) > 1 + assembly.STARTS
 
 
 def _metric(**o):
@@ -735,9 +809,9 @@ def test_a_loop_that_cannot_close_fails_without_repeating_its_closure(monkeypatc
     calls = []
     real = assembly._best_closure
 
-    def counted(model, tree, keep_values):
+    def counted(model, tree, keep_values, **kwargs):
         calls.append(keep_values)
-        return real(model, tree, keep_values)
+        return real(model, tree, keep_values, **kwargs)
     monkeypatch.setattr(assembly, "_best_closure", counted)
     with pytest.raises(AssemblyError, match="even at the best pose of the loop"):
         mod.build(coupler_length=3.5)

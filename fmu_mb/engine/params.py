@@ -55,13 +55,13 @@ Every result is checked finite; a malformed program makes mbp_run return -1.
 import math
 import operator
 import threading
-import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import AssemblyWarning, FmuMbError
+from ..mechanics.assembly import probing
 
 MAGIC = 0x3150424D           # "MBP1" little-endian
 VERSION = 1
@@ -69,7 +69,8 @@ STACK = 64                   # mbp_run's stack depth (params.c MBP_STACK)
 VERIFY_RTOL = 1e-14          # a slot must be reproduced to this (relative to its size)
 WIDE = 0.5                   # relative spread of the wide verification sets
 FAR = (10.0, 0.1, 100.0, 0.01)   # one parameter at a time: its value times these
-FAR_BUDGET = 3.0             # seconds for those far checks (then they stop)
+FAR_BUILDS = 400             # at most this many far builds per compilation (a count, not a
+                             # time: the program must not depend on the machine's speed)
 (OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
  OP_FIXED) = range(9)
 UNARY = ("neg", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log10",
@@ -908,7 +909,7 @@ def _ranges(p, rng, scale):
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
                        model_file=None, n_probe=3, n_verify=3, n_wide=2,
-                       far=FAR, far_budget=FAR_BUDGET, seed=0, scale=0.1, derived=None):
+                       far=FAR, far_builds=FAR_BUILDS, seed=0, scale=0.1, derived=None):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
@@ -930,8 +931,9 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     Probe and n_verify verification sets are drawn within +-scale (relative) of the build
     values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
     does not build, or takes another branch, is drawn again closer); then each parameter
-    alone at its value times each of `far` (in range, where it builds; for at most
-    far_budget seconds). Returns a ParamProgram."""
+    alone at its value times each of `far` (in range, where it builds; in rounds by factor,
+    the parameters in table order, at most far_builds builds: the same checks, hence the
+    same program, on any machine). Returns a ParamProgram."""
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     model = build(**base)
@@ -976,7 +978,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
             warnings.simplefilter("ignore", AssemblyWarning)
             prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
                                  fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, far,
-                                 far_budget, scale, derived)
+                                 far_builds, scale, derived)
         if prog is not None:
             prog.derive = derived[1] if derived is not None else None
             return prog
@@ -1026,7 +1028,9 @@ def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None)
     for attempt in range(12):
         vals = {n: _ranges(pmap[n], rng, s) if n in live else bvals[n] for n in bvals}
         try:
-            D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}), float).ravel()
+            with probing():        # (only whether it builds matters: a cheap failure)
+                D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}),
+                               float).ravel()
         except StructureChanged:
             if hits is not None:
                 hits.append({n: vals[n] for n in live})
@@ -1156,7 +1160,7 @@ def _affine(tape, V, cand, d):
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
                   mfile,
-                  rng, n_probe, n_verify, n_wide, far, far_budget, scale, derived=None):
+                  rng, n_probe, n_verify, n_wide, far, far_builds, scale, derived=None):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
     defaults = {n: bvals.get(n, fixvals.get(n, 0.0)) for n in names}
@@ -1330,17 +1334,23 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         return None
     # far values, one parameter at a time (x10, x0.1, x100, x0.01, in rounds): a branch
     # that build() takes on a plain float far from the defaults (a maximum over the masses
-    # switching...) shows here. A parameter whose far build fails is not tried further (an
-    # assembly that cannot close can take seconds), and the rounds stop after far_budget s.
-    far_bad, dead, start = {}, set(), time.perf_counter()
+    # switching...) shows here. A parameter whose far build fails is not tried further; the
+    # builds are probes (fmu_mb.mechanics.assembly.probing: a loop that cannot close fails
+    # without random restarts or a diagnosis), at most far_builds of them in this fixed
+    # order: what is checked, hence the program, is the same on any machine
+    far_bad, dead, builds = {}, set(), 0
     for f in far:
         for n in live:
-            if n in dead or n in far_bad or time.perf_counter() - start > far_budget:
+            if n in dead or n in far_bad:
                 continue
             for v in _far_values(pmap[n], bvals[n], (f,)):
+                if builds >= far_builds:
+                    break
+                builds += 1
                 vals = {**bvals, n: v}
                 try:
-                    D = np.asarray(data_of({**base, n: v}), float).ravel()
+                    with probing():      # a failure is cheap (no random restarts)
+                        D = np.asarray(data_of({**base, n: v}), float).ravel()
                 except StructureChanged:
                     return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
                                           base, data_of, D0, fixed)
