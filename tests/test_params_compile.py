@@ -589,6 +589,139 @@ def test_malformed_programs_are_refused(mbp):
         assert mbp(junk, consts, p, D0)[0] in (-1, 0, *range(1, len(p) + 1))
 
 
+def _ops(code, at=False):
+    """The instructions of a program (op, operand) after its header (BEGIN: its count);
+    with at, (op, position)."""
+    pc, out = P._header(code)[-1], []
+    while code[pc] != P.OP_END:
+        out.append((int(code[pc]), pc if at else int(code[pc + 1])))
+        pc += 2 + (int(code[pc + 1]) if code[pc] == P.OP_BEGIN else 0)
+    return out
+
+
+def _twin_agrees(mbp, code, consts, p, D0, errlen=2000):
+    """mbp_run and its Python twin give the same rc and data, and the same message for a
+    malformed program; returns rc."""
+    rc, out, msg = mbp(code, consts, p, D0, errlen=errlen)
+    rc2, out2, msg2 = P.run_program(code, consts, p, D0)
+    assert rc == rc2, (rc, msg, rc2, msg2)
+    np.testing.assert_array_equal(out, out2)
+    if rc == -1 and errlen > len(msg2):
+        assert msg == msg2
+    return rc
+
+
+def test_malformed_programs_are_refused_alike_by_the_twin(mbp):
+    """Mutations of a program with temporaries (its SET/GET operands, the header's ntemp, a
+    GET moved before its SET, random ints anywhere): mbp_run and its Python twin refuse the
+    same programs with the same message, or run them to the same data."""
+    mod, prog, _ = compiled("four_bar")
+    D0 = engine_data(mod.build())
+    code, consts = prog.to_arrays()
+    p = _pvec(prog, mod, {})
+    ntemp = int(code[4])
+    assert ntemp > 0 and {P.OP_SET, P.OP_GET} <= {op for op, _ in _ops(code)}
+    assert _twin_agrees(mbp, code, consts, p, D0) == 0
+    body = P._header(code)[-1]
+    where = {op: [k for o, k in _ops(code, at=True) if o == op] for op in (P.OP_SET, P.OP_GET)}
+    rng = np.random.default_rng(11)
+    seen = set()
+    for v in (-1, ntemp, ntemp + 1, 2**31 - 1, len(code) // 2 + 1):   # the header's ntemp
+        bad = code.copy()
+        bad[4] = v
+        rc = _twin_agrees(mbp, bad, consts, p, D0)
+        assert rc == (0 if ntemp <= v <= len(code) // 2 else -1), (v, rc)
+    for op in (P.OP_SET, P.OP_GET):
+        for k in where[op][:20]:
+            for v in (-1, ntemp, 2**31 - 1, int(rng.integers(0, ntemp))):
+                bad = code.copy()
+                bad[k + 1] = v
+                rc, _, msg = mbp(bad, consts, p, D0)
+                seen.add(msg.split(" at code")[0])
+                assert _twin_agrees(mbp, bad, consts, p, D0) in (-1, 0, *range(1, len(p) + 1))
+                if v < 0 or v >= ntemp:
+                    assert rc == -1 and "temporary index out of range" in msg, msg
+    first_get = where[P.OP_GET][0]                  # a GET of a temporary not yet written
+    bad = code.copy()
+    bad[first_get + 1] = ntemp
+    bad[4] = ntemp + 1
+    rc, _, msg = mbp(bad, consts, p, D0)
+    assert rc == -1 and "temporary read before it is written" in msg, msg
+    assert _twin_agrees(mbp, bad, consts, p, D0) == -1
+    for trial in range(300):
+        bad = code.copy()
+        k = int(rng.integers(0 if trial % 4 == 0 else body, len(bad)))
+        bad[k] = int(rng.choice([-1, 2**31 - 1, int(rng.integers(-3, 100)),
+                                 P.OP_SET, P.OP_GET]))
+        _twin_agrees(mbp, bad, consts, p, D0, errlen=int(rng.integers(0, 50)) if trial % 5
+                     else 2000)
+    for trial in range(100):
+        junk = rng.integers(-3, 40, size=int(rng.integers(0, 200))).astype(np.intc)
+        junk = np.concatenate([code[:body], junk]) if trial % 2 else junk
+        _twin_agrees(mbp, junk, consts, p, D0)
+    assert "malformed parameter program: temporary read before it is written" in seen or \
+        "malformed parameter program: temporary index out of range" in seen, seen
+
+
+def test_emitter_temporaries_bit_for_bit(mbp):
+    """The emitter alone, on random tapes (shared subexpressions everywhere, roots used by
+    several statements): the program with temporaries and the one written out in full give
+    bitwise the same data in C and in the twin, and refuse the same sets alike (a guard
+    broken, a number not finite); the temporaries are fewer than the shared nodes."""
+    rng = np.random.default_rng(2)
+    ops = ["add", "sub", "mul", "div", "atan2", "hypot", "sin", "cos", "atan", "tanh",
+           "fabs", "neg"]
+    rcs = []
+    for trial in range(12):
+        npar, ndata = 3, 40
+        tape = P._Tape(npar)
+        ids = [tape.node(("p", k)) for k in range(npar)] + [tape.const(0.5), tape.const(-2.0)]
+        for _ in range(int(rng.integers(20, 60))):
+            f = ops[int(rng.integers(len(ops)))]
+            near = ids[-8:] if rng.random() < 0.7 else ids
+            kids = [near[int(rng.integers(len(near)))]
+                    for _ in range(2 if f in P.BINARY else 1)]
+            ids.append(tape.node((f, *kids)))
+        big = tape.const(1e300)
+        deps = P._deps(tape.nodes)
+        inner = [i for i in ids if deps[i] and tape.nodes[i][0] not in ("p", "c")]
+        stores = [(int(rng.integers(ndata)), inner[int(rng.integers(len(inner)))])
+                  for _ in range(15)]
+        g = inner[int(rng.integers(len(inner)))]
+        guards = [("eq", g, g, True), ("lt", ids[-1], big, True)]
+        names = ("a", "b", "c")
+        D0 = rng.normal(size=ndata)
+        progs = []
+        for cse in (True, False):
+            roots = [g[1] for g in guards] + [g[2] for g in guards] + [r for _, r in stores]
+            emit = P._Emitter(tape.nodes, deps, "random.py", names,
+                              roots=roots if cse else None)
+            body = []
+            for c, a, b, _ in guards:
+                body += emit.statement(a, [P.OP_GUARD, P.CMPS.index(c)], extra=(b,))
+            for slot, r in stores:
+                body += emit.statement(r, [P.OP_STORE, slot])
+            progs.append(P._finish(emit, D0, names, "random.py", body,
+                                   [s for s, _ in stores], guards, {}, {},
+                                   nodes=tape.nodes))
+        cse, plain = progs
+        shared = sum(1 for k, v in P._Emitter(tape.nodes, deps, "", names,
+                                              roots=roots).left.items()
+                     if v > 1 and tape.nodes[k][0] not in ("p", "c"))
+        assert 0 < cse.code[4] <= shared and plain.code[4] == 0
+        assert len(cse.code) < len(plain.code)
+        for _ in range(6):
+            p = rng.uniform(-2.0, 2.0, npar) if _ % 3 else rng.uniform(-1e200, 1e200, npar)
+            r1 = mbp(*cse.to_arrays(), p, D0)
+            r2 = mbp(*plain.to_arrays(), p, D0)
+            assert (r1[0], r1[2]) == (r2[0], r2[2])
+            assert r1[1].tobytes() == r2[1].tobytes()
+            t1 = P.run_program(cse.code, cse.consts, p, D0)
+            assert t1[0] == r1[0] and t1[1].tobytes() == r1[1].tobytes()
+            rcs.append(r1[0])
+    assert rcs.count(0) >= len(rcs) // 2, rcs
+
+
 def test_report_fixed_parameters(capsys):
     """Which parameters stay fixed in a native FMU, and why (printed with -s)."""
     rows = []
@@ -610,6 +743,34 @@ def test_report_fixed_parameters(capsys):
 def _engine_models():
     from fmu_mb.engine.data import supported
     return [n for n in _models() if supported(load(n).build()) is None]
+
+
+@pytest.mark.parametrize("name", _engine_models())
+def test_temporaries_change_no_bit(name, mbp):
+    """The program with temporaries and the same program with every shared subexpression
+    written out again (the emission before them) give bitwise the same data, in C, at the
+    build values, at random sets and at each compiled parameter alone x10 and x0.1 (where
+    both may refuse: with the same code and message)."""
+    mod, prog, _ = compiled(name)
+    plain = prog.plain() if prog.compiled else prog
+    assert plain.code[4] == 0 and not {P.OP_SET, P.OP_GET} & {op for op, _ in _ops(plain.code)}
+    assert len(prog.code) <= len(plain.code)
+    D0 = engine_data(mod.build())
+    rng = np.random.default_rng(5)
+    sets = [{}] + [_random_set(prog, mod, rng) for _ in range(3)]
+    defaults = {p.name: p.value for p in mod.build().parameters}
+    sets += [{n: defaults[n] * f} for n in prog.compiled for f in (10.0, 0.1)]
+    a, b = prog.to_arrays(), plain.to_arrays()
+    ok = 0
+    for vals in sets:
+        pv = _pvec(prog, mod, vals)
+        rc, out, msg = mbp(*a, pv, D0)
+        rc2, out2, msg2 = mbp(*b, pv, D0)
+        assert (rc, msg) == (rc2, msg2)
+        if rc == 0:
+            ok += 1
+            assert out.tobytes() == out2.tobytes(), (name, vals)
+    assert ok >= 1
 
 
 def _program(name):
