@@ -1462,9 +1462,9 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     store_nodes = np.array([match[s][1] for s in stored], dtype=int)
 
     def expressions(pv):
-        """The data of the compiled expressions at pv, from the tape's nodes (linear in the
-        tape: the emitted code repeats shared subexpressions, heavy_top's is 1.7e6 ints),
-        then the derived slots; a non-finite node value is left for the program to judge."""
+        """The data of the compiled expressions at pv, from the tape's nodes (numpy over the
+        whole tape; the program itself runs only on a mismatch), then the derived slots; a
+        non-finite node value is left for the program to judge."""
         with np.errstate(all="ignore"):
             ev = _eval_nodes(nodes, pv)
         out = D0.copy()
