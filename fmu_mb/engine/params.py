@@ -39,39 +39,44 @@ maps); matching against the black box keeps them untouched, works whatever data 
 engine chooses, and the verification makes a wrong match impossible to ship.
 
 Program layout (ints; doubles in `consts`):
-    header   MAGIC, VERSION, np, ndata, then strings (model file, the np parameter names,
-             the np reasons why a parameter is fixed, "" for a compiled one), each as its
-             length followed by its UTF-8 bytes
+    header   MAGIC, VERSION, np, ndata, ntemp, then strings (model file, the np parameter
+             names, the np reasons why a parameter is fixed, "" for a compiled one), each as
+             its length followed by its UTF-8 bytes
     code     BEGIN n p1..pn          the statement that follows depends on parameters p1..pn
                                      (named in a message when it fails)
              PARAM k | CONST i       push params[k] | consts[i]
              UNARY f | BINARY f      pop one | two, push f(...) (UNARY, BINARY: libm's)
              STORE slot              pop into data[slot]
+             SET k | GET k           temps[k] = the top (kept on the stack) | push temps[k]:
+                                     a tape node the program uses more than once is
+                                     computed once (k < ntemp, the header's)
              GUARD cmp               pop b, pop a; the test `a cmp b` must hold
              FIXED 0                 pop b, pop a; a == b (a fixed parameter keeps its value)
              END
-Every result is checked finite; a malformed program makes mbp_run return -1.
+Every result is checked finite; a malformed program (an index out of range, a GET before its
+SET...) makes mbp_run return -1.
 """
 import math
 import operator
 import threading
-import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import AssemblyWarning, FmuMbError
+from ..mechanics.assembly import probing
 
 MAGIC = 0x3150424D           # "MBP1" little-endian
-VERSION = 1
+VERSION = 2                  # 2: temporaries (ntemp in the header, SET, GET)
 STACK = 64                   # mbp_run's stack depth (params.c MBP_STACK)
 VERIFY_RTOL = 1e-14          # a slot must be reproduced to this (relative to its size)
 WIDE = 0.5                   # relative spread of the wide verification sets
 FAR = (10.0, 0.1, 100.0, 0.01)   # one parameter at a time: its value times these
-FAR_BUDGET = 3.0             # seconds for those far checks (then they stop)
+FAR_BUILDS = 400             # at most this many far builds per compilation (a count, not a
+                             # time: the program must not depend on the machine's speed)
 (OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
- OP_FIXED) = range(9)
+ OP_FIXED, OP_SET, OP_GET) = range(11)
 UNARY = ("neg", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log10",
          "sinh", "cosh", "tanh", "fabs", "expm1", "log1p", "log2", "asinh", "acosh", "atanh",
          "cbrt")
@@ -722,6 +727,8 @@ class ParamProgram:
     slots: tuple = ()
     guards: tuple = ()
     derive: object = None      # the engine's own derivation after the program (or None)
+    plain: object = field(default=None, repr=False, compare=False)   # () -> this program
+    # with every shared subexpression written out (no temporaries), to compare with
 
     def to_arrays(self):
         """(code as int32, consts as float64), contiguous: what mbp_run takes."""
@@ -747,14 +754,26 @@ class ParamProgram:
 
 def _read_str(code, pc):
     n = int(code[pc])
-    return bytes(int(c) for c in code[pc + 1:pc + 1 + n]).decode("utf-8"), pc + 1 + n
+    raw = bytes(int(c) if 0 < c < 256 else 63 for c in code[pc + 1:pc + 1 + n])   # ('?')
+    return raw.decode("utf-8", "replace"), pc + 1 + n
+
+
+def _skip_str(code, pc):
+    """Position after the string at code[pc] (params.c skip_string), or -1."""
+    if pc < 0 or pc >= len(code):
+        return -1
+    n = code[pc]
+    if n < 0 or n > len(code) - pc - 1:
+        return -1
+    return pc + 1 + n
 
 
 def _header(code):
-    if len(code) < 4 or code[0] != MAGIC or code[1] != VERSION:
+    """(np, ndata, ntemp, model file, names, reasons, position of the first instruction)."""
+    if len(code) < 6 or code[0] != MAGIC or code[1] != VERSION:
         raise ValueError("not a parameter program of this version")
-    npar, ndata = int(code[2]), int(code[3])
-    model, pc = _read_str(code, 4)
+    npar, ndata, ntemp = int(code[2]), int(code[3]), int(code[4])
+    model, pc = _read_str(code, 5)
     names, reasons = [], []
     for _ in range(npar):
         s, pc = _read_str(code, pc)
@@ -762,7 +781,7 @@ def _header(code):
     for _ in range(npar):
         s, pc = _read_str(code, pc)
         reasons.append(s)
-    return npar, ndata, model, names, reasons, pc
+    return npar, ndata, ntemp, model, names, reasons, pc
 
 
 def _fmt(x):
@@ -778,48 +797,129 @@ def _rebuild(model, names, blame, params):
     return f"rebuild with fmu-mb build {model} {sets}"
 
 
+class _Malformed(Exception):
+    pass
+
+
+def _bad(what, pc):
+    """mbp_run's message for a malformed program (params.c fail)."""
+    return _Malformed(f"malformed parameter program: {what} at code[{pc}]; expected the "
+                      f"program fmu_mb.engine.params made for this model data")
+
+
 def run_program(code, consts, params, data):
-    """(rc, data', message) as mbp_run: rc 0, k + 1 (parameter k), or -1 (malformed)."""
+    """(rc, data', message) as mbp_run: rc 0, k + 1 (parameter k), or -1 (malformed), checked
+    in the same order as params.c, with its messages for a malformed program."""
     code = [int(c) for c in code]
     data = np.array(data, dtype=float)
+    npar, ndata = len(params), len(data)
     try:
-        npar, ndata, model, names, reasons, pc = _header(code)
-    except (ValueError, IndexError, UnicodeDecodeError):
-        return -1, data, "malformed parameter program (header)"
-    if npar != len(params) or ndata != len(data):
-        return -1, data, (f"parameter program for {npar} parameters and {ndata} data, "
-                          f"received {len(params)} and {len(data)}")
-    try:
-        return _interpret(code, consts, params, data, model, names, reasons, pc)
-    except (IndexError, KeyError, TypeError):
-        return -1, data, "malformed parameter program"
+        if len(code) < 6:
+            raise _bad("no code", 0)
+        if code[0] != MAGIC or code[1] != VERSION:
+            raise _bad("wrong magic number or version", 0)
+        if code[2] != npar or code[3] != ndata:
+            return -1, data, (f"parameter program for {code[2]} parameters and {code[3]} "
+                              f"data, received {npar} and {ndata}")
+        ntemp = code[4]
+        if ntemp < 0 or ntemp > len(code) // 2:
+            raise _bad("number of temporaries out of range", 4)
+        pc = _skip_str(code, 5)
+        for _ in range(2 * npar):
+            if pc < 0:
+                break
+            pc = _skip_str(code, pc)
+        if pc < 0:
+            raise _bad("strings run past the end", 5)
+        _, _, _, model, names, reasons, pc = _header(code)
+        return _interpret(code, consts, params, data, model, names, reasons, pc, ntemp)
+    except _Malformed as exc:
+        return -1, data, str(exc)
 
 
-def _interpret(code, consts, params, data, model, names, reasons, pc):
+def _interpret(code, consts, params, data, model, names, reasons, pc, ntemp):
+    """params.c run(): every index checked before use (a malformed program: _Malformed)."""
     stack, blame = [], []
+    temps = [math.nan] * ntemp
+    ncode, nconst, npar, ndata = len(code), len(consts), len(params), len(data)
     while True:
+        if pc >= ncode:
+            raise _bad("no END", pc)
         op = code[pc]
         if op == OP_END:
+            if stack:
+                raise _bad("values left on the stack", pc)
             return 0, data, ""
         if op == OP_BEGIN:
+            if pc + 1 >= ncode or code[pc + 1] < 0 or code[pc + 1] > ncode - pc - 2:
+                raise _bad("BEGIN past the end", pc)
             n = code[pc + 1]
             blame = code[pc + 2:pc + 2 + n]
+            if any(k < 0 or k >= npar for k in blame):
+                raise _bad("parameter index out of range", pc)
+            if stack:
+                raise _bad("values left on the stack", pc)
             pc += 2 + n
             continue
+        if pc + 1 >= ncode:
+            raise _bad("operand past the end", pc)
+        arg = code[pc + 1]
         if op == OP_PARAM:
-            stack.append(float(params[code[pc + 1]]))
+            if arg < 0 or arg >= npar:
+                raise _bad("parameter index out of range", pc)
+            if len(stack) >= STACK:
+                raise _bad("stack overflow", pc)
+            stack.append(float(params[arg]))
         elif op == OP_CONST:
-            stack.append(float(consts[code[pc + 1]]))
+            if arg < 0 or arg >= nconst:
+                raise _bad("constant index out of range", pc)
+            if len(stack) >= STACK:
+                raise _bad("stack overflow", pc)
+            stack.append(float(consts[arg]))
         elif op == OP_UNARY:
-            stack.append(_FN[UNARY[code[pc + 1]]](stack.pop()))
+            if arg < 0 or arg >= len(UNARY):
+                raise _bad("unknown function", pc)
+            if not stack:
+                raise _bad("stack underflow", pc)
+            stack.append(_FN[UNARY[arg]](stack.pop()))
         elif op == OP_BINARY:
+            if arg < 0 or arg >= len(BINARY):
+                raise _bad("unknown function", pc)
+            if len(stack) < 2:
+                raise _bad("stack underflow", pc)
             b, a = stack.pop(), stack.pop()
-            stack.append(_FN[BINARY[code[pc + 1]]](a, b))
+            stack.append(_FN[BINARY[arg]](a, b))
+        elif op == OP_SET:
+            if arg < 0 or arg >= ntemp:
+                raise _bad("temporary index out of range", pc)
+            if not stack:
+                raise _bad("stack underflow", pc)
+            temps[arg] = stack[-1]
+            pc += 2
+            continue
+        elif op == OP_GET:
+            if arg < 0 or arg >= ntemp:
+                raise _bad("temporary index out of range", pc)
+            if math.isnan(temps[arg]):
+                raise _bad("temporary read before it is written", pc)
+            if len(stack) >= STACK:
+                raise _bad("stack overflow", pc)
+            stack.append(temps[arg])
         elif op == OP_STORE:
-            data[code[pc + 1]] = stack.pop()
+            if arg < 0 or arg >= ndata:
+                raise _bad("data index out of range", pc)
+            if not stack:
+                raise _bad("stack underflow", pc)
+            data[arg] = stack.pop()
+            pc += 2
+            continue
         elif op == OP_GUARD:
+            if len(stack) < 2:
+                raise _bad("stack underflow", pc)
             b, a = stack.pop(), stack.pop()
-            cmp = CMPS[code[pc + 1]]
+            if arg < 0 or arg >= len(CMPS):
+                raise _bad("unknown comparison", pc)
+            cmp = CMPS[arg]
             if not _CMP_FN[cmp](a, b):
                 k = blame[0] if blame else 0
                 return k + 1, data, (
@@ -830,6 +930,10 @@ def _interpret(code, consts, params, data, model, names, reasons, pc):
             pc += 2
             continue
         elif op == OP_FIXED:
+            if len(stack) < 2:
+                raise _bad("stack underflow", pc)
+            if not blame:
+                raise _bad("FIXED without its parameter", pc)
             b, a = stack.pop(), stack.pop()
             if a != b:
                 k = blame[0]
@@ -839,7 +943,9 @@ def _interpret(code, consts, params, data, model, names, reasons, pc):
                     f"build {model} --set {names[k]}={_fmt(a)}")
             pc += 2
             continue
-        if stack and not math.isfinite(stack[-1]) and op != OP_STORE:
+        else:
+            raise _bad("unknown instruction", pc)
+        if not math.isfinite(stack[-1]):
             k = blame[0] if blame else 0
             return k + 1, data, (
                 f"parameter(s) {_who(names, blame, params)}: a number of the model derived "
@@ -849,9 +955,39 @@ def _interpret(code, consts, params, data, model, names, reasons, pc):
 
 
 class _Emitter:
-    def __init__(self, nodes, deps, model_file, names):
+    """The postfix code of tape nodes, statement by statement. With `roots` (the node(s) of
+    every statement to come, in order, once per statement): a node referenced more than once
+    in the program (by two parents, two statements, or both) is computed where it is first
+    needed, kept in a temporary (SET k: it stays on the stack) and pushed from there after
+    (GET k); a temporary is reused once its node's last reference has been emitted. The same
+    operations on the same operands in the same order as without: the data are bitwise the
+    same. Without `roots`, every reference is written out in full (the code before
+    temporaries, ntemp 0)."""
+
+    def __init__(self, nodes, deps, model_file, names, roots=None):
         self.nodes, self.deps = nodes, deps
         self.consts, self.cidx = [], {}
+        self.temp, self.free, self.ntemp = {}, [], 0
+        self.left = None if roots is None else self._references(roots)
+
+    def _references(self, roots):
+        """node -> how many times the program references it (each statement's root once,
+        each child once per parent: a parent is computed once)."""
+        refs = {}
+        todo = []
+        for r in roots:
+            refs[r] = refs.get(r, 0) + 1
+            if refs[r] == 1:
+                todo.append(r)
+        while todo:
+            nd = self.nodes[todo.pop()]
+            if nd[0] in ("p", "c"):
+                continue
+            for c in nd[1:]:
+                refs[c] = refs.get(c, 0) + 1
+                if refs[c] == 1:
+                    todo.append(c)
+        return refs
 
     def const(self, v):
         key = float(v).hex()
@@ -860,7 +996,7 @@ class _Emitter:
             self.consts.append(float(v))
         return self.cidx[key]
 
-    def expr(self, i, out, depth=0):
+    def expr(self, i, out):
         """Postfix code of node i appended to out; returns the stack depth it needs."""
         nd = self.nodes[i]
         if nd[0] == "p":
@@ -869,15 +1005,32 @@ class _Emitter:
         if nd[0] == "c":
             out += [OP_CONST, self.const(nd[1])]
             return 1
+        if self.left is not None:
+            self.left[i] -= 1
+            k = self.temp.get(i)
+            if k is not None:
+                out += [OP_GET, k]
+                if self.left[i] == 0:           # its last use: the temporary is free
+                    del self.temp[i]
+                    self.free.append(k)
+                return 1
         need = 0
         for j, c in enumerate(nd[1:]):
             need = max(need, j + self.expr(c, out))
         out += ([OP_UNARY, UNARY.index(nd[0])] if len(nd) == 2
                 else [OP_BINARY, BINARY.index(nd[0])])
+        if self.left is not None and self.left[i] > 0:      # needed again later
+            if self.free:
+                k = self.free.pop()
+            else:
+                k, self.ntemp = self.ntemp, self.ntemp + 1
+            self.temp[i] = k
+            out += [OP_SET, k]
         return need
 
     def statement(self, i, tail, extra=()):
-        """BEGIN deps, the postfix of node(s), then `tail`; None if too deep for mbp_run."""
+        """BEGIN deps, the postfix of node(s), then `tail`; None if too deep for mbp_run
+        (then this emitter's temporaries are spoilt: the program is not finished)."""
         out, need = [], 0
         for j, n in enumerate((i, *extra)):
             need = max(need, j + self.expr(n, out))
@@ -914,7 +1067,7 @@ def _ranges(p, rng, scale):
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
                        model_file=None, n_probe=3, n_verify=3, n_wide=2,
-                       far=FAR, far_budget=FAR_BUDGET, seed=0, scale=0.1, derived=None):
+                       far=FAR, far_builds=FAR_BUILDS, seed=0, scale=0.1, derived=None):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
@@ -936,8 +1089,9 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     Probe and n_verify verification sets are drawn within +-scale (relative) of the build
     values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
     does not build, or takes another branch, is drawn again closer); then each parameter
-    alone at its value times each of `far` (in range, where it builds; for at most
-    far_budget seconds). Returns a ParamProgram."""
+    alone at its value times each of `far` (in range, where it builds; in rounds by factor,
+    the parameters in table order, at most far_builds builds: the same checks, hence the
+    same program, on any machine). Returns a ParamProgram."""
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     model = build(**base)
@@ -982,7 +1136,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
             warnings.simplefilter("ignore", AssemblyWarning)
             prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
                                  fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, far,
-                                 far_budget, scale, derived)
+                                 far_builds, scale, derived)
         if prog is not None:
             prog.derive = derived[1] if derived is not None else None
             return prog
@@ -1032,7 +1186,9 @@ def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None)
     for attempt in range(12):
         vals = {n: _ranges(pmap[n], rng, s) if n in live else bvals[n] for n in bvals}
         try:
-            D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}), float).ravel()
+            with probing():        # (only whether it builds matters: a cheap failure)
+                D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}),
+                               float).ravel()
         except StructureChanged:
             if hits is not None:
                 hits.append({n: vals[n] for n in live})
@@ -1162,7 +1318,7 @@ def _affine(tape, V, cand, d):
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
                   mfile,
-                  rng, n_probe, n_verify, n_wide, far, far_budget, scale, derived=None):
+                  rng, n_probe, n_verify, n_wide, far, far_builds, scale, derived=None):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
     defaults = {n: bvals.get(n, fixvals.get(n, 0.0)) for n in names}
@@ -1259,28 +1415,47 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                              "builder's own geometry such as at= points, or a branch)")
     slots = sorted(match)
     match = {s: ("node", i) for s, i in match.items()}
-    emit = _Emitter(nodes, deps, mfile, names)
-    body, stored = [], []
-    for g in guards:
-        st = emit.statement(g[1], [OP_GUARD, CMPS.index(g[0] if g[3] else _NEG_CMP[g[0]])],
-                            extra=(g[2],))
-        if st is None:
-            return _fix_params(sorted(deps[g[1]] | deps[g[2]]), names, fixed,
-                               "a branch of build() on it is too deep an expression")
-        body += st
-    too_deep = []
-    for s in slots:
-        st = emit.statement(match[s][1], [OP_STORE, int(s)])
-        if st is None:
-            too_deep.append(s)
-            continue
-        body += st
-        stored.append(s)
+
+    def emission(cse=True):
+        """(emitter, body, stored, the first too deep guard or None, the too deep slots):
+        the guards, then the slots; with cse, shared subexpressions in temporaries."""
+        roots = [n for g in guards for n in g[1:3]] + [match[s][1] for s in slots]
+        emit = _Emitter(nodes, deps, mfile, names, roots=roots if cse else None)
+        body, stored, too_deep = [], [], []
+        for g in guards:
+            st = emit.statement(g[1], [OP_GUARD, CMPS.index(g[0] if g[3] else
+                                                           _NEG_CMP[g[0]])], extra=(g[2],))
+            if st is None:
+                return emit, body, stored, g, too_deep
+            body += st
+        for s in slots:
+            st = emit.statement(match[s][1], [OP_STORE, int(s)])
+            if st is None:
+                too_deep.append(s)
+                continue
+            body += st
+            stored.append(s)
+        return emit, body, stored, None, too_deep
+
+    emit, body, stored, deep_guard, too_deep = emission()
+    if deep_guard is not None:
+        g = deep_guard
+        return _fix_params(sorted(deps[g[1]] | deps[g[2]]), names, fixed,
+                           "a branch of build() on it is too deep an expression")
     if too_deep:
         return _fix_culprits(too_deep, live, pmap, bvals, rng, scale, build, base, data_of,
                              D0, fixed, None, "is an expression too deep for the program's stack")
     prog = _finish(emit, D0, names, mfile, body, stored, guards, fixed, fixvals,
                    live=live, nodes=nodes)
+
+    def plain():
+        """The same program with every shared subexpression written out again (no
+        temporaries: the emission before version 2), to compare with bit for bit."""
+        e, b, st, dg, td = emission(cse=False)
+        assert dg is None and not td and st == stored
+        return _finish(e, D0, names, mfile, b, st, guards, fixed, fixvals, live=live,
+                       nodes=nodes)
+    prog.plain = plain
 
     def engine_data(pv):
         """(rc, data the engine runs on, message) at the parameter vector pv: the program,
@@ -1293,9 +1468,9 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     store_nodes = np.array([match[s][1] for s in stored], dtype=int)
 
     def expressions(pv):
-        """The data of the compiled expressions at pv, from the tape's nodes (linear in the
-        tape: the emitted code repeats shared subexpressions, heavy_top's is 1.7e6 ints),
-        then the derived slots; a non-finite node value is left for the program to judge."""
+        """The data of the compiled expressions at pv, from the tape's nodes (numpy over the
+        whole tape; the program itself runs only on a mismatch), then the derived slots; a
+        non-finite node value is left for the program to judge."""
         with np.errstate(all="ignore"):
             ev = _eval_nodes(nodes, pv)
         out = D0.copy()
@@ -1336,17 +1511,23 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         return None
     # far values, one parameter at a time (x10, x0.1, x100, x0.01, in rounds): a branch
     # that build() takes on a plain float far from the defaults (a maximum over the masses
-    # switching...) shows here. A parameter whose far build fails is not tried further (an
-    # assembly that cannot close can take seconds), and the rounds stop after far_budget s.
-    far_bad, dead, start = {}, set(), time.perf_counter()
+    # switching...) shows here. A parameter whose far build fails is not tried further; the
+    # builds are probes (fmu_mb.mechanics.assembly.probing: a loop that cannot close fails
+    # without random restarts or a diagnosis), at most far_builds of them in this fixed
+    # order: what is checked, hence the program, is the same on any machine
+    far_bad, dead, builds = {}, set(), 0
     for f in far:
         for n in live:
-            if n in dead or n in far_bad or time.perf_counter() - start > far_budget:
+            if n in dead or n in far_bad:
                 continue
             for v in _far_values(pmap[n], bvals[n], (f,)):
+                if builds >= far_builds:
+                    break
+                builds += 1
                 vals = {**bvals, n: v}
                 try:
-                    D = np.asarray(data_of({**base, n: v}), float).ravel()
+                    with probing():      # a failure is cheap (no random restarts)
+                        D = np.asarray(data_of({**base, n: v}), float).ravel()
                 except StructureChanged:
                     return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
                                           base, data_of, D0, fixed)
@@ -1392,7 +1573,7 @@ def _finish(emit, D0, names, mfile, body, stored, guards, fixed, fixvals, live=(
     reasons), a check that each fixed number keeps its built value, then `body`."""
     if not isinstance(emit, _Emitter):
         emit = _Emitter([], [], mfile, names)
-    head = [MAGIC, VERSION, len(names), len(D0)]
+    head = [MAGIC, VERSION, len(names), len(D0), emit.ntemp]
     for s in [mfile] + list(names) + [fixed.get(n, "") for n in names]:
         b = s.encode("utf-8")
         head += [len(b)] + list(b)

@@ -7,8 +7,9 @@
  * copy of the blob's doubles, so a parameter set by the master has the effect it has in the
  * Python FMU.
  *
- * The program is a flat int code with a table of double constants (layout: params.c); it
- * reads params[0 .. np-1] and writes data[0 .. ndata-1] (the blob's one array of doubles).
+ * The program is a flat int code with a table of double constants (layout: params.c, format
+ * version 2: a subexpression used more than once is kept in a temporary); it reads
+ * params[0 .. np-1] and writes data[0 .. ndata-1] (the blob's one array of doubles).
  */
 #ifndef FMU_MB_PARAMS_H
 #define FMU_MB_PARAMS_H
@@ -24,8 +25,9 @@ typedef struct {
 
 /* Run the program. Returns 0 on success; k + 1 when parameter k breaks a guard or makes a
  * derived number non-finite (message in err naming what was expected, e.g. "rebuild with
- * fmu-mb build MODEL.py --set NAME=VALUE"); -1 for a malformed program. On failure data may
- * be partly written: run it on a scratch copy. */
+ * fmu-mb build MODEL.py --set NAME=VALUE"); -1 for a malformed program (or no memory for its
+ * temporaries, which it allocates and frees). On failure data may be partly written: run it
+ * on a scratch copy. */
 int mbp_run(const MbpProgram *prog, const double *params, int np, double *data, int ndata,
             char *err, size_t errlen);
 
