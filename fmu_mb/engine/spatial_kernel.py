@@ -82,9 +82,9 @@ def library():
 
 def supported(model, contacts=False):
     """None when the spatial kernel can run `model`, else the reason why not (a sentence).
-    contacts=True: the kernel's part of a contact model (its contact-free dynamics, which the
-    event loop of fmu_mb.dynamics.integrate steps between events with the contacts' rows in
-    Python: formulations/_spatial_contacts.py)."""
+    contacts=True: the kernel's part of a contact model (its contact-free dynamics and the
+    contacts' rows, which the C event loop of native/spatial_events.c steps between events;
+    the Python loop of fmu_mb.dynamics.integrate remains the reference)."""
     for d in model.drives:
         if _kernel._law(d.motion) is None:
             return (f"drive '{d.name}' follows a Motion of Python functions; the kernel "
