@@ -15,6 +15,8 @@
  *                                 when the mask changes);
  *   evk_configure(ev, stab, alpha, beta, ptol)   drift control of the phase kernel;
  *   evk_gaps(ev, q, g)            every contact's gap at q (ERR_GAP: undefined there);
+ *   evk_gaps_lam(ev, g)           the same at the q of the last evk_lam, from what that
+ *                                 solve computed (EV_NA: not available, evk_gaps is used);
  *   evk_lam(ev, t, y, lamc)       the selected contacts' multipliers lam_c (force -lam_c) at
  *                                 (t, y) without Baumgarte terms (lamc indexed by contact);
  *   evk_rhs(ev, t, y, dy)         the phase's right-hand side (qd, qdd) in its drift mode;
@@ -42,6 +44,7 @@
 #define EV_NPAR 19
 enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11 };
 enum { EV_IMPACT = 0, EV_RELEASE = 1 };
+#define EV_NA (-1)         /* an optional kernel operation that is not available */
 
 static const double EV_RK45_P[7][4] = {
     {1.0, -2.8535800653862835, 3.0717434641059005, -1.1270175653862835},
@@ -107,6 +110,7 @@ typedef struct {
 static void evk_select(EvLoop *ev, const unsigned char *mask);
 static void evk_configure(EvLoop *ev, int stab, double alpha, double beta, double ptol);
 static int evk_gaps(EvLoop *ev, const double *q, double *g);
+static int evk_gaps_lam(EvLoop *ev, double *g);
 static int evk_lam(EvLoop *ev, double t, const double *y, double *lamc);
 static int evk_rhs(EvLoop *ev, double t, const double *y, double *dy);
 static int evk_step(EvLoop *ev, int method, double *par, double *y, int have_f, double *K);
@@ -290,20 +294,26 @@ static int ev_values_at(EvLoop *ev, double t, const double *y, double *out,
         else
             watch = 1;
     }
+    /* both kinds: the multipliers' solve first, whose kinematics give the gaps too */
+    int lam_here = act && !lam0;
+    if (lam_here && (rc = evk_lam(ev, t, y, ev->lamc)) != OK) {
+        int rg = watch ? evk_gaps(ev, y, ev->g) : OK;      /* the gaps' error comes first */
+        return rg != OK ? rg : rc;
+    }
     if (watch) {
-        if ((rc = evk_gaps(ev, y, ev->g)) != OK)
+        rc = lam_here ? evk_gaps_lam(ev, ev->g) : EV_NA;
+        if (rc == EV_NA)
+            rc = evk_gaps(ev, y, ev->g);
+        if (rc != OK)
             return rc;
         for (int i = 0; i < nc; i++)
             if (!ev->active[i])
                 out[i] = ev->g[i];
     }
-    if (act) {
-        if (!lam0 && (rc = evk_lam(ev, t, y, ev->lamc)) != OK)
-            return rc;
+    if (act)
         for (int i = 0; i < nc; i++)
             if (ev->active[i])
                 out[i] = -(lam0 ? lam0[i] : ev->lamc[i]);
-    }
     return OK;
 }
 
