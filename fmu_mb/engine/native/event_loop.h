@@ -102,8 +102,9 @@ typedef struct {
      * end state (the next step's values at t0) and f(t, y) at the end of the last call (the
      * next call's first stage, when t, y, u, the active set and the drift control agree) */
     double *lam0, *lam1;
-    int ni, fc_ok;
+    int ni, fc_ok, lam_fc_ok;
     double t_fc, mode_fc, alpha_fc, beta_fc, *y_fc, *u_fc, *f_fc;
+    double *lam_fc;        /* (nc) the selected contacts' multipliers at that end state */
     unsigned char *sel_fc;
 } EvLoop;
 
@@ -140,7 +141,8 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
         if (!(*p[i] = calloc(m2, sizeof(double))))
             return ERR_ARGS;
     double **pc[] = {&ev->rec, &ev->v, &ev->vprev, &ev->lamc, &ev->g, &ev->gap, &ev->vminus,
-                     &ev->vplus, &ev->target, &ev->rcon, &ev->lam0, &ev->lam1, &ev->e};
+                     &ev->vplus, &ev->target, &ev->rcon, &ev->lam0, &ev->lam1, &ev->e,
+                     &ev->lam_fc};
     for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)
         if (!(*pc[i] = calloc(i == 0 ? EV_REC * c : c, sizeof(double))))
             return ERR_ARGS;
@@ -164,7 +166,7 @@ static void ev_release(EvLoop *ev)
     void *p[] = {ev->e, ev->sel, ev->y, ev->rec, ev->active, ev->yold, ev->ynew, ev->K, ev->F,
                  ev->yd, ev->ys, ev->f, ev->v, ev->vprev, ev->lamc, ev->g, ev->gap,
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
-                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc};
+                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -651,11 +653,20 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     double t_last = 0.0, t_start = t;
     while (t < t_end) {
         int lam0_ok = 0;
-        for (;;) {                  /* release tensile persistent contacts, most tensile first */
+        /* the end of the last call is this call's start (t, y, u and the drift control
+         * agree): f and the contact multipliers there are known, bit for bit */
+        int fc_match = ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t &&
+                       ev->mode_fc == ev->mode && ev->alpha_fc == ev->alpha &&
+                       ev->beta_fc == ev->beta && memcmp(ev->y_fc, y, sizeof(double) * m) == 0 &&
+                       (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0);
+        for (int first = 1;; first = 0) { /* release tensile persistent contacts, most tensile first */
             if (!ev_any(ev->active, nc))
                 break;
             ev_select(ev, ev->active);
-            if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK) {
+            if (first && fc_match && ev->lam_fc_ok &&
+                memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0) {
+                memcpy(ev->lamc, ev->lam_fc, sizeof(double) * nc);
+            } else if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK) {
                 par[14] = t;
                 return rc;
             }
@@ -679,11 +690,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         ev_select(ev, ev->active);
         int project_steps = stab == 1 && evk_project_steps(ev), have_f = 0, found = 0, kind = 0, idx = -1;
         double tc = t, hs = h, te = t;
-        if (ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t && ev->mode_fc == ev->mode &&
-            ev->alpha_fc == ev->alpha && ev->beta_fc == ev->beta &&
-            memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0 &&
-            memcmp(ev->y_fc, y, sizeof(double) * m) == 0 &&
-            (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0)) {
+        if (fc_match && memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0) {
             memcpy(ev->f, ev->f_fc, sizeof(double) * m);      /* f(t, y) of the last call */
             have_f = 1;
         }
@@ -781,6 +788,10 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 memcpy(ev->f_fc, ev->f, sizeof(double) * m);
                 if (ev->ni)
                     memcpy(ev->u_fc, u, sizeof(double) * ev->ni);
+                /* lam0: the multipliers of the last rhs at y (mode 1 solves as mode 0) */
+                ev->lam_fc_ok = lam0_ok;
+                if (lam0_ok)
+                    memcpy(ev->lam_fc, ev->lam0, sizeof(double) * nc);
             }
             break;
         }
