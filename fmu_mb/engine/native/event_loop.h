@@ -23,6 +23,10 @@
  *   evk_step(ev, method, par, y, have_f, K)     one accepted dopri5/dop853 step (mbk_step);
  *   evk_project(ev, t, y)         drift projection onto the phase rows;
  *   evk_project_steps(ev)         1 when the loop projects after each step (stab 1);
+ *   evk_step_values(ev, v)        every contact's event value (gap, or -lam_c of a selected
+ *                                 contact) at the new state of the last evk_step from its
+ *                                 last stage's solve there: 1 when valid (the same numbers
+ *                                 as ev_values at that state), else 0;
  *   evk_phase_lam(ev, lam)        the selected contacts' multipliers of the last right-hand
  *                                 side, at the state just projected: 1 when valid, else 0;
  *   evk_reuse_f(ev)               1 when f(t, y) of one call may start the next;
@@ -105,6 +109,8 @@ typedef struct {
     int ni, fc_ok, lam_fc_ok;
     double t_fc, mode_fc, alpha_fc, beta_fc, *y_fc, *u_fc, *f_fc;
     double *lam_fc;        /* (nc) the selected contacts' multipliers at that end state */
+    double *vT;            /* (nc) the event values at ynew from the step's last stage */
+    int vT_ok;
     unsigned char *sel_fc;
 } EvLoop;
 
@@ -118,6 +124,7 @@ static int evk_step(EvLoop *ev, int method, double *par, double *y, int have_f, 
 static int evk_project(EvLoop *ev, double t, double *y);
 static int evk_project_steps(EvLoop *ev);
 static int evk_phase_lam(EvLoop *ev, double *lam);
+static int evk_step_values(EvLoop *ev, double *v);
 static int evk_reuse_f(EvLoop *ev);
 static double evk_kinetic(EvLoop *ev, const double *y);
 static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double *qd,
@@ -142,7 +149,7 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
             return ERR_ARGS;
     double **pc[] = {&ev->rec, &ev->v, &ev->vprev, &ev->lamc, &ev->g, &ev->gap, &ev->vminus,
                      &ev->vplus, &ev->target, &ev->rcon, &ev->lam0, &ev->lam1, &ev->e,
-                     &ev->lam_fc};
+                     &ev->lam_fc, &ev->vT};
     for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)
         if (!(*pc[i] = calloc(i == 0 ? EV_REC * c : c, sizeof(double))))
             return ERR_ARGS;
@@ -166,7 +173,7 @@ static void ev_release(EvLoop *ev)
     void *p[] = {ev->e, ev->sel, ev->y, ev->rec, ev->active, ev->yold, ev->ynew, ev->K, ev->F,
                  ev->yd, ev->ys, ev->f, ev->v, ev->vprev, ev->lamc, ev->g, ev->gap,
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
-                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc};
+                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -435,8 +442,10 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
     *found = 0;
     for (int k = 0; k < 4; k++) {
         double ts = samples[k];
-        const double *v = ev->v, *pv = ev->vprev;
-        if ((rc = ev_values(ev, ts, ev->ys + (size_t)k * m, ev->v)) != OK)
+        const double *v = ev->v, *pv = ev->vprev, *yk = ev->ys + (size_t)k * m;
+        if (k == 3 && ev->vT_ok && memcmp(yk, ev->ynew, sizeof(double) * m) == 0)
+            memcpy(ev->v, ev->vT, sizeof(double) * nc);  /* the step's last stage was here */
+        else if ((rc = ev_values(ev, ts, yk, ev->v)) != OK)
             return rc;
         int any = 0;
         for (int i = 0; i < nc; i++) {
@@ -723,6 +732,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             double sp[7] = {tc, t_end, hs, rtol, atol, max_step, 0.0};
             int lam1_ok = 0;
             if (method == 2) {
+                ev->vT_ok = 0;
                 if ((rc = ev_rk4_step(ev, &tc, y, &rk_k, rk_n, rk_t0, rk_dt, t_end, stab,
                                       &lam1_ok)) != OK) {
                     par[14] = tc;
@@ -748,6 +758,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             ev->t_old = tc;
             ev->t_new = sp[0];
             memcpy(ev->ynew, y, sizeof(double) * m);
+            ev->vT_ok = evk_step_values(ev, ev->vT);
             memcpy(ev->f, ev->K + (size_t)s * m, sizeof(double) * m);
             if (project_steps) {
                 if ((rc = evk_project(ev, sp[0], y)) != OK ||

@@ -290,6 +290,24 @@ static int evk_phase_lam(EvLoop *ev, double *lam)
     return 1;
 }
 
+/* the event values at the new state of the last mbk_step from its last stage's solve there
+ * (K[s] = f(t_new, y_new): kph's kinematics and multipliers at y_new; without prescribed
+ * drives, which move q first, and without Baumgarte terms, which the values do not have) */
+static int evk_step_values(EvLoop *ev, double *v)
+{
+    Kernel *k = ev->k->kph;
+    if (k->nd > 0 || k->mode == 2 || memcmp(ev->sel, ev->active, (size_t)ev->nc) != 0 ||
+        ev_gaps_x(ev, k, v) != OK)
+        return 0;
+    for (int i = 0, r = ev->k->m_loop; i < ev->nc; i++)
+        if (ev->sel[i]) {
+            double lam = k->lam[r++];
+            if (ev->active[i])
+                v[i] = -lam;
+        }
+    return 1;
+}
+
 /* kinetic energy 1/2 xd' M xd [J] at (q, qd) */
 static double evk_kinetic(EvLoop *ev, const double *y)
 {
