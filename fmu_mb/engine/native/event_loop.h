@@ -111,6 +111,9 @@ typedef struct {
     double *lam_fc;        /* (nc) the selected contacts' multipliers at that end state */
     double *vT;            /* (nc) the event values at ynew from the step's last stage */
     int vT_ok;
+    double *v0, *v1;       /* (nc) the event values at the state a step starts from / ends in */
+    double *v_fc;          /* (nc) those at the end state of the last call */
+    int v_fc_ok;
     unsigned char *sel_fc;
 } EvLoop;
 
@@ -149,7 +152,8 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
             return ERR_ARGS;
     double **pc[] = {&ev->rec, &ev->v, &ev->vprev, &ev->lamc, &ev->g, &ev->gap, &ev->vminus,
                      &ev->vplus, &ev->target, &ev->rcon, &ev->lam0, &ev->lam1, &ev->e,
-                     &ev->lam_fc, &ev->vT};
+                     &ev->lam_fc, &ev->vT, &ev->v0, &ev->v1,
+                     &ev->v_fc};
     for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)
         if (!(*pc[i] = calloc(i == 0 ? EV_REC * c : c, sizeof(double))))
             return ERR_ARGS;
@@ -173,7 +177,7 @@ static void ev_release(EvLoop *ev)
     void *p[] = {ev->e, ev->sel, ev->y, ev->rec, ev->active, ev->yold, ev->ynew, ev->K, ev->F,
                  ev->yd, ev->ys, ev->f, ev->v, ev->vprev, ev->lamc, ev->g, ev->gap,
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
-                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT};
+                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT, ev->v0, ev->v1, ev->v_fc};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -420,7 +424,7 @@ static int ev_brent(EvLoop *ev, int i, double shift, double xa, double xb, doubl
  * (y untouched). As integrate._find_event: four samples, the first sample with a sign
  * change decides, Brent's method per contact changing sign there, the earliest wins. */
 static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
-                   double t1, double tol, double event_tol, double *y, double *te_out,
+                   const double *v0, double t1, double tol, double event_tol, double *y, double *te_out,
                    int *kind_out, int *idx_out, int *found)
 {
     int nc = ev->nc, m = 2 * ev->n, rc;
@@ -430,7 +434,9 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
     samples[3] = t1;
     for (int k = 0; k < 4; k++)
         ev_dense(ev, samples[k], ev->ys + (size_t)k * m);
-    if ((rc = ev_values_at(ev, t0, y0, ev->vprev, lam0)) != OK)
+    if (v0)                         /* the values at t0, known from the last step */
+        memcpy(ev->vprev, v0, sizeof(double) * nc);
+    else if ((rc = ev_values_at(ev, t0, y0, ev->vprev, lam0)) != OK)
         return rc;
     /* a gap within thr of zero at the start is searched from its flight phase too: just
      * after an impact its sign is rounding, and a root of the dense output right there would
@@ -661,7 +667,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     int repeats = 0, have_last = 0;
     double t_last = 0.0, t_start = t;
     while (t < t_end) {
-        int lam0_ok = 0;
+        int lam0_ok = 0, v0_ok = 0, v1_ok = 0;
         /* the end of the last call is this call's start (t, y, u and the drift control
          * agree): f and the contact multipliers there are known, bit for bit */
         int fc_match = ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t &&
@@ -700,6 +706,10 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         int project_steps = stab == 1 && evk_project_steps(ev), have_f = 0, found = 0, kind = 0, idx = -1;
         double tc = t, hs = h, te = t;
         if (fc_match && memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0) {
+            if (ev->v_fc_ok) {                                /* its event values */
+                memcpy(ev->v0, ev->v_fc, sizeof(double) * nc);
+                v0_ok = 1;
+            }
             memcpy(ev->f, ev->f_fc, sizeof(double) * m);      /* f(t, y) of the last call */
             have_f = 1;
         }
@@ -733,13 +743,14 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             int lam1_ok = 0;
             if (method == 2) {
                 ev->vT_ok = 0;
+                v0_ok = 0;                  /* (the values at t0 of the dense steps only) */
                 if ((rc = ev_rk4_step(ev, &tc, y, &rk_k, rk_n, rk_t0, rk_dt, t_end, stab,
                                       &lam1_ok)) != OK) {
                     par[14] = tc;
                     return rc;
                 }
                 hs = rk_dt;
-                if ((rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, tc,
+                if ((rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, NULL, tc,
                                   ctol, etol, y, &te, &kind, &idx, &found)) != OK) {
                     par[14] = tc;
                     return rc;
@@ -769,16 +780,26 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 /* its multipliers are the next step's event values at t0 (mode 1 solves
                  * as mode 0: no Baumgarte terms) */
                 lam1_ok = evk_phase_lam(ev, ev->lam1);
+                v1_ok = evk_step_values(ev, ev->v1);       /* at the projected state */
+            } else {
+                v1_ok = ev->vT_ok;                          /* y = ynew */
+                if (v1_ok)
+                    memcpy(ev->v1, ev->vT, sizeof(double) * nc);
             }
             have_f = 1;
             tc = sp[0];
             hs = sp[2];
             if ((rc = ev_dense_setup(ev, sp[6])) != OK ||
-                (rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, tc, ctol,
-                              etol, y, &te, &kind, &idx, &found)) != OK) {
+                (rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL,
+                              v0_ok ? ev->v0 : NULL, tc, ctol, etol, y, &te, &kind, &idx,
+                              &found)) != OK) {
                 par[14] = tc;
                 return rc;
             }
+            double *sw = ev->v0;
+            ev->v0 = ev->v1;
+            ev->v1 = sw;
+            v0_ok = v1_ok;
             lam0_ok = lam1_ok;
             if (lam1_ok)
                 memcpy(ev->lam0, ev->lam1, sizeof(double) * nc);
@@ -801,6 +822,9 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                     memcpy(ev->u_fc, u, sizeof(double) * ev->ni);
                 /* lam0: the multipliers of the last rhs at y (mode 1 solves as mode 0) */
                 ev->lam_fc_ok = lam0_ok;
+                ev->v_fc_ok = v0_ok;
+                if (v0_ok)
+                    memcpy(ev->v_fc, ev->v0, sizeof(double) * nc);
                 if (lam0_ok)
                     memcpy(ev->lam_fc, ev->lam0, sizeof(double) * nc);
             }
