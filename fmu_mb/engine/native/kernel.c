@@ -851,6 +851,18 @@ void mbk_set_eigensolver(Kernel *k, void *f) { k->syev = f; }
  * the truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
 static int psd_solve(Kernel *k, const double *rhs, double *y)
 {
+    if (k->m == 1) {        /* one row (a single persistent contact): dense_psd_solve's Cholesky
+                             * of the scalar S, the same operations without its loops */
+        double s = k->Sm[0];
+        if (s > 0.0) {
+            double d = sqrt(s);
+            if (d * d > RANK_RTOL * 1e2 * d * d) {
+                double x = rhs[0] / d;
+                y[0] = x / d;
+                return OK;
+            }
+        }
+    }
     return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work, k->lwork, rhs,
                            y);
 }
