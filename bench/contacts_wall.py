@@ -3,6 +3,7 @@ process).
 
     python bench/contacts_wall.py            # both tables
     python bench/contacts_wall.py --quick    # shorter runs
+    python bench/contacts_wall.py --before REV [--rounds N]   # table 3 only: REV against this tree
 
 Table 1, per model: one advance() over [0, t_end] (no output sampling) with formulation
 recursive and the whole event loop in C (fmu_mb/engine/native/event_loop.h: events.c planar,
@@ -19,12 +20,28 @@ arm falls, the boom cylinder strikes its lower end stop, bounces and rests on it
 step over [0, 2] s and over [2, 3] s (resting in persistent contact), with the C loop, with
 the Python loop, and for the same model with its six end stops removed (no contacts: one
 mbk_advance per step).
+
+Table 3 (--before REV), the excavator resting on its end stop, before (the git revision REV,
+exported to a temporary folder) and after (this tree), side by side in one run: its 1 ms
+step in process as table 2 (C loop, u = 0, over [2, 3] s resting on the stop, and u holding
+the arm still over [0, 2] s) and the engine's own step in C without FMI
+(tests/c_host/engine_step.c: mbe_do_step + 3 outputs, input 0 at 0.1 N, 1 ms over 3 s from
+rest, most of it resting), each with the six end stops and with them removed, and the
+ratios (issue 21: <= 2). Each tree runs in its own Python process (its own package and
+compiled kernel); the two trees alternate, N rounds (default 3), the median is reported.
 """
+import json
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if "--root" in sys.argv:               # (table 3: the tree measured by this process)
+    ROOT = Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
@@ -162,7 +179,86 @@ def table_excavator(quick):
         print(f"| {label} | {a:.1f} | {b:.1f} | {c:.1f} |")
 
 
+def _engine_step_exe(tmp):
+    """tests/c_host/engine_step.c of ROOT compiled with ROOT's engine sources."""
+    import shutil
+    from fmu_mb.fmi.native_build import ENGINE_DIR, _engine_objects, engine_sources
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    sources, defines = engine_sources()
+    objects = _engine_objects(cc, [Path(s) for s in sources], tuple(defines))
+    exe = tmp / "engine_step"
+    subprocess.run([cc, "-O2", "-ffp-contract=off", *(f"-D{d}" for d in defines),
+                    f"-I{ENGINE_DIR}", "-o", str(exe), str(ROOT / "tests/c_host/engine_step.c"),
+                    *map(str, objects), "-lm"], check=True)
+    return exe
+
+
+def figures():
+    """Table 3's figures of ROOT's tree as one JSON line: us per step."""
+    from fmu_mb.dynamics.outputs import output_names
+    from fmu_mb.engine.data import model_data
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        exe = _engine_step_exe(tmp)
+        for stops in (True, False):
+            m = _excavator(stops)
+            key = "stops" if stops else "none"
+            z = np.zeros(len(m.inputs))
+            _cosim(m, True, (0.05,), z)                      # warm-up
+            (_, rest), _s = _cosim(m, True, (2.0, 3.0), z)
+            (hold,), _s = _cosim(m, True, (2.0,), _holding_inputs(_excavator(True)))
+            blob = tmp / f"excavator_{key}.blob"
+            blob.write_bytes(model_data(m).to_bytes())
+            names = list(output_names(m))
+            idx = ",".join(str(names.index(o)) for o in ("tip.x", "tip.y", "boom_cyl.stroke"))
+            res = subprocess.run([str(exe), str(blob), "1e-3", "3000", idx], capture_output=True,
+                                 text=True, check=True).stdout
+            c = float(dict(kv.split("=") for kv in res.split())["cpu_us_per_step"])
+            out[key] = {"rest": rest, "hold": hold, "engine_c": c}
+    print("FIGURES " + json.dumps(out))
+
+
+def table_before_after(rev, rounds):
+    runs = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as d:
+        old = Path(d) / "before"
+        old.mkdir()
+        arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True,
+                              check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=arch, check=True)
+        env = dict(os.environ, PYTHONPATH="")
+        for _ in range(rounds):
+            for label, root in (("before", old), ("after", ROOT)):
+                res = subprocess.run([sys.executable, str(Path(__file__).resolve()),
+                                      "--figures", "--root", str(root)], capture_output=True,
+                                     text=True, env=env, cwd=str(root))
+                if res.returncode != 0:
+                    sys.exit(res.stderr[-3000:])
+                line = [x for x in res.stdout.splitlines() if x.startswith("FIGURES ")][-1]
+                runs[label].append(json.loads(line[8:]))
+    print(f"| excavator [us CPU per 1 ms step], median of {rounds} | in process, resting on "
+          "the stop [2, 3] s: stops / none = ratio | in process, held still [0, 2] s: stops / "
+          "none = ratio | engine step in C (engine_step.c), 3 s from rest: stops / none = "
+          "ratio |")
+    print("|---|---|---|---|")
+    for label, title in (("before", f"before ({rev})"), ("after", "after (this tree)")):
+        cells = []
+        for col in ("rest", "hold", "engine_c"):
+            a = statistics.median(r["stops"][col] for r in runs[label])
+            b = statistics.median(r["none"][col] for r in runs[label])
+            cells.append(f"{a:.1f} / {b:.1f} = **{a / b:.2f}x**")
+        print(f"| {title} | " + " | ".join(cells) + " |")
+
+
 def main():
+    if "--figures" in sys.argv:
+        figures()
+        return 0
+    if "--before" in sys.argv:
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+        table_before_after(sys.argv[sys.argv.index("--before") + 1], rounds)
+        return 0
     quick = "--quick" in sys.argv
     table_loops(quick)
     print()

@@ -15,12 +15,18 @@
  *                                 when the mask changes);
  *   evk_configure(ev, stab, alpha, beta, ptol)   drift control of the phase kernel;
  *   evk_gaps(ev, q, g)            every contact's gap at q (ERR_GAP: undefined there);
+ *   evk_gaps_lam(ev, g)           the same at the q of the last evk_lam, from what that
+ *                                 solve computed (EV_NA: not available, evk_gaps is used);
  *   evk_lam(ev, t, y, lamc)       the selected contacts' multipliers lam_c (force -lam_c) at
  *                                 (t, y) without Baumgarte terms (lamc indexed by contact);
  *   evk_rhs(ev, t, y, dy)         the phase's right-hand side (qd, qdd) in its drift mode;
  *   evk_step(ev, method, par, y, have_f, K)     one accepted dopri5/dop853 step (mbk_step);
  *   evk_project(ev, t, y)         drift projection onto the phase rows;
  *   evk_project_steps(ev)         1 when the loop projects after each step (stab 1);
+ *   evk_step_values(ev, v)        every contact's event value (gap, or -lam_c of a selected
+ *                                 contact) at the new state of the last evk_step from its
+ *                                 last stage's solve there: 1 when valid (the same numbers
+ *                                 as ev_values at that state), else 0;
  *   evk_phase_lam(ev, lam)        the selected contacts' multipliers of the last right-hand
  *                                 side, at the state just projected: 1 when valid, else 0;
  *   evk_reuse_f(ev)               1 when f(t, y) of one call may start the next;
@@ -42,6 +48,7 @@
 #define EV_NPAR 19
 enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11 };
 enum { EV_IMPACT = 0, EV_RELEASE = 1 };
+#define EV_NA (-1)         /* an optional kernel operation that is not available */
 
 static const double EV_RK45_P[7][4] = {
     {1.0, -2.8535800653862835, 3.0717434641059005, -1.1270175653862835},
@@ -99,20 +106,28 @@ typedef struct {
      * end state (the next step's values at t0) and f(t, y) at the end of the last call (the
      * next call's first stage, when t, y, u, the active set and the drift control agree) */
     double *lam0, *lam1;
-    int ni, fc_ok;
+    int ni, fc_ok, lam_fc_ok;
     double t_fc, mode_fc, alpha_fc, beta_fc, *y_fc, *u_fc, *f_fc;
+    double *lam_fc;        /* (nc) the selected contacts' multipliers at that end state */
+    double *vT;            /* (nc) the event values at ynew from the step's last stage */
+    int vT_ok;
+    double *v0, *v1;       /* (nc) the event values at the state a step starts from / ends in */
+    double *v_fc;          /* (nc) those at the end state of the last call */
+    int v_fc_ok;
     unsigned char *sel_fc;
 } EvLoop;
 
 static void evk_select(EvLoop *ev, const unsigned char *mask);
 static void evk_configure(EvLoop *ev, int stab, double alpha, double beta, double ptol);
 static int evk_gaps(EvLoop *ev, const double *q, double *g);
+static int evk_gaps_lam(EvLoop *ev, double *g);
 static int evk_lam(EvLoop *ev, double t, const double *y, double *lamc);
 static int evk_rhs(EvLoop *ev, double t, const double *y, double *dy);
 static int evk_step(EvLoop *ev, int method, double *par, double *y, int have_f, double *K);
 static int evk_project(EvLoop *ev, double t, double *y);
 static int evk_project_steps(EvLoop *ev);
 static int evk_phase_lam(EvLoop *ev, double *lam);
+static int evk_step_values(EvLoop *ev, double *v);
 static int evk_reuse_f(EvLoop *ev);
 static double evk_kinetic(EvLoop *ev, const double *y);
 static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double *qd,
@@ -136,7 +151,9 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
         if (!(*p[i] = calloc(m2, sizeof(double))))
             return ERR_ARGS;
     double **pc[] = {&ev->rec, &ev->v, &ev->vprev, &ev->lamc, &ev->g, &ev->gap, &ev->vminus,
-                     &ev->vplus, &ev->target, &ev->rcon, &ev->lam0, &ev->lam1, &ev->e};
+                     &ev->vplus, &ev->target, &ev->rcon, &ev->lam0, &ev->lam1, &ev->e,
+                     &ev->lam_fc, &ev->vT, &ev->v0, &ev->v1,
+                     &ev->v_fc};
     for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)
         if (!(*pc[i] = calloc(i == 0 ? EV_REC * c : c, sizeof(double))))
             return ERR_ARGS;
@@ -160,7 +177,7 @@ static void ev_release(EvLoop *ev)
     void *p[] = {ev->e, ev->sel, ev->y, ev->rec, ev->active, ev->yold, ev->ynew, ev->K, ev->F,
                  ev->yd, ev->ys, ev->f, ev->v, ev->vprev, ev->lamc, ev->g, ev->gap,
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
-                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc};
+                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT, ev->v0, ev->v1, ev->v_fc};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -290,20 +307,26 @@ static int ev_values_at(EvLoop *ev, double t, const double *y, double *out,
         else
             watch = 1;
     }
+    /* both kinds: the multipliers' solve first, whose kinematics give the gaps too */
+    int lam_here = act && !lam0;
+    if (lam_here && (rc = evk_lam(ev, t, y, ev->lamc)) != OK) {
+        int rg = watch ? evk_gaps(ev, y, ev->g) : OK;      /* the gaps' error comes first */
+        return rg != OK ? rg : rc;
+    }
     if (watch) {
-        if ((rc = evk_gaps(ev, y, ev->g)) != OK)
+        rc = lam_here ? evk_gaps_lam(ev, ev->g) : EV_NA;
+        if (rc == EV_NA)
+            rc = evk_gaps(ev, y, ev->g);
+        if (rc != OK)
             return rc;
         for (int i = 0; i < nc; i++)
             if (!ev->active[i])
                 out[i] = ev->g[i];
     }
-    if (act) {
-        if (!lam0 && (rc = evk_lam(ev, t, y, ev->lamc)) != OK)
-            return rc;
+    if (act)
         for (int i = 0; i < nc; i++)
             if (ev->active[i])
                 out[i] = -(lam0 ? lam0[i] : ev->lamc[i]);
-    }
     return OK;
 }
 
@@ -401,7 +424,7 @@ static int ev_brent(EvLoop *ev, int i, double shift, double xa, double xb, doubl
  * (y untouched). As integrate._find_event: four samples, the first sample with a sign
  * change decides, Brent's method per contact changing sign there, the earliest wins. */
 static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
-                   double t1, double tol, double event_tol, double *y, double *te_out,
+                   const double *v0, double t1, double tol, double event_tol, double *y, double *te_out,
                    int *kind_out, int *idx_out, int *found)
 {
     int nc = ev->nc, m = 2 * ev->n, rc;
@@ -411,7 +434,9 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
     samples[3] = t1;
     for (int k = 0; k < 4; k++)
         ev_dense(ev, samples[k], ev->ys + (size_t)k * m);
-    if ((rc = ev_values_at(ev, t0, y0, ev->vprev, lam0)) != OK)
+    if (v0)                         /* the values at t0, known from the last step */
+        memcpy(ev->vprev, v0, sizeof(double) * nc);
+    else if ((rc = ev_values_at(ev, t0, y0, ev->vprev, lam0)) != OK)
         return rc;
     /* a gap within thr of zero at the start is searched from its flight phase too: just
      * after an impact its sign is rounding, and a root of the dense output right there would
@@ -423,8 +448,10 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
     *found = 0;
     for (int k = 0; k < 4; k++) {
         double ts = samples[k];
-        const double *v = ev->v, *pv = ev->vprev;
-        if ((rc = ev_values(ev, ts, ev->ys + (size_t)k * m, ev->v)) != OK)
+        const double *v = ev->v, *pv = ev->vprev, *yk = ev->ys + (size_t)k * m;
+        if (k == 3 && ev->vT_ok && memcmp(yk, ev->ynew, sizeof(double) * m) == 0)
+            memcpy(ev->v, ev->vT, sizeof(double) * nc);  /* the step's last stage was here */
+        else if ((rc = ev_values(ev, ts, yk, ev->v)) != OK)
             return rc;
         int any = 0;
         for (int i = 0; i < nc; i++) {
@@ -640,12 +667,21 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     int repeats = 0, have_last = 0;
     double t_last = 0.0, t_start = t;
     while (t < t_end) {
-        int lam0_ok = 0;
-        for (;;) {                  /* release tensile persistent contacts, most tensile first */
+        int lam0_ok = 0, v0_ok = 0, v1_ok = 0;
+        /* the end of the last call is this call's start (t, y, u and the drift control
+         * agree): f and the contact multipliers there are known, bit for bit */
+        int fc_match = ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t &&
+                       ev->mode_fc == ev->mode && ev->alpha_fc == ev->alpha &&
+                       ev->beta_fc == ev->beta && memcmp(ev->y_fc, y, sizeof(double) * m) == 0 &&
+                       (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0);
+        for (int first = 1;; first = 0) { /* release tensile persistent contacts, most tensile first */
             if (!ev_any(ev->active, nc))
                 break;
             ev_select(ev, ev->active);
-            if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK) {
+            if (first && fc_match && ev->lam_fc_ok &&
+                memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0) {
+                memcpy(ev->lamc, ev->lam_fc, sizeof(double) * nc);
+            } else if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK) {
                 par[14] = t;
                 return rc;
             }
@@ -669,11 +705,11 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         ev_select(ev, ev->active);
         int project_steps = stab == 1 && evk_project_steps(ev), have_f = 0, found = 0, kind = 0, idx = -1;
         double tc = t, hs = h, te = t;
-        if (ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t && ev->mode_fc == ev->mode &&
-            ev->alpha_fc == ev->alpha && ev->beta_fc == ev->beta &&
-            memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0 &&
-            memcmp(ev->y_fc, y, sizeof(double) * m) == 0 &&
-            (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0)) {
+        if (fc_match && memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0) {
+            if (ev->v_fc_ok) {                                /* its event values */
+                memcpy(ev->v0, ev->v_fc, sizeof(double) * nc);
+                v0_ok = 1;
+            }
             memcpy(ev->f, ev->f_fc, sizeof(double) * m);      /* f(t, y) of the last call */
             have_f = 1;
         }
@@ -706,13 +742,15 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             double sp[7] = {tc, t_end, hs, rtol, atol, max_step, 0.0};
             int lam1_ok = 0;
             if (method == 2) {
+                ev->vT_ok = 0;
+                v0_ok = 0;                  /* (the values at t0 of the dense steps only) */
                 if ((rc = ev_rk4_step(ev, &tc, y, &rk_k, rk_n, rk_t0, rk_dt, t_end, stab,
                                       &lam1_ok)) != OK) {
                     par[14] = tc;
                     return rc;
                 }
                 hs = rk_dt;
-                if ((rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, tc,
+                if ((rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, NULL, tc,
                                   ctol, etol, y, &te, &kind, &idx, &found)) != OK) {
                     par[14] = tc;
                     return rc;
@@ -731,6 +769,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             ev->t_old = tc;
             ev->t_new = sp[0];
             memcpy(ev->ynew, y, sizeof(double) * m);
+            ev->vT_ok = evk_step_values(ev, ev->vT);
             memcpy(ev->f, ev->K + (size_t)s * m, sizeof(double) * m);
             if (project_steps) {
                 if ((rc = evk_project(ev, sp[0], y)) != OK ||
@@ -741,16 +780,26 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 /* its multipliers are the next step's event values at t0 (mode 1 solves
                  * as mode 0: no Baumgarte terms) */
                 lam1_ok = evk_phase_lam(ev, ev->lam1);
+                v1_ok = evk_step_values(ev, ev->v1);       /* at the projected state */
+            } else {
+                v1_ok = ev->vT_ok;                          /* y = ynew */
+                if (v1_ok)
+                    memcpy(ev->v1, ev->vT, sizeof(double) * nc);
             }
             have_f = 1;
             tc = sp[0];
             hs = sp[2];
             if ((rc = ev_dense_setup(ev, sp[6])) != OK ||
-                (rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, tc, ctol,
-                              etol, y, &te, &kind, &idx, &found)) != OK) {
+                (rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL,
+                              v0_ok ? ev->v0 : NULL, tc, ctol, etol, y, &te, &kind, &idx,
+                              &found)) != OK) {
                 par[14] = tc;
                 return rc;
             }
+            double *sw = ev->v0;
+            ev->v0 = ev->v1;
+            ev->v1 = sw;
+            v0_ok = v1_ok;
             lam0_ok = lam1_ok;
             if (lam1_ok)
                 memcpy(ev->lam0, ev->lam1, sizeof(double) * nc);
@@ -771,6 +820,13 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 memcpy(ev->f_fc, ev->f, sizeof(double) * m);
                 if (ev->ni)
                     memcpy(ev->u_fc, u, sizeof(double) * ev->ni);
+                /* lam0: the multipliers of the last rhs at y (mode 1 solves as mode 0) */
+                ev->lam_fc_ok = lam0_ok;
+                ev->v_fc_ok = v0_ok;
+                if (v0_ok)
+                    memcpy(ev->v_fc, ev->v0, sizeof(double) * nc);
+                if (lam0_ok)
+                    memcpy(ev->lam_fc, ev->lam0, sizeof(double) * nc);
             }
             break;
         }

@@ -206,31 +206,28 @@ static void evk_configure(EvLoop *ev, int stab, double alpha, double beta, doubl
     kp->proj_tol = ptol;
 }
 
-/* the gaps of every contact at q into g: the values phi of kall's contact rows at q as
- * given, computed as rows() computes them (the same expressions) without their Jacobians */
-static int evk_gaps(EvLoop *ev, const double *q, double *g)
+/* the gaps of every contact into g from the body positions kx->x: the values phi of kall's
+ * contact rows, computed as rows() computes them (the same expressions) without their
+ * Jacobians */
+static int ev_gaps_x(EvLoop *ev, const Kernel *kx, double *g)
 {
     Kernel *k = ev->k->kall;
     int ml = ev->k->m_loop;
-    double *zero = k->qtmp;
-    for (int j = 0; j < k->n; j++)
-        zero[j] = 0.0;
-    kinematics(k, q, zero);
     for (int i = 0; i < ev->nc; i++) {
         int r = ml + i;
         const int *R = k->ri + RI * r;
         const double *P = k->rd + RD * r;
         int kind = R[0], p = R[1], c = R[2];
         double Qp[2], Qc[2], ep[2], ec[2], val;
-        body_point(k, p, P, Qp, ep);
-        body_point(k, c, P + 2, Qc, ec);
+        body_point(kx, p, P, Qp, ep);
+        body_point(kx, c, P + 2, Qc, ec);
         double d[2] = {Qc[0] - Qp[0], Qc[1] - Qp[1]};
         if (kind == R_PX || kind == R_PY) {
             val = d[kind == R_PY];
         } else if (kind == R_ANG) {
-            val = k->x[3 * c + 2] - k->x[3 * p + 2];
+            val = kx->x[3 * c + 2] - kx->x[3 * p + 2];
         } else if (kind == R_PRJ) {
-            double ph = k->x[3 * p + 2], cs = cos(ph), sn = sin(ph);
+            double cs = kx->cs[2 * p], sn = kx->cs[2 * p + 1];
             double w[2] = {cs * P[4] - sn * P[5], sn * P[4] + cs * P[5]};
             val = d[0] * w[0] + d[1] * w[1];
         } else {
@@ -242,6 +239,28 @@ static int evk_gaps(EvLoop *ev, const double *q, double *g)
         g[i] = P[7] * (val - P[6]);
     }
     return OK;
+}
+
+/* the gaps of every contact at q into g (ERR_GAP: a point-point gap undefined at q) */
+static int evk_gaps(EvLoop *ev, const double *q, double *g)
+{
+    Kernel *k = ev->k->kall;
+    double *zero = k->qtmp;
+    for (int j = 0; j < k->n; j++)
+        zero[j] = 0.0;
+    kinematics(k, q, zero);
+    return ev_gaps_x(ev, k, g);
+}
+
+/* the gaps at the configuration of the last evk_lam: the body positions of kph's
+ * kinematics there (positions do not depend on the rates: the same numbers as evk_gaps at
+ * that q, without a second pass of forward kinematics); EV_NA when kph's accelerations
+ * move q first (prescribed drives) */
+static int evk_gaps_lam(EvLoop *ev, double *g)
+{
+    if (ev->k->kph->nd > 0)
+        return EV_NA;
+    return ev_gaps_x(ev, ev->k->kph, g);
 }
 
 /* the contact multipliers lam_c (of the contacts selected in kph; the force is -lam_c) at
@@ -268,6 +287,24 @@ static int evk_phase_lam(EvLoop *ev, double *lam)
     for (int i = 0, r = ev->k->m_loop; i < ev->nc; i++)
         if (ev->sel[i])
             lam[i] = ev->k->kph->lam[r++];
+    return 1;
+}
+
+/* the event values at the new state of the last mbk_step from its last stage's solve there
+ * (K[s] = f(t_new, y_new): kph's kinematics and multipliers at y_new; without prescribed
+ * drives, which move q first, and without Baumgarte terms, which the values do not have) */
+static int evk_step_values(EvLoop *ev, double *v)
+{
+    Kernel *k = ev->k->kph;
+    if (k->nd > 0 || k->mode == 2 || memcmp(ev->sel, ev->active, (size_t)ev->nc) != 0 ||
+        ev_gaps_x(ev, k, v) != OK)
+        return 0;
+    for (int i = 0, r = ev->k->m_loop; i < ev->nc; i++)
+        if (ev->sel[i]) {
+            double lam = k->lam[r++];
+            if (ev->active[i])
+                v[i] = -lam;
+        }
     return 1;
 }
 

@@ -69,6 +69,8 @@ typedef struct {
     double gx, gy;
     /* workspace, extended by the ground (index nb) */
     double *x, *xd, *xdd, *f, *S, *c, *IA, *pA, *U, *Dinv, *uu, *dd;
+    /* cos and sin of each body's angle x[3 b + 2] (2 per body), set with x by kinematics */
+    double *cs;
     /* integrator workspace */
     double *K, *ytmp, *ynew, *fy, *scale, *err;
     int last_error_body;
@@ -97,7 +99,7 @@ void mbk_free(Kernel *k)
     if (!k)
         return;
     void *p[] = {k->ji, k->ei, k->jd, k->ed, k->mass, k->inertia, k->x, k->xd, k->xdd, k->f,
-                 k->S, k->c, k->IA, k->pA, k->U, k->Dinv, k->uu, k->dd, k->K, k->ytmp,
+                 k->S, k->c, k->IA, k->pA, k->U, k->Dinv, k->uu, k->dd, k->cs, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err, k->entry, k->Ia, k->Dv, k->a0, k->ri,
                  k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
                  k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
@@ -147,6 +149,7 @@ Kernel *mbk_create(int nb, int n, const int *ji, const double *jd, int ne, const
     k->Dinv = calloc(9 * e, sizeof(double));
     k->uu = calloc(3 * e, sizeof(double));
     k->dd = calloc(2 * e, sizeof(double));
+    k->cs = calloc(2 * e, sizeof(double));
     k->K = calloc((MAXS + 1) * m, sizeof(double));
     k->ytmp = calloc(m, sizeof(double));
     k->ynew = calloc(m, sizeof(double));
@@ -170,7 +173,7 @@ Kernel *mbk_create(int nb, int n, const int *ji, const double *jd, int ne, const
     k->proj_tol = 1e-13;
     if (!k->ji || !k->jd || !k->ei || !k->ed || !k->mass || !k->inertia || !k->x || !k->xd ||
         !k->xdd || !k->f || !k->S || !k->c || !k->IA || !k->pA || !k->U || !k->Dinv ||
-        !k->uu || !k->dd || !k->K || !k->ytmp || !k->ynew || !k->fy || !k->scale ||
+        !k->uu || !k->dd || !k->cs || !k->K || !k->ytmp || !k->ynew || !k->fy || !k->scale ||
         !k->err) {
         mbk_free(k);
         return NULL;
@@ -185,8 +188,11 @@ static void kinematics(Kernel *k, const double *q, const double *qd)
 {
     int nb = k->nb;
     double *x = k->x, *xd = k->xd;
+    double *cs = k->cs;
     x[3 * nb] = x[3 * nb + 1] = x[3 * nb + 2] = 0.0;
     xd[3 * nb] = xd[3 * nb + 1] = xd[3 * nb + 2] = 0.0;
+    cs[2 * nb] = 1.0;                       /* cos 0, sin 0 */
+    cs[2 * nb + 1] = 0.0;
     for (int i = 0; i < nb; i++) {
         const int *J = k->ji + JI * i;
         const double *D = k->jd + JD * i;
@@ -199,6 +205,8 @@ static void kinematics(Kernel *k, const double *q, const double *qd)
                 c[r] = 0.0;
             }
             k->dd[2 * b] = k->dd[2 * b + 1] = 0.0;
+            cs[2 * b] = cos(x[3 * b + 2]);
+            cs[2 * b + 1] = sin(x[3 * b + 2]);
             continue;
         }
         double s = D[0];
@@ -207,15 +215,14 @@ static void kinematics(Kernel *k, const double *q, const double *qd)
         double qq = ic >= 0 ? q[ic] : 0.0, qv = ic >= 0 ? qd[ic] : 0.0;
         double phb = php + s * D[1] + (type == J_REV ? s * qq : 0.0);
         double wb = wp + (type == J_REV ? s * qv : 0.0);
-        double cp = cos(php), sp = sin(php), cb = cos(phb), sb = sin(phb);
+        double cp = cs[2 * p], sp = cs[2 * p + 1], cb = cos(phb), sb = sin(phb);
         double aplx = cp * D[2] - sp * D[3], aply = sp * D[2] + cp * D[3];
         double aotx = cb * D[4] - sb * D[5], aoty = sb * D[4] + cb * D[5];
         double Px = rpx + aplx, Py = rpy + aply;
         double rbx = Px - aotx, rby = Py - aoty;
         double ux = 0.0, uy = 0.0;
         if (type == J_PRI) {
-            double pj = (jp == b) ? phb : php;
-            double cj = cos(pj), sj = sin(pj);
+            double cj = (jp == b) ? cb : cp, sj = (jp == b) ? sb : sp;
             ux = cj * D[6] - sj * D[7];
             uy = sj * D[6] + cj * D[7];
             rbx += s * qq * ux;
@@ -249,6 +256,8 @@ static void kinematics(Kernel *k, const double *q, const double *qd)
         x[3 * b] = rbx;
         x[3 * b + 1] = rby;
         x[3 * b + 2] = phb;
+        cs[2 * b] = cb;
+        cs[2 * b + 1] = sb;
         xd[3 * b] = vbx;
         xd[3 * b + 1] = vby;
         xd[3 * b + 2] = wb;
@@ -275,8 +284,8 @@ static int forces(Kernel *k, const double *u)
         int kind = E[0], a = E[1], b = E[2];
         double h = E[3] >= 0 ? u[E[3]] : 0.0;
         if (kind == E_TSDA) {
-            double ca = cos(x[3 * a + 2]), sa = sin(x[3 * a + 2]);
-            double cb = cos(x[3 * b + 2]), sb = sin(x[3 * b + 2]);
+            double ca = k->cs[2 * a], sa = k->cs[2 * a + 1];
+            double cb = k->cs[2 * b], sb = k->cs[2 * b + 1];
             double asx = ca * P[4] - sa * P[5], asy = sa * P[4] + ca * P[5];
             double bsx = cb * P[6] - sb * P[7], bsy = sb * P[6] + cb * P[7];
             double dx = x[3 * b] + bsx - x[3 * a] - asx, dy = x[3 * b + 1] + bsy - x[3 * a + 1] - asy;
@@ -308,8 +317,8 @@ static int forces(Kernel *k, const double *u)
             f[3 * b + 2] -= sv;
             f[3 * a + 2] += sv;
         } else if (kind == E_FORCE) {
-            double mag = P[3] + h, ph = x[3 * a + 2];
-            double cph = cos(ph), sph = sin(ph);
+            double mag = P[3] + h;
+            double cph = k->cs[2 * a], sph = k->cs[2 * a + 1];
             double dx = P[8], dy = P[9];
             if (E[4]) {
                 dx = cph * P[8] - sph * P[9];
@@ -697,7 +706,7 @@ void mbk_set_stabilization(Kernel *k, int mode, double alpha, double beta, doubl
 /* point s of body b: position Q and arm e = A(phi_b) s */
 static void body_point(const Kernel *k, int b, const double *s, double *Q, double *e)
 {
-    double ph = k->x[3 * b + 2], c = cos(ph), sn = sin(ph);
+    double c = k->cs[2 * b], sn = k->cs[2 * b + 1];           /* cos, sin of x[3 b + 2] */
     e[0] = c * s[0] - sn * s[1];
     e[1] = sn * s[0] + c * s[1];
     Q[0] = k->x[3 * b] + e[0];
@@ -765,7 +774,7 @@ static int rows(Kernel *k, int want_conv)
             wp[2] = -1.0;
             cv = ang;
         } else if (kind == R_PRJ) {
-            double ph = k->x[3 * p + 2], cs = cos(ph), sn = sin(ph), wpr = k->xd[3 * p + 2];
+            double cs = k->cs[2 * p], sn = k->cs[2 * p + 1], wpr = k->xd[3 * p + 2];
             double w[2] = {cs * P[4] - sn * P[5], sn * P[4] + cs * P[5]}, pw[2] = {-w[1], w[0]};
             val = d[0] * w[0] + d[1] * w[1];
             wc[0] = w[0];
@@ -842,6 +851,18 @@ void mbk_set_eigensolver(Kernel *k, void *f) { k->syev = f; }
  * the truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
 static int psd_solve(Kernel *k, const double *rhs, double *y)
 {
+    if (k->m == 1) {        /* one row (a single persistent contact): dense_psd_solve's Cholesky
+                             * of the scalar S, the same operations without its loops */
+        double s = k->Sm[0];
+        if (s > 0.0) {
+            double d = sqrt(s);
+            if (d * d > RANK_RTOL * 1e2 * d * d) {
+                double x = rhs[0] / d;
+                y[0] = x / d;
+                return OK;
+            }
+        }
+    }
     return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work, k->lwork, rhs,
                            y);
 }

@@ -157,6 +157,22 @@ static int evk_gaps(EvLoop *ev, const double *q, double *g)
     return OK;
 }
 
+/* the gaps at the q of the last evk_lam: not kept here (evk_gaps computes them) */
+static int evk_gaps_lam(EvLoop *ev, double *g)
+{
+    (void)ev;
+    (void)g;
+    return EV_NA;
+}
+
+/* the event values at the last step's new state: not kept here (ev_values computes them) */
+static int evk_step_values(EvLoop *ev, double *v)
+{
+    (void)ev;
+    (void)v;
+    return 0;
+}
+
 /* (qd, qdd) at (t, y) in the kernel's drift mode */
 static int evk_rhs(EvLoop *ev, double t, const double *y, double *dy)
 {
