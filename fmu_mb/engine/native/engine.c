@@ -145,6 +145,12 @@ static void msg(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+static void clear_msg(char *err, size_t errlen)     /* (every call clears: no vsnprintf) */
+{
+    if (err && errlen > 0)
+        err[0] = '\0';
+}
+
 static const int *IA(const MbEngine *e, int a) { return e->ints + e->off[a]; }
 static double *DA(const MbEngine *e, int a) { return e->d + e->off[a]; }
 
@@ -719,7 +725,7 @@ static void *zalloc(size_t n, size_t size) { return calloc(n ? n : 1, size); }
 
 MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!data || size < 32) {
         msg(err, errlen, "the model data are missing or shorter than their 32-byte header");
         return NULL;
@@ -901,7 +907,7 @@ static void derive_metric(const MbEngine *e, double *d)
 
 MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!e || (!p && e->np)) {
         msg(err, errlen, "mbe_set_parameters: no engine or no parameter values");
         return MBE_ERROR;
@@ -984,7 +990,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
 
 MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!e || !s) {
         msg(err, errlen, "mbe_set_settings: no engine or no settings");
         return MBE_ERROR;
@@ -1152,7 +1158,7 @@ static double fine_velocities(MbEngine *e, const double *A, int k, int nc, const
 
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!e || !isfinite(t0)) {
         msg(err, errlen, "mbe_initialize: no engine or a non-finite start time");
         return MBE_ERROR;
@@ -1368,7 +1374,7 @@ MbeStatus mbe_do_step_to_event(MbEngine *e, double h, const double *u, int *impa
 static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *impact,
                          char *err, size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!e || !e->initialized) {
         msg(err, errlen, "mbe_do_step: the engine is not initialized (call mbe_initialize)");
         return MBE_ERROR;
@@ -1486,7 +1492,7 @@ void mbe_get_state(const MbEngine *e, double *s)
 
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!e || !s) {
         msg(err, errlen, "mbe_set_state: no engine or no state");
         return MBE_ERROR;
@@ -1651,7 +1657,7 @@ static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
 MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y, char *err,
                              size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!e || !y || !e->initialized) {
         msg(err, errlen, "mbe_outputs: no engine, no output array, or not initialized");
         return MBE_ERROR;
@@ -2160,7 +2166,7 @@ static int lin_eval(Lin *L, const double *z, int nunk, const int *unk, int want_
 MbeStatus mbe_state_derivatives(MbEngine *e, const double *u, int f, const int *ind,
                                 double *xdot, char *err, size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!e || !e->initialized || (f > 0 && !xdot)) {
         msg(err, errlen, "mbe_state_derivatives: no engine, no output array, or not "
             "initialized");
@@ -2195,7 +2201,7 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
                                      int nunk, const int *unknown, double *dv, char *err,
                                      size_t errlen)
 {
-    msg(err, errlen, "%s", "");
+    clear_msg(err, errlen);
     if (!e || !e->initialized) {
         msg(err, errlen, "mbe_directional_derivative: no engine, or not initialized");
         return MBE_ERROR;
