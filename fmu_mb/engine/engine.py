@@ -44,7 +44,9 @@ class MbeSettings(ctypes.Structure):
                 ("atol", ctypes.c_double), ("step", ctypes.c_double),
                 ("max_step", ctypes.c_double), ("max_steps", ctypes.c_double),
                 ("stabilization", ctypes.c_int), ("alpha", ctypes.c_double),
-                ("beta", ctypes.c_double), ("proj_tol", ctypes.c_double)]
+                ("beta", ctypes.c_double), ("proj_tol", ctypes.c_double),
+                ("contact_tol", ctypes.c_double), ("contact_velocity", ctypes.c_double),
+                ("event_tol", ctypes.c_double)]
 
 
 def sources():
@@ -104,6 +106,9 @@ def settings_struct(settings):
     s.stabilization = STABILIZATIONS[settings.stabilization]
     s.alpha, s.beta = (float(v) for v in settings.baumgarte)
     s.proj_tol = float(settings.projection_tol)
+    s.contact_tol = float(settings.contact_tol)          # the contact event loop's settings
+    s.contact_velocity = float(settings.contact_velocity)
+    s.event_tol = float(settings.event_tol)
     return s
 
 

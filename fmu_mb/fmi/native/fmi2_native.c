@@ -92,7 +92,8 @@ enum {
 };
 
 enum { SOLVER_METHOD, SOLVER_FORMULATION, SOLVER_STABILIZATION, SOLVER_RTOL, SOLVER_ATOL,
-       SOLVER_STEP, SOLVER_RHO_INF, SOLVER_NEWTON_TOL, SOLVER_DAE_FORM, SOLVER_MAX_STEPS };
+       SOLVER_STEP, SOLVER_RHO_INF, SOLVER_NEWTON_TOL, SOLVER_DAE_FORM, SOLVER_MAX_STEPS,
+       SOLVER_CONTACT_TOL, SOLVER_CONTACT_VELOCITY, SOLVER_EVENT_TOL /* contact models only */};
 
 typedef struct {
     const char* name;
@@ -363,6 +364,18 @@ static void join(char* out, size_t cap, const char* const* list)
     }
 }
 
+/* A solver setting the FMU may lack (the contact settings: models with contacts only); 0
+ * when it has none (MbeSettings: the model data's default). */
+static double solver_number_or_0(const Inst* in, int id)
+{
+    for (int i = 0; i < FMU_N_VARS; ++i) {
+        if (FMU_VARS[i].kind == VK_SOLVER && FMU_VARS[i].index == id) {
+            return in->num[i];
+        }
+    }
+    return 0.0;
+}
+
 /* The solver settings from the solver.* variables; 0, or -1 with the reason in in->err. */
 static int make_settings_quiet(Inst* in, MbeSettings* s)
 {
@@ -433,6 +446,10 @@ static int make_settings_quiet(Inst* in, MbeSettings* s)
     s->alpha = FMU_BAUMGARTE_ALPHA;
     s->beta = FMU_BAUMGARTE_BETA;
     s->proj_tol = FMU_PROJECTION_TOL;
+    /* checked above against their ranges (> 0, finite): never the 0 of "the model's" */
+    s->contact_tol = solver_number_or_0(in, SOLVER_CONTACT_TOL);
+    s->contact_velocity = solver_number_or_0(in, SOLVER_CONTACT_VELOCITY);
+    s->event_tol = solver_number_or_0(in, SOLVER_EVENT_TOL);
     return 0;
 }
 
