@@ -364,6 +364,34 @@ static void join(char* out, size_t cap, const char* const* list)
     }
 }
 
+/* x with the fewest digits that read back as x (as Python's repr: 1e-15, not
+ * 1.0000000000000001e-15), into out[32]. */
+static const char* shortest(char* out, double x)
+{
+    if (x == floor(x) && fabs(x) < 1e15) {          /* an integer: 100, not 1e+02 */
+        snprintf(out, 32, "%.0f", x);
+        return out;
+    }
+    for (int digits = 1; digits <= 17; ++digits) {
+        snprintf(out, 32, "%.*g", digits, x);
+        if (!isfinite(x) || strtod(out, NULL) == x) {
+            break;
+        }
+    }
+    return out;
+}
+
+/* The unit of a numeric solver setting in messages (the contact settings' gaps: m or rad). */
+static const char* setting_unit(int id)
+{
+    switch (id) {
+    case SOLVER_STEP: case SOLVER_EVENT_TOL: return " s";
+    case SOLVER_CONTACT_TOL: return " (m or rad)";
+    case SOLVER_CONTACT_VELOCITY: return " (m/s or rad/s)";
+    default: return "";
+    }
+}
+
 /* A solver setting the FMU may lack (the contact settings: models with contacts only); 0
  * when it has none (MbeSettings: the model data's default). */
 static double solver_number_or_0(const Inst* in, int id)
@@ -430,8 +458,11 @@ static int make_settings_quiet(Inst* in, MbeSettings* s)
         if (v->kind == VK_SOLVER && v->type != VT_STRING) {
             double x = in->num[i];
             if (!(x >= v->min && x <= v->max)) {
-                return snprintf(in->err, sizeof in->err, "solver setting '%s' = %.17g is outside its "
-                           "valid range [%.17g, %.17g]", v->name, x, v->min, v->max), -1;
+                char a[32], b[32], c[32];
+                return snprintf(in->err, sizeof in->err, "solver setting '%s' = %s is outside its "
+                           "valid range [%s, %s]%s", v->name, shortest(a, x),
+                           shortest(b, v->min), shortest(c, v->max), setting_unit(v->index)),
+                       -1;
             }
         }
     }
