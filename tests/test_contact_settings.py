@@ -176,6 +176,7 @@ def test_a_coarse_event_tol_moves_the_impact_times_by_at_most_itself(fmus):
         t_fine, t_rough = fine[-1, 1], rough[-1, 1]
         assert abs(t_fine - v0 / G) < 1e-12, kind                   # the closed form
         assert abs(t_rough - t_fine) <= coarse + 4 * np.finfo(float).eps * t_fine, kind
+        assert t_rough != t_fine, kind          # the setting reaches the event loop
 
 
 BAD = [math.nan, 0.0, -1.0, math.inf, -math.inf]
@@ -226,3 +227,44 @@ def test_the_model_descriptions_declare_them_for_contact_models_only(fmus, tmp_p
     root = _model_description(load_model(path), path, path.read_text(), {}, {})
     names = {sv.get("name") for sv in root.iter("ScalarVariable")}
     assert "solver.rtol" in names and not names & set(NAMES)
+
+
+@pytest.mark.skipif(not HAVE_CC, reason="the native FMU needs a C compiler")
+def test_the_fmi3_fmu_takes_them_too(tmp_path):
+    """fmi3_native.c (the FMI 2.0 front's settings, the model description made from the FMI
+    2.0 one): the same variables; contact_velocity = 0.5 m/s rests the ball at the closed-form
+    impact, with and without early return; NaN is refused, naming the setting."""
+    from fmu_mb.fmi.native_fmi3 import build_native_fmu3
+    path = build_native_fmu3(MODELS / "bouncing_ball.py", tmp_path)
+    md = read_model_description(str(path))
+    v = {x.name: x for x in md.modelVariables}
+    for name, default in zip(NAMES, EVENT_SETTINGS):
+        assert v[name].causality == "parameter" and float(v[name].start) == default
+        assert (float(v[name].min), float(v[name].max)) == CONTACT_LIMITS[name]
+    k, t_k = _bounces(0.5)
+    for early in (False, True):
+        r = fmpy.simulate_fmu(str(path), stop_time=STOP, output_interval=STEP,
+                              early_return_allowed=early,
+                              output=["floor.impacts", "floor.last_time"],
+                              start_values={"e": E, "solver.contact_velocity": 0.5})
+        assert r["floor.impacts"][-1] == k and abs(r["floor.last_time"][-1] - t_k) < 1e-9
+    from fmpy.fmi3 import FMU3Slave
+    messages = []
+
+    def log(env, status, category, message):
+        messages.append((status, message.decode()))
+
+    f = FMU3Slave(guid=md.guid, unzipDirectory=extract(str(path), str(tmp_path / "x")),
+                  modelIdentifier=md.coSimulation.modelIdentifier, instanceName="bad")
+    f.instantiate(logMessage=log)
+    f.enterInitializationMode()
+    f.setFloat64([v["solver.event_tol"].valueReference], [math.nan])
+    with pytest.raises(FMICallException) as exc:
+        f.exitInitializationMode()
+    assert exc.value.status == 3                                    # fmi3Error
+    assert any(s == 3 and "solver.event_tol" in m and "valid range" in m for s, m in messages)
+    f.setFloat64([v["solver.event_tol"].valueReference], [1e-12])
+    f.exitInitializationMode()                                      # usable after the refusal
+    f.doStep(0.0, 0.1)
+    f.terminate()
+    f.freeInstance()
