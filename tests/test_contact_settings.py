@@ -268,3 +268,25 @@ def test_the_fmi3_fmu_takes_them_too(tmp_path):
     f.doStep(0.0, 0.1)
     f.terminate()
     f.freeInstance()
+
+
+@pytest.mark.parametrize("formulation", ["newton_euler", "recursive"])
+def test_the_cli_simulate_options_reach_the_event_loop(tmp_path, capsys, formulation):
+    """fmu-mb simulate --contact-velocity (the Python event loop and the compiled one): the
+    closed-form rest; bad values exit with status 2 naming the option."""
+    from fmu_mb.tools.cli import main
+    k, t_k = _bounces(0.5)
+    out = tmp_path / "ball.csv"
+    assert main(["simulate", str(MODELS / "bouncing_ball.py"), "--stop-time", "1.4",
+                 "--output-interval", "0.1", "--set", "e=0.5", "--contact-velocity", "0.5",
+                 "--event-tol", "1e-12", "--contact-tol", "1e-8", "--formulation",
+                 formulation, "--quiet", "-o", str(out)]) == 0
+    data = np.genfromtxt(out, delimiter=",", names=True)
+    assert data["floorimpacts"][-1] == k and abs(data["floorlast_time"][-1] - t_k) < 1e-9
+    for option in ("--contact-tol", "--contact-velocity", "--event-tol"):
+        for bad in ("nan", "0", "-1", "inf"):
+            with pytest.raises(SystemExit) as exc:
+                main(["simulate", str(MODELS / "bouncing_ball.py"), "--stop-time", "0.1",
+                      option, bad, "--quiet"])
+            assert exc.value.code == 2
+            assert option in capsys.readouterr().err
