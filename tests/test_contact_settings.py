@@ -51,8 +51,8 @@ HAVE_CC = bool(shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc"))
 
 
 class Fmu:
-    def __init__(self, path, folder):
-        self.path = path
+    def __init__(self, path, folder, axis="y"):
+        self.path, self.axis = path, axis          # axis: the ball's height coordinate
         self.dir = extract(str(path), str(folder))
         self.md = read_model_description(str(path))
         self.vr = {v.name: v.valueReference for v in self.md.modelVariables}
@@ -91,7 +91,8 @@ class Fmu:
         vr = self.vr
 
         def row():
-            last, y, vy = f.getReal([vr["floor.last_time"], vr["ball.y"], vr["ball.vy"]])
+            last, y, vy = f.getReal([vr["floor.last_time"], vr[f"ball.{self.axis}"],
+                                     vr[f"ball.v{self.axis}"]])
             return [f.getInteger([vr["floor.impacts"]])[0], last,
                     float(f.getBoolean([vr["floor.active"]])[0]), y, vy]
 
@@ -290,3 +291,35 @@ def test_the_cli_simulate_options_reach_the_event_loop(tmp_path, capsys, formula
                       option, bad, "--quiet"])
             assert exc.value.code == 2
             assert option in capsys.readouterr().err
+
+
+SPATIAL_BALL = '''"""A sphere dropped from rest onto a rigid floor (spatial, gravity along -z)."""
+from fmu_mb import ModelBuilder
+
+
+def build(**overrides):
+    mb = ModelBuilder("spatial_ball", overrides, gravity=(0.0, 0.0, -9.81), description=__doc__)
+    h0 = mb.param("h0", 1.0, "m", "drop height of the centre above its height at contact")
+    e = mb.param("e", 0.8, "1", "coefficient of restitution", min=0.0, max=1.0)
+    r = mb.param("r", 0.1, "m", "radius", min=0.0)
+    ball = mb.body("ball", mass=1.0, inertia=(0.004, 0.004, 0.004), position=(0.0, 0.0, r + h0))
+    mb.contact("floor", ball, radius=r, normal=(0.0, 0.0, 1.0), restitution=e)
+    return mb.build()
+'''
+
+
+@pytest.mark.skipif(not HAVE_CC, reason="the native FMU needs a C compiler")
+def test_a_spatial_contact_model_takes_them_in_both_fmus(tmp_path):
+    """The spatial event loop (spatial_events.c; the Python FMU runs it through the engine
+    library, fmu_mb.engine.engine's MbeSettings): the closed-form rest, Python = native."""
+    from fmu_mb.fmi.build import build_fmu
+    from fmu_mb.fmi.native_build import build_native_fmu
+    path = tmp_path / "spatial_ball.py"
+    path.write_text(SPATIAL_BALL)
+    py = Fmu(build_fmu(path, tmp_path / "py"), tmp_path / "xp", axis="z")
+    nat = Fmu(build_native_fmu(path, tmp_path / "nat"), tmp_path / "xn", axis="z")
+    k, t_k = _bounces(0.5)
+    a, b = (f.run({"solver.contact_velocity": 0.5}) for f in (py, nat))
+    assert a[-1, 0] == k and abs(a[-1, 1] - t_k) < 1e-9 and a[-1, 2] == 1
+    assert np.abs(a - b).max() < 1e-9
+    assert py.run({})[-1, 0] > k                         # the default bounces on
