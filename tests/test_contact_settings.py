@@ -323,3 +323,43 @@ def test_a_spatial_contact_model_takes_them_in_both_fmus(tmp_path):
     assert a[-1, 0] == k and abs(a[-1, 1] - t_k) < 1e-9 and a[-1, 2] == 1
     assert np.abs(a - b).max() < 1e-9
     assert py.run({})[-1, 0] > k                         # the default bounces on
+
+
+@pytest.mark.skipif(not HAVE_CC, reason="the engine library needs a C compiler")
+def test_the_engine_api_refuses_bad_contact_settings_and_keeps_its_own():
+    """mbe_set_settings (engine.h MbeSettings): NaN, < 0 and inf refused naming the setting,
+    nothing changed; 0 is the model data's value (A_DCSET)."""
+    from dataclasses import replace
+
+    from fmu_mb import load_model
+    from fmu_mb.dynamics.integrate import Settings
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.errors import InputError
+    m = load_model(MODELS / "bouncing_ball.py", e=E)
+    good = Settings(formulation="recursive", contact_velocity=0.5)
+
+    def run(settings, bad=None):
+        eng = Engine(m)
+        eng.set_settings(settings)
+        if bad is not None:
+            with pytest.raises(InputError, match=bad[0]):
+                eng.set_settings(bad[1])
+        eng.initialize(0.0)
+        for _ in range(14):
+            eng.do_step(0.1)
+        return eng.get_state()
+
+    ref = run(good)
+    # the state ends with the contact's record: impacts, last time, impulse, energy, active
+    assert ref[-5] == _bounces(0.5)[0] and abs(ref[-4] - _bounces(0.5)[1]) < 1e-9
+    assert ref[-1] == 1
+    for name in ("contact_tol", "contact_velocity", "event_tol"):
+        for value in (math.nan, -1.0, math.inf):
+            bad = replace(good, **{name: 1.0})
+            object.__setattr__(bad, name, value)   # past Settings' own check: the C API's
+            assert np.array_equal(run(good, (name, bad)), ref)
+    # 0: the model data's defaults, which are Settings' (EVENT_SETTINGS)
+    zero = Settings(formulation="recursive")
+    for name in ("contact_tol", "contact_velocity", "event_tol"):
+        object.__setattr__(zero, name, 0.0)
+    assert np.array_equal(run(zero), run(Settings(formulation="recursive")))

@@ -106,9 +106,10 @@ def settings_struct(settings):
     s.stabilization = STABILIZATIONS[settings.stabilization]
     s.alpha, s.beta = (float(v) for v in settings.baumgarte)
     s.proj_tol = float(settings.projection_tol)
-    s.contact_tol = float(settings.contact_tol)          # the contact event loop's settings
-    s.contact_velocity = float(settings.contact_velocity)
-    s.event_tol = float(settings.event_tol)
+    # the contact event loop's settings; a settings object without them (0): the model data's
+    s.contact_tol = float(getattr(settings, "contact_tol", 0.0))
+    s.contact_velocity = float(getattr(settings, "contact_velocity", 0.0))
+    s.event_tol = float(getattr(settings, "event_tol", 0.0))
     return s
 
 
