@@ -363,3 +363,41 @@ def test_the_engine_api_refuses_bad_contact_settings_and_keeps_its_own():
     for name in ("contact_tol", "contact_velocity", "event_tol"):
         object.__setattr__(zero, name, 0.0)
     assert np.array_equal(run(zero), run(Settings(formulation="recursive")))
+
+
+STOP_ARM = '''"""A pendulum on a revolute joint with an angular end stop{extra}."""
+from fmu_mb import ModelBuilder, rod_inertia
+
+
+def build(**overrides):
+    mb = ModelBuilder("stop_arm", overrides, description=__doc__)
+    rod = mb.body("rod", mass=1.0, inertia=rod_inertia(1.0, 1.0))
+    mb.revolute("O", mb.ground, rod, child_point=(-0.5, 0.0))
+    mb.joint_limit("stop", "O", lower=-0.5, restitution=0.5)
+    {wall}
+    return mb.build()
+'''
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_an_angular_stop_declares_rad_and_mixed_gaps_no_unit(tmp_path, mixed):
+    """The gap unit of a revolute joint's stop is rad; contacts of both kinds get no unit
+    declaration (the description says m or rad)."""
+    from fmu_mb import load_model
+    from fmu_mb.fmi.native_build import _model_description
+    path = tmp_path / "stop_arm.py"
+    wall = ('mb.contact("wall", rod, (0.5, 0.0), normal=(1.0, 0.0), restitution=0.5)'
+            if mixed else "")
+    path.write_text(STOP_ARM.format(extra=" and a wall" if mixed else "", wall=wall))
+    model = load_model(path)
+    assert set(model.compiled.contacts.units) == ({"m", "rad"} if mixed else {"rad"})
+    root = _model_description(model, path, path.read_text(), {}, {})
+    svs = {sv.get("name"): sv for sv in root.iter("ScalarVariable")}
+    for name, unit in (("solver.contact_tol", "rad"), ("solver.contact_velocity", "rad/s"),
+                       ("solver.event_tol", "s")):
+        real = svs[name].find("Real")
+        want = None if mixed and name != "solver.event_tol" else unit
+        assert real.get("unit") == want, (name, real.get("unit"))
+        assert (float(real.get("min")), float(real.get("max"))) == CONTACT_LIMITS[name]
+        if want is None:
+            assert f"[{unit.replace('rad', 'm')} or {unit}]" in svs[name].get("description")

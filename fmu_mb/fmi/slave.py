@@ -110,15 +110,14 @@ _DEFAULT = Settings()
 CONTACT_PARAMETERS = {
     "solver.contact_tol": ("contact_tol", _DEFAULT.contact_tol, "{gap}",
                            "contact event loop: a gap at or below it counts as closed at an "
-                           "impact (all contacts within it take part in that impact) [m or rad]"),
+                           "impact (all contacts within it take part in that impact)"),
     "solver.contact_velocity": ("contact_velocity", _DEFAULT.contact_velocity, "{gap}/s",
                                 "contact event loop: a contact whose rebound velocity after an "
                                 "impact is below it becomes persistent (comes to rest; raise it "
-                                "to stop chatter) [m/s or rad/s]"),
+                                "to stop chatter)"),
     "solver.event_tol": ("event_tol", _DEFAULT.event_tol, "s",
                          "contact event loop: time tolerance of the event location (Brent's "
-                         "method; a coarser value is faster, the impact times move by at "
-                         "most about it)"),
+                         "method); the impact times move by at most about it"),
 }
 
 #: valid ranges [min, max] of the contact settings (finite, > 0)
@@ -138,14 +137,16 @@ def contact_units(model):
 
 def solver_parameters(model):
     """The solver settings that are FMU parameters of `model` (SOLVER_PARAMETERS, and
-    CONTACT_PARAMETERS when it has contacts), units resolved (contacts of mixed units: "1" in
-    the description's unit, the text says m or rad)."""
+    CONTACT_PARAMETERS when it has contacts), units resolved (contacts of mixed units: "m or
+    rad" in the description; no unit declaration, solver_units)."""
     out = dict(SOLVER_PARAMETERS)
     if model.contacts:
         gap = contact_units(model)
         for k, (field, default, unit, text) in CONTACT_PARAMETERS.items():
-            if "{gap}" in unit:
-                unit = unit.format(gap=gap) if gap else "1"
+            if gap:
+                unit = unit.format(gap=gap)
+            elif "{gap}" in unit:
+                unit = unit.format(gap="m") + " or " + unit.format(gap="rad")
             out[k] = (field, default, unit, text)
     return out
 
