@@ -145,11 +145,8 @@ def test_a_large_contact_velocity_rests_the_ball_at_the_closed_form_impact(fmus,
         assert active == 1 and vy == 0.0, kind     # at rest on the floor from t_k on
         rest = r[:, 2] == 1
         assert rest.any() and abs(r[rest, 3] - y).max() < 1e-12, kind
-    # the default (1e-3 m/s) bounces on: more impacts, not at rest at t_k
-    default = runs["python"] if "python" in runs else None
-    if default is not None:
-        d = fmus["python"].run({})
-        assert d[-1, 0] > k
+    # the default (1e-3 m/s) bounces on: more impacts (13 in all)
+    assert fmus["python"].run({})[-1, 0] > k
     if len(runs) == 2:
         assert np.abs(runs["python"] - runs["native"]).max() < 1e-9
 
@@ -200,7 +197,7 @@ def test_bad_values_are_refused_naming_the_setting_and_its_range(fmus, name):
             shown = re.search(r"valid range \[([^,\]]+), ([^\]]+)\]", text)
             assert name in text and shown, (kind, value, text)
             assert (float(shown[1]), float(shown[2])) == (low, high), (kind, text)
-        f.setReal([fmu.vr[name]], [fmu.vars[name].start and float(fmu.vars[name].start)])
+        f.setReal([fmu.vr[name]], [float(fmu.vars[name].start)])     # the default again
         got = fmu.run({"solver.contact_velocity": 0.5}, stop=1.4, h=0.1, f=f)
         assert np.array_equal(got, ref), kind            # nothing of the refusals remains
 
