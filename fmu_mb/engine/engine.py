@@ -44,7 +44,9 @@ class MbeSettings(ctypes.Structure):
                 ("atol", ctypes.c_double), ("step", ctypes.c_double),
                 ("max_step", ctypes.c_double), ("max_steps", ctypes.c_double),
                 ("stabilization", ctypes.c_int), ("alpha", ctypes.c_double),
-                ("beta", ctypes.c_double), ("proj_tol", ctypes.c_double)]
+                ("beta", ctypes.c_double), ("proj_tol", ctypes.c_double),
+                ("contact_tol", ctypes.c_double), ("contact_velocity", ctypes.c_double),
+                ("event_tol", ctypes.c_double)]
 
 
 def sources():
@@ -104,6 +106,10 @@ def settings_struct(settings):
     s.stabilization = STABILIZATIONS[settings.stabilization]
     s.alpha, s.beta = (float(v) for v in settings.baumgarte)
     s.proj_tol = float(settings.projection_tol)
+    # the contact event loop's settings; a settings object without them (0): the model data's
+    s.contact_tol = float(getattr(settings, "contact_tol", 0.0))
+    s.contact_velocity = float(getattr(settings, "contact_velocity", 0.0))
+    s.event_tol = float(getattr(settings, "event_tol", 0.0))
     return s
 
 

@@ -18,7 +18,7 @@ from ..errors import ModelError
 from ..mechanics.loader import call_build, load_module
 from ..dynamics.outputs import output_spec
 from .packaging import package_fmu
-from .slave import SOLVER_LIMITS
+from .slave import solver_limits, solver_units
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent   # the fmu_mb package
 
@@ -90,10 +90,10 @@ def units_and_limits(model):
     units = {p.name: p.unit for p in model.parameters if isinstance(p.value, float)}
     units.update({i.name: i.unit for i in model.inputs})
     units.update({v.name: v.unit for v in output_spec(model) if v.kind == "real"})
-    units.update({"solver.step": "s", "solver.rtol": "1", "solver.atol": "1"})
+    units.update(solver_units(model))
     limits = {p.name: (p.min, p.max) for p in model.parameters
               if not isinstance(p.value, str) and (p.min is not None or p.max is not None)}
-    limits.update(SOLVER_LIMITS)
+    limits.update(solver_limits(model))
     return units, limits
 
 

@@ -45,7 +45,10 @@ CFLAGS = ["-O2", "-ffp-contract=off", "-fPIC", "-shared", "-fvisibility=hidden"]
 #: the solver settings' ids in fmi2_native.c (SOLVER_*), by FMU variable name
 SOLVER_IDS = {"solver.method": 0, "solver.formulation": 1, "solver.stabilization": 2,
               "solver.rtol": 3, "solver.atol": 4, "solver.step": 5, "solver.rho_inf": 6,
-              "solver.newton_tol": 7, "solver.dae_form": 8, "solver.max_steps": 9}
+              "solver.newton_tol": 7, "solver.dae_form": 8, "solver.max_steps": 9,
+              # the contact event loop's settings (models with contacts only; slave.py's
+              # CONTACT_PARAMETERS; engine.h MbeSettings)
+              "solver.contact_tol": 10, "solver.contact_velocity": 11, "solver.event_tol": 12}
 
 #: what the native FMU runs (fmi2_native.c refuses the rest at fmi2ExitInitializationMode)
 NATIVE_METHODS = ("dop853", "dopri5", "rk4")
@@ -264,7 +267,10 @@ def _variable_table(model, root, names, fixed, linear=None):
     """One row per ScalarVariable (value reference = row): (name, type, kind, index, start,
     start string, min, max, structural, fixed reason). linear: _linear_structure's (the states
     that are no other variable and the state derivatives)."""
-    from .slave import SOLVER_LIMITS, SOLVER_PARAMETERS
+    from .slave import solver_limits, solver_parameters
+
+    solver = solver_parameters(model)
+    limits = solver_limits(model)
 
     params = {p.name: p for p in model.parameters}
     engine_index = {n: k for k, n in enumerate(names)}
@@ -295,15 +301,15 @@ def _variable_table(model, root, names, fixed, linear=None):
             else:
                 kind, index = VK_FIXED, -1
                 reason = fixed.get(name) or "its effect on the model is not compiled"
-        elif name in SOLVER_PARAMETERS:
+        elif name in solver:
             kind, index = VK_SOLVER, SOLVER_IDS[name]
-            default = SOLVER_PARAMETERS[name][1]
+            default = solver[name][1]
             if typ == "String":
                 text = default
             else:
                 start = float(default)
-            if name in SOLVER_LIMITS:
-                low, high = (float(v) for v in SOLVER_LIMITS[name])
+            if name in limits:
+                low, high = (float(v) for v in limits[name])
         elif name in inputs:
             kind, index = VK_INPUT, inputs[name]
         elif name in outputs:
@@ -316,7 +322,7 @@ def _variable_table(model, root, names, fixed, linear=None):
             raise FmuMbError(f"modelDescription.xml: variable {name!r} is neither a parameter, "
                              f"a solver setting, an input nor an output of model {model.name!r}")
         rows.append((name, VT[typ], kind, index, start, text, low, high, structural, reason))
-    missing = set(SOLVER_IDS) - {r[0] for r in rows}
+    missing = set(solver) - {r[0] for r in rows}
     if missing:
         raise FmuMbError(f"modelDescription.xml lacks the solver settings {sorted(missing)}")
     return rows

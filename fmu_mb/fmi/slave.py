@@ -101,6 +101,76 @@ SOLVER_LIMITS = {
     "solver.newton_tol": (1e-16, 1e-2),
 }
 
+_DEFAULT = Settings()
+
+#: the contact event loop's settings, FMU parameters of models with contacts only:
+#: name -> (Settings field, default, unit, text); the unit of a gap ("m" or "rad") is that
+#: of the model's contacts (contact_units); defaults: Settings' (= fmu_mb.engine.data's
+#: EVENT_SETTINGS, the native FMU's model data)
+CONTACT_PARAMETERS = {
+    "solver.contact_tol": ("contact_tol", _DEFAULT.contact_tol, "{gap}",
+                           "contact event loop: a gap at or below it counts as closed at an "
+                           "impact (all contacts within it take part in that impact)"),
+    "solver.contact_velocity": ("contact_velocity", _DEFAULT.contact_velocity, "{gap}/s",
+                                "contact event loop: a contact whose rebound velocity after an "
+                                "impact is below it becomes persistent (comes to rest; raise it "
+                                "to stop chatter)"),
+    "solver.event_tol": ("event_tol", _DEFAULT.event_tol, "s",
+                         "contact event loop: time tolerance of the event location (Brent's "
+                         "method); the impact times move by at most about it"),
+}
+
+#: valid ranges [min, max] of the contact settings (finite, > 0)
+CONTACT_LIMITS = {
+    "solver.contact_tol": (1e-15, 1e-3),
+    "solver.contact_velocity": (1e-9, 100.0),
+    "solver.event_tol": (1e-18, 1e-3),
+}
+
+
+def contact_units(model):
+    """The unit of the gaps of `model`'s contacts, "m" or "rad", or None when they mix (or the
+    model has none)."""
+    units = set(model.compiled.contacts.units) if model.contacts else set()
+    return units.pop() if len(units) == 1 else None
+
+
+def solver_parameters(model):
+    """The solver settings that are FMU parameters of `model` (SOLVER_PARAMETERS, and
+    CONTACT_PARAMETERS when it has contacts), units resolved (contacts of mixed units: "m or
+    rad" in the description; no unit declaration, solver_units)."""
+    out = dict(SOLVER_PARAMETERS)
+    if model.contacts:
+        gap = contact_units(model)
+        for k, (field, default, unit, text) in CONTACT_PARAMETERS.items():
+            if gap:
+                unit = unit.format(gap=gap)
+            elif "{gap}" in unit:
+                unit = unit.format(gap="m") + " or " + unit.format(gap="rad")
+            out[k] = (field, default, unit, text)
+    return out
+
+
+def solver_limits(model):
+    """[min, max] of the numeric solver settings of `model`'s FMU."""
+    out = dict(SOLVER_LIMITS)
+    if model.contacts:
+        out.update(CONTACT_LIMITS)
+    return out
+
+
+def solver_units(model):
+    """FMI units of the solver settings of `model`'s FMU (the contact settings' gap unit only
+    when all its contacts agree, m or rad)."""
+    units = {"solver.step": "s", "solver.rtol": "1", "solver.atol": "1"}
+    if model.contacts:
+        gap = contact_units(model)
+        units["solver.event_tol"] = "s"
+        if gap:
+            units.update({"solver.contact_tol": gap, "solver.contact_velocity": f"{gap}/s"})
+    return units
+
+
 #: a doStep whose result has |q| or |qd| above this is discarded (a state running away); an
 #: initial state or a restored FMU state beyond it is refused
 STATE_BOUND = 1e12
@@ -182,7 +252,9 @@ class MultibodySlave(GuardedSlave):
         self._pending = {p.name: p.value for p in self._model.parameters}
         self._defaults = dict(self._pending)       # the values this FMU was built with
         self._kinds = {k: type(v) for k, v in self._pending.items()}
-        self._solver = {k: v[1] for k, v in SOLVER_PARAMETERS.items()}
+        self._solver_params = solver_parameters(self._model)   # + the contact settings
+        self._solver_limits = solver_limits(self._model)
+        self._solver = {k: v[1] for k, v in self._solver_params.items()}
         self._solver_kinds = {k: type(v) for k, v in self._solver.items()}
         self._settings = Settings()
         self._inputs = np.zeros(len(self._model.inputs))
@@ -217,7 +289,7 @@ class MultibodySlave(GuardedSlave):
         for p in m.parameters:
             self._register_parameter(p.name, p.value, p.unit, p.description, p.structural,
                                      self._pending)
-        for name, (_, default, unit, text) in SOLVER_PARAMETERS.items():
+        for name, (_, default, unit, text) in self._solver_params.items():
             self._register_parameter(name, default, unit, text, False, self._solver)
         for k, inp in enumerate(m.inputs):
             self.register_variable(Real(
@@ -377,11 +449,13 @@ class MultibodySlave(GuardedSlave):
                     f"this FMU was built with {p.name} = {p.value!r}, received "
                     f"{pending[p.name]!r}; rebuild it with "
                     f"fmu-mb build MODEL.py --set {p.name}={pending[p.name]}")
-        for k, (low, high) in SOLVER_LIMITS.items():
+        for k, (low, high) in self._solver_limits.items():
             v = solver[k]
             if not (isinstance(v, (int, float)) and low <= v <= high):
+                unit = self._solver_params[k][2]
+                unit = "" if unit == "1" else f" {unit}"
                 raise FmuMbError(f"solver setting '{k}' = {v!r} is outside its valid range "
-                                 f"[{low!r}, {high!r}]")
+                                 f"[{low!r}, {high!r}]{unit}")
         try:
             return self._attempt(pending, solver)
         except _StartFailure as exc:
@@ -390,7 +464,7 @@ class MultibodySlave(GuardedSlave):
     def _attempt(self, pending, solver):
         """Build, set up and try the configuration; _StartFailure when the model cannot be
         built (a numeric overflow) or run from its initial state."""
-        settings = Settings(**{SOLVER_PARAMETERS[k][0]: v for k, v in solver.items()})
+        settings = Settings(**{self._solver_params[k][0]: v for k, v in solver.items()})
         same = pending == {p.name: p.value for p in self._model.parameters}
         try:
             model = self._model if same else self._module.build(**pending)

@@ -100,6 +100,14 @@ def _parser():
                    help="Newton tolerance of the implicit methods (relative)")
     s.add_argument("--dae-form", default="auto", choices=DAE_FORMS,
                    help="constraint rows of the implicit methods")
+    s.add_argument("--contact-tol", type=_positive, default=1e-9,
+                   help="contact event loop: a gap at or below it counts as closed at an "
+                        "impact [m or rad]")
+    s.add_argument("--contact-velocity", type=_positive, default=1e-3,
+                   help="contact event loop: a rebound below it becomes a persistent contact "
+                        "[m/s or rad/s]")
+    s.add_argument("--event-tol", type=_positive, default=1e-15,
+                   help="contact event loop: time tolerance of the event location [s]")
     s.add_argument("-o", "--output", default=None, help="CSV file (default: stdout)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -217,7 +225,8 @@ def _simulate(args):
     settings = Settings(method=args.method, formulation=args.formulation, rtol=args.rtol,
                         atol=args.atol, step=args.step, stabilization=args.stabilization,
                         rho_inf=args.rho_inf, newton_tol=args.newton_tol,
-                        dae_form=args.dae_form)
+                        dae_form=args.dae_form, contact_tol=args.contact_tol,
+                        contact_velocity=args.contact_velocity, event_tol=args.event_tol)
     inputs = {}
     for name, value in args.input:
         try:

@@ -518,6 +518,17 @@ static int event_settings_ok(const double *S)
     return 1;
 }
 
+/* The contact settings of s that are 0 replaced by the model data's (A_DCSET; a model
+ * without contacts keeps 0: nothing reads them). */
+static void contact_defaults(const MbEngine *e, MbeSettings *s)
+{
+    const double *S = e->ncon ? DA(e, A_DCSET) : NULL;
+    double *v[3] = {&s->contact_tol, &s->contact_velocity, &s->event_tol};
+    for (int i = 0; i < 3; i++)
+        if (*v[i] == 0.0)
+            *v[i] = S ? S[i] : 0.0;
+}
+
 static int check_planar_data(MbEngine *e, char *err, size_t errlen)
 {
     int nb = e->nb, n = e->n;
@@ -799,6 +810,7 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->set.stabilization = 1;
     e->set.alpha = e->set.beta = 10.0;
     e->set.proj_tol = 1e-13;
+    contact_defaults(e, &e->set);
     int nb = e->nb, n = e->n, nc3 = (e->kind ? 7 : 3) * nb;
     int nr = e->nrows + e->ncj + e->ncon + 1 > nc3 + 7 ? e->nrows + e->ncj + e->ncon + 1
                                                        : nc3 + 7;
@@ -1014,11 +1026,19 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
         bad = "the Baumgarte alpha and beta must be finite";
     else if (!(s->proj_tol > 0 && isfinite(s->proj_tol)))
         bad = "proj_tol must be a finite number > 0";
+    else if (!(s->contact_tol >= 0 && isfinite(s->contact_tol)))
+        bad = "contact_tol must be a finite number > 0 [m or rad] (0: the model's default)";
+    else if (!(s->contact_velocity >= 0 && isfinite(s->contact_velocity)))
+        bad = "contact_velocity must be a finite number > 0 [m/s or rad/s] (0: the model's "
+              "default)";
+    else if (!(s->event_tol >= 0 && isfinite(s->event_tol)))
+        bad = "event_tol must be a finite number > 0 [s] (0: the model's default)";
     if (bad) {
         msg(err, errlen, "solver settings: %s", bad);
         return MBE_ERROR;
     }
     e->set = *s;
+    contact_defaults(e, &e->set);
     if (e->kind == 1)
         sk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
     else
@@ -1422,7 +1442,6 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
                              int stop, int *impact, char *err, size_t errlen)
 {
     int n = e->n, hit = 0;
-    const double *S = DA(e, A_DCSET);
     double par[EV_NPAR] = {0};
     par[0] = e->t;
     par[1] = t_end;
@@ -1434,9 +1453,9 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
     par[7] = e->set.alpha;
     par[8] = e->set.beta;
     par[9] = e->set.proj_tol;
-    par[10] = S[0];
-    par[11] = S[1];
-    par[12] = S[2];
+    par[10] = e->set.contact_tol;         /* the settings' (default: the data's A_DCSET) */
+    par[11] = e->set.contact_velocity;
+    par[12] = e->set.event_tol;
     par[13] = budget;
     par[18] = e->set.step;
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);

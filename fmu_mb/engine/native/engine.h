@@ -49,6 +49,12 @@ typedef struct {
     int stabilization;     /* 0 none, 1 projection, 2 baumgarte (loop rows)                */
     double alpha, beta;    /* Baumgarte [1/s]                                              */
     double proj_tol;       /* projection tolerance                                         */
+    /* the contact event loop's settings (models with contacts; event_loop.h); 0: the model
+     * data's own value (A_DCSET, fmu_mb.engine.data.EVENT_SETTINGS), so a host that zeroes
+     * the struct runs the model's defaults. Otherwise finite numbers > 0. */
+    double contact_tol;       /* a gap at or below it counts as closed at an impact [m or rad] */
+    double contact_velocity;  /* a rebound below it becomes persistent [m/s or rad/s]          */
+    double event_tol;         /* Brent's time tolerance of the event location [s]              */
 } MbeSettings;
 
 typedef struct MbEngine MbEngine;

@@ -92,7 +92,8 @@ enum {
 };
 
 enum { SOLVER_METHOD, SOLVER_FORMULATION, SOLVER_STABILIZATION, SOLVER_RTOL, SOLVER_ATOL,
-       SOLVER_STEP, SOLVER_RHO_INF, SOLVER_NEWTON_TOL, SOLVER_DAE_FORM, SOLVER_MAX_STEPS };
+       SOLVER_STEP, SOLVER_RHO_INF, SOLVER_NEWTON_TOL, SOLVER_DAE_FORM, SOLVER_MAX_STEPS,
+       SOLVER_CONTACT_TOL, SOLVER_CONTACT_VELOCITY, SOLVER_EVENT_TOL /* contact models only */};
 
 typedef struct {
     const char* name;
@@ -363,6 +364,46 @@ static void join(char* out, size_t cap, const char* const* list)
     }
 }
 
+/* x with the fewest digits that read back as x (as Python's repr: 1e-15, not
+ * 1.0000000000000001e-15), into out[32]. */
+static const char* shortest(char* out, double x)
+{
+    if (x == floor(x) && fabs(x) < 1e15) {          /* an integer: 100, not 1e+02 */
+        snprintf(out, 32, "%.0f", x);
+        return out;
+    }
+    for (int digits = 1; digits <= 17; ++digits) {
+        snprintf(out, 32, "%.*g", digits, x);
+        if (!isfinite(x) || strtod(out, NULL) == x) {
+            break;
+        }
+    }
+    return out;
+}
+
+/* The unit of a numeric solver setting in messages (the contact settings' gaps: m or rad). */
+static const char* setting_unit(int id)
+{
+    switch (id) {
+    case SOLVER_STEP: case SOLVER_EVENT_TOL: return " s";
+    case SOLVER_CONTACT_TOL: return " (m or rad)";
+    case SOLVER_CONTACT_VELOCITY: return " (m/s or rad/s)";
+    default: return "";
+    }
+}
+
+/* A solver setting the FMU may lack (the contact settings: models with contacts only); 0
+ * when it has none (MbeSettings: the model data's default). */
+static double solver_number_or_0(const Inst* in, int id)
+{
+    for (int i = 0; i < FMU_N_VARS; ++i) {
+        if (FMU_VARS[i].kind == VK_SOLVER && FMU_VARS[i].index == id) {
+            return in->num[i];
+        }
+    }
+    return 0.0;
+}
+
 /* The solver settings from the solver.* variables; 0, or -1 with the reason in in->err. */
 static int make_settings_quiet(Inst* in, MbeSettings* s)
 {
@@ -417,8 +458,11 @@ static int make_settings_quiet(Inst* in, MbeSettings* s)
         if (v->kind == VK_SOLVER && v->type != VT_STRING) {
             double x = in->num[i];
             if (!(x >= v->min && x <= v->max)) {
-                return snprintf(in->err, sizeof in->err, "solver setting '%s' = %.17g is outside its "
-                           "valid range [%.17g, %.17g]", v->name, x, v->min, v->max), -1;
+                char a[32], b[32], c[32];
+                return snprintf(in->err, sizeof in->err, "solver setting '%s' = %s is outside its "
+                           "valid range [%s, %s]%s", v->name, shortest(a, x),
+                           shortest(b, v->min), shortest(c, v->max), setting_unit(v->index)),
+                       -1;
             }
         }
     }
@@ -433,6 +477,10 @@ static int make_settings_quiet(Inst* in, MbeSettings* s)
     s->alpha = FMU_BAUMGARTE_ALPHA;
     s->beta = FMU_BAUMGARTE_BETA;
     s->proj_tol = FMU_PROJECTION_TOL;
+    /* checked above against their ranges (> 0, finite): never the 0 of "the model's" */
+    s->contact_tol = solver_number_or_0(in, SOLVER_CONTACT_TOL);
+    s->contact_velocity = solver_number_or_0(in, SOLVER_CONTACT_VELOCITY);
+    s->event_tol = solver_number_or_0(in, SOLVER_EVENT_TOL);
     return 0;
 }
 
