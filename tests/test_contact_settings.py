@@ -398,3 +398,16 @@ def test_an_angular_stop_declares_rad_and_mixed_gaps_no_unit(tmp_path, mixed):
         assert (float(real.get("min")), float(real.get("max"))) == CONTACT_LIMITS[name]
         if want is None:
             assert f"[{unit.replace('rad', 'm')} or {unit}]" in svs[name].get("description")
+
+
+@pytest.mark.parametrize("name", ["contact_tol", "contact_velocity", "event_tol"])
+def test_settings_refuse_an_infinite_contact_setting_as_the_engine_does(name):
+    """integrate.Settings refuses inf for the event loop's settings (the engine library and
+    both FMUs refuse it; the Python loop took it as given)."""
+    import math
+
+    from fmu_mb.dynamics.integrate import Settings
+    from fmu_mb.errors import InputError
+    with pytest.raises(InputError, match=name):
+        Settings(**{name: math.inf})
+    Settings(**{name: 1e-3})

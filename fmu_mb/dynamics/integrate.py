@@ -105,6 +105,11 @@ class Settings:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
                 raise InputError(f"solver setting '{name}' must be a number > 0, received {v!r}")
+        for name in ("contact_tol", "contact_velocity", "event_tol"):
+            v = getattr(self, name)
+            if not math.isfinite(v):           # (the engine refuses them alike)
+                raise InputError(f"solver setting '{name}' must be a finite number > 0, "
+                                 f"received {v!r}")
 
     def formulation_for(self, model):
         """The formulation that runs `model` with these settings (what "auto" picks)."""
