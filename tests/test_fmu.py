@@ -385,14 +385,11 @@ def instantiate_logged(path, name, messages):
     cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
     cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
     addLoggerProxy(byref(cb))
-    fmu.instantiate(callbacks=cb, loggingOn=True)
+    fmu.instantiate(callbacks=cb, loggingOn=True)     # (fmu.callbacks keeps cb alive)
     # fmpy's logger proxy keeps the last logger in a process-wide variable that other
-    # instances' default callbacks also go through: the callbacks must outlive this FMU
-    _CALLBACKS.append(cb)
+    # instances' default callbacks also go through: conftest's autouse fixture points it
+    # back at fmpy's printLogMessage after the test (fmpy_logger.py)
     return fmu, {v.name: v.valueReference for v in md.modelVariables}
-
-
-_CALLBACKS = []
 
 
 def discarded(fmu, t, dt):
