@@ -33,12 +33,24 @@ C_HOST = Path(__file__).resolve().parent / "c_host" / "fmi2_host.c"
 LOCKING_MODEL = Path(__file__).resolve().parent / "data" / "locking_four_bar.py"
 
 
+class _Fmus(dict):
+    """name -> the FMU built from models/<name>.py ("locking": LOCKING_MODEL), built on first
+    use (a run of a few tests, e.g. tests/test_test_order.py's, builds only what they use)."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out = out
+        self.sources = {p.stem: p for p in MODEL_FILES}
+        self.sources["locking"] = LOCKING_MODEL
+
+    def __missing__(self, name):
+        path = self[name] = build_fmu(self.sources[name], self.out)
+        return path
+
+
 @pytest.fixture(scope="session")
 def fmus(tmp_path_factory):
-    out = tmp_path_factory.mktemp("fmus")
-    paths = {p.stem: build_fmu(p, out) for p in MODEL_FILES}
-    paths["locking"] = build_fmu(LOCKING_MODEL, out)
-    return paths
+    return _Fmus(tmp_path_factory.mktemp("fmus"))
 
 
 def vr_of(fmu_path):
