@@ -470,6 +470,26 @@ def test_invalid_parameter_fails_initialisation_with_message(fmus):
     assert "invalid parameter" in text and "'l1'" in text and "expected a value >= 1e-09" in text
 
 
+def test_default_callbacks_log_through_fmpy_after_a_logged_test(fmus, capfd):
+    """The tests above hand fmpy's logger proxy their own lists (instantiate_logged); after
+    them (conftest's autouse fixture: restore_fmpy_logger) an instance on fmpy's default
+    callbacks logs through fmpy's printLogMessage again (stdout), not into the last of those
+    lists (as it did before: the lists were kept alive for that)."""
+    messages = []
+    a, vr = instantiate_logged(fmus["double_pendulum"], "first", messages)
+    a.freeInstance()
+    from fmpy_logger import restore_fmpy_logger  # (what conftest calls after each test)
+    restore_fmpy_logger()
+    n = len(messages)
+    capfd.readouterr()
+    b, _, _, _ = instantiate(fmus["double_pendulum"], "second")
+    init(b)
+    b.terminate()
+    b.freeInstance()
+    assert "formulation auto ->" in capfd.readouterr().out
+    assert len(messages) == n
+
+
 @pytest.mark.parametrize("formulation", ["tmt", "lagrange", "recursive"])
 def test_contact_model_in_joint_coordinates_matches_simulate(fmus, formulation):
     """solver.formulation works for impacts: the FMU equals simulate() in that formulation,
