@@ -3,11 +3,22 @@ from pathlib import Path
 
 import pytest
 
+from fmpy_logger import restore_fmpy_logger
 from fmu_mb import Motion, ModelBuilder, harmonic, load_model, rod_inertia
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 MODEL_FILES = sorted(p for p in MODELS.glob("*.py") if not p.name.startswith("_"))
+
+
+@pytest.fixture(autouse=True)
+def _fmpy_logger_restored():
+    """After every test: fmpy's process-wide logger back on fmpy's printLogMessage
+    (fmpy_logger.py), so that a test's simulate_fmu(logger=...) or its own logging callbacks
+    cannot catch (or crash on) the log lines of the FMUs of later tests. Free when the test
+    did not load fmpy's logging library."""
+    yield
+    restore_fmpy_logger()
 
 
 def model(name, **overrides):

@@ -26,6 +26,8 @@ from fmpy.fmi2 import (FMU2Slave, fmi2CallbackAllocateMemoryTYPE, fmi2CallbackFr
                        fmi2CallbackFunctions, fmi2CallbackLoggerTYPE)
 from fmpy.logging import addLoggerProxy
 
+from fmpy_logger import restore_fmpy_logger
+
 NAN, INF = float("nan"), float("inf")
 INPUT_VALUES = [0.0, 0.5, -2.0, 1e3, 1e10, 1e30, -1e30, NAN, INF, -INF]
 STEPS = [0.01, 0.01, 0.01, 0.003, 0.0371, 0.0, -0.01, 1e3, 1e6, NAN, INF]
@@ -49,10 +51,16 @@ class Host:
         self.cb = cb
         # fmpy's logger proxy keeps the last logger in a process-wide variable that other
         # instances' default callbacks also go through: the callbacks (and the bound method
-        # they call) must outlive this host, or a later FMU's log line calls freed memory
+        # they call) must outlive this host, or a later FMU's log line calls freed memory;
+        # close() points the proxy back at fmpy's printLogMessage
         _CALLBACKS.append((cb, self))
         self.fmu = None
         self.new_instance()
+
+    def close(self):
+        """The host is done: fmpy's process-wide logger back on fmpy's printLogMessage (a
+        later FMU on fmpy's default callbacks must not log into this host's list)."""
+        restore_fmpy_logger()
 
     def _log(self, env, inst, status, category, message):
         self.messages.append((status, message.decode(errors="replace")))
@@ -160,6 +168,13 @@ class Runner:
                 continue
             records.append((i, kind, *self.one(kind, args)))
         return records
+
+    def run_and_close(self, seq, keep=None):
+        """run(), then the host closed (fmpy's logger restored) whatever happened."""
+        try:
+            return self.run(seq, keep)
+        finally:
+            self.host.close()
 
     def one(self, kind, args):
         h = self.host
@@ -287,7 +302,7 @@ def main(fmu_dir, seed, n_calls):
     md = read_model_description(fmu_dir)
     seq = make_sequence(md, seed, n_calls)
     logging_on = random.Random(seed + 1).random() < 0.5
-    fuzzed = Runner(fmu_dir, md, logging_on, "fuzzed").run(seq)
+    fuzzed = Runner(fmu_dir, md, logging_on, "fuzzed").run_and_close(seq)
     violations = []
     keep = set()
     statuses = {}
@@ -302,7 +317,7 @@ def main(fmu_dir, seed, n_calls):
             violations.append(f"call {i} {kind}{seq[i][1]}: accepted an invalid reference")
         if status == 0 or kind == "get":      # a get reads what it can either way
             keep.add(i)
-    replay = Runner(fmu_dir, md, False, "replay").run(seq, keep)
+    replay = Runner(fmu_dir, md, False, "replay").run_and_close(seq, keep)
     first = {r[0]: r for r in fuzzed}
     for i, kind, status, values, msgs in replay:
         if status != first[i][2]:

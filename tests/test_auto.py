@@ -11,6 +11,7 @@ from fmu_mb.dynamics.formulations import auto_choice, describe_choice
 from fmu_mb.tools.cli import _parser, main
 
 from conftest import MODELS, model, python_drive
+from fmpy_logger import restore_fmpy_logger
 
 OPEN_TREES = [("double_pendulum", {}), ("pendulum_chain", {"N": 5}),
               ("hinged_body_spring", {})]
@@ -177,26 +178,6 @@ def test_info_prints_the_choice(capsys):
     assert "formulation auto -> recursive" in capsys.readouterr().out
 
 
-_PRINT = []       # fmpy's printLogMessage as a ctypes callback, alive for the process
-
-
-def restore_fmpy_logger():
-    """fmpy's logging proxy (fmpy.logging.addLoggerProxy) keeps the last logger it was given
-    in one process-wide variable, which every FMU instantiated with fmpy's default callbacks
-    logs through; simulate_fmu(logger=...) leaves it pointing at that call's ctypes callback,
-    freed when the call returns (a later FMU's log line then calls freed memory). Point it
-    back at fmpy's own printLogMessage, through a callback kept alive here."""
-    from ctypes import byref
-
-    from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE, printLogMessage
-    from fmpy.logging import addLoggerProxy
-    if not _PRINT:
-        _PRINT.append(fmi2CallbackLoggerTYPE(printLogMessage))
-    cb = fmi2CallbackFunctions()       # (a fresh one: the proxy rewrites cb.logger)
-    cb.logger = _PRINT[0]
-    addLoggerProxy(byref(cb))
-
-
 def simulate_logged(fmu, **kwargs):
     """(simulate_fmu's result, the FMU's log messages), fmpy's logger restored after."""
     from fmpy import simulate_fmu
@@ -206,7 +187,7 @@ def simulate_logged(fmu, **kwargs):
                          msg: messages.append(msg.decode() if isinstance(msg, bytes)
                                               else str(msg)), **kwargs)
     finally:
-        restore_fmpy_logger()
+        restore_fmpy_logger()           # (conftest's fixture does it too, after the test)
     return r, messages
 
 

@@ -33,12 +33,24 @@ C_HOST = Path(__file__).resolve().parent / "c_host" / "fmi2_host.c"
 LOCKING_MODEL = Path(__file__).resolve().parent / "data" / "locking_four_bar.py"
 
 
+class _Fmus(dict):
+    """name -> the FMU built from models/<name>.py ("locking": LOCKING_MODEL), built on first
+    use (a run of a few tests, e.g. tests/test_test_order.py's, builds only what they use)."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out = out
+        self.sources = {p.stem: p for p in MODEL_FILES}
+        self.sources["locking"] = LOCKING_MODEL
+
+    def __missing__(self, name):
+        path = self[name] = build_fmu(self.sources[name], self.out)
+        return path
+
+
 @pytest.fixture(scope="session")
 def fmus(tmp_path_factory):
-    out = tmp_path_factory.mktemp("fmus")
-    paths = {p.stem: build_fmu(p, out) for p in MODEL_FILES}
-    paths["locking"] = build_fmu(LOCKING_MODEL, out)
-    return paths
+    return _Fmus(tmp_path_factory.mktemp("fmus"))
 
 
 def vr_of(fmu_path):
@@ -385,14 +397,11 @@ def instantiate_logged(path, name, messages):
     cb.allocateMemory = fmi2CallbackAllocateMemoryTYPE(calloc)
     cb.freeMemory = fmi2CallbackFreeMemoryTYPE(free)
     addLoggerProxy(byref(cb))
-    fmu.instantiate(callbacks=cb, loggingOn=True)
+    fmu.instantiate(callbacks=cb, loggingOn=True)     # (fmu.callbacks keeps cb alive)
     # fmpy's logger proxy keeps the last logger in a process-wide variable that other
-    # instances' default callbacks also go through: the callbacks must outlive this FMU
-    _CALLBACKS.append(cb)
+    # instances' default callbacks also go through: conftest's autouse fixture points it
+    # back at fmpy's printLogMessage after the test (fmpy_logger.py)
     return fmu, {v.name: v.valueReference for v in md.modelVariables}
-
-
-_CALLBACKS = []
 
 
 def discarded(fmu, t, dt):
@@ -459,6 +468,26 @@ def test_invalid_parameter_fails_initialisation_with_message(fmus):
         a.exitInitializationMode()
     text = " ".join(messages)
     assert "invalid parameter" in text and "'l1'" in text and "expected a value >= 1e-09" in text
+
+
+def test_default_callbacks_log_through_fmpy_after_a_logged_test(fmus, capfd):
+    """The tests above hand fmpy's logger proxy their own lists (instantiate_logged); after
+    them (conftest's autouse fixture: restore_fmpy_logger) an instance on fmpy's default
+    callbacks logs through fmpy's printLogMessage again (stdout), not into the last of those
+    lists (as it did before: the lists were kept alive for that)."""
+    messages = []
+    a, vr = instantiate_logged(fmus["double_pendulum"], "first", messages)
+    a.freeInstance()
+    from fmpy_logger import restore_fmpy_logger  # (what conftest calls after each test)
+    restore_fmpy_logger()
+    n = len(messages)
+    capfd.readouterr()
+    b, _, _, _ = instantiate(fmus["double_pendulum"], "second")
+    init(b)
+    b.terminate()
+    b.freeInstance()
+    assert "formulation auto ->" in capfd.readouterr().out
+    assert len(messages) == n
 
 
 @pytest.mark.parametrize("formulation", ["tmt", "lagrange", "recursive"])
