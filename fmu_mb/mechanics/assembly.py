@@ -337,7 +337,8 @@ def _splitmix64(state):
 
 
 def _starts(model, tm, q0, n_starts):
-    """The tree placement's q0, then n_starts deterministic starts (see _splitmix64)."""
+    """The tree placement's q0, then n_starts deterministic starts (see _splitmix64; every
+    coordinate drawn, the caller keeps the given ones at q0)."""
     angle = [nm.endswith(".angle") or nm.endswith(".phi") for nm in tm.names]
     size = _size(model)
     out, state = [np.array(q0, float)], 0
@@ -354,8 +355,10 @@ def _starts(model, tm, q0, n_starts):
 # Levenberg-Marquardt of the retry (the same steps in engine.c closure_lm): cost f'f of the
 # loop rows f(q) over the free tree coordinates, J = D_cut Tq; step (J'J + mu I) dq = -J'f;
 # mu starts at LM_MU0 (1 + max diag J'J), an accepted step (cost decreases) divides it by
-# LM_DOWN, a rejected one multiplies it by LM_UP; stops at max|f| <= TOL scale, a rejected mu
-# beyond 1e20 (1 + max diag J'J), a step below 1e-15 (1 + max|q|) or LM_MAXIT iterations.
+# LM_DOWN (not below 1e-15 (1 + max diag J'J)), a rejected one (or H + mu I not positive
+# definite to Cholesky) multiplies it by LM_UP; stops at max|f| <= TOL scale, a rejected mu
+# beyond 1e20 (1 + max diag J'J), an accepted step below 1e-15 (1 + max|q|) or LM_MAXIT
+# iterations.
 LM_MU0 = 1e-3
 LM_DOWN = 5.0
 LM_UP = 4.0
@@ -387,19 +390,27 @@ def _closure_lm(model, tm, q, fixed, rows, scale):
         if np.abs(f).max(initial=0.0) <= TOL * scale:
             break
         H = J.T @ J
-        big = 1e20 * (1.0 + float(np.max(np.diag(H), initial=0.0)))
+        dmax = float(np.max(np.diag(H), initial=0.0))
+        big, floor = 1e20 * (1.0 + dmax), 1e-15 * (1.0 + dmax)
         g = J.T @ f
         done = False
         while True:
-            dq = -np.linalg.solve(H + mu * np.eye(H.shape[0]), g)
-            qn = q.copy()
-            qn[free] += dq
-            fn, Jn = rows_at(qn)
-            costn = float(fn @ fn) if np.all(np.isfinite(fn)) else np.inf
+            costn = np.inf
+            Hm = H + mu * np.eye(H.shape[0])
+            try:
+                np.linalg.cholesky(Hm)          # (C: by this Cholesky; not definite: reject)
+                dq = -np.linalg.solve(Hm, g)
+            except np.linalg.LinAlgError:
+                dq = None
+            if dq is not None and np.all(np.isfinite(dq)):
+                qn = q.copy()
+                qn[free] += dq
+                fn, Jn = rows_at(qn)
+                costn = float(fn @ fn) if np.all(np.isfinite(fn)) else np.inf
             if costn < cost:
                 small = np.abs(dq).max(initial=0.0) <= 1e-15 * (1.0 + np.abs(q).max())
                 q, f, J, cost = qn, fn, Jn, costn
-                mu /= LM_DOWN
+                mu = max(mu / LM_DOWN, floor)
                 done = small
                 break
             mu *= LM_UP
@@ -427,6 +438,7 @@ def _closure_retry(model, tree, pos_spec, Minv, scale, n_starts):
     rows = tm.cut_rows
     zero = np.zeros(tm.n)
     for qs in _starts(model, tm, q0, n_starts if (~fixed).any() else 0):
+        qs[fixed] = q0[fixed]
         q, res = _closure_lm(model, tm, qs, fixed, rows, scale)
         if not res <= 1e-7 * scale:
             continue
