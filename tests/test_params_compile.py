@@ -496,19 +496,25 @@ def test_far_checks_do_not_depend_on_the_machines_speed(monkeypatch):
 
 def test_a_probe_build_fails_cheaply(monkeypatch):
     """While probing (the far checks), a loop that cannot close fails without the random
-    restarts of the least-squares closure and without a diagnosis: one least-squares run;
-    the same build outside probing gives the full diagnosis."""
+    restarts of the least-squares closure and without a diagnosis: one least-squares run
+    (the retry's Levenberg-Marquardt from the tree placement); the same build outside probing
+    gives the full diagnosis."""
     import scipy.optimize
     from fmu_mb.errors import AssemblyError
     from fmu_mb.mechanics import assembly
     mod = load("four_bar")
     runs = []
-    real = scipy.optimize.least_squares
+    real, real_lm = scipy.optimize.least_squares, assembly._closure_lm
 
     def counted(*args, **kwargs):
         runs.append(1)
         return real(*args, **kwargs)
+
+    def counted_lm(*args, **kwargs):
+        runs.append(1)
+        return real_lm(*args, **kwargs)
     monkeypatch.setattr(scipy.optimize, "least_squares", counted)
+    monkeypatch.setattr(assembly, "_closure_lm", counted_lm)
     with assembly.probing(), pytest.raises(AssemblyError, match="probe build"):
         mod.build(coupler_length=3.5)
     assert len(runs) == 1
