@@ -89,10 +89,10 @@ def assemble(model, tree):
         # closure of the loops (Levenberg-Marquardt from deterministic starts, the first that
         # closes and that Newton then polishes; the engine's C assembly does the same)
         try:
-            x2, r2 = _closure_retry(model, tree, pos_spec, Minv, scale,
-                                    0 if getattr(_PROBE, "on", False) else STARTS)
+            x2, r2, closure = _closure_retry(model, tree, pos_spec, Minv, scale,
+                                             0 if getattr(_PROBE, "on", False) else STARTS)
         except Exception:       # the retry must not hide the assembly error
-            x2 = None
+            x2, closure = None, None
         if x2 is not None:
             x, r = x2, r2
     if not _closed(r, scale) and getattr(_PROBE, "on", False):
@@ -212,7 +212,8 @@ def _position_rows(model, x, xd, t, pos_spec):
 
 def _diagnose(model, tree, r, n_spec, scale, closure=None):
     """The message of a failed assembly: which joint does not fit and by how much. closure:
-    _best_closure(model, tree, keep_values=True)[0] when already computed (deterministic)."""
+    the loops' best closure with the given values kept when already computed (the retry's,
+    _closure_retry; else _best_closure(model, tree, keep_values=True)[0])."""
     m = model.compiled.n_rows
     loops = {cut: loop for cut, loop in zip(model.topology.cut_joints, model.topology.loops)}
     msg = f"model '{model.name}': the initial conditions cannot be assembled; "
@@ -357,8 +358,8 @@ def _starts(model, tm, q0, n_starts):
 # mu starts at LM_MU0 (1 + max diag J'J), an accepted step (cost decreases) divides it by
 # LM_DOWN (not below 1e-15 (1 + max diag J'J)), a rejected one (or H + mu I not positive
 # definite to Cholesky) multiplies it by LM_UP; stops at max|f| <= TOL scale, a rejected mu
-# beyond 1e20 (1 + max diag J'J), an accepted step below 1e-15 (1 + max|q|) or LM_MAXIT
-# iterations.
+# beyond 1e20 (1 + max diag J'J), an accepted step below 1e-15 (1 + max|q|) or lowering the
+# cost by 1e-15 of it or less, or LM_MAXIT iterations.
 LM_MU0 = 1e-3
 LM_DOWN = 5.0
 LM_UP = 4.0
@@ -366,8 +367,8 @@ LM_MAXIT = 200
 
 
 def _closure_lm(model, tm, q, fixed, rows, scale):
-    """q (tree coordinates) at the end of Levenberg-Marquardt on the loop rows, and the
-    rows' max |residual| there."""
+    """q (tree coordinates) at the end of Levenberg-Marquardt on the loop rows, the rows' max
+    |residual| there and the rows."""
     from .tree import transform
 
     zero = np.zeros(tm.n)
@@ -382,7 +383,7 @@ def _closure_lm(model, tm, q, fixed, rows, scale):
     q = np.array(q, float)
     f, J = rows_at(q)
     if not np.all(np.isfinite(f)):
-        return q, np.inf
+        return q, np.inf, f
     cost = float(f @ f)
     H = J.T @ J
     mu = LM_MU0 * (1.0 + float(np.max(np.diag(H), initial=0.0)))
@@ -408,7 +409,8 @@ def _closure_lm(model, tm, q, fixed, rows, scale):
                 fn, Jn = rows_at(qn)
                 costn = float(fn @ fn) if np.all(np.isfinite(fn)) else np.inf
             if costn < cost:
-                small = np.abs(dq).max(initial=0.0) <= 1e-15 * (1.0 + np.abs(q).max())
+                small = (np.abs(dq).max(initial=0.0) <= 1e-15 * (1.0 + np.abs(q).max())
+                         or cost - costn <= 1e-15 * cost)
                 q, f, J, cost = qn, fn, Jn, costn
                 mu = max(mu / LM_DOWN, floor)
                 done = small
@@ -419,14 +421,15 @@ def _closure_lm(model, tm, q, fixed, rows, scale):
                 break
         if done:
             break
-    return q, float(np.abs(f).max(initial=0.0))
+    return q, float(np.abs(f).max(initial=0.0)), f
 
 
 def _closure_retry(model, tree, pos_spec, Minv, scale, n_starts):
     """The retry of a failed assembly: from each start in turn (the tree placement, then
     _starts), Levenberg-Marquardt on the loop rows with the given joint coordinates kept;
     the first closure (loop rows within 1e-7 scale) from which Newton assembles wins.
-    Returns (x, r) or (None, None)."""
+    Returns (x, r, None) or, when none closes, (None, None, [(cut joint name, its residual)]
+    at the best closure found: the least max |loop row|; None if none was finite)."""
     from .tree import transform, tree_map
 
     tm = tree_map(model)
@@ -437,15 +440,24 @@ def _closure_retry(model, tree, pos_spec, Minv, scale, n_starts):
                      + [False] * (tm.n - len(tm.joints)), bool)
     rows = tm.cut_rows
     zero = np.zeros(tm.n)
+    best, best_f = np.inf, None
     for qs in _starts(model, tm, q0, n_starts if (~fixed).any() else 0):
         qs[fixed] = q0[fixed]
-        q, res = _closure_lm(model, tm, qs, fixed, rows, scale)
+        q, res, f = _closure_lm(model, tm, qs, fixed, rows, scale)
+        if res < best:
+            best, best_f = res, f
         if not res <= 1e-7 * scale:
             continue
         x2, r2 = _newton(model, transform(model, q, zero)[0], model.t0, pos_spec, Minv, scale)
         if _closed(r2, scale):
-            return x2, r2
-    return None, None
+            return x2, r2, None
+    if best_f is None:
+        return None, None, None
+    jidx = {j.name: k for k, j in enumerate(model.joints)}
+    pos = {int(rw): i for i, rw in enumerate(rows)}
+    return None, None, [(name, float(np.linalg.norm(
+        best_f[[pos[int(rw)] for rw in model.compiled.joint_rows[jidx[name]]]])))
+        for name in model.topology.cut_joints]
 
 
 def _tree_q(model, tm, x):

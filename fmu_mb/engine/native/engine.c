@@ -1310,7 +1310,8 @@ static double closure_lm(MbEngine *e, Closure *C, double ta, double scale)
                     costn = sumsq(C->fn, mc);
             }
             if (costn < cost) {
-                int small = absmax(C->dq, nf) <= 1e-15 * (1.0 + absmax(C->q, C->n));
+                int small = absmax(C->dq, nf) <= 1e-15 * (1.0 + absmax(C->q, C->n)) ||
+                            cost - costn <= 1e-15 * cost;
                 double *t;
                 t = C->q; C->q = C->qn; C->qn = t;
                 t = C->f; C->f = C->fn; C->fn = t;
