@@ -1342,136 +1342,124 @@ static double closure_lm(MbEngine *e, Closure *C, double ta, double scale)
 static int closure_retry(MbEngine *e, double *x, double ta, const double *Minv, double scale,
                          double size, int *open_joint, double *open_res)
 {
-    int nb = e->nb, nc = 3 * nb, n = e->n, nr = e->nrows, ok = 0;
-    *open_joint = -1;
-    *open_res = NAN;
-    char *tree = calloc((size_t)(e->nj ? e->nj : 1), 1);
-    char *tree_row = calloc((size_t)(nr ? nr : 1), 1);
+    int nb = e->nb, nc = 3 * nb, n = e->n, nr = e->nrows, ok = 0, ncut = 0;
+    size_t nn = n ? (size_t)n : 1, mr = nr ? (size_t)nr : 1, nf2 = nn * nn;
     Closure C = {0};
     C.n = n;
     C.nc = nc;
-    int nn = n ? n : 1;
+    char *tree = calloc(e->nj ? (size_t)e->nj : 1, 1), *tree_row = calloc(mr, 1);
+    char *angle = calloc(nn, 1), *fixed = calloc(nn, 1);
+    double *q0 = calloc(nn, sizeof(double)), *best_f = calloc(mr, sizeof(double));
+    double *blk = calloc(4 * nn + 2 * mr + 2 * mr * nn + 2 * nf2 + 2 * nn + mr * nc + 2 * mr
+                         + 2 * (size_t)nc + 1, sizeof(double));
     C.free_ = malloc(sizeof(int) * nn);
-    C.rows = malloc(sizeof(int) * (nr ? nr : 1));
-    int ncut = 0;
-    if (!tree || !tree_row || !C.free_ || !C.rows)
-        goto out;
-    for (int i = 0; i < e->nplace; i++)
-        tree[IA(e, A_IPLACE)[2 * i]] = 1;
-    for (int j = 0; j < e->nj; j++) {
-        const int *J = IA(e, A_IJOINT) + 6 * j;
-        if (tree[j])
-            for (int i = J[4]; i < J[4] + J[5]; i++)
-                tree_row[i] = 1;
-        else
-            ncut++;
-    }
-    if (!ncut) {
-        *open_res = 0.0;
-        goto out;
-    }
-    for (int i = 0; i < nr; i++)
-        if (!tree_row[i])
-            C.rows[C.mc++] = i;
-    /* tree coordinates at the tree placement, which are free, which are angles */
-    double *q0 = calloc((size_t)nn, sizeof(double));
-    char *angle = calloc((size_t)nn, 1), *fixed = calloc((size_t)nn, 1);
-    size_t mc = C.mc ? (size_t)C.mc : 1, nf2 = (size_t)nn * nn;
-    double *blk = calloc(4 * (size_t)nn + 2 * mc + 2 * mc * nn + 2 * nf2 + 2 * (size_t)nn
-                         + (size_t)nr * nc + 2 * (size_t)(nr ? nr : 1) + 2 * (size_t)nc + 1,
-                         sizeof(double));
-    double *best_f = calloc(mc, sizeof(double));
-    if (!q0 || !angle || !fixed || !blk || !best_f) {
-        free(q0);
-        free(angle);
-        free(fixed);
-        free(blk);
-        free(best_f);
-        goto out;
-    }
-    double *p = blk;
-    C.q = p; p += nn; C.qn = p; p += nn; C.qd = p; p += nn; C.dq = p; p += nn;
-    C.f = p; p += mc; C.fn = p; p += mc;
-    C.J = p; p += mc * nn; C.Jn = p; p += mc * nn;
-    C.H = p; p += nf2; C.L = p; p += nf2;
-    C.g = p; p += 2 * (size_t)nn;
-    C.D = p; p += (size_t)nr * nc;
-    C.phi = p; p += nr ? nr : 1; C.phit = p; p += nr ? nr : 1;
-    C.xs = p; p += nc; C.xds = p;
-    tree_placement(e, x);
-    extend(e, x, e->xe);
-    for (int i = 0; i < n; i++) {
-        const int *Q = IA(e, A_IQSRC) + 2 * i;
-        if (Q[0] == 0) {
-            double rate;
-            coordinate(e, Q[1], e->xe, NULL, q0 + i, &rate, NULL, NULL, NULL);
-            angle[i] = IA(e, A_IJOINT)[6 * IA(e, A_ICOORD)[2 * Q[1]]] == JK_REV;
-            fixed[i] = IA(e, A_IINIT)[3 * Q[1]] != 0;
-            if (!fixed[i])
-                C.free_[C.nf++] = i;
-        } else {
-            q0[i] = x[Q[1]];
-            angle[i] = Q[1] % 3 == 2;
-            C.free_[C.nf++] = i;
-        }
-    }
-    uint64_t state = 0;
-    double best = INFINITY;
-    int starts = C.nf ? CLOSURE_STARTS : 0;
-    for (int s = 0; s <= starts && !ok; s++) {
-        double *qs = C.q;
-        for (int i = 0; i < n; i++) {
-            qs[i] = q0[i];
-            if (s > 0) {             /* (a draw per coordinate; the given ones kept) */
-                double u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53;
-                if (!fixed[i])
-                    qs[i] += (angle[i] ? PI : size) * (2.0 * u - 1.0);
-            }
-        }
-        double res = closure_lm(e, &C, ta, scale);
-        if (!isfinite(res))
-            continue;
-        if (res < best) {
-            best = res;
-            memcpy(best_f, C.f, sizeof(double) * C.mc);
-        }
-        if (!(res <= 1e-7 * scale))
-            continue;
-        mbk_kinematics(e->kern, C.q, C.qd, x, C.xds);     /* (qd is zero here) */
-        int closed;
-        assembly_newton(e, x, ta, Minv, scale, 0, &closed);
-        ok = closed;
-    }
-    if (!ok && isfinite(best)) {
-        /* the cut joint most open at the best closure (the norm of its rows) */
-        int a = 0;
-        double wv = -1.0;
+    C.rows = malloc(sizeof(int) * mr);
+    *open_joint = -1;
+    *open_res = NAN;
+    do {                     /* (break: out) */
+        if (!tree || !tree_row || !angle || !fixed || !q0 || !best_f || !blk || !C.free_ ||
+            !C.rows)
+            break;
+        for (int i = 0; i < e->nplace; i++)
+            tree[IA(e, A_IPLACE)[2 * i]] = 1;
         for (int j = 0; j < e->nj; j++) {
             const int *J = IA(e, A_IJOINT) + 6 * j;
             if (tree[j])
-                continue;
-            double s = 0.0;
-            for (int i = J[4]; i < J[4] + J[5]; i++) {
-                while (a < C.mc && C.rows[a] < i)
-                    a++;
-                if (a < C.mc && C.rows[a] == i)
-                    s += best_f[a] * best_f[a];
-            }
-            if (sqrt(s) > wv) {
-                wv = sqrt(s);
-                *open_joint = j;
-            }
+                for (int i = J[4]; i < J[4] + J[5]; i++)
+                    tree_row[i] = 1;
+            else
+                ncut++;
         }
-        *open_res = wv;
-    }
-    free(q0);
-    free(angle);
-    free(fixed);
-    free(blk);
-    free(best_f);
-out:
+        if (!ncut) {
+            *open_res = 0.0;
+            break;
+        }
+        for (int i = 0; i < nr; i++)
+            if (!tree_row[i])
+                C.rows[C.mc++] = i;
+        double *p = blk;
+        C.q = p; p += nn; C.qn = p; p += nn; C.qd = p; p += nn; C.dq = p; p += nn;
+        C.f = p; p += mr; C.fn = p; p += mr;
+        C.J = p; p += mr * nn; C.Jn = p; p += mr * nn;
+        C.H = p; p += nf2; C.L = p; p += nf2;
+        C.g = p; p += 2 * nn;
+        C.D = p; p += mr * nc;
+        C.phi = p; p += mr; C.phit = p; p += mr;
+        C.xs = p; p += nc; C.xds = p;
+        /* tree coordinates at the tree placement, which are given (kept), which are angles */
+        tree_placement(e, x);
+        extend(e, x, e->xe);
+        for (int i = 0; i < n; i++) {
+            const int *Q = IA(e, A_IQSRC) + 2 * i;
+            if (Q[0] == 0) {
+                double rate;
+                coordinate(e, Q[1], e->xe, NULL, q0 + i, &rate, NULL, NULL, NULL);
+                angle[i] = IA(e, A_IJOINT)[6 * IA(e, A_ICOORD)[2 * Q[1]]] == JK_REV;
+                fixed[i] = IA(e, A_IINIT)[3 * Q[1]] != 0;
+            } else {
+                q0[i] = x[Q[1]];
+                angle[i] = Q[1] % 3 == 2;
+            }
+            if (!fixed[i])
+                C.free_[C.nf++] = i;
+        }
+        uint64_t state = 0;
+        double best = INFINITY;
+        int starts = C.nf ? CLOSURE_STARTS : 0;
+        for (int s = 0; s <= starts && !ok; s++) {
+            double *qs = C.q;
+            for (int i = 0; i < n; i++) {
+                qs[i] = q0[i];
+                if (s > 0) {             /* (a draw per coordinate; the given ones kept) */
+                    double u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53;
+                    if (!fixed[i])
+                        qs[i] += (angle[i] ? PI : size) * (2.0 * u - 1.0);
+                }
+            }
+            double res = closure_lm(e, &C, ta, scale);
+            if (!isfinite(res))
+                continue;
+            if (res < best) {
+                best = res;
+                memcpy(best_f, C.f, sizeof(double) * C.mc);
+            }
+            if (!(res <= 1e-7 * scale))
+                continue;
+            mbk_kinematics(e->kern, C.q, C.qd, x, C.xds);     /* (qd is zero here) */
+            int closed;
+            assembly_newton(e, x, ta, Minv, scale, 0, &closed);
+            ok = closed;
+        }
+        if (!ok && isfinite(best)) {
+            /* the cut joint most open at the best closure (the norm of its rows) */
+            int a = 0;
+            double wv = -1.0;
+            for (int j = 0; j < e->nj; j++) {
+                const int *J = IA(e, A_IJOINT) + 6 * j;
+                if (tree[j])
+                    continue;
+                double s = 0.0;
+                for (int i = J[4]; i < J[4] + J[5]; i++) {
+                    while (a < C.mc && C.rows[a] < i)
+                        a++;
+                    if (a < C.mc && C.rows[a] == i)
+                        s += best_f[a] * best_f[a];
+                }
+                if (sqrt(s) > wv) {
+                    wv = sqrt(s);
+                    *open_joint = j;
+                }
+            }
+            *open_res = wv;
+        }
+    } while (0);
     free(tree);
     free(tree_row);
+    free(angle);
+    free(fixed);
+    free(q0);
+    free(best_f);
+    free(blk);
     free(C.free_);
     free(C.rows);
     return ok;
