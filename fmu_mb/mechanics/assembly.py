@@ -4,6 +4,10 @@
    given), starting from the ground and from the bodies' declared poses.
 2. Newton-Raphson on Phi(x, t0) = 0 together with q_j(x) = q_j0 for the given joint
    coordinates, with minimum M-norm steps (so unconstrained directions keep their guess).
+   When that fails for a planar model with loops: Levenberg-Marquardt on the loop rows over
+   the tree's joint coordinates (the given ones kept) from the tree placement, then from
+   deterministic splitmix64 starts, and Newton again from the first closure
+   (_closure_retry; the engine's C assembly, engine.c closure_retry, takes the same steps).
 3. Velocities: the minimum-kinetic-energy xd with D xd = -Phi_t and qd_j = qd_j0 given.
 
 A loop that cannot close raises AssemblyError naming the joint that does not fit: the best
