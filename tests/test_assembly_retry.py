@@ -161,6 +161,37 @@ def test_a_guess_newton_does_not_close_from(guess, monkeypatch):
     np.testing.assert_allclose(eng.state[2], ref.qd, rtol=0, atol=1e-10)
 
 
+def _hung_bob(left, right):
+    """A free body hung from two ground points 1 m apart by distance links, declared on the
+    line between them: the links' rows are parallel there (Newton's steps and the least
+    squares' gradient have no vertical part); a drawn start of its x, y, phi closes them."""
+    mb = ModelBuilder("hung", {}, gravity=(0.0, -9.81))
+    b = mb.body("bob", mass=1.0, inertia=0.01, position=(0.5, 0.0))
+    mb.distance("left", mb.ground, b, length=left, parent_point=(0.0, 0.0),
+                child_point=(0.0, 0.0))
+    mb.distance("right", mb.ground, b, length=right, parent_point=(1.0, 0.0),
+                child_point=(0.0, 0.0))
+    return mb.build()
+
+
+@pytest.mark.parametrize("left, right", [(0.8, 0.8), (0.6, 0.9)])
+def test_a_free_body_in_a_loop_closes_on_the_same_side(left, right, monkeypatch):
+    """A floating body's coordinates drawn as the tree's (C: the kernel's q of a free body):
+    the same side of the line in both, the position the triangle gives (closed form)."""
+    spy = Spy(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = _hung_bob(left, right)
+        ref = initial_state(m, SETTINGS)
+    assert spy.retries == [True] and spy.starts == 2
+    x = (left ** 2 - right ** 2 + 1.0) / 2.0
+    np.testing.assert_allclose(np.abs(m.x0[:2]), [x, math.sqrt(left ** 2 - x ** 2)],
+                               rtol=0, atol=1e-12)
+    eng = Engine(m)
+    eng.initialize()
+    np.testing.assert_allclose(eng.state[1], ref.q, rtol=0, atol=1e-10)
+
+
 def test_the_branch_follows_the_drawn_starts(straight, monkeypatch):
     """The stretched-out four-bar closes only from a drawn start; its two branches are mirror
     images (the coupler's angle changes sign): another start sequence may pick the other one,
