@@ -1509,11 +1509,12 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         }
     }
     if (!closed && open_joint >= 0) {
+        int kind = IA(e, A_IJOINT)[6 * open_joint];
         msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the loop "
-            "closed by joint '%s' stays open by %.3g (m or rad) even at its best "
-            "least-squares closure from %d starts; check the lengths and attachment points, "
-            "or give initial values that let the loops close", t0, e->jname[open_joint],
-            open_res, 1 + CLOSURE_STARTS);
+            "closed by joint '%s' stays open by %.3g %s even at its best least-squares "
+            "closure from %d starts; check the lengths and attachment points, or give "
+            "initial values that let the loops close", t0, e->jname[open_joint], open_res,
+            kind == JK_REV || kind == JK_DST ? "m" : "(m and rad)", 1 + CLOSURE_STARTS);
         return MBE_ERROR;
     }
     if (!closed) {
