@@ -14,7 +14,6 @@ import math
 import os
 import shutil
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
