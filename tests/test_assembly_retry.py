@@ -3,10 +3,12 @@
 (native/engine.c closure_retry): Levenberg-Marquardt on the loop rows from the same
 deterministic starts (splitmix64), then Newton. Checked against:
 - splitmix64's published reference outputs for the state 0;
-- each other: cases where Newton from the tree placement fails (a four-bar whose rocker a user
-  lengthens; a four-bar placed stretched out, where the tree placement is a stationary point
-  of the loop's least squares and only a drawn start closes it) assemble in C to the pose the
-  Python assembly gives, to 1e-10, and the native FMU and the Python FMU in fmpy agree;
+- each other: cases where Newton from the tree placement fails (models/four_bar.py with its
+  rocker lengthened to 0.7 m; a four-bar placed stretched out, where the tree placement is a
+  stationary point of the loop's least squares and only a drawn start closes it; the suite's
+  guessed four-bar of test_model_writing; a free body hung by two distance links) assemble in
+  C to the state the Python assembly gives, to 1e-10, and the native FMU and the Python FMU
+  in fmpy agree;
 - the closed form of a loop that cannot close: a four-bar whose coupler is too long stays open
   by the distance the triangle inequality leaves, in both, and the state is kept.
 """
