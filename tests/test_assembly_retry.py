@@ -177,7 +177,8 @@ def _hung_bob(left, right):
 @pytest.mark.parametrize("left, right", [(0.8, 0.8), (0.6, 0.9)])
 def test_a_free_body_in_a_loop_closes_on_the_same_side(left, right, monkeypatch):
     """A floating body's coordinates drawn as the tree's (C: the kernel's q of a free body):
-    the same side of the line in both, the position the triangle gives (closed form)."""
+    the same side of the line in both, the position the triangle gives (closed form), its
+    declared angle kept (the links hold its centre: the drawn angle goes back)."""
     spy = Spy(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -187,6 +188,7 @@ def test_a_free_body_in_a_loop_closes_on_the_same_side(left, right, monkeypatch)
     x = (left ** 2 - right ** 2 + 1.0) / 2.0
     np.testing.assert_allclose(np.abs(m.x0[:2]), [x, math.sqrt(left ** 2 - x ** 2)],
                                rtol=0, atol=1e-12)
+    assert m.x0[2] == 0.0               # its declared angle: the loop does not involve it
     eng = Engine(m)
     eng.initialize()
     np.testing.assert_allclose(eng.state[1], ref.q, rtol=0, atol=1e-10)

@@ -372,7 +372,7 @@ LM_MAXIT = 200
 
 def _closure_lm(model, tm, q, fixed, rows, scale):
     """q (tree coordinates) at the end of Levenberg-Marquardt on the loop rows, the rows' max
-    |residual| there and the rows."""
+    |residual| there, the rows and their Jacobian over the free coordinates."""
     from .tree import transform
 
     zero = np.zeros(tm.n)
@@ -387,7 +387,7 @@ def _closure_lm(model, tm, q, fixed, rows, scale):
     q = np.array(q, float)
     f, J = rows_at(q)
     if not np.all(np.isfinite(f)):
-        return q, np.inf, f
+        return q, np.inf, f, J
     cost = float(f @ f)
     H = J.T @ J
     mu = LM_MU0 * (1.0 + float(np.max(np.diag(H), initial=0.0)))
@@ -425,7 +425,7 @@ def _closure_lm(model, tm, q, fixed, rows, scale):
                 break
         if done:
             break
-    return q, float(np.abs(f).max(initial=0.0)), f
+    return q, float(np.abs(f).max(initial=0.0)), f, J
 
 
 def _closure_retry(model, tree, pos_spec, Minv, scale, n_starts):
@@ -447,11 +447,16 @@ def _closure_retry(model, tree, pos_spec, Minv, scale, n_starts):
     best, best_f = np.inf, None
     for qs in _starts(model, tm, q0, n_starts if (~fixed).any() else 0):
         qs[fixed] = q0[fixed]
-        q, res, f = _closure_lm(model, tm, qs, fixed, rows, scale)
+        q, res, f, J = _closure_lm(model, tm, qs, fixed, rows, scale)
         if res < best:
             best, best_f = res, f
         if not res <= 1e-7 * scale:
             continue
+        # a coordinate the loop rows do not depend on (a zero column: e.g. a floating body's
+        # angle when it hangs by its centre) goes back to its placement: a drawn start must
+        # not turn a declared pose
+        idle = np.nonzero(~fixed)[0][np.all(J == 0.0, axis=0)]
+        q[idle] = q0[idle]
         x2, r2 = _newton(model, transform(model, q, zero)[0], model.t0, pos_spec, Minv, scale)
         if _closed(r2, scale):
             return x2, r2, None

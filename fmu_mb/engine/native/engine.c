@@ -1425,6 +1425,13 @@ static int closure_retry(MbEngine *e, double *x, double ta, const double *Minv, 
             }
             if (!(res <= 1e-7 * scale))
                 continue;
+            for (int j = 0; j < C.nf; j++) {     /* a coordinate the rows do not depend on */
+                int zero = 1;                    /* goes back to its placement */
+                for (int a = 0; a < C.mc && zero; a++)
+                    zero = C.J[(size_t)a * C.nf + j] == 0.0;
+                if (zero)
+                    C.q[C.free_[j]] = q0[C.free_[j]];
+            }
             mbk_kinematics(e->kern, C.q, C.qd, x, C.xds);     /* (qd is zero here) */
             int closed;
             assembly_newton(e, x, ta, Minv, scale, 0, &closed);
