@@ -507,19 +507,25 @@ def test_far_checks_do_not_depend_on_the_machines_speed(monkeypatch):
 
 def test_a_probe_build_fails_cheaply(monkeypatch):
     """While probing (the far checks), a loop that cannot close fails without the random
-    restarts of the least-squares closure and without a diagnosis: one least-squares run;
-    the same build outside probing gives the full diagnosis."""
+    restarts of the least-squares closure and without a diagnosis: one least-squares run
+    (the retry's Levenberg-Marquardt from the tree placement); the same build outside probing
+    gives the full diagnosis."""
     import scipy.optimize
     from fmu_mb.errors import AssemblyError
     from fmu_mb.mechanics import assembly
     mod = load("four_bar")
     runs = []
-    real = scipy.optimize.least_squares
+    real, real_lm = scipy.optimize.least_squares, assembly._closure_lm
 
     def counted(*args, **kwargs):
         runs.append(1)
         return real(*args, **kwargs)
+
+    def counted_lm(*args, **kwargs):
+        runs.append(1)
+        return real_lm(*args, **kwargs)
     monkeypatch.setattr(scipy.optimize, "least_squares", counted)
+    monkeypatch.setattr(assembly, "_closure_lm", counted_lm)
     with assembly.probing(), pytest.raises(AssemblyError, match="probe build"):
         mod.build(coupler_length=3.5)
     assert len(runs) == 1
@@ -1071,20 +1077,26 @@ def test_probe_builds_do_not_warn():
 def test_a_loop_that_cannot_close_fails_without_repeating_its_closure(monkeypatch):
     """The far checks build the four-bar at lengths x10, where its loop cannot close: the
     assembly's diagnosis reuses the least-squares closure its retry computed (the same,
-    seeded, numbers) instead of computing it again, and says the same."""
+    deterministic, numbers) instead of computing it again, and says the same."""
     from fmu_mb.errors import AssemblyError
     from fmu_mb.mechanics import assembly
     mod = load("four_bar")
-    calls = []
-    real = assembly._best_closure
+    calls, lm = [], []
+    real, real_lm = assembly._best_closure, assembly._closure_lm
 
     def counted(model, tree, keep_values, **kwargs):
         calls.append(keep_values)
         return real(model, tree, keep_values, **kwargs)
+
+    def counted_lm(*args, **kwargs):
+        lm.append(1)
+        return real_lm(*args, **kwargs)
     monkeypatch.setattr(assembly, "_best_closure", counted)
+    monkeypatch.setattr(assembly, "_closure_lm", counted_lm)
     with pytest.raises(AssemblyError, match="even at the best pose of the loop"):
         mod.build(coupler_length=3.5)
-    assert calls == [True, False]          # the retry's, and the one without the values
+    assert len(lm) == 1 + assembly.STARTS  # the retry's closure (every start: none closes)
+    assert calls == [False]                # only the one without the values
 
 
 def _spun(**o):

@@ -4,6 +4,10 @@
    given), starting from the ground and from the bodies' declared poses.
 2. Newton-Raphson on Phi(x, t0) = 0 together with q_j(x) = q_j0 for the given joint
    coordinates, with minimum M-norm steps (so unconstrained directions keep their guess).
+   When that fails for a planar model with loops: Levenberg-Marquardt on the loop rows over
+   the tree's joint coordinates (the given ones kept) from the tree placement, then from
+   deterministic splitmix64 starts, and Newton again from the first closure
+   (_closure_retry; the engine's C assembly, engine.c closure_retry, takes the same steps).
 3. Velocities: the minimum-kinetic-energy xd with D xd = -Phi_t and qd_j = qd_j0 given.
 
 A loop that cannot close raises AssemblyError naming the joint that does not fit: the best
@@ -85,18 +89,16 @@ def assemble(model, tree):
         if _closed(r2, scale):
             x, r = x2, r2
     if not _closed(r, scale) and model.topology.cut_joints and not model.spatial:
-        # Newton-Raphson failed from the tree placement: start again from the best closure
-        # of the loops (least squares from several starts), if the loops can close at all
+        # Newton-Raphson failed from the tree placement: start again from a least-squares
+        # closure of the loops (Levenberg-Marquardt from deterministic starts, the first that
+        # closes and that Newton then polishes; the engine's C assembly does the same)
         try:
-            best, xb = _best_closure(model, tree, keep_values=True,
-                                     n_starts=0 if getattr(_PROBE, "on", False) else STARTS)
-            closure = best      # (the diagnosis below reuses it: the same numbers)
+            x2, r2, closure = _closure_retry(model, tree, pos_spec, Minv, scale,
+                                             0 if getattr(_PROBE, "on", False) else STARTS)
         except Exception:       # the retry must not hide the assembly error
-            best, xb = [], None
-        if xb is not None and all(res < 1e-7 * scale for _, res in best):
-            x2, r2 = _newton(model, xb, t0, pos_spec, Minv, scale)
-            if _closed(r2, scale):
-                x, r = x2, r2
+            x2, closure = None, None
+        if x2 is not None:
+            x, r = x2, r2
     if not _closed(r, scale) and getattr(_PROBE, "on", False):
         raise AssemblyError(f"model '{model.name}': the initial conditions cannot be "
                             f"assembled (residual {np.abs(r).max(initial=0.0):.3g}; not "
@@ -214,7 +216,8 @@ def _position_rows(model, x, xd, t, pos_spec):
 
 def _diagnose(model, tree, r, n_spec, scale, closure=None):
     """The message of a failed assembly: which joint does not fit and by how much. closure:
-    _best_closure(model, tree, keep_values=True)[0] when already computed (deterministic)."""
+    the loops' best closure with the given values kept when already computed (the retry's,
+    _closure_retry; else _best_closure(model, tree, keep_values=True)[0])."""
     m = model.compiled.n_rows
     loops = {cut: loop for cut, loop in zip(model.topology.cut_joints, model.topology.loops)}
     msg = f"model '{model.name}': the initial conditions cannot be assembled; "
@@ -296,13 +299,7 @@ def _best_closure(model, tree, keep_values, n_starts=STARTS):
     if (~fixed).any():
         # several starts: the tree placement, then random joint coordinates (a stretched-out
         # chain is a stationary point of the distance, where a local method stops)
-        rng = np.random.default_rng(0)
-        starts = [q0[~fixed]]
-        angle = np.array([n.endswith(".angle") or n.endswith(".phi") for n in tm.names])
-        for _ in range(n_starts):
-            qs = q0 + np.where(angle, rng.uniform(-np.pi, np.pi, tm.n),
-                               rng.uniform(-1.0, 1.0, tm.n) * _size(model))
-            starts.append(qs[~fixed])
+        starts = [qs[~fixed] for qs in _starts(model, tm, q0, n_starts)]
         best_x, best_cost = None, np.inf
         for qs in starts:
             sol = least_squares(f, qs, method="trf", xtol=1e-15, ftol=1e-15, gtol=1e-15,
@@ -325,6 +322,151 @@ def _best_closure(model, tree, keep_values, n_starts=STARTS):
         jr = model.compiled.joint_rows[jidx[name]]
         out.append((name, float(np.linalg.norm(res[[pos[int(rw)] for rw in jr]]))))
     return out, x_best
+
+
+# The deterministic starts of the least-squares closure (the retry here and in the engine's
+# C assembly, engine.c closure_retry, and the diagnosis): splitmix64 from state 0, one draw u
+# in [0, 1) per tree coordinate and start (the top 53 bits), mapped to q0 + pi (2u - 1) for an
+# angle (a revolute joint, a floating body's phi) and q0 + size (2u - 1) for a length (size:
+# _size). Portable integer arithmetic: C and Python draw the same numbers on every machine.
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(state):
+    """(next state, output) of splitmix64."""
+    state = (state + 0x9E3779B97F4A7C15) & _MASK64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return state, z ^ (z >> 31)
+
+
+def _starts(model, tm, q0, n_starts):
+    """The tree placement's q0, then n_starts deterministic starts (see _splitmix64; every
+    coordinate drawn, the caller keeps the given ones at q0)."""
+    angle = [nm.endswith(".angle") or nm.endswith(".phi") for nm in tm.names]
+    size = _size(model)
+    out, state = [np.array(q0, float)], 0
+    for _ in range(n_starts):
+        qs = np.array(q0, float)
+        for i in range(tm.n):
+            state, z = _splitmix64(state)
+            u = (z >> 11) * 2.0 ** -53
+            qs[i] += (math.pi if angle[i] else size) * (2.0 * u - 1.0)
+        out.append(qs)
+    return out
+
+
+# Levenberg-Marquardt of the retry (the same steps in engine.c closure_lm): cost f'f of the
+# loop rows f(q) over the free tree coordinates, J = D_cut Tq; step (J'J + mu I) dq = -J'f;
+# mu starts at LM_MU0 (1 + max diag J'J), an accepted step (cost decreases) divides it by
+# LM_DOWN (not below 1e-15 (1 + max diag J'J)), a rejected one (or H + mu I not positive
+# definite to Cholesky) multiplies it by LM_UP; stops at max|f| <= TOL scale, a rejected mu
+# beyond 1e20 (1 + max diag J'J), an accepted step below 1e-15 (1 + max|q|) or lowering the
+# cost by 1e-15 of it or less, or LM_MAXIT iterations.
+LM_MU0 = 1e-3
+LM_DOWN = 5.0
+LM_UP = 4.0
+LM_MAXIT = 200
+
+
+def _closure_lm(model, tm, q, fixed, rows, scale):
+    """q (tree coordinates) at the end of Levenberg-Marquardt on the loop rows, the rows' max
+    |residual| there, the rows and their Jacobian over the free coordinates."""
+    from .tree import transform
+
+    zero = np.zeros(tm.n)
+    t0 = model.t0
+    free = ~fixed
+
+    def rows_at(qq):
+        x, _, Tq, _ = transform(model, qq, zero)
+        phi, D, _, _ = constraints.evaluate(model, x, np.zeros_like(x), t0, need_conv=False)
+        return phi[rows], D[rows] @ Tq[:, free]
+
+    q = np.array(q, float)
+    f, J = rows_at(q)
+    if not np.all(np.isfinite(f)):
+        return q, np.inf, f, J
+    cost = float(f @ f)
+    H = J.T @ J
+    mu = LM_MU0 * (1.0 + float(np.max(np.diag(H), initial=0.0)))
+    for _ in range(LM_MAXIT):
+        if np.abs(f).max(initial=0.0) <= TOL * scale:
+            break
+        H = J.T @ J
+        dmax = float(np.max(np.diag(H), initial=0.0))
+        big, floor = 1e20 * (1.0 + dmax), 1e-15 * (1.0 + dmax)
+        g = J.T @ f
+        done = False
+        while True:
+            costn = np.inf
+            Hm = H + mu * np.eye(H.shape[0])
+            try:
+                np.linalg.cholesky(Hm)          # (C: by this Cholesky; not definite: reject)
+                dq = -np.linalg.solve(Hm, g)
+            except np.linalg.LinAlgError:
+                dq = None
+            if dq is not None and np.all(np.isfinite(dq)):
+                qn = q.copy()
+                qn[free] += dq
+                fn, Jn = rows_at(qn)
+                costn = float(fn @ fn) if np.all(np.isfinite(fn)) else np.inf
+            if costn < cost:
+                small = (np.abs(dq).max(initial=0.0) <= 1e-15 * (1.0 + np.abs(q).max())
+                         or cost - costn <= 1e-15 * cost)
+                q, f, J, cost = qn, fn, Jn, costn
+                mu = max(mu / LM_DOWN, floor)
+                done = small
+                break
+            mu *= LM_UP
+            if mu > big:
+                done = True
+                break
+        if done:
+            break
+    return q, float(np.abs(f).max(initial=0.0)), f, J
+
+
+def _closure_retry(model, tree, pos_spec, Minv, scale, n_starts):
+    """The retry of a failed assembly: from each start in turn (the tree placement, then
+    _starts), Levenberg-Marquardt on the loop rows with the given joint coordinates kept;
+    the first closure (loop rows within 1e-7 scale) from which Newton assembles wins.
+    Returns (x, r, None) or, when none closes, (None, None, [(cut joint name, its residual)]
+    at the best closure found: the least max |loop row|; None if none was finite)."""
+    from .tree import transform, tree_map
+
+    tm = tree_map(model)
+    x0 = _tree_placement(model, tree)
+    q0 = _tree_q(model, tm, x0)
+    given = {ic.joint for ic in model.initial if ic.value is not None}
+    fixed = np.array([model.joints[k].name in given for k in tm.joints]
+                     + [False] * (tm.n - len(tm.joints)), bool)
+    rows = tm.cut_rows
+    zero = np.zeros(tm.n)
+    best, best_f = np.inf, None
+    for qs in _starts(model, tm, q0, n_starts if (~fixed).any() else 0):
+        qs[fixed] = q0[fixed]
+        q, res, f, J = _closure_lm(model, tm, qs, fixed, rows, scale)
+        if res < best:
+            best, best_f = res, f
+        if not res <= 1e-7 * scale:
+            continue
+        # a coordinate the loop rows do not depend on (a zero column: e.g. a floating body's
+        # angle when it hangs by its centre) goes back to its placement: a drawn start must
+        # not turn a declared pose
+        idle = np.nonzero(~fixed)[0][np.all(J == 0.0, axis=0)]
+        q[idle] = q0[idle]
+        x2, r2 = _newton(model, transform(model, q, zero)[0], model.t0, pos_spec, Minv, scale)
+        if _closed(r2, scale):
+            return x2, r2, None
+    if best_f is None:
+        return None, None, None
+    jidx = {j.name: k for k, j in enumerate(model.joints)}
+    pos = {int(rw): i for i, rw in enumerate(rows)}
+    return None, None, [(name, float(np.linalg.norm(
+        best_f[[pos[int(rw)] for rw in model.compiled.joint_rows[jidx[name]]]])))
+        for name in model.topology.cut_joints]
 
 
 def _tree_q(model, tm, x):

@@ -1176,6 +1176,328 @@ static double fine_velocities(MbEngine *e, const double *A, int k, int nc, const
     return velocity_residual(A, k, nc, xs, b, NULL);
 }
 
+/* ------------------------------------------------------------------ assembly: the retry
+ * from the loops' least-squares closure (assembly._closure_retry, the same steps and starts:
+ * Python and C pick the same loop branch and polish it by the same Newton) */
+
+/* Newton-Raphson with minimum M-norm steps (fine: the fine cut) from x, in place
+ * (assembly._newton); returns the number of rows of r (position_rows; -1: undefined) and
+ * sets *closed when max |r| <= 1e-9 scale */
+static int assembly_newton(MbEngine *e, double *x, double ta, const double *Minv,
+                           double scale, int fine, int *closed)
+{
+    int nc = 3 * e->nb, k = 0;
+    double *dx = e->f, *r = e->r, *A = e->A;
+    for (int it = 0; it < 50; it++) {
+        k = position_rows(e, x, ta, r, A);
+        if (k < 0 || !all_finite(r, k))
+            break;
+        if (absmax(r, k) < 1e-12 * scale)
+            break;
+        if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
+            break;
+        for (int i = 0; i < nc; i++)
+            x[i] -= dx[i];
+    }
+    k = position_rows(e, x, ta, r, A);
+    *closed = k >= 0 && all_finite(r, k) && absmax(r, k) <= 1e-9 * scale;
+    return k;
+}
+
+/* splitmix64 (assembly._splitmix64): the next output; u = (z >> 11) 2^-53 in [0, 1) */
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+#define CLOSURE_STARTS 12     /* assembly.STARTS */
+#define LM_MU0 1e-3           /* assembly.LM_MU0, LM_DOWN, LM_UP, LM_MAXIT */
+#define LM_DOWN 5.0
+#define LM_UP 4.0
+#define LM_MAXIT 200
+
+typedef struct {
+    int n, nf, mc, nc;
+    int *free_, *rows;        /* free tree coordinates, loop rows (not a tree joint's) */
+    double *q, *qn, *qd, *f, *fn, *J, *Jn, *H, *L, *g, *dq, *D, *phi, *phit, *xs, *xds;
+} Closure;
+
+/* the loop rows f (mc) at tree coordinates q and, when J is not NULL, J = D_cut Tq (mc x nf,
+ * Tq column by column: the kernel's velocity map at unit rates); returns OK or 1 */
+static int closure_rows(MbEngine *e, Closure *C, const double *q, double ta, double *f,
+                        double *J)
+{
+    for (int i = 0; i < C->n; i++)
+        C->qd[i] = 0.0;
+    mbk_kinematics(e->kern, q, C->qd, C->xs, C->xds);
+    if (model_rows(e, C->xs, ta, C->phi, C->phit, J ? C->D : NULL) != OK)
+        return 1;
+    for (int a = 0; a < C->mc; a++)
+        f[a] = C->phi[C->rows[a]];
+    if (!all_finite(f, C->mc))
+        return 1;
+    if (!J)
+        return OK;
+    for (int j = 0; j < C->nf; j++) {
+        C->qd[C->free_[j]] = 1.0;
+        mbk_kinematics(e->kern, q, C->qd, C->xs, C->xds);
+        C->qd[C->free_[j]] = 0.0;
+        for (int a = 0; a < C->mc; a++) {
+            const double *Dr = C->D + (size_t)C->rows[a] * C->nc;
+            double s = 0.0;
+            for (int i = 0; i < C->nc; i++)
+                s += Dr[i] * C->xds[i];
+            J[(size_t)a * C->nf + j] = s;
+        }
+    }
+    return OK;
+}
+
+/* (H + mu I) dq = -g by Cholesky (H: nf x nf); returns 0 when not positive definite */
+static int closure_solve(Closure *C, double mu)
+{
+    int m = C->nf;
+    double *L = C->L;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j <= i; j++) {
+            double s = C->H[i * m + j] + (i == j ? mu : 0.0);
+            for (int p = 0; p < j; p++)
+                s -= L[i * m + p] * L[j * m + p];
+            if (i == j) {
+                if (!(s > 0.0))
+                    return 0;
+                L[i * m + i] = sqrt(s);
+            } else {
+                L[i * m + j] = s / L[j * m + j];
+            }
+        }
+    for (int i = 0; i < m; i++) {           /* L y = -g */
+        double s = -C->g[i];
+        for (int p = 0; p < i; p++)
+            s -= L[i * m + p] * C->dq[p];
+        C->dq[i] = s / L[i * m + i];
+    }
+    for (int i = m - 1; i >= 0; i--) {      /* L' dq = y */
+        double s = C->dq[i];
+        for (int p = i + 1; p < m; p++)
+            s -= L[p * m + i] * C->dq[p];
+        C->dq[i] = s / L[i * m + i];
+    }
+    return all_finite(C->dq, m);
+}
+
+static double sumsq(const double *v, int n)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++)
+        s += v[i] * v[i];
+    return s;
+}
+
+/* Levenberg-Marquardt on the loop rows from C->q (assembly._closure_lm), in place; returns
+ * max |f| at the end (INFINITY: undefined rows); f holds the rows there */
+static double closure_lm(MbEngine *e, Closure *C, double ta, double scale)
+{
+    int nf = C->nf, mc = C->mc;
+    if (closure_rows(e, C, C->q, ta, C->f, C->J) != OK)
+        return INFINITY;
+    double cost = sumsq(C->f, mc), mu = 0.0;
+    for (int it = 0; it < LM_MAXIT; it++) {
+        if (absmax(C->f, mc) <= 1e-12 * scale)
+            break;
+        double dmax = 0.0;
+        for (int i = 0; i < nf; i++) {
+            for (int j = 0; j < nf; j++) {
+                double s = 0.0;
+                for (int a = 0; a < mc; a++)
+                    s += C->J[(size_t)a * nf + i] * C->J[(size_t)a * nf + j];
+                C->H[i * nf + j] = s;
+            }
+            double s = 0.0;
+            for (int a = 0; a < mc; a++)
+                s += C->J[(size_t)a * nf + i] * C->f[a];
+            C->g[i] = s;
+            dmax = fmax(dmax, C->H[i * nf + i]);
+        }
+        if (it == 0)
+            mu = LM_MU0 * (1.0 + dmax);
+        double big = 1e20 * (1.0 + dmax), floor_ = 1e-15 * (1.0 + dmax);
+        int done = 0;
+        for (;;) {
+            double costn = INFINITY;
+            if (closure_solve(C, mu)) {
+                memcpy(C->qn, C->q, sizeof(double) * C->n);
+                for (int j = 0; j < nf; j++)
+                    C->qn[C->free_[j]] += C->dq[j];
+                if (closure_rows(e, C, C->qn, ta, C->fn, C->Jn) == OK)
+                    costn = sumsq(C->fn, mc);
+            }
+            if (costn < cost) {
+                int small = absmax(C->dq, nf) <= 1e-15 * (1.0 + absmax(C->q, C->n)) ||
+                            cost - costn <= 1e-15 * cost;
+                double *t;
+                t = C->q; C->q = C->qn; C->qn = t;
+                t = C->f; C->f = C->fn; C->fn = t;
+                t = C->J; C->J = C->Jn; C->Jn = t;
+                cost = costn;
+                mu = fmax(mu / LM_DOWN, floor_);
+                done = small;
+                break;
+            }
+            mu *= LM_UP;
+            if (mu > big) {
+                done = 1;
+                break;
+            }
+        }
+        if (done)
+            break;
+    }
+    return absmax(C->f, mc);
+}
+
+/* The retry of a failed assembly (assembly._closure_retry): from each start in turn (the tree
+ * placement, then CLOSURE_STARTS splitmix64 starts), Levenberg-Marquardt on the loop rows with
+ * the given joint coordinates kept; the first closure (loop rows within 1e-7 scale) from which
+ * Newton assembles wins: x holds it and 1 is returned. Otherwise 0, with *open_joint the loop
+ * (its cut joint) that stays most open at the best closure found and *open_res its residual
+ * (the norm of its rows), -1 and NAN when none was found (-1 and 0: no loop). */
+static int closure_retry(MbEngine *e, double *x, double ta, const double *Minv, double scale,
+                         double size, int *open_joint, double *open_res)
+{
+    int nb = e->nb, nc = 3 * nb, n = e->n, nr = e->nrows, ok = 0, ncut = 0;
+    size_t nn = n ? (size_t)n : 1, mr = nr ? (size_t)nr : 1, nf2 = nn * nn;
+    Closure C = {0};
+    C.n = n;
+    C.nc = nc;
+    char *tree = calloc(e->nj ? (size_t)e->nj : 1, 1), *tree_row = calloc(mr, 1);
+    char *angle = calloc(nn, 1), *fixed = calloc(nn, 1);
+    double *q0 = calloc(nn, sizeof(double)), *best_f = calloc(mr, sizeof(double));
+    double *blk = calloc(4 * nn + 2 * mr + 2 * mr * nn + 2 * nf2 + 2 * nn + mr * nc + 2 * mr
+                         + 2 * (size_t)nc + 1, sizeof(double));
+    C.free_ = malloc(sizeof(int) * nn);
+    C.rows = malloc(sizeof(int) * mr);
+    *open_joint = -1;
+    *open_res = NAN;
+    do {                     /* (break: out) */
+        if (!tree || !tree_row || !angle || !fixed || !q0 || !best_f || !blk || !C.free_ ||
+            !C.rows)
+            break;
+        for (int i = 0; i < e->nplace; i++)
+            tree[IA(e, A_IPLACE)[2 * i]] = 1;
+        for (int j = 0; j < e->nj; j++) {
+            const int *J = IA(e, A_IJOINT) + 6 * j;
+            if (tree[j])
+                for (int i = J[4]; i < J[4] + J[5]; i++)
+                    tree_row[i] = 1;
+            else
+                ncut++;
+        }
+        if (!ncut) {
+            *open_res = 0.0;
+            break;
+        }
+        for (int i = 0; i < nr; i++)
+            if (!tree_row[i])
+                C.rows[C.mc++] = i;
+        double *p = blk;
+        C.q = p; p += nn; C.qn = p; p += nn; C.qd = p; p += nn; C.dq = p; p += nn;
+        C.f = p; p += mr; C.fn = p; p += mr;
+        C.J = p; p += mr * nn; C.Jn = p; p += mr * nn;
+        C.H = p; p += nf2; C.L = p; p += nf2;
+        C.g = p; p += 2 * nn;
+        C.D = p; p += mr * nc;
+        C.phi = p; p += mr; C.phit = p; p += mr;
+        C.xs = p; p += nc; C.xds = p;
+        /* tree coordinates at the tree placement, which are given (kept), which are angles */
+        tree_placement(e, x);
+        extend(e, x, e->xe);
+        for (int i = 0; i < n; i++) {
+            const int *Q = IA(e, A_IQSRC) + 2 * i;
+            if (Q[0] == 0) {
+                double rate;
+                coordinate(e, Q[1], e->xe, NULL, q0 + i, &rate, NULL, NULL, NULL);
+                angle[i] = IA(e, A_IJOINT)[6 * IA(e, A_ICOORD)[2 * Q[1]]] == JK_REV;
+                fixed[i] = IA(e, A_IINIT)[3 * Q[1]] != 0;
+            } else {
+                q0[i] = x[Q[1]];
+                angle[i] = Q[1] % 3 == 2;
+            }
+            if (!fixed[i])
+                C.free_[C.nf++] = i;
+        }
+        uint64_t state = 0;
+        double best = INFINITY;
+        int starts = C.nf ? CLOSURE_STARTS : 0;
+        for (int s = 0; s <= starts && !ok; s++) {
+            double *qs = C.q;
+            for (int i = 0; i < n; i++) {
+                qs[i] = q0[i];
+                if (s > 0) {             /* (a draw per coordinate; the given ones kept) */
+                    double u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53;
+                    if (!fixed[i])
+                        qs[i] += (angle[i] ? PI : size) * (2.0 * u - 1.0);
+                }
+            }
+            double res = closure_lm(e, &C, ta, scale);
+            if (!isfinite(res))
+                continue;
+            if (res < best) {
+                best = res;
+                memcpy(best_f, C.f, sizeof(double) * C.mc);
+            }
+            if (!(res <= 1e-7 * scale))
+                continue;
+            for (int j = 0; j < C.nf; j++) {     /* a coordinate the rows do not depend on */
+                int zero = 1;                    /* goes back to its placement */
+                for (int a = 0; a < C.mc && zero; a++)
+                    zero = C.J[(size_t)a * C.nf + j] == 0.0;
+                if (zero)
+                    C.q[C.free_[j]] = q0[C.free_[j]];
+            }
+            mbk_kinematics(e->kern, C.q, C.qd, x, C.xds);     /* (qd is zero here) */
+            int closed;
+            assembly_newton(e, x, ta, Minv, scale, 0, &closed);
+            ok = closed;
+        }
+        if (!ok && isfinite(best)) {
+            /* the cut joint most open at the best closure (the norm of its rows) */
+            int a = 0;
+            double wv = -1.0;
+            for (int j = 0; j < e->nj; j++) {
+                const int *J = IA(e, A_IJOINT) + 6 * j;
+                if (tree[j])
+                    continue;
+                double s = 0.0;
+                for (int i = J[4]; i < J[4] + J[5]; i++) {
+                    while (a < C.mc && C.rows[a] < i)
+                        a++;
+                    if (a < C.mc && C.rows[a] == i)
+                        s += best_f[a] * best_f[a];
+                }
+                if (sqrt(s) > wv) {
+                    wv = sqrt(s);
+                    *open_joint = j;
+                }
+            }
+            *open_res = wv;
+        }
+    } while (0);
+    free(tree);
+    free(tree_row);
+    free(angle);
+    free(fixed);
+    free(q0);
+    free(best_f);
+    free(blk);
+    free(C.free_);
+    free(C.rows);
+    return ok;
+}
+
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
     clear_msg(err, errlen);
@@ -1202,26 +1524,33 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     if (!any)
         size = 1.0;
     double scale = 1.0 + fmax(absmax(x, nc), size);
-    int k = 0;
-    for (int fine = 0; fine < 2; fine++) {        /* assembly._newton; fine: its retry */
+    int k = 0, closed = 0;
+    for (int fine = 0; fine < 2 && !closed; fine++) {   /* assembly._newton; fine: its retry */
         if (fine)
             tree_placement(e, x);
-        for (int it = 0; it < 50; it++) {
-            k = position_rows(e, x, ta, r, A);
-            if (k < 0 || !all_finite(r, k))
-                break;
-            if (absmax(r, k) < 1e-12 * scale)
-                break;
-            if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
-                break;
-            for (int i = 0; i < nc; i++)
-                x[i] -= dx[i];
-        }
-        k = position_rows(e, x, ta, r, A);
-        if (k >= 0 && all_finite(r, k) && absmax(r, k) <= 1e-9 * scale)
-            break;
+        k = assembly_newton(e, x, ta, Minv, scale, fine, &closed);
     }
-    if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
+    int open_joint = -1;
+    double open_res = NAN;
+    if (!closed) {
+        /* the retry from the loops' least-squares closure (assembly._closure_retry) */
+        double *xs = e->xda;              /* (scratch until the velocities) */
+        if (closure_retry(e, xs, ta, Minv, scale, size, &open_joint, &open_res)) {
+            memcpy(x, xs, sizeof(double) * nc);
+            k = position_rows(e, x, ta, r, A);
+            closed = 1;
+        }
+    }
+    if (!closed && open_joint >= 0) {
+        int kind = IA(e, A_IJOINT)[6 * open_joint];
+        msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the loop "
+            "closed by joint '%s' stays open by %.3g %s even at its best least-squares "
+            "closure from %d starts; check the lengths and attachment points, or give "
+            "initial values that let the loops close", t0, e->jname[open_joint], open_res,
+            kind == JK_REV || kind == JK_DST ? "m" : "(m and rad)", 1 + CLOSURE_STARTS);
+        return MBE_ERROR;
+    }
+    if (!closed) {
         int worst = -1;
         double wv = -1.0;
         for (int j = 0; k > 0 && j < e->nj; j++) {
