@@ -29,6 +29,17 @@ the arm still over [0, 2] s) and the engine's own step in C without FMI
 rest, most of it resting), each with the six end stops and with them removed, and the
 ratios (issue 21: <= 2). Each tree runs in its own Python process (its own package and
 compiled kernel); the two trees alternate, N rounds (default 3), the median is reported.
+
+    python bench/contacts_wall.py --spatial-before REV [--rounds N]   # table 4
+
+Table 4 (--spatial-before REV), the same for a spatial contact model (native/spatial_events.c):
+the double wishbone with stops="on" under a 100 mm road step (tyre.h = -k 0.1 from t = 0)
+that drives the wheel onto its bump stop (struck at ~0.04 s, resting from ~0.1 s), against
+the same model with stops="off" (no contacts: one sk_advance per step), before (REV) and
+after (this tree): its 1 ms step in process (integrate.stepper, CPU us per step over [0, 0.2]
+s: the strike and the settling, and over [0.2, 1.2] s: resting on the stop) and the engine's
+step in C (engine_step.c of this script's tree, built with each tree's engine: 200 warm-up
+steps, then 1000, resting).
 """
 import json
 import os
@@ -200,6 +211,9 @@ def figures():
     out = {}
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if "--spatial" in sys.argv:
+            print("FIGURES " + json.dumps(_wishbone_figures(tmp)))
+            return
         exe = _engine_step_exe(tmp)
         for stops in (True, False):
             m = _excavator(stops)
@@ -219,7 +233,46 @@ def figures():
     print("FIGURES " + json.dumps(out))
 
 
-def table_before_after(rev, rounds):
+K_TYRE = 357859.232809          # the double wishbone's default tyre stiffness
+
+
+def _wishbone_figures(tmp):
+    """Table 4's figures of ROOT's tree: us per step, stops on and off."""
+    import shutil
+    from fmu_mb.dynamics.outputs import output_names
+    from fmu_mb.engine.data import model_data
+    from fmu_mb.fmi.native_build import ENGINE_DIR, _engine_objects, engine_sources
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    sources, defines = engine_sources()
+    objects = _engine_objects(cc, [Path(s) for s in sources], tuple(defines))
+    exe = tmp / "engine_step_here"
+    host = Path(__file__).resolve().parent.parent / "tests/c_host/engine_step.c"
+    subprocess.run([cc, "-O2", "-ffp-contract=off", *(f"-D{d}" for d in defines),
+                    f"-I{ENGINE_DIR}", "-o", str(exe), str(host), *map(str, objects), "-lm"],
+                   check=True)
+    out = {}
+    for stops in ("on", "off"):
+        m = _model("double_wishbone", stops=stops)
+        names = [i.name for i in m.inputs]
+        u = m.input_vector({"tyre.h": -K_TYRE * 0.1})
+        _cosim(m, True, (0.05,), u)                          # warm-up
+        (strike, rest), s = _cosim(m, True, (0.2, 1.2), u)
+        if stops == "on":
+            c = s.extra["contacts"]["bump_stop"]
+            assert c["active"] and c["impacts"] >= 1, c       # resting on the bump stop
+        blob = tmp / f"wishbone_{stops}.blob"
+        blob.write_bytes(model_data(m).to_bytes())
+        outs = list(output_names(m))
+        idx = ",".join(str(outs.index(o)) for o in ("carrier.x", "carrier.z", "coil_over.length"))
+        res = subprocess.run([str(exe), str(blob), "1e-3", "1000", idx,
+                              f"{names.index('tyre.h')}={-K_TYRE * 0.1!r}"],
+                             capture_output=True, text=True, check=True).stdout
+        c = float(dict(kv.split("=") for kv in res.split())["cpu_us_per_step"])
+        out[stops] = {"strike": strike, "rest": rest, "engine_c": c}
+    return out
+
+
+def table_before_after(rev, rounds, spatial=False):
     runs = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as d:
         old = Path(d) / "before"
@@ -227,16 +280,36 @@ def table_before_after(rev, rounds):
         arch = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True,
                               check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(old)], input=arch, check=True)
-        env = dict(os.environ, PYTHONPATH="")
+        # each tree compiles its kernels and engine objects into a cache of its own (the
+        # engine objects' cache key of a tree before 2026-11-25 misses the included
+        # events.c and spatial_events.c: a shared cache could hand one tree the other's)
+        envs = {label: dict(os.environ, PYTHONPATH="", XDG_CACHE_HOME=str(Path(d) / label),
+                            FMU_MB_CACHE=str(Path(d) / label / "fmu_mb"))
+                for label in runs}
         for _ in range(rounds):
             for label, root in (("before", old), ("after", ROOT)):
                 res = subprocess.run([sys.executable, str(Path(__file__).resolve()),
-                                      "--figures", "--root", str(root)], capture_output=True,
-                                     text=True, env=env, cwd=str(root))
+                                      "--figures", "--root", str(root)]
+                                     + (["--spatial"] if spatial else []), capture_output=True,
+                                     text=True, env=envs[label], cwd=str(root))
                 if res.returncode != 0:
                     sys.exit(res.stderr[-3000:])
                 line = [x for x in res.stdout.splitlines() if x.startswith("FIGURES ")][-1]
                 runs[label].append(json.loads(line[8:]))
+    if spatial:
+        print(f"| double wishbone, 100 mm road step [us CPU per 1 ms step], median of {rounds} "
+              "| in process, strike and settling [0, 0.2] s: stops on / off = ratio | in "
+              "process, resting on the bump stop [0.2, 1.2] s: on / off = ratio | engine step "
+              "in C (engine_step.c), 1000 steps resting: on / off = ratio |")
+        print("|---|---|---|---|")
+        for label, title in (("before", f"before ({rev})"), ("after", "after (this tree)")):
+            cells = []
+            for col in ("strike", "rest", "engine_c"):
+                a = statistics.median(r["on"][col] for r in runs[label])
+                b = statistics.median(r["off"][col] for r in runs[label])
+                cells.append(f"{a:.1f} / {b:.1f} = **{a / b:.2f}x**")
+            print(f"| {title} | " + " | ".join(cells) + " |")
+        return
     print(f"| excavator [us CPU per 1 ms step], median of {rounds} | in process, resting on "
           "the stop [2, 3] s: stops / none = ratio | in process, held still [0, 2] s: stops / "
           "none = ratio | engine step in C (engine_step.c), 3 s from rest: stops / none = "
@@ -254,6 +327,10 @@ def table_before_after(rev, rounds):
 def main():
     if "--figures" in sys.argv:
         figures()
+        return 0
+    if "--spatial-before" in sys.argv:
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+        table_before_after(sys.argv[sys.argv.index("--spatial-before") + 1], rounds, True)
         return 0
     if "--before" in sys.argv:
         rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3

@@ -251,3 +251,53 @@ def test_tumbling_box_runs_at_any_communication_step(h):
     for k in range(1, int(math.ceil(1.5 / h)) + 1):
         s = step(s, min(k * h, 1.5), np.zeros(0))
     assert _records(m, s)[:, 0].sum() >= 60       # (65 here; the count is chaotic)
+
+
+def test_engine_contact_outputs_after_a_step_see_other_inputs_and_states():
+    """After a step the engine's contact outputs take the event loop's multipliers at the
+    step's end (no second acceleration solve) only at that step's own t, y and u: the double
+    wishbone resting on its bump stop gives, with another tyre force and after set_state with
+    another qd at the same t, the outputs of a new engine set to that state (bit for bit) and
+    of fmu_mb.dynamics.outputs (1e-10), and the stop's force moves with the input. (A reuse
+    that ignored u or y fails here.)"""
+    from fmu_mb import load_model
+    from fmu_mb.dynamics.integrate import stepper
+    from fmu_mb.dynamics.outputs import Outputs
+    from fmu_mb.engine.engine import Engine
+    m = load_model(MODELS / "double_wishbone.py", stops="on")
+    S = Settings(formulation="recursive")
+
+    def engine(state=None):
+        e = Engine(m)
+        e.set_settings(S)
+        e.initialize(m.t0)
+        if state is not None:
+            e.set_state(state)
+        return e
+
+    eng, st = engine(), initial_state(m, S)
+    step = stepper(m, S)
+    u1 = m.input_vector({"tyre.h": -K_TYRE * 0.1})
+    for _ in range(20):
+        eng.do_step(0.01, u1)
+        st = step(st, st.t + 0.01, u1)
+    names = list(output_names(m))
+    i = names.index("bump_stop.force")
+    assert eng.records[[c.name for c in m.contacts].index("bump_stop"), 4] == 1.0   # resting
+    s = eng.get_state()
+    u2 = m.input_vector({"tyre.h": -K_TYRE * 0.12})
+    o1 = eng.outputs(u1)
+    o2 = eng.outputs(u2)
+    np.testing.assert_array_equal(o1, engine(s).outputs(u1))
+    np.testing.assert_array_equal(o2, engine(s).outputs(u2))
+    ref = Outputs(m, st, u2, "recursive", compiled=False).values()
+    assert o2[i] == pytest.approx(ref[i], rel=1e-10)
+    assert o2[i] > o1[i] + 1e3                     # 7 kN more from the tyre onto the stop
+    np.testing.assert_array_equal(eng.outputs(u1), o1)
+    s2 = s.copy()
+    n = (len(s) - 2 - 5 * len(m.contacts)) // 2
+    s2[1 + n:1 + 2 * n] *= 1.5                     # the same t and q, other rates
+    eng.set_state(s2)
+    o3 = eng.outputs(u1)
+    np.testing.assert_array_equal(o3, engine(s2).outputs(u1))
+    assert o3[i] != o1[i]

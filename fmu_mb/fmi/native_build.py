@@ -584,7 +584,10 @@ def _engine_objects(cc, sources, defines):
     (cached in this user's cache, _cache_dir: building an FMU then compiles only its own
     small file)."""
     key = hashlib.sha1(repr((cc, CFLAGS, defines)).encode())
-    for p in sorted(ENGINE_DIR.glob("*.h")) + list(sources):
+    # the headers and the .c files the sources include (events.c, spatial_events.c), then
+    # the sources: a change to an included .c file is a new key, not a stale object
+    included = sorted(p for p in ENGINE_DIR.glob("*.c") if p not in set(sources))
+    for p in sorted(ENGINE_DIR.glob("*.h")) + included + list(sources):
         key.update(p.name.encode() + b"\0" + p.read_bytes())
     folder = _cache_dir() / key.hexdigest()[:16]
     objects = [folder / (p.stem + ".o") for p in sources]

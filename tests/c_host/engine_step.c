@@ -6,7 +6,8 @@
  *
  * Only the output groups of the outputs read are computed (mbe_outputs_groups), as the FMU does.
  *
- * usage: engine_step BLOB_FILE STEP N OUT_INDICES   (output indices in output_spec order)
+ * usage: engine_step BLOB_FILE STEP N OUT_INDICES [INPUTS]   (output indices in output_spec
+ * order; INPUTS: "index=value,..." held instead of input 0 at 0.1)
  * prints "cpu_us_per_step=... last=..." (CPU time after 200 warm-up steps).
  */
 #include <stdio.h>
@@ -68,6 +69,20 @@ int main(int argc, char** argv)
     }
     int ni = mbe_n_inputs(e), no = mbe_n_outputs(e);
     double* u = calloc((size_t)ni + 1, sizeof(double));
+    int given = argc > 5;
+    for (char* s = given ? argv[5] : ""; *s;) {
+        char* end;
+        long i = strtol(s, &end, 10);
+        if (*end != '=' || i < 0 || i >= ni) {
+            fprintf(stderr, "INPUTS: expected index=value,... with 0 <= index < %d\n", ni);
+            return 2;
+        }
+        u[i] = strtod(end + 1, &s);
+        if (*s == ',')
+            ++s;
+        else if (*s)
+            break;
+    }
     double* y = calloc((size_t)no + 1, sizeof(double));
     double picked[64], t0 = 0.0;
     int groups = 0;
@@ -79,7 +94,7 @@ int main(int argc, char** argv)
         if (k == warm) {
             t0 = cpu_now();
         }
-        if (ni > 0) {
+        if (ni > 0 && !given) {
             u[0] = 0.1;
         }
         if (mbe_do_step(e, h, u, err, sizeof err) != MBE_OK

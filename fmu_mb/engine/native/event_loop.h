@@ -898,7 +898,14 @@ static int ev_outputs(EvLoop *ev, double t, const double *y, const double *u,
     if (!any)
         return OK;
     ev_select(ev, ev->trial);
-    if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK)
+    /* at the end state of the last call (the same t, y, u and persistent contacts) its
+     * multipliers are known, bit for bit (those of the next call's tension check) */
+    if (ev->fc_ok && ev->lam_fc_ok && ev->t_fc == t &&
+        memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0 &&
+        memcmp(ev->y_fc, y, sizeof(double) * 2 * ev->n) == 0 &&
+        (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0))
+        memcpy(ev->lamc, ev->lam_fc, sizeof(double) * nc);
+    else if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK)
         return rc;
     for (int i = 0; i < nc; i++)
         if (ev->trial[i])

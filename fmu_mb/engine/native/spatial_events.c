@@ -49,6 +49,8 @@ struct EvKernel {
     int *idx;              /* (nk) indices of the selected contacts */
     double *Dc;            /* (nk, nv) every contact's gap row at the impact's q */
     double *q, *nu, *nup;  /* the impact's q (n), ν- and ν+ (nv) */
+    int fresh;             /* 1: k's kinematics and multipliers are those of the last right-hand
+                              side or evk_lam (at the phase rows), which the reuse reads */
 };
 
 static SK *sk_clone(const SK *b)
@@ -136,6 +138,7 @@ static void evk_select(EvLoop *ev, const unsigned char *mask)
         if (mask[i])
             K->idx[na++] = i;
     sk_set_active(K->k, na, K->idx);        /* (indices valid, buffers held: cannot fail) */
+    K->fresh = 0;
 }
 
 static void evk_configure(EvLoop *ev, int stab, double alpha, double beta, double ptol)
@@ -143,12 +146,12 @@ static void evk_configure(EvLoop *ev, int stab, double alpha, double beta, doubl
     sk_set_stabilization(ev->k->k, stab, alpha, beta, ptol);
 }
 
-static int evk_gaps(EvLoop *ev, const double *q, double *g)
+/* every contact's gap into g from the kernel's present kinematics (positions: the gaps do
+ * not depend on the rates); ERR_GAP: a point-point gap undefined there */
+static int sk_ev_gaps_x(EvLoop *ev, double *g)
 {
     SK *k = ev->k->k;
     Row R;
-    memset(k->qtmp, 0, sizeof(double) * k->n);
-    kinematics(k, q, k->qtmp);
     for (int i = 0; i < ev->nc; i++) {
         if (contact_row(k, i, &R) != OK)
             return ERR_GAP;
@@ -157,27 +160,47 @@ static int evk_gaps(EvLoop *ev, const double *q, double *g)
     return OK;
 }
 
-/* the gaps at the q of the last evk_lam: not kept here (evk_gaps computes them) */
-static int evk_gaps_lam(EvLoop *ev, double *g)
+static int evk_gaps(EvLoop *ev, const double *q, double *g)
 {
-    (void)ev;
-    (void)g;
-    return EV_NA;
+    SK *k = ev->k->k;
+    memset(k->qtmp, 0, sizeof(double) * k->n);
+    ev->k->fresh = 0;
+    kinematics(k, q, k->qtmp);
+    return sk_ev_gaps_x(ev, g);
 }
 
-/* the event values at the last step's new state: not kept here (ev_values computes them) */
+/* the gaps at the q of the last evk_lam: the poses of its kinematics there (r and A of the
+ * bodies are functions of q alone, computed by the same operations whatever the rates: the
+ * same numbers as evk_gaps at that q, without a second forward pass) */
+static int evk_gaps_lam(EvLoop *ev, double *g)
+{
+    if (!ev->k->fresh)
+        return EV_NA;
+    return sk_ev_gaps_x(ev, g);
+}
+
+/* the event values at the new state of the last sk_step from its last stage's solve there
+ * (K[s] = f(t_new, y_new): the kernel's kinematics and multipliers at y_new, at the time
+ * t_new; not in Baumgarte mode, whose multipliers have the stabilisation terms the values do
+ * not have, nor when the phase rows are not the active set): 1 when valid, else 0 */
 static int evk_step_values(EvLoop *ev, double *v)
 {
-    (void)ev;
-    (void)v;
-    return 0;
+    SK *k = ev->k->k;
+    if (!ev->k->fresh || k->mode == 2 || memcmp(ev->sel, ev->active, (size_t)ev->nc) != 0 ||
+        sk_ev_gaps_x(ev, v) != OK)
+        return 0;
+    for (int a = 0; a < k->na; a++)
+        v[k->act[a]] = -k->lam[ev->k->base + a];
+    return 1;
 }
 
 /* (qd, qdd) at (t, y) in the kernel's drift mode */
 static int evk_rhs(EvLoop *ev, double t, const double *y, double *dy)
 {
     sk_set_inputs(ev->k->k, ev->u);
-    return rhs(ev->k->k, t, y, dy);
+    int rc = rhs(ev->k->k, t, y, dy);
+    ev->k->fresh = rc == OK;
+    return rc;
 }
 
 static int evk_lam(EvLoop *ev, double t, const double *y, double *lamc)
@@ -189,6 +212,7 @@ static int evk_lam(EvLoop *ev, double t, const double *y, double *lamc)
     sk_set_inputs(k, ev->u);
     int rc = accel(k, y, y + n, ev->qdp);
     k->mode = mode;
+    ev->k->fresh = rc == OK;
     if (rc != OK)
         return rc;
     for (int a = 0; a < k->na; a++)
@@ -196,22 +220,29 @@ static int evk_lam(EvLoop *ev, double t, const double *y, double *lamc)
     return OK;
 }
 
+/* the multipliers of the selected contacts from the last right-hand side (mode 1 solves as
+ * mode 0: no Baumgarte terms; the loop asks only with projection) */
 static int evk_phase_lam(EvLoop *ev, double *lam)
 {
-    (void)ev;
-    (void)lam;
-    return 0;                /* the loop evaluates the values at the step's start again */
+    SK *k = ev->k->k;
+    if (!ev->k->fresh || k->mode == 2)
+        return 0;
+    for (int a = 0; a < k->na; a++)
+        lam[k->act[a]] = k->lam[ev->k->base + a];
+    return 1;
 }
 
 static int evk_step(EvLoop *ev, int method, double *par, double *y, int have_f, double *K)
 {
-    int nfev;
-    return sk_step(ev->k->k, method, par, y, ev->u, have_f, K, &nfev);
+    int nfev, rc = sk_step(ev->k->k, method, par, y, ev->u, have_f, K, &nfev);
+    ev->k->fresh = rc == OK;          /* (its last solve: K[s] = f(t_new, y_new)) */
+    return rc;
 }
 
 static int evk_project(EvLoop *ev, double t, double *y)
 {
     ev->k->k->t = t;
+    ev->k->fresh = 0;
     return sk_project(ev->k->k, y);
 }
 
@@ -231,6 +262,7 @@ static int evk_reuse_f(EvLoop *ev)
 static double evk_kinetic(EvLoop *ev, const double *y)
 {
     SK *k = ev->k->k;
+    ev->k->fresh = 0;
     kinematics(k, y, y + k->n);
     double T = 0.0;
     for (int b = 0; b < k->nb; b++) {
@@ -265,6 +297,7 @@ static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double
     int nv = k->nv;
     Row R;
     k->t = t;
+    K->fresh = 0;
     kinematics(k, q, qd);
     for (int i = 0; i < ev->nc; i++) {
         double *D = K->Dc + (size_t)i * nv;
@@ -297,6 +330,7 @@ static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
     int nv = k->nv, rc;
     ev_select(ev, trial);
     int m = k->m;
+    K->fresh = 0;
     kinematics(k, q, qd);
     if ((rc = cut_rows(k)) != OK || (rc = articulate(k)) != OK)
         return rc;
@@ -356,6 +390,7 @@ int sk_events_accelerations(SkEvents *ev, double t, const double *q, const doubl
     ev_select(ev, ev->trial);
     SK *k = ev->k->k;
     int mode = k->mode, rc;
+    ev->k->fresh = 0;
     k->mode = 0;
     k->t = t;
     if (rq) {
