@@ -761,7 +761,7 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
             (IA(e, A_IJOINT)[6 * Jd[0]] != SJ_REV && IA(e, A_IJOINT)[6 * Jd[0]] != SJ_PRI) ||
             Dd[0] != (IA(e, A_IJOINT)[6 * Jd[0]] == SJ_REV ? 1 : 2) ||
             (Dd[3] != 1 && Dd[3] != 2) || Dd[4] < 0 || Dd[5] < 1 ||
-            Dd[4] + Dd[5] > e->cnt[A_DSDP] || (Dd[3] == 2 && Dd[5] != 4), "a drive");
+            Dd[4] > e->cnt[A_DSDP] - Dd[5] || (Dd[3] == 2 && Dd[5] != 4), "a drive");
     }
     for (int i = 0; i < e->nmark; i++)
         BAD(IA(e, A_IMARK)[i] < 0 || IA(e, A_IMARK)[i] > nb, "a marker");

@@ -1,0 +1,70 @@
+"""Defects found by the review of the C engine's and the native FMU's changes (branch review):
+each test failed (or crashed its process) before its fix.
+
+Integer data read from a model blob are checked by sums like offset + count > size; an offset
+near INT_MAX made the sum wrap to a negative number (signed overflow, undefined behaviour), so
+the check passed and the engine read far out of bounds (a segmentation fault). The engine runs
+in a subprocess so that a crash fails the test instead of ending pytest."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+INT_MAX = 2**31 - 1
+
+HOST = r"""
+import ctypes, sys, warnings
+from pathlib import Path
+from fmu_mb.engine import engine as E
+from fmu_mb.engine.data import model_data
+from fmu_mb.mechanics.loader import load_model
+warnings.simplefilter("ignore")
+name, arr, idx, val = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+d = model_data(load_model(Path(sys.argv[5]) / "models" / (name + ".py")))
+d.array(arr)[idx] = val
+blob = d.to_bytes()
+lib = E.library()
+err = ctypes.create_string_buffer(1024)
+h = lib.mbe_create(blob, len(blob), err, len(err))
+if h:
+    rc = lib.mbe_initialize(h, ctypes.c_double(0.0), err, len(err))
+    u = (ctypes.c_double * 64)()
+    if rc == 0:
+        lib.mbe_do_step(h, ctypes.c_double(0.01), u, err, len(err))
+    lib.mbe_free(h)
+    print("ACCEPTED")
+else:
+    print("REFUSED " + err.value.decode())
+"""
+
+
+def run_mutated(name, array, index, value):
+    """mbe_create (then initialize and a step if accepted) on the model data of `name` with
+    array[index] = value, in a subprocess: (returncode, stdout, stderr)."""
+    p = subprocess.run([sys.executable, "-c", HOST, name, array, str(index), str(value),
+                        str(ROOT)], capture_output=True, text=True, timeout=300,
+                       cwd=str(ROOT))
+    return p.returncode, p.stdout, p.stderr
+
+
+def refused(name, array, index, value, what):
+    rc, out, err = run_mutated(name, array, index, value)
+    assert rc == 0, f"the engine crashed (exit {rc}) on {array}[{index}] = {value}: {err[-2000:]}"
+    assert out.startswith("REFUSED"), f"{array}[{index}] = {value} was accepted: {out}"
+    assert what in out, out
+
+
+@pytest.fixture(autouse=True)
+def _engine_available():
+    from fmu_mb.engine.kernel import compiler
+    if compiler() is None:
+        pytest.skip("no C compiler")
+
+
+def test_a_spatial_drive_law_offset_near_int_max_is_refused():
+    """driven_arm's first drive: its law's offset into DSDP (ISDI[4]) at INT_MAX; offset +
+    count wrapped and the law was read 16 GB past the data (segmentation fault)."""
+    refused("driven_arm", "ISDI", 4, INT_MAX, "a drive")
+    refused("driven_arm", "ISDI", 5, INT_MAX, "a drive")          # the count
