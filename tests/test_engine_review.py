@@ -68,3 +68,9 @@ def test_a_spatial_drive_law_offset_near_int_max_is_refused():
     count wrapped and the law was read 16 GB past the data (segmentation fault)."""
     refused("driven_arm", "ISDI", 4, INT_MAX, "a drive")
     refused("driven_arm", "ISDI", 5, INT_MAX, "a drive")          # the count
+
+
+def test_a_spatial_joints_first_row_near_int_max_is_refused():
+    """driven_arm's first joint: its first row (IJOINT[4]) near INT_MAX; first row + rows
+    wrapped and the joint's rows were written out of bounds at the assembly (segfault)."""
+    refused("driven_arm", "IJOINT", 4, INT_MAX - 2, "a joint")

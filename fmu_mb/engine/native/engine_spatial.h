@@ -733,7 +733,7 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         static const int rows[] = {3, 5, 4, 4, 5, 6, 1};
         BAD(J[0] < 0 || J[0] > 6 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
             J[1] == J[2] || J[3] < -1 || J[3] >= e->ncj || J[5] != rows[J[0]] || J[4] < 0 ||
-            J[4] + J[5] > e->nrows - nb - e->nd, "a joint");
+            J[4] > e->nrows - nb - e->nd - J[5], "a joint");
         nout += (J[0] == SJ_REV || J[0] == SJ_PRI ? 2 : 0) +
                 (J[0] == SJ_CYL || J[0] == SJ_UNI ? 4 : 0) + (J[0] == SJ_DST ? 1 : 6);
         srows += J[5];
