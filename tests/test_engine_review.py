@@ -74,3 +74,15 @@ def test_a_spatial_joints_first_row_near_int_max_is_refused():
     """driven_arm's first joint: its first row (IJOINT[4]) near INT_MAX; first row + rows
     wrapped and the joint's rows were written out of bounds at the assembly (segfault)."""
     refused("driven_arm", "IJOINT", 4, INT_MAX - 2, "a joint")
+
+
+def test_a_planar_drive_law_offset_near_int_max_is_refused():
+    """container_crane_driven's drive: its law's offset into DDP (IDI[2]) at INT_MAX (the
+    same wrap in the planar check: segfault)."""
+    refused("container_crane_driven", "IDI", 2, INT_MAX, "drive")
+
+
+def test_a_planar_joints_first_row_near_int_max_is_refused():
+    """four_bar's first joint: its first row (IJOINT[4]) near INT_MAX was accepted (row +
+    count wrapped: undefined behaviour)."""
+    refused("four_bar", "IJOINT", 4, INT_MAX - 1, "a joint")

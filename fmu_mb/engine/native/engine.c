@@ -581,7 +581,7 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
     for (int i = 0; i < e->nd; i++) {
         const int *Dd = IA(e, A_IDI) + DI * i;
         BAD(Dd[0] < 0 || Dd[0] >= n || (Dd[1] != 1 && Dd[1] != 2) || Dd[2] < 0 || Dd[3] < 0 ||
-            Dd[2] + Dd[3] > e->cnt[A_DDP] || (Dd[1] == 2 && Dd[3] != 4),
+            Dd[2] > e->cnt[A_DDP] - Dd[3] || (Dd[1] == 2 && Dd[3] != 4),
             "a drive's law");
         BAD(IA(e, A_IDROW)[i] < 0 || IA(e, A_IDROW)[i] >= e->nrows, "a drive's row");
     }
@@ -595,7 +595,7 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         const int *J = IA(e, A_IJOINT) + 6 * k;
         BAD(J[0] < 0 || J[0] > 3 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
             J[3] < -1 || J[3] >= e->ncj || J[4] < 0 || J[5] < 0 || J[5] > 3 ||
-            J[4] + J[5] > e->nrows, "a joint");
+            J[4] > e->nrows - J[5], "a joint");
     }
     for (int i = 0; i < e->ncj; i++) {
         const int *Cc = IA(e, A_ICOORD) + 2 * i;
