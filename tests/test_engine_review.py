@@ -86,3 +86,11 @@ def test_a_planar_joints_first_row_near_int_max_is_refused():
     """four_bar's first joint: its first row (IJOINT[4]) near INT_MAX was accepted (row +
     count wrapped: undefined behaviour)."""
     refused("four_bar", "IJOINT", 4, INT_MAX - 1, "a joint")
+
+
+def test_a_spatial_tree_joints_coordinates_near_int_max_are_refused():
+    """A spatial tree row's first coordinate (ISRI[3]) or first rate (ISRI[4]) near INT_MAX:
+    first + count wrapped; the Euler parameters or the accelerations were written out of
+    bounds (segfault)."""
+    refused("double_wishbone", "ISRI", 6 * 3 + 3, INT_MAX - 3, "a tree joint's indices")
+    refused("driven_arm", "ISRI", 6 * 2 + 4, INT_MAX, "a tree joint's indices")

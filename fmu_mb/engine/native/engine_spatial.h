@@ -710,7 +710,7 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         const int *R = IA(e, A_ISRI) + SRI * i;
         static const int nq[] = {0, 1, 1, 4, 7}, dof[] = {0, 1, 1, 3, 6};
         BAD(R[0] < 0 || R[0] > 4 || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] >= nb ||
-            R[3] < 0 || R[3] + nq[R[0]] > n || R[4] < 0 || R[4] + dof[R[0]] > e->nv,
+            R[3] < 0 || R[3] > n - nq[R[0]] || R[4] < 0 || R[4] > e->nv - dof[R[0]],
             "a tree joint's indices");
         sq += nq[R[0]];
         sv += dof[R[0]];
