@@ -94,3 +94,9 @@ def test_a_spatial_tree_joints_coordinates_near_int_max_are_refused():
     bounds (segfault)."""
     refused("double_wishbone", "ISRI", 6 * 3 + 3, INT_MAX - 3, "a tree joint's indices")
     refused("driven_arm", "ISRI", 6 * 2 + 4, INT_MAX, "a tree joint's indices")
+
+
+def test_a_planar_free_body_without_coordinates_is_refused():
+    """bouncing_ball's free body with first coordinate -1 (IJI[4], allowed for a joint without
+    coordinates): its pose was read from q[-1..1] (heap buffer overflow under ASan)."""
+    refused("bouncing_ball", "IJI", 4, -1, "a tree joint's indices")

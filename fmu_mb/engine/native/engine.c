@@ -564,7 +564,8 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
     for (int i = 0; i < nb; i++) {
         const int *J = IA(e, A_IJI) + JI * i;
         BAD(J[0] < 0 || J[0] >= nb || J[1] < 0 || J[1] > 3 || J[2] < 0 || J[2] > nb ||
-            J[3] < 0 || J[3] > nb || J[4] < -1 || J[4] >= n || (J[1] == 3 && J[4] + 3 > n),
+            J[3] < 0 || J[3] > nb || J[4] < -1 || J[4] >= n ||
+            (J[1] == 3 && (J[4] < 0 || J[4] + 3 > n)),        /* a free body: 3 coordinates */
             "a tree joint's indices");
     }
     for (int i = 0; i < e->ne; i++) {
