@@ -100,3 +100,14 @@ def test_a_planar_free_body_without_coordinates_is_refused():
     """bouncing_ball's free body with first coordinate -1 (IJI[4], allowed for a joint without
     coordinates): its pose was read from q[-1..1] (heap buffer overflow under ASan)."""
     refused("bouncing_ball", "IJI", 4, -1, "a tree joint's indices")
+
+
+def test_a_joint_without_coordinates_given_one_is_refused():
+    """A spherical joint (spatial) or a weld (planar) whose coordinate index (IJOINT[3], -1)
+    names a joint coordinate: the outputs wrote that coordinate's two values past the output
+    vector (heap overflow under ASan; the count check came after the writes); a revolute
+    joint whose coordinate index is another joint's was accepted alike."""
+    refused("double_wishbone", "IJOINT", 6 * 5 + 3, 1, "a joint")
+    refused("double_wishbone", "IJOINT", 6 * 0 + 3, 1, "a joint")
+    refused("driven_arm", "IJOINT", 3, -1, "a joint")
+    refused("container_crane", "IJOINT", 3, 1, "a joint")

@@ -734,6 +734,11 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(J[0] < 0 || J[0] > 6 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
             J[1] == J[2] || J[3] < -1 || J[3] >= e->ncj || J[5] != rows[J[0]] || J[4] < 0 ||
             J[4] > e->nrows - nb - e->nd - J[5], "a joint");
+        /* its coordinates (the outputs write them by kind): none, or its own in ICOORD */
+        int nco = J[0] == SJ_REV || J[0] == SJ_PRI ? 1 : J[0] == SJ_CYL || J[0] == SJ_UNI ? 2 : 0;
+        BAD(nco ? J[3] < 0 || J[3] > e->ncj - nco : J[3] != -1, "a joint's coordinate index");
+        for (int i = 0; i < nco; i++)
+            BAD(IA(e, A_ICOORD)[2 * (J[3] + i)] != j, "a joint's coordinate index");
         nout += (J[0] == SJ_REV || J[0] == SJ_PRI ? 2 : 0) +
                 (J[0] == SJ_CYL || J[0] == SJ_UNI ? 4 : 0) + (J[0] == SJ_DST ? 1 : 6);
         srows += J[5];
