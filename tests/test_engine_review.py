@@ -111,3 +111,10 @@ def test_a_joint_without_coordinates_given_one_is_refused():
     refused("double_wishbone", "IJOINT", 6 * 0 + 3, 1, "a joint")
     refused("driven_arm", "IJOINT", 3, -1, "a joint")
     refused("container_crane", "IJOINT", 3, 1, "a joint")
+
+
+def test_a_spatial_coordinate_of_another_kind_than_its_joint_is_refused():
+    """A revolute joint's coordinate marked as a universal joint's first angle (ICOORD[1]):
+    accepted, and the joint's rate output was NaN after a step that returned OK."""
+    refused("driven_arm", "ICOORD", 1, 2, "a joint's coordinate index")
+    refused("double_wishbone", "ICOORD", 5, 2, "a joint's coordinate index")

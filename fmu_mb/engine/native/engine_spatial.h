@@ -737,8 +737,12 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         /* its coordinates (the outputs write them by kind): none, or its own in ICOORD */
         int nco = J[0] == SJ_REV || J[0] == SJ_PRI ? 1 : J[0] == SJ_CYL || J[0] == SJ_UNI ? 2 : 0;
         BAD(nco ? J[3] < 0 || J[3] > e->ncj - nco : J[3] != -1, "a joint's coordinate index");
+        static const int sck[7][2] = {{-1, -1}, {SC_REV, -1}, {SC_UNI1, SC_UNI2},
+                                      {SC_REV, SC_PRI}, {SC_PRI, -1}, {-1, -1}, {-1, -1}};
         for (int i = 0; i < nco; i++)
-            BAD(IA(e, A_ICOORD)[2 * (J[3] + i)] != j, "a joint's coordinate index");
+            BAD(IA(e, A_ICOORD)[2 * (J[3] + i)] != j ||
+                IA(e, A_ICOORD)[2 * (J[3] + i) + 1] != sck[J[0]][i],
+                "a joint's coordinate index");
         nout += (J[0] == SJ_REV || J[0] == SJ_PRI ? 2 : 0) +
                 (J[0] == SJ_CYL || J[0] == SJ_UNI ? 4 : 0) + (J[0] == SJ_DST ? 1 : 6);
         srows += J[5];
