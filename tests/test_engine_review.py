@@ -40,17 +40,17 @@ else:
 """
 
 
-def run_mutated(name, array, index, value):
+def run_mutated(name, array, index, value, timeout=300):
     """mbe_create (then initialize and a step if accepted) on the model data of `name` with
     array[index] = value, in a subprocess: (returncode, stdout, stderr)."""
     p = subprocess.run([sys.executable, "-c", HOST, name, array, str(index), str(value),
-                        str(ROOT)], capture_output=True, text=True, timeout=300,
+                        str(ROOT)], capture_output=True, text=True, timeout=timeout,
                        cwd=str(ROOT))
     return p.returncode, p.stdout, p.stderr
 
 
-def refused(name, array, index, value, what):
-    rc, out, err = run_mutated(name, array, index, value)
+def refused(name, array, index, value, what, timeout=300):
+    rc, out, err = run_mutated(name, array, index, value, timeout)
     assert rc == 0, f"the engine crashed (exit {rc}) on {array}[{index}] = {value}: {err[-2000:]}"
     assert out.startswith("REFUSED"), f"{array}[{index}] = {value} was accepted: {out}"
     assert what in out, out
@@ -118,3 +118,12 @@ def test_a_spatial_coordinate_of_another_kind_than_its_joint_is_refused():
     accepted, and the joint's rate output was NaN after a step that returned OK."""
     refused("driven_arm", "ICOORD", 1, 2, "a joint's coordinate index")
     refused("double_wishbone", "ICOORD", 5, 2, "a joint's coordinate index")
+
+
+def test_a_tree_whose_parents_form_a_cycle_is_refused():
+    """A tree row whose parent is a body placed after it (four_bar: body 0's parent body 1,
+    whose parent is body 0): the kernels' walk from a body to the ground (add_path) never
+    ended, mbe_do_step hung (more than 5 minutes); planar and spatial."""
+    refused("four_bar", "IJI", 2, 1, "the tree's order", timeout=120)
+    refused("four_bar", "IJI", 5, 0, "the tree's order", timeout=120)     # a body twice
+    refused("driven_arm", "ISRI", 1, 1, "the tree's order", timeout=120)

@@ -567,6 +567,14 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
             J[3] < 0 || J[3] > nb || J[4] < -1 || J[4] >= n ||
             (J[1] == 3 && (J[4] < 0 || J[4] + 3 > n)),        /* a free body: 3 coordinates */
             "a tree joint's indices");
+        /* its body once, its parent the ground or a body placed before (a walk to the
+         * ground ends) */
+        int seen_b = 0, seen_p = J[2] == nb;
+        for (int j = 0; j < i; j++) {
+            seen_b |= IA(e, A_IJI)[JI * j] == J[0];
+            seen_p |= IA(e, A_IJI)[JI * j] == J[2];
+        }
+        BAD(seen_b || !seen_p, "the tree's order (each body once, after its parent)");
     }
     for (int i = 0; i < e->ne; i++) {
         const int *E = IA(e, A_IEI) + EI * i;
