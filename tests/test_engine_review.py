@@ -127,3 +127,10 @@ def test_a_tree_whose_parents_form_a_cycle_is_refused():
     refused("four_bar", "IJI", 2, 1, "the tree's order", timeout=120)
     refused("four_bar", "IJI", 5, 0, "the tree's order", timeout=120)     # a body twice
     refused("driven_arm", "ISRI", 1, 1, "the tree's order", timeout=120)
+
+
+def test_a_planar_joint_between_a_body_and_itself_is_refused():
+    """A planar joint whose parent and child are the same (both the ground): accepted, and its
+    reaction output read the row's Jacobian at the ground's columns, past the matrix (heap
+    overflow under ASan); the spatial check refused it already."""
+    refused("newtons_cradle", "IJOINT", 6 * 2 + 2, 3, "a joint")

@@ -603,7 +603,7 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
     for (int k = 0; k < e->nj; k++) {
         const int *J = IA(e, A_IJOINT) + 6 * k;
         BAD(J[0] < 0 || J[0] > 3 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
-            J[3] < -1 || J[3] >= e->ncj || J[4] < 0 || J[5] < 0 || J[5] > 3 ||
+            J[1] == J[2] || J[3] < -1 || J[3] >= e->ncj || J[4] < 0 || J[5] < 0 || J[5] > 3 ||
             J[4] > e->nrows - J[5], "a joint");
         /* its coordinate (the outputs write it by kind): none, or its own in ICOORD */
         BAD(J[0] == JK_REV || J[0] == JK_PRI
