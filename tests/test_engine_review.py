@@ -1,10 +1,13 @@
 """Defects found by the review of the C engine's and the native FMU's changes (branch review):
-each test failed (or crashed its process) before its fix.
+each test failed (or crashed or hung its process) before its fix.
 
-Integer data read from a model blob are checked by sums like offset + count > size; an offset
-near INT_MAX made the sum wrap to a negative number (signed overflow, undefined behaviour), so
-the check passed and the engine read far out of bounds (a segmentation fault). The engine runs
-in a subprocess so that a crash fails the test instead of ending pytest."""
+mbe_create must refuse model data whose integers it cannot use safely: sums like offset +
+count > size wrapped for an offset near INT_MAX (signed overflow) and passed; a free body
+without coordinates, a joint's coordinate index of another kind or joint, a tree whose parents
+form a cycle and a joint between a body and itself were accepted and then read or wrote out of
+bounds (found by integer mutations of every engine model's data under AddressSanitizer and
+UBSan) or looped forever. The engine runs in a subprocess so that a crash or a hang fails the
+test instead of ending pytest."""
 import subprocess
 import sys
 from pathlib import Path
