@@ -564,8 +564,17 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
     for (int i = 0; i < nb; i++) {
         const int *J = IA(e, A_IJI) + JI * i;
         BAD(J[0] < 0 || J[0] >= nb || J[1] < 0 || J[1] > 3 || J[2] < 0 || J[2] > nb ||
-            J[3] < 0 || J[3] > nb || J[4] < -1 || J[4] >= n || (J[1] == 3 && J[4] + 3 > n),
+            J[3] < 0 || J[3] > nb || J[4] < -1 || J[4] >= n ||
+            (J[1] == 3 && (J[4] < 0 || J[4] + 3 > n)),        /* a free body: 3 coordinates */
             "a tree joint's indices");
+        /* its body once, its parent the ground or a body placed before (a walk to the
+         * ground ends) */
+        int seen_b = 0, seen_p = J[2] == nb;
+        for (int j = 0; j < i; j++) {
+            seen_b |= IA(e, A_IJI)[JI * j] == J[0];
+            seen_p |= IA(e, A_IJI)[JI * j] == J[2];
+        }
+        BAD(seen_b || !seen_p, "the tree's order (each body once, after its parent)");
     }
     for (int i = 0; i < e->ne; i++) {
         const int *E = IA(e, A_IEI) + EI * i;
@@ -581,7 +590,7 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
     for (int i = 0; i < e->nd; i++) {
         const int *Dd = IA(e, A_IDI) + DI * i;
         BAD(Dd[0] < 0 || Dd[0] >= n || (Dd[1] != 1 && Dd[1] != 2) || Dd[2] < 0 || Dd[3] < 0 ||
-            Dd[2] + Dd[3] > e->cnt[A_DDP] || (Dd[1] == 2 && Dd[3] != 4),
+            Dd[2] > e->cnt[A_DDP] - Dd[3] || (Dd[1] == 2 && Dd[3] != 4),
             "a drive's law");
         BAD(IA(e, A_IDROW)[i] < 0 || IA(e, A_IDROW)[i] >= e->nrows, "a drive's row");
     }
@@ -594,8 +603,12 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
     for (int k = 0; k < e->nj; k++) {
         const int *J = IA(e, A_IJOINT) + 6 * k;
         BAD(J[0] < 0 || J[0] > 3 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
-            J[3] < -1 || J[3] >= e->ncj || J[4] < 0 || J[5] < 0 || J[5] > 3 ||
-            J[4] + J[5] > e->nrows, "a joint");
+            J[1] == J[2] || J[3] < -1 || J[3] >= e->ncj || J[4] < 0 || J[5] < 0 || J[5] > 3 ||
+            J[4] > e->nrows - J[5], "a joint");
+        /* its coordinate (the outputs write it by kind): none, or its own in ICOORD */
+        BAD(J[0] == JK_REV || J[0] == JK_PRI
+                ? J[3] < 0 || IA(e, A_ICOORD)[2 * J[3]] != k : J[3] != -1,
+            "a joint's coordinate index");
     }
     for (int i = 0; i < e->ncj; i++) {
         const int *Cc = IA(e, A_ICOORD) + 2 * i;

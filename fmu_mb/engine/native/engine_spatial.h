@@ -710,8 +710,16 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         const int *R = IA(e, A_ISRI) + SRI * i;
         static const int nq[] = {0, 1, 1, 4, 7}, dof[] = {0, 1, 1, 3, 6};
         BAD(R[0] < 0 || R[0] > 4 || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] >= nb ||
-            R[3] < 0 || R[3] + nq[R[0]] > n || R[4] < 0 || R[4] + dof[R[0]] > e->nv,
+            R[3] < 0 || R[3] > n - nq[R[0]] || R[4] < 0 || R[4] > e->nv - dof[R[0]],
             "a tree joint's indices");
+        /* its body once, its parent the ground or a body placed before (a walk to the
+         * ground ends) */
+        int seen_b = 0, seen_p = R[1] == nb;
+        for (int j = 0; j < i; j++) {
+            seen_b |= IA(e, A_ISRI)[SRI * j + 2] == R[2];
+            seen_p |= IA(e, A_ISRI)[SRI * j + 2] == R[1];
+        }
+        BAD(seen_b || !seen_p, "the tree's order (each body once, after its parent)");
         sq += nq[R[0]];
         sv += dof[R[0]];
     }
@@ -733,7 +741,16 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         static const int rows[] = {3, 5, 4, 4, 5, 6, 1};
         BAD(J[0] < 0 || J[0] > 6 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
             J[1] == J[2] || J[3] < -1 || J[3] >= e->ncj || J[5] != rows[J[0]] || J[4] < 0 ||
-            J[4] + J[5] > e->nrows - nb - e->nd, "a joint");
+            J[4] > e->nrows - nb - e->nd - J[5], "a joint");
+        /* its coordinates (the outputs write them by kind): none, or its own in ICOORD */
+        int nco = J[0] == SJ_REV || J[0] == SJ_PRI ? 1 : J[0] == SJ_CYL || J[0] == SJ_UNI ? 2 : 0;
+        BAD(nco ? J[3] < 0 || J[3] > e->ncj - nco : J[3] != -1, "a joint's coordinate index");
+        static const int sck[7][2] = {{-1, -1}, {SC_REV, -1}, {SC_UNI1, SC_UNI2},
+                                      {SC_REV, SC_PRI}, {SC_PRI, -1}, {-1, -1}, {-1, -1}};
+        for (int i = 0; i < nco; i++)
+            BAD(IA(e, A_ICOORD)[2 * (J[3] + i)] != j ||
+                IA(e, A_ICOORD)[2 * (J[3] + i) + 1] != sck[J[0]][i],
+                "a joint's coordinate index");
         nout += (J[0] == SJ_REV || J[0] == SJ_PRI ? 2 : 0) +
                 (J[0] == SJ_CYL || J[0] == SJ_UNI ? 4 : 0) + (J[0] == SJ_DST ? 1 : 6);
         srows += J[5];
@@ -761,7 +778,7 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
             (IA(e, A_IJOINT)[6 * Jd[0]] != SJ_REV && IA(e, A_IJOINT)[6 * Jd[0]] != SJ_PRI) ||
             Dd[0] != (IA(e, A_IJOINT)[6 * Jd[0]] == SJ_REV ? 1 : 2) ||
             (Dd[3] != 1 && Dd[3] != 2) || Dd[4] < 0 || Dd[5] < 1 ||
-            Dd[4] + Dd[5] > e->cnt[A_DSDP] || (Dd[3] == 2 && Dd[5] != 4), "a drive");
+            Dd[4] > e->cnt[A_DSDP] - Dd[5] || (Dd[3] == 2 && Dd[5] != 4), "a drive");
     }
     for (int i = 0; i < e->nmark; i++)
         BAD(IA(e, A_IMARK)[i] < 0 || IA(e, A_IMARK)[i] > nb, "a marker");

@@ -409,7 +409,7 @@ int mbk_set_drives(Kernel *k, int nd, const int *di, int ndp, const double *dp)
     for (int d = 0; d < nd; d++) {
         const int *D = di + DI * d;
         if (D[0] < 0 || D[0] >= n || k->presc[D[0]] >= 0 || D[2] < 0 || D[3] < 0 ||
-            D[2] + D[3] > ndp || (D[1] == L_HARM && D[3] != 4) ||
+            D[2] > ndp - D[3] || (D[1] == L_HARM && D[3] != 4) ||
             (D[1] != L_HARM && D[1] != L_POLY))
             return ERR_ARGS;
         k->presc[D[0]] = d;

@@ -318,7 +318,7 @@ int sk_set_drives(SK *k, int nd, const int *di, const double *dd, int ndp, const
         const int *D = di + DRI * d;
         if ((D[0] != 1 && D[0] != 2) || D[1] < 0 || D[1] > k->nb || D[2] < 0 ||
             D[2] > k->nb || (D[3] != 1 && D[3] != 2) || D[4] < 0 || D[5] < 1 ||
-            D[4] + D[5] > ndp || (D[3] == 2 && D[5] != 4))
+            D[4] > ndp - D[5] || (D[3] == 2 && D[5] != 4))   /* (no overflow) */
             return ERR_ARGS;
     }
     free(k->di);
