@@ -1007,8 +1007,10 @@ int mbk_project(Kernel *k, double t, double *y)
 /* multipliers of the loop rows, then of the drives, from the last mbk_accelerations */
 void mbk_multipliers(Kernel *k, double *lam)
 {
-    memcpy(lam, k->lam, sizeof(double) * k->m);
-    memcpy(lam + k->m, k->lamd, sizeof(double) * k->nd);
+    if (k->m > 0)          /* (k->lam, k->lamd are NULL when empty: memcpy's NULL is UB) */
+        memcpy(lam, k->lam, sizeof(double) * k->m);
+    if (k->nd > 0)
+        memcpy(lam + k->m, k->lamd, sizeof(double) * k->nd);
 }
 
 /* the drives' multipliers after an acceleration solve (body accelerations in k->xdd):
