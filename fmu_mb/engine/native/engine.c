@@ -360,53 +360,12 @@ static int psd(MbEngine *e, double *S, int m, const double *rhs, double *y)
     return dense_psd_solve(S, e->V, e->w, m, NULL, NULL, 0, rhs, y);
 }
 
-/* dx = M^-1 A' S^+ r with S = A M^-1 A' (fmu_mb.linalg.min_norm_correction); A (k x nc) */
-static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, const double *r,
-                    double *dx)
-{
-    int nc = (e->kind ? 7 : 3) * e->nb;
-    for (int i = 0; i < nc; i++)
-        dx[i] = 0.0;
-    if (k == 0)
-        return OK;
-    double *S = e->S;
-    for (int a = 0; a < k; a++)
-        for (int b = 0; b <= a; b++) {
-            double s = 0.0;
-            for (int i = 0; i < nc; i++)
-                s += A[(size_t)a * nc + i] * Minv[i] * A[(size_t)b * nc + i];
-            S[a * k + b] = S[b * k + a] = s;
-        }
-    int rc = psd(e, S, k, r, e->lam);
-    if (rc != OK)
-        return rc;
-    for (int a = 0; a < k; a++)
-        for (int i = 0; i < nc; i++)
-            dx[i] += A[(size_t)a * nc + i] * Minv[i] * e->lam[a];
-    return OK;
-}
-
-/* min_norm with the rank cut FINE_RTOL (fmu_mb.mechanics.assembly._min_norm_fine): the
- * assembly's retry when the metric's massless coordinates (weight 1e-6 x the largest mass)
- * spread S beyond RANK_RTOL and min_norm drops a row that is not redundant */
+/* the fine cut's solve S^+ r -> e->lam (S destroyed): eigenvalues below FINE_RTOL x the
+ * largest dropped (fmu_mb.mechanics.assembly._min_norm_fine) */
 #define FINE_RTOL 1e-13
 #define FINE_REFINE 3
-static int min_norm_fine(MbEngine *e, const double *A, int k, const double *Minv,
-                         const double *r, double *dx)
+static int fine_solve(MbEngine *e, double *S, int k, const double *r)
 {
-    int nc = (e->kind ? 7 : 3) * e->nb;
-    for (int i = 0; i < nc; i++)
-        dx[i] = 0.0;
-    if (k == 0)
-        return OK;
-    double *S = e->S;
-    for (int a = 0; a < k; a++)
-        for (int b = 0; b <= a; b++) {
-            double s = 0.0;
-            for (int i = 0; i < nc; i++)
-                s += A[(size_t)a * nc + i] * Minv[i] * A[(size_t)b * nc + i];
-            S[a * k + b] = S[b * k + a] = s;
-        }
     for (int i = 0; i < k * k; i++)
         if (!isfinite(S[i]))
             return ERR_NONFINITE;
@@ -427,10 +386,48 @@ static int min_norm_fine(MbEngine *e, const double *A, int k, const double *Minv
         for (int i = 0; i < k; i++)
             e->lam[i] += e->V[j + i * k] * t;
     }
+    return OK;
+}
+
+/* dx = M^-1 A' S^+ r with S = A M^-1 A' (fmu_mb.linalg.min_norm_correction); A (k x nc).
+ * fine: S^+ with the rank cut FINE_RTOL, the assembly's retry when the metric's massless
+ * coordinates (weight 1e-6 x the largest mass) spread S beyond RANK_RTOL and the plain solve
+ * drops a row that is not redundant */
+static int min_norm_cut(MbEngine *e, const double *A, int k, const double *Minv,
+                        const double *r, double *dx, int fine)
+{
+    int nc = (e->kind ? 7 : 3) * e->nb;
+    for (int i = 0; i < nc; i++)
+        dx[i] = 0.0;
+    if (k == 0)
+        return OK;
+    double *S = e->S;
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b <= a; b++) {
+            double s = 0.0;
+            for (int i = 0; i < nc; i++)
+                s += A[(size_t)a * nc + i] * Minv[i] * A[(size_t)b * nc + i];
+            S[a * k + b] = S[b * k + a] = s;
+        }
+    int rc = fine ? fine_solve(e, S, k, r) : psd(e, S, k, r, e->lam);
+    if (rc != OK)
+        return rc;
     for (int a = 0; a < k; a++)
         for (int i = 0; i < nc; i++)
             dx[i] += A[(size_t)a * nc + i] * Minv[i] * e->lam[a];
     return OK;
+}
+
+static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, const double *r,
+                    double *dx)
+{
+    return min_norm_cut(e, A, k, Minv, r, dx, 0);
+}
+
+static int min_norm_fine(MbEngine *e, const double *A, int k, const double *Minv,
+                         const double *r, double *dx)
+{
+    return min_norm_cut(e, A, k, Minv, r, dx, 1);
 }
 
 /* ------------------------------------------------------------------ creation */
