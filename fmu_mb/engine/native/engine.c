@@ -1145,6 +1145,26 @@ static double absmax(const double *v, int n)
     return m;
 }
 
+/* the assembly's failure message: the largest residual r (k rows) and the joint it is at */
+static void open_rows_error(MbEngine *e, const double *r, int k, double t0, char *err,
+                            size_t errlen)
+{
+    int worst = -1;
+    double wv = -1.0;
+    for (int j = 0; k > 0 && j < e->nj; j++) {
+        const int *J = IA(e, A_IJOINT) + 6 * j;
+        for (int i = J[4]; i < J[4] + J[5]; i++)
+            if (!(fabs(r[i]) <= wv)) {
+                wv = fabs(r[i]);
+                worst = j;
+            }
+    }
+    msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
+        "constraint rows stay open (largest residual %.3g, at joint '%s'); give guesses "
+        "near the intended pose or initial values that let the loops close", t0,
+        k > 0 ? absmax(r, k) : NAN, worst >= 0 ? e->jname[worst] : "?");
+}
+
 static int all_finite(const double *v, int n)
 {
     for (int i = 0; i < n; i++)
@@ -1561,20 +1581,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         return MBE_ERROR;
     }
     if (!closed) {
-        int worst = -1;
-        double wv = -1.0;
-        for (int j = 0; k > 0 && j < e->nj; j++) {
-            const int *J = IA(e, A_IJOINT) + 6 * j;
-            for (int i = J[4]; i < J[4] + J[5]; i++)
-                if (!(fabs(r[i]) <= wv)) {
-                    wv = fabs(r[i]);
-                    worst = j;
-                }
-        }
-        msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
-            "constraint rows stay open (largest residual %.3g, at joint '%s'); give guesses "
-            "near the intended pose or initial values that let the loops close", t0,
-            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? e->jname[worst] : "?");
+        open_rows_error(e, r, k, t0, err, errlen);
         return MBE_ERROR;
     }
     /* body angles to the turn nearest their placement */

@@ -1015,20 +1015,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
             break;
     }
     if (k < 0 || !all_finite(r, k) || absmax(r, k) > 1e-9 * scale) {
-        int worst = -1;
-        double wv = -1.0;
-        for (int j = 0; k > 0 && j < e->nj; j++) {
-            const int *J = IA(e, A_IJOINT) + 6 * j;
-            for (int i = J[4]; i < J[4] + J[5]; i++)
-                if (!(fabs(r[i]) <= wv)) {
-                    wv = fabs(r[i]);
-                    worst = j;
-                }
-        }
-        msg(err, errlen, "the initial conditions cannot be assembled at t = %.9g s: the "
-            "constraint rows stay open (largest residual %.3g, at joint '%s'); give guesses "
-            "near the intended pose or initial values that let the loops close", t0,
-            k > 0 ? absmax(r, k) : NAN, worst >= 0 ? e->jname[worst] : "?");
+        open_rows_error(e, r, k, t0, err, errlen);
         return MBE_ERROR;
     }
     /* velocities: least M-norm xd with D xd = 0 and the given rates */
