@@ -20,7 +20,7 @@
  * "first_instantiate_and_step_seconds=<t>".  Any status other than fmi2OK or
  * fmi2Warning is reported on stderr and gives a non-zero exit code.
  *
- * The FMI 2.0 types are declared here so that no header is needed.
+ * The FMI 2.0 types are declared in fmi2_types.h beside it, so that no FMI header is needed.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,22 +32,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef void* fmi2Component;
-typedef void* fmi2ComponentEnvironment;
-typedef unsigned int fmi2ValueReference;
-typedef double fmi2Real;
-typedef int fmi2Boolean;
-typedef const char* fmi2String;
-typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
-typedef enum { fmi2ModelExchange, fmi2CoSimulation } fmi2Type;
-
-typedef struct {
-    void (*logger)(fmi2ComponentEnvironment, fmi2String, fmi2Status, fmi2String, fmi2String, ...);
-    void* (*allocateMemory)(size_t, size_t);
-    void (*freeMemory)(void*);
-    void (*stepFinished)(fmi2ComponentEnvironment, fmi2Status);
-    fmi2ComponentEnvironment componentEnvironment;
-} fmi2CallbackFunctions;
+#include "fmi2_types.h"
 
 typedef fmi2Component (*InstantiateFn)(fmi2String, fmi2Type, fmi2String, fmi2String,
                                        const fmi2CallbackFunctions*, fmi2Boolean, fmi2Boolean);

@@ -34,21 +34,7 @@ static void* lib_sym(Lib l, const char* name) { return dlsym(l, name); }
 static void lib_close(Lib l) { dlclose(l); }
 #endif
 
-typedef void* fmi2Component;
-typedef void* fmi2ComponentEnvironment;
-typedef unsigned int fmi2ValueReference;
-typedef double fmi2Real;
-typedef int fmi2Boolean;
-typedef const char* fmi2String;
-typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
-typedef enum { fmi2ModelExchange, fmi2CoSimulation } fmi2Type;
-typedef struct {
-    void (*logger)(fmi2ComponentEnvironment, fmi2String, fmi2Status, fmi2String, fmi2String, ...);
-    void* (*allocateMemory)(size_t, size_t);
-    void (*freeMemory)(void*);
-    void (*stepFinished)(fmi2ComponentEnvironment, fmi2Status);
-    fmi2ComponentEnvironment componentEnvironment;
-} fmi2CallbackFunctions;
+#include "fmi2_types.h"
 
 typedef fmi2Component (*InstantiateFn)(fmi2String, fmi2Type, fmi2String, fmi2String,
                                        const fmi2CallbackFunctions*, fmi2Boolean, fmi2Boolean);
