@@ -173,35 +173,48 @@ class NativeStepper:
     projects = True
 
     def __init__(self, model, settings, t, y, t_end, h, u, contacts=()):
-        from ...engine.kernel import contact_kernel
-
-        self.k = contact_kernel(model, contacts)
+        self._kernel(model, contacts)
         self.method, self.u, self.t_end = settings.method, u, t_end
         self.rtol = max(settings.rtol, 100 * np.finfo(float).eps)
         self.atol, self.max_step = settings.atol, settings.max_step
-        self.project = settings.stabilization == "projection" and self.k.m > 0
+        self.project = settings.stabilization == "projection" and self._drifts()
         self.stab = (settings.stabilization, settings.baumgarte, settings.projection_tol)
         self.baumgarte = settings.baumgarte if settings.stabilization == "baumgarte" else None
         self.tol = settings.projection_tol
         self.t, self.y, self.h, self.f = t, np.asarray(y, float), (h if h > 0 else 0.0), None
         self.t_old, self._dense, self._step = None, None, None
 
+    # the kernel's part (SpatialNativeStepper overrides these five)
+    def _kernel(self, model, contacts):
+        from ...engine.kernel import contact_kernel
+
+        self.k = contact_kernel(model, contacts)
+
+    def _drifts(self):
+        """True when the state can leave its constraints (rows to project onto)."""
+        return self.k.m > 0
+
     def _rhs(self, t, y):
         n = self.k.n
         return np.concatenate([y[n:], self.k.accelerations(y[:n], y[n:], self.u, t,
                                                            self.baumgarte)[0]])
 
+    def _kernel_step(self, t_old, y_old, first):
+        return self.k.step(self.method, t_old, self.t_end, y_old, self.f, first, self.u,
+                           self.rtol, self.atol, self.max_step, self.stab)
+
+    def _kernel_project(self, t, y):
+        n = self.k.n
+        return np.concatenate(self.k.project(y[:n], y[n:], t, self.tol))
+
     def step(self):
         t_old, y_old = self.t, self.y
         first = min(self.h, self.t_end - t_old) if self.h > 0 else 0.0
-        t, y, K, h_next, h_taken = self.k.step(self.method, t_old, self.t_end, y_old, self.f,
-                                               first, self.u, self.rtol, self.atol,
-                                               self.max_step, self.stab)
+        t, y, K, h_next, h_taken = self._kernel_step(t_old, y_old, first)
         self._step, self._dense = (t_old, t, y_old, y, K, h_taken), None
         f = K[-1]
         if self.project:
-            n = self.k.n
-            y = np.concatenate(self.k.project(y[:n], y[n:], t, self.tol))
+            y = self._kernel_project(t, y)
             f = self._rhs(t, y)
         self.t_old, self.t, self.y, self.f, self.h = t_old, t, y, f, h_next
 
@@ -240,19 +253,13 @@ class SpatialNativeStepper(NativeStepper):
     two differ only in event location and impacts); with projection every step ends with
     the kernel's projection (Euler parameters normalised, rows closed)."""
 
-    def __init__(self, model, settings, t, y, t_end, h, u, contacts=()):
+    def _kernel(self, model, contacts):
         from ...engine.spatial_kernel import spatial_kernel
 
         self.k, self.active = spatial_kernel(model), contacts
-        self.method, self.u, self.t_end = settings.method, u, t_end
-        self.rtol = max(settings.rtol, 100 * np.finfo(float).eps)
-        self.atol, self.max_step = settings.atol, settings.max_step
-        self.project = settings.stabilization == "projection"
-        self.stab = (settings.stabilization, settings.baumgarte, settings.projection_tol)
-        self.baumgarte = settings.baumgarte if settings.stabilization == "baumgarte" else None
-        self.tol = settings.projection_tol
-        self.t, self.y, self.h, self.f = t, np.asarray(y, float), (h if h > 0 else 0.0), None
-        self.t_old, self._dense, self._step = None, None, None
+
+    def _drifts(self):
+        return True             # (the Euler parameters' normalisation at the least)
 
     def _rhs(self, t, y):
         n = self.k.n
@@ -260,20 +267,14 @@ class SpatialNativeStepper(NativeStepper):
                                            self.baumgarte)[0]
         return np.concatenate([y[n:], qdd])
 
-    def step(self):
-        t_old, y_old = self.t, self.y
-        first = min(self.h, self.t_end - t_old) if self.h > 0 else 0.0
-        t, y, K, h_next, h_taken = self.k.contact_step(
-            self.method, t_old, self.t_end, y_old, self.f, first, self.u, self.rtol,
-            self.atol, self.max_step, self.stab,
-            self.active)
-        self._step, self._dense = (t_old, t, y_old, y, K, h_taken), None
-        f = K[-1]
-        if self.project:
-            n = self.k.n
-            y = np.concatenate(self.k.contact_project(y[:n], y[n:], t, self.tol, self.active))
-            f = self._rhs(t, y)
-        self.t_old, self.t, self.y, self.f, self.h = t_old, t, y, f, h_next
+    def _kernel_step(self, t_old, y_old, first):
+        return self.k.contact_step(self.method, t_old, self.t_end, y_old, self.f, first,
+                                   self.u, self.rtol, self.atol, self.max_step, self.stab,
+                                   self.active)
+
+    def _kernel_project(self, t, y):
+        n = self.k.n
+        return np.concatenate(self.k.contact_project(y[:n], y[n:], t, self.tol, self.active))
 
 
 def native_stepper(model, settings, t, y, t_end, h, u, active=None):
