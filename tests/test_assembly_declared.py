@@ -254,3 +254,53 @@ def test_slider_crank_branch_from_the_slider_s_declared_position(branch):
     y = _engine_angles(m, eng)
     assert abs(y["P.position"] - xs[branch]) <= 1e-9
     assert eng.warning == ""
+
+
+FAR_FOUR_BAR = '''"""A four-bar whose rocker is declared far from both of its assembly branches."""
+import math
+from fmu_mb import ModelBuilder, rod_inertia
+
+DEFAULT_EXPERIMENT = {{"stop_time": 0.02, "step_size": 0.01}}
+
+
+def build(**overrides):
+    a, b, c, d, theta = {dims!r}
+    mb = ModelBuilder("far_four_bar", overrides, gravity=(0.0, -9.81))
+    mb.body("crank", mass=1.0, inertia=rod_inertia(1.0, a))
+    mb.body("coupler", mass=1.0, inertia=rod_inertia(1.0, b))
+    mb.body("rocker", mass=1.0, inertia=rod_inertia(1.0, c), angle={angle!r})
+    mb.revolute("O2", mb.ground, "crank", child_point=(-a / 2, 0.0))
+    mb.revolute("A", "crank", "coupler", parent_point=(a / 2, 0.0), child_point=(-b / 2, 0.0))
+    mb.revolute("O4", mb.ground, "rocker", parent_point=(d, 0.0), child_point=(-c / 2, 0.0))
+    mb.revolute("B", "coupler", "rocker", parent_point=(b / 2, 0.0), child_point=(c / 2, 0.0))
+    mb.initial("O2", value=theta)
+    return mb.build()
+'''
+
+
+def test_the_native_fmu_logs_a_pose_far_from_the_declared_one(tmp_path):
+    """The warning reaches an FMI importer: the native FMU logs it (fmi2Warning) at
+    fmi2ExitInitializationMode and runs; a pose near the declared one logs nothing."""
+    fmpy = pytest.importorskip("fmpy")
+    from fmu_mb.fmi.native_build import build_native_fmu
+
+    up, down = (_four_bar_pose(s, FOUR_BAR)["rocker"][1] for s in (1, -1))
+    far = (up + down) / 2 + math.pi            # opposite the bisector: > 90 deg from both
+    logs = {}
+    for name, angle in (("far", far), ("near", up + SKETCH_ANGLE)):
+        src = tmp_path / name / "far_four_bar.py"
+        src.parent.mkdir()
+        src.write_text(FAR_FOUR_BAR.format(dims=FOUR_BAR, angle=angle))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AssemblyWarning)
+            fmu = build_native_fmu(src, tmp_path / name)
+        lines = []
+
+        def logger(env, inst, status, category, message, lines=lines):
+            lines.append((status, message.decode() if isinstance(message, bytes) else message))
+
+        res = fmpy.simulate_fmu(str(fmu), stop_time=0.02, step_size=0.01, logger=logger)
+        assert len(res) >= 2
+        logs[name] = [m for st, m in lines if "far from its declared pose" in m]
+    assert len(logs["far"]) == 1 and "joint 'O4'" in logs["far"][0], logs
+    assert logs["near"] == []
