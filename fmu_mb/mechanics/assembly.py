@@ -655,9 +655,49 @@ def _seeded_q(j, seed, child_moves, rp, ap, rc, ac, aim=None):
     return float(axis[0] * slide[0] + axis[1] * slide[1])
 
 
-def _tree_placement(model, tree):
+def placement_tree(model):
+    """[(tree joint, the side placed before it)] in the placement order (the engine's IPLACE,
+    fmu_mb.engine.data._placement: the parent when placed, else the child, else the body
+    declared first)."""
+    placed, tree = {"ground"}, []
+    index = {b.name: b.index for b in model.bodies}
+    for name in model.topology.tree_joints:
+        j = model.joint(name)
+        if j.parent in placed:
+            side = j.parent
+        elif j.child in placed:
+            side = j.child
+        else:
+            side = j.parent if index[j.parent] < index[j.child] else j.child
+        placed.update((j.parent, j.child))
+        tree.append((name, side))
+    return tree
+
+
+def declared_coordinates(model):
+    """{joint: (where its start came from, value)} for the planar tree joints: 'value' and
+    'guess' as given (mb.initial), 'declared pose of <body>' or 'aimed at <cut joint>' from
+    the declared poses (placement_seeds), '0' otherwise; spatial: given values and guesses."""
+    record = {}
+    if not model.spatial:
+        _tree_placement(model, placement_tree(model), record)
+    out = {}
+    given = {ic.joint: ic for ic in model.initial}
+    for j in model.joints:
+        ic = given.get(j.name)
+        if ic is not None and ic.value is not None:
+            out[j.name] = ("value", ic.value)
+        elif ic is not None and ic.guess is not None:
+            out[j.name] = ("guess", ic.guess)
+        elif j.name in record:
+            out[j.name] = record[j.name]
+    return out
+
+
+def _tree_placement(model, tree, record=None):
     """Absolute coordinates from the tree joints' coordinates: the given value or guess, else
-    the one that places the moving body at its declared pose (placement_seeds), else 0."""
+    the one that places the moving body at its declared pose (placement_seeds), else 0.
+    record: a dict that receives {joint: (where the coordinate came from, value)}."""
     nb = len(model.bodies)
     pose = {b.name: [np.array(b.position, float), float(b.angle)] for b in model.bodies}
     pose["ground"] = [np.zeros(2), 0.0]
@@ -680,6 +720,12 @@ def _tree_placement(model, tree):
                 r_o, a_o = pose[cut.child if cut.parent == moving else cut.parent]
                 aim = (np.array(mine, float), r_o + _rot(a_o, np.array(other, float)))
             q = _seeded_q(j, seed, placed == j.parent, rp, ap, rc, ac, aim)
+            if record is not None:
+                moving = j.child if placed == j.parent else j.parent
+                record[name] = ((f"aimed at joint '{model.joints[k].name}'" if seed == SEED_AIM
+                                 else f"declared pose of '{moving}'"), q)
+        elif record is not None and j.kind in ("revolute", "prismatic"):
+            record[name] = ("0", 0.0)
         sp, sc = np.array(j.parent_point), np.array(j.child_point)
         if placed == j.parent:
             ac = ap + j.angle0 + (q if j.kind == "revolute" else 0.0)
