@@ -141,15 +141,18 @@ class ModelBuilder(SpatialItems):
         return value
 
     # ------------------------------------------------------------------ bodies
-    def body(self, name, *, mass, inertia, position=None, angle=0.0,
+    def body(self, name, *, mass, inertia, position=None, angle=None,
              velocity=None, angular_velocity=None, orientation=None):
         """A rigid body: mass [kg] and inertia about the centre of mass [kg.m2].
 
         position/angle (and velocity/angular_velocity) are the initial pose of a free body.
-        Planar: a body placed by a tree joint takes its pose from the joint's coordinate
-        (mb.initial, else 0), not from `position`; a declared position the assembled model
-        does not reproduce gives an AssemblyWarning naming the joint to give mb.initial
-        (except in a closed loop, whose closure places the body).
+        Planar: a body moved by a tree joint whose coordinate is neither given nor guessed
+        (mb.initial) is placed at its declared pose: the joint's coordinate is the one that
+        puts the body at its declared angle (revolute; from its declared position when only
+        that is given) or position (prismatic); the assembly closes the loops from there, so
+        the declared poses pick the assembly branch (fmu_mb.mechanics.assembly). A given
+        value wins over the declared pose; an assembled pose far from the declared one gives
+        an AssemblyWarning (and the FMU logs it at initialisation).
         Spatial: position and orientation are the reference pose of every body. Spatial: inertia
         (Ixx, Iyy, Izz) or a 3 x 3 matrix in body axes, position (x, y, z), orientation a
         quaternion (e0, e1, e2, e3) or a rotation matrix (fmu_mb.cardan(a, b, c) for Cardan
@@ -161,7 +164,9 @@ class ModelBuilder(SpatialItems):
                                (0, 0, 0) if angular_velocity is None else angular_velocity)
         if position is not None:
             self._declared_position[name] = position
+        declared = (position is not None) | 2 * (angle is not None)
         position = (0.0, 0.0) if position is None else position
+        angle = 0.0 if angle is None else angle
         velocity = (0.0, 0.0) if velocity is None else velocity
         angular_velocity = 0.0 if angular_velocity is None else angular_velocity
         where = f"body '{name}'"
@@ -175,7 +180,8 @@ class ModelBuilder(SpatialItems):
                                  _vec2(where, "position", position),
                                  _number(where, "angle", angle),
                                  _vec2(where, "velocity", velocity),
-                                 _number(where, "angular_velocity", angular_velocity)))
+                                 _number(where, "angular_velocity", angular_velocity),
+                                 declared=declared))
         return name
 
     # ------------------------------------------------------------------ joints

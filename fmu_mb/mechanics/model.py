@@ -37,6 +37,7 @@ class Body:
     velocity: Vec2 = (0.0, 0.0)     # [m/s]
     angular_velocity: float = 0.0   # [rad/s]
     orientation: tuple = (1.0, 0.0, 0.0, 0.0)  # spatial: Euler parameters (e0, e1, e2, e3)
+    declared: int = 0               # planar: 1 position given, 2 angle given (assembly seeds)
 
 
 @dataclass(frozen=True)

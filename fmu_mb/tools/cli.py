@@ -278,9 +278,32 @@ def _info(args):
               f"  cut joints: {list(t.cut_joints)}"]
     for cut, loop in zip(t.cut_joints, t.loops):
         lines.append(f"  loop closed by {cut}: {' - '.join(loop)}")
+    lines += ["", "initial joint coordinates (assembled; the start the assembly was given):"]
+    lines += _initial_lines(m)
     lines += ["", "solver:", f"  {describe_choice(m)}"]
     print("\n".join(lines))
     return 0
+
+
+def _initial_lines(m):
+    """Per joint with a coordinate: the assembled value beside the given or declared start."""
+    import numpy as np
+
+    from ..mechanics import constraints
+    from ..mechanics.assembly import declared_coordinates
+
+    if m.spatial:
+        return ["  (spatial: the declared body poses are the reference pose, coordinates 0)"]
+    q, _, _, _ = constraints.joint_coordinates(m, np.asarray(m.x0), np.zeros_like(m.x0))
+    start = declared_coordinates(m)
+    lines = []
+    for i, k in enumerate(m.compiled.coord_joints):
+        j = m.joints[k]
+        unit = "rad" if j.kind == "revolute" else "m"
+        what, value = start.get(j.name, ("closed by its loop", None))
+        given = "" if value is None else f"{value:.6g} {unit} "
+        lines.append(f"  {j.name} = {q[i]:.6g} {unit}  (start: {given}{what})")
+    return lines or ["  (none)"]
 
 
 def _folder(path):

@@ -111,6 +111,7 @@ struct MbEngine {
      * the state) and their copy during a step, the gaps and forces of the outputs */
     void *ev;
     double *rec, *rectmp, *gap, *cforce;
+    char warning[512];         /* the last mbe_initialize's warning ("" when none) */
 };
 
 /* the spatial part (engine_spatial.h, included at the end) */
@@ -1057,6 +1058,111 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
 }
 
 /* ------------------------------------------------------------------ initial state */
+/* IINIT's guess column of a tree joint placed from the declared pose of the body it moves
+ * (assembly.placement_seeds): revolute from the body's angle (or its position), prismatic
+ * from its position */
+#define SEED_ANGLE 2
+#define SEED_POSITION 3
+#define SEED_AIM 4                    /* DINIT's guess column: the revolute cut joint's index */
+#define FAR_ANGLE (PI / 4)            /* assembly.FAR_ANGLE, FAR_LENGTH */
+#define FAR_LENGTH 0.5
+
+static double wrap_pi(double a) { return pymod(a + PI, 2 * PI) - PI; }
+
+/* the coordinate that puts the moving body at its declared pose (assembly._seeded_q):
+ * P the joint's data (sp, sc, angle0, axis), rp and rc the parent's and child's poses (the
+ * placed side's and the moving side's declared one) */
+static double seeded_q(int kind, int seed, int child_moves, const double *P, const double *rp,
+                       const double *rc, const double *aim)
+{
+    double ap = rp[2], ac = rc[2], a[2], b[2];
+    if (kind == JK_REV) {
+        if (seed == SEED_AIM) {
+            /* aim = (the moving body's cut-joint point in its axes, the target in world) */
+            double d[2], s[2];
+            if (child_moves) {
+                rot(ap, P, a);
+                d[0] = aim[2] - (rp[0] + a[0]);
+                d[1] = aim[3] - (rp[1] + a[1]);
+                s[0] = aim[0] - P[2];
+                s[1] = aim[1] - P[3];
+            } else {
+                rot(ac, P + 2, b);
+                d[0] = aim[2] - (rc[0] + b[0]);
+                d[1] = aim[3] - (rc[1] + b[1]);
+                s[0] = aim[0] - P[0];
+                s[1] = aim[1] - P[1];
+            }
+            if (!((d[0] != 0.0 || d[1] != 0.0) && (s[0] != 0.0 || s[1] != 0.0)))
+                return 0.0;
+            double an = atan2(d[1], d[0]) - atan2(s[1], s[0]);
+            return child_moves ? wrap_pi(an - ap - P[4]) : wrap_pi(ac - P[4] - an);
+        }
+        if (seed == SEED_POSITION) {
+            double d[2], s[2];
+            if (child_moves) {
+                rot(ap, P, a);
+                d[0] = rc[0] - (rp[0] + a[0]);
+                d[1] = rc[1] - (rp[1] + a[1]);
+                s[0] = -P[2];
+                s[1] = -P[3];
+            } else {
+                rot(ac, P + 2, b);
+                d[0] = rp[0] - (rc[0] + b[0]);
+                d[1] = rp[1] - (rc[1] + b[1]);
+                s[0] = -P[0];
+                s[1] = -P[1];
+            }
+            if (!((d[0] != 0.0 || d[1] != 0.0) && (s[0] != 0.0 || s[1] != 0.0)))
+                return 0.0;
+            double an = atan2(d[1], d[0]) - atan2(s[1], s[0]);
+            return child_moves ? wrap_pi(an - ap - P[4]) : wrap_pi(ac - P[4] - an);
+        }
+        return wrap_pi(ac - ap - P[4]);
+    }
+    double apn = child_moves ? ap : ac - P[4], acn = child_moves ? ap + P[4] : ac, ax[2];
+    rot(acn, P + 2, b);
+    rot(apn, P, a);
+    rot(apn, P + 5, ax);
+    double s0 = rc[0] + b[0] - (rp[0] + a[0]), s1 = rc[1] + b[1] - (rp[1] + a[1]);
+    return ax[0] * s0 + ax[1] * s1;
+}
+
+/* e->warning: the first body placed at its declared pose that the assembly moved far from
+ * it (assembly.declared_pose_far), x the assembled and pl the placed coordinates */
+static void declared_far(MbEngine *e, const double *x, const double *pl, double size)
+{
+    e->warning[0] = '\0';
+    for (int i = 0; i < e->nplace; i++) {
+        int k = IA(e, A_IPLACE)[2 * i], parent_placed = IA(e, A_IPLACE)[2 * i + 1];
+        const int *J = IA(e, A_IJOINT) + 6 * k;
+        int ic = J[3], b = parent_placed ? J[2] : J[1];
+        if (ic < 0 || b >= e->nb)
+            continue;
+        int seed = IA(e, A_IINIT)[3 * ic + 2];
+        if (IA(e, A_IINIT)[3 * ic] || (seed != SEED_ANGLE && seed != SEED_POSITION))
+            continue;
+        const double *g = x + 3 * b, *w = pl + 3 * b;
+        if (fabs(g[2] - w[2]) > FAR_ANGLE
+            || hypot(g[0] - w[0], g[1] - w[1]) > FAR_LENGTH * size) {
+            snprintf(e->warning, sizeof e->warning,
+                     "the body moved by joint '%s' assembled at (%.4g, %.4g) m, %.4g deg, "
+                     "far from its declared pose (%.4g, %.4g) m, %.4g deg: the loops closed "
+                     "on another assembly branch; declare a pose nearer the intended one or "
+                     "give the joint a guess", e->jname[k], g[0], g[1], g[2] * 180.0 / PI,
+                     w[0], w[1], w[2] * 180.0 / PI);
+            return;
+        }
+    }
+}
+
+/* whether joint kc is a revolute joint of body mv (a SEED_AIM's cut joint) */
+static int aims_from(const MbEngine *e, int kc, int mv)
+{
+    const int *K = IA(e, A_IJOINT) + 6 * kc;
+    return K[0] == JK_REV && (K[1] == mv || K[2] == mv) && K[1] != K[2];
+}
+
 /* absolute coordinates of the tree placement (assembly._tree_placement) into x */
 static void tree_placement(MbEngine *e, double *x)
 {
@@ -1071,12 +1177,32 @@ static void tree_placement(MbEngine *e, double *x)
         const double *P = DA(e, A_DJOINT) + 7 * k;
         int kind = J[0], p = J[1], c = J[2], ic = J[3];
         double q = 0.0;
+        double *rp = pose + 3 * p, *rc = pose + 3 * c, a[2], b[2], sl[2] = {0.0, 0.0};
         if (ic >= 0) {
             const int *g = IA(e, A_IINIT) + 3 * ic;
             const double *v = DA(e, A_DINIT) + 3 * ic;
-            q = g[0] ? v[0] : g[2] ? v[2] : 0.0;
+            if (g[0]) {
+                q = v[0];
+            } else if (g[2] == SEED_ANGLE || g[2] == SEED_POSITION) {
+                q = seeded_q(kind, g[2], parent_placed, P, rp, rc, NULL);
+            } else if (g[2] == SEED_AIM && kind == JK_REV && v[2] >= 0.0 && v[2] < e->nj
+                       && aims_from(e, (int)v[2], parent_placed ? c : p)) {
+                /* the cut joint's index: a revolute joint of the moving body (else q = 0) */
+                int kc = (int)v[2], mv = parent_placed ? c : p;
+                const int *K = IA(e, A_IJOINT) + 6 * kc;
+                const double *KP = DA(e, A_DJOINT) + 7 * kc;
+                int mine_parent = K[1] == mv, other = mine_parent ? K[2] : K[1];
+                double aim[4], t[2];
+                aim[0] = mine_parent ? KP[0] : KP[2];
+                aim[1] = mine_parent ? KP[1] : KP[3];
+                rot(pose[3 * other + 2], mine_parent ? KP + 2 : KP, t);
+                aim[2] = pose[3 * other] + t[0];
+                aim[3] = pose[3 * other + 1] + t[1];
+                q = seeded_q(kind, SEED_AIM, parent_placed, P, rp, rc, aim);
+            } else if (g[2] == 1) {
+                q = v[2];
+            }
         }
-        double *rp = pose + 3 * p, *rc = pose + 3 * c, a[2], b[2], sl[2] = {0.0, 0.0};
         if (parent_placed) {
             double ac = rp[2] + P[4] + (kind == JK_REV ? q : 0.0);
             if (kind == JK_PRI) {
@@ -1535,6 +1661,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         msg(err, errlen, "mbe_initialize: no engine or a non-finite start time");
         return MBE_ERROR;
     }
+    e->warning[0] = '\0';
     if (e->kind == 1)
         return spatial_initialize(e, t0, err, errlen);
     /* the assembly at the model's own t0 (the drives' rows s(t0)), as initial_state does
@@ -1590,6 +1717,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         double pl = xd[3 * b + 2];
         x[3 * b + 2] = (pl + pymod(x[3 * b + 2] - pl + PI, 2 * PI)) - PI;
     }
+    declared_far(e, x, xd, size);
     /* velocities: least M-norm xd with D xd = -phi_t and the given rates */
     if (model_rows(e, x, ta, e->phi, e->phit, A) != OK) {
         msg(err, errlen, "the assembled pose makes a constraint row undefined");
@@ -1679,6 +1807,11 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     e->h = 0.0;
     e->initialized = 1;
     return MBE_OK;
+}
+
+const char *mbe_warning(const MbEngine *e)
+{
+    return e ? e->warning : "";
 }
 
 /* ------------------------------------------------------------------ stepping */

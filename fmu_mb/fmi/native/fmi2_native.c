@@ -527,6 +527,8 @@ static int configure(Inst* in, const char* fn)
         return say(in, fmi2Error, "%s: %s: the initial state cannot be found: %s", fn,
                    FMU_MODEL_NAME, in->err), -1;
     }
+    if (*mbe_warning(in->engine))
+        say(in, fmi2Warning, "%s: %s: %s", fn, FMU_MODEL_NAME, mbe_warning(in->engine));
     /* refuse up front what every step would discard: a state outside |q|, |qd| <= 1e12, or
      * outputs that are not finite (a parameter such as a mass of 1e300) */
     mbe_get_state(in->engine, in->scratch);           /* t, q, qd, ... (engine.h) */
