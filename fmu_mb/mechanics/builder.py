@@ -532,7 +532,7 @@ class ModelBuilder(SpatialItems):
                  min_length, max_length, restitution=0.2, friction=0.0, piston_area=None,
                  rod_area=None, force_input=True):
         """Hydraulic cylinder between pin a_point of body a (the barrel's pin) and pin
-        b_point of body b (the rod eye): pin-to-pin length l in [min_length, max_length] [m],
+        b_point of body b (the rod eye): pin-to-pin length l from min_length to max_length [m],
         stroke = l - min_length.
 
         Force along the line of the pins, pushing the pins apart positive [N]:

@@ -75,7 +75,7 @@ def _workers(text):
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="fmu-mb", description="Planar multibody models as FMUs.")
+    p = argparse.ArgumentParser(prog="fmu-mb", description="Planar and spatial multibody models as FMI 2.0 and 3.0 FMUs.")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("simulate", help="simulate a model file and write its outputs as CSV")
@@ -140,7 +140,7 @@ def _parser():
                          "degrees (azimuth about the up axis, elevation)")
     an.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    b = sub.add_parser("build", help="build FMI 2.0 co-simulation FMUs of model files")
+    b = sub.add_parser("build", help="build FMUs of model files (FMI 2.0, or 3.0 with --fmi 3)")
     b.add_argument("models", nargs="+", help="model files")
     b.add_argument("-o", "--output-dir", default=".", help="folder of the .fmu files")
     b.add_argument("--set", type=_assignment, action="append", default=[],
