@@ -225,3 +225,88 @@ def test_default_build_stays_native_for_a_model_that_starts(tmp_path):
     from fmu_mb.fmi.native_build import build_model_fmu
     fmu, kind, why = build_model_fmu(MODELS / "double_pendulum.py", tmp_path)
     assert kind == "native", why
+
+
+# ---------------------------------------------------------------------- every read path
+#: ways in which a model file reads a parameter's value x (default 0.7, range [-2, 2]):
+#: (expression, "guard" when it becomes a guard, "fixed" when x becomes fixed)
+READS = [
+    ("float(x)", "fixed"), ("np.float64(x)", "fixed"), ("round(x, 1)", "fixed"),
+    ("math.fmod(x, 0.5)", "fixed"), ("x % 0.5", "fixed"), ("x // 0.5", "fixed"),
+    ("float(f'{x:.2f}')", "fixed"), ("float(str(x))", "fixed"), ("math.fsum([x, 0.1])", "fixed"),
+    ("math.erf(x)", "fixed"), ("np.heaviside(x, 0.5)", "fixed"), ("x.is_integer()", "fixed"),
+    ("math.hypot(x, 1.0, 2.0)", "fixed"),
+    ("np.round(x, 1)", "fixed"),
+    ("np.sign(x)", "guard"), ("int(x)", "guard"), ("math.floor(x)", "guard"),
+    ("math.ceil(x)", "guard"), ("round(x)", "guard"), ("np.floor(x)", "guard"),
+    ("np.rint(x)", "guard"), ("np.clip(x, 0.0, 1.0)", "guard"), ("max(x, 0.5)", "guard"),
+    ("np.maximum(x, 0.5)", "guard"), ("np.minimum(x, 0.5)", "guard"),
+    ("1.0 if math.isclose(x, 0.7, abs_tol=0.1) else x", "guard"),
+    ("1.0 if np.isclose(x, 0.7, atol=0.1) else x", "guard"),
+    ("np.where(x > 0.5, x, 2.0)", "guard"), ("math.copysign(1.0, x)", "guard"),
+    ("np.copysign(2.0, x)", "guard"), ("sorted([x, 0.5])[0]", "guard"),
+    ("abs(x) if x else 1.0", "guard"), ("np.sign(np.array([x, 1.0]))[0]", "guard"),
+    ("math.trunc(x)", "guard"), ("isclose(x, 0.7, abs_tol=0.1) * 1.0", "guard"),
+    # traced: numpy arrays of a model file hold the Syms (object arrays)
+    ("np.asarray([x, 1.0], dtype=float)[0]", "traced"), ("np.hypot(x, 1.0)", "traced"),
+]
+
+
+def _reading(expr):
+    text = f'''
+        import math
+        from math import isclose
+
+        import numpy as np
+
+        from fmu_mb import ModelBuilder, rod_inertia
+
+
+        def build(**overrides):
+            mb = ModelBuilder("reads", overrides)
+            x = mb.param("x", 0.7, "1", "a parameter", min=-2.0, max=2.0)
+            v = {expr}
+            rod = mb.body("rod", mass=1.0, inertia=rod_inertia(1.0, 1.0))
+            mb.revolute("O", mb.ground, rod, child_point=(-0.5, 0.0))
+            mb.rsda("s", joint="O", stiffness=1.0 + v * v + 0.1 * x * x)
+            mb.initial("O", value=0.1, rate=0.0)
+            return mb.build()
+    '''
+    return textwrap.dedent(text).lstrip()
+
+
+@pytest.mark.parametrize("expr,kind", READS)
+def test_every_read_of_a_value_is_a_guard_or_fixes_the_parameter(tmp_path, expr, kind):
+    """Each way of reading a parameter's value in a model file: the compiled program then
+    refuses or reproduces build() at 41 values over the whole range (the engine in process:
+    mbe_set_parameters, the native FMU's code); a read fixes x with a reason naming it, a
+    guard keeps x compiled and refuses the other side of the branch."""
+    from fmu_mb.engine.data import model_data
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.engine.params import program_for
+    from fmu_mb.errors import FmuMbError
+    from fmu_mb.mechanics.loader import load_module
+    module = load_module(write(tmp_path, "reads", _reading(expr)))
+    data, prog = program_for(module)
+    if kind == "fixed":
+        assert "x" in prog.fixed, (expr, prog.guards)
+    elif kind == "guard":
+        assert "x" in prog.compiled and len(prog.guards) > 1, (expr, prog.fixed)
+    else:
+        assert "x" in prog.compiled, (expr, prog.fixed)
+    blob = data.to_bytes(program=prog)
+    outcomes = set()
+    for x in [0.7] + list(np.linspace(-2.0, 2.0, 41)):
+        ref = model_data(module.build(x=float(x))).doubles
+        eng = Engine(blob=blob)
+        try:
+            eng.set_parameters([x])
+        except FmuMbError as exc:
+            assert "x=" in str(exc)
+            outcomes.add("refused")
+            continue
+        got = eng.model_doubles()
+        assert np.array_equal(got, ref) or np.allclose(got, ref, rtol=1e-13, atol=1e-15), \
+            (expr, x)
+        outcomes.add("equal")
+    assert outcomes == ({"equal"} if kind == "traced" else {"equal", "refused"}), outcomes

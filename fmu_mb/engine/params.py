@@ -414,7 +414,25 @@ def _reader(what, f):
     return read
 
 
+def _text(name):
+    base = getattr(float, name)
+
+    def text(self, *args):
+        """str(), repr(), format() of a Sym: its value as text, a read outside fmu_mb (a
+        number parsed back from it would carry no trace)."""
+        if _tape is not None:
+            fn, line, inside = _user_frame(1)
+            if not inside:
+                _tape.reads.append((self.node, f"{name.strip('_')}() (the value as text) at "
+                                               f"{fn.rsplit('/', 1)[-1]}:{line}"))
+        return base(float.__float__(self), *args)
+    return text
+
+
 Sym.__float__ = _float
+Sym.__str__ = _text("__str__")
+Sym.__repr__ = _text("__repr__")
+Sym.__format__ = _text("__format__")
 Sym.__int__ = _trunc
 Sym.__trunc__ = _trunc
 Sym.__floor__ = _floor
@@ -472,11 +490,16 @@ def _np_isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def _math_isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
     """math.isclose as CPython computes it: a == b, or |b - a| <= |rel_tol b|, or
-    <= |rel_tol a|, or <= abs_tol (the first clause that holds is the guard)."""
+    <= |rel_tol a|, or <= abs_tol (the guard: the widest clause that holds, or all of them
+    failing)."""
     d = abs(b - a)
-    for bound in (abs(rel_tol * b), abs(rel_tol * a), abs_tol):
-        if _guard("le", d, bound):
-            return True
+    bounds = [abs(rel_tol * b), abs(rel_tol * a), abs_tol]
+    held = [x for x in bounds if _val(d) <= _val(x)]
+    if held:        # one clause that holds suffices: the widest (the largest bound)
+        _guard("le", d, max(held, key=_val))
+        return True
+    for x in bounds:
+        _guard("le", d, x)
     return _guard("eq", a, b)
 
 
@@ -917,10 +940,9 @@ class _tracing:
         self.maths = {n: _math_function(n, f, tid) for n, f in _MATH_ORIG.items()}
         for n, f in self.maths.items():
             setattr(math, n, f)
-        g = getattr(self.build, "__globals__", None) or {}
         by_id = {id(f): n for n, f in _MATH_ORIG.items()}
-        self.named = [(g, k, v) for k, v in g.items() if id(v) in by_id
-                      and _MATH_ORIG[by_id[id(v)]] is v]
+        self.named = [(g, k, v) for g in _user_globals(self.build) for k, v in list(g.items())
+                      if id(v) in by_id and _MATH_ORIG[by_id[id(v)]] is v]
         for g, k, v in self.named:
             g[k] = self.maths[by_id[id(v)]]
         _deep = self.deep
@@ -964,6 +986,29 @@ class _tracing:
 
 
 _LOCK = threading.RLock()      # one trace at a time (they patch shared modules)
+
+
+def _user_globals(build):
+    """The namespaces of the model file and of the user's modules it may call (every loaded
+    module outside the standard library, site-packages, numpy and fmu_mb): where math's
+    functions imported by name (from math import isclose) are replaced while tracing."""
+    import sys
+    import sysconfig
+    paths = sysconfig.get_paths()
+    skip = tuple(p for p in {paths.get("stdlib"), paths.get("platstdlib"), paths.get("purelib"),
+                             paths.get("platlib"), _NUMPY_DIR, _PACKAGE_DIR} if p)
+    out = []
+    g = getattr(build, "__globals__", None)
+    if g is not None:
+        out.append(g)
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if not f or f.startswith(skip) or "site-packages" in f or "dist-packages" in f:
+            continue
+        d = getattr(mod, "__dict__", None)
+        if isinstance(d, dict) and all(d is not x for x in out):
+            out.append(d)
+    return out
 
 
 def _on_syms(traced, orig):
