@@ -163,6 +163,12 @@ def test_heavy_top_inertia_check_is_a_guard_with_builds_message(native):
     for values in ({"C": 0.01}, {"A": 6e-9}):
         got, errors = refused_or_equal(fmu, path, values, stop=0.05)
         assert got == "refused" and any(expected in m for m in errors), errors
+    # the model file's own check (raise ModelError under `if disc < 0:`): its message
+    with pytest.raises(ModelError, match="no steady precession"):
+        call_build(module, path, omega3=1.0)
+    got, errors = refused_or_equal(fmu, path, {"omega3": 1.0}, stop=0.05)
+    assert got == "refused" and any("no steady precession" in m and "omega3=1" in m
+                                    for m in errors), errors
     # one instance: refused, then the defaults back, then a step (state intact)
     md = fmpy.read_model_description(str(fmu))
     vr = {v.name: v.valueReference for v in md.modelVariables}

@@ -351,14 +351,63 @@ def _read_all(args, what):
 
 
 def _guard(cmp, a, b, message=""):
-    """The test `a cmp b` (Syms or numbers), recorded as a guard when a or b is a Sym."""
+    """The test `a cmp b` (Syms or numbers), recorded as a guard when a or b is a Sym; a
+    test of the model file's that guards a `raise` carries the raise's message."""
     r = _CMP_FN[cmp](_val(a), _val(b))
     if _tape is not None and (isinstance(a, Sym) or isinstance(b, Sym)):
         g = (cmp, _nid(a), _nid(b), bool(r))
         _tape.guards.append(g)
+        if not message:
+            fn, line, inside = _user_frame(1)
+            if not inside:
+                message = _raise_messages(fn).get(line, "")
         if message:
             _tape.messages.setdefault(g, message)
     return r
+
+
+_RAISES = {}
+
+
+def _raise_messages(filename):
+    """line -> the message of the `raise SomeError("...")` (or `assert test, "..."`) that
+    the test on that line of a model file guards: an f-string's fields written as their
+    source, {theta0}; {} when the file cannot be read."""
+    got = _RAISES.get(filename)
+    if got is not None:
+        return got
+    import ast
+    out = {}
+    try:
+        with open(filename, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+
+    def text(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return "".join(v.value if isinstance(v, ast.Constant) else
+                           "{" + ast.unparse(v.value) + "}" for v in node.values)
+        return ""
+
+    def raised(body):
+        for st in body:
+            if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) and st.exc.args:
+                return text(st.exc.args[0])
+        return ""
+    for node in ast.walk(tree) if tree is not None else ():
+        msg = ""
+        if isinstance(node, ast.If):
+            msg = raised(node.body) or raised(node.orelse)
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            msg = text(node.msg)
+        if msg:
+            for line in range(node.test.lineno, (node.test.end_lineno or node.test.lineno) + 1):
+                out.setdefault(line, msg)
+    _RAISES[filename] = out
+    return out
 
 
 def _float(self):
@@ -1811,7 +1860,37 @@ def _match(tape, deps, P, Dm, slots):
             got = _affine(tape, E[:, cand], cand, Dm[:, s])
             if got is not None:
                 out[s] = got
+    left = [s for s in slots if s not in out]
+    if left:                        # rounding residues (a zero computed as 1e-18)
+        with np.errstate(all="ignore"):
+            M = np.array([_magnitudes(nodes[:len(e)], e) for e in E])[:, cand]
+        for s in left:
+            got = _residue(E[:, cand], M, Dm[:, s])
+            if got is not None:
+                kind, j = got
+                out[s] = tape.node(("neg", cand[j])) if kind == "neg" else cand[j]
     return out
+
+
+def _residue(V, M, d):
+    """("id" or "neg", column) of the expression that gives d in every row to VERIFY_RTOL
+    relative to the largest number it is computed from (M): a slot that is a difference of
+    nearly equal numbers (an offset that vanishes, computed by the builder in another order
+    as 1e-18) agrees with the expression to the rounding of those numbers. The closest in
+    the worst row (the first of equals: the same on any machine); None when none agrees."""
+    best = None
+    with np.errstate(all="ignore"):
+        for kind, W in (("id", V), ("neg", -V)):
+            err = np.abs(W - d[:, None])
+            ok = np.all(err <= VERIFY_RTOL * np.maximum(M, np.abs(d)[:, None]), axis=0)
+            ok &= np.any(M > 0.0, axis=0)
+            if not ok.any():
+                continue
+            worst = np.where(ok, np.max(err, axis=0), np.inf)
+            j = int(np.argmin(worst))
+            if best is None or worst[j] < best[0]:
+                best = (worst[j], kind, j)
+    return None if best is None else best[1:]
 
 
 def _affine(tape, V, cand, d):
@@ -2023,10 +2102,11 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
 
     # the build values themselves: every guard holds, every slot is reproduced
     rc, out, msg = engine_data(bvec)
-    if rc != 0 or not np.all(_close(out, D0)):
+    if rc != 0 or not np.all(_close(out, D0, scale=rounding(bvec))):
         blame = {names[rc - 1]} if rc > 0 else set(live)
         if rc == 0:
-            return _fix_culprits(np.flatnonzero(~_close(out, D0)), live, pmap, bvals, rng,
+            return _fix_culprits(np.flatnonzero(~_close(out, D0, scale=rounding(bvec))),
+                                 live, pmap, bvals, rng,
                                  scale, build, base, data_of, D0, fixed, None,
                                  "is not reproduced at the build values")
         for n in blame:
@@ -2048,7 +2128,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         if rc != 0:    # a non-finite number where build() computed a finite one
             refused |= {names[rc - 1]} if rc > 0 else set(live)
             continue
-        bad |= set(np.flatnonzero(~_close(out, D)).tolist())
+        bad |= set(np.flatnonzero(~_close(out, D, scale=rounding(pv))).tolist())
     if refused:
         for n in refused:
             fixed[n] = ("the compiled program refuses values that build() accepts")
