@@ -51,6 +51,9 @@ Program layout (ints; doubles in `consts`):
                                      a tape node the program uses more than once is
                                      computed once (k < ntemp, the header's)
              GUARD cmp               pop b, pop a; the test `a cmp b` must hold
+             CHECK cmp, a string     the same, for a check of the builder (mass >= 0, the
+                                     inertia's triangle inequality...): its message when
+                                     it fails is the string (what build() says)
              FIXED 0                 pop b, pop a; a == b (a fixed parameter keeps its value)
              END
 Every result is checked finite; a malformed program (an index out of range, a GET before its
@@ -64,19 +67,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import AssemblyWarning, FmuMbError
+from ..errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError,
+                      SingularSystemError)
 from ..mechanics.assembly import probing
 
 MAGIC = 0x3150424D           # "MBP1" little-endian
-VERSION = 2                  # 2: temporaries (ntemp in the header, SET, GET)
+VERSION = 3                  # 2: temporaries (ntemp in the header, SET, GET); 3: CHECK
 STACK = 64                   # mbp_run's stack depth (params.c MBP_STACK)
 VERIFY_RTOL = 1e-14          # a slot must be reproduced to this (relative to its size)
 WIDE = 0.5                   # relative spread of the wide verification sets
-FAR = (10.0, 0.1, 100.0, 0.01)   # one parameter at a time: its value times these
-FAR_BUILDS = 400             # at most this many far builds per compilation (a count, not a
-                             # time: the program must not depend on the machine's speed)
+FAR = (10.0, 0.1, 100.0, 0.01, 1e3, 1e-3)   # the log-spaced sweep: the value times these
+N_COMBO = 4                  # random sets of all parameters over their declared ranges
+FAR_BUILDS = 400             # at most this many range builds per compilation (a count, not
+                             # a time: the program must not depend on the machine's speed)
 (OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
- OP_FIXED, OP_SET, OP_GET) = range(11)
+ OP_FIXED, OP_SET, OP_GET, OP_CHECK) = range(12)
 UNARY = ("neg", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log10",
          "sinh", "cosh", "tanh", "fabs", "expm1", "log1p", "log2", "asinh", "acosh", "atanh",
          "cbrt")
@@ -135,6 +140,11 @@ _FN = {"neg": operator.neg, "sqrt": _safe(math.sqrt), "sin": _safe(math.sin),
        "pow": _pow, "atan2": math.atan2, "hypot": _libm_hypot()}
 
 
+#: a build() that fails so at a verification set is not compared: the model data are not
+#: made (an assembly that does not close); the engine's own assembly runs at initialisation
+_NOT_COMPARED = (AssemblyError, SingularSystemError, DriftError)
+
+
 class ParameterProgramError(FmuMbError):
     """A parameter set that the compiled program refuses (guard broken, non-finite data)."""
 
@@ -146,6 +156,8 @@ class _Tape:
     def __init__(self, n_params):
         self.nodes, self.ids, self.guards = [], {}, []
         self.n_params = n_params
+        self.reads = []         # (node, what): a value read by an operation not traced
+        self.messages = {}      # guard -> the builder's message when it fails (a check)
 
     def node(self, key):
         i = self.ids.get(key)
@@ -155,7 +167,7 @@ class _Tape:
         return i
 
     def const(self, v):
-        v = float(v)
+        v = _val(v)
         key = ("c", v.hex())            # (-0.0 and 0.0 are different constants)
         i = self.ids.get(key)
         if i is None:
@@ -185,7 +197,7 @@ class Sym(float):
     __hash__ = float.__hash__
 
     def __reduce__(self):
-        return float, (float(self),)
+        return float, (float.__float__(self),)
 
     def __deepcopy__(self, memo):
         return self
@@ -208,9 +220,9 @@ def _apply(fn, *args, py=None):
     it, raising what Python raises; NotImplemented for non-scalar arguments."""
     if not all(_scalar(a) for a in args):
         return NotImplemented
-    vals = [float(a) for a in args]
+    vals = [_val(a) for a in args]
     f = py or _PY.get(fn) or getattr(math, fn)
-    value = float(f(*vals))
+    value = _val(f(*vals))
     if _tape is None:               # a Sym kept after its trace: plain arithmetic
         return value
     return Sym(value, _tape.node((fn, *[_nid(a) for a in args])))
@@ -228,10 +240,9 @@ def _cmp(name):
     base = getattr(float, f"__{name}__")
 
     def op(self, other):
-        r = base(float(self), float(other)) if _scalar(other) else base(self, other)
-        if _tape is not None and _scalar(other) and r is not NotImplemented:
-            _tape.guards.append((name, _nid(self), _nid(other), bool(r)))
-        return r
+        if _scalar(other):
+            return _guard(name, self, other)
+        return base(self, other)
     return op
 
 
@@ -247,10 +258,7 @@ Sym.__abs__ = lambda self: _apply("fabs", self)
 
 
 def _bool(self):
-    r = float(self) != 0.0
-    if _tape is not None:
-        _tape.guards.append(("ne", self.node, _tape.const(0.0), r))
-    return r
+    return _guard("ne", self, 0.0)
 
 
 Sym.__bool__ = _bool
@@ -285,26 +293,367 @@ def _obj(x):
     return np.asarray(x).astype(object)
 
 
+# ---------------------------------------------------------------------- reads of a value
+# Every way in which code can read a Sym's value (rather than compute with it) either
+# records a guard (a branch build() took, checked by mbp_run: comparisons, bool(), sign,
+# floor, isclose, max...) or a read (tape.reads: the parameters behind the Sym become fixed,
+# the reason naming the function and the line of the model file). Conversions to float by
+# fmu_mb's own code (the builder storing numbers in arrays) are neither: their values flow
+# into the model data unchanged, where the matching and the verification check them.
+_HERE = __file__
+_NUMPY_DIR = np.__file__.rsplit("/", 1)[0] if "/" in np.__file__ else np.__file__
+_PACKAGE_DIR = __file__.rsplit("/", 2)[0] if "/" in __file__ else ""    # fmu_mb/
+
+
+def _val(x):
+    """The plain float value of x (no read recorded: the tracer's own use)."""
+    return float.__float__(x) if isinstance(x, float) else float(x)
+
+
+def _user_frame(depth=1):
+    """(file, line, inside fmu_mb) of the first frame of the caller's stack that is neither
+    numpy's nor the standard library's (nor this module's)."""
+    import sys
+    import sysconfig
+    stdlib = _user_frame.stdlib
+    if stdlib is None:
+        stdlib = _user_frame.stdlib = sysconfig.get_paths()["stdlib"]
+    f = sys._getframe(depth)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not (fn.startswith(_NUMPY_DIR) or fn == _HERE or fn.startswith(stdlib)
+                or fn.startswith("<frozen")):
+            return fn, f.f_lineno, bool(_PACKAGE_DIR) and fn.startswith(_PACKAGE_DIR)
+        f = f.f_back
+    return "?", 0, False
+
+
+_user_frame.stdlib = None
+
+
+def _read(x, what):
+    """Record that `what` read the value of x (a Sym depending on parameters) outside
+    fmu_mb's own code: those parameters become fixed. Returns x's plain value."""
+    if isinstance(x, Sym) and _tape is not None:
+        fn, line, inside = _user_frame(1)
+        if not inside:
+            _tape.reads.append((x.node, f"{what} at {fn.rsplit('/', 1)[-1]}:{line}"))
+    return _val(x)
+
+
+def _read_all(args, what):
+    for a in args:
+        if isinstance(a, Sym):
+            _read(a, what)
+        elif isinstance(a, (list, tuple)) or (isinstance(a, np.ndarray) and a.dtype == object):
+            _read_all(list(np.asarray(a, dtype=object).ravel()) if isinstance(a, np.ndarray)
+                      else a, what)
+
+
+def _guard(cmp, a, b, message=""):
+    """The test `a cmp b` (Syms or numbers), recorded as a guard when a or b is a Sym; a
+    test of the model file's that guards a `raise` carries the raise's message."""
+    r = _CMP_FN[cmp](_val(a), _val(b))
+    if _tape is not None and (isinstance(a, Sym) or isinstance(b, Sym)):
+        g = (cmp, _nid(a), _nid(b), bool(r))
+        _tape.guards.append(g)
+        if not message:
+            fn, line, inside = _user_frame(1)
+            if not inside:
+                message = _raise_messages(fn).get(line, "")
+        if message:
+            _tape.messages.setdefault(g, message)
+    return r
+
+
+_RAISES = {}
+
+
+def _raise_messages(filename):
+    """line -> the message of the `raise SomeError("...")` (or `assert test, "..."`) that
+    the test on that line of a model file guards: an f-string's fields written as their
+    source, {theta0}; {} when the file cannot be read."""
+    got = _RAISES.get(filename)
+    if got is not None:
+        return got
+    import ast
+    out = {}
+    try:
+        with open(filename, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        tree = None
+
+    def text(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            return "".join(v.value if isinstance(v, ast.Constant) else
+                           "{" + ast.unparse(v.value) + "}" for v in node.values)
+        return ""
+
+    def raised(body):
+        for st in body:
+            if isinstance(st, ast.Raise) and isinstance(st.exc, ast.Call) and st.exc.args:
+                return text(st.exc.args[0])
+        return ""
+    for node in ast.walk(tree) if tree is not None else ():
+        msg = ""
+        if isinstance(node, ast.If):
+            msg = raised(node.body) or raised(node.orelse)
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            msg = text(node.msg)
+        if msg:
+            for line in range(node.test.lineno, (node.test.end_lineno or node.test.lineno) + 1):
+                out.setdefault(line, msg)
+    _RAISES[filename] = out
+    return out
+
+
+def _float(self):
+    """float(sym): a conversion by fmu_mb's own code stays silent (checked by the matching);
+    anywhere else (the model file, a library) the value is read."""
+    if _tape is not None:
+        fn, line, inside = _user_frame(1)
+        if not inside:
+            _tape.reads.append((self.node, f"float() at {fn.rsplit('/', 1)[-1]}:{line}"))
+    return float.__float__(self)
+
+
+def _to_int(self, k, lo_strict, hi_strict, lo, hi):
+    """An integer k that the value decided: guards lo (<, <=) x (<, <=) hi."""
+    _guard("gt" if lo_strict else "ge", self, float(lo))
+    _guard("lt" if hi_strict else "le", self, float(hi))
+    return k
+
+
+def _floor(self):
+    k = math.floor(_val(self))
+    return _to_int(self, k, False, True, k, k + 1)
+
+
+def _ceil(self):
+    k = math.ceil(_val(self))
+    return _to_int(self, k, True, False, k - 1, k)
+
+
+def _trunc(self):
+    k = math.trunc(_val(self))
+    if k > 0:
+        return _to_int(self, k, False, True, k, k + 1)
+    if k < 0:
+        return _to_int(self, k, True, False, k - 1, k)
+    return _to_int(self, k, True, True, -1, 1)
+
+
+def _round(self, ndigits=None):
+    if ndigits is not None:
+        _read(self, f"round(x, {ndigits})")
+        return round(_val(self), ndigits)
+    k = round(_val(self))
+    even = k % 2 == 0                       # halves go to the even integer
+    return _to_int(self, k, not even, not even, k - 0.5, k + 0.5)
+
+
+def _reader(what, f):
+    def read(self, *args):
+        _read(self, what)
+        _read_all(args, what)
+        return f(_val(self), *[_val(a) if isinstance(a, float) else a for a in args])
+    return read
+
+
+def _text(name):
+    base = getattr(float, name)
+
+    def text(self, *args):
+        """str(), repr(), format() of a Sym: its value as text, a read outside fmu_mb (a
+        number parsed back from it would carry no trace)."""
+        if _tape is not None:
+            fn, line, inside = _user_frame(1)
+            if not inside:
+                _tape.reads.append((self.node, f"{name.strip('_')}() (the value as text) at "
+                                               f"{fn.rsplit('/', 1)[-1]}:{line}"))
+        return base(float.__float__(self), *args)
+    return text
+
+
+Sym.__float__ = _float
+Sym.__str__ = _text("__str__")
+Sym.__repr__ = _text("__repr__")
+Sym.__format__ = _text("__format__")
+Sym.__int__ = _trunc
+Sym.__trunc__ = _trunc
+Sym.__floor__ = _floor
+Sym.__ceil__ = _ceil
+Sym.__round__ = _round
+for _n in ("mod", "rmod", "floordiv", "rfloordiv", "divmod", "rdivmod"):
+    setattr(Sym, f"__{_n}__", _reader(f"the operator {_n}", getattr(float, f"__{_n}__")))
+Sym.is_integer = _reader("is_integer()", float.is_integer)
+Sym.as_integer_ratio = _reader("as_integer_ratio()", float.as_integer_ratio)
+Sym.hex = _reader("hex()", float.hex)
+Sym.real = property(lambda self: self)
+Sym.imag = property(lambda self: 0.0)
+Sym.conjugate = lambda self: self
+
+
+def _sign(x):
+    if _guard("gt", x, 0.0):
+        return 1.0
+    if _guard("lt", x, 0.0):
+        return -1.0
+    if _guard("eq", x, 0.0):
+        return 0.0
+    return _val(x)                           # NaN (not reached: parameters are finite)
+
+
+def _maximum(a, b):
+    """numpy's maximum/fmax of finite numbers: a when a >= b, else b."""
+    return a if _guard("ge", a, b) else b
+
+
+def _minimum(a, b):
+    return a if _guard("le", a, b) else b
+
+
+def _copysign(a, b):
+    neg = _guard("lt", b, 0.0) or (_guard("eq", b, 0.0) and math.copysign(1.0, _val(b)) < 0)
+    m = abs(a) if isinstance(a, Sym) else math.fabs(a)
+    return -m if neg else m
+
+
+def _signbit(x):
+    return bool(_guard("lt", x, 0.0) or (_guard("eq", x, 0.0)
+                                         and math.copysign(1.0, _val(x)) < 0))
+
+
+def _np_isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """numpy.isclose of scalars: |a - b| <= atol + rtol |b| or a == b (b finite: mbp_run
+    checks every number finite)."""
+    if not (_scalar(a) and _scalar(b) and _scalar(rtol) and _scalar(atol)):
+        return NotImplemented
+    if _guard("le", abs(a - b), atol + rtol * abs(b)):
+        return np.True_
+    return np.bool_(_guard("eq", a, b))
+
+
+def _math_isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
+    """math.isclose as CPython computes it: a == b, or |b - a| <= |rel_tol b|, or
+    <= |rel_tol a|, or <= abs_tol (the guard: the widest clause that holds, or all of them
+    failing)."""
+    d = abs(b - a)
+    bounds = [abs(rel_tol * b), abs(rel_tol * a), abs_tol]
+    held = [x for x in bounds if _val(d) <= _val(x)]
+    if held:        # one clause that holds suffices: the widest (the largest bound)
+        _guard("le", d, max(held, key=_val))
+        return True
+    for x in bounds:
+        _guard("le", d, x)
+    return _guard("eq", a, b)
+
+
+_UDISCRETE = {np.sign: _sign, np.maximum: _maximum, np.fmax: _maximum, np.minimum: _minimum,
+              np.fmin: _minimum, np.floor: lambda x: float(_floor(x)),
+              np.ceil: lambda x: float(_ceil(x)), np.trunc: lambda x: float(_trunc(x)),
+              np.rint: lambda x: float(_round(x)), np.copysign: _copysign,
+              np.signbit: _signbit, np.square: lambda x: x * x,
+              np.reciprocal: lambda x: 1.0 / x, np.positive: lambda x: x,
+              np.deg2rad: lambda x: x * (math.pi / 180.0),
+              np.radians: lambda x: x * (math.pi / 180.0),
+              np.rad2deg: lambda x: x * (180.0 / math.pi),
+              np.degrees: lambda x: x * (180.0 / math.pi),
+              # every number of the program is finite (mbp_run refuses others)
+              np.isfinite: lambda x: np.True_, np.isnan: lambda x: np.False_,
+              np.isinf: lambda x: np.False_}
+
+
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    if method == "__call__" and not kwargs and all(_scalar(a) for a in inputs):
+    scalar = all(_scalar(a) for a in inputs)
+    if method == "__call__" and not kwargs and scalar:
         if ufunc in _UFUNCS and _FN.get(_UFUNCS[ufunc]) is not None:
             r = _apply(_UFUNCS[ufunc], *inputs, py=ufunc)
             if r is not NotImplemented:
                 return r
         if ufunc in _UCMP and len(inputs) == 2:
-            return _cmp(_UCMP[ufunc])(*inputs) if isinstance(inputs[0], Sym) else \
-                _cmp({"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq",
-                      "ne": "ne"}[_UCMP[ufunc]])(inputs[1], inputs[0])
-    if (_deep and method == "__call__" and not kwargs and ufunc in _UFUNCS
+            return np.bool_(_guard(_UCMP[ufunc], *inputs))
+        f = _UDISCRETE.get(ufunc)
+        if f is not None:
+            r = f(*inputs)
+            return np.float64(r) if type(r) is float else r
+    if (_deep and method == "__call__" and not kwargs
             and all(_scalar(a) or isinstance(a, (np.ndarray, list, tuple)) for a in inputs)):
-        # a Sym with arrays: object arrays, whose elements' operators trace
+        # a Sym with arrays: object arrays, whose elements' operators, comparisons and
+        # methods (__floor__...) trace or record
         r = ufunc(*[_obj(a) for a in inputs])
         return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
-    plain = [np.asarray(a, dtype=float) if isinstance(a, Sym) else a for a in inputs]
-    return getattr(ufunc, method)(*plain, **kwargs)    # untraced: a plain number or array
+    _read_all(inputs, f"numpy.{ufunc.__name__}")
+    plain = [np.asarray(_val(a)) if isinstance(a, Sym) else a for a in inputs]
+    return getattr(ufunc, method)(*plain, **kwargs)
+
+
+def _np_clip(a, a_min=None, a_max=None, *args, **kwargs):
+    if args or kwargs or not all(x is None or _scalar(x) for x in (a, a_min, a_max)):
+        return NotImplemented
+    if a_min is not None:
+        a = _maximum(a, a_min)
+    if a_max is not None:
+        a = _minimum(a, a_max)
+    return a
+
+
+def _np_where(cond, *xy):
+    if len(xy) != 2 or not all(_scalar(v) or isinstance(v, (bool, np.bool_))
+                               for v in (cond, *xy)):
+        return NotImplemented
+    return xy[0] if bool(cond) else xy[1]
+
+
+def _np_around(a, decimals=0, out=None):
+    if decimals != 0 or out is not None or not _scalar(a):
+        return NotImplemented
+    return float(_round(a))
+
+
+def _np_allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if not (_scalar(a) and _scalar(b)):
+        return NotImplemented
+    return bool(_np_isclose(a, b, rtol, atol))
+
+
+_AFUNCS = {np.isclose: _np_isclose, np.allclose: _np_allclose, np.clip: _np_clip,
+           np.where: _np_where, np.around: _np_around, np.round: _np_around}
+
+
+def _has_sym_arg(args):
+    return any(isinstance(a, Sym) or (isinstance(a, (list, tuple)) and _has_sym_arg(a))
+               for a in args)
+
+
+def _array_function(self, func, types, args, kwargs):
+    f = _AFUNCS.get(func)
+    if f is not None:
+        r = f(*args, **kwargs)
+        if r is not NotImplemented:
+            return r
+    impl = getattr(func, "_implementation", None)
+    if _deep and impl is not None:
+        # the Syms as 0-d object arrays: numpy's code then works on their operators
+        def conv(v):
+            return _obj(v) if isinstance(v, Sym) else v
+        r = impl(*[conv(a) for a in args], **{k: conv(v) for k, v in kwargs.items()})
+        return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 and r.dtype == object \
+            else r
+    what = f"numpy.{getattr(func, '__name__', 'function')}"
+    _read_all(list(args) + list(kwargs.values()), what)
+
+    def plain(v):
+        return _val(v) if isinstance(v, Sym) else v
+    return (impl or func)(*[plain(a) for a in args],
+                          **{k: plain(v) for k, v in kwargs.items()})
 
 
 Sym.__array_ufunc__ = _array_ufunc
+Sym.__array_function__ = _array_function
 
 
 class _TracedMath:
@@ -318,7 +667,7 @@ class _TracedMath:
 
     def __getattr__(self, name):
         fn = self._MAP.get(name)
-        orig = getattr(math, name)
+        orig = _MATH_ORIG.get(name) or getattr(math, name)
         if fn is None:
             if name == "log":
                 return self._log
@@ -330,7 +679,7 @@ class _TracedMath:
             if name == "pow":
                 return lambda a, b: (_pow_traced(a, b) if isinstance(a, Sym) or
                                      isinstance(b, Sym) else orig(a, b))
-            return orig
+            return getattr(math, name)      # (while tracing: a guard or a read)
 
         def traced(*args):
             if any(isinstance(a, Sym) for a in args):
@@ -343,20 +692,55 @@ class _TracedMath:
     @staticmethod
     def _log(x, base=None):
         if base is None:
-            return _apply("log", x) if isinstance(x, Sym) else math.log(x)
+            return _apply("log", x) if isinstance(x, Sym) else _MATH_ORIG["log"](x)
         if isinstance(x, Sym) or isinstance(base, Sym):
             return _apply("div", _TracedMath._log(x), _TracedMath._log(base))
-        return math.log(x, base)
+        return _MATH_ORIG["log"](x, base)
 
     @staticmethod
     def _hypot(*args):
         if len(args) == 2 and any(isinstance(a, Sym) for a in args):
             return _apply("hypot", *args)
-        return math.hypot(*[float(a) for a in args])
+        _read_all(args, "math.hypot")
+        return _MATH_ORIG["hypot"](*[_val(a) for a in args])
 
 
 def _pow_traced(a, b):
     return _apply("pow", a, b, py=math.pow)
+
+
+_MATH_GUARDED = {"isclose": _math_isclose, "copysign": _copysign,
+                 # every number of the program is finite (mbp_run refuses others)
+                 "isfinite": lambda x: True, "isnan": lambda x: False,
+                 "isinf": lambda x: False}
+_MATH_OWN = ("floor", "ceil", "trunc", "prod")   # Sym's __floor__...; products: __mul__
+
+
+def _math_function(name, orig, tid):
+    """math.<name> while a trace runs (in every module): traced (sqrt, sin...), a guard
+    (isclose, copysign...) or a read (fsum, fmod, erf...) when a Sym is among the arguments
+    in the tracing thread; orig itself otherwise."""
+    def f(*args, **kwargs):
+        if (_tape is None or threading.get_ident() != tid
+                or not _has_sym_arg(list(args) + list(kwargs.values()))):
+            return orig(*args, **kwargs)
+        if name in _TracedMath._MAP or name in ("log", "hypot", "radians", "degrees",
+                                                "pow"):
+            return getattr(_TracedMath(), name)(*args, **kwargs)
+        g = _MATH_GUARDED.get(name)
+        if g is not None:
+            return g(*args, **kwargs)
+        if name in _MATH_OWN:
+            return orig(*args, **kwargs)
+        _read_all(list(args) + list(kwargs.values()), f"math.{name}")
+        return orig(*[_val(a) if isinstance(a, Sym) else a for a in args],
+                    **{k: _val(v) if isinstance(v, Sym) else v for k, v in kwargs.items()})
+    f.orig = orig
+    return f
+
+
+_MATH_ORIG = {n: getattr(math, n) for n in dir(math)
+              if not n.startswith("_") and callable(getattr(math, n))}
 
 
 def _has_sym(x, depth=0):
@@ -583,15 +967,33 @@ class _tracing:
             return value
         self.cls.param = param
         # the builder's own checks (mass >= 0, length > 0...) become guards on a parameter
-        self.numbers = [(vars(mod), key) for mod, key in ((_builder, "_number"),
-                                                          (_sbuilder, "number"))
-                        if callable(vars(mod).get(key))]
-        for g, key in self.numbers:
-            g[key] = _traced_number(g[key])
+        self.numbers = [(vars(mod), key, wrap) for mod, key, wrap in (
+            (_builder, "_number", _traced_number), (_sbuilder, "number", _traced_number),
+            (_builder, "_restitution", _traced_restitution),
+            (_sbuilder, "_restitution", _traced_restitution),
+            (_sbuilder, "inertia_tensor", _traced_inertia)) if callable(vars(mod).get(key))]
+        for g, key, wrap in self.numbers:
+            g[key] = wrap(g[key])
+        # the builder's checks between two numbers (min_length < max_length...)
+        self.methods = [(k, self.cls.__dict__[k]) for k in ("cylinder", "joint_limit")
+                        if k in self.cls.__dict__]
+        for k, f in self.methods:
+            setattr(self.cls, k, {"cylinder": _traced_cylinder,
+                                  "joint_limit": _traced_joint_limit}[k](f, tid))
         self.globs = [g for g in (getattr(self.build, "__globals__", None), vars(_units))
                       if g is not None and g.get("math") is math]
         for g in self.globs:
             g["math"] = _TracedMath()
+        # math's functions in every module (and those the model file imported by name):
+        # traced, a guard or a read when given a Sym (in this thread only)
+        self.maths = {n: _math_function(n, f, tid) for n, f in _MATH_ORIG.items()}
+        for n, f in self.maths.items():
+            setattr(math, n, f)
+        by_id = {id(f): n for n, f in _MATH_ORIG.items()}
+        self.named = [(g, k, v) for g in _user_globals(self.build) for k, v in list(g.items())
+                      if id(v) in by_id and _MATH_ORIG[by_id[id(v)]] is v]
+        for g, k, v in self.named:
+            g[k] = self.maths[by_id[id(v)]]
         _deep = self.deep
         self.nps, self.cardans, self.geometry = [], [], None
         if self.deep:
@@ -611,10 +1013,16 @@ class _tracing:
     def __exit__(self, *exc):
         global _tape, _deep
         self.cls.param = self.orig
-        for g, key in self.numbers:
+        for g, key, _ in self.numbers:
             g[key] = g[key].orig
+        for k, f in self.methods:
+            setattr(self.cls, k, f)
         for g in self.globs:
             g["math"] = math
+        for n, f in _MATH_ORIG.items():
+            setattr(math, n, f)
+        for g, k, v in self.named:
+            g[k] = v
         for g, k in self.nps:
             g[k] = np
         for g, k, v, t in self.cardans:
@@ -627,6 +1035,29 @@ class _tracing:
 
 
 _LOCK = threading.RLock()      # one trace at a time (they patch shared modules)
+
+
+def _user_globals(build):
+    """The namespaces of the model file and of the user's modules it may call (every loaded
+    module outside the standard library, site-packages, numpy and fmu_mb): where math's
+    functions imported by name (from math import isclose) are replaced while tracing."""
+    import sys
+    import sysconfig
+    paths = sysconfig.get_paths()
+    skip = tuple(p for p in {paths.get("stdlib"), paths.get("platstdlib"), paths.get("purelib"),
+                             paths.get("platlib"), _NUMPY_DIR, _PACKAGE_DIR} if p)
+    out = []
+    g = getattr(build, "__globals__", None)
+    if g is not None:
+        out.append(g)
+    for mod in list(sys.modules.values()):
+        f = getattr(mod, "__file__", None)
+        if not f or f.startswith(skip) or "site-packages" in f or "dist-packages" in f:
+            continue
+        d = getattr(mod, "__dict__", None)
+        if isinstance(d, dict) and all(d is not x for x in out):
+            out.append(d)
+    return out
 
 
 def _on_syms(traced, orig):
@@ -649,15 +1080,81 @@ def _in_thread(tid, traced, orig):
 
 
 def _traced_number(orig):
+    """validation.number whose checks on a Sym are guards carrying the builder's message."""
     def number(where, arg, value, positive=False, nonneg=False):
-        if isinstance(value, Sym) and math.isfinite(value):
+        if isinstance(value, Sym) and math.isfinite(_val(value)):
             if positive:
-                bool(value > 0.0)       # recorded as guards (the value passed these checks)
+                _guard("gt", value, 0.0, f"{where}: {arg} must be > 0")
             if nonneg:
-                bool(value >= 0.0)
+                _guard("ge", value, 0.0, f"{where}: {arg} must be >= 0")
         return orig(where, arg, value, positive=positive, nonneg=nonneg)
     number.orig = orig
     return number
+
+
+def _traced_restitution(orig):
+    def restitution(where, value):
+        if isinstance(value, Sym):
+            message = f"{where}: restitution must be in [0, 1]"
+            _guard("ge", value, 0.0, message)
+            _guard("le", value, 1.0, message)
+        return orig(where, value)
+    restitution.orig = orig
+    return restitution
+
+
+def _traced_inertia(orig):
+    """spatial inertia_tensor: for principal moments (Ixx, Iyy, Izz) holding a Sym, its
+    checks (each >= -tol, each sum of two >= the third - tol, tol = 1e-12 max(1, max))
+    recorded as guards with its message (a full matrix: its eigenvalues are not traced; the
+    verification's sets stand for them)."""
+    def inertia_tensor(where, inertia):
+        w = list(inertia) if isinstance(inertia, (list, tuple, np.ndarray)) else None
+        if (w is not None and len(w) == 3 and all(_scalar(v) for v in w)
+                and any(isinstance(v, Sym) for v in w)
+                and all(math.isfinite(_val(v)) for v in w)):
+            message = (f"{where}: the inertia matrix must be positive semi-definite and "
+                       f"satisfy the triangle inequality of principal moments")
+            top = _maximum(_maximum(_maximum(1.0, w[0]), w[1]), w[2])
+            tol = 1e-12 * top
+            for v in w:
+                _guard("ge", v, -tol, message)
+            for i, j, k in ((0, 1, 2), (1, 2, 0), (0, 2, 1)):
+                _guard("ge", w[i] + w[j], w[k] - tol, message)
+        return orig(where, inertia)
+    inertia_tensor.orig = orig
+    return inertia_tensor
+
+
+def _pair_checks(where, pairs):
+    """Guards `a < b` with the builder's message for each (a, b, message) holding a Sym."""
+    for a, b, text in pairs:
+        if a is not None and b is not None and _scalar(a) and _scalar(b) and \
+                (isinstance(a, Sym) or isinstance(b, Sym)):
+            _guard("lt", a, b, f"{where}: {text}")
+
+
+def _traced_cylinder(orig, tid):
+    def cylinder(mb, name, a, b, *args, min_length=None, max_length=None, piston_area=None,
+                 rod_area=None, **kwargs):
+        if threading.get_ident() == tid:
+            _pair_checks(f"cylinder '{name}'", (
+                (min_length, max_length, "expected min_length < max_length"),
+                (rod_area, piston_area, "rod_area (the annulus, piston area minus rod "
+                                        "cross-section) must be < piston_area")))
+        return orig(mb, name, a, b, *args, min_length=min_length, max_length=max_length,
+                    piston_area=piston_area, rod_area=rod_area, **kwargs)
+    cylinder.orig = orig
+    return cylinder
+
+
+def _traced_joint_limit(orig, tid):
+    def joint_limit(mb, name, joint, *args, lower=None, upper=None, **kwargs):
+        if threading.get_ident() == tid:
+            _pair_checks(f"joint_limit '{name}'", ((lower, upper, "expected lower < upper"),))
+        return orig(mb, name, joint, *args, lower=lower, upper=upper, **kwargs)
+    joint_limit.orig = orig
+    return joint_limit
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -672,6 +1169,16 @@ def _eval_nodes(nodes, params):
             out[i] = nd[1]
         else:
             out[i] = _FN[nd[0]](*[float(out[c]) for c in nd[1:]])
+    return out
+
+
+def _magnitudes(nodes, ev):
+    """Each node's largest |value| among itself and the nodes it is computed from (values
+    ev): the size of what its rounding errors are relative to."""
+    out = np.abs(np.asarray(ev, float))
+    for i, nd in enumerate(nodes):
+        if nd[0] not in ("p", "c"):
+            out[i] = max(out[i], *[out[c] for c in nd[1:]])
     return out
 
 
@@ -786,6 +1293,12 @@ def _header(code):
 
 def _fmt(x):
     return repr(float(x))
+
+
+def _string(text):
+    """A string in the code: its length, then its UTF-8 bytes."""
+    b = text.encode("utf-8")
+    return [len(b)] + list(b)
 
 
 def _who(names, blame, params):
@@ -929,6 +1442,25 @@ def _interpret(code, consts, params, data, model, names, reasons, pc, ntemp):
                     f"compiled model cannot follow; {_rebuild(model, names, blame, params)}")
             pc += 2
             continue
+        elif op == OP_CHECK:
+            end = _skip_str(code, pc + 2)
+            if end < 0:
+                raise _bad("CHECK's message runs past the end", pc)
+            if len(stack) < 2:
+                raise _bad("stack underflow", pc)
+            b, a = stack.pop(), stack.pop()
+            if arg < 0 or arg >= len(CMPS):
+                raise _bad("unknown comparison", pc)
+            cmp = CMPS[arg]
+            if not _CMP_FN[cmp](a, b):
+                k = blame[0] if blame else 0
+                text, _ = _read_str(code, pc + 2)
+                return k + 1, data, (
+                    f"{text} (parameter(s) {_who(names, blame, params)}: {_fmt(a)} "
+                    f"{_CMP_TEXT[cmp]} {_fmt(b)} does not hold); model file {model} refuses "
+                    f"these values")
+            pc = end
+            continue
         elif op == OP_FIXED:
             if len(stack) < 2:
                 raise _bad("stack underflow", pc)
@@ -1067,7 +1599,8 @@ def _ranges(p, rng, scale):
 
 def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=None,
                        model_file=None, n_probe=3, n_verify=3, n_wide=2,
-                       far=FAR, far_builds=FAR_BUILDS, seed=0, scale=0.1, derived=None):
+                       far=FAR, far_builds=FAR_BUILDS, n_combo=N_COMBO, seed=0, scale=0.1,
+                       derived=None):
     """Compile the map parameters -> model data of a model file.
 
     module_or_build: a model file's module (its build) or the build function itself;
@@ -1089,9 +1622,11 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     Probe and n_verify verification sets are drawn within +-scale (relative) of the build
     values, n_wide more within +-WIDE, all inside each parameter's [min, max] (a set that
     does not build, or takes another branch, is drawn again closer); then each parameter
-    alone at its value times each of `far` (in range, where it builds; in rounds by factor,
-    the parameters in table order, at most far_builds builds: the same checks, hence the
-    same program, on any machine). Returns a ParamProgram."""
+    alone over its declared range (_range_values: the ends, zero, -v, v times each of
+    `far`; in rounds, the parameters in table order, at most far_builds builds: the same
+    checks, hence the same program, on any machine) and n_combo sets of all of them drawn
+    over their ranges: the program must give build()'s data or refuse, and refuse where
+    build() does. Returns a ParamProgram."""
     build = _build_fn(module_or_build)
     base = dict(overrides or {})
     model = build(**base)
@@ -1136,7 +1671,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
             warnings.simplefilter("ignore", AssemblyWarning)
             prog = _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0,
                                  fixed, fixvals, mfile, rng, n_probe, n_verify, n_wide, far,
-                                 far_builds, scale, derived)
+                                 far_builds, scale, derived, n_combo)
         if prog is not None:
             prog.derive = derived[1] if derived is not None else None
             return prog
@@ -1206,20 +1741,54 @@ def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None)
     return None
 
 
-def _far_values(p, v, factors):
-    """Values of parameter p far from its build value v (v times each factor, or the
-    factors themselves when v is 0), inside [min, max], other than v."""
+def _bounds(p):
+    return (-math.inf if p.min is None else float(p.min),
+            math.inf if p.max is None else float(p.max))
+
+
+def _range_values(p, v, far=FAR):
+    """The values at which parameter p (build value v) is checked alone, most telling
+    first: the ends of its declared range (when finite), zero and -v (a sign change, when
+    the range holds them), then v times each of `far` (a log-spaced sweep) and -v times
+    its first two, inside the range (none at all when far is empty)."""
+    if not far:
+        return []
+    lo, hi = _bounds(p)
     out = []
-    for f in factors:
-        x = v * f if v != 0.0 else f
-        for y in ((x,) if v != 0.0 else (x, -x)):
-            if p.min is not None:
-                y = max(y, float(p.min))
-            if p.max is not None:
-                y = min(y, float(p.max))
-            if y != v and y not in out and math.isfinite(y):
-                out.append(y)
+
+    def add(y):
+        y = float(y)
+        if math.isfinite(y) and lo <= y <= hi and y != v and y not in out:
+            out.append(y)
+    add(lo)
+    add(hi)
+    add(0.0)
+    add(-v)
+    m = v if v != 0.0 else 1.0
+    if v == 0.0:
+        add(-1.0)
+        add(1.0)
+    for f in far:
+        add(m * f)
+    for f in far[:2]:
+        add(-m * f)
     return out
+
+
+def _range_draw(p, v, rng):
+    """A random value of parameter p over its declared range: uniform on a bounded range
+    (log-uniform when it spans more than two decades above 0), else |v| times 10^U(-2, 2),
+    negative at random when the range allows."""
+    lo, hi = _bounds(p)
+    if math.isfinite(lo) and math.isfinite(hi):
+        if lo > 0.0 and hi / lo > 100.0:
+            return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+        return float(rng.uniform(lo, hi))
+    m = abs(v) if v != 0.0 else 1.0
+    x = m * 10.0 ** rng.uniform(-2.0, 2.0)
+    if lo < 0.0 and (hi <= 0.0 or rng.uniform() < 0.3):
+        x = -x
+    return float(min(max(x, lo), hi))
 
 
 def _fix_structure(hits, live, base, data_of, D0, fixed):
@@ -1291,7 +1860,37 @@ def _match(tape, deps, P, Dm, slots):
             got = _affine(tape, E[:, cand], cand, Dm[:, s])
             if got is not None:
                 out[s] = got
+    left = [s for s in slots if s not in out]
+    if left:                        # rounding residues (a zero computed as 1e-18)
+        with np.errstate(all="ignore"):
+            M = np.array([_magnitudes(nodes[:len(e)], e) for e in E])[:, cand]
+        for s in left:
+            got = _residue(E[:, cand], M, Dm[:, s])
+            if got is not None:
+                kind, j = got
+                out[s] = tape.node(("neg", cand[j])) if kind == "neg" else cand[j]
     return out
+
+
+def _residue(V, M, d):
+    """("id" or "neg", column) of the expression that gives d in every row to VERIFY_RTOL
+    relative to the largest number it is computed from (M): a slot that is a difference of
+    nearly equal numbers (an offset that vanishes, computed by the builder in another order
+    as 1e-18) agrees with the expression to the rounding of those numbers. The closest in
+    the worst row (the first of equals: the same on any machine); None when none agrees."""
+    best = None
+    with np.errstate(all="ignore"):
+        for kind, W in (("id", V), ("neg", -V)):
+            err = np.abs(W - d[:, None])
+            ok = np.all(err <= VERIFY_RTOL * np.maximum(M, np.abs(d)[:, None]), axis=0)
+            ok &= np.any(M > 0.0, axis=0)
+            if not ok.any():
+                continue
+            worst = np.where(ok, np.max(err, axis=0), np.inf)
+            j = int(np.argmin(worst))
+            if best is None or worst[j] < best[0]:
+                best = (worst[j], kind, j)
+    return None if best is None else best[1:]
 
 
 def _affine(tape, V, cand, d):
@@ -1318,7 +1917,8 @@ def _affine(tape, V, cand, d):
 
 def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fixed, fixvals,
                   mfile,
-                  rng, n_probe, n_verify, n_wide, far, far_builds, scale, derived=None):
+                  rng, n_probe, n_verify, n_wide, far, far_builds, scale, derived=None,
+                  n_combo=N_COMBO):
     """One compilation with parameters `live` traced. Returns the ParamProgram, or None after
     declaring one or more of them fixed (in `fixed`), to be compiled again."""
     defaults = {n: bvals.get(n, fixvals.get(n, 0.0)) for n in names}
@@ -1340,7 +1940,18 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                         f"({type(error).__name__}: {error})")
         return None
     nodes, deps = tape.nodes, _deps(tape.nodes)
+    read = {}
+    for node, what in tape.reads:         # values read by operations the tape cannot hold
+        for k in sorted(deps[node]):
+            if names[k] in traced:
+                read.setdefault(names[k], what)
+    if read:
+        for n, what in read.items():
+            fixed[n] = (f"its value is read by {what}, which the parameter compiler cannot "
+                        f"follow (a branch or a number made there would go unchecked)")
+        return None
     guards = list(dict.fromkeys(g for g in tape.guards if deps[g[1]] | deps[g[2]]))
+    messages = tape.messages
 
     def guards_hold(vals):
         pv = _pvector(names, index, bvals, defaults, vals)
@@ -1423,8 +2034,10 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         emit = _Emitter(nodes, deps, mfile, names, roots=roots if cse else None)
         body, stored, too_deep = [], [], []
         for g in guards:
-            st = emit.statement(g[1], [OP_GUARD, CMPS.index(g[0] if g[3] else
-                                                           _NEG_CMP[g[0]])], extra=(g[2],))
+            cmp = CMPS.index(g[0] if g[3] else _NEG_CMP[g[0]])
+            text = messages.get(g, "")
+            tail = ([OP_CHECK, cmp] + _string(text)) if text else [OP_GUARD, cmp]
+            st = emit.statement(g[1], tail, extra=(g[2],))
             if st is None:
                 return emit, body, stored, g, too_deep
             body += st
@@ -1477,12 +2090,23 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         out[stored] = ev[store_nodes]
         return derived[1](out) if derived is not None else out
 
+    def rounding(pv):
+        """Per slot, what its rounding errors are relative to: the slot's size at the build
+        values, or the largest number its expression computes from at pv (a marker l1 + l2
+        - xc at l1 = 900 m: the difference of numbers near 900 carries their rounding)."""
+        with np.errstate(all="ignore"):
+            mag = _magnitudes(nodes, _eval_nodes(nodes, pv))
+        out = np.abs(D0)
+        out[stored] = np.maximum(out[stored], mag[store_nodes])
+        return out
+
     # the build values themselves: every guard holds, every slot is reproduced
     rc, out, msg = engine_data(bvec)
-    if rc != 0 or not np.all(_close(out, D0)):
+    if rc != 0 or not np.all(_close(out, D0, scale=rounding(bvec))):
         blame = {names[rc - 1]} if rc > 0 else set(live)
         if rc == 0:
-            return _fix_culprits(np.flatnonzero(~_close(out, D0)), live, pmap, bvals, rng,
+            return _fix_culprits(np.flatnonzero(~_close(out, D0, scale=rounding(bvec))),
+                                 live, pmap, bvals, rng,
                                  scale, build, base, data_of, D0, fixed, None,
                                  "is not reproduced at the build values")
         for n in blame:
@@ -1504,56 +2128,99 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         if rc != 0:    # a non-finite number where build() computed a finite one
             refused |= {names[rc - 1]} if rc > 0 else set(live)
             continue
-        bad |= set(np.flatnonzero(~_close(out, D)).tolist())
+        bad |= set(np.flatnonzero(~_close(out, D, scale=rounding(pv))).tolist())
     if refused:
         for n in refused:
             fixed[n] = ("the compiled program refuses values that build() accepts")
         return None
-    # far values, one parameter at a time (x10, x0.1, x100, x0.01, in rounds): a branch
-    # that build() takes on a plain float far from the defaults (a maximum over the masses
-    # switching...) shows here. A parameter whose far build fails is not tried further; the
-    # builds are probes (fmu_mb.mechanics.assembly.probing: a loop that cannot close fails
-    # without random restarts or a diagnosis), at most far_builds of them in this fixed
-    # order: what is checked, hence the program, is the same on any machine
-    far_bad, dead, builds = {}, set(), 0
-    for f in far:
+    # the declared ranges: each parameter alone at the ends of its range, zero, its
+    # negative, a log-spaced sweep (in rounds over the parameters, at most far_builds
+    # builds), then n_combo sets of all of them drawn over their ranges. At each set the
+    # program must give build()'s data, or refuse (a guard, a non-finite number); where
+    # build() refuses (ModelError...), the program must refuse too. The builds are probes
+    # (fmu_mb.mechanics.assembly.probing: a loop that cannot close fails without random
+    # restarts); a set whose assembly fails is not compared (the engine's own assembly
+    # runs at initialisation). A count, not a time: the same checks, hence the same
+    # program, on any machine.
+    far_bad, holes, builds = {}, {}, 0
+
+    def check(vals):
+        """None when the program gives build()'s data at vals or refuses them; else
+        ("hole", message): build() refuses and the program does not; ("bad", slots): the
+        data differ; ("structure", None): the data's structure changes."""
+        pv = _pvector(names, index, bvals, defaults, vals)
+        try:
+            with probing():      # (the parameters moved: by name)
+                D = np.asarray(data_of({**base, **{n: vals[n] for n in live
+                                                   if vals[n] != bvals[n]}}), float).ravel()
+        except StructureChanged:
+            return "structure", None
+        except _NOT_COMPARED:
+            return None
+        except Exception as exc:   # noqa: BLE001 - build() refuses these values
+            if guards_hold(vals):
+                rc, _, _ = engine_data(pv)
+                if rc == 0:
+                    return "hole", f"{type(exc).__name__}: {exc}"
+            return None
+        verdict = same_layout(vals, D)
+        if verdict == "layout":
+            return "structure", None
+        if verdict != "ok":
+            return None            # a guard refuses these values
+        if np.all(_close(expressions(pv), D, scale=D0)):
+            return None            # (the emitted code computes these nodes, op for op)
+        rc, out, msg = engine_data(pv)
+        if rc != 0:
+            return None            # refused (a non-finite number)
+        wrong = np.flatnonzero(~_close(out, D, scale=rounding(pv)))
+        return ("bad", wrong) if len(wrong) else None
+
+    sweeps = {n: _range_values(pmap[n], bvals[n], far) for n in live}
+    for r in range(max((len(v) for v in sweeps.values()), default=0)):
         for n in live:
-            if n in dead or n in far_bad:
+            if r >= len(sweeps[n]) or n in far_bad or n in holes or builds >= far_builds:
                 continue
-            for v in _far_values(pmap[n], bvals[n], (f,)):
-                if builds >= far_builds:
-                    break
-                builds += 1
-                vals = {**bvals, n: v}
-                try:
-                    with probing():      # a failure is cheap (no random restarts)
-                        D = np.asarray(data_of({**base, n: v}), float).ravel()
-                except StructureChanged:
-                    return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
-                                          base, data_of, D0, fixed)
-                except Exception:  # noqa: BLE001 - does not build there: nothing to match
-                    dead.add(n)
-                    break
-                verdict = same_layout(vals, D)
-                if verdict == "layout":
-                    return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
-                                          base, data_of, D0, fixed)
-                if verdict != "ok":
-                    continue
-                pv = _pvector(names, index, bvals, defaults, vals)
-                if np.all(_close(expressions(pv), D, scale=D0)):
-                    continue       # (the emitted code computes these nodes, op for op)
-                rc, out, msg = engine_data(pv)
-                wrong = (np.flatnonzero(~_close(out, D, scale=D0)) if rc == 0
-                         else np.zeros(0, int))
-                if rc != 0 or len(wrong):
-                    far_bad[n] = (v, _describe(fixed, int(wrong[0])) if len(wrong) else msg)
-                    break
-    if far_bad:
+            builds += 1
+            v = sweeps[n][r]
+            vals = {**bvals, n: v}
+            got = check(vals)
+            if got is None:
+                continue
+            kind, what = got
+            if kind == "structure":
+                return _fix_structure([{**{m: bvals[m] for m in live}, n: v}], live,
+                                      base, data_of, D0, fixed)
+            if kind == "hole":
+                holes[n] = (v, what)
+            else:
+                far_bad[n] = (v, _describe(fixed, int(what[0])))
+    if not far_bad and not holes and far:
+        for _ in range(n_combo):
+            vals = {**bvals, **{n: _range_draw(pmap[n], bvals[n], rng) for n in live}}
+            got = check(vals)
+            if got is None:
+                continue
+            kind, what = got
+            if kind == "structure":
+                return _fix_structure([{m: vals[m] for m in live}], live, base, data_of,
+                                      D0, fixed)
+            if kind == "bad":
+                bad |= set(int(x) for x in what)
+                continue
+            # build() refuses the set and the program does not: whoever does so alone
+            alone = [n for n in live if vals[n] != bvals[n]
+                     and check({**bvals, n: vals[n]}) not in (None,)]
+            for n in alone or [n for n in live if vals[n] != bvals[n]]:
+                holes[n] = (vals[n], what if alone else f"jointly with the others: {what}")
+    if far_bad or holes:
         for n, (v, where) in far_bad.items():
             fixed[n] = (f"at {n}={v!r} the model data ({where}) differ from the compiled "
                         f"expression: build() takes a branch on it that the parameter "
                         f"compiler does not see")
+        for n, (v, what) in holes.items():
+            fixed.setdefault(n, f"build() refuses {n}={v!r} ({what}) by a check that the "
+                                f"parameter compiler does not see")
         return None
     if bad:
         return _fix_culprits(sorted(bad), live, pmap, bvals, rng, scale, build, base,

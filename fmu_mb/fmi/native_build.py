@@ -124,6 +124,26 @@ def native_reason(model):
     return why
 
 
+def native_start_reason(model, start=0.0):
+    """None when the compiled engine starts `model` as the native FMU's
+    fmi2ExitInitializationMode does at the default solver settings and inputs 0 (the
+    initial state, the outputs there, a trial step of 1e-6 s), else why not (its message):
+    the default build then makes the Python FMU."""
+    from ..dynamics.integrate import Settings
+    from ..engine.engine import Engine
+
+    try:
+        engine = Engine(model)
+        engine.set_settings(Settings())
+        engine.initialize(float(start))
+        u = [0.0] * engine.n_inputs
+        engine.outputs(u)
+        engine.do_step(1e-6, u)
+    except FmuMbError as exc:
+        return str(exc)
+    return None
+
+
 # ---------------------------------------------------------------------- the build
 def build_native_fmu(model_file, out_dir, overrides=None):
     """Build one model file into out_dir/<model name>.fmu (native) and return its path.
@@ -198,6 +218,16 @@ def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=N
         raise ModelError(f"model file {str(model_file)!r} does not exist")
     if kind == "python":
         return build_fmu(model_file, out_dir, overrides, standalone), "python", "--python"
+    if kind is None:              # the kind that can start the model: tried here
+        module = load_module(Path(model_file))
+        model = call_build(module, Path(model_file), **dict(overrides or {}))
+        if native_reason(model) is None:
+            experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
+            why = native_start_reason(model, experiment.get("start_time", 0.0))
+            if why is not None:
+                return (build_fmu(model_file, out_dir, overrides, standalone), "python",
+                        f"the compiled engine cannot start the model ({why}); the Python "
+                        f"FMU can: the host needs Python, see the README's FMU kinds")
     try:
         path = build_native_fmu(model_file, out_dir, overrides)
     except NativeUnavailable as exc:

@@ -16,6 +16,8 @@
  *   SET k            temps[k] = top (it stays on the stack)   (k < ntemp)
  *   GET k            push temps[k] (written by a SET before)
  *   GUARD c          pop b, pop a; the test a c b must hold (c: lt le gt ge eq ne)
+ *   CHECK c, string  the same for a check of the model's builder; its message when it fails
+ *                    is the string (the message build() gives)
  *   FIXED 0          pop b, pop a; a == b must hold (a fixed parameter keeps its built value)
  *   END
  * A subexpression used more than once is computed once, kept by SET and pushed again by GET
@@ -33,11 +35,11 @@
 #include <string.h>
 
 #define MBP_MAGIC 0x3150424D
-#define MBP_VERSION 2
+#define MBP_VERSION 3
 #define MBP_STACK 64
 
 enum { OP_END, OP_BEGIN, OP_PARAM, OP_CONST, OP_UNARY, OP_BINARY, OP_STORE, OP_GUARD,
-       OP_FIXED, OP_SET, OP_GET };
+       OP_FIXED, OP_SET, OP_GET, OP_CHECK };
 enum { U_NEG, U_SQRT, U_SIN, U_COS, U_TAN, U_ASIN, U_ACOS, U_ATAN, U_EXP, U_LOG, U_LOG10,
        U_SINH, U_COSH, U_TANH, U_FABS, U_EXPM1, U_LOG1P, U_LOG2, U_ASINH, U_ACOSH, U_ATANH,
        U_CBRT, U_COUNT };
@@ -316,6 +318,41 @@ static int run(const MbpProgram *prog, const Header *hp, int pc, const double *p
                 return nblame ? blame[0] + 1 : 1;
             }
             pc += 2;
+            continue;
+        }
+        case OP_CHECK: {
+            double a, b;
+            int ok, end = skip_string(code, prog->ncode, pc + 2);
+            if (end < 0)
+                return fail(err, errlen, "CHECK's message runs past the end", pc);
+            if (sp < 2)
+                return fail(err, errlen, "stack underflow", pc);
+            b = stack[--sp];
+            a = stack[--sp];
+            switch (arg) {
+            case C_LT: ok = a < b; break;
+            case C_LE: ok = a <= b; break;
+            case C_GT: ok = a > b; break;
+            case C_GE: ok = a >= b; break;
+            case C_EQ: ok = a == b; break;
+            case C_NE: ok = a != b; break;
+            default: return fail(err, errlen, "unknown comparison", pc);
+            }
+            if (!ok) {
+                say(err, errlen, "");
+                add_string(err, errlen, code, pc + 2);
+                add(err, errlen, " (parameter(s) ");
+                add_who(err, errlen, &h, blame, nblame, params, "", ", ");
+                add(err, errlen, ": ");
+                add_number(err, errlen, a);
+                add(err, errlen, " %s ", CMP_TEXT[arg]);
+                add_number(err, errlen, b);
+                add(err, errlen, " does not hold); model file ");
+                add_string(err, errlen, code, h.model);
+                add(err, errlen, " refuses these values");
+                return nblame ? blame[0] + 1 : 1;
+            }
+            pc = end;
             continue;
         }
         case OP_FIXED: {

@@ -8,7 +8,8 @@
  * Python FMU.
  *
  * The program is a flat int code with a table of double constants (layout: params.c, format
- * version 2: a subexpression used more than once is kept in a temporary); it reads
+ * version 3: a subexpression used more than once is kept in a temporary; a check of the
+ * builder carries its message); it reads
  * params[0 .. np-1] and writes data[0 .. ndata-1] (the blob's one array of doubles).
  */
 #ifndef FMU_MB_PARAMS_H
