@@ -39,6 +39,7 @@ def build(**overrides):
 # every call timed (CPU time)
 PRELUDE = textwrap.dedent('''
     import ctypes, json, sys, time
+    from pathlib import Path
     import numpy as np
     from fmpy import extract, read_model_description
     from fmpy.fmi1 import FMICallException
@@ -295,3 +296,75 @@ def test_python_fmu_calls_return_within_seconds(session_fmus):
             status, seconds, msgs = out[key]
             assert seconds < 8.0
             assert status == 0 or "budget" in msgs[-1][1], msgs
+
+
+# ---------------------------------------------------------------- item 8: host misuse
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_native_fronts_refuse_junk_instance_pointers(session_fmus, fmi):
+    """A pointer that is no instance (0x1234, readable memory that holds no instance, a freed
+    instance) is refused with Error, never dereferenced blindly (def1338: a segfault)."""
+    fmu = session_fmus(MODELS / "double_pendulum.py", fmi=fmi)
+    out = _run(fmu, f"""
+        fmi = {fmi}
+        f = fmu2() if fmi == 2 else fmu3()
+        lib = f.dll
+        D, P = ctypes.c_double, ctypes.c_void_p
+        zeros = ctypes.create_string_buffer(4096)
+        freed = (fmu2("gone") if fmi == 2 else fmu3("gone")).component
+        (lib.fmi2FreeInstance if fmi == 2 else lib.fmi3FreeInstance)(P(freed))
+        results = []
+        for junk in (0x1234, ctypes.addressof(zeros), freed, 0xdeadbeef0):
+            if fmi == 2:
+                results.append(lib.fmi2DoStep(P(junk), D(0.0), D(0.01), 1))
+                results.append(lib.fmi2Terminate(P(junk)))
+                lib.fmi2FreeInstance(P(junk))
+            else:
+                b = ctypes.c_bool()
+                results.append(lib.fmi3DoStep(P(junk), D(0.0), D(0.01), ctypes.c_bool(True),
+                                              ctypes.byref(b), ctypes.byref(b),
+                                              ctypes.byref(b), ctypes.byref(D())))
+                results.append(lib.fmi3Terminate(P(junk)))
+                lib.fmi3FreeInstance(P(junk))
+        out["results"] = results
+        setup(f, fmi=fmi)                     # the live instance is untouched
+        f.exitInitializationMode()
+        out["step"] = call(f, "doStep", 0.0, 0.01)[0]
+    """)
+    assert out["results"] == [3] * 8 and out["step"] == 0
+
+
+def test_python_fmu_refuses_null_category_empty_name_and_states_of_freed_instances(
+        session_fmus):
+    """As the native FMU: fmi2SetDebugLogging with a NULL category, fmi2Instantiate with an
+    empty name and fmi2SetFMUstate with a state made by an instance freed since are refused
+    (def1338: accepted)."""
+    fmu = session_fmus(MODELS / "double_pendulum.py", kind="python")
+    out = _run(fmu, """
+        f = fmu2("a")
+        lib = f.dll
+        cats = (ctypes.c_char_p * 2)(b"logStatusError", None)
+        n = len(messages)
+        out["null category"] = [lib.fmi2SetDebugLogging(f.component, 1, 2, cats),
+                                messages[n:]]
+        lib.fmi2Instantiate.restype = ctypes.c_void_p
+        out["empty name"] = lib.fmi2Instantiate(b"", 1, md.guid.encode(),
+                                                 (Path(d) / "resources").as_uri().encode(),
+                                                 ctypes.byref(f._cb), 0, 0)
+        setup(f)
+        f.exitInitializationMode()
+        state = f.getFMUstate()
+        g = fmu2("b")
+        setup(g)
+        g.exitInitializationMode()
+        out["live owner"] = call(g, "setFMUstate", state)[0]
+        f.freeInstance()
+        out["freed owner"] = call(g, "setFMUstate", state)
+        out["step"] = call(g, "doStep", 0.0, 0.01)[0]
+    """)
+    st, msgs = out["null category"]
+    assert st == 3 and "category 1 is NULL" in msgs[-1][1]
+    assert out["empty name"] is None
+    assert out["live owner"] == 0
+    st, _, msgs = out["freed owner"]
+    assert st == 3 and "not" in msgs[-1][1]
+    assert out["step"] == 0
