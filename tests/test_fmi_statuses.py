@@ -368,3 +368,21 @@ def test_python_fmu_refuses_null_category_empty_name_and_states_of_freed_instanc
     st, _, msgs = out["freed owner"]
     assert st == 3 and "not" in msgs[-1][1]
     assert out["step"] == 0
+
+
+def test_a_mass_whose_products_overflow_is_refused_at_initialisation(session_fmus):
+    """tie_rod_mass = 1e300 (def1338: accepted, then every step Discarded): refused by
+    fmi2ExitInitializationMode with a message naming the parameter; a sane value then works."""
+    fmu = session_fmus(MODELS / "double_wishbone.py")
+    out = _run(fmu, """
+        f = fmu2()
+        setup(f, tie_rod_mass=1e300)
+        out["init"] = call(f, "exitInitializationMode")
+        f.setReal([vr["tie_rod_mass"]], [6.0])
+        out["again"] = call(f, "exitInitializationMode")[0]
+        out["step"] = call(f, "doStep", 0.0, 0.01)[0]
+    """)
+    status, _, msgs = out["init"]
+    assert status == 3 and "tie_rod_mass = 1e+300" in msgs[-1][1]
+    assert "mass of 1e+300" in msgs[-1][1]
+    assert out["again"] == 0 and out["step"] == 0

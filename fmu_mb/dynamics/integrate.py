@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import InputError, IntegrationError
+from ..errors import InputError, IntegrationError, plain
 from .formulations import candidates, get_formulation
 from .implicit import DAE_FORMS, IMPLICIT_METHODS, advance_implicit
 from .state import State
@@ -105,12 +105,12 @@ class Settings:
                      "contact_velocity", "event_tol", "newton_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
-                raise InputError(f"solver setting '{name}' must be a number > 0, received {v!r}")
+                raise InputError(f"solver setting '{name}' must be a number > 0, received {plain(v)}")
         for name in ("contact_tol", "contact_velocity", "event_tol"):
             v = getattr(self, name)
             if not math.isfinite(v):           # (the engine refuses them alike)
                 raise InputError(f"solver setting '{name}' must be a finite number > 0, "
-                                 f"received {v!r}")
+                                 f"received {plain(v)}")
 
     def formulation_for(self, model):
         """The formulation that runs `model` with these settings (what "auto" picks)."""
@@ -229,7 +229,7 @@ def advance(model, state, t_end, u=None, settings=None):
     uvec = model.input_vector(u)
     t0 = state.t
     if not isinstance(t_end, (int, float)) or not math.isfinite(t_end):
-        raise InputError(f"advance: t_end must be a finite number, received {t_end!r}")
+        raise InputError(f"advance: t_end must be a finite number, received {plain(t_end)}")
     if t_end < t0:
         raise InputError(f"advance: t_end = {t_end!r} is before the current time {t0!r}; "
                          f"expected t_end >= t")

@@ -1540,6 +1540,34 @@ static int closure_retry(MbEngine *e, double *x, double ta, const double *Minv, 
     return ok;
 }
 
+/* Masses and moments of inertia the engine can integrate: their products and squares (the
+ * projection metric, kinetic energy) must stay finite, so |value| <= MBE_MASS_BOUND. 0 when
+ * they are, else -1 with the body and the value in err. */
+#define MBE_MASS_BOUND 1e100
+static int check_masses(const MbEngine *e, char *err, size_t errlen)
+{
+    int spatial = e->kind == 1, per = spatial ? 9 : 1;
+    const double *m = DA(e, spatial ? A_DSMASS : A_DMASS);
+    const double *J = DA(e, spatial ? A_DSJ : A_DINERTIA);
+    for (int b = 0; b < e->nb; b++) {
+        double worst = fabs(m[b]);
+        const char *what = "mass";
+        for (int i = 0; i < per; i++)
+            if (!(fabs(J[per * b + i]) <= worst) || isnan(J[per * b + i])) {
+                worst = fabs(J[per * b + i]);
+                what = "moment of inertia";
+            }
+        if (!(worst <= MBE_MASS_BOUND)) {
+            msg(err, errlen, "body %d of the model has a %s of %g (kg or kg.m2), beyond %g: "
+                "the engine's products of masses (kinetic energy, the projection's metric) "
+                "would overflow; check the mass and inertia parameters", b, what, worst,
+                MBE_MASS_BOUND);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
     clear_msg(err, errlen);
@@ -1547,6 +1575,8 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         msg(err, errlen, "mbe_initialize: no engine or a non-finite start time");
         return MBE_ERROR;
     }
+    if (check_masses(e, err, errlen) != 0)
+        return MBE_ERROR;
     if (e->kind == 1)
         return spatial_initialize(e, t0, err, errlen);
     /* the assembly at the model's own t0 (the drives' rows s(t0)), as initial_state does

@@ -598,6 +598,28 @@ static int same_doubles(const double* a, const double* b, int n)
     return n == 0 || memcmp(a, b, (size_t)n * sizeof(double)) == 0;
 }
 
+/* " (parameters set away from their defaults: a = 1, b = 2)" for a message, or "" */
+static const char* changed_parameters(const Inst* in, char* out, size_t cap)
+{
+    size_t len = 0;
+    int count = 0;
+    out[0] = '\0';
+    for (int i = 0; i < FMU_N_VARS && len + 80 < cap; ++i) {
+        const FmuVar* v = &FMU_VARS[i];
+        if (v->kind == VK_PARAM && memcmp(&in->num[i], &v->start, sizeof(double)) != 0) {
+            char a[32];
+            len += (size_t)snprintf(out + len, cap - len, "%s%s = %s",
+                                    count++ ? ", " : " (parameters set away from their "
+                                                     "defaults: ", v->name,
+                                    shortest(a, in->num[i]));
+        }
+    }
+    if (count) {
+        snprintf(out + len, cap - len, ")");
+    }
+    return out;
+}
+
 /* Settings, parameters and the initial state into the engine; 0, or -1 after a logged error. */
 static int configure(Inst* in, const char* fn)
 {
@@ -619,9 +641,11 @@ static int configure(Inst* in, const char* fn)
     }
     double t0 = in->start_set ? in->start_time : FMU_START_TIME;
     if (mbe_initialize(in->engine, t0, in->err, sizeof in->err) != MBE_OK) {
+        char changed[600];
         in->configured = 0;
-        return say(in, fmi2Error, "%s: %s: the initial state cannot be found: %s", fn,
-                   FMU_MODEL_NAME, in->err), -1;
+        return say(in, fmi2Error, "%s: %s: the initial state cannot be found: %s%s", fn,
+                   FMU_MODEL_NAME, in->err, changed_parameters(in, changed, sizeof changed)),
+               -1;
     }
     /* refuse up front what every step would discard: a state outside |q|, |qd| <= 1e12, or
      * outputs that are not finite (a parameter such as a mass of 1e300) */
