@@ -21,7 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import assembly
-from ..errors import ModelError
+from ..errors import ModelError, plain
 from .kinematics import PairSet
 from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCondition, Input,
                     Joint, Marker, Model, Parameter, Topology)
@@ -121,20 +121,20 @@ class ModelBuilder(SpatialItems):
             if default not in choices:
                 raise ModelError(f"{where}: default {default!r} is not one of {list(choices)}")
             if value not in choices:
-                raise ModelError(f"{where}: expected one of {list(choices)}, received {value!r}")
+                raise ModelError(f"{where}: expected one of {list(choices)}, received {plain(value)}")
         elif isinstance(default, int):
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise ModelError(f"{where}: expected an integer, received {value!r}")
+                raise ModelError(f"{where}: expected an integer, received {plain(value)}")
             value = int(value)
         else:
             value = _number(where, "value", value)
             default = float(default)
         if min is not None and value < min:
-            raise ModelError(f"{where}: expected a value >= {min}, received {value!r}")
+            raise ModelError(f"{where}: expected a value >= {min}, received {plain(value)}")
         if max is not None and value > max:
-            raise ModelError(f"{where}: expected a value <= {max}, received {value!r}")
+            raise ModelError(f"{where}: expected a value <= {max}, received {plain(value)}")
         self._params.append(Parameter(name, value, default, unit, description,
                                       tuple(choices) if choices else None, structural,
                                       min, max))
@@ -788,7 +788,7 @@ def _vec2(where, arg, value):
     try:
         a, b = value
     except (TypeError, ValueError):
-        raise ModelError(f"{where}: {arg} must be a pair (x, y), received {value!r}") from None
+        raise ModelError(f"{where}: {arg} must be a pair (x, y), received {plain(value)}") from None
     return (_number(where, arg + "[0]", a), _number(where, arg + "[1]", b))
 
 

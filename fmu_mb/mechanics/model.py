@@ -384,13 +384,13 @@ class Model:
 
 
 def _finite(model, key, val):
-    from ..errors import InputError
+    from ..errors import InputError, plain
 
     try:
         v = float(val)
     except (TypeError, ValueError):
         raise InputError(f"model '{model.name}': input '{key}' must be a number, "
-                         f"received {val!r}") from None
+                         f"received {plain(val)}") from None
     if not np.isfinite(v):
         raise InputError(f"model '{model.name}': input '{key}' must be finite, received {v}")
     return v

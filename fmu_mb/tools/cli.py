@@ -16,7 +16,9 @@ Bad arguments (including a --set or --input name the model does not have) print 
 "fmu-mb: error: ..." and exit with status 2; a model or solver error exits with status 1.
 """
 import argparse
+import contextlib
 import sys
+import warnings
 
 import numpy as np
 
@@ -348,7 +350,31 @@ def _animate(args):
     return 0
 
 
+@contextlib.contextmanager
+def _warnings_once():
+    """Show each distinct warning (category and text) once within the block: building an FMU
+    runs the model's build() more than once (the model, its data, the parameter program), and
+    every warnings.catch_warnings on the way resets Python's record of the warnings shown."""
+    seen, show = set(), warnings.showwarning
+
+    def once(message, category, filename, lineno, file=None, line=None):
+        key = (category, str(message))
+        if key not in seen:
+            seen.add(key)
+            show(message, category, filename, lineno, file, line)
+    warnings.showwarning = once
+    try:
+        yield
+    finally:
+        warnings.showwarning = show
+
+
 def _build(args):
+    with _warnings_once():
+        return _build_models(args)
+
+
+def _build_models(args):
     try:
         from ..fmi.build import build_controller_fmu, is_controller_file
         from ..fmi.native_build import build_model_fmu
