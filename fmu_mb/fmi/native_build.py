@@ -48,7 +48,7 @@ SOLVER_IDS = {"solver.method": 0, "solver.formulation": 1, "solver.stabilization
               "solver.newton_tol": 7, "solver.dae_form": 8, "solver.max_steps": 9,
               # the contact event loop's settings (models with contacts only; slave.py's
               # CONTACT_PARAMETERS; engine.h MbeSettings)
-              "solver.contact_tol": 10, "solver.contact_velocity": 11, "solver.event_tol": 12}
+              "solver.contact_tol": 10, "solver.contact_velocity": 11, "solver.event_tol": 12, "solver.assembly": 13}
 
 #: what the native FMU runs (fmi2_native.c refuses the rest at fmi2ExitInitializationMode)
 NATIVE_METHODS = ("dop853", "dopri5", "rk4")

@@ -312,6 +312,7 @@ class Model:
     t0: float = 0.0
     description: str = ""
     contacts: tuple = ()            # Contact items (unilateral constraints)
+    assembly_note: str = ""         # a pose assembled far from the declared one (assembly)
 
     # ----------------------------------------------------------------- lookups
     @property

@@ -105,7 +105,8 @@ enum {
 
 enum { SOLVER_METHOD, SOLVER_FORMULATION, SOLVER_STABILIZATION, SOLVER_RTOL, SOLVER_ATOL,
        SOLVER_STEP, SOLVER_RHO_INF, SOLVER_NEWTON_TOL, SOLVER_DAE_FORM, SOLVER_MAX_STEPS,
-       SOLVER_CONTACT_TOL, SOLVER_CONTACT_VELOCITY, SOLVER_EVENT_TOL /* contact models only */};
+       SOLVER_CONTACT_TOL, SOLVER_CONTACT_VELOCITY, SOLVER_EVENT_TOL, /* contact models only */
+       SOLVER_ASSEMBLY};
 
 typedef struct {
     const char* name;
@@ -549,6 +550,13 @@ static int make_settings_quiet(Inst* in, MbeSettings* s)
         return snprintf(in->err, sizeof in->err, "solver.dae_form = %s: expected one of %s", shown,
                    list), -1;
     }
+    static const char* const assembly_checks[] = {"warn", "error", NULL};
+    const char* as = solver_string(in, SOLVER_ASSEMBLY);
+    if (*as && one_of(as, assembly_checks) < 0) {
+        echo(shown, sizeof shown, as);
+        return snprintf(in->err, sizeof in->err, "solver.assembly = %s: expected one of 'warn', "
+                   "'error'", shown), -1;
+    }
     for (int i = 0; i < FMU_N_VARS; ++i) {
         const FmuVar* v = &FMU_VARS[i];
         if (v->kind == VK_SOLVER && v->type != VT_STRING) {
@@ -647,8 +655,14 @@ static int configure(Inst* in, const char* fn)
                    FMU_MODEL_NAME, in->err, changed_parameters(in, changed, sizeof changed)),
                -1;
     }
-    if (*mbe_warning(in->engine))
+    if (*mbe_warning(in->engine)) {
+        if (strcmp(solver_string(in, SOLVER_ASSEMBLY), "error") == 0) {
+            in->configured = 0;
+            return say(in, fmi2Error, "%s: %s: %s (solver.assembly = 'error')", fn,
+                       FMU_MODEL_NAME, mbe_warning(in->engine)), -1;
+        }
         say(in, fmi2Warning, "%s: %s: %s", fn, FMU_MODEL_NAME, mbe_warning(in->engine));
+    }
     /* refuse up front what every step would discard: a state outside |q|, |qd| <= 1e12, or
      * outputs that are not finite (a parameter such as a mass of 1e300) */
     mbe_get_state(in->engine, in->scratch);           /* t, q, qd, ... (engine.h) */
