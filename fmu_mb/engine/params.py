@@ -1234,6 +1234,9 @@ class ParamProgram:
     slots: tuple = ()
     guards: tuple = ()
     derive: object = None      # the engine's own derivation after the program (or None)
+    scale: object = field(default=None, repr=False, compare=False)   # per slot: what its
+    # rounding is relative to at the build values (the slot, or the largest number its
+    # expression is computed from): compare data with _close(a, b, scale=prog.scale)
     plain: object = field(default=None, repr=False, compare=False)   # () -> this program
     # with every shared subexpression written out (no temporaries), to compare with
 
@@ -1662,6 +1665,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     D0 = np.asarray(getattr(first, "doubles", first), dtype=float).ravel()
     data_of = _doubles_only(data_of, getattr(first, "ints", None))
     fixed.describe = _engine_describer(model, D0)
+    fixed.floor = _array_scales(model, D0)
 
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
@@ -1977,7 +1981,12 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                               fixed, guards_hold)
     P = np.array([bvec] + [_pvector(names, index, bvals, defaults, v) for v, _ in probes])
     Dm = np.array([D0] + [D for _, D in probes])          # (1 + K, ndata)
-    dependent = np.flatnonzero(np.any(_differs(Dm, D0), axis=0))
+    floor = getattr(fixed, "floor", None)
+    floor = np.abs(D0) if floor is None else floor
+    # the slots that move (beyond the rounding of their data array: a residue that is 1e-18
+    # at one set and 3e-18 at another is a zero, not a dependence)
+    dependent = np.flatnonzero(np.any(_differs(Dm, D0) & ~_close(Dm, D0, scale=floor),
+                                      axis=0))
     if derived is not None:          # the engine derives these itself (verified below)
         dependent = np.setdiff1d(dependent, np.asarray(derived[0], dtype=int))
 
@@ -2096,10 +2105,11 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         - xc at l1 = 900 m: the difference of numbers near 900 carries their rounding)."""
         with np.errstate(all="ignore"):
             mag = _magnitudes(nodes, _eval_nodes(nodes, pv))
-        out = np.abs(D0)
+        out = np.maximum(np.abs(D0), floor)
         out[stored] = np.maximum(out[stored], mag[store_nodes])
         return out
 
+    prog.scale = rounding(bvec)
     # the build values themselves: every guard holds, every slot is reproduced
     rc, out, msg = engine_data(bvec)
     if rc != 0 or not np.all(_close(out, D0, scale=rounding(bvec))):
@@ -2272,9 +2282,11 @@ def _expr_text(nodes, names, i):
 
 
 class _Fixed(dict):
-    """name -> why the parameter is fixed, and `describe(slot)`: words for a data slot."""
+    """name -> why the parameter is fixed, `describe(slot)`: words for a data slot, and
+    `floor`: per slot, the size its rounding residues are relative to (_array_scales)."""
 
     describe = None
+    floor = None
 
 
 _WORDS = {"DGRAV": "gravity", "DPARAM": "parameter table", "DJD": "tree joint geometry",
@@ -2307,6 +2319,27 @@ def _engine_describer(model, D0):
                 return f"{name}[{slot - off}]" + (f" ({w})" if w else "")
         return f"slot {slot}"
     return describe
+
+
+def _array_scales(model, D0):
+    """Per slot, the largest finite |number| of the engine data array it belongs to (the
+    joint data, the marker points...), where D0 is the engine's data of model: a residue far
+    below it (a zero computed as 1e-18 from numbers near 1) is rounding, whatever order of
+    operations made it; |D0| elsewhere (the parameter table's bounds, other data)."""
+    out = np.abs(np.where(np.isfinite(D0), D0, 0.0))
+    try:
+        from .data import model_data
+        data = model_data(model)
+        if data.doubles.shape != D0.shape or not np.array_equal(data.doubles, D0):
+            return out
+        for name, (off, cnt) in data.slots.items():
+            if name[0] != "D" or not cnt or name == "DPARAM":
+                continue
+            block = out[off:off + cnt]
+            out[off:off + cnt] = np.max(block) if len(block) else 0.0
+    except Exception:           # noqa: BLE001 - not an engine model: each slot its own size
+        pass
+    return out
 
 
 def _describe(fixed, slot):
