@@ -8,7 +8,7 @@ formulation for that model, picked at run time) and in Exudyn (bench/exudyn_mode
 computes its own tight reference (bench/references.py), tunes each engine's tolerance (or
 step) until the largest joint-angle error at the end time is at most the target, then times
 both round-robin (median of --repeats runs) and writes DIR/results.md, DIR/results.json and
-DIR/results.png. See bench/README.md.
+DIR/results.png. See the performance page (docs/performance.md).
 """
 import argparse
 import json

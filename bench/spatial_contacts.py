@@ -2,7 +2,7 @@
 by side in one run (python bench/spatial_contacts.py). Models: the tumbling box (1.5 s, many
 corner impacts and persistent contacts), the double wishbone with its stops under a 100 mm
 road step (0.25 s: seven impacts, then a persistent contact on the bump stop), the driven arm
-(2 s, three drives). Only the ratios of one run mean anything (bench/README.md)."""
+(2 s, three drives). Only the ratios of one run mean anything (the performance page (docs/performance.md))."""
 import time
 from pathlib import Path
 

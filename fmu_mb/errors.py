@@ -42,3 +42,17 @@ class AssemblyWarning(UserWarning):
     guess (another branch of a loop), or an element or contact outside its physical range
     (a cylinder beyond its stroke, a joint beyond its limit). The message names the joint.
     Filter it with warnings.filterwarnings("error", category=fmu_mb.AssemblyWarning)."""
+
+
+def plain(value):
+    """repr(value) with numpy scalars and arrays written as plain Python numbers and lists, for
+    messages (numpy 2 writes a tuple of its floats as (np.float64(0.0), ...))."""
+    def convert(v):
+        if hasattr(v, "tolist") and type(v).__module__.startswith("numpy"):
+            return convert(v.tolist())           # an array -> lists, a scalar -> a number
+        if isinstance(v, tuple):
+            return tuple(convert(x) for x in v)
+        if isinstance(v, list):
+            return [convert(x) for x in v]
+        return v
+    return repr(convert(value))

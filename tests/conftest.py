@@ -65,3 +65,42 @@ def python_drive(**overrides):
 @pytest.fixture
 def zoo_model():
     return zoo()
+
+
+@pytest.fixture(scope="session")
+def session_fmus(tmp_path_factory):
+    """build(model_file, fmi=2, kind=None, **overrides) -> path of its FMU (FMI 2.0 or 3.0,
+    kind None/"native"/"python" as fmu-mb build), each built once per test session (thread
+    safe: callers may build in parallel); None for an FMI 3.0 FMU of a model that runs only in
+    Python. Without win64 binaries (the tests run the linux64 one)."""
+    import threading
+    from unittest import mock
+
+    from fmu_mb.errors import FmuMbError
+    from fmu_mb.fmi.native_build import build_model_fmu
+    from fmu_mb.fmi.native_fmi3 import build_model_fmu3
+
+    root = tmp_path_factory.mktemp("session_fmus")
+    done, locks, guard = {}, {}, threading.Lock()
+    patch = mock.patch("fmu_mb.fmi.native_platforms.win64_compiler", return_value=None)
+    patch.start()
+
+    def build(model_file, fmi=2, kind=None, **overrides):
+        key = (str(model_file), fmi, kind, tuple(sorted(overrides.items())))
+        with guard:
+            lock = locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in done:
+                out = root / f"b{len(locks)}"
+                out.mkdir()
+                try:
+                    done[key] = (build_model_fmu3(model_file, out, overrides, kind)[0]
+                                 if fmi == 3 else
+                                 build_model_fmu(model_file, out, overrides, kind=kind)[0])
+                except FmuMbError as exc:
+                    if not (fmi == 3 and "FMI 3.0 FMUs are" in str(exc)):
+                        raise
+                    done[key] = None
+            return done[key]
+    yield build
+    patch.stop()

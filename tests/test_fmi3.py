@@ -342,6 +342,7 @@ def test_fmi3_sources_rebuild_the_binary(fmus, tmp_path):
                     reason="needs the MinGW-w64 cross compiler (Debian: gcc-mingw-w64-x86-64)")
 @pytest.mark.skipif(not (shutil.which("wine64") or shutil.which("wine")),
                     reason="needs wine to run the win64 binary (Debian: wine64)")
+@pytest.mark.xdist_group("wine")   # one wine prefix, one worker
 def test_fmi3_windows_binary_under_wine_gives_the_linux_numbers(fmus, tmp_path):
     import tempfile
     _, f3 = fmus("double_pendulum")

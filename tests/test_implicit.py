@@ -315,7 +315,7 @@ def test_cli_generalized_alpha_slider_crank_matches_dop853(tmp_path):
     --stop-time 2 (issue 14's command, default formulation: auto runs the implicit methods in
     tmt) against dop853 at rtol 1e-10: the crank angle agrees to 1e-5 rad (tmt: 5.1e-6; in
     newton_euler the truncation error at this step is 1.5e-5 rad, as Exudyn's
-    generalized-alpha's 1.46e-5 rad at 2 s, bench/README.md)."""
+    generalized-alpha's 1.46e-5 rad at 2 s, the performance page (docs/performance.md))."""
     out = {}
     for label, extra in (("ga", ["--method", "generalized_alpha", "--step", "1e-4"]),
                          ("ref", ["--rtol", "1e-10"])):

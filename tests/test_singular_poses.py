@@ -2,7 +2,7 @@
 
 IFToMM A02 (`models/n_four_bar.py`): N parallel four-bars whose cranks stay parallel, one
 degree of freedom, J theta'' = -g c cos(theta) with J = (N + 1)/3 + N, c = (N + 1)/2 + N
-(theta the cranks' angle; bench/README.md). At theta = k pi every link is collinear and the
+(theta the cranks' angle; the performance page (docs/performance.md)). At theta = k pi every link is collinear and the
 loop rows lose rank (N extra instantaneous degrees of freedom). The reference is that 1-DOF
 equation integrated at rtol 1e-13: independent of every formulation.
 

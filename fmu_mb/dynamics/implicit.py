@@ -53,6 +53,7 @@ import numpy as np
 from ..errors import DriftError, InputError, IntegrationError
 from ..linalg import sla   # scipy.linalg, imported on first use (start-up without scipy)
 from .state import State
+from .work import charge
 
 IMPLICIT_METHODS = ("generalized_alpha", "trapezoidal")
 DAE_FORMS = ("auto", "index3", "index2", "ggl")
@@ -199,6 +200,7 @@ class _Integrator:
         return self.inc(self.model, q0, dq), vbase + self.h * self.gamma * a1, a1
 
     def _terms(self, q, v, t):
+        charge()
         self.stats["evaluations"] += 1
         return self.dae(self.model, q, v, t, self.u)
 

@@ -28,10 +28,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import InputError, IntegrationError
+from ..errors import InputError, IntegrationError, plain
 from .formulations import candidates, get_formulation
 from .implicit import DAE_FORMS, IMPLICIT_METHODS, advance_implicit
 from .state import State
+from .work import charge
 from ..linalg import LazyModule
 
 METHODS = ("rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHODS
@@ -104,12 +105,12 @@ class Settings:
                      "contact_velocity", "event_tol", "newton_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
-                raise InputError(f"solver setting '{name}' must be a number > 0, received {v!r}")
+                raise InputError(f"solver setting '{name}' must be a number > 0, received {plain(v)}")
         for name in ("contact_tol", "contact_velocity", "event_tol"):
             v = getattr(self, name)
             if not math.isfinite(v):           # (the engine refuses them alike)
                 raise InputError(f"solver setting '{name}' must be a finite number > 0, "
-                                 f"received {v!r}")
+                                 f"received {plain(v)}")
 
     def formulation_for(self, model):
         """The formulation that runs `model` with these settings (what "auto" picks)."""
@@ -228,7 +229,7 @@ def advance(model, state, t_end, u=None, settings=None):
     uvec = model.input_vector(u)
     t0 = state.t
     if not isinstance(t_end, (int, float)) or not math.isfinite(t_end):
-        raise InputError(f"advance: t_end must be a finite number, received {t_end!r}")
+        raise InputError(f"advance: t_end must be a finite number, received {plain(t_end)}")
     if t_end < t0:
         raise InputError(f"advance: t_end = {t_end!r} is before the current time {t0!r}; "
                          f"expected t_end >= t")
@@ -257,6 +258,7 @@ def advance(model, state, t_end, u=None, settings=None):
     baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
 
     def rhs(t, y):
+        charge()
         qdd = form.accelerations(model, y[:n], y[n:], t, uvec, baumgarte=baum).qdd
         return np.concatenate([y[n:], qdd])
 
@@ -336,6 +338,7 @@ def _rk4(rhs, t, y, t_end, step, model, form, project, settings):
         tn = t_end if k == nsteps - 1 else t + (k + 1) * dt
         _check(y, tn, model)
         if project:
+            charge()
             y = form.project(model, y, tn, settings.projection_tol)
     return y, dt
 
@@ -359,6 +362,7 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
                                    f"failed at t = {solver.t:.9g} s: {msg}")
         _check(solver.y, solver.t, model)
         if project:
+            charge()
             yp = form.project(model, solver.y, solver.t, settings.projection_tol)
             if not np.array_equal(yp, solver.y):
                 solver.y = yp
@@ -488,11 +492,13 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             t_pass_end = P[1]
 
         def rhs(tt, yy, active=active, pas=pas, locks=locks):
+            charge()
             dyn = impact.accelerations(model, yy[:nq], yy[nq:], tt, uvec, active, pas, baum,
                                        locks)
             return np.concatenate([yy[nq:], dyn.qdd])
 
         def proj(tt, yy, active=active, pas=pas, locks=locks):
+            charge()
             return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
 
         native = get_formulation(settings.formulation).native_stepper   # compiled steps
@@ -589,6 +595,7 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
         red[:] = False
 
     def values(yy, tt):
+        charge()
         out = np.full(len(model.contacts), np.inf)
         if watch.any():
             g = impact.gaps(model, yy[:n])

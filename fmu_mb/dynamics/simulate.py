@@ -10,7 +10,7 @@ import time as _time
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, plain
 from .integrate import Settings, advance, initial_state
 from .outputs import output_spec, output_values
 
@@ -65,11 +65,11 @@ def simulate(model, t_end, output_interval=None, inputs=None, settings=None, sta
     state = state or initial_state(model, settings)
     t0 = state.t
     if not isinstance(t_end, (int, float)) or not math.isfinite(t_end) or t_end <= t0:
-        raise InputError(f"simulate: t_end must be a finite number > {t0}, received {t_end!r}")
+        raise InputError(f"simulate: t_end must be a finite number > {t0}, received {plain(t_end)}")
     if output_interval is None:
         output_interval = min((t_end - t0) / 500.0, 0.01)
     if not (output_interval > 0 and math.isfinite(output_interval)):
-        raise InputError(f"simulate: output_interval must be > 0, received {output_interval!r}")
+        raise InputError(f"simulate: output_interval must be > 0, received {plain(output_interval)}")
     n = max(1, int(round((t_end - t0) / output_interval)))
     if abs(n * output_interval - (t_end - t0)) > 1e-9 * max(1.0, abs(t_end)):
         n = int(math.ceil((t_end - t0) / output_interval - 1e-9))

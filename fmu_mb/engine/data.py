@@ -17,6 +17,7 @@ import struct
 import numpy as np
 
 from ..errors import InputError
+from ..mechanics.assembly import placement_seeds
 
 MAGIC = 0x424d4d46          # "FMMB" (native/engine.h MBE_DATA_MAGIC)
 VERSION = 3                 # 2: contacts, 3: spatial contacts, drives and cylinders
@@ -317,7 +318,7 @@ def _planar(model, arrays, head):
     arrays["IPLACE"] = place = _placement(model, idx)
     arrays["DBODY0"] = [[*b.position, float(b.angle), *b.velocity, float(b.angular_velocity)]
                         for b in model.bodies]
-    arrays.update(_initial_conditions(model, C.coord_joints))
+    arrays.update(_initial_conditions(model, C.coord_joints, place))
     arrays["DMINV"] = np.asarray(C.inv_mass_diag, float)
     arrays["IQSRC"] = ([[0, cpos[kk]] for kk in tm.joints]
                        + [[1, 3 * b + c] for b in tm.free for c in range(3)])
@@ -462,13 +463,25 @@ def _placement(model, idx):
     return place
 
 
-def _initial_conditions(model, coord_joints):
-    """IINIT (value, rate, guess given) and DINIT (their values) per joint coordinate."""
+def _initial_conditions(model, coord_joints, place=None):
+    """IINIT (value, rate, guess given) and DINIT (their values) per joint coordinate. The
+    guess column of a planar tree joint whose coordinate the placement takes from a declared
+    body pose holds its seed code instead (assembly.placement_seeds: 2, 3, or 4 with the cut
+    joint's index in DINIT's guess column)."""
     given = {ic.joint: ic for ic in model.initial}
+    seeds = {}
+    if place is not None:
+        tree = [(model.joints[k].name, model.joints[k].parent if side else model.joints[k].child)
+                for k, side in place]
+        seeds = placement_seeds(model, tree)
     ii, dd = [], []
     for kk in coord_joints:
-        ic = given.get(model.joints[kk].name)
+        name = model.joints[kk].name
+        ic = given.get(name)
         vals = (None, None, None) if ic is None else (ic.value, ic.rate, ic.guess)
         ii.append([int(v is not None) for v in vals])
         dd.append([0.0 if v is None else float(v) for v in vals])
+        if name in seeds:
+            ii[-1][2], k = seeds[name]
+            dd[-1][2] = float(max(k, 0))        # SEED_AIM: the cut joint's index
     return {"IINIT": ii, "DINIT": dd}

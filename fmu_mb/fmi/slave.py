@@ -64,6 +64,7 @@ from ..dynamics.implicit import IMPLICIT_METHODS
 from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, check_settings,
                                   initial_state, stepper)
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
+from ..dynamics.work import WorkBudgetError, unit_cost, work_budget
 from ..units import describe
 from .guard import INITIALIZATION, INSTANTIATED, GuardedSlave
 
@@ -184,6 +185,12 @@ TIME_BOUND = 1e10
 #: (Python-level steps and the steps of the contact event loop, about 0.1 to 3 ms a step), so
 #: that every doStep returns in bounded time (seconds, not hours)
 MAX_STEPS_CAP = {"compiled": 2 * 10**5, "python": 5000}
+
+#: the work budget of one doStep, and of initialisation, on the Python path (fmu_mb.dynamics.
+#: work: counted evaluations at an estimated cost each, in ms; about 2 s of computing): every
+#: call returns in bounded time whatever the settings and inputs (the compiled engine has its
+#: own, engine.c's MBE_WORK_BUDGET)
+PY_WORK_BUDGET = 2000.0
 
 #: keys of an FMU state (the dict _get_fmu_state returns) and of its "state" entry
 STATE_KEYS = frozenset({"state", "inputs", "parameters", "solver", "start", "initialized"})
@@ -493,7 +500,8 @@ class MultibodySlave(GuardedSlave):
                 return types.SimpleNamespace(pending=pending, solver=solver, model=model,
                                              settings=resolved, state=state, notes=notes,
                                              engine=engine)
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), work_budget(PY_WORK_BUDGET, unit_cost(model),
+                                                        resolved, self._safe_inputs(), model):
                 state = initial_state(model, resolved)
                 state = State(float(t0), state.q.copy(), state.qd.copy(), 0.0, state.coords,
                               dict(state.extra))
@@ -509,6 +517,8 @@ class MultibodySlave(GuardedSlave):
                 if not size <= STATE_BOUND:
                     raise FmuMbError(f"a first step of 1e-6 s leaves the bounded region |q|, "
                                      f"|qd| <= {STATE_BOUND:g} (max {size:.3g})")
+        except WorkBudgetError as exc:        # the settings, not a parameter: no blame search
+            raise _StartFailure(str(exc), budget=True) from None
         except (FmuMbError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
             raise _StartFailure(str(exc) if isinstance(exc, FmuMbError)
                                 else f"{type(exc).__name__}: {exc}") from None
@@ -560,8 +570,8 @@ class MultibodySlave(GuardedSlave):
             dt = (t0 + max(1e-6, 1e3 * math.ulp(t0))) - t0
             engine.stepper()(dt, self._safe_inputs())
             engine.set_state(s0)
-        except FmuMbError as exc:
-            raise _StartFailure(str(exc)) from None
+        except FmuMbError as exc:     # engine.c's budget: the settings, not a parameter
+            raise _StartFailure(str(exc), budget="work budget" in str(exc)) from None
         return state
 
     def _explain(self, pending, solver, failure):
@@ -570,6 +580,9 @@ class MultibodySlave(GuardedSlave):
         defaults = self._defaults
         changed = [k for k, v in pending.items() if _hexed(v) != _hexed(defaults[k])]
         form = solver["solver.formulation"]
+        if failure.budget:
+            return (f"the model cannot start with these settings (a trial step of 1e-6 s from "
+                    f"the initial state): {failure}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
@@ -656,7 +669,9 @@ class MultibodySlave(GuardedSlave):
                 return self._engine_step(current_time + step_size)
             if self._step is None:
                 self._step = stepper(self._model, self._settings)
-            with np.errstate(all="ignore"):      # a runaway state is reported, not warned
+            with np.errstate(all="ignore"), work_budget(     # a runaway state is reported,
+                    PY_WORK_BUDGET, unit_cost(self._model), self._settings,  # not warned
+                    self._inputs, self._model, step_size):
                 new = self._step(self._state, current_time + step_size, self._inputs)
             size = _state_size(new)
             if not size <= STATE_BOUND:
@@ -856,7 +871,12 @@ class MultibodySlave(GuardedSlave):
 
 
 class _StartFailure(Exception):
-    """The model cannot be built or started with a configuration (explained by _explain)."""
+    """The model cannot be built or started with a configuration (explained by _explain);
+    `budget`: the work budget ran out (the settings are the cause, not a parameter)."""
+
+    def __init__(self, message, budget=False):
+        super().__init__(message)
+        self.budget = budget
 
 
 class _InitError(FmuMbError):

@@ -107,8 +107,9 @@ def assemble(model, tree):
         raise AssemblyError(_diagnose(model, tree, r, len(pos_spec), scale, closure))
     if not model.spatial:
         # body angles to the turn nearest their placement (Newton may wind them by 2 pi k)
-        placed = _tree_placement(model, tree)[2::3]
-        x[2::3] = placed + (x[2::3] - placed + np.pi) % (2 * np.pi) - np.pi
+        placed = _tree_placement(model, tree)
+        x[2::3] = placed[2::3] + (x[2::3] - placed[2::3] + np.pi) % (2 * np.pi) - np.pi
+        _check_declared(model, tree, x, placed)
     _check_result(model, x)
 
     phi, D, _, phi_t = constraints.evaluate(model, x, zero, t0, need_conv=False)
@@ -479,6 +480,39 @@ def _tree_q(model, tm, x):
     return np.array(q, dtype=float)
 
 
+def declared_pose_far(model, tree, x, placed):
+    """The first body placed at its declared pose (placement_seeds) that the assembly moved
+    far from it, as (joint, body, assembled (x, y, angle), declared (x, y, angle)), or None.
+    Far: the angle by more than FAR_ANGLE or the position by more than FAR_LENGTH times the
+    model's size (the loops closed on another assembly branch). The engine's C assembly
+    applies the same rule (engine.c declared_far)."""
+    size = _size(model)
+    index = {b.name: b.index for b in model.bodies}
+    sides = dict(tree)
+    for name, (seed, _) in placement_seeds(model, tree).items():
+        if seed == SEED_AIM:            # the body declares no pose of its own
+            continue
+        j = model.joint(name)
+        b = index[j.child if sides[name] == j.parent else j.parent]
+        got, want = x[3 * b:3 * b + 3], placed[3 * b:3 * b + 3]
+        if (abs(got[2] - want[2]) > FAR_ANGLE
+                or math.hypot(got[0] - want[0], got[1] - want[1]) > FAR_LENGTH * size):
+            return name, model.bodies[b].name, got, want
+    return None
+
+
+def _check_declared(model, tree, x, placed):
+    far = declared_pose_far(model, tree, x, placed)
+    if far is not None:
+        joint, body, got, want = far
+        warnings.warn(
+            f"model '{model.name}': body '{body}' assembled at ({got[0]:.4g}, {got[1]:.4g}) m, "
+            f"{math.degrees(got[2]):.4g} deg, far from its declared pose ({want[0]:.4g}, "
+            f"{want[1]:.4g}) m, {math.degrees(want[2]):.4g} deg: the loops closed on another "
+            f"assembly branch; declare a pose nearer the intended one or give "
+            f"mb.initial('{joint}', guess=...)", AssemblyWarning, stacklevel=4)
+
+
 def _check_result(model, x):
     """AssemblyWarning for a joint far from its given guess and for a contact (cylinder end
     stop, joint limit) that starts beyond its range."""
@@ -526,18 +560,172 @@ def _check_result(model, x):
                           AssemblyWarning, stacklevel=4)
 
 
-def _tree_placement(model, tree):
-    """Absolute coordinates from the tree joints' coordinates (given value or 0)."""
+# how a tree joint's coordinate is found for the placement when it is neither given nor
+# guessed (planar; engine.c tree_placement reads the same codes from IINIT's guess column)
+SEED_ZERO = 0        # 0 (nothing declared to aim at)
+SEED_ANGLE = 2       # revolute: the moving body's declared angle; prismatic: its position
+SEED_POSITION = 3    # revolute: the moving body's declared position (no angle declared)
+SEED_AIM = 4         # revolute, the moving body declares nothing: turn it so that its point
+                     # of a revolute cut joint (DINIT's guess column: the joint's index) meets
+                     # the other body's point, that body being the ground, declared or placed
+
+
+def placement_seeds(model, tree):
+    """{joint name: (SEED_*, cut joint index or -1)} for the tree joints whose coordinate the
+    placement takes from declared poses: planar revolute and prismatic joints with neither a
+    given value nor a guess. The moving body is the child when the parent is placed first,
+    else the parent."""
+    if model.spatial:
+        return {}
+    given = {ic.joint for ic in model.initial if ic.value is not None or ic.guess is not None}
+    declared = {b.name: b.declared for b in model.bodies}
+    tree_names = {name for name, _ in tree}
+    cuts = [(k, j) for k, j in enumerate(model.joints)
+            if j.name not in tree_names and j.kind == "revolute"]
+    placed = {"ground"}
+    seeds = {}
+    for name, side in tree:
+        j = model.joint(name)
+        moving = j.child if side == j.parent else j.parent
+        d = declared.get(moving, 0)
+        if name not in given and j.kind in ("revolute", "prismatic"):
+            if j.kind == "prismatic":
+                seed = (SEED_ANGLE, -1) if d & 1 else None
+            elif d & 2:
+                seed = (SEED_ANGLE, -1)
+            elif d & 1:
+                seed = (SEED_POSITION, -1)
+            else:
+                seed = next(((SEED_AIM, k) for k, c in cuts if moving in (c.parent, c.child)
+                             and _aim_target(c, moving, placed, declared)), None)
+            if seed is not None:
+                seeds[name] = seed
+        placed.update((j.parent, j.child))
+    return seeds
+
+
+def _aim_target(cut, moving, placed, declared):
+    """Whether the body at the other end of cut joint `cut` has a pose to aim at: the ground,
+    a body placed before, or one with a declared position."""
+    other = cut.child if cut.parent == moving else cut.parent
+    return other in placed or bool(declared.get(other, 0) & 1)
+
+
+def _wrap(a):
+    """a to [-pi, pi) (engine.c: pymod(a + PI, 2 PI) - PI)."""
+    return (a + math.pi) % (2 * math.pi) - math.pi
+
+
+def _seeded_q(j, seed, child_moves, rp, ap, rc, ac, aim=None):
+    """The coordinate of joint j that puts the moving body at its declared pose (rp, ap or
+    rc, ac: the placed side's pose and the moving side's declared one); SEED_AIM: aim = (the
+    moving body's point of the cut joint in its axes, the other body's point in world axes)."""
+    sp, sc = np.array(j.parent_point, float), np.array(j.child_point, float)
+    if j.kind == "revolute":
+        if seed == SEED_AIM:
+            # the moving body turns about the joint's point P until its cut-joint point lies
+            # on the line from P to the target T: a = atan2(T - P) - atan2(s_cut - s_joint)
+            s_cut, target = aim
+            if child_moves:
+                d, s = target - (rp + _rot(ap, sp)), s_cut - sc
+            else:
+                d, s = target - (rc + _rot(ac, sc)), s_cut - sp
+            if not (np.any(d != 0.0) and np.any(s != 0.0)):
+                return 0.0
+            a = math.atan2(d[1], d[0]) - math.atan2(s[1], s[0])
+            return _wrap(a - ap - j.angle0) if child_moves else _wrap(ac - j.angle0 - a)
+        if seed == SEED_POSITION:
+            # the joint's point P is fixed by the placed side; the moving body's centre lies
+            # at P + rot(a, -s): a = atan2(declared centre - P) - atan2(-s)
+            if child_moves:
+                d, s = rc - (rp + _rot(ap, sp)), -sc
+            else:
+                d, s = rp - (rc + _rot(ac, sc)), -sp
+            if not (np.any(d != 0.0) and np.any(s != 0.0)):
+                return 0.0
+            a = math.atan2(d[1], d[0]) - math.atan2(s[1], s[0])
+            return _wrap(a - ap - j.angle0) if child_moves else _wrap(ac - j.angle0 - a)
+        return _wrap(ac - ap - j.angle0)
+    if child_moves:                           # prismatic: the slide along the parent's axis
+        ap_, ac_ = ap, ap + j.angle0
+    else:
+        ap_, ac_ = ac - j.angle0, ac
+    slide = rc + _rot(ac_, sc) - (rp + _rot(ap_, sp))
+    axis = _rot(ap_, np.array(j.axis, float))
+    return float(axis[0] * slide[0] + axis[1] * slide[1])
+
+
+def placement_tree(model):
+    """[(tree joint, the side placed before it)] in the placement order (the engine's IPLACE,
+    fmu_mb.engine.data._placement: the parent when placed, else the child, else the body
+    declared first)."""
+    placed, tree = {"ground"}, []
+    index = {b.name: b.index for b in model.bodies}
+    for name in model.topology.tree_joints:
+        j = model.joint(name)
+        if j.parent in placed:
+            side = j.parent
+        elif j.child in placed:
+            side = j.child
+        else:
+            side = j.parent if index[j.parent] < index[j.child] else j.child
+        placed.update((j.parent, j.child))
+        tree.append((name, side))
+    return tree
+
+
+def declared_coordinates(model):
+    """{joint: (where its start came from, value)} for the planar tree joints: 'value' and
+    'guess' as given (mb.initial), 'declared pose of <body>' or 'aimed at <cut joint>' from
+    the declared poses (placement_seeds), '0' otherwise; spatial: given values and guesses."""
+    record = {}
+    if not model.spatial:
+        _tree_placement(model, placement_tree(model), record)
+    out = {}
+    given = {ic.joint: ic for ic in model.initial}
+    for j in model.joints:
+        ic = given.get(j.name)
+        if ic is not None and ic.value is not None:
+            out[j.name] = ("value", ic.value)
+        elif ic is not None and ic.guess is not None:
+            out[j.name] = ("guess", ic.guess)
+        elif j.name in record:
+            out[j.name] = record[j.name]
+    return out
+
+
+def _tree_placement(model, tree, record=None):
+    """Absolute coordinates from the tree joints' coordinates: the given value or guess, else
+    the one that places the moving body at its declared pose (placement_seeds), else 0.
+    record: a dict that receives {joint: (where the coordinate came from, value)}."""
     nb = len(model.bodies)
     pose = {b.name: [np.array(b.position, float), float(b.angle)] for b in model.bodies}
     pose["ground"] = [np.zeros(2), 0.0]
     given = {ic.joint: (ic.value if ic.value is not None else ic.guess)
              for ic in model.initial if ic.value is not None or ic.guess is not None}
+    seeds = placement_seeds(model, tree)
     for name, placed in tree:
         j = model.joint(name)
-        q = given.get(name, 0.0)
         rp, ap = pose[j.parent]
         rc, ac = pose[j.child]
+        q = given.get(name, 0.0)
+        if name in seeds:
+            seed, k = seeds[name]
+            aim = None
+            if seed == SEED_AIM:
+                moving = j.child if placed == j.parent else j.parent
+                cut = model.joints[k]
+                mine, other = ((cut.parent_point, cut.child_point) if cut.parent == moving
+                               else (cut.child_point, cut.parent_point))
+                r_o, a_o = pose[cut.child if cut.parent == moving else cut.parent]
+                aim = (np.array(mine, float), r_o + _rot(a_o, np.array(other, float)))
+            q = _seeded_q(j, seed, placed == j.parent, rp, ap, rc, ac, aim)
+            if record is not None:
+                moving = j.child if placed == j.parent else j.parent
+                record[name] = ((f"aimed at joint '{model.joints[k].name}'" if seed == SEED_AIM
+                                 else f"declared pose of '{moving}'"), q)
+        elif record is not None and j.kind in ("revolute", "prismatic"):
+            record[name] = ("0", 0.0)
         sp, sc = np.array(j.parent_point), np.array(j.child_point)
         if placed == j.parent:
             ac = ap + j.angle0 + (q if j.kind == "revolute" else 0.0)

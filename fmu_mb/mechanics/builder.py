@@ -21,7 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import assembly
-from ..errors import ModelError
+from ..errors import ModelError, plain
 from .kinematics import PairSet
 from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCondition, Input,
                     Joint, Marker, Model, Parameter, Topology)
@@ -121,35 +121,38 @@ class ModelBuilder(SpatialItems):
             if default not in choices:
                 raise ModelError(f"{where}: default {default!r} is not one of {list(choices)}")
             if value not in choices:
-                raise ModelError(f"{where}: expected one of {list(choices)}, received {value!r}")
+                raise ModelError(f"{where}: expected one of {list(choices)}, received {plain(value)}")
         elif isinstance(default, int):
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise ModelError(f"{where}: expected an integer, received {value!r}")
+                raise ModelError(f"{where}: expected an integer, received {plain(value)}")
             value = int(value)
         else:
             value = _number(where, "value", value)
             default = float(default)
         if min is not None and value < min:
-            raise ModelError(f"{where}: expected a value >= {min}, received {value!r}")
+            raise ModelError(f"{where}: expected a value >= {min}, received {plain(value)}")
         if max is not None and value > max:
-            raise ModelError(f"{where}: expected a value <= {max}, received {value!r}")
+            raise ModelError(f"{where}: expected a value <= {max}, received {plain(value)}")
         self._params.append(Parameter(name, value, default, unit, description,
                                       tuple(choices) if choices else None, structural,
                                       min, max))
         return value
 
     # ------------------------------------------------------------------ bodies
-    def body(self, name, *, mass, inertia, position=None, angle=0.0,
+    def body(self, name, *, mass, inertia, position=None, angle=None,
              velocity=None, angular_velocity=None, orientation=None):
         """A rigid body: mass [kg] and inertia about the centre of mass [kg.m2].
 
         position/angle (and velocity/angular_velocity) are the initial pose of a free body.
-        Planar: a body placed by a tree joint takes its pose from the joint's coordinate
-        (mb.initial, else 0), not from `position`; a declared position the assembled model
-        does not reproduce gives an AssemblyWarning naming the joint to give mb.initial
-        (except in a closed loop, whose closure places the body).
+        Planar: a body moved by a tree joint whose coordinate is neither given nor guessed
+        (mb.initial) is placed at its declared pose: the joint's coordinate is the one that
+        puts the body at its declared angle (revolute; from its declared position when only
+        that is given) or position (prismatic); the assembly closes the loops from there, so
+        the declared poses pick the assembly branch (fmu_mb.mechanics.assembly). A given
+        value wins over the declared pose; an assembled pose far from the declared one gives
+        an AssemblyWarning (and the FMU logs it at initialisation).
         Spatial: position and orientation are the reference pose of every body. Spatial: inertia
         (Ixx, Iyy, Izz) or a 3 x 3 matrix in body axes, position (x, y, z), orientation a
         quaternion (e0, e1, e2, e3) or a rotation matrix (fmu_mb.cardan(a, b, c) for Cardan
@@ -161,7 +164,9 @@ class ModelBuilder(SpatialItems):
                                (0, 0, 0) if angular_velocity is None else angular_velocity)
         if position is not None:
             self._declared_position[name] = position
+        declared = (position is not None) | 2 * (angle is not None)
         position = (0.0, 0.0) if position is None else position
+        angle = 0.0 if angle is None else angle
         velocity = (0.0, 0.0) if velocity is None else velocity
         angular_velocity = 0.0 if angular_velocity is None else angular_velocity
         where = f"body '{name}'"
@@ -175,7 +180,8 @@ class ModelBuilder(SpatialItems):
                                  _vec2(where, "position", position),
                                  _number(where, "angle", angle),
                                  _vec2(where, "velocity", velocity),
-                                 _number(where, "angular_velocity", angular_velocity)))
+                                 _number(where, "angular_velocity", angular_velocity),
+                                 declared=declared))
         return name
 
     # ------------------------------------------------------------------ joints
@@ -526,7 +532,7 @@ class ModelBuilder(SpatialItems):
                  min_length, max_length, restitution=0.2, friction=0.0, piston_area=None,
                  rod_area=None, force_input=True):
         """Hydraulic cylinder between pin a_point of body a (the barrel's pin) and pin
-        b_point of body b (the rod eye): pin-to-pin length l in [min_length, max_length] [m],
+        b_point of body b (the rod eye): pin-to-pin length l from min_length to max_length [m],
         stroke = l - min_length.
 
         Force along the line of the pins, pushing the pins apart positive [N]:
@@ -782,7 +788,7 @@ def _vec2(where, arg, value):
     try:
         a, b = value
     except (TypeError, ValueError):
-        raise ModelError(f"{where}: {arg} must be a pair (x, y), received {value!r}") from None
+        raise ModelError(f"{where}: {arg} must be a pair (x, y), received {plain(value)}") from None
     return (_number(where, arg + "[0]", a), _number(where, arg + "[1]", b))
 
 

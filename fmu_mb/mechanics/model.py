@@ -37,6 +37,7 @@ class Body:
     velocity: Vec2 = (0.0, 0.0)     # [m/s]
     angular_velocity: float = 0.0   # [rad/s]
     orientation: tuple = (1.0, 0.0, 0.0, 0.0)  # spatial: Euler parameters (e0, e1, e2, e3)
+    declared: int = 0               # planar: 1 position given, 2 angle given (assembly seeds)
 
 
 @dataclass(frozen=True)
@@ -383,13 +384,13 @@ class Model:
 
 
 def _finite(model, key, val):
-    from ..errors import InputError
+    from ..errors import InputError, plain
 
     try:
         v = float(val)
     except (TypeError, ValueError):
         raise InputError(f"model '{model.name}': input '{key}' must be a number, "
-                         f"received {val!r}") from None
+                         f"received {plain(val)}") from None
     if not np.isfinite(v):
         raise InputError(f"model '{model.name}': input '{key}' must be finite, received {v}")
     return v

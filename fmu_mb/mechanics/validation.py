@@ -2,14 +2,14 @@
 the item, the argument, the value received and what was expected."""
 import math
 
-from ..errors import ModelError
+from ..errors import ModelError, plain
 
 
 def number(where, arg, value, positive=False, nonneg=False):
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ModelError(f"{where}: {arg} must be a number, received {value!r}") from None
+        raise ModelError(f"{where}: {arg} must be a number, received {plain(value)}") from None
     if not math.isfinite(v):
         raise ModelError(f"{where}: {arg} must be finite, received {v}")
     if positive and v <= 0.0:

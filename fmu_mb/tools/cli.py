@@ -16,7 +16,9 @@ Bad arguments (including a --set or --input name the model does not have) print 
 "fmu-mb: error: ..." and exit with status 2; a model or solver error exits with status 1.
 """
 import argparse
+import contextlib
 import sys
+import warnings
 
 import numpy as np
 
@@ -75,7 +77,7 @@ def _workers(text):
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="fmu-mb", description="Planar multibody models as FMUs.")
+    p = argparse.ArgumentParser(prog="fmu-mb", description="Planar and spatial multibody models as FMI 2.0 and 3.0 FMUs.")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("simulate", help="simulate a model file and write its outputs as CSV")
@@ -140,7 +142,7 @@ def _parser():
                          "degrees (azimuth about the up axis, elevation)")
     an.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    b = sub.add_parser("build", help="build FMI 2.0 co-simulation FMUs of model files")
+    b = sub.add_parser("build", help="build FMUs of model files (FMI 2.0, or 3.0 with --fmi 3)")
     b.add_argument("models", nargs="+", help="model files")
     b.add_argument("-o", "--output-dir", default=".", help="folder of the .fmu files")
     b.add_argument("--set", type=_assignment, action="append", default=[],
@@ -278,9 +280,32 @@ def _info(args):
               f"  cut joints: {list(t.cut_joints)}"]
     for cut, loop in zip(t.cut_joints, t.loops):
         lines.append(f"  loop closed by {cut}: {' - '.join(loop)}")
+    lines += ["", "initial joint coordinates (assembled; the start the assembly was given):"]
+    lines += _initial_lines(m)
     lines += ["", "solver:", f"  {describe_choice(m)}"]
     print("\n".join(lines))
     return 0
+
+
+def _initial_lines(m):
+    """Per joint with a coordinate: the assembled value beside the given or declared start."""
+    import numpy as np
+
+    from ..mechanics import constraints
+    from ..mechanics.assembly import declared_coordinates
+
+    if m.spatial:
+        return ["  (spatial: the declared body poses are the reference pose, coordinates 0)"]
+    q, _, _, _ = constraints.joint_coordinates(m, np.asarray(m.x0), np.zeros_like(m.x0))
+    start = declared_coordinates(m)
+    lines = []
+    for i, k in enumerate(m.compiled.coord_joints):
+        j = m.joints[k]
+        unit = "rad" if j.kind == "revolute" else "m"
+        what, value = start.get(j.name, ("closed by its loop", None))
+        given = "" if value is None else f"{value:.6g} {unit} "
+        lines.append(f"  {j.name} = {q[i]:.6g} {unit}  (start: {given}{what})")
+    return lines or ["  (none)"]
 
 
 def _folder(path):
@@ -325,7 +350,31 @@ def _animate(args):
     return 0
 
 
+@contextlib.contextmanager
+def _warnings_once():
+    """Show each distinct warning (category and text) once within the block: building an FMU
+    runs the model's build() more than once (the model, its data, the parameter program), and
+    every warnings.catch_warnings on the way resets Python's record of the warnings shown."""
+    seen, show = set(), warnings.showwarning
+
+    def once(message, category, filename, lineno, file=None, line=None):
+        key = (category, str(message))
+        if key not in seen:
+            seen.add(key)
+            show(message, category, filename, lineno, file, line)
+    warnings.showwarning = once
+    try:
+        yield
+    finally:
+        warnings.showwarning = show
+
+
 def _build(args):
+    with _warnings_once():
+        return _build_models(args)
+
+
+def _build_models(args):
     try:
         from ..fmi.build import build_controller_fmu, is_controller_file
         from ..fmi.native_build import build_model_fmu

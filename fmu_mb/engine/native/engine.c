@@ -79,6 +79,14 @@ int mbk_events_accelerations(void *ev, double t, const double *q, const double *
 #define MBE_HARD_MAX_STEPS 200000L    /* most integrator steps of one do_step, whatever the
                                          settings say (settings.max_steps may lower it): the
                                          Python FMU's cap for the compiled integrators */
+/* The work budget of one do_step, counted, not timed, so that results stay deterministic: a
+ * right-hand side and a Newton iteration of the projection cost work_unit(e) each (an estimate
+ * of their cost from the model's sizes, about 1 us of a 2020s x86-64 core per unit); a contact
+ * model's event loop gets as many steps as the budget pays for at work_unit(e) * (stages + 16)
+ * a step. MBE_WORK_BUDGET units are about 1 s of such a core, so that no call takes more than
+ * a few seconds on a busy machine, whatever the settings and inputs. */
+#define MBE_WORK_BUDGET 1.0e6
+#define MBE_WORK_CODE 12                /* the kernels' ERR_WORK */
 #define PI 3.141592653589793            /* numpy.pi */
 #define MBE_STATE_LIMIT 1e12          /* |q|, |qd| beyond: a diverged state */
 #define JI 5
@@ -111,6 +119,7 @@ struct MbEngine {
      * the state) and their copy during a step, the gaps and forces of the outputs */
     void *ev;
     double *rec, *rectmp, *gap, *cforce;
+    char warning[512];         /* the last mbe_initialize's warning ("" when none) */
 };
 
 /* the spatial part (engine_spatial.h, included at the end) */
@@ -133,6 +142,10 @@ int sk_advance_events_to_impact(void *ev, int method, double *par, double *y, co
 void sk_free(void *k);
 void sk_set_stabilization(void *k, int mode, double alpha, double beta, double proj_tol);
 int sk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
+void mbk_set_budget(void *k, double budget, double unit);
+double mbk_spent(const void *k);
+void sk_set_budget(void *k, double budget, double unit);
+double sk_spent(const void *k);
 
 /* ------------------------------------------------------------------ small helpers */
 static void msg(char *err, size_t errlen, const char *fmt, ...)
@@ -1057,6 +1070,111 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
 }
 
 /* ------------------------------------------------------------------ initial state */
+/* IINIT's guess column of a tree joint placed from the declared pose of the body it moves
+ * (assembly.placement_seeds): revolute from the body's angle (or its position), prismatic
+ * from its position */
+#define SEED_ANGLE 2
+#define SEED_POSITION 3
+#define SEED_AIM 4                    /* DINIT's guess column: the revolute cut joint's index */
+#define FAR_ANGLE (PI / 4)            /* assembly.FAR_ANGLE, FAR_LENGTH */
+#define FAR_LENGTH 0.5
+
+static double wrap_pi(double a) { return pymod(a + PI, 2 * PI) - PI; }
+
+/* the coordinate that puts the moving body at its declared pose (assembly._seeded_q):
+ * P the joint's data (sp, sc, angle0, axis), rp and rc the parent's and child's poses (the
+ * placed side's and the moving side's declared one) */
+static double seeded_q(int kind, int seed, int child_moves, const double *P, const double *rp,
+                       const double *rc, const double *aim)
+{
+    double ap = rp[2], ac = rc[2], a[2], b[2];
+    if (kind == JK_REV) {
+        if (seed == SEED_AIM) {
+            /* aim = (the moving body's cut-joint point in its axes, the target in world) */
+            double d[2], s[2];
+            if (child_moves) {
+                rot(ap, P, a);
+                d[0] = aim[2] - (rp[0] + a[0]);
+                d[1] = aim[3] - (rp[1] + a[1]);
+                s[0] = aim[0] - P[2];
+                s[1] = aim[1] - P[3];
+            } else {
+                rot(ac, P + 2, b);
+                d[0] = aim[2] - (rc[0] + b[0]);
+                d[1] = aim[3] - (rc[1] + b[1]);
+                s[0] = aim[0] - P[0];
+                s[1] = aim[1] - P[1];
+            }
+            if (!((d[0] != 0.0 || d[1] != 0.0) && (s[0] != 0.0 || s[1] != 0.0)))
+                return 0.0;
+            double an = atan2(d[1], d[0]) - atan2(s[1], s[0]);
+            return child_moves ? wrap_pi(an - ap - P[4]) : wrap_pi(ac - P[4] - an);
+        }
+        if (seed == SEED_POSITION) {
+            double d[2], s[2];
+            if (child_moves) {
+                rot(ap, P, a);
+                d[0] = rc[0] - (rp[0] + a[0]);
+                d[1] = rc[1] - (rp[1] + a[1]);
+                s[0] = -P[2];
+                s[1] = -P[3];
+            } else {
+                rot(ac, P + 2, b);
+                d[0] = rp[0] - (rc[0] + b[0]);
+                d[1] = rp[1] - (rc[1] + b[1]);
+                s[0] = -P[0];
+                s[1] = -P[1];
+            }
+            if (!((d[0] != 0.0 || d[1] != 0.0) && (s[0] != 0.0 || s[1] != 0.0)))
+                return 0.0;
+            double an = atan2(d[1], d[0]) - atan2(s[1], s[0]);
+            return child_moves ? wrap_pi(an - ap - P[4]) : wrap_pi(ac - P[4] - an);
+        }
+        return wrap_pi(ac - ap - P[4]);
+    }
+    double apn = child_moves ? ap : ac - P[4], acn = child_moves ? ap + P[4] : ac, ax[2];
+    rot(acn, P + 2, b);
+    rot(apn, P, a);
+    rot(apn, P + 5, ax);
+    double s0 = rc[0] + b[0] - (rp[0] + a[0]), s1 = rc[1] + b[1] - (rp[1] + a[1]);
+    return ax[0] * s0 + ax[1] * s1;
+}
+
+/* e->warning: the first body placed at its declared pose that the assembly moved far from
+ * it (assembly.declared_pose_far), x the assembled and pl the placed coordinates */
+static void declared_far(MbEngine *e, const double *x, const double *pl, double size)
+{
+    e->warning[0] = '\0';
+    for (int i = 0; i < e->nplace; i++) {
+        int k = IA(e, A_IPLACE)[2 * i], parent_placed = IA(e, A_IPLACE)[2 * i + 1];
+        const int *J = IA(e, A_IJOINT) + 6 * k;
+        int ic = J[3], b = parent_placed ? J[2] : J[1];
+        if (ic < 0 || b >= e->nb)
+            continue;
+        int seed = IA(e, A_IINIT)[3 * ic + 2];
+        if (IA(e, A_IINIT)[3 * ic] || (seed != SEED_ANGLE && seed != SEED_POSITION))
+            continue;
+        const double *g = x + 3 * b, *w = pl + 3 * b;
+        if (fabs(g[2] - w[2]) > FAR_ANGLE
+            || hypot(g[0] - w[0], g[1] - w[1]) > FAR_LENGTH * size) {
+            snprintf(e->warning, sizeof e->warning,
+                     "the body moved by joint '%s' assembled at (%.4g, %.4g) m, %.4g deg, "
+                     "far from its declared pose (%.4g, %.4g) m, %.4g deg: the loops closed "
+                     "on another assembly branch; declare a pose nearer the intended one or "
+                     "give the joint a guess", e->jname[k], g[0], g[1], g[2] * 180.0 / PI,
+                     w[0], w[1], w[2] * 180.0 / PI);
+            return;
+        }
+    }
+}
+
+/* whether joint kc is a revolute joint of body mv (a SEED_AIM's cut joint) */
+static int aims_from(const MbEngine *e, int kc, int mv)
+{
+    const int *K = IA(e, A_IJOINT) + 6 * kc;
+    return K[0] == JK_REV && (K[1] == mv || K[2] == mv) && K[1] != K[2];
+}
+
 /* absolute coordinates of the tree placement (assembly._tree_placement) into x */
 static void tree_placement(MbEngine *e, double *x)
 {
@@ -1071,12 +1189,32 @@ static void tree_placement(MbEngine *e, double *x)
         const double *P = DA(e, A_DJOINT) + 7 * k;
         int kind = J[0], p = J[1], c = J[2], ic = J[3];
         double q = 0.0;
+        double *rp = pose + 3 * p, *rc = pose + 3 * c, a[2], b[2], sl[2] = {0.0, 0.0};
         if (ic >= 0) {
             const int *g = IA(e, A_IINIT) + 3 * ic;
             const double *v = DA(e, A_DINIT) + 3 * ic;
-            q = g[0] ? v[0] : g[2] ? v[2] : 0.0;
+            if (g[0]) {
+                q = v[0];
+            } else if (g[2] == SEED_ANGLE || g[2] == SEED_POSITION) {
+                q = seeded_q(kind, g[2], parent_placed, P, rp, rc, NULL);
+            } else if (g[2] == SEED_AIM && kind == JK_REV && v[2] >= 0.0 && v[2] < e->nj
+                       && aims_from(e, (int)v[2], parent_placed ? c : p)) {
+                /* the cut joint's index: a revolute joint of the moving body (else q = 0) */
+                int kc = (int)v[2], mv = parent_placed ? c : p;
+                const int *K = IA(e, A_IJOINT) + 6 * kc;
+                const double *KP = DA(e, A_DJOINT) + 7 * kc;
+                int mine_parent = K[1] == mv, other = mine_parent ? K[2] : K[1];
+                double aim[4], t[2];
+                aim[0] = mine_parent ? KP[0] : KP[2];
+                aim[1] = mine_parent ? KP[1] : KP[3];
+                rot(pose[3 * other + 2], mine_parent ? KP + 2 : KP, t);
+                aim[2] = pose[3 * other] + t[0];
+                aim[3] = pose[3 * other + 1] + t[1];
+                q = seeded_q(kind, SEED_AIM, parent_placed, P, rp, rc, aim);
+            } else if (g[2] == 1) {
+                q = v[2];
+            }
         }
-        double *rp = pose + 3 * p, *rc = pose + 3 * c, a[2], b[2], sl[2] = {0.0, 0.0};
         if (parent_placed) {
             double ac = rp[2] + P[4] + (kind == JK_REV ? q : 0.0);
             if (kind == JK_PRI) {
@@ -1528,6 +1666,34 @@ static int closure_retry(MbEngine *e, double *x, double ta, const double *Minv, 
     return ok;
 }
 
+/* Masses and moments of inertia the engine can integrate: their products and squares (the
+ * projection metric, kinetic energy) must stay finite, so |value| <= MBE_MASS_BOUND. 0 when
+ * they are, else -1 with the body and the value in err. */
+#define MBE_MASS_BOUND 1e100
+static int check_masses(const MbEngine *e, char *err, size_t errlen)
+{
+    int spatial = e->kind == 1, per = spatial ? 9 : 1;
+    const double *m = DA(e, spatial ? A_DSMASS : A_DMASS);
+    const double *J = DA(e, spatial ? A_DSJ : A_DINERTIA);
+    for (int b = 0; b < e->nb; b++) {
+        double worst = fabs(m[b]);
+        const char *what = "mass";
+        for (int i = 0; i < per; i++)
+            if (!(fabs(J[per * b + i]) <= worst) || isnan(J[per * b + i])) {
+                worst = fabs(J[per * b + i]);
+                what = "moment of inertia";
+            }
+        if (!(worst <= MBE_MASS_BOUND)) {
+            msg(err, errlen, "body %d of the model has a %s of %g (kg or kg.m2), beyond %g: "
+                "the engine's products of masses (kinetic energy, the projection's metric) "
+                "would overflow; check the mass and inertia parameters", b, what, worst,
+                MBE_MASS_BOUND);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
     clear_msg(err, errlen);
@@ -1535,6 +1701,9 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         msg(err, errlen, "mbe_initialize: no engine or a non-finite start time");
         return MBE_ERROR;
     }
+    e->warning[0] = '\0';
+    if (check_masses(e, err, errlen) != 0)
+        return MBE_ERROR;
     if (e->kind == 1)
         return spatial_initialize(e, t0, err, errlen);
     /* the assembly at the model's own t0 (the drives' rows s(t0)), as initial_state does
@@ -1590,6 +1759,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         double pl = xd[3 * b + 2];
         x[3 * b + 2] = (pl + pymod(x[3 * b + 2] - pl + PI, 2 * PI)) - PI;
     }
+    declared_far(e, x, xd, size);
     /* velocities: least M-norm xd with D xd = -phi_t and the given rates */
     if (model_rows(e, x, ta, e->phi, e->phit, A) != OK) {
         msg(err, errlen, "the assembled pose makes a constraint row undefined");
@@ -1681,6 +1851,11 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     return MBE_OK;
 }
 
+const char *mbe_warning(const MbEngine *e)
+{
+    return e ? e->warning : "";
+}
+
 /* ------------------------------------------------------------------ stepping */
 static const char *kernel_error(int rc)
 {
@@ -1701,6 +1876,7 @@ static const char *kernel_error(int rc)
     case 10: return "no admissible impact solution (the contacts closed together may be "
                     "redundant or the impact ill-posed)";
     case 11: return "a point-to-point contact's gap is undefined (zero distance)";
+    case MBE_WORK_CODE: return "the work budget of one call was used up";
     default: return "kernel error";
     }
 }
@@ -1717,6 +1893,46 @@ static int check_inputs(const MbEngine *e, const double *u, char *err, size_t er
             return 0;
         }
     return 1;
+}
+
+/* The cost of one right-hand side (or projection iteration) in work units (about 1 us of a
+ * 2020s x86-64 core), estimated from the model's sizes: fitted to the models of models/ with
+ * an O(m^3) term for the loop solves (an overestimate is safe: a smaller budget in steps). */
+static double work_unit(const MbEngine *e)
+{
+    double rows = e->kind == 1 ? 6.0 * e->nc + e->nd : (double)e->m;
+    return 0.1 + 0.05 * e->n + (e->kind == 1 ? 0.16 : 0.03) * e->nrows + 0.3 * e->nc +
+           0.1 * e->m + 0.12 * e->ncon + 2e-3 * rows * rows * rows;
+}
+
+/* Why a step used up its budget, in words a user can act on: the tolerances, rk4's step, a
+ * large input, or a fast or stiff motion (the average step it got). */
+static void budget_cause(const MbEngine *e, const double *u, double t0, double t_end,
+                         double t_fail, double evals, char *out, size_t cap)
+{
+    int stages = e->set.method == 1 ? 13 : e->set.method == 0 ? 7 : 4;
+    double steps = fmax(1.0, evals / stages), avg = (t_fail - t0) / steps;
+    int big = -1;
+    double umax = 0.0;
+    for (int i = 0; i < e->ni; i++)
+        if (fabs(u[i]) > umax) {
+            umax = fabs(u[i]);
+            big = i;
+        }
+    char inputs[120] = "";
+    if (big >= 0)
+        snprintf(inputs, sizeof inputs, " (the largest is input %d = %.6g)", big, u[big]);
+    if (e->set.method == 2)
+        snprintf(out, cap, "rk4 with solver.step = %.6g s needs %.6g steps for the interval: "
+                 "solver.step too small or the interval too long", e->set.step,
+                 ceil((t_end - t0) / e->set.step));
+    else if (e->set.rtol < 1e-12 || e->set.atol < 1e-14)
+        snprintf(out, cap, "the tolerances solver.rtol = %.3g and solver.atol = %.3g are too "
+                 "small (steps of about %.3g s); raise them", e->set.rtol, e->set.atol, avg);
+    else
+        snprintf(out, cap, "the motion needs steps of about %.3g s: an input too large%s, a "
+                 "stiffness or damping too high or a mass too small for an explicit method; "
+                 "check them, or take shorter communication steps", avg, inputs);
 }
 
 static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double budget,
@@ -1757,14 +1973,34 @@ static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *
     double t_end = e->t + h;
     double budget = e->set.max_steps > 0 && e->set.max_steps < MBE_HARD_MAX_STEPS
                     ? e->set.max_steps : (double)MBE_HARD_MAX_STEPS;
-    if (e->ncon)
-        return events_step(e, t_end, uu, floor(budget), stop, impact, err, errlen);
+    if (e->ncon) {
+        /* the event loop's steps that the work budget pays for */
+        int stages = e->set.method == 1 ? 12 : e->set.method == 0 ? 6 : 4;
+        double paid = floor(MBE_WORK_BUDGET / (work_unit(e) * (stages + 16)));
+        return events_step(e, t_end, uu, fmax(1.0, fmin(floor(budget), paid)), stop, impact,
+                           err, errlen);
+    }
     double par[9] = {e->t, t_end, e->h, fmax(e->set.rtol, 100 * 2.220446049250313e-16),
                      e->set.atol, isfinite(e->set.max_step) ? e->set.max_step : 1e300,
                      e->set.step, e->t, floor(budget)};
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
+    double unit = work_unit(e);
+    (e->kind == 1 ? sk_set_budget : mbk_set_budget)(e->kern, MBE_WORK_BUDGET, unit);
     int rc = (e->kind == 1 ? sk_advance : mbk_advance)(e->kern, e->set.method, par, e->ytmp,
                                                          uu, &nfev);
+    double spent = (e->kind == 1 ? sk_spent : mbk_spent)(e->kern);
+    (e->kind == 1 ? sk_set_budget : mbk_set_budget)(e->kern, 0.0, 0.0);
+    if (rc == MBE_WORK_CODE || rc == 7) {
+        char why[400];
+        budget_cause(e, uu, e->t, t_end, par[7], spent / unit, why, sizeof why);
+        msg(err, errlen, "the step from t = %.9g s to %.9g s failed at t = %.9g s: %s; %s; "
+            "the state is kept", e->t, t_end, par[7],
+            rc == 7 ? "the step budget (settings.max_steps integrator steps, at most the "
+                      "engine's own cap of 200000) was used up"
+                    : "the work budget of one call (about 1 s of computing) was used up",
+            why);
+        return MBE_DISCARD;
+    }
     if (rc != OK) {
         msg(err, errlen, "the step from t = %.9g s to %.9g s failed at t = %.9g s: %s; the "
             "state is kept", e->t, t_end, par[7], kernel_error(rc));
@@ -1815,6 +2051,16 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
         rc = stop ? mbk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
                                                  e->rectmp, &hit)
                   : mbk_advance_events(e->ev, e->set.method, par, e->ytmp, uu, e->rectmp);
+    if (rc == 7) {                               /* the steps the budget pays for */
+        char why[400];
+        int stages = e->set.method == 1 ? 12 : e->set.method == 0 ? 6 : 4;
+        budget_cause(e, uu, e->t, t_end, par[14], par[15] * (stages + 1), why, sizeof why);
+        msg(err, errlen, "the step from t = %.9g s to %.9g s was stopped after %.0f integrator "
+            "steps of the contact event loop: %s was used up; %s; the state is kept", e->t,
+            t_end, par[15], budget == e->set.max_steps ? "the step budget (settings.max_steps)"
+            : "the work budget of one call (about 1 s of computing)", why);
+        return MBE_DISCARD;
+    }
     if (rc != OK) {
         int i = (int)par[17];
         char who[48] = "";

@@ -84,6 +84,10 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
  * drives' laws are evaluated, as initial_state does; the state's time is then t0, as the
  * Python FMU sets its start time.) */
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen);
+/* The last mbe_initialize's warning, "" when none: a planar body placed at its declared pose
+ * that the assembly moved far from it (the loops closed on another assembly branch). The
+ * string belongs to the engine and holds until the next mbe_initialize. */
+const char *mbe_warning(const MbEngine *e);
 
 /* One communication step from the current time t to t + h with the inputs u held. The work is
  * bounded whatever the settings say (settings.max_steps, and a hard cap of the engine's own).

@@ -54,7 +54,8 @@
 enum { J_WELD = 0, J_REV = 1, J_PRI = 2, J_FREE = 3 };
 enum { E_TSDA = 1, E_RSDA = 2, E_FORCE = 3, E_TORQUE = 4 };
 enum { OK = 0, ERR_NONFINITE = 1, ERR_SINGULAR = 2, ERR_STEP = 3, ERR_ELEMENT = 4,
-       ERR_ARGS = 5 };
+       ERR_ARGS = 5, ERR_WORK = 12 /* the work budget (mbk_set_budget) used up */ };
+#include "work.h"                              /* the work budget of one call */
 
 #define JI 5          /* ints per joint: body, type, parent, jp, coord */
 #define JD 8          /* doubles per joint: s, angle0, s_placed(2), s_other(2), axis(2) */
@@ -92,7 +93,19 @@ typedef struct {
      * engine library (engine.c) leaves it NULL, so the in-process engine and the native FMU
      * (no LAPACK there) compute the same numbers. */
     void *syev;
+    Work work_budget;      /* of one call (mbk_set_budget; native/work.h) */
 } Kernel;
+
+static int charge(Kernel *k) { return work_charge(&k->work_budget); }
+
+/* The work budget of the calls that follow (0: none), the spent work reset; each right-hand
+ * side and each projection iteration costs `unit` (native/work.h) */
+void mbk_set_budget(Kernel *k, double budget, double unit)
+{
+    work_set(&k->work_budget, budget, unit);
+}
+
+double mbk_spent(const Kernel *k) { return k->work_budget.spent; }
 
 void mbk_free(Kernel *k)
 {
@@ -925,6 +938,8 @@ static int project(Kernel *k, double t, double *y)
         zero[j] = 0.0;
     double prev = INFINITY, prev_step = INFINITY;
     for (int it = 0; it < 12; it++) {
+        if ((rc = charge(k)) != OK)
+            return rc;
         kinematics(k, q, zero);
         if ((rc = rows(k, 0)) != OK)
             return rc;
@@ -1123,6 +1138,8 @@ static int rhs(void *ctx, double t, const double *y, double *dy)
 {
     Kernel *k = ((Rhs *)ctx)->k;
     int n = k->n;
+    if (charge(k) != OK)
+        return ERR_WORK;
     memcpy(dy, y + n, sizeof(double) * n);
     int rc = accel(k, t, y, y + n, ((Rhs *)ctx)->u, dy + n);
     if (rc != OK)

@@ -69,7 +69,9 @@
 #include <string.h>
 
 enum { K_WELD = 0, K_REV = 1, K_PRI = 2, K_SPH = 3, K_FREE = 4 };
-enum { OK = 0, ERR_NONFINITE = 1, ERR_SINGULAR = 2, ERR_STEP = 3, ERR_ARGS = 5, ERR_DRIFT = 6 };
+enum { OK = 0, ERR_NONFINITE = 1, ERR_SINGULAR = 2, ERR_STEP = 3, ERR_ARGS = 5, ERR_DRIFT = 6,
+       ERR_WORK = 12 /* the work budget (sk_set_budget) used up */ };
+#include "work.h"                              /* the work budget of one call */
 enum { E_TSDA = 0, E_RSDA = 1, E_FORCE = 2, E_TORQUE = 3, E_BUSH = 4 };
 enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST = 6 };
 
@@ -133,7 +135,19 @@ typedef struct {
     int *dof, *live, *moving;
     double *nud, *nud0, *nuv, *qtmp;
     double *K, *ytmp, *ynew, *fy, *scale, *err;
+    Work work_budget;      /* of one call (sk_set_budget; native/work.h) */
 } SK;
+
+static int charge(SK *k) { return work_charge(&k->work_budget); }
+
+/* The work budget of the calls that follow (0: none), the spent work reset; each right-hand
+ * side and each projection iteration costs `unit` (native/work.h) */
+void sk_set_budget(SK *k, double budget, double unit)
+{
+    work_set(&k->work_budget, budget, unit);
+}
+
+double sk_spent(const SK *k) { return k->work_budget.spent; }
 
 void sk_free(SK *k)
 {
@@ -1593,6 +1607,8 @@ static int project(SK *k, double *y)
     memset(zero, 0, sizeof(double) * n);
     double prev = INFINITY;
     for (int it = 0; it < 12; it++) {
+        if ((rc = charge(k)) != OK)
+            return rc;
         kinematics(k, q, zero);
         if ((rc = cut_rows(k)) != OK)
             return rc;
@@ -1676,6 +1692,8 @@ int sk_set_tableau(int which, int s, int order, const double *A, const double *B
 static int rhs(void *ctx, double t, const double *y, double *dy)
 {
     SK *k = ctx;              /* the inputs are held over the call; t moves the drives */
+    if (charge(k) != OK)
+        return ERR_WORK;
     k->t = t;
     int n = k->n;
     memcpy(dy, y + n, sizeof(double) * n);

@@ -21,12 +21,15 @@
  *   - value references that do not exist (also 2^31 and above) are refused, naming their
  *     unsigned value;
  *   - fmi2Discard keeps the state from before the call; fmi2GetBooleanStatus(fmi2Terminated)
- *     is false (a discarded step may be retried) and fmi2GetRealStatus(fmi2LastSuccessfulTime)
- *     is the end of the last successful step;
+ *     is true after a discard in the model (lock-up, runaway state, work or step budget: the
+ *     same call would fail again) and false after a discard for a wrong step size or time
+ *     (docs/fmi-statuses.md); fmi2GetRealStatus(fmi2LastSuccessfulTime) is the end of the last
+ *     successful step; a doStep past a defined stop time returns fmi2Error;
  *   - an FMU state is the serialized bytes themselves: a magic, a format version, the GUID,
  *     the values, the engine's state and a checksum; every restored value is checked before
  *     use and a state that fails any check is refused with fmi2Error, changing nothing;
- *   - every doStep is bounded (the engine's own cap, whatever solver.max_steps says).
+ *   - every doStep is bounded by the engine's work budget (counted work, about 1 s), whatever
+ *     solver.max_steps and the inputs say.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -36,6 +39,15 @@
 #include <string.h>
 
 #include "engine.h"
+
+#if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN
+#define NOMINMAX
+#include <windows.h>
+#else
+#include <unistd.h>
+int mincore(void* addr, size_t length, unsigned char* vec);   /* <sys/mman.h>, libc */
+#endif
 
 /* The exported FMI functions (platforms: a Windows DLL exports the marked ones only; the FMI
  * 3.0 front fmi3_native.c includes this file with EXPORT defined as static). */
@@ -153,8 +165,90 @@ typedef struct {
     double* scratch;         /* engine state scratch (size of mbe_state_size) */
     size_t n_state;
     FmuState* states;        /* states made by this instance */
+    int stuck;               /* the last doStep was discarded in the model (fmi2Terminated) */
+    int stop_defined;        /* fmi2SetupExperiment's stop time: no doStep may end after it */
+    double stop_time;
     char err[MSG];
 } Inst;
+
+/* ------------------------------------------------------------------ live instances
+ * A host may pass a pointer that is no instance at all (0x1234, a freed one). A real check is
+ * impossible in C; this best-effort one never reads memory that is not mapped: a pointer
+ * below 64 KiB or misaligned is refused at once, a pointer this thread has already seen as a
+ * live instance (a few, per thread: no lock, nothing shared between threads or kept across a
+ * dlclose) is taken, and any other is first asked of the kernel (mincore; VirtualQuery on
+ * Windows, a few microseconds) before its magic number is read. */
+#if defined(_MSC_VER)
+#define FMU_TLS __declspec(thread)
+#else
+#define FMU_TLS __thread
+#endif
+#define SEEN 8
+static FMU_TLS const void* seen_ptr[SEEN];
+static FMU_TLS unsigned seen_next;
+
+/* 1 when the n bytes at p are mapped readable memory (best effort, see above) */
+static int mapped(const void* p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (a < 65536u || a % sizeof(void*) != 0 || a + n < a) {
+        return 0;
+    }
+#if defined(_WIN32)
+    MEMORY_BASIC_INFORMATION mbi;
+    const DWORD readable = PAGE_READONLY | PAGE_READWRITE | PAGE_WRITECOPY | PAGE_EXECUTE_READ
+                           | PAGE_EXECUTE_READWRITE | PAGE_EXECUTE_WRITECOPY;
+    if (VirtualQuery(p, &mbi, sizeof mbi) == 0 || mbi.State != MEM_COMMIT
+        || !(mbi.Protect & readable) || (mbi.Protect & (PAGE_GUARD | PAGE_NOACCESS))) {
+        return 0;
+    }
+    return (uintptr_t)mbi.BaseAddress + mbi.RegionSize >= a + n;
+#else
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0) {
+        return 0;
+    }
+    uintptr_t page = a & ~(uintptr_t)(ps - 1);
+    unsigned char vec[4];
+    size_t len = (size_t)(a + n - page);
+    if (len > 4 * (size_t)ps) {
+        return 0;
+    }
+    return mincore((void*)page, len, vec) == 0;
+#endif
+}
+
+/* 1 when p may be read as a struct whose first member is an unsigned magic equal to `magic` */
+static int live_object(const void* p, unsigned magic)
+{
+    if (p == NULL) {
+        return 0;
+    }
+    int known = 0;
+    for (int i = 0; i < SEEN; ++i) {
+        known |= seen_ptr[i] == p;
+    }
+    if (!known && !mapped(p, sizeof(unsigned))) {
+        return 0;
+    }
+    if (*(const unsigned*)p != magic) {
+        return 0;
+    }
+    if (!known) {
+        seen_ptr[seen_next++ % SEEN] = p;
+    }
+    return 1;
+}
+
+/* p is freed: no longer known as live in this thread */
+static void forget_object(const void* p)
+{
+    for (int i = 0; i < SEEN; ++i) {
+        if (seen_ptr[i] == p) {
+            seen_ptr[i] = NULL;
+        }
+    }
+}
 
 /* ------------------------------------------------------------------ utilities */
 static int utf8_valid(const char* s, size_t* bad)
@@ -270,7 +364,7 @@ static const char* mode_name(int m)
 static Inst* enter(fmi2Component c, const char* fn, int allowed)
 {
     Inst* in = (Inst*)c;
-    if (in == NULL || in->magic != INSTANCE_MAGIC) {
+    if (!live_object(in, INSTANCE_MAGIC)) {
         return NULL;    /* not an instance of this FMU: nothing to log through */
     }
     if (!(in->mode & allowed)) {
@@ -320,6 +414,8 @@ static void reset_values(Inst* in)
     }
     in->start_set = 0;
     in->start_time = FMU_START_TIME;
+    in->stop_defined = 0;
+    in->stuck = 0;
     in->configured = 0;
     in->dirty = 1;
     in->y_valid = 0;
@@ -502,6 +598,28 @@ static int same_doubles(const double* a, const double* b, int n)
     return n == 0 || memcmp(a, b, (size_t)n * sizeof(double)) == 0;
 }
 
+/* " (parameters set away from their defaults: a = 1, b = 2)" for a message, or "" */
+static const char* changed_parameters(const Inst* in, char* out, size_t cap)
+{
+    size_t len = 0;
+    int count = 0;
+    out[0] = '\0';
+    for (int i = 0; i < FMU_N_VARS && len + 80 < cap; ++i) {
+        const FmuVar* v = &FMU_VARS[i];
+        if (v->kind == VK_PARAM && memcmp(&in->num[i], &v->start, sizeof(double)) != 0) {
+            char a[32];
+            len += (size_t)snprintf(out + len, cap - len, "%s%s = %s",
+                                    count++ ? ", " : " (parameters set away from their "
+                                                     "defaults: ", v->name,
+                                    shortest(a, in->num[i]));
+        }
+    }
+    if (count) {
+        snprintf(out + len, cap - len, ")");
+    }
+    return out;
+}
+
 /* Settings, parameters and the initial state into the engine; 0, or -1 after a logged error. */
 static int configure(Inst* in, const char* fn)
 {
@@ -523,10 +641,14 @@ static int configure(Inst* in, const char* fn)
     }
     double t0 = in->start_set ? in->start_time : FMU_START_TIME;
     if (mbe_initialize(in->engine, t0, in->err, sizeof in->err) != MBE_OK) {
+        char changed[600];
         in->configured = 0;
-        return say(in, fmi2Error, "%s: %s: the initial state cannot be found: %s", fn,
-                   FMU_MODEL_NAME, in->err), -1;
+        return say(in, fmi2Error, "%s: %s: the initial state cannot be found: %s%s", fn,
+                   FMU_MODEL_NAME, in->err, changed_parameters(in, changed, sizeof changed)),
+               -1;
     }
+    if (*mbe_warning(in->engine))
+        say(in, fmi2Warning, "%s: %s: %s", fn, FMU_MODEL_NAME, mbe_warning(in->engine));
     /* refuse up front what every step would discard: a state outside |q|, |qd| <= 1e12, or
      * outputs that are not finite (a parameter such as a mass of 1e300) */
     mbe_get_state(in->engine, in->scratch);           /* t, q, qd, ... (engine.h) */
@@ -626,6 +748,7 @@ static void free_instance(Inst* in)
     free(in->scratch);
     free(in->name);
     in->magic = 0;
+    forget_object(in);
     free(in);
 }
 
@@ -745,7 +868,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
 EXPORT void fmi2FreeInstance(fmi2Component c)
 {
     Inst* in = (Inst*)c;
-    if (in == NULL || in->magic != INSTANCE_MAGIC) {
+    if (!live_object(in, INSTANCE_MAGIC)) {
         return;
     }
     free_instance(in);
@@ -824,6 +947,8 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean toleranceDefi
     }
     in->start_time = startTime;
     in->start_set = 1;
+    in->stop_defined = stopTimeDefined != 0;
+    in->stop_time = stopTime;
     in->dirty = 1;
     return fmi2OK;
 }
@@ -1143,6 +1268,7 @@ static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int
     if (!in) {
         return fmi2Error;
     }
+    in->stuck = 0;
     double now = mbe_time(in->engine);
     if (!(isfinite(h) && h >= 0.0)) {
         return say(in, fmi2Discard, "%s: doStep with communication step %.17g at t = %.17g; "
@@ -1157,6 +1283,13 @@ static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int
         return fmi2OK;
     }
     double target = t + h;
+    if (in->stop_defined && target > in->stop_time + 1e-9 * fmax(1.0, fabs(in->stop_time))) {
+        /* FMI 2.0 (fmi2SetupExperiment) and 3.0 (fmi3EnterInitializationMode): computing past
+         * a defined stop time is an error */
+        return say(in, fmi2Error, "%s: doStep from t = %.17g by %.17g would end at %.17g, "
+                   "after the stop time %.17g defined at fmi2SetupExperiment; the step was not "
+                   "taken (the state is kept)", FMU_MODEL_NAME, t, h, target, in->stop_time);
+    }
     if (!(fabs(target) <= TIME_BOUND)) {
         return say(in, fmi2Discard, "%s: doStep from t = %.17g by %.17g would end beyond the "
                    "time bound |t| <= %g s; the step was not taken", FMU_MODEL_NAME, t, h,
@@ -1175,9 +1308,13 @@ static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int
         return fmi2OK;
     }
     if (s == MBE_DISCARD) {
+        /* the model cannot be advanced from this state with these inputs (a lock-up, a
+         * runaway state, the work or step budget): the same call would fail again, so
+         * fmi2Terminated is true and a master that does not change the call stops */
+        in->stuck = 1;
         return say(in, fmi2Discard, "%s: the step from t = %.17g to %.17g was discarded (the "
-                   "state from before the call is kept): %s", FMU_MODEL_NAME, now, target,
-                   in->err);
+                   "state from before the call is kept; fmi2Terminated is true): %s",
+                   FMU_MODEL_NAME, now, target, in->err);
     }
     return say(in, fmi2Error, "%s: doStep from t = %.17g refused: %s", FMU_MODEL_NAME, now,
                in->err);
@@ -1245,7 +1382,11 @@ EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s,
         return say(in, fmi2Discard, "fmi2GetBooleanStatus(%d): only fmi2Terminated (3) is "
                    "available", (int)s);
     }
-    *value = 0;      /* a discarded step may always be retried: the slave never asks to stop */
+    /* true after fmi2Terminate and while the last doStep was discarded in the model (a
+     * lock-up, a runaway state, the work or step budget: the same call would fail again);
+     * false after a discard for a wrong step size or communication point, which the master
+     * can correct. doStep may still be called (a master may shorten the step). */
+    *value = in->stuck || in->mode == TERMINATED;
     return fmi2OK;
 }
 
@@ -1888,7 +2029,11 @@ EXPORT fmi2Status fmi2SetFMUstate(fmi2Component c, fmi2FMUstate state)
                    state == NULL ? "NULL state"
                                  : "not a state made by this instance (or already freed)");
     }
-    return restore(in, "fmi2SetFMUstate", s->bytes, s->size);
+    fmi2Status st = restore(in, "fmi2SetFMUstate", s->bytes, s->size);
+    if (st == fmi2OK) {
+        in->stuck = 0;
+    }
+    return st;
 }
 
 EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate* state)

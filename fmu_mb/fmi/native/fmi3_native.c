@@ -174,7 +174,7 @@ static void log3(fmi2ComponentEnvironment env, fmi2String name, fmi2Status statu
 static W* get3(fmi3Instance x)
 {
     W* w = (W*)x;
-    if (w == NULL || w->magic != W_MAGIC || w->in == NULL) {
+    if (!live_object(w, W_MAGIC) || w->in == NULL) {
         return NULL;
     }
     w->in->logger = log3;
@@ -291,6 +291,7 @@ FMI3_EXPORT void fmi3FreeInstance(fmi3Instance instance)
     fmi2FreeInstance(w->in);
     w->in = NULL;
     w->magic = 0;
+    forget_object(w);
     free(w);
 }
 
@@ -798,7 +799,8 @@ FMI3_EXPORT fmi3Status fmi3DoStep(fmi3Instance instance, fmi3Float64 currentComm
     fmi2Status s = step_engine(w, currentCommunicationPoint, communicationStepSize,
                                noSetFMUStatePriorToCurrentPoint, &event);
     *eventHandlingNeeded = event && w->event_mode_used;
-    *terminateSimulation = false;      /* a discarded step keeps the state: it may be retried */
+    *terminateSimulation = w->in->stuck != 0;   /* discarded in the model: the same call would
+                                                   fail again (fmi2_native.c's do_step) */
     *earlyReturn = event && w->early_return_allowed
                    && mbe_time(w->in->engine) < currentCommunicationPoint + communicationStepSize;
     *lastSuccessfulTime = mbe_time(w->in->engine);

@@ -32,8 +32,9 @@
  *     passes every message with a status other than fmi2OK to the host's
  *     logger whatever fmi2SetDebugLogging said, and fmi2OK messages only when
  *     logging is on (and their category is enabled).
- *   - FMU states: only states made by this FMU (fmi2GetFMUstate,
- *     fmi2DeSerializeFMUstate) are accepted; a state the adapter finds corrupt
+ *   - FMU states: only states made by a live instance of this FMU (fmi2GetFMUstate,
+ *     fmi2DeSerializeFMUstate; an instance's states are freed with it) are
+ *     accepted; a state the adapter finds corrupt
  *     (guard.py: format version, tag, SHA-256 checksum, shape) is freed and
  *     fmi2DeSerializeFMUstate returns fmi2Error.
  *   - Strings set by the host must be UTF-8; value references from RESERVED_VR
@@ -222,6 +223,7 @@ static Instance* instances = NULL;
 
 typedef struct State {
     fmi2FMUstate state;
+    const struct Instance* owner;  /* the instance that made it: freed with it */
     struct State* next;
 } State;
 
@@ -268,7 +270,7 @@ static int known_state(fmi2FMUstate s)
     return it != NULL;
 }
 
-static void add_state(fmi2FMUstate s)
+static void add_state(fmi2FMUstate s, const Instance* owner)
 {
     State* node = malloc(sizeof *node);
     if (!node) {
@@ -276,6 +278,7 @@ static void add_state(fmi2FMUstate s)
     }
     pthread_mutex_lock(&lock);
     node->state = s;
+    node->owner = owner;
     node->next = states;
     states = node;
     pthread_mutex_unlock(&lock);
@@ -684,6 +687,9 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
     char location[4200];
     if (in->name == NULL) {
         problem = "fmu_mb: fmi2Instantiate: out of memory";
+    } else if (good_name && instanceName[0] == '\0') {
+        problem = "fmu_mb: fmi2Instantiate: instanceName is empty; FMI 2.0 requires a "
+                  "non-empty name; no instance made";
     } else if (!good_name) {
         problem = instanceName == NULL
                       ? "fmu_mb: fmi2Instantiate: instanceName is NULL; expected a non-NULL "
@@ -761,7 +767,28 @@ EXPORT void fmi2FreeInstance(fmi2Component c)
             break;
         }
     }
+    /* the states this instance made go with it (as in the native FMU): a later
+     * fmi2SetFMUstate with one of them is refused, not a use of freed memory */
+    State* dead = NULL;
+    for (State** p = &states; *p;) {
+        if ((*p)->owner == in) {
+            State* it = *p;
+            *p = it->next;
+            it->next = dead;
+            dead = it;
+        } else {
+            p = &(*p)->next;
+        }
+    }
     pthread_mutex_unlock(&lock);
+    while (dead) {                       /* (pythonfmu may log: not under the lock) */
+        State* next = dead->next;
+        if (!in->broken) {
+            inner.FreeFMUstate(in->inner, &dead->state);
+        }
+        free(dead);
+        dead = next;
+    }
     if (!in->broken) {
         inner.FreeInstance(in->inner);   /* a broken one is left alone: freeing it crashes */
     }
@@ -783,6 +810,13 @@ EXPORT fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean loggingOn, si
         return st;
     }
     CHECK_ARRAY(in, categories, n, "fmi2SetDebugLogging");
+    for (size_t i = 0; i < n; ++i) {
+        if (categories[i] == NULL || bad_utf8(categories[i]) >= 0) {
+            return fail(in, fmi2Error, "fmi2SetDebugLogging: category %zu is %s; expected one "
+                        "of the LogCategories of modelDescription.xml; nothing was changed", i,
+                        categories[i] == NULL ? "NULL" : "not a UTF-8 string");
+        }
+    }
     for (size_t i = 0; i < in->n_categories; ++i) {
         free(in->categories[i]);
     }
@@ -792,7 +826,7 @@ EXPORT fmi2Status fmi2SetDebugLogging(fmi2Component c, fmi2Boolean loggingOn, si
     if (n > 0) {
         in->categories = calloc(n, sizeof(char*));
         for (size_t i = 0; in->categories && i < n; ++i) {
-            in->categories[i] = strdup(categories[i] ? categories[i] : "");
+            in->categories[i] = strdup(categories[i]);
         }
         in->n_categories = in->categories ? n : 0;
     }
@@ -971,7 +1005,7 @@ EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate* state)
         remove_state(old);
         inner.FreeFMUstate(in->inner, &old);
     }
-    add_state(made);
+    add_state(made, in);
     *state = made;
     return st;
 }
@@ -1082,7 +1116,7 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[
         remove_state(old);
         inner.FreeFMUstate(in->inner, &old);
     }
-    add_state(made);
+    add_state(made, in);
     *state = made;
     return st;
 }

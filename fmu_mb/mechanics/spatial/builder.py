@@ -7,7 +7,7 @@ at the reference pose; z is the joint axis. With parent_axis= the parent's frame
 the parent's own axes (rotations.frame_from_axis), with child_axis= the child's likewise."""
 import numpy as np
 
-from ...errors import ModelError
+from ...errors import ModelError, plain
 from ..model import GROUND, Body, Contact, Element, Joint
 from ..validation import number
 from . import rotations as rot
@@ -21,7 +21,7 @@ def inertia_tensor(where, inertia):
         a = None
     if a is None or a.shape not in ((3,), (3, 3)) or not np.all(np.isfinite(a)):
         raise ModelError(f"{where}: inertia must be (Ixx, Iyy, Izz) or a 3 x 3 matrix about "
-                         f"the centre of mass in body axes [kg.m2], received {inertia!r}")
+                         f"the centre of mass in body axes [kg.m2], received {plain(inertia)}")
     J = np.diag(a) if a.shape == (3,) else a
     if not np.allclose(J, J.T, atol=1e-12 * max(1.0, np.abs(J).max())):
         raise ModelError(f"{where}: the inertia matrix must be symmetric, received {J.tolist()}")
@@ -61,11 +61,11 @@ def vec3(where, arg, value, unit=False):
         a = None
     if a is None or a.shape != (3,) or not np.all(np.isfinite(a)):
         raise ModelError(f"{where}: {arg} must be a finite 3-vector (x, y, z), received "
-                         f"{value!r}")
+                         f"{plain(value)}")
     if unit:
         n = np.linalg.norm(a)
         if n < 1e-12:
-            raise ModelError(f"{where}: {arg} must be a nonzero vector, received {value!r}")
+            raise ModelError(f"{where}: {arg} must be a nonzero vector, received {plain(value)}")
         a = a / n
     return tuple(float(v) for v in a)
 
@@ -175,8 +175,8 @@ class SpatialItems:
                 z2 = np.array(vec3(where, "axis2", axis2, unit=True))
                 if abs(z2 @ z) > 1e-9:
                     raise ModelError(f"{where}: the two axes of a universal joint must be "
-                                     f"perpendicular, received axis={tuple(z)}, "
-                                     f"axis2={tuple(z2)}")
+                                     f"perpendicular, received axis={plain(tuple(z))}, "
+                                     f"axis2={plain(tuple(z2))}")
                 # parent frame (x = axis2, z = axis), child frame (x = axis, z = axis2) at the
                 # reference pose: the joint's two angles are measured from these
                 Fp = Ap.T @ np.stack([z2, np.cross(z, z2), z], axis=1)
@@ -262,7 +262,7 @@ class SpatialItems:
             m = np.diag(m) if m.shape == (3,) else m
             if m.shape != (3, 3) or not np.all(np.isfinite(m)):
                 raise ModelError(f"{where}: {arg} must be 3 numbers or a 3 x 3 matrix, "
-                                 f"received {v!r}")
+                                 f"received {plain(v)}")
             return m
         K = np.zeros((6, 6))
         Cm = np.zeros((6, 6))

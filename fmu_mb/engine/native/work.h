@@ -1,0 +1,33 @@
+/*
+ * fmu_mb's work budget of one kernel call, shared by the planar kernel (kernel.c) and the
+ * spatial kernel (spatial_kernel.c): each right-hand side and each Newton iteration of the
+ * projection charges `unit`; past `budget` (> 0) the charge fails with ERR_WORK, which the
+ * integrators pass up like any other failure of the right-hand side. Counted, not timed, so
+ * that results stay deterministic. The engine (engine.c) sets it before every step (its
+ * MBE_WORK_BUDGET) and clears it after; 0: no budget (the in-process kernels of kernel.py).
+ * The includer defines OK and ERR_WORK before it.
+ */
+#ifndef FMU_MB_WORK_H
+#define FMU_MB_WORK_H
+
+typedef struct {
+    double budget, unit, spent;
+} Work;
+
+/* one unit of work against the budget: OK, or ERR_WORK when it is used up */
+static int work_charge(Work *w)
+{
+    if (w->budget > 0.0 && (w->spent += w->unit) > w->budget)
+        return ERR_WORK;
+    return OK;
+}
+
+/* the budget of the calls that follow (0: none), the spent work reset */
+static void work_set(Work *w, double budget, double unit)
+{
+    w->budget = budget;
+    w->unit = unit;
+    w->spent = 0.0;
+}
+
+#endif
