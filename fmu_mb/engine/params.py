@@ -12,20 +12,27 @@ turns that map into a small program (fmu_mb/engine/native/params.h, params.c: mb
    object arrays, so that their arithmetic traces too) on a tape. A comparison involving a
    parameter (an `if` of the model file, or the builder's own checks such as mass >= 0)
    records a guard: the branch build() took is checked at run time (mbp_run fails, naming
-   the parameter and saying to rebuild with --set).
+   the parameter and saying to rebuild with --set; a check of the builder, or a test of
+   the model file guarding a raise, with that message). Every other way of reading a
+   Sym's value is a guard too (np.sign, floor, int(), math.isclose, np.clip...: the
+   section "reads of a value") or a read that fixes the parameters behind it (float() in
+   the model file, %, math.fmod, str()...): nothing reads a parameter silently.
 2. match: the model data `data_of(overrides)` (a black box) is computed at the build values
    and at random probe sets; a slot that changes depends on a parameter, and is matched
    with the tape expression (or its negative or reciprocal) whose values agree with the
    slot's at every probe set, so coincidences vanish.
 3. verify: the emitted int code, interpreted exactly as mbp_run does (ParamProgram.run), is
    run over the default data at fresh random sets inside the parameters' ranges (near the
-   build values and within +-50 %) and must reproduce data_of to VERIFY_RTOL in every slot.
+   build values and within +-50 %), at each parameter's range values (_range_values: the
+   ends, zero, its negative, a log-spaced sweep) and at random sets over the whole ranges;
+   it must reproduce data_of to VERIFY_RTOL in every slot (relative to the slot's rounding
+   scale: rounding()) or refuse the set, and refuse every set that build() refuses.
    A parameter whose effect is not matched or not reproduced (the builder's own geometry,
    an untraced operation, a branch on a plain float) is declared fixed with the reason, and
    the whole is compiled again without it; the program then refuses any other value of it.
    A slot is never silently wrong: what is emitted has been checked against the real build.
-   (Sampling cannot prove the absence of a branch far from the sets tried; the guards, the
-   parameters' declared ranges and the wide sets are what cover that.)
+   (Sampling cannot prove the absence of a branch taken on a value read in C, by struct
+   or a C extension, which no hook sees; the range sets are what cover that.)
 
 Two extensions: slots that the engine derives itself after the program (the projection
 metric, EngineData.derived: a max and an eigenvalue) are left out of the matching and
