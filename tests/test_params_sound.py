@@ -253,6 +253,8 @@ READS = [
     ("np.copysign(2.0, x)", "guard"), ("sorted([x, 0.5])[0]", "guard"),
     ("abs(x) if x else 1.0", "guard"), ("np.sign(np.array([x, 1.0]))[0]", "guard"),
     ("math.trunc(x)", "guard"), ("isclose(x, 0.7, abs_tol=0.1) * 1.0", "guard"),
+    ("1.0 if math.isfinite(np.exp(400.0 * x)) else 2.0", "guard"),
+    ("1.0 if not np.isinf(np.exp(400.0 * x)) else 2.0", "guard"),
     # traced: numpy arrays of a model file hold the Syms (object arrays)
     ("np.asarray([x, 1.0], dtype=float)[0]", "traced"), ("np.hypot(x, 1.0)", "traced"),
 ]

@@ -194,11 +194,11 @@ def _scalar(x):
 class Sym(float):
     """A float that records the expression it was computed by on the active tape."""
 
-    __slots__ = ("node",)
+    __slots__ = ("node", "tape")
 
     def __new__(cls, value, node):
         s = float.__new__(cls, value)
-        s.node = node
+        s.node, s.tape = node, _tape
         return s
 
     __hash__ = float.__hash__
@@ -213,8 +213,13 @@ class Sym(float):
         return self
 
 
+def _live(x):
+    """x is a Sym of the trace under way (one kept from an earlier trace is a number)."""
+    return isinstance(x, Sym) and _tape is not None and x.tape is _tape
+
+
 def _nid(x):
-    return x.node if isinstance(x, Sym) else _tape.const(x)
+    return x.node if _live(x) else _tape.const(x)
 
 
 _PY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
@@ -341,7 +346,7 @@ _user_frame.stdlib = None
 def _read(x, what):
     """Record that `what` read the value of x (a Sym depending on parameters) outside
     fmu_mb's own code: those parameters become fixed. Returns x's plain value."""
-    if isinstance(x, Sym) and _tape is not None:
+    if _live(x):
         fn, line, inside = _user_frame(1)
         if not inside:
             _tape.reads.append((x.node, f"{what} at {fn.rsplit('/', 1)[-1]}:{line}"))
@@ -361,7 +366,7 @@ def _guard(cmp, a, b, message=""):
     """The test `a cmp b` (Syms or numbers), recorded as a guard when a or b is a Sym; a
     test of the model file's that guards a `raise` carries the raise's message."""
     r = _CMP_FN[cmp](_val(a), _val(b))
-    if _tape is not None and (isinstance(a, Sym) or isinstance(b, Sym)):
+    if _live(a) or _live(b):
         g = (cmp, _nid(a), _nid(b), bool(r))
         _tape.guards.append(g)
         if not message:
@@ -420,7 +425,7 @@ def _raise_messages(filename):
 def _float(self):
     """float(sym): a conversion by fmu_mb's own code stays silent (checked by the matching);
     anywhere else (the model file, a library) the value is read."""
-    if _tape is not None:
+    if _live(self):
         fn, line, inside = _user_frame(1)
         if not inside:
             _tape.reads.append((self.node, f"float() at {fn.rsplit('/', 1)[-1]}:{line}"))
@@ -476,7 +481,7 @@ def _text(name):
     def text(self, *args):
         """str(), repr(), format() of a Sym: its value as text, a read outside fmu_mb (a
         number parsed back from it would carry no trace)."""
-        if _tape is not None:
+        if _live(self):
             fn, line, inside = _user_frame(1)
             if not inside:
                 _tape.reads.append((self.node, f"{name.strip('_')}() (the value as text) at "
@@ -559,6 +564,13 @@ def _math_isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
     return _guard("eq", a, b)
 
 
+def _finite(x):
+    """isfinite(x) of a finite number: True, and x is computed by the program (the guard
+    x == x), where mbp_run refuses a result that is not finite."""
+    _guard("eq", x, x)
+    return True
+
+
 _UDISCRETE = {np.sign: _sign, np.maximum: _maximum, np.fmax: _maximum, np.minimum: _minimum,
               np.fmin: _minimum, np.floor: lambda x: float(_floor(x)),
               np.ceil: lambda x: float(_ceil(x)), np.trunc: lambda x: float(_trunc(x)),
@@ -569,9 +581,9 @@ _UDISCRETE = {np.sign: _sign, np.maximum: _maximum, np.fmax: _maximum, np.minimu
               np.radians: lambda x: x * (math.pi / 180.0),
               np.rad2deg: lambda x: x * (180.0 / math.pi),
               np.degrees: lambda x: x * (180.0 / math.pi),
-              # every number of the program is finite (mbp_run refuses others)
-              np.isfinite: lambda x: np.True_, np.isnan: lambda x: np.False_,
-              np.isinf: lambda x: np.False_}
+              np.isfinite: lambda x: np.bool_(_finite(x)),
+              np.isnan: lambda x: np.bool_(not _finite(x)),
+              np.isinf: lambda x: np.bool_(not _finite(x))}
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -716,10 +728,8 @@ def _pow_traced(a, b):
     return _apply("pow", a, b, py=math.pow)
 
 
-_MATH_GUARDED = {"isclose": _math_isclose, "copysign": _copysign,
-                 # every number of the program is finite (mbp_run refuses others)
-                 "isfinite": lambda x: True, "isnan": lambda x: False,
-                 "isinf": lambda x: False}
+_MATH_GUARDED = {"isclose": _math_isclose, "copysign": _copysign, "isfinite": _finite,
+                 "isnan": lambda x: not _finite(x), "isinf": lambda x: not _finite(x)}
 _MATH_OWN = ("floor", "ceil", "trunc", "prod")   # Sym's __floor__...; products: __mul__
 
 
