@@ -253,6 +253,8 @@ READS = [
     ("np.copysign(2.0, x)", "guard"), ("sorted([x, 0.5])[0]", "guard"),
     ("abs(x) if x else 1.0", "guard"), ("np.sign(np.array([x, 1.0]))[0]", "guard"),
     ("math.trunc(x)", "guard"), ("isclose(x, 0.7, abs_tol=0.1) * 1.0", "guard"),
+    ("1.0 if math.isfinite(np.exp(400.0 * x)) else 2.0", "guard"),
+    ("1.0 if not np.isinf(np.exp(400.0 * x)) else 2.0", "guard"),
     # traced: numpy arrays of a model file hold the Syms (object arrays)
     ("np.asarray([x, 1.0], dtype=float)[0]", "traced"), ("np.hypot(x, 1.0)", "traced"),
 ]
@@ -316,3 +318,34 @@ def test_every_read_of_a_value_is_a_guard_or_fixes_the_parameter(tmp_path, expr,
             (expr, x)
         outcomes.add("equal")
     assert outcomes == ({"equal"} if kind == "traced" else {"equal", "refused"}), outcomes
+
+
+HIDDEN_CHECK = '''
+    """A check that build() makes on a number read in C (struct): the tracer cannot see it."""
+    import struct
+
+    from fmu_mb import ModelBuilder, rod_inertia
+
+
+    def build(**overrides):
+        mb = ModelBuilder("hidden_check", overrides)
+        x = mb.param("x", 0.5, "1", "a parameter", min=-2.0, max=2.0)
+        if struct.unpack("d", struct.pack("d", x))[0] > 1.5:
+            raise ValueError("x above 1.5 is not supported")
+        rod = mb.body("rod", mass=1.0, inertia=rod_inertia(1.0, 1.0))
+        mb.revolute("O", mb.ground, rod, child_point=(-0.5, 0.0))
+        mb.rsda("s", joint="O", stiffness=1.0 + x * x)
+        mb.initial("O", value=0.1, rate=0.0)
+        return mb.build()
+'''
+
+
+def test_a_value_build_refuses_unseen_fixes_the_parameter(tmp_path):
+    """build() refuses x = 2 (the end of x's range) by a check the tracer cannot see: the
+    range checks find that the program would accept it, and x becomes fixed with build()'s
+    error as the reason (def1338 compiled x and accepted x = 2)."""
+    from fmu_mb.engine.params import program_for
+    from fmu_mb.mechanics.loader import load_module
+    module = load_module(write(tmp_path, "hidden_check", HIDDEN_CHECK))
+    data, prog = program_for(module)
+    assert "x" in prog.fixed and "x above 1.5 is not supported" in prog.fixed["x"], prog.fixed

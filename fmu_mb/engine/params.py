@@ -12,20 +12,27 @@ turns that map into a small program (fmu_mb/engine/native/params.h, params.c: mb
    object arrays, so that their arithmetic traces too) on a tape. A comparison involving a
    parameter (an `if` of the model file, or the builder's own checks such as mass >= 0)
    records a guard: the branch build() took is checked at run time (mbp_run fails, naming
-   the parameter and saying to rebuild with --set).
+   the parameter and saying to rebuild with --set; a check of the builder, or a test of
+   the model file guarding a raise, with that message). Every other way of reading a
+   Sym's value is a guard too (np.sign, floor, int(), math.isclose, np.clip...: the
+   section "reads of a value") or a read that fixes the parameters behind it (float() in
+   the model file, %, math.fmod, str()...): nothing reads a parameter silently.
 2. match: the model data `data_of(overrides)` (a black box) is computed at the build values
    and at random probe sets; a slot that changes depends on a parameter, and is matched
    with the tape expression (or its negative or reciprocal) whose values agree with the
    slot's at every probe set, so coincidences vanish.
 3. verify: the emitted int code, interpreted exactly as mbp_run does (ParamProgram.run), is
    run over the default data at fresh random sets inside the parameters' ranges (near the
-   build values and within +-50 %) and must reproduce data_of to VERIFY_RTOL in every slot.
+   build values and within +-50 %), at each parameter's range values (_range_values: the
+   ends, zero, its negative, a log-spaced sweep) and at random sets over the whole ranges;
+   it must reproduce data_of to VERIFY_RTOL in every slot (relative to the slot's rounding
+   scale: rounding()) or refuse the set, and refuse every set that build() refuses.
    A parameter whose effect is not matched or not reproduced (the builder's own geometry,
    an untraced operation, a branch on a plain float) is declared fixed with the reason, and
    the whole is compiled again without it; the program then refuses any other value of it.
    A slot is never silently wrong: what is emitted has been checked against the real build.
-   (Sampling cannot prove the absence of a branch far from the sets tried; the guards, the
-   parameters' declared ranges and the wide sets are what cover that.)
+   (Sampling cannot prove the absence of a branch taken on a value read in C, by struct
+   or a C extension, which no hook sees; the range sets are what cover that.)
 
 Two extensions: slots that the engine derives itself after the program (the projection
 metric, EngineData.derived: a max and an eigenvalue) are left out of the matching and
@@ -187,11 +194,11 @@ def _scalar(x):
 class Sym(float):
     """A float that records the expression it was computed by on the active tape."""
 
-    __slots__ = ("node",)
+    __slots__ = ("node", "tape")
 
     def __new__(cls, value, node):
         s = float.__new__(cls, value)
-        s.node = node
+        s.node, s.tape = node, _tape
         return s
 
     __hash__ = float.__hash__
@@ -206,8 +213,13 @@ class Sym(float):
         return self
 
 
+def _live(x):
+    """x is a Sym of the trace under way (one kept from an earlier trace is a number)."""
+    return isinstance(x, Sym) and _tape is not None and x.tape is _tape
+
+
 def _nid(x):
-    return x.node if isinstance(x, Sym) else _tape.const(x)
+    return x.node if _live(x) else _tape.const(x)
 
 
 _PY = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
@@ -334,7 +346,7 @@ _user_frame.stdlib = None
 def _read(x, what):
     """Record that `what` read the value of x (a Sym depending on parameters) outside
     fmu_mb's own code: those parameters become fixed. Returns x's plain value."""
-    if isinstance(x, Sym) and _tape is not None:
+    if _live(x):
         fn, line, inside = _user_frame(1)
         if not inside:
             _tape.reads.append((x.node, f"{what} at {fn.rsplit('/', 1)[-1]}:{line}"))
@@ -354,7 +366,7 @@ def _guard(cmp, a, b, message=""):
     """The test `a cmp b` (Syms or numbers), recorded as a guard when a or b is a Sym; a
     test of the model file's that guards a `raise` carries the raise's message."""
     r = _CMP_FN[cmp](_val(a), _val(b))
-    if _tape is not None and (isinstance(a, Sym) or isinstance(b, Sym)):
+    if _live(a) or _live(b):
         g = (cmp, _nid(a), _nid(b), bool(r))
         _tape.guards.append(g)
         if not message:
@@ -413,7 +425,7 @@ def _raise_messages(filename):
 def _float(self):
     """float(sym): a conversion by fmu_mb's own code stays silent (checked by the matching);
     anywhere else (the model file, a library) the value is read."""
-    if _tape is not None:
+    if _live(self):
         fn, line, inside = _user_frame(1)
         if not inside:
             _tape.reads.append((self.node, f"float() at {fn.rsplit('/', 1)[-1]}:{line}"))
@@ -469,7 +481,7 @@ def _text(name):
     def text(self, *args):
         """str(), repr(), format() of a Sym: its value as text, a read outside fmu_mb (a
         number parsed back from it would carry no trace)."""
-        if _tape is not None:
+        if _live(self):
             fn, line, inside = _user_frame(1)
             if not inside:
                 _tape.reads.append((self.node, f"{name.strip('_')}() (the value as text) at "
@@ -552,6 +564,13 @@ def _math_isclose(a, b, *, rel_tol=1e-09, abs_tol=0.0):
     return _guard("eq", a, b)
 
 
+def _finite(x):
+    """isfinite(x) of a finite number: True, and x is computed by the program (the guard
+    x == x), where mbp_run refuses a result that is not finite."""
+    _guard("eq", x, x)
+    return True
+
+
 _UDISCRETE = {np.sign: _sign, np.maximum: _maximum, np.fmax: _maximum, np.minimum: _minimum,
               np.fmin: _minimum, np.floor: lambda x: float(_floor(x)),
               np.ceil: lambda x: float(_ceil(x)), np.trunc: lambda x: float(_trunc(x)),
@@ -562,9 +581,9 @@ _UDISCRETE = {np.sign: _sign, np.maximum: _maximum, np.fmax: _maximum, np.minimu
               np.radians: lambda x: x * (math.pi / 180.0),
               np.rad2deg: lambda x: x * (180.0 / math.pi),
               np.degrees: lambda x: x * (180.0 / math.pi),
-              # every number of the program is finite (mbp_run refuses others)
-              np.isfinite: lambda x: np.True_, np.isnan: lambda x: np.False_,
-              np.isinf: lambda x: np.False_}
+              np.isfinite: lambda x: np.bool_(_finite(x)),
+              np.isnan: lambda x: np.bool_(not _finite(x)),
+              np.isinf: lambda x: np.bool_(not _finite(x))}
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -709,10 +728,8 @@ def _pow_traced(a, b):
     return _apply("pow", a, b, py=math.pow)
 
 
-_MATH_GUARDED = {"isclose": _math_isclose, "copysign": _copysign,
-                 # every number of the program is finite (mbp_run refuses others)
-                 "isfinite": lambda x: True, "isnan": lambda x: False,
-                 "isinf": lambda x: False}
+_MATH_GUARDED = {"isclose": _math_isclose, "copysign": _copysign, "isfinite": _finite,
+                 "isnan": lambda x: not _finite(x), "isinf": lambda x: not _finite(x)}
 _MATH_OWN = ("floor", "ceil", "trunc", "prod")   # Sym's __floor__...; products: __mul__
 
 
@@ -1234,6 +1251,9 @@ class ParamProgram:
     slots: tuple = ()
     guards: tuple = ()
     derive: object = None      # the engine's own derivation after the program (or None)
+    scale: object = field(default=None, repr=False, compare=False)   # per slot: what its
+    # rounding is relative to at the build values (the slot, or the largest number its
+    # expression is computed from): compare data with _close(a, b, scale=prog.scale)
     plain: object = field(default=None, repr=False, compare=False)   # () -> this program
     # with every shared subexpression written out (no temporaries), to compare with
 
@@ -1662,6 +1682,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     D0 = np.asarray(getattr(first, "doubles", first), dtype=float).ravel()
     data_of = _doubles_only(data_of, getattr(first, "ints", None))
     fixed.describe = _engine_describer(model, D0)
+    fixed.floor = _array_scales(model, D0)
 
     while True:
         live = [n for n in names if n in pmap and n not in fixed]
@@ -1977,7 +1998,12 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
                               fixed, guards_hold)
     P = np.array([bvec] + [_pvector(names, index, bvals, defaults, v) for v, _ in probes])
     Dm = np.array([D0] + [D for _, D in probes])          # (1 + K, ndata)
-    dependent = np.flatnonzero(np.any(_differs(Dm, D0), axis=0))
+    floor = getattr(fixed, "floor", None)
+    floor = np.abs(D0) if floor is None else floor
+    # the slots that move (beyond the rounding of their data array: a residue that is 1e-18
+    # at one set and 3e-18 at another is a zero, not a dependence)
+    dependent = np.flatnonzero(np.any(_differs(Dm, D0) & ~_close(Dm, D0, scale=floor),
+                                      axis=0))
     if derived is not None:          # the engine derives these itself (verified below)
         dependent = np.setdiff1d(dependent, np.asarray(derived[0], dtype=int))
 
@@ -2096,10 +2122,11 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         - xc at l1 = 900 m: the difference of numbers near 900 carries their rounding)."""
         with np.errstate(all="ignore"):
             mag = _magnitudes(nodes, _eval_nodes(nodes, pv))
-        out = np.abs(D0)
+        out = np.maximum(np.abs(D0), floor)
         out[stored] = np.maximum(out[stored], mag[store_nodes])
         return out
 
+    prog.scale = rounding(bvec)
     # the build values themselves: every guard holds, every slot is reproduced
     rc, out, msg = engine_data(bvec)
     if rc != 0 or not np.all(_close(out, D0, scale=rounding(bvec))):
@@ -2272,9 +2299,11 @@ def _expr_text(nodes, names, i):
 
 
 class _Fixed(dict):
-    """name -> why the parameter is fixed, and `describe(slot)`: words for a data slot."""
+    """name -> why the parameter is fixed, `describe(slot)`: words for a data slot, and
+    `floor`: per slot, the size its rounding residues are relative to (_array_scales)."""
 
     describe = None
+    floor = None
 
 
 _WORDS = {"DGRAV": "gravity", "DPARAM": "parameter table", "DJD": "tree joint geometry",
@@ -2307,6 +2336,27 @@ def _engine_describer(model, D0):
                 return f"{name}[{slot - off}]" + (f" ({w})" if w else "")
         return f"slot {slot}"
     return describe
+
+
+def _array_scales(model, D0):
+    """Per slot, the largest finite |number| of the engine data array it belongs to (the
+    joint data, the marker points...), where D0 is the engine's data of model: a residue far
+    below it (a zero computed as 1e-18 from numbers near 1) is rounding, whatever order of
+    operations made it; |D0| elsewhere (the parameter table's bounds, other data)."""
+    out = np.abs(np.where(np.isfinite(D0), D0, 0.0))
+    try:
+        from .data import model_data
+        data = model_data(model)
+        if data.doubles.shape != D0.shape or not np.array_equal(data.doubles, D0):
+            return out
+        for name, (off, cnt) in data.slots.items():
+            if name[0] != "D" or not cnt or name == "DPARAM":
+                continue
+            block = out[off:off + cnt]
+            out[off:off + cnt] = np.max(block) if len(block) else 0.0
+    except Exception:           # noqa: BLE001 - not an engine model: each slot its own size
+        pass
+    return out
 
 
 def _describe(fixed, slot):

@@ -77,6 +77,17 @@ def _restitution(where, value):
     return e
 
 
+def _matmul3(A, B):
+    """A @ B for a 3 x 3 A and B of shape (3,) or (3, 3), summed in one fixed order
+    ((a0 b0 + a1 b1) + a2 b2, no fused multiply-add): the same numbers on every machine
+    (numpy's @ goes through BLAS kernels whose order and FMA depend on the CPU) and as the
+    parameter compiler's traced twin of the joint geometry (fmu_mb.engine.params)."""
+    A, B = np.asarray(A, dtype=float), np.asarray(B, dtype=float)
+    if B.ndim == 1:
+        return (A[:, 0] * B[0] + A[:, 1] * B[1]) + A[:, 2] * B[2]
+    return (A[:, 0:1] * B[0:1, :] + A[:, 1:2] * B[1:2, :]) + A[:, 2:3] * B[2:3, :]
+
+
 def _frame_tuple(F):
     return tuple(map(tuple, np.asarray(F, float)))
 
@@ -94,10 +105,10 @@ class SpatialItems:
 
     def _local_point(self, body, at):
         r, A = self._pose(body)
-        return tuple(A.T @ (np.asarray(at) - r))
+        return tuple(_matmul3(A.T, np.asarray(at) - r))
 
     def _local_frame(self, body, F):
-        return _frame_tuple(self._pose(body)[1].T @ F)
+        return _frame_tuple(_matmul3(self._pose(body)[1].T, F))
 
     # -------------------------------------------------------------- bodies
     def _body3(self, name, mass, inertia, position, orientation, velocity, angular_velocity):
@@ -155,8 +166,8 @@ class SpatialItems:
                                  f"axes at the reference pose, or parent_axis= in the "
                                  f"parent's axes")
             F = rot.frame_from_axis(z)
-            Fp = rot.frame_from_axis(zl) if parent_axis is not None else Ap.T @ F
-            Fc = Ac.T @ Ap @ Fp
+            Fp = rot.frame_from_axis(zl) if parent_axis is not None else _matmul3(Ap.T, F)
+            Fc = _matmul3(_matmul3(Ac.T, Ap), Fp)
             if kind == "universal":
                 if axis2 is None:
                     raise ModelError(f"{where}: give the second (child's) axis axis2= in "
