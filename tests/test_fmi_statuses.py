@@ -161,12 +161,15 @@ def test_fmi3_terminate_simulation_after_a_step_that_cannot_be_taken(session_fmu
             return [s, term.value, last.value]
         out["ok"] = step(0.0, 0.01)
         f.setFloat64([vr["motor1.h"]], [1e9])
+        n = len(messages)
         out["huge"] = step(0.01, 0.01)
+        out["message"] = messages[n:]
         f.setFloat64([vr["motor1.h"]], [0.0])
         out["again"] = step(0.01, 0.01)
     """)
     assert out["ok"] == [0, False, 0.01]
     assert out["huge"] == [2, True, 0.01]
+    assert "terminateSimulation is true" in out["message"][-1][1], out["message"]
     assert out["again"] == [0, False, 0.02]
 
 
