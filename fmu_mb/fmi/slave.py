@@ -24,7 +24,9 @@ Behaviour importers rely on (statuses through GuardedSlave, fmi/guard.py, and th
 - doStep never raises: a non-finite input, a negative step, a communication point that is not
   the FMU's time, or a step the solver cannot complete (lock-up, NaN) logs the reason and
   returns fmi2Discard; so does a step that needs more than `solver.max_steps` integrator
-  steps (never more than MAX_STEPS_CAP, whatever the setting: a huge step, a huge input),
+  steps (never more than MAX_STEPS_CAP, whatever the setting: a huge step, a huge input) or
+  more work than PY_WORK_BUDGET (counted evaluations, fmu_mb.dynamics.work; the compiled
+  engine has its own; docs/fmi-statuses.md),
   whose state leaves |q|, |qd| <= STATE_BOUND or that would end beyond |t| <= TIME_BOUND; the
   state from before the call is kept, so the master may retry or restore a saved FMU state;
 - the FMU state (get/set, serialise) holds the whole solver state (time, coordinates, rates,

@@ -1276,6 +1276,31 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolea
 
 /* fmi2DoStep; with `stop` (FMI 3.0's early return, fmi3_native.c) the step ends at the first
  * impact inside it (mbe_do_step_to_event: *impact = 1, the FMU's time the impact's) */
+/* The engine names an input by its index in its messages ("the largest is input 0 = 1e+09"):
+ * the FMU's variable name instead. */
+static void name_input(Inst* in)
+{
+    static const char key[] = "the largest is input ";
+    char* p = strstr(in->err, key);
+    if (p == NULL) {
+        return;
+    }
+    const char* q = p + sizeof key - 1;
+    int k = atoi(q);
+    while (*q >= '0' && *q <= '9') {
+        q++;
+    }
+    for (int i = 0; i < FMU_N_VARS; ++i) {
+        if (FMU_VARS[i].kind == VK_INPUT && FMU_VARS[i].index == k) {
+            char rest[MSG];
+            snprintf(rest, sizeof rest, "%s", q);
+            snprintf(p, sizeof in->err - (size_t)(p - in->err), "the largest is input '%s'%s",
+                     FMU_VARS[i].name, rest);
+            return;
+        }
+    }
+}
+
 static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int* impact)
 {
     Inst* in = enter(c, "fmi2DoStep", STEP_MODE);
@@ -1326,6 +1351,7 @@ static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int
          * runaway state, the work or step budget): the same call would fail again, so
          * fmi2Terminated is true and a master that does not change the call stops */
         in->stuck = 1;
+        name_input(in);
         return say(in, fmi2Discard, "%s: the step from t = %.17g to %.17g was discarded (the "
                    "state from before the call is kept; fmi2Terminated is true): %s",
                    FMU_MODEL_NAME, now, target, in->err);

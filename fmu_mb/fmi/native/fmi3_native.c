@@ -108,6 +108,7 @@ static const char* const RENAMED[][2] = {
     {"fmi2DeSerializeFMUstate", "fmi3DeserializeFMUState"},
     {"FMI 2.0", "FMI 3.0"}, {"slave initialized (stepping)", "step mode"},
     {"GUID", "instantiation token"}, {"*FMUstate", "*FMUState"},
+    {"fmi2Terminated is true", "terminateSimulation is true"},
 };
 
 static int ident_char(char c)
