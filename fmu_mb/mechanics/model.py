@@ -311,6 +311,8 @@ class Model:
     t0: float = 0.0
     description: str = ""
     contacts: tuple = ()            # Contact items (unilateral constraints)
+    visuals: tuple = field(default=(), repr=False)   # importers.robot.Visual of an imported
+                                                     # robot: shapes for the viewer
 
     # ----------------------------------------------------------------- lookups
     @property
