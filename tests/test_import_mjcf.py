@@ -1,0 +1,144 @@
+"""MJCF import (fmu_mb.importers.mjcf, MuJoCo's own compiler): the imported model's
+accelerations against MuJoCo's mj_forward qacc with contacts and limit constraints disabled
+(hinge, slide, ball and free joints, a joint chain in one body, ref, damping, motors with
+gear, gravity); refusals naming the element."""
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+mujoco = pytest.importorskip("mujoco", reason="MJCF import needs mujoco (the import extra)")
+
+from fmu_mb import ModelError, tree_coordinates                      # noqa: E402
+from fmu_mb.dynamics.formulations import get_formulation             # noqa: E402
+from fmu_mb.importers.mjcf import load_mjcf, parse_mjcf               # noqa: E402
+from fmu_mb.importers.robot import build_robot, identifier, quat_matrix   # noqa: E402
+
+REC = get_formulation("recursive")
+DATA = Path(__file__).parent / "data" / "mjcf"
+
+
+def G(e):
+    e0, e1, e2, e3 = e
+    return np.array([[-e1, e0, e3, -e2], [-e2, -e3, e0, e1], [-e3, e2, -e1, e0]])
+
+def qmul(a, b):
+    a0, av, b0, bv = a[0], a[1:], b[0], b[1:]
+    return np.concatenate([[a0 * b0 - av @ bv], a0 * bv + b0 * av + np.cross(av, bv)])
+
+def conj(a): return np.array([a[0], -a[1], -a[2], -a[3]])
+
+def compare(mj, path, n=20, seed=0, **kw):
+    mj.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT
+                            | mujoco.mjtDisableBit.mjDSBL_LIMIT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        desc = parse_mjcf(path, model=mj, **kw)
+        m = build_robot(desc, limits=False)
+    d = mujoco.MjData(mj)
+    names = [c.rsplit(".", 1)[0] for c in tree_coordinates(m)]
+    inputs = list(m.input_names)
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    OBJ = mujoco.mjtObj
+    for _ in range(n):
+        q, qd = np.zeros(len(names)), np.zeros(len(names))
+        qpos = mj.qpos0.copy(); qvel = rng.normal(size=mj.nv)
+        ctrl = rng.normal(size=mj.nu)
+        plan = []
+        for j in range(mj.njnt):
+            jn = identifier(mujoco.mj_id2name(mj, OBJ.mjOBJ_JOINT, j) or f"joint{j}", set())
+            pa, va, t = mj.jnt_qposadr[j], mj.jnt_dofadr[j], mj.jnt_type[j]
+            if t in (2, 3):
+                th = rng.uniform(-1.5, 1.5)
+                qpos[pa] = mj.qpos0[pa] + th
+                k = names.index(jn); q[k] = th; qd[k] = qvel[va]
+                plan.append(("1", k, va, None))
+            elif t == 1:
+                e = rng.normal(size=4); e /= np.linalg.norm(e); qpos[pa:pa+4] = e
+                b = mj.jnt_bodyid[j]
+                bname = identifier(mujoco.mj_id2name(mj, OBJ.mjOBJ_BODY, b), set())
+                c0 = np.array(m.body(bname).orientation)
+                Ac0 = quat_matrix(c0)
+                prel = qmul(qmul(c0, e), conj(c0))
+                k = names.index(jn)
+                q[k:k+4] = prel
+                qd[k:k+4] = 0.5 * G(prel).T @ (Ac0 @ qvel[va:va+3])
+                plan.append(("ball", k, va, (prel, Ac0)))
+            else:
+                b = mj.jnt_bodyid[j]
+                bname = identifier(mujoco.mj_id2name(mj, OBJ.mjOBJ_BODY, b), set())
+                e = rng.normal(size=4); e /= np.linalg.norm(e)
+                pos = rng.normal(size=3)
+                qpos[pa:pa+3] = pos; qpos[pa+3:pa+7] = e
+                R = quat_matrix(e); c = mj.body_ipos[b]
+                v, w = qvel[va:va+3], qvel[va+3:va+6]
+                k = names.index(bname)
+                q[k:k+3] = pos + R @ c; q[k+3:k+7] = e
+                qd[k:k+3] = v + R @ np.cross(w, c); qd[k+3:k+7] = 0.5 * G(e).T @ w
+                plan.append(("free", k, va, (R, c, w, e)))
+        u = np.zeros(len(inputs))
+        for a in range(mj.nu):
+            j = mj.actuator_trnid[a, 0]
+            jn = identifier(mujoco.mj_id2name(mj, OBJ.mjOBJ_JOINT, j), set())
+            u[inputs.index(jn + ".h")] = ctrl[a]
+        d.qpos[:] = qpos; d.qvel[:] = qvel; d.ctrl[:] = ctrl
+        mujoco.mj_forward(mj, d)
+        a_ref = d.qacc.copy()
+        qdd = REC.accelerations(m, q, qd, 0.0, u).qdd
+        ours = np.zeros(mj.nv)
+        for kind, k, va, extra in plan:
+            if kind == "1": ours[va] = qdd[k]
+            elif kind == "ball":
+                prel, Ac0 = extra
+                ours[va:va+3] = Ac0.T @ (2 * G(prel) @ qdd[k:k+4])
+            else:
+                R, c, w, e = extra
+                wd = 2 * G(e) @ qdd[k+3:k+7]
+                ours[va:va+3] = qdd[k:k+3] - R @ (np.cross(wd, c) + np.cross(w, np.cross(w, c)))
+                ours[va+3:va+6] = wd
+        worst = max(worst, np.abs(ours - a_ref).max() / max(1.0, np.abs(a_ref).max()))
+    return worst
+
+
+def test_arm_accelerations_equal_mujoco():
+    """tests/data/mjcf/arm.xml: every joint kind, a two-joint body, ref, default damping,
+    motors with gear, a tilted gravity, a full inertia; qacc of mj_forward."""
+    p = DATA / "arm.xml"
+    assert compare(mujoco.MjModel.from_xml_path(str(p)), p) < 1e-8
+
+
+def test_motors_are_inputs_times_gear_and_the_file_decides_the_base():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_mjcf(DATA / "arm.xml")
+    assert m.input_names == ("yaw.h", "pitch.h", "slide.h")
+    assert tree_coordinates(m)[-7:] == ("free.x", "free.y", "free.z", "free.e0", "free.e1",
+                                        "free.e2", "free.e3")
+    kinds = {v.kind for v in m.visuals}
+    assert kinds == {"cylinder", "capsule", "box", "ellipsoid"}
+
+
+@pytest.mark.parametrize("snippet, message", [
+    ('<tendon><fixed name="t"><joint joint="yaw" coef="1"/></fixed></tendon>',
+     r"tendon 't': tendons are not imported"),
+    ('<equality><joint name="eq" joint1="yaw" joint2="pitch"/></equality>',
+     r"equality constraint 'eq'"),
+    ('<actuator><position name="servo" joint="roll" kp="10"/></actuator>',
+     r"arm\.xml:\d+: actuator 'servo': only motors"),
+])
+def test_unsupported_elements_are_refused_naming_them(tmp_path, snippet, message):
+    text = (DATA / "arm.xml").read_text().replace("</mujoco>", snippet + "\n</mujoco>")
+    p = tmp_path / "arm.xml"
+    p.write_text(text)
+    with pytest.raises(ModelError, match=message):
+        parse_mjcf(p)
+
+
+def test_armature_is_refused_until_the_engine_has_it(tmp_path):
+    text = (DATA / "arm.xml").read_text().replace('damping="0.2"', 'damping="0.2" armature="0.1"')
+    p = tmp_path / "arm.xml"
+    p.write_text(text)
+    with pytest.raises(ModelError, match=r"joint 'yaw': armature 0.1 is not imported yet"):
+        parse_mjcf(p)
