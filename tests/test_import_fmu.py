@@ -101,3 +101,34 @@ def test_cli_info_and_simulate_take_a_urdf(tmp_path):
     head = out.read_text().splitlines()[0].split(",")
     first = out.read_text().splitlines()[1].split(",")
     assert float(first[head.index("joint1.angle")]) == pytest.approx(0.3)
+
+
+@pytest.mark.fmu
+@pytest.mark.slow
+def test_mjcf_arm_with_armature_and_limits_as_native_fmu_equals_python(tmp_path):
+    """tests/data/mjcf/arm.xml (armature, joint limits with impacts, a free body) as a native
+    FMU: its outputs equal the in-process tmt simulation (the Python reference of the
+    armature) to 1e-9."""
+    pytest.importorskip("mujoco", reason="MJCF import needs mujoco")
+    from fmpy import simulate_fmu
+    from fmpy.validation import validate_fmu
+
+    from fmu_mb import Settings, simulate
+    from fmu_mb.importers.mjcf import load_mjcf
+
+    src = ROOT / "tests" / "data" / "mjcf" / "arm.xml"
+    fmu, _ = build(src, tmp_path)
+    assert validate_fmu(str(fmu)) == []
+    h = {"yaw.h": 0.5, "pitch.h": -0.3, "slide.h": 0.2}
+    inp = np.array([(0.0, *h.values()), (1.0, *h.values())],
+                   dtype=[("time", float)] + [(k, float) for k in h])
+    r = simulate_fmu(str(fmu), stop_time=0.5, output_interval=0.05, input=inp,
+                     start_values={"solver.rtol": 1e-11, "solver.atol": 1e-13})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_mjcf(src)
+    p = simulate(m, 0.5, 0.05, inputs=h, settings=Settings(formulation="tmt", rtol=1e-11,
+                                                           atol=1e-13))
+    assert r["yaw_limit_upper.impacts"][-1] == p["yaw_limit_upper.impacts"][-1] == 1
+    for n in ("yaw.angle", "pitch.angle", "roll.angle", "slide.position", "wrist.x", "free.z"):
+        assert abs(r[n][-1] - p[n][-1]) < 1e-9, n

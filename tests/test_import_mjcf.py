@@ -136,9 +136,63 @@ def test_unsupported_elements_are_refused_naming_them(tmp_path, snippet, message
         parse_mjcf(p)
 
 
-def test_armature_is_refused_until_the_engine_has_it(tmp_path):
-    text = (DATA / "arm.xml").read_text().replace('damping="0.2"', 'damping="0.2" armature="0.1"')
+def test_armature_of_a_ball_joint_is_refused(tmp_path):
+    text = (DATA / "arm.xml").read_text().replace('name="ball" type="ball" damping="0"',
+                                                  'name="ball" type="ball" armature="0.1"')
     p = tmp_path / "arm.xml"
     p.write_text(text)
-    with pytest.raises(ModelError, match=r"joint 'yaw': armature 0.1 is not imported yet"):
+    with pytest.raises(ModelError, match=r"arm\.xml:\d+: joint 'ball': armature 0.1 on a "
+                                         r"ball joint is not imported"):
         parse_mjcf(p)
+
+
+def random_joint_state(m, seed):
+    """(q, qd, u) near the initial state, Euler-parameter sets normalised, their rates
+    tangent."""
+    rec = get_formulation("recursive")
+    s = rec.initial_state(m)
+    rng = np.random.default_rng(seed)
+    q, qd = s.q + 0.3 * rng.normal(size=s.q.shape), rng.normal(size=s.q.shape)
+    names = tree_coordinates(m)
+    for k, n in enumerate(names):
+        if n.endswith(".e0"):
+            q[k:k + 4] /= np.linalg.norm(q[k:k + 4])
+            qd[k:k + 4] -= q[k:k + 4] * (q[k:k + 4] @ qd[k:k + 4])
+    return q, qd, rng.normal(size=len(m.inputs))
+
+
+def test_armature_is_the_same_in_the_kernel_tmt_and_lagrange_and_refused_by_newton_euler():
+    """Mbar + diag(armature): the compiled articulated-body kernel (D = S' I^A S + a), tmt
+    and lagrange agree; newton_euler (absolute coordinates) refuses it, naming the joints."""
+    from fmu_mb import InputError
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_mjcf(DATA / "arm.xml")
+    assert {j.name: j.armature for j in m.joints if j.armature} == pytest.approx(
+        {"yaw": 0.05, "roll": 0.02, "slide": 0.3})
+    for seed in range(3):
+        q, qd, u = random_joint_state(m, seed)
+        a = REC.accelerations(m, q, qd, 0.0, u).qdd
+        for name in ("tmt", "lagrange"):
+            b = get_formulation(name).accelerations(m, q, qd, 0.0, u).qdd
+            assert np.abs(a - b).max() < 1e-10 * max(1.0, np.abs(a).max()), name
+    x, xd = REC.absolute(m, q, qd)
+    with pytest.raises(InputError, match=r"newton_euler cannot run it: joints \['yaw', "
+                                         r"'roll', 'slide'\] have armature"):
+        get_formulation("newton_euler").accelerations(m, x, xd, 0.0, u)
+
+
+def test_armature_in_the_contact_event_loop_equals_tmt():
+    """The joint limits' impacts and persistent contacts with armature: the compiled event
+    loop (recursive) follows tmt's Python loop."""
+    from fmu_mb import Settings, simulate
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_mjcf(DATA / "arm.xml")
+    inputs = {"yaw.h": 0.5, "pitch.h": -0.3, "slide.h": 0.2}
+    r = [simulate(m, 0.5, 0.05, inputs=inputs, settings=Settings(formulation=f, rtol=1e-11,
+                                                                  atol=1e-13))
+         for f in ("recursive", "tmt")]
+    assert r[0]["yaw_limit_upper.impacts"][-1] == r[1]["yaw_limit_upper.impacts"][-1] == 1
+    for n in ("pitch.angle", "roll.angle", "slide.position", "wrist.x"):
+        assert abs(r[0][n][-1] - r[1][n][-1]) < 1e-9, n

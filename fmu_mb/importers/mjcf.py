@@ -12,9 +12,10 @@ else collision).
 Refused naming the element (and its line in the main file where found): tendons, equality
 constraints, mocap bodies, flexes, actuators other than a motor on a joint (position,
 velocity, general with bias or dynamics, tendon or site transmissions), two actuators on one
-joint, joint stiffness, armature (not in the engine yet; armature="ignore" drops it, for
-comparisons only). Ignored with one warning: contacts (no collision between geoms is
-imported), frictionloss, ball-joint limits, sensors, keyframes.
+joint, joint stiffness, armature of ball and free joints. Hinge and slide armature
+(dof_armature) is the joints' armature (ModelBuilder.armature). Ignored with one warning:
+contacts (no collision between geoms is imported), frictionloss, ball-joint limits, sensors,
+keyframes.
 """
 import warnings
 from pathlib import Path
@@ -56,7 +57,7 @@ def _line_finder(path):
     return find
 
 
-def parse_mjcf(path, *, armature="refuse", model=None):
+def parse_mjcf(path, *, model=None):
     """The robot description of the MJCF file at `path` (see the module docstring); `model`
     an already compiled mujoco.MjModel of it (then `path` only names it in messages)."""
     mujoco = _need_mujoco()
@@ -146,10 +147,10 @@ def parse_mjcf(path, *, armature="refuse", model=None):
             kind = {0: "floating", 1: "spherical", 2: "prismatic", 3: "revolute"}[jt]
             d = int(m.jnt_dofadr[j])
             arm = float(m.dof_armature[d:d + (6 if jt == 0 else 3 if jt == 1 else 1)].max())
-            if arm > 0 and armature == "refuse":
-                refuse(f"joint '{jn}'", "joint", jn, f"armature {arm} is not imported yet (the "
-                       f"engine has no reflected rotor inertia); remove it, or "
-                       f"armature='ignore' to drop it")
+            if arm > 0 and jt in (0, 1):
+                refuse(f"joint '{jn}'", "joint", jn, f"armature {arm} on a "
+                       f"{'free' if jt == 0 else 'ball'} joint is not imported (hinge and "
+                       f"slide joints only)")
             if m.jnt_stiffness[j] != 0:
                 refuse(f"joint '{jn}'", "joint", jn, "joint stiffness (a spring) is not "
                        "imported")
@@ -157,7 +158,8 @@ def parse_mjcf(path, *, armature="refuse", model=None):
                 bool(m.jnt_range[j, 0] < m.jnt_range[j, 1])
             if limited and jt == 1:
                 ignored.append(f"the limit of ball joint '{jn}'")
-            lo, hi = ((float(m.jnt_range[j, 0]), float(m.jnt_range[j, 1]))
+            ref0 = float(m.qpos0[m.jnt_qposadr[j]]) if jt in (2, 3) else 0.0
+            lo, hi = ((float(m.jnt_range[j, 0]) - ref0, float(m.jnt_range[j, 1]) - ref0)
                       if limited and jt in (2, 3) else (None, None))
             if jt == 0 and parent != links[0]["name"]:
                 refuse(f"joint '{jn}'", "freejoint", jn, "a free joint below another body "
@@ -172,6 +174,7 @@ def parse_mjcf(path, *, armature="refuse", model=None):
                 "anchor": [float(v) for v in m.jnt_pos[j]], "lower": lo, "upper": hi,
                 "damping": float(m.dof_damping[d]) if jt in (2, 3) else 0.0,
                 "friction": 0.0, "actuated": j in act_of, "gear": act_of.get(j, 1.0),
+                "armature": arm if jt in (2, 3) else 0.0,
                 "q0": 0.0, "ref": ref, "line": line("joint", jn)})
             if jt in (0, 1) and np.any(m.dof_damping[d:d + (6 if jt == 0 else 3)] > 0):
                 ignored.append(f"the damping of {kind} joint '{jn}'")
@@ -219,11 +222,11 @@ def _shapes(mujoco, m, b, path):
 
 
 def load_mjcf(path, *, overrides=None, fixed="merge", limits=True, damping=True, links=(),
-              payload_link=None, armature="refuse", name=None):
+              payload_link=None, name=None):
     """The Model of the MJCF file at `path` (importers.robot.build_robot's options; the base
     is what the file says: a body with a free joint is free, the others hang from the
     world)."""
     from .robot import build_robot
-    desc = parse_mjcf(path, armature=armature)
+    desc = parse_mjcf(path)
     return build_robot(desc, overrides, base="fixed", fixed=fixed, limits=limits,
                        damping=damping, links=links, payload_link=payload_link, name=name)

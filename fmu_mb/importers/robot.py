@@ -336,6 +336,8 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
         at = pc + Rc @ np.asarray(j.get("anchor", (0.0, 0.0, 0.0)), float)
         axis = Rc @ np.asarray(j.get("axis", (1.0, 0.0, 0.0)), float)
         c_damp = float(j.get("damping", 0.0) or 0.0)
+        if float(j.get("armature", 0.0) or 0.0) > 0.0:
+            mb.armature(jn, float(j["armature"]))
         if c_damp and damping:
             _damper(mb, taken, jn, kind, parent, child, at, axis, c_damp * dscale)
         if j.get("actuated", True):

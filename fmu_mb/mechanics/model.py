@@ -61,6 +61,8 @@ class Joint:
     dim: int = 2                    # 3: a spatial joint (mechanics.spatial)
     frame_p: tuple = ()             # spatial: joint frame (3 x 3, columns x, y, z) in the
     frame_c: tuple = ()             # parent's and the child's body axes
+    armature: float = 0.0           # spatial revolute or prismatic tree joint: reflected
+                                    # rotor inertia on its coordinate [kg.m2 or kg]
 
     @property
     def n_rows(self) -> int:
