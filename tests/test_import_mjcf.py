@@ -31,7 +31,8 @@ def conj(a): return np.array([a[0], -a[1], -a[2], -a[3]])
 
 def compare(mj, path, n=20, seed=0, **kw):
     mj.opt.disableflags |= (mujoco.mjtDisableBit.mjDSBL_CONTACT
-                            | mujoco.mjtDisableBit.mjDSBL_LIMIT)
+                            | mujoco.mjtDisableBit.mjDSBL_LIMIT
+                            | mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         desc = parse_mjcf(path, model=mj, **kw)
@@ -196,3 +197,83 @@ def test_armature_in_the_contact_event_loop_equals_tmt():
     assert r[0]["yaw_limit_upper.impacts"][-1] == r[1]["yaw_limit_upper.impacts"][-1] == 1
     for n in ("pitch.angle", "roll.angle", "slide.position", "wrist.x"):
         assert abs(r[0][n][-1] - r[1][n][-1]) < 1e-9, n
+
+
+# ---------------------------------------------------------------------- MuJoCo Menagerie
+#: ten robots of the mujoco-menagerie package: arms, quadrupeds and a humanoid with a free base
+MENAGERIE = ["franka_emika_panda", "universal_robots_ur5e", "kuka_iiwa_14", "unitree_go1",
+             "unitree_a1", "unitree_z1", "ufactory_xarm7", "kinova_gen3", "unitree_h1",
+             "dynamixel_2r"]
+
+
+def dynamics_only(spec):
+    """The Menagerie model's mechanism as the importer takes it: its servos, tendons and
+    equality constraints (which the importer refuses, naming them) removed, a motor on every
+    hinge and slide joint instead, keyframes, contact pairs and excludes removed, mesh geoms
+    and mesh assets removed (the inertials are the file's own; a body without one keeps its
+    geoms' inertia, computed by MuJoCo for both sides alike)."""
+    for group in (spec.actuators, spec.tendons, spec.equalities, spec.keys, spec.excludes,
+                  spec.pairs, spec.sensors):
+        for item in list(group):
+            spec.delete(item)
+    for g in list(spec.geoms):
+        if g.type == mujoco.mjtGeom.mjGEOM_MESH:
+            spec.delete(g)
+    for msh in list(spec.meshes):
+        spec.delete(msh)
+    for j in spec.joints:
+        if j.type in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            a = spec.add_actuator()
+            a.trntype = mujoco.mjtTrn.mjTRN_JOINT
+            a.target = j.name
+            a.gear[0] = 1.0
+            a.gainprm[0] = 1.0
+            a.biastype = mujoco.mjtBias.mjBIAS_NONE
+            a.ctrllimited = 0
+    return spec
+
+
+def menagerie_file(name):
+    """The robot's MJCF file: from FMU_MB_MENAGERIE_DIR/<name>.xml when that folder is set (a
+    copy of the Menagerie's files for a machine without network), else fetched by the
+    mujoco-menagerie package (which downloads a robot on first use)."""
+    import os
+    folder = os.environ.get("FMU_MB_MENAGERIE_DIR")
+    if folder and (Path(folder) / f"{name}.xml").is_file():
+        return Path(folder) / f"{name}.xml"
+    mm = pytest.importorskip("mujoco_menagerie", reason="pip mujoco-menagerie")
+    if name in _UNREACHABLE or (_UNREACHABLE and not _UNREACHABLE.isdisjoint(MENAGERIE)):
+        pytest.skip("mujoco-menagerie could not fetch a robot here (no network?); set "
+                    "FMU_MB_MENAGERIE_DIR to a folder of the robots' files")
+    try:
+        return mm.get(name).xml()
+    except Exception as exc:                       # a download that cannot happen here
+        _UNREACHABLE.add(name)                     # (the others are not tried: each waits)
+        pytest.skip(f"mujoco-menagerie cannot fetch {name} ({type(exc).__name__}); set "
+                    f"FMU_MB_MENAGERIE_DIR to a folder of the robots' files")
+
+
+_UNREACHABLE = set()
+
+
+def menagerie_difference(path, n=20):
+    spec = dynamics_only(mujoco.MjSpec.from_file(str(path)))
+    mj = spec.compile()
+    return compare(mj, Path(path), n=n)
+
+
+@pytest.mark.parametrize("name", MENAGERIE)
+def test_menagerie_robot_accelerations_equal_mujoco(name):
+    assert menagerie_difference(menagerie_file(name)) < 1e-8
+
+
+def test_actuators_joints_gives_every_hinge_and_slide_an_input_instead_of_servos(tmp_path):
+    text = (DATA / "arm.xml").read_text().replace(
+        "</actuator>", '<position name="servo" joint="roll" kp="10"/></actuator>')
+    p = tmp_path / "servo.xml"
+    p.write_text(text)
+    with pytest.raises(ModelError, match="actuator 'servo': only motors"):
+        load_mjcf(p)
+    with pytest.warns(UserWarning, match="the file's 4 actuators"):
+        m = load_mjcf(p, actuators="joints")
+    assert m.input_names == ("yaw.h", "pitch.h", "roll.h", "slide.h")

@@ -21,7 +21,12 @@ def is_robot_file(path):
 
 def description(path, **parse_options):
     """The robot description (importers.robot) of a URDF or MJCF file."""
+    from ..errors import ModelError
     suffix = Path(path).suffix.lower()
+    wrong = [k for k in parse_options if k != ("mimic" if suffix == ".urdf" else "actuators")]
+    if wrong:
+        raise ModelError(f"{path}: option(s) {wrong} apply to "
+                         f"{'MJCF' if suffix == '.urdf' else 'URDF'} files only")
     if suffix == ".urdf":
         from .urdf import parse_urdf
         return parse_urdf(path, **parse_options)
@@ -36,7 +41,7 @@ def load(path, overrides=None, **options):
         from ..mechanics.loader import load_model
         return load_model(path, **dict(overrides or {}))
     from .robot import build_robot
-    parse = {k: options.pop(k) for k in ("mimic",) if k in options}
+    parse = {k: options.pop(k) for k in ("mimic", "actuators") if k in options}
     return build_robot(description(path, **parse), overrides, **options)
 
 
@@ -45,7 +50,7 @@ def model_file(path, folder, **options):
     return its path: a docstring, DESCRIPTION (the parsed robot as data: no parser and no
     robot file is needed to build it), OPTIONS and build(**overrides)."""
     from .robot import identifier
-    parse = {k: options.pop(k) for k in ("mimic",) if k in options}
+    parse = {k: options.pop(k) for k in ("mimic", "actuators") if k in options}
     desc = description(path, **parse)
     name = identifier(options.get("name") or desc["name"], set())
     opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in options.items()

@@ -57,9 +57,12 @@ def _line_finder(path):
     return find
 
 
-def parse_mjcf(path, *, model=None):
+def parse_mjcf(path, *, model=None, actuators="file"):
     """The robot description of the MJCF file at `path` (see the module docstring); `model`
-    an already compiled mujoco.MjModel of it (then `path` only names it in messages)."""
+    an already compiled mujoco.MjModel of it (then `path` only names it in messages).
+    actuators : "file" (the file's motors are the inputs; other actuators are refused) or
+        "joints" (every hinge and slide joint gets an input `<joint>.h`, gear 1, and the
+        file's actuators are left out with a warning: Menagerie's position servos)."""
     mujoco = _need_mujoco()
     path = Path(path)
     if model is None:
@@ -101,8 +104,15 @@ def parse_mjcf(path, *, model=None):
         ignored.append("frictionloss")
 
     # actuators: a motor on a joint
+    if actuators not in ("file", "joints"):
+        raise ModelError(f"actuators must be 'file' or 'joints', received {actuators!r}")
     act_of = {}
-    for a in range(m.nu):
+    if actuators == "joints":
+        act_of = {j: 1.0 for j in range(m.njnt) if m.jnt_type[j] in (2, 3)}
+        if m.nu:
+            ignored.append(f"the file's {m.nu} actuators (actuators='joints': a motor input "
+                           f"on every hinge and slide joint instead)")
+    for a in range(m.nu if actuators == "file" else 0):
         an = name(OBJ.mjOBJ_ACTUATOR, a, f"actuator{a}")
         if m.actuator_trntype[a] != mujoco.mjtTrn.mjTRN_JOINT:
             refuse(f"actuator '{an}'", "motor", an, "only actuators on joints are imported")
@@ -222,11 +232,11 @@ def _shapes(mujoco, m, b, path):
 
 
 def load_mjcf(path, *, overrides=None, fixed="merge", limits=True, damping=True, links=(),
-              payload_link=None, name=None):
+              payload_link=None, name=None, actuators="file"):
     """The Model of the MJCF file at `path` (importers.robot.build_robot's options; the base
     is what the file says: a body with a free joint is free, the others hang from the
-    world)."""
+    world). actuators: see parse_mjcf."""
     from .robot import build_robot
-    desc = parse_mjcf(path)
+    desc = parse_mjcf(path, actuators=actuators)
     return build_robot(desc, overrides, base="fixed", fixed=fixed, limits=limits,
                        damping=damping, links=links, payload_link=payload_link, name=name)

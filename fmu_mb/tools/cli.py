@@ -93,6 +93,9 @@ def _robot_options(parser):
                         ".z .vx .vy .vz); repeatable")
     g.add_argument("--payload-link", default=None, metavar="NAME",
                    help="the link carrying the parameter 'payload' [kg] at its origin")
+    g.add_argument("--actuators", choices=("file", "joints"), default=None,
+                   help="MJCF: the file's motors as inputs (default), or a torque input on "
+                        "every hinge and slide joint instead of the file's actuators")
 
 
 def robot_options(args):
@@ -101,7 +104,8 @@ def robot_options(args):
             "fixed": getattr(args, "fixed_joints", "merge"),
             "limits": not getattr(args, "no_limits", False),
             "links": tuple(getattr(args, "link", ()) or ()),
-            "payload_link": getattr(args, "payload_link", None)}
+            "payload_link": getattr(args, "payload_link", None),
+            **({"actuators": args.actuators} if getattr(args, "actuators", None) else {})}
 
 
 def _parser():
