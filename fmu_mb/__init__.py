@@ -41,6 +41,9 @@ _LAZY = {
     **dict.fromkeys(("InverseDynamics", "KinematicState", "inverse_dynamics",
                      "kinematic_analysis", "kinematic_trajectory"), "dynamics.inverse"),
     **dict.fromkeys(("load_model", "load_module"), "mechanics.loader"),
+    "load_urdf": "importers.urdf",
+    "load_mjcf": "importers.mjcf",
+    "load_any": ("importers", "load"),
     "Model": "mechanics.model",
     **dict.fromkeys(("Motion", "constant_rate", "harmonic", "polynomial"), "mechanics.motion"),
     **dict.fromkeys(("output_names", "output_spec", "output_values"), "dynamics.outputs"),
@@ -87,6 +90,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ModelBuilder", "rod_inertia", "disc_inertia", "box_inertia", "cylinder_inertia", "deg", "Model", "Settings", "State",
     "advance", "initial_state", "simulate", "load_model", "load_module", "output_names",
+    "load_urdf", "load_mjcf", "load_any",
     "output_spec", "output_values", "Motion", "constant_rate", "harmonic", "polynomial",
     "FORMULATIONS", "METHODS", "STABILIZATIONS", "FmuMbError", "ModelError", "AssemblyError",
     "SingularSystemError", "AssemblyWarning", "DriftError", "IntegrationError", "InputError", "ImpactError",

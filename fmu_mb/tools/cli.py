@@ -4,6 +4,7 @@
                     [--input NAME=VALUE ...] [--formulation F] [--method M] [-o OUT.csv]
     fmu-mb info MODEL.py [--set NAME=VALUE ...]
     fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
+    fmu-mb build ROBOT.urdf | SCENE.xml -o DIR [--base floating] [--link NAME] [--fmi 3]
     fmu-mb plot OUT.csv [--columns NAME ...] [--model MODEL.py] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F] [--view V]
     fmu-mb linearize MODEL.py [--set NAME=VALUE ...] [--input NAME=VALUE ...] [--equilibrium]
@@ -19,10 +20,12 @@ import argparse
 import contextlib
 import sys
 import warnings
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
-from ..errors import FmuMbError
+from ..errors import FmuMbError, ModelError
 from ..mechanics.builder import UnknownParameterError
 from ..dynamics.formulations import CHOICES
 from ..dynamics.implicit import DAE_FORMS
@@ -76,12 +79,43 @@ def _workers(text):
     return n
 
 
+def _robot_options(parser):
+    """Options of a robot description (.urdf, MJCF .xml): fmu_mb.importers, docs/import.md."""
+    g = parser.add_argument_group("robot descriptions (.urdf, MJCF .xml; docs/import.md)")
+    g.add_argument("--base", choices=("fixed", "floating"), default="fixed",
+                   help="the root link welded to the ground (default) or a free body")
+    g.add_argument("--fixed-joints", choices=("merge", "weld"), default="merge",
+                   dest="fixed_joints",
+                   help="links joined by fixed joints: one composite body (default) or "
+                        "bodies welded together (the same motion)")
+    g.add_argument("--no-limits", action="store_true",
+                   help="no joint-limit contacts (default: the file's limits)")
+    g.add_argument("--link", action="append", default=[], metavar="NAME",
+                   help="a link whose origin becomes the marker NAME_origin (outputs .x .y "
+                        ".z .vx .vy .vz); repeatable")
+    g.add_argument("--payload-link", default=None, metavar="NAME",
+                   help="the link carrying the parameter 'payload' [kg] at its origin")
+    g.add_argument("--actuators", choices=("file", "joints"), default=None,
+                   help="MJCF: the file's motors as inputs (default), or a torque input on "
+                        "every hinge and slide joint instead of the file's actuators")
+
+
+def robot_options(args):
+    """The importer's options given on the command line (defaults where a parser has none)."""
+    return {"base": getattr(args, "base", "fixed"),
+            "fixed": getattr(args, "fixed_joints", "merge"),
+            "limits": not getattr(args, "no_limits", False),
+            "links": tuple(getattr(args, "link", ()) or ()),
+            "payload_link": getattr(args, "payload_link", None),
+            **({"actuators": args.actuators} if getattr(args, "actuators", None) else {})}
+
+
 def _parser():
     p = argparse.ArgumentParser(prog="fmu-mb", description="Planar and spatial multibody models as FMI 2.0 and 3.0 FMUs.")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("simulate", help="simulate a model file and write its outputs as CSV")
-    s.add_argument("model", help="model file (defines build(**overrides))")
+    s.add_argument("model", help="model file (defines build(**overrides)), URDF or MJCF")
     s.add_argument("--stop-time", type=_positive, required=True, help="end time [s]")
     s.add_argument("--output-interval", type=_positive, default=None,
                    help="output (communication) interval [s]")
@@ -112,11 +146,13 @@ def _parser():
                    help="contact event loop: time tolerance of the event location [s]")
     s.add_argument("-o", "--output", default=None, help="CSV file (default: stdout)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    _robot_options(s)
 
     i = sub.add_parser("info", help="list parameters, inputs, outputs and topology")
     i.add_argument("model")
     i.add_argument("--set", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE")
+    _robot_options(i)
 
     pl = sub.add_parser("plot", help="plot outputs of a CSV result over time")
     pl.add_argument("csv", help="CSV written by fmu-mb simulate or the main job")
@@ -143,7 +179,8 @@ def _parser():
     an.add_argument("--quiet", action="store_true", help="no progress bar")
 
     b = sub.add_parser("build", help="build FMUs of model files (FMI 2.0, or 3.0 with --fmi 3)")
-    b.add_argument("models", nargs="+", help="model files")
+    b.add_argument("models", nargs="+", help="model files (.py), URDF (.urdf) or MJCF (.xml) "
+                                             "robot descriptions")
     b.add_argument("-o", "--output-dir", default=".", help="folder of the .fmu files")
     b.add_argument("--set", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE",
@@ -160,6 +197,7 @@ def _parser():
                    help="FMI version: 2 (default; native or Python FMU) or 3 (native FMU only: "
                         "FMI 3.0 co-simulation)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    _robot_options(b)
 
     sw = sub.add_parser("sweep", help="run a grid of parameter variants of an FMU on Dask")
     sw.add_argument("fmu", help="FMU built by fmu-mb build")
@@ -214,9 +252,13 @@ def main(argv=None):
 
 
 def _load(args):
+    from ..importers import is_robot_file, load
     from ..mechanics.loader import load_model
 
-    return load_model(args.model, **{k: _value(v) for k, v in args.set})
+    overrides = {k: _value(v) for k, v in args.set}
+    if is_robot_file(args.model):
+        return load(args.model, overrides, **robot_options(args))
+    return load_model(args.model, **overrides)
 
 
 def _simulate(args):
@@ -386,9 +428,17 @@ def _build_models(args):
 
     overrides = {k: _value(v) for k, v in args.set}
     bar = None if args.quiet else _Progress(len(args.models))
+    from ..importers import is_robot_file, model_file
+    robots = tempfile.TemporaryDirectory(prefix="fmu_mb_robots_")
     for k, model in enumerate(args.models):
         note = None
-        if is_controller_file(model):     # build() returned a ControllerSpec
+        if is_robot_file(model):           # its model file: the description as data
+            if not Path(model).is_file():
+                raise ModelError(f"robot file {model!r} does not exist")
+            folder = Path(robots.name) / str(k)
+            folder.mkdir()
+            model = model_file(model, folder, **robot_options(args))
+        if isinstance(model, str) and is_controller_file(model):   # a ControllerSpec     # build() returned a ControllerSpec
             if args.fmi != "2":
                 print(f"fmu-mb: error: {model}: a controller FMU is a Python FMU (FMI 2.0 "
                       f"only); build it without --fmi {args.fmi}", file=sys.stderr)

@@ -183,7 +183,7 @@ static double rdf64(const unsigned char *p)      /* a little-endian IEEE double,
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D";
     return kinds[a] == 'I';
 }
 

@@ -71,6 +71,8 @@ static SK *sk_clone(const SK *b)
     }
     if (sk_set_contacts(k, b->nk, b->ki, b->kd) != OK)
         goto fail;
+    if (b->arm && sk_set_armature(k, b->arm) != OK)
+        goto fail;
     k->mode = b->mode;
     k->proj_tol = b->proj_tol;
     return k;
