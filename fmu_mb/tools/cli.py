@@ -19,8 +19,8 @@ Bad arguments (including a --set or --input name the model does not have) print 
 import argparse
 import contextlib
 import sys
-import warnings
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
