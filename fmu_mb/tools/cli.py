@@ -140,6 +140,21 @@ def _parser():
                          "degrees (azimuth about the up axis, elevation)")
     an.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    vw = sub.add_parser("view", help="interactive 3-D viewer of a model (and a result) in one "
+                                     "self-contained HTML file")
+    vw.add_argument("model", help="model file")
+    vw.add_argument("csv", nargs="?", default=None,
+                    help="CSV result of the model (fmu-mb simulate); without it: the start pose")
+    vw.add_argument("--set", type=_assignment, action="append", default=[],
+                    metavar="NAME=VALUE", help="parameter value used for the result")
+    vw.add_argument("-o", "--output", default=None, help="HTML file (default: out/MODEL.html)")
+    vw.add_argument("--columns", nargs="+", default=None, metavar="NAME",
+                    help="outputs of the linked plot (default: joint coordinates and energy)")
+    vw.add_argument("--traces", nargs="*", default=None, metavar="POINT",
+                    help="named points whose paths are drawn (default: all)")
+    vw.add_argument("--max-frames", type=int, default=1500,
+                    help="the result is decimated to at most this many frames")
+
     b = sub.add_parser("build", help="build FMI 2.0 co-simulation FMUs of model files")
     b.add_argument("models", nargs="+", help="model files")
     b.add_argument("-o", "--output-dir", default=".", help="folder of the .fmu files")
@@ -194,6 +209,8 @@ def main(argv=None):
             return _plot(args)
         if args.command == "animate":
             return _animate(args)
+        if args.command == "view":
+            return _view(args)
         if args.command == "sweep":
             return _sweep(args)
         if args.command == "linearize":
@@ -322,6 +339,20 @@ def _animate(args):
     n = animate(model, read_csv(args.csv), _folder(args.output), every=args.every, fps=args.fps,
                 progress=not args.quiet, view=args.view)
     print(f"{args.output}: {n} frames")
+    return 0
+
+
+def _view(args):
+    from .view import view
+
+    if args.max_frames < 2:
+        print(f"fmu-mb: error: --max-frames must be >= 2, received {args.max_frames}",
+              file=sys.stderr)
+        return 2
+    model = _load(args)
+    path = view(model, args.csv, args.output, max_frames=args.max_frames,
+                columns=args.columns, traces=args.traces)
+    print(path)
     return 0
 
 

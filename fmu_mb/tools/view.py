@@ -1,0 +1,548 @@
+"""An interactive 3-D viewer of a model and its result in one self-contained HTML file.
+
+    fmu-mb view MODEL.py [OUT.csv] -o out/NAME.html
+    fmu_mb.view(model, result=None, path="out/NAME.html")
+
+The page holds everything it needs: three.js (vendored in fmu_mb/tools/viewer, MIT licence,
+bundled with OrbitControls), the viewer script and the scene as JSON. It opens offline in any
+current browser, from a file, a mail attachment or a CI artifact; no server.
+
+The scene is computed here, in Python: every body as its shapes (the collision shapes of
+`model.shapes` and the visual meshes of `model.visuals` when the model has them), or, for a
+body without geometry, links between its attachment points with their true lengths plus an
+ellipsoid of equivalent inertia; joints with their axes, contact planes and lines, springs,
+dampers and cylinders between their points, the ground's attachment points, the world frame
+and a scale grid in metres. Planar models are drawn in the plane z = 0. With a result, the
+pose of every body per frame (position and quaternion) is embedded, decimated to at most
+`max_frames` frames, with the chosen output columns for the linked plot and the impacts
+(increments of the contacts' `.impacts` counters).
+
+Page options in the URL hash (for scripted screenshots and the tests): `#t=0.5` (time),
+`cam=px,py,pz,tx,ty,tz` (camera position and target, metres), `up=ux,uy,uz`, `fov=40`
+(vertical, degrees), `flat=1` (bodies only, in flat colours, on white: for pixel tests),
+`ui=0` (no controls). The page writes its state into the element #fmu-mb-status
+(data-state "ready" or "error", data-time, data-width, data-height, data-errors).
+"""
+import colorsys
+import html as _html
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..mechanics.model import GROUND
+
+ASSETS = Path(__file__).with_name("viewer")
+THREE = ASSETS / "three.bundle.min.js"
+THREE_VERSION = "0.187.0"
+
+#: flat colours of the bodies, in order (well apart in hue and lightness; the browser tests
+#: find each body's pixels by its colour)
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b",
+           "#e377c2", "#bcbd22", "#7f7f7f", "#393b79", "#637939")
+
+SHAPE_KINDS = ("sphere", "box", "capsule", "cylinder", "ellipsoid", "mesh")
+
+
+# ----------------------------------------------------------------------- small helpers
+def _v3(p):
+    p = [float(v) for v in p]
+    return p + [0.0] * (3 - len(p))
+
+
+def _r(x, digits=6):
+    """Round for JSON (floats only; keeps the file small)."""
+    return np.round(np.asarray(x, float), digits).tolist()
+
+
+def _quat_planar(phi):
+    phi = np.asarray(phi, float)
+    z = np.zeros_like(phi)
+    return np.stack([z, z, np.sin(phi / 2), np.cos(phi / 2)], axis=-1)
+
+
+def _quat_from_matrix(R):
+    """(x, y, z, w) of a rotation matrix."""
+    R = np.asarray(R, float)
+    w = np.sqrt(max(0.0, 1.0 + R[0, 0] + R[1, 1] + R[2, 2])) / 2
+    x = np.copysign(np.sqrt(max(0.0, 1.0 + R[0, 0] - R[1, 1] - R[2, 2])) / 2, R[2, 1] - R[1, 2])
+    y = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] + R[1, 1] - R[2, 2])) / 2, R[0, 2] - R[2, 0])
+    z = np.copysign(np.sqrt(max(0.0, 1.0 - R[0, 0] - R[1, 1] + R[2, 2])) / 2, R[1, 0] - R[0, 1])
+    q = np.array([x, y, z, w])
+    return q / np.linalg.norm(q)
+
+
+def _rotate(q, p):
+    """Rotate points p (..., 3) by quaternions q (..., 4) = (x, y, z, w)."""
+    u, w = q[..., :3], q[..., 3:]
+    t = 2 * np.cross(u, p)
+    return p + w * t + np.cross(u, t)
+
+
+def _inertia_matrix(body):
+    J = np.asarray(body.inertia, float)
+    if J.ndim == 0:
+        return None
+    return np.diag(J) if J.shape == (3,) else J.reshape(3, 3)
+
+
+def _color(k):
+    if k < len(PALETTE):
+        return PALETTE[k]
+    r, g, b = colorsys.hsv_to_rgb((0.13 * k) % 1.0, 0.75, 0.8)
+    return "#%02x%02x%02x" % (int(255 * r), int(255 * g), int(255 * b))
+
+
+# ----------------------------------------------------------------------- poses
+def start_poses(model):
+    """(positions (nb, 3), quaternions (nb, 4) as x, y, z, w) of the model's start pose."""
+    n = len(model.bodies)
+    x = np.asarray(model.x0, float)
+    if model.spatial:
+        q = x.reshape(n, 7)
+        return q[:, :3].copy(), q[:, [4, 5, 6, 3]].copy()
+    q = x.reshape(n, 3)
+    pos = np.column_stack([q[:, 0], q[:, 1], np.zeros(n)])
+    return pos, _quat_planar(q[:, 2])
+
+
+def result_poses(model, data):
+    """Body poses from a result (structured array with the columns of `fmu-mb simulate`):
+    planar B.x, B.y, B.phi; spatial B.x, B.y, B.z, B.e0 ... B.e3 (Euler parameters, e0 the
+    scalar part). Returns (time (n,), positions (n, nb, 3), quaternions (n, nb, 4) x, y, z, w).
+    """
+    names = data.dtype.names or ()
+    cols = ("x", "y", "z", "e0", "e1", "e2", "e3") if model.spatial else ("x", "y", "phi")
+    missing = [f"{b.name}.{c}" for b in model.bodies for c in cols
+               if f"{b.name}.{c}" not in names]
+    if "time" not in names:
+        missing.insert(0, "time")
+    if missing:
+        raise InputError(f"the result lacks the columns {missing[:6]} of model "
+                         f"'{model.name}'; expected a result of this model (fmu-mb simulate)")
+    t = np.asarray(data["time"], float)
+    col = lambda b, c: np.asarray(data[f"{b.name}.{c}"], float)   # noqa: E731
+    if model.spatial:
+        pos = np.stack([np.column_stack([col(b, c) for c in "xyz"]) for b in model.bodies], 1)
+        quat = np.stack([np.column_stack([col(b, c) for c in ("e1", "e2", "e3", "e0")])
+                         for b in model.bodies], 1)
+        quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
+    else:
+        pos = np.stack([np.column_stack([col(b, "x"), col(b, "y"), np.zeros(len(t))])
+                        for b in model.bodies], 1)
+        quat = np.stack([_quat_planar(col(b, "phi")) for b in model.bodies], 1)
+    if not (np.isfinite(pos).all() and np.isfinite(quat).all() and np.isfinite(t).all()):
+        raise InputError("the result has non-finite body coordinates or times")
+    return t, pos, quat
+
+
+# ----------------------------------------------------------------------- geometry
+def _attachments(model):
+    """Per body: local points (3,) where joints, elements, markers and contacts attach."""
+    pts = {b.name: [] for b in model.bodies}
+    pts[GROUND] = []
+
+    def add(body, p):
+        if body in pts:
+            pts[body].append(_v3(p))
+
+    for j in model.joints:
+        add(j.parent, j.parent_point)
+        add(j.child, j.child_point)
+    for e in model.elements:
+        if e.kind in ("tsda", "bushing", "cylinder"):
+            add(e.a, e.a_point)
+            add(e.b, e.b_point)
+        elif e.kind == "force":
+            add(e.b, e.b_point)
+    for m in model.markers:
+        add(m.body, m.point)
+    for c in model.contacts:
+        if c.kind in ("point_line", "point_plane", "point_point"):
+            add(c.body, c.point)
+    return pts
+
+
+def _unique(points, tol=1e-9):
+    out = []
+    for p in points:
+        if all(np.linalg.norm(np.subtract(p, q)) > tol for q in out):
+            out.append(p)
+    return out
+
+
+def _field(obj, *names, default=None):
+    for n in names:
+        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
+        if v is not None:
+            return v
+    return default
+
+
+def _shape_entry(s, where):
+    """One collision shape of model.shapes as a scene entry in its body's frame.
+
+    Reads the attributes the `shapes` module gives (kind, body, radius, half-extents or
+    size, length, position and orientation in body axes) by their usual names."""
+    kind = str(_field(s, "kind", "type", default=type(s).__name__)).lower()
+    if kind not in SHAPE_KINDS:
+        raise InputError(f"{where}: unknown shape kind {kind!r}; expected one of "
+                         f"{list(SHAPE_KINDS[:4])}")
+    c = _v3(_field(s, "position", "point", "at", "offset", "origin", default=(0, 0, 0)))
+    R = _field(s, "rotation", "frame", "orientation_matrix")
+    q = _field(s, "quaternion")
+    if R is not None:
+        q = _quat_from_matrix(np.asarray(R, float).reshape(3, 3))
+    elif q is None:
+        e = _field(s, "orientation")              # Euler parameters e0..e3
+        q = np.array([e[1], e[2], e[3], e[0]]) if e is not None else np.array([0, 0, 0, 1.0])
+    entry = {"type": kind, "c": _r(c), "q": _r(q)}
+    if kind in ("sphere", "capsule", "cylinder"):
+        entry["r"] = float(_field(s, "radius", "r"))
+    if kind in ("capsule", "cylinder"):
+        half = _field(s, "half_length")
+        entry["h"] = float(2 * half if half is not None else _field(s, "length", "height"))
+    if kind == "box":
+        half = _field(s, "half_extents", "half_size")
+        entry["size"] = _r(2 * np.asarray(half, float) if half is not None
+                           else _field(s, "size", "extents"))
+    return entry
+
+
+def _mesh_entry(v, where, max_faces, embed_limit):
+    """A visual mesh of model.visuals (path of an STL/OBJ/DAE file read with trimesh,
+    decimated to max_faces; a mesh that stays above embed_limit faces is referenced by its
+    path instead of embedded)."""
+    path = _field(v, "mesh", "path", "filename", "file")
+    c = _v3(_field(v, "position", "point", "origin", default=(0, 0, 0)))
+    R = _field(v, "rotation", "frame")
+    q = _quat_from_matrix(np.asarray(R, float).reshape(3, 3)) if R is not None else \
+        np.asarray(_field(v, "quaternion", default=(0, 0, 0, 1.0)), float)
+    scale = _field(v, "scale", default=1.0)
+    scale = _v3(np.broadcast_to(np.asarray(scale, float), (3,)))
+    entry = {"type": "mesh", "c": _r(c), "q": _r(q), "scale": _r(scale)}
+    color = _field(v, "color", "rgba")
+    if color is not None and not isinstance(color, str):
+        rgb = np.clip(np.asarray(color, float)[:3], 0, 1)
+        color = "#%02x%02x%02x" % tuple(int(round(255 * x)) for x in rgb)
+    if color:
+        entry["color"] = color
+    try:
+        import trimesh
+    except ImportError:
+        entry["url"] = str(path)
+        return entry
+    try:
+        mesh = trimesh.load(str(path), force="mesh")
+    except Exception as exc:                      # trimesh raises many kinds
+        raise InputError(f"{where}: cannot read the mesh {str(path)!r}: {exc}") from None
+    if len(mesh.faces) > max_faces:
+        try:
+            mesh = mesh.simplify_quadric_decimation(face_count=max_faces)
+        except Exception:                         # no decimation backend installed
+            pass
+    if len(mesh.faces) > embed_limit:
+        entry["url"] = str(path)
+        return entry
+    entry["positions"] = _r(np.asarray(mesh.vertices).reshape(-1), 5)
+    entry["indices"] = np.asarray(mesh.faces, int).reshape(-1).tolist()
+    return entry
+
+
+def _default_shapes(body, points, spatial, size, free=False):
+    """Links between the attachment points (true lengths) and an ellipsoid of equivalent
+    inertia, in the body frame (origin: the centre of mass); a free body (no joint, no force
+    element: its points are contacts or markers) as the box (spatial) or disc (planar) of
+    equivalent inertia."""
+    pts = [] if free else _unique([p for p in points])
+    r_link = 0.015 * size
+    shapes = []
+    if len(pts) == 2:
+        shapes.append({"type": "link", "a": _r(pts[0]), "b": _r(pts[1]), "r": r_link})
+    else:
+        for p in pts:
+            if np.linalg.norm(p) > 1e-9:
+                shapes.append({"type": "link", "a": [0.0, 0.0, 0.0], "b": _r(p), "r": r_link})
+    J = _inertia_matrix(body)
+    m = float(body.mass)
+    if J is not None and m > 0:
+        w, V = np.linalg.eigh(J)
+        # a uniform solid ellipsoid: J_1 = m (b^2 + c^2) / 5, so a^2 = 5 (J_2 + J_3 - J_1) / 2m
+        axes = np.sqrt(np.maximum(5.0 * (w.sum() - 2 * w) / (2 * m), 0.0))
+        axes = np.maximum(axes, 0.01 * size)
+        if np.linalg.det(V) < 0:
+            V[:, 2] = -V[:, 2]
+        kind = "box" if not pts else "ellipsoid"
+        if kind == "box":                         # a free body: the box of equal inertia
+            axes = np.sqrt(np.maximum(6.0 * (w.sum() - 2 * w) / m, 0.0))
+            axes = np.maximum(axes, 0.02 * size)
+            shapes.append({"type": "box", "c": [0.0, 0.0, 0.0], "q": _r(_quat_from_matrix(V)),
+                           "size": _r(axes)})
+        else:
+            shapes.append({"type": "ellipsoid", "c": [0.0, 0.0, 0.0],
+                           "q": _r(_quat_from_matrix(V)), "axes": _r(axes), "ghost": True})
+    elif not spatial and m > 0 and float(body.inertia) > 0 and not pts:
+        shapes.append({"type": "cylinder", "c": [0.0, 0.0, 0.0], "q": [0.7071068, 0, 0,
+                       0.7071068], "r": float(np.sqrt(2 * float(body.inertia) / m)),
+                       "h": 0.02 * size})      # a disc of equal inertia, in the plane
+    if not shapes or all(s.get("ghost") for s in shapes):
+        shapes.append({"type": "sphere", "c": [0.0, 0.0, 0.0], "r": 2 * r_link})
+    return shapes
+
+
+def shape_points(shape):
+    """Points (n, 3) in the body frame whose convex hull holds the shape (for bounds and for
+    the tests' projections)."""
+    t = shape["type"]
+    if t == "link":
+        a, b, r = np.array(shape["a"]), np.array(shape["b"]), shape["r"]
+        off = r * np.array([[s1, s2, s3] for s1 in (-1, 1) for s2 in (-1, 1) for s3 in (-1, 1)])
+        return np.vstack([a + off, b + off])
+    c, q = np.array(shape["c"], float), np.array(shape.get("q", (0, 0, 0, 1)), float)
+    if t == "sphere":
+        half = np.full(3, shape["r"])
+    elif t == "box":
+        half = np.array(shape["size"]) / 2
+    elif t == "ellipsoid":
+        half = np.array(shape["axes"])
+    elif t in ("cylinder", "capsule"):
+        h = shape["h"] / 2 + (shape["r"] if t == "capsule" else 0.0)
+        half = np.array([shape["r"], shape["r"], h])
+    elif t == "mesh" and "positions" in shape:
+        p = np.array(shape["positions"]).reshape(-1, 3) * np.array(shape["scale"])
+        return c + _rotate(np.broadcast_to(q, p.shape[:-1] + (4,)), p)
+    else:
+        return c[None, :]
+    corners = half * np.array([[s1, s2, s3] for s1 in (-1, 1) for s2 in (-1, 1)
+                               for s3 in (-1, 1)])
+    return c + _rotate(np.broadcast_to(q, corners.shape[:-1] + (4,)), corners)
+
+
+# ----------------------------------------------------------------------- the scene
+def _up(model):
+    g = np.asarray(_v3(model.gravity), float)
+    if np.linalg.norm(g) > 0:
+        return -g / np.linalg.norm(g)
+    return np.array([0.0, 1.0, 0.0]) if not model.spatial else np.array([0.0, 0.0, 1.0])
+
+
+def _default_columns(names, model):
+    cols = [n for n in names if n.endswith((".angle", ".position"))][:3]
+    if not cols:
+        cols = [n for n in names if n.endswith(".z" if model.spatial else ".y")][:3]
+    cols += [n for n in ("energy.total",) if n in names]
+    return cols
+
+
+def _impacts(model, data, idx_body):
+    """[(time, contact name, world point)] where a contact's impact counter rose."""
+    names = data.dtype.names
+    out = []
+    for c in model.contacts:
+        col = f"{c.name}.impacts"
+        if col not in names:
+            continue
+        n = np.asarray(data[col], float)
+        for k in np.nonzero(np.diff(n) > 0)[0] + 1:
+            out.append((float(data["time"][k]), c.name, c.body, _v3(c.point), int(k)))
+    for e in model.elements:
+        col = f"{e.name}.end_stops"
+        if e.kind == "cylinder" and col in names:
+            n = np.asarray(data[col], float)
+            for k in np.nonzero(np.diff(n) > 0)[0] + 1:
+                out.append((float(data["time"][k]), e.name, e.b, _v3(e.b_point), int(k)))
+    return out
+
+
+def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
+          mesh_faces=5000, embed_faces=20000):
+    """The scene of `model` (and of `result`) as a JSON-able dict, read by viewer.js.
+
+    result : structured array (simulate(), fmpy, read_csv) or None for the start pose.
+    max_frames : the result is decimated to at most this many frames (its last row kept).
+    columns : output columns of the linked plot (default: up to three joint coordinates and
+        the total energy).
+    traces : marker names whose paths are drawn (default: every marker of the model).
+    """
+    spatial = bool(model.spatial)
+    att = _attachments(model)
+    pos0, quat0 = start_poses(model)
+    if result is not None:
+        if getattr(result, "dtype", None) is None or result.dtype.names is None:
+            raise InputError(f"result: expected a structured array (simulate(), fmpy) or a "
+                             f"CSV path, received {type(result).__name__}")
+        result = np.atleast_1d(result)
+        if len(result) == 0:
+            raise InputError("result: the result has no rows")
+        t, pos, quat = result_poses(model, result)
+    else:
+        t, pos, quat = np.array([float(model.t0)]), pos0[None], quat0[None]
+
+    # extent of the mechanism (all attachment points, all frames) for sizes and the camera
+    world = [pos.reshape(-1, 3)]
+    for k, b in enumerate(model.bodies):
+        for p in att[b.name]:
+            world.append(pos[:, k] + _rotate(quat[:, k], np.broadcast_to(p, pos[:, k].shape)))
+    world += [np.array(att[GROUND]).reshape(-1, 3)]
+    world = np.vstack(world)
+    lo, hi = world.min(axis=0), world.max(axis=0)
+    size = float(max(np.linalg.norm(hi - lo), 1e-3))
+
+    shapes_of = {b.name: [] for b in model.bodies}
+    for i, s in enumerate(getattr(model, "shapes", ()) or ()):
+        body = _field(s, "body")
+        if body in shapes_of:
+            shapes_of[body].append(_shape_entry(s, f"model.shapes[{i}]"))
+    for i, v in enumerate(getattr(model, "visuals", ()) or ()):
+        body = _field(v, "body")
+        if body in shapes_of:
+            shapes_of[body].append(_mesh_entry(v, f"model.visuals[{i}]", mesh_faces,
+                                               embed_faces))
+    connected = {n for j in model.joints for n in (j.parent, j.child)}
+    connected |= {n for e in model.elements for n in (e.a, e.b)}
+    bodies = []
+    for k, b in enumerate(model.bodies):
+        shapes = shapes_of[b.name] or _default_shapes(b, att[b.name], spatial, size,
+                                                      free=b.name not in connected)
+        bodies.append({"name": b.name, "color": _color(k), "shapes": shapes,
+                       "mass": float(b.mass)})
+
+    joints = []
+    for j in model.joints:
+        if j.kind == "distance":
+            joints.append({"name": j.name, "kind": "distance", "a": j.parent,
+                           "pa": _r(_v3(j.parent_point)), "b": j.child,
+                           "pb": _r(_v3(j.child_point))})
+            continue
+        if spatial:
+            axis = np.asarray(j.frame_c, float).reshape(3, 3)[:, 2] if j.frame_c else None
+            on, point = j.child, j.child_point
+            if j.kind == "prismatic" and j.frame_p:
+                axis = np.asarray(j.frame_p, float).reshape(3, 3)[:, 2]
+                on, point = j.parent, j.parent_point
+        else:
+            axis = np.array([0.0, 0.0, 1.0])
+            on, point = j.child, j.child_point
+            if j.kind == "prismatic":
+                axis, on, point = np.array(_v3(j.axis)), j.parent, j.parent_point
+        joints.append({"name": j.name, "kind": j.kind, "body": on, "p": _r(_v3(point)),
+                       "axis": _r(axis) if axis is not None else None,
+                       "ground": GROUND in (j.parent, j.child),
+                       "gp": _r(_v3(j.parent_point if j.parent == GROUND else j.child_point))})
+
+    elements = []
+    for e in model.elements:
+        if e.kind in ("tsda", "cylinder", "bushing"):
+            elements.append({"name": e.name, "kind": e.kind, "a": e.a, "pa": _r(_v3(e.a_point)),
+                             "b": e.b, "pb": _r(_v3(e.b_point)), "k": float(e.stiffness),
+                             "c": float(e.damping)})
+
+    contacts, seen = [], set()
+    for c in model.contacts:
+        if c.kind in ("point_line", "point_plane"):
+            key = (c.other, tuple(np.round(_v3(c.other_point), 9)),
+                   tuple(np.round(_v3(c.normal), 9)))
+            if key not in seen:
+                seen.add(key)
+                contacts.append({"kind": "line" if c.kind == "point_line" else "plane",
+                                 "body": c.other, "p": _r(_v3(c.other_point)),
+                                 "n": _r(_v3(c.normal))})
+            contacts.append({"kind": "point", "name": c.name, "body": c.body,
+                             "p": _r(_v3(c.point)), "r": float(c.offset)})
+
+    sc = {"name": model.name, "spatial": spatial, "up": _r(_up(model)),
+          "bounds": [_r(lo), _r(hi)], "size": size, "bodies": bodies, "joints": joints,
+          "elements": elements, "contacts": contacts,
+          "markers": [{"name": m.name, "body": m.body, "p": _r(_v3(m.point))}
+                      for m in model.markers]}
+    keep = np.arange(len(t))
+    if len(t) > max_frames:
+        keep = np.unique(np.append(np.linspace(0, len(t) - 1, max_frames).round().astype(int),
+                                   len(t) - 1))
+    digits = int(np.clip(5 - np.floor(np.log10(size)), 4, 9))
+    sc["frames"] = {"t": _r(t[keep], 9), "pos": _r(pos[keep], digits),
+                    "quat": _r(quat[keep], 6)}
+    if result is not None:
+        names = result.dtype.names
+        cols = list(columns) if columns else _default_columns(names[1:], model)
+        unknown = [c for c in cols if c not in names]
+        if unknown:
+            raise InputError(f"unknown plot column(s) {unknown}; columns are "
+                             f"{list(names[1:])[:40]}")
+        from .viz import column_units
+        units = column_units(cols, model)
+        sc["plot"] = [{"name": c, "unit": units.get(c, ""),
+                       "values": _r(np.asarray(result[c], float)[keep], 6)} for c in cols]
+        idx = {b.name: k for k, b in enumerate(model.bodies)}
+        sc["impacts"] = [{"t": ti, "name": n, "body": body, "p": _r(p)}
+                         for ti, n, body, p, _ in _impacts(model, result, idx)][:2000]
+        marker_names = [m.name for m in model.markers]
+        chosen = marker_names if traces is None else list(traces)
+        unknown = [m for m in chosen if m not in marker_names]
+        if unknown:
+            raise InputError(f"unknown trace point(s) {unknown}; the model's points are "
+                             f"{marker_names}")
+        sc["traces"] = chosen
+    return sc
+
+
+# ----------------------------------------------------------------------- HTML
+def _script(text):
+    """Text safe inside <script>: no closing tag."""
+    return text.replace("</", "<\\/")
+
+
+def fragment(sc, *, height=420, element_id="fmu-mb-viewer"):
+    """An HTML fragment (a div and its inlined scripts) that shows the scene `sc` inside a
+    page (the FMU's documentation/index.html)."""
+    viewer = (ASSETS / "viewer.js").read_text(encoding="utf-8")
+    css = (ASSETS / "viewer.css").read_text(encoding="utf-8")
+    data = _script(json.dumps(sc, separators=(",", ":")))
+    return (f"<style>{css}</style>\n"
+            f"<div id=\"{element_id}\" class=\"fmu-mb-viewer fmu-mb-embedded\" "
+            f"style=\"height:{int(height)}px\"></div>\n"
+            f"<script type=\"application/json\" id=\"{element_id}-scene\">{data}</script>\n"
+            f"<script>{_script(THREE.read_text(encoding='utf-8'))}</script>\n"
+            f"<script>{_script(viewer)}\nFmuMbViewer.start(document.getElementById("
+            f"\"{element_id}\"), JSON.parse(document.getElementById(\"{element_id}-scene\")"
+            f".textContent), {{embedded: true}});</script>\n")
+
+
+def page(sc, title=None):
+    """A complete self-contained HTML page of the scene `sc`."""
+    title = title or f"{sc['name']}: fmu_mb viewer"
+    viewer = (ASSETS / "viewer.js").read_text(encoding="utf-8")
+    css = (ASSETS / "viewer.css").read_text(encoding="utf-8")
+    data = _script(json.dumps(sc, separators=(",", ":")))
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>{_html.escape(title)}</title>\n<style>html,body{{margin:0;height:100%;"
+            f"overflow:hidden}}{css}</style></head>\n<body>\n"
+            "<div id=\"fmu-mb-viewer\" class=\"fmu-mb-viewer fmu-mb-page\"></div>\n"
+            f"<script type=\"application/json\" id=\"fmu-mb-scene\">{data}</script>\n"
+            f"<script>{_script(THREE.read_text(encoding='utf-8'))}</script>\n"
+            f"<script>{_script(viewer)}\nFmuMbViewer.start(document.getElementById("
+            f"\"fmu-mb-viewer\"), JSON.parse(document.getElementById(\"fmu-mb-scene\")"
+            f".textContent), {{embedded: false}});</script>\n</body></html>\n")
+
+
+def view(model, result=None, path=None, *, max_frames=1500, columns=None, traces=None,
+         overrides=None):
+    """Write the 3-D viewer of `model` (a Model or a model file) and its `result` (a
+    structured array, a CSV path or None: the start pose) to `path` (an .html file, its
+    folder created; default out/<model>.html). Returns the path."""
+    if isinstance(model, (str, Path)):
+        from ..mechanics.loader import load_model
+        model = load_model(str(model), **(overrides or {}))
+    if isinstance(result, (str, Path)):
+        from .viz import read_csv
+        result = read_csv(result)
+    if result is not None and not model.spatial:
+        from .viz import _check_geometry
+        _check_geometry(model, np.atleast_1d(result))
+    sc = scene(model, result, max_frames=max_frames, columns=columns, traces=traces)
+    path = Path(path or Path("out") / f"{model.name}.html")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page(sc), encoding="utf-8")
+    return path
