@@ -52,6 +52,11 @@ var FmuMbViewer = (function () {
       status.textContent = "error: " + errors.join(" | ");
     }
     window.addEventListener("error", function (ev) { fail(ev.message); });
+    var consoleError = console.error;
+    console.error = function () {                     // three.js reports WebGL errors here
+      fail(Array.prototype.map.call(arguments, String).join(" "));
+      return consoleError.apply(console, arguments);
+    };
     try {
       return build(container, sc, opts, status);
     } catch (exc) {

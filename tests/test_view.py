@@ -1,0 +1,309 @@
+"""The 3-D viewer (fmu_mb.tools.view): the scene computed in Python, and the page in a real
+browser (headless Chromium, no network): each body's pixels where the camera set in the URL
+projects its shapes, after load and at two times of a result; no console error."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import MODELS, model
+from fmu_mb import InputError, simulate
+from fmu_mb.tools import browser as br
+from fmu_mb.tools import view as vw
+
+RUNS = {   # model: (stop time, output interval, inputs)
+    "double_pendulum": (1.0, 0.01, None),
+    "double_wishbone": (0.3, 0.005, {"tyre.h": -0.04 * 357859.232809}),   # a 4 cm road step
+    "tumbling_box": (0.8, 0.005, None),
+}
+
+
+@pytest.fixture(scope="module")
+def results():
+    out = {}
+    for name, (stop, dt, inputs) in RUNS.items():
+        m = model(name)
+        out[name] = (m, simulate(m, stop, dt, inputs=inputs))
+    return out
+
+
+# ------------------------------------------------------------------ the scene, in Python
+def _quat_matrix(q):
+    x, y, z, w = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def test_planar_poses_rotate_points_as_the_body_angle(results):
+    m, data = results["double_pendulum"]
+    t, pos, quat = vw.result_poses(m, data)
+    k = 37
+    for i, b in enumerate(m.bodies):
+        phi = data[f"{b.name}.phi"][k]
+        R = np.array([[np.cos(phi), -np.sin(phi), 0], [np.sin(phi), np.cos(phi), 0], [0, 0, 1]])
+        assert np.allclose(_quat_matrix(quat[k, i]), R, atol=1e-12)
+        assert np.allclose(pos[k, i], [data[f"{b.name}.x"][k], data[f"{b.name}.y"][k], 0.0])
+    # the tip of rod 2 (marker) from the pose equals the simulated marker output
+    tip = m.markers[0]
+    p = pos[k, 1] + _quat_matrix(quat[k, 1]) @ np.array([*tip.point, 0.0])
+    assert np.allclose(p[:2], [data["tip.x"][k], data["tip.y"][k]], atol=1e-12)
+
+
+def test_spatial_poses_put_the_marker_where_the_result_has_it(results):
+    m, data = results["double_wishbone"]
+    t, pos, quat = vw.result_poses(m, data)
+    k, i = len(t) - 1, m.body("carrier").index
+    wc = m.markers[0]
+    p = pos[k, i] + _quat_matrix(quat[k, i]) @ np.array(wc.point)
+    assert np.allclose(p, [data[f"wheel_centre.{c}"][k] for c in "xyz"], atol=1e-9)
+
+
+def test_start_pose_is_the_models_assembled_pose():
+    m = model("double_wishbone")
+    pos, quat = vw.start_poses(m)
+    x0 = np.asarray(m.x0).reshape(-1, 7)
+    assert np.allclose(pos, x0[:, :3]) and np.allclose(quat[:, 3], x0[:, 3])
+
+
+def test_default_links_have_the_true_lengths():
+    m = model("double_pendulum", l1=0.7, l2=0.4)
+    sc = vw.scene(m)
+    for body, length in (("rod1", 0.7), ("rod2", 0.4)):
+        links = [s for s in sc["bodies"][m.body(body).index]["shapes"] if s["type"] == "link"]
+        total = sum(np.linalg.norm(np.subtract(s["a"], s["b"])) for s in links)
+        assert total == pytest.approx(length, rel=1e-6)
+
+
+def test_free_body_is_the_box_of_its_inertia():
+    m = model("tumbling_box", a=0.5, b=0.3, c=0.1)
+    (box,) = [s for s in vw.scene(m)["bodies"][0]["shapes"] if s["type"] == "box"]
+    R = _quat_matrix(box["q"])
+    extent = np.abs(R) @ np.array(box["size"])        # the box's size along the body axes
+    assert np.allclose(extent, [0.5, 0.3, 0.1], atol=1e-5)
+
+
+def test_decimation_keeps_the_last_frame_and_the_impacts(results):
+    m, data = results["tumbling_box"]
+    sc = vw.scene(m, data, max_frames=50)
+    assert len(sc["frames"]["t"]) <= 51
+    assert sc["frames"]["t"][-1] == pytest.approx(data["time"][-1])
+    n = sum(int(data[f"{c.name}.impacts"][-1] - data[f"{c.name}.impacts"][0]) > 0
+            for c in m.contacts)
+    assert n > 0 and {i["name"] for i in sc["impacts"]} <= {c.name for c in m.contacts}
+    assert len({i["name"] for i in sc["impacts"]}) == n
+
+
+def test_shapes_of_the_model_replace_the_default():
+    class Sphere:        # the shape as a small object with the attributes the adapter reads
+        kind, body, radius, position = "sphere", "rod1", 0.05, (0.1, 0.0, 0.0)
+
+    m = model("double_pendulum")
+    object.__setattr__(m, "shapes", (Sphere(),))
+    sc = vw.scene(m)
+    assert sc["bodies"][0]["shapes"] == [{"type": "sphere", "c": [0.1, 0.0, 0.0],
+                                          "q": [0.0, 0.0, 0.0, 1.0], "r": 0.05}]
+
+
+def test_wrong_result_and_columns_are_refused(results):
+    m, data = results["double_pendulum"]
+    other, _ = results["tumbling_box"]
+    with pytest.raises(InputError, match=r"lacks the columns \['box.x'"):
+        vw.scene(other, data)
+    with pytest.raises(InputError, match="unknown plot column"):
+        vw.scene(m, data, columns=["nope"])
+    with pytest.raises(InputError, match="unknown trace point"):
+        vw.scene(m, data, traces=["nope"])
+
+
+def test_cli_writes_one_self_contained_file(tmp_path, results):
+    from fmu_mb.tools.cli import main
+
+    m, data = results["double_pendulum"]
+    csv = tmp_path / "dp.csv"
+    with open(csv, "w") as f:
+        f.write(",".join(data.dtype.names) + "\n")
+        np.savetxt(f, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
+    out = tmp_path / "sub" / "dp.html"
+    assert main(["view", str(MODELS / "double_pendulum.py"), str(csv), "-o", str(out)]) == 0
+    text = out.read_text()
+    # nothing loaded from elsewhere: no src/href attribute, no import, no fetch
+    assert not re.search(r"<(script|link|img)[^>]*(src|href)=", text)
+    assert "fetch(" not in text and "import(" not in text
+    sc = json.loads(re.search(r'id="fmu-mb-scene">(.*?)</script>', text, re.S).group(1))
+    assert len(sc["frames"]["t"]) == len(data) and sc["name"] == "double_pendulum"
+    assert out.stat().st_size < 900_000
+
+
+# ------------------------------------------------------------------ in the browser
+needs_browser = pytest.mark.skipif(br.find_browser() is None,
+                                   reason="no Chromium (apt-get install chromium)")
+SIZE = (640, 480)
+
+
+def _offline_wrapper():
+    """`unshare -n` (a network namespace with no interface up) when we may use it, else ()
+    (the page is then kept off the network by --host-resolver-rules alone)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return ()
+    ok = subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+    return ("unshare", "-n") if ok else ()
+
+
+def _camera(sc):
+    """A camera the test chooses: eye, target, up, vertical field of view [deg]."""
+    lo, hi = np.array(sc["bounds"][0]), np.array(sc["bounds"][1])
+    c, size = (lo + hi) / 2, sc["size"]
+    if sc["spatial"]:
+        up = np.array(sc["up"])
+        d = np.array([0.8, -0.45, 0.0])
+        d = d - (d @ up) * up
+        d = d / np.linalg.norm(d) + 0.55 * up
+        eye = c + 1.5 * size * d / np.linalg.norm(d)
+    else:
+        up, eye = np.array([0.0, 1.0, 0.0]), c + np.array([0.0, 0.0, 1.6 * size])
+    return eye, c, up, 45.0
+
+
+def _project(points, eye, target, up, fov, size):
+    f = (target - eye) / np.linalg.norm(target - eye)
+    s = np.cross(f, up)
+    s /= np.linalg.norm(s)
+    u = np.cross(s, f)
+    d = points - eye
+    x, y, z = d @ s, d @ u, d @ f
+    t = np.tan(np.radians(fov) / 2)
+    w, h = size
+    return np.column_stack([(x / (z * t * w / h) + 1) / 2 * w, (1 - y / (z * t)) / 2 * h])
+
+
+def _body_points(sc, k, frame):
+    """World points of body k's drawn shapes at a frame of the scene."""
+    pts = np.vstack([vw.shape_points(s) for s in sc["bodies"][k]["shapes"] if not s.get("ghost")])
+    pos, q = np.array(sc["frames"]["pos"][frame][k]), np.array(sc["frames"]["quat"][frame][k])
+    return pos + pts @ _quat_matrix(q).T
+
+
+def _interior_points(shape):
+    """Points inside a shape (body frame): they project inside its silhouette."""
+    t = shape["type"]
+    if t == "link":
+        return np.linspace(shape["a"], shape["b"], 9)
+    c = np.array(shape.get("c", (0, 0, 0)), float)
+    if t == "sphere":
+        return c[None, :]
+    half = {"box": lambda: np.array(shape["size"]) / 2,
+            "ellipsoid": lambda: np.array(shape["axes"]),
+            "cylinder": lambda: np.array([shape["r"], shape["r"], shape["h"] / 2]),
+            "capsule": lambda: np.array([shape["r"], shape["r"], shape["h"] / 2])}.get(t)
+    if half is None:
+        return np.zeros((0, 3))
+    corners = 0.5 * half() * np.array([[a, b, d] for a in (-1, 1) for b in (-1, 1)
+                                       for d in (-1, 1)])
+    return np.vstack([c, c + corners @ _quat_matrix(shape["q"]).T])
+
+
+def _check_pixels(png, sc, frame, cam, margin=4.0):
+    from PIL import Image
+
+    img = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    assert img.shape[:2] == (SIZE[1], SIZE[0])
+    centres = {}
+    for k, b in enumerate(sc["bodies"]):
+        rgb = np.array([int(b["color"][i:i + 2], 16) for i in (1, 3, 5)])
+        mask = np.abs(img - rgb).max(axis=2) <= 6
+        ys, xs = np.nonzero(mask)
+        assert len(xs) >= 25, f"body {b['name']}: {len(xs)} pixels of its colour {b['color']}"
+        box = _project(_body_points(sc, k, frame), *cam, SIZE)
+        lo, hi = box.min(axis=0) - margin, box.max(axis=0) + margin
+        inside = (xs >= lo[0]) & (xs <= hi[0]) & (ys >= lo[1]) & (ys <= hi[1])
+        assert inside.mean() > 0.98, (f"body {b['name']}: {inside.mean():.3f} of its pixels in "
+                                      f"its projected box {lo.round(1)}..{hi.round(1)}")
+        centres[b["name"]] = (np.array([xs.mean(), ys.mean()]), (lo + hi) / 2)
+        # and the other way round: inside the body's projection, the body's colour (or, where
+        # another body is in front, that one's)
+        inner = np.vstack([_interior_points(s) for s in b["shapes"] if not s.get("ghost")])
+        pos = np.array(sc["frames"]["pos"][frame][k])
+        R = _quat_matrix(sc["frames"]["quat"][frame][k])
+        uv = np.round(_project(pos + inner @ R.T, *cam, SIZE)).astype(int)
+        own = covered = 0
+        for u, v in uv:
+            patch = img[max(v - 1, 0):v + 2, max(u - 1, 0):u + 2].reshape(-1, 3)
+            own += bool((np.abs(patch - rgb).max(axis=1) <= 6).any())
+            covered += bool((patch.min(axis=1) < 240).any())
+        assert covered == len(uv) and own >= 0.5 * len(uv), (
+            f"body {b['name']}: {own} of {len(uv)} points inside its projection show its "
+            f"colour, {covered} are not background")
+    return centres
+
+
+def _page(tmp_path, sc, name):
+    path = tmp_path / f"{name}.html"
+    path.write_text(vw.page(sc))
+    return path
+
+
+def _no_errors(path, fragment, wrapper):
+    dom, console = br.dump_dom(path, fragment, size=SIZE, wrapper=wrapper)
+    m = re.search(r'<div class="fmu-mb-status"[^>]*data-state="(\w+)"[^>]*data-errors="([^"]*)"',
+                  dom)
+    assert m, "the page wrote no status element"
+    assert m.group(1) == "ready" and m.group(2) == "", f"status {m.group(1)}: {m.group(2)}"
+    bad = [c for c in console if re.search(r"error|uncaught|failed", c, re.I)]
+    assert not bad, bad
+
+
+def _fragment(cam, t=None):
+    eye, target, up, fov = cam
+    f = (f"flat=1&cam={','.join(f'{v:.9g}' for v in (*eye, *target))}"
+         f"&up={','.join(f'{v:.9g}' for v in up)}&fov={fov}")
+    return f + (f"&t={t!r}" if t is not None else "")
+
+
+@needs_browser
+@pytest.mark.parametrize("name", list(RUNS))
+def test_start_pose_in_the_browser(tmp_path, name):
+    sc = vw.scene(model(name))
+    path = _page(tmp_path, sc, name)
+    cam = _camera(sc)
+    wrapper = _offline_wrapper()
+    _no_errors(path, _fragment(cam), wrapper)
+    console = br.screenshot(path, tmp_path / "start.png", _fragment(cam), size=SIZE,
+                            wrapper=wrapper)
+    assert not [c for c in console if re.search(r"error|uncaught", c, re.I)], console
+    _check_pixels(tmp_path / "start.png", sc, 0, cam)
+
+
+@needs_browser
+@pytest.mark.parametrize("name", list(RUNS))
+def test_result_playback_in_the_browser(tmp_path, results, name):
+    m, data = results[name]
+    sc = vw.scene(m, data)
+    path = _page(tmp_path, sc, name)
+    cam = _camera(sc)
+    wrapper = _offline_wrapper()
+    _no_errors(path, _fragment(cam, sc["frames"]["t"][-1]), wrapper)
+    t = sc["frames"]["t"]
+    shots = {0: None, len(t) // 2: t[len(t) // 2], len(t) - 1: t[-1]}   # after load, 2 times
+    centres = {}
+    for frame, time in shots.items():
+        png = tmp_path / f"frame{frame}.png"
+        br.screenshot(path, png, _fragment(cam, time), size=SIZE, wrapper=wrapper)
+        centres[frame] = _check_pixels(png, sc, frame, cam)
+    # the picture moves with the result: where a body's projection moved by more than 6 px
+    # between two shots, its pixels moved alike
+    moved = 0
+    frames = list(shots)
+    for a, b in zip(frames, frames[1:]):
+        for body in centres[a]:
+            (pix_a, proj_a), (pix_b, proj_b) = centres[a][body], centres[b][body]
+            d = np.linalg.norm(proj_b - proj_a)
+            if d > 6:
+                moved += 1
+                err = np.linalg.norm((pix_b - pix_a) - (proj_b - proj_a))
+                assert err < 0.35 * d + 3, (body, pix_b - pix_a, proj_b - proj_a)
+    assert moved > 0, "no body moved on the screen: the test shows nothing"
