@@ -307,3 +307,52 @@ def test_result_playback_in_the_browser(tmp_path, results, name):
                 err = np.linalg.norm((pix_b - pix_a) - (proj_b - proj_a))
                 assert err < 0.35 * d + 3, (body, pix_b - pix_a, proj_b - proj_a)
     assert moved > 0, "no body moved on the screen: the test shows nothing"
+
+
+# ------------------------------------------------------------------ in every FMU
+def test_fmu_documentation_shows_the_model_in_3d(tmp_path):
+    """A built FMU's documentation/index.html has the viewer (start pose) above the
+    parameter table, under 1 MB compressed, and it runs in the browser without network."""
+    import zipfile
+
+    pytest.importorskip("pythonfmu", reason="building FMUs needs pythonfmu")
+    from fmu_mb.fmi.native_build import build_model_fmu
+
+    path, kind, _ = build_model_fmu(MODELS / "double_pendulum.py", tmp_path, {})
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("documentation/index.html")
+        doc = z.read(info).decode()
+        assert not [n for n in z.namelist() if "three.bundle" in n]
+    assert info.compress_size < 1_000_000
+    assert 0 < doc.index('id="fmu-mb-viewer-scene"') < doc.index("<th>parameter</th>")
+    sc = json.loads(re.search(r'id="fmu-mb-viewer-scene">(.*?)</script>', doc, re.S).group(1))
+    assert sc["name"] == "double_pendulum" and len(sc["frames"]["t"]) == 1
+    if br.find_browser() is None:
+        pytest.skip("no Chromium (apt-get install chromium): the page was not opened")
+    page = tmp_path / "index.html"
+    page.write_text(doc)
+    wrapper = _offline_wrapper()
+    dom, console = br.dump_dom(page, size=SIZE, wrapper=wrapper)
+    m = re.search(r'<div class="fmu-mb-status"[^>]*data-state="(\w+)"[^>]*data-errors="([^"]*)"',
+                  dom)
+    assert m and m.group(1) == "ready" and m.group(2) == "", m and m.groups()
+    assert not [c for c in console if re.search(r"error|uncaught", c, re.I)], console
+
+
+def test_python_fmu_resources_leave_the_viewer_out(tmp_path, monkeypatch):
+    """The Python FMU's copy of fmu_mb has no viewer scripts (they are in its documentation)."""
+    from fmu_mb.fmi import build
+
+    copied = {}
+
+    def fake_package_fmu(text, module_name, files, dest, **kw):
+        copied["files"] = sorted(str(p.relative_to(files[0].parent))
+                                 for p in files[0].rglob("*"))
+        copied["doc"] = kw.get("documentation")
+        return dest
+
+    monkeypatch.setattr(build, "package_fmu", fake_package_fmu)
+    monkeypatch.setattr(build, "_add_kernel", lambda d: None)
+    build._package("", "m", [], tmp_path / "m.fmu", {}, False, documentation="x")
+    assert "fmu_mb/tools/view.py" in copied["files"]
+    assert not [f for f in copied["files"] if "viewer" in f.split("/")]
