@@ -112,7 +112,7 @@ def test_shapes_of_the_model_replace_the_default():
 def test_wrong_result_and_columns_are_refused(results):
     m, data = results["double_pendulum"]
     other, _ = results["tumbling_box"]
-    with pytest.raises(InputError, match=r"lacks the columns \['box.x'"):
+    with pytest.raises(InputError, match=r"lacks the body coordinates \['box.x'"):
         vw.scene(other, data)
     with pytest.raises(InputError, match="unknown plot column"):
         vw.scene(m, data, columns=["nope"])
@@ -356,3 +356,49 @@ def test_python_fmu_resources_leave_the_viewer_out(tmp_path, monkeypatch):
     build._package("", "m", [], tmp_path / "m.fmu", {}, False, documentation="x")
     assert "fmu_mb/tools/view.py" in copied["files"]
     assert not [f for f in copied["files"] if "viewer" in f.split("/")]
+
+
+# ------------------------------------------------------------------ fmu-mb animate
+@needs_browser
+def test_animate_writes_the_3d_scene_as_a_gif(tmp_path, results):
+    from PIL import Image
+
+    from fmu_mb.tools.cli import main
+
+    m, data = results["double_pendulum"]
+    csv = tmp_path / "dp.csv"
+    with open(csv, "w") as f:
+        f.write(",".join(data.dtype.names) + "\n")
+        np.savetxt(f, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
+    gif = tmp_path / "dp.gif"
+    assert main(["animate", str(MODELS / "double_pendulum.py"), str(csv), "-o", str(gif),
+                 "--every", "20", "--size", "320x240", "--renderer", "browser",
+                 "--quiet"]) == 0
+    im = Image.open(gif)
+    n = len(range(0, len(data), 20))
+    assert im.n_frames == n and im.size == (320, 240)
+    first = np.asarray(im.convert("RGB"), int)
+    im.seek(n - 1)
+    last = np.asarray(im.convert("RGB"), int)
+    assert (np.abs(first - last).max(axis=2) > 30).sum() > 100     # the pendulum moved
+    # the rod colours are in the picture (shaded, so near their flat colours only)
+    sc = vw.scene(m, data)
+    for b in sc["bodies"]:
+        rgb = np.array([int(b["color"][i:i + 2], 16) for i in (1, 3, 5)])
+        assert (np.abs(first - rgb).max(axis=2) < 60).sum() > 20, b["name"]
+
+
+def test_animate_matplotlib_renderer_is_kept(tmp_path, results):
+    from fmu_mb.tools.cli import main
+
+    pytest.importorskip("matplotlib", reason="the matplotlib renderer needs matplotlib")
+    m, data = results["double_pendulum"]
+    csv = tmp_path / "dp.csv"
+    with open(csv, "w") as f:
+        f.write(",".join(data.dtype.names) + "\n")
+        np.savetxt(f, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
+    gif = tmp_path / "dp.gif"
+    assert main(["animate", str(MODELS / "double_pendulum.py"), str(csv), "-o", str(gif),
+                 "--every", "25", "--renderer", "matplotlib", "--quiet"]) == 0
+    from PIL import Image
+    assert Image.open(gif).n_frames == len(range(0, len(data), 25))

@@ -136,8 +136,14 @@ def _parser():
     an.add_argument("--every", type=int, default=1, help="draw every N-th row")
     an.add_argument("--fps", type=_positive, default=25.0)
     an.add_argument("--view", default="iso",
-                    help="spatial models: projection iso, front, side, top, or AZ,EL in "
+                    help="spatial models: seen from iso, front, side, top, or AZ,EL in "
                          "degrees (azimuth about the up axis, elevation)")
+    an.add_argument("--renderer", choices=("auto", "browser", "matplotlib"), default="auto",
+                    help="browser: the 3-D scene of fmu-mb view in headless Chromium; "
+                         "matplotlib: line drawings; auto (default): the browser where "
+                         "Chromium is found, else matplotlib")
+    an.add_argument("--size", type=_size, default=(640, 480), metavar="WxH",
+                    help="picture size of the browser renderer [pixels]")
     an.add_argument("--quiet", action="store_true", help="no progress bar")
 
     vw = sub.add_parser("view", help="interactive 3-D viewer of a model (and a result) in one "
@@ -332,11 +338,48 @@ def _plot(args):
     return 0
 
 
+def _size(text):
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels, e.g. 640x480, "
+                                         f"received {text!r}") from None
+    if not (16 <= w <= 4096 and 16 <= h <= 4096):
+        raise argparse.ArgumentTypeError(f"width and height must lie in [16, 4096], "
+                                         f"received {text!r}")
+    return w, h
+
+
 def _animate(args):
     from .viz import animate, read_csv
 
     model = _load(args)
-    n = animate(model, read_csv(args.csv), _folder(args.output), every=args.every, fps=args.fps,
+    data = read_csv(args.csv)
+    renderer = args.renderer
+    if renderer != "matplotlib":
+        from .browser import find_browser
+
+        if find_browser() is None:
+            if renderer == "browser":
+                print("fmu-mb: error: --renderer browser: no Chromium found (apt-get install "
+                      "chromium, or set FMU_MB_BROWSER)", file=sys.stderr)
+                return 1
+            renderer = "matplotlib"
+    if renderer != "matplotlib":
+        from .browser import BrowserError
+        from .view import animate as animate3d
+
+        try:
+            n = animate3d(model, data, _folder(args.output), every=args.every, fps=args.fps,
+                          size=args.size, progress=not args.quiet, view=args.view)
+            print(f"{args.output}: {n} frames (3-D scene, headless Chromium)")
+            return 0
+        except (BrowserError, OSError) as exc:     # the browser, not the data, failed
+            if args.renderer == "browser":
+                raise
+            print(f"fmu-mb: the browser renderer failed ({exc}); drawing with matplotlib",
+                  file=sys.stderr)
+    n = animate(model, data, _folder(args.output), every=args.every, fps=args.fps,
                 progress=not args.quiet, view=args.view)
     print(f"{args.output}: {n} frames")
     return 0

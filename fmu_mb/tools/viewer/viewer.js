@@ -58,7 +58,7 @@ var FmuMbViewer = (function () {
       return consoleError.apply(console, arguments);
     };
     try {
-      return build(container, sc, opts, status);
+      return (api.current = build(container, sc, opts, status));
     } catch (exc) {
       fail(exc && exc.message ? exc.message : exc);
       var p = document.createElement("p");
@@ -321,7 +321,7 @@ var FmuMbViewer = (function () {
     // ------------------------------------------------------------- camera
     var cam = numbers(h.cam, 6), camUp = numbers(h.up, 3);
     camera.up.copy(camUp ? V3(camUp) : up);
-    var dist = size * 0.75 / Math.tan(THREE.MathUtils.degToRad(fov) / 2);
+    var dist = size * 0.6 / Math.tan(THREE.MathUtils.degToRad(fov) / 2);
     var target = centre.clone();
     if (cam) {
       camera.position.set(cam[0], cam[1], cam[2]);
@@ -561,8 +561,16 @@ var FmuMbViewer = (function () {
     draw();
     if (status.dataset.state !== "error") { status.dataset.state = "ready"; status.textContent = "ready"; }
     requestAnimationFrame(tick);
-    return {scene: scene, camera: camera, renderer: renderer, state: state, draw: draw};
+    function setTime(t) {                 // for scripted frames (fmu-mb animate)
+      state.t = Math.min(t1, Math.max(t0, Number(t)));
+      state.playing = false;
+      draw();
+      return status.dataset.state;
+    }
+    return {scene: scene, camera: camera, renderer: renderer, state: state, draw: draw,
+      setTime: setTime};
   }
 
-  return {start: start};
+  var api = {start: start, current: null};
+  return api;
 })();
