@@ -285,15 +285,19 @@ def test_result_playback_in_the_browser(tmp_path, results, name):
     sc = vw.scene(m, data)
     path = _page(tmp_path, sc, name)
     cam = _camera(sc)
-    wrapper = _offline_wrapper()
-    _no_errors(path, _fragment(cam, sc["frames"]["t"][-1]), wrapper)
     t = sc["frames"]["t"]
     shots = {0: None, len(t) // 2: t[len(t) // 2], len(t) - 1: t[-1]}   # after load, 2 times
     centres = {}
-    for frame, time in shots.items():
-        png = tmp_path / f"frame{frame}.png"
-        br.screenshot(path, png, _fragment(cam, time), size=SIZE, wrapper=wrapper)
-        centres[frame] = _check_pixels(png, sc, frame, cam)
+    with br.Session(size=SIZE, wrapper=_offline_wrapper()) as s:    # one browser, no network
+        s.open(path, _fragment(cam))
+        for frame, time in shots.items():
+            if time is not None:
+                assert s.evaluate(f"FmuMbViewer.current.setTime({time!r})") == "ready"
+            png = tmp_path / f"frame{frame}.png"
+            png.write_bytes(s.screenshot())
+            centres[frame] = _check_pixels(png, sc, frame, cam)
+        assert s.evaluate("document.querySelector('.fmu-mb-status').dataset.errors") == ""
+        assert s.console_errors() == []
     # the picture moves with the result: where a body's projection moved by more than 6 px
     # between two shots, its pixels moved alike
     moved = 0
@@ -402,3 +406,51 @@ def test_animate_matplotlib_renderer_is_kept(tmp_path, results):
                  "--every", "25", "--renderer", "matplotlib", "--quiet"]) == 0
     from PIL import Image
     assert Image.open(gif).n_frames == len(range(0, len(data), 25))
+
+
+# ------------------------------------------------------------------ every model, and the docs
+@needs_browser
+@pytest.mark.slow
+def test_every_model_opens_without_error(tmp_path):
+    """The start pose of every model of models/ in one browser: the page is ready, no error."""
+    from conftest import MODEL_FILES
+    from fmu_mb import load_model
+
+    with br.Session(size=SIZE) as s:
+        for f in MODEL_FILES:
+            m = load_model(f)
+            page = tmp_path / f"{m.name}.html"
+            page.write_text(vw.page(vw.scene(m)))
+            s.open(page)
+            state = s.evaluate("document.querySelector('.fmu-mb-status').dataset.state")
+            assert state == "ready", (f.name, s.evaluate(
+                "document.querySelector('.fmu-mb-status').dataset.errors"))
+        assert s.console_errors() == []
+
+
+@needs_browser
+def test_docs_screenshot(tmp_path, results):
+    """The screenshot of docs/viewer.md: the double wishbone half-way through its road step,
+    with the controls and the linked plot. FMU_MB_WRITE_DOCS=1 writes it to docs/."""
+    from PIL import Image
+
+    m, data = results["double_wishbone"]
+    sc = vw.scene(m, data, columns=["wheel_centre.z", "coil_over.force", "uca_pivot.angle"])
+    page = _page(tmp_path, sc, "dw")
+    direction = np.array([0.55, -1.0, 0.45])
+    with br.Session(size=(900, 560)) as s:
+        s.open(page, vw.camera_fragment(sc, direction, sc["up"], fill=0.42))
+        assert s.evaluate("FmuMbViewer.current.setTime(0.03)") == "ready"
+        png = s.screenshot()
+        assert s.console_errors() == []
+    out = tmp_path / "viewer.png"
+    out.write_bytes(png)
+    img = np.asarray(Image.open(out).convert("RGB"), int)
+    assert img.shape == (560, 900, 3)
+    for b in sc["bodies"]:                         # every body in view (shaded colours)
+        rgb = np.array([int(b["color"][i:i + 2], 16) for i in (1, 3, 5)])
+        assert (np.abs(img - rgb).max(axis=2) < 50).sum() > 20, b["name"]
+    if os.environ.get("FMU_MB_WRITE_DOCS") == "1":
+        from conftest import ROOT
+        Image.open(out).convert("P", palette=Image.ADAPTIVE, colors=128).save(
+            ROOT / "docs" / "viewer.png", optimize=True)

@@ -92,7 +92,8 @@ def dump_dom(html, fragment="", size=(800, 600), timeout=90, budget_ms=3000, bro
 class Session:
     """One headless Chromium driven through the DevTools protocol over a pipe
     (--remote-debugging-pipe: JSON messages ended by a NUL byte on file descriptors 3 and 4;
-    no port, no websocket). Used as a context manager:
+    no port, no websocket); wrapper: a command prefix (["unshare", "-n"]: no network). Used
+    as a context manager:
 
         with Session(size=(800, 600)) as s:
             s.open("page.html", "ui=0")
@@ -100,7 +101,7 @@ class Session:
             png = s.screenshot()
     """
 
-    def __init__(self, size=(800, 600), browser=None, timeout=60):
+    def __init__(self, size=(800, 600), browser=None, timeout=60, wrapper=()):
         import fcntl
         import json
 
@@ -122,7 +123,7 @@ class Session:
             os.dup2(hi_out, 4)
 
         self._proc = subprocess.Popen(
-            [browser, *FLAGS, f"--user-data-dir={self._profile.name}",
+            [*wrapper, browser, *FLAGS, f"--user-data-dir={self._profile.name}",
              "--remote-debugging-pipe", f"--window-size={self.size[0]},{self.size[1]}",
              "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=child_fds,

@@ -161,6 +161,7 @@ def _attachments(model):
     for c in model.contacts:
         if c.kind in ("point_line", "point_plane", "point_point"):
             add(c.body, c.point)
+            add(c.other, c.other_point)
     return pts
 
 
@@ -283,8 +284,8 @@ def _default_shapes(body, points, spatial, size, free=False):
             shapes.append({"type": "ellipsoid", "c": [0.0, 0.0, 0.0],
                            "q": _r(_quat_from_matrix(V)), "axes": _r(axes), "ghost": True})
     elif not spatial and m > 0 and float(body.inertia) > 0 and not pts:
-        shapes.append({"type": "cylinder", "c": [0.0, 0.0, 0.0], "q": [0.7071068, 0, 0,
-                       0.7071068], "r": float(np.sqrt(2 * float(body.inertia) / m)),
+        shapes.append({"type": "cylinder", "c": [0.0, 0.0, 0.0], "q": [0.0, 0.0, 0.0, 1.0],
+                       "r": float(np.sqrt(2 * float(body.inertia) / m)),
                        "h": 0.02 * size})      # a disc of equal inertia, in the plane
     if not shapes or all(s.get("ghost") for s in shapes):
         shapes.append({"type": "sphere", "c": [0.0, 0.0, 0.0], "r": 2 * r_link})
@@ -388,6 +389,9 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
     world = np.vstack(world)
     lo, hi = world.min(axis=0), world.max(axis=0)
     size = float(max(np.linalg.norm(hi - lo), 1e-3))
+    for b in model.bodies:                    # a free body's size from its inertia
+        if b.mass > 0:
+            size = max(size, 2 * float(np.sqrt(np.trace(np.atleast_2d(b.inertia)) / b.mass)))
 
     shapes_of = {b.name: [] for b in model.bodies}
     for i, s in enumerate(getattr(model, "shapes", ()) or ()):
@@ -407,6 +411,17 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
                                                       free=b.name not in connected)
         bodies.append({"name": b.name, "color": _color(k), "shapes": shapes,
                        "mass": float(b.mass)})
+
+    # the bounds hold the drawn shapes too (a ball's radius), over up to 200 frames
+    sample = np.unique(np.linspace(0, len(t) - 1, min(len(t), 200)).round().astype(int))
+    for k, b in enumerate(bodies):
+        local = [shape_points(s) for s in b["shapes"] if not s.get("ghost")]
+        if local:
+            local = np.vstack(local)
+            q = np.repeat(quat[sample, k][:, None, :], len(local), axis=1)
+            w = pos[sample, k][:, None, :] + _rotate(q, np.broadcast_to(local, q.shape[:2] + (3,)))
+            lo, hi = np.minimum(lo, w.min(axis=(0, 1))), np.maximum(hi, w.max(axis=(0, 1)))
+    size = float(max(np.linalg.norm(hi - lo), size))
 
     joints = []
     for j in model.joints:
