@@ -31,6 +31,14 @@ def results():
     return out
 
 
+def _write_csv(path, data):
+    """The result as `fmu-mb simulate` writes it."""
+    with open(path, "w") as f:
+        f.write(",".join(data.dtype.names) + "\n")
+        np.savetxt(f, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
+    return path
+
+
 # ------------------------------------------------------------------ the scene, in Python
 def _quat_matrix(q):
     x, y, z, w = q
@@ -99,14 +107,66 @@ def test_decimation_keeps_the_last_frame_and_the_impacts(results):
 
 
 def test_shapes_of_the_model_replace_the_default():
-    class Sphere:        # the shape as a small object with the attributes the adapter reads
-        kind, body, radius, position = "sphere", "rod1", 0.05, (0.1, 0.0, 0.0)
+    """model.shapes (the fields of mechanics.shapes.ShapeItem: kind, size, position, rotation
+    with the shape axes as columns) in the body frame; ground shapes apart."""
+    from dataclasses import dataclass
 
-    m = model("double_pendulum")
-    object.__setattr__(m, "shapes", (Sphere(),))
+    @dataclass(frozen=True)
+    class ShapeItem:
+        name: str
+        body: str
+        kind: str
+        size: tuple
+        position: tuple
+        rotation: tuple
+
+    turn = ((0.0, -1.0, 0.0), (1.0, 0.0, 0.0), (0.0, 0.0, 1.0))      # 90 deg about z
+    m = model("tumbling_box")
+    object.__setattr__(m, "shapes", (
+        ShapeItem("hull", "box", "box", (0.4, 0.25, 0.15), (0.0, 0.0, 0.0), turn),
+        ShapeItem("floor", "ground", "plane", (), (0.0, 0.0, 0.0), np.eye(3))))
     sc = vw.scene(m)
-    assert sc["bodies"][0]["shapes"] == [{"type": "sphere", "c": [0.1, 0.0, 0.0],
-                                          "q": [0.0, 0.0, 0.0, 1.0], "r": 0.05}]
+    (box,) = sc["bodies"][0]["shapes"]
+    assert box["type"] == "box" and box["size"] == [0.4, 0.25, 0.15]
+    x = _quat_matrix(box["q"]) @ np.array([1.0, 0.0, 0.0])
+    assert np.allclose(x, [0.0, 1.0, 0.0], atol=1e-5)   # shape x along body y (q: 6 digits)
+    assert [g["type"] for g in sc["ground"]] == ["plane"]
+
+
+def test_visual_meshes_are_embedded(tmp_path):
+    """model.visuals (importers.robot.Visual): a mesh file read with trimesh and embedded
+    with its scale, pose and colour; the visual shapes replace the default geometry."""
+    trimesh = pytest.importorskip("trimesh", reason="meshes are read with trimesh")
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Visual:
+        link: str
+        body: str
+        role: str
+        kind: str
+        dims: tuple
+        mesh: object
+        position: tuple
+        orientation: tuple
+        rgba: object = None
+        name: str = ""
+
+    stl = tmp_path / "part.stl"
+    trimesh.creation.box(extents=(0.1, 0.2, 0.3)).export(stl)
+    m = model("double_pendulum")
+    object.__setattr__(m, "visuals", (
+        Visual("l1", "rod1", "visual", "mesh", (2.0, 2.0, 2.0), str(stl), (0.1, 0.0, 0.0),
+               (1.0, 0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 1.0)),
+        Visual("l1", "rod1", "collision", "sphere", (0.05,), None, (0.0, 0.0, 0.0),
+               (1.0, 0.0, 0.0, 0.0))))
+    sc = vw.scene(m)
+    (mesh,) = sc["bodies"][0]["shapes"]
+    assert mesh["type"] == "mesh" and mesh["color"] == "#ff0000" and "url" not in mesh
+    pts = vw.shape_points(mesh)
+    assert np.allclose(pts.max(axis=0) - pts.min(axis=0), [0.2, 0.4, 0.6])
+    assert np.allclose(pts.mean(axis=0), [0.1, 0.0, 0.0])
+    assert sc["bodies"][1]["shapes"][0]["type"] == "link"    # rod2: the default
 
 
 def test_wrong_result_and_columns_are_refused(results):
@@ -124,10 +184,7 @@ def test_cli_writes_one_self_contained_file(tmp_path, results):
     from fmu_mb.tools.cli import main
 
     m, data = results["double_pendulum"]
-    csv = tmp_path / "dp.csv"
-    with open(csv, "w") as f:
-        f.write(",".join(data.dtype.names) + "\n")
-        np.savetxt(f, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
+    csv = _write_csv(tmp_path / "dp.csv", data)
     out = tmp_path / "sub" / "dp.html"
     assert main(["view", str(MODELS / "double_pendulum.py"), str(csv), "-o", str(out)]) == 0
     text = out.read_text()
@@ -370,10 +427,7 @@ def test_animate_writes_the_3d_scene_as_a_gif(tmp_path, results):
     from fmu_mb.tools.cli import main
 
     m, data = results["double_pendulum"]
-    csv = tmp_path / "dp.csv"
-    with open(csv, "w") as f:
-        f.write(",".join(data.dtype.names) + "\n")
-        np.savetxt(f, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
+    csv = _write_csv(tmp_path / "dp.csv", data)
     gif = tmp_path / "dp.gif"
     assert main(["animate", str(MODELS / "double_pendulum.py"), str(csv), "-o", str(gif),
                  "--every", "20", "--size", "320x240", "--renderer", "browser",
@@ -397,10 +451,7 @@ def test_animate_matplotlib_renderer_is_kept(tmp_path, results):
 
     pytest.importorskip("matplotlib", reason="the matplotlib renderer needs matplotlib")
     m, data = results["double_pendulum"]
-    csv = tmp_path / "dp.csv"
-    with open(csv, "w") as f:
-        f.write(",".join(data.dtype.names) + "\n")
-        np.savetxt(f, data.view((float, len(data.dtype.names))), delimiter=",", fmt="%.17g")
+    csv = _write_csv(tmp_path / "dp.csv", data)
     gif = tmp_path / "dp.gif"
     assert main(["animate", str(MODELS / "double_pendulum.py"), str(csv), "-o", str(gif),
                  "--every", "25", "--renderer", "matplotlib", "--quiet"]) == 0

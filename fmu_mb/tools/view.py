@@ -42,8 +42,6 @@ THREE_VERSION = "0.187.0"
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b",
            "#e377c2", "#bcbd22", "#7f7f7f", "#393b79", "#637939")
 
-SHAPE_KINDS = ("sphere", "box", "capsule", "cylinder", "ellipsoid", "mesh")
-
 
 # ----------------------------------------------------------------------- small helpers
 def _v3(p):
@@ -173,79 +171,94 @@ def _unique(points, tol=1e-9):
     return out
 
 
-def _field(obj, *names, default=None):
-    for n in names:
-        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
-        if v is not None:
-            return v
-    return default
+def _rotation_quat(R):
+    """(x, y, z, w) of a rotation given as the shape axes (columns) in body axes, (3, 3) or
+    planar (2, 2)."""
+    R = np.asarray(R, float)
+    if R.shape == (2, 2):
+        R3 = np.eye(3)
+        R3[:2, :2] = R
+        R = R3
+    return _quat_from_matrix(R.reshape(3, 3))
 
 
 def _shape_entry(s, where):
-    """One collision shape of model.shapes as a scene entry in its body's frame.
+    """One collision shape of model.shapes (mechanics.shapes.ShapeItem: kind, size in the
+    order of its SIZE_FIELDS, position and rotation (columns: the shape axes) in body axes)
+    as a scene entry in its body's frame."""
+    kind = str(s.kind)
+    size = [float(v) for v in s.size]
+    c, q = _v3(s.position), _rotation_quat(s.rotation)
+    base = {"c": _r(c), "q": _r(q)}
+    if kind in ("sphere", "capsule", "cylinder", "box", "plane"):
+        return _primitive(kind, size, base)
+    if kind == "circle":                       # a planar disc: a thin cylinder along z
+        return {"type": "cylinder", **base, "r": size[0], "h": 0.2 * size[0]}
+    if kind == "rectangle":
+        return {"type": "box", **base, "size": _r(size + [0.1 * min(size)])}
+    if kind == "segment":                      # along the shape's x, thickened by radius
+        R = _quat_matrix(q)
+        half = R @ np.array([size[0] / 2, 0.0, 0.0])
+        return {"type": "link", "a": _r(np.array(c) - half), "b": _r(np.array(c) + half),
+                "r": size[1], "cap": 1.0}
+    if kind == "line":                         # the free side along the shape's y
+        return {"type": kind, **base}
+    raise InputError(f"{where}: unknown shape kind {kind!r}")
 
-    Reads the attributes the `shapes` module gives (kind, body, radius, half-extents or
-    size, length, position and orientation in body axes) by their usual names."""
-    kind = str(_field(s, "kind", "type", default=type(s).__name__)).lower()
-    if kind not in SHAPE_KINDS:
-        raise InputError(f"{where}: unknown shape kind {kind!r}; expected one of "
-                         f"{list(SHAPE_KINDS[:4])}")
-    c = _v3(_field(s, "position", "point", "at", "offset", "origin", default=(0, 0, 0)))
-    R = _field(s, "rotation", "frame", "orientation_matrix")
-    q = _field(s, "quaternion")
-    if R is not None:
-        q = _quat_from_matrix(np.asarray(R, float).reshape(3, 3))
-    elif q is None:
-        e = _field(s, "orientation")              # Euler parameters e0..e3
-        q = np.array([e[1], e[2], e[3], e[0]]) if e is not None else np.array([0, 0, 0, 1.0])
-    entry = {"type": kind, "c": _r(c), "q": _r(q)}
-    if kind in ("sphere", "capsule", "cylinder"):
-        entry["r"] = float(_field(s, "radius", "r"))
+
+def _primitive(kind, dims, base):
+    """Scene entry of a sphere (radius,), capsule or cylinder (radius, length; axis z), box
+    (edges a, b, c), ellipsoid (semi-axes) or plane (free side along z)."""
+    if kind == "sphere":
+        return {"type": "sphere", **base, "r": dims[0]}
     if kind in ("capsule", "cylinder"):
-        half = _field(s, "half_length")
-        entry["h"] = float(2 * half if half is not None else _field(s, "length", "height"))
+        return {"type": kind, **base, "r": dims[0], "h": dims[1]}
     if kind == "box":
-        half = _field(s, "half_extents", "half_size")
-        entry["size"] = _r(2 * np.asarray(half, float) if half is not None
-                           else _field(s, "size", "extents"))
-    return entry
+        return {"type": "box", **base, "size": _r(dims)}
+    if kind == "ellipsoid":
+        return {"type": "ellipsoid", **base, "axes": _r(dims)}
+    return {"type": "plane", **base}
 
 
-def _mesh_entry(v, where, max_faces, embed_limit):
-    """A visual mesh of model.visuals (path of an STL/OBJ/DAE file read with trimesh,
-    decimated to max_faces; a mesh that stays above embed_limit faces is referenced by its
-    path instead of embedded)."""
-    path = _field(v, "mesh", "path", "filename", "file")
-    c = _v3(_field(v, "position", "point", "origin", default=(0, 0, 0)))
-    R = _field(v, "rotation", "frame")
-    q = _quat_from_matrix(np.asarray(R, float).reshape(3, 3)) if R is not None else \
-        np.asarray(_field(v, "quaternion", default=(0, 0, 0, 1.0)), float)
-    scale = _field(v, "scale", default=1.0)
-    scale = _v3(np.broadcast_to(np.asarray(scale, float), (3,)))
-    entry = {"type": "mesh", "c": _r(c), "q": _r(q), "scale": _r(scale)}
-    color = _field(v, "color", "rgba")
-    if color is not None and not isinstance(color, str):
-        rgb = np.clip(np.asarray(color, float)[:3], 0, 1)
-        color = "#%02x%02x%02x" % tuple(int(round(255 * x)) for x in rgb)
-    if color:
-        entry["color"] = color
+def _quat_matrix(q):
+    x, y, z, w = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _visual_entry(v, where, max_faces, embed_limit):
+    """A shape of model.visuals (importers.robot.Visual: kind, dims, mesh path, position and
+    orientation (Euler parameters) in body axes, rgba). A mesh file (STL, OBJ, DAE) is read
+    with trimesh, decimated to max_faces; one that stays above embed_limit faces (or that
+    cannot be read without trimesh) is referenced by its path and drawn as a marker."""
+    kind, dims = str(v.kind), [float(x) for x in (v.dims or ())]
+    e = v.orientation or (1.0, 0.0, 0.0, 0.0)
+    base = {"c": _r(_v3(v.position)), "q": _r([e[1], e[2], e[3], e[0]])}
+    if v.rgba is not None:
+        rgb = np.clip(np.asarray(v.rgba, float)[:3], 0, 1)
+        base["color"] = "#%02x%02x%02x" % tuple(int(round(255 * x)) for x in rgb)
+    if kind in ("sphere", "capsule", "cylinder", "box", "ellipsoid", "plane"):
+        return _primitive(kind, dims, base)
+    if kind != "mesh":
+        raise InputError(f"{where}: unknown visual kind {kind!r}")
+    entry = {"type": "mesh", **base, "scale": _r(dims or (1.0, 1.0, 1.0)), "url": str(v.mesh)}
     try:
         import trimesh
     except ImportError:
-        entry["url"] = str(path)
         return entry
     try:
-        mesh = trimesh.load(str(path), force="mesh")
+        mesh = trimesh.load(str(v.mesh), force="mesh")
     except Exception as exc:                      # trimesh raises many kinds
-        raise InputError(f"{where}: cannot read the mesh {str(path)!r}: {exc}") from None
+        raise InputError(f"{where}: cannot read the mesh {str(v.mesh)!r}: {exc}") from None
     if len(mesh.faces) > max_faces:
         try:
             mesh = mesh.simplify_quadric_decimation(face_count=max_faces)
         except Exception:                         # no decimation backend installed
             pass
     if len(mesh.faces) > embed_limit:
-        entry["url"] = str(path)
         return entry
+    del entry["url"]
     entry["positions"] = _r(np.asarray(mesh.vertices).reshape(-1), 5)
     entry["indices"] = np.asarray(mesh.faces, int).reshape(-1).tolist()
     return entry
@@ -310,6 +323,8 @@ def shape_points(shape):
     elif t in ("cylinder", "capsule"):
         h = shape["h"] / 2 + (shape["r"] if t == "capsule" else 0.0)
         half = np.array([shape["r"], shape["r"], h])
+    elif t in ("plane", "line"):
+        return c[None, :]
     elif t == "mesh" and "positions" in shape:
         p = np.array(shape["positions"]).reshape(-1, 3) * np.array(shape["scale"])
         return c + _rotate(np.broadcast_to(q, p.shape[:-1] + (4,)), p)
@@ -393,24 +408,32 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
         if b.mass > 0:
             size = max(size, 2 * float(np.sqrt(np.trace(np.atleast_2d(b.inertia)) / b.mass)))
 
-    shapes_of = {b.name: [] for b in model.bodies}
-    for i, s in enumerate(getattr(model, "shapes", ()) or ()):
-        body = _field(s, "body")
-        if body in shapes_of:
-            shapes_of[body].append(_shape_entry(s, f"model.shapes[{i}]"))
-    for i, v in enumerate(getattr(model, "visuals", ()) or ()):
-        body = _field(v, "body")
-        if body in shapes_of:
-            shapes_of[body].append(_mesh_entry(v, f"model.visuals[{i}]", mesh_faces,
-                                               embed_faces))
+    # a body's geometry: its visual shapes (imported robots), else its collision shapes
+    # (model.visuals with role "collision", model.shapes), else the default below
+    shapes_of = {name: [] for name in list(att)}
+    visuals = getattr(model, "visuals", ()) or ()
+    with_visual = {v.body for v in visuals if v.role == "visual"}
+    for i, v in enumerate(visuals):
+        if v.body in shapes_of and (v.role == "visual" or v.body not in with_visual):
+            shapes_of[v.body].append(_visual_entry(v, f"model.visuals[{i}]", mesh_faces,
+                                                   embed_faces))
+    for i, sh in enumerate(getattr(model, "shapes", ()) or ()):
+        if sh.body in shapes_of and sh.body not in with_visual:
+            shapes_of[sh.body].append(_shape_entry(sh, f"model.shapes[{i}]"))
     connected = {n for j in model.joints for n in (j.parent, j.child)}
     connected |= {n for e in model.elements for n in (e.a, e.b)}
     bodies = []
     for k, b in enumerate(model.bodies):
-        shapes = shapes_of[b.name] or _default_shapes(b, att[b.name], spatial, size,
-                                                      free=b.name not in connected)
+        shapes = shapes_of[b.name]
+        for sh in shapes:
+            if sh["type"] in ("plane", "line"):
+                sh["extent"] = 0.3            # a plane on a body: a small square
+        if all(sh["type"] in ("plane", "line") for sh in shapes):
+            shapes = shapes + _default_shapes(b, att[b.name], spatial, size,
+                                              free=b.name not in connected)
         bodies.append({"name": b.name, "color": _color(k), "shapes": shapes,
                        "mass": float(b.mass)})
+    ground_shapes = shapes_of[GROUND]
 
     # the bounds hold the drawn shapes too (a ball's radius), over up to 200 frames
     sample = np.unique(np.linspace(0, len(t) - 1, min(len(t), 200)).round().astype(int))
@@ -458,17 +481,18 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
         if c.kind in ("point_line", "point_plane"):
             key = (c.other, tuple(np.round(_v3(c.other_point), 9)),
                    tuple(np.round(_v3(c.normal), 9)))
-            if key not in seen:
+            if key not in seen and not shapes_of.get(c.other):   # else drawn as its shape
                 seen.add(key)
                 contacts.append({"kind": "line" if c.kind == "point_line" else "plane",
                                  "body": c.other, "p": _r(_v3(c.other_point)),
                                  "n": _r(_v3(c.normal))})
-            contacts.append({"kind": "point", "name": c.name, "body": c.body,
-                             "p": _r(_v3(c.point)), "r": float(c.offset)})
+            if not shapes_of.get(c.body):     # a shape draws its own contact points
+                contacts.append({"kind": "point", "name": c.name, "body": c.body,
+                                 "p": _r(_v3(c.point)), "r": float(c.offset)})
 
     sc = {"name": model.name, "spatial": spatial, "up": _r(_up(model)),
           "bounds": [_r(lo), _r(hi)], "size": size, "bodies": bodies, "joints": joints,
-          "elements": elements, "contacts": contacts,
+          "elements": elements, "contacts": contacts, "ground": ground_shapes,
           "markers": [{"name": m.name, "body": m.body, "p": _r(_v3(m.point))}
                       for m in model.markers]}
     keep = np.arange(len(t))

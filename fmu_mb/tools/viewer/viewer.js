@@ -104,7 +104,7 @@ var FmuMbViewer = (function () {
     }
     var grey = function () { return material("#555b66"); };
 
-    function linkMesh(a, b, r, mat) {
+    function linkMesh(a, b, r, mat, cap) {
       var d = b.clone().sub(a), len = d.length(), g = new THREE.Group();
       if (len > 1e-12) {
         var m = new THREE.Mesh(new THREE.CylinderGeometry(r, r, len, 16), mat);
@@ -113,7 +113,7 @@ var FmuMbViewer = (function () {
         g.add(m);
       }
       [a, b].forEach(function (p) {
-        var s = new THREE.Mesh(new THREE.SphereGeometry(r * 1.25, 16, 12), mat);
+        var s = new THREE.Mesh(new THREE.SphereGeometry(r * (cap || 1.25), 16, 12), mat);
         s.position.copy(p);
         g.add(s);
       });
@@ -122,7 +122,25 @@ var FmuMbViewer = (function () {
 
     function shapeMesh(s, color) {
       var mat = material(s.color || color, s.ghost), geo, obj;
-      if (s.type === "link") return linkMesh(V3(s.a), V3(s.b), s.r, mat);
+      if (s.type === "link") return linkMesh(V3(s.a), V3(s.b), s.r, mat, s.cap);
+      if (s.type === "plane" || s.type === "line") {    // free side along the shape's z (y)
+        if (s.type === "plane") {
+          var ext = (s.extent || 1.6) * size;
+          obj = new THREE.Mesh(new THREE.PlaneGeometry(ext, ext),
+            new THREE.MeshStandardMaterial({color: s.color || 0x6a8caf, transparent: true,
+              opacity: 0.28, side: THREE.DoubleSide, depthWrite: false}));
+        } else {
+          var L = (s.extent || 2) * size / 2;
+          var pts = [new THREE.Vector3(-L, 0, 0), new THREE.Vector3(L, 0, 0)];
+          for (var i = -10; i <= 10; i++)
+            pts.push(new THREE.Vector3(i * L / 10, 0, 0), new THREE.Vector3(i * L / 10 - size * 0.03, -size * 0.03, 0));
+          obj = new THREE.LineSegments(new THREE.BufferGeometry().setFromPoints(pts),
+            new THREE.LineBasicMaterial({color: 0x34495e}));
+        }
+        obj.position.copy(V3(s.c));
+        obj.quaternion.set(s.q[0], s.q[1], s.q[2], s.q[3]);
+        return obj;
+      }
       if (s.type === "sphere") geo = new THREE.SphereGeometry(s.r, 32, 20);
       else if (s.type === "box") geo = new THREE.BoxGeometry(s.size[0], s.size[1], s.size[2]);
       else if (s.type === "ellipsoid") geo = new THREE.SphereGeometry(1, 32, 20);
@@ -152,6 +170,8 @@ var FmuMbViewer = (function () {
     var ground = new THREE.Group();
     scene.add(ground);
     groups.ground = ground;
+    if (!flat) (sc.ground || []).forEach(function (s) { ground.add(shapeMesh(s, "#6d7580")); });
+    var groundShapes = (sc.ground || []).some(function (s) { return s.type === "plane" || s.type === "line"; });
     sc.bodies.forEach(function (b, k) {
       var g = new THREE.Group();
       g.name = b.name;
@@ -265,7 +285,9 @@ var FmuMbViewer = (function () {
 
       sc.contacts.forEach(function (c) {
         var g = groups[c.body], p = V3(c.p);
-        if (c.kind === "plane") {
+        if ((c.kind === "plane" || c.kind === "line") && c.body === "ground" && groundShapes) {
+          return;                                       // drawn as the ground's shape
+        } else if (c.kind === "plane") {
           var pl = new THREE.Mesh(new THREE.PlaneGeometry(size * 1.6, size * 1.6),
             new THREE.MeshStandardMaterial({color: 0x6a8caf, transparent: true, opacity: 0.28,
               side: THREE.DoubleSide, depthWrite: false}));
