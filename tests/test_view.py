@@ -505,3 +505,38 @@ def test_docs_screenshot(tmp_path, results):
         from conftest import ROOT
         Image.open(out).convert("P", palette=Image.ADAPTIVE, colors=128).save(
             ROOT / "docs" / "viewer.png", optimize=True)
+
+
+@needs_browser
+def test_controls_play_follow_and_trace(tmp_path, results):
+    """Play advances the time; following a body moves the camera by the body's displacement;
+    a trace is drawn up to the current frame."""
+    import time
+
+    m, data = results["double_pendulum"]
+    sc = vw.scene(m, data)
+    path = _page(tmp_path, sc, "dp")
+    t = sc["frames"]["t"]
+    with br.Session(size=SIZE, wrapper=_offline_wrapper()) as s:
+        s.open(path)
+        assert s.evaluate("document.querySelector('.fmu-mb-plot canvas') !== null")
+        s.evaluate("document.querySelector('.fmu-mb-bar button').click()")     # play
+        time.sleep(1.0)
+        played = s.evaluate("FmuMbViewer.current.state.t")
+        s.evaluate("document.querySelector('.fmu-mb-bar button').click()")     # pause
+        assert t[0] + 0.2 < played <= t[-1]
+        cam = "FmuMbViewer.current.camera.position.toArray()"
+        s.evaluate("FmuMbViewer.current.state.follow = 'rod2'")
+        s.evaluate(f"FmuMbViewer.current.setTime({t[10]!r})")
+        c0 = np.array(s.evaluate(cam))
+        s.evaluate(f"FmuMbViewer.current.setTime({t[60]!r})")
+        c1 = np.array(s.evaluate(cam))
+        k = m.body("rod2").index
+        moved = np.array(sc["frames"]["pos"][60][k]) - np.array(sc["frames"]["pos"][10][k])
+        assert np.linalg.norm(moved) > 0.05
+        assert np.allclose(c1 - c0, moved, atol=1e-5)
+        drawn = s.evaluate("FmuMbViewer.current.scene.children.filter(o => o.type === 'Line'"
+                           " && o.geometry.drawRange.count < 1e6).map(o => o.geometry"
+                           ".drawRange.count)")
+        assert drawn == [61]                         # the tip's path up to frame 60
+        assert s.console_errors() == []

@@ -6,6 +6,8 @@
     fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
     fmu-mb plot OUT.csv [--columns NAME ...] [--model MODEL.py] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F] [--view V]
+                   [--renderer auto|browser|matplotlib] [--size WxH]
+    fmu-mb view MODEL.py [OUT.csv] -o out/NAME.html [--columns NAME ...] [--traces POINT ...]
     fmu-mb linearize MODEL.py [--set NAME=VALUE ...] [--input NAME=VALUE ...] [--equilibrium]
                      [-o lin.npz]
     fmu-mb sweep MODEL.fmu --param NAME=start:stop:count [--param ...] --stop-time T
@@ -127,7 +129,8 @@ def _parser():
     pl.add_argument("--set", type=_assignment, action="append", default=[],
                     metavar="NAME=VALUE", help="parameters of --model")
 
-    an = sub.add_parser("animate", help="animate a mechanism from a CSV result")
+    an = sub.add_parser("animate", help="animate a mechanism from a CSV result (GIF of the 3-D "
+                                        "scene of fmu-mb view, or line drawings)")
     an.add_argument("model", help="model file of the result")
     an.add_argument("csv", help="CSV with the model's body coordinates")
     an.add_argument("--set", type=_assignment, action="append", default=[],

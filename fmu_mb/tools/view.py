@@ -381,6 +381,8 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
         the total energy).
     traces : marker names whose paths are drawn (default: every marker of the model).
     """
+    if int(max_frames) < 2:
+        raise InputError(f"max_frames must be >= 2, received {max_frames}")
     spatial = bool(model.spatial)
     att = _attachments(model)
     pos0, quat0 = start_poses(model)

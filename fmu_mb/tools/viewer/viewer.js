@@ -546,7 +546,7 @@ var FmuMbViewer = (function () {
         }
         state.followAt = true; followPrev.copy(p);
       }
-      traces.forEach(function (l) { l.geometry.setDrawRange(0, f[1] + 1); });
+      traces.forEach(function (l) { l.geometry.setDrawRange(0, f[0] + 1); });   // frames up to t
       impacts.forEach(function (im) {
         var age = state.t - im.t;
         im.mesh.visible = age >= 0 && age <= im.hold;
