@@ -540,3 +540,14 @@ def test_controls_play_follow_and_trace(tmp_path, results):
                            ".drawRange.count)")
         assert drawn == [61]                         # the tip's path up to frame 60
         assert s.console_errors() == []
+
+
+def test_cluster_decimation_keeps_the_outline():
+    trimesh = pytest.importorskip("trimesh", reason="the test mesh is made with trimesh")
+    sphere = trimesh.creation.icosphere(subdivisions=5, radius=0.3)      # 20480 faces
+    v, f = vw.cluster_decimate(sphere.vertices, sphere.faces, 2000)
+    assert 100 < len(f) <= 2000 and f.max() < len(v)
+    r = np.linalg.norm(v, axis=1)
+    assert np.all(np.abs(r - 0.3) < 0.3 * 0.1)      # merged points stay near the surface
+    assert np.allclose(v.min(axis=0), -0.3, atol=0.03) and np.allclose(v.max(axis=0), 0.3,
+                                                                           atol=0.03)

@@ -136,8 +136,9 @@ def result_poses(model, data):
 
 
 # ----------------------------------------------------------------------- geometry
-def _attachments(model):
-    """Per body: local points (3,) where joints, elements, markers and contacts attach."""
+def _attachments(model, elements=True):
+    """Per body: local points (3,) where joints, elements (unless elements=False), markers
+    and contacts attach."""
     pts = {b.name: [] for b in model.bodies}
     pts[GROUND] = []
 
@@ -148,7 +149,7 @@ def _attachments(model):
     for j in model.joints:
         add(j.parent, j.parent_point)
         add(j.child, j.child_point)
-    for e in model.elements:
+    for e in model.elements if elements else ():
         if e.kind in ("tsda", "bushing", "cylinder"):
             add(e.a, e.a_point)
             add(e.b, e.b_point)
@@ -251,17 +252,44 @@ def _visual_entry(v, where, max_faces, embed_limit):
         mesh = trimesh.load(str(v.mesh), force="mesh")
     except Exception as exc:                      # trimesh raises many kinds
         raise InputError(f"{where}: cannot read the mesh {str(v.mesh)!r}: {exc}") from None
-    if len(mesh.faces) > max_faces:
+    vertices, faces = np.asarray(mesh.vertices, float), np.asarray(mesh.faces, int)
+    if len(faces) > max_faces:
         try:
-            mesh = mesh.simplify_quadric_decimation(face_count=max_faces)
+            small = mesh.simplify_quadric_decimation(face_count=max_faces)
+            vertices, faces = np.asarray(small.vertices, float), np.asarray(small.faces, int)
         except Exception:                         # no decimation backend installed
-            pass
-    if len(mesh.faces) > embed_limit:
+            vertices, faces = cluster_decimate(vertices, faces, max_faces)
+    if len(faces) > embed_limit or not len(faces):
         return entry
     del entry["url"]
-    entry["positions"] = _r(np.asarray(mesh.vertices).reshape(-1), 5)
-    entry["indices"] = np.asarray(mesh.faces, int).reshape(-1).tolist()
+    digits = int(np.clip(4 - np.floor(np.log10(np.ptp(vertices, axis=0).max() + 1e-12)), 3, 9))
+    entry["positions"] = _r(vertices.reshape(-1), digits)
+    entry["indices"] = faces.reshape(-1).tolist()
     return entry
+
+
+def cluster_decimate(vertices, faces, max_faces):
+    """A mesh with at most about max_faces faces by vertex clustering: the vertices of each
+    cell of a grid are merged into their mean, faces that collapse are dropped; the grid is
+    made coarser until the mesh is small enough."""
+    vertices, faces = np.asarray(vertices, float), np.asarray(faces, int)
+    lo, extent = vertices.min(axis=0), np.ptp(vertices, axis=0).max() + 1e-12
+    n = 128
+    while len(faces) > max_faces and n >= 2:
+        cell = np.floor((vertices - lo) / extent * n).astype(np.int64)
+        _, inverse = np.unique(cell, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        merged = np.zeros((inverse.max() + 1, 3))
+        np.add.at(merged, inverse, vertices)
+        merged /= np.bincount(inverse)[:, None]
+        f = inverse[faces]
+        keep = (f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2])
+        f = np.unique(np.sort(f[keep], axis=1), axis=0, return_index=True)[1]
+        new_faces = inverse[faces][keep][np.sort(f)]
+        if len(new_faces) <= max_faces:
+            return merged, new_faces
+        n //= 2
+    return vertices, faces
 
 
 def _default_shapes(body, points, spatial, size, free=False):
@@ -372,7 +400,7 @@ def _impacts(model, data, idx_body):
 
 
 def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
-          mesh_faces=5000, embed_faces=20000):
+          mesh_faces=5000, total_faces=60000, embed_faces=20000):
     """The scene of `model` (and of `result`) as a JSON-able dict, read by viewer.js.
 
     result : structured array (simulate(), fmpy, read_csv) or None for the start pose.
@@ -380,6 +408,10 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
     columns : output columns of the linked plot (default: up to three joint coordinates and
         the total energy).
     traces : marker names whose paths are drawn (default: every marker of the model).
+    mesh_faces, total_faces : visual meshes are decimated to at most mesh_faces faces each
+        and total_faces together (trimesh's quadric decimation where its backend is
+        installed, else cluster_decimate); one that stays above embed_faces is referenced by
+        its path instead (drawn as a marker).
     """
     if int(max_frames) < 2:
         raise InputError(f"max_frames must be >= 2, received {max_frames}")
@@ -397,14 +429,23 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
     else:
         t, pos, quat = np.array([float(model.t0)]), pos0[None], quat0[None]
 
-    # extent of the mechanism (all attachment points, all frames) for sizes and the camera
-    world = [pos.reshape(-1, 3)]
-    for k, b in enumerate(model.bodies):
-        for p in att[b.name]:
-            world.append(pos[:, k] + _rotate(quat[:, k], np.broadcast_to(p, pos[:, k].shape)))
-    world += [np.array(att[GROUND]).reshape(-1, 3)]
-    world = np.vstack(world)
-    lo, hi = world.min(axis=0), world.max(axis=0)
+    # extent of the mechanism (attachment points, all frames) for sizes and the camera; the
+    # force elements' points only where they lie near the rest (an imported prismatic
+    # damper may be a spring with a lever of 100 m)
+    def world_points(points):
+        out = [np.array(points[GROUND]).reshape(-1, 3)]
+        for k, b in enumerate(model.bodies):
+            for p in points[b.name]:
+                out.append(pos[:, k] + _rotate(quat[:, k], np.broadcast_to(p, pos[:, k].shape)))
+        return np.vstack(out)
+
+    core = np.vstack([pos.reshape(-1, 3), world_points(_attachments(model, elements=False))])
+    lo, hi = core.min(axis=0), core.max(axis=0)
+    reach = 3.0 * max(np.linalg.norm(hi - lo), 1e-3)
+    extra = world_points(att)
+    extra = extra[np.linalg.norm(extra - (lo + hi) / 2, axis=1) <= reach]
+    if len(extra):
+        lo, hi = np.minimum(lo, extra.min(axis=0)), np.maximum(hi, extra.max(axis=0))
     size = float(max(np.linalg.norm(hi - lo), 1e-3))
     for b in model.bodies:                    # a free body's size from its inertia
         if b.mass > 0:
@@ -415,6 +456,9 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
     shapes_of = {name: [] for name in list(att)}
     visuals = getattr(model, "visuals", ()) or ()
     with_visual = {v.body for v in visuals if v.role == "visual"}
+    n_mesh = sum(v.kind == "mesh" and (v.role == "visual" or v.body not in with_visual)
+                 for v in visuals)
+    mesh_faces = max(200, min(mesh_faces, total_faces // max(n_mesh, 1)))
     for i, v in enumerate(visuals):
         if v.body in shapes_of and (v.role == "visual" or v.body not in with_visual):
             shapes_of[v.body].append(_visual_entry(v, f"model.visuals[{i}]", mesh_faces,
@@ -472,8 +516,15 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
                        "gp": _r(_v3(j.parent_point if j.parent == GROUND else j.child_point))})
 
     elements = []
+    index = {b.name: k for k, b in enumerate(model.bodies)}
+
+    def at_start(body, p):
+        k = index.get(body)
+        return np.asarray(p) if k is None else pos[0, k] + _rotate(quat[0, k], np.asarray(p))
+
     for e in model.elements:
-        if e.kind in ("tsda", "cylinder", "bushing"):
+        long = np.linalg.norm(at_start(e.b, _v3(e.b_point)) - at_start(e.a, _v3(e.a_point)))
+        if e.kind in ("tsda", "cylinder", "bushing") and long <= 3 * size:  # (else a lever)
             elements.append({"name": e.name, "kind": e.kind, "a": e.a, "pa": _r(_v3(e.a_point)),
                              "b": e.b, "pb": _r(_v3(e.b_point)), "k": float(e.stiffness),
                              "c": float(e.damping)})
