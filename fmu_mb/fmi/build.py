@@ -124,7 +124,7 @@ def _picture(model):
     from ..errors import FmuMbError
     try:
         from ..tools.view import fragment, scene
-        picture = fragment(scene(model))
+        picture = fragment(scene(model, total_faces=20000))   # meshes: at most 20000 faces
     except (FmuMbError, OSError, ValueError) as exc:
         return f"<p>(no 3-D view: {html.escape(str(exc))})</p>\n"
     return ("<h2>The model in 3-D</h2>\n<p>At its start pose: drag to orbit, right-drag to "
