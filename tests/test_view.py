@@ -1,6 +1,7 @@
-"""The 3-D viewer (fmu_mb.tools.view): the scene computed in Python, and the page in a real
-browser (headless Chromium, no network): each body's pixels where the camera set in the URL
-projects its shapes, after load and at two times of a result; no console error."""
+"""The 3-D viewer (fmu_mb.viewer, fmu_mb.tools.view): the scene computed in Python, and the
+page in a real browser (headless Chromium, no network): each body's pixels where the camera
+set in the URL projects its shapes, after load and at two times of a result; no console
+error."""
 import json
 import os
 import re
@@ -415,7 +416,7 @@ def test_python_fmu_resources_leave_the_viewer_out(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "package_fmu", fake_package_fmu)
     monkeypatch.setattr(build, "_add_kernel", lambda d: None)
     build._package("", "m", [], tmp_path / "m.fmu", {}, False, documentation="x")
-    assert "fmu_mb/tools/view.py" in copied["files"]
+    assert "fmu_mb/tools/view.py" in copied["files"] and "fmu_mb/mechanics" in copied["files"]
     assert not [f for f in copied["files"] if "viewer" in f.split("/")]
 
 

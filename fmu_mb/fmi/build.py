@@ -118,12 +118,12 @@ def _documentation(model):
 
 
 def _picture(model):
-    """HTML: the model in 3-D at its start pose (fmu_mb.tools.view, inlined: the page needs
+    """HTML: the model in 3-D at its start pose (fmu_mb.viewer, inlined: the page needs
     no network), or a line saying why it is missing."""
     import html
     from ..errors import FmuMbError
     try:
-        from ..tools.view import fragment, scene
+        from ..viewer.scene import fragment, scene
         picture = fragment(scene(model, total_faces=20000))   # meshes: at most 20000 faces
     except (FmuMbError, OSError, ValueError) as exc:
         return f"<p>(no 3-D view: {html.escape(str(exc))})</p>\n"
@@ -153,8 +153,8 @@ def _package(text, module_name, extra_files, dest, units, standalone, limits=Non
     with tempfile.TemporaryDirectory(prefix="fmu_mb_build_") as tmp:
         pkg = Path(tmp) / "fmu_mb"
         shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns(
-            "__pycache__", "*.pyc", "*.so", "*.o", "viewer"))   # viewer: the 3-D viewer's
-        # scripts, inlined into documentation/index.html instead
+            "__pycache__", "*.pyc", "*.so", "*.o", "viewer"))   # viewer: the 3-D viewer,
+        # inlined into documentation/index.html instead
         _add_kernel(pkg / "engine" / "native")
         files = [pkg]
         for f in extra_files:

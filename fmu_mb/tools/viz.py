@@ -8,7 +8,7 @@ attached to it (joints, force elements, named points), so a rod appears as a rod
 small circles, the ground's attachment points as triangles, translational spring-dampers as
 zig-zags. Needs matplotlib (the `fmu` extra); GIFs are written with Pillow, which matplotlib
 installs. These line drawings are `fmu-mb animate --renderer matplotlib`, and its fallback
-where no Chromium is found; the 3-D scene is in fmu_mb.tools.view.
+where no Chromium is found; the 3-D scene is in fmu_mb.tools.view (fmu_mb.viewer).
 """
 import numpy as np
 
