@@ -225,7 +225,7 @@ var FmuMbViewer = (function () {
         if (j.ground) {                                   // the ground's mark under the pin
           var cone = new THREE.Mesh(new THREE.ConeGeometry(r0 * 2.2, r0 * 4, 4), material("#3a3f47"));
           var gp = V3(j.gp);
-          var down = sc.spatial ? up.clone().negate() : up.clone().negate();
+          var down = up.clone().negate();
           cone.position.copy(gp).addScaledVector(down, r0 * 3.2);
           cone.quaternion.setFromUnitVectors(Y, up);
           ground.add(cone);
@@ -308,7 +308,9 @@ var FmuMbViewer = (function () {
           g.add(new THREE.LineSegments(new THREE.BufferGeometry().setFromPoints(pts),
             new THREE.LineBasicMaterial({color: 0x34495e})));
         } else if (c.kind === "point") {
-          var s = new THREE.Mesh(new THREE.SphereGeometry(c.r > 0 ? c.r : r0, 16, 12), material("#2d3436"));
+          var own = sc.bodies.filter(function (b) { return b.name === c.body; })[0];
+          var s = new THREE.Mesh(new THREE.SphereGeometry(c.r > 0 ? c.r : r0, 24, 16),
+            material(c.r > 0 && own ? own.color : "#2d3436"));   // a ball: the body's colour
           s.position.copy(p); g.add(s);
         }
       });
@@ -486,7 +488,9 @@ var FmuMbViewer = (function () {
         var o = document.createElement("option"); o.value = i;
         o.textContent = c.name + (c.unit ? " [" + c.unit + "]" : ""); sel.appendChild(o);
       });
-      var cv = document.createElement("canvas"); cv.width = 360; cv.height = 140;
+      var cv = document.createElement("canvas");
+      cv.width = Math.round(Math.min(360, Math.max(220, (container.clientWidth || 800) * 0.36)));
+      cv.height = Math.round(cv.width * 0.36);
       box.appendChild(sel); box.appendChild(cv); container.appendChild(box);
       var W = cv.width, H = cv.height, L = 46, B = 16;
       cv.onclick = function (ev) {
