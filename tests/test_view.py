@@ -552,3 +552,19 @@ def test_cluster_decimation_keeps_the_outline():
     assert np.all(np.abs(r - 0.3) < 0.3 * 0.1)      # merged points stay near the surface
     assert np.allclose(v.min(axis=0), -0.3, atol=0.03) and np.allclose(v.max(axis=0), 0.3,
                                                                            atol=0.03)
+
+
+def test_cli_names_bad_input(tmp_path, results, capsys):
+    from fmu_mb.tools.cli import main
+
+    dp = str(MODELS / "double_pendulum.py")
+    out = str(tmp_path / "x.html")
+    assert main(["view", dp, str(tmp_path / "missing.csv"), "-o", out]) == 1
+    assert "cannot read" in capsys.readouterr().err
+    _, box = results["tumbling_box"]
+    csv = _write_csv(tmp_path / "box.csv", box)
+    assert main(["view", dp, str(csv), "-o", out]) == 1
+    assert "lacks the body coordinates ['rod1.x'" in capsys.readouterr().err
+    assert main(["view", dp, "--max-frames", "1", "-o", out]) == 2
+    assert "--max-frames" in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
