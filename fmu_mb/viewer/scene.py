@@ -379,8 +379,9 @@ def _default_columns(names, model):
     return cols
 
 
-def _impacts(model, data, idx_body):
-    """[(time, contact name, world point)] where a contact's impact counter rose."""
+def _impacts(model, data):
+    """[(time, contact or cylinder name, body, point in body axes, row)] where a contact's
+    impact counter (or a cylinder's end-stop counter) rose."""
     names = data.dtype.names
     out = []
     for c in model.contacts:
@@ -567,9 +568,8 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
         units.update({i.name: i.unit for i in model.inputs})
         sc["plot"] = [{"name": c, "unit": units.get(c, ""),
                        "values": _r(np.asarray(result[c], float)[keep], 6)} for c in cols]
-        idx = {b.name: k for k, b in enumerate(model.bodies)}
         sc["impacts"] = [{"t": ti, "name": n, "body": body, "p": _r(p)}
-                         for ti, n, body, p, _ in _impacts(model, result, idx)][:2000]
+                         for ti, n, body, p, _ in _impacts(model, result)][:2000]
         marker_names = [m.name for m in model.markers]
         chosen = marker_names if traces is None else list(traces)
         unknown = [m for m in chosen if m not in marker_names]
