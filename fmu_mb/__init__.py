@@ -48,6 +48,7 @@ _LAZY = {
     **dict.fromkeys(("Motion", "constant_rate", "harmonic", "polynomial"), "mechanics.motion"),
     **dict.fromkeys(("output_names", "output_spec", "output_values"), "dynamics.outputs"),
     "simulate": "dynamics.simulate",
+    "view": "tools.view",
     **dict.fromkeys(("Equilibrium", "LinearModel", "Mode", "directional_derivative",
                      "equilibrium", "linearize", "model_structure"), "dynamics.linearize"),
     "tree_coordinates": "mechanics.tree",
@@ -99,5 +100,5 @@ __all__ = [
     "InverseDynamics", "tree_coordinates", "cardan", "box_inertia_3d", "cylinder_inertia_3d",
     "slender_rod_inertia", "sphere_inertia",
     "linearize", "equilibrium", "directional_derivative", "model_structure", "LinearModel",
-    "Equilibrium", "Mode",
+    "Equilibrium", "Mode", "view",
 ]

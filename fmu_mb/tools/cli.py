@@ -7,6 +7,8 @@
     fmu-mb build ROBOT.urdf | SCENE.xml -o DIR [--base floating] [--link NAME] [--fmi 3]
     fmu-mb plot OUT.csv [--columns NAME ...] [--model MODEL.py] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F] [--view V]
+                   [--renderer auto|browser|matplotlib] [--size WxH]
+    fmu-mb view MODEL.py [OUT.csv] -o out/NAME.html [--columns NAME ...] [--traces POINT ...]
     fmu-mb linearize MODEL.py [--set NAME=VALUE ...] [--input NAME=VALUE ...] [--equilibrium]
                      [-o lin.npz]
     fmu-mb sweep MODEL.fmu --param NAME=start:stop:count [--param ...] --stop-time T
@@ -165,7 +167,8 @@ def _parser():
     pl.add_argument("--set", type=_assignment, action="append", default=[],
                     metavar="NAME=VALUE", help="parameters of --model")
 
-    an = sub.add_parser("animate", help="animate a mechanism from a CSV result")
+    an = sub.add_parser("animate", help="animate a mechanism from a CSV result (GIF of the 3-D "
+                                        "scene of fmu-mb view, or line drawings)")
     an.add_argument("model", help="model file of the result")
     an.add_argument("csv", help="CSV with the model's body coordinates")
     an.add_argument("--set", type=_assignment, action="append", default=[],
@@ -174,9 +177,30 @@ def _parser():
     an.add_argument("--every", type=int, default=1, help="draw every N-th row")
     an.add_argument("--fps", type=_positive, default=25.0)
     an.add_argument("--view", default="iso",
-                    help="spatial models: projection iso, front, side, top, or AZ,EL in "
+                    help="spatial models: seen from iso, front, side, top, or AZ,EL in "
                          "degrees (azimuth about the up axis, elevation)")
+    an.add_argument("--renderer", choices=("auto", "browser", "matplotlib"), default="auto",
+                    help="browser: the 3-D scene of fmu-mb view in headless Chromium; "
+                         "matplotlib: line drawings; auto (default): the browser where "
+                         "Chromium is found, else matplotlib")
+    an.add_argument("--size", type=_size, default=(640, 480), metavar="WxH",
+                    help="picture size of the browser renderer [pixels]")
     an.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    vw = sub.add_parser("view", help="interactive 3-D viewer of a model (and a result) in one "
+                                     "self-contained HTML file")
+    vw.add_argument("model", help="model file")
+    vw.add_argument("csv", nargs="?", default=None,
+                    help="CSV result of the model (fmu-mb simulate); without it: the start pose")
+    vw.add_argument("--set", type=_assignment, action="append", default=[],
+                    metavar="NAME=VALUE", help="parameter value used for the result")
+    vw.add_argument("-o", "--output", default=None, help="HTML file (default: out/MODEL.html)")
+    vw.add_argument("--columns", nargs="+", default=None, metavar="NAME",
+                    help="outputs of the linked plot (default: joint coordinates and energy)")
+    vw.add_argument("--traces", nargs="*", default=None, metavar="POINT",
+                    help="named points whose paths are drawn (default: all)")
+    vw.add_argument("--max-frames", type=int, default=1500,
+                    help="the result is decimated to at most this many frames")
 
     b = sub.add_parser("build", help="build FMUs of model files (FMI 2.0, or 3.0 with --fmi 3)")
     b.add_argument("models", nargs="+", help="model files (.py), URDF (.urdf) or MJCF (.xml) "
@@ -234,6 +258,8 @@ def main(argv=None):
             return _plot(args)
         if args.command == "animate":
             return _animate(args)
+        if args.command == "view":
+            return _view(args)
         if args.command == "sweep":
             return _sweep(args)
         if args.command == "linearize":
@@ -382,11 +408,48 @@ def _plot(args):
     return 0
 
 
+def _size(text):
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels, e.g. 640x480, "
+                                         f"received {text!r}") from None
+    if not (16 <= w <= 4096 and 16 <= h <= 4096):
+        raise argparse.ArgumentTypeError(f"width and height must lie in [16, 4096], "
+                                         f"received {text!r}")
+    return w, h
+
+
 def _animate(args):
     from .viz import animate, read_csv
 
     model = _load(args)
-    n = animate(model, read_csv(args.csv), _folder(args.output), every=args.every, fps=args.fps,
+    data = read_csv(args.csv)
+    renderer = args.renderer
+    if renderer != "matplotlib":
+        from .browser import find_browser
+
+        if find_browser() is None:
+            if renderer == "browser":
+                print("fmu-mb: error: --renderer browser: no Chromium found (apt-get install "
+                      "chromium, or set FMU_MB_BROWSER)", file=sys.stderr)
+                return 1
+            renderer = "matplotlib"
+    if renderer != "matplotlib":
+        from .browser import BrowserError
+        from .view import animate as animate3d
+
+        try:
+            n = animate3d(model, data, _folder(args.output), every=args.every, fps=args.fps,
+                          size=args.size, progress=not args.quiet, view=args.view)
+            print(f"{args.output}: {n} frames (3-D scene, headless Chromium)")
+            return 0
+        except (BrowserError, OSError) as exc:     # the browser, not the data, failed
+            if args.renderer == "browser":
+                raise
+            print(f"fmu-mb: the browser renderer failed ({exc}); drawing with matplotlib",
+                  file=sys.stderr)
+    n = animate(model, data, _folder(args.output), every=args.every, fps=args.fps,
                 progress=not args.quiet, view=args.view)
     print(f"{args.output}: {n} frames")
     return 0
@@ -409,6 +472,20 @@ def _warnings_once():
         yield
     finally:
         warnings.showwarning = show
+
+
+def _view(args):
+    from .view import view
+
+    if args.max_frames < 2:
+        print(f"fmu-mb: error: --max-frames must be >= 2, received {args.max_frames}",
+              file=sys.stderr)
+        return 2
+    model = _load(args)
+    path = view(model, args.csv, args.output, max_frames=args.max_frames,
+                columns=args.columns, traces=args.traces)
+    print(path)
+    return 0
 
 
 def _build(args):
