@@ -416,6 +416,16 @@ def data_source(front_text):
     return "\n".join(lines) + "\n"
 
 
+def _front_text(front):
+    """The front's source and the sources of the front directory it includes (fmi3_native.c
+    includes fmi2_native.c, which defines FmuVar)."""
+    text = Path(front).read_text(encoding="utf-8")
+    for name in re.findall(r'#include "([^"]+\.c)"', text):
+        if (NATIVE_DIR / name).is_file():
+            text += "\n" + (NATIVE_DIR / name).read_text(encoding="utf-8")
+    return text
+
+
 def front_object(chain, front, defines, cache):
     """The cached object of the FMI front compiled against EXTERN_HEADER, or (None, why) when
     the front does not compile so (it is then compiled per FMU)."""
@@ -486,8 +496,7 @@ def build_binaries(workdir, identifier, fmi, front, engine_sources, defines=(), 
             if whys:
                 log.notes.append(f"the FMI front is compiled per FMU: {whys[0]}")
         # 2. per target: the model's data and the link
-        (workdir / "fmu_data.c").write_text(data_source(front.read_text(encoding="utf-8")),
-                                            encoding="utf-8")
+        (workdir / "fmu_data.c").write_text(data_source(_front_text(front)), encoding="utf-8")
         exports = workdir / f"exports_fmi{fmi}.map"
         exports.write_text(f"{{\n  global: fmi{fmi}*;\n  local: *;\n}};\n", encoding="utf-8")
 
