@@ -16,7 +16,8 @@ disagree with them.
 - The macOS binaries cannot run here: they are checked, not run (docs/platforms.md says so).
 - --platforms selects; a platform without a toolchain is reported with its reason; the cache
   key changes with any engine source, an included .c file too; a front that does not fit the
-  cached split is compiled per FMU and gives bit-identical numbers.
+  cached split is compiled per FMU and gives bit-identical numbers; folders of the cache not
+  used for CACHE_DAYS are removed.
 """
 import os
 import re
@@ -297,3 +298,16 @@ def test_a_front_that_does_not_fit_the_split_is_compiled_per_fmu(monkeypatch, tm
         r = fmpy.simulate_fmu(str(path), stop_time=2.0)
         return np.column_stack([r[n] for n in r.dtype.names])
     np.testing.assert_array_equal(run(whole), run(split))
+
+
+def test_the_cache_forgets_what_was_not_used_for_weeks(tmp_path):
+    import time
+    old, recent, kept = tmp_path / "old", tmp_path / "recent", tmp_path / "kept"
+    for d in (old, recent, kept):
+        (d / "x.o").parent.mkdir()
+        (d / "x.o").write_bytes(b"o")
+    weeks = time.time() - (npl.CACHE_DAYS + 1) * 86400
+    os.utime(old, (weeks, weeks))
+    os.utime(kept, (weeks, weeks))
+    npl.prune_cache(tmp_path, keep=[kept])
+    assert not old.exists() and recent.is_dir() and kept.is_dir()

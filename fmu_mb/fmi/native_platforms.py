@@ -314,6 +314,34 @@ def cache_dir():
     return Path(tempfile.mkdtemp(prefix="fmu_mb_native_objects_"))   # private, this build
 
 
+#: cached objects not used for this long are removed (each engine version leaves ~10 MB)
+CACHE_DAYS = 14
+
+
+def prune_cache(cache, keep=()):
+    """Remove the folders of `cache` not used for CACHE_DAYS days (a build touches the folders
+    it uses), except those in `keep`."""
+    limit = time.time() - CACHE_DAYS * 86400
+    keep = {Path(k).name for k in keep}
+    try:
+        entries = list(Path(cache).iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir() and entry.name not in keep and entry.stat().st_mtime < limit:
+                shutil.rmtree(entry, ignore_errors=True)
+        except OSError:
+            pass
+
+
+def _touch(folder):
+    try:
+        os.utime(folder)
+    except OSError:
+        pass
+
+
 def _run(command, what, cwd=None):
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=cwd)
@@ -519,6 +547,11 @@ def build_binaries(workdir, identifier, fmi, front, engine_sources, defines=(), 
 
         with log.stage(f"model data and link ({len(chains)} targets in parallel)"):
             built = {t: (data, secs) for t, data, secs in pool.map(link, list(chains))}
+    used = {engine_objects(c, engine_sources, defines, cache)[0][1].parent for c in
+            chains.values()} | {obj.parent for obj, _ in fronts.values() if obj is not None}
+    for folder in used:
+        _touch(folder)
+    prune_cache(cache, keep=used)
     files = {}
     for folder, cs in chosen.items():
         targets = [c.target for c in cs]
