@@ -1,20 +1,21 @@
 """Build native FMI 2.0 co-simulation FMUs: `fmu-mb build --native MODEL.py -o DIR`.
 
 A native FMU is the compiled engine (fmu_mb/engine/native, engine.h) behind the FMI 2.0 C
-interface of fmu_mb/fmi/native/fmi2_native.c, with the model's data embedded in the binary: its
-linux64 binary needs only libc and libm (no Python, no numpy, no resources/ folder). Its
+interface of fmu_mb/fmi/native/fmi2_native.c, with the model's data embedded in the binary: each
+binary needs only the platform's C library (no Python, no numpy, no resources/ folder). Its
 variables (names, value references, types, units, ranges, start values), default experiment and
 documentation are those of the Python FMU of the same model (`build.build_fmu`): the
 modelDescription.xml is made by the same adapter class (slave.MultibodySlave) and the same
 post-processing (packaging's units and limits), so a master can swap one for the other.
 
 Per FMU this writes fmu_model.h (the variable table, each variable mapped to a model parameter,
-a solver setting, an input or an output; the model-data blob; the GUID), compiles
-fmi2_native.c and the engine's sources with the system C compiler (`-O2 -ffp-contract=off
--fPIC -shared -fvisibility=hidden`, only the fmi2* symbols exported) and zips modelDescription.xml,
-binaries/linux64/<model>.so, documentation/index.html and sources/ (the same C sources, listed
-in modelDescription.xml's SourceFiles, so that a host of another platform can compile the
-binary: fmpy.build.build_platform_binary does).
+a solver setting, an input or an output; the model-data blob; the GUID), builds the binaries of
+every platform a toolchain builds (native_platforms: linux64, aarch64-linux, win64 and a
+universal darwin64; `-O2 -ffp-contract=off`, only the fmi2* symbols exported; the engine and
+the front compiled once per target into a cache, per FMU only the model's tables and the link)
+and zips modelDescription.xml, binaries/<platform>/, documentation/index.html and sources/
+(the same C sources, listed in modelDescription.xml's SourceFiles, so that a host of another
+platform can compile the binary: fmpy.build.build_platform_binary does).
 """
 import hashlib
 import math
