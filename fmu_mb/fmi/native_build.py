@@ -180,14 +180,20 @@ def build_native_fmu(model_file, out_dir, overrides=None, platforms=None, log=No
                               + npl.host_note(model.name, units=sources_dir["listed"],
                                               platforms=list(log.platforms)))
         with log.stage("zip"):
-            files = {"modelDescription.xml": xml, **binaries,
-                     "documentation/index.html": documentation,
-                     "sources/fmu_model.h": header.encode("utf-8")}
-            files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
-            files["sources/buildDescription.xml"] = npl.build_description(
-                model.name, sources_dir["listed"])
-            _zip(dest, files)
+            package(dest, xml, binaries, documentation, header, sources_dir["files"],
+                    npl.build_description(model.name, sources_dir["listed"]))
     return dest
+
+
+def package(dest, xml, binaries, documentation, header, sources, build_description):
+    """Zip a native FMU (FMI 2.0 or 3.0): modelDescription.xml, binaries ({path in the FMU:
+    bytes}), documentation/index.html, sources/ (name -> bytes; fmu_model.h: header) and
+    sources/buildDescription.xml."""
+    files = {"modelDescription.xml": xml, **binaries, "documentation/index.html": documentation,
+             "sources/fmu_model.h": header.encode("utf-8")}
+    files.update({f"sources/{n}": d for n, d in sources.items()})
+    files["sources/buildDescription.xml"] = build_description
+    _zip(dest, files)
 
 
 def build_platform_binaries(workdir, identifier, fmi, front, engine, defines, platforms, log):

@@ -195,12 +195,8 @@ def build_native_fmu3(model_file, out_dir, overrides=None, platforms=None, log=N
                               + host_note(model.name, fmi=3, units=listed,
                                           platforms=list(log.platforms)))
         with log.stage("zip"):
-            files = {"modelDescription.xml": xml, **binaries,
-                     "documentation/index.html": documentation,
-                     "sources/fmu_model.h": header.encode("utf-8")}
-            files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
-            files["sources/buildDescription.xml"] = build_description(model.name, listed)
-            nb._zip(dest, files)
+            nb.package(dest, xml, binaries, documentation, header, sources_dir["files"],
+                       build_description(model.name, listed))
     return dest
 
 
