@@ -302,11 +302,14 @@ def cache_dir():
         base = os.environ.get("XDG_CACHE_HOME") or (
             os.path.join(os.path.expanduser("~"), ".cache")
             if os.path.expanduser("~") != "~" else None)
+        uid = os.getuid() if hasattr(os, "getuid") else os.getlogin()
         folder = (Path(base) / "fmu_mb" / "native_objects" if base else
-                  Path(tempfile.gettempdir()) / f"fmu_mb_native_objects_{os.getuid()}")
+                  Path(tempfile.gettempdir()) / f"fmu_mb_native_objects_{uid}")
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         st = folder.stat()
+        if not hasattr(os, "getuid"):          # Windows: the folder is in the user's profile
+            return folder
         if st.st_uid == os.getuid() and not st.st_mode & 0o022:
             return folder
     except OSError:
