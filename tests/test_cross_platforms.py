@@ -163,6 +163,7 @@ def test_binaries_export_only_fmi_functions_and_need_only_the_c_library(fmus):
                 elif lib.format == "macho":
                     assert lib.exports - MACHO_LINKER == fmi_functions, folder
                     assert lib.needed == ["/usr/lib/libSystem.B.dylib"], lib.needed
+                    assert lib.name == f"@rpath/{f.id}.dylib"      # not the build's folder
                     extra = lib.undefined - linux.undefined - LIBSYSTEM
                     assert not extra, f"{folder} {lib.arch} needs {sorted(extra)}"
                 else:
@@ -311,3 +312,23 @@ def test_the_cache_forgets_what_was_not_used_for_weeks(tmp_path):
     os.utime(kept, (weeks, weeks))
     npl.prune_cache(tmp_path, keep=[kept])
     assert not old.exists() and recent.is_dir() and kept.is_dir()
+
+
+def _crash():
+    os._exit(3)
+
+
+def test_engine_data_in_a_forked_process_is_the_serial_one(monkeypatch):
+    from fmu_mb.fmi import native_build as nb
+    from fmu_mb.mechanics.loader import call_build, load_module
+    module = load_module(MODELS / "double_pendulum.py")
+    model = call_build(module, MODELS / "double_pendulum.py", l1=0.8)
+    serial = nb.engine_data(model, module, {"l1": 0.8})
+    later = nb.EngineDataLater(model, module, {"l1": 0.8})
+    assert later.future is not None or os.cpu_count() < 2      # it did run in a worker
+    assert later.result() == serial
+    monkeypatch.setattr(nb, "_background_job", _crash)          # a worker that dies
+    assert nb.EngineDataLater(model, module, {"l1": 0.8}).result() == serial
+    monkeypatch.setenv("FMU_MB_SERIAL", "1")
+    later = nb.EngineDataLater(model, module, {"l1": 0.8})
+    assert later.future is None and later.result() == serial

@@ -36,6 +36,7 @@ class Library:
     exports: set = field(default_factory=set)     # defined, visible symbols
     undefined: set = field(default_factory=set)   # symbols resolved by other libraries
     needed: list = field(default_factory=list)    # the libraries it loads (DT_NEEDED, dylibs, DLLs)
+    name: str = ""                                # its own name (DT_SONAME, LC_ID_DYLIB)
 
 
 def read(data):
@@ -122,6 +123,8 @@ def _elf(data):
                     break
                 if tag == 1:                           # DT_NEEDED
                     lib.needed.append(_cstr(data, strtab + value))
+                elif tag == 14:                        # DT_SONAME
+                    lib.name = _cstr(data, strtab + value)
     return lib
 
 
@@ -148,6 +151,9 @@ def _macho(data):
         elif cmd in (0xC, 0x18, 0x80000018, 0x1F):    # LC_LOAD_(WEAK_|REEXPORT_)DYLIB
             offset, = struct.unpack_from("<I", data, at + 8)
             lib.needed.append(_cstr(data, at + offset))
+        elif cmd == 0xD:                               # LC_ID_DYLIB
+            offset, = struct.unpack_from("<I", data, at + 8)
+            lib.name = _cstr(data, at + offset)
         at += size
     return lib
 

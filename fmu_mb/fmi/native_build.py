@@ -96,6 +96,61 @@ def engine_data(model, module=None, overrides=None):
     return data.to_bytes(program), names, defaults, fixed
 
 
+_BACKGROUND = None      # the (function, arguments) a forked worker of EngineDataLater runs
+
+
+def _background_job():
+    fn, args = _BACKGROUND
+    return fn(*args)
+
+
+class EngineDataLater:
+    """engine_data(model, module, overrides) computed in a forked process while the build
+    makes the model description and its linear structure (Linux, 2 or more CPUs; elsewhere,
+    or with FMU_MB_SERIAL=1, computed at once). result() returns it or raises its error; a
+    worker that fails otherwise (a crash, an error that does not pickle) is replaced by
+    computing it here. NativeUnavailable is raised at once (native_reason is cheap)."""
+
+    def __init__(self, model, module=None, overrides=None):
+        global _BACKGROUND
+        why = native_reason(model)
+        if why is not None:
+            raise NativeUnavailable(why)
+        self.args = (model, module, overrides)
+        self.pool = self.future = None
+        if sys.platform == "linux" and (os.cpu_count() or 1) >= 2 \
+                and not os.environ.get("FMU_MB_SERIAL"):
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            _BACKGROUND = (engine_data, self.args)
+            try:
+                self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+                self.future = self.pool.submit(_background_job)    # forks now
+            except (OSError, RuntimeError):
+                self.close()
+            finally:
+                _BACKGROUND = None
+        if self.future is None:
+            self.value = engine_data(*self.args)
+
+    def result(self):
+        if self.future is None:
+            return self.value
+        try:
+            return self.future.result()
+        except FmuMbError:
+            raise
+        except Exception:          # the worker failed, not the model: compute it here
+            return engine_data(*self.args)
+        finally:
+            self.close()
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
 def engine_sources():
     """(C sources, preprocessor defines) of the engine compiled into a native FMU's binary."""
     from ..engine.engine import sources
@@ -137,14 +192,19 @@ def build_native_fmu(model_file, out_dir, overrides=None, platforms=None, log=No
         module = load_module(model_file)
         overrides = dict(overrides or {})
         model = call_build(module, model_file, **overrides)
-    with log.stage("engine data and parameter program"):
-        blob, names, defaults, fixed = engine_data(model, module, overrides)
-    experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
-    source = model_file.read_text(encoding="utf-8")
-    with log.stage("model description"):
-        root = _model_description(model, model_file, source, overrides, experiment)
-    with log.stage("linear structure (ModelStructure)"):
-        linear = _linear_structure(model, root)
+    with log.stage("engine data and parameter program (started)"):
+        pending = EngineDataLater(model, module, overrides)
+    try:
+        experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
+        source = model_file.read_text(encoding="utf-8")
+        with log.stage("model description"):
+            root = _model_description(model, model_file, source, overrides, experiment)
+        with log.stage("linear structure (ModelStructure)"):
+            linear = _linear_structure(model, root)
+        with log.stage("engine data and parameter program (the rest)"):
+            blob, names, defaults, fixed = pending.result()
+    finally:
+        pending.close()
     with log.stage("variable table, header, sources/"):
         table = _variable_table(model, root, names, fixed, linear)
         engine, defines = engine_sources()

@@ -146,14 +146,19 @@ def build_native_fmu3(model_file, out_dir, overrides=None, platforms=None, log=N
         module = load_module(model_file)
         overrides = dict(overrides or {})
         model = call_build(module, model_file, **overrides)
-    with log.stage("engine data and parameter program"):
-        blob, names, defaults, fixed = nb.engine_data(model, module, overrides)
-    experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
-    source = model_file.read_text(encoding="utf-8")
-    with log.stage("model description"):
-        root2 = nb._model_description(model, model_file, source, overrides, experiment)
-    with log.stage("linear structure (ModelStructure)"):
-        linear = nb._linear_structure(model, root2)
+    with log.stage("engine data and parameter program (started)"):
+        pending = nb.EngineDataLater(model, module, overrides)
+    try:
+        experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
+        source = model_file.read_text(encoding="utf-8")
+        with log.stage("model description"):
+            root2 = nb._model_description(model, model_file, source, overrides, experiment)
+        with log.stage("linear structure (ModelStructure)"):
+            linear = nb._linear_structure(model, root2)
+        with log.stage("engine data and parameter program (the rest)"):
+            blob, names, defaults, fixed = pending.result()
+    finally:
+        pending.close()
     with log.stage("variable table, header, sources/"):
         table = nb._variable_table(model, root2, names, fixed, linear)
         engine, defines = nb.engine_sources()

@@ -103,13 +103,14 @@ class Toolchain:
             flags.append("-fPIC")
         return flags
 
-    def ldflags(self, exports_map):
+    def ldflags(self, exports_map, identifier="fmu"):
         strip = ["-s"] if self.kind == "zig" else []    # no debugging data (nor a .pdb file)
         if self.target.format == "elf":
             return ["-shared", f"-Wl,--version-script={exports_map}", "-Wl,--as-needed", "-lm",
                     *strip]
-        if self.target.format == "macho":
-            return ["-shared", "-lm", *strip]
+        if self.target.format == "macho":       # its install name: not the build's folder
+            return ["-shared", f"-Wl,-install_name,@rpath/{identifier}{self.target.ext}", "-lm",
+                    *strip]
         if self.kind == "zig":
             return ["-shared", *strip]
         # libgcc and every MinGW library linked in: the DLL needs only Windows' own DLLs
@@ -544,7 +545,7 @@ def build_binaries(workdir, identifier, fmi, front, engine_sources, defines=(), 
             t0 = time.perf_counter()
             _run([*chain.command, *chain.cflags, *(f"-D{d}" for d in defines),
                   f"-I{workdir}", f"-I{ENGINE_DIR}", *units, *engine, "-o", str(out),
-                  *chain.ldflags(exports)],
+                  *chain.ldflags(exports, identifier)],
                  f"building the native FMU {identifier!r} for {t} ({chain.label})", cwd=workdir)
             return t, out.read_bytes(), time.perf_counter() - t0
 
