@@ -3,7 +3,8 @@
     fmu-mb simulate MODEL.py --stop-time T [--output-interval DT] [--set NAME=VALUE ...]
                     [--input NAME=VALUE ...] [--formulation F] [--method M] [-o OUT.csv]
     fmu-mb info MODEL.py [--set NAME=VALUE ...]
-    fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
+    fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...] [--platforms P,...]
+                 [--verbose]
     fmu-mb build ROBOT.urdf | SCENE.xml -o DIR [--base floating] [--link NAME] [--fmi 3]
     fmu-mb plot OUT.csv [--columns NAME ...] [--model MODEL.py] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F] [--view V]
@@ -220,6 +221,13 @@ def _parser():
     b.add_argument("--fmi", choices=("2", "3"), default="2",
                    help="FMI version: 2 (default; native or Python FMU) or 3 (native FMU only: "
                         "FMI 3.0 co-simulation)")
+    b.add_argument("--platforms", default=None, metavar="P,...",
+                   help="native FMUs: the binaries to build, comma-separated (default: every "
+                        "one a toolchain builds; FMI 2.0: linux64, aarch64-linux, win64, "
+                        "darwin64; FMI 3.0: x86_64-linux, aarch64-linux, x86_64-windows, "
+                        "x86_64-darwin, aarch64-darwin); see docs/platforms.md")
+    b.add_argument("--verbose", action="store_true",
+                   help="print the time of each build stage (wall and CPU)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     _robot_options(b)
 
@@ -503,19 +511,9 @@ def _build_models(args):
         return 1
     from ..dynamics.simulate import _Progress
 
+    from ..fmi.native_platforms import BuildLog, parse_platforms
+
     overrides = {k: _value(v) for k, v in args.set}
-    bar = None if args.quiet else _Progress(len(args.models))
-    from ..importers import is_robot_file, model_file
-    robots = tempfile.TemporaryDirectory(prefix="fmu_mb_robots_")
-    for k, model in enumerate(args.models):
-        note = None
-        if is_robot_file(model):           # its model file: the description as data
-            if not Path(model).is_file():
-                raise ModelError(f"robot file {model!r} does not exist")
-            folder = Path(robots.name) / str(k)
-            folder.mkdir()
-            model = model_file(model, folder, **robot_options(args))
-        if isinstance(model, str) and is_controller_file(model):   # a ControllerSpec     # build() returned a ControllerSpec
             if args.fmi != "2":
                 print(f"fmu-mb: error: {model}: a controller FMU is a Python FMU (FMI 2.0 "
                       f"only); build it without --fmi {args.fmi}", file=sys.stderr)
@@ -526,12 +524,16 @@ def _build_models(args):
                 note = f"fmu-mb: {path.name}: python FMU (a controller: no native kind yet)"
         elif args.fmi == "3":
             from ..fmi.native_fmi3 import build_model_fmu3
-            path, kind, why = build_model_fmu3(model, args.output_dir, overrides, kind=args.kind)
+            path, kind, why = build_model_fmu3(model, args.output_dir, overrides, kind=args.kind,
+                                               platforms=args.platforms, log=log)
             note = f"fmu-mb: {path.name}: {kind} FMU ({why})"
         else:
             path, kind, why = build_model_fmu(model, args.output_dir, overrides,
-                                              standalone=not args.no_standalone, kind=args.kind)
+                                              standalone=not args.no_standalone, kind=args.kind,
+                                              platforms=args.platforms, log=log)
             note = f"fmu-mb: {path.name}: {kind} FMU ({why})"
+        if args.verbose and log.stages:
+            note = (note or f"fmu-mb: {path.name}") + "\n" + log.table()
         if bar and bar.shown:
             sys.stderr.write("\r\033[K")     # the path on a clean line, the bar below it
         print(path, flush=True)
