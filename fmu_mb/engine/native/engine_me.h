@@ -25,11 +25,13 @@
 int mbk_events_values(void *ev, double t, const double *y, const double *u, const double *rec,
                       double *v);
 int mbk_events_update(void *ev, double t, double *y, const double *u, double *rec,
-                      double ctol, double cvel, int *impacts, int *released);
+                      double ctol, double cvel, int project, int *impacts,
+                      int *released);
 int sk_events_values(void *ev, double t, const double *y, const double *u, const double *rec,
                      double *v);
 int sk_events_update(void *ev, double t, double *y, const double *u, double *rec,
-                     double ctol, double cvel, int *impacts, int *released);
+                     double ctol, double cvel, int project, int *impacts,
+                      int *released);
 
 typedef struct {
     Lin L;
@@ -293,8 +295,8 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     memcpy(c->y, e->y, sizeof(double) * (size_t)(2 * n));
     memcpy(c->rec, e->rec, sizeof(double) * (size_t)(EV_REC * e->ncon));
     int rc = (e->kind ? sk_events_update : mbk_events_update)(
-        e->ev, e->t, c->y, uu, c->rec, e->set.contact_tol, e->set.contact_velocity, &impacts,
-        &released);
+        e->ev, e->t, c->y, uu, c->rec, e->set.contact_tol, e->set.contact_velocity,
+        e->set.stabilization == 1, &impacts, &released);
     if (rc != OK) {
         msg(err, errlen, "the contact event at t = %.9g s cannot be handled: %s", e->t,
             kernel_error(rc));

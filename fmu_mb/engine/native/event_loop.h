@@ -963,10 +963,14 @@ static int ev_release_tensile(EvLoop *ev, double t, const double *y, int *releas
 /* One event iteration at (t, y = (q, qd)) with the records rec (nc, EV_REC) and inputs u:
  * the impact of the closed (gap <= ctol), approaching, not persistent contact of smallest gap
  * (ev_impact closes every contact within ctol with it; a rebound below cvel becomes
- * persistent), then the release of tensile persistent contacts. y's velocities and rec are
- * updated; *impacts and *released count what happened (0 and 0: nothing to do). */
+ * persistent), then the release of tensile persistent contacts; with `project` (the drift
+ * control 1) after a change, as the loop after an event: y projected onto the phase's rows
+ * (a persistent contact's gap and its rate closed), the kinetic energy this removes added
+ * to the impact's loss. y and rec are updated; *impacts and *released count what happened
+ * (0 and 0: nothing to do). */
 static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, double *rec,
-                           double ctol, double cvel, int *impacts, int *released)
+                           double ctol, double cvel, int project, int *impacts,
+                           int *released)
 {
     int n = ev->n, nc = ev->nc, rc;
     *impacts = 0;
@@ -989,6 +993,14 @@ static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, dou
     }
     if ((rc = ev_release_tensile(ev, t, y, released)) != OK)
         return rc;
+    if (project && (*impacts || *released)) {
+        double T0 = evk_kinetic(ev, y);
+        ev_select(ev, ev->active);
+        if ((rc = evk_project(ev, t, y)) != OK)
+            return rc;
+        if (*impacts)
+            ev->rec[EV_REC * hit + 3] += fmax(T0 - evk_kinetic(ev, y), 0.0);
+    }
     for (int i = 0; i < nc; i++)
         ev->rec[EV_REC * i + 4] = ev->active[i] ? 1.0 : 0.0;
     memcpy(rec, ev->rec, sizeof(double) * EV_REC * nc);

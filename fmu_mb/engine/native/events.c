@@ -488,7 +488,7 @@ int mbk_events_values(MbkEvents *ev, double t, const double *y, const double *u,
 }
 
 int mbk_events_update(MbkEvents *ev, double t, double *y, const double *u, double *rec,
-                       double ctol, double cvel, int *impacts, int *released)
+                       double ctol, double cvel, int project, int *impacts, int *released)
 {
-    return ev_event_update(ev, t, y, u, rec, ctol, cvel, impacts, released);
+    return ev_event_update(ev, t, y, u, rec, ctol, cvel, project, impacts, released);
 }

@@ -417,7 +417,7 @@ int sk_events_values(SkEvents *ev, double t, const double *y, const double *u,
 }
 
 int sk_events_update(SkEvents *ev, double t, double *y, const double *u, double *rec,
-                       double ctol, double cvel, int *impacts, int *released)
+                       double ctol, double cvel, int project, int *impacts, int *released)
 {
-    return ev_event_update(ev, t, y, u, rec, ctol, cvel, impacts, released);
+    return ev_event_update(ev, t, y, u, rec, ctol, cvel, project, impacts, released);
 }
