@@ -36,6 +36,14 @@ int sk_events_update(void *ev, double t, double *y, const double *u, double *rec
 typedef struct {
     Lin L;
     int f, *ind;
+    /* the chord closure (me_close): the rows' Jacobian Dq0 (nr x n) at a recent solution and
+     * the Cholesky factor R (m x m) of its Dd0' Dd0; have = 1 when they are valid */
+    int have;
+    double *Dq0, *R, *r, *s, *vres;
+    double *G;               /* (m x nact) -(Dd0' Dd0)^-1 Dd0' on the rows act: the chord step
+                                of rows b is G b[act] (rows of Dq0 that vanish are left out)  */
+    int *act, nact;
+    double *P;               /* (m x f) G Di0: the tangent predictor dq_d = P dq_i            */
     double cond;             /* the partition's condition at the last closure (1: none)    */
     double *y;               /* (2 n) scratch: the state of an event iteration             */
     double *rec;             /* (ncon x EV_REC) scratch: its records                        */
@@ -52,6 +60,14 @@ static void me_free(MbEngine *e)
     free(c->ind);
     free(c->y);
     free(c->rec);
+    free(c->Dq0);
+    free(c->R);
+    free(c->r);
+    free(c->s);
+    free(c->vres);
+    free(c->G);
+    free(c->P);
+    free(c->act);
     free(c);
     e->me = NULL;
 }
@@ -92,7 +108,22 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
         free(c);
         return NULL;
     }
+    size_t n = (size_t)e->n, nr = (size_t)c->L.nr, m = (size_t)c->L.ndep;
+    c->Dq0 = malloc(sizeof(double) * (nr * n + 1));
+    c->R = malloc(sizeof(double) * (m * m + 1));
+    c->r = malloc(sizeof(double) * (nr + 1));
+    c->s = malloc(sizeof(double) * (m + 1));
+    c->vres = malloc(sizeof(double) * (nr + 1));
+    c->G = malloc(sizeof(double) * (m * nr + 1));
+    c->P = malloc(sizeof(double) * (m * (size_t)f + 1));
+    c->act = malloc(sizeof(int) * (nr + 1));
     e->me = c;
+    if (!c->Dq0 || !c->R || !c->r || !c->s || !c->vres || !c->G || !c->P ||
+        !c->act) {
+        msg(err, errlen, "model exchange: out of memory");
+        me_free(e);
+        return NULL;
+    }
     return c;
 }
 
@@ -112,7 +143,7 @@ static double me_condition(MeCtx *c)
             s += L->Dq[(size_t)r * n + j] * L->Dq[(size_t)r * n + j];
         cmax = fmax(cmax, s);
     }
-    double *N = L->N;                       /* Dd' Dd, then its Cholesky factor in place */
+    double *N = c->R;                       /* Dd' Dd, then its Cholesky factor in place */
     for (int a = 0; a < m; a++)
         for (int b = 0; b <= a; b++) {
             double v = 0.0;
@@ -138,6 +169,296 @@ static double me_condition(MeCtx *c)
         }
     }
     return cmax > 0.0 ? pmin / sqrt(cmax) : 0.0;
+}
+
+/* me_rows of a spatial model: the rows of the cut joints, the drives and the bodies' and the
+ * tree's Euler-parameter normalisations; the tree joints' rows vanish at x = T(q) for every q
+ * (their phi and rate are 0 here, as lin_rows's Jacobian rows of them are) */
+static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
+{
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    int nb = e->nb, nrm = e->nrows, r0 = nrm - nb;
+    double *phi = L->phi, *v = c->vres, *xe = e->xe;
+    const double *xd = L->xd;
+    if (lin_kinematics(e, q, qd ? qd : L->zero, L->x, L->xd) != OK)
+        return 1;
+    sextend(e, L->x, xe, 0);
+    for (int r = 0; r < nrm; r++) {
+        phi[r] = 0.0;
+        v[r] = 0.0;
+    }
+    STerm t[6];
+    for (int j = 0; j < e->nj; j++) {
+        const int *J = IA(e, A_IJOINT) + 6 * j;
+        if (J[3] >= 0)                      /* a tree joint */
+            continue;
+        Frames3 fr;
+        joint_frames(e, j, xe, &fr);
+        int k = joint_terms(J[0], &fr, DA(e, A_DJOINT)[SJD * j + 24], t);
+        if (k != J[5])
+            return 1;
+        for (int r = 0; r < k; r++) {
+            phi[J[4] + r] = t[r].v;
+            double w = 0.0;
+            for (int i = 0; qd && i < 7; i++) {
+                if (fr.p < nb)
+                    w += t[r].J[i] * xd[7 * fr.p + i];
+                if (fr.c < nb)
+                    w += t[r].J[7 + i] * xd[7 * fr.c + i];
+            }
+            v[J[4] + r] = w;
+        }
+    }
+    for (int d = 0; d < e->nd; d++) {
+        int j = IA(e, A_ISDJ)[2 * d], row = IA(e, A_ISDJ)[2 * d + 1];
+        int rev = IA(e, A_IJOINT)[6 * j] == SJ_REV;
+        Frames3 fr;
+        STerm tc;
+        double s[3];
+        joint_frames(e, j, xe, &fr);
+        coord_term(rev ? SC_REV : SC_PRI, &fr, &tc);
+        spatial_law(e, d, L->t, s);
+        double res = tc.v - s[0];
+        phi[row] = rev ? pymod(res + PI, 2.0 * PI) - PI : res;
+        double w = -s[1];
+        for (int i = 0; qd && i < 7; i++) {
+            if (fr.p < nb)
+                w += tc.J[i] * xd[7 * fr.p + i];
+            if (fr.c < nb)
+                w += tc.J[7 + i] * xd[7 * fr.c + i];
+        }
+        v[row] = w;
+    }
+    for (int b = 0; b < nb; b++) {
+        const double *p = L->x + 7 * b + 3, *pd = xd + 7 * b + 3;
+        phi[r0 + b] = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]) - 1.0;
+        v[r0 + b] = qd ? 2.0 * (p[0] * pd[0] + p[1] * pd[1] + p[2] * pd[2] + p[3] * pd[3]) : 0;
+    }
+    int k = 0;
+    for (int row = 0; row < nb; row++) {    /* the tree's normalisations (spatial_tree_norms) */
+        const int *R = IA(e, A_ISRI) + SRI * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        int o = R[3] + (R[0] == 4 ? 3 : 0);
+        const double *p = q + o;
+        phi[nrm + k] = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]) - 1.0;
+        v[nrm + k] = qd ? 2.0 * (p[0] * qd[o] + p[1] * qd[o + 1] + p[2] * qd[o + 2] +
+                                 p[3] * qd[o + 3]) : 0.0;
+        k++;
+    }
+    return all_finite(phi, L->nr) && (!qd || all_finite(v, L->nr)) ? 0 : 1;
+}
+
+/* phi (L->phi, the nr rows) at q and, with qd, the velocity residual Dq qd + phi_t (c->vres):
+ * one kinematics pass; 0 on success */
+static int me_rows(MeCtx *c, const double *q, const double *qd)
+{
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    if (e->kind)
+        return me_rows_spatial(c, q, qd);
+    int nr = e->nrows, nc = 3 * e->nb;
+    if (lin_kinematics(e, q, qd ? qd : L->zero, L->x, L->xd) != OK ||
+        model_rows(e, L->x, L->t, e->phi, e->phit, qd ? e->D : NULL) != OK)
+        return 1;
+    memcpy(L->phi, e->phi, sizeof(double) * (size_t)nr);
+    if (qd) {
+        for (int r = 0; r < nr; r++) {
+            double v = e->phit[r];
+            for (int i = 0; i < nc; i++)
+                v += e->D[(size_t)r * nc + i] * L->xd[i];
+            c->vres[r] = v;
+        }
+        if (!all_finite(c->vres, nr))
+            return 1;
+    }
+    return all_finite(L->phi, nr) ? 0 : 1;
+}
+
+/* s = -(Dd0' Dd0)^-1 Dd0' b by the Cholesky factor R */
+static void me_solve(MeCtx *c, const double *b)
+{
+    Lin *L = &c->L;
+    int n = L->e->n, nr = L->nr, m = L->ndep;
+    double *s = c->s, *R = c->R;
+    for (int a = 0; a < m; a++) {
+        double v = 0.0;
+        for (int r = 0; r < nr; r++)
+            v += c->Dq0[(size_t)r * n + L->dep[a]] * b[r];
+        s[a] = v;
+    }
+    for (int a = 0; a < m; a++) {           /* R y = s, then R' z = y */
+        double v = s[a];
+        for (int k = 0; k < a; k++)
+            v -= R[a * m + k] * s[k];
+        s[a] = v / R[a * m + a];
+    }
+    for (int a = m - 1; a >= 0; a--) {
+        double v = s[a];
+        for (int k = a + 1; k < m; k++)
+            v -= R[k * m + a] * s[k];
+        s[a] = v / R[a * m + a];
+    }
+    for (int a = 0; a < m; a++)
+        s[a] = -s[a];
+}
+
+/* the chord step of the dependent coordinates for rows b: s = G b */
+static void me_chord(MeCtx *c, const double *b)
+{
+    int na = c->nact, m = c->L.ndep;
+    for (int a = 0; a < m; a++) {
+        const double *Ga = c->G + (size_t)a * na;
+        double v = 0.0;
+        for (int k = 0; k < na; k++)
+            v += Ga[k] * b[c->act[k]];
+        c->s[a] = v;
+    }
+}
+
+/* Dq0 := L->Dq (the rows' Jacobian just computed), its condition, factor, G and P; c->have */
+static void me_refresh(MeCtx *c)
+{
+    Lin *L = &c->L;
+    int n = L->e->n, nr = L->nr, m = L->ndep, f = L->f;
+    memcpy(c->Dq0, L->Dq, sizeof(double) * (size_t)nr * n);
+    c->cond = me_condition(c);
+    c->have = c->cond > 0.0;
+    if (!c->have)
+        return;
+    c->nact = 0;
+    for (int r = 0; r < nr; r++) {
+        int any = 0;
+        for (int j = 0; j < n && !any; j++)
+            any = c->Dq0[(size_t)r * n + j] != 0.0;
+        if (any)
+            c->act[c->nact++] = r;
+    }
+    int na = c->nact;
+    for (int k = 0; k < na; k++) {
+        for (int r = 0; r < nr; r++)
+            c->r[r] = r == c->act[k];
+        me_solve(c, c->r);
+        for (int a = 0; a < m; a++)
+            c->G[(size_t)a * na + k] = c->s[a];
+    }
+    for (int a = 0; a < m; a++)
+        for (int k = 0; k < f; k++) {
+            double v = 0.0;
+            for (int j = 0; j < na; j++)
+                v += c->G[(size_t)a * na + j] * c->Dq0[(size_t)c->act[j] * n + L->ind[k]];
+            c->P[(size_t)a * f + k] = v;
+        }
+}
+
+#define ME_CHORD_IT 8             /* chord iterations before a full Newton closure */
+#define ME_CHORD_SMALL 1e-11      /* a predicted residual this small takes one chord step */
+#define ME_TINY_MOVE 1e-7         /* a move of the states below: full Newton (me_close) */
+
+/* The closed state (L->q, L->qd) of (qi, qdi) from the last solution L->q0 (the engine's
+ * q), qd0 its rates: chord iterations with the rows' Jacobian of a recent solution (one
+ * kinematics pass each), the tangent predictor first; lin_close's full Newton (and a new
+ * Jacobian) when they do not converge fast. c->cond: the partition's condition of the
+ * Jacobian in use. 0 on success. */
+static int me_close(MeCtx *c, const double *qi, const double *qdi, const double *qd0)
+{
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    int n = e->n, nr = L->nr, f = L->f, m = L->ndep, slow = 0;
+    if (m == 0 || nr == 0) {
+        c->cond = 1.0;
+        return lin_close(L, qi, qdi);
+    }
+    /* a tiny move (a solver's difference quotient): Newton with the Jacobian there, whose
+     * result follows the state more smoothly than the chord's (differences of 1e-17 in q
+     * reach 1e-13 in the accelerations of a light link's spin) */
+    double move = 0.0, size = 1.0;
+    for (int k = 0; k < f; k++) {
+        move = fmax(move, fmax(fabs(qi[k] - L->q0[L->ind[k]]), fabs(qdi[k] - qd0[L->ind[k]])));
+        size = fmax(size, fmax(fabs(qi[k]), fabs(qdi[k])));
+    }
+    if (c->have && move > ME_TINY_MOVE * size) {
+        memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
+        memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
+        for (int a = 0; a < m; a++) {       /* predictor: dq_d = P dq_i, dqd_d = P dqd_i */
+            const double *Pa = c->P + (size_t)a * f;
+            double v = 0.0, w = 0.0;
+            for (int k = 0; k < f; k++) {
+                v += Pa[k] * (qi[k] - L->q0[L->ind[k]]);
+                w += Pa[k] * (qdi[k] - qd0[L->ind[k]]);
+            }
+            L->q[L->dep[a]] += v;
+            L->qd[L->dep[a]] += w;
+        }
+        for (int k = 0; k < f; k++) {
+            L->q[L->ind[k]] = qi[k];
+            L->qd[L->ind[k]] = qdi[k];
+        }
+        double scale = 1.0 + absmax(L->q, n), vscale = 1.0 + absmax(L->qd, n), prev = INFINITY;
+        /* the predicted state's residuals (one kinematics pass with the rates): when both are
+         * below ME_CHORD_SMALL, one chord step each leaves an error below ME_CHORD_SMALL times
+         * the chord's contraction (~ |q - q0| |d Dq / dq| / sigma_min(Dd), small there) */
+        if (me_rows(c, L->q, L->qd) == 0 && absmax(L->phi, nr) <= ME_CHORD_SMALL * scale &&
+            absmax(c->vres, nr) <= ME_CHORD_SMALL * vscale) {
+            me_chord(c, L->phi);
+            for (int a = 0; a < m; a++)
+                L->q[L->dep[a]] += c->s[a];
+            me_chord(c, c->vres);
+            for (int a = 0; a < m; a++)
+                L->qd[L->dep[a]] += c->s[a];
+            return 0;
+        }
+        int ok = 0;
+        for (int it = 0; it < ME_CHORD_IT; it++) {
+            if (me_rows(c, L->q, NULL))
+                break;
+            double res = absmax(L->phi, nr);
+            if (res <= 4e-16 * scale) {
+                ok = 1;
+                slow |= it > 2;
+                break;
+            }
+            if (it > 0 && !(res < 0.5 * prev))
+                break;
+            prev = res;
+            me_chord(c, L->phi);
+            for (int a = 0; a < m; a++)
+                L->q[L->dep[a]] += c->s[a];
+        }
+        prev = INFINITY;
+        for (int it = 0; ok && it < ME_CHORD_IT; it++) {
+            if (me_rows(c, L->q, L->qd)) {
+                ok = 0;
+                break;
+            }
+            double res = absmax(c->vres, nr);
+            if (res <= 4e-16 * vscale) {
+                slow |= it > 2;
+                break;
+            }
+            if (it > 0 && !(res < 0.5 * prev)) {
+                ok = 0;
+                break;
+            }
+            prev = res;
+            me_chord(c, c->vres);
+            for (int a = 0; a < m; a++)
+                L->qd[L->dep[a]] += c->s[a];
+            ok = it + 1 < ME_CHORD_IT;
+        }
+        if (ok && !slow)
+            return 0;
+        if (ok) {                           /* converged slowly: a new Jacobian here */
+            if (lin_rows(L, L->q) == 0)
+                me_refresh(c);
+            return 0;
+        }
+    }
+    if (lin_close(L, qi, qdi))             /* full Newton from the last solution */
+        return 1;
+    me_refresh(c);
+    return 0;
 }
 
 MbeStatus mbe_me_set_time(MbEngine *e, double t, char *err, size_t errlen)
@@ -185,18 +506,20 @@ MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x,
     int n = e->n;
     L->t = e->t;
     memcpy(L->q0, e->y, sizeof(double) * (size_t)n);     /* Newton from the last solution */
-    int failed = lin_close(L, x, x + f);
-    double cond = failed ? 0.0 : me_condition(c);
+    int failed = me_close(c, x, x + f, e->y + n);
+    double cond = failed ? 0.0 : c->cond;
     if (failed || !(cond >= ME_PARTITION_FAIL) || !all_finite(L->qd, n)) {
-        msg(err, errlen, "the loops cannot be closed at t = %.9g s for these states: the "
-            "independent coordinates chosen at initialisation %s (partition condition %.3g); "
+        c->have = 0;
+        msg(err, errlen, "the dependent coordinates (of the closed loops, or the Euler "
+            "parameter that the other three fix) cannot be found at t = %.9g s for these "
+            "states: the independent ones chosen at initialisation %s (partition condition "
+            "%.3g); "
             "model exchange cannot continue from here; use the co-simulation interface, whose "
             "integrator keeps every coordinate and projects", e->t,
             failed ? "do not determine the dependent ones here (Newton from the last solution "
                      "does not converge)" : "have become singular", cond);
         return MBE_ERROR;
     }
-    c->cond = cond;
     memcpy(e->y, L->q, sizeof(double) * (size_t)n);
     memcpy(e->y + n, L->qd, sizeof(double) * (size_t)n);
     return MBE_OK;
@@ -261,8 +584,17 @@ MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind,
             return MBE_ERROR;
         }
     }
-    if (e->n > f)
+    if (e->n > f) {              /* the condition at this state (a fresh Jacobian, which the
+                                    chord closure uses from now on) */
+        Lin *L = &c->L;
+        L->t = e->t;
+        if (lin_rows(L, e->y)) {
+            msg(err, errlen, "the loops' rows at t = %.9g s cannot be evaluated", e->t);
+            return MBE_ERROR;
+        }
+        me_refresh(c);
         z[e->ncon] = c->cond - ME_PARTITION_TOL;
+    }
     return MBE_OK;
 }
 

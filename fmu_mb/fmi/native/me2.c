@@ -227,10 +227,11 @@ static fmi2Status me_update(Inst* in, const char* fn, int* changed)
     if (singular && !in->me_warned) {
         in->me_warned = 1;
         return say(in, fmi2Warning, "%s: %s: at t = %.9g s the independent coordinates chosen "
-                   "at initialisation approach a singular partition of the loops (the event "
-                   "indicator of the partition crossed zero): model exchange loses accuracy "
-                   "here and stops where the loops cannot be closed; the co-simulation "
-                   "interface keeps every coordinate and projects", fn, FMU_MODEL_NAME,
+                   "at initialisation approach a singular partition (the event indicator of the "
+                   "partition crossed zero): the dependent coordinates of the closed loops, or "
+                   "the Euler parameter that the other three fix, are ill-determined here; "
+                   "model exchange loses accuracy and stops where they cannot be found; the "
+                   "co-simulation interface keeps every coordinate and projects", fn, FMU_MODEL_NAME,
                    mbe_time(in->engine));
     }
     if (!singular) {
