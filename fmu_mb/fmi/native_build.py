@@ -231,7 +231,7 @@ def build_native_fmu(model_file, out_dir, overrides=None, platforms=None, log=No
         sources = [FRONT_SOURCE] + engine
         digest = hashlib.sha1()
         for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
-                     *(p.read_bytes() for p in sources)):
+                     *(p.read_bytes() for p in sources + sorted(NATIVE_DIR.glob("me*.c")))):
             digest.update(part)
         guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16], version=5)) + "}"
         root.set("guid", guid)
@@ -248,6 +248,9 @@ def build_native_fmu(model_file, out_dir, overrides=None, platforms=None, log=No
         listed = ET.SubElement(cosim, "SourceFiles")
         for name in sources_dir["listed"]:
             ET.SubElement(listed, "File", name=name)
+        from .native_me import add_model_exchange   # one binary, both interfaces
+        if linear is not None:
+            linear["me"] = add_model_exchange(root, model, linear)
         xml = _serialise(root)
         start = float(experiment.get("start_time", 0.0))
         header = _header(model, guid, table, defaults, blob, start, linear)
@@ -347,11 +350,14 @@ def _source_files(defines):
     bytes}."""
     engine, _ = engine_sources()
     files = {FRONT_SOURCE.name: FRONT_SOURCE.read_bytes()}
+    for p in sorted(NATIVE_DIR.glob("me*.c")):      # the model-exchange parts the fronts include
+        files[p.name] = p.read_bytes()
     for p in sorted(ENGINE_DIR.glob("*.h")) + [Path(x) for x in engine]:
         files[p.name] = p.read_bytes()
     for text in list(files.values()):        # C files a source includes (kernel.c: events.c)
         for name in re.findall(rb'#include "([^"]+\.c)"', text):
-            files.setdefault(name.decode(), (ENGINE_DIR / name.decode()).read_bytes())
+            if name.decode() not in files:
+                files[name.decode()] = (ENGINE_DIR / name.decode()).read_bytes()
     wrapper = SOURCE_WRAPPER.format(defines="".join(f"#define {d} 1\n" for d in defines))
     files["fmu_mb_engine.c"] = wrapper.encode("utf-8")
     listed = [FRONT_SOURCE.name, "fmu_mb_engine.c"] + [Path(x).name for x in engine
@@ -571,7 +577,7 @@ def _linear_structure(model, root):
         structure.remove(initial)
     root.find("CoSimulation").set("providesDirectionalDerivative", "true")
     return {"independent": independent, "state_vr": state_vr, "locals": locals_,
-            "derivatives": derivs}
+            "derivatives": derivs, "n": len(coords)}
 
 
 def _mark_fixed(root, name, reason):
@@ -646,6 +652,8 @@ def _header(model, guid, table, defaults, blob, start, linear=None):
     lines.append("static const int FMU_IND[] = {" + ", ".join(map(str, ind or [0])) + "};")
     lines.append("static const int FMU_STATE_VR[] = {"
                  + ", ".join(map(str, (linear["state_vr"] if linear else None) or [0])) + "};")
+    from .native_me import header_lines
+    lines += header_lines(linear.get("me") if linear else None)
     lines.append(f"#define FMU_DATA_SIZE ((size_t){len(blob)})")
     lines.append("static const unsigned char FMU_DATA[] = {")
     for k in range(0, max(len(blob), 1), 24):

@@ -171,7 +171,8 @@ def build_native_fmu3(model_file, out_dir, overrides=None, platforms=None, log=N
         front = [FMI3_FRONT, nb.FRONT_SOURCE]
         digest = hashlib.sha1(b"fmi3")
         for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
-                     *(p.read_bytes() for p in front + list(engine))):
+                     *(p.read_bytes() for p in front + list(engine)
+                       + sorted(NATIVE_DIR.glob("me*.c")))):
             digest.update(part)
         guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16], version=5)) + "}"
         root2.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
@@ -184,6 +185,9 @@ def build_native_fmu3(model_file, out_dir, overrides=None, platforms=None, log=N
         nb._note(root2, "solver.method", f"native FMU: {', '.join(nb.NATIVE_METHODS)}; the "
                  f"others need the Python FMU (fmu-mb build --python)")
         root = fmi3_model_description(root2, guid, early_return=bool(model.contacts))
+        from .native_me import add_model_exchange3  # one binary, both interfaces
+        if linear is not None:
+            linear["me"] = add_model_exchange3(root, model, linear)
         xml = _serialise(root)
         start = float(experiment.get("start_time", 0.0))
         header = nb._header(model, guid, table, defaults, blob, start, linear)

@@ -120,6 +120,10 @@ typedef struct {
 
 #include "fmu_model.h"
 
+#ifndef FMU_HAS_ME
+#define FMU_HAS_ME 0                 /* model exchange (me2.c): the FMU declares states */
+#endif
+
 /* ------------------------------------------------------------------ instance */
 enum { INSTANTIATED = 1, INIT_MODE = 2, STEP_MODE = 4, TERMINATED = 8, ANY = 15 };
 
@@ -169,8 +173,14 @@ typedef struct {
     int stuck;               /* the last doStep was discarded in the model (fmi2Terminated) */
     int stop_defined;        /* fmi2SetupExperiment's stop time: no doStep may end after it */
     double stop_time;
+    int me;                  /* made with fmi2ModelExchange (me2.c) */
+    int me_mode;             /* ME_EVENT or ME_CT once initialised */
+    int me_warned;           /* the partition's warning was logged (me2.c) */
     char err[MSG];
 } Inst;
+
+
+enum { ME_EVENT = 1, ME_CT = 2, ME_TERMINATED = 4 };   /* model exchange's modes (me2.c) */
 
 /* ------------------------------------------------------------------ live instances
  * A host may pass a pointer that is no instance at all (0x1234, a freed one). A real check is
@@ -797,9 +807,11 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
              "is empty; FMI 2.0 requires a non-empty name; no instance made");
         return NULL;
     }
-    if (fmuType != fmi2CoSimulation) {
-        snprintf(text, sizeof text, "fmi2Instantiate: fmuType %d: this FMU supports "
-                 "co-simulation only (fmi2CoSimulation = 1); no instance made", (int)fmuType);
+    if (fmuType != fmi2CoSimulation && !(fmuType == fmi2ModelExchange && FMU_HAS_ME)) {
+        snprintf(text, sizeof text, "fmi2Instantiate: fmuType %d: this FMU supports %s; no "
+                 "instance made", (int)fmuType, FMU_HAS_ME ? "co-simulation "
+                 "(fmi2CoSimulation = 1) and model exchange (fmi2ModelExchange = 0)"
+                 : "co-simulation only (fmi2CoSimulation = 1)");
         emit(logger, env, instanceName, fmi2Error, "logStatusError", text);
         return NULL;
     }
@@ -825,6 +837,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         return NULL;
     }
     in->magic = INSTANCE_MAGIC;
+    in->me = fmuType == fmi2ModelExchange;
     in->logger = logger;
     in->env = env;
     in->logging = loggingOn != 0;
@@ -987,6 +1000,7 @@ EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c)
         return fmi2Error;       /* stays in initialization mode: fix the value and retry */
     }
     in->mode = STEP_MODE;
+    in->me_mode = ME_EVENT;     /* model exchange: event mode (me2.c) */
     return fmi2OK;
 }
 
@@ -1306,6 +1320,10 @@ static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int
     Inst* in = enter(c, "fmi2DoStep", STEP_MODE);
     if (!in) {
         return fmi2Error;
+    }
+    if (in->me) {
+        return say(in, fmi2Error, "fmi2DoStep: this instance was made for model exchange "
+                   "(fmi2ModelExchange): the host's solver integrates its continuous states");
     }
     in->stuck = 0;
     double now = mbe_time(in->engine);
@@ -2191,3 +2209,6 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[
     *state = s;
     return fmi2OK;
 }
+
+/* ------------------------------------------------------------------ model exchange */
+#include "me2.c"
