@@ -510,10 +510,28 @@ def _build_models(args):
               f"{exc}", file=sys.stderr)
         return 1
     from ..dynamics.simulate import _Progress
-
     from ..fmi.native_platforms import BuildLog, parse_platforms
+    from ..importers import is_robot_file, model_file
 
     overrides = {k: _value(v) for k, v in args.set}
+    if args.platforms is not None:
+        try:
+            parse_platforms(args.platforms, int(args.fmi))
+        except FmuMbError as exc:
+            print(f"fmu-mb: error: {exc}", file=sys.stderr)
+            return 2
+    bar = None if args.quiet or args.verbose else _Progress(len(args.models))
+    robots = tempfile.TemporaryDirectory(prefix="fmu_mb_robots_")
+    for k, model in enumerate(args.models):
+        note = None
+        log = BuildLog()
+        if is_robot_file(model):           # its model file: the description as data
+            if not Path(model).is_file():
+                raise ModelError(f"robot file {model!r} does not exist")
+            folder = Path(robots.name) / str(k)
+            folder.mkdir()
+            model = model_file(model, folder, **robot_options(args))
+        if isinstance(model, str) and is_controller_file(model):   # a ControllerSpec
             if args.fmi != "2":
                 print(f"fmu-mb: error: {model}: a controller FMU is a Python FMU (FMI 2.0 "
                       f"only); build it without --fmi {args.fmi}", file=sys.stderr)
