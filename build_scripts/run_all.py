@@ -6,13 +6,14 @@ For each model: build DIR/fmus/<model>.fmu (native wherever the model runs in th
 engine, else a Python FMU: `fmu-mb build`'s choice; the builds run in N processes, default one
 per CPU), validate it with fmpy, simulate it with fmpy over its default experiment, write
 DIR/<model>.csv and a plot DIR/<model>.png, and print one row of a summary table (kind,
-variables, simulated time, wall time, final outputs), then the build's time per stage summed
-over the models (docs/platforms.md).
+platforms, variables, simulated time, wall time, final outputs), then the build's time per
+stage summed over the models (docs/platforms.md).
 """
 import argparse
 import os
 import sys
 import time
+import zipfile
 from concurrent.futures import ProcessPoolExecutor
 from itertools import repeat
 from pathlib import Path
@@ -39,6 +40,14 @@ def key_outputs(names):
     picks += [n for n in names if n.endswith(".impacts")][:1]
     picks += [n for n in names if n.endswith((".y", ".phi")) and n not in picks]
     return picks[:3] + [n for n in ("energy.total", "constraint.residual") if n in names]
+
+
+def platforms(fmu):
+    """The binaries/ folders of an FMU, comma-separated."""
+    with zipfile.ZipFile(fmu) as z:
+        found = {n.split("/")[1] for n in z.namelist()
+                 if n.startswith("binaries/") and n.count("/") >= 2 and not n.endswith("/")}
+    return ", ".join(sorted(found)) or "none"
 
 
 def build(path, folder):
@@ -96,14 +105,15 @@ def main(argv=None):
         shown = plot_outputs(r, shown, out / f"{name}.png", f"{name} (FMU in fmpy)",
                              units=units)
         final = ", ".join(f"{n} = {r[n][-1]:.6g}" for n in shown[:3])
-        rows.append((name, kind, len(md.modelVariables), "ok" if not problems else
-                     f"{len(problems)} problems", r["time"][-1], wall, final))
-    head = ("model", "FMU", "variables", "validation", "simulated [s]", "wall [s]",
+        rows.append((name, kind, platforms(fmu), len(md.modelVariables),
+                     "ok" if not problems else f"{len(problems)} problems", r["time"][-1], wall,
+                     final))
+    head = ("model", "FMU", "platforms", "variables", "validation", "simulated [s]", "wall [s]",
             "final outputs")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:g} | {r[5]:.3f} | {r[6]} |")
+        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]} | {r[5]:g} | {r[6]:.3f} | {r[7]} |")
     print(f"\nFMUs in {out / 'fmus'}; CSV files and plots in {out}")
     print(f"\nbuilds: {build_wall:.1f} s wall in {max(1, args.jobs)} processes; native FMUs' "
           f"stages summed over the models:")
