@@ -304,3 +304,42 @@ def test_the_native_fmu_logs_a_pose_far_from_the_declared_one(tmp_path):
         logs[name] = [m for st, m in lines if "far from its declared pose" in m]
     assert len(logs["far"]) == 1 and "joint 'O4'" in logs["far"][0], logs
     assert logs["near"] == []
+
+
+@pytest.mark.parametrize("kind", ["native", "python"])
+def test_solver_assembly_error_refuses_a_far_pose(kind, tmp_path):
+    """solver.assembly = 'error' makes the far pose an initialisation error (fmi2Error with
+    the note), in the native and the Python FMU; 'warn' (the default) runs."""
+    fmpy = pytest.importorskip("fmpy")
+    from fmpy.fmi1 import FMICallException
+
+    up, down = (_four_bar_pose(s, FOUR_BAR)["rocker"][1] for s in (1, -1))
+    src = tmp_path / "far_four_bar.py"
+    src.write_text(FAR_FOUR_BAR.format(dims=FOUR_BAR, angle=(up + down) / 2 + math.pi))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AssemblyWarning)
+        if kind == "native":
+            from fmu_mb.fmi.native_build import build_native_fmu
+            fmu = build_native_fmu(src, tmp_path / "out")
+        else:
+            pytest.importorskip("pythonfmu")
+            from fmu_mb.fmi.build import build_fmu
+            fmu = build_fmu(src, tmp_path / "out")
+    lines = []
+
+    def logger(env, inst, status, category, message):
+        lines.append(message.decode() if isinstance(message, bytes) else message)
+
+    res = fmpy.simulate_fmu(str(fmu), stop_time=0.02, step_size=0.01, logger=logger)
+    assert len(res) >= 2
+    lines.clear()
+    with pytest.raises(FMICallException):
+        fmpy.simulate_fmu(str(fmu), stop_time=0.02, step_size=0.01, logger=logger,
+                          start_values={"solver.assembly": "error"})
+    text = " ".join(lines)
+    assert "far from its declared pose" in text and "solver.assembly = 'error'" in text, text
+    lines.clear()
+    with pytest.raises(FMICallException):
+        fmpy.simulate_fmu(str(fmu), stop_time=0.02, step_size=0.01, logger=logger,
+                          start_values={"solver.assembly": "strict"})
+    assert "solver" in " ".join(lines) and "strict" in " ".join(lines)

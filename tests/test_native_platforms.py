@@ -1,9 +1,10 @@
-"""Native FMUs for every platform (issue 22): the win64 binary and the FMU's own sources.
+"""Native FMUs for every platform (issues 22 and 32): the win64 binary and the FMU's own sources
+(the aarch64 Linux and macOS binaries: tests/test_cross_platforms.py).
 
 Checked against things that can disagree with them:
-- the win64 DLL: its import table (x86_64-w64-mingw32-objdump -p: only Windows' own DLLs) and
-  export table (the fmi2* functions the linux64 binary exports, nothing else); its numbers,
-  run under wine by tests/c_host/win_host.c cross-compiled with the same MinGW-w64, against the
+- the win64 DLL (zig, or MinGW-w64 without zig): its import table (objdump -p: only Windows'
+  own DLLs) and export table (the fmi2* functions the linux64 binary exports, nothing else);
+  its numbers, run under wine by tests/c_host/win_host.c cross-compiled for Windows, against the
   linux64 binary run by the same host source compiled for Linux, over the default experiment,
   to 1e-9 (relative to max(1, |value|));
 - sources/: every file that <SourceFiles> and buildDescription.xml list is there, every
@@ -12,8 +13,8 @@ Checked against things that can disagree with them:
   importer would; and fmpy's CMake builder where cmake is installed) gives the shipped
   binary's outputs in fmpy to 1e-9;
 - a machine without the cross compiler builds the FMU without win64 (sources still there).
-The win64 and wine tests are skipped, saying why, where the tools are missing (Debian:
-apt-get install gcc-mingw-w64-x86-64 wine64).
+The win64 and wine tests are skipped, saying why, where the tools are missing (pip install
+"fmu_mb[cross]" or Debian's gcc-mingw-w64-x86-64; Debian's wine64).
 """
 import os
 import re
@@ -43,11 +44,12 @@ from fmu_mb.fmi.native_build import build_native_fmu  # noqa: E402
 from conftest import MODELS, ROOT  # noqa: E402
 
 HOST = ROOT / "tests" / "c_host" / "win_host.c"
-MINGW = native_platforms.win64_compiler()
-OBJDUMP = shutil.which("x86_64-w64-mingw32-objdump")
+MINGW = shutil.which(native_platforms.WIN64_CC)
+WIN64 = native_platforms.toolchain("x86_64-windows")[0]      # zig or MinGW-w64
+OBJDUMP = shutil.which("x86_64-w64-mingw32-objdump") or shutil.which("objdump")
 WINE = shutil.which("wine64") or shutil.which("wine")
-NO_MINGW = "needs the MinGW-w64 cross compiler x86_64-w64-mingw32-gcc (Debian: " \
-           "gcc-mingw-w64-x86-64)"
+NO_MINGW = "needs a win64 toolchain: the ziglang package (pip install 'fmu_mb[cross]') or " \
+           "the MinGW-w64 cross compiler x86_64-w64-mingw32-gcc (Debian: gcc-mingw-w64-x86-64)"
 NO_WINE = "needs wine to run the win64 binary (Debian: wine64)"
 #: what a win64 binary may import: Windows' own DLLs
 WINDOWS_DLLS = re.compile(r"^(kernel32|msvcrt|ucrtbase|api-ms-win-crt-[a-z0-9-]+)\.dll$", re.I)
@@ -84,7 +86,7 @@ def _outputs(result):
 # ---------------------------------------------------------------------- layout and sources
 def test_fmu_carries_linux64_win64_and_its_sources(wishbone):
     assert f"binaries/linux64/{wishbone.id}.so" in wishbone.names
-    if MINGW:
+    if WIN64:
         assert f"binaries/win64/{wishbone.id}.dll" in wishbone.names
     listed = wishbone.md.buildConfigurations[0].sourceFileSets[0].sourceFiles
     assert listed[0] == "fmi2_native.c" and "fmu_mb_engine.c" in listed
@@ -137,16 +139,21 @@ def test_fmpy_builder_builds_the_binary_from_the_sources(wishbone, tmp_path):
 
 
 def test_without_the_cross_compiler_the_fmu_has_no_win64(monkeypatch, tmp_path):
-    monkeypatch.setattr(native_platforms, "win64_compiler", lambda: None)
-    path = build_native_fmu(MODELS / "double_pendulum.py", tmp_path)
+    real = native_platforms.toolchain
+    monkeypatch.setattr(native_platforms, "toolchain", lambda t: (None, "none in this test")
+                        if t != "x86_64-linux" else real(t))
+    log = native_platforms.BuildLog()
+    path = build_native_fmu(MODELS / "double_pendulum.py", tmp_path, log=log)
     names = zipfile.ZipFile(path).namelist()
     assert not any(n.startswith("binaries/win64/") for n in names)
+    assert sorted(log.missing) == ["aarch64-linux", "darwin64", "win64"]
+    assert "none in this test" in log.summary() and "not built: " in log.summary()
     assert "binaries/linux64/double_pendulum.so" in names
     assert "sources/buildDescription.xml" in names and "sources/fmu_model.h" in names
 
 
 # ---------------------------------------------------------------------- win64
-@pytest.mark.skipif(not (MINGW and OBJDUMP), reason=NO_MINGW)
+@pytest.mark.skipif(not (WIN64 and OBJDUMP), reason=NO_MINGW + " and objdump (binutils)")
 def test_win64_dll_needs_only_windows_dlls_and_exports_fmi2_only(wishbone):
     dll = wishbone.dir / "binaries" / "win64" / f"{wishbone.id}.dll"
     text = subprocess.run([OBJDUMP, "-p", str(dll)], check=True, capture_output=True,
@@ -164,7 +171,8 @@ def test_win64_dll_needs_only_windows_dlls_and_exports_fmi2_only(wishbone):
 
 def _host(tmp_path, cc, name, extra=()):
     exe = tmp_path / name
-    subprocess.run([cc, "-O2", str(HOST), "-o", str(exe), *extra], check=True,
+    cc = list(cc) if isinstance(cc, tuple) else [cc]
+    subprocess.run([*cc, "-O2", str(HOST), "-o", str(exe), *extra], check=True,
                    capture_output=True, text=True, timeout=300)
     return exe
 
@@ -175,7 +183,7 @@ def _run_host(command, env=None):
     return np.loadtxt(r.stdout.splitlines(), delimiter=",", ndmin=2)
 
 
-@pytest.mark.skipif(not MINGW, reason=NO_MINGW)
+@pytest.mark.skipif(not WIN64, reason=NO_MINGW)
 @pytest.mark.xdist_group("wine")   # one wine prefix, one worker
 @pytest.mark.skipif(not WINE, reason=NO_WINE)
 def test_win64_binary_under_wine_gives_the_linux64_numbers(wishbone, tmp_path):
@@ -185,7 +193,8 @@ def test_win64_binary_under_wine_gives_the_linux64_numbers(wishbone, tmp_path):
     vrs = [str(v.valueReference) for v in md.modelVariables
            if v.causality == "output" and v.type == "Real"]
     args = [md.guid, repr(start), repr(stop), repr(step), *vrs]
-    win_exe = _host(tmp_path, MINGW, "win_host.exe", ["-static", "-static-libgcc"])
+    win_exe = (_host(tmp_path, MINGW, "win_host.exe", ["-static", "-static-libgcc"]) if MINGW
+               else _host(tmp_path, WIN64.command, "win_host.exe", ["-s"]))
     lin_exe = _host(tmp_path, CC, "win_host", ["-ldl"])
     env = dict(os.environ, WINEDEBUG="-all", WINEDLLOVERRIDES="mscoree,mshtml=",
                WINEPREFIX=str(Path(tempfile.gettempdir())

@@ -13,6 +13,10 @@ from conftest import MODEL_FILES
 
 fmpy_validation = pytest.importorskip("fmpy.validation", reason="fmpy validates the FMUs")
 
+# builds 43 FMUs (about 5 minutes on 2 idle cores; the FMI tests of tests/test_fmi_statuses.py
+# reuse some of them)
+pytestmark = [pytest.mark.fmu, pytest.mark.slow]
+
 
 @pytest.fixture(scope="session")
 def all_fmus(session_fmus):

@@ -38,6 +38,7 @@ from ..linalg import LazyModule
 METHODS = ("rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHODS
 FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
+ASSEMBLY_CHECKS = ("warn", "error")     # Settings.assembly
 _SCIPY = {"dopri5": "RK45", "dop853": "DOP853", "radau": "Radau"}   # scipy's steppers
 _scipy_integrate = LazyModule("scipy.integrate")      # not imported by the compiled path
 _RESOLVED = weakref.WeakKeyDictionary()     # model -> {(Settings, coords): Settings}
@@ -62,7 +63,9 @@ class Settings:
     below which a contact becomes persistent [m/s or rad/s]; event_tol : time tolerance of
     the event location on the dense output [s]. max_steps : most integrator steps one
     advance() call may take (0: no limit); an FMU sets it so that every doStep returns in
-    bounded time (IntegrationError beyond it).
+    bounded time (IntegrationError beyond it). assembly : what an FMU does at initialisation
+    when the assembly closed the loops far from the bodies' declared poses (Model.assembly_note:
+    another assembly branch), one of ASSEMBLY_CHECKS: "warn" logs it, "error" refuses.
     """
 
     method: str = "dop853"
@@ -81,9 +84,11 @@ class Settings:
     newton_tol: float = 1e-10
     dae_form: str = "auto"
     max_steps: int = 0
+    assembly: str = "warn"
 
     def __post_init__(self):
         _choice("method", self.method, METHODS)
+        _choice("assembly", self.assembly, ASSEMBLY_CHECKS)
         _choice("stabilization", self.stabilization, STABILIZATIONS)
         _choice("dae_form", self.dae_form, DAE_FORMS)
         if self.formulation != "auto":

@@ -31,7 +31,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "IPLACE", "DBODY0", "IINIT", "DINIT", "DMINV", "IQSRC",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
-          "ISDI", "DSDD", "DSDP", "ISDJ")
+          "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON")
 
@@ -374,6 +374,9 @@ def _spatial(model, arrays, head):
     ci, cd = sk._cut_joints(model)
     rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
                   float).reshape(-1, 9)
+    arm = sk.row_armature(model, tm)
+    if arm.any():
+        arrays["DSARM"] = arm
     arrays.update(ISRI=ri, DSRD=rd, DSMASS=np.asarray(C.mass, float),
                   DSJ=np.asarray(C.inertia, float).reshape(-1, 9), ISEI=ei, DSED=ed, ISCI=ci,
                   DSCD=cd, DSRQ=rq)

@@ -2313,7 +2313,8 @@ _WORDS = {"DGRAV": "gravity", "DPARAM": "parameter table", "DJD": "tree joint ge
           "DMARK": "marker points", "DBODY0": "initial body poses",
           "DINIT": "initial joint values", "DMINV": "projection metric (inverse masses)",
           "DSRD": "spatial tree geometry", "DSMASS": "masses", "DSJ": "inertia tensors",
-          "DSED": "force element data", "DSCD": "cut joint data", "DSRQ": "joint poses"}
+          "DSED": "force element data", "DSCD": "cut joint data", "DSRQ": "joint poses",
+          "DSARM": "armature"}
 
 
 def _engine_describer(model, D0):

@@ -53,6 +53,7 @@ def library():
     lib.sk_set_stabilization.restype = None
     lib.sk_set_stabilization.argtypes = [P, I, D, D, D]
     lib.sk_set_pose_data.argtypes = [P, P]
+    lib.sk_set_armature.argtypes = [P, P]
     lib.sk_kinematics.argtypes = [P, P, P, P, P]
     lib.sk_element_outputs.argtypes = [P, P, P, P, P]
     lib.sk_points.restype = None
@@ -104,6 +105,17 @@ def supported(model, contacts=False):
             return (f"joint '{model.joints[j].name}' of the spanning tree is {row[0]} (the "
                     f"kernel's tree joints: revolute, prismatic, spherical, weld)")
     return None
+
+
+def row_armature(model, tm):
+    """(nb,) the armature of each tree row's joint (0 for the rest); InputError for armature
+    on a joint that closes a loop (it has no coordinate)."""
+    rows = set(int(j) for j in tm.joints)
+    cut = [j.name for k, j in enumerate(model.joints) if j.armature and k not in rows]
+    if cut:
+        raise InputError(f"model '{model.name}': joints {cut} have armature but close a loop "
+                         f"(armature acts on tree coordinates only)")
+    return np.array([model.joints[j].armature if j >= 0 else 0.0 for j in tm.joints], float)
 
 
 def _tree_rows(model, tm):
@@ -282,6 +294,9 @@ class SpatialKernel:
         self._rq = np.array([np.concatenate([row[6], row[7], [row[10]]]) for row in tm.rows],
                             float).reshape(-1, 9)
         lib.sk_set_pose_data(handle, self._rq.ctypes.data)
+        self._arm = row_armature(model, tm)
+        if self._arm.any() and lib.sk_set_armature(handle, self._arm.ctypes.data):
+            raise InputError(f"model '{model.name}': the kernel refused the armature")
         self.nb = nb
         self._x = np.zeros(7 * nb + 1)
         self._xd = np.zeros(7 * nb + 1)

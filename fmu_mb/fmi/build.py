@@ -112,8 +112,26 @@ def _documentation(model):
             "fmi2Error and a logged message; misuse (a wrong value reference, a call in the "
             "wrong state, a corrupt FMU state) returns fmi2Error and changes nothing; a step "
             "that cannot be taken returns fmi2Discard and keeps the state.</p>\n"
+            + _picture(model) +
             "<table><tr><th>parameter</th><th>value</th><th>unit</th><th>valid range</th>"
             "<th>description</th></tr>\n" + "\n".join(rows) + "</table>\n")
+
+
+def _picture(model):
+    """HTML: the model in 3-D at its start pose (fmu_mb.viewer, inlined: the page needs
+    no network), or a line saying why it is missing."""
+    import html
+    from ..errors import FmuMbError
+    try:
+        from ..viewer.scene import fragment, scene
+        picture = fragment(scene(model, total_faces=20000))   # meshes: at most 20000 faces
+    except (FmuMbError, OSError, ValueError) as exc:
+        return f"<p>(no 3-D view: {html.escape(str(exc))})</p>\n"
+    return ("<h2>The model in 3-D</h2>\n<p>At its start pose: drag to orbit, right-drag to "
+            "pan, wheel to zoom. Each body is drawn in its own colour as its shapes or as "
+            "links between its joint points (with a ghost ellipsoid of equal inertia); "
+            "grey: joints; red coils: springs; the grid is in metres. <code>fmu-mb view "
+            "MODEL RESULT.csv</code> plays a result in the same viewer.</p>\n" + picture)
 
 
 def _finite_range(low, high):
@@ -135,7 +153,8 @@ def _package(text, module_name, extra_files, dest, units, standalone, limits=Non
     with tempfile.TemporaryDirectory(prefix="fmu_mb_build_") as tmp:
         pkg = Path(tmp) / "fmu_mb"
         shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns(
-            "__pycache__", "*.pyc", "*.so", "*.o"))
+            "__pycache__", "*.pyc", "*.so", "*.o", "viewer"))   # viewer: the 3-D viewer,
+        # inlined into documentation/index.html instead
         _add_kernel(pkg / "engine" / "native")
         files = [pkg]
         for f in extra_files:

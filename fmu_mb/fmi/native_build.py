@@ -1,28 +1,26 @@
 """Build native FMI 2.0 co-simulation FMUs: `fmu-mb build --native MODEL.py -o DIR`.
 
 A native FMU is the compiled engine (fmu_mb/engine/native, engine.h) behind the FMI 2.0 C
-interface of fmu_mb/fmi/native/fmi2_native.c, with the model's data embedded in the binary: its
-linux64 binary needs only libc and libm (no Python, no numpy, no resources/ folder). Its
+interface of fmu_mb/fmi/native/fmi2_native.c, with the model's data embedded in the binary: each
+binary needs only the platform's C library (no Python, no numpy, no resources/ folder). Its
 variables (names, value references, types, units, ranges, start values), default experiment and
 documentation are those of the Python FMU of the same model (`build.build_fmu`): the
 modelDescription.xml is made by the same adapter class (slave.MultibodySlave) and the same
 post-processing (packaging's units and limits), so a master can swap one for the other.
 
 Per FMU this writes fmu_model.h (the variable table, each variable mapped to a model parameter,
-a solver setting, an input or an output; the model-data blob; the GUID), compiles
-fmi2_native.c and the engine's sources with the system C compiler (`-O2 -ffp-contract=off
--fPIC -shared -fvisibility=hidden`, only the fmi2* symbols exported) and zips modelDescription.xml,
-binaries/linux64/<model>.so, documentation/index.html and sources/ (the same C sources, listed
-in modelDescription.xml's SourceFiles, so that a host of another platform can compile the
-binary: fmpy.build.build_platform_binary does).
+a solver setting, an input or an output; the model-data blob; the GUID), builds the binaries of
+every platform a toolchain builds (native_platforms: linux64, aarch64-linux, win64 and a
+universal darwin64; `-O2 -ffp-contract=off`, only the fmi2* symbols exported; the engine and
+the front compiled once per target into a cache, per FMU only the model's tables and the link)
+and zips modelDescription.xml, binaries/<platform>/, documentation/index.html and sources/
+(the same C sources, listed in modelDescription.xml's SourceFiles, so that a host of another
+platform can compile the binary: fmpy.build.build_platform_binary does).
 """
 import hashlib
-import html
 import math
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -38,17 +36,13 @@ NATIVE_DIR = Path(__file__).resolve().parent / "native"
 FRONT_SOURCE = NATIVE_DIR / "fmi2_native.c"
 ENGINE_DIR = Path(__file__).resolve().parent.parent / "engine" / "native"
 
-#: compiler flags of a native FMU's binary (issue 20): no fused multiply-add contraction, so
-#: that the FMU computes what the engine computes in process
-CFLAGS = ["-O2", "-ffp-contract=off", "-fPIC", "-shared", "-fvisibility=hidden"]
-
 #: the solver settings' ids in fmi2_native.c (SOLVER_*), by FMU variable name
 SOLVER_IDS = {"solver.method": 0, "solver.formulation": 1, "solver.stabilization": 2,
               "solver.rtol": 3, "solver.atol": 4, "solver.step": 5, "solver.rho_inf": 6,
               "solver.newton_tol": 7, "solver.dae_form": 8, "solver.max_steps": 9,
               # the contact event loop's settings (models with contacts only; slave.py's
               # CONTACT_PARAMETERS; engine.h MbeSettings)
-              "solver.contact_tol": 10, "solver.contact_velocity": 11, "solver.event_tol": 12}
+              "solver.contact_tol": 10, "solver.contact_velocity": 11, "solver.event_tol": 12, "solver.assembly": 13}
 
 #: what the native FMU runs (fmi2_native.c refuses the rest at fmi2ExitInitializationMode)
 NATIVE_METHODS = ("dop853", "dopri5", "rk4")
@@ -102,6 +96,61 @@ def engine_data(model, module=None, overrides=None):
     return data.to_bytes(program), names, defaults, fixed
 
 
+_BACKGROUND = None      # the (function, arguments) a forked worker of EngineDataLater runs
+
+
+def _background_job():
+    fn, args = _BACKGROUND
+    return fn(*args)
+
+
+class EngineDataLater:
+    """engine_data(model, module, overrides) computed in a forked process while the build
+    makes the model description and its linear structure (Linux, 2 or more CPUs; elsewhere,
+    or with FMU_MB_SERIAL=1, computed at once). result() returns it or raises its error; a
+    worker that fails otherwise (a crash, an error that does not pickle) is replaced by
+    computing it here. NativeUnavailable is raised at once (native_reason is cheap)."""
+
+    def __init__(self, model, module=None, overrides=None):
+        global _BACKGROUND
+        why = native_reason(model)
+        if why is not None:
+            raise NativeUnavailable(why)
+        self.args = (model, module, overrides)
+        self.pool = self.future = None
+        if sys.platform == "linux" and (os.cpu_count() or 1) >= 2 \
+                and not os.environ.get("FMU_MB_SERIAL"):
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+            _BACKGROUND = (engine_data, self.args)
+            try:
+                self.pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+                self.future = self.pool.submit(_background_job)    # forks now
+            except (OSError, RuntimeError):
+                self.close()
+            finally:
+                _BACKGROUND = None
+        if self.future is None:
+            self.value = engine_data(*self.args)
+
+    def result(self):
+        if self.future is None:
+            return self.value
+        try:
+            return self.future.result()
+        except FmuMbError:
+            raise
+        except Exception:          # the worker failed, not the model: compute it here
+            return engine_data(*self.args)
+        finally:
+            self.close()
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
 def engine_sources():
     """(C sources, preprocessor defines) of the engine compiled into a native FMU's binary."""
     from ..engine.engine import sources
@@ -145,79 +194,126 @@ def native_start_reason(model, start=0.0):
 
 
 # ---------------------------------------------------------------------- the build
-def build_native_fmu(model_file, out_dir, overrides=None):
+def build_native_fmu(model_file, out_dir, overrides=None, platforms=None, log=None):
     """Build one model file into out_dir/<model name>.fmu (native) and return its path.
 
-    Raises NativeUnavailable when the model does not run in the compiled engine, ModelError
-    for a model file or override that is wrong, FmuMbError when the C compiler fails.
+    platforms: the binaries/ folders to build (native_platforms.parse_platforms; default every
+    one a toolchain builds: linux64, aarch64-linux, win64, darwin64); log: a
+    native_platforms.BuildLog that gets the time of each stage and the platforms built or
+    missing, and why. Raises NativeUnavailable when the model does not run in the compiled
+    engine, ModelError for a model file or override that is wrong, FmuMbError when the C
+    compiler fails or a platform asked for cannot be built.
     """
+    from . import native_platforms as npl
+
+    log = log if log is not None else npl.BuildLog()
     model_file = Path(model_file)
-    module = load_module(model_file)
-    overrides = dict(overrides or {})
-    model = call_build(module, model_file, **overrides)
-    blob, names, defaults, fixed = engine_data(model, module, overrides)
-    experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
-    source = model_file.read_text(encoding="utf-8")
-    root = _model_description(model, model_file, source, overrides, experiment)
-    linear = _linear_structure(model, root)
-    table = _variable_table(model, root, names, fixed, linear)
-    engine, defines = engine_sources()
-    sources = [FRONT_SOURCE] + engine
-    digest = hashlib.sha1()
-    for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
-                 *(p.read_bytes() for p in sources)):
-        digest.update(part)
-    guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16], version=5)) + "}"
-    root.set("guid", guid)
-    root.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
-    for name, reason in fixed.items():
-        _mark_fixed(root, name, reason)
-    _note(root, "solver.formulation", "native FMU: 'auto' and 'recursive' (the compiled "
-          "engine); the others need the Python FMU (fmu-mb build --python)")
-    _note(root, "solver.method", f"native FMU: {', '.join(NATIVE_METHODS)}; the others need "
-          f"the Python FMU (fmu-mb build --python)")
-    from .packaging import _html, _serialise
-    sources_dir = _source_files(defines)
-    cosim = root.find("CoSimulation")
-    listed = ET.SubElement(cosim, "SourceFiles")
-    for name in sources_dir["listed"]:
-        ET.SubElement(listed, "File", name=name)
-    xml = _serialise(root)
-    start = float(experiment.get("start_time", 0.0))
-    header = _header(model, guid, table, defaults, blob, start, linear)
-    from . import native_platforms           # win64 binary, buildDescription.xml (issue 22)
-    documentation = _html(model.name, _documentation(model) + host_section(model.name)
-                          + native_platforms.host_note(model.name,
-                                                       units=sources_dir["listed"]))
+    with log.stage("load the model"):
+        module = load_module(model_file)
+        overrides = dict(overrides or {})
+        model = call_build(module, model_file, **overrides)
+    with log.stage("engine data and parameter program (started)"):
+        pending = EngineDataLater(model, module, overrides)
+    try:
+        experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
+        source = model_file.read_text(encoding="utf-8")
+        with log.stage("model description"):
+            root = _model_description(model, model_file, source, overrides, experiment)
+        with log.stage("linear structure (ModelStructure)"):
+            linear = _linear_structure(model, root)
+        with log.stage("engine data and parameter program (the rest)"):
+            blob, names, defaults, fixed = pending.result()
+    finally:
+        pending.close()
+    with log.stage("variable table, header, sources/"):
+        table = _variable_table(model, root, names, fixed, linear)
+        engine, defines = engine_sources()
+        sources = [FRONT_SOURCE] + engine
+        digest = hashlib.sha1()
+        for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
+                     *(p.read_bytes() for p in sources + sorted(NATIVE_DIR.glob("me*.c")))):
+            digest.update(part)
+        guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16], version=5)) + "}"
+        root.set("guid", guid)
+        root.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
+        for name, reason in fixed.items():
+            _mark_fixed(root, name, reason)
+        _note(root, "solver.formulation", "native FMU: 'auto' and 'recursive' (the compiled "
+              "engine); the others need the Python FMU (fmu-mb build --python)")
+        _note(root, "solver.method", f"native FMU: {', '.join(NATIVE_METHODS)}; the others "
+              f"need the Python FMU (fmu-mb build --python)")
+        from .packaging import _html, _serialise
+        sources_dir = _source_files(defines)
+        cosim = root.find("CoSimulation")
+        listed = ET.SubElement(cosim, "SourceFiles")
+        for name in sources_dir["listed"]:
+            ET.SubElement(listed, "File", name=name)
+        from .native_me import add_model_exchange   # one binary, both interfaces
+        if linear is not None:
+            linear["me"] = add_model_exchange(root, model, linear)
+        xml = _serialise(root)
+        start = float(experiment.get("start_time", 0.0))
+        header = _header(model, guid, table, defaults, blob, start, linear)
     dest = Path(out_dir) / f"{model.name}.fmu"
     with tempfile.TemporaryDirectory(prefix="fmu_mb_native_") as tmp:
-        binary = _compile(Path(tmp), model.name, header, sources, defines)
-        files = {"modelDescription.xml": xml,
-                 f"binaries/linux64/{model.name}.so": binary,
-                 "documentation/index.html": documentation,
-                 "sources/fmu_model.h": header.encode("utf-8")}
-        files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
-        files.update(native_platforms.platform_files(Path(tmp), model.name, sources, defines,
-                                                     listed=sources_dir["listed"],
-                                                     cache=_cache_dir()))
-        _zip(dest, files)
+        (Path(tmp) / "fmu_model.h").write_text(header, encoding="utf-8")
+        binaries = build_platform_binaries(Path(tmp), model.name, 2, FRONT_SOURCE, engine,
+                                           defines, platforms, log)
+        documentation = _html(model.name, _documentation(model) + host_section(model.name)
+                              + npl.host_note(model.name, units=sources_dir["listed"],
+                                              platforms=list(log.platforms)))
+        with log.stage("zip"):
+            package(dest, xml, binaries, documentation, header, sources_dir["files"],
+                    npl.build_description(model.name, sources_dir["listed"]))
     return dest
 
 
-def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=None):
+def package(dest, xml, binaries, documentation, header, sources, build_description):
+    """Zip a native FMU (FMI 2.0 or 3.0): modelDescription.xml, binaries ({path in the FMU:
+    bytes}), documentation/index.html, sources/ (name -> bytes; fmu_model.h: header) and
+    sources/buildDescription.xml."""
+    files = {"modelDescription.xml": xml, **binaries, "documentation/index.html": documentation,
+             "sources/fmu_model.h": header.encode("utf-8")}
+    files.update({f"sources/{n}": d for n, d in sources.items()})
+    files["sources/buildDescription.xml"] = build_description
+    _zip(dest, files)
+
+
+def build_platform_binaries(workdir, identifier, fmi, front, engine, defines, platforms, log):
+    """native_platforms.build_binaries with the platforms asked for: raises FmuMbError when one
+    asked for (platforms not None) or every one (None) cannot be built, saying why."""
+    from . import native_platforms as npl
+
+    wanted = None if platforms is None else npl.parse_platforms(
+        platforms if isinstance(platforms, str) else ",".join(platforms), fmi)
+    files = npl.build_binaries(workdir, identifier, fmi, front, engine, defines, wanted, log)
+    if platforms is not None and log.missing:
+        raise FmuMbError("--platforms: cannot build " + "; ".join(
+            f"{f} ({why})" for f, why in log.missing.items()))
+    if not files:
+        raise FmuMbError("no platform can be built: " + "; ".join(
+            f"{f} ({why})" for f, why in log.missing.items()))
+    return files
+
+
+def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=None,
+                    platforms=None, log=None):
     """Build one model file as a native or a Python FMU; returns (path, kind, why).
 
     kind : "native" (the compiled engine behind fmi2_native.c: no Python on the host; raises
     FmuMbError saying why when the model does not run in the compiled engine), "python" (the
     pythonfmu FMU: every formulation and method), or None: native whenever the model runs in
-    the compiled engine, else Python.
+    the compiled engine, else Python. platforms, log: build_native_fmu's (native FMUs); why
+    names the platforms built and those missing.
     """
     from .build import build_fmu
+    from .native_platforms import BuildLog
 
     if not Path(model_file).is_file():
         raise ModelError(f"model file {str(model_file)!r} does not exist")
     if kind == "python":
         return build_fmu(model_file, out_dir, overrides, standalone), "python", "--python"
+    log = log if log is not None else BuildLog()
     if kind is None:              # the kind that can start the model: tried here
         module = load_module(Path(model_file))
         model = call_build(module, Path(model_file), **dict(overrides or {}))
@@ -229,7 +325,7 @@ def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=N
                         f"the compiled engine cannot start the model ({why}); the Python "
                         f"FMU can: the host needs Python, see the README's FMU kinds")
     try:
-        path = build_native_fmu(model_file, out_dir, overrides)
+        path = build_native_fmu(model_file, out_dir, overrides, platforms, log)
     except NativeUnavailable as exc:
         if kind == "native":
             raise FmuMbError(f"{model_file}: cannot build a native FMU: {exc}; build it with "
@@ -240,11 +336,7 @@ def build_model_fmu(model_file, out_dir, overrides=None, standalone=True, kind=N
     why = ("--native" if kind == "native" else
            "the model runs in the compiled engine: the host needs no Python; --python builds "
            "the Python FMU")
-    from .native_platforms import WIN64_CC, win64_compiler     # issue 22
-    if win64_compiler() is None:
-        why += (f"; no win64 binary: the cross compiler {WIN64_CC} is not installed (Debian: "
-                f"gcc-mingw-w64-x86-64); sources/ builds one")
-    return path, "native", why
+    return path, "native", f"{why}; {log.summary()}"
 
 
 #: compiled in place of engine.c from sources/: the engine with the parameter program
@@ -258,11 +350,14 @@ def _source_files(defines):
     bytes}."""
     engine, _ = engine_sources()
     files = {FRONT_SOURCE.name: FRONT_SOURCE.read_bytes()}
+    for p in sorted(NATIVE_DIR.glob("me*.c")):      # the model-exchange parts the fronts include
+        files[p.name] = p.read_bytes()
     for p in sorted(ENGINE_DIR.glob("*.h")) + [Path(x) for x in engine]:
         files[p.name] = p.read_bytes()
     for text in list(files.values()):        # C files a source includes (kernel.c: events.c)
         for name in re.findall(rb'#include "([^"]+\.c)"', text):
-            files.setdefault(name.decode(), (ENGINE_DIR / name.decode()).read_bytes())
+            if name.decode() not in files:
+                files[name.decode()] = (ENGINE_DIR / name.decode()).read_bytes()
     wrapper = SOURCE_WRAPPER.format(defines="".join(f"#define {d} 1\n" for d in defines))
     files["fmu_mb_engine.c"] = wrapper.encode("utf-8")
     listed = [FRONT_SOURCE.name, "fmu_mb_engine.c"] + [Path(x).name for x in engine
@@ -482,7 +577,7 @@ def _linear_structure(model, root):
         structure.remove(initial)
     root.find("CoSimulation").set("providesDirectionalDerivative", "true")
     return {"independent": independent, "state_vr": state_vr, "locals": locals_,
-            "derivatives": derivs}
+            "derivatives": derivs, "n": len(coords)}
 
 
 def _mark_fixed(root, name, reason):
@@ -557,6 +652,8 @@ def _header(model, guid, table, defaults, blob, start, linear=None):
     lines.append("static const int FMU_IND[] = {" + ", ".join(map(str, ind or [0])) + "};")
     lines.append("static const int FMU_STATE_VR[] = {"
                  + ", ".join(map(str, (linear["state_vr"] if linear else None) or [0])) + "};")
+    from .native_me import header_lines
+    lines += header_lines(linear.get("me") if linear else None)
     lines.append(f"#define FMU_DATA_SIZE ((size_t){len(blob)})")
     lines.append("static const unsigned char FMU_DATA[] = {")
     for k in range(0, max(len(blob), 1), 24):
@@ -564,94 +661,6 @@ def _header(model, guid, table, defaults, blob, start, linear=None):
         lines.append("    " + ",".join(str(b) for b in chunk) + ",")
     lines.append("};")
     return "\n".join(lines) + "\n"
-
-
-def _compiler():
-    candidates = [os.environ["CC"]] if os.environ.get("CC") else []
-    candidates += ["cc", "gcc", "clang"]
-    found = next((shutil.which(c) for c in candidates if shutil.which(c)), None)
-    if found is None:
-        raise FmuMbError(f"building a native FMU needs a C compiler; none of {candidates} is on "
-                         f"PATH (Debian: apt-get install gcc)")
-    return found
-
-
-EXPORTS = "{\n  global: fmi2*;\n  local: *;\n};\n"
-
-
-def _run_cc(command, what):
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    except OSError as exc:
-        raise FmuMbError(f"cannot run the C compiler {command[0]!r}: {exc}") from exc
-    if result.returncode != 0:
-        raise FmuMbError(f"{what} failed (exit {result.returncode}):\n"
-                         f"{result.stderr.strip()[-4000:]}")
-
-
-def _cache_dir():
-    """This user's cache of compiled engine objects: $XDG_CACHE_HOME/fmu_mb/native_objects
-    (default ~/.cache), or a folder of the temporary directory named after the user id when
-    there is no home; a folder another user could write to is not used (its objects would
-    end up in the FMUs)."""
-    base = os.environ.get("XDG_CACHE_HOME") or (
-        os.path.join(os.path.expanduser("~"), ".cache") if os.path.expanduser("~") != "~"
-        else None)
-    folder = (Path(base) / "fmu_mb" / "native_objects" if base else
-              Path(tempfile.gettempdir()) / f"fmu_mb_native_objects_{os.getuid()}")
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        st = folder.stat()
-        if st.st_uid == os.getuid() and not st.st_mode & 0o022:
-            return folder
-    except OSError:
-        pass
-    return Path(tempfile.mkdtemp(prefix="fmu_mb_native_objects_"))   # private, this build
-
-
-def _engine_objects(cc, sources, defines):
-    """The engine's sources compiled to object files once per source text, compiler and flags
-    (cached in this user's cache, _cache_dir: building an FMU then compiles only its own
-    small file)."""
-    key = hashlib.sha1(repr((cc, CFLAGS, defines)).encode())
-    # the headers and the .c files the sources include (events.c, spatial_events.c), then
-    # the sources: a change to an included .c file is a new key, not a stale object
-    included = sorted(p for p in ENGINE_DIR.glob("*.c") if p not in set(sources))
-    for p in sorted(ENGINE_DIR.glob("*.h")) + included + list(sources):
-        key.update(p.name.encode() + b"\0" + p.read_bytes())
-    folder = _cache_dir() / key.hexdigest()[:16]
-    objects = [folder / (p.stem + ".o") for p in sources]
-    if all(o.is_file() for o in objects):
-        return objects
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for src, obj in zip(sources, objects):
-        fd, tmp = tempfile.mkstemp(prefix=f".{obj.stem}-", suffix=".o", dir=folder)
-        os.close(fd)
-        try:
-            _run_cc([cc, *[f for f in CFLAGS if f != "-shared"], *(f"-D{d}" for d in defines),
-                     f"-I{ENGINE_DIR}", "-c", str(src), "-o", tmp],
-                    f"compiling the engine source {src.name}")
-            os.replace(tmp, obj)            # atomic: parallel builds never see half a file
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return objects
-
-
-def _compile(workdir, identifier, header, sources, defines=(), exports=EXPORTS):
-    """Compile the FMU's binary (its front with fmu_model.h, linked with the engine's
-    objects); returns its bytes. exports: the linker version script (the FMI 3.0 front's
-    exports fmi3*)."""
-    (workdir / "fmu_model.h").write_text(header, encoding="utf-8")
-    (workdir / "exports.map").write_text(exports, encoding="utf-8")
-    cc = _compiler()
-    objects = _engine_objects(cc, [Path(p) for p in sources[1:]], tuple(defines))
-    out = workdir / f"{identifier}.so"
-    _run_cc([cc, *CFLAGS, *(f"-D{d}" for d in defines), f"-I{workdir}", f"-I{ENGINE_DIR}",
-             str(sources[0]), *(str(o) for o in objects), "-o", str(out),
-             f"-Wl,--version-script={workdir / 'exports.map'}", "-Wl,--as-needed", "-lm"],
-            f"compiling the native FMU {identifier!r}")
-    return out.read_bytes()
 
 
 def _zip(dest, files):
@@ -680,10 +689,10 @@ def host_section(name):
     """HTML: what a machine needs to run a native FMU, and what it runs."""
     return f"""
 <h2>What the host machine needs</h2>
-<p>This is a native FMU: its binary <code>binaries/linux64/{html.escape(name)}.so</code> is the
-compiled fmu_mb engine with the model's data inside; it needs Linux x86_64 with glibc
-(<code>libc</code> and <code>libm</code>) and nothing else: no Python, no resources folder, no
-environment variables. The resource location given to fmi2Instantiate is not used.</p>
+<p>This is a native FMU: each of its binaries (<code>binaries/</code>, listed below) is the
+compiled fmu_mb engine with the model's data inside; it needs the platform's C library (and
+math library) and nothing else: no Python, no resources folder, no environment variables. The
+resource location given to fmi2Instantiate is not used.</p>
 <p>It runs the formulation <code>recursive</code> (<code>solver.formulation</code> =
 <code>auto</code> or <code>recursive</code>) with the methods {', '.join(NATIVE_METHODS)}.
 The other formulations and methods of <code>solver.formulation</code> and

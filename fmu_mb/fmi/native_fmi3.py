@@ -4,8 +4,9 @@ The same engine, model data, variable table and engine sources as the native FMI
 native_build.build_native_fmu, behind fmu_mb/fmi/native/fmi3_native.c (which includes
 fmi2_native.c: both FMI versions share one implementation of the instance, the values, the
 state machine, the step and the serialized states); the modelDescription.xml is made from the
-FMI 2.0 one (fmi3_model_description). Binaries x86_64-linux and, with the MinGW-w64 cross
-compiler, x86_64-windows; sources/ with buildDescription.xml (native_platforms). There is no
+FMI 2.0 one (fmi3_model_description). Binaries for every platform a toolchain builds
+(native_platforms: x86_64-linux, aarch64-linux, x86_64-windows, x86_64-darwin,
+aarch64-darwin); sources/ with buildDescription.xml. There is no
 Python FMU of FMI 3.0 (pythonfmu writes FMI 2.0 only).
 """
 import hashlib
@@ -16,15 +17,13 @@ from pathlib import Path
 
 from ..errors import FmuMbError, ModelError
 from . import native_build as nb
-from .native_platforms import (NATIVE_DIR, WIN64_CC, build_description, host_note,
-                               win64_binary, win64_compiler)
+from .native_platforms import NATIVE_DIR, BuildLog, build_description, host_note
 
 FMI3_FRONT = NATIVE_DIR / "fmi3_native.c"
 
 
 #: FMI 2.0 variable types -> FMI 3.0 (fmi3_native.c maps the calls the same way)
 FMI3_TYPES = {"Real": "Float64", "Integer": "Int32", "Boolean": "Boolean", "String": "String"}
-FMI3_EXPORTS = "{\n  global: fmi3*;\n  local: *;\n};\n"
 
 
 def fmi3_model_description(root2, guid, early_return=False):
@@ -136,76 +135,87 @@ def fmi3_model_description(root2, guid, early_return=False):
     return root
 
 
-def build_native_fmu3(model_file, out_dir, overrides=None):
+def build_native_fmu3(model_file, out_dir, overrides=None, platforms=None, log=None):
     """Build one model file into out_dir/<model name>.fmu: the native FMI 3.0 co-simulation
     FMU (fmi3_native.c over the same engine, variable table and model data as the FMI 2.0
-    FMU of native_build.build_native_fmu), with binaries/x86_64-linux, binaries/x86_64-windows
-    (when the MinGW-w64 cross compiler is there) and sources/. Raises
-    native_build.NativeUnavailable when the model does not run in the compiled engine."""
+    FMU of native_build.build_native_fmu), with a binary for every platform a toolchain
+    builds (x86_64-linux, aarch64-linux, x86_64-windows, x86_64-darwin, aarch64-darwin;
+    platforms selects, log gets the stages' times: native_build.build_native_fmu's) and
+    sources/. Raises native_build.NativeUnavailable when the model does not run in the
+    compiled engine."""
     from ..mechanics.loader import call_build, load_module
     from .packaging import _html, _serialise
 
+    log = log if log is not None else BuildLog()
     model_file = Path(model_file)
-    module = load_module(model_file)
-    overrides = dict(overrides or {})
-    model = call_build(module, model_file, **overrides)
-    blob, names, defaults, fixed = nb.engine_data(model, module, overrides)
-    experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
-    source = model_file.read_text(encoding="utf-8")
-    root2 = nb._model_description(model, model_file, source, overrides, experiment)
-    linear = nb._linear_structure(model, root2)
-    table = nb._variable_table(model, root2, names, fixed, linear)
-    engine, defines = nb.engine_sources()
-    front = [FMI3_FRONT, nb.FRONT_SOURCE]
-    digest = hashlib.sha1(b"fmi3")
-    for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
-                 *(p.read_bytes() for p in front + list(engine))):
-        digest.update(part)
-    guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16], version=5)) + "}"
-    root2.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
-    for name, reason in fixed.items():
-        nb._mark_fixed(root2, name, reason)
-    # the notes native_build.build_native_fmu adds (tests/test_fmi3.py holds the two FMUs'
-    # variables equal)
-    nb._note(root2, "solver.formulation", "native FMU: 'auto' and 'recursive' (the compiled "
-             "engine); the others need the Python FMU (fmu-mb build --python)")
-    nb._note(root2, "solver.method", f"native FMU: {', '.join(nb.NATIVE_METHODS)}; the others "
-             f"need the Python FMU (fmu-mb build --python)")
-    root = fmi3_model_description(root2, guid, early_return=bool(model.contacts))
-    xml = _serialise(root)
-    start = float(experiment.get("start_time", 0.0))
-    header = nb._header(model, guid, table, defaults, blob, start, linear)
-    # sources/: the FMI 2.0 FMU's (native_build._source_files) with this front compiled
-    # instead of fmi2_native.c, which it includes
-    sources_dir = nb._source_files(defines)
-    sources_dir["files"][FMI3_FRONT.name] = FMI3_FRONT.read_bytes()
-    listed = [FMI3_FRONT.name if n == nb.FRONT_SOURCE.name else n
-              for n in sources_dir["listed"]]
-    documentation = _html(model.name, nb._documentation(model)
-                          + nb.host_section(model.name)
-                          .replace("fmi2Instantiate", "fmi3InstantiateCoSimulation")
-                          .replace("fmi2", "fmi3")
-                          .replace("binaries/linux64", "binaries/x86_64-linux")
-                          + host_note(model.name, fmi=3, units=listed))
+    with log.stage("load the model"):
+        module = load_module(model_file)
+        overrides = dict(overrides or {})
+        model = call_build(module, model_file, **overrides)
+    with log.stage("engine data and parameter program (started)"):
+        pending = nb.EngineDataLater(model, module, overrides)
+    try:
+        experiment = dict(getattr(module, "DEFAULT_EXPERIMENT", {}) or {})
+        source = model_file.read_text(encoding="utf-8")
+        with log.stage("model description"):
+            root2 = nb._model_description(model, model_file, source, overrides, experiment)
+        with log.stage("linear structure (ModelStructure)"):
+            linear = nb._linear_structure(model, root2)
+        with log.stage("engine data and parameter program (the rest)"):
+            blob, names, defaults, fixed = pending.result()
+    finally:
+        pending.close()
+    with log.stage("variable table, header, sources/"):
+        table = nb._variable_table(model, root2, names, fixed, linear)
+        engine, defines = nb.engine_sources()
+        front = [FMI3_FRONT, nb.FRONT_SOURCE]
+        digest = hashlib.sha1(b"fmi3")
+        for part in (blob, repr(table).encode(), repr(sorted(overrides.items())).encode(),
+                     *(p.read_bytes() for p in front + list(engine)
+                       + sorted(NATIVE_DIR.glob("me*.c")))):
+            digest.update(part)
+        guid = "{" + str(uuid.UUID(bytes=digest.digest()[:16], version=5)) + "}"
+        root2.set("generationTool", "fmu_mb (native FMU: the compiled engine, no Python)")
+        for name, reason in fixed.items():
+            nb._mark_fixed(root2, name, reason)
+        # the notes native_build.build_native_fmu adds (tests/test_fmi3.py holds the two FMUs'
+        # variables equal)
+        nb._note(root2, "solver.formulation", "native FMU: 'auto' and 'recursive' (the "
+                 "compiled engine); the others need the Python FMU (fmu-mb build --python)")
+        nb._note(root2, "solver.method", f"native FMU: {', '.join(nb.NATIVE_METHODS)}; the "
+                 f"others need the Python FMU (fmu-mb build --python)")
+        root = fmi3_model_description(root2, guid, early_return=bool(model.contacts))
+        from .native_me import add_model_exchange3  # one binary, both interfaces
+        if linear is not None:
+            linear["me"] = add_model_exchange3(root, model, linear)
+        xml = _serialise(root)
+        start = float(experiment.get("start_time", 0.0))
+        header = nb._header(model, guid, table, defaults, blob, start, linear)
+        # sources/: the FMI 2.0 FMU's (native_build._source_files) with this front compiled
+        # instead of fmi2_native.c, which it includes
+        sources_dir = nb._source_files(defines)
+        sources_dir["files"][FMI3_FRONT.name] = FMI3_FRONT.read_bytes()
+        listed = [FMI3_FRONT.name if n == nb.FRONT_SOURCE.name else n
+                  for n in sources_dir["listed"]]
     dest = Path(out_dir) / f"{model.name}.fmu"
     with tempfile.TemporaryDirectory(prefix="fmu_mb_native3_") as tmp:
         tmp = Path(tmp)
-        binary = nb._compile(tmp, model.name, header, [FMI3_FRONT, *engine], defines,
-                             exports=FMI3_EXPORTS)
-        files = {"modelDescription.xml": xml,
-                 f"binaries/x86_64-linux/{model.name}.so": binary,
-                 "documentation/index.html": documentation}
-        dll = win64_binary(tmp, model.name, FMI3_FRONT, engine, defines, nb._cache_dir())
-        if dll is not None:
-            files[f"binaries/x86_64-windows/{model.name}.dll"] = dll
-        files["sources/fmu_model.h"] = header.encode("utf-8")
-        files.update({f"sources/{n}": d for n, d in sources_dir["files"].items()})
-        files["sources/buildDescription.xml"] = build_description(model.name, listed)
-        nb._zip(dest, files)
+        (tmp / "fmu_model.h").write_text(header, encoding="utf-8")
+        binaries = nb.build_platform_binaries(tmp, model.name, 3, FMI3_FRONT, engine, defines,
+                                              platforms, log)
+        documentation = _html(model.name, nb._documentation(model)
+                              + nb.host_section(model.name)
+                              .replace("fmi2Instantiate", "fmi3InstantiateCoSimulation")
+                              .replace("fmi2", "fmi3")
+                              + host_note(model.name, fmi=3, units=listed,
+                                          platforms=list(log.platforms)))
+        with log.stage("zip"):
+            nb.package(dest, xml, binaries, documentation, header, sources_dir["files"],
+                       build_description(model.name, listed))
     return dest
 
 
-def build_model_fmu3(model_file, out_dir, overrides=None, kind=None):
+def build_model_fmu3(model_file, out_dir, overrides=None, kind=None, platforms=None, log=None):
     """`fmu-mb build --fmi 3`: (path, kind, why) as native_build.build_model_fmu. Raises
     FmuMbError saying why for kind "python" and for a model that does not run in the compiled
     engine (FMI 3.0 FMUs are native only)."""
@@ -215,12 +225,10 @@ def build_model_fmu3(model_file, out_dir, overrides=None, kind=None):
         raise FmuMbError("--fmi 3 builds native FMUs only (the Python FMU is FMI 2.0: "
                          "pythonfmu writes no FMI 3.0); drop --python, or build FMI 2.0")
     try:
-        path = build_native_fmu3(model_file, out_dir, overrides)
+        log = log if log is not None else BuildLog()
+        path = build_native_fmu3(model_file, out_dir, overrides, platforms, log)
     except nb.NativeUnavailable as exc:
         raise FmuMbError(f"{model_file}: cannot build an FMI 3.0 FMU: {exc}; FMI 3.0 FMUs are "
                          f"native only (build FMI 2.0 with --python for this model)") from None
-    why = "--fmi 3: the compiled engine behind fmi3_native.c"
-    if win64_compiler() is None:
-        why += (f"; no x86_64-windows binary: the cross compiler {WIN64_CC} is not installed "
-                f"(Debian: gcc-mingw-w64-x86-64); sources/ builds one")
-    return path, "native FMI 3.0", why
+    return (path, "native FMI 3.0",
+            f"--fmi 3: the compiled engine behind fmi3_native.c; {log.summary()}")

@@ -24,7 +24,9 @@ Behaviour importers rely on (statuses through GuardedSlave, fmi/guard.py, and th
 - doStep never raises: a non-finite input, a negative step, a communication point that is not
   the FMU's time, or a step the solver cannot complete (lock-up, NaN) logs the reason and
   returns fmi2Discard; so does a step that needs more than `solver.max_steps` integrator
-  steps (never more than MAX_STEPS_CAP, whatever the setting: a huge step, a huge input),
+  steps (never more than MAX_STEPS_CAP, whatever the setting: a huge step, a huge input) or
+  more work than PY_WORK_BUDGET (counted evaluations, fmu_mb.dynamics.work; the compiled
+  engine has its own; docs/fmi-statuses.md),
   whose state leaves |q|, |qd| <= STATE_BOUND or that would end beyond |t| <= TIME_BOUND; the
   state from before the call is kept, so the master may retry or restore a saved FMU state;
 - the FMU state (get/set, serialise) holds the whole solver state (time, coordinates, rates,
@@ -85,6 +87,10 @@ SOLVER_PARAMETERS = {
     "solver.newton_tol": ("newton_tol", 1e-10, "1", "Newton tolerance of the implicit methods"),
     "solver.dae_form": ("dae_form", "auto", "1", f"constraint rows of the implicit methods, "
                         f"one of {list(DAE_FORMS)}"),
+    "solver.assembly": ("assembly", "warn", "1",
+                        "what initialisation does when the loops close far from the bodies' "
+                        "declared poses (another assembly branch): 'warn' logs a warning, "
+                        "'error' refuses the initialisation (fmi2Error)"),
     "solver.max_steps": ("max_steps", 2000, "1",
                          "most integrator steps per doStep; 0 or a value above the hard cap "
                          "(200000 steps for the compiled integrators, 5000 for the others and "
@@ -478,6 +484,8 @@ class MultibodySlave(GuardedSlave):
         except ArithmeticError as exc:           # math range errors: name the parameter
             raise _StartFailure(f"building the model failed ({type(exc).__name__}: {exc})")
         check_settings(model, settings)
+        if model.assembly_note and settings.assembly == "error":
+            raise _StartFailure(f"{model.assembly_note} (solver.assembly = 'error')")
         resolved = settings.for_model(model)
         form = get_formulation(resolved.formulation)
         kind = ("compiled" if form.cosim_stepper is not None and not model.contacts

@@ -501,16 +501,28 @@ def declared_pose_far(model, tree, x, placed):
     return None
 
 
-def _check_declared(model, tree, x, placed):
+def declared_note(model, tree, x, placed=None):
+    """One line on the first body the assembly moved far from its declared pose
+    (declared_pose_far), or "" (x: the assembled coordinates)."""
+    if model.spatial:
+        return ""
+    if placed is None:
+        placed = _tree_placement(model, tree)
     far = declared_pose_far(model, tree, x, placed)
-    if far is not None:
-        joint, body, got, want = far
-        warnings.warn(
-            f"model '{model.name}': body '{body}' assembled at ({got[0]:.4g}, {got[1]:.4g}) m, "
+    if far is None:
+        return ""
+    joint, body, got, want = far
+    return (f"model '{model.name}': body '{body}' assembled at ({got[0]:.4g}, {got[1]:.4g}) m, "
             f"{math.degrees(got[2]):.4g} deg, far from its declared pose ({want[0]:.4g}, "
             f"{want[1]:.4g}) m, {math.degrees(want[2]):.4g} deg: the loops closed on another "
             f"assembly branch; declare a pose nearer the intended one or give "
-            f"mb.initial('{joint}', guess=...)", AssemblyWarning, stacklevel=4)
+            f"mb.initial('{joint}', guess=...)")
+
+
+def _check_declared(model, tree, x, placed):
+    note = declared_note(model, tree, x, placed)
+    if note:
+        warnings.warn(note, AssemblyWarning, stacklevel=4)
 
 
 def _check_result(model, x):

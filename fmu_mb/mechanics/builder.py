@@ -679,7 +679,8 @@ class ModelBuilder(SpatialItems):
         xd0.setflags(write=False)
         if not self.spatial:
             self._warn_ignored_positions(model, tree, x0)
-        return replace(model, x0=x0, xd0=xd0, topology=topo)
+        note = assembly.declared_note(model, tree, x0)
+        return replace(model, x0=x0, xd0=xd0, topology=topo, assembly_note=note)
 
     def _warn_ignored_positions(self, model, tree, x0):
         """AssemblyWarning for a body given a position= that a tree joint without

@@ -62,6 +62,8 @@ class Joint:
     dim: int = 2                    # 3: a spatial joint (mechanics.spatial)
     frame_p: tuple = ()             # spatial: joint frame (3 x 3, columns x, y, z) in the
     frame_c: tuple = ()             # parent's and the child's body axes
+    armature: float = 0.0           # spatial revolute or prismatic tree joint: reflected
+                                    # rotor inertia on its coordinate [kg.m2 or kg]
 
     @property
     def n_rows(self) -> int:
@@ -312,6 +314,9 @@ class Model:
     t0: float = 0.0
     description: str = ""
     contacts: tuple = ()            # Contact items (unilateral constraints)
+    assembly_note: str = ""         # a pose assembled far from the declared one (assembly)
+    visuals: tuple = field(default=(), repr=False)   # importers.robot.Visual of an imported
+                                                     # robot: shapes for the viewer
 
     # ----------------------------------------------------------------- lookups
     @property

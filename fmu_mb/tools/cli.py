@@ -3,9 +3,13 @@
     fmu-mb simulate MODEL.py --stop-time T [--output-interval DT] [--set NAME=VALUE ...]
                     [--input NAME=VALUE ...] [--formulation F] [--method M] [-o OUT.csv]
     fmu-mb info MODEL.py [--set NAME=VALUE ...]
-    fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...]
+    fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...] [--platforms P,...]
+                 [--verbose]
+    fmu-mb build ROBOT.urdf | SCENE.xml -o DIR [--base floating] [--link NAME] [--fmi 3]
     fmu-mb plot OUT.csv [--columns NAME ...] [--model MODEL.py] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F] [--view V]
+                   [--renderer auto|browser|matplotlib] [--size WxH]
+    fmu-mb view MODEL.py [OUT.csv] -o out/NAME.html [--columns NAME ...] [--traces POINT ...]
     fmu-mb linearize MODEL.py [--set NAME=VALUE ...] [--input NAME=VALUE ...] [--equilibrium]
                      [-o lin.npz]
     fmu-mb sweep MODEL.fmu --param NAME=start:stop:count [--param ...] --stop-time T
@@ -18,11 +22,13 @@ Bad arguments (including a --set or --input name the model does not have) print 
 import argparse
 import contextlib
 import sys
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-from ..errors import FmuMbError
+from ..errors import FmuMbError, ModelError
 from ..mechanics.builder import UnknownParameterError
 from ..dynamics.formulations import CHOICES
 from ..dynamics.implicit import DAE_FORMS
@@ -76,12 +82,43 @@ def _workers(text):
     return n
 
 
+def _robot_options(parser):
+    """Options of a robot description (.urdf, MJCF .xml): fmu_mb.importers, docs/import.md."""
+    g = parser.add_argument_group("robot descriptions (.urdf, MJCF .xml; docs/import.md)")
+    g.add_argument("--base", choices=("fixed", "floating"), default="fixed",
+                   help="the root link welded to the ground (default) or a free body")
+    g.add_argument("--fixed-joints", choices=("merge", "weld"), default="merge",
+                   dest="fixed_joints",
+                   help="links joined by fixed joints: one composite body (default) or "
+                        "bodies welded together (the same motion)")
+    g.add_argument("--no-limits", action="store_true",
+                   help="no joint-limit contacts (default: the file's limits)")
+    g.add_argument("--link", action="append", default=[], metavar="NAME",
+                   help="a link whose origin becomes the marker NAME_origin (outputs .x .y "
+                        ".z .vx .vy .vz); repeatable")
+    g.add_argument("--payload-link", default=None, metavar="NAME",
+                   help="the link carrying the parameter 'payload' [kg] at its origin")
+    g.add_argument("--actuators", choices=("file", "joints"), default=None,
+                   help="MJCF: the file's motors as inputs (default), or a torque input on "
+                        "every hinge and slide joint instead of the file's actuators")
+
+
+def robot_options(args):
+    """The importer's options given on the command line (defaults where a parser has none)."""
+    return {"base": getattr(args, "base", "fixed"),
+            "fixed": getattr(args, "fixed_joints", "merge"),
+            "limits": not getattr(args, "no_limits", False),
+            "links": tuple(getattr(args, "link", ()) or ()),
+            "payload_link": getattr(args, "payload_link", None),
+            **({"actuators": args.actuators} if getattr(args, "actuators", None) else {})}
+
+
 def _parser():
     p = argparse.ArgumentParser(prog="fmu-mb", description="Planar and spatial multibody models as FMI 2.0 and 3.0 FMUs.")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("simulate", help="simulate a model file and write its outputs as CSV")
-    s.add_argument("model", help="model file (defines build(**overrides))")
+    s.add_argument("model", help="model file (defines build(**overrides)), URDF or MJCF")
     s.add_argument("--stop-time", type=_positive, required=True, help="end time [s]")
     s.add_argument("--output-interval", type=_positive, default=None,
                    help="output (communication) interval [s]")
@@ -112,11 +149,13 @@ def _parser():
                    help="contact event loop: time tolerance of the event location [s]")
     s.add_argument("-o", "--output", default=None, help="CSV file (default: stdout)")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    _robot_options(s)
 
     i = sub.add_parser("info", help="list parameters, inputs, outputs and topology")
     i.add_argument("model")
     i.add_argument("--set", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE")
+    _robot_options(i)
 
     pl = sub.add_parser("plot", help="plot outputs of a CSV result over time")
     pl.add_argument("csv", help="CSV written by fmu-mb simulate or the main job")
@@ -129,7 +168,8 @@ def _parser():
     pl.add_argument("--set", type=_assignment, action="append", default=[],
                     metavar="NAME=VALUE", help="parameters of --model")
 
-    an = sub.add_parser("animate", help="animate a mechanism from a CSV result")
+    an = sub.add_parser("animate", help="animate a mechanism from a CSV result (GIF of the 3-D "
+                                        "scene of fmu-mb view, or line drawings)")
     an.add_argument("model", help="model file of the result")
     an.add_argument("csv", help="CSV with the model's body coordinates")
     an.add_argument("--set", type=_assignment, action="append", default=[],
@@ -138,12 +178,34 @@ def _parser():
     an.add_argument("--every", type=int, default=1, help="draw every N-th row")
     an.add_argument("--fps", type=_positive, default=25.0)
     an.add_argument("--view", default="iso",
-                    help="spatial models: projection iso, front, side, top, or AZ,EL in "
+                    help="spatial models: seen from iso, front, side, top, or AZ,EL in "
                          "degrees (azimuth about the up axis, elevation)")
+    an.add_argument("--renderer", choices=("auto", "browser", "matplotlib"), default="auto",
+                    help="browser: the 3-D scene of fmu-mb view in headless Chromium; "
+                         "matplotlib: line drawings; auto (default): the browser where "
+                         "Chromium is found, else matplotlib")
+    an.add_argument("--size", type=_size, default=(640, 480), metavar="WxH",
+                    help="picture size of the browser renderer [pixels]")
     an.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    vw = sub.add_parser("view", help="interactive 3-D viewer of a model (and a result) in one "
+                                     "self-contained HTML file")
+    vw.add_argument("model", help="model file")
+    vw.add_argument("csv", nargs="?", default=None,
+                    help="CSV result of the model (fmu-mb simulate); without it: the start pose")
+    vw.add_argument("--set", type=_assignment, action="append", default=[],
+                    metavar="NAME=VALUE", help="parameter value used for the result")
+    vw.add_argument("-o", "--output", default=None, help="HTML file (default: out/MODEL.html)")
+    vw.add_argument("--columns", nargs="+", default=None, metavar="NAME",
+                    help="outputs of the linked plot (default: joint coordinates and energy)")
+    vw.add_argument("--traces", nargs="*", default=None, metavar="POINT",
+                    help="named points whose paths are drawn (default: all)")
+    vw.add_argument("--max-frames", type=int, default=1500,
+                    help="the result is decimated to at most this many frames")
+
     b = sub.add_parser("build", help="build FMUs of model files (FMI 2.0, or 3.0 with --fmi 3)")
-    b.add_argument("models", nargs="+", help="model files")
+    b.add_argument("models", nargs="+", help="model files (.py), URDF (.urdf) or MJCF (.xml) "
+                                             "robot descriptions")
     b.add_argument("-o", "--output-dir", default=".", help="folder of the .fmu files")
     b.add_argument("--set", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE",
@@ -159,7 +221,15 @@ def _parser():
     b.add_argument("--fmi", choices=("2", "3"), default="2",
                    help="FMI version: 2 (default; native or Python FMU) or 3 (native FMU only: "
                         "FMI 3.0 co-simulation)")
+    b.add_argument("--platforms", default=None, metavar="P,...",
+                   help="native FMUs: the binaries to build, comma-separated (default: every "
+                        "one a toolchain builds; FMI 2.0: linux64, aarch64-linux, win64, "
+                        "darwin64; FMI 3.0: x86_64-linux, aarch64-linux, x86_64-windows, "
+                        "x86_64-darwin, aarch64-darwin); see docs/platforms.md")
+    b.add_argument("--verbose", action="store_true",
+                   help="print the time of each build stage (wall and CPU)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    _robot_options(b)
 
     sw = sub.add_parser("sweep", help="run a grid of parameter variants of an FMU on Dask")
     sw.add_argument("fmu", help="FMU built by fmu-mb build")
@@ -196,6 +266,8 @@ def main(argv=None):
             return _plot(args)
         if args.command == "animate":
             return _animate(args)
+        if args.command == "view":
+            return _view(args)
         if args.command == "sweep":
             return _sweep(args)
         if args.command == "linearize":
@@ -214,9 +286,13 @@ def main(argv=None):
 
 
 def _load(args):
+    from ..importers import is_robot_file, load
     from ..mechanics.loader import load_model
 
-    return load_model(args.model, **{k: _value(v) for k, v in args.set})
+    overrides = {k: _value(v) for k, v in args.set}
+    if is_robot_file(args.model):
+        return load(args.model, overrides, **robot_options(args))
+    return load_model(args.model, **overrides)
 
 
 def _simulate(args):
@@ -340,11 +416,48 @@ def _plot(args):
     return 0
 
 
+def _size(text):
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels, e.g. 640x480, "
+                                         f"received {text!r}") from None
+    if not (16 <= w <= 4096 and 16 <= h <= 4096):
+        raise argparse.ArgumentTypeError(f"width and height must lie in [16, 4096], "
+                                         f"received {text!r}")
+    return w, h
+
+
 def _animate(args):
     from .viz import animate, read_csv
 
     model = _load(args)
-    n = animate(model, read_csv(args.csv), _folder(args.output), every=args.every, fps=args.fps,
+    data = read_csv(args.csv)
+    renderer = args.renderer
+    if renderer != "matplotlib":
+        from .browser import find_browser
+
+        if find_browser() is None:
+            if renderer == "browser":
+                print("fmu-mb: error: --renderer browser: no Chromium found (apt-get install "
+                      "chromium, or set FMU_MB_BROWSER)", file=sys.stderr)
+                return 1
+            renderer = "matplotlib"
+    if renderer != "matplotlib":
+        from .browser import BrowserError
+        from .view import animate as animate3d
+
+        try:
+            n = animate3d(model, data, _folder(args.output), every=args.every, fps=args.fps,
+                          size=args.size, progress=not args.quiet, view=args.view)
+            print(f"{args.output}: {n} frames (3-D scene, headless Chromium)")
+            return 0
+        except (BrowserError, OSError) as exc:     # the browser, not the data, failed
+            if args.renderer == "browser":
+                raise
+            print(f"fmu-mb: the browser renderer failed ({exc}); drawing with matplotlib",
+                  file=sys.stderr)
+    n = animate(model, data, _folder(args.output), every=args.every, fps=args.fps,
                 progress=not args.quiet, view=args.view)
     print(f"{args.output}: {n} frames")
     return 0
@@ -369,6 +482,20 @@ def _warnings_once():
         warnings.showwarning = show
 
 
+def _view(args):
+    from .view import view
+
+    if args.max_frames < 2:
+        print(f"fmu-mb: error: --max-frames must be >= 2, received {args.max_frames}",
+              file=sys.stderr)
+        return 2
+    model = _load(args)
+    path = view(model, args.csv, args.output, max_frames=args.max_frames,
+                columns=args.columns, traces=args.traces)
+    print(path)
+    return 0
+
+
 def _build(args):
     with _warnings_once():
         return _build_models(args)
@@ -383,12 +510,28 @@ def _build_models(args):
               f"{exc}", file=sys.stderr)
         return 1
     from ..dynamics.simulate import _Progress
+    from ..fmi.native_platforms import BuildLog, parse_platforms
+    from ..importers import is_robot_file, model_file
 
     overrides = {k: _value(v) for k, v in args.set}
-    bar = None if args.quiet else _Progress(len(args.models))
+    if args.platforms is not None:
+        try:
+            parse_platforms(args.platforms, int(args.fmi))
+        except FmuMbError as exc:
+            print(f"fmu-mb: error: {exc}", file=sys.stderr)
+            return 2
+    bar = None if args.quiet or args.verbose else _Progress(len(args.models))
+    robots = tempfile.TemporaryDirectory(prefix="fmu_mb_robots_")
     for k, model in enumerate(args.models):
         note = None
-        if is_controller_file(model):     # build() returned a ControllerSpec
+        log = BuildLog()
+        if is_robot_file(model):           # its model file: the description as data
+            if not Path(model).is_file():
+                raise ModelError(f"robot file {model!r} does not exist")
+            folder = Path(robots.name) / str(k)
+            folder.mkdir()
+            model = model_file(model, folder, **robot_options(args))
+        if isinstance(model, str) and is_controller_file(model):   # a ControllerSpec
             if args.fmi != "2":
                 print(f"fmu-mb: error: {model}: a controller FMU is a Python FMU (FMI 2.0 "
                       f"only); build it without --fmi {args.fmi}", file=sys.stderr)
@@ -399,12 +542,16 @@ def _build_models(args):
                 note = f"fmu-mb: {path.name}: python FMU (a controller: no native kind yet)"
         elif args.fmi == "3":
             from ..fmi.native_fmi3 import build_model_fmu3
-            path, kind, why = build_model_fmu3(model, args.output_dir, overrides, kind=args.kind)
+            path, kind, why = build_model_fmu3(model, args.output_dir, overrides, kind=args.kind,
+                                               platforms=args.platforms, log=log)
             note = f"fmu-mb: {path.name}: {kind} FMU ({why})"
         else:
             path, kind, why = build_model_fmu(model, args.output_dir, overrides,
-                                              standalone=not args.no_standalone, kind=args.kind)
+                                              standalone=not args.no_standalone, kind=args.kind,
+                                              platforms=args.platforms, log=log)
             note = f"fmu-mb: {path.name}: {kind} FMU ({why})"
+        if args.verbose and log.stages:
+            note = (note or f"fmu-mb: {path.name}") + "\n" + log.table()
         if bar and bar.shown:
             sys.stderr.write("\r\033[K")     # the path on a clean line, the bar below it
         print(path, flush=True)

@@ -7,7 +7,8 @@ A body is drawn as the lines from its centre of mass to every point where someth
 attached to it (joints, force elements, named points), so a rod appears as a rod; joints as
 small circles, the ground's attachment points as triangles, translational spring-dampers as
 zig-zags. Needs matplotlib (the `fmu` extra); GIFs are written with Pillow, which matplotlib
-installs.
+installs. These line drawings are `fmu-mb animate --renderer matplotlib`, and its fallback
+where no Chromium is found; the 3-D scene is in fmu_mb.tools.view (fmu_mb.viewer).
 """
 import numpy as np
 

@@ -177,8 +177,16 @@ def _recursive_supports(model):
 #: formulation goes in front of the entries it beats.
 AUTO = [
     ("recursive", _recursive_supports),
-    ("newton_euler", lambda model: None),
+    ("newton_euler", lambda model: _absolute_supports(model)),
+    ("tmt", lambda model: None),      # what newton_euler cannot run (armature) runs here
 ]
+
+
+def _absolute_supports(model):
+    """None, or why newton_euler cannot run `model` (armature lives on joint coordinates)."""
+    arm = [j.name for j in model.joints if getattr(j, "armature", 0.0)]
+    return (f"joints {arm} have armature, which acts on joint coordinates (tmt, lagrange, "
+            f"recursive, minimal)") if arm else None
 
 _CHOSEN = weakref.WeakKeyDictionary()
 

@@ -81,7 +81,7 @@ def impact(model, q, qd, t=0.0, closed=None, restitution=None, tol=1e-10):
     x, xd, Tq, g = st.transform(model, q, qd)
     gap, Dc, _ = _ne.contact_rows(model, x, xd)
     _, Dq, _, phi_t = _spatial_tmt.rows(model, q, qd, x, xd, Tq, g, t)
-    Mbar = Tq.T @ mass_matrix(model, x) @ Tq
+    Mbar = _spatial_tmt.with_armature(model, Tq.T @ mass_matrix(model, x) @ Tq)
     F = Mbar @ qd
 
     def solve(A, b):
@@ -118,7 +118,7 @@ def project(model, form, y, t, tol, active, pas=None, locks=None):
     x, xd, Tq, g = st.transform(model, q, qd)
     _, Dq, _, phi_t = _spatial_tmt.rows(model, q, qd, x, xd, Tq, g, t)
     _, J, _ = _extra(model, x, xd, Tq, g, active)
-    Mbar = Tq.T @ mass_matrix(model, x) @ Tq
+    Mbar = _spatial_tmt.with_armature(model, Tq.T @ mass_matrix(model, x) @ Tq)
     qd = solve_kkt_dense(Mbar, np.vstack([Dq, J]), Mbar @ qd,
                          np.concatenate([-phi_t, np.zeros(J.shape[0])]))[0]
     return np.concatenate([q, qd])

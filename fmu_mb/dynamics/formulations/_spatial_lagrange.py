@@ -69,6 +69,7 @@ def energy_terms(model, q, qd):
     dw_dq = 2.0 * (np.einsum("bij,bjn->bin", G, Dp) + np.einsum("bik,bkn->bin", dGw, Tp))
     JKw = np.einsum("bij,bjn->bin", J, Kw)
     Mbar = np.einsum("b,bin,bim->nm", m, Tr, Tr) + np.einsum("bin,bim->nm", Kw, JKw)
+    Mbar = _spatial_tmt.with_armature(model, Mbar)   # T += 1/2 a qd^2: no velocity term
     MTt = np.einsum("b,bin,bim->nm", m, Dr, Tr) + np.einsum("bin,bim->nm", Kw_t, JKw)
     Mbar_t = MTt + MTt.T                           # Kw' J Kw'' = (Kw'' J Kw)' (J symmetric)
     v = np.einsum("bin,n->bi", Tr, qd)

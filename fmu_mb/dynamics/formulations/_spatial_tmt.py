@@ -1,7 +1,7 @@
 """TMT in spatial tree joint coordinates (seed 001's minimal-order equations with the cut
 joints as multiplier rows; fmu_mb.mechanics.spatial.tree for x = T(q), Tq, g).
 
-    Mbar = Tq' M(x) Tq,   fbar = Tq' (f(x, xd) - M(x) g)
+    Mbar = Tq' M(x) Tq + diag(armature),   fbar = Tq' (f(x, xd) - M(x) g)
     Mbar qdd + Dq' lam = fbar,   Dq qdd = -conv_q
 
 M and f are newton_euler's Euler-parameter mass matrix and forces (gyroscopic term included);
@@ -35,8 +35,14 @@ def reduced_equations(model, q, qd, t, u):
     x, xd, Tq, g = st.transform(model, q, qd)
     M = mass_matrix(model, x)
     f = applied_forces(model, x, xd, t, u)
-    MT = M @ Tq
-    return Tq.T @ MT, Tq.T @ (f - M @ g), x, xd, Tq, g
+    return with_armature(model, Tq.T @ (M @ Tq)), Tq.T @ (f - M @ g), x, xd, Tq, g
+
+
+def with_armature(model, Mbar):
+    """Mbar + diag(armature) (the joints' reflected rotor inertias, ModelBuilder.armature)."""
+    if any(j.armature for j in model.joints):
+        return Mbar + np.diag(st.armature_diagonal(model))
+    return Mbar
 
 
 def rows(model, q, qd, x, xd, Tq, g, t):

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...errors import InputError
+
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...linalg import (PROJECTION_ACCEPT, PROJECTION_RTOL, min_norm_correction,  # noqa: F401
@@ -50,6 +52,11 @@ def accelerations(model, x, xd, t, u, baumgarte=None):
     C = model.compiled
     if C.spatial:
         from ...mechanics.spatial.elements import mass_matrix
+
+        if any(j.armature for j in model.joints):
+            from . import _absolute_supports
+            raise InputError(f"model '{model.name}': newton_euler cannot run it: "
+                             f"{_absolute_supports(model)}")
 
         xdd, lam = solve_kkt_dense(mass_matrix(model, x), D, F, b)
     else:

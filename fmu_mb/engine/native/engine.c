@@ -120,7 +120,10 @@ struct MbEngine {
     void *ev;
     double *rec, *rectmp, *gap, *cforce;
     char warning[512];         /* the last mbe_initialize's warning ("" when none) */
+    void *me;                  /* model exchange (engine_me.h): the closure's workspace */
 };
+
+static void me_free(MbEngine *e);
 
 /* the spatial part (engine_spatial.h, included at the end) */
 static int check_spatial_data(MbEngine *e, char *err, size_t errlen);
@@ -183,7 +186,7 @@ static double rdf64(const unsigned char *p)      /* a little-endian IEEE double,
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D";
     return kinds[a] == 'I';
 }
 
@@ -742,6 +745,7 @@ void mbe_free(MbEngine *e)
     (void)dense_projection_done;       /* (dense.h's projection rule: the kernels use it) */
     if (!e)
         return;
+    me_free(e);
     if (e->ev)
         free_events(e, e->ev);
     if (e->kern)
@@ -2635,10 +2639,18 @@ static int lin_kinematics(MbEngine *e, const double *q, const double *qd, double
     return OK;
 }
 
-/* the kernel's accelerations qdd at (t, q, qd) with inputs u (planar or spatial) */
+/* the kernel's accelerations qdd at (t, q, qd) with inputs u (planar or spatial); with
+ * persistent contacts (the records' active flags) their rows closed, as the event loop's
+ * phase (mbk_events_accelerations, sk_events_accelerations) */
 static int lin_accelerations(MbEngine *e, double t, const double *q, const double *qd,
                              const double *u, double *qdd)
 {
+    for (int i = 0; e->ev && i < e->ncon; i++)
+        if (e->rec[EV_REC * i + 4] != 0.0)
+            return e->kind ? sk_events_accelerations(e->ev, t, q, qd, u, e->rec, NULL, qdd,
+                                                     NULL, NULL, NULL)
+                           : mbk_events_accelerations(e->ev, t, q, qd, u, e->rec, qdd, NULL,
+                                                      NULL, NULL);
     if (e->kind) {
         sk_set_time(e->kern, t);
         return sk_accelerations(e->kern, q, qd, u, qdd);
@@ -2699,9 +2711,9 @@ static int lin_dep_solve(Lin *L, const double *b)
            all_finite(L->dd, m) ? 0 : 1;
 }
 
-/* The closed state (L->q, L->qd) of the independent (qi, qdi), and its accelerations. 0 on
- * success, 1 when the closure does not converge (Newton from L->q0). */
-static int lin_full(Lin *L, const double *qi, const double *qdi, const double *u)
+/* The closed state (L->q, L->qd) of the independent (qi, qdi): 0 on success, 1 when the
+ * closure does not converge (Newton from L->q0). L->Dq is then the rows' Jacobian there. */
+static int lin_close(Lin *L, const double *qi, const double *qdi)
 {
     MbEngine *e = L->e;
     int n = e->n, nr = L->nr, f = L->f;
@@ -2740,6 +2752,16 @@ static int lin_full(Lin *L, const double *qi, const double *qdi, const double *u
         for (int a = 0; a < L->ndep; a++)
             L->qd[L->dep[a]] = L->dd[a];
     }
+    return 0;
+}
+
+/* The closed state of (qi, qdi) (lin_close) and its accelerations L->qdd with inputs u. */
+static int lin_full(Lin *L, const double *qi, const double *qdi, const double *u)
+{
+    MbEngine *e = L->e;
+    int n = e->n;
+    if (lin_close(L, qi, qdi))
+        return 1;
     const double *uu = e->ni ? u : e->u0;
     if (lin_accelerations(e, L->t, L->q, L->qd, uu, L->qdd) != OK || !all_finite(L->qdd, n))
         return 1;
@@ -2963,3 +2985,5 @@ done:
     lin_free(&L);
     return status;
 }
+
+#include "engine_me.h"        /* model exchange (issue 31) */

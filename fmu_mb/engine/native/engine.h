@@ -159,6 +159,29 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
                                      int nunk, const int *unknown, double *dv, char *err,
                                      size_t errlen);
 
+/* Model exchange (issue 31, engine_me.h): a host integrates x = (q_i, qd_i) of the independent
+ * coordinates ind[0..f-1] (the same partition as mbe_state_derivatives) with its own solver.
+ * mbe_me_set_time sets the time; mbe_me_set_states closes the loops for x (Newton from the
+ * last solution; MBE_ERROR, nothing changed, when they cannot be closed or the partition is
+ * singular there); mbe_me_get_states reads x; mbe_me_derivatives: xdot (2 f) at the state,
+ * the persistent contacts' rows closed; mbe_me_indicators: z (mbe_me_n_indicators: one per
+ * contact, its gap in flight or its force when persistent, then the partition's condition
+ * minus 1e-3 when there are dependent coordinates); mbe_me_event: one event iteration
+ * (impacts and releases of the co-simulation event loop, its Zeno guard): *changed = 1 when
+ * the state or the active contacts changed, *singular = 1 when the partition's indicator is
+ * negative. */
+MbeStatus mbe_me_set_time(MbEngine *e, double t, char *err, size_t errlen);
+void mbe_me_get_states(const MbEngine *e, int f, const int *ind, double *x);
+MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x, char *err,
+                            size_t errlen);
+MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
+                             char *err, size_t errlen);
+int mbe_me_n_indicators(const MbEngine *e, int f);
+MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind, double *z,
+                            char *err, size_t errlen);
+MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
+                       int *singular, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -84,6 +84,9 @@ enum {
     A_DSDD,        /* x 24 per drive: sp(3), sc(3), Fp(9), Fc(9) of its joint */
     A_DSDP,        /* the laws' numbers */
     A_ISDJ,        /* x 2 per drive: joint, compiled row */
+    /* armature (spatial): empty, or x 1 per tree row, the reflected rotor inertia of its
+     * revolute or prismatic joint (sk_set_armature) */
+    A_DSARM,
     MBE_N_ARRAYS
 };
 

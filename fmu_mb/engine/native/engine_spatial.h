@@ -23,6 +23,7 @@ void *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const do
                 const double *J, double gx, double gy, double gz, int ne, int nu, const int *ei,
                 const double *ed, int nc, const int *ci, const double *cd);
 int sk_set_pose_data(void *k, const double *rq);
+int sk_set_armature(void *k, const double *arm);
 int sk_kinematics(void *k, const double *q, const double *qd, double *x, double *xd);
 int sk_accelerations_full(void *k, const double *q, const double *qd, const double *u,
                           double *qdd, double *x, double *xd, double *xdd);
@@ -670,7 +671,8 @@ static void *make_spatial_kernel(MbEngine *e)
     if (sk_set_pose_data(k, DA(e, A_DSRQ)) != 0 ||
         (e->nd && sk_set_drives(k, e->nd, IA(e, A_ISDI), DA(e, A_DSDD), e->cnt[A_DSDP],
                                 DA(e, A_DSDP)) != 0) ||
-        (e->ncon && sk_set_contacts(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON)) != 0)) {
+        (e->ncon && sk_set_contacts(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON)) != 0) ||
+        (e->cnt[A_DSARM] && sk_set_armature(k, DA(e, A_DSARM)) != 0)) {
         sk_free(k);
         return NULL;
     }
@@ -696,6 +698,11 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
                 sizes[i].a, e->cnt[sizes[i].a], sizes[i].want);
             return 0;
         }
+    if (e->cnt[A_DSARM] != 0 && e->cnt[A_DSARM] != nb) {
+        msg(err, errlen, "the model data's armature has %d entries, expected 0 or %d",
+            e->cnt[A_DSARM], nb);
+        return 0;
+    }
 #define BAD(cond, what)                                                                  \
     do {                                                                                 \
         if (cond) {                                                                      \

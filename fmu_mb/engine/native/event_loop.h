@@ -913,5 +913,98 @@ static int ev_outputs(EvLoop *ev, double t, const double *y, const double *u,
     return OK;
 }
 
+/* ------------------------------------------------------------------ event mode
+ * For a host that integrates the motion itself (FMI model exchange, engine.c's engine_me.h):
+ * the event functions at a state and one event iteration there, with the loop's own impact
+ * (ev_impact: the active set of impact.solve_impact, Newton's law, the records) and its
+ * release of tensile persistent contacts (ev_release_tensile). A contact law with more
+ * events (stick/slip) adds its transitions to ev_event_update. */
+
+/* the persistent contacts of rec (nc, EV_REC) as ev->active */
+static void ev_active_from(EvLoop *ev, const double *rec)
+{
+    for (int i = 0; i < ev->nc; i++)
+        ev->active[i] = rec[EV_REC * i + 4] != 0.0;
+}
+
+/* every contact's event value at (t, y) (ev_values: the gap of an inactive contact, the
+ * force -lam_c of a persistent one) for the records rec and inputs u */
+static int ev_event_values(EvLoop *ev, double t, const double *y, const double *u,
+                           const double *rec, double *v)
+{
+    ev->u = u;
+    ev_active_from(ev, rec);
+    ev_select(ev, ev->active);
+    return ev_values(ev, t, y, v);
+}
+
+/* release the persistent contacts whose force would pull at (t, y), the most tensile first
+ * (the loop's phase start); *released counts them */
+static int ev_release_tensile(EvLoop *ev, double t, const double *y, int *released)
+{
+    int nc = ev->nc, rc;
+    while (ev_any(ev->active, nc)) {
+        ev_select(ev, ev->active);
+        if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK)
+            return rc;
+        int best = -1;
+        for (int i = 0; i < nc; i++)
+            if (ev->active[i] && (best < 0 || ev->lamc[i] > ev->lamc[best]))
+                best = i;
+        if (!(ev->lamc[best] > 0.0))
+            break;
+        ev->active[best] = 0;
+        ++*released;
+    }
+    ev_select(ev, ev->active);
+    return OK;
+}
+
+/* One event iteration at (t, y = (q, qd)) with the records rec (nc, EV_REC) and inputs u:
+ * the impact of the closed (gap <= ctol), approaching, not persistent contact of smallest gap
+ * (ev_impact closes every contact within ctol with it; a rebound below cvel becomes
+ * persistent), then the release of tensile persistent contacts; with `project` (the drift
+ * control 1) after a change, as the loop after an event: y projected onto the phase's rows
+ * (a persistent contact's gap and its rate closed), the kinetic energy this removes added
+ * to the impact's loss. y and rec are updated; *impacts and *released count what happened
+ * (0 and 0: nothing to do). */
+static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, double *rec,
+                           double ctol, double cvel, int project, int *impacts,
+                           int *released)
+{
+    int n = ev->n, nc = ev->nc, rc;
+    *impacts = 0;
+    *released = 0;
+    ev->u = u;
+    ev->contact_tol = ctol;
+    memcpy(ev->rec, rec, sizeof(double) * EV_REC * nc);
+    ev_active_from(ev, rec);
+    if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
+        return rc;
+    int hit = -1;
+    for (int i = 0; i < nc; i++)
+        if (!ev->active[i] && ev->gap[i] <= ctol && ev->vminus[i] < 0.0 &&
+            (hit < 0 || ev->gap[i] < ev->gap[hit]))
+            hit = i;
+    if (hit >= 0) {
+        if ((rc = ev_impact(ev, t, y, hit, cvel)) != OK)
+            return rc;
+        *impacts = 1;
+    }
+    if ((rc = ev_release_tensile(ev, t, y, released)) != OK)
+        return rc;
+    if (project && (*impacts || *released)) {
+        double T0 = evk_kinetic(ev, y);
+        ev_select(ev, ev->active);
+        if ((rc = evk_project(ev, t, y)) != OK)
+            return rc;
+        if (*impacts)
+            ev->rec[EV_REC * hit + 3] += fmax(T0 - evk_kinetic(ev, y), 0.0);
+    }
+    for (int i = 0; i < nc; i++)
+        ev->rec[EV_REC * i + 4] = ev->active[i] ? 1.0 : 0.0;
+    memcpy(rec, ev->rec, sizeof(double) * EV_REC * nc);
+    return OK;
+}
 
 #endif

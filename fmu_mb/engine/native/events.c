@@ -477,3 +477,18 @@ int mbk_events_coefficients(int which, double *out)
     default: return 0;
     }
 }
+
+/* Event mode (engine_me.h, FMI model exchange): the contacts' event values at (t, y) for the
+ * records rec (event_loop.h ev_event_values), and one event iteration there
+ * (ev_event_update: impacts, releases; y's velocities and rec updated). */
+int mbk_events_values(MbkEvents *ev, double t, const double *y, const double *u,
+                       const double *rec, double *v)
+{
+    return ev_event_values(ev, t, y, u, rec, v);
+}
+
+int mbk_events_update(MbkEvents *ev, double t, double *y, const double *u, double *rec,
+                       double ctol, double cvel, int project, int *impacts, int *released)
+{
+    return ev_event_update(ev, t, y, u, rec, ctol, cvel, project, impacts, released);
+}

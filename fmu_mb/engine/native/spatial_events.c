@@ -71,6 +71,8 @@ static SK *sk_clone(const SK *b)
     }
     if (sk_set_contacts(k, b->nk, b->ki, b->kd) != OK)
         goto fail;
+    if (b->arm && sk_set_armature(k, b->arm) != OK)
+        goto fail;
     k->mode = b->mode;
     k->proj_tol = b->proj_tol;
     return k;
@@ -405,4 +407,19 @@ int sk_events_accelerations(SkEvents *ev, double t, const double *q, const doubl
     }
     k->mode = mode;
     return rc;
+}
+
+/* Event mode (engine_me.h, FMI model exchange): the contacts' event values at (t, y) for the
+ * records rec (event_loop.h ev_event_values), and one event iteration there
+ * (ev_event_update: impacts, releases; y's velocities and rec updated). */
+int sk_events_values(SkEvents *ev, double t, const double *y, const double *u,
+                       const double *rec, double *v)
+{
+    return ev_event_values(ev, t, y, u, rec, v);
+}
+
+int sk_events_update(SkEvents *ev, double t, double *y, const double *u, double *rec,
+                       double ctol, double cvel, int project, int *impacts, int *released)
+{
+    return ev_event_update(ev, t, y, u, rec, ctol, cvel, project, impacts, released);
 }

@@ -109,6 +109,8 @@ typedef struct {
     double g[3];
     int *entry;                       /* body -> its tree row */
     double *rq;                       /* per tree row: f_X(4), f_Y(4), sign (pose outputs) */
+    double *arm;                      /* NULL, or per tree row the armature added to D of a
+                                         one-coordinate joint (sk_set_armature) */
     /* elements */
     int ne, nu;
     int *ei;
@@ -158,7 +160,7 @@ void sk_free(SK *k)
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
                  k->acc, k->fw, k->Jg, k->dof, k->live, k->moving, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err, k->di, k->dd, k->dp, k->ki, k->kd,
-                 k->act};
+                 k->act, k->arm};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -280,6 +282,23 @@ int sk_set_pose_data(SK *k, const double *rq)
     free(k->rq);
     k->rq = dup(rq, sizeof(double) * 9 * k->nb);
     return k->rq ? OK : ERR_ARGS;
+}
+
+/* the armature of the tree rows (nb doubles, >= 0; a row of a joint with one coordinate: the
+ * reflected rotor inertia [kg.m2 or kg] added to the joint-space mass matrix's diagonal, D =
+ * S' I^A S + armature in the articulated-body algorithm; other rows must hold 0); NULL: none */
+int sk_set_armature(SK *k, const double *arm)
+{
+    free(k->arm);
+    k->arm = NULL;
+    if (!arm)
+        return OK;
+    for (int row = 0; row < k->nb; row++)
+        if (!(arm[row] >= 0.0 && arm[row] < 1e300) ||
+            (arm[row] > 0.0 && k->ri[RI * row] != 1 && k->ri[RI * row] != 2))
+            return ERR_ARGS;                  /* revolute (1) and prismatic (2) rows only */
+    k->arm = dup(arm, sizeof(double) * k->nb);
+    return k->arm ? OK : ERR_ARGS;
 }
 
 void sk_set_inputs(SK *k, const double *u)
@@ -883,6 +902,8 @@ static int articulate(SK *k)
                     s += S[6 * a + i] * U[6 * b2 + i];
                 D[6 * a + b2] = s;
             }
+        if (dof == 1 && k->arm)
+            D[0] += k->arm[row];
         if (dof == 1) {
             if (!(D[0] > 0.0))
                 return ERR_SINGULAR;

@@ -105,7 +105,8 @@ enum {
 
 enum { SOLVER_METHOD, SOLVER_FORMULATION, SOLVER_STABILIZATION, SOLVER_RTOL, SOLVER_ATOL,
        SOLVER_STEP, SOLVER_RHO_INF, SOLVER_NEWTON_TOL, SOLVER_DAE_FORM, SOLVER_MAX_STEPS,
-       SOLVER_CONTACT_TOL, SOLVER_CONTACT_VELOCITY, SOLVER_EVENT_TOL /* contact models only */};
+       SOLVER_CONTACT_TOL, SOLVER_CONTACT_VELOCITY, SOLVER_EVENT_TOL, /* contact models only */
+       SOLVER_ASSEMBLY};
 
 typedef struct {
     const char* name;
@@ -118,6 +119,10 @@ typedef struct {
 } FmuVar;
 
 #include "fmu_model.h"
+
+#ifndef FMU_HAS_ME
+#define FMU_HAS_ME 0                 /* model exchange (me2.c): the FMU declares states */
+#endif
 
 /* ------------------------------------------------------------------ instance */
 enum { INSTANTIATED = 1, INIT_MODE = 2, STEP_MODE = 4, TERMINATED = 8, ANY = 15 };
@@ -168,8 +173,14 @@ typedef struct {
     int stuck;               /* the last doStep was discarded in the model (fmi2Terminated) */
     int stop_defined;        /* fmi2SetupExperiment's stop time: no doStep may end after it */
     double stop_time;
+    int me;                  /* made with fmi2ModelExchange (me2.c) */
+    int me_mode;             /* ME_EVENT or ME_CT once initialised */
+    int me_warned;           /* the partition's warning was logged (me2.c) */
     char err[MSG];
 } Inst;
+
+
+enum { ME_EVENT = 1, ME_CT = 2, ME_TERMINATED = 4 };   /* model exchange's modes (me2.c) */
 
 /* ------------------------------------------------------------------ live instances
  * A host may pass a pointer that is no instance at all (0x1234, a freed one). A real check is
@@ -549,6 +560,13 @@ static int make_settings_quiet(Inst* in, MbeSettings* s)
         return snprintf(in->err, sizeof in->err, "solver.dae_form = %s: expected one of %s", shown,
                    list), -1;
     }
+    static const char* const assembly_checks[] = {"warn", "error", NULL};
+    const char* as = solver_string(in, SOLVER_ASSEMBLY);
+    if (*as && one_of(as, assembly_checks) < 0) {
+        echo(shown, sizeof shown, as);
+        return snprintf(in->err, sizeof in->err, "solver.assembly = %s: expected one of 'warn', "
+                   "'error'", shown), -1;
+    }
     for (int i = 0; i < FMU_N_VARS; ++i) {
         const FmuVar* v = &FMU_VARS[i];
         if (v->kind == VK_SOLVER && v->type != VT_STRING) {
@@ -647,8 +665,14 @@ static int configure(Inst* in, const char* fn)
                    FMU_MODEL_NAME, in->err, changed_parameters(in, changed, sizeof changed)),
                -1;
     }
-    if (*mbe_warning(in->engine))
+    if (*mbe_warning(in->engine)) {
+        if (strcmp(solver_string(in, SOLVER_ASSEMBLY), "error") == 0) {
+            in->configured = 0;
+            return say(in, fmi2Error, "%s: %s: %s (solver.assembly = 'error')", fn,
+                       FMU_MODEL_NAME, mbe_warning(in->engine)), -1;
+        }
         say(in, fmi2Warning, "%s: %s: %s", fn, FMU_MODEL_NAME, mbe_warning(in->engine));
+    }
     /* refuse up front what every step would discard: a state outside |q|, |qd| <= 1e12, or
      * outputs that are not finite (a parameter such as a mass of 1e300) */
     mbe_get_state(in->engine, in->scratch);           /* t, q, qd, ... (engine.h) */
@@ -783,9 +807,11 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
              "is empty; FMI 2.0 requires a non-empty name; no instance made");
         return NULL;
     }
-    if (fmuType != fmi2CoSimulation) {
-        snprintf(text, sizeof text, "fmi2Instantiate: fmuType %d: this FMU supports "
-                 "co-simulation only (fmi2CoSimulation = 1); no instance made", (int)fmuType);
+    if (fmuType != fmi2CoSimulation && !(fmuType == fmi2ModelExchange && FMU_HAS_ME)) {
+        snprintf(text, sizeof text, "fmi2Instantiate: fmuType %d: this FMU supports %s; no "
+                 "instance made", (int)fmuType, FMU_HAS_ME ? "co-simulation "
+                 "(fmi2CoSimulation = 1) and model exchange (fmi2ModelExchange = 0)"
+                 : "co-simulation only (fmi2CoSimulation = 1)");
         emit(logger, env, instanceName, fmi2Error, "logStatusError", text);
         return NULL;
     }
@@ -811,6 +837,7 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         return NULL;
     }
     in->magic = INSTANCE_MAGIC;
+    in->me = fmuType == fmi2ModelExchange;
     in->logger = logger;
     in->env = env;
     in->logging = loggingOn != 0;
@@ -973,6 +1000,7 @@ EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c)
         return fmi2Error;       /* stays in initialization mode: fix the value and retry */
     }
     in->mode = STEP_MODE;
+    in->me_mode = ME_EVENT;     /* model exchange: event mode (me2.c) */
     return fmi2OK;
 }
 
@@ -1262,11 +1290,40 @@ EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolea
 
 /* fmi2DoStep; with `stop` (FMI 3.0's early return, fmi3_native.c) the step ends at the first
  * impact inside it (mbe_do_step_to_event: *impact = 1, the FMU's time the impact's) */
+/* The engine names an input by its index in its messages ("the largest is input 0 = 1e+09"):
+ * the FMU's variable name instead. */
+static void name_input(Inst* in)
+{
+    static const char key[] = "the largest is input ";
+    char* p = strstr(in->err, key);
+    if (p == NULL) {
+        return;
+    }
+    const char* q = p + sizeof key - 1;
+    int k = atoi(q);
+    while (*q >= '0' && *q <= '9') {
+        q++;
+    }
+    for (int i = 0; i < FMU_N_VARS; ++i) {
+        if (FMU_VARS[i].kind == VK_INPUT && FMU_VARS[i].index == k) {
+            char rest[MSG];
+            snprintf(rest, sizeof rest, "%s", q);
+            snprintf(p, sizeof in->err - (size_t)(p - in->err), "the largest is input '%s'%s",
+                     FMU_VARS[i].name, rest);
+            return;
+        }
+    }
+}
+
 static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int* impact)
 {
     Inst* in = enter(c, "fmi2DoStep", STEP_MODE);
     if (!in) {
         return fmi2Error;
+    }
+    if (in->me) {
+        return say(in, fmi2Error, "fmi2DoStep: this instance was made for model exchange "
+                   "(fmi2ModelExchange): the host's solver integrates its continuous states");
     }
     in->stuck = 0;
     double now = mbe_time(in->engine);
@@ -1312,6 +1369,7 @@ static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int
          * runaway state, the work or step budget): the same call would fail again, so
          * fmi2Terminated is true and a master that does not change the call stops */
         in->stuck = 1;
+        name_input(in);
         return say(in, fmi2Discard, "%s: the step from t = %.17g to %.17g was discarded (the "
                    "state from before the call is kept; fmi2Terminated is true): %s",
                    FMU_MODEL_NAME, now, target, in->err);
@@ -2151,3 +2209,6 @@ EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte bytes[
     *state = s;
     return fmi2OK;
 }
+
+/* ------------------------------------------------------------------ model exchange */
+#include "me2.c"

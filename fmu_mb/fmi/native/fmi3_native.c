@@ -23,9 +23,10 @@
  *     lastSuccessfulTime = the impact time, the state just after the impact), and with
  *     eventModeUsed eventHandlingNeeded asks the master for Event Mode there; see
  *     step_engine();
- *   - the model-exchange, scheduled-execution, clock, configuration-mode and derivative
- *     functions are exported (importers look them all up) and refuse with fmi3Error and a
- *     message; fmi3InstantiateModelExchange/ScheduledExecution return NULL.
+ *   - model exchange (me3.c over me2.c, issue 31) when the model has continuous states;
+ *   - the scheduled-execution, clock, configuration-mode and derivative functions are
+ *     exported (importers look them all up) and refuse with fmi3Error and a message;
+ *     fmi3InstantiateScheduledExecution returns NULL.
  * Every promise of fmi2_native.c holds: no global mutable state, nothing but fmi3* exported,
  * a refused call changes nothing and is logged even with logging off, fmi3Fatal is never
  * returned.
@@ -108,6 +109,7 @@ static const char* const RENAMED[][2] = {
     {"fmi2DeSerializeFMUstate", "fmi3DeserializeFMUState"},
     {"FMI 2.0", "FMI 3.0"}, {"slave initialized (stepping)", "step mode"},
     {"GUID", "instantiation token"}, {"*FMUstate", "*FMUState"},
+    {"fmi2Terminated is true", "terminateSimulation is true"},
 };
 
 static int ident_char(char c)
@@ -259,15 +261,22 @@ static fmi3Instance refuse_instantiate(fmi3InstanceEnvironment env, fmi3LogMessa
     return NULL;
 }
 
+/* model exchange (me3.c, issue 31) */
+static fmi3Instance me3_instantiate(fmi3String, fmi3String, fmi3String, fmi3Boolean,
+                                    fmi3Boolean, fmi3InstanceEnvironment,
+                                    fmi3LogMessageCallback);
+static fmi3Status me3_indicator_values(W* w, const fmi3ValueReference vr[], size_t n,
+                                       fmi3Float64 values[]);
+static fmi3Status me3_update(W* w, fmi3Boolean*, fmi3Boolean*, fmi3Boolean*, fmi3Boolean*,
+                             fmi3Boolean*, fmi3Float64*);
+
 FMI3_EXPORT fmi3Instance fmi3InstantiateModelExchange(
     fmi3String instanceName, fmi3String instantiationToken, fmi3String resourcePath,
     fmi3Boolean visible, fmi3Boolean loggingOn, fmi3InstanceEnvironment instanceEnvironment,
     fmi3LogMessageCallback logMessage)
 {
-    (void)instanceName, (void)instantiationToken, (void)resourcePath, (void)visible;
-    (void)loggingOn;
-    return refuse_instantiate(instanceEnvironment, logMessage, "fmi3InstantiateModelExchange",
-                              "model exchange");
+    return me3_instantiate(instanceName, instantiationToken, resourcePath, visible, loggingOn,
+                           instanceEnvironment, logMessage);
 }
 
 FMI3_EXPORT fmi3Instance fmi3InstantiateScheduledExecution(
@@ -350,6 +359,7 @@ FMI3_EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance instance)
         return fmi3Error;
     }
     w->event_mode = 1;
+    w->in->me_mode = ME_EVENT;            /* (model exchange's Event Mode, me2.c) */
     return fmi3OK;
 }
 
@@ -385,6 +395,11 @@ FMI3_EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance instance,
         || !valuesOfContinuousStatesChanged || !nextEventTimeDefined || !nextEventTime) {
         return SAY3(w, fmi3Error, "fmi3UpdateDiscreteStates: a NULL pointer for an out "
                     "argument; nothing was done");
+    }
+    if (w->in->me) {                      /* model exchange: an event iteration (me3.c) */
+        return me3_update(w, discreteStatesNeedUpdate, terminateSimulation,
+                          nominalsOfContinuousStatesChanged, valuesOfContinuousStatesChanged,
+                          nextEventTimeDefined, nextEventTime);
     }
     *discreteStatesNeedUpdate = false;        /* no discrete states: nothing to iterate */
     *terminateSimulation = false;
@@ -483,9 +498,13 @@ static fmi3Status check3(W* w, const char* fn, const fmi3ValueReference vr[], si
                         "variable: a Float64 read with fmi3GetFloat64, never set; nothing was "
                         "done", fn, vr[k]);
         }
+        if (vr[k] > TIME_VR && time_ok && type == VT_REAL
+            && vr[k] <= TIME_VR + FMU_N_EVENT_INDICATORS) {
+            continue;                     /* an event indicator (model exchange, me3.c) */
+        }
         if (vr[k] > TIME_VR) {
             return SAY3(w, fmi3Error, "%s: value reference %u does not exist (this FMU has 0 to "
-                        "%u); nothing was done", fn, vr[k], TIME_VR);
+                        "%u); nothing was done", fn, vr[k], TIME_VR + FMU_N_EVENT_INDICATORS);
         }
         const FmuVar* v = &FMU_VARS[vr[k]];
         if (v->type != type) {
@@ -526,8 +545,16 @@ FMI3_EXPORT fmi3Status fmi3GetFloat64(fmi3Instance instance, const fmi3ValueRefe
             k++;
             continue;
         }
+        if (vr[k] > TIME_VR) {
+            fmi3Status si = me3_indicator_values(w, vr + k, 1, values + k);
+            if (si != fmi3OK) {
+                return si;
+            }
+            k++;
+            continue;
+        }
         size_t e = k;
-        while (e < nvr && vr[e] != TIME_VR) {
+        while (e < nvr && vr[e] < TIME_VR) {
             e++;
         }
         fmi2Status st = fmi2GetReal(w->in, vr + k, e - k, values + k);
@@ -831,7 +858,6 @@ static fmi3Status not_provided(fmi3Instance instance, const char* fn, const char
     return SAY3(w, fmi3Error, "%s: %s; the call was refused and changed nothing", fn, why);
 }
 
-#define ME_ONLY "this FMU is a co-simulation FMU (no model exchange)"
 #define NO_CLOCKS "this FMU has no clocks"
 
 FMI3_EXPORT fmi3Status fmi3GetNumberOfVariableDependencies(fmi3Instance instance,
@@ -986,77 +1012,5 @@ FMI3_EXPORT fmi3Status fmi3ActivateModelPartition(fmi3Instance instance,
                         "FMU (no scheduled execution)");
 }
 
-/* Model exchange: not provided. */
-FMI3_EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance instance)
-{
-    return not_provided(instance, "fmi3EnterContinuousTimeMode", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3CompletedIntegratorStep(fmi3Instance instance,
-                                                   fmi3Boolean noSetFMUStatePriorToCurrentPoint,
-                                                   fmi3Boolean* enterEventMode,
-                                                   fmi3Boolean* terminateSimulation)
-{
-    (void)noSetFMUStatePriorToCurrentPoint, (void)enterEventMode, (void)terminateSimulation;
-    return not_provided(instance, "fmi3CompletedIntegratorStep", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3SetTime(fmi3Instance instance, fmi3Float64 time)
-{
-    (void)time;
-    return not_provided(instance, "fmi3SetTime", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3SetContinuousStates(fmi3Instance instance,
-                                               const fmi3Float64 continuousStates[],
-                                               size_t nContinuousStates)
-{
-    (void)continuousStates, (void)nContinuousStates;
-    return not_provided(instance, "fmi3SetContinuousStates", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3GetContinuousStateDerivatives(fmi3Instance instance,
-                                                         fmi3Float64 derivatives[],
-                                                         size_t nContinuousStates)
-{
-    (void)derivatives, (void)nContinuousStates;
-    return not_provided(instance, "fmi3GetContinuousStateDerivatives", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3GetEventIndicators(fmi3Instance instance,
-                                              fmi3Float64 eventIndicators[],
-                                              size_t nEventIndicators)
-{
-    (void)eventIndicators, (void)nEventIndicators;
-    return not_provided(instance, "fmi3GetEventIndicators", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3GetContinuousStates(fmi3Instance instance,
-                                               fmi3Float64 continuousStates[],
-                                               size_t nContinuousStates)
-{
-    (void)continuousStates, (void)nContinuousStates;
-    return not_provided(instance, "fmi3GetContinuousStates", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3GetNominalsOfContinuousStates(fmi3Instance instance,
-                                                         fmi3Float64 nominals[],
-                                                         size_t nContinuousStates)
-{
-    (void)nominals, (void)nContinuousStates;
-    return not_provided(instance, "fmi3GetNominalsOfContinuousStates", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3GetNumberOfEventIndicators(fmi3Instance instance,
-                                                      size_t* nEventIndicators)
-{
-    (void)nEventIndicators;
-    return not_provided(instance, "fmi3GetNumberOfEventIndicators", ME_ONLY);
-}
-
-FMI3_EXPORT fmi3Status fmi3GetNumberOfContinuousStates(fmi3Instance instance,
-                                                       size_t* nContinuousStates)
-{
-    (void)nContinuousStates;
-    return not_provided(instance, "fmi3GetNumberOfContinuousStates", ME_ONLY);
-}
+/* Model exchange (issue 31) */
+#include "me3.c"

@@ -224,6 +224,23 @@ class SpatialItems:
         return self.weld(name, parent, child, at=at, parent_point=parent_point,
                          child_point=child_point)
 
+    def armature(self, joint, value):
+        """Armature of a revolute or prismatic joint: a reflected rotor inertia [kg.m2 or kg]
+        added to the diagonal of the joint-space mass matrix on its coordinate (MuJoCo's
+        armature); the joint must be a joint of the spanning tree. Formulations in joint
+        coordinates (recursive, tmt, lagrange, minimal) run it; newton_euler refuses it."""
+        self._need_spatial("armature")
+        where = f"armature of joint '{joint}'"
+        j = self._joint_ref(where, "joint", joint)
+        if j.kind not in ("revolute", "prismatic"):
+            raise ModelError(f"{where}: a {j.kind} joint; expected a revolute or prismatic "
+                             f"joint")
+        a = number(where, "value", value, nonneg=True)
+        k = self._joints.index(j)
+        from dataclasses import replace
+        self._joints[k] = replace(j, armature=a)
+        return joint
+
     def _need_spatial(self, what):
         if not self.spatial:
             raise ModelError(f"{what} joints exist in spatial models only; give "

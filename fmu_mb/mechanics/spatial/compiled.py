@@ -173,7 +173,8 @@ def compile_spatial(mb):
                         names=tuple(e.name for e in tsda), k=[e.stiffness for e in tsda],
                         c=[e.damping for e in tsda], e0=[e.free_value for e in tsda],
                         u=np.array([uidx(e) for e in tsda], np.intp),
-                        gain=np.array([-1.0 if e.kind == "cylinder" else 1.0 for e in tsda]))
+                        gain=np.array([-1.0 if e.kind == "cylinder" else _tsda_gain(e)
+                                       for e in tsda]))
     rsda_g = make_group("rsda", [_item(jmap[e.joint]) for e in rsda], idx,
                         names=tuple(e.name for e in rsda), k=[e.stiffness for e in rsda],
                         c=[e.damping for e in rsda], e0=[e.free_value for e in rsda],
@@ -213,6 +214,12 @@ def compile_spatial(mb):
         markers=kin.Pairs.make([idx[m.body] for m in mb._markers],
                                [idx[m.body] for m in mb._markers]),
         marker_points=arr([m.point for m in mb._markers], shape=(-1, 3)))
+
+
+def _tsda_gain(e):
+    """The gain of a TSDA's input h: 1, or the one `gains` holds for it (a prismatic joint's
+    actuator of an imported robot: -gear, so that h pushes along the joint axis)."""
+    return float(e.gains[0][1]) if e.gains and e.gains[0][0] == e.input else 1.0
 
 
 def _item(j):

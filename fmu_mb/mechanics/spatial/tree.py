@@ -320,6 +320,18 @@ def tree_map(model):
     return _fix_signs(model, tm)
 
 
+def armature_diagonal(model, tm=None):
+    """(n,) the armature of each tree coordinate (a revolute or prismatic joint's
+    Joint.armature on its coordinate; 0 elsewhere), added to Mbar's diagonal."""
+    tm = tree_map(model) if tm is None else tm
+    out = np.zeros(tm.n)
+    for j in model.joints:
+        if j.armature:
+            name = f"{j.name}.{_NAMES[j.kind][0]}"
+            out[tm.names.index(name)] = j.armature
+    return out
+
+
 def _fix_signs(model, tm):
     """Choose the sign of each p_rel so that T(q0) gives the assembled Euler parameters
     themselves (not their negatives, the same rotation)."""

@@ -1,0 +1,653 @@
+/*
+ * fmu_mb engine: model exchange (issue 31), included at the end of engine.c.
+ *
+ * A host integrates the state x = (q_i, qd_i) of the independent tree coordinates ind[0..f-1]
+ * (the states of the native FMU, fmu_mb.dynamics.linearize's coordinate partitioning) with
+ * its own solver. Every mbe_me_set_states closes the loops for the given x: the dependent
+ * coordinates by Newton on every model row with q_i held, starting from the last solution
+ * (the engine's q), their rates from the velocity rows (lin_close); a state that cannot be
+ * closed is refused (MBE_ERROR, nothing changed): never a silent drift.
+ *
+ * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
+ * co-simulation event loop (event_loop.h: the gap of a contact in flight, the force of a
+ * persistent one), then, when there are dependent coordinates, the partition's condition
+ * minus ME_PARTITION_TOL: the smallest Cholesky pivot of Dd' Dd (Dd: the rows' Jacobian
+ * columns of the dependent coordinates) over the largest column norm of the rows' Jacobian,
+ * 0 where the partition chosen at initialisation is singular. mbe_me_event is one event
+ * iteration: the event loop's impact and release (ev_event_update) and its Zeno guard, and
+ * the partition's check.
+ */
+#define ME_PARTITION_TOL 1e-3     /* the partition indicator's zero: the condition's warning */
+#define ME_PARTITION_FAIL 1e-10   /* below: the closure is refused (cannot continue) */
+#define ME_ZENO_DT 1e-8           /* the event loop's Zeno guard: events closer than this ... */
+#define ME_ZENO_REPEATS 100       /* ... more than this many times per contact */
+
+int mbk_events_values(void *ev, double t, const double *y, const double *u, const double *rec,
+                      double *v);
+int mbk_events_update(void *ev, double t, double *y, const double *u, double *rec,
+                      double ctol, double cvel, int project, int *impacts,
+                      int *released);
+int sk_events_values(void *ev, double t, const double *y, const double *u, const double *rec,
+                     double *v);
+int sk_events_update(void *ev, double t, double *y, const double *u, double *rec,
+                     double ctol, double cvel, int project, int *impacts,
+                      int *released);
+
+typedef struct {
+    Lin L;
+    int f, *ind;
+    /* the chord closure (me_close): the rows' Jacobian Dq0 (nr x n) at a recent solution and
+     * the Cholesky factor R (m x m) of its Dd0' Dd0; have = 1 when they are valid */
+    int have;
+    double *Dq0, *R, *r, *s, *vres;
+    double *G;               /* (m x nact) -(Dd0' Dd0)^-1 Dd0' on the rows act: the chord step
+                                of rows b is G b[act] (rows of Dq0 that vanish are left out)  */
+    int *act, nact;
+    double *P;               /* (m x f) G Di0: the tangent predictor dq_d = P dq_i            */
+    double cond;             /* the partition's condition at the last closure (1: none)    */
+    double *y;               /* (2 n) scratch: the state of an event iteration             */
+    double *rec;             /* (ncon x EV_REC) scratch: its records                        */
+    double t_last;           /* the Zeno guard: the time of the last event with a change   */
+    int repeats, have_last;
+} MeCtx;
+
+static void me_free(MbEngine *e)
+{
+    MeCtx *c = e ? (MeCtx *)e->me : NULL;
+    if (!c)
+        return;
+    lin_free(&c->L);
+    free(c->ind);
+    free(c->y);
+    free(c->rec);
+    free(c->Dq0);
+    free(c->R);
+    free(c->r);
+    free(c->s);
+    free(c->vres);
+    free(c->G);
+    free(c->P);
+    free(c->act);
+    free(c);
+    e->me = NULL;
+}
+
+/* The context for the partition (f, ind), made at the first call (or when the partition
+ * differs from the last one); NULL with a message when the arguments are wrong. */
+static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errlen)
+{
+    MeCtx *c = (MeCtx *)e->me;
+    if (c && c->f == f && (f == 0 || memcmp(c->ind, ind, sizeof(int) * (size_t)f) == 0))
+        return c;
+    me_free(e);
+    c = calloc(1, sizeof *c);
+    if (!c) {
+        msg(err, errlen, "model exchange: out of memory");
+        return NULL;
+    }
+    c->f = f;
+    c->ind = malloc(sizeof(int) * (size_t)(f + 1));
+    c->y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
+    c->rec = malloc(sizeof(double) * (size_t)(EV_REC * e->ncon + 1));
+    c->cond = 1.0;
+    if (!c->ind || !c->y || !c->rec) {
+        msg(err, errlen, "model exchange: out of memory");
+        free(c->ind);
+        free(c->y);
+        free(c->rec);
+        free(c);
+        return NULL;
+    }
+    if (f > 0)
+        memcpy(c->ind, ind, sizeof(int) * (size_t)f);
+    if (!lin_init(&c->L, e, f, c->ind, err, errlen)) {
+        lin_free(&c->L);
+        free(c->ind);
+        free(c->y);
+        free(c->rec);
+        free(c);
+        return NULL;
+    }
+    size_t n = (size_t)e->n, nr = (size_t)c->L.nr, m = (size_t)c->L.ndep;
+    c->Dq0 = malloc(sizeof(double) * (nr * n + 1));
+    c->R = malloc(sizeof(double) * (m * m + 1));
+    c->r = malloc(sizeof(double) * (nr + 1));
+    c->s = malloc(sizeof(double) * (m + 1));
+    c->vres = malloc(sizeof(double) * (nr + 1));
+    c->G = malloc(sizeof(double) * (m * nr + 1));
+    c->P = malloc(sizeof(double) * (m * (size_t)f + 1));
+    c->act = malloc(sizeof(int) * (nr + 1));
+    e->me = c;
+    if (!c->Dq0 || !c->R || !c->r || !c->s || !c->vres || !c->G || !c->P ||
+        !c->act) {
+        msg(err, errlen, "model exchange: out of memory");
+        me_free(e);
+        return NULL;
+    }
+    return c;
+}
+
+/* The partition's condition at the last lin_close (L->Dq there): the smallest Cholesky pivot
+ * of Dd' Dd over the largest column norm of Dq; 1 without dependent coordinates, 0 when
+ * Dd' Dd is not positive definite. */
+static double me_condition(MeCtx *c)
+{
+    Lin *L = &c->L;
+    int n = L->e->n, nr = L->nr, m = L->ndep;
+    if (m == 0 || nr == 0)
+        return 1.0;
+    double cmax = 0.0;
+    for (int j = 0; j < n; j++) {
+        double s = 0.0;
+        for (int r = 0; r < nr; r++)
+            s += L->Dq[(size_t)r * n + j] * L->Dq[(size_t)r * n + j];
+        cmax = fmax(cmax, s);
+    }
+    double *N = c->R;                       /* Dd' Dd, then its Cholesky factor in place */
+    for (int a = 0; a < m; a++)
+        for (int b = 0; b <= a; b++) {
+            double v = 0.0;
+            for (int r = 0; r < nr; r++)
+                v += L->Dq[(size_t)r * n + L->dep[a]] * L->Dq[(size_t)r * n + L->dep[b]];
+            N[a * m + b] = v;
+        }
+    double pmin = INFINITY;
+    for (int j = 0; j < m; j++) {
+        double s = N[j * m + j];
+        for (int i = 0; i < j; i++)
+            s -= N[j * m + i] * N[j * m + i];
+        if (!(s > 0.0))
+            return 0.0;
+        double d = sqrt(s);
+        N[j * m + j] = d;
+        pmin = fmin(pmin, d);
+        for (int r = j + 1; r < m; r++) {
+            double t = N[r * m + j];
+            for (int i = 0; i < j; i++)
+                t -= N[r * m + i] * N[j * m + i];
+            N[r * m + j] = t / d;
+        }
+    }
+    return cmax > 0.0 ? pmin / sqrt(cmax) : 0.0;
+}
+
+/* me_rows of a spatial model: the rows of the cut joints, the drives and the bodies' and the
+ * tree's Euler-parameter normalisations; the tree joints' rows vanish at x = T(q) for every q
+ * (their phi and rate are 0 here, as lin_rows's Jacobian rows of them are) */
+static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
+{
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    int nb = e->nb, nrm = e->nrows, r0 = nrm - nb;
+    double *phi = L->phi, *v = c->vres, *xe = e->xe;
+    const double *xd = L->xd;
+    if (lin_kinematics(e, q, qd ? qd : L->zero, L->x, L->xd) != OK)
+        return 1;
+    sextend(e, L->x, xe, 0);
+    for (int r = 0; r < nrm; r++) {
+        phi[r] = 0.0;
+        v[r] = 0.0;
+    }
+    STerm t[6];
+    for (int j = 0; j < e->nj; j++) {
+        const int *J = IA(e, A_IJOINT) + 6 * j;
+        if (J[3] >= 0)                      /* a tree joint */
+            continue;
+        Frames3 fr;
+        joint_frames(e, j, xe, &fr);
+        int k = joint_terms(J[0], &fr, DA(e, A_DJOINT)[SJD * j + 24], t);
+        if (k != J[5])
+            return 1;
+        for (int r = 0; r < k; r++) {
+            phi[J[4] + r] = t[r].v;
+            double w = 0.0;
+            for (int i = 0; qd && i < 7; i++) {
+                if (fr.p < nb)
+                    w += t[r].J[i] * xd[7 * fr.p + i];
+                if (fr.c < nb)
+                    w += t[r].J[7 + i] * xd[7 * fr.c + i];
+            }
+            v[J[4] + r] = w;
+        }
+    }
+    for (int d = 0; d < e->nd; d++) {
+        int j = IA(e, A_ISDJ)[2 * d], row = IA(e, A_ISDJ)[2 * d + 1];
+        int rev = IA(e, A_IJOINT)[6 * j] == SJ_REV;
+        Frames3 fr;
+        STerm tc;
+        double s[3];
+        joint_frames(e, j, xe, &fr);
+        coord_term(rev ? SC_REV : SC_PRI, &fr, &tc);
+        spatial_law(e, d, L->t, s);
+        double res = tc.v - s[0];
+        phi[row] = rev ? pymod(res + PI, 2.0 * PI) - PI : res;
+        double w = -s[1];
+        for (int i = 0; qd && i < 7; i++) {
+            if (fr.p < nb)
+                w += tc.J[i] * xd[7 * fr.p + i];
+            if (fr.c < nb)
+                w += tc.J[7 + i] * xd[7 * fr.c + i];
+        }
+        v[row] = w;
+    }
+    for (int b = 0; b < nb; b++) {
+        const double *p = L->x + 7 * b + 3, *pd = xd + 7 * b + 3;
+        phi[r0 + b] = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]) - 1.0;
+        v[r0 + b] = qd ? 2.0 * (p[0] * pd[0] + p[1] * pd[1] + p[2] * pd[2] + p[3] * pd[3]) : 0;
+    }
+    int k = 0;
+    for (int row = 0; row < nb; row++) {    /* the tree's normalisations (spatial_tree_norms) */
+        const int *R = IA(e, A_ISRI) + SRI * row;
+        if (R[0] != 3 && R[0] != 4)
+            continue;
+        int o = R[3] + (R[0] == 4 ? 3 : 0);
+        const double *p = q + o;
+        phi[nrm + k] = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]) - 1.0;
+        v[nrm + k] = qd ? 2.0 * (p[0] * qd[o] + p[1] * qd[o + 1] + p[2] * qd[o + 2] +
+                                 p[3] * qd[o + 3]) : 0.0;
+        k++;
+    }
+    return all_finite(phi, L->nr) && (!qd || all_finite(v, L->nr)) ? 0 : 1;
+}
+
+/* phi (L->phi, the nr rows) at q and, with qd, the velocity residual Dq qd + phi_t (c->vres):
+ * one kinematics pass; 0 on success */
+static int me_rows(MeCtx *c, const double *q, const double *qd)
+{
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    if (e->kind)
+        return me_rows_spatial(c, q, qd);
+    int nr = e->nrows, nc = 3 * e->nb;
+    if (lin_kinematics(e, q, qd ? qd : L->zero, L->x, L->xd) != OK ||
+        model_rows(e, L->x, L->t, e->phi, e->phit, qd ? e->D : NULL) != OK)
+        return 1;
+    memcpy(L->phi, e->phi, sizeof(double) * (size_t)nr);
+    if (qd) {
+        for (int r = 0; r < nr; r++) {
+            double v = e->phit[r];
+            for (int i = 0; i < nc; i++)
+                v += e->D[(size_t)r * nc + i] * L->xd[i];
+            c->vres[r] = v;
+        }
+        if (!all_finite(c->vres, nr))
+            return 1;
+    }
+    return all_finite(L->phi, nr) ? 0 : 1;
+}
+
+/* s = -(Dd0' Dd0)^-1 Dd0' b by the Cholesky factor R */
+static void me_solve(MeCtx *c, const double *b)
+{
+    Lin *L = &c->L;
+    int n = L->e->n, nr = L->nr, m = L->ndep;
+    double *s = c->s, *R = c->R;
+    for (int a = 0; a < m; a++) {
+        double v = 0.0;
+        for (int r = 0; r < nr; r++)
+            v += c->Dq0[(size_t)r * n + L->dep[a]] * b[r];
+        s[a] = v;
+    }
+    for (int a = 0; a < m; a++) {           /* R y = s, then R' z = y */
+        double v = s[a];
+        for (int k = 0; k < a; k++)
+            v -= R[a * m + k] * s[k];
+        s[a] = v / R[a * m + a];
+    }
+    for (int a = m - 1; a >= 0; a--) {
+        double v = s[a];
+        for (int k = a + 1; k < m; k++)
+            v -= R[k * m + a] * s[k];
+        s[a] = v / R[a * m + a];
+    }
+    for (int a = 0; a < m; a++)
+        s[a] = -s[a];
+}
+
+/* the chord step of the dependent coordinates for rows b: s = G b */
+static void me_chord(MeCtx *c, const double *b)
+{
+    int na = c->nact, m = c->L.ndep;
+    for (int a = 0; a < m; a++) {
+        const double *Ga = c->G + (size_t)a * na;
+        double v = 0.0;
+        for (int k = 0; k < na; k++)
+            v += Ga[k] * b[c->act[k]];
+        c->s[a] = v;
+    }
+}
+
+/* Dq0 := L->Dq (the rows' Jacobian just computed), its condition, factor, G and P; c->have */
+static void me_refresh(MeCtx *c)
+{
+    Lin *L = &c->L;
+    int n = L->e->n, nr = L->nr, m = L->ndep, f = L->f;
+    memcpy(c->Dq0, L->Dq, sizeof(double) * (size_t)nr * n);
+    c->cond = me_condition(c);
+    c->have = c->cond > 0.0;
+    if (!c->have)
+        return;
+    c->nact = 0;
+    for (int r = 0; r < nr; r++) {
+        int any = 0;
+        for (int j = 0; j < n && !any; j++)
+            any = c->Dq0[(size_t)r * n + j] != 0.0;
+        if (any)
+            c->act[c->nact++] = r;
+    }
+    int na = c->nact;
+    for (int k = 0; k < na; k++) {
+        for (int r = 0; r < nr; r++)
+            c->r[r] = r == c->act[k];
+        me_solve(c, c->r);
+        for (int a = 0; a < m; a++)
+            c->G[(size_t)a * na + k] = c->s[a];
+    }
+    for (int a = 0; a < m; a++)
+        for (int k = 0; k < f; k++) {
+            double v = 0.0;
+            for (int j = 0; j < na; j++)
+                v += c->G[(size_t)a * na + j] * c->Dq0[(size_t)c->act[j] * n + L->ind[k]];
+            c->P[(size_t)a * f + k] = v;
+        }
+}
+
+#define ME_CHORD_IT 8             /* chord iterations before a full Newton closure */
+#define ME_CHORD_SMALL 1e-11      /* a predicted residual this small takes one chord step */
+#define ME_TINY_MOVE 1e-7         /* a move of the states below: full Newton (me_close) */
+
+/* The closed state (L->q, L->qd) of (qi, qdi) from the last solution L->q0 (the engine's
+ * q), qd0 its rates: chord iterations with the rows' Jacobian of a recent solution (one
+ * kinematics pass each), the tangent predictor first; lin_close's full Newton (and a new
+ * Jacobian) when they do not converge fast. c->cond: the partition's condition of the
+ * Jacobian in use. 0 on success. */
+static int me_close(MeCtx *c, const double *qi, const double *qdi, const double *qd0)
+{
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    int n = e->n, nr = L->nr, f = L->f, m = L->ndep, slow = 0;
+    if (m == 0 || nr == 0) {
+        c->cond = 1.0;
+        return lin_close(L, qi, qdi);
+    }
+    /* a tiny move (a solver's difference quotient): Newton with the Jacobian there, whose
+     * result follows the state more smoothly than the chord's (differences of 1e-17 in q
+     * reach 1e-13 in the accelerations of a light link's spin) */
+    double move = 0.0, size = 1.0;
+    for (int k = 0; k < f; k++) {
+        move = fmax(move, fmax(fabs(qi[k] - L->q0[L->ind[k]]), fabs(qdi[k] - qd0[L->ind[k]])));
+        size = fmax(size, fmax(fabs(qi[k]), fabs(qdi[k])));
+    }
+    if (c->have && move > ME_TINY_MOVE * size) {
+        memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
+        memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
+        for (int a = 0; a < m; a++) {       /* predictor: dq_d = P dq_i, dqd_d = P dqd_i */
+            const double *Pa = c->P + (size_t)a * f;
+            double v = 0.0, w = 0.0;
+            for (int k = 0; k < f; k++) {
+                v += Pa[k] * (qi[k] - L->q0[L->ind[k]]);
+                w += Pa[k] * (qdi[k] - qd0[L->ind[k]]);
+            }
+            L->q[L->dep[a]] += v;
+            L->qd[L->dep[a]] += w;
+        }
+        for (int k = 0; k < f; k++) {
+            L->q[L->ind[k]] = qi[k];
+            L->qd[L->ind[k]] = qdi[k];
+        }
+        double scale = 1.0 + absmax(L->q, n), vscale = 1.0 + absmax(L->qd, n), prev = INFINITY;
+        /* the predicted state's residuals (one kinematics pass with the rates): when both are
+         * below ME_CHORD_SMALL, one chord step each leaves an error below ME_CHORD_SMALL times
+         * the chord's contraction (~ |q - q0| |d Dq / dq| / sigma_min(Dd), small there) */
+        if (me_rows(c, L->q, L->qd) == 0 && absmax(L->phi, nr) <= ME_CHORD_SMALL * scale &&
+            absmax(c->vres, nr) <= ME_CHORD_SMALL * vscale) {
+            me_chord(c, L->phi);
+            for (int a = 0; a < m; a++)
+                L->q[L->dep[a]] += c->s[a];
+            me_chord(c, c->vres);
+            for (int a = 0; a < m; a++)
+                L->qd[L->dep[a]] += c->s[a];
+            return 0;
+        }
+        int ok = 0;
+        for (int it = 0; it < ME_CHORD_IT; it++) {
+            if (me_rows(c, L->q, NULL))
+                break;
+            double res = absmax(L->phi, nr);
+            if (res <= 4e-16 * scale) {
+                ok = 1;
+                slow |= it > 2;
+                break;
+            }
+            if (it > 0 && !(res < 0.5 * prev))
+                break;
+            prev = res;
+            me_chord(c, L->phi);
+            for (int a = 0; a < m; a++)
+                L->q[L->dep[a]] += c->s[a];
+        }
+        prev = INFINITY;
+        for (int it = 0; ok && it < ME_CHORD_IT; it++) {
+            if (me_rows(c, L->q, L->qd)) {
+                ok = 0;
+                break;
+            }
+            double res = absmax(c->vres, nr);
+            if (res <= 4e-16 * vscale) {
+                slow |= it > 2;
+                break;
+            }
+            if (it > 0 && !(res < 0.5 * prev)) {
+                ok = 0;
+                break;
+            }
+            prev = res;
+            me_chord(c, c->vres);
+            for (int a = 0; a < m; a++)
+                L->qd[L->dep[a]] += c->s[a];
+            ok = it + 1 < ME_CHORD_IT;
+        }
+        if (ok && !slow)
+            return 0;
+        if (ok) {                           /* converged slowly: a new Jacobian here */
+            if (lin_rows(L, L->q) == 0)
+                me_refresh(c);
+            return 0;
+        }
+    }
+    if (lin_close(L, qi, qdi))             /* full Newton from the last solution */
+        return 1;
+    me_refresh(c);
+    return 0;
+}
+
+MbeStatus mbe_me_set_time(MbEngine *e, double t, char *err, size_t errlen)
+{
+    clear_msg(err, errlen);
+    if (!e || !e->initialized) {
+        msg(err, errlen, "mbe_me_set_time: the engine is not initialized");
+        return MBE_ERROR;
+    }
+    if (!isfinite(t)) {
+        msg(err, errlen, "the time %g is not finite; expected a finite time [s]", t);
+        return MBE_ERROR;
+    }
+    e->t = t;
+    return MBE_OK;
+}
+
+/* x (2 f) = (q_i, qd_i) of the engine's state */
+void mbe_me_get_states(const MbEngine *e, int f, const int *ind, double *x)
+{
+    for (int k = 0; e && k < f; k++) {
+        x[k] = e->y[ind[k]];
+        x[f + k] = e->y[e->n + ind[k]];
+    }
+}
+
+MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x, char *err,
+                            size_t errlen)
+{
+    clear_msg(err, errlen);
+    if (!e || !e->initialized || (f > 0 && !x)) {
+        msg(err, errlen, "mbe_me_set_states: the engine is not initialized, or no states");
+        return MBE_ERROR;
+    }
+    for (int k = 0; k < 2 * f; k++)
+        if (!(fabs(x[k]) <= MBE_STATE_LIMIT)) {
+            msg(err, errlen, "continuous state %d is %g; expected a finite value with |x| <= "
+                "%g", k, x[k], MBE_STATE_LIMIT);
+            return MBE_ERROR;
+        }
+    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    if (!c)
+        return MBE_ERROR;
+    Lin *L = &c->L;
+    int n = e->n;
+    L->t = e->t;
+    memcpy(L->q0, e->y, sizeof(double) * (size_t)n);     /* Newton from the last solution */
+    int failed = me_close(c, x, x + f, e->y + n);
+    double cond = failed ? 0.0 : c->cond;
+    if (failed || !(cond >= ME_PARTITION_FAIL) || !all_finite(L->qd, n)) {
+        c->have = 0;
+        msg(err, errlen, "the dependent coordinates (of the closed loops, or the Euler "
+            "parameter that the other three fix) cannot be found at t = %.9g s for these "
+            "states: the independent ones chosen at initialisation %s (partition condition "
+            "%.3g); "
+            "model exchange cannot continue from here; use the co-simulation interface, whose "
+            "integrator keeps every coordinate and projects", e->t,
+            failed ? "do not determine the dependent ones here (Newton from the last solution "
+                     "does not converge)" : "have become singular", cond);
+        return MBE_ERROR;
+    }
+    memcpy(e->y, L->q, sizeof(double) * (size_t)n);
+    memcpy(e->y + n, L->qd, sizeof(double) * (size_t)n);
+    return MBE_OK;
+}
+
+/* xdot (2 f) = (qd_i, qdd_i) at the engine's state (closed by mbe_me_set_states) */
+MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
+                             char *err, size_t errlen)
+{
+    clear_msg(err, errlen);
+    if (!e || !e->initialized || (f > 0 && !xdot)) {
+        msg(err, errlen, "mbe_me_derivatives: the engine is not initialized, or no array");
+        return MBE_ERROR;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return MBE_ERROR;
+    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    if (!c)
+        return MBE_ERROR;
+    int n = e->n;
+    const double *uu = e->ni ? u : e->u0;
+    int rc = lin_accelerations(e, e->t, e->y, e->y + n, uu, c->L.qdd);
+    if (rc != OK || !all_finite(c->L.qdd, n)) {
+        msg(err, errlen, "the accelerations at t = %.9g s cannot be computed: %s", e->t,
+            rc != OK ? kernel_error(rc) : "not finite");
+        return MBE_ERROR;
+    }
+    for (int k = 0; k < f; k++) {
+        xdot[k] = e->y[n + ind[k]];
+        xdot[f + k] = c->L.qdd[ind[k]];
+    }
+    return MBE_OK;
+}
+
+/* the number of event indicators: one per contact, one for the partition when the model has
+ * dependent coordinates */
+int mbe_me_n_indicators(const MbEngine *e, int f)
+{
+    return e ? e->ncon + (e->n > f ? 1 : 0) : 0;
+}
+
+MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind, double *z,
+                            char *err, size_t errlen)
+{
+    clear_msg(err, errlen);
+    if (!e || !e->initialized || (mbe_me_n_indicators(e, f) > 0 && !z)) {
+        msg(err, errlen, "mbe_me_indicators: the engine is not initialized, or no array");
+        return MBE_ERROR;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return MBE_ERROR;
+    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    if (!c)
+        return MBE_ERROR;
+    const double *uu = e->ni ? u : e->u0;
+    if (e->ncon) {
+        int rc = (e->kind ? sk_events_values : mbk_events_values)(e->ev, e->t, e->y, uu,
+                                                                  e->rec, z);
+        if (rc != OK) {
+            msg(err, errlen, "the contacts' event values at t = %.9g s cannot be computed: %s",
+                e->t, kernel_error(rc));
+            return MBE_ERROR;
+        }
+    }
+    if (e->n > f) {              /* the condition at this state (a fresh Jacobian, which the
+                                    chord closure uses from now on) */
+        Lin *L = &c->L;
+        L->t = e->t;
+        if (lin_rows(L, e->y)) {
+            msg(err, errlen, "the loops' rows at t = %.9g s cannot be evaluated", e->t);
+            return MBE_ERROR;
+        }
+        me_refresh(c);
+        z[e->ncon] = c->cond - ME_PARTITION_TOL;
+    }
+    return MBE_OK;
+}
+
+/* One event iteration at the engine's state: impacts and releases of the contacts
+ * (ev_event_update, the co-simulation loop's law and records) and the Zeno guard of its loop
+ * (more than ME_ZENO_REPEATS events per contact, each within ME_ZENO_DT of the last: an
+ * error). *changed = 1 when the velocities or the contacts' active set changed (the host
+ * re-reads the states), *singular = 1 when the partition's condition is below
+ * ME_PARTITION_TOL (its indicator is negative). On an error nothing is changed. */
+MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
+                       int *singular, char *err, size_t errlen)
+{
+    clear_msg(err, errlen);
+    *changed = 0;
+    *singular = 0;
+    if (!e || !e->initialized) {
+        msg(err, errlen, "mbe_me_event: the engine is not initialized");
+        return MBE_ERROR;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return MBE_ERROR;
+    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    if (!c)
+        return MBE_ERROR;
+    *singular = e->n > f && c->cond < ME_PARTITION_TOL;
+    if (!e->ncon)
+        return MBE_OK;
+    const double *uu = e->ni ? u : e->u0;
+    int n = e->n, impacts = 0, released = 0;
+    memcpy(c->y, e->y, sizeof(double) * (size_t)(2 * n));
+    memcpy(c->rec, e->rec, sizeof(double) * (size_t)(EV_REC * e->ncon));
+    int rc = (e->kind ? sk_events_update : mbk_events_update)(
+        e->ev, e->t, c->y, uu, c->rec, e->set.contact_tol, e->set.contact_velocity,
+        e->set.stabilization == 1, &impacts, &released);
+    if (rc != OK) {
+        msg(err, errlen, "the contact event at t = %.9g s cannot be handled: %s", e->t,
+            kernel_error(rc));
+        return MBE_ERROR;
+    }
+    if (!impacts && !released)
+        return MBE_OK;
+    if (c->have_last && e->t < c->t_last)
+        c->have_last = 0;                   /* the host went back (a restored state) */
+    int close = c->have_last && e->t - c->t_last <= ME_ZENO_DT * fmax(1.0, fabs(e->t));
+    c->repeats = close ? c->repeats + 1 : 0;
+    c->t_last = e->t;
+    c->have_last = 1;
+    if (c->repeats > ME_ZENO_REPEATS * e->ncon) {
+        msg(err, errlen, "at t = %.9g s: %s", e->t, kernel_error(9));
+        return MBE_ERROR;
+    }
+    memcpy(e->y, c->y, sizeof(double) * (size_t)(2 * n));
+    memcpy(e->rec, c->rec, sizeof(double) * (size_t)(EV_REC * e->ncon));
+    *changed = 1;
+    return MBE_OK;
+}

@@ -1,0 +1,276 @@
+"""URDF import (fmu_mb.importers): the imported model's joint accelerations against Pinocchio's
+ABA on the same file (example-robot-data's robots), fixed and floating base; fixed joints
+merged or welded; parameters; refusals with the file line; shapes kept for the viewer."""
+import importlib.metadata
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pin = pytest.importorskip("pinocchio", reason="the reference dynamics are Pinocchio's (pip pin)")
+pytest.importorskip("yourdfpy", reason="URDF import needs yourdfpy (the import extra)")
+
+from fmu_mb import ModelError, tree_coordinates                      # noqa: E402
+from fmu_mb.dynamics.formulations import get_formulation             # noqa: E402
+from fmu_mb.importers.robot import identifier                        # noqa: E402
+from fmu_mb.importers.urdf import load_urdf                          # noqa: E402
+
+REC = get_formulation("recursive")
+
+
+def robots_dir():
+    try:
+        dist = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    d = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    return d if d.is_dir() else None
+
+
+ROBOTS = robots_dir()
+ALL = sorted(str(p.relative_to(ROBOTS)) for p in ROBOTS.glob("*/*/*.urdf")) if ROBOTS else []
+
+#: URDFs of example-robot-data that are not a rigid tree fmu_mb or Pinocchio can run, and why
+#: (the package ships no xacro-only robot: every robot has its .urdf expanded)
+SKIPPED = {
+    "ur_description/urdf/ur3.urdf": "no robot name: not a valid URDF (yourdfpy and "
+                                    "Pinocchio's urdfdom both refuse it)",
+    "hector_description/robots/quadrotor_base.urdf": "fixed base: a single link, no joint "
+                                                     "(nothing moves); floating base tested",
+    "iris_description/robots/iris_simple.urdf": "fixed base: only fixed joints (nothing "
+                                                "moves); floating base tested",
+    "romeo_description/urdf/romeo.urdf": "massless links at the end of revolute joints (the "
+                                         "mimic fingers): the articulated inertia is singular",
+    "romeo_description/urdf/romeo_small.urdf": "inertia tensors that violate the triangle "
+                                               "inequality (the builder refuses them)",
+    "romeo_description/urdf/romeo_laas_small.urdf": "inertia tensors that are not positive "
+                                                    "semi-definite (the builder refuses them)",
+}
+FLOATING_ONLY = {"hector_description/robots/quadrotor_base.urdf",
+                 "iris_description/robots/iris_simple.urdf"}
+FAST = ["panda_description/urdf/panda.urdf", "ur_description/urdf/ur5_robot.urdf",
+        "double_pendulum_description/urdf/double_pendulum_continuous.urdf",
+        "allegro_hand_description/urdf/allegro_left_hand.urdf",
+        "so_arm_description/urdf/so100.urdf", "tiago_description/robots/tiago_no_hand.urdf"]
+
+needs_robots = pytest.mark.skipif(ROBOTS is None, reason="pip example-robot-data is not "
+                                                          "installed")
+
+
+def G(e):
+    e0, e1, e2, e3 = e
+    return np.array([[-e1, e0, e3, -e2], [-e2, -e3, e0, e1], [-e3, e2, -e1, e0]])
+
+
+def quat_matrix(e):
+    w, x, y, z = e
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def load(path, floating, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_urdf(path, base="floating" if floating else "fixed", limits=False, **kw)
+        pm = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating
+              else pin.buildModelFromUrdf(str(path)))
+    return m, pm
+
+
+def worst_difference(m, pm, floating, n=20, seed=0):
+    """Largest |qdd - ABA| / max(1, |ABA|) over n random (q, qd, tau): Pinocchio's q, v, a
+    mapped to the model's coordinates (a continuous joint's (cos, sin); the free flyer's
+    origin, quaternion (x, y, z, w), local velocity and spatial acceleration against the root
+    body's centre of mass and Euler parameters (e0, e1, e2, e3) and their derivatives).
+    Pinocchio's ABA has no joint damping: it gets tau - damping * v."""
+    pd = pm.createData()
+    names = [c.rsplit(".", 1)[0] for c in tree_coordinates(m)]
+    inputs = list(m.input_names)
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    for _ in range(n):
+        q, qd = np.zeros(len(names)), np.zeros(len(names))
+        qp, v = pin.neutral(pm), rng.normal(size=pm.nv)
+        tau, u = 5.0 * rng.normal(size=pm.nv), np.zeros(len(inputs))
+        slots = []
+        for i in range(1, pm.njoints):
+            jm = pm.joints[i]
+            if jm.nq == 7:
+                continue
+            th = rng.uniform(-2.0, 2.0)
+            if jm.nq == 1:
+                qp[jm.idx_q] = th
+            else:
+                qp[jm.idx_q:jm.idx_q + 2] = np.cos(th), np.sin(th)
+            name = identifier(pm.names[i], set())
+            k = names.index(name)
+            q[k], qd[k] = th, v[jm.idx_v]
+            u[inputs.index(name + ".h")] = tau[jm.idx_v]
+            slots.append((k, jm.idx_v))
+        if floating:
+            c = np.array(m.body(names[-1]).position)   # the root's centre of mass, link axes
+            e = rng.normal(size=4)
+            e /= np.linalg.norm(e)
+            pos, R = rng.normal(size=3), quat_matrix(e)
+            qp[0:3], qp[3:7] = pos, (e[1], e[2], e[3], e[0])
+            vl, wl = v[0:3], v[3:6]
+            tau[:6] = 0.0
+            q[-7:-4], q[-4:] = pos + R @ c, e
+            qd[-7:-4], qd[-4:] = R @ (vl + np.cross(wl, c)), 0.5 * G(e).T @ wl
+        a = pin.aba(pm, pd, qp, v, tau - pm.damping * v)
+        qdd = REC.accelerations(m, q, qd, 0.0, u).qdd
+        ours = np.zeros(pm.nv)
+        for k, iv in slots:
+            ours[iv] = qdd[k]
+        if floating:
+            wd = 2.0 * G(e) @ qdd[-4:]
+            pdd = qdd[-7:-4] - R @ (np.cross(wd, c) + np.cross(wl, np.cross(wl, c)))
+            ours[0:3], ours[3:6] = R.T @ pdd - np.cross(wl, vl), wd
+        worst = max(worst, np.abs(ours - a).max() / max(1.0, np.abs(a).max()))
+    return worst
+
+
+def _cases(files):
+    out = []
+    for f in files:
+        for floating in (False, True):
+            reason = SKIPPED.get(f) if not (floating and f in FLOATING_ONLY) else None
+            marks = [pytest.mark.skip(reason=reason)] if reason else []
+            out.append(pytest.param(f, floating, marks=marks,
+                                    id=f"{Path(f).stem}-{'floating' if floating else 'fixed'}"))
+    return out
+
+
+@needs_robots
+@pytest.mark.parametrize("f, floating", _cases(FAST))
+def test_accelerations_equal_pinocchio_aba(f, floating):
+    m, pm = load(ROBOTS / f, floating)
+    assert worst_difference(m, pm, floating) < 1e-9
+
+
+@needs_robots
+@pytest.mark.slow
+@pytest.mark.parametrize("f, floating", _cases([f for f in ALL if f not in FAST]))
+def test_every_example_robot_equals_pinocchio_aba(f, floating):
+    m, pm = load(ROBOTS / f, floating)
+    assert worst_difference(m, pm, floating) < 1e-9
+
+
+@needs_robots
+def test_every_urdf_of_the_package_is_tested_or_skipped_with_a_reason():
+    assert len(ALL) > 60 and set(SKIPPED) <= set(ALL)
+
+
+@needs_robots
+@pytest.mark.parametrize("floating", [False, True])
+def test_fixed_joints_merged_or_welded_give_the_same_motion(floating):
+    f = ROBOTS / "panda_description/urdf/panda.urdf"           # hand and link8: fixed joints
+    merged, pm = load(f, floating, fixed="merge")
+    welded, _ = load(f, floating, fixed="weld")
+    assert len(welded.bodies) > len(merged.bodies)
+    assert worst_difference(merged, pm, floating, n=5) < 1e-9
+    assert worst_difference(welded, pm, floating, n=5) < 1e-9
+
+
+@needs_robots
+def test_payload_gravity_and_damping_parameters_act_as_pinocchio_says():
+    f = ROBOTS / "ur_description/urdf/ur5_robot.urdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_urdf(f, limits=False, payload_link="wrist_3_link",
+                      overrides={"payload": 2.5, "gravity": 3.0})
+    pm = pin.buildModelFromUrdf(str(f))
+    jid = pm.getJointId("wrist_3_joint")                        # wrist_3_link's joint frame
+    pm.inertias[jid] = pm.inertias[jid] + pin.Inertia(2.5, np.zeros(3), np.zeros((3, 3)))
+    pm.gravity.linear = np.array([0.0, 0.0, -3.0])
+    assert worst_difference(m, pm, False, n=5) < 1e-9
+
+
+@needs_robots
+def test_panda_damping_scale_scales_the_joint_damping():
+    f = ROBOTS / "panda_description/urdf/panda.urdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_urdf(f, limits=False, overrides={"damping_scale": 40.0})
+    pm = pin.buildModelFromUrdf(str(f))
+    pm.damping = 40.0 * pm.damping
+    assert worst_difference(m, pm, False, n=5) < 1e-9
+
+
+URDF_HEAD = '<?xml version="1.0"?>\n<robot name="r">\n'
+LINK = ('<link name="{n}"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" '
+        'ixy="0" ixz="0" iyz="0"/></inertial></link>\n')
+
+
+def write(tmp_path, body):
+    p = tmp_path / "r.urdf"
+    p.write_text(URDF_HEAD + LINK.format(n="a") + LINK.format(n="b") + body + "</robot>\n")
+    return p
+
+
+def test_an_unsupported_joint_type_is_refused_naming_the_line(tmp_path):
+    p = write(tmp_path, '<joint name="j" type="screw">\n<parent link="a"/><child link="b"/>'
+                        '</joint>\n')
+    with pytest.raises(ModelError, match=r"r\.urdf:5: joint 'j': type 'screw' is not "
+                                         r"imported"):
+        load_urdf(p)
+
+
+def test_a_mimic_joint_is_refused_on_request_and_warned_about_by_default(tmp_path):
+    p = write(tmp_path, LINK.format(n="c") +
+              '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
+              '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>\n'
+              '<joint name="k" type="revolute"><parent link="b"/><child link="c"/>'
+              '<mimic joint="j"/><limit lower="-1" upper="1" effort="1" velocity="1"/>'
+              '</joint>\n')
+    with pytest.raises(ModelError, match=r"r\.urdf:7: joint 'k' mimics 'j'"):
+        load_urdf(p, mimic="refuse")
+    with pytest.warns(UserWarning, match="imported as an independent joint"):
+        m = load_urdf(p)
+    assert tree_coordinates(m) == ("j.angle", "k.angle")
+
+
+def test_ignored_elements_are_named_in_one_warning(tmp_path):
+    p = write(tmp_path, '<joint name="j" type="continuous"><parent link="a"/><child link="b"/>'
+                        '<dynamics damping="0.1" friction="0.5"/></joint>\n'
+                        '<transmission name="t"/><gazebo/>\n')
+    with pytest.warns(UserWarning) as rec:
+        m = load_urdf(p)
+    text = " | ".join(str(w.message) for w in rec)
+    assert "<gazebo>, <transmission>" in text
+    assert "Coulomb friction 0.5 is not imported" in text
+    assert [e.name for e in m.elements] == ["j_damping", "j_drive"]
+
+
+def test_a_missing_file_and_a_closed_loop_are_refused(tmp_path):
+    with pytest.raises(ModelError, match="does not exist"):
+        load_urdf(tmp_path / "none.urdf")
+    p = write(tmp_path, '<joint name="j" type="continuous"><parent link="a"/><child link="b"/>'
+                        '</joint><joint name="k" type="continuous"><parent link="a"/>'
+                        '<child link="b"/></joint>\n')
+    with pytest.raises(ModelError):
+        load_urdf(p)
+
+
+@needs_robots
+def test_shapes_are_kept_with_resolved_meshes_and_body_poses():
+    f = ROBOTS / "panda_description/urdf/panda.urdf"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_urdf(f)
+    vis = [v for v in m.visuals if v.role == "visual"]
+    assert {v.link for v in vis} >= {"panda_link0", "panda_link7", "panda_hand"}
+    assert all(v.kind == "mesh" and Path(v.mesh).is_file() for v in vis)
+    hand = next(v for v in vis if v.link == "panda_hand")
+    assert hand.body == "panda_link7"                       # merged through fixed joints
+    link7 = next(v for v in vis if v.link == "panda_link7")  # at link7's origin
+    # panda_joint8 (fixed): 0.107 m along link7's z; panda_hand_joint: -pi/4 about z; body
+    # axes are link7's, so the poses differ by exactly that
+    np.testing.assert_allclose(np.subtract(hand.position, link7.position), [0, 0, 0.107],
+                               atol=1e-12)
+    assert link7.orientation == pytest.approx((1.0, 0.0, 0.0, 0.0), abs=1e-12)
+    c, s_ = np.cos(-np.pi / 8), np.sin(-np.pi / 8)
+    np.testing.assert_allclose(np.array(hand.orientation) * np.sign(hand.orientation[0]),
+                               [c, 0, 0, s_], atol=1e-9)

@@ -1,0 +1,367 @@
+"""Model exchange in the native FMUs (issue 31): one FMU, both interfaces, FMI 2.0 and 3.0.
+
+Checked against things that can disagree with it:
+- the co-simulation interface of the same FMU (the engine's own integrator, dopri5 at
+  rtol = atol = 1e-12, every coordinate integrated and projected) against fmpy's CVode
+  integrating the model-exchange states (the independent coordinates and rates, the loops
+  closed at every call): every output at every output point of the default experiment;
+- the impact times of the contact models (the records `<contact>.last_time` and `.impacts`
+  at every output point) between the co-simulation event loop (Brent on its dense output)
+  and CVode's root finding on the model-exchange event indicators;
+- the Jacobian of fmi2GetDerivatives by central differences through fmi2SetContinuousStates
+  against fmi2GetDirectionalDerivative of the model-exchange instance;
+- fmpy validate on both interfaces; the refusals (state machine, sizes, a singular partition).
+"""
+import ctypes
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.fmu
+
+fmpy = pytest.importorskip("fmpy")
+pytest.importorskip("pythonfmu")
+if not (shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")):
+    pytest.skip("building native FMUs needs a C compiler", allow_module_level=True)
+
+from fmpy import extract, read_model_description, simulate_fmu  # noqa: E402
+from fmpy.fmi1 import FMICallException  # noqa: E402
+from fmpy.fmi2 import FMU2Model  # noqa: E402
+from fmpy.validation import validate_fmu  # noqa: E402
+
+from fmu_mb.fmi.native_build import build_native_fmu  # noqa: E402
+from fmu_mb.fmi.native_fmi3 import build_native_fmu3  # noqa: E402
+
+from conftest import MODELS  # noqa: E402
+
+CS_TIGHT = {"solver.rtol": 1e-12, "solver.atol": 1e-12}
+
+
+@pytest.fixture(scope="module")
+def fmus(tmp_path_factory):
+    """(model name, FMI version) -> the built FMU's path, built once per module."""
+    folder = tmp_path_factory.mktemp("me")
+    made = {}
+
+    def get(name, fmi=2, **overrides):
+        key = (name, fmi, tuple(sorted(overrides.items())))
+        if key not in made:
+            out = folder / f"{name}_{fmi}_{len(made)}"
+            build = build_native_fmu if fmi == 2 else build_native_fmu3
+            made[key] = str(build(MODELS / f"{name}.py", out, overrides or None))
+        return made[key]
+    return get
+
+
+def problems(path):
+    """fmpy validate's problems. FMI 3.0: not the InitialUnknowns of the calculated states
+    that native_fmi3.fmi3_model_description leaves out for co-simulation alike (the
+    `defects` branch's FMI3 InitialUnknowns; nothing of model exchange)."""
+    found = validate_fmu(path)
+    if read_model_description(path).fmiVersion.startswith("3"):
+        found = [p for p in found if not p.startswith(
+            "ModelStructure/InitialUnknowns does not contain the expected set")]
+    return found
+
+
+def outputs_of(md):
+    return [v.name for v in md.modelVariables
+            if v.causality == "output" and v.type in ("Real", "Float64")]
+
+
+def on_grid(me, cs):
+    """The rows of me at the output points of cs (the first row at a point: before an event
+    there, as the co-simulation's output at the end of the step from the inputs held)."""
+    idx = [np.nonzero(np.isclose(me["time"], t, rtol=0.0, atol=1e-9))[0][0]
+           for t in cs["time"]]
+    return me[idx]
+
+
+def run_both(path, rtol=1e-10, stop_time=None, input=None):
+    md = read_model_description(path)
+    de = md.defaultExperiment
+    interval = float(de.stepSize)
+    names = outputs_of(md)
+    me = simulate_fmu(path, fmi_type="ModelExchange", solver="CVode", relative_tolerance=rtol,
+                      output=names, output_interval=interval, stop_time=stop_time,
+                      input=input)
+    cs = simulate_fmu(path, fmi_type="CoSimulation", output=names, output_interval=interval,
+                      start_values=CS_TIGHT, stop_time=stop_time, input=input)
+    assert cs["time"][-1] == pytest.approx(stop_time or float(de.stopTime))
+    return names, on_grid(me, cs), cs
+
+
+def assert_agree(names, me, cs, tol=1e-6):
+    """Every output within tol [SI], relative to the output's scale where it exceeds 1."""
+    worst = []
+    for n in names:
+        scale = max(1.0, float(np.max(np.abs(cs[n]))))
+        d = float(np.max(np.abs(me[n] - cs[n])))
+        if d > tol * scale:
+            worst.append((n, d, scale))
+    assert not worst, f"model exchange and co-simulation differ: {worst[:8]}"
+
+
+ROAD_BUMP = 0.02    # m: a step of the road under the double wishbone's tyre at t = 0.1 s
+
+
+def road_input(path):
+    """tyre.h = -tyre_stiffness * z_r for a road step z_r = ROAD_BUMP at t = 0.1 s."""
+    md = read_model_description(path)
+    k = float(next(v.start for v in md.modelVariables if v.name == "tyre_stiffness"))
+    h = -k * ROAD_BUMP
+    return np.array([(0.0, 0.0), (0.1, 0.0), (0.1, h), (1.0, h)],
+                    dtype=[("time", float), ("tyre.h", float)])
+
+
+# (model, overrides, CVode's relative tolerance): 1e-10 as the issue asks; the four-bar needs
+# 1e-12 (at 1e-10 CVode's own error reaches 1.1e-5 on B.rate near t = 1.8 s, where ME at 1e-12
+# and the co-simulation agree to 4e-7)
+AGREE = [("double_pendulum", {}, 1e-10), ("four_bar", {}, 1e-12),
+         ("double_wishbone", {}, 1e-10), ("excavator", {}, 1e-10),
+         ("bouncing_ball", {}, 1e-10), ("slider_crank_stop", {}, 1e-10)]
+
+
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_double_pendulum_me_agrees_with_cs(fmus, fmi):
+    path = fmus("double_pendulum", fmi)
+    assert problems(path) == []
+    md = read_model_description(path)
+    assert md.modelExchange.modelIdentifier == md.coSimulation.modelIdentifier
+    names, me, cs = run_both(path)
+    assert_agree(names, me, cs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmi", [2, 3])
+@pytest.mark.parametrize("name, overrides, rtol", AGREE[1:])
+def test_me_agrees_with_cs(fmus, name, overrides, rtol, fmi):
+    path = fmus(name, fmi, **overrides)
+    assert problems(path) == []
+    names, me, cs = run_both(path, rtol=rtol,
+                             input=road_input(path) if name == "double_wishbone" else None)
+    assert_agree(names, me, cs)
+
+
+def impact_records(path, contacts, stop_time=None):
+    cols = [f"{c}.{r}" for c in contacts for r in ("last_time", "impacts")]
+    md = read_model_description(path)
+    interval = float(md.defaultExperiment.stepSize)
+    me = simulate_fmu(path, fmi_type="ModelExchange", solver="CVode",
+                      relative_tolerance=1e-10, output=cols, output_interval=interval,
+                      stop_time=stop_time)
+    cs = simulate_fmu(path, fmi_type="CoSimulation", output=cols, output_interval=interval,
+                      start_values=CS_TIGHT, stop_time=stop_time)
+    return cols, on_grid(me, cs), cs
+
+
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_bouncing_ball_impact_times(fmus, fmi):
+    path = fmus("bouncing_ball", fmi)
+    cols, me, cs = impact_records(path, ["floor"])
+    assert cs["floor.impacts"][-1] >= 3
+    assert np.array_equal(me["floor.impacts"], cs["floor.impacts"])
+    assert np.max(np.abs(me["floor.last_time"] - cs["floor.last_time"])) < 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_slider_crank_stop_impact_times(fmus, fmi):
+    path = fmus("slider_crank_stop", fmi)
+    cols, me, cs = impact_records(path, ["end_stop"])
+    assert cs["end_stop.impacts"][-1] >= 1
+    assert np.array_equal(me["end_stop.impacts"], cs["end_stop.impacts"])
+    assert np.max(np.abs(me["end_stop.last_time"] - cs["end_stop.last_time"])) < 1e-6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_tumbling_box_impact_times(fmus, fmi):
+    """Until t = 0.5 s: the box's fourth Euler parameter, which the three declared ones fix,
+    crosses zero at 0.508 s (test_singular_partition_stops_with_a_message)."""
+    path = fmus("tumbling_box", fmi)
+    corners = [f"corner{i}{j}{k}" for i in (0, 1) for j in (0, 1) for k in (0, 1)]
+    cols, me, cs = impact_records(path, corners, stop_time=0.5)
+    total = sum(cs[f"{c}.impacts"][-1] for c in corners)
+    assert total >= 2
+    for c in corners:
+        assert np.array_equal(me[f"{c}.impacts"], cs[f"{c}.impacts"]), c
+        assert np.max(np.abs(me[f"{c}.last_time"] - cs[f"{c}.last_time"])) < 1e-6, c
+
+
+# ------------------------------------------------------------------ a host of our own
+class Model:
+    """An FMI 2.0 model-exchange instance with its log."""
+
+    def __init__(self, path, name="me"):
+        self.md = read_model_description(path)
+        self.dir = extract(path)
+        self.messages = []
+        self.vr = {v.name: v.valueReference for v in self.md.modelVariables}
+        self.nx = len(self.md.derivatives)
+        self.nz = self.md.numberOfEventIndicators
+        self.fmu = FMU2Model(guid=self.md.guid, unzipDirectory=self.dir,
+                             modelIdentifier=self.md.modelExchange.modelIdentifier,
+                             instanceName=name)
+
+        def log(env, inst, status, category, message):
+            self.messages.append((status, message.decode("utf-8", "replace")))
+
+        from fmpy import fmi2
+        cb = fmi2.fmi2CallbackFunctions()
+        cb.logger = fmi2.fmi2CallbackLoggerTYPE(log)
+        cb.allocateMemory = fmi2.defaultCallbacks.allocateMemory
+        cb.freeMemory = fmi2.defaultCallbacks.freeMemory
+        self._keep = (cb, log)
+        self.fmu.instantiate(callbacks=cb)
+        self.raw = {}          # the binary's functions, returning the status (no exception)
+        for fn, args in (("fmi2SetContinuousStates", [ctypes.c_void_p, ctypes.c_void_p,
+                                                      ctypes.c_size_t]),
+                         ("fmi2DoStep", [ctypes.c_void_p, ctypes.c_double, ctypes.c_double,
+                                         ctypes.c_int]),
+                         ("fmi2CompletedIntegratorStep", [ctypes.c_void_p, ctypes.c_int,
+                                                          ctypes.c_void_p, ctypes.c_void_p])):
+            f = getattr(self.fmu.dll, fn)
+            f.argtypes, f.restype = args, ctypes.c_int
+            self.raw[fn] = f
+        self.fmu.setupExperiment(startTime=0.0)
+        self.fmu.enterInitializationMode()
+        self.fmu.exitInitializationMode()
+
+    def x(self):
+        return self._get(self.fmu.fmi2GetContinuousStates, self.nx)
+
+    def _get(self, fn, n):
+        a = (ctypes.c_double * n)()
+        fn(self.fmu.component, a, n)
+        return np.array(a)
+
+    def set_x(self, x):
+        a = (ctypes.c_double * len(x))(*x)
+        return self.raw["fmi2SetContinuousStates"](self.fmu.component, a, len(x))
+
+    def xdot(self):
+        return self._get(self.fmu.fmi2GetDerivatives, self.nx)
+
+    def z(self):
+        return self._get(self.fmu.fmi2GetEventIndicators, self.nz)
+
+    def close(self):
+        self.fmu.terminate()
+        self.fmu.freeInstance()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def test_directional_derivatives_match_differences_of_derivatives(fmus):
+    """A of the model-exchange instance (fmi2GetDirectionalDerivative, the engine's Ridders
+    differences with the loops closed) against central differences of fmi2GetDerivatives
+    through fmi2SetContinuousStates (the closure of me2.c), on a closed loop."""
+    m = Model(fmus("four_bar"))
+    try:
+        m.fmu.newDiscreteStates()
+        m.fmu.enterContinuousTimeMode()
+        x0 = m.x()
+        x0[m.nx // 2:] += 0.7           # a moving state (not only the initial rest)
+        m.set_x(x0)
+        states = [m.md.derivatives[k].variable.derivative.valueReference for k in range(m.nx)]
+        ders = [d.variable.valueReference for d in m.md.derivatives]
+        A = np.array([m.fmu.getDirectionalDerivative(ders, [s], [1.0]) for s in states]).T
+        F = np.zeros_like(A)
+        for j in range(m.nx):
+            h = 1e-6
+            xp, xm = x0.copy(), x0.copy()
+            xp[j] += h
+            xm[j] -= h
+            m.set_x(xp)
+            fp = m.xdot()
+            m.set_x(xm)
+            fm = m.xdot()
+            F[:, j] = (fp - fm) / (2 * h)
+            m.set_x(x0)
+        assert np.allclose(A, F, rtol=1e-5, atol=1e-5 * max(1.0, np.max(np.abs(F))))
+    finally:
+        m.close()
+
+
+def test_state_machine_and_sizes_are_refused(fmus):
+    path = fmus("double_pendulum")
+    m = Model(path)
+    try:
+        x0 = m.x()
+        assert m.set_x(list(x0) + [0.0]) == 3          # one too many: fmi2Error
+        assert any("continuous states given; this FMU has" in t for _, t in m.messages)
+        assert np.array_equal(m.x(), x0)                 # nothing changed
+        status = m.raw["fmi2DoStep"](m.fmu.component, 0.0, 0.01, 1)
+        assert status == 3 and "made for model exchange" in m.messages[-1][1]
+        status = m.raw["fmi2CompletedIntegratorStep"](
+            m.fmu.component, 1, ctypes.byref(ctypes.c_int()), ctypes.byref(ctypes.c_int()))
+        assert status == 3 and "not allowed in event mode" in m.messages[-1][1]
+        m.fmu.enterContinuousTimeMode()
+        assert m.fmu.completedIntegratorStep() == (False, False)
+        with pytest.raises(FMICallException):
+            m.fmu.newDiscreteStates()                    # continuous-time mode
+        assert "not allowed in continuous-time mode" in m.messages[-1][1]
+    finally:
+        m.close()
+    # the co-simulation instance of the same FMU refuses the model-exchange functions
+    from fmpy.fmi2 import FMU2Slave
+    md = read_model_description(path)
+    d = extract(path)
+    s = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier,
+                  instanceName="cs")
+    s.instantiate()
+    s.setupExperiment(startTime=0.0)
+    s.enterInitializationMode()
+    s.exitInitializationMode()
+    s.fmi2SetTime = s.dll.fmi2SetTime
+    s.fmi2SetTime.argtypes = [ctypes.c_void_p, ctypes.c_double]
+    s.fmi2SetTime.restype = ctypes.c_int
+    assert s.fmi2SetTime(s.component, 0.5) == 3
+    s.terminate()
+    s.freeInstance()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_fmu_state_round_trip(fmus):
+    """fmi2GetFMUstate / fmi2SetFMUstate of a model-exchange instance restore the states and
+    so the derivatives, bit for bit, after the host moved them."""
+    m = Model(fmus("four_bar"))
+    try:
+        m.fmu.newDiscreteStates()
+        m.fmu.enterContinuousTimeMode()
+        x0, f0 = m.x(), m.xdot()
+        state = m.fmu.getFMUState()
+        x1 = x0.copy()
+        x1[0] += 0.2
+        m.fmu.setTime(0.3)
+        assert m.set_x(x1) == 0
+        assert not np.array_equal(m.xdot(), f0)
+        m.fmu.setFMUState(state)
+        assert np.array_equal(m.x(), x0) and np.array_equal(m.xdot(), f0)
+        m.fmu.freeFMUState(state)
+    finally:
+        m.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # fmpy's
+def test_singular_partition_stops_with_a_message(fmus):                       # CVode callback
+    """The heavy top's three declared Euler parameters fix the fourth only while it is not
+    zero: its event indicator crosses zero (a warning in event mode), then the closure is
+    refused with fmi2Error telling to use co-simulation, never a silent drift. The
+    co-simulation interface of the same FMU runs the whole default experiment."""
+    path = fmus("heavy_top")
+    messages = []
+    with pytest.raises(Exception):
+        simulate_fmu(path, fmi_type="ModelExchange", solver="CVode", relative_tolerance=1e-10,
+                     debug_logging=True,
+                     logger=lambda *a: messages.append(a[-1].decode("utf-8", "replace")))
+    text = "\n".join(messages)
+    assert "event indicator of the partition crossed zero" in text
+    assert "use the co-simulation interface" in text
+    cs = simulate_fmu(path, fmi_type="CoSimulation")
+    assert cs["time"][-1] == pytest.approx(2.0)
+    # until then the two interfaces agree
+    names, me, cs = run_both(path, stop_time=0.05)
+    assert_agree(names, me, cs)
