@@ -197,6 +197,20 @@ static double binary(int f, double a, double b)
     }
 }
 
+/* 1 when a c b holds for the comparison c (C_LT ... C_NE), 0 when not, -1 for another c. */
+static int holds(int c, double a, double b)
+{
+    switch (c) {
+    case C_LT: return a < b;
+    case C_LE: return a <= b;
+    case C_GT: return a > b;
+    case C_GE: return a >= b;
+    case C_EQ: return a == b;
+    case C_NE: return a != b;
+    default: return -1;
+    }
+}
+
 static int run(const MbpProgram *prog, const Header *hp, int pc, const double *params,
                int np, double *data, int ndata, double *temps, int ntemp, char *err,
                size_t errlen)
@@ -291,15 +305,9 @@ static int run(const MbpProgram *prog, const Header *hp, int pc, const double *p
                 return fail(err, errlen, "stack underflow", pc);
             b = stack[--sp];
             a = stack[--sp];
-            switch (arg) {
-            case C_LT: ok = a < b; break;
-            case C_LE: ok = a <= b; break;
-            case C_GT: ok = a > b; break;
-            case C_GE: ok = a >= b; break;
-            case C_EQ: ok = a == b; break;
-            case C_NE: ok = a != b; break;
-            default: return fail(err, errlen, "unknown comparison", pc);
-            }
+            ok = holds(arg, a, b);
+            if (ok < 0)
+                return fail(err, errlen, "unknown comparison", pc);
             if (!ok) {
                 say(err, errlen, "parameter(s) ");
                 add_who(err, errlen, &h, blame, nblame, params, "", ", ");
@@ -329,15 +337,9 @@ static int run(const MbpProgram *prog, const Header *hp, int pc, const double *p
                 return fail(err, errlen, "stack underflow", pc);
             b = stack[--sp];
             a = stack[--sp];
-            switch (arg) {
-            case C_LT: ok = a < b; break;
-            case C_LE: ok = a <= b; break;
-            case C_GT: ok = a > b; break;
-            case C_GE: ok = a >= b; break;
-            case C_EQ: ok = a == b; break;
-            case C_NE: ok = a != b; break;
-            default: return fail(err, errlen, "unknown comparison", pc);
-            }
+            ok = holds(arg, a, b);
+            if (ok < 0)
+                return fail(err, errlen, "unknown comparison", pc);
             if (!ok) {
                 say(err, errlen, "");
                 add_string(err, errlen, code, pc + 2);
