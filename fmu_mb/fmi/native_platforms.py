@@ -409,6 +409,7 @@ EXTERN_TABLES = (
     ("FMU_PARAM_DEFAULTS", "const double* const"), ("FMU_VARS", "const FmuVar* const"),
     ("FMU_IND", "const int* const"), ("FMU_STATE_VR", "const int* const"),
     ("FMU_DATA", "const unsigned char* const"), ("FMU_DATA_SIZE", "const size_t"),
+    ("FMU_HAS_ME", "const int"), ("FMU_N_EVENT_INDICATORS", "const int"),   # model exchange
 )
 
 
