@@ -112,31 +112,35 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys, monkeyp
     assert "100.0%" in capsys.readouterr().err
 
 
-def test_a_declared_position_a_tree_joint_ignores_warns():
-    """A body given position= but placed by a revolute joint without mb.initial starts at
-    the joint's coordinate 0, not at the position: an AssemblyWarning says so and names the
-    joint; with mb.initial the body is where the position says and nothing warns."""
+def test_a_declared_pose_places_a_tree_joint_body_and_an_unreachable_one_warns():
+    """A body given position= (and angle=) and placed by a revolute joint without mb.initial
+    starts at its declared pose (the joint's coordinate that puts it there); a declared
+    position the joint cannot reach gives an AssemblyWarning naming the joint; with
+    mb.initial the given value wins."""
     import math
     import warnings
 
     from fmu_mb import AssemblyWarning, ModelBuilder
 
-    def pendulum(initial):
+    def pendulum(initial=None, position=(0.0, -0.5), angle=-math.pi / 2):
         mb = ModelBuilder("p", {})
-        b = mb.body("b", mass=1.0, inertia=0.1, position=(0.0, -0.5), angle=-math.pi / 2)
+        b = mb.body("b", mass=1.0, inertia=0.1, position=position, angle=angle)
         mb.revolute("O", mb.ground, b, child_point=(-0.5, 0.0))
-        if initial:
-            mb.initial("O", value=-math.pi / 2)
+        if initial is not None:
+            mb.initial("O", value=initial)
         return mb.build()
 
-    with pytest.warns(AssemblyWarning, match=r"body 'b' is placed by joint 'O' at \(0\.5, 0\)"
-                      r".*mb\.initial\('O', value=\.\.\.\)"):
-        m = pendulum(False)
-    assert m.x0[:2] == pytest.approx([0.5, 0.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        m = pendulum(True)
+        for kw in ({}, {"angle": None}, {"initial": -math.pi / 2}):
+            m = pendulum(**kw)
+            assert m.x0[:3] == pytest.approx([0.0, -0.5, -math.pi / 2], abs=1e-12), kw
+    with pytest.warns(AssemblyWarning, match=r"body 'b' is placed by joint 'O' at \(\S+, -0\.5\)"
+                      r".*mb\.initial\('O', value=\.\.\.\)"):
+        m = pendulum(position=(0.0, -0.8), angle=None)       # out of the rod's reach
     assert m.x0[:2] == pytest.approx([0.0, -0.5], abs=1e-12)
+    m = pendulum(initial=0.0)                                # the given value wins
+    assert m.x0[:2] == pytest.approx([0.5, 0.0], abs=1e-12)
 
 
 def test_readme_examples_write_under_out_and_no_stray_log():

@@ -683,10 +683,11 @@ class ModelBuilder(SpatialItems):
         return replace(model, x0=x0, xd0=xd0, topology=topo, assembly_note=note)
 
     def _warn_ignored_positions(self, model, tree, x0):
-        """AssemblyWarning for a body given a position= that a tree joint without
-        mb.initial places elsewhere (the joint starts at coordinate 0): the position was not
-        used, and mb.initial(joint, value=...) is the way. Bodies of a closed loop are left
-        out: the loop closure places them, and their position= reads as a sketch."""
+        """AssemblyWarning for a body given a position= that its tree joint places elsewhere:
+        a given coordinate (mb.initial) that disagrees with it, or a position the joint cannot
+        reach from its placed side. Bodies of a closed loop are left out: the loop closure
+        places them, and their position= reads as a sketch (assembly.declared_note judges
+        those)."""
         import warnings
 
         from ..errors import AssemblyWarning
@@ -705,9 +706,10 @@ class ModelBuilder(SpatialItems):
                 warnings.warn(
                     f"model '{self.name}': body '{body}' is placed by joint '{name}' at "
                     f"({got[0]:.6g}, {got[1]:.6g}), not at its declared position "
-                    f"({want[0]:.6g}, {want[1]:.6g}): a body placed by a tree joint takes its "
-                    f"pose from the joint's coordinate (0 unless given); set it with "
-                    f"mb.initial('{name}', value=...)", AssemblyWarning, stacklevel=3)
+                    f"({want[0]:.6g}, {want[1]:.6g}): the joint's coordinate (given, or the "
+                    f"one nearest the declared pose) cannot put it there; check the position "
+                    f"and the joint's points, or set mb.initial('{name}', value=...)",
+                    AssemblyWarning, stacklevel=3)
 
     # ------------------------------------------------------------------ helpers
     def _not_here(self, where, kind, **given):
