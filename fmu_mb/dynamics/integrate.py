@@ -182,6 +182,11 @@ def _initial_contacts(model, state, settings):
             rec["stick"] = nv < settings.contact_velocity
             if not rec["stick"]:
                 rec["sdir"] = [float(v) for v in vt[i] / nv]
+    if st.active().any():       # a sticking force outside the cone slips from the start
+        from .impact import NE_KIT
+
+        y = np.concatenate([state.q, state.qd])
+        _release_tensile(model, st, state.t, y, model.input_vector(None), NE_KIT)
     return replace(state, extra=st.to_extra(state.extra))
 
 
