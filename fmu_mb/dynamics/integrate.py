@@ -607,6 +607,8 @@ def _release_tensile(model, st, t, y, uvec, impact):
         lam_c = np.where(active, dyn.lam_c, -np.inf)
         i = int(np.argmax(lam_c))
         if lam_c[i] > 0.0:
+            if fric is not None and fric.slip[i]:
+                _painleve_check(model, st, i, t, y, uvec, impact)
             _release(model, st, i, y[:n], impact)
             continue
         if fric is None or not fric.stick.any():
@@ -622,6 +624,28 @@ def _release_tensile(model, st, t, y, uvec, impact):
     raise ImpactError(f"model '{model.name}': the persistent contacts {list(st.names)} find "
                       f"no consistent stick/slip/open state at t = {t:.9g} s (a contact "
                       f"problem without a solution, Painleve-type)")
+
+
+def _painleve_check(model, st, i, t, y, uvec, impact):
+    """A slipping contact i whose normal force would be tensile and whose gap, released,
+    would accelerate into penetration has no consistent state (Painleve's paradox):
+    ImpactError naming it."""
+    n = y.shape[0] // 2
+    active = st.active()
+    active[i] = False
+    fric = _fr.phase_of(model, st, active)
+    dyn = impact.accelerations(model, y[:n], y[n:], t, uvec, active,
+                               **({} if fric is None else {"fric": fric}))
+    _, Dc, conv = impact.contact_rows(model, y[:n], y[n:])
+    acc = float(Dc[i] @ dyn.qdd + conv[i])
+    if acc < 0.0:
+        c = model.contacts[i]
+        raise ImpactError(f"model '{model.name}': contact '{c.name}' has no consistent "
+                          f"state at t = {t:.9g} s (Painleve's paradox): slipping with "
+                          f"friction {c.friction:g} its normal force would pull, and "
+                          f"released its gap would accelerate into the surface "
+                          f"({acc:.6g}); a smaller friction coefficient or another "
+                          f"contact model is needed")
 
 
 def _slide_loss(model, st, dense, t0, t1, uvec, active, impact, fric):
