@@ -266,3 +266,38 @@ def test_four_corners_landing_together_split_equally_in_c_and_python():
     p = [res[f"{c}.last_impulse"][-1] for c in lower]
     assert all(res[f"{c}.impacts"][-1] == 1 for c in lower)
     assert max(p) - min(p) <= 1e-12 * max(p)
+
+
+def _plank(mu, m, M, v0):
+    mb = ModelBuilder("plank", gravity=(0.0, -G))
+    p = mb.body("plank", mass=M, inertia=1.0)
+    mb.prismatic("rail", "ground", p, axis=(1.0, 0.0))
+    b = mb.body("block", mass=m, inertia=0.01, position=(0.0, 0.05), velocity=(v0, 0.0))
+    for k, sx in enumerate((-0.1, 0.1)):
+        mb.contact(f"c{k}", b, (sx, -0.05), other=p, normal=(0.0, 1.0), restitution=0.0,
+                   friction=mu)
+    return mb.build()
+
+
+def test_block_on_a_plank_body_body_friction():
+    """Body-body friction: a block (two bottom corners, mass m) thrown at v0 onto a plank
+    (mass M) that slides freely on a rail. While slipping the block decelerates at mu g and
+    the plank accelerates at mu g m / M; both corners stop slipping at
+    t* = v0 / (mu g (1 + m / M)) and stick, moving on together at m v0 / (m + M) with no
+    friction force left; sliding dissipated m v0^2 M / (2 (m + M))."""
+    mu, m, M, v0 = 0.4, 1.0, 3.0, 2.0
+    t_star = v0 / (mu * G * (1 + m / M))
+    res = simulate(_plank(mu, m, M, v0), 1.0, 0.05)
+    v_end = m * v0 / (m + M)
+    for row in res:
+        t = row["time"]
+        slipping = t < t_star
+        vb = v0 - mu * G * t if slipping else v_end
+        vp = mu * m * G / M * t if slipping else v_end
+        assert abs(row["block.vx"] - vb) < 1e-12 and abs(row["plank.vx"] - vp) < 1e-12
+        for c in ("c0", "c1"):
+            assert row[f"{c}.state"] == (2.0 if slipping else 1.0)
+            if not slipping:
+                assert abs(row[f"{c}.ft"]) < 1e-9
+    loss = res["c0.slide_loss"][-1] + res["c1.slide_loss"][-1]
+    assert abs(loss - m * v0 ** 2 * M / (2 * (m + M))) < 1e-9

@@ -777,9 +777,10 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
 def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
     """stick -> slip: the contact slips along s0 = lam_t / |lam_t| of its sticking force at
     te (the friction force opposes the slip). slip -> stick (v_t . s0 = 0): it sticks when
-    |v_t| <= 1e-3 contact_velocity (the phase start then lets it slip again, reversed, when
-    the sticking force is outside the cone); a spatial slip whose direction turned away from
-    s0 (|v_t| larger) records s0 = v_t / |v_t| and slips on."""
+    |v_t| <= 1e-3 contact_velocity, and so does every other slipping contact whose slip
+    stopped with it (the phase start then lets those whose sticking force is outside the
+    cone slip again, reversed); a spatial slip whose direction turned away from s0 (|v_t|
+    larger) records s0 = v_t / |v_t| and slips on."""
     n = y.shape[0] // 2
     rec = st.data[st.names[i]]
     active = st.active()
@@ -793,12 +794,19 @@ def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
         if nl > 0.0:
             rec["sdir"] = [float(v) for v in lt / nl]
         return y
-    vt = impact.slip_velocities(model, y[:n], y[n:])[i]
-    nv = float(np.sqrt(vt @ vt))
+    vts = impact.slip_velocities(model, y[:n], y[n:])
+    nv = float(np.sqrt(vts[i] @ vts[i]))
     if nv > 1e-3 * settings.contact_velocity:
-        rec["sdir"] = [float(v) for v in vt / nv]
+        rec["sdir"] = [float(v) for v in vts[i] / nv]
         return y
-    rec["stick"] = True
+    # every slipping contact that stopped with it sticks too (the phase start lets those
+    # outside their cone slip again)
+    mu = _fr.mu_of(model)
+    for k, nm in enumerate(st.names):
+        r = st.data[nm]
+        if k == i or (r["active"] and mu[k] > 0.0 and not r["stick"]
+                      and float(np.sqrt(vts[k] @ vts[k])) <= 1e-3 * settings.contact_velocity):
+            r["stick"] = True
     return y
 
 
