@@ -155,9 +155,9 @@ def frictional_impact(model, v, gap, Dc, D, phi_t, solve, mass_times, Dt, closed
 def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol):
     """impact.solve_impact's active set of the normal rows, with the friction impulses of the
     rule: every frictional contact of the set sticks (its tangential rows keep v_t+ = 0) until
-    its sticking impulse leaves the cone |P_t| <= mu P_n; then the one furthest outside it
-    slides (P_t = -mu P_n s, s the direction of its sticking multipliers r_t / |r_t|, kept for
-    this impact) and the set is solved again."""
+    its sticking impulse leaves the cone |P_t| <= mu P_n; then every one outside it slides
+    (P_t = -mu P_n s, s the direction of its sticking multipliers r_t / |r_t|, kept for this
+    impact) and the set is solved again."""
     from .impact import ImpactResult
 
     B = model.compiled.contacts
@@ -195,8 +195,8 @@ def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol):
             out = [j for j in sticks if excess[j] > scale]
             if not out:
                 break
-            j = max(out, key=lambda i: (excess[i], -i))
-            slide[j] = r_t[j] / np.sqrt(r_t[j] @ r_t[j])
+            for j in out:             # every sticking contact outside its cone slides
+                slide[j] = r_t[j] / np.sqrt(r_t[j] @ r_t[j])
         v_plus = Dc @ vp
         if np.abs(A @ vp - b).max(initial=0.0) > 1e3 * scale:
             raise ImpactError(f"model '{model.name}': the rows of the frictional impact "
