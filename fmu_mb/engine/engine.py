@@ -266,9 +266,14 @@ class Engine:
         if self._state_size - 2 - 2 * self.n == len(RECORD) * self.n_contacts:
             return [float(saved.get(name, {}).get(f, 0.0)) for name in self.contact_names
                     for f in RECORD]
-        out = []                 # friction: + stick, the slip direction (2), sliding loss
-        for name in self.contact_names:
-            d = saved.get(name, {})
+        # friction: + stick, the slip direction (2), sliding loss; an engine made from a blob
+        # knows no contact names: the records in model.contacts order (State.extra's)
+        recs = [saved.get(name, {}) for name in self.contact_names]
+        if not any(name in saved for name in self.contact_names) and \
+                len(saved) == self.n_contacts:
+            recs = list(saved.values())
+        out = []
+        for d in recs:
             sdir = (list(d.get("sdir", ())) + [0.0, 0.0])[:2]
             out += [float(d.get(f, 0.0)) for f in RECORD] + [float(d.get("stick", False))] \
                 + [float(v) for v in sdir] + [float(d.get("slide_loss", 0.0))]
