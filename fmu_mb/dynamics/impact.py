@@ -112,7 +112,7 @@ def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
         if np.any(np.asarray(closed, bool) & (_fr.mu_of(model) > 0.0)):
             Dt, _ = tangent_rows(model, x, xd)
             return _fr.frictional_impact(model, xd, gap, Dc, D, phi_t, solve, mass_times, Dt,
-                                         closed, restitution, tol)
+                                         closed, restitution, tol, ImpactResult)
     return solve_impact(model, xd, gap, Dc, D, phi_t, solve, closed, restitution, tol)
 
 
