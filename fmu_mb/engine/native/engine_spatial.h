@@ -34,6 +34,8 @@ void sk_points(void *k, const double *q, const double *qd, int np, const int *bo
 int sk_set_drives(void *k, int nd, const int *di, const double *dd, int ndp, const double *dp);
 void sk_set_time(void *k, double t);
 int sk_accelerations(void *k, const double *q, const double *qd, const double *u, double *qdd);
+int sk_events_initial(void *ev, double t, const double *y, const double *u, double *rec,
+                      double contact_tol, double contact_velocity);
 
 #define SRI 6
 #define SRD 24
@@ -1204,8 +1206,6 @@ int sk_events_outputs(void *ev, double t, const double *y, const double *u,
 int sk_events_outputs_fr(void *ev, double t, const double *y, const double *u,
                          const double *rec, double *gap, double *force, double *ft,
                          double *vt);
-int sk_events_initial(void *ev, double t, const double *y, const double *u, double *rec,
-                      double contact_tol, double contact_velocity);
 int sk_events_accelerations(void *ev, double t, const double *q, const double *qd,
                             const double *u, const double *rec, const double *rq, double *qdd,
                             double *x, double *xd, double *xdd);

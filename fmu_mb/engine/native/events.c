@@ -83,6 +83,7 @@
  *       fmu_mb.dynamics.outputs. ERR_GAP: a point-point gap undefined at y (zero distance).
  * The Reduction Method (seed 002) stays in Python (fmu_mb.dynamics.integrate).
  */
+#include "friction.h"                          /* the friction law (event_loop.h calls it) */
 #include "event_loop.h"
 
 typedef EvLoop MbkEvents;
