@@ -180,7 +180,7 @@ typedef struct {
  * only a shortcut, written and read whole, cleared when its instance is freed, lost harmlessly
  * when a host reloads the library), and any other is first asked of the operating system
  * (mincore; VirtualQuery on Windows; a few microseconds) before its magic number is read. */
-#define SEEN 8
+#define SEEN 32
 static const void* volatile seen_ptr[SEEN];
 static volatile unsigned seen_next;
 #if defined(__GNUC__)
