@@ -72,7 +72,8 @@ def session_fmus(tmp_path_factory):
     """build(model_file, fmi=2, kind=None, **overrides) -> path of its FMU (FMI 2.0 or 3.0,
     kind None/"native"/"python" as fmu-mb build), each built once per test session (thread
     safe: callers may build in parallel); None for an FMI 3.0 FMU of a model that runs only in
-    Python. Without win64 binaries (the tests run the linux64 one)."""
+    Python. Without win64 binaries (the tests run the linux64 one; the cross compiler is
+    hidden only while one of these builds runs)."""
     import threading
     from unittest import mock
 
@@ -83,17 +84,21 @@ def session_fmus(tmp_path_factory):
     root = tmp_path_factory.mktemp("session_fmus")
     done, locks, guard = {}, {}, threading.Lock()
     patch = mock.patch("fmu_mb.fmi.native_platforms.win64_compiler", return_value=None)
-    patch.start()
+    active = [0]          # builds running: the patch is on only while one runs
 
     def build(model_file, fmi=2, kind=None, **overrides):
         key = (str(model_file), fmi, kind, tuple(sorted(overrides.items())))
         with guard:
             lock = locks.setdefault(key, threading.Lock())
+            out = root / f"b{len(locks)}"
         with lock:
             if key not in done:
-                out = root / f"b{len(locks)}"
-                out.mkdir()
+                with guard:
+                    active[0] += 1
+                    if active[0] == 1:
+                        patch.start()
                 try:
+                    out.mkdir(exist_ok=True)
                     done[key] = (build_model_fmu3(model_file, out, overrides, kind)[0]
                                  if fmi == 3 else
                                  build_model_fmu(model_file, out, overrides, kind=kind)[0])
@@ -101,6 +106,10 @@ def session_fmus(tmp_path_factory):
                     if not (fmi == 3 and "FMI 3.0 FMUs are" in str(exc)):
                         raise
                     done[key] = None
+                finally:
+                    with guard:
+                        active[0] -= 1
+                        if active[0] == 0:
+                            patch.stop()
             return done[key]
-    yield build
-    patch.stop()
+    return build

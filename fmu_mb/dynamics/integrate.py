@@ -111,7 +111,8 @@ class Settings:
                      "contact_velocity", "event_tol", "newton_tol"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and v > 0 and not math.isnan(v)):
-                raise InputError(f"solver setting '{name}' must be a number > 0, received {plain(v)}")
+                raise InputError(f"solver setting '{name}' must be a number > 0, "
+                                 f"received {plain(v)}")
         for name in ("contact_tol", "contact_velocity", "event_tol"):
             v = getattr(self, name)
             if not math.isfinite(v):           # (the engine refuses them alike)

@@ -8,7 +8,8 @@
  * exported (a linker version script).
  *
  * Promises (README "FMUs"; issue 20 item 4 and the defects of issue 24):
- *   - no global mutable state: everything lives in the instance; the instance holds no pointer
+ *   - no global mutable state (but the hints of live_object, a cache that any reload may
+ *     lose): everything lives in the instance; the instance holds no pointer
  *     into this library's static memory (the tables are read through their indices at every
  *     call, strings are copied), so instances may live in separate threads and a host may
  *     dlclose and re-dlopen the library between calls (ecospy's loader does);
@@ -185,18 +186,21 @@ enum { ME_EVENT = 1, ME_CT = 2, ME_TERMINATED = 4 };   /* model exchange's modes
 /* ------------------------------------------------------------------ live instances
  * A host may pass a pointer that is no instance at all (0x1234, a freed one). A real check is
  * impossible in C; this best-effort one never reads memory that is not mapped: a pointer
- * below 64 KiB or misaligned is refused at once, a pointer this thread has already seen as a
- * live instance (a few, per thread: no lock, nothing shared between threads or kept across a
- * dlclose) is taken, and any other is first asked of the kernel (mincore; VirtualQuery on
- * Windows, a few microseconds) before its magic number is read. */
-#if defined(_MSC_VER)
-#define FMU_TLS __declspec(thread)
+ * below 64 KiB or misaligned is refused at once, a pointer recently seen as a live instance
+ * is taken (SEEN hints, the one piece of this library's static memory that changes: a hint is
+ * only a shortcut, written and read whole, cleared when its instance is freed, lost harmlessly
+ * when a host reloads the library), and any other is first asked of the operating system
+ * (mincore; VirtualQuery on Windows; a few microseconds) before its magic number is read. */
+#define SEEN 32
+static const void* volatile seen_ptr[SEEN];
+static volatile unsigned seen_next;
+#if defined(__GNUC__)
+#define SEEN_GET(i) __atomic_load_n(&seen_ptr[i], __ATOMIC_RELAXED)
+#define SEEN_SET(i, v) __atomic_store_n(&seen_ptr[i], (v), __ATOMIC_RELAXED)
 #else
-#define FMU_TLS __thread
+#define SEEN_GET(i) (seen_ptr[i])
+#define SEEN_SET(i, v) (seen_ptr[i] = (v))
 #endif
-#define SEEN 8
-static FMU_TLS const void* seen_ptr[SEEN];
-static FMU_TLS unsigned seen_next;
 
 /* 1 when the n bytes at p are mapped readable memory (best effort, see above) */
 static int mapped(const void* p, size_t n)
@@ -237,7 +241,7 @@ static int live_object(const void* p, unsigned magic)
     }
     int known = 0;
     for (int i = 0; i < SEEN; ++i) {
-        known |= seen_ptr[i] == p;
+        known |= SEEN_GET(i) == p;
     }
     if (!known && !mapped(p, sizeof(unsigned))) {
         return 0;
@@ -246,17 +250,17 @@ static int live_object(const void* p, unsigned magic)
         return 0;
     }
     if (!known) {
-        seen_ptr[seen_next++ % SEEN] = p;
+        SEEN_SET(seen_next++ % SEEN, p);
     }
     return 1;
 }
 
-/* p is freed: no longer known as live in this thread */
+/* p is freed: no longer a hint */
 static void forget_object(const void* p)
 {
     for (int i = 0; i < SEEN; ++i) {
-        if (seen_ptr[i] == p) {
-            seen_ptr[i] = NULL;
+        if (SEEN_GET(i) == p) {
+            SEEN_SET(i, NULL);
         }
     }
 }
