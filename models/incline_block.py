@@ -17,7 +17,8 @@ def build(**overrides):
     mb = ModelBuilder("incline_block", overrides, gravity=(0.0, 0.0, -g),
                       description=__doc__)
     alpha = mb.param("alpha", 0.3, "rad", "tilt of the plane about y", min=0.0, max=1.2)
-    mu = mb.param("mu", 0.5, "1", "Coulomb friction coefficient of the corners", min=0.0)
+    mu = mb.param("mu", 0.5, "1", "Coulomb friction coefficient of the corners (> 0: at 0 the "
+                  "contacts and their outputs are those of frictionless contacts)", min=1e-6)
     m = mb.param("m", 1.0, "kg", "mass of the block", min=1e-9)
     a = mb.param("a", 0.2, "m", "edge along the slope (body x)", min=1e-6)
     b = mb.param("b", 0.1, "m", "edge across the slope (body y)", min=1e-6)

@@ -16,7 +16,8 @@ def build(**overrides):
     mb = ModelBuilder("rolling_ball", overrides, gravity=(0.0, 0.0, -g), description=__doc__)
     r = mb.param("r", 0.1, "m", "radius of the ball", min=1e-6)
     m = mb.param("m", 1.0, "kg", "mass of the ball", min=1e-9)
-    mu = mb.param("mu", 0.3, "1", "Coulomb friction coefficient", min=0.0)
+    mu = mb.param("mu", 0.3, "1", "Coulomb friction coefficient (> 0: at 0 the contact and its "
+                  "outputs are those of a frictionless contact)", min=1e-6)
     v0 = mb.param("v0", 2.0, "m/s", "initial velocity along x")
     w0 = mb.param("w0", 0.0, "rad/s", "initial spin about y")
     J = 2.0 / 5.0 * m * r * r
