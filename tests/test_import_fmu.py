@@ -59,10 +59,10 @@ def check_robot_fmu(tmp_path, rel, seed, extra=(), start=None, change=None):
     rng = np.random.default_rng(seed)
     lo, hi = pm.lowerPositionLimit, pm.upperPositionLimit
     q0 = lo + (hi - lo) * rng.uniform(0.25, 0.75, pm.nv)
-    start = {f"{pm.names[i]}_q0": float(q0[pm.joints[i].idx_q]) for i in range(1, pm.njoints)}
-    # the initial angles at build time: the native FMU's parameter program cannot follow
-    # them (the tree's Euler-parameter signs, DSRQ, branch on them; docs/import.md)
-    sets = [a for k, v in start.items() for a in ("--set", f"{k}={v!r}")]
+    initial = {f"{pm.names[i]}_q0": float(q0[pm.joints[i].idx_q])
+               for i in range(1, pm.njoints)}
+    # the initial angles are structural: set at build time (docs/import.md)
+    sets = [a for k, v in initial.items() for a in ("--set", f"{k}={v!r}")]
     fmu, seconds = build(path, tmp_path, "--no-limits", *extra, *sets)
     assert validate_fmu(str(fmu)) == []
     res = simulate_fmu(str(fmu), stop_time=1.0, output_interval=0.1,
