@@ -32,6 +32,10 @@ def _graph():
     return mods
 
 
+# the robot importers build models through the mechanics' builder; the tools use them
+LAYERS["importers"] = 1.2
+
+
 def _layer(mod):
     parts = mod.split(".")
     if mod == "fmu_mb.__main__":        # `python -m fmu_mb`: the entry point, above the tools

@@ -322,9 +322,12 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
         if jn == jid[j["name"]] and lo is not None and hi is not None and lo < hi \
                 and not lo <= start <= hi:
             start = 0.5 * (lo + hi)                 # 0 is outside the limits: their middle
+        # structural: the tree's Euler-parameter signs (engine data DSRQ) branch on the
+        # initial angles, which the native FMU's parameter program cannot follow; fixed at
+        # build time (fmu-mb build --set <joint>_q0=...), the other parameters stay free
         q0 = mb.param(f"{jn}_q0", start, "rad" if kind == "revolute"
                       else "m", f"initial {'angle' if kind == 'revolute' else 'position'} "
-                      f"of joint {jn}")
+                      f"of joint {jn}", structural=True)
         qd0 = mb.param(f"{jn}_qd0", 0.0, "rad/s" if kind == "revolute" else "m/s",
                        f"initial rate of joint {jn}")
         mb.initial(jn, value=q0, rate=qd0)

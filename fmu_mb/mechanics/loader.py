@@ -52,13 +52,9 @@ def call_build(module, path=None, **overrides):
 
 
 def load_model(path, **overrides):
-    """Build the model of the file at `path` with parameter overrides: a model file (.py),
-    or a robot description (.urdf, .xml, .mjcf: fmu_mb.importers, default options)."""
+    """Build the model of the file at `path` with parameter overrides (a robot description,
+    .urdf or MJCF .xml, loads with fmu_mb.load_any: fmu_mb.importers, a layer above)."""
     from .model import Model
-
-    if Path(path).suffix.lower() in (".urdf", ".xml", ".mjcf"):
-        from ..importers import load
-        return load(path, overrides)
 
     model = call_build(load_module(path), path, **overrides)
     if not isinstance(model, Model):
