@@ -16,12 +16,12 @@ from ..viewer.scene import (camera_fragment, cluster_decimate, fragment, page,  
 
 def view(model, result=None, path=None, *, max_frames=1500, columns=None, traces=None,
          overrides=None):
-    """Write the 3-D viewer of `model` (a Model or a model file) and its `result` (a
+    """Write the 3-D viewer of `model` (a Model, a model file, a URDF or an MJCF file) and its `result` (a
     structured array, a CSV path or None: the start pose) to `path` (an .html file, its
     folder created; default out/<model>.html). Returns the path."""
-    if isinstance(model, (str, Path)):
-        from ..mechanics.loader import load_model
-        model = load_model(str(model), **(overrides or {}))
+    if isinstance(model, (str, Path)):              # a model file, a URDF or an MJCF file
+        from ..importers import load
+        model = load(str(model), overrides)
     if isinstance(result, (str, Path)):
         from .viz import read_csv
         result = read_csv(result)
