@@ -53,6 +53,8 @@ _LAZY = {
     "slender_rod_inertia": ("mechanics.spatial.inertia", "slender_rod"),
     "sphere_inertia": ("mechanics.spatial.inertia", "sphere"),
     "cardan": "mechanics.spatial.rotations",
+    **dict.fromkeys(("Sphere", "Capsule", "Box", "Cylinder", "Plane", "Circle", "Segment",
+                     "Rectangle", "Line"), "mechanics.shapes"),
 }
 
 
@@ -96,4 +98,5 @@ __all__ = [
     "slender_rod_inertia", "sphere_inertia",
     "linearize", "equilibrium", "directional_derivative", "model_structure", "LinearModel",
     "Equilibrium", "Mode",
+    "Sphere", "Capsule", "Box", "Cylinder", "Plane", "Circle", "Segment", "Rectangle", "Line",
 ]

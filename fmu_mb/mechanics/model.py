@@ -311,6 +311,8 @@ class Model:
     t0: float = 0.0
     description: str = ""
     contacts: tuple = ()            # Contact items (unilateral constraints)
+    shapes: tuple = ()              # shapes.ShapeItem: collision shapes in body axes
+    shape_pairs: tuple = ()         # shapes.ShapePair: the pairs that may touch, their contacts
 
     # ----------------------------------------------------------------- lookups
     @property
