@@ -37,6 +37,8 @@ from ..mechanics.elements import applied_forces
 from ..errors import DriftError, ImpactError
 from ..mechanics.contacts import ContactBlock, compile_contacts, contact_rows, gaps  # noqa: F401
 from ..linalg import min_norm_correction, solve_kkt, solve_kkt_dense
+from ..mechanics.friction import tangent_rows
+from . import friction as _fr
 
 
 def _spatial_mass(model, x):
@@ -68,6 +70,10 @@ class ImpactResult:
     v_plus: np.ndarray
     impacted: np.ndarray
     energy_loss: np.ndarray
+    p_t: np.ndarray = None          # (nc, kt) friction impulses (frictional impacts)
+    vt_minus: np.ndarray = None     # (nc, kt) slip velocities before/after
+    vt_plus: np.ndarray = None
+    level: int = 0                  # the rule of friction.impact_law that gave the result
 
 
 def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
@@ -86,14 +92,27 @@ def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
         M = _spatial_mass(model, x)
         F = M @ xd
 
-        def solve(A, b):
-            return solve_kkt_dense(M, A, F, b)
+        def solve(A, b, f=None):
+            return solve_kkt_dense(M, A, F if f is None else f, b)
+
+        def mass_times(v):
+            return M @ v
     else:
         mass = None if C.mass_positive else C.mass_diag
         F = C.mass_diag * xd
 
-        def solve(A, b):
-            return solve_kkt(C.inv_mass_diag, A, F, b, mass)
+        def solve(A, b, f=None):
+            return solve_kkt(C.inv_mass_diag, A, F if f is None else f, b, mass)
+
+        def mass_times(v):
+            return C.mass_diag * v
+    if _fr.has_friction(model):
+        if closed is None:
+            closed = gap <= 1e-9
+        if np.any(np.asarray(closed, bool) & (_fr.mu_of(model) > 0.0)):
+            Dt, _ = tangent_rows(model, x, xd)
+            return _fr.frictional_impact(model, xd, gap, Dc, D, phi_t, solve, mass_times, Dt,
+                                         closed, restitution, tol)
     return solve_impact(model, xd, gap, Dc, D, phi_t, solve, closed, restitution, tol)
 
 
@@ -146,18 +165,21 @@ def solve_impact(model, v, gap, Dc, D, phi_t, solve, closed=None, restitution=No
 class Status:
     """Mutable contact status during one advance(); saved in State.extra['contacts'].
 
-    Per contact: impacts, last_time, last_impulse, energy_loss, active (persistent), and for
+    Per contact: impacts, last_time, last_impulse, energy_loss, active (persistent), stick
+    (a frictional persistent contact sticks, else it slips), sdir (its recorded slip direction
+    s0, kt values), slide_loss (energy dissipated by sliding friction [J]), and for
     Reduction-Method contacts d (current criterion), passes and the pass in progress
     [t_start, t_end, q_start, v_mean, v_star] or None.
     """
 
     FIELDS = ("impacts", "last_time", "last_impulse", "energy_loss", "active", "d",
-              "passes", "pass", "lock")
+              "passes", "pass", "lock", "stick", "sdir", "slide_loss")
 
     def __init__(self, model, extra):
         saved = (extra or {}).get("contacts", {})
         self.names = [c.name for c in model.contacts]
         self.data = {}
+        kt = 2 if model.compiled.spatial else 1
         for c in model.contacts:
             s = saved.get(c.name, {})
             self.data[c.name] = {"impacts": int(s.get("impacts", 0)),
@@ -169,7 +191,10 @@ class Status:
                                  "passes": int(s.get("passes", 0)),
                                  "lock": float(s.get("lock", 0.0)),
                                  "pass": (None if s.get("pass") is None
-                                          else [float(v) for v in s["pass"]])}
+                                          else [float(v) for v in s["pass"]]),
+                                 "stick": bool(s.get("stick", False)),
+                                 "sdir": [float(v) for v in s.get("sdir", [0.0] * kt)],
+                                 "slide_loss": float(s.get("slide_loss", 0.0))}
 
     def active(self):
         return np.array([self.data[n]["active"] for n in self.names], bool)
@@ -194,7 +219,8 @@ class Status:
 
     def to_extra(self, extra):
         out = dict(extra or {})
-        out["contacts"] = {n: dict(d) for n, d in self.data.items()}
+        out["contacts"] = {n: {k: (list(v) if k == "sdir" else v) for k, v in d.items()}
+                           for n, d in self.data.items()}
         return out
 
 
@@ -227,9 +253,10 @@ class ContactDynamics:
     lam_c: np.ndarray
     phi: np.ndarray
     D: np.ndarray
+    lam_t: np.ndarray = None     # (nc, kt) sticking contacts' tangential multipliers (f_t = -lam_t)
 
 
-def extra_rows(model, x, xd, t, active, pas, locks=None):
+def extra_rows(model, x, xd, t, active, pas, locks=None, fric=None):
     """Rows added to the joints' constraints: active contacts (gap = 0), Reduction contacts
     in persistent contact (singular coordinate locked: q_s = q_lock) and the singular
     coordinate of a Reduction pass (q_s = q_start + v_mean (t - t_start)).
@@ -237,8 +264,16 @@ def extra_rows(model, x, xd, t, active, pas, locks=None):
     active : (nc,) bool; pas : None or (joint coordinate position, t_start, q_start, v_mean);
     locks : {contact index: (joint coordinate position, q_lock)} for active Reduction contacts.
     Returns res (k,), J (k, n), conv (k,), rate (k,) (the required J xd), in the order of
-    np.flatnonzero(active) followed by the pass row.
+    np.flatnonzero(active) followed by the pass row, then the tangential rows of the sticking
+    contacts of the friction phase fric (friction.Phase; res and rate 0: velocity rows).
     """
+    if fric is not None and fric.stick.any():
+        res, J, conv, rate = extra_rows(model, x, xd, t, active, pas, locks)
+        Dt, conv_t = tangent_rows(model, x, xd)
+        Js, cs = _fr.stick_rows(fric, Dt, conv_t)
+        z = np.zeros(Js.shape[0])
+        return (np.concatenate([res, z]), np.vstack([J, Js]), np.concatenate([conv, cs]),
+                np.concatenate([rate, z]))
     locks = locks or {}
     ia = np.flatnonzero(active)
     n = x.shape[0]
@@ -264,13 +299,18 @@ def extra_rows(model, x, xd, t, active, pas, locks=None):
     return res, J, conv, rate
 
 
-def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=None):
+def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=None,
+                  fric=None):
     """Solve M xdd + D' lam + Dc_A' lam_c = f, D xdd = -conv, Dc_A xdd = -conv_c.
 
     active : (nc,) bool persistent contacts; pas, locks : see extra_rows. For a locked
     Reduction contact lam_c is sign(q_lock) times the lock's multiplier, so that -lam_c > 0
-    while the lock holds the string taut.
+    while the lock holds the string taut. fric : friction.Phase of the frictional active
+    contacts (sticking rows, sliding forces; fmu_mb.dynamics.friction) or None.
     """
+    if fric is not None:
+        return _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks,
+                                       fric)
     C = model.compiled
     phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
     res, J, cv, rate = extra_rows(model, x, xd, t, active, pas, locks)
@@ -289,7 +329,44 @@ def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=No
     return contact_dynamics(model, xdd, lam, phi, D, active, locks)
 
 
-def contact_dynamics(model, qdd, lam, phi, D, active, locks):
+def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, fric):
+    """accelerations() with the friction phase fric (friction.sliding_solve)."""
+    C = model.compiled
+    phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
+    res, J, cv, rate = extra_rows(model, x, xd, t, active, pas, locks, fric)
+    A = np.vstack([D, J])
+    b = -np.concatenate([conv, cv])
+    if baumgarte is not None:
+        alpha, beta = baumgarte
+        b = b - 2.0 * alpha * (A @ xd - np.concatenate([-phi_t, rate])) \
+            - beta * beta * np.concatenate([phi, res])
+    F = applied_forces(model, x, xd, t, u)
+    if C.spatial:
+        M = _spatial_mass(model, x)
+
+        def solve(F, b):
+            return solve_kkt_dense(M, A, F, b)
+    else:
+        mass = None if C.mass_positive else C.mass_diag
+
+        def solve(F, b):
+            return solve_kkt(C.inv_mass_diag, A, F, b, mass)
+    Dt, _ = tangent_rows(model, x, xd)
+    xdd, lam = _fr.sliding_solve(solve, F, b, *_fr_columns(model, fric, Dt, xd, active,
+                                                           D.shape[0]))
+    return contact_dynamics(model, xdd, lam, phi, D, active, locks, fric)
+
+
+def _fr_columns(model, fric, Dt, qd, active, m):
+    """(K, pos, names) of friction.sliding_solve: the sliding columns, their normal rows in
+    lam (after the m joint rows, in active-set order) and their names."""
+    js, K = _fr.sliding_columns(fric, Dt, qd)
+    ia = list(np.flatnonzero(active))
+    pos = np.array([m + ia.index(j) for j in js], np.intp)
+    return K, pos, [model.contacts[j].name for j in js]
+
+
+def contact_dynamics(model, qdd, lam, phi, D, active, locks, fric=None):
     """ContactDynamics from a solve with the joint rows (phi, D) first, then one extra row per
     active contact: the contact multipliers in model.contacts order, with the sign of a
     Reduction lock's side (any coordinates: x or q)."""
@@ -299,7 +376,14 @@ def contact_dynamics(model, qdd, lam, phi, D, active, locks):
     lam_c[ia] = lam[m:m + len(ia)]
     for i, (k, q_lock) in (locks or {}).items():
         lam_c[i] *= 1.0 if q_lock >= 0 else -1.0
-    return ContactDynamics(qdd, lam[:m], lam_c, phi, D)
+    if fric is None:
+        return ContactDynamics(qdd, lam[:m], lam_c, phi, D)
+    kt = fric.s0.shape[1]
+    lam_t = np.zeros((len(model.contacts), kt))
+    js = np.flatnonzero(fric.stick)
+    if len(js):
+        lam_t[js] = lam[len(lam) - kt * len(js):].reshape(-1, kt)
+    return ContactDynamics(qdd, lam[:m], lam_c, phi, D, lam_t)
 
 
 # ---------------------------------------------------------------------- Reduction Method
@@ -365,7 +449,7 @@ def effective_mass(model, x, i):
     return 1.0 / s if s > 0 else 0.0
 
 
-def project(model, y, t, tol, active, pas=None, locks=None):
+def project(model, y, t, tol, active, pas=None, locks=None, fric=None):
     """Project y = (x, xd) onto the joints' rows (as integrate.project_absolute) and the
     extra rows of the persistent contacts and a Reduction pass (minimum M-norm changes)."""
     C = model.compiled
@@ -377,7 +461,7 @@ def project(model, y, t, tol, active, pas=None, locks=None):
 
     def rows(x):
         phi, D, _, phi_t = constraints.evaluate(model, x, zero, t, need_conv=False)
-        res, J, _, rate = extra_rows(model, x, zero, t, active, pas, locks)
+        res, J, _, rate = extra_rows(model, x, zero, t, active, pas, locks, fric)
         return (np.concatenate([phi, res]), np.vstack([D, J]),
                 np.concatenate([-phi_t, rate]))
     if C.n_rows == 0 and not active.any() and pas is None:
@@ -401,6 +485,12 @@ def project(model, y, t, tol, active, pas=None, locks=None):
     return np.concatenate([x, xd])
 
 
+def slip_velocities(model, x, xd):
+    """(nc, kt) slip velocities v_t = Dt xd of every contact [m/s] (mechanics.friction)."""
+    Dt, _ = tangent_rows(model, x, xd)
+    return Dt @ xd
+
+
 # ---------------------------------------------------------------------- contact kit
 def _ne_kit():
     from types import SimpleNamespace
@@ -413,6 +503,7 @@ def _ne_kit():
         singular_position=singular_position, criterion=criterion,
         joint_coordinates=constraints.joint_coordinates, set_joint_rate=set_joint_rate,
         restitute=restitute, effective_mass=effective_mass, pass_tuple=pass_tuple,
+        slip_velocities=slip_velocities,
         locks=lambda model, st: st.locks(model))
 
 

@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import InputError, IntegrationError
+from ..errors import ImpactError, InputError, IntegrationError
+from . import friction as _fr
 from .formulations import candidates, get_formulation
 from .implicit import DAE_FORMS, IMPLICIT_METHODS, advance_implicit
 from .state import State
@@ -155,7 +156,33 @@ def initial_state(model, settings=None):
     settings = settings.for_model(model)
     check_spatial(model, settings)
     form = get_formulation(settings.formulation)
-    return form.initial_state(model)
+    state = form.initial_state(model)
+    if _fr.has_friction(model):
+        state = _initial_contacts(model, state, settings)
+    return state
+
+
+def _initial_contacts(model, state, settings):
+    """A frictional contact closed at the start (gap <= contact_tol, |gap rate| <
+    contact_velocity) starts persistent: sticking when |v_t| < contact_velocity, else slipping
+    along v_t (docs/contacts-friction.md)."""
+    from .impact import Status, contact_rows, slip_velocities
+
+    check_settings(model, settings)
+    st = Status(model, state.extra)
+    gap, Dc, _ = contact_rows(model, state.q, state.qd)
+    vn = Dc @ state.qd
+    vt = slip_velocities(model, state.q, state.qd)
+    for i, c in enumerate(model.contacts):
+        if c.friction > 0.0 and gap[i] <= settings.contact_tol and \
+                abs(vn[i]) < settings.contact_velocity:
+            rec = st.data[c.name]
+            nv = float(np.sqrt(vt[i] @ vt[i]))
+            rec["active"] = True
+            rec["stick"] = nv < settings.contact_velocity
+            if not rec["stick"]:
+                rec["sdir"] = [float(v) for v in vt[i] / nv]
+    return replace(state, extra=st.to_extra(state.extra))
 
 
 def check_spatial(model, settings):
@@ -207,6 +234,11 @@ def check_settings(model, settings):
             raise InputError(f"model '{model.name}': formulation 'recursive' runs trees "
                              f"of revolute, prismatic and weld joints and loops closed by cut "
                              f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
+    if _fr.has_friction(model) and settings.formulation != "newton_euler":
+        fr = [c.name for c in model.contacts if c.friction > 0.0]
+        raise InputError(f"model '{model.name}': its contacts {fr} have Coulomb friction, "
+                         f"which runs in formulation 'newton_euler' so far; formulation "
+                         f"'{settings.formulation}' is frictionless")
     if model.contacts and settings.formulation == "minimal":
         raise InputError(f"model '{model.name}' has contacts: formulation 'minimal' does not "
                          f"handle them; use 'tmt' or 'newton_euler'")
@@ -476,10 +508,13 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     project = settings.stabilization == "projection"
     reduction = model.compiled.contacts.reduction
     repeats, t_last, steps = 0, None, 0
+    frictional = _fr.has_friction(model)
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
         locks = impact.locks(model, st)
+        fric = _fr.phase_of(model, st, active) if frictional else None
+        fkw = {} if fric is None else {"fric": fric}
         ip = st.passing()
         pas, t_pass_end = None, math.inf
         if ip is not None:
@@ -487,17 +522,18 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             pas = (impact.singular_position(model, ip), P[0], P[2], P[3])
             t_pass_end = P[1]
 
-        def rhs(tt, yy, active=active, pas=pas, locks=locks):
+        def rhs(tt, yy, active=active, pas=pas, locks=locks, fkw=fkw):
             dyn = impact.accelerations(model, yy[:nq], yy[nq:], tt, uvec, active, pas, baum,
-                                       locks)
+                                       locks, **fkw)
             return np.concatenate([yy[nq:], dyn.qdd])
 
-        def proj(tt, yy, active=active, pas=pas, locks=locks):
-            return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks)
+        def proj(tt, yy, active=active, pas=pas, locks=locks, fkw=fkw):
+            return impact.project(model, yy, tt, settings.projection_tol, active, pas, locks,
+                                  **fkw)
 
         native = get_formulation(settings.formulation).native_stepper   # compiled steps
         stepper = (native(model, settings, t, y, t_end, h, uvec, active) if native is not None
-                   and pas is None and not locks else None)
+                   and pas is None and not locks and fric is None else None)
         stepper = stepper or _Stepper(settings, rhs, t, y, t_end, h, model)
         event = None
         while event is None and stepper.t < t_end:
@@ -509,7 +545,11 @@ def _advance_contacts(model, state, t_end, uvec, settings):
                 stepper.set_y(proj(stepper.t, stepper.y))
             event = _find_event(model, st, stepper.dense(), stepper.t_old, y_old, stepper.t,
                                 active, pas, t_pass_end, reduction, uvec, settings, impact,
-                                brentq, locks)
+                                brentq, locks, fric)
+            if fric is not None and fric.slip.any():
+                _slide_loss(model, st, stepper.dense(), stepper.t_old,
+                            stepper.t if event is None else event[0], uvec, active, impact,
+                            fric)
         h = stepper.h
         if event is None:
             y, t = stepper.y, stepper.t
@@ -524,10 +564,13 @@ def _advance_contacts(model, state, t_end, uvec, settings):
                                    f"raise Settings.contact_velocity")
         t_last = te
         y = proj(te, ye) if project else ye
-        y = _handle_event(model, st, kind, i, te, y, settings, impact)
+        y = _handle_event(model, st, kind, i, te, y, settings, impact, uvec)
         if project:
             T0 = _kinetic(model, y, impact)
-            y = proj(te, y, st.active(), impact.pass_tuple(model, st), impact.locks(model, st))
+            act = st.active()
+            fr = _fr.phase_of(model, st, act) if frictional else None
+            y = proj(te, y, act, impact.pass_tuple(model, st), impact.locks(model, st),
+                     {} if fr is None else {"fric": fr})
             if kind in ("impact", "pass_end"):      # a rebound below contact_velocity removed
                 st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y, impact),
                                                            0.0)
@@ -542,19 +585,59 @@ def _kinetic(model, y, impact):
 
 
 def _release_tensile(model, st, t, y, uvec, impact):
-    """Release persistent contacts whose force would be tensile (most tensile first)."""
+    """Release persistent contacts whose force would be tensile (most tensile first); with
+    friction, then a sticking contact whose force is outside the cone slips (the furthest
+    outside first; slip direction s0 = lam_t / |lam_t|), until the phase is consistent."""
     n = y.shape[0] // 2
-    while True:
+    frictional = _fr.has_friction(model)
+    for _ in range(8 * len(model.contacts) + 8):
         active = st.active()
         if not active.any():
             return y
+        fric = _fr.phase_of(model, st, active) if frictional else None
+        fkw = {} if fric is None else {"fric": fric}
         dyn = impact.accelerations(model, y[:n], y[n:], t, uvec, active,
-                                   impact.pass_tuple(model, st), locks=impact.locks(model, st))
+                                   impact.pass_tuple(model, st), locks=impact.locks(model, st),
+                                   **fkw)
         lam_c = np.where(active, dyn.lam_c, -np.inf)
         i = int(np.argmax(lam_c))
-        if lam_c[i] <= 0.0:
+        if lam_c[i] > 0.0:
+            _release(model, st, i, y[:n], impact)
+            continue
+        if fric is None or not fric.stick.any():
             return y
-        _release(model, st, i, y[:n], impact)
+        ft = np.sqrt(np.einsum("ik,ik->i", dyn.lam_t, dyn.lam_t))
+        excess = np.where(fric.stick, ft - fric.mu * -dyn.lam_c, -np.inf)
+        j = int(np.argmax(excess))
+        if excess[j] <= 0.0:
+            return y
+        rec = st.data[st.names[j]]
+        rec["stick"] = False
+        rec["sdir"] = [float(v) for v in dyn.lam_t[j] / ft[j]]
+    raise ImpactError(f"model '{model.name}': the persistent contacts {list(st.names)} find "
+                      f"no consistent stick/slip/open state at t = {t:.9g} s (a contact "
+                      f"problem without a solution, Painleve-type)")
+
+
+def _slide_loss(model, st, dense, t0, t1, uvec, active, impact, fric):
+    """Add the energy dissipated by sliding friction over [t0, t1] (the power mu f_n s . v_t
+    of each slipping contact, 3-point Gauss-Legendre on the dense output) to slide_loss."""
+    if not t1 > t0:
+        return
+    n = len(model.contacts)
+    acc = np.zeros(n)
+    half, mid = (t1 - t0) / 2.0, (t1 + t0) / 2.0
+    for xg, wg in ((-math.sqrt(0.6), 5.0 / 9.0), (0.0, 8.0 / 9.0), (math.sqrt(0.6), 5.0 / 9.0)):
+        tt = mid + half * xg
+        yy = np.asarray(dense(tt), float)
+        nq = yy.shape[0] // 2
+        dyn = impact.accelerations(model, yy[:nq], yy[nq:], tt, uvec, active, fric=fric)
+        vt = impact.slip_velocities(model, yy[:nq], yy[nq:])
+        for j in np.flatnonzero(fric.slip):
+            s = _fr.slip_direction(vt[j], fric.s0[j])
+            acc[j] += wg * fric.mu[j] * -dyn.lam_c[j] * float(s @ vt[j])
+    for j in np.flatnonzero(fric.slip):
+        st.data[st.names[j]]["slide_loss"] += float(half * acc[j])
 
 
 def _release(model, st, i, x, impact):
@@ -566,7 +649,7 @@ def _release(model, st, i, x, impact):
 
 
 def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction, uvec,
-                settings, impact, brentq, locks):
+                settings, impact, brentq, locks, fric=None):
     """Earliest event in (t0, t1]: (t_event, kind, contact index, y at t_event) or None.
 
     kinds: "impact" (a gap of an inactive contact reaches zero), "release" (the force of a
@@ -588,16 +671,35 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     if pas is not None:
         red[:] = False
 
+    nc = len(model.contacts)
+    if fric is not None:        # friction: per contact a second value (module friction)
+        watch = np.concatenate([watch, np.zeros(nc, bool)])
+        red = np.concatenate([red, np.zeros(nc, bool)])
+        frs = fric.stick | fric.slip
+        active = np.concatenate([active, frs])
+
     def values(yy, tt):
-        out = np.full(len(model.contacts), np.inf)
+        out = np.full(len(watch), np.inf)
         if watch.any():
             g = impact.gaps(model, yy[:n])
-            out[watch] = g[watch]
-        if active.any():
-            dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, active, pas,
-                                       locks=locks)
-            out[active] = -dyn.lam_c[active]        # contact force, >= 0 while pushing
-        for i in np.flatnonzero(red):
+            out[:nc][watch[:nc]] = g[watch[:nc]]
+        if active[:nc].any():
+            if fric is None:
+                dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, active, pas,
+                                           locks=locks)
+                out[active] = -dyn.lam_c[active]    # contact force, >= 0 while pushing
+            else:
+                act = active[:nc]
+                dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, act, pas,
+                                           locks=locks, fric=fric)
+                out[:nc][act] = -dyn.lam_c[act]
+                ft = np.sqrt(np.einsum("ik,ik->i", dyn.lam_t, dyn.lam_t))
+                vt = impact.slip_velocities(model, yy[:n], yy[n:])
+                for i in np.flatnonzero(fric.stick):   # inside the cone: mu f_n - |f_t|
+                    out[nc + i] = fric.mu[i] * -dyn.lam_c[i] - ft[i]
+                for i in np.flatnonzero(fric.slip):    # slipping along s0: v_t . s0
+                    out[nc + i] = float(vt[i] @ fric.s0[i])
+        for i in np.flatnonzero(red[:nc]):
             out[i] = impact.criterion(model, yy[:n], i) - st.data[st.names[i]]["d"]
         return out
 
@@ -629,6 +731,8 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
                     te = brentq(f, a, s, xtol=settings.event_tol, rtol=4 * np.finfo(
                         float).eps)
                 kind = "impact" if watch[i] else ("release" if active[i] else "criterion")
+                if i >= nc:
+                    kind = "slip" if fric.stick[i - nc] else "stick"
                 found.append((te, kind, int(i)))
             break
         prev_t, prev_v = s, v
@@ -638,17 +742,48 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
         return None
     te, kind, i = min(found)
     ye = dense(te) if te < t1 else dense(t1)
-    return te, kind, i, np.asarray(ye, dtype=float)
+    return te, kind, i % nc, np.asarray(ye, dtype=float)
 
 
-def _handle_event(model, st, kind, i, te, y, settings, impact):
+def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
+    """stick -> slip: the contact slips along s0 = lam_t / |lam_t| of its sticking force at
+    te (the friction force opposes the slip). slip -> stick (v_t . s0 = 0): it sticks when
+    |v_t| <= 1e-3 contact_velocity (the phase start then lets it slip again, reversed, when
+    the sticking force is outside the cone); a spatial slip whose direction turned away from
+    s0 (|v_t| larger) records s0 = v_t / |v_t| and slips on."""
+    n = y.shape[0] // 2
+    rec = st.data[st.names[i]]
+    active = st.active()
+    if kind == "slip":
+        fric = _fr.phase_of(model, st, active)
+        dyn = impact.accelerations(model, y[:n], y[n:], te, uvec, active,
+                                   fric=fric)
+        lt = dyn.lam_t[i]
+        nl = float(np.sqrt(lt @ lt))
+        rec["stick"] = False
+        if nl > 0.0:
+            rec["sdir"] = [float(v) for v in lt / nl]
+        return y
+    vt = impact.slip_velocities(model, y[:n], y[n:])[i]
+    nv = float(np.sqrt(vt @ vt))
+    if nv > 1e-3 * settings.contact_velocity:
+        rec["sdir"] = [float(v) for v in vt / nv]
+        return y
+    rec["stick"] = True
+    return y
+
+
+def _handle_event(model, st, kind, i, te, y, settings, impact, uvec=None):
     n = y.shape[0] // 2
     x, xd = y[:n], y[n:].copy()
     name = st.names[i]
     rec = st.data[name]
     if kind == "release":
         _release(model, st, i, x, impact)
+        rec["stick"] = False
         return y
+    if kind in ("slip", "stick"):
+        return _friction_event(model, st, kind, i, te, y, settings, impact, uvec)
     if kind == "impact":
         gap = impact.gaps(model, x)
         reduction = model.compiled.contacts.reduction
@@ -664,6 +799,13 @@ def _handle_event(model, st, kind, i, te, y, settings, impact):
                 r["last_impulse"] = float(res.p[k])
             r["energy_loss"] += float(max(res.energy_loss[k], 0.0))
             r["active"] = bool(res.v_plus[k] < settings.contact_velocity)
+            if res.vt_plus is not None:     # friction: stick when the slip is below
+                vt = res.vt_plus[k]         # contact_velocity, else slip along it
+                nv = float(np.sqrt(vt @ vt))
+                r["stick"] = bool(r["active"] and model.contacts[k].friction > 0.0
+                                  and nv < settings.contact_velocity)
+                if nv > 0.0 and not r["stick"]:
+                    r["sdir"] = [float(v) for v in vt / nv]
         return np.concatenate([x, xd])
     k = impact.singular_position(model, i)
     _, Dc, _ = impact.contact_rows(model, x, xd)

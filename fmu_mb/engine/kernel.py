@@ -269,6 +269,9 @@ def supported(model):
     whose law it can evaluate itself (constant_rate, harmonic, polynomial); contacts run in
     the kernel's own event loop (native/events.c, ContactEvents), or for the Reduction Method
     in the event loop of fmu_mb.dynamics.integrate with the kernel stepping between events."""
+    why = friction_unsupported(model)
+    if why is not None:
+        return why
     t = model.topology
     for d in model.drives:
         if d.joint not in t.tree_joints:
@@ -284,6 +287,16 @@ def supported(model):
     if t.cut_joints and len(loop_rows(model)[0]) != (len(_tree_map(model).cut_rows)
                                                      - len(model.drives)):
         return f"its cut joints {list(t.cut_joints)} have rows the kernel does not know"
+    return None
+
+
+def friction_unsupported(model):
+    """The reason why the compiled kernels do not run a model with Coulomb friction, or
+    None (every contact frictionless)."""
+    fr = [c.name for c in getattr(model, "contacts", ()) if c.friction > 0.0]
+    if fr:
+        return (f"its contacts {fr} have Coulomb friction, which runs in the Python event "
+                f"loop of formulation newton_euler so far")
     return None
 
 

@@ -91,6 +91,9 @@ def supported(model, contacts=False):
                     f"evaluates the laws of constant_rate, harmonic and polynomial")
     if getattr(model, "contacts", None) and not contacts:
         return f"it has contacts {[c.name for c in model.contacts]}"
+    why = _kernel.friction_unsupported(model)
+    if why is not None:
+        return why
     for name in model.topology.cut_joints:
         kind = model.joint(name).kind
         if kind not in _CUT:

@@ -395,21 +395,25 @@ class ModelBuilder(SpatialItems, ShapeItems):
 
     # ------------------------------------------------------------------ contacts
     def contact(self, name, body, point=None, *, other=GROUND, line_point=None,
-                normal=None, radius=0.0, restitution=1.0, plane_point=None, at=None):
+                normal=None, radius=0.0, restitution=1.0, plane_point=None, at=None,
+                friction=0.0):
         """Unilateral contact of `point` of `body` (a circle of `radius` around it) with the
         line through `line_point` of `other` whose unit `normal` (other's frame) points to the
         free side: gap = (r_point - r_line) . n - radius >= 0 [m]. Newton's law with
         restitution e in [0, 1] at impacts (seed 000 sec. 1.4). Defaults: point and
-        line_point (0, 0), normal (0, 1).
+        line_point (0, 0), normal (0, 1). friction: Coulomb's coefficient mu >= 0 at the
+        contact point (the point of the circle nearest the line); 0 is frictionless
+        (docs/contacts-friction.md: stick and slip phases, the impact law).
 
         Spatial models: the point (at= globally at the reference pose, or point= in body
         axes; a sphere of `radius` centred there) against the plane through `plane_point` of
         `other` (its axes, default (0, 0, 0)) with unit `normal` (other's axes, default
-        (0, 0, 1)); frictionless (fmu_mb.mechanics.spatial.contacts)."""
+        (0, 0, 1)); friction as in the plane (the friction cone is isotropic)."""
+        mu = _friction(f"contact '{name}'", friction)
         if self.spatial:
             self._not_here(f"contact '{name}'", "spatial", line_point=line_point)
             return self._contact3(name, body, point, at, other, plane_point, normal, radius,
-                                  restitution)
+                                  restitution, mu)
         self._not_here(f"contact '{name}'", "planar", plane_point=plane_point, at=at)
         point = (0.0, 0.0) if point is None else point
         line_point = (0.0, 0.0) if line_point is None else line_point
@@ -428,13 +432,13 @@ class ModelBuilder(SpatialItems, ShapeItems):
             name, "point_line", b, o, _vec2(where, "point", point),
             _vec2(where, "line_point", line_point), (n[0] / norm, n[1] / norm),
             _number(where, "radius", radius, nonneg=True),
-            restitution=_restitution(where, restitution)))
+            restitution=_restitution(where, restitution), friction=mu))
         return name
 
     def contact_points(self, name, a, b, *, a_point=None, b_point=None,
                        distance, side="apart", restitution=1.0, method="impact",
                        singular_joint=None, criterion=1e-4, criterion_scale=1.0,
-                       sharpening=0.5, a_at=None, b_at=None):
+                       sharpening=0.5, a_at=None, b_at=None, friction=0.0):
         """Unilateral contact between a point of body a and a point of body b at distance
         l: side "apart" keeps l >= distance (two balls: distance = sum of radii), side
         "within" keeps l <= distance (a string of that length) [m].
@@ -447,8 +451,18 @@ class ModelBuilder(SpatialItems, ShapeItems):
         Spatial models: a_point/b_point are 3-vectors in body axes (default the centre of
         mass), or a_at/b_at the points globally at the reference pose; method "impact"
         only; frictionless (an end stop or a rope acts along the line of the points).
+
+        friction: must be 0 (a distance limit has no contact point between the two points;
+        a point against a plane or line of another body, contact(..., other=body), is the
+        frictional body-body contact).
         """
         where = f"contact '{name}'"
+        if _friction(where, friction) != 0.0:
+            raise ModelError(f"{where}: friction on a distance limit (contact_points) is not "
+                             f"supported (it has no contact point); received friction = "
+                             f"{friction}; use contact(..., other=<body>) for a frictional "
+                             f"contact of a point (sphere) against a line or plane of another "
+                             f"body")
         if self.spatial:
             if method != "impact":
                 raise ModelError(f"{where}: spatial models take method 'impact' only (the "
@@ -776,6 +790,13 @@ def _model_file_docstring(frame):
 
 
 # ---------------------------------------------------------------------- validation helpers
+def _friction(where, value):
+    mu = _number(where, "friction", value)
+    if mu < 0.0:
+        raise ModelError(f"{where}: friction must be a coefficient mu >= 0, received {mu}")
+    return mu
+
+
 def _restitution(where, value):
     e = _number(where, "restitution", value)
     if not 0.0 <= e <= 1.0:

@@ -38,6 +38,7 @@ class ContactBlock:
     restitution: np.ndarray     # (n,)
     reduction: np.ndarray       # (n,) bool: handled by the Reduction Method
     units: tuple                # per contact: unit of the gap ("m" or "rad")
+    friction: np.ndarray = None  # (n,) Coulomb's mu (0: frictionless); mechanics.friction
 
 
 def compile_contacts(contacts, idx, joints):
@@ -86,7 +87,8 @@ def compile_contacts(contacts, idx, joints):
         ps("ja"), col("ja", 5), col("ja", 6), col("ja", 7, np.intp),
         ps("jp"), col("jp", 4), col("jp", 5), col("jp", 6), col("jp", 7, np.intp),
         np.array([c.restitution for c in contacts]),
-        np.array([c.method == "reduction" for c in contacts]), tuple(units))
+        np.array([c.method == "reduction" for c in contacts]), tuple(units),
+        np.array([float(c.friction) for c in contacts]))
 
 
 def contact_rows(model, x, xd):

@@ -159,6 +159,8 @@ class Contact:
     method "reduction": Drenovac's Reduction Method (seed 002) on the joint coordinate of
         `singular_joint` with the det-M criterion `criterion` (scaled by criterion_scale),
         multiplied by `sharpening` after every pass.
+    friction: Coulomb's coefficient mu >= 0 at the contact point (point_line and point_plane
+        contacts; 0 frictionless; docs/contacts-friction.md).
     """
 
     name: str
@@ -177,6 +179,7 @@ class Contact:
     criterion: float = 1e-4
     criterion_scale: float = 1.0
     sharpening: float = 0.5
+    friction: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -304,9 +304,9 @@ class SpatialItems:
             input=self._input(where, name, input, unit, f"{kind} h of {name}")))
         return name
 
-    # -------------------------------------------------------------- contacts (frictionless)
+    # -------------------------------------------------------------- contacts
     def _contact3(self, name, body, point, at, other, plane_point, normal, radius,
-                  restitution):
+                  restitution, friction=0.0):
         """ModelBuilder.contact in a spatial model: point (sphere) on a plane."""
         where = f"contact '{name}'"
         b = self._body_ref(where, "body", body, allow_ground=False)
@@ -326,7 +326,7 @@ class SpatialItems:
         e = _restitution(where, restitution)
         self._claim(name, "contact")
         self._contacts.append(Contact(name, "point_plane", b, o, tuple(pt), pp, n, r,
-                                      restitution=e))
+                                      restitution=e, friction=friction))
         return name
 
     def _contact_points3(self, name, a, b, a_point, b_point, a_at, b_at, distance, side,

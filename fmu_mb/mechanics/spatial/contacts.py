@@ -3,9 +3,9 @@
 The same contract as the planar fmu_mb.mechanics.contacts: a gap D_c(x) >= 0 per contact, its
 Jacobian Dc = dD_c/dx (nc, 7 nb) and convective term conv (gap'' = Dc xdd + conv), so that the
 impact equations of fmu_mb.dynamics.impact (seed 000 eq. 20, Newton's restitution law) and its
-persistent contacts apply unchanged. The contacts are frictionless: the contact impulse and
-force act along the gap's gradient only (the normal of a plane, the line between two points, a
-joint's coordinate).
+persistent contacts apply unchanged. Plane contacts may carry Coulomb friction (their
+tangential rows: fmu_mb.mechanics.friction); the others act along the gap's gradient only (the
+line between two points, a joint's coordinate).
 
 Kinds (model.Contact with 3-vectors):
 - "point_plane": point sc of `body` (side 1) against the plane through point sp of `other`
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kinematics as kin
+from ..friction import tangent_basis
 from .constraints import coordinate_term, extended, extended_rate
 
 
@@ -44,6 +45,9 @@ class SpatialContactBlock:
     restitution: np.ndarray     # (n,)
     reduction: np.ndarray       # (n,) bool, all False (no Reduction Method in 3-D)
     units: tuple
+    friction: np.ndarray = None     # (n,) Coulomb's mu (0: frictionless); mechanics.friction
+    pl_t1: np.ndarray = None        # (k, 3) tangent basis of the plane contacts, plane body axes
+    pl_t2: np.ndarray = None
 
 
 def compile_contacts(contacts, idx, joints, make_group):
@@ -83,7 +87,9 @@ def compile_contacts(contacts, idx, joints, make_group):
                ro([it[1] for it in items]), ro([it[2] for it in items]),
                ro([it[3] for it in items], np.intp)) for kind, items in lim.items()),
         ro([c.restitution for c in contacts]), ro(np.zeros(len(contacts)), bool),
-        tuple(units))
+        tuple(units), ro([float(c.friction) for c in contacts]),
+        ro([tangent_basis(it[1])[0] for it in pl]).reshape(-1, 3),
+        ro([tangent_basis(it[1])[1] for it in pl]).reshape(-1, 3))
 
 
 def contact_rows(model, x, xd):

@@ -1,0 +1,217 @@
+"""Coulomb friction at persistent contacts and at impacts (docs/contacts-friction.md).
+
+A persistent contact (its gap row closed) with mu > 0 sticks or slips:
+
+- stick: its tangential rows Dt (fmu_mb.mechanics.friction) join the constraint rows
+  (v_t' = 0); their multipliers lam_t give the friction force f_t = -lam_t, valid while
+  |f_t| <= mu f_n (f_n = -lam_n, the cone: the 2-norm in 3-D);
+- slip: the friction force f_t = -mu f_n s acts along the slip direction s (below), a
+  generalised force Dt' f_t = k lam_n with k = mu Dt' s, linear in the contact's own normal
+  multiplier. The accelerations solve
+
+      M qdd + A' lam = F + sum_j k_j lam_n,j,     A qdd = b
+
+  as one symmetric solve per right-hand side: (z0, l0) for F and (z_j, l_j) for each k_j
+  (b = 0), then c = lam_n of the sliding contacts from (I - E L) c = E l0 (E picks their normal
+  rows, L = [l_j]), qdd = z0 + Z c, lam = l0 + L c. With redundant rows every symmetric solve
+  gives the minimum-norm multipliers, so lam is the minimum-norm multiplier of the applied
+  forces plus the sliding forces it generates. A singular I - E L is a contact problem without
+  a unique solution (Painleve): ImpactError naming the sliding contacts.
+
+Slip direction: s = sigma v_t / |v_t| with sigma = +1 when v_t . s0 >= 0, else -1, and s = s0
+when v_t = 0; s0 is the contact's slip direction recorded when the slip phase started (planar:
++-1, so s = s0 for the whole phase). The factor sigma makes s continuous through v_t = 0 on a
+straight approach, so the phase's right-hand side stays smooth up to and past the slip-to-stick
+event v_t . s0 = 0, which the event loop locates on the dense output.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ImpactError
+
+
+@dataclass(frozen=True)
+class Phase:
+    """The friction phase of a contact phase: stick (nc,) and slip (nc,) bool (active contacts
+    with mu > 0), s0 (nc, kt) the recorded slip directions, mu (nc,)."""
+
+    stick: np.ndarray
+    slip: np.ndarray
+    s0: np.ndarray
+    mu: np.ndarray
+
+    def any(self):
+        return bool(self.stick.any() or self.slip.any())
+
+
+def mu_of(model):
+    return model.compiled.contacts.friction
+
+
+def has_friction(model):
+    return bool(model.contacts) and bool(np.any(mu_of(model) > 0.0))
+
+
+def phase_of(model, st, active):
+    """Phase from the Status st for the active set `active`; None when no active contact has
+    friction (the frictionless path, unchanged)."""
+    mu = mu_of(model)
+    fr = active & (mu > 0.0)
+    if not fr.any():
+        return None
+    stick = np.array([st.data[nm]["stick"] for nm in st.names], bool) & fr
+    s0 = np.array([st.data[nm]["sdir"] for nm in st.names], float)
+    return Phase(stick, fr & ~stick, s0, mu)
+
+
+def slip_direction(v, s0):
+    """s = sigma v / |v| (sigma = sign of v . s0, + at 0), s0 when v = 0."""
+    nv = float(np.sqrt(v @ v))
+    if nv == 0.0:
+        return np.array(s0, float)
+    return (v / nv) if float(v @ s0) >= 0.0 else (-v / nv)
+
+
+def stick_rows(ph, Dt, conv_t):
+    """(J (k, n), conv (k,)) of the sticking contacts' tangential rows, contact order."""
+    if ph is None or not ph.stick.any():
+        n = Dt.shape[2]
+        return np.zeros((0, n)), np.zeros(0)
+    ia = np.flatnonzero(ph.stick)
+    return Dt[ia].reshape(-1, Dt.shape[2]), conv_t[ia].reshape(-1)
+
+
+def sliding_columns(ph, Dt, qd):
+    """(indices j, K (n, p)) of the sliding contacts and their force columns k_j = mu Dt' s."""
+    if ph is None or not ph.slip.any():
+        return np.zeros(0, np.intp), np.zeros((Dt.shape[2], 0))
+    js = np.flatnonzero(ph.slip)
+    K = np.empty((Dt.shape[2], len(js)))
+    for c, j in enumerate(js):
+        s = slip_direction(Dt[j] @ qd, ph.s0[j])
+        K[:, c] = ph.mu[j] * (Dt[j].T @ s)
+    return js, K
+
+
+def sliding_solve(solve, F, b, K, pos, names):
+    """(z, lam) of M z + A' lam = F + K lam[pos], A z = b, given solve(F, b) -> (z, lam) of the
+    symmetric system (module docstring). pos (p,) the sliding contacts' normal rows in lam."""
+    z0, l0 = solve(F, b)
+    p = K.shape[1]
+    if p == 0:
+        return z0, l0
+    zero = np.zeros_like(b)
+    Z = np.empty((z0.shape[0], p))
+    L = np.empty((l0.shape[0], p))
+    for c in range(p):
+        Z[:, c], L[:, c] = solve(K[:, c], zero)
+    S = np.eye(p) - L[pos, :]
+    try:
+        c = np.linalg.solve(S, l0[pos])
+    except np.linalg.LinAlgError:
+        c = None
+    if c is None or not np.all(np.isfinite(c)) or \
+            np.linalg.cond(S) > 1e12:
+        raise ImpactError(f"sliding contacts {list(names)}: the contact problem has no "
+                           f"unique solution (Painleve: the sliding friction cancels the normal "
+                           f"mass, cond(I - E L) = {np.linalg.cond(S):.3g})")
+    return z0 + Z @ c, l0 + L @ c
+
+
+# ---------------------------------------------------------------------- impacts
+def frictional_impact(model, v, gap, Dc, D, phi_t, solve, mass_times, Dt, closed,
+                      restitution=None, tol=1e-10):
+    """The impact law with Coulomb friction (docs/contacts-friction.md, "Impacts"): Newton's
+    restitution along the normals, a sticking or sliding friction impulse, the kinetic energy
+    never increased. solve(A, b, f=None) solves [M A'; A 0][v+; r] = [f; b] (f default M v-),
+    mass_times(v) = M v, Dt (nc, kt, n) the tangential rows. Returns impact.ImpactResult with
+    p_t, vt_minus, vt_plus and `level`: 0 the law with the restitution coefficients, 1 the law
+    with e = 0 (level 0 would have gained energy), 2 frictionless with e = 0 (so would 1)."""
+    from dataclasses import replace
+
+    B = model.compiled.contacts
+    e = B.restitution if restitution is None else np.asarray(restitution, float)
+    closed = np.array(closed, bool)
+    T0 = 0.5 * float(v @ mass_times(v))
+    res = None
+    for level, (ee, mu) in enumerate(((e, B.friction), (0.0 * e, B.friction),
+                                      (0.0 * e, 0.0 * B.friction))):
+        res = _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, ee, mu, tol)
+        T1 = 0.5 * float(res.xd @ mass_times(res.xd))
+        if T1 <= T0 + 1e-12 * abs(T0):
+            return replace(res, level=level)
+    return replace(res, level=2)
+
+
+def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol):
+    """impact.solve_impact's active set of the normal rows, with the friction impulses of the
+    rule: every frictional contact of the set sticks (its tangential rows keep v_t+ = 0) until
+    its sticking impulse leaves the cone |P_t| <= mu P_n; then the one furthest outside it
+    slides (P_t = -mu P_n s, s the direction of its sticking multipliers r_t / |r_t|, kept for
+    this impact) and the set is solved again."""
+    from .impact import ImpactResult
+
+    B = model.compiled.contacts
+    nc, kt, n = Dt.shape
+    m = D.shape[0]
+    v_minus = Dc @ v
+    vt_minus = Dt @ v
+    target = -e * np.minimum(v_minus, 0.0)
+    scale = tol * (1.0 + max(np.abs(v_minus).max(initial=0.0),
+                             np.abs(vt_minus).max(initial=0.0)))
+    active = closed & (v_minus < 0.0)
+    names = [c.name for c in model.contacts]
+    seen = set()
+    for _ in range(4 * nc + 4):
+        ia = list(np.flatnonzero(active))
+        slide = {}
+        for _inner in range(nc + 1):
+            sticks = [j for j in ia if mu[j] > 0.0 and j not in slide]
+            A = np.vstack([D, Dc[ia]] + [Dt[j] for j in sticks])
+            b = np.concatenate([-phi_t, target[ia], np.zeros(kt * len(sticks))])
+            js = sorted(slide)
+            K = np.zeros((n, len(js)))
+            for c, j in enumerate(js):
+                K[:, c] = mu[j] * (Dt[j].T @ slide[j])
+            pos = np.array([m + ia.index(j) for j in js], np.intp)
+            vp, r = sliding_solve(lambda f, bb: solve(A, bb, f), None, b, K, pos,
+                                  [names[j] for j in js])
+            r_n = np.zeros(nc)
+            r_n[ia] = r[m:m + len(ia)]
+            r_t = np.zeros((nc, kt))
+            if sticks:
+                r_t[sticks] = r[m + len(ia):].reshape(-1, kt)
+            excess = {j: float(np.sqrt(r_t[j] @ r_t[j])) - mu[j] * max(-r_n[j], 0.0)
+                      for j in sticks}
+            out = [j for j in sticks if excess[j] > scale]
+            if not out:
+                break
+            j = max(out, key=lambda i: (excess[i], -i))
+            slide[j] = r_t[j] / np.sqrt(r_t[j] @ r_t[j])
+        v_plus = Dc @ vp
+        pulling = active & (r_n > scale)
+        penetrating = closed & ~active & (v_plus < target - scale)
+        if not pulling.any() and not penetrating.any():
+            p = -r_n
+            p_t = -r_t
+            for j, s in slide.items():
+                p_t[j] = mu[j] * r_n[j] * s
+            vt_plus = Dt @ vp
+            loss = -(p * (v_minus + v_plus) + np.einsum("ik,ik->i", p_t, vt_minus + vt_plus)) / 2.0
+            return ImpactResult(vp, r[:m], r_n, p, v_minus, v_plus,
+                                (p > scale) & (v_minus < -scale), loss, p_t, vt_minus,
+                                vt_plus)
+        key = tuple(ia)
+        if key in seen:
+            break
+        seen.add(key)
+        if pulling.any():
+            active[np.argmax(np.where(pulling, r_n, -np.inf))] = False
+        else:
+            active[np.argmin(np.where(penetrating, v_plus - target, np.inf))] = True
+    cl = [names[i] for i in np.flatnonzero(closed)]
+    raise ImpactError(f"model '{model.name}': no admissible frictional impact solution for "
+                      f"the closed contacts {cl} (velocities before impact "
+                      f"{v_minus[closed]}); the contacts may be redundant or the impact "
+                      f"ill-posed")
