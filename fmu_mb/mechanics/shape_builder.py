@@ -13,7 +13,10 @@ are lowered to today's point contacts, exact:
     plane/line  - capsule/segment   two, at the ends of the core segment, offset radius
     plane/line  - box/rectangle     one per vertex (8 / 4), offset 0
     sphere - sphere, circle - circle  one point_point between the centres, distance ra + rb
+                                      (frictionless only)
 
+with the pair's friction and restitution (shapes.pair_coefficients) on each contact
+(docs/contacts-friction.md, "For shapes")
 named <shape a>_<shape b>_<feature id> (the narrowphase's feature ids). The other pairs of
 the narrowphase (contact points that move on the bodies) are refused with a message naming
 the pair."""
@@ -168,8 +171,15 @@ class ShapeItems:
                                  f"shape on the body, or keep them apart with "
                                  f"mb.collide({a.body!r}, {b.body!r}, False)")
             if a.kind in _FLAT and b.kind != "cylinder":
-                items = self._flat_contacts(a, b, e)
+                items = self._flat_contacts(a, b, e, mu)
             elif a.kind in _ROUND_POINT and b.kind in _ROUND_POINT:
+                if mu != 0.0:
+                    raise ModelError(f"{where}: friction {mu} between two {a.kind}s: their "
+                                     f"contact point moves on both bodies, and the engine's "
+                                     f"frictional contacts are a point against a plane or "
+                                     f"line so far; give the shapes friction 0 (None) or keep "
+                                     f"them apart with mb.collide({a.name!r}, {b.name!r}, "
+                                     f"False)")
                 items = [(0, Contact("", "point_point", a.body, b.body, a.position, b.position,
                                      (0.0,) * len(a.position), a.size[0] + b.size[0], 1.0,
                                      restitution=e))]
@@ -191,7 +201,7 @@ class ShapeItems:
                                    tuple(names)))
         return tuple(pairs)
 
-    def _flat_contacts(self, a, b, e):
+    def _flat_contacts(self, a, b, e, mu):
         """Point contacts of the fixed points of shape b on the plane (line) a: (feature id,
         Contact) with the points in b's body axes and the plane in a's."""
         Rb, pb, d = b.rotation, b.position, len(b.position)
@@ -211,4 +221,5 @@ class ShapeItems:
                    for v in range(1 << d)]          # the vertex order of shapes._vertices
         kind = "point_plane" if self.spatial else "point_line"
         return [(i, Contact("", kind, b.body, a.body, tuple(map(float, x)), a.position, n,
-                            float(r), restitution=e)) for i, x in enumerate(pts)]
+                            float(r), restitution=e, friction=mu))
+                for i, x in enumerate(pts)]
