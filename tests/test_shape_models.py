@@ -70,3 +70,24 @@ def test_tumbling_box_with_friction_ends_at_rest_on_a_face():
     assert end["box.z"] == pytest.approx((a, b, c)[k] / 2, abs=1e-9)
     gaps = sorted(end[f"floor_hull_{i}.gap"] for i in range(8))
     assert np.abs(gaps[:4]).max() < 1e-9 and min(gaps[4:]) > 0.1
+
+
+def test_gripper_lifts_the_block_by_friction():
+    """Squeezed with 20 N (2 mu grip = 32 N, far above the block's weight and inertia), the
+    pads stick: carriage, fingers and block rise as one with a = (F - m g) / M, the lift
+    force F beyond the carriage's and fingers' weight, M the mass of all four bodies."""
+    import gripper
+    model = gripper.build()
+    F, grip = 5.0, 20.0
+    res = simulate(model, 0.3, 0.1, inputs={"grip.h": grip, "lift.h": F})
+    p = model.parameter_values
+    m, M = p["m"], p["m"] + p["m_carriage"] + 2 * p["m_finger"]
+    a = (F - m * G) / M
+    assert 2 * p["mu"] * grip > m * (G + a)
+    for row in res[1:]:
+        z = a * row["time"] ** 2 / 2
+        assert row["block.z"] - p["c"] / 2 == pytest.approx(z, rel=1e-9)
+        assert row["carriage.z"] - p["c"] / 2 == pytest.approx(z, rel=1e-9)
+        assert abs(row["block.x"]) < 1e-12
+    assert res[-1]["table_part_0.gap"] == pytest.approx(res[-1]["block.z"] - p["c"] / 2,
+                                                        abs=1e-12)
