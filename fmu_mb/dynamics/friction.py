@@ -127,7 +127,10 @@ def frictional_impact(model, v, gap, Dc, D, phi_t, solve, mass_times, Dt, closed
     never increased. solve(A, b, f=None) solves [M A'; A 0][v+; r] = [f; b] (f default M v-),
     mass_times(v) = M v, Dt (nc, kt, n) the tangential rows. Returns impact.ImpactResult with
     p_t, vt_minus, vt_plus and `level`: 0 the law with the restitution coefficients, 1 the law
-    with e = 0 (level 0 would have gained energy), 2 frictionless with e = 0 (so would 1)."""
+    with e = 0 (level 0 would have gained energy, found no admissible active set, or its
+    sticking rows and Newton's targets contradict each other: redundant rows), 2
+    frictionless with e = 0 (so would 1; the inelastic frictionless impact never gains
+    energy)."""
     from dataclasses import replace
 
     B = model.compiled.contacts
@@ -137,7 +140,12 @@ def frictional_impact(model, v, gap, Dc, D, phi_t, solve, mass_times, Dt, closed
     res = None
     for level, (ee, mu) in enumerate(((e, B.friction), (0.0 * e, B.friction),
                                       (0.0 * e, 0.0 * B.friction))):
-        res = _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, ee, mu, tol)
+        try:
+            res = _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, ee, mu, tol)
+        except ImpactError:
+            if level == 2:
+                raise
+            continue
         T1 = 0.5 * float(res.xd @ mass_times(res.xd))
         if T1 <= T0 + 1e-12 * abs(T0):
             return replace(res, level=level)
@@ -190,6 +198,10 @@ def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol):
             j = max(out, key=lambda i: (excess[i], -i))
             slide[j] = r_t[j] / np.sqrt(r_t[j] @ r_t[j])
         v_plus = Dc @ vp
+        if np.abs(A @ vp - b).max(initial=0.0) > 1e3 * scale:
+            raise ImpactError(f"model '{model.name}': the rows of the frictional impact "
+                              f"cannot all hold (Newton's targets and sticking contradict "
+                              f"each other)")
         pulling = active & (r_n > scale)
         penetrating = closed & ~active & (v_plus < target - scale)
         if not pulling.any() and not penetrating.any():

@@ -182,6 +182,11 @@ def _initial_contacts(model, state, settings):
             rec["stick"] = nv < settings.contact_velocity
             if not rec["stick"]:
                 rec["sdir"] = [float(v) for v in vt[i] / nv]
+    if st.active().any():       # a sticking force outside the cone slips from the start
+        from .impact import NE_KIT
+
+        y = np.concatenate([state.q, state.qd])
+        _release_tensile(model, st, state.t, y, model.input_vector(None), NE_KIT)
     return replace(state, extra=st.to_extra(state.extra))
 
 
@@ -602,6 +607,8 @@ def _release_tensile(model, st, t, y, uvec, impact):
         lam_c = np.where(active, dyn.lam_c, -np.inf)
         i = int(np.argmax(lam_c))
         if lam_c[i] > 0.0:
+            if fric is not None and fric.slip[i]:
+                _painleve_check(model, st, i, t, y, uvec, impact)
             _release(model, st, i, y[:n], impact)
             continue
         if fric is None or not fric.stick.any():
@@ -617,6 +624,28 @@ def _release_tensile(model, st, t, y, uvec, impact):
     raise ImpactError(f"model '{model.name}': the persistent contacts {list(st.names)} find "
                       f"no consistent stick/slip/open state at t = {t:.9g} s (a contact "
                       f"problem without a solution, Painleve-type)")
+
+
+def _painleve_check(model, st, i, t, y, uvec, impact):
+    """A slipping contact i whose normal force would be tensile and whose gap, released,
+    would accelerate into penetration has no consistent state (Painleve's paradox):
+    ImpactError naming it."""
+    n = y.shape[0] // 2
+    active = st.active()
+    active[i] = False
+    fric = _fr.phase_of(model, st, active)
+    dyn = impact.accelerations(model, y[:n], y[n:], t, uvec, active,
+                               **({} if fric is None else {"fric": fric}))
+    _, Dc, conv = impact.contact_rows(model, y[:n], y[n:])
+    acc = float(Dc[i] @ dyn.qdd + conv[i])
+    if acc < 0.0:
+        c = model.contacts[i]
+        raise ImpactError(f"model '{model.name}': contact '{c.name}' has no consistent "
+                          f"state at t = {t:.9g} s (Painleve's paradox): slipping with "
+                          f"friction {c.friction:g} its normal force would pull, and "
+                          f"released its gap would accelerate into the surface "
+                          f"({acc:.6g}); a smaller friction coefficient or another "
+                          f"contact model is needed")
 
 
 def _slide_loss(model, st, dense, t0, t1, uvec, active, impact, fric):
@@ -748,9 +777,10 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
 def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
     """stick -> slip: the contact slips along s0 = lam_t / |lam_t| of its sticking force at
     te (the friction force opposes the slip). slip -> stick (v_t . s0 = 0): it sticks when
-    |v_t| <= 1e-3 contact_velocity (the phase start then lets it slip again, reversed, when
-    the sticking force is outside the cone); a spatial slip whose direction turned away from
-    s0 (|v_t| larger) records s0 = v_t / |v_t| and slips on."""
+    |v_t| <= 1e-3 contact_velocity, and so does every other slipping contact whose slip
+    stopped with it (the phase start then lets those whose sticking force is outside the
+    cone slip again, reversed); a spatial slip whose direction turned away from s0 (|v_t|
+    larger) records s0 = v_t / |v_t| and slips on."""
     n = y.shape[0] // 2
     rec = st.data[st.names[i]]
     active = st.active()
@@ -764,12 +794,19 @@ def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
         if nl > 0.0:
             rec["sdir"] = [float(v) for v in lt / nl]
         return y
-    vt = impact.slip_velocities(model, y[:n], y[n:])[i]
-    nv = float(np.sqrt(vt @ vt))
+    vts = impact.slip_velocities(model, y[:n], y[n:])
+    nv = float(np.sqrt(vts[i] @ vts[i]))
     if nv > 1e-3 * settings.contact_velocity:
-        rec["sdir"] = [float(v) for v in vt / nv]
+        rec["sdir"] = [float(v) for v in vts[i] / nv]
         return y
-    rec["stick"] = True
+    # every slipping contact that stopped with it sticks too (the phase start lets those
+    # outside their cone slip again)
+    mu = _fr.mu_of(model)
+    for k, nm in enumerate(st.names):
+        r = st.data[nm]
+        if k == i or (r["active"] and mu[k] > 0.0 and not r["stick"]
+                      and float(np.sqrt(vts[k] @ vts[k])) <= 1e-3 * settings.contact_velocity):
+            r["stick"] = True
     return y
 
 

@@ -17,6 +17,10 @@ Per contact C: C.gap [m or rad], C.impacts (integer: impacts so far), C.last_tim
 C.last_impulse [N.s or N.m.s] (time and impulse magnitude of the last impact), C.active
 (boolean: in persistent contact), C.energy_loss [J] (kinetic energy lost in its impacts),
 C.force [N or N.m] (force of the persistent contact, pushing positive; 0 when not active).
+A model with Coulomb friction (docs/contacts-friction.md) adds per contact C.state (0 open,
+1 stick, 2 slip), C.slip [m/s] (planar; spatial C.slip1, C.slip2: the slip velocity along the
+tangent basis), C.slide_loss [J] (energy dissipated by sliding friction) and C.ft [N]
+(spatial C.ft1, C.ft2: the friction force on `body` along the tangent basis).
 Impacts inside a communication step show at its end.
 energy.kinetic, energy.potential, energy.total [J]; constraint.residual (max |Phi|) and
 constraint.velocity_residual (max |D xd + Phi_t|).
@@ -115,6 +119,10 @@ def _spec(model):
 
 def _contact_spec(model, add):
     """The outputs of the contacts (planar and spatial; module docstring)."""
+    from .friction import has_friction
+
+    fr = has_friction(model)
+    tk = ("1", "2") if model.spatial else ("",)
     for c, unit in zip(model.contacts, model.compiled.contacts.units if model.contacts else ()):
         rot = unit == "rad"
         add("contacts", (f"{c.name}.gap", unit, f"gap of contact {c.name}"),
@@ -125,8 +133,17 @@ def _contact_spec(model, add):
             (f"{c.name}.active", "1", f"contact {c.name} is in persistent contact",
              "boolean"),
             (f"{c.name}.energy_loss", "J", f"kinetic energy lost in impacts of {c.name}"))
+        if fr:
+            add("contacts", (f"{c.name}.state", "1", f"state of contact {c.name}: 0 open, "
+                                                      f"1 stick, 2 slip", "integer"),
+                *[(f"{c.name}.slip{k}", "m/s", f"slip velocity of contact {c.name} along "
+                                                f"tangent {k or 1}") for k in tk],
+                (f"{c.name}.slide_loss", "J", f"energy dissipated by sliding friction at "
+                                               f"{c.name}"))
         add("dynamics", (f"{c.name}.force", "N.m" if rot else "N",
-                         f"force of the persistent contact {c.name}, pushing positive"))
+                         f"force of the persistent contact {c.name}, pushing positive"),
+            *[(f"{c.name}.ft{k}", "N", f"friction force of contact {c.name} along tangent "
+                                        f"{k or 1}") for k in (tk if fr else ())])
 
 
 def _spatial_spec(model, add):
@@ -357,11 +374,15 @@ class Outputs:
         if model.contacts:      # one solve in absolute coordinates whatever the formulation
             from . import impact
 
+            from .friction import has_friction, phase_of
+
             x, xd = self._get("absolute")
             status = self._get("status")
+            fric = phase_of(model, status, status.active()) if has_friction(model) else None
             dyn = impact.accelerations(model, x, xd, state.t, u, status.active(),
                                        impact.pass_tuple(model, status),
-                                       locks=status.locks(model))
+                                       locks=status.locks(model),
+                                       **({} if fric is None else {"fric": fric}))
             return dyn, dyn.lam
         dyn = self.form.accelerations(model, state.q, state.qd, state.t, u)
         return dyn, self.form.lam(model, dyn)
@@ -433,8 +454,36 @@ class Outputs:
             vals.append(-lam[row])
         if model.contacts:
             lam_c = getattr(dyn, "lam_c", np.zeros(len(model.contacts)))
-            vals += [-v for v in lam_c]
+            from .friction import has_friction
+
+            if has_friction(model):
+                ft = self._friction_forces(dyn)
+                for i, v in enumerate(lam_c):
+                    vals += [-v, *ft[i]]
+            else:
+                vals += [-v for v in lam_c]
         return np.array(vals, dtype=float)
+
+    def _friction_forces(self, dyn):
+        """(nc, kt) friction forces on `body` along the tangent basis: -lam_t sticking,
+        -mu f_n s slipping (friction module), 0 otherwise."""
+        from . import friction as fr
+        from .impact import slip_velocities
+
+        model = self.model
+        status = self._get("status")
+        ph = fr.phase_of(model, status, status.active())
+        kt = 2 if model.spatial else 1
+        out = np.zeros((len(model.contacts), kt))
+        if ph is None:
+            return out
+        x, xd = self._get("absolute")
+        vt = slip_velocities(model, x, xd)
+        for i in np.flatnonzero(ph.stick):
+            out[i] = -dyn.lam_t[i]
+        for i in np.flatnonzero(ph.slip):
+            out[i] = ph.mu[i] * dyn.lam_c[i] * fr.slip_direction(vt[i], ph.s0[i])
+        return out
 
     def _elements(self):
         vals = []
@@ -472,10 +521,19 @@ class Outputs:
         status = self._get("status")
         gap = impact.gaps(self.model, x)
         vals = []
+        from .friction import has_friction
+
+        fr = has_friction(self.model)
+        if fr:
+            vt = impact.slip_velocities(self.model, x, self._get("absolute")[1])
         for i, c in enumerate(self.model.contacts):
             r = status.data[c.name]
             vals += [gap[i], float(r["impacts"]), r["last_time"], r["last_impulse"],
                      float(r["active"]), r["energy_loss"]]
+            if fr:
+                state = 0.0 if not r["active"] else (1.0 if r["stick"] and c.friction > 0.0
+                                                      else 2.0)
+                vals += [state, *vt[i], r["slide_loss"]]
         return np.array(vals, dtype=float)
 
     def _energy(self):
