@@ -6,8 +6,8 @@ mb.shape(body, Box((a, b, c)), position=..., orientation=..., friction=mu, resti
 fixes a shape to a body (or to the ground) in body axes. At build() every pair of shapes on
 two different bodies that passes the filter (not both on the ground; bodies joined by a joint
 do not touch unless mb.collide(a, b) says so; mb.collide(a, b, False) keeps two bodies, or
-two shapes, apart) becomes contacts of model.contacts. Pairs whose contact points are fixed body points
-are lowered to today's point contacts, exact:
+two shapes, apart) becomes contacts of model.contacts. Pairs whose contact points are fixed
+body points are lowered to today's point contacts, exact:
 
     plane/line  - sphere/circle     one point_plane/point_line at the centre, offset radius
     plane/line  - capsule/segment   two, at the ends of the core segment, offset radius
@@ -16,8 +16,7 @@ are lowered to today's point contacts, exact:
                                       (frictionless only)
 
 with the pair's friction and restitution (shapes.pair_coefficients) on each contact
-(docs/contacts-friction.md, "For shapes")
-named <shape a>_<shape b>_<feature id> (the narrowphase's feature ids). The other pairs of
+(docs/contacts-friction.md, "For shapes"), named <shape a>_<shape b>_<feature id> (the narrowphase's feature ids). The other pairs of
 the narrowphase (contact points that move on the bodies) are refused with a message naming
 the pair."""
 import math
@@ -63,7 +62,8 @@ class ShapeItems:
         kinds = SPATIAL_KINDS if self.spatial else PLANAR_KINDS
         where = f"shape {name!r} on {body!r}" if name is not None else f"shape on {body!r}"
         if kind not in kinds:
-            raise ModelError(f"{where}: expected a shape of a {'spatial' if self.spatial else 'planar'} "
+            what = "spatial" if self.spatial else "planar"
+            raise ModelError(f"{where}: expected a shape of a {what} "
                              f"model ({', '.join(k.capitalize() for k in kinds)} of "
                              f"fmu_mb.mechanics.shapes), received {shape!r}")
         body = self._body_ref(where, "body", body)
@@ -80,7 +80,8 @@ class ShapeItems:
             size.append(v if isinstance(v, float) else checked)
         size = tuple(size)
         if kind in ("box", "rectangle") and len(size) != (3 if kind == "box" else 2):
-            raise ModelError(f"{where}: a {kind} takes size=({'a, b, c' if kind == 'box' else 'a, b'}) "
+            edges = "a, b, c" if kind == "box" else "a, b"
+            raise ModelError(f"{where}: a {kind} takes size=({edges}) "
                              f"edge lengths [m], received {shape.size!r}")
         if kind in ("sphere", "circle") and size[0] <= 0.0:
             raise ModelError(f"{where}: radius must be > 0, received {size[0]}")
@@ -158,7 +159,8 @@ class ShapeItems:
                 continue                    # two half-spaces: no contact points
             if b.kind in _FLAT and a.kind not in _FLAT:
                 a, b = b, a                 # the plane first
-            where = f"shapes '{a.name}' ({a.kind} on {a.body}) and '{b.name}' ({b.kind} on {b.body})"
+            where = (f"shapes '{a.name}' ({a.kind} on {a.body}) and '{b.name}' ({b.kind} on "
+                     f"{b.body})")
             if not supported(a.kind, b.kind):
                 raise ModelError(f"{where}: no contact between a {a.kind} and a {b.kind}; "
                                  f"keep the bodies apart with mb.collide({a.body!r}, "
