@@ -1,8 +1,9 @@
 """A two-finger gripper lifting a block by friction (spatial, gravity along -z).
 
 A carriage slides on a vertical prismatic joint; two fingers slide on prismatic joints along x
-on the carriage, their pads (Plane shapes on the fingers, facing each other) touching the
-sides of a block (a Box shape) that rests on the table (a Plane shape on the ground). Inputs:
+on the carriage, their pads (Plane shapes on the fingers, facing each other, gap0 away from its
+sides at the start) grip a block (a Box shape) that rests on the table (a Plane shape on the
+ground). Inputs:
 `grip.h`, the squeeze force [N] pulling the fingers together (a TSDA between them, positive
 in tension), and `lift.h`, the vertical force on the carriage [N] beyond the weight of the
 carriage and fingers (a constant part of the force carries that weight, so with both inputs 0
@@ -26,6 +27,7 @@ def build(**overrides):
     mc = mb.param("m_carriage", 1.0, "kg", "mass of the carriage", min=1e-9)
     mf = mb.param("m_finger", 0.1, "kg", "mass of each finger", min=1e-9)
     mu = mb.param("mu", 0.8, "1", "Coulomb friction coefficient of the pads", min=0.0)
+    gap0 = mb.param("gap0", 0.002, "m", "initial gap between each pad and the block", min=0.0)
     mu_table = mb.param("mu_table", 0.3, "1", "Coulomb friction coefficient of the table",
                         min=0.0)
     h = c / 2.0
@@ -34,15 +36,16 @@ def build(**overrides):
                                               m * (a * a + b * b) / 12.0),
                     position=(0.0, 0.0, h))
     carriage = mb.body("carriage", mass=mc, inertia=(0.01, 0.01, 0.01), position=(0.0, 0.0, h))
-    left = mb.body("finger_l", mass=mf, inertia=(1e-4, 1e-4, 1e-4), position=(-a / 2.0, 0.0, h))
-    right = mb.body("finger_r", mass=mf, inertia=(1e-4, 1e-4, 1e-4), position=(a / 2.0, 0.0, h))
+    xf = a / 2.0 + gap0
+    left = mb.body("finger_l", mass=mf, inertia=(1e-4, 1e-4, 1e-4), position=(-xf, 0.0, h))
+    right = mb.body("finger_r", mass=mf, inertia=(1e-4, 1e-4, 1e-4), position=(xf, 0.0, h))
     mb.prismatic("lift_joint", mb.ground, carriage, at=(0.0, 0.0, h), axis=(0.0, 0.0, 1.0))
-    mb.prismatic("left_joint", carriage, left, at=(-a / 2.0, 0.0, h), axis=(1.0, 0.0, 0.0))
-    mb.prismatic("right_joint", carriage, right, at=(a / 2.0, 0.0, h), axis=(1.0, 0.0, 0.0))
+    mb.prismatic("left_joint", carriage, left, at=(-xf, 0.0, h), axis=(1.0, 0.0, 0.0))
+    mb.prismatic("right_joint", carriage, right, at=(xf, 0.0, h), axis=(1.0, 0.0, 0.0))
     mb.tsda("grip", left, right)
     mb.force("lift", carriage, direction=(0.0, 0.0, 1.0), value=(mc + 2.0 * mf) * g)
     mb.shape(mb.ground, Plane(normal=(0.0, 0.0, 1.0)), name="table", friction=mu_table)
-    mb.shape(block, Box((a, b, c)), name="part", restitution=0.0)
+    mb.shape(block, Box((a, b, c)), name="part", restitution=0.0)   # pads close inelastically
     mb.shape(left, Plane(normal=(1.0, 0.0, 0.0)), name="pad_l", friction=mu)
     mb.shape(right, Plane(normal=(-1.0, 0.0, 0.0)), name="pad_r", friction=mu)
     return mb.build()
@@ -51,4 +54,5 @@ def build(**overrides):
 if __name__ == "__main__":
     from fmu_mb import simulate
 
-    print(simulate(build(), 0.5, inputs={"grip.h": 20.0, "lift.h": 5.0})[-1])
+    print(simulate(build(), 0.5, inputs={"grip.h": 20.0,
+                                         "lift.h": lambda t: 5.0 if t >= 0.1 else 0.0})[-1])

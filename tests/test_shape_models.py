@@ -73,21 +73,33 @@ def test_tumbling_box_with_friction_ends_at_rest_on_a_face():
 
 
 def test_gripper_lifts_the_block_by_friction():
-    """Squeezed with 20 N (2 mu grip = 32 N, far above the block's weight and inertia), the
-    pads stick: carriage, fingers and block rise as one with a = (F - m g) / M, the lift
-    force F beyond the carriage's and fingers' weight, M the mass of all four bodies."""
+    """Squeezed with 20 N the fingers close on the block (an inelastic impact); lifted from
+    t = 0.1 s with F = 5 N beyond the carriage's and fingers' weight (2 mu grip = 32 N, far
+    above the block's weight and inertia) the pads stick: carriage, fingers and block rise as
+    one with a = (F - m g) / M, M the mass of all four bodies."""
     import gripper
     model = gripper.build()
-    F, grip = 5.0, 20.0
-    res = simulate(model, 0.3, 0.1, inputs={"grip.h": grip, "lift.h": F})
+    F, grip, t1 = 5.0, 20.0, 0.1
+    res = simulate(model, 0.3, 0.02,
+                   inputs={"grip.h": grip, "lift.h": lambda t: F if t >= t1 - 1e-12 else 0.0})
     p = model.parameter_values
     m, M = p["m"], p["m"] + p["m_carriage"] + 2 * p["m_finger"]
     a = (F - m * G) / M
     assert 2 * p["mu"] * grip > m * (G + a)
-    for row in res[1:]:
-        z = a * row["time"] ** 2 / 2
-        assert row["block.z"] - p["c"] / 2 == pytest.approx(z, rel=1e-9)
-        assert row["carriage.z"] - p["c"] / 2 == pytest.approx(z, rel=1e-9)
+    for row in res:
+        t = row["time"]
+        z = a * max(t - t1, 0.0) ** 2 / 2
+        assert row["block.z"] - p["c"] / 2 == pytest.approx(z, rel=1e-9, abs=1e-15)
+        assert row["carriage.z"] - p["c"] / 2 == pytest.approx(z, rel=1e-9, abs=1e-15)
         assert abs(row["block.x"]) < 1e-12
+        if t > 0.05:                               # closed: the pads on the block's sides
+            assert row["finger_r.x"] - row["finger_l.x"] == pytest.approx(p["a"], abs=1e-12)
     assert res[-1]["table_part_0.gap"] == pytest.approx(res[-1]["block.z"] - p["c"] / 2,
                                                         abs=1e-12)
+
+
+def test_gripper_at_rest_without_inputs():
+    import gripper
+    res = simulate(gripper.build(), 0.2, 0.1)
+    for k in ("block.z", "carriage.z", "finger_l.x", "finger_r.x"):
+        assert np.ptp(res[k]) < 1e-12, k
