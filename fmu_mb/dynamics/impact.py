@@ -256,7 +256,7 @@ class ContactDynamics:
     lam_t: np.ndarray = None     # (nc, kt) sticking contacts' tangential multipliers (f_t = -lam_t)
 
 
-def extra_rows(model, x, xd, t, active, pas, locks=None, fric=None):
+def extra_rows(model, x, xd, t, active, pas, locks=None, fric=None, trows=None):
     """Rows added to the joints' constraints: active contacts (gap = 0), Reduction contacts
     in persistent contact (singular coordinate locked: q_s = q_lock) and the singular
     coordinate of a Reduction pass (q_s = q_start + v_mean (t - t_start)).
@@ -269,7 +269,7 @@ def extra_rows(model, x, xd, t, active, pas, locks=None, fric=None):
     """
     if fric is not None and fric.stick.any():
         res, J, conv, rate = extra_rows(model, x, xd, t, active, pas, locks)
-        Dt, conv_t = tangent_rows(model, x, xd)
+        Dt, conv_t = tangent_rows(model, x, xd) if trows is None else trows
         Js, cs = _fr.stick_rows(fric, Dt, conv_t)
         z = np.zeros(Js.shape[0])
         return (np.concatenate([res, z]), np.vstack([J, Js]), np.concatenate([conv, cs]),
@@ -333,7 +333,8 @@ def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, f
     """accelerations() with the friction phase fric (friction.sliding_solve)."""
     C = model.compiled
     phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
-    res, J, cv, rate = extra_rows(model, x, xd, t, active, pas, locks, fric)
+    trows = tangent_rows(model, x, xd)
+    res, J, cv, rate = extra_rows(model, x, xd, t, active, pas, locks, fric, trows)
     A = np.vstack([D, J])
     b = -np.concatenate([conv, cv])
     if baumgarte is not None:
@@ -351,8 +352,7 @@ def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, f
 
         def solve(F, b):
             return solve_kkt(C.inv_mass_diag, A, F, b, mass)
-    Dt, _ = tangent_rows(model, x, xd)
-    xdd, lam = _fr.sliding_solve(solve, F, b, *_fr_columns(model, fric, Dt, xd, active,
+    xdd, lam = _fr.sliding_solve(solve, F, b, *_fr_columns(model, fric, trows[0], xd, active,
                                                            D.shape[0]))
     return contact_dynamics(model, xdd, lam, phi, D, active, locks, fric)
 
