@@ -94,6 +94,10 @@ def supported(model, contacts=False):
     why = _kernel.friction_unsupported(model)
     if why is not None:
         return why
+    rims = [c.name for c in getattr(model, "contacts", ()) if c.kind == "rim_plane"]
+    if rims:
+        return (f"its contacts {rims} are a cylinder's rims on a plane (contact points that "
+                f"move on the body), which run in the Python event loop so far")
     for name in model.topology.cut_joints:
         kind = model.joint(name).kind
         if kind not in _CUT:

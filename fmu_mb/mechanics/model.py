@@ -161,6 +161,10 @@ class Contact:
         multiplied by `sharpening` after every pass.
     friction: Coulomb's coefficient mu >= 0 at the contact point (point_line and point_plane
         contacts; 0 frictionless; docs/contacts-friction.md).
+    kind "rim_plane" (spatial): the circle of radius `offset` centred at `point` of `body`
+        normal to `axis` (body axes), a cylinder's end, against the plane through
+        `other_point` with unit `normal` fixed to the ground; the contact point moves on the
+        body (fmu_mb.mechanics.spatial.rim, docs/shapes.md).
     """
 
     name: str
@@ -180,6 +184,7 @@ class Contact:
     criterion_scale: float = 1.0
     sharpening: float = 0.5
     friction: float = 0.0
+    axis: tuple = ()                # rim_plane: the circle's unit axis in body axes
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ body points are lowered to today's point contacts, exact:
     plane/line  - box/rectangle     one per vertex (8 / 4), offset 0
     sphere - sphere, circle - circle  one point_point between the centres, distance ra + rb
                                       (frictionless only)
+    ground plane - cylinder         two rim_plane contacts, the end circles (their rim point
+                                    moves on the body: mechanics.spatial.rim)
 
 with the pair's friction and restitution (shapes.pair_coefficients) on each contact
 (docs/contacts-friction.md, "For shapes"), named <shape a>_<shape b>_<feature id> (the narrowphase's feature ids). The other pairs of
@@ -174,6 +176,8 @@ class ShapeItems:
                                  f"mb.collide({a.body!r}, {b.body!r}, False)")
             if a.kind in _FLAT and b.kind != "cylinder":
                 items = self._flat_contacts(a, b, e, mu)
+            elif a.kind == "plane" and b.kind == "cylinder" and a.body == GROUND:
+                items = self._rim_contacts(a, b, e, mu)
             elif a.kind in _ROUND_POINT and b.kind in _ROUND_POINT:
                 if mu != 0.0:
                     raise ModelError(f"{where}: friction {mu} between two {a.kind}s: their "
@@ -189,7 +193,8 @@ class ShapeItems:
                 raise ModelError(f"{where}: the contact points of a {a.kind} and a {b.kind} "
                                  f"move on the bodies; the engine takes fixed contact points "
                                  f"only so far (plane or line against sphere, capsule, box, "
-                                 f"circle, segment, rectangle; sphere-sphere; circle-circle). "
+                                 f"circle, segment, rectangle; sphere-sphere; circle-circle) "
+                                 f"and a cylinder on the ground's plane. "
                                  f"Keep the bodies apart with mb.collide({a.body!r}, "
                                  f"{b.body!r}, False) or the shapes with "
                                  f"mb.collide({a.name!r}, {b.name!r}, False)")
@@ -202,6 +207,18 @@ class ShapeItems:
             pairs.append(ShapePair(a.name, b.name, a.body, b.body, mu, e, "points",
                                    tuple(names)))
         return tuple(pairs)
+
+    def _rim_contacts(self, a, b, e, mu):
+        """The two end circles of cylinder b (ids 0 at -length/2, 1 at +length/2) against the
+        ground plane a: rim_plane contacts (mechanics.spatial.rim)."""
+        Rb, pb = np.array(b.rotation, float), np.array(b.position, float)
+        axis = Rb[:, 2]
+        n = tuple(float(row[-1]) for row in a.rotation)
+        return [(i, Contact("", "rim_plane", b.body, a.body,
+                            tuple(float(v) for v in pb + s * 0.5 * b.size[1] * axis),
+                            tuple(map(float, a.position)), n, float(b.size[0]),
+                            restitution=e, friction=mu, axis=tuple(map(float, axis))))
+                for i, s in enumerate((-1.0, 1.0))]
 
     def _flat_contacts(self, a, b, e, mu):
         """Point contacts of the fixed points of shape b on the plane (line) a: (feature id,

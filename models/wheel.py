@@ -1,0 +1,41 @@
+"""A wheel (a disc of radius R and width `width`) rolling and steering on the ground (spatial,
+gravity along -z): a Cylinder shape whose axis is the body's y axis, on the ground's Plane
+shape, with Coulomb friction mu at its two rims (contacts floor_tyre_0 and floor_tyre_1: the
+lowest point of each end circle, which moves on the wheel; docs/shapes.md). It starts upright
+at (0, 0, R) moving along +x at v0 and spinning at w0 about its axis (w0 = v0 / R rolls).
+
+Inputs: `drive.h`, a torque about the wheel's axis [N.m] (positive drives it forward), and
+`steer.h`, a torque about the vertical [N.m] (positive turns it to the left).
+
+Thrown sliding (w0 = 0) it slips until t* = v0 / (3 mu g) and then rolls at 2/3 v0
+(J = m R^2 / 2 about the axis)."""
+import math
+
+from fmu_mb import Cylinder, ModelBuilder, Plane, cardan
+
+DEFAULT_EXPERIMENT = {"stop_time": 1.0, "step_size": 0.01}
+
+
+def build(**overrides):
+    mb = ModelBuilder("wheel", overrides, gravity=(0.0, 0.0, -9.81), description=__doc__)
+    R = mb.param("R", 0.3, "m", "radius of the wheel", min=1e-6)
+    width = mb.param("width", 0.05, "m", "width of the wheel", min=0.0)
+    m = mb.param("m", 2.0, "kg", "mass of the wheel", min=1e-9)
+    mu = mb.param("mu", 0.8, "1", "Coulomb friction coefficient of the tyre", min=0.0)
+    v0 = mb.param("v0", 2.0, "m/s", "initial velocity along x")
+    w0 = mb.param("w0", 2.0 / 0.3, "rad/s", "initial spin about the wheel's axis (body y)")
+    Ja, Jt = m * R * R / 2.0, m * (3.0 * R * R + width * width) / 12.0
+    wheel = mb.body("wheel", mass=m, inertia=(Jt, Ja, Jt), position=(0.0, 0.0, R),
+                    velocity=(v0, 0.0, 0.0), angular_velocity=(0.0, w0, 0.0))
+    mb.shape(mb.ground, Plane(normal=(0.0, 0.0, 1.0)), name="floor")
+    mb.shape(wheel, Cylinder(R, width), name="tyre", orientation=cardan(-math.pi / 2, 0.0, 0.0),
+             friction=mu, restitution=0.0)
+    mb.torque("drive", wheel, axis=(0.0, 1.0, 0.0), frame="body")
+    mb.torque("steer", wheel, axis=(0.0, 0.0, 1.0), frame="global")
+    return mb.build()
+
+
+if __name__ == "__main__":
+    from fmu_mb import simulate
+
+    print(simulate(build(), 1.0, inputs={"drive.h": 0.5, "steer.h": 0.2})[-1])

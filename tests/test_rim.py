@@ -1,0 +1,128 @@
+"""Rim contacts (a cylinder's end circles on the ground plane, fmu_mb.mechanics.spatial.rim):
+the gap equals the narrowphase's and a dense sample of the rim; the normal and tangential rows
+and their convective terms equal finite differences along a motion on the unit quaternion
+sphere; the tangential rows give the material velocity of the rim point (the angular velocity
+from the finite-difference rate of the rotation matrix); a disc thrown sliding stops slipping
+at the closed-form time and rolls on at 2/3 of its speed."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fmu_mb import Cylinder, ModelBuilder, Plane, cardan, simulate
+from fmu_mb.mechanics.contacts import contact_rows
+from fmu_mb.mechanics.friction import tangent_basis, tangent_rows
+from fmu_mb.mechanics.shapes import collide
+from fmu_mb.mechanics.spatial import rotations as rot
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+import wheel  # noqa: E402
+
+
+def tilted_disc():
+    mb = ModelBuilder("disc", gravity=(0, 0, -9.81))
+    d = mb.body("d", mass=1.0, inertia=(0.1, 0.2, 0.1), position=(0, 0, 0.5),
+                orientation=cardan(0.3, 0.2, 0.1))
+    mb.shape(mb.ground, Plane(normal=(0.1, 0.2, 1.0)), name="floor", position=(0, 0, -0.1))
+    mb.shape(d, Cylinder(0.3, 0.1), position=(0.05, -0.02, 0.01),
+             orientation=cardan(1.5, 0.1, 0.0), friction=0.5)
+    return mb.build()
+
+
+def motion(q, qd, t):
+    """A motion through q with rate qd at t = 0, its Euler parameters kept unit."""
+    p = q[3:] + t * qd[3:]
+    return np.concatenate([q[:3] + t * qd[:3], p / np.linalg.norm(p)])
+
+
+def random_state(rng):
+    q = np.concatenate([rng.normal(size=3), rot.cardan(*rng.uniform(-2, 2, 3))])
+    pd = rng.normal(size=4)
+    pd -= (pd @ q[3:]) * q[3:]
+    return q, np.concatenate([rng.normal(size=3), pd])
+
+
+def test_rim_gap_is_the_narrowphase_and_the_lowest_rim_point():
+    m = tilted_disc()
+    assert [c.kind for c in m.contacts] == ["rim_plane", "rim_plane"]
+    fl, cyl = m.shapes
+    rng = np.random.default_rng(4)
+    th = np.linspace(0.0, 2 * np.pi, 40001)
+    for _ in range(10):
+        q, qd = random_state(rng)
+        gap = contact_rows(m, q, qd)[0]
+        A = rot.matrix(q[None, 3:])[0]
+        Rc, pc = A @ np.array(cyl.rotation), q[:3] + A @ np.array(cyl.position)
+        ref = collide(fl, np.array(fl.rotation), np.array(fl.position), cyl, Rc, pc)
+        assert gap == pytest.approx([c.gap for c in ref], abs=1e-12)
+        n = np.array(fl.rotation)[:, 2]
+        for g, z in zip(gap, (-0.05, 0.05)):
+            rim = pc + z * Rc[:, 2] + 0.3 * (np.outer(np.cos(th), Rc[:, 0])
+                                             + np.outer(np.sin(th), Rc[:, 1]))
+            assert g == pytest.approx(((rim - np.array(fl.position)) @ n).min(), abs=1e-8)
+
+
+def test_rim_rows_and_convective_terms_equal_finite_differences():
+    m = tilted_disc()
+    rng = np.random.default_rng(5)
+    h = 1e-4
+    for _ in range(5):
+        q, qd = random_state(rng)
+        _, Dc, conv = contact_rows(m, q, qd)
+        Dt, conv_t = tangent_rows(m, q, qd)
+        qdot = (motion(q, qd, 1e-6) - motion(q, qd, -1e-6)) / 2e-6
+        qdd = (motion(q, qd, h) - 2 * motion(q, qd, 0) + motion(q, qd, -h)) / h ** 2
+
+        def gap(t):
+            return contact_rows(m, motion(q, qd, t), qd)[0]
+        assert (gap(1e-6) - gap(-1e-6)) / 2e-6 == pytest.approx(Dc @ qdot, abs=1e-8)
+        g2 = (gap(h) - 2 * gap(0.0) + gap(-h)) / h ** 2
+        assert g2 == pytest.approx(Dc @ qdd + conv, abs=1e-6)
+
+        def vt(t):
+            qt = motion(q, qd, t)
+            qdt = (motion(q, qd, t + 1e-6) - motion(q, qd, t - 1e-6)) / 2e-6
+            return np.einsum("kij,j->ki", tangent_rows(m, qt, qdt)[0], qdt)
+        dvt = (vt(h) - vt(-h)) / (2 * h)
+        assert dvt == pytest.approx(np.einsum("kij,j->ki", Dt, qdd) + conv_t, abs=1e-6)
+
+
+def test_rim_tangential_rows_give_the_rim_points_material_velocity():
+    m = tilted_disc()
+    fl, cyl = m.shapes
+    n = np.array(fl.rotation)[:, 2]
+    t1, t2 = tangent_basis(n)
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        q, qd = random_state(rng)
+        qd[3:] /= np.linalg.norm(q[3:])
+        Dt, _ = tangent_rows(m, q, qd)
+        A = rot.matrix(q[None, 3:])[0]
+        dA = (rot.matrix(motion(q, qd, 1e-6)[None, 3:])[0]
+              - rot.matrix(motion(q, qd, -1e-6)[None, 3:])[0]) / 2e-6
+        W = dA @ A.T                               # the angular velocity's skew matrix
+        w = np.array([W[2, 1], W[0, 2], W[1, 0]])
+        Rc, pc = A @ np.array(cyl.rotation), q[:3] + A @ np.array(cyl.position)
+        pts = collide(fl, np.array(fl.rotation), np.array(fl.position), cyl, Rc, pc)
+        for k, c in enumerate(pts):
+            v = qd[:3] + np.cross(w, c.point_b - q[:3])
+            assert Dt[k] @ qd == pytest.approx([t1 @ v, t2 @ v], abs=1e-8)
+
+
+def test_wheel_thrown_sliding_rolls_on_at_two_thirds_of_its_speed():
+    """An upright disc (J = m R^2 / 2 about its axis) thrown at v0 without spin slides:
+    v' = -mu g, R w' = 2 mu g; slip ends at t* = v0 / (3 mu g), then it rolls at 2/3 v0."""
+    g, v0, mu, R = 9.81, 2.0, 0.4, 0.3
+    model = wheel.build(v0=v0, w0=0.0, mu=mu, R=R)
+    t_star = v0 / (3 * mu * g)
+    res = simulate(model, 0.4, 0.02)
+    for row in res:
+        t = row["time"]
+        if t < t_star - 1e-9:
+            assert row["wheel.vx"] == pytest.approx(v0 - mu * g * t, rel=1e-8)
+        elif t > t_star + 1e-9:
+            assert row["wheel.vx"] == pytest.approx(2 / 3 * v0, rel=1e-8)
+            assert row["wheel.wy"] * R == pytest.approx(2 / 3 * v0, rel=1e-8)
+        assert row["wheel.z"] == pytest.approx(R, abs=1e-9)
+        assert abs(row["wheel.y"]) < 1e-9
