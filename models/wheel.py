@@ -1,11 +1,13 @@
-"""A wheel (a disc of radius R and width `width`) rolling and steering on the ground (spatial,
-gravity along -z): a Cylinder shape whose axis is the body's y axis, on the ground's Plane
-shape, with Coulomb friction mu at its two rims (contacts floor_tyre_0 and floor_tyre_1: the
-lowest point of each end circle, which moves on the wheel; docs/shapes.md). It starts upright
-at (0, 0, R) moving along +x at v0 and spinning at w0 about its axis (w0 = v0 / R rolls).
+"""A wheel (a disc of radius R) rolling and steering on the ground (spatial, gravity along -z):
+a Cylinder shape of length `width` whose axis is the body's y axis, on the ground's Plane
+shape, with Coulomb friction mu at its rim (contact floor_tyre_0: the lowest point of the
+circle, which moves on the wheel; docs/shapes.md). A width > 0 gives a flat tread with two
+rims, floor_tyre_0 and floor_tyre_1, which resists turning by scrub. It starts upright at
+(0, 0, R) moving along +x at v0 and spinning at w0 about its axis (w0 = v0 / R rolls).
 
 Inputs: `drive.h`, a torque about the wheel's axis [N.m] (positive drives it forward), and
-`steer.h`, a torque about the vertical [N.m] (positive turns it to the left).
+`steer.h`, a torque about the vertical +z [N.m] (the spinning disc answers gyroscopically:
+it leans and its path curves).
 
 Thrown sliding (w0 = 0) it slips until t* = v0 / (3 mu g) and then rolls at 2/3 v0
 (J = m R^2 / 2 about the axis)."""
@@ -19,7 +21,7 @@ DEFAULT_EXPERIMENT = {"stop_time": 1.0, "step_size": 0.01}
 def build(**overrides):
     mb = ModelBuilder("wheel", overrides, gravity=(0.0, 0.0, -9.81), description=__doc__)
     R = mb.param("R", 0.3, "m", "radius of the wheel", min=1e-6)
-    width = mb.param("width", 0.05, "m", "width of the wheel", min=0.0)
+    width = mb.param("width", 0.0, "m", "width of the tread (0: a disc, one rim)", min=0.0)
     m = mb.param("m", 2.0, "kg", "mass of the wheel", min=1e-9)
     mu = mb.param("mu", 0.8, "1", "Coulomb friction coefficient of the tyre", min=0.0)
     v0 = mb.param("v0", 2.0, "m/s", "initial velocity along x")

@@ -126,3 +126,36 @@ def test_wheel_thrown_sliding_rolls_on_at_two_thirds_of_its_speed():
             assert row["wheel.wy"] * R == pytest.approx(2 / 3 * v0, rel=1e-8)
         assert row["wheel.z"] == pytest.approx(R, abs=1e-9)
         assert abs(row["wheel.y"]) < 1e-9
+
+
+def test_driven_wheel_rolls_with_the_closed_form_acceleration():
+    """A drive torque tau on the rolling disc: x = v0 t + a t^2 / 2 with
+    a = tau / (R (m + J / R^2)), J = m R^2 / 2; the rim sticks (rolls) throughout."""
+    v0, R, m, tau = 2.0, 0.3, 2.0, 0.5
+    model = wheel.build(v0=v0, w0=v0 / R, R=R, m=m)
+    assert [c.name for c in model.contacts] == ["floor_tyre_0"]
+    res = simulate(model, 0.5, 0.1, inputs={"drive.h": tau})
+    a = tau / (R * 1.5 * m)
+    for row in res:
+        t = row["time"]
+        assert row["wheel.x"] == pytest.approx(v0 * t + a * t * t / 2, rel=1e-8, abs=1e-12)
+        assert row["wheel.vx"] == pytest.approx(R * row["wheel.wy"], rel=1e-9)
+        assert row["floor_tyre_0.state"] == 1.0
+
+
+def test_steered_wheel_turns_rolling_without_slip():
+    """A steering torque turns the rolling disc (its path leaves the x axis, it leans) while
+    its rim keeps rolling: the contact sticks, gap 0, and with no drive the energy grows by
+    the steering torque's work only (no sliding loss)."""
+    model = wheel.build()
+    res = simulate(model, 0.6, 0.1, inputs={"steer.h": 0.2})
+    assert abs(res[-1]["wheel.y"]) > 0.01 and res[-1]["wheel.z"] < 0.3 - 1e-4
+    assert all(row["floor_tyre_0.state"] == 1.0 for row in res)
+    assert np.abs(res["floor_tyre_0.gap"]).max() < 1e-9
+    assert res[-1]["floor_tyre_0.slide_loss"] == 0.0
+
+
+def test_flat_tread_has_two_rims():
+    model = wheel.build(width=0.05)
+    assert [c.name for c in model.contacts] == ["floor_tyre_0", "floor_tyre_1"]
+    assert [c.point[1] for c in model.contacts] == pytest.approx([-0.025, 0.025])

@@ -209,8 +209,9 @@ class ShapeItems:
         return tuple(pairs)
 
     def _rim_contacts(self, a, b, e, mu):
-        """The two end circles of cylinder b (ids 0 at -length/2, 1 at +length/2) against the
-        ground plane a: rim_plane contacts (mechanics.spatial.rim)."""
+        """The two end circles of cylinder b (ids 0 at -length/2, 1 at +length/2; one circle,
+        id 0, for a disc of length 0) against the ground plane a: rim_plane contacts
+        (mechanics.spatial.rim)."""
         Rb, pb = np.array(b.rotation, float), np.array(b.position, float)
         axis = Rb[:, 2]
         n = tuple(float(row[-1]) for row in a.rotation)
@@ -218,7 +219,7 @@ class ShapeItems:
                             tuple(float(v) for v in pb + s * 0.5 * b.size[1] * axis),
                             tuple(map(float, a.position)), n, float(b.size[0]),
                             restitution=e, friction=mu, axis=tuple(map(float, axis))))
-                for i, s in enumerate((-1.0, 1.0))]
+                for i, s in enumerate((-1.0, 1.0) if b.size[1] > 0.0 else (0.0,))]
 
     def _flat_contacts(self, a, b, e, mu):
         """Point contacts of the fixed points of shape b on the plane (line) a: (feature id,
