@@ -35,7 +35,7 @@ def test_incline_block_and_rolling_ball_fmus(tmp_path):
              - (r["block.z"][-1] - z0) * math.sin(alpha))
         ref = max(G * (math.sin(alpha) - mu * math.cos(alpha)), 0.0) / 2
         assert abs(d - ref) <= (1e-8 * ref if ref else 1e-9)
-        assert r["corner00.state"][-1] == (1 if mu > math.tan(alpha) else 2)
+        assert r["slope_hull_0.state"][-1] == (1 if mu > math.tan(alpha) else 2)
 
     path, kind, _ = build_model_fmu(MODELS / "rolling_ball.py", tmp_path)
     assert kind == "python" and validate_fmu(str(path)) == []
@@ -45,4 +45,4 @@ def test_incline_block_and_rolling_ball_fmus(tmp_path):
     for row in res[-2:]:
         assert abs(row["ball.vx"] - 5 / 7 * v0) <= 1e-8 * v0
         assert abs(row["ball.wy"] * r_ - 5 / 7 * v0) <= 1e-8 * v0
-        assert row["floor.state"] == 1
+        assert row["floor_shell_0.state"] == 1

@@ -170,9 +170,10 @@ def _initial_contacts(model, state, settings):
 
     check_settings(model, settings)
     st = Status(model, state.extra)
-    gap, Dc, _ = contact_rows(model, state.q, state.qd)
-    vn = Dc @ state.qd
-    vt = slip_velocities(model, state.q, state.qd)
+    x, xd = get_formulation(settings.formulation).absolute(model, state.q, state.qd)
+    gap, Dc, _ = contact_rows(model, x, xd)
+    vn = Dc @ xd
+    vt = slip_velocities(model, x, xd)
     for i, c in enumerate(model.contacts):
         if c.friction > 0.0 and gap[i] <= settings.contact_tol and \
                 abs(vn[i]) < settings.contact_velocity:
@@ -185,7 +186,7 @@ def _initial_contacts(model, state, settings):
     if st.active().any():       # a sticking force outside the cone slips from the start
         from .impact import NE_KIT
 
-        y = np.concatenate([state.q, state.qd])
+        y = np.concatenate([x, xd])
         _release_tensile(model, st, state.t, y, model.input_vector(None), NE_KIT)
     return replace(state, extra=st.to_extra(state.extra))
 
@@ -239,11 +240,15 @@ def check_settings(model, settings):
             raise InputError(f"model '{model.name}': formulation 'recursive' runs trees "
                              f"of revolute, prismatic and weld joints and loops closed by cut "
                              f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
-    if _fr.has_friction(model) and settings.formulation != "newton_euler":
+    if _fr.has_friction(model) and settings.formulation != "newton_euler" and not (
+            settings.formulation == "recursive" and model.spatial
+            and settings.method in ("rk4", "dopri5", "dop853")):
         fr = [c.name for c in model.contacts if c.friction > 0.0]
         raise InputError(f"model '{model.name}': its contacts {fr} have Coulomb friction, "
-                         f"which runs in formulation 'newton_euler' so far; formulation "
-                         f"'{settings.formulation}' is frictionless")
+                         f"which runs in formulation 'newton_euler' (and for spatial models "
+                         f"in 'recursive' with method rk4, dopri5 or dop853: the compiled "
+                         f"event loop) so far; formulation '{settings.formulation}' with "
+                         f"method '{settings.method}' is frictionless")
     if model.contacts and settings.formulation == "minimal":
         raise InputError(f"model '{model.name}' has contacts: formulation 'minimal' does not "
                          f"handle them; use 'tmt' or 'newton_euler'")
@@ -495,6 +500,10 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         out = recursive.native_events(model, state, t_end, uvec, settings)
         if out is not None:
             return out
+        if _fr.has_friction(model):
+            raise InputError(f"model '{model.name}': Coulomb friction in formulation "
+                             f"'recursive' runs in the compiled event loop only (methods rk4, "
+                             f"dopri5, dop853); use formulation 'newton_euler'")
     from scipy.optimize import brentq
 
     from .impact import Status

@@ -107,8 +107,12 @@ def supported(model):
             return (f"its contacts {red} use the Reduction Method (seed 002), whose passes "
                     f"run in Python only")
     if model.spatial:
+        from .kernel import friction_unsupported
         from .spatial_kernel import supported as spatial_supported
 
+        why = friction_unsupported(model)        # (the engine's outputs are frictionless)
+        if why is not None:
+            return why
         return spatial_supported(model, contacts=True)    # (contacts: spatial_events.c)
     from .kernel import supported as planar_supported
 

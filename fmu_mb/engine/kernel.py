@@ -51,7 +51,10 @@ _ERRORS = {1: "the state became non-finite (NaN or infinity)",
            9: "endless switching of a contact (Zeno behaviour); raise Settings.contact_velocity",
            10: "no admissible impact solution (the closed contacts may be redundant or the "
                "impact ill-posed)",
-           11: "a point-point contact's distance is zero (its gap direction is undefined)"}
+           11: "a point-point contact's distance is zero (its gap direction is undefined)",
+           12: "a frictional contact has no consistent state (Painleve's paradox: slipping, "
+               "its normal force would pull and, released, its gap would accelerate into the "
+               "surface), or the sliding friction leaves no unique contact force"}
 
 
 def budget_error(name, t, what, max_steps):
@@ -296,7 +299,8 @@ def friction_unsupported(model):
     fr = [c.name for c in getattr(model, "contacts", ()) if c.friction > 0.0]
     if fr:
         return (f"its contacts {fr} have Coulomb friction, which runs in the Python event "
-                f"loop of formulation newton_euler so far")
+                f"loop of formulation newton_euler and (spatial models) in the compiled event "
+                f"loop of formulation recursive so far")
     return None
 
 
@@ -738,6 +742,8 @@ def contact_kernel(model, contacts):
 
 # ---------------------------------------------------------------------- contact events
 EVENT_RECORD = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
+#: a frictional model's records (the spatial event loop) go on with these
+FRICTION_RECORD = ("stick", "sdir1", "sdir2", "slide_loss")
 
 
 class ContactEvents:
@@ -771,7 +777,10 @@ class ContactEvents:
         self._base = base                      # for its error messages
         self._lock = threading.Lock()
         self._y = np.zeros(2 * self.n)
-        self._rec = np.zeros((nc, len(EVENT_RECORD)))
+        from ..dynamics.friction import has_friction
+
+        self.n_rec = len(EVENT_RECORD) + (len(FRICTION_RECORD) if has_friction(model) else 0)
+        self._rec = np.zeros((nc, self.n_rec))
         self._u = np.zeros(max(1, self.n_inputs))
         self._advance_fn, self._outputs_fn = advance, outputs
 

@@ -67,6 +67,7 @@ def library():
     lib.sk_set_drives.argtypes = [P, I, P, P, I, P]
     lib.sk_set_contacts.argtypes = [P, I, P, P]
     lib.sk_set_active.argtypes = [P, I, P]
+    lib.sk_set_friction.argtypes = [P, P, P, P]
     lib.sk_step.argtypes = [P, I, P, P, P, I, P, P]
     lib.sk_events_create.restype = P
     lib.sk_events_create.argtypes = [P, P, I]
@@ -91,9 +92,6 @@ def supported(model, contacts=False):
                     f"evaluates the laws of constant_rate, harmonic and polynomial")
     if getattr(model, "contacts", None) and not contacts:
         return f"it has contacts {[c.name for c in model.contacts]}"
-    why = _kernel.friction_unsupported(model)
-    if why is not None:
-        return why
     rims = [c.name for c in getattr(model, "contacts", ()) if c.kind == "rim_plane"]
     if rims:
         return (f"its contacts {rims} are a cylinder's rims on a plane (contact points that "
@@ -196,8 +194,10 @@ def _drives(model):
 
 def _contacts(model):
     """ki (nc, 3): kind (1 point-plane, 2 point-point, 3 revolute limit, 4 prismatic limit),
-    body p, body c; kd (nc, 29): s_p, s_c, F_p, F_c, normal (p's axes), offset, side: the
-    gaps of fmu_mb.mechanics.spatial.contacts, model.contacts order."""
+    body p, body c; kd (nc, 36): s_p, s_c, F_p, F_c, normal (p's axes), offset, side: the
+    gaps of fmu_mb.mechanics.spatial.contacts, and of a point-plane contact its tangent basis
+    t1, t2 (p's axes) and Coulomb's mu (fmu_mb.mechanics.friction), model.contacts order."""
+    from ..mechanics.friction import tangent_basis
     idx = {b.name: b.index for b in model.bodies}
     idx["ground"] = len(model.bodies)
     eye = np.eye(3).reshape(-1)
@@ -205,21 +205,22 @@ def _contacts(model):
     for c in model.contacts:
         if c.kind == "point_plane":
             ki.append([1, idx[c.other], idx[c.body]])
+            t1, t2 = tangent_basis(np.asarray(c.normal, float))
             kd.append(np.concatenate([c.other_point, c.point, eye, eye, c.normal,
-                                      [c.offset, 1.0]]))
+                                      [c.offset, 1.0], t1, t2, [c.friction]]))
         elif c.kind == "point_point":
             ki.append([2, idx[c.body], idx[c.other]])
             kd.append(np.concatenate([c.point, c.other_point, eye, eye, [0.0, 0.0, 0.0],
-                                      [c.offset, c.side]]))
+                                      [c.offset, c.side], np.zeros(7)]))
         else:
             j = model.joint(c.joint)
             ki.append([3 if j.kind == "revolute" else 4, idx[j.parent], idx[j.child]])
             kd.append(np.concatenate([j.parent_point, j.child_point,
                                       np.asarray(j.frame_p, float).reshape(-1),
                                       np.asarray(j.frame_c, float).reshape(-1),
-                                      [0.0, 0.0, 0.0], [c.offset, c.side]]))
+                                      [0.0, 0.0, 0.0], [c.offset, c.side], np.zeros(7)]))
     return (np.array(ki, dtype=np.intc).reshape(-1, 3),
-            np.array(kd, dtype=float).reshape(-1, 29))
+            np.array(kd, dtype=float).reshape(-1, 36))
 
 
 def _cut_joints(model):
@@ -307,7 +308,7 @@ class SpatialKernel:
         self._y = np.zeros(2 * n + 1)
         self._qdd = np.zeros(n + 1)
         self._u = np.zeros(self.n_inputs + 1)
-        self._lam = np.zeros(self.m + self.n_contacts + 1)
+        self._lam = np.zeros(self.m + 3 * self.n_contacts + 1)
         self._par = np.zeros(9)
         self._nfev = np.zeros(1, dtype=np.intc)
         self._stab = None
@@ -431,6 +432,35 @@ class SpatialKernel:
                 return (self._qdd[:n].copy(),
                         self._lam[self.m:self.m + len(active)].copy())
             finally:
+                self._set_active(())
+
+    def friction_accelerations(self, q, qd, t, u, active, stick, slide, s0):
+        """(qdd, lam_c, lam_t) with the persistent contacts `active` (indices) as rows gap = 0,
+        the sticking ones (stick (nc,) bool) with their tangential rows, the sliding ones
+        (slide (nc,) bool) with the friction force along their slip direction (recorded s0
+        (nc, 2)): lam_c (len(active),), lam_t (number sticking, 2) (fmu_mb.dynamics.friction)."""
+        n, nc = self.n, self.n_contacts
+        st = np.ascontiguousarray(stick, dtype=np.uint8)
+        sl = np.ascontiguousarray(slide, dtype=np.uint8)
+        s0 = np.ascontiguousarray(s0, dtype=float).reshape(nc, 2)
+        with self._lock:
+            if self.lib.sk_set_friction(self.handle, st.ctypes.data, sl.ctypes.data,
+                                        s0.ctypes.data):
+                raise InputError(f"model '{self.name}': the kernel refused the friction phase")
+            self._set_active(active)
+            try:
+                y = self._load_for_accelerations(q, qd, u, None, t)
+                rc = self.lib.sk_accelerations(self.handle, y, y + 8 * n,
+                                               self._u.ctypes.data, self._qdd.ctypes.data)
+                if rc:
+                    raise self._error(rc, t, "the accelerations cannot be computed")
+                self.lib.sk_multipliers(self.handle, self._lam.ctypes.data)
+                na = len(active)
+                ns = int(sum(1 for i in active if st[i]))
+                return (self._qdd[:n].copy(), self._lam[self.m:self.m + na].copy(),
+                        self._lam[self.m + na:self.m + na + 2 * ns].reshape(-1, 2).copy())
+            finally:
+                self.lib.sk_set_friction(self.handle, None, None, None)
                 self._set_active(())
 
     def contact_step(self, method, t, t_end, y, f, h, u, rtol, atol, max_step, stab, active):

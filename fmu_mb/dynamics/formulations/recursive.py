@@ -320,11 +320,18 @@ def _events_call(model, settings):
 
 
 def _records(model, extra):
-    """(Status, rec (nc, 5)) from State.extra."""
+    """(Status, rec (nc, 5)) from State.extra (kernel.EVENT_RECORD; a model with friction
+    (nc, 9): + kernel.FRICTION_RECORD)."""
     from ..impact import Status
+    from ..friction import has_friction
 
     st = Status(model, extra)
-    return st, np.array([[float(st.data[nm][f]) for f in _REC] for nm in st.names])
+    if not has_friction(model):
+        return st, np.array([[float(st.data[nm][f]) for f in _REC] for nm in st.names])
+    return st, np.array([[float(st.data[nm][f]) for f in _REC]
+                         + [float(st.data[nm]["stick"])]
+                         + (list(st.data[nm]["sdir"]) + [0.0, 0.0])[:2]
+                         + [float(st.data[nm]["slide_loss"])] for nm in st.names])
 
 
 def _extra(st, rec, extra):
@@ -332,6 +339,9 @@ def _extra(st, rec, extra):
         d = st.data[nm]
         d["impacts"], d["last_time"], d["last_impulse"] = int(r[0]), float(r[1]), float(r[2])
         d["energy_loss"], d["active"] = float(r[3]), bool(r[4])
+        if len(r) > 5:
+            d["stick"], d["slide_loss"] = bool(r[5]), float(r[8])
+            d["sdir"] = [float(r[6]), float(r[7])][:len(d["sdir"])]
     return st.to_extra(extra)
 
 

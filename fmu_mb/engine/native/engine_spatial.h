@@ -1171,11 +1171,11 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
 /* ------------------------------------------------------------------ contacts in 3-D
  * The event loop of spatial_kernel.c's spatial_events.c (native/event_loop.h, the planar loop's
  * semantics) over a copy of the engine's kernel; the contacts are the kernel's (sk_set_contacts:
- * A_ICON x 3 kind, p, c; A_DCON x 29 s_p, s_c, F_p, F_c, normal, offset, side as
+ * A_ICON x 3 kind, p, c; A_DCON x 36 s_p, s_c, F_p, F_c, normal, offset, side, t1, t2, mu as
  * fmu_mb.engine.spatial_kernel._contacts), A_DREST their restitution, A_DCSET the event
  * settings. Their gap rows in x (fmu_mb.mechanics.spatial.contacts.contact_rows) join the
  * model's rows in the reactions while a contact persists. */
-#define SKD 29
+#define SKD 36
 void *sk_events_create(void *base, const double *e, int ni);
 int sk_events_outputs(void *ev, double t, const double *y, const double *u,
                       const double *rec, double *gap, double *force);

@@ -44,10 +44,13 @@
 #ifndef FMU_MB_EVENT_LOOP_H
 #define FMU_MB_EVENT_LOOP_H
 
-#define EV_REC 5
+#define EV_REC 5           /* per contact: impacts, last time, last impulse, energy lost,
+                              active; with friction (EV_REC_FR, ev->nrec) also stick, the slip
+                              direction s0 (2) and the energy lost by sliding */
+#define EV_REC_FR 9
 #define EV_NPAR 19
-enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11 };
-enum { EV_IMPACT = 0, EV_RELEASE = 1 };
+enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11, ERR_FRICTION = 12 };
+enum { EV_IMPACT = 0, EV_RELEASE = 1, EV_SLIP = 2, EV_STICK = 3 };
 #define EV_NA (-1)         /* an optional kernel operation that is not available */
 
 static const double EV_RK45_P[7][4] = {
@@ -115,6 +118,16 @@ typedef struct {
     double *v_fc;          /* (nc) those at the end state of the last call */
     int v_fc_ok;
     unsigned char *sel_fc;
+    /* friction (fmu_mb.dynamics.friction; docs/contacts-friction.md): fr = 1 when a contact
+     * has mu > 0 (then each contact has a second event value, index nc + i, and nothing of
+     * the last step or call is reused); per contact mu, stick, the slip direction s0 (2),
+     * the tangential multipliers of the sticking ones and the slip velocities (2 each) */
+    int fr;
+    double *mu, *s0, *lamt, *vt, *vt2, *dir, *rt, *ptv;
+    unsigned char *stick, *slide, *stk;
+    int fr_contact;        /* the contact an ERR_FRICTION refers to */
+    int fr_dirty;          /* sliding losses added during the call (the records changed) */
+    int nrec;              /* doubles per contact record: EV_REC, with friction EV_REC_FR */
 } EvLoop;
 
 static void evk_select(EvLoop *ev, const unsigned char *mask);
@@ -136,6 +149,16 @@ static void evk_rates(EvLoop *ev, const double *qd, double *v);
 static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
                             const unsigned char *trial, const double *target, double *qdp,
                             double *rcon);
+static void evk_friction(EvLoop *ev, const unsigned char *stick, const unsigned char *slide,
+                         const double *s0);
+static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double *lamt,
+                    double *vt);
+static void evk_slip_rates(EvLoop *ev, const double *qd, double *vt);
+static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
+                         const unsigned char *trial, const unsigned char *stick,
+                         const unsigned char *slide, const double *dir,
+                         const double *target, double *qdp, double *rn, double *rt);
+static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc);
 
 /* the generic buffers of ev for n coordinates, nc contacts (restitution e), ni inputs:
  * OK or ERR_ARGS (out of memory; ev_release frees what was allocated) */
@@ -145,6 +168,7 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
     ev->n = n;
     ev->nc = nc;
     ev->ni = ni;
+    ev->nrec = EV_REC;
     void **p[] = {(void **)&ev->y, (void **)&ev->yold, (void **)&ev->ynew, (void **)&ev->yd,
                   (void **)&ev->f, (void **)&ev->qdp, (void **)&ev->y_fc, (void **)&ev->f_fc};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
@@ -153,19 +177,22 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
     double **pc[] = {&ev->rec, &ev->v, &ev->vprev, &ev->lamc, &ev->g, &ev->gap, &ev->vminus,
                      &ev->vplus, &ev->target, &ev->rcon, &ev->lam0, &ev->lam1, &ev->e,
                      &ev->lam_fc, &ev->vT, &ev->v0, &ev->v1,
-                     &ev->v_fc};
-    for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)
-        if (!(*pc[i] = calloc(i == 0 ? EV_REC * c : c, sizeof(double))))
+                     &ev->v_fc, &ev->mu, &ev->s0, &ev->lamt, &ev->vt, &ev->vt2, &ev->dir,
+                     &ev->rt, &ev->ptv};
+    for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)      /* (v, vprev: 2 per contact) */
+        if (!(*pc[i] = calloc(i == 0 ? EV_REC_FR * c : (i <= 2 || i >= 19 ? 2 * c : c),
+                              sizeof(double))))
             return ERR_ARGS;
     memcpy(ev->e, e, sizeof(double) * c);
-    unsigned char **pb[] = {&ev->sel, &ev->active, &ev->closed, &ev->trial, &ev->sel_fc};
-    for (size_t i = 0; i < sizeof pb / sizeof pb[0]; i++)
-        if (!(*pb[i] = calloc(c, 1)))
+    unsigned char **pb[] = {&ev->sel, &ev->active, &ev->closed, &ev->trial, &ev->sel_fc,
+                            &ev->stick, &ev->slide, &ev->stk};
+    for (size_t i = 0; i < sizeof pb / sizeof pb[0]; i++)      /* (trial: 2 per contact) */
+        if (!(*pb[i] = calloc(i == 3 ? 2 * c : c, 1)))
             return ERR_ARGS;
     ev->K = calloc((MAXS + 1) * m2, sizeof(double));
     ev->F = calloc(8 * m2, sizeof(double));
     ev->ys = calloc(4 * m2, sizeof(double));
-    ev->seen = calloc((4 * c + 5) * c, 1);
+    ev->seen = calloc((4 * c + 5) * 2 * c, 1);
     ev->u_fc = calloc((size_t)(ni > 0 ? ni : 1), sizeof(double));
     if (!ev->K || !ev->F || !ev->ys || !ev->seen || !ev->u_fc)
         return ERR_ARGS;
@@ -177,7 +204,9 @@ static void ev_release(EvLoop *ev)
     void *p[] = {ev->e, ev->sel, ev->y, ev->rec, ev->active, ev->yold, ev->ynew, ev->K, ev->F,
                  ev->yd, ev->ys, ev->f, ev->v, ev->vprev, ev->lamc, ev->g, ev->gap,
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
-                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT, ev->v0, ev->v1, ev->v_fc};
+                 ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT, ev->v0, ev->v1, ev->v_fc,
+                 ev->mu, ev->s0, ev->lamt, ev->vt, ev->vt2, ev->dir, ev->rt, ev->ptv, ev->stick,
+                 ev->slide, ev->stk};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -185,6 +214,16 @@ static void ev_release(EvLoop *ev)
 /* the phase rows: the bilateral rows, then the gap rows of the contacts with mask[i] set */
 static void ev_select(EvLoop *ev, const unsigned char *mask)
 {
+    if (ev->fr) {              /* the friction phase of the selected contacts, then the rows */
+        for (int i = 0; i < ev->nc; i++) {
+            ev->stk[i] = mask[i] && ev->stick[i] && ev->mu[i] > 0.0;
+            ev->slide[i] = mask[i] && !ev->stick[i] && ev->mu[i] > 0.0;
+        }
+        evk_friction(ev, ev->stk, ev->slide, ev->s0);
+        evk_select(ev, mask);
+        memcpy(ev->sel, mask, (size_t)ev->nc);
+        return;
+    }
     if (memcmp(mask, ev->sel, (size_t)ev->nc) == 0)
         return;
     evk_select(ev, mask);
@@ -295,10 +334,51 @@ static int ev_values(EvLoop *ev, double t, const double *y, double *out)
     return ev_values_at(ev, t, y, out, NULL);
 }
 
+static double ev_norm2(const double *a) { return sqrt(a[0] * a[0] + a[1] * a[1]); }
+
+/* with friction: per contact the gap or -lam_c (out[i]) and the friction value out[nc + i]:
+ * mu f_n - |f_t| sticking, v_t . s0 slipping (fmu_mb.dynamics.integrate._find_event) */
+static int ev_values_fr(EvLoop *ev, double t, const double *y, double *out)
+{
+    int nc = ev->nc, rc, act = 0, watch = 0;
+    for (int i = 0; i < nc; i++) {
+        out[i] = out[nc + i] = INFINITY;
+        if (ev->active[i])
+            act = 1;
+        else
+            watch = 1;
+    }
+    if (watch) {
+        if ((rc = evk_gaps(ev, y, ev->g)) != OK)
+            return rc;
+        for (int i = 0; i < nc; i++)
+            if (!ev->active[i])
+                out[i] = ev->g[i];
+    }
+    if (!act)
+        return OK;
+    if ((rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
+        return rc;
+    for (int i = 0; i < nc; i++) {
+        if (!ev->active[i])
+            continue;
+        out[i] = -ev->lamc[i];
+        if (!(ev->mu[i] > 0.0))
+            continue;
+        if (ev->stick[i])
+            out[nc + i] = ev->mu[i] * -ev->lamc[i] - ev_norm2(ev->lamt + 2 * i);
+        else
+            out[nc + i] = ev->vt[2 * i] * ev->s0[2 * i] + ev->vt[2 * i + 1] * ev->s0[2 * i + 1];
+    }
+    return OK;
+}
+
 static int ev_values_at(EvLoop *ev, double t, const double *y, double *out,
                         const double *lam0)
 {
     int nc = ev->nc, rc;
+    if (ev->fr)
+        return ev_values_fr(ev, t, y, out);
     int watch = 0, act = 0;
     for (int i = 0; i < nc; i++) {
         out[i] = INFINITY;
@@ -336,6 +416,12 @@ static int ev_fun(EvLoop *ev, int i, double t, double shift, double *val)
     double *y = ev->yd;
     int rc;
     ev_dense(ev, t, y);
+    if (ev->fr) {
+        if ((rc = ev_values_fr(ev, t, y, ev->ptv)) != OK)
+            return rc;
+        *val = ev->ptv[i] + shift;
+        return OK;
+    }
     if (ev->active[i]) {
         if ((rc = evk_lam(ev, t, y, ev->lamc)) != OK)
             return rc;
@@ -427,7 +513,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
                    const double *v0, double t1, double tol, double event_tol, double *y, double *te_out,
                    int *kind_out, int *idx_out, int *found)
 {
-    int nc = ev->nc, m = 2 * ev->n, rc;
+    int nc = ev->nc, m = 2 * ev->n, rc, nv = ev->fr ? 2 * nc : nc;
     double samples[4];
     for (int k = 1; k < 4; k++)
         samples[k - 1] = t0 + (t1 - t0) * k / 4;
@@ -435,7 +521,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
     for (int k = 0; k < 4; k++)
         ev_dense(ev, samples[k], ev->ys + (size_t)k * m);
     if (v0)                         /* the values at t0, known from the last step */
-        memcpy(ev->vprev, v0, sizeof(double) * nc);
+        memcpy(ev->vprev, v0, sizeof(double) * nv);
     else if ((rc = ev_values_at(ev, t0, y0, ev->vprev, lam0)) != OK)
         return rc;
     /* a gap within thr of zero at the start is searched from its flight phase too: just
@@ -454,20 +540,20 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
         else if ((rc = ev_values(ev, ts, yk, ev->v)) != OK)
             return rc;
         int any = 0;
-        for (int i = 0; i < nc; i++) {
-            int watch = !ev->active[i];
+        for (int i = 0; i < nv; i++) {
+            int watch = i < nc && !ev->active[i];
             hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol)) : (v[i] < 0.0);
             any |= hit[i];
         }
         if (!any) {
             prev_t = ts;
-            memcpy(ev->vprev, ev->v, sizeof(double) * nc);
+            memcpy(ev->vprev, ev->v, sizeof(double) * nv);
             continue;
         }
-        for (int i = 0; i < nc; i++) {
+        for (int i = 0; i < nv; i++) {
             if (!hit[i])
                 continue;
-            int watch = !ev->active[i];
+            int watch = i < nc && !ev->active[i];
             double a = prev_t, te, val;
             if (!(pv[i] > thr) && watch) {
                 /* just after an impact the gap starts at ~0: look for the flight phase */
@@ -495,6 +581,8 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
                 te = prev_t;
             }
             int kind = watch ? EV_IMPACT : EV_RELEASE;
+            if (i >= nc)
+                kind = ev->stick[i - nc] ? EV_SLIP : EV_STICK;
             if (best_i < 0 || te < best_t || (te == best_t && (kind < best_kind ||
                                                                (kind == best_kind && i < best_i)))) {
                 best_t = te;
@@ -509,8 +597,274 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
     ev_dense(ev, best_t < t1 ? best_t : t1, y);
     *te_out = best_t;
     *kind_out = best_kind;
-    *idx_out = best_i;
+    *idx_out = best_i >= nc ? best_i - nc : best_i;
     *found = 1;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ friction */
+/* impact.solve_impact's active set with the friction impulses of
+ * fmu_mb.dynamics.friction._active_set (e, mu of one level of the law): every frictional
+ * contact of the set sticks until its sticking impulse leaves the cone, then the one furthest
+ * outside slides along its last sticking impulse; ERR_IMPACT when no admissible set is found
+ * or the rows contradict each other. Out: ev->qdp, ev->rcon (normal), ev->ptv (friction
+ * impulses, 2 per contact), ev->vplus, ev->vt2 (slip velocities after), *scale_out. */
+static int ev_fr_active_set(EvLoop *ev, const double *q, const double *qd, const double *e,
+                            int use_mu, const double *vtm, double *scale_out)
+{
+    int nc = ev->nc, rc;
+    unsigned char *trial = ev->trial, *stk = ev->stk, *sl = ev->slide;
+    double vmax = 0.0;
+    for (int i = 0; i < nc; i++) {
+        ev->target[i] = -e[i] * fmin(ev->vminus[i], 0.0);
+        vmax = fmax(vmax, fabs(ev->vminus[i]));
+        vmax = fmax(vmax, fmax(fabs(vtm[2 * i]), fabs(vtm[2 * i + 1])));
+        trial[i] = ev->closed[i] && ev->vminus[i] < 0.0;
+    }
+    double scale = 1e-10 * (1.0 + vmax);
+    *scale_out = scale;
+    int nseen = 0;
+    for (int it = 0; it < 4 * nc + 4; it++) {
+        for (int i = 0; i < nc; i++)
+            sl[i] = 0;
+        for (int inner = 0; inner < nc + 1; inner++) {
+            for (int i = 0; i < nc; i++)
+                stk[i] = trial[i] && use_mu && ev->mu[i] > 0.0 && !sl[i];
+            if ((rc = evk_impact_fr(ev, q, qd, trial, stk, sl, ev->dir, ev->target, ev->qdp,
+                                    ev->rcon, ev->rt)) != OK)
+                return rc;
+            int best = -1;
+            double bx = 0.0;
+            for (int j = 0; j < nc; j++) {
+                if (!stk[j])
+                    continue;
+                double x = ev_norm2(ev->rt + 2 * j) - ev->mu[j] * fmax(-ev->rcon[j], 0.0);
+                if (x > scale && (best < 0 || x > bx)) {
+                    best = j;
+                    bx = x;
+                }
+            }
+            if (best < 0)
+                break;
+            double nr = ev_norm2(ev->rt + 2 * best);
+            sl[best] = 1;
+            ev->dir[2 * best] = ev->rt[2 * best] / nr;
+            ev->dir[2 * best + 1] = ev->rt[2 * best + 1] / nr;
+        }
+        evk_rates(ev, ev->qdp, ev->vplus);
+        evk_slip_rates(ev, ev->qdp, ev->vt2);
+        double bad = 0.0;             /* the rows hold (else they contradict each other) */
+        for (int i = 0; i < nc; i++) {
+            if (trial[i])
+                bad = fmax(bad, fabs(ev->vplus[i] - ev->target[i]));
+            if (stk[i])
+                bad = fmax(bad, fmax(fabs(ev->vt2[2 * i]), fabs(ev->vt2[2 * i + 1])));
+        }
+        if (bad > 1e3 * scale)
+            return ERR_IMPACT;
+        int pull = -1, pen = -1;
+        for (int i = 0; i < nc; i++) {
+            if (trial[i] && ev->rcon[i] > scale && (pull < 0 || ev->rcon[i] > ev->rcon[pull]))
+                pull = i;
+            if (ev->closed[i] && !trial[i] && ev->vplus[i] < ev->target[i] - scale &&
+                (pen < 0 || ev->vplus[i] - ev->target[i] < ev->vplus[pen] - ev->target[pen]))
+                pen = i;
+        }
+        if (pull < 0 && pen < 0) {
+            for (int i = 0; i < nc; i++) {
+                double *pt = ev->ptv + 2 * i;
+                if (sl[i]) {
+                    pt[0] = ev->mu[i] * ev->rcon[i] * ev->dir[2 * i];
+                    pt[1] = ev->mu[i] * ev->rcon[i] * ev->dir[2 * i + 1];
+                } else {
+                    pt[0] = -ev->rt[2 * i];
+                    pt[1] = -ev->rt[2 * i + 1];
+                }
+            }
+            return OK;
+        }
+        for (int s = 0; s < nseen; s++)
+            if (memcmp(ev->seen + (size_t)s * nc, trial, (size_t)nc) == 0)
+                return ERR_IMPACT;
+        memcpy(ev->seen + (size_t)nseen++ * nc, trial, (size_t)nc);
+        if (pull >= 0)
+            trial[pull] = 0;
+        else
+            trial[pen] = 1;
+    }
+    return ERR_IMPACT;
+}
+
+/* the frictional impact law (fmu_mb.dynamics.friction.frictional_impact): level 0 the
+ * restitution coefficients, 1 e = 0, 2 frictionless with e = 0, the first that finds an
+ * admissible set without gaining kinetic energy; the records as integrate._handle_event */
+static int ev_impact_fr(EvLoop *ev, double te, double *y, double contact_velocity)
+{
+    int n = ev->n, nc = ev->nc, rc = OK, level;
+    double *q = y, *qd = y + n, *vtm = ev->lamt, *zero = ev->lamc, scale = 0.0;
+    evk_slip_rates(ev, qd, vtm);
+    double T0 = evk_kinetic(ev, y), *yp = ev->yd;
+    for (int i = 0; i < nc; i++)
+        zero[i] = 0.0;
+    for (level = 0; level < 3; level++) {
+        rc = ev_fr_active_set(ev, q, qd, level == 0 ? ev->e : zero, level < 2, vtm, &scale);
+        if (rc == ERR_IMPACT && level < 2)
+            continue;
+        if (rc != OK)
+            return rc;
+        memcpy(yp, q, sizeof(double) * n);
+        memcpy(yp + n, ev->qdp, sizeof(double) * n);
+        if (evk_kinetic(ev, yp) <= T0 + 1e-12 * fabs(T0))
+            break;
+    }
+    for (int i = 0; i < nc; i++) {
+        if (!ev->closed[i])
+            continue;
+        double p = -ev->rcon[i], *R = ev->rec + ev->nrec * i, *pt = ev->ptv + 2 * i;
+        double *vp = ev->vt2 + 2 * i, *vm = vtm + 2 * i;
+        double loss = -(p * (ev->vminus[i] + ev->vplus[i])
+                        + pt[0] * (vm[0] + vp[0]) + pt[1] * (vm[1] + vp[1])) / 2.0;
+        if (p > scale && ev->vminus[i] < -scale) {
+            R[0] += 1.0;
+            R[1] = te;
+            R[2] = p;
+        }
+        R[3] += fmax(loss, 0.0);
+        ev->active[i] = ev->vplus[i] < contact_velocity;
+        double nv = ev_norm2(vp);
+        ev->stick[i] = ev->active[i] && ev->mu[i] > 0.0 && nv < contact_velocity;
+        if (nv > 0.0 && !ev->stick[i]) {
+            ev->s0[2 * i] = vp[0] / nv;
+            ev->s0[2 * i + 1] = vp[1] / nv;
+        }
+    }
+    memcpy(qd, ev->qdp, sizeof(double) * n);
+    return OK;
+}
+
+/* the phase start with friction (integrate._release_tensile): the most tensile persistent
+ * contact is released (a slipping one whose gap would then accelerate into the surface:
+ * ERR_FRICTION, Painleve); else the sticking contact furthest outside its cone slips along
+ * s0 = lam_t / |lam_t|; until nothing changes */
+static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes)
+{
+    int nc = ev->nc, rc;
+    for (int it = 0; it < 8 * nc + 8; it++) {
+        if (!ev_any(ev->active, nc))
+            return OK;
+        ev_select(ev, ev->active);
+        if ((rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
+            return rc;
+        int best = -1;
+        double bv = -INFINITY;
+        for (int i = 0; i < nc; i++) {
+            double v = ev->active[i] ? ev->lamc[i] : -INFINITY;
+            if (best < 0 || v > bv) {
+                best = i;
+                bv = v;
+            }
+        }
+        if (bv > 0.0) {
+            ev->active[best] = 0;
+            if (ev->mu[best] > 0.0 && !ev->stick[best]) {     /* Painleve's check */
+                double acc;
+                ev_select(ev, ev->active);
+                if ((rc = evk_gap_acc(ev, best, t, y, &acc)) != OK)
+                    return rc;
+                if (acc < 0.0) {
+                    ev->fr_contact = best;
+                    return ERR_FRICTION;
+                }
+            }
+            ev->stick[best] = 0;
+            (*changes)++;
+            continue;
+        }
+        int j = -1;
+        double bx = -INFINITY;
+        for (int i = 0; i < nc; i++) {
+            if (!(ev->active[i] && ev->stick[i] && ev->mu[i] > 0.0))
+                continue;
+            double x = ev_norm2(ev->lamt + 2 * i) - ev->mu[i] * -ev->lamc[i];
+            if (j < 0 || x > bx) {
+                j = i;
+                bx = x;
+            }
+        }
+        if (j < 0 || bx <= 0.0)
+            return OK;
+        double nl = ev_norm2(ev->lamt + 2 * j);
+        ev->stick[j] = 0;
+        ev->s0[2 * j] = ev->lamt[2 * j] / nl;
+        ev->s0[2 * j + 1] = ev->lamt[2 * j + 1] / nl;
+        (*changes)++;
+    }
+    ev->fr_contact = -1;
+    return ERR_FRICTION;
+}
+
+/* a stick/slip event of contact i at te (integrate._friction_event) */
+static int ev_fr_event(EvLoop *ev, int kind, int i, double te, const double *y,
+                       double contact_velocity)
+{
+    int nc = ev->nc, rc;
+    ev_select(ev, ev->active);
+    if ((rc = evk_fric(ev, te, y, ev->lamc, ev->lamt, ev->vt)) != OK)
+        return rc;
+    if (kind == EV_SLIP) {
+        double nl = ev_norm2(ev->lamt + 2 * i);
+        ev->stick[i] = 0;
+        if (nl > 0.0) {
+            ev->s0[2 * i] = ev->lamt[2 * i] / nl;
+            ev->s0[2 * i + 1] = ev->lamt[2 * i + 1] / nl;
+        }
+        return OK;
+    }
+    double nv = ev_norm2(ev->vt + 2 * i), small = 1e-3 * contact_velocity;
+    if (nv > small) {
+        ev->s0[2 * i] = ev->vt[2 * i] / nv;
+        ev->s0[2 * i + 1] = ev->vt[2 * i + 1] / nv;
+        return OK;
+    }
+    for (int k = 0; k < nc; k++)
+        if (k == i || (ev->active[k] && ev->mu[k] > 0.0 && !ev->stick[k] &&
+                       ev_norm2(ev->vt + 2 * k) <= small))
+            ev->stick[k] = 1;
+    return OK;
+}
+
+/* the energy dissipated by sliding over [t0, t1] of the last step (integrate._slide_loss:
+ * mu f_n s . v_t, 3-point Gauss-Legendre on the dense output) into the records */
+static int ev_slide_loss(EvLoop *ev, double t0, double t1)
+{
+    int nc = ev->nc, rc, any = 0;
+    for (int i = 0; i < nc; i++)
+        any |= ev->active[i] && !ev->stick[i] && ev->mu[i] > 0.0;
+    if (!any || !(t1 > t0))
+        return OK;
+    static const double X[3] = {-0.7745966692414834, 0.0, 0.7745966692414834};
+    static const double W[3] = {5.0 / 9.0, 8.0 / 9.0, 5.0 / 9.0};
+    double half = (t1 - t0) / 2.0, mid = (t1 + t0) / 2.0, *acc = ev->ptv;
+    for (int i = 0; i < nc; i++)
+        acc[i] = 0.0;
+    ev_select(ev, ev->active);
+    for (int g = 0; g < 3; g++) {
+        double tt = mid + half * X[g], s[2];
+        ev_dense(ev, tt, ev->yd);
+        if ((rc = evk_fric(ev, tt, ev->yd, ev->lamc, ev->lamt, ev->vt)) != OK)
+            return rc;
+        for (int i = 0; i < nc; i++) {
+            if (!(ev->active[i] && !ev->stick[i] && ev->mu[i] > 0.0))
+                continue;
+            fr_slip_direction(2, ev->vt + 2 * i, ev->s0 + 2 * i, s);
+            acc[i] += W[g] * ev->mu[i] * -ev->lamc[i] *
+                      (s[0] * ev->vt[2 * i] + s[1] * ev->vt[2 * i + 1]);
+        }
+    }
+    for (int i = 0; i < nc; i++)
+        if (ev->active[i] && !ev->stick[i] && ev->mu[i] > 0.0)
+            ev->rec[ev->nrec * i + 8] += half * acc[i];
+    ev->fr_dirty = 1;
     return OK;
 }
 
@@ -524,6 +878,15 @@ static int ev_impact(EvLoop *ev, double te, double *y, int i_event, double conta
     double *q = y, *qd = y + n;
     if ((rc = evk_contact_rates(ev, te, q, qd, ev->gap, ev->vminus)) != OK)
         return rc;
+    if (ev->fr) {
+        int any = 0;
+        for (int i = 0; i < nc; i++) {
+            ev->closed[i] = ev->gap[i] <= ev->contact_tol || i == i_event;
+            any |= ev->closed[i] && ev->mu[i] > 0.0;
+        }
+        if (any)
+            return ev_impact_fr(ev, te, y, contact_velocity);
+    }
     double vmax = 0.0;
     for (int i = 0; i < nc; i++) {
         double acc = ev->vminus[i];
@@ -564,7 +927,7 @@ static int ev_impact(EvLoop *ev, double te, double *y, int i_event, double conta
     for (int i = 0; i < nc; i++) {
         if (!ev->closed[i])
             continue;
-        double p = -ev->rcon[i], *R = ev->rec + EV_REC * i;
+        double p = -ev->rcon[i], *R = ev->rec + ev->nrec * i;
         double loss = -p * (ev->vminus[i] + ev->vplus[i]) / 2.0;
         if (p > scale && ev->vminus[i] < -scale) {
             R[0] += 1.0;
@@ -658,11 +1021,18 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     evk_configure(ev, stab, par[7], par[8], ptol);
     double *y = ev->y;
     memcpy(y, y_io, sizeof(double) * m);
-    memcpy(ev->rec, rec_io, sizeof(double) * EV_REC * nc);
-    for (int i = 0; i < nc; i++)
-        ev->active[i] = rec_io[EV_REC * i + 4] != 0.0;
+    memcpy(ev->rec, rec_io, sizeof(double) * ev->nrec * nc);
+    for (int i = 0; i < nc; i++) {
+        ev->active[i] = rec_io[ev->nrec * i + 4] != 0.0;
+        if (ev->fr) {
+            ev->stick[i] = rec_io[ev->nrec * i + 5] != 0.0;
+            ev->s0[2 * i] = rec_io[ev->nrec * i + 6];
+            ev->s0[2 * i + 1] = rec_io[ev->nrec * i + 7];
+        }
+    }
     par[14] = t;
     par[17] = -1.0;
+    ev->fr_dirty = 0;
     long steps = 0, events = 0, changes = 0;
     int repeats = 0, have_last = 0;
     double t_last = 0.0, t_start = t;
@@ -670,11 +1040,16 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         int lam0_ok = 0, v0_ok = 0, v1_ok = 0;
         /* the end of the last call is this call's start (t, y, u and the drift control
          * agree): f and the contact multipliers there are known, bit for bit */
-        int fc_match = ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t &&
+        int fc_match = !ev->fr && ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t &&
                        ev->mode_fc == ev->mode && ev->alpha_fc == ev->alpha &&
                        ev->beta_fc == ev->beta && memcmp(ev->y_fc, y, sizeof(double) * m) == 0 &&
                        (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0);
-        for (int first = 1;; first = 0) { /* release tensile persistent contacts, most tensile first */
+        if (ev->fr && (rc = ev_fr_consistent(ev, t, y, &changes)) != OK) {
+            par[14] = t;
+            par[17] = ev->fr_contact;
+            return rc;
+        }
+        for (int first = 1; !ev->fr; first = 0) { /* release tensile persistent contacts, most tensile first */
             if (!ev_any(ev->active, nc))
                 break;
             ev_select(ev, ev->active);
@@ -750,8 +1125,11 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                     return rc;
                 }
                 hs = rk_dt;
+                if (ev->fr)
+                    lam1_ok = 0;
                 if ((rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL, NULL, tc,
-                                  ctol, etol, y, &te, &kind, &idx, &found)) != OK) {
+                                  ctol, etol, y, &te, &kind, &idx, &found)) != OK ||
+                    (ev->fr && (rc = ev_slide_loss(ev, ev->t_old, found ? te : tc)) != OK)) {
                     par[14] = tc;
                     return rc;
                 }
@@ -769,7 +1147,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             ev->t_old = tc;
             ev->t_new = sp[0];
             memcpy(ev->ynew, y, sizeof(double) * m);
-            ev->vT_ok = evk_step_values(ev, ev->vT);
+            ev->vT_ok = ev->fr ? 0 : evk_step_values(ev, ev->vT);
             memcpy(ev->f, ev->K + (size_t)s * m, sizeof(double) * m);
             if (project_steps) {
                 if ((rc = evk_project(ev, sp[0], y)) != OK ||
@@ -779,8 +1157,8 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 }
                 /* its multipliers are the next step's event values at t0 (mode 1 solves
                  * as mode 0: no Baumgarte terms) */
-                lam1_ok = evk_phase_lam(ev, ev->lam1);
-                v1_ok = evk_step_values(ev, ev->v1);       /* at the projected state */
+                lam1_ok = ev->fr ? 0 : evk_phase_lam(ev, ev->lam1);
+                v1_ok = ev->fr ? 0 : evk_step_values(ev, ev->v1);   /* at the projected state */
             } else {
                 v1_ok = ev->vT_ok;                          /* y = ynew */
                 if (v1_ok)
@@ -792,7 +1170,8 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             if ((rc = ev_dense_setup(ev, sp[6])) != OK ||
                 (rc = ev_find(ev, ev->t_old, ev->yold, lam0_ok ? ev->lam0 : NULL,
                               v0_ok ? ev->v0 : NULL, tc, ctol, etol, y, &te, &kind, &idx,
-                              &found)) != OK) {
+                              &found)) != OK ||
+                (ev->fr && (rc = ev_slide_loss(ev, ev->t_old, found ? te : tc)) != OK)) {
                 par[14] = tc;
                 return rc;
             }
@@ -846,6 +1225,13 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         }
         if (kind == EV_RELEASE) {
             ev->active[idx] = 0;
+            ev->stick[idx] = 0;
+        } else if (kind == EV_SLIP || kind == EV_STICK) {
+            if ((rc = ev_fr_event(ev, kind, idx, te, y, cvel)) != OK) {
+                par[14] = te;
+                par[17] = idx;
+                return rc;
+            }
         } else if ((rc = ev_impact(ev, te, y, idx, cvel)) != OK) {
             par[14] = te;
             par[17] = idx;
@@ -859,7 +1245,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 return rc;
             }
             if (kind == EV_IMPACT)      /* a rebound below contact_velocity removed */
-                ev->rec[EV_REC * idx + 3] += fmax(T0 - evk_kinetic(ev, y), 0.0);
+                ev->rec[ev->nrec * idx + 3] += fmax(T0 - evk_kinetic(ev, y), 0.0);
         }
         t = te;
         events++;
@@ -869,14 +1255,20 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             break;
         }
     }
-    for (int i = 0; i < nc; i++)
-        ev->rec[EV_REC * i + 4] = ev->active[i] ? 1.0 : 0.0;
+    for (int i = 0; i < nc; i++) {
+        ev->rec[ev->nrec * i + 4] = ev->active[i] ? 1.0 : 0.0;
+        if (ev->fr) {
+            ev->rec[ev->nrec * i + 5] = ev->stick[i] ? 1.0 : 0.0;
+            ev->rec[ev->nrec * i + 6] = ev->s0[2 * i];
+            ev->rec[ev->nrec * i + 7] = ev->s0[2 * i + 1];
+        }
+    }
     memcpy(y_io, y, sizeof(double) * m);
-    memcpy(rec_io, ev->rec, sizeof(double) * EV_REC * nc);
+    memcpy(rec_io, ev->rec, sizeof(double) * ev->nrec * nc);
     par[0] = stopped && *stopped ? t : t_end;
     par[2] = h;
     par[15] = (double)steps;
-    par[16] = (double)(events + changes);
+    par[16] = (double)(events + changes + ev->fr_dirty);
     return OK;
 }
 
@@ -891,7 +1283,7 @@ static int ev_outputs(EvLoop *ev, double t, const double *y, const double *u,
     if ((rc = evk_gaps(ev, y, gap)) != OK)
         return rc;
     for (int i = 0; i < nc; i++) {
-        ev->trial[i] = rec[EV_REC * i + 4] != 0.0;
+        ev->trial[i] = rec[ev->nrec * i + 4] != 0.0;
         any |= ev->trial[i];
         force[i] = 0.0;
     }

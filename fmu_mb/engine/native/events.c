@@ -419,6 +419,44 @@ static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
     return OK;
 }
 
+/* ------------------------------------------------------------------ friction
+ * The planar kernel is frictionless so far (fmu_mb.engine.kernel.friction_unsupported keeps
+ * frictional models out of it): ev->fr stays 0, these are never called. */
+static void evk_friction(EvLoop *ev, const unsigned char *stick, const unsigned char *slide,
+                         const double *s0)
+{
+    (void)ev; (void)stick; (void)slide; (void)s0;
+}
+
+static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double *lamt,
+                    double *vt)
+{
+    (void)ev; (void)t; (void)y; (void)lamc; (void)lamt; (void)vt;
+    return ERR_ARGS;
+}
+
+static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc_out)
+{
+    (void)ev; (void)i; (void)t; (void)y; (void)acc_out;
+    return ERR_ARGS;
+}
+
+static void evk_slip_rates(EvLoop *ev, const double *qd, double *vt)
+{
+    (void)qd;
+    memset(vt, 0, sizeof(double) * 2 * (size_t)ev->nc);
+}
+
+static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
+                         const unsigned char *trial, const unsigned char *stick,
+                         const unsigned char *slide, const double *dir,
+                         const double *target, double *qdp, double *rn, double *rt)
+{
+    (void)ev; (void)q; (void)qd; (void)trial; (void)stick; (void)slide; (void)dir;
+    (void)target; (void)qdp; (void)rn; (void)rt;
+    return ERR_ARGS;
+}
+
 /* ------------------------------------------------------------------ the API */
 int mbk_advance_events(MbkEvents *ev, int method, double *par, double *y_io, const double *u,
                        double *rec_io)
@@ -455,7 +493,7 @@ int mbk_events_accelerations(MbkEvents *ev, double t, const double *q, const dou
                              double *xd, double *xdd)
 {
     for (int i = 0; i < ev->nc; i++)
-        ev->trial[i] = rec[EV_REC * i + 4] != 0.0;
+        ev->trial[i] = rec[ev->nrec * i + 4] != 0.0;
     ev_select(ev, ev->trial);
     Kernel *k = ev->k->kph;
     int mode = k->mode;

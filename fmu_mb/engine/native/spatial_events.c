@@ -48,6 +48,7 @@ struct EvKernel {
     int base;              /* rows before the contacts': cut joints and drives */
     int *idx;              /* (nk) indices of the selected contacts */
     double *Dc;            /* (nk, nv) every contact's gap row at the impact's q */
+    double *Dt;            /* (nk, 2, nv) every plane contact's tangential rows there */
     double *q, *nu, *nup;  /* the impact's q (n), ν- and ν+ (nv) */
     int fresh;             /* 1: k's kinematics and multipliers are those of the last right-hand
                               side or evk_lam (at the phase rows), which the reuse reads */
@@ -87,6 +88,7 @@ void sk_events_free(SkEvents *ev)
         sk_free(ev->k->k);
         free(ev->k->idx);
         free(ev->k->Dc);
+        free(ev->k->Dt);
         free(ev->k->q);
         free(ev->k->nu);
         free(ev->k->nup);
@@ -111,11 +113,18 @@ SkEvents *sk_events_create(SK *base, const double *e, int ni)
     K->k = sk_clone(base);
     K->idx = calloc((size_t)nc, sizeof(int));
     K->Dc = calloc((size_t)nc * vv, sizeof(double));
+    K->Dt = calloc(2 * (size_t)nc * vv, sizeof(double));
     K->q = calloc(n1, sizeof(double));
     K->nu = calloc(vv, sizeof(double));
     K->nup = calloc(vv, sizeof(double));
-    if (!K->k || !K->idx || !K->Dc || !K->q || !K->nu || !K->nup)
+    if (!K->k || !K->idx || !K->Dc || !K->Dt || !K->q || !K->nu || !K->nup)
         goto fail;
+    for (int i = 0; i < nc; i++) {          /* Coulomb's mu of the plane contacts */
+        ev->mu[i] = base->ki[KI * i] == 1 ? base->kd[KD * i + 35] : 0.0;
+        ev->fr |= ev->mu[i] > 0.0;
+    }
+    if (ev->fr)                             /* records: + stick, s0 (2), sliding loss */
+        ev->nrec = EV_REC_FR;
     K->base = K->k->mc + K->k->nd;
     for (int i = 0; i < nc; i++) {          /* row buffers for every contact, then none */
         K->idx[i] = i;
@@ -307,6 +316,14 @@ static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double
         memset(D, 0, sizeof(double) * nv);
         add_path(k, R.p, R.j, R.j + 3, D);
         add_path(k, R.c, R.j + 6, R.j + 9, D);
+        double *T = K->Dt + 2 * (size_t)i * nv;
+        memset(T, 0, sizeof(double) * 2 * nv);
+        if (ev->fr && k->ki[KI * i] == 1)
+            for (int kk = 0; kk < 2; kk++) {
+                contact_tangent(k, i, kk, &R);
+                add_path(k, R.p, R.j, R.j + 3, T + kk * nv);
+                add_path(k, R.c, R.j + 6, R.j + 9, T + kk * nv);
+            }
     }
     memcpy(K->q, q, sizeof(double) * k->n);
     qd_to_nu(k, q, qd, K->nu);
@@ -356,6 +373,159 @@ static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
     return OK;
 }
 
+/* ------------------------------------------------------------------ friction */
+/* the phase kernel's friction flags and recorded slip directions (at its next selection) */
+static void evk_friction(EvLoop *ev, const unsigned char *stick, const unsigned char *slide,
+                         const double *s0)
+{
+    sk_set_friction(ev->k->k, stick, slide, s0);
+}
+
+/* at (t, y) without Baumgarte terms: the selected contacts' normal multipliers lamc, the
+ * sticking ones' tangential multipliers lamt (2 per contact) and every contact's slip
+ * velocities vt (2 per contact, 0 for the contacts without a contact point) */
+static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double *lamt,
+                    double *vt)
+{
+    SK *k = ev->k->k;
+    int mode = k->mode, n = k->n, base = ev->k->base;
+    k->mode = 0;
+    k->t = t;
+    sk_set_inputs(k, ev->u);
+    int rc = accel(k, y, y + n, ev->qdp);
+    k->mode = mode;
+    ev->k->fresh = 0;
+    if (rc != OK)
+        return rc;
+    int r = base + k->na;
+    for (int a = 0; a < k->na; a++) {
+        int i = k->act[a];
+        lamc[i] = k->lam[base + a];
+        if (k->stick[i]) {
+            lamt[2 * i] = k->lam[r++];
+            lamt[2 * i + 1] = k->lam[r++];
+        }
+    }
+    for (int i = 0; i < ev->nc; i++) {
+        Row R;
+        vt[2 * i] = vt[2 * i + 1] = 0.0;
+        if (k->ki[KI * i] != 1)
+            continue;
+        contact_tangent(k, i, 0, &R);
+        vt[2 * i] = rate(k, &R);
+        contact_tangent(k, i, 1, &R);
+        vt[2 * i + 1] = rate(k, &R);
+    }
+    return OK;
+}
+
+/* gap'' of contact i at (t, y) with the selected contacts (i not among them): the body
+ * accelerations of the solve (as sk_accelerations_full) in the gap row's j . A + gamma */
+static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc_out)
+{
+    SK *k = ev->k->k;
+    int mode = k->mode, n = k->n, nb = k->nb;
+    k->mode = 0;
+    k->t = t;
+    sk_set_inputs(k, ev->u);
+    int rc = accel(k, y, y + n, ev->qdp);
+    k->mode = mode;
+    ev->k->fresh = 0;
+    if (rc != OK)
+        return rc;
+    memset(k->acc + 6 * nb, 0, sizeof(double) * 6);
+    for (int row = 0; row < nb; row++) {
+        const int *ri = k->ri + RI * row;
+        int b = ri[2], p = ri[1], vo = ri[4];
+        double *acc = k->acc + 6 * b, *S = k->S + 36 * b, *c = k->c + 6 * b, d[3], tt[3];
+        const double *ap = k->acc + 6 * p;
+        for (int j = 0; j < 3; j++)
+            d[j] = k->r[3 * b + j] - k->r[3 * p + j];
+        cross(ap, d, tt);
+        for (int j = 0; j < 3; j++) {
+            acc[j] = ap[j] + c[j];
+            acc[3 + j] = ap[3 + j] + tt[j] + c[3 + j];
+        }
+        for (int a = 0; a < k->dof[b]; a++)
+            for (int j = 0; j < 6; j++)
+                acc[j] += S[6 * a + j] * k->nud[vo + a];
+    }
+    Row R;
+    if (contact_row(k, i, &R) != OK)
+        return ERR_GAP;
+    *acc_out = accel_of(k, &R);
+    return OK;
+}
+
+/* every contact's slip velocities (2 each) for velocities qd at the q of the last
+ * evk_contact_rates */
+static void evk_slip_rates(EvLoop *ev, const double *qd, double *vt)
+{
+    EvKernel *K = ev->k;
+    int nv = K->k->nv;
+    qd_to_nu(K->k, K->q, qd, K->nup);
+    for (int i = 0; i < 2 * ev->nc; i++) {
+        const double *D = K->Dt + (size_t)i * nv;
+        double acc = 0.0;
+        for (int j = 0; j < nv; j++)
+            acc += D[j] * K->nup[j];
+        vt[i] = acc;
+    }
+}
+
+/* evk_impact_solve with friction: the contacts in trial closed (their rates = target), the
+ * sticking ones (stick) with their tangential rates 0, the sliding ones (slide) with the
+ * impulse mu r_n s along s = dir (2 per contact); rn the normal impulses, rt the sticking
+ * ones' tangential impulses (2 per contact) */
+static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
+                         const unsigned char *trial, const unsigned char *stick,
+                         const unsigned char *slide, const double *dir,
+                         const double *target, double *qdp, double *rn, double *rt)
+{
+    EvKernel *K = ev->k;
+    SK *k = K->k;
+    int nv = K->k->nv, rc;
+    sk_set_friction(k, stick, slide, dir);
+    evk_select(ev, trial);
+    memcpy(ev->sel, trial, (size_t)ev->nc);
+    int m = k->m;
+    kinematics(k, q, qd);
+    if ((rc = cut_rows(k)) != OK || (rc = articulate(k)) != OK)
+        return rc;
+    for (int i = 0; i < nv; i++)
+        K->nup[i] = K->nu[i];
+    if (m > 0) {
+        schur(k);
+        for (int r = 0; r < m; r++)
+            k->rr[r] = rate(k, &k->rows[r]) - k->rows[r].rt;
+        for (int a = 0; a < k->na; a++)
+            k->rr[K->base + a] -= target[k->act[a]];
+        if (k->nsl > 0) {
+            if ((rc = slide_solve(k, K->nu, 1, K->nup)) != OK)
+                return rc;
+        } else {
+            if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+                return rc;
+            for (int i = 0; i < nv; i++)
+                for (int r = 0; r < m; r++)
+                    K->nup[i] -= k->Wt[(size_t)r * nv + i] * k->lam[r];
+        }
+    }
+    nu_to_qd(k, q, K->nup, qdp);
+    for (int i = 0; i < ev->nc; i++)
+        rn[i] = rt[2 * i] = rt[2 * i + 1] = 0.0;
+    int r = K->base + k->na;
+    for (int a = 0; a < k->na; a++) {
+        int i = k->act[a];
+        rn[i] = k->lam[K->base + a];
+        if (k->stick[i]) {
+            rt[2 * i] = k->lam[r++];
+            rt[2 * i + 1] = k->lam[r++];
+        }
+    }
+    return OK;
+}
+
 /* ------------------------------------------------------------------ the API */
 int sk_advance_events(SkEvents *ev, int method, double *par, double *y_io, const double *u,
                       double *rec_io)
@@ -386,7 +556,7 @@ int sk_events_accelerations(SkEvents *ev, double t, const double *q, const doubl
                             double *qdd, double *x, double *xd, double *xdd)
 {
     for (int i = 0; i < ev->nc; i++)
-        ev->trial[i] = rec[EV_REC * i + 4] != 0.0;
+        ev->trial[i] = rec[ev->nrec * i + 4] != 0.0;
     ev_select(ev, ev->trial);
     SK *k = ev->k->k;
     int mode = k->mode, rc;

@@ -69,7 +69,8 @@
 #include <string.h>
 
 enum { K_WELD = 0, K_REV = 1, K_PRI = 2, K_SPH = 3, K_FREE = 4 };
-enum { OK = 0, ERR_NONFINITE = 1, ERR_SINGULAR = 2, ERR_STEP = 3, ERR_ARGS = 5, ERR_DRIFT = 6 };
+enum { OK = 0, ERR_NONFINITE = 1, ERR_SINGULAR = 2, ERR_STEP = 3, ERR_ARGS = 5, ERR_DRIFT = 6,
+       ERR_PAINLEVE = 12 };
 enum { E_TSDA = 0, E_RSDA = 1, E_FORCE = 2, E_TORQUE = 3, E_BUSH = 4 };
 enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST = 6 };
 
@@ -85,6 +86,7 @@ enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST 
 
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
 #include "laws.h"
+#include "friction.h"                          /* the friction law, shared */
 
 typedef struct {               /* a scalar of two bodies p, c: value, twist Jacobian, gamma */
     double val, j[12], gam;
@@ -97,8 +99,9 @@ typedef struct {               /* a scalar of two bodies p, c: value, twist Jaco
 #define DRD 24        /* doubles per drive: s_p(3), s_c(3), F_p(9), F_c(9) (row-major) */
 #define KI 3          /* ints per contact: kind (1 point-plane, 2 point-point, 3 revolute
                          limit, 4 prismatic limit), body p, body c */
-#define KD 29         /* doubles per contact: s_p(3), s_c(3), F_p(9), F_c(9), normal(3) (in
-                         p's axes), offset, side */
+#define KD 36         /* doubles per contact: s_p(3), s_c(3), F_p(9), F_c(9), normal(3) (in
+                         p's axes), offset, side, tangent basis t1(3), t2(3) (p's axes) and
+                         Coulomb's mu of a point-plane contact (fmu_mb.mechanics.friction) */
 
 typedef struct {
     int nb, n, nv;
@@ -120,6 +123,13 @@ typedef struct {
     int nk, na;
     int *ki, *act;
     double *kd;
+    /* friction (sk_set_friction, native/friction.h): per contact stick / slide flags (used for
+     * the active ones), the recorded slip directions s0 (nk, 2); a sticking active contact adds
+     * its two tangential rows after the active contacts' gap rows (nst of them), a sliding one
+     * the force mu f_n s along its slip direction (nsl of them) */
+    unsigned char *stick, *slide;
+    double *s0;
+    int nst, nsl;
     /* cut joints and their rows */
     int nc, m, mcap;                  /* mcap: rows the buffers hold */
     int *ci;
@@ -144,7 +154,7 @@ void sk_free(SK *k)
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
                  k->acc, k->fw, k->Jg, k->dof, k->live, k->moving, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err, k->di, k->dd, k->dp, k->ki, k->kd,
-                 k->act};
+                 k->act, k->stick, k->slide, k->s0};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -348,11 +358,19 @@ int sk_set_contacts(SK *k, int nk, const int *ki, const double *kd)
     free(k->ki);
     free(k->kd);
     free(k->act);
-    k->nk = k->na = 0;
+    free(k->stick);
+    free(k->slide);
+    free(k->s0);
+    k->nk = k->na = k->nst = k->nsl = 0;
+    size_t nk1 = (size_t)(nk > 0 ? nk : 1);
     k->ki = dup(ki, sizeof(int) * KI * nk);
     k->kd = dup(kd, sizeof(double) * KD * nk);
-    k->act = calloc((size_t)(nk > 0 ? nk : 1), sizeof(int));
-    if (!k->ki || !k->kd || !k->act || alloc_rows(k, k->mc + k->nd) != OK)
+    k->act = calloc(nk1, sizeof(int));
+    k->stick = calloc(nk1, 1);
+    k->slide = calloc(nk1, 1);
+    k->s0 = calloc(2 * nk1, sizeof(double));
+    if (!k->ki || !k->kd || !k->act || !k->stick || !k->slide || !k->s0 ||
+        alloc_rows(k, k->mc + k->nd) != OK)
         return ERR_ARGS;
     k->nk = nk;
     return OK;
@@ -367,7 +385,12 @@ int sk_set_active(SK *k, int na, const int *idx)
             return ERR_ARGS;
     if (na > k->nk)
         return ERR_ARGS;
-    int need = k->mc + k->nd + na;     /* (buffers kept when they hold the rows) */
+    int nst = 0, nsl = 0;
+    for (int i = 0; i < na; i++) {
+        nst += k->stick[idx[i]] != 0;
+        nsl += k->slide[idx[i]] != 0 && !k->stick[idx[i]];
+    }
+    int need = k->mc + k->nd + na + 2 * nst;   /* (buffers kept when they hold the rows) */
     if (need > k->mcap) {
         if (alloc_rows(k, need) != OK)
             return ERR_ARGS;
@@ -376,6 +399,25 @@ int sk_set_active(SK *k, int na, const int *idx)
     }
     memcpy(k->act, idx, sizeof(int) * na);
     k->na = na;
+    k->nst = nst;
+    k->nsl = nsl;
+    return OK;
+}
+
+/* the friction phase: stick[i] (the active contact i sticks: two tangential rows), slide[i]
+ * (it slips with friction along its slip direction, recorded s0 (nk, 2)); NULL: none. Takes
+ * effect at the next sk_set_active. */
+int sk_set_friction(SK *k, const unsigned char *stick, const unsigned char *slide,
+                    const double *s0)
+{
+    for (int i = 0; i < k->nk; i++) {
+        k->stick[i] = stick ? stick[i] != 0 : 0;
+        k->slide[i] = slide ? slide[i] != 0 : 0;
+        if ((k->stick[i] || k->slide[i]) && (k->ki[KI * i] != 1 || !(k->kd[KD * i + 35] > 0.0)))
+            return ERR_ARGS;           /* friction only at point-plane contacts with mu > 0 */
+        k->s0[2 * i] = s0 ? s0[2 * i] : 0.0;
+        k->s0[2 * i + 1] = s0 ? s0[2 * i + 1] : 0.0;
+    }
     return OK;
 }
 
@@ -1366,6 +1408,32 @@ static int contact_row(const SK *k, int i, Row *R)
     return OK;
 }
 
+/* the slip velocity row along tangent kk (0: t1, 1: t2) of point-plane contact i
+ * (fmu_mb.mechanics.friction): v_t = d/dt[t . (C - A)] - r (w_c - w_p) . (n x t), n x t1 = t2,
+ * n x t2 = -t1; a velocity row (val 0: no position part) */
+static void contact_tangent(const SK *k, int i, int kk, Row *R)
+{
+    const int *K = k->ki + KI * i;
+    const double *kd = k->kd + KD * i;
+    Pair P;
+    double t[3], u[3], wu[3], dw[3];
+    pair_init(k, K[1], K[2], kd, kd + 3, &P);
+    mat3(k->A + 9 * K[1], kd + 29 + 3 * kk, t);
+    mat3(k->A + 9 * K[1], kd + 29 + 3 * (1 - kk), u);
+    dot_d(k, &P, t, 1, R);
+    double c = -kd[27] * (kk == 0 ? 1.0 : -1.0);     /* v_t += c (w_c - w_p) . u */
+    const double *wp = k->w + 3 * K[1], *wc = k->w + 3 * K[2];
+    for (int j = 0; j < 3; j++) {
+        R->j[6 + j] += c * u[j];
+        R->j[j] -= c * u[j];
+        dw[j] = wc[j] - wp[j];
+    }
+    cross(wp, u, wu);                                  /* u' = w_p x u */
+    R->gam += c * dot3(wu, dw);
+    R->val = 0.0;
+    R->rt = 0.0;
+}
+
 /* the rows of the cut joints (values, twist Jacobians, gamma) and Dv at the kinematics */
 static int cut_rows(SK *k)
 {
@@ -1430,6 +1498,11 @@ static int cut_rows(SK *k)
     for (int a = 0; a < k->na; a++)             /* persistent contacts: gap = 0 */
         if (contact_row(k, k->act[a], &k->rows[r++]) != OK)
             return ERR_SINGULAR;
+    for (int a = 0; k->nst && a < k->na; a++)   /* sticking contacts: v_t' = 0 */
+        if (k->stick[k->act[a]]) {
+            contact_tangent(k, k->act[a], 0, &k->rows[r++]);
+            contact_tangent(k, k->act[a], 1, &k->rows[r++]);
+        }
     int nv = k->nv;
     for (r = 0; r < k->m; r++) {
         double *Dr = k->Dv + (size_t)r * nv;
@@ -1463,6 +1536,93 @@ static int psd_solve(SK *k, const double *rhs, double *y)
     return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, NULL, NULL, 0, rhs, y);
 }
 
+/* the sliding friction (native/friction.h), after schur(): the sliding contacts' forces
+ * k_j lam_n,j (k_j = mu Dt_j' s_j, s_j their slip direction, or with `fixed` their s0) with
+ * their responses y_j = Mbar^-1 k_j, lam0 = S^+ rr, l_j = S^+ Dv y_j, c = (I - E L)^-1 E lam0,
+ * lam = lam0 + L c, out = base0 - W lam + Y c (accelerations: base0 = ν'0 = Mbar^-1 f; an
+ * impact: base0 = ν-, rr = Dv ν- - b). ERR_PAINLEVE: I - E L singular. */
+static int slide_solve(SK *k, const double *base0, int fixed, double *nud)
+{
+    int m = k->m, nv = k->nv, p = 0, base = k->mc + k->nd, rc = OK;
+    size_t vv = (size_t)nv, mm = (size_t)(m > 0 ? m : 1), np = (size_t)k->nsl;
+    double *buf = malloc(sizeof(double) * (np * vv + 3 * vv + 2 * (np + 1) * mm
+                                           + 2 * np * np + 2 * np));
+    int *pos = malloc(sizeof(int) * np);
+    if (!buf || !pos) {
+        free(buf);
+        free(pos);
+        return ERR_ARGS;
+    }
+    double *Y = buf, *D1 = Y + np * vv, *D2 = D1 + vv, *kj = D2 + vv, *rhs = kj + vv;
+    double *sol = rhs + (np + 1) * mm, *S = sol + (np + 1) * mm, *Sw = S + np * np;
+    double *e0 = Sw + np * np, *c = e0 + np;
+    for (int a = 0; a < k->na && p < k->nsl; a++) {
+        int i = k->act[a];
+        if (!k->slide[i] || k->stick[i])
+            continue;
+        Row R1, R2;
+        contact_tangent(k, i, 0, &R1);
+        contact_tangent(k, i, 1, &R2);
+        memset(D1, 0, sizeof(double) * 2 * vv);
+        add_path(k, R1.p, R1.j, R1.j + 3, D1);
+        add_path(k, R1.c, R1.j + 6, R1.j + 9, D1);
+        add_path(k, R2.p, R2.j, R2.j + 3, D2);
+        add_path(k, R2.c, R2.j + 6, R2.j + 9, D2);
+        double vt[2] = {fixed ? 0.0 : rate(k, &R1), fixed ? 0.0 : rate(k, &R2)}, s[2];
+        fr_slip_direction(2, vt, k->s0 + 2 * i, s);
+        double mu = k->kd[KD * i + 35];
+        for (int j = 0; j < nv; j++)
+            kj[j] = mu * (s[0] * D1[j] + s[1] * D2[j]);
+        solve(k, kj, 0, Y + (size_t)p * vv);
+        pos[p++] = base + a;
+    }
+    /* one solve with S for every right-hand side: lam0 (k->rr) and Dv y_j (the columns l_j
+     * of L) */
+    memcpy(rhs, k->rr, sizeof(double) * (size_t)m);
+    for (int j = 0; j < p; j++) {
+        const double *yj = Y + (size_t)j * vv;
+        double *rj = rhs + (size_t)(j + 1) * (size_t)m;
+        for (int r = 0; r < m; r++) {
+            const double *Dr = k->Dv + (size_t)r * vv;
+            double acc = 0.0;
+            for (int i = 0; i < nv; i++)
+                acc += Dr[i] * yj[i];
+            rj[r] = acc;
+        }
+    }
+    rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, NULL, NULL, 0, RANK_RTOL, p + 1, rhs, sol);
+    if (rc == OK) {
+        for (int j = 0; j < p; j++) {                 /* S = I - E L */
+            const double *lj = sol + (size_t)(j + 1) * (size_t)m;
+            for (int a = 0; a < p; a++)
+                S[a * p + j] = (a == j ? 1.0 : 0.0) - lj[pos[a]];
+        }
+        for (int a = 0; a < p; a++)
+            e0[a] = sol[pos[a]];
+        if (fr_solve(p, S, Sw, e0, c) != 0)
+            rc = ERR_PAINLEVE;
+    }
+    if (rc == OK) {
+        for (int r = 0; r < m; r++) {
+            double acc = sol[r];
+            for (int j = 0; j < p; j++)
+                acc += sol[(size_t)(j + 1) * (size_t)m + r] * c[j];
+            k->lam[r] = acc;
+        }
+        for (int i = 0; i < nv; i++) {
+            double acc = base0[i];
+            for (int r = 0; r < m; r++)
+                acc -= k->Wt[(size_t)r * nv + i] * k->lam[r];
+            for (int j = 0; j < p; j++)
+                acc += Y[(size_t)j * vv + i] * c[j];
+            nud[i] = acc;
+        }
+    }
+    free(buf);
+    free(pos);
+    return rc;
+}
+
 /* ν' with the loop rows (nud), after kinematics and forces; lam in k->lam */
 static int loop_accel(SK *k, double *nud)
 {
@@ -1480,6 +1640,8 @@ static int loop_accel(SK *k, double *nud)
         k->rr[r] = b;
     }
     schur(k);
+    if (k->nsl > 0)
+        return slide_solve(k, k->nud0, 0, nud);
     if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
         return rc;
     for (int i = 0; i < nv; i++) {
