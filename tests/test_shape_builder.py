@@ -174,12 +174,16 @@ def test_refusals():
         p.shape(c, Circle(0.1), orientation=(1, 0, 0, 0))
 
 
-def test_cylinder_on_a_plane_refused_until_moving_points():
-    mb = ModelBuilder("wheel", gravity=(0.0, 0.0, -9.81))
+def test_cylinder_on_a_plane_of_a_body_refused():
+    """A cylinder's rims on the ground plane run (tests/test_rim.py); on a plane fixed to a
+    moving body they are refused, naming the pair."""
+    mb = ModelBuilder("wheel_on_cart", gravity=(0.0, 0.0, -9.81))
     w = mb.body("w", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0, 0, 1))
-    mb.shape(mb.ground, Plane())
-    mb.shape(w, Cylinder(0.3, 0.05))
-    with pytest.raises(ModelError, match="a plane and a cylinder move on the bodies"):
+    cart = mb.body("cart", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0, 0, 0))
+    mb.shape(cart, Plane(), name="deck")
+    mb.shape(w, Cylinder(0.3, 0.05), name="tyre")
+    with pytest.raises(ModelError,
+                       match="'deck' \\(plane on cart\\) and 'tyre'.*move on the bodies"):
         mb.build()
 
 
