@@ -114,23 +114,25 @@ def test_model_shapes_for_the_viewer():
     assert np.allclose(np.array(floor.rotation)[:, 2], n / np.linalg.norm(n))
 
 
-def test_pair_filter():
-    assert not any("ball1_ball2" in c.name for c in spatial_scene(enabled=False).contacts)
+def joined_spheres(rule=None):
+    """Two bodies with a sphere each, joined by a spherical joint; rule: mb.collide's enabled
+    for the pair (None: no rule)."""
     mb = ModelBuilder("joined", gravity=(0.0, 0.0, -9.81))
     a = mb.body("a", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0, 0, 1))
     b = mb.body("b", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.5, 0, 1))
     mb.spherical("j", a, b, at=(0.25, 0, 1))
     mb.shape(a, Sphere(0.2))
     mb.shape(b, Sphere(0.2))
-    assert mb.build().contacts == ()          # joined by a joint: no contact by default
-    mb2 = ModelBuilder("joined2", gravity=(0.0, 0.0, -9.81))
-    a = mb2.body("a", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0, 0, 1))
-    b = mb2.body("b", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.5, 0, 1))
-    mb2.spherical("j", a, b, at=(0.25, 0, 1))
-    mb2.shape(a, Sphere(0.2))
-    mb2.shape(b, Sphere(0.2))
-    mb2.collide(b, a)
-    m = mb2.build()
+    if rule is not None:
+        mb.collide(b, a, rule)
+    return mb.build()
+
+
+def test_pair_filter():
+    assert not any("ball1_ball2" in c.name for c in spatial_scene(enabled=False).contacts)
+    assert joined_spheres().contacts == ()        # joined by a joint: no contact by default
+    assert joined_spheres(False).contacts == ()
+    m = joined_spheres(True)
     assert [c.name for c in m.contacts] == ["a_sphere_b_sphere_0"]
     assert m.contacts[0].offset == pytest.approx(0.4)
 
