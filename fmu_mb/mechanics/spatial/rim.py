@@ -17,7 +17,8 @@ row at the current P; its convective term adds the motion of P on the body:
     w_dot = (I - w w^T) d' / |d|,  d' = -(n . a') a - (n . a) a',  a' = w x a
 
 (w the angular velocity; E(p') p' = 0 keeps no other term). The tangential rows are those of
-the same material point along the ground-fixed basis of fmu_mb.mechanics.friction.
+the same material point along the ground-fixed basis of fmu_mb.mechanics.friction. The C
+twin is kind 5 of the spatial kernel (native/spatial_kernel.c: rim_point).
 """
 from dataclasses import dataclass
 
