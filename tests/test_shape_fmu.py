@@ -15,7 +15,44 @@ from fmu_mb.fmi.native_fmi3 import build_native_fmu3  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
-CASES = {"tumbling_box_shape": ("tumbling_box", {"shape": "box"}, 1.5, 0.01)}
+CASES = {"tumbling_box_shape": ("tumbling_box", {"shape": "box"}, 1.5, 0.01),
+         "planar_shapes": ("planar_shapes", {}, 1.0, 0.01)}
+
+PLANAR_SHAPES = '''"""A planar brick and two balls dropped on the floor (shapes, docs/shapes.md): a
+Rectangle and two Circles on the ground's Line, the balls hitting each other."""
+from fmu_mb import Circle, Line, ModelBuilder, Rectangle
+
+DEFAULT_EXPERIMENT = {"stop_time": 1.0, "step_size": 0.01}
+
+
+def build(**overrides):
+    mb = ModelBuilder("planar_shapes", overrides)
+    e = mb.param("e", 0.5, "1", "coefficient of restitution", min=0.0, max=1.0)
+    brick = mb.body("brick", mass=1.0, inertia=0.01, position=(0.0, 0.5), angle=0.3,
+                    angular_velocity=2.0)
+    one = mb.body("one", mass=0.5, inertia=0.002, position=(0.6, 0.3), velocity=(-0.5, 1.0))
+    two = mb.body("two", mass=0.5, inertia=0.002, position=(0.2, 0.4), velocity=(0.5, 0.0))
+    mb.shape(mb.ground, Line(), name="floor")
+    mb.shape(brick, Rectangle((0.3, 0.1)), name="hull", restitution=e)
+    mb.shape(one, Circle(0.08), name="c1", restitution=e)
+    mb.shape(two, Circle(0.08), name="c2", restitution=e)
+    mb.collide(brick, one, False)
+    mb.collide(brick, two, False)
+    return mb.build()
+'''
+
+
+@pytest.fixture(autouse=True)
+def _planar_model_file(tmp_path_factory, monkeypatch):
+    """models/ has no planar model with shapes: write one, and find it there."""
+    import conftest
+    d = tmp_path_factory.getbasetemp() / "shape_models"
+    d.mkdir(exist_ok=True)
+    (d / "planar_shapes.py").write_text(PLANAR_SHAPES)
+    for name in ("tumbling_box",):
+        if not (d / f"{name}.py").exists():
+            (d / f"{name}.py").write_text((conftest.MODELS / f"{name}.py").read_text())
+    monkeypatch.setitem(globals(), "MODELS", d)
 
 
 def python_reference(model, names, stop, h, monkeypatch):
