@@ -18,9 +18,9 @@ body points are lowered to today's point contacts, exact:
                                     moves on the body: mechanics.spatial.rim)
 
 with the pair's friction and restitution (shapes.pair_coefficients) on each contact
-(docs/contacts-friction.md, "For shapes"), named <shape a>_<shape b>_<feature id> (the narrowphase's feature ids). The other pairs of
-the narrowphase (contact points that move on the bodies) are refused with a message naming
-the pair."""
+(docs/contacts-friction.md, "For shapes"), named <shape a>_<shape b>_<feature id> (the
+narrowphase's feature ids). The other pairs of the narrowphase (contact points that move on
+the bodies) are refused with a message naming the pair."""
 import math
 from dataclasses import replace
 
