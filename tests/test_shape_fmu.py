@@ -1,6 +1,8 @@
 """Models with collision shapes through native FMUs (default build, FMI 2.0 and 3.0) in
 fmpy: every Real output at every communication point equals the Python reference (the Python
-event loop of fmu_mb.dynamics.integrate, formulation recursive) to 1e-9."""
+event loop of fmu_mb.dynamics.integrate, formulation recursive) to 1e-9: the tumbling box as a
+Box shape, a planar scene (Rectangle, Circles, Line), and a frictionless leaning wheel whose
+rim contact point moves on the wheel (kind rim_plane)."""
 import numpy as np
 import pytest
 
@@ -16,7 +18,8 @@ from fmu_mb.fmi.native_fmi3 import build_native_fmu3  # noqa: E402
 from conftest import MODELS  # noqa: E402
 
 CASES = {"tumbling_box_shape": ("tumbling_box", {"shape": "box"}, 1.5, 0.01),
-         "planar_shapes": ("planar_shapes", {}, 1.0, 0.01)}
+         "planar_shapes": ("planar_shapes", {}, 1.0, 0.01),
+         "wheel_frictionless": ("wheel", {"mu": 0.0, "lean0": 0.2}, 0.5, 0.01)}
 
 PLANAR_SHAPES = '''"""A planar brick and two balls dropped on the floor (shapes, docs/shapes.md): a
 Rectangle and two Circles on the ground's Line, the balls hitting each other."""
@@ -49,7 +52,7 @@ def _planar_model_file(tmp_path_factory, monkeypatch):
     d = tmp_path_factory.getbasetemp() / "shape_models"
     d.mkdir(exist_ok=True)
     (d / "planar_shapes.py").write_text(PLANAR_SHAPES)
-    for name in ("tumbling_box",):
+    for name in ("tumbling_box", "wheel"):
         if not (d / f"{name}.py").exists():
             (d / f"{name}.py").write_text((conftest.MODELS / f"{name}.py").read_text())
     monkeypatch.setitem(globals(), "MODELS", d)

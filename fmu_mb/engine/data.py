@@ -113,10 +113,6 @@ def supported(model):
         why = friction_unsupported(model)        # (the engine's outputs are frictionless)
         if why is not None:
             return why
-        rims = [c.name for c in model.contacts if c.kind == "rim_plane"]
-        if rims:                                 # (the engine's outputs know point contacts)
-            return (f"its contacts {rims} are a cylinder's rims on a plane, which the kernel's "
-                    f"event loop runs but the engine's outputs do not take yet")
         return spatial_supported(model, contacts=True)    # (contacts: spatial_events.c)
     from .kernel import supported as planar_supported
 

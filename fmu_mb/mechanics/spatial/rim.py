@@ -18,7 +18,8 @@ row at the current P; its convective term adds the motion of P on the body:
 
 (w the angular velocity; E(p') p' = 0 keeps no other term). The tangential rows are those of
 the same material point along the ground-fixed basis of fmu_mb.mechanics.friction. The C
-twin is kind 5 of the spatial kernel (native/spatial_kernel.c: rim_point).
+twin is kind 5 of the spatial kernel (native/spatial_kernel.c: rim_point) and of the engine's
+contact outputs (native/engine_spatial.h: spatial_contact_term).
 """
 from dataclasses import dataclass
 
