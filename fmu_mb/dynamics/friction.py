@@ -121,11 +121,12 @@ def sliding_solve(solve, F, b, K, pos, names):
 
 # ---------------------------------------------------------------------- impacts
 def frictional_impact(model, v, gap, Dc, D, phi_t, solve, mass_times, Dt, closed,
-                      restitution=None, tol=1e-10):
+                      restitution=None, tol=1e-10, result=None):
     """The impact law with Coulomb friction (docs/contacts-friction.md, "Impacts"): Newton's
     restitution along the normals, a sticking or sliding friction impulse, the kinetic energy
     never increased. solve(A, b, f=None) solves [M A'; A 0][v+; r] = [f; b] (f default M v-),
-    mass_times(v) = M v, Dt (nc, kt, n) the tangential rows. Returns impact.ImpactResult with
+    mass_times(v) = M v, Dt (nc, kt, n) the tangential rows, result: impact.ImpactResult (passed
+    in: impact imports this module). Returns an ImpactResult with
     p_t, vt_minus, vt_plus and `level`: 0 the law with the restitution coefficients, 1 the law
     with e = 0 (level 0 would have gained energy, found no admissible active set, or its
     sticking rows and Newton's targets contradict each other: redundant rows), 2
@@ -141,7 +142,7 @@ def frictional_impact(model, v, gap, Dc, D, phi_t, solve, mass_times, Dt, closed
     for level, (ee, mu) in enumerate(((e, B.friction), (0.0 * e, B.friction),
                                       (0.0 * e, 0.0 * B.friction))):
         try:
-            res = _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, ee, mu, tol)
+            res = _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, ee, mu, tol, result)
         except ImpactError:
             if level == 2:
                 raise
@@ -152,14 +153,12 @@ def frictional_impact(model, v, gap, Dc, D, phi_t, solve, mass_times, Dt, closed
     return replace(res, level=2)
 
 
-def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol):
+def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol, ImpactResult):
     """impact.solve_impact's active set of the normal rows, with the friction impulses of the
     rule: every frictional contact of the set sticks (its tangential rows keep v_t+ = 0) until
-    its sticking impulse leaves the cone |P_t| <= mu P_n; then the one furthest outside it
-    slides (P_t = -mu P_n s, s the direction of its sticking multipliers r_t / |r_t|, kept for
-    this impact) and the set is solved again."""
-    from .impact import ImpactResult
-
+    its sticking impulse leaves the cone |P_t| <= mu P_n; then every one outside it slides
+    (P_t = -mu P_n s, s the direction of its sticking multipliers r_t / |r_t|, kept for this
+    impact) and the set is solved again."""
     B = model.compiled.contacts
     nc, kt, n = Dt.shape
     m = D.shape[0]
@@ -195,8 +194,8 @@ def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol):
             out = [j for j in sticks if excess[j] > scale]
             if not out:
                 break
-            j = max(out, key=lambda i: (excess[i], -i))
-            slide[j] = r_t[j] / np.sqrt(r_t[j] @ r_t[j])
+            for j in out:             # every sticking contact outside its cone slides
+                slide[j] = r_t[j] / np.sqrt(r_t[j] @ r_t[j])
         v_plus = Dc @ vp
         if np.abs(A @ vp - b).max(initial=0.0) > 1e3 * scale:
             raise ImpactError(f"model '{model.name}': the rows of the frictional impact "

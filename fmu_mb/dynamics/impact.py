@@ -112,7 +112,7 @@ def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
         if np.any(np.asarray(closed, bool) & (_fr.mu_of(model) > 0.0)):
             Dt, _ = tangent_rows(model, x, xd)
             return _fr.frictional_impact(model, xd, gap, Dc, D, phi_t, solve, mass_times, Dt,
-                                         closed, restitution, tol)
+                                         closed, restitution, tol, ImpactResult)
     return solve_impact(model, xd, gap, Dc, D, phi_t, solve, closed, restitution, tol)
 
 
@@ -334,7 +334,14 @@ def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, f
     C = model.compiled
     phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
     trows = tangent_rows(model, x, xd)
+    if C.spatial:
+        Dt, ct = trows
+        Dt2, ct2 = _tangent_space(x, xd, Dt.reshape(-1, Dt.shape[2]), ct.reshape(-1))
+        trows = (Dt2.reshape(Dt.shape), ct2.reshape(ct.shape))
     res, J, cv, rate = extra_rows(model, x, xd, t, active, pas, locks, fric, trows)
+    if C.spatial:
+        nn = int(np.count_nonzero(active))        # the active contacts' gap rows
+        J[:nn], cv[:nn] = _tangent_space(x, xd, J[:nn], cv[:nn])
     A = np.vstack([D, J])
     b = -np.concatenate([conv, cv])
     if baumgarte is not None:
@@ -355,6 +362,27 @@ def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, f
     xdd, lam = _fr.sliding_solve(solve, F, b, *_fr_columns(model, fric, trows[0], xd, active,
                                                            D.shape[0]))
     return contact_dynamics(model, xdd, lam, phi, D, active, locks, fric)
+
+
+def _tangent_space(x, xd, J, conv):
+    """Rows J (k, 7 nb) of contact quantities with their Euler-parameter columns projected on
+    the tangent space of each p (the part along p, from the quadratic A(p), removed) and conv
+    adjusted so that J xdd + conv is unchanged where p . p'' = -|p'|^2 (the normalisation rows
+    hold): the same rows as the twist rows of the compiled kernel, so that the minimum-norm
+    multipliers of redundant frictional rows are the same in C and Python."""
+    J = np.array(J, float)
+    conv = np.array(conv, float)
+    nb = x.shape[0] // 7
+    for b in range(nb):
+        p, pd = x[7 * b + 3:7 * b + 7], xd[7 * b + 3:7 * b + 7]
+        pp = float(p @ p)
+        if pp == 0.0:
+            continue
+        Jp = J[:, 7 * b + 3:7 * b + 7]
+        radial = Jp @ p / pp                     # (J_p . p) / |p|^2
+        J[:, 7 * b + 3:7 * b + 7] = Jp - radial[:, None] * p[None, :]
+        conv -= radial * float(pd @ pd)          # + (J_p . p)/|p|^2 (p . p''), p . p'' = -|p'|^2
+    return J, conv
 
 
 def _fr_columns(model, fric, Dt, qd, active, m):

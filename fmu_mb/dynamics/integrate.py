@@ -169,6 +169,16 @@ def _initial_contacts(model, state, settings):
     from .impact import Status, contact_rows, slip_velocities
 
     check_settings(model, settings)
+    if settings.formulation == "recursive":      # the compiled loop's own rule (ev_initial)
+        from ..engine.spatial_kernel import spatial_contact_events
+        from .formulations.recursive import _extra, _records
+
+        st, rec = _records(model, state.extra)
+        rec = spatial_contact_events(model).initial(state.t, state.q, state.qd,
+                                                    model.input_vector(None), rec,
+                                                    settings.contact_tol,
+                                                    settings.contact_velocity)
+        return replace(state, extra=_extra(st, rec, state.extra))
     st = Status(model, state.extra)
     x, xd = get_formulation(settings.formulation).absolute(model, state.q, state.qd)
     gap, Dc, _ = contact_rows(model, x, xd)
@@ -600,8 +610,8 @@ def _kinetic(model, y, impact):
 
 def _release_tensile(model, st, t, y, uvec, impact):
     """Release persistent contacts whose force would be tensile (most tensile first); with
-    friction, then a sticking contact whose force is outside the cone slips (the furthest
-    outside first; slip direction s0 = lam_t / |lam_t|), until the phase is consistent."""
+    friction, then every sticking contact whose force is outside the cone slips (slip
+    direction s0 = lam_t / |lam_t|), until the phase is consistent."""
     n = y.shape[0] // 2
     frictional = _fr.has_friction(model)
     for _ in range(8 * len(model.contacts) + 8):
@@ -624,12 +634,13 @@ def _release_tensile(model, st, t, y, uvec, impact):
             return y
         ft = np.sqrt(np.einsum("ik,ik->i", dyn.lam_t, dyn.lam_t))
         excess = np.where(fric.stick, ft - fric.mu * -dyn.lam_c, -np.inf)
-        j = int(np.argmax(excess))
-        if excess[j] <= 0.0:
+        out = np.flatnonzero(excess > 0.0)
+        if not len(out):
             return y
-        rec = st.data[st.names[j]]
-        rec["stick"] = False
-        rec["sdir"] = [float(v) for v in dyn.lam_t[j] / ft[j]]
+        for j in out:                 # every sticking contact outside its cone slips
+            rec = st.data[st.names[j]]
+            rec["stick"] = False
+            rec["sdir"] = [float(v) for v in dyn.lam_t[j] / ft[j]]
     raise ImpactError(f"model '{model.name}': the persistent contacts {list(st.names)} find "
                       f"no consistent stick/slip/open state at t = {t:.9g} s (a contact "
                       f"problem without a solution, Painleve-type)")

@@ -110,9 +110,10 @@ def supported(model):
         from .kernel import friction_unsupported
         from .spatial_kernel import supported as spatial_supported
 
-        why = friction_unsupported(model)        # (the engine's outputs are frictionless)
-        if why is not None:
-            return why
+        why = friction_unsupported(model)
+        if why is not None and model.joints:     # (its reactions are frictionless so far)
+            return (f"{why}; the engine computes the joint reactions of frictional models "
+                    f"without joints only (joints {[j.name for j in model.joints]})")
         return spatial_supported(model, contacts=True)    # (contacts: spatial_events.c)
     from .kernel import supported as planar_supported
 
@@ -201,8 +202,10 @@ def n_outputs(model):
     nb = len(model.bodies)
     per = {"tsda": 2, "rsda": 2, "cylinder": 8 if model.spatial else 7, "force": 1,
            "torque": 1, "bushing": 6}
+    contacts = getattr(model, "contacts", ()) or ()
+    friction = any(c.friction > 0.0 for c in contacts)     # + state, slip (2), loss, ft (2)
     count = (len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
-             + 7 * len(getattr(model, "contacts", ()) or ()))
+             + (13 if friction else 7) * len(contacts))
     if model.spatial:
         coord = {"revolute": 2, "prismatic": 2, "cylindrical": 4, "universal": 4}
         count += 16 * nb + 6 * len(model.markers)

@@ -258,13 +258,26 @@ class Engine:
         """The contact records (n_contacts, 5): per contact impacts, time of the last
         impact [s], impulse of the last impact, energy lost in its impacts [J], active."""
         s = self.get_state()
-        return s[2 + 2 * self.n:].reshape(self.n_contacts, len(RECORD))
+        return s[2 + 2 * self.n:].reshape(self.n_contacts, -1)
 
     def _records_of(self, state):
         """The contact records of an fmu_mb State (its extra['contacts']), flat."""
         saved = (state.extra or {}).get("contacts", {})
-        return [float(saved.get(name, {}).get(f, 0.0)) for name in self.contact_names
-                for f in RECORD]
+        if self._state_size - 2 - 2 * self.n == len(RECORD) * self.n_contacts:
+            return [float(saved.get(name, {}).get(f, 0.0)) for name in self.contact_names
+                    for f in RECORD]
+        # friction: + stick, the slip direction (2), sliding loss; an engine made from a blob
+        # knows no contact names: the records in model.contacts order (State.extra's)
+        recs = [saved.get(name, {}) for name in self.contact_names]
+        if not any(name in saved for name in self.contact_names) and \
+                len(saved) == self.n_contacts:
+            recs = list(saved.values())
+        out = []
+        for d in recs:
+            sdir = (list(d.get("sdir", ())) + [0.0, 0.0])[:2]
+            out += [float(d.get(f, 0.0)) for f in RECORD] + [float(d.get("stick", False))] \
+                + [float(v) for v in sdir] + [float(d.get("slide_loss", 0.0))]
+        return out
 
     def outputs_at(self, state, u=None, groups=ALL, out=None):
         """The outputs of `groups` at an fmu_mb State (joint coordinates of the recursive

@@ -777,9 +777,8 @@ class ContactEvents:
         self._base = base                      # for its error messages
         self._lock = threading.Lock()
         self._y = np.zeros(2 * self.n)
-        from ..dynamics.friction import has_friction
-
-        self.n_rec = len(EVENT_RECORD) + (len(FRICTION_RECORD) if has_friction(model) else 0)
+        friction = any(c.friction > 0.0 for c in model.contacts)
+        self.n_rec = len(EVENT_RECORD) + (len(FRICTION_RECORD) if friction else 0)
         self._rec = np.zeros((nc, self.n_rec))
         self._u = np.zeros(max(1, self.n_inputs))
         self._advance_fn, self._outputs_fn = advance, outputs

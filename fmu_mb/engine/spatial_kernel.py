@@ -76,6 +76,7 @@ def library():
     lib.sk_advance_events.argtypes = [P, I, P, P, P, P]
     lib.sk_advance_events_to_impact.argtypes = [P, I, P, P, P, P, P]
     lib.sk_events_outputs.argtypes = [P, D, P, P, P, P, P]
+    lib.sk_events_initial.argtypes = [P, D, P, P, P, D, D]
     lib.sk_events_accelerations.argtypes = [P, D, P, P, P, P, P, P, P, P, P]
     _kernel._set_tableaus(lib, "sk_set_tableau")
     return lib
@@ -579,6 +580,23 @@ class SpatialContactEvents(_kernel.ContactEvents):
         handle = lib.sk_events_create(base.handle, e.ctypes.data, len(model.inputs))
         self._setup(model, base, lib, handle, lib.sk_events_free, lib.sk_advance_events,
                     lib.sk_events_outputs)
+
+    def initial(self, t, q, qd, u, rec, contact_tol, contact_velocity):
+        """The records rec (nc, 9) of a frictional model at its start (native/event_loop.h
+        ev_initial: frictional contacts closed at t start persistent, sticking or slipping):
+        a new array."""
+        with self._lock:
+            self._y[:self.n] = q
+            self._y[self.n:] = qd
+            self._rec[:] = rec
+            if self.n_inputs:
+                self._u[:self.n_inputs] = u
+            rc = self.lib.sk_events_initial(self.handle, float(t), self._y.ctypes.data,
+                                            self._u.ctypes.data, self._rec.ctypes.data,
+                                            float(contact_tol), float(contact_velocity))
+            if rc:
+                raise self._error(rc, float(t), -1, "dop853", 0, t, t, 0.0)
+            return self._rec.copy()
 
 
 _EVENT_LOOPS = weakref.WeakKeyDictionary()

@@ -74,6 +74,9 @@ int mbk_events_accelerations(void *ev, double t, const double *q, const double *
                              double *xd, double *xdd);
 #define EV_REC 5                      /* per contact: impacts, last time, last impulse,
                                          energy loss, active (events.c) */
+#define EV_REC_FR 9                   /* with friction also stick, slip direction (2),
+                                         sliding loss (event_loop.h) */
+#define SKD 36                        /* doubles per spatial contact (engine_spatial.h) */
 #define EV_NPAR 19
 
 #define MBE_HARD_MAX_STEPS 200000L    /* most integrator steps of one do_step, whatever the
@@ -111,6 +114,10 @@ struct MbEngine {
      * the state) and their copy during a step, the gaps and forces of the outputs */
     void *ev;
     double *rec, *rectmp, *gap, *cforce;
+    /* friction (spatial models, event_loop.h): records of nrec = 9 doubles per contact (else
+     * EV_REC), the friction forces and slip velocities of the outputs (2 per contact) */
+    int nrec;
+    double *cft, *cvt;
 };
 
 /* the spatial part (engine_spatial.h, included at the end) */
@@ -733,7 +740,7 @@ void mbe_free(MbEngine *e)
         free_events(e, e->ev);
     if (e->kern)
         free_kernel(e, e->kern);
-    void *p[] = {e->rec, e->rectmp, e->gap, e->cforce, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
+    void *p[] = {e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup};
@@ -862,11 +869,15 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         msg(err, errlen, "out of memory");
         return NULL;
     }
-    e->rec = zalloc((size_t)EV_REC * e->ncon, sizeof(double));
-    e->rectmp = zalloc((size_t)EV_REC * e->ncon, sizeof(double));
+    if (e->kind != 1)           /* (spatial: check_spatial_data set it from the contacts) */
+        e->nrec = EV_REC;
+    e->cft = zalloc(2 * (size_t)e->ncon + 1, sizeof(double));
+    e->cvt = zalloc(2 * (size_t)e->ncon + 1, sizeof(double));
+    e->rec = zalloc((size_t)e->nrec * e->ncon, sizeof(double));
+    e->rectmp = zalloc((size_t)e->nrec * e->ncon, sizeof(double));
     e->gap = zalloc(e->ncon, sizeof(double));
     e->cforce = zalloc(e->ncon, sizeof(double));
-    if (!e->rec || !e->rectmp || !e->gap || !e->cforce) {
+    if (!e->rec || !e->rectmp || !e->gap || !e->cforce || !e->cft || !e->cvt) {
         mbe_free(e);
         msg(err, errlen, "out of memory");
         return NULL;
@@ -1674,7 +1685,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         return MBE_ERROR;
     }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
-    memset(e->rec, 0, sizeof(double) * EV_REC * e->ncon);   /* no impacts yet, none active */
+    memset(e->rec, 0, sizeof(double) * e->nrec * e->ncon);   /* no impacts yet, none active */
     e->t = t0;
     e->h = 0.0;
     e->initialized = 1;
@@ -1701,6 +1712,10 @@ static const char *kernel_error(int rc)
     case 10: return "no admissible impact solution (the contacts closed together may be "
                     "redundant or the impact ill-posed)";
     case 11: return "a point-to-point contact's gap is undefined (zero distance)";
+    case 12: return "a frictional contact has no consistent state (Painleve's paradox: "
+                    "slipping, its normal force would pull and, released, its gap would "
+                    "accelerate into the surface), or the sliding friction leaves no unique "
+                    "contact force";
     default: return "kernel error";
     }
 }
@@ -1805,7 +1820,7 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
     par[13] = budget;
     par[18] = e->set.step;
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
-    memcpy(e->rectmp, e->rec, sizeof(double) * EV_REC * e->ncon);
+    memcpy(e->rectmp, e->rec, sizeof(double) * e->nrec * e->ncon);
     int rc;
     if (e->kind == 1)                            /* spatial: spatial_events.c's loop */
         rc = stop ? sk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
@@ -1831,7 +1846,7 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
             return MBE_DISCARD;
         }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
-    memcpy(e->rec, e->rectmp, sizeof(double) * EV_REC * e->ncon);
+    memcpy(e->rec, e->rectmp, sizeof(double) * e->nrec * e->ncon);
     e->t = hit ? par[0] : t_end;
     e->h = par[2];
     if (impact)
@@ -1842,7 +1857,7 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
 /* ------------------------------------------------------------------ state */
 size_t mbe_state_size(const MbEngine *e)
 {
-    return e ? (size_t)(2 * e->n + 2) + (size_t)EV_REC * e->ncon : 0;
+    return e ? (size_t)(2 * e->n + 2) + (size_t)e->nrec * e->ncon : 0;
 }
 
 void mbe_get_state(const MbEngine *e, double *s)
@@ -1852,7 +1867,7 @@ void mbe_get_state(const MbEngine *e, double *s)
     s[0] = e->t;
     memcpy(s + 1, e->y, sizeof(double) * 2 * e->n);
     s[2 * e->n + 1] = e->h;
-    memcpy(s + 2 * e->n + 2, e->rec, sizeof(double) * EV_REC * e->ncon);
+    memcpy(s + 2 * e->n + 2, e->rec, sizeof(double) * e->nrec * e->ncon);
 }
 
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
@@ -1881,7 +1896,7 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
     for (int i = 0; i < e->ncon; i++) {
         /* the contact records: impacts (a whole number >= 0), time of the last impact,
          * impulse and energy loss (>= 0), active (0 or 1) */
-        const double *R = s + 2 * n + 2 + EV_REC * i;
+        const double *R = s + 2 * n + 2 + e->nrec * i;
         const char *bad = NULL;
         if (!(R[0] >= 0.0 && R[0] <= 9e15 && R[0] == floor(R[0])))
             bad = "impact count (expected a whole number >= 0)";
@@ -1893,6 +1908,13 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
             bad = "energy loss (expected a finite number >= 0)";
         else if (!(R[4] == 0.0 || R[4] == 1.0))
             bad = "active flag (expected 0 or 1)";
+        else if (e->nrec > EV_REC && !(R[5] == 0.0 || R[5] == 1.0))
+            bad = "stick flag (expected 0 or 1)";
+        else if (e->nrec > EV_REC && !(isfinite(R[6]) && isfinite(R[7]) &&
+                                        fabs(R[6]) <= 1.0 && fabs(R[7]) <= 1.0))
+            bad = "slip direction (expected finite numbers in [-1, 1])";
+        else if (e->nrec > EV_REC && !(R[8] >= 0.0 && isfinite(R[8])))
+            bad = "sliding loss (expected a finite number >= 0)";
         if (bad) {
             msg(err, errlen, "the state's record of contact %d has an invalid %s", i, bad);
             return MBE_ERROR;
@@ -1916,7 +1938,7 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
     e->t = s[0];
     memcpy(e->y, s + 1, sizeof(double) * 2 * n);
     e->h = h;
-    memcpy(e->rec, s + 2 * n + 2, sizeof(double) * EV_REC * e->ncon);
+    memcpy(e->rec, s + 2 * n + 2, sizeof(double) * e->nrec * e->ncon);
     e->initialized = 1;
     return MBE_OK;
 }
@@ -1996,8 +2018,8 @@ static void output_groups(MbEngine *e)
     }
     GSET(MBE_GROUP_MARKERS, (sp ? 6 : 4) * e->nmark);
     for (int i = 0; i < e->ncon; i++) {     /* gap and records, then the contact's force */
-        GSET(MBE_GROUP_CONTACTS, 6);
-        GSET(MBE_GROUP_REACTIONS, 1);
+        GSET(MBE_GROUP_CONTACTS, e->nrec > EV_REC ? 10 : 6);
+        GSET(MBE_GROUP_REACTIONS, e->nrec > EV_REC ? 3 : 1);
     }
     GSET(MBE_GROUP_ENERGY, 3);
     GSET(MBE_GROUP_RESIDUALS, 2);
@@ -2010,7 +2032,18 @@ static void output_groups(MbEngine *e)
 static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
 {
     for (int i = 0; i < e->ncon; i++) {
-        const double *R = e->rec + EV_REC * i;
+        const double *R = e->rec + e->nrec * i;
+        if (e->nrec > EV_REC) {     /* friction: + state, slip (2), sliding loss; ft (2) */
+            int fr = IA(e, A_ICON)[3 * i] == 1 && DA(e, A_DCON)[SKD * i + 35] > 0.0;
+            double st = R[4] == 0.0 ? 0.0 : (R[5] != 0.0 && fr ? 1.0 : 2.0);
+            double v[13] = {e->gap[i], R[0], R[1], R[2], R[4], R[3], st, e->cvt[2 * i],
+                            e->cvt[2 * i + 1], R[8], e->cforce[i], e->cft[2 * i],
+                            e->cft[2 * i + 1]};
+            for (int j = 0; j < 13; j++, k++)
+                if (j < 10 ? GK : G2)
+                    y[k] = v[j];
+            continue;
+        }
         double v[7] = {e->gap[i], R[0], R[1], R[2], R[4], R[3], e->cforce[i]};
         for (int j = 0; j < 7; j++, k++)
             if (j < 6 ? GK : G2)
@@ -2054,7 +2087,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     int rc = OK;
     int nact = 0;                  /* persistent contacts: their rows join the reactions' */
     for (int i = 0; i < e->ncon; i++)
-        nact += e->rec[EV_REC * i + 4] != 0.0;
+        nact += e->rec[e->nrec * i + 4] != 0.0;
     if (want_lam && nact)
         rc = mbk_events_accelerations(e->ev, t, e->q2, e->qd2, uu, e->rec, e->qdd, e->x,
                                       e->xd, e->xdd);
@@ -2082,7 +2115,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         /* the persistent contacts' gap rows (side x the row's Jacobian) after the model's */
         int nt = nr;
         for (int i = 0; i < e->ncon; i++) {
-            if (e->rec[EV_REC * i + 4] == 0.0)
+            if (e->rec[e->nrec * i + 4] == 0.0)
                 continue;
             const int *R = IA(e, A_ICON) + 3 * i;
             const double *P = DA(e, A_DCON) + 8 * i;
@@ -2217,7 +2250,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             for (int j = 0; j < 2; j++) {
                 int c = IA(e, A_IEND)[2 * i + j];
                 if (c >= 0)
-                    hits += e->rec[EV_REC * c];
+                    hits += e->rec[e->nrec * c];
             }
             y[k++] = hits;
         } else {

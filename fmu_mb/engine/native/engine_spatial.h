@@ -395,7 +395,7 @@ static int spatial_cylinder_outputs(MbEngine *e, int el, const double *xe, const
     for (int j = 0; j < 2; j++) {
         int k = IA(e, A_IEND)[2 * el + j];
         if (k >= 0)
-            hits += e->rec[EV_REC * k];
+            hits += e->rec[e->nrec * k];
     }
     o[7] = hits;
     return OK;
@@ -734,7 +734,12 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(C[0] < 0 || C[0] > 6 || C[1] < 0 || C[1] > nb || C[2] < 0 || C[2] > nb,
             "a cut joint's indices");
     }
-    int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + 7 * e->ncon, srows = nb + e->nd,
+    e->nrec = EV_REC;                  /* friction (a plane contact's mu > 0): 9 per record */
+    for (int i = 0; e->cnt[A_DCON] == SKD * e->ncon && i < e->ncon; i++)
+        if (IA(e, A_ICON)[3 * i] == 1 && DA(e, A_DCON)[SKD * i + 35] > 0.0)
+            e->nrec = EV_REC_FR;
+    int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + (e->nrec > EV_REC ? 13 : 7) * e->ncon,
+        srows = nb + e->nd,
         scoords = 0;
     for (int j = 0; j < e->nj; j++) {
         const int *J = IA(e, A_IJOINT) + 6 * j;
@@ -1162,6 +1167,16 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         return MBE_ERROR;
     }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
+    if (e->nrec > EV_REC) {     /* frictional contacts closed at the start start persistent */
+        memset(e->rec, 0, sizeof(double) * e->nrec * e->ncon);
+        int rc = e->ev ? sk_events_initial(e->ev, t0, e->y, e->u0, e->rec, e->set.contact_tol,
+                                           e->set.contact_velocity) : 5;
+        if (rc != OK) {
+            msg(err, errlen, "the frictional contacts' initial state cannot be found: %s",
+                kernel_error(rc));
+            return MBE_ERROR;
+        }
+    }
     e->t = t0;
     e->h = 0.0;
     e->initialized = 1;
@@ -1179,6 +1194,11 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
 void *sk_events_create(void *base, const double *e, int ni);
 int sk_events_outputs(void *ev, double t, const double *y, const double *u,
                       const double *rec, double *gap, double *force);
+int sk_events_outputs_fr(void *ev, double t, const double *y, const double *u,
+                         const double *rec, double *gap, double *force, double *ft,
+                         double *vt);
+int sk_events_initial(void *ev, double t, const double *y, const double *u, double *rec,
+                      double contact_tol, double contact_velocity);
 int sk_events_accelerations(void *ev, double t, const double *q, const double *qd,
                             const double *u, const double *rec, const double *rq, double *qdd,
                             double *x, double *xd, double *xdd);
@@ -1277,7 +1297,7 @@ static int spatial_contact_rows(MbEngine *e, const double *x, int nr, double *D)
     int nb = e->nb, nc = 7 * nb, nt = nr;
     sextend(e, x, e->xe, 0);
     for (int i = 0; i < e->ncon; i++) {
-        if (e->rec[EV_REC * i + 4] == 0.0)
+        if (e->rec[e->nrec * i + 4] == 0.0)
             continue;
         STerm t;
         int p, c;
@@ -1309,14 +1329,17 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
     sk_set_time(e->kern, t);
     int nact = 0;                  /* persistent contacts: their rows join the reactions' */
     for (int i = 0; i < e->ncon; i++)
-        nact += e->rec[EV_REC * i + 4] != 0.0;
+        nact += e->rec[e->nrec * i + 4] != 0.0;
     if ((rc = sk_kinematics(e->kern, q, qd, x, xd)) != OK ||
         (G2 && (rc = nact ? sk_events_accelerations(e->ev, t, q, qd, u, e->rec, DA(e, A_DSRQ),
                                                     e->qdd, e->x, e->xd, e->xdd)
                           : sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd,
                                                   e->xdd)) != OK) ||
         (e->ncon && (GK || G2) &&
-         (rc = sk_events_outputs(e->ev, t, e->y, u, e->rec, e->gap, e->cforce)) != OK)) {
+         (rc = e->nrec > EV_REC
+                   ? sk_events_outputs_fr(e->ev, t, e->y, u, e->rec, e->gap, e->cforce, e->cft,
+                                          e->cvt)
+                   : sk_events_outputs(e->ev, t, e->y, u, e->rec, e->gap, e->cforce)) != OK)) {
         msg(err, errlen, "the outputs at t = %.9g s cannot be computed: %s", t,
             kernel_error(rc));
         return MBE_ERROR;

@@ -605,7 +605,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
 /* ------------------------------------------------------------------ friction */
 /* impact.solve_impact's active set with the friction impulses of
  * fmu_mb.dynamics.friction._active_set (e, mu of one level of the law): every frictional
- * contact of the set sticks until its sticking impulse leaves the cone, then the one furthest
+ * contact of the set sticks until its sticking impulse leaves the cone, then every one
  * outside slides along its last sticking impulse; ERR_IMPACT when no admissible set is found
  * or the rows contradict each other. Out: ev->qdp, ev->rcon (normal), ev->ptv (friction
  * impulses, 2 per contact), ev->vplus, ev->vt2 (slip velocities after), *scale_out. */
@@ -633,23 +633,20 @@ static int ev_fr_active_set(EvLoop *ev, const double *q, const double *qd, const
             if ((rc = evk_impact_fr(ev, q, qd, trial, stk, sl, ev->dir, ev->target, ev->qdp,
                                     ev->rcon, ev->rt)) != OK)
                 return rc;
-            int best = -1;
-            double bx = 0.0;
+            int moved = 0;            /* every sticking contact outside its cone slides */
             for (int j = 0; j < nc; j++) {
                 if (!stk[j])
                     continue;
-                double x = ev_norm2(ev->rt + 2 * j) - ev->mu[j] * fmax(-ev->rcon[j], 0.0);
-                if (x > scale && (best < 0 || x > bx)) {
-                    best = j;
-                    bx = x;
-                }
+                double nr = ev_norm2(ev->rt + 2 * j);
+                if (!(nr - ev->mu[j] * fmax(-ev->rcon[j], 0.0) > scale))
+                    continue;
+                sl[j] = 1;
+                ev->dir[2 * j] = ev->rt[2 * j] / nr;
+                ev->dir[2 * j + 1] = ev->rt[2 * j + 1] / nr;
+                moved = 1;
             }
-            if (best < 0)
+            if (!moved)
                 break;
-            double nr = ev_norm2(ev->rt + 2 * best);
-            sl[best] = 1;
-            ev->dir[2 * best] = ev->rt[2 * best] / nr;
-            ev->dir[2 * best + 1] = ev->rt[2 * best + 1] / nr;
         }
         evk_rates(ev, ev->qdp, ev->vplus);
         evk_slip_rates(ev, ev->qdp, ev->vt2);
@@ -744,7 +741,7 @@ static int ev_impact_fr(EvLoop *ev, double te, double *y, double contact_velocit
 
 /* the phase start with friction (integrate._release_tensile): the most tensile persistent
  * contact is released (a slipping one whose gap would then accelerate into the surface:
- * ERR_FRICTION, Painleve); else the sticking contact furthest outside its cone slips along
+ * ERR_FRICTION, Painleve); else every sticking contact outside its cone slips along
  * s0 = lam_t / |lam_t|; until nothing changes */
 static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes)
 {
@@ -780,23 +777,20 @@ static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes
             (*changes)++;
             continue;
         }
-        int j = -1;
-        double bx = -INFINITY;
-        for (int i = 0; i < nc; i++) {
-            if (!(ev->active[i] && ev->stick[i] && ev->mu[i] > 0.0))
+        int moved = 0;                /* every sticking contact outside its cone slips */
+        for (int j = 0; j < nc; j++) {
+            if (!(ev->active[j] && ev->stick[j] && ev->mu[j] > 0.0))
                 continue;
-            double x = ev_norm2(ev->lamt + 2 * i) - ev->mu[i] * -ev->lamc[i];
-            if (j < 0 || x > bx) {
-                j = i;
-                bx = x;
-            }
+            double nl = ev_norm2(ev->lamt + 2 * j);
+            if (!(nl - ev->mu[j] * -ev->lamc[j] > 0.0))
+                continue;
+            ev->stick[j] = 0;
+            ev->s0[2 * j] = ev->lamt[2 * j] / nl;
+            ev->s0[2 * j + 1] = ev->lamt[2 * j + 1] / nl;
+            moved = 1;
         }
-        if (j < 0 || bx <= 0.0)
+        if (!moved)
             return OK;
-        double nl = ev_norm2(ev->lamt + 2 * j);
-        ev->stick[j] = 0;
-        ev->s0[2 * j] = ev->lamt[2 * j] / nl;
-        ev->s0[2 * j + 1] = ev->lamt[2 * j + 1] / nl;
         (*changes)++;
     }
     ev->fr_contact = -1;
@@ -1305,5 +1299,87 @@ static int ev_outputs(EvLoop *ev, double t, const double *y, const double *u,
     return OK;
 }
 
+
+/* ev_outputs with friction: also per contact the friction force ft (2: -lam_t sticking,
+ * mu lam_c s slipping, 0 otherwise) and the slip velocities vt (2), the phase of the records
+ * rec (nc, EV_REC_FR) (fmu_mb.dynamics.outputs) */
+static int ev_outputs_fr(EvLoop *ev, double t, const double *y, const double *u,
+                         const double *rec, double *gap, double *force, double *ft,
+                         double *vt)
+{
+    int nc = ev->nc, rc;
+    ev->u = u;
+    if ((rc = evk_gaps(ev, y, gap)) != OK)
+        return rc;
+    for (int i = 0; i < nc; i++) {
+        const double *R = rec + ev->nrec * i;
+        ev->trial[i] = R[4] != 0.0;
+        ev->stick[i] = R[5] != 0.0;
+        ev->s0[2 * i] = R[6];
+        ev->s0[2 * i + 1] = R[7];
+        force[i] = ft[2 * i] = ft[2 * i + 1] = 0.0;
+    }
+    ev_select(ev, ev->trial);
+    if ((rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, vt)) != OK)
+        return rc;
+    for (int i = 0; i < nc; i++) {
+        if (!ev->trial[i])
+            continue;
+        force[i] = -ev->lamc[i];
+        if (!(ev->mu[i] > 0.0))
+            continue;
+        if (ev->stick[i]) {
+            ft[2 * i] = -ev->lamt[2 * i];
+            ft[2 * i + 1] = -ev->lamt[2 * i + 1];
+        } else {
+            double sd[2];
+            fr_slip_direction(2, vt + 2 * i, ev->s0 + 2 * i, sd);
+            ft[2 * i] = ev->mu[i] * ev->lamc[i] * sd[0];
+            ft[2 * i + 1] = ev->mu[i] * ev->lamc[i] * sd[1];
+        }
+    }
+    return OK;
+}
+
+/* the records of the frictional contacts closed at the start (integrate._initial_contacts):
+ * gap <= contact_tol and |gap rate| < contact_velocity: persistent, sticking when the slip
+ * speed is below contact_velocity, else slipping along it; then the phase start's rules */
+static int ev_initial(EvLoop *ev, double t, const double *y, const double *u, double *rec,
+                      double contact_tol, double contact_velocity)
+{
+    int n = ev->n, nc = ev->nc, rc;
+    long changes = 0;
+    ev->u = u;
+    if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
+        return rc;
+    evk_slip_rates(ev, y + n, ev->vt);
+    for (int i = 0; i < nc; i++) {
+        double *R = rec + ev->nrec * i;
+        ev->active[i] = R[4] != 0.0;
+        ev->stick[i] = R[5] != 0.0;
+        ev->s0[2 * i] = R[6];
+        ev->s0[2 * i + 1] = R[7];
+        if (!(ev->mu[i] > 0.0 && ev->gap[i] <= contact_tol &&
+              fabs(ev->vminus[i]) < contact_velocity))
+            continue;
+        double nv = ev_norm2(ev->vt + 2 * i);
+        ev->active[i] = 1;
+        ev->stick[i] = nv < contact_velocity;
+        if (!ev->stick[i]) {
+            ev->s0[2 * i] = ev->vt[2 * i] / nv;
+            ev->s0[2 * i + 1] = ev->vt[2 * i + 1] / nv;
+        }
+    }
+    if ((rc = ev_fr_consistent(ev, t, y, &changes)) != OK)
+        return rc;
+    for (int i = 0; i < nc; i++) {
+        double *R = rec + ev->nrec * i;
+        R[4] = ev->active[i] ? 1.0 : 0.0;
+        R[5] = ev->stick[i] ? 1.0 : 0.0;
+        R[6] = ev->s0[2 * i];
+        R[7] = ev->s0[2 * i + 1];
+    }
+    return OK;
+}
 
 #endif

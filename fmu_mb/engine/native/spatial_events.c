@@ -541,6 +541,23 @@ int sk_advance_events_to_impact(SkEvents *ev, int method, double *par, double *y
     return ev_advance(ev, method, par, y_io, u, rec_io, 1, impact);
 }
 
+int sk_events_outputs_fr(SkEvents *ev, double t, const double *y, const double *u,
+                         const double *rec, double *gap, double *force, double *ft,
+                         double *vt)
+{
+    if (!ev->fr)
+        return ERR_ARGS;
+    return ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
+}
+
+int sk_events_initial(SkEvents *ev, double t, const double *y, const double *u, double *rec,
+                      double contact_tol, double contact_velocity)
+{
+    if (!ev->fr)
+        return ERR_ARGS;
+    return ev_initial(ev, t, y, u, rec, contact_tol, contact_velocity);
+}
+
 int sk_events_outputs(SkEvents *ev, double t, const double *y, const double *u,
                       const double *rec, double *gap, double *force)
 {
