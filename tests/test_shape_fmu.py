@@ -131,3 +131,25 @@ def test_box_shape_parameters_set_by_the_master(tmp_path, monkeypatch):
     assert np.abs(got - ref).max() <= 1e-9
     default = fmpy.simulate_fmu(str(path), stop_time=0.5, output_interval=0.01, output=names)
     assert np.abs(got - np.array([default[n] for n in names]).T).max() > 1e-3   # they acted
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_wheel_with_friction_and_inputs_native_equals_the_python_loop(version, tmp_path):
+    """The rolling, driven and steered wheel (a rim contact with Coulomb friction) through a
+    native FMU, its inputs held, equals the Python event loop (newton_euler) at every
+    communication point to 1e-9."""
+    from fmpy.validation import validate_fmu
+    from fmu_mb import simulate
+    build = build_native_fmu if version == 2 else build_native_fmu3
+    path = build(MODELS / "wheel.py", tmp_path)
+    assert validate_fmu(str(path)) == []
+    inputs = {"drive.h": 0.5, "steer.h": 0.2}
+    r = fmpy.simulate_fmu(str(path), stop_time=1.0, output_interval=0.01, start_values=inputs)
+    ref = simulate(load_model(MODELS / "wheel.py"), 1.0, 0.01, inputs=inputs,
+                   settings=Settings(formulation="newton_euler"))
+    names = [n for n in ref.dtype.names if n != "time"]
+    assert set(names) <= set(r.dtype.names)
+    assert r["time"][-1] == pytest.approx(1.0)
+    for n in names:
+        assert np.abs(r[n] - ref[n]).max() <= 1e-9 * max(1.0, np.abs(ref[n]).max()), n
+    assert r["floor_tyre_0.state"][-1] == 1 and abs(r["wheel.y"][-1]) > 0.01

@@ -734,9 +734,10 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(C[0] < 0 || C[0] > 6 || C[1] < 0 || C[1] > nb || C[2] < 0 || C[2] > nb,
             "a cut joint's indices");
     }
-    e->nrec = EV_REC;                  /* friction (a plane contact's mu > 0): 9 per record */
+    e->nrec = EV_REC;          /* friction (a plane or rim contact's mu > 0): 9 per record */
     for (int i = 0; e->cnt[A_DCON] == SKD * e->ncon && i < e->ncon; i++)
-        if (IA(e, A_ICON)[3 * i] == 1 && DA(e, A_DCON)[SKD * i + 35] > 0.0)
+        if ((IA(e, A_ICON)[3 * i] == 1 || IA(e, A_ICON)[3 * i] == 5) &&
+            DA(e, A_DCON)[SKD * i + 35] > 0.0)
             e->nrec = EV_REC_FR;
     int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + (e->nrec > EV_REC ? 13 : 7) * e->ncon,
         srows = nb + e->nd,
