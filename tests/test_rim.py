@@ -20,6 +20,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
 import wheel  # noqa: E402
 
 
+#: the wheel's Cardan angles alpha and gamma are singular at beta = +-pi/2, which a wheel
+#: rolling about its y axis passes every half turn (rounding then moves them by up to 2 pi);
+#: its orientation is compared through the Euler parameters e0 ... e3
+CARDAN = ("wheel.alpha", "wheel.gamma")
+
+
 def tilted_disc():
     mb = ModelBuilder("disc", gravity=(0, 0, -9.81))
     d = mb.body("d", mass=1.0, inertia=(0.1, 0.2, 0.1), position=(0, 0, 0.5),
@@ -179,4 +185,6 @@ def test_compiled_loop_equals_the_python_loop(case):
                                                                   **tight))
     assert c.dtype.names == p.dtype.names
     for n in c.dtype.names:
+        if n in CARDAN:
+            continue
         assert np.abs(c[n] - p[n]).max() <= 1e-9 * max(1.0, np.abs(p[n]).max()), n

@@ -99,7 +99,8 @@ def test_native_fmu_equals_the_python_reference(case, version, tmp_path, monkeyp
     assert validate_fmu(str(path)) == []
     md = fmpy.read_model_description(str(path))
     names = [v.name for v in md.modelVariables
-             if v.causality == "output" and v.type in ("Real", "Float64")]
+             if v.causality == "output" and v.type in ("Real", "Float64")
+             and v.name not in ("wheel.alpha", "wheel.gamma")]   # singular (test_rim.CARDAN)
     r = fmpy.simulate_fmu(str(path), stop_time=stop, output_interval=h, output=names)
     assert r["time"][-1] == pytest.approx(stop)
     got = np.array([r[n] for n in names]).T
@@ -151,5 +152,7 @@ def test_wheel_with_friction_and_inputs_native_equals_the_python_loop(version, t
     assert set(names) <= set(r.dtype.names)
     assert r["time"][-1] == pytest.approx(1.0)
     for n in names:
+        if n in ("wheel.alpha", "wheel.gamma"):      # singular at beta = +-pi/2 (test_rim)
+            continue
         assert np.abs(r[n] - ref[n]).max() <= 1e-9 * max(1.0, np.abs(ref[n]).max()), n
     assert r["floor_tyre_0.state"][-1] == 1 and abs(r["wheel.y"][-1]) > 0.01
