@@ -36,6 +36,17 @@ _FLAT = {"plane", "line"}
 _ROUND_POINT = {"sphere", "circle"}
 
 
+def _vec2(where, arg, value):
+    """A planar 2-vector of finite numbers, as a tuple (ModelError naming arg otherwise)."""
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        a = None
+    if a is None or a.shape != (2,) or not np.all(np.isfinite(a)):
+        raise ModelError(f"{where}: {arg} must be a finite 2-vector (x, y), received {value!r}")
+    return tuple(float(v) for v in a)
+
+
 def _rotation2(angle):
     c, s = math.cos(angle), math.sin(angle)
     return np.array([[c, -s], [s, c]])
@@ -98,7 +109,6 @@ class ShapeItems:
             if kind == "plane":
                 R = R @ rot.frame_from_axis(vec3(where, "normal", shape.normal, unit=True))
         else:
-            from .builder import _vec2
             self._not_here(where, "planar", orientation=orientation)
             p = np.array(_vec2(where, "position", (0.0, 0.0) if position is None else position))
             R = _rotation2(number(where, "angle", 0.0 if angle is None else angle))

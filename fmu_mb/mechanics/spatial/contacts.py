@@ -97,7 +97,7 @@ def compile_contacts(contacts, idx, joints, make_group):
         tuple(units), ro([float(c.friction) for c in contacts]),
         ro([tangent_basis(it[1])[0] for it in pl]).reshape(-1, 3),
         ro([tangent_basis(it[1])[1] for it in pl]).reshape(-1, 3),
-        compile_rims(contacts, idx))
+        compile_rims(contacts, idx, tangent_basis))
 
 
 def contact_rows(model, x, xd):

@@ -43,9 +43,10 @@ class RimRows:
     point: np.ndarray
 
 
-def compile_rims(contacts, idx):
-    """(pos, body index, C, a, A, n, R, t1, t2) arrays of the rim contacts, or None."""
-    from ..friction import tangent_basis
+def compile_rims(contacts, idx, tangent_basis):
+    """(pos, body index, C, a, A, n, R, t1, t2) arrays of the rim contacts, or None;
+    tangent_basis: fmu_mb.mechanics.friction.tangent_basis (passed in: that module imports
+    this one)."""
     items = [(k, idx[c.body], c.point, c.axis, c.other_point, c.normal, c.offset)
              for k, c in enumerate(contacts) if c.kind == "rim_plane"]
     if not items:
