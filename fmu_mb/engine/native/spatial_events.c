@@ -338,16 +338,16 @@ static void evk_rates(EvLoop *ev, const double *qd, double *v)
     sk_ev_rates(ev, K->nup, v);
 }
 
-static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
-                            const unsigned char *trial, const double *target, double *qdp,
-                            double *rcon)
+/* the impact equations at (q, qd) for the phase kernel's present rows (the contacts of the
+ * selection at their targets; with friction its sticking rows at 0 and its sliding impulses)
+ * by the Schur complement S r = A qd- - b, W = Mbar^-1 A' (one bias-free articulated pass per
+ * row), qd+ = qd- - W r: qdp, the multipliers in k->lam */
+static int impact_rows_solve(EvLoop *ev, const double *q, const double *qd,
+                             const double *target, double *qdp)
 {
     EvKernel *K = ev->k;
     SK *k = K->k;
-    int nv = k->nv, rc;
-    ev_select(ev, trial);
-    int m = k->m;
-    K->fresh = 0;
+    int nv = k->nv, m = k->m, rc;
     kinematics(k, q, qd);
     if ((rc = cut_rows(k)) != OK || (rc = articulate(k)) != OK)
         return rc;
@@ -359,13 +359,32 @@ static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
             k->rr[r] = rate(k, &k->rows[r]) - k->rows[r].rt;
         for (int a = 0; a < k->na; a++)
             k->rr[K->base + a] -= target[k->act[a]];
-        if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
-            return rc;
-        for (int i = 0; i < nv; i++)
-            for (int r = 0; r < m; r++)
-                K->nup[i] -= k->Wt[(size_t)r * nv + i] * k->lam[r];
+        if (k->nsl > 0) {
+            if ((rc = slide_solve(k, K->nu, 1, K->nup)) != OK)
+                return rc;
+        } else {
+            if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+                return rc;
+            for (int i = 0; i < nv; i++)
+                for (int r = 0; r < m; r++)
+                    K->nup[i] -= k->Wt[(size_t)r * nv + i] * k->lam[r];
+        }
     }
     nu_to_qd(k, q, K->nup, qdp);
+    return OK;
+}
+
+static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
+                            const unsigned char *trial, const double *target, double *qdp,
+                            double *rcon)
+{
+    EvKernel *K = ev->k;
+    SK *k = K->k;
+    ev_select(ev, trial);
+    K->fresh = 0;
+    int rc = impact_rows_solve(ev, q, qd, target, qdp);
+    if (rc != OK)
+        return rc;
     for (int i = 0; i < ev->nc; i++)
         rcon[i] = 0.0;
     for (int a = 0; a < k->na; a++)
@@ -424,7 +443,7 @@ static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double 
 static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc_out)
 {
     SK *k = ev->k->k;
-    int mode = k->mode, n = k->n, nb = k->nb;
+    int mode = k->mode, n = k->n;
     k->mode = 0;
     k->t = t;
     sk_set_inputs(k, ev->u);
@@ -433,23 +452,7 @@ static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc
     ev->k->fresh = 0;
     if (rc != OK)
         return rc;
-    memset(k->acc + 6 * nb, 0, sizeof(double) * 6);
-    for (int row = 0; row < nb; row++) {
-        const int *ri = k->ri + RI * row;
-        int b = ri[2], p = ri[1], vo = ri[4];
-        double *acc = k->acc + 6 * b, *S = k->S + 36 * b, *c = k->c + 6 * b, d[3], tt[3];
-        const double *ap = k->acc + 6 * p;
-        for (int j = 0; j < 3; j++)
-            d[j] = k->r[3 * b + j] - k->r[3 * p + j];
-        cross(ap, d, tt);
-        for (int j = 0; j < 3; j++) {
-            acc[j] = ap[j] + c[j];
-            acc[3 + j] = ap[3 + j] + tt[j] + c[3 + j];
-        }
-        for (int a = 0; a < k->dof[b]; a++)
-            for (int j = 0; j < 6; j++)
-                acc[j] += S[6 * a + j] * k->nud[vo + a];
-    }
+    body_accelerations(k);
     Row R;
     if (contact_row(k, i, &R) != OK)
         return ERR_GAP;
@@ -484,34 +487,12 @@ static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
 {
     EvKernel *K = ev->k;
     SK *k = K->k;
-    int nv = K->k->nv, rc;
     sk_set_friction(k, stick, slide, dir);
     evk_select(ev, trial);
     memcpy(ev->sel, trial, (size_t)ev->nc);
-    int m = k->m;
-    kinematics(k, q, qd);
-    if ((rc = cut_rows(k)) != OK || (rc = articulate(k)) != OK)
+    int rc = impact_rows_solve(ev, q, qd, target, qdp);
+    if (rc != OK)
         return rc;
-    for (int i = 0; i < nv; i++)
-        K->nup[i] = K->nu[i];
-    if (m > 0) {
-        schur(k);
-        for (int r = 0; r < m; r++)
-            k->rr[r] = rate(k, &k->rows[r]) - k->rows[r].rt;
-        for (int a = 0; a < k->na; a++)
-            k->rr[K->base + a] -= target[k->act[a]];
-        if (k->nsl > 0) {
-            if ((rc = slide_solve(k, K->nu, 1, K->nup)) != OK)
-                return rc;
-        } else {
-            if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
-                return rc;
-            for (int i = 0; i < nv; i++)
-                for (int r = 0; r < m; r++)
-                    K->nup[i] -= k->Wt[(size_t)r * nv + i] * k->lam[r];
-        }
-    }
-    nu_to_qd(k, q, K->nup, qdp);
     for (int i = 0; i < ev->nc; i++)
         rn[i] = rt[2 * i] = rt[2 * i + 1] = 0.0;
     int r = K->base + k->na;

@@ -1742,14 +1742,10 @@ int sk_accelerations(SK *k, const double *q, const double *qd, const double *u, 
 
 /* qdd (n) and, with sk_set_pose_data, x, xd, xdd (7 nb each: r, p and their rates) of the
  * bodies: the accelerations of the bodies from one forward pass with the final ν' */
-int sk_accelerations_full(SK *k, const double *q, const double *qd, const double *u,
-                          double *qdd, double *x, double *xd, double *xdd)
+/* the bodies' accelerations k->acc (6 each, ground zero) along the tree from the last
+ * solve's k->nud and the kinematics' bias terms */
+static void body_accelerations(SK *k)
 {
-    int rc = sk_accelerations(k, q, qd, u, qdd);
-    if (rc != OK)
-        return rc;
-    if ((rc = sk_kinematics(k, q, qd, x, xd)) != OK)    /* the same kinematics again */
-        return rc;
     int nb = k->nb;
     memset(k->acc + 6 * nb, 0, sizeof(double) * 6);
     for (int row = 0; row < nb; row++) {
@@ -1768,6 +1764,18 @@ int sk_accelerations_full(SK *k, const double *q, const double *qd, const double
             for (int i = 0; i < 6; i++)
                 acc[i] += S[6 * a + i] * k->nud[vo + a];
     }
+}
+
+int sk_accelerations_full(SK *k, const double *q, const double *qd, const double *u,
+                          double *qdd, double *x, double *xd, double *xdd)
+{
+    int rc = sk_accelerations(k, q, qd, u, qdd);
+    if (rc != OK)
+        return rc;
+    if ((rc = sk_kinematics(k, q, qd, x, xd)) != OK)    /* the same kinematics again */
+        return rc;
+    int nb = k->nb;
+    body_accelerations(k);
     for (int b = 0; b < nb; b++) {
         double t1[4], t2[4];
         Et_times(xd + 7 * b + 3, k->w + 3 * b, t1);
