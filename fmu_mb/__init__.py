@@ -57,6 +57,8 @@ _LAZY = {
     "slender_rod_inertia": ("mechanics.spatial.inertia", "slender_rod"),
     "sphere_inertia": ("mechanics.spatial.inertia", "sphere"),
     "cardan": "mechanics.spatial.rotations",
+    **dict.fromkeys(("Sphere", "Capsule", "Box", "Cylinder", "Plane", "Circle", "Segment",
+                     "Rectangle", "Line"), "mechanics.shapes"),
 }
 
 
@@ -101,4 +103,5 @@ __all__ = [
     "slender_rod_inertia", "sphere_inertia",
     "linearize", "equilibrium", "directional_derivative", "model_structure", "LinearModel",
     "Equilibrium", "Mode", "view",
+    "Sphere", "Capsule", "Box", "Cylinder", "Plane", "Circle", "Segment", "Rectangle", "Line",
 ]

@@ -5,8 +5,11 @@ The contact point's slip velocity is v_x - r w_y. While it slips, friction -mu m
 decelerates the centre and spins the ball up (J = 2/5 m r^2): v_x' = -mu g s, w_y' =
 5 mu g s / (2 r), s = sign(v0 - r w0). Slip ends at t* = 2 |v0 - r w0| / (7 mu g), after which
 the ball rolls: v_x = r w_y = (5 v0 + 2 r w0) / 7 (w0 = 0: t* = 2 v0 / (7 mu g), v_x = 5/7 v0;
-backspin w0 < -5 v0 / (2 r)... reverses: v_x < 0 while rolling)."""
-from fmu_mb import ModelBuilder
+backspin w0 < -5 v0 / (2 r)... reverses: v_x < 0 while rolling).
+
+The ball is a Sphere shape on the ground's Plane shape (docs/shapes.md): one contact,
+floor_shell_0, at the sphere's centre with offset r."""
+from fmu_mb import ModelBuilder, Plane, Sphere
 
 DEFAULT_EXPERIMENT = {"stop_time": 1.0, "step_size": 0.01}
 
@@ -23,7 +26,8 @@ def build(**overrides):
     J = 2.0 / 5.0 * m * r * r
     ball = mb.body("ball", mass=m, inertia=(J, J, J), position=(0.0, 0.0, r),
                    velocity=(v0, 0.0, 0.0), angular_velocity=(0.0, w0, 0.0))
-    mb.contact("floor", ball, radius=r, restitution=0.0, friction=mu)
+    mb.shape(mb.ground, Plane(normal=(0.0, 0.0, 1.0)), name="floor")
+    mb.shape(ball, Sphere(r), name="shell", restitution=0.0, friction=mu)
     return mb.build()
 
 

@@ -34,10 +34,11 @@ def test_incline_block_sticks_when_mu_exceeds_tan_alpha():
     assert abs(d) < 1e-9 and abs(y) < 1e-9
     for i in (0, 1):
         for j in (0, 1):
-            assert res[-1][f"corner{i}{j}.state"] == 1.0
+            assert res[-1][f"slope_hull_{4 * i + 2 * j}.state"] == 1.0
     # the friction forces carry the weight's slope component, the normal forces the rest
-    fn = sum(res[-1][f"corner{i}{j}.force"] for i in (0, 1) for j in (0, 1))
-    ft = [sum(res[-1][f"corner{i}{j}.ft{k}"] for i in (0, 1) for j in (0, 1)) for k in (1, 2)]
+    fn = sum(res[-1][f"slope_hull_{4 * i + 2 * j}.force"] for i in (0, 1) for j in (0, 1))
+    ft = [sum(res[-1][f"slope_hull_{4 * i + 2 * j}.ft{k}"] for i in (0, 1) for j in (0, 1))
+          for k in (1, 2)]
     assert abs(fn - G * math.cos(alpha)) < 1e-9
     assert abs(math.hypot(*ft) - G * math.sin(alpha)) < 1e-9
 
@@ -50,9 +51,9 @@ def test_incline_block_slides_with_the_closed_form_acceleration():
         d, y = _slope_distance(row, alpha)
         assert abs(d - a * row["time"] ** 2 / 2) <= 1e-8 * a * row["time"] ** 2 / 2
         assert abs(y) < 1e-12
-        assert all(row[f"corner{i}{j}.state"] == 2.0 for i in (0, 1) for j in (0, 1))
+        assert all(row[f"slope_hull_{4 * i + 2 * j}.state"] == 2.0 for i in (0, 1) for j in (0, 1))
     # the energy dissipated by sliding is mu m g cos(alpha) times the distance
-    loss = sum(res[-1][f"corner{i}{j}.slide_loss"] for i in (0, 1) for j in (0, 1))
+    loss = sum(res[-1][f"slope_hull_{4 * i + 2 * j}.slide_loss"] for i in (0, 1) for j in (0, 1))
     d = _slope_distance(res[-1], alpha)[0]
     assert abs(loss - mu * G * math.cos(alpha) * d) < 1e-8 * loss
 
@@ -65,17 +66,17 @@ def test_rolling_ball_slip_ends_at_the_closed_form_time():
         t = row["time"]
         if t < t_star - 1e-9:
             assert abs(row["ball.vx"] - (v0 - mu * G * t)) <= 1e-8 * v0
-            assert row["floor.state"] == 2.0
+            assert row["floor_shell_0.state"] == 2.0
         elif t > t_star + 1e-9:
             assert abs(row["ball.vx"] - 5 / 7 * v0) <= 1e-8 * 5 / 7 * v0
             assert abs(row["ball.vx"] - r * row["ball.wy"]) <= 1e-8 * 5 / 7 * v0
-            assert row["floor.state"] == 1.0
+            assert row["floor_shell_0.state"] == 1.0
     # the slip-to-stick event: the impulse-free transition at t*, located by Brent
-    first_roll = min(row["time"] for row in res if row["floor.state"] == 1.0)
+    first_roll = min(row["time"] for row in res if row["floor_shell_0.state"] == 1.0)
     assert t_star < first_roll <= t_star + 0.01
     # energy: what the ball lost went into sliding
     T0, T1 = 0.5 * v0 ** 2, 0.5 * (5 / 7 * v0) ** 2 * (1 + 2 / 5)
-    assert abs(res[-1]["floor.slide_loss"] - (T0 - T1)) < 1e-8 * T0
+    assert abs(res[-1]["floor_shell_0.slide_loss"] - (T0 - T1)) < 1e-8 * T0
 
 
 def test_rolling_ball_with_backspin_reverses():

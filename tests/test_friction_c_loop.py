@@ -40,7 +40,7 @@ def _compare(m, t_end, dt, tol=1e-9, skip=(), relaxed=()):
 @pytest.mark.parametrize("mu", [0.5, 0.2])
 def test_incline_block(mu):
     c = _compare(incline_block.build(mu=mu), 1.0, 0.1)
-    assert c["corner00.state"][-1] == (1.0 if mu > np.tan(0.3) else 2.0)
+    assert c["slope_hull_0.state"][-1] == (1.0 if mu > np.tan(0.3) else 2.0)
 
 
 @pytest.mark.parametrize("w0", [0.0, -60.0])
@@ -49,7 +49,7 @@ def test_rolling_ball(w0):
     rotation coordinates (quaternion of the joint, Euler parameters of the body): 1e-8."""
     angles = {f"ball.{a}": 1e-8 for a in ("alpha", "beta", "gamma", "e0", "e1", "e2", "e3")}
     c = _compare(rolling_ball.build(w0=w0), 1.0, 0.05, relaxed=angles)
-    assert c["floor.state"][-1] == 1.0
+    assert c["floor_shell_0.state"][-1] == 1.0
 
 
 def test_default_formulation_of_a_frictional_spatial_model_is_the_compiled_loop():

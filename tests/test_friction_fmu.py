@@ -60,7 +60,7 @@ def test_native_incline_block_and_rolling_ball(tmp_path, fmi):
              - (r["block.z"][-1] - z0) * math.sin(alpha))
         ref = max(G * (math.sin(alpha) - mu * math.cos(alpha)), 0.0) * 2.0 ** 2 / 2
         assert abs(d - ref) <= (1e-8 * ref if ref else 1e-9)
-        assert r["corner00.state"][-1] == (1 if mu > math.tan(alpha) else 2)
+        assert r["slope_hull_0.state"][-1] == (1 if mu > math.tan(alpha) else 2)
         _same(r, simulate(incline_block.build(mu=mu), 2.0, 0.25))
 
     path = _build("rolling_ball", tmp_path, fmi)
@@ -69,9 +69,9 @@ def test_native_incline_block_and_rolling_ball(tmp_path, fmi):
     for row in res[-2:]:
         assert abs(row["ball.vx"] - 5 / 7 * v0) <= 1e-8 * v0
         assert abs(row["ball.wy"] * r_ - 5 / 7 * v0) <= 1e-8 * v0
-        assert row["floor.state"] == 1
+        assert row["floor_shell_0.state"] == 1
     T0, T1 = 0.5 * v0 ** 2, 0.5 * (5 / 7 * v0) ** 2 * (1 + 2 / 5)
-    assert abs(res["floor.slide_loss"][-1] - (T0 - T1)) < 1e-8 * T0
+    assert abs(res["floor_shell_0.slide_loss"][-1] - (T0 - T1)) < 1e-8 * T0
     _same(res, simulate(rolling_ball.build(), 0.4, 0.1))
 
 

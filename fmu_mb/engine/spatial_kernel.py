@@ -202,8 +202,9 @@ def _drives(model):
 
 
 def _contacts(model):
-    """ki (nc, 3): kind (1 point-plane, 2 point-point, 3 revolute limit, 4 prismatic limit),
-    body p, body c; kd (nc, 36): s_p, s_c, F_p, F_c, normal (p's axes), offset, side: the
+    """ki (nc, 3): kind (1 point-plane, 2 point-point, 3 revolute limit, 4 prismatic limit,
+    5 rim on a plane: F_c holds the circle's axis and radius), body p, body c; kd (nc, 36):
+    s_p, s_c, F_p, F_c, normal (p's axes), offset, side: the
     gaps of fmu_mb.mechanics.spatial.contacts, and of a point-plane contact its tangent basis
     t1, t2 (p's axes) and Coulomb's mu (fmu_mb.mechanics.friction), model.contacts order."""
     from ..mechanics.friction import tangent_basis
@@ -217,6 +218,12 @@ def _contacts(model):
             t1, t2 = tangent_basis(np.asarray(c.normal, float))
             kd.append(np.concatenate([c.other_point, c.point, eye, eye, c.normal,
                                       [c.offset, 1.0], t1, t2, [c.friction]]))
+        elif c.kind == "rim_plane":             # the circle's axis and radius in F_c
+            ki.append([5, idx[c.other], idx[c.body]])
+            t1, t2 = tangent_basis(np.asarray(c.normal, float))
+            kd.append(np.concatenate([c.other_point, c.point, eye, c.axis, [c.offset],
+                                      np.zeros(5), c.normal, [0.0, 1.0], t1, t2,
+                                      [c.friction]]))
         elif c.kind == "point_point":
             ki.append([2, idx[c.body], idx[c.other]])
             kd.append(np.concatenate([c.point, c.other_point, eye, eye, [0.0, 0.0, 0.0],

@@ -26,6 +26,7 @@ from .kinematics import PairSet
 from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCondition, Input,
                     Joint, Marker, Model, Parameter, Topology)
 from .motion import Motion
+from .shape_builder import ShapeItems
 from .spatial.builder import SpatialItems, vec3
 from .validation import number as _number
 
@@ -68,7 +69,7 @@ class UnknownParameterError(ModelError):
     """An override names no parameter of the model (a usage error: the CLI exits 2)."""
 
 
-class ModelBuilder(SpatialItems):
+class ModelBuilder(SpatialItems, ShapeItems):
     """Collects the items of a planar or spatial model; `build()` validates and returns a
     Model.
 
@@ -100,6 +101,7 @@ class ModelBuilder(SpatialItems):
         self._elements, self._markers, self._inputs, self._initial = [], [], [], {}
         self._names = {}
         self._contacts = []
+        self._shapes, self._collide, self._pairs = [], {}, None   # shape_builder.ShapeItems
         self._declared_position = {}       # planar bodies given a position=
 
     # ------------------------------------------------------------------ parameters
@@ -669,6 +671,8 @@ class ModelBuilder(SpatialItems):
             raise ModelError(f"model '{self.name}': elements {planar_only} exist in planar "
                              f"models only; spatial models take tsda, rsda, bushing, force, "
                              f"torque and cylinder")
+        if self._pairs is None:
+            self._pairs = self._lower_shapes()     # shape pairs -> contacts, once
         if self.spatial:
             from .spatial.compiled import compile_spatial   # a planar model never loads it
             compiled = compile_spatial(self)
@@ -686,7 +690,8 @@ class ModelBuilder(SpatialItems):
                       tuple(self._drives), tuple(self._elements), tuple(self._markers),
                       tuple(self._params), tuple(self._inputs),
                       tuple(self._initial.values()), topo, compiled, zeros, zeros,
-                      0.0, self.description, tuple(self._contacts))
+                      0.0, self.description, tuple(self._contacts), tuple(self._shapes),
+                      self._pairs)
         x0, xd0, rank = assembly.assemble(model, tree)
         topo = replace(topo, dof=x0.shape[0] - rank, redundant=compiled.n_rows - rank)
         x0.setflags(write=False)

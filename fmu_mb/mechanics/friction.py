@@ -109,4 +109,10 @@ def _rows3(model, x, xd):
             cv = proj.conv + c[:, 0] * np.einsum("ki,ki->k", u.rate, w_c - w_p)
             kin.put(Dt[:, k, :], Bk.pl_pos, g.pairs.cols, J)
             conv[Bk.pl_pos, k] = cv
+    if Bk.rim is not None:                # rim contacts: the material point at the rim point
+        from .spatial.rim import rim_rows
+        rr = rim_rows(Bk.rim, x, xd)
+        for j, (i, b) in enumerate(zip(rr.pos, rr.body)):
+            Dt[i, :, 7 * b:7 * b + 7] = rr.Jt[j]
+            conv[i] = rr.conv_t[j]
     return Dt[:, :, :-nq], conv

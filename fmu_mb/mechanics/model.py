@@ -164,6 +164,10 @@ class Contact:
         multiplied by `sharpening` after every pass.
     friction: Coulomb's coefficient mu >= 0 at the contact point (point_line and point_plane
         contacts; 0 frictionless; docs/contacts-friction.md).
+    kind "rim_plane" (spatial): the circle of radius `offset` centred at `point` of `body`
+        normal to `axis` (body axes), a cylinder's end, against the plane through
+        `other_point` with unit `normal` fixed to the ground; the contact point moves on the
+        body (fmu_mb.mechanics.spatial.rim, docs/shapes.md).
     """
 
     name: str
@@ -183,6 +187,7 @@ class Contact:
     criterion_scale: float = 1.0
     sharpening: float = 0.5
     friction: float = 0.0
+    axis: tuple = ()                # rim_plane: the circle's unit axis in body axes
 
 
 @dataclass(frozen=True)
@@ -320,6 +325,8 @@ class Model:
     assembly_note: str = ""         # a pose assembled far from the declared one (assembly)
     visuals: tuple = field(default=(), repr=False)   # importers.robot.Visual of an imported
                                                      # robot: shapes for the viewer
+    shapes: tuple = ()              # shapes.ShapeItem: collision shapes in body axes
+    shape_pairs: tuple = ()         # shapes.ShapePair: the pairs that may touch, their contacts
 
     # ----------------------------------------------------------------- lookups
     @property

@@ -743,9 +743,10 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(C[0] < 0 || C[0] > 6 || C[1] < 0 || C[1] > nb || C[2] < 0 || C[2] > nb,
             "a cut joint's indices");
     }
-    e->nrec = EV_REC;                  /* friction (a plane contact's mu > 0): 9 per record */
+    e->nrec = EV_REC;          /* friction (a plane or rim contact's mu > 0): 9 per record */
     for (int i = 0; e->cnt[A_DCON] == SKD * e->ncon && i < e->ncon; i++)
-        if (IA(e, A_ICON)[3 * i] == 1 && DA(e, A_DCON)[SKD * i + 35] > 0.0)
+        if ((IA(e, A_ICON)[3 * i] == 1 || IA(e, A_ICON)[3 * i] == 5) &&
+            DA(e, A_DCON)[SKD * i + 35] > 0.0)
             e->nrec = EV_REC_FR;
     int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + (e->nrec > EV_REC ? 13 : 7) * e->ncon,
         srows = nb + e->nd,
@@ -1228,7 +1229,7 @@ static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen)
         const double *P = DA(e, A_DCON) + SKD * i;
         double r = DA(e, A_DREST)[i];
         const char *bad = NULL;
-        if (K[0] < 1 || K[0] > 4 || K[1] < 0 || K[1] > nb || K[2] < 0 || K[2] > nb ||
+        if (K[0] < 1 || K[0] > 5 || K[1] < 0 || K[1] > nb || K[2] < 0 || K[2] > nb ||
             K[1] == K[2])
             bad = "a contact's kind or bodies";
         else if (!(P[28] == 1.0 || P[28] == -1.0))
@@ -1257,10 +1258,29 @@ static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STer
 {
     const int *K = IA(e, A_ICON) + 3 * i;
     const double *P = DA(e, A_DCON) + SKD * i;
+    double rim[SKD];
+    if (K[0] == 5) {            /* a rim (spatial_kernel.c rim_point): the plane row of the body
+                                   point at the rim point nearest the plane (its gap and its
+                                   Jacobian, by the envelope theorem), radius 0 */
+        double Ac[3][3], Ap[3][3], n[3], a[3], d[3];
+        q_matrix(xe + 7 * K[2] + 3, Ac);
+        q_matrix(xe + 7 * K[1] + 3, Ap);
+        mv(Ap, P + 24, n);
+        mv(Ac, P + 15, a);
+        double na = n[0] * a[0] + n[1] * a[1] + n[2] * a[2];
+        for (int j = 0; j < 3; j++)
+            d[j] = n[j] - na * a[j];
+        double ld = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        memcpy(rim, P, sizeof rim);
+        for (int j = 0; j < 3; j++)
+            rim[3 + j] = P[3 + j] - P[18] * (Ac[0][j] * d[0] + Ac[1][j] * d[1] + Ac[2][j] * d[2])
+                         / ld;
+        P = rim;
+    }
     Frames3 f = {xe, P, P + 3, P + 6, P + 15, K[1], K[2]};
     *p = K[1];
     *c = K[2];
-    if (K[0] == 1) {                            /* n . (P_c - P_p), n = A_p normal */
+    if (K[0] == 1 || K[0] == 5) {               /* n . (P_c - P_p), n = A_p normal */
         VTerm n, d;
         vterm(xe, K[1], P + 24, 0, 0, &n);
         dvec(&f, &d);

@@ -122,7 +122,7 @@ SkEvents *sk_events_create(SK *base, const double *e, int ni)
     if (!K->k || !K->idx || !K->Dc || !K->Dt || !K->q || !K->nu || !K->nup)
         goto fail;
     for (int i = 0; i < nc; i++) {          /* Coulomb's mu of the plane contacts */
-        ev->mu[i] = base->ki[KI * i] == 1 ? base->kd[KD * i + 35] : 0.0;
+        ev->mu[i] = has_point(base, i) ? base->kd[KD * i + 35] : 0.0;
         ev->fr |= ev->mu[i] > 0.0;
     }
     if (ev->fr)                             /* records: + stick, s0 (2), sliding loss */
@@ -320,7 +320,7 @@ static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double
         add_path(k, R.c, R.j + 6, R.j + 9, D);
         double *T = K->Dt + 2 * (size_t)i * nv;
         memset(T, 0, sizeof(double) * 2 * nv);
-        if (ev->fr && k->ki[KI * i] == 1)
+        if (ev->fr && has_point(k, i))
             for (int kk = 0; kk < 2; kk++) {
                 contact_tangent(k, i, kk, &R);
                 add_path(k, R.p, R.j, R.j + 3, T + kk * nv);
@@ -430,7 +430,7 @@ static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double 
     for (int i = 0; i < ev->nc; i++) {
         Row R;
         vt[2 * i] = vt[2 * i + 1] = 0.0;
-        if (k->ki[KI * i] != 1)
+        if (!has_point(k, i))
             continue;
         contact_tangent(k, i, 0, &R);
         vt[2 * i] = rate(k, &R);

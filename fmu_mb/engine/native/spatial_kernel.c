@@ -100,7 +100,7 @@ typedef struct {               /* a scalar of two bodies p, c: value, twist Jaco
                          (1 polynomial, 2 harmonic), offset in dp, number of values */
 #define DRD 24        /* doubles per drive: s_p(3), s_c(3), F_p(9), F_c(9) (row-major) */
 #define KI 3          /* ints per contact: kind (1 point-plane, 2 point-point, 3 revolute
-                         limit, 4 prismatic limit), body p, body c */
+                         limit, 4 prismatic limit, 5 rim on a plane), body p, body c */
 #define KD 36         /* doubles per contact: s_p(3), s_c(3), F_p(9), F_c(9), normal(3) (in
                          p's axes), offset, side, tangent basis t1(3), t2(3) (p's axes) and
                          Coulomb's mu of a point-plane contact (fmu_mb.mechanics.friction) */
@@ -385,7 +385,7 @@ int sk_set_contacts(SK *k, int nk, const int *ki, const double *kd)
 {
     for (int i = 0; i < nk; i++) {
         const int *K = ki + KI * i;
-        if (K[0] < 1 || K[0] > 4 || K[1] < 0 || K[1] > k->nb || K[2] < 0 || K[2] > k->nb)
+        if (K[0] < 1 || K[0] > 5 || K[1] < 0 || K[1] > k->nb || K[2] < 0 || K[2] > k->nb)
             return ERR_ARGS;
     }
     free(k->ki);
@@ -437,6 +437,8 @@ int sk_set_active(SK *k, int na, const int *idx)
     return OK;
 }
 
+static int has_point(const SK *k, int i);
+
 /* the friction phase: stick[i] (the active contact i sticks: two tangential rows), slide[i]
  * (it slips with friction along its slip direction, recorded s0 (nk, 2)); NULL: none. Takes
  * effect at the next sk_set_active. */
@@ -446,8 +448,8 @@ int sk_set_friction(SK *k, const unsigned char *stick, const unsigned char *slid
     for (int i = 0; i < k->nk; i++) {
         k->stick[i] = stick ? stick[i] != 0 : 0;
         k->slide[i] = slide ? slide[i] != 0 : 0;
-        if ((k->stick[i] || k->slide[i]) && (k->ki[KI * i] != 1 || !(k->kd[KD * i + 35] > 0.0)))
-            return ERR_ARGS;           /* friction only at point-plane contacts with mu > 0 */
+        if ((k->stick[i] || k->slide[i]) && (!has_point(k, i) || !(k->kd[KD * i + 35] > 0.0)))
+            return ERR_ARGS;           /* friction only at plane and rim contacts with mu > 0 */
         k->s0[2 * i] = s0 ? s0[2 * i] : 0.0;
         k->s0[2 * i + 1] = s0 ? s0[2 * i + 1] : 0.0;
     }
@@ -1414,6 +1416,60 @@ static void add_path(const SK *k, int b, const double *jw, const double *jv, dou
 /* the gap row of contact i (fmu_mb.mechanics.spatial.contacts' gaps: a point on a plane, the
  * distance of two points, a revolute or prismatic joint's coordinate against a bound, times
  * the contact's side) at the kinematics; ERR_SINGULAR: two points at zero distance */
+/* the rim contact i (kind 5, fmu_mb.mechanics.spatial.rim): the circle of radius kd[18],
+ * centre kd + 3 and unit axis kd + 15 (body c's axes) against the plane of body p with
+ * normal kd + 24 (p's axes): sc its rim point nearest the plane (c's axes) and e = R (w x u -
+ * u') with u the unit direction from the centre away from that point, the part of the
+ * point's velocity on the body that its convective terms add: gap'' gains n . (w x e) */
+static void rim_point(const SK *k, int i, double *sc, double *e)
+{
+    const int *K = k->ki + KI * i;
+    const double *kd = k->kd + KD * i, *Ac = k->A + 9 * K[2], *w = k->w + 3 * K[2];
+    double n[3], a[3], d[3], u[3], ad[3], dd[3], ud[3], wu[3];
+    mat3(k->A + 9 * K[1], kd + 24, n);
+    mat3(Ac, kd + 15, a);
+    double na = dot3(n, a), R = kd[18];
+    for (int j = 0; j < 3; j++)
+        d[j] = n[j] - na * a[j];
+    double ld = sqrt(dot3(d, d));
+    for (int j = 0; j < 3; j++)
+        u[j] = d[j] / ld;
+    cross(w, a, ad);
+    double nad = dot3(n, ad);
+    for (int j = 0; j < 3; j++)
+        dd[j] = -nad * a[j] - na * ad[j];
+    double udd = dot3(u, dd);
+    for (int j = 0; j < 3; j++)
+        ud[j] = (dd[j] - u[j] * udd) / ld;
+    cross(w, u, wu);
+    for (int j = 0; j < 3; j++) {
+        e[j] = R * (wu[j] - ud[j]);
+        sc[j] = kd[3 + j] - R * (Ac[j] * u[0] + Ac[3 + j] * u[1] + Ac[6 + j] * u[2]);
+    }
+}
+
+/* contact i has a contact point (a plane or rim contact: friction may act there) */
+static int has_point(const SK *k, int i)
+{
+    return k->ki[KI * i] == 1 || k->ki[KI * i] == 5;
+}
+
+/* the contact point pair of a plane or rim contact i (a rim's point on the body: rim_point;
+ * e its extra velocity on the body, zero for a plane contact) */
+static void point_pair(const SK *k, int i, Pair *P, double *e)
+{
+    const int *K = k->ki + KI * i;
+    const double *kd = k->kd + KD * i;
+    double sc[3];
+    if (K[0] == 5) {
+        rim_point(k, i, sc, e);
+        pair_init(k, K[1], K[2], kd, sc, P);
+    } else {
+        e[0] = e[1] = e[2] = 0.0;
+        pair_init(k, K[1], K[2], kd, kd + 3, P);
+    }
+}
+
 static int contact_row(const SK *k, int i, Row *R)
 {
     const int *K = k->ki + KI * i;
@@ -1421,10 +1477,13 @@ static int contact_row(const SK *k, int i, Row *R)
     Pair P;
     double side = kd[28];
     pair_init(k, K[1], K[2], kd, kd + 3, &P);
-    if (K[0] == 1) {                        /* n . (P_c - P_p) - radius */
-        double n[3];
+    if (K[0] == 1 || K[0] == 5) {           /* n . (P_c - P_p) - radius (rim: radius 0) */
+        double n[3], e[3], we[3];
+        point_pair(k, i, &P, e);
         mat3(k->A + 9 * K[1], kd + 24, n);
         dot_d(k, &P, n, 1, R);
+        cross(k->w + 3 * K[2], e, we);
+        R->gam += dot3(n, we);
     } else if (K[0] == 2) {                 /* |P_c - P_p| */
         if (norm_d(k, &P, R) != OK)
             return ERR_SINGULAR;
@@ -1451,8 +1510,8 @@ static void contact_tangent(const SK *k, int i, int kk, Row *R)
     const int *K = k->ki + KI * i;
     const double *kd = k->kd + KD * i;
     Pair P;
-    double t[3], u[3], wu[3], dw[3];
-    pair_init(k, K[1], K[2], kd, kd + 3, &P);
+    double t[3], u[3], wu[3], dw[3], e[3], we[3];
+    point_pair(k, i, &P, e);
     mat3(k->A + 9 * K[1], kd + 29 + 3 * kk, t);
     mat3(k->A + 9 * K[1], kd + 29 + 3 * (1 - kk), u);
     dot_d(k, &P, t, 1, R);
@@ -1465,6 +1524,8 @@ static void contact_tangent(const SK *k, int i, int kk, Row *R)
     }
     cross(wp, u, wu);                                  /* u' = w_p x u */
     R->gam += c * dot3(wu, dw);
+    cross(k->w + 3 * K[2], e, we);                     /* a rim point's motion on the body */
+    R->gam += dot3(t, we);
     R->val = 0.0;
     R->rt = 0.0;
 }

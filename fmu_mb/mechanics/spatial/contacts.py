@@ -13,6 +13,9 @@ Kinds (model.Contact with 3-vectors):
   gap = n . (r_c(sc) - r_p(sp)) - radius [m]; a sphere of that radius centred at the point;
 - "point_point": points of `body` (a, side 0) and `other` (b, side 1), l = |r_b - r_a|:
   gap = side (l - distance) [m] (side +1 apart: an end stop; -1 within: a rope);
+- "rim_plane": the end circle of a cylinder (radius = offset, centre `point`, unit `axis`, in
+  `body`'s axes) against a plane fixed to the ground: its rim point moves on the body
+  (fmu_mb.mechanics.spatial.rim);
 - "joint_limit": coordinate q of a revolute (angle about z, (-pi, pi]) or prismatic (position
   along z) joint: gap = side (q - bound) [rad or m].
 """
@@ -23,6 +26,7 @@ import numpy as np
 from . import kinematics as kin
 from ..friction import tangent_basis
 from .constraints import coordinate_term, extended, extended_rate
+from .rim import compile_rims, rim_rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,6 +52,7 @@ class SpatialContactBlock:
     friction: np.ndarray = None     # (n,) Coulomb's mu (0: frictionless); mechanics.friction
     pl_t1: np.ndarray = None        # (k, 3) tangent basis of the plane contacts, plane body axes
     pl_t2: np.ndarray = None
+    rim: object = None              # rim contacts (a cylinder's end circle on a plane), rim.py
 
 
 def compile_contacts(contacts, idx, joints, make_group):
@@ -65,6 +70,8 @@ def compile_contacts(contacts, idx, joints, make_group):
             pp.append(((c.body, c.other, c.point, c.other_point, eye, eye), c.offset, c.side,
                        k))
             units.append("m")
+        elif c.kind == "rim_plane":
+            units.append("m")                # rows by rim.py (compile_rims)
         else:
             j = joints[c.joint]
             item = (j.parent, j.child, j.parent_point, j.child_point,
@@ -89,7 +96,8 @@ def compile_contacts(contacts, idx, joints, make_group):
         ro([c.restitution for c in contacts]), ro(np.zeros(len(contacts)), bool),
         tuple(units), ro([float(c.friction) for c in contacts]),
         ro([tangent_basis(it[1])[0] for it in pl]).reshape(-1, 3),
-        ro([tangent_basis(it[1])[1] for it in pl]).reshape(-1, 3))
+        ro([tangent_basis(it[1])[1] for it in pl]).reshape(-1, 3),
+        compile_rims(contacts, idx, tangent_basis))
 
 
 def contact_rows(model, x, xd):
@@ -128,4 +136,9 @@ def contact_rows(model, x, xd):
         q = coordinate_term(kind, g.frames(B))
         put(pos, g.pairs.cols, kin.Term(s * (q.val - bound), s[:, None] * q.J, s * q.rate,
                                         s * q.conv))
+    if Bk.rim is not None:
+        rr = rim_rows(Bk.rim, x, xd)
+        gap[rr.pos], conv[rr.pos] = rr.gap, rr.conv
+        for j, (i, b) in enumerate(zip(rr.pos, rr.body)):
+            Dc[i, 7 * b:7 * b + 7] = rr.J[j]
     return gap, Dc[:, :-kin.NQ], conv
