@@ -137,7 +137,8 @@ def build_library(dest_dir, source=None, extra=(), defines=()):
     import tempfile
 
     dest_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=dest_dir)
+    # (a name that is no module: documentation tools list the package folder meanwhile)
+    fd, tmp = tempfile.mkstemp(prefix="kernel-", suffix=".so.partial", dir=dest_dir)
     os.close(fd)
     try:
         p = subprocess.run([cc, *CFLAGS, *[f"-D{d}" for d in defines], "-I", str(NATIVE_DIR),
