@@ -55,7 +55,7 @@ RANK_RTOL = 3e-8
 #: cut-off is a few hundred ulps, not RANK_RTOL: at a singular pose the rows along which S is
 #: small (S ~ dist^2 near the N-four-bar's collinear pose) still fix the positions and
 #: velocities, and cutting them at RANK_RTOL left the velocities free for a moment there
-#: (IFToMM A02, N = 40: B0's velocity 4.7e-5 m/s off at 0.4 ms past a pose; issue 24, item 11)
+#: (IFToMM A02, N = 40: B0's velocity 4.7e-5 m/s off at 0.4 ms past a pose)
 PROJECTION_RTOL = 1e-13
 
 #: largest relative residual a stalled position projection may end with (singular poses)

@@ -357,7 +357,7 @@ class Engine:
         return out
 
 
-    # ------------------------------------------------------------ linearization (issue 23)
+    # ------------------------------------------------------------ linearization
     def state_derivatives(self, independent, u=None):
         """x' = (qd_i, qdd_i) at the current state for the independent tree coordinates
         (indices into q): mbe_state_derivatives."""

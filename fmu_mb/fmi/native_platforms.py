@@ -1,4 +1,4 @@
-"""The binaries of a native FMU for every desktop platform (issues 22 and 32), and its sources/.
+"""The binaries of a native FMU for every desktop platform, and its sources/.
 
 Platforms (FMI 3.0 platform tuples; FMI 2.0 folder in brackets):
     x86_64-linux   [linux64]        ELF, glibc >= 2.17 (libc, libm)

@@ -542,7 +542,7 @@ class ModelBuilder(SpatialItems, ShapeItems):
         return name
 
     # ------------------------------------------------------------------ hydraulic cylinder
-    # (issue 15) a TSDA-like actuator between two pins with stroke end stops; kept in one
+    # a TSDA-like actuator between two pins with stroke end stops; kept in one
     # block: cylinder() and its helpers only.
     def cylinder(self, name, a, b, *, a_point=None, b_point=None,
                  min_length, max_length, restitution=0.2, friction=0.0, piston_area=None,

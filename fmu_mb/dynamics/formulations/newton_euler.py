@@ -72,7 +72,7 @@ def project_absolute(model, y, t, tol):
     correction is larger than the tolerance (linalg.projection_settled), so that xd is
     projected at the converged x (the last, settled correction is not taken). S is cut off at PROJECTION_RTOL (rounding), not at the
     multipliers' RANK_RTOL: near a singular pose the rows along which S is small still fix
-    x and xd (issue 24, item 11; native/kernel.c's project does the same in q)."""
+    x and xd (native/kernel.c's project does the same in q)."""
     C = model.compiled
     if C.n_rows == 0:
         return y

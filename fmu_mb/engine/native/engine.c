@@ -2565,7 +2565,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
 
 #include "engine_spatial.h"
 
-/* ------------------------------------------------------------------ linearization (issue 23)
+/* ------------------------------------------------------------------ linearization
  * The state derivatives and directional derivatives of the native FMU (engine.h), from the
  * engine's own equations as fmu_mb.dynamics.linearize does them: the state is x = (q_i, qd_i)
  * of the independent tree coordinates `ind`; the dependent ones follow from the closure (Newton

@@ -80,9 +80,9 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
 
 /* The initial state at t0 from the parameters (loop assembly by Newton from the model file's
  * initial guess, velocity projection), as fmu_mb.dynamics.simulate.initial_state does it.
- * (engine branch: the assembly runs at the model's own start time, the data's t0, where the
- * drives' laws are evaluated, as initial_state does; the state's time is then t0, as the
- * Python FMU sets its start time.) */
+ * The assembly runs at the model's own start time, the data's t0, where the drives' laws are
+ * evaluated, as initial_state does; the state's time is then t0, as the Python FMU sets its
+ * start time. */
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen);
 /* The last mbe_initialize's warning, "" when none: a planar body placed at its declared pose
  * that the assembly moved far from it (the loops closed on another assembly branch). The
@@ -110,7 +110,7 @@ double mbe_time(const MbEngine *e);
  * entries. Integer and boolean outputs are written as doubles. */
 MbeStatus mbe_outputs(MbEngine *e, const double *u, double *y, char *err, size_t errlen);
 
-/* Added by the engine branch (for the native FMU's getReal): the outputs by group, so that a
+/* The outputs by group (for the native FMU's getReal), so that a
  * master reading positions does not pay for the reactions. mbe_output_group(e, i) is the
  * group of output i (one bit); mbe_outputs_groups writes the outputs of the groups in
  * `groups` (an OR of MBE_GROUP_*) into their entries of y and leaves the other entries
@@ -139,9 +139,9 @@ size_t mbe_state_size(const MbEngine *e);
 void mbe_get_state(const MbEngine *e, double *s);
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen);
 
-/* Added by the fmu-derivatives branch (issue 23, the native FMU's linearization; planar and,
- * since the spatial-drives branch, spatial models: their rows also hold the tree's own
- * Euler-parameter normalisations in q, so three of four Euler parameters can be states). The
+/* The native FMU's linearization (planar and spatial models; spatial rows also hold the
+ * tree's own Euler-parameter normalisations in q, so three of four Euler parameters can be
+ * states). The
  * state of a linear model is x = (q_i, qd_i) of the f
  * independent tree coordinates ind[0..f-1] (fmu_mb.dynamics.linearize: coordinate
  * partitioning; the dependent coordinates follow from closing every model row with q_i held,
