@@ -180,6 +180,21 @@ def main(argv=None):
               "| seeds' worked examples (Jacobians, accelerations, statics reactions) | "
               "`tests/test_seed_examples.py` |",
               "| IFToMM A02 with N = 40 over 20 s | `tests/test_loops.py` |",
+              "| imported robots' accelerations against Pinocchio's ABA (every URDF of "
+              "example-robot-data, fixed and floating base) and MuJoCo's mj_forward (MJCF) | "
+              "`tests/test_import_urdf.py`, `tests/test_import_mjcf.py` |",
+              "| the Panda and UR5 native FMUs against Pinocchio's ABA with RK4 at 1e-5 s | "
+              "`tests/test_import_fmu.py` |",
+              "| Coulomb friction: a block on an incline (sticking and sliding), a ball "
+              "thrown with and without spin (rolling after t* = 2 v0 / (7 mu g)), a disc "
+              "rolling down an incline, a block on a sliding plank, 10^4 random frictional "
+              "impacts that never gain energy | `tests/test_friction.py`, "
+              "`tests/test_friction_fmu.py` |",
+              "| collision shapes: the narrowphase against scipy-minimised distances, a disc "
+              "sliding to rolling at t* = v0 / (3 mu g) | `tests/test_shapes.py`, "
+              "`tests/test_rim.py` |",
+              "| assembly branches of a Watt six-bar, a four-bar and a slider-crank in closed "
+              "form | `tests/test_assembly_declared.py` |",
               "| tumbling box's impacts against seed 000's closed forms | "
               "`tests/test_spatial_contacts.py` |", ""]
     Path(args.o).write_text("\n".join(lines))
