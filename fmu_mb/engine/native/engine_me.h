@@ -353,8 +353,8 @@ static void me_refresh(MeCtx *c)
 }
 
 #define ME_CHORD_IT 8             /* chord iterations before a full Newton closure */
-#define ME_CHORD_SMALL 1e-11      /* a predicted residual this small takes one chord step */
-#define ME_TINY_MOVE 1e-7         /* a move of the states below: full Newton (me_close) */
+#define ME_CHORD_SMALL 1e-14      /* a predicted residual this small takes one chord step */
+#define ME_TINY_MOVE 1e-12        /* a move of the states below: full Newton (me_close) */
 
 /* The closed state (L->q, L->qd) of (qi, qdi) from the last solution L->q0 (the engine's
  * q), qd0 its rates: chord iterations with the rows' Jacobian of a recent solution (one
@@ -370,9 +370,10 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
         c->cond = 1.0;
         return lin_close(L, qi, qdi);
     }
-    /* a tiny move (a solver's difference quotient): Newton with the Jacobian there, whose
-     * result follows the state more smoothly than the chord's (differences of 1e-17 in q
-     * reach 1e-13 in the accelerations of a light link's spin) */
+    /* a move below the round-off of the chord's result (a solver's difference quotient of a
+     * state near zero): Newton, whose result does not depend on where it started, so that the
+     * quotient sees the state's change, not the round-off of two closures (the accelerations
+     * of a light link's spin amplify 1e-16 in q 1e3-fold) */
     double move = 0.0, size = 1.0;
     for (int k = 0; k < f; k++) {
         move = fmax(move, fmax(fabs(qi[k] - L->q0[L->ind[k]]), fabs(qdi[k] - qd0[L->ind[k]])));
@@ -414,7 +415,12 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             if (me_rows(c, L->q, NULL))
                 break;
             double res = absmax(L->phi, nr);
-            if (res <= 4e-16 * scale) {
+            me_chord(c, L->phi);
+            for (int a = 0; a < m; a++)
+                L->q[L->dep[a]] += c->s[a];
+            if (res <= 4e-16 * scale) {     /* (and the step from it: to round-off, as
+                                               Newton's last step; the accelerations of a
+                                               light link's spin amplify 1e-17 in q 1e4-fold) */
                 ok = 1;
                 slow |= it > 2;
                 break;
@@ -422,9 +428,6 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             if (it > 0 && !(res < 0.5 * prev))
                 break;
             prev = res;
-            me_chord(c, L->phi);
-            for (int a = 0; a < m; a++)
-                L->q[L->dep[a]] += c->s[a];
         }
         prev = INFINITY;
         for (int it = 0; ok && it < ME_CHORD_IT; it++) {
@@ -433,6 +436,9 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
                 break;
             }
             double res = absmax(c->vres, nr);
+            me_chord(c, c->vres);
+            for (int a = 0; a < m; a++)
+                L->qd[L->dep[a]] += c->s[a];
             if (res <= 4e-16 * vscale) {
                 slow |= it > 2;
                 break;
@@ -442,9 +448,6 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
                 break;
             }
             prev = res;
-            me_chord(c, c->vres);
-            for (int a = 0; a < m; a++)
-                L->qd[L->dep[a]] += c->s[a];
             ok = it + 1 < ME_CHORD_IT;
         }
         if (ok && !slow)
