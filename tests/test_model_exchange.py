@@ -365,3 +365,80 @@ def test_singular_partition_stops_with_a_message(fmus):                       # 
     # until then the two interfaces agree
     names, me, cs = run_both(path, stop_time=0.05)
     assert_agree(names, me, cs)
+
+
+# ------------------------------------------------------------------ the project's C host
+@pytest.fixture(scope="module")
+def me_host(tmp_path_factory):
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    exe = tmp_path_factory.mktemp("me_host") / "me_host"
+    import subprocess
+    subprocess.run([cc, "-O2", "-o", str(exe), str(MODELS.parent / "tests" / "c_host" /
+                                                    "me_host.c"), "-ldl", "-lm"], check=True)
+    return exe
+
+
+def host_run(me_host, path, method, stop, h, names, tmp_path):
+    """me_host `run`: (rows t, y... at the multiples of h, event times)."""
+    import subprocess
+    import zipfile
+    md = read_model_description(path)
+    folder = tmp_path / f"x_{method}_{h:g}"
+    zipfile.ZipFile(path).extractall(folder)
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    env = dict(os.environ, ME_NX=str(len(md.derivatives)),
+               ME_NZ=str(md.numberOfEventIndicators))
+    out = subprocess.run([str(me_host), "run", str(folder), md.guid,
+                          md.modelExchange.modelIdentifier, method, repr(stop), repr(h),
+                          ",".join(str(vr[n]) for n in names)], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows, events = [], []
+    for line in out.stdout.splitlines():
+        if line.startswith("event,"):
+            events.append(float(line.split(",")[1]))
+        else:
+            rows.append([float(v) for v in line.split(",")])
+    return np.array(rows), events
+
+
+def test_c_host_rk4_matches_co_simulation(fmus, me_host, tmp_path):
+    """The project's own model-exchange host (fixed-step RK4, bisection of the indicators'
+    sign changes, Event Mode's iteration): the double pendulum's angles and the bouncing
+    ball's impact times (free flight is a parabola, which RK4 integrates exactly) agree with
+    the co-simulation interface."""
+    path = fmus("double_pendulum")
+    names = ["A.angle", "B.angle", "A.rate", "B.rate"]
+    rows, events = host_run(me_host, path, "rk4", 2.0, 1e-3, names, tmp_path)
+    assert events == [] and rows[-1, 0] == pytest.approx(2.0)
+    cs = simulate_fmu(path, output=names, output_interval=1e-3, start_values=CS_TIGHT)
+    for k, n in enumerate(names):
+        assert np.max(np.abs(rows[:, 1 + k] - cs[n])) < 1e-6, n
+    path = fmus("bouncing_ball")
+    rows, events = host_run(me_host, path, "rk4", 3.0, 1e-3, ["ball.y", "floor.last_time"],
+                            tmp_path)
+    cs = simulate_fmu(path, output=["ball.y", "floor.last_time", "floor.impacts"],
+                      output_interval=1e-3, start_values=CS_TIGHT, stop_time=3.0)
+    impacts = sorted(set(cs["floor.last_time"]) - {0.0})
+    assert len(impacts) >= 5
+    assert np.max(np.abs(rows[:, 2] - cs["floor.last_time"])) < 1e-6
+    for t in impacts:                    # each impact is an event of the host (and its
+        assert min(abs(e - t) for e in events) < 1e-6   # rebound's zero crossing, a no-op)
+    assert np.max(np.abs(rows[:, 1] - cs["ball.y"])) < 1e-6
+
+
+def test_c_host_euler_converges_at_first_order(fmus, me_host, tmp_path):
+    """Explicit Euler in the C host: its error against the co-simulation halves with the
+    step (first order), on a closed loop (the four-bar's closure at every call)."""
+    path = fmus("four_bar")
+    names = ["B.angle"]
+    cs = simulate_fmu(path, output=names, output_interval=1e-3, start_values=CS_TIGHT,
+                      stop_time=0.5)
+    errors = []
+    for h in (4e-4, 2e-4, 1e-4):
+        rows, _ = host_run(me_host, path, "euler", 0.5, h, names, tmp_path)
+        at = np.interp(cs["time"], rows[:, 0], rows[:, 1])
+        errors.append(float(np.max(np.abs(at - cs["B.angle"]))))
+    assert errors[0] < 0.05
+    for a, b in zip(errors, errors[1:]):
+        assert 1.7 < a / b < 2.3, errors
