@@ -442,3 +442,45 @@ def test_c_host_euler_converges_at_first_order(fmus, me_host, tmp_path):
     assert errors[0] < 0.05
     for a, b in zip(errors, errors[1:]):
         assert 1.7 < a / b < 2.3, errors
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_n_four_bar_dead_point_stops_with_a_message(fmus, fmi):
+    """The N-four-bar (N = 10) reaches its flat position, where the parallel loops' rows lose
+    rank, at 0.71 s: model exchange agrees with co-simulation until then and stops there with
+    fmi2Error telling to use co-simulation; no state is regular at a bifurcation of the loops."""
+    path = fmus("n_four_bar", fmi, N=10)
+    assert problems(path) == []
+    names, me, cs = run_both(path, stop_time=0.7)
+    assert_agree(names, me, cs)
+    messages = []
+    with pytest.raises(Exception):
+        simulate_fmu(path, fmi_type="ModelExchange", solver="CVode", relative_tolerance=1e-10,
+                     debug_logging=True,
+                     logger=lambda *a: messages.append(a[-1].decode("utf-8", "replace")))
+    assert "use the co-simulation interface" in "\n".join(messages)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_every_native_fmu_has_both_interfaces(fmus, fmi):
+    """Every model that builds as a native FMU: fmpy validate clean, and <ModelExchange> with
+    the co-simulation's modelIdentifier exactly when it declares continuous states."""
+    from fmu_mb.fmi.native_build import NativeUnavailable
+    from conftest import MODEL_FILES
+    built = 0
+    for model_file in MODEL_FILES:
+        try:
+            path = fmus(model_file.stem, fmi)
+        except NativeUnavailable:
+            continue
+        built += 1
+        assert problems(path) == [], model_file.stem
+        md = read_model_description(path)
+        if md.derivatives:
+            assert md.modelExchange.modelIdentifier == md.coSimulation.modelIdentifier
+        else:
+            assert md.modelExchange is None, model_file.stem
+    assert built >= 15
