@@ -528,18 +528,26 @@ MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x,
     return MBE_OK;
 }
 
+/* The context of a call at the engine's state with inputs u (ok: the array the call writes
+ * is given), or NULL with a message naming fn */
+static MeCtx *me_call(MbEngine *e, const char *fn, int ok, const double *u, int f,
+                      const int *ind, char *err, size_t errlen)
+{
+    clear_msg(err, errlen);
+    if (!e || !e->initialized || !ok) {
+        msg(err, errlen, "%s: the engine is not initialized, or no array", fn);
+        return NULL;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return NULL;
+    return me_ctx(e, f, ind, err, errlen);
+}
+
 /* xdot (2 f) = (qd_i, qdd_i) at the engine's state (closed by mbe_me_set_states) */
 MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
                              char *err, size_t errlen)
 {
-    clear_msg(err, errlen);
-    if (!e || !e->initialized || (f > 0 && !xdot)) {
-        msg(err, errlen, "mbe_me_derivatives: the engine is not initialized, or no array");
-        return MBE_ERROR;
-    }
-    if (!check_inputs(e, u, err, errlen))
-        return MBE_ERROR;
-    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    MeCtx *c = me_call(e, "mbe_me_derivatives", f == 0 || xdot, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
     int n = e->n;
@@ -567,14 +575,8 @@ int mbe_me_n_indicators(const MbEngine *e, int f)
 MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind, double *z,
                             char *err, size_t errlen)
 {
-    clear_msg(err, errlen);
-    if (!e || !e->initialized || (mbe_me_n_indicators(e, f) > 0 && !z)) {
-        msg(err, errlen, "mbe_me_indicators: the engine is not initialized, or no array");
-        return MBE_ERROR;
-    }
-    if (!check_inputs(e, u, err, errlen))
-        return MBE_ERROR;
-    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    MeCtx *c = me_call(e, "mbe_me_indicators", mbe_me_n_indicators(e, f) == 0 || z, u, f, ind,
+                       err, errlen);
     if (!c)
         return MBE_ERROR;
     const double *uu = e->ni ? u : e->u0;
@@ -610,16 +612,9 @@ MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind,
 MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
                        int *singular, char *err, size_t errlen)
 {
-    clear_msg(err, errlen);
     *changed = 0;
     *singular = 0;
-    if (!e || !e->initialized) {
-        msg(err, errlen, "mbe_me_event: the engine is not initialized");
-        return MBE_ERROR;
-    }
-    if (!check_inputs(e, u, err, errlen))
-        return MBE_ERROR;
-    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    MeCtx *c = me_call(e, "mbe_me_event", 1, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
     *singular = e->n > f && c->cond < ME_PARTITION_TOL;
