@@ -132,6 +132,13 @@ def test_fmi3_fmu_has_the_variables_of_the_fmi2_fmu(fmus, model):
     v3 = dict(f3.vars)
     time = v3.pop("time")
     assert time.causality == "independent" and time.valueReference == len(f2.vars)
+    # after `time`: model exchange's event indicators (fmu_mb.fmi.native_me), one per contact
+    # and the partition's, which FMI 2.0 counts in numberOfEventIndicators instead
+    indicators = [n for n, v in v3.items() if v.valueReference > time.valueReference]
+    assert all(n.endswith(".event_indicator") for n in indicators)
+    assert len(indicators) == f2.md.numberOfEventIndicators
+    for n in indicators:
+        v3.pop(n)
     assert list(v3) == list(f2.vars)
     for name, a in f2.vars.items():
         b = v3[name]
@@ -306,14 +313,24 @@ def test_fmi3_refusals_name_fmi3_functions_and_change_nothing(fmus):
     assert "nValues" in msgs[-1][1]
     f.terminate()
     f.freeInstance()
-    # no model exchange, no scheduled execution: NULL with a message
+    # model exchange (tests/test_model_exchange.py): an instance for this FMU's token, NULL
+    # with a message for another; no scheduled execution: NULL with a message
     lib = ctypes.CDLL(str(f3.dir / "binaries" / "x86_64-linux" / f"{f3.id}.so"))
     lib.fmi3InstantiateModelExchange.restype = ctypes.c_void_p
+    lib.fmi3InstantiateScheduledExecution.restype = ctypes.c_void_p
+    lib.fmi3FreeInstance.argtypes = [ctypes.c_void_p]
     got = []
     cb = fmi3LogMessageCallback(lambda env, st, cat, m: got.append(m.decode()))
-    assert lib.fmi3InstantiateModelExchange(b"me", f3.md.guid.encode(), None, False, False,
+    me = lib.fmi3InstantiateModelExchange(b"me", f3.md.guid.encode(), None, False, False,
+                                          None, cb)
+    assert me is not None
+    lib.fmi3FreeInstance(me)
+    assert lib.fmi3InstantiateModelExchange(b"me", b"{not-this-fmu}", None, False, False,
                                             None, cb) is None
-    assert "co-simulation FMU only" in got[-1]
+    assert "instantiation token" in got[-1] and "fmi3InstantiateModelExchange" in got[-1]
+    assert lib.fmi3InstantiateScheduledExecution(b"se", f3.md.guid.encode(), None, False,
+                                                 False, None, cb, None, None, None) is None
+    assert "no scheduled execution" in got[-1]
     # a NULL or non-UTF-8 instance name, a wrong instantiation token: NULL with a message
     lib.fmi3InstantiateCoSimulation.restype = ctypes.c_void_p
     for name, token, text in ((None, f3.md.guid.encode(), "instance name is NULL"),

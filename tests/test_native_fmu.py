@@ -546,7 +546,8 @@ def test_instantiate_refuses_bad_names_guids_and_types_with_a_message(native):
     for name, guid, kind, what in [
             (None, None, 1, "NULL"), (b"\xff\xfe", None, 1, "UTF-8"), (b"", None, 1, "empty"),
             (b"x", b"{00000000-0000-0000-0000-000000000000}", 1, "GUID"),
-            (b"x", None, 0, "co-simulation"), (b"x", b"\xc3", 1, "GUID")]:
+            (b"x", None, 2, "co-simulation"), (b"x", b"\xc3", 1, "GUID")]:   # 0: model
+                                                       # exchange (test_model_exchange.py)
         assert raw.instantiate(name, guid, kind=kind) is None
         messages = raw.log.take()
         assert len(messages) == 1 and messages[0][0] == ERROR and what in messages[0][1], \

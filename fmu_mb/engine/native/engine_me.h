@@ -353,8 +353,8 @@ static void me_refresh(MeCtx *c)
 }
 
 #define ME_CHORD_IT 8             /* chord iterations before a full Newton closure */
-#define ME_CHORD_SMALL 1e-11      /* a predicted residual this small takes one chord step */
-#define ME_TINY_MOVE 1e-7         /* a move of the states below: full Newton (me_close) */
+#define ME_CHORD_SMALL 1e-14      /* a predicted residual this small takes one chord step */
+#define ME_TINY_MOVE 1e-12        /* a move of the states below: full Newton (me_close) */
 
 /* The closed state (L->q, L->qd) of (qi, qdi) from the last solution L->q0 (the engine's
  * q), qd0 its rates: chord iterations with the rows' Jacobian of a recent solution (one
@@ -370,9 +370,10 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
         c->cond = 1.0;
         return lin_close(L, qi, qdi);
     }
-    /* a tiny move (a solver's difference quotient): Newton with the Jacobian there, whose
-     * result follows the state more smoothly than the chord's (differences of 1e-17 in q
-     * reach 1e-13 in the accelerations of a light link's spin) */
+    /* a move below the round-off of the chord's result (a solver's difference quotient of a
+     * state near zero): Newton, whose result does not depend on where it started, so that the
+     * quotient sees the state's change, not the round-off of two closures (the accelerations
+     * of a light link's spin amplify 1e-16 in q 1e3-fold) */
     double move = 0.0, size = 1.0;
     for (int k = 0; k < f; k++) {
         move = fmax(move, fmax(fabs(qi[k] - L->q0[L->ind[k]]), fabs(qdi[k] - qd0[L->ind[k]])));
@@ -414,7 +415,12 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             if (me_rows(c, L->q, NULL))
                 break;
             double res = absmax(L->phi, nr);
-            if (res <= 4e-16 * scale) {
+            me_chord(c, L->phi);
+            for (int a = 0; a < m; a++)
+                L->q[L->dep[a]] += c->s[a];
+            if (res <= 4e-16 * scale) {     /* (and the step from it: to round-off, as
+                                               Newton's last step; the accelerations of a
+                                               light link's spin amplify 1e-17 in q 1e4-fold) */
                 ok = 1;
                 slow |= it > 2;
                 break;
@@ -422,9 +428,6 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             if (it > 0 && !(res < 0.5 * prev))
                 break;
             prev = res;
-            me_chord(c, L->phi);
-            for (int a = 0; a < m; a++)
-                L->q[L->dep[a]] += c->s[a];
         }
         prev = INFINITY;
         for (int it = 0; ok && it < ME_CHORD_IT; it++) {
@@ -433,6 +436,9 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
                 break;
             }
             double res = absmax(c->vres, nr);
+            me_chord(c, c->vres);
+            for (int a = 0; a < m; a++)
+                L->qd[L->dep[a]] += c->s[a];
             if (res <= 4e-16 * vscale) {
                 slow |= it > 2;
                 break;
@@ -442,9 +448,6 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
                 break;
             }
             prev = res;
-            me_chord(c, c->vres);
-            for (int a = 0; a < m; a++)
-                L->qd[L->dep[a]] += c->s[a];
             ok = it + 1 < ME_CHORD_IT;
         }
         if (ok && !slow)
@@ -525,18 +528,26 @@ MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x,
     return MBE_OK;
 }
 
+/* The context of a call at the engine's state with inputs u (ok: the array the call writes
+ * is given), or NULL with a message naming fn */
+static MeCtx *me_call(MbEngine *e, const char *fn, int ok, const double *u, int f,
+                      const int *ind, char *err, size_t errlen)
+{
+    clear_msg(err, errlen);
+    if (!e || !e->initialized || !ok) {
+        msg(err, errlen, "%s: the engine is not initialized, or no array", fn);
+        return NULL;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return NULL;
+    return me_ctx(e, f, ind, err, errlen);
+}
+
 /* xdot (2 f) = (qd_i, qdd_i) at the engine's state (closed by mbe_me_set_states) */
 MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
                              char *err, size_t errlen)
 {
-    clear_msg(err, errlen);
-    if (!e || !e->initialized || (f > 0 && !xdot)) {
-        msg(err, errlen, "mbe_me_derivatives: the engine is not initialized, or no array");
-        return MBE_ERROR;
-    }
-    if (!check_inputs(e, u, err, errlen))
-        return MBE_ERROR;
-    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    MeCtx *c = me_call(e, "mbe_me_derivatives", f == 0 || xdot, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
     int n = e->n;
@@ -564,14 +575,8 @@ int mbe_me_n_indicators(const MbEngine *e, int f)
 MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind, double *z,
                             char *err, size_t errlen)
 {
-    clear_msg(err, errlen);
-    if (!e || !e->initialized || (mbe_me_n_indicators(e, f) > 0 && !z)) {
-        msg(err, errlen, "mbe_me_indicators: the engine is not initialized, or no array");
-        return MBE_ERROR;
-    }
-    if (!check_inputs(e, u, err, errlen))
-        return MBE_ERROR;
-    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    MeCtx *c = me_call(e, "mbe_me_indicators", mbe_me_n_indicators(e, f) == 0 || z, u, f, ind,
+                       err, errlen);
     if (!c)
         return MBE_ERROR;
     const double *uu = e->ni ? u : e->u0;
@@ -607,16 +612,9 @@ MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind,
 MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
                        int *singular, char *err, size_t errlen)
 {
-    clear_msg(err, errlen);
     *changed = 0;
     *singular = 0;
-    if (!e || !e->initialized) {
-        msg(err, errlen, "mbe_me_event: the engine is not initialized");
-        return MBE_ERROR;
-    }
-    if (!check_inputs(e, u, err, errlen))
-        return MBE_ERROR;
-    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    MeCtx *c = me_call(e, "mbe_me_event", 1, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
     *singular = e->n > f && c->cond < ME_PARTITION_TOL;

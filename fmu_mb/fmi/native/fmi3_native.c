@@ -254,8 +254,9 @@ static fmi3Instance refuse_instantiate(fmi3InstanceEnvironment env, fmi3LogMessa
 {
     if (log) {
         char text[MSG];
-        snprintf(text, sizeof text, "%s: this FMU is a co-simulation FMU only (no %s; use "
-                 "fmi3InstantiateCoSimulation); no instance made", fn, kind);
+        snprintf(text, sizeof text, "%s: this FMU has no %s (use "
+                 "fmi3InstantiateCoSimulation%s); no instance made", fn, kind,
+                 FMU_HAS_ME ? " or fmi3InstantiateModelExchange" : "");
         log(env, fmi3Error, "logStatusError", text);
     }
     return NULL;

@@ -7,6 +7,33 @@
  * references TIME_VR + 1 ...), read with fmi3GetFloat64 (me3_indicator_values).
  */
 
+/* log3 for fmi2Instantiate called by fmi3InstantiateModelExchange: its messages name the
+ * function the host called */
+static void log3me(fmi2ComponentEnvironment env, fmi2String name, fmi2Status status,
+                   fmi2String category, fmi2String message, ...)
+{
+    (void)name;
+    W* w = (W*)env;
+    if (w == NULL || w->log == NULL || message == NULL) {
+        return;
+    }
+    char plain[2 * MSG + 1], text[2 * MSG + 1], out[2 * MSG + 64];
+    va_list args;
+    va_start(args, message);
+    vsnprintf(plain, sizeof plain, message, args);
+    va_end(args);
+    fmi3_text(text, sizeof text, plain);
+    const char* from = "fmi3InstantiateCoSimulation";
+    const char* at = strstr(text, from);
+    if (at != NULL) {
+        snprintf(out, sizeof out, "%.*sfmi3InstantiateModelExchange%s", (int)(at - text), text,
+                 at + strlen(from));
+    } else {
+        snprintf(out, sizeof out, "%s", text);
+    }
+    w->log(w->env, (fmi3Status)status, category, out);
+}
+
 /* fmi3InstantiateModelExchange: the shared instance made with fmi2ModelExchange. */
 static fmi3Instance me3_instantiate(fmi3String instanceName, fmi3String instantiationToken,
                                     fmi3String resourcePath, fmi3Boolean visible,
@@ -30,7 +57,7 @@ static fmi3Instance me3_instantiate(fmi3String instanceName, fmi3String instanti
     w->env = instanceEnvironment;
     w->log = logMessage;
     w->event_mode_used = 1;            /* model exchange always has Event Mode */
-    fmi2CallbackFunctions cb = {log3, NULL, NULL, NULL, w};
+    fmi2CallbackFunctions cb = {log3me, NULL, NULL, NULL, w};
     Inst* in = (Inst*)fmi2Instantiate(instanceName, fmi2ModelExchange, instantiationToken,
                                       resourcePath, &cb, visible, loggingOn);
     if (in == NULL) {
