@@ -1,4 +1,4 @@
-"""The native FMI 3.0 co-simulation FMU (issue 22): `fmu-mb build --native --fmi 3 MODEL.py`.
+"""The native FMI 3.0 FMU (co-simulation and model exchange): `fmu-mb build --native --fmi 3 MODEL.py`.
 
 The same engine, model data, variable table and engine sources as the native FMI 2.0 FMU of
 native_build.build_native_fmu, behind fmu_mb/fmi/native/fmi3_native.c (which includes
@@ -101,7 +101,7 @@ def fmi3_model_description(root2, guid, early_return=False):
                   variability="continuous", unit="s",
                   description="simulation time (the independent variable)")
     ms = ET.SubElement(root, "ModelStructure")
-    # the dependencies and derivatives native_build._linear_structure declared (issue 23),
+    # the dependencies and derivatives native_build._linear_structure declared,
     # FMI 2.0's 1-based indices as value references
     ms2 = root2.find("ModelStructure")
 

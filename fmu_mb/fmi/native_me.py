@@ -1,4 +1,4 @@
-"""Model exchange in the native FMUs (issue 31): one FMU, both interfaces.
+"""Model exchange in the native FMUs: one FMU, both interfaces.
 
 The native FMU's binary (fmi2_native.c with me2.c; fmi3_native.c with me3.c) serves an
 instance made for co-simulation and one made for model exchange from the same variables; this

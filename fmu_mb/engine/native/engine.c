@@ -3020,4 +3020,4 @@ done:
     return status;
 }
 
-#include "engine_me.h"        /* model exchange (issue 31) */
+#include "engine_me.h"        /* model exchange */

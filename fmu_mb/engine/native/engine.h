@@ -159,7 +159,7 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
                                      int nunk, const int *unknown, double *dv, char *err,
                                      size_t errlen);
 
-/* Model exchange (issue 31, engine_me.h): a host integrates x = (q_i, qd_i) of the independent
+/* Model exchange (engine_me.h): a host integrates x = (q_i, qd_i) of the independent
  * coordinates ind[0..f-1] (the same partition as mbe_state_derivatives) with its own solver.
  * mbe_me_set_time sets the time; mbe_me_set_states closes the loops for x (Newton from the
  * last solution; MBE_ERROR, nothing changed, when they cannot be closed or the partition is

@@ -1,5 +1,5 @@
 /*
- * fmu_mb engine: model exchange (issue 31), included at the end of engine.c.
+ * fmu_mb engine: model exchange, included at the end of engine.c.
  *
  * A host integrates the state x = (q_i, qd_i) of the independent tree coordinates ind[0..f-1]
  * (the states of the native FMU, fmu_mb.dynamics.linearize's coordinate partitioning) with

@@ -100,8 +100,8 @@ enum {
     VK_SOLVER,    /* solver setting: index is a SOLVER_* id                               */
     VK_INPUT,     /* input: index into u                                                  */
     VK_OUTPUT,    /* output: index into the engine's outputs                              */
-    VK_STATE,     /* state of the linear model that is no output: index into x (issue 23) */
-    VK_DERIV      /* der(state): index into x = (q_i, qd_i) of FMU_IND (issue 23)         */
+    VK_STATE,     /* state of the linear model that is no output: index into x            */
+    VK_DERIV      /* der(state): index into x = (q_i, qd_i) of FMU_IND                    */
 };
 
 enum { SOLVER_METHOD, SOLVER_FORMULATION, SOLVER_STABILIZATION, SOLVER_RTOL, SOLVER_ATOL,
@@ -1472,7 +1472,7 @@ static fmi2Status unsupported(fmi2Component c, const char* fn)
                "(canInterpolateInputs = false, maxOutputDerivativeOrder = 0)", fn);
 }
 
-/* The directional derivative (issue 23) d unknowns / d knowns . seed at the current state and
+/* The directional derivative d unknowns / d knowns . seed at the current state and
  * inputs: unknowns are outputs and state derivatives, knowns the states (FMU_STATE_VR) and the
  * inputs; the engine differentiates its own equations (mbe_directional_derivative). Nothing
  * changes: the state, inputs and outputs are those from before the call. */

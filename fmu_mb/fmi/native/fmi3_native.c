@@ -894,7 +894,7 @@ FMI3_EXPORT fmi3Status fmi3GetDirectionalDerivative(fmi3Instance instance,
                                                     size_t nSeed, fmi3Float64 sensitivity[],
                                                     size_t nSensitivity)
 {
-    /* issue 23: the shared fmi2GetDirectionalDerivative (fmi2_native.c) */
+    /* the shared fmi2GetDirectionalDerivative (fmi2_native.c) */
     W* w = get3(instance);
     if (w == NULL) {
         return fmi3Error;
@@ -1013,5 +1013,5 @@ FMI3_EXPORT fmi3Status fmi3ActivateModelPartition(fmi3Instance instance,
                         "FMU (no scheduled execution)");
 }
 
-/* Model exchange (issue 31) */
+/* Model exchange */
 #include "me3.c"

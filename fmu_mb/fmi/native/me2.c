@@ -1,5 +1,5 @@
 /*
- * fmu_mb native FMU: the FMI 2.0 model-exchange interface (issue 31), included at the end of
+ * fmu_mb native FMU: the FMI 2.0 model-exchange interface, included at the end of
  * fmi2_native.c (and so by fmi3_native.c, whose me3.c wraps it). One binary, both interfaces:
  * an instance made with fmuType fmi2ModelExchange shares everything with a co-simulation
  * instance (variables, parameters, initialisation, FMU states, directional derivatives) and

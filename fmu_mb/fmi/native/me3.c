@@ -1,5 +1,5 @@
 /*
- * fmu_mb native FMU: the FMI 3.0 model-exchange interface (issue 31), included by
+ * fmu_mb native FMU: the FMI 3.0 model-exchange interface, included by
  * fmi3_native.c. Each function is the FMI 2.0 one of me2.c (the same instance, states, event
  * indicators and event iterations) with FMI 3.0's names and types; an ME instance is a W with
  * eventModeUsed (its Event Mode is W.event_mode, kept equal to the shared instance's
