@@ -1,4 +1,4 @@
-"""The native FMI 3.0 FMU (co-simulation and model exchange): `fmu-mb build --native --fmi 3 MODEL.py`.
+"""The native FMI 3.0 FMU, co-simulation and model exchange: `fmu-mb build --fmi 3 MODEL.py`.
 
 The same engine, model data, variable table and engine sources as the native FMI 2.0 FMU of
 native_build.build_native_fmu, behind fmu_mb/fmi/native/fmi3_native.c (which includes
