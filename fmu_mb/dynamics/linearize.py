@@ -278,6 +278,23 @@ class _Minimal:
                                       f"R' Mbar R is singular at the operating point") from None
 
 
+def _equations(model, sys_, t, sel):
+    """z = (q_i, qd_i, u) -> (qdd_i, the outputs `sel`) of the minimal equations sys_ (a
+    _Minimal) at time t: what linearize differentiates."""
+    from .outputs import Outputs
+
+    f = sys_.f
+
+    def fun(z):
+        q, qd = sys_.full(z[:f], z[f:2 * f])
+        u = z[2 * f:]
+        qdd = sys_.accelerations(q, qd, u)
+        y = Outputs(model, State(t, q, qd, 0.0, "joint"), u, "tmt").values()[sel] \
+            if len(sel) else np.zeros(0)
+        return np.concatenate([qdd, y])
+    return fun
+
+
 def operating_state(model, state=None):
     """The joint-coordinate State (all tree coordinates, tmt's) that `state` names: None (the
     model's initial state), a State, an Equilibrium, or a mapping {coordinate or rate name:
@@ -538,7 +555,6 @@ def linearize(model, state=None, inputs=None, outputs=None, method="ridders",
     ratios and mode shapes.
     """
     from .formulations import tmt
-    from .outputs import Outputs
 
     if method not in ("ridders", "central"):
         raise InputError(f"linearize: method must be 'ridders' or 'central', received "
@@ -560,13 +576,7 @@ def linearize(model, state=None, inputs=None, outputs=None, method="ridders",
     sel, y_names = _output_selection(model, outputs)
     f, nu = len(ind), len(u0)
 
-    def fun(z):
-        q, qd = sys_.full(z[:f], z[f:2 * f])
-        u = z[2 * f:]
-        qdd = sys_.accelerations(q, qd, u)
-        y = Outputs(model, State(st.t, q, qd, 0.0, "joint"), u, "tmt").values()[sel] \
-            if len(sel) else np.zeros(0)
-        return np.concatenate([qdd, y])
+    fun = _equations(model, sys_, st.t, sel)
 
     z0 = np.concatenate([q0[ind], qd0[ind], u0])
     steps = np.concatenate([1e-2 * np.maximum(1.0, np.abs(q0[ind])),
@@ -883,7 +893,6 @@ def model_structure(model, state=None, inputs=None, checks=8, seed=0):
     """
     from . import structure
     from .formulations import minimal
-    from .outputs import Outputs
 
     st = _tmt_state(model, state)
     u0 = model.input_vector(inputs)
@@ -912,13 +921,7 @@ def model_structure(model, state=None, inputs=None, checks=8, seed=0):
     for r, y in enumerate(y_names):
         mask[2 * f + r, [col(x) for x in outs[y]]] = True
 
-    def fun(z):
-        q, qd = sys_.full(z[:f], z[f:2 * f])
-        u = z[2 * f:]
-        qdd = sys_.accelerations(q, qd, u)
-        y = Outputs(model, State(st.t, q, qd, 0.0, "joint"), u, "tmt").values()[sel] \
-            if len(sel) else np.zeros(0)
-        return np.concatenate([qdd, y])
+    fun = _equations(model, sys_, st.t, sel)
 
     z0 = np.concatenate([q0[ind], qd0[ind], u0])
     widened, done = _spot_check(fun, z0, mask, f, checks, np.random.default_rng(seed))
