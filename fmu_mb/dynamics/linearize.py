@@ -278,6 +278,23 @@ class _Minimal:
                                       f"R' Mbar R is singular at the operating point") from None
 
 
+def _equations(model, sys_, t, sel):
+    """z = (q_i, qd_i, u) -> (qdd_i, the outputs `sel`) of the minimal equations sys_ (a
+    _Minimal) at time t: what linearize differentiates."""
+    from .outputs import Outputs
+
+    f = sys_.f
+
+    def fun(z):
+        q, qd = sys_.full(z[:f], z[f:2 * f])
+        u = z[2 * f:]
+        qdd = sys_.accelerations(q, qd, u)
+        y = Outputs(model, State(t, q, qd, 0.0, "joint"), u, "tmt").values()[sel] \
+            if len(sel) else np.zeros(0)
+        return np.concatenate([qdd, y])
+    return fun
+
+
 def operating_state(model, state=None):
     """The joint-coordinate State (all tree coordinates, tmt's) that `state` names: None (the
     model's initial state), a State, an Equilibrium, or a mapping {coordinate or rate name:
@@ -538,7 +555,6 @@ def linearize(model, state=None, inputs=None, outputs=None, method="ridders",
     ratios and mode shapes.
     """
     from .formulations import tmt
-    from .outputs import Outputs
 
     if method not in ("ridders", "central"):
         raise InputError(f"linearize: method must be 'ridders' or 'central', received "
@@ -560,13 +576,7 @@ def linearize(model, state=None, inputs=None, outputs=None, method="ridders",
     sel, y_names = _output_selection(model, outputs)
     f, nu = len(ind), len(u0)
 
-    def fun(z):
-        q, qd = sys_.full(z[:f], z[f:2 * f])
-        u = z[2 * f:]
-        qdd = sys_.accelerations(q, qd, u)
-        y = Outputs(model, State(st.t, q, qd, 0.0, "joint"), u, "tmt").values()[sel] \
-            if len(sel) else np.zeros(0)
-        return np.concatenate([qdd, y])
+    fun = _equations(model, sys_, st.t, sel)
 
     z0 = np.concatenate([q0[ind], qd0[ind], u0])
     steps = np.concatenate([1e-2 * np.maximum(1.0, np.abs(q0[ind])),
@@ -819,8 +829,9 @@ def directional_derivative(model, state, u, unknowns, knowns, seed, method="ridd
     return _ridders(fun, np.zeros(1), 0, scale)[0]
 
 
-def model_structure(model, state=None, inputs=None, samples=2, seed=0):
-    """What an FMU declares in ModelStructure for directional derivatives: the states (the
+def model_structure_numeric(model, state=None, inputs=None, samples=2, seed=0):
+    """model_structure by finite differences (the reference of tests/test_model_structure.py;
+    its cost grows with the square of the model and more): the states (the
     independent coordinates and rates of linearize at `state`), their derivatives
     ('der(<state>)'), and which states and inputs each derivative and each output depends on.
 
@@ -856,3 +867,119 @@ def model_structure(model, state=None, inputs=None, samples=2, seed=0):
     return {"states": list(base.x_names), "derivatives": ders, "inputs": list(base.u_names),
             "independent": list(base.independent), "derivative_dependencies": deps,
             "output_dependencies": outs}
+
+
+def model_structure(model, state=None, inputs=None, checks=8, seed=0):
+    """What an FMU declares in ModelStructure for directional derivatives: the states (the
+    independent coordinates and rates of linearize at `state`), their derivatives
+    ('der(<state>)'), and which states and inputs each derivative and each output depends on.
+
+    The states come from one coordinate partitioning (QR with column pivoting on Dq) at
+    `state` (default the initial state); the dependencies from the model's structure
+    (fmu_mb.dynamics.structure: the tree paths, the constraint groups, the components of
+    bodies connected by joints, elements and contacts, the inputs of the elements): exact or
+    a superset of the true ones, in time linear in the model's size (for models whose
+    components stay small; a component's sets are as large as the component). A numeric spot
+    check follows: `checks` random directions (seeded), each moving only knowns that a group
+    of unknowns is declared independent of, by central differences of the minimal equations
+    and the outputs; an unknown that changes all the same is given those knowns too (and a
+    warning says so). The check evaluates the equations at `state`, so a singular pose raises
+    SingularSystemError as linearize does.
+
+    Returns {"states": [...], "derivatives": [...], "inputs": [...], "independent": [...],
+    "derivative_dependencies": {derivative: [knowns]}, "output_dependencies": {output:
+    [knowns]}, "check": {"directions": int, "widened": [unknown names]}} (knowns: state and
+    input names, in the order states then inputs), the same keys as model_structure_numeric.
+    """
+    from . import structure
+    from .formulations import minimal
+
+    st = _tmt_state(model, state)
+    u0 = model.input_vector(inputs)
+    ind, dep = _partition(model, st.q, st.t)
+    sys_ = _Minimal(model, st.q, st.qd, st.t, ind, dep)
+    q0, qd0 = sys_.full(st.q[ind], st.qd[ind])
+    sys_.q0 = q0
+    names = sys_.names
+    f, nu = len(ind), len(u0)
+    x_names = [names[i] for i in ind] + [rate_name(names[i]) for i in ind]
+    u_names = list(model.input_names)
+    known = x_names + u_names
+    Dq = minimal.rows(model, q0, np.zeros(len(names)), st.t)[1] if len(dep) else None
+    acc, outs, _ = structure.dependencies(model, names, ind, Dq)
+    sel, y_names = _output_selection(model, None)
+
+    def col(k):
+        kind, i = k
+        return i if kind == "q" else (f + i if kind == "qd" else 2 * f + i)
+
+    # rows: der(q_i) (f), der(qd_i) (f), outputs; columns: states, inputs
+    mask = np.zeros((2 * f + len(sel), 2 * f + nu), bool)
+    mask[np.arange(f), f + np.arange(f)] = True
+    for k, s in enumerate(acc):
+        mask[f + k, [col(x) for x in s]] = True
+    for r, y in enumerate(y_names):
+        mask[2 * f + r, [col(x) for x in outs[y]]] = True
+
+    fun = _equations(model, sys_, st.t, sel)
+
+    z0 = np.concatenate([q0[ind], qd0[ind], u0])
+    widened, done = _spot_check(fun, z0, mask, f, checks, np.random.default_rng(seed))
+    if widened:
+        import warnings
+
+        unknown = [f"der({x})" for x in x_names] + list(y_names)
+        widened = [unknown[r] for r in widened]
+        warnings.warn(f"model_structure of '{model.name}': the numeric spot check found "
+                      f"dependencies the structure missed for {widened}; declared on the "
+                      f"knowns moved", RuntimeWarning, stacklevel=2)
+    ders = [f"der({n})" for n in x_names]
+    deps = {d: [known[j] for j in np.flatnonzero(mask[i])] for i, d in enumerate(ders)}
+    out_deps = {y: [known[j] for j in np.flatnonzero(mask[2 * f + i])]
+                for i, y in enumerate(y_names)}
+    return {"states": x_names, "derivatives": ders, "inputs": u_names,
+            "independent": [names[i] for i in ind], "derivative_dependencies": deps,
+            "output_dependencies": out_deps,
+            "check": {"directions": done, "widened": list(widened)}}
+
+
+def _spot_check(fun, z0, mask, f, checks, rng, h=1e-3):
+    """Central differences of fun (the accelerations of the f independent coordinates, then
+    the outputs) along random directions that move only knowns some unknowns are declared
+    independent of (one direction per distinct pattern of mask, at most `checks` of them).
+    Every unknown whose pattern excludes all the moved knowns must not change (beyond
+    round-off: 1e-8 relative); one that does gets them added to its row of `mask` (in place;
+    the rows of mask are der(q_i), der(qd_i), outputs). Returns (indices of the widened rows
+    of mask, number of directions taken)."""
+    F0 = fun(z0)                    # the rows der(qd_i) and outputs: mask[f:]
+    rows = mask[f:]
+    patterns = {}
+    for r, row in enumerate(rows):
+        if not row.all():
+            patterns.setdefault(row.tobytes(), row)
+    pats = list(patterns.values())
+    if len(pats) > checks:
+        pats = [pats[i] for i in rng.choice(len(pats), checks, replace=False)]
+    scale = np.maximum(1.0, np.abs(z0))
+    widened, done = set(), 0
+    for pat in pats:
+        move = ~pat
+        d = np.zeros_like(z0)
+        d[move] = rng.uniform(0.5, 1.0, move.sum()) * rng.choice([-1.0, 1.0], move.sum()) \
+            * scale[move]
+        for step in (h, 0.1 * h):
+            try:
+                Fp, Fm = fun(z0 + step * d), fun(z0 - step * d)
+                break
+            except SingularSystemError:     # a closure lost nearby: a shorter step
+                Fp = None
+        if Fp is None:
+            continue
+        done += 1
+        quiet = ~(rows & move).any(axis=1)          # unknowns declared independent of d
+        tol = 1e-8 * (1.0 + np.maximum(np.abs(F0), np.maximum(np.abs(Fp), np.abs(Fm))))
+        bad = np.flatnonzero(quiet & ~(np.abs(Fp - Fm) <= tol))
+        for r in bad:
+            rows[r] |= move
+            widened.add(f + int(r))
+    return sorted(widened), done

@@ -338,13 +338,18 @@ def _fix_signs(model, tm):
     q0 = initial_coordinates(model, tm)
     rows = list(tm.rows)
     X0 = model.x0.reshape(tm.nb, NQ)
-    for k in range(len(rows)):
-        tmk = SpatialTreeMap(tm.nb, tm.n, tuple(rows), tm.names, tm.joints, tm.norm,
-                             tm.cut_rows)
-        x, _, _, _ = _transform(tmk, q0, np.zeros(tm.n), upto=k + 1)
-        Y = rows[k][2]
-        if x.reshape(tm.nb, NQ)[Y, 3:] @ X0[Y, 3:] < 0:
-            rows[k] = rows[k][:-1] + (-rows[k][-1],)
+    # T(q0) once: flipping row k negates the Euler parameters of its body and of every body
+    # placed after it from that body (the quaternion products are linear in each factor, and
+    # negation is exact in floating point), the positions not at all; mult tracks that
+    x = _transform(tm, q0, np.zeros(tm.n))[0].reshape(tm.nb, NQ)
+    mult = {tm.nb: 1.0}
+    for k, row in enumerate(rows):
+        X, Y = row[1], row[2]
+        m = mult.get(X, 1.0)
+        if m * (x[Y, 3:] @ X0[Y, 3:]) < 0:
+            rows[k] = row[:-1] + (-row[-1],)
+            m = -m
+        mult[Y] = m
     return SpatialTreeMap(tm.nb, tm.n, tuple(rows), tm.names, tm.joints, tm.norm, tm.cut_rows)
 
 
