@@ -42,7 +42,7 @@ def _both(monkeypatch, m, stick, slide, s0, qd_scale=1.0):
 
 @pytest.mark.parametrize("sliding", [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1]])
 def test_sliding_corners_equal_the_python_law(monkeypatch, sliding):
-    m = incline_block.build(alpha=0.3, mu=0.2)
+    m = incline_block.build(alpha=0.3, mu=0.2, shape="corners")   # four corner points
     xdd, lam_c, _, dyn = _both(monkeypatch, m, [0] * 4, sliding, np.tile([0.0, -1.0], (4, 1)))
     np.testing.assert_allclose(lam_c, dyn.lam_c, rtol=0, atol=1e-12)
     np.testing.assert_allclose(xdd[:3], dyn.qdd[:3], rtol=0, atol=1e-12)
@@ -63,7 +63,7 @@ def test_sticking_corners_hold_the_block(monkeypatch):
     """Four sticking corners: no motion; the normal forces and the total friction force equal
     the Python law's (the split of the redundant tangential forces is the minimum-norm one of
     the contact multipliers in C: equal shares)."""
-    m = incline_block.build(alpha=0.3, mu=0.5)
+    m = incline_block.build(alpha=0.3, mu=0.5, shape="corners")
     xdd, lam_c, lam_t, dyn = _both(monkeypatch, m, [1] * 4, [0] * 4, np.zeros((4, 2)))
     assert np.abs(xdd[:3]).max() < 1e-12
     np.testing.assert_allclose(lam_c, dyn.lam_c, rtol=0, atol=1e-12)

@@ -34,8 +34,8 @@ def record(monkeypatch, formulation):
     handle = integrate._handle_event
     log = []
 
-    def spy(model, st, kind, i, te, y, settings, kit):
-        out = handle(model, st, kind, i, te, y, settings, kit)
+    def spy(model, st, kind, i, te, y, settings, kit, *more):
+        out = handle(model, st, kind, i, te, y, settings, kit, *more)
         n = out.shape[0] // 2
         log.append((kind, i, te, form.absolute(model, out[:n], out[n:])[1]))
         return out

@@ -987,7 +987,13 @@ FIXED = {
     "slider_crank_stop": set(),
     # the spatial contact model (in the engine since its spatial event loop): the corners,
     # the restitution, the initial pose and spin all compiled
-    "tumbling_box": set(),
+    "tumbling_box": {"mu"},       # mu = 0 (the default) is the frictionless layout
+    # friction and shapes: a frictional contact's layout (records, outputs) is not that of a
+    # frictionless one, so mu must stay on one side of 0; the incline's tangent basis takes a
+    # branch at alpha = 0 that the tracer does not see; the wheel's rim radius at width -> 0
+    "incline_block": {"alpha"},
+    "rolling_ball": set(),
+    "wheel": {"width", "mu"},
 }
 
 # compiled since the engine derives the projection metric (DMINV) itself, the assembly

@@ -690,8 +690,8 @@ class ModelBuilder(SpatialItems, ShapeItems):
                       tuple(self._drives), tuple(self._elements), tuple(self._markers),
                       tuple(self._params), tuple(self._inputs),
                       tuple(self._initial.values()), topo, compiled, zeros, zeros,
-                      0.0, self.description, tuple(self._contacts), tuple(self._shapes),
-                      self._pairs)
+                      0.0, self.description, tuple(self._contacts),
+                      shapes=tuple(self._shapes), shape_pairs=self._pairs)
         x0, xd0, rank = assembly.assemble(model, tree)
         topo = replace(topo, dof=x0.shape[0] - rank, redundant=compiled.n_rows - rank)
         x0.setflags(write=False)
