@@ -72,10 +72,8 @@ def session_fmus(tmp_path_factory):
     """build(model_file, fmi=2, kind=None, **overrides) -> path of its FMU (FMI 2.0 or 3.0,
     kind None/"native"/"python" as fmu-mb build), each built once per test session (thread
     safe: callers may build in parallel); None for an FMI 3.0 FMU of a model that runs only in
-    Python. Without win64 binaries (the tests run the linux64 one; the cross compiler is
-    hidden only while one of these builds runs)."""
+    Python. Native FMUs carry this machine's binary only (the tests run it)."""
     import threading
-    from unittest import mock
 
     from fmu_mb.errors import FmuMbError
     from fmu_mb.fmi.native_build import build_model_fmu
@@ -83,8 +81,6 @@ def session_fmus(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("session_fmus")
     done, locks, guard = {}, {}, threading.Lock()
-    patch = mock.patch("fmu_mb.fmi.native_platforms.win64_compiler", return_value=None)
-    active = [0]          # builds running: the patch is on only while one runs
 
     def build(model_file, fmi=2, kind=None, **overrides):
         key = (str(model_file), fmi, kind, tuple(sorted(overrides.items())))
@@ -93,23 +89,16 @@ def session_fmus(tmp_path_factory):
             out = root / f"b{len(locks)}"
         with lock:
             if key not in done:
-                with guard:
-                    active[0] += 1
-                    if active[0] == 1:
-                        patch.start()
+                out.mkdir(exist_ok=True)
                 try:
-                    out.mkdir(exist_ok=True)
-                    done[key] = (build_model_fmu3(model_file, out, overrides, kind)[0]
+                    done[key] = (build_model_fmu3(model_file, out, overrides, kind,
+                                                  platforms="x86_64-linux")[0]
                                  if fmi == 3 else
-                                 build_model_fmu(model_file, out, overrides, kind=kind)[0])
+                                 build_model_fmu(model_file, out, overrides, kind=kind,
+                                                 platforms="linux64")[0])
                 except FmuMbError as exc:
                     if not (fmi == 3 and "FMI 3.0 FMUs are" in str(exc)):
                         raise
                     done[key] = None
-                finally:
-                    with guard:
-                        active[0] -= 1
-                        if active[0] == 0:
-                            patch.stop()
             return done[key]
     return build

@@ -1304,7 +1304,7 @@ static void name_input(Inst* in)
         return;
     }
     const char* q = p + sizeof key - 1;
-    int k = atoi(q);
+    int k = (int)strtol(q, NULL, 10);
     while (*q >= '0' && *q <= '9') {
         q++;
     }
