@@ -102,3 +102,19 @@ def session_fmus(tmp_path_factory):
                     done[key] = None
             return done[key]
     return build
+
+
+#: modules whose tests build FMUs, run them in FMI importers or drive a browser, besides those
+#: marked `fmu` in the module itself: `python -m pytest -m "not slow and not fmu"` leaves
+#: them out (the README's quick subset)
+FMU_MODULES = {"test_import_fmu.py", "test_shape_fmu.py", "test_params_sound.py",
+               "test_params_property.py", "test_view.py", "test_docs.py", "test_startup.py",
+               "test_validate_all.py", "test_controller.py", "test_excavator.py",
+               "test_assembly_declared.py", "test_auto.py", "test_suspensions.py",
+               "test_assembly_retry.py", "test_defects_small.py"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in FMU_MODULES:
+            item.add_marker(pytest.mark.fmu)
