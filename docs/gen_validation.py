@@ -134,7 +134,49 @@ def bouncing_ball(fmu, tmp):
             "impact times [s]", 1e-9, errs)
 
 
-CHECKS = [double_pendulum, a02, a04, hinged_body_spring, bouncing_ball]
+def incline_block(fmu, tmp):
+    """A block released on a plane tilted by alpha = 0.3 rad with mu = 0.2 < tan(alpha):
+    its distance along the slope after 1 s is g (sin a - mu cos a) t^2 / 2."""
+    alpha, mu, c = 0.3, 0.2, 0.05
+    x0, z0 = c / 2 * np.sin(alpha), c / 2 * np.cos(alpha)
+    want = 9.81 * (np.sin(alpha) - mu * np.cos(alpha)) / 2
+    runs = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_model(MODELS / "incline_block.py", alpha=alpha, mu=mu)
+        r = simulate(m, 1.0, 0.5)
+    runs["in process"] = r
+    if fmu:
+        runs["native FMU (fmpy)"], _ = _fmu_run("incline_block", 1.0, 0.5, {"mu": mu},
+                                                ("block.x", "block.z"), tmp)
+    errs = {}
+    for k, v in runs.items():
+        d = (v["block.x"][-1] - x0) * np.cos(alpha) - (v["block.z"][-1] - z0) * np.sin(alpha)
+        errs[k] = abs(d - want) / want
+    return ("Block sliding down an incline with Coulomb friction (mu = 0.2, alpha = 0.3 rad)",
+            "closed form g (sin alpha - mu cos alpha) t^2 / 2", "distance at 1 s (relative)",
+            1e-8, errs)
+
+
+def rolling_ball(fmu, tmp):
+    """A ball thrown at v0 = 2 m/s without spin, mu = 0.3: it rolls from t* = 2 v0 / (7 mu g)
+    on at vx = 5/7 v0."""
+    runs = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs["in process"] = simulate(load_model(MODELS / "rolling_ball.py"), 0.4, 0.1)
+    if fmu:
+        runs["native FMU (fmpy)"], _ = _fmu_run("rolling_ball", 0.4, 0.1, {}, ("ball.vx",),
+                                                tmp)
+    want = 5 / 7 * 2.0
+    return ("Ball thrown on the ground with Coulomb friction (v0 = 2 m/s, no spin, mu = 0.3)",
+            "closed form: rolling from t* = 2 v0 / (7 mu g) = 0.194 s at vx = 5/7 v0",
+            "vx at 0.4 s (relative)", 1e-8,
+            {k: abs(v["ball.vx"][-1] - want) / want for k, v in runs.items()})
+
+
+CHECKS = [double_pendulum, a02, a04, hinged_body_spring, bouncing_ball, incline_block,
+          rolling_ball]
 
 
 def commit():
