@@ -60,7 +60,8 @@ def probing():
 
 
 def assemble(model, tree):
-    """Return x0 (3 nb,), xd0 (3 nb,) and rank(D) at x0.
+    """Return x0 (3 nb,), xd0 (3 nb,), rank(D) at x0 and the note on a pose assembled far
+    from the declared one (declared_note; "" when none, also warned as AssemblyWarning).
 
     tree : [(joint name, name of the already placed side)] in placement order.
     """
@@ -109,7 +110,11 @@ def assemble(model, tree):
         # body angles to the turn nearest their placement (Newton may wind them by 2 pi k)
         placed = _tree_placement(model, tree)
         x[2::3] = placed[2::3] + (x[2::3] - placed[2::3] + np.pi) % (2 * np.pi) - np.pi
-        _check_declared(model, tree, x, placed)
+        note = declared_note(model, tree, x, placed)
+        if note:
+            warnings.warn(note, AssemblyWarning, stacklevel=3)
+    else:
+        note = ""
     _check_result(model, x)
 
     phi, D, _, phi_t = constraints.evaluate(model, x, zero, t0, need_conv=False)
@@ -134,7 +139,7 @@ def assemble(model, tree):
         raise AssemblyError(f"model '{model.name}': the initial rates of joints {bad} are "
                             f"inconsistent with the constraints (velocity residual "
                             f"{np.abs(res).max():.3g}); give fewer rates or consistent ones")
-    return x, xd, numerical_rank(D)
+    return x, xd, numerical_rank(D), note
 
 
 def _velocity_guess(model, x):
@@ -501,13 +506,10 @@ def declared_pose_far(model, tree, x, placed):
     return None
 
 
-def declared_note(model, tree, x, placed=None):
+def declared_note(model, tree, x, placed):
     """One line on the first body the assembly moved far from its declared pose
-    (declared_pose_far), or "" (x: the assembled coordinates)."""
-    if model.spatial:
-        return ""
-    if placed is None:
-        placed = _tree_placement(model, tree)
+    (declared_pose_far), or "" (planar; x: the assembled, placed: the placement's
+    coordinates)."""
     far = declared_pose_far(model, tree, x, placed)
     if far is None:
         return ""
@@ -517,12 +519,6 @@ def declared_note(model, tree, x, placed=None):
             f"{want[1]:.4g}) m, {math.degrees(want[2]):.4g} deg: the loops closed on another "
             f"assembly branch; declare a pose nearer the intended one or give "
             f"mb.initial('{joint}', guess=...)")
-
-
-def _check_declared(model, tree, x, placed):
-    note = declared_note(model, tree, x, placed)
-    if note:
-        warnings.warn(note, AssemblyWarning, stacklevel=4)
 
 
 def _check_result(model, x):

@@ -692,13 +692,12 @@ class ModelBuilder(SpatialItems, ShapeItems):
                       tuple(self._initial.values()), topo, compiled, zeros, zeros,
                       0.0, self.description, tuple(self._contacts),
                       shapes=tuple(self._shapes), shape_pairs=self._pairs)
-        x0, xd0, rank = assembly.assemble(model, tree)
+        x0, xd0, rank, note = assembly.assemble(model, tree)
         topo = replace(topo, dof=x0.shape[0] - rank, redundant=compiled.n_rows - rank)
         x0.setflags(write=False)
         xd0.setflags(write=False)
         if not self.spatial:
             self._warn_ignored_positions(model, tree, x0)
-        note = assembly.declared_note(model, tree, x0)
         return replace(model, x0=x0, xd0=xd0, topology=topo, assembly_note=note)
 
     def _warn_ignored_positions(self, model, tree, x0):

@@ -238,6 +238,22 @@ static int ev_any(const unsigned char *mask, int nc)
     return 0;
 }
 
+/* the active contact of the largest multiplier lamc (the most tensile: a contact force
+ * -lamc < 0 pulls) into *bv; its index (the first contact when none is active, *bv -inf) */
+static int ev_most_tensile(const EvLoop *ev, double *bv)
+{
+    int best = -1;
+    *bv = -INFINITY;
+    for (int i = 0; i < ev->nc; i++) {
+        double v = ev->active[i] ? ev->lamc[i] : -INFINITY;
+        if (best < 0 || v > *bv) {
+            best = i;
+            *bv = v;
+        }
+    }
+    return best;
+}
+
 /* ------------------------------------------------------------------ dense output */
 /* the interpolant of the last step (t_old, t_new, yold, ynew unprojected, stages in K,
  * h_taken): RK45: Q = K' P, y(t) = yold + h sum_j Q_j x^(j+1); DOP853: F of scipy's
@@ -752,15 +768,8 @@ static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes
         ev_select(ev, ev->active);
         if ((rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
             return rc;
-        int best = -1;
-        double bv = -INFINITY;
-        for (int i = 0; i < nc; i++) {
-            double v = ev->active[i] ? ev->lamc[i] : -INFINITY;
-            if (best < 0 || v > bv) {
-                best = i;
-                bv = v;
-            }
-        }
+        double bv;
+        int best = ev_most_tensile(ev, &bv);
         if (bv > 0.0) {
             ev->active[best] = 0;
             if (ev->mu[best] > 0.0 && !ev->stick[best]) {     /* Painleve's check */
@@ -1054,15 +1063,8 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 par[14] = t;
                 return rc;
             }
-            int best = -1;
-            double bv = -INFINITY;
-            for (int i = 0; i < nc; i++) {
-                double v = ev->active[i] ? ev->lamc[i] : -INFINITY;
-                if (best < 0 || v > bv) {
-                    best = i;
-                    bv = v;
-                }
-            }
+            double bv;
+            int best = ev_most_tensile(ev, &bv);
             if (bv <= 0.0) {        /* (also the first step's event values at t) */
                 memcpy(ev->lam0, ev->lamc, sizeof(double) * nc);
                 lam0_ok = 1;
