@@ -177,3 +177,30 @@ def four_bar_bodies(n, th, w, L=1.0):
               for i in range(n + 1)]
     couplers = [(i + L / 2 + L * c, L * s, 0.0, -L * s * w, L * c * w, 0.0) for i in range(n)]
     return cranks + couplers
+
+
+# ---------------------------------------------------------------- simple pendulum (IFToMM A01)
+def simple_pendulum(t, L=1.0, g=9.81, th0=math.pi / 2):
+    """(x, y) at times t of a point mass on a massless rod of length L hinged at the origin,
+    released from rest at th0 from the downward vertical (gravity along -y). Closed form with
+    Jacobi's elliptic functions: sin(th / 2) = k sn(K(k) - sqrt(g / L) t, k), k = sin(th0 / 2)."""
+    from scipy.special import ellipj, ellipk
+    k2 = math.sin(th0 / 2) ** 2
+    sn = ellipj(ellipk(k2) - math.sqrt(g / L) * np.asarray(t, float), k2)[0]
+    th = 2.0 * np.arcsin(math.sqrt(k2) * sn)
+    return L * np.sin(th), -L * np.cos(th)
+
+
+# ---------------------------------------------------------------- Andrews' squeezer (IFToMM A03)
+#: (beta, Theta, gamma, Phi, delta, Omega, epsilon) [rad] at t = 0.03 s: the Test Set for IVP
+#: Solvers' reference solution of problem 'andrews' (PSIDE at rtol = atol = 1e-14, CWI)
+ANDREWS_Q_AT_003 = (0.1581077119629904e+2, -0.1575637105984298e+2, 0.4082224013073101e-1,
+                    -0.5347301163226948e+0, 0.5244099658805304e+0, 0.5347301163226948e+0,
+                    0.1048080741042263e+1)
+
+
+def andrews_coordinates(phi):
+    """Hairer and Wanner's coordinates (beta, Theta, gamma, Phi, delta, Omega, epsilon) from
+    the absolute angles phi of bodies 1..7 (Theta, Phi and Omega are relative angles)."""
+    p = phi
+    return np.array([p[0], p[1] - p[0], p[2], p[3] - p[4], p[4], p[5] - p[6], p[6]])
