@@ -134,9 +134,11 @@ def _box(mu):
     return mb.build()
 
 
-def _random_impacts(make, n, rng):
+def _random_impacts(make, n, rng, worst=None):
     """n random impacts (pose, velocities, closed set, e, mu) of the model family `make`;
-    returns the impact levels used (friction.frictional_impact)."""
+    returns the impact levels used (friction.frictional_impact). worst (a dict), when given,
+    gets the largest relative energy gain (T+ - T-) / T-, the largest penetrating rebound
+    rate and the largest impulse outside the cone (pt - mu p) met."""
     mus = (0.05, 0.3, 0.8, 1.5)
     models = [make(mu) for mu in mus]
     levels = []
@@ -166,6 +168,11 @@ def _random_impacts(make, n, rng):
         assert np.all(res.p >= -1e-9)
         pt = np.sqrt(np.einsum("ik,ik->i", res.p_t, res.p_t))
         mu = m.compiled.contacts.friction
+        if worst is not None:
+            for key, value in (("energy_gain", (T1 - T0) / max(T0, 1e-300)),
+                               ("penetration", -res.v_plus[closed].min()),
+                               ("outside_cone", (pt - mu * res.p).max())):
+                worst[key] = max(worst.get(key, -np.inf), float(value))
         assert np.all(pt <= mu * res.p * (1 + 1e-9) + 1e-12), (k, pt, res.p)
         levels.append(res.level)
     return np.array(levels)

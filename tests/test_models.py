@@ -8,7 +8,7 @@ from fmu_mb.mechanics import constraints
 from conftest import MODEL_FILES
 
 CONSERVATIVE = {"double_pendulum", "hinged_body_spring", "slider_crank", "four_bar",
-                "n_four_bar"}
+                "n_four_bar", "simple_pendulum"}
 
 
 @pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: p.stem)

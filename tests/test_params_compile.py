@@ -975,6 +975,8 @@ FIXED = {
     "heavy_top": set(),
     "hinged_body_spring": set(),
     "n_four_bar": set(),
+    "simple_pendulum": set(),
+    "andrews_squeezer": set(),
     "pendulum_chain": set(),
     "slider_crank": set(),
     "spatial_chain": {"q0"},

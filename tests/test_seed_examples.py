@@ -28,6 +28,22 @@ def double_pendulum_minimal(phi, phid, m1, m2, l1, l2, g, h=(0.0, 0.0)):
     return M, Q
 
 
+def seed_jacobian_and_convective_terms(x, xd, l1, l2):
+    """The double pendulum's constraint Jacobian D (vb2.2) and convective terms (vb2.3) of
+    seed 000 at absolute coordinates x, velocities xd."""
+    s1, c1, s2, c2 = np.sin(x[2]), np.cos(x[2]), np.sin(x[5]), np.cos(x[5])
+    D = np.array([
+        [1, 0, l1 / 2 * s1, 0, 0, 0],
+        [0, 1, -l1 / 2 * c1, 0, 0, 0],
+        [-1, 0, l1 / 2 * s1, 1, 0, l2 / 2 * s2],
+        [0, -1, -l1 / 2 * c1, 0, 1, -l2 / 2 * c2]])
+    w1, w2 = xd[2], xd[5]
+    conv = np.array([l1 / 2 * c1 * w1 ** 2, l1 / 2 * s1 * w1 ** 2,
+                     l1 / 2 * c1 * w1 ** 2 + l2 / 2 * c2 * w2 ** 2,
+                     l1 / 2 * s1 * w1 ** 2 + l2 / 2 * s2 * w2 ** 2])
+    return D, conv
+
+
 def test_double_pendulum_jacobian_and_convective_terms_match_seed():
     m = model("double_pendulum")
     l1, l2 = m.parameter("l1").value, m.parameter("l2").value
@@ -35,18 +51,7 @@ def test_double_pendulum_jacobian_and_convective_terms_match_seed():
         x = RNG.normal(size=6)
         xd = RNG.normal(size=6)
         _, D, conv, _ = constraints.evaluate(m, x, xd, 0.0)
-        s1, c1, s2, c2 = np.sin(x[2]), np.cos(x[2]), np.sin(x[5]), np.cos(x[5])
-        # (vb2.2)
-        D_seed = np.array([
-            [1, 0, l1 / 2 * s1, 0, 0, 0],
-            [0, 1, -l1 / 2 * c1, 0, 0, 0],
-            [-1, 0, l1 / 2 * s1, 1, 0, l2 / 2 * s2],
-            [0, -1, -l1 / 2 * c1, 0, 1, -l2 / 2 * c2]])
-        w1, w2 = xd[2], xd[5]
-        # (vb2.3)
-        conv_seed = np.array([l1 / 2 * c1 * w1 ** 2, l1 / 2 * s1 * w1 ** 2,
-                              l1 / 2 * c1 * w1 ** 2 + l2 / 2 * c2 * w2 ** 2,
-                              l1 / 2 * s1 * w1 ** 2 + l2 / 2 * s2 * w2 ** 2])
+        D_seed, conv_seed = seed_jacobian_and_convective_terms(x, xd, l1, l2)
         np.testing.assert_allclose(D, D_seed, atol=1e-14)
         np.testing.assert_allclose(conv, conv_seed, atol=1e-13)
 
