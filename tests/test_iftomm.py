@@ -60,7 +60,8 @@ def test_a03_andrews_squeezer_in_python_newton_euler():
 
 def test_a03_model_is_the_test_set_mechanism_at_its_initial_state():
     """Initial accelerations from rest (the Test Set's consistent initial values give
-    betadd = 14222.44..., Thetadd = -10666.83..., the others 0) in Newton-Euler form."""
+    betadd = 14222.44..., Thetadd = -10666.83..., the others 0) in Newton-Euler form, and
+    the reaction at E between bodies 2 and 3 is the Test Set's (lambda1, lambda2)."""
     from fmu_mb.dynamics.formulations import get_formulation
     m = load_model(MODELS / "andrews_squeezer.py")
     assert m.topology.dof == 1
@@ -71,3 +72,7 @@ def test_a03_model_is_the_test_set_mechanism_at_its_initial_state():
     np.testing.assert_allclose(qdd, [14222.4439199541138705911625887,
                                      -10666.8329399655854029433719415, 0, 0, 0, 0, 0],
                                rtol=1e-10, atol=1e-8)
+    r = simulate(m, 0.001, 0.001)
+    np.testing.assert_allclose([r["E3.fx"][0], r["E3.fy"][0]],
+                               [98.5668703962410896057654982170,
+                                -6.12268834425566265503114393122], rtol=1e-10)
