@@ -27,7 +27,7 @@ step in process as table 2 (C loop, u = 0, over [2, 3] s resting on the stop, an
 the arm still over [0, 2] s) and the engine's own step in C without FMI
 (tests/c_host/engine_step.c: mbe_do_step + 3 outputs, input 0 at 0.1 N, 1 ms over 3 s from
 rest, most of it resting), each with the six end stops and with them removed, and the
-ratios (issue 21: <= 2). Each tree runs in its own Python process (its own package and
+ratios (target: <= 2). Each tree runs in its own Python process (its own package and
 compiled kernel); the two trees alternate, N rounds (default 3), the median is reported.
 
     python bench/contacts_wall.py --spatial-before REV [--rounds N]   # table 4

@@ -120,7 +120,7 @@ class CoSimPendulum:
 
     solver "DOPRI5": adaptive with tolerance tol; "RK44" / "RK67": fixed step, `steps`
     steps per communication step (one RK44 step per 1 ms step is the reference point of
-    issue 13's co-simulation target)."""
+    the co-simulation target)."""
 
     def __init__(self, tol=1e-8, solver="DOPRI5", steps=1):
         self.model = double_pendulum()

@@ -1,4 +1,4 @@
-"""Model exchange (issue 31's target): fmi2GetDerivatives of the native double wishbone in a C
+"""Model exchange: fmi2GetDerivatives of the native double wishbone in a C
 host against the engine's own acceleration solve for the same state, in CPU time.
 
 tests/c_host/me_host.c `bench` loads the native FMU's binary as a model-exchange instance and

@@ -1,4 +1,4 @@
-"""Native FMUs (issue 20's targets): per-step cost, start-up and memory, in CPU time.
+"""Native FMUs: per-step cost, start-up and memory, in CPU time.
 
 Double pendulum, 1 ms communication steps; each engine does the same per step: set the input
 actuator_A.h = 0.1 N.m (as bench/fmu_step.py), advance 1 ms, read the four outputs A.angle,
@@ -8,7 +8,7 @@ B.angle, A.rate, B.rate (default settings: dop853, rtol 1e-9):
 - "engine in process (C)": tests/c_host/engine_step.c, the engine's C API called directly
   (mbe_do_step + mbe_outputs: what the FMU's step costs without the FMI layer);
 - "Exudyn RK44 in process": bench/exudyn_models.CoSimPendulum, one RK44 step per 1 ms (the
-  reference point of issues 13 and 20).
+  reference point of the co-simulation targets).
 Rounds alternate the engines (each a separate process or loop of --steps steps); medians.
 
 Double wishbone, 1 ms steps with the road of bench/suspension_step.py (tyre.h held over each
@@ -280,7 +280,7 @@ def excavator_stops(tmp, step_exe, rounds, log):
 
 
 def contacts(tmp, host, rounds, log):
-    """Contact models (issue 21): the native FMU (events in C) in a C host and in fmpy
+    """Contact models: the native FMU (events in C) in a C host and in fmpy
     against the Python FMU (pythonfmu; recursive formulation, its event loop in C behind
     Python's per-step overhead) in fmpy, 1 ms steps, CPU time per step."""
     from fmu_mb.fmi.build import build_fmu

@@ -1,4 +1,4 @@
-"""Double wishbone through the FMU (issue 12's target: a 1 ms co-simulation step <= 2x Exudyn
+"""Double wishbone through the FMU (the target: a 1 ms co-simulation step <= 2x Exudyn
 stepped in process), side by side at the same wheel-centre accuracy.
 
 The model is models/double_wishbone.py with its default parameters; every engine reads its
@@ -559,7 +559,7 @@ def main(argv=None):
         lines.append(f"fmu_mb default / Exudyn best: **{d:.2f}**" + (
             f"; fmu_mb tuned / Exudyn best: **{med[tuned_label] / med[ex_best]:.2f}**"
             if tuned_label else "; fmu_mb tuned: no setting met the target") +
-            " (issue 12's target: <= 2)")
+            " (target: <= 2)")
     lines += ["", "Reference: fmu_mb newton_euler, dop853, rtol 1e-12, same held input; "
               + "; ".join(checks) + ".", "",
               "Tuning runs (one run each; us per step, error [m]):", "",

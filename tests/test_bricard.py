@@ -1,4 +1,4 @@
-"""IFToMM benchmark A04, the Bricard mechanism (issue 11's "done when"): point P3 from
+"""IFToMM benchmark A04, the Bricard mechanism: point P3 from
 `fmu-mb simulate models/bricard.py --stop-time 10 --output-interval 0.5` against the reference
 of bench/bricard_reference.py, which solves the problem twice without fmu_mb: the one-coordinate
 Lagrange equation of the loop (DOP853, rtol 1e-13) and Exudyn's Euler-parameter bodies and

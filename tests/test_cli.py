@@ -55,7 +55,7 @@ def test_bad_arguments(argv, code, message, capsys):
     assert message in capsys.readouterr().err
 
 
-# ---------------------------------------------------------------------- issue 24 item 13
+# ---------------------------------------------------------------------- the info command's errors
 NO_RETURN = """\"\"\"A pendulum whose build() forgets to return the model.\"\"\"
 from fmu_mb import ModelBuilder
 

@@ -1,4 +1,4 @@
-"""Native FMUs for five platforms (issue 32): the cross-compiled binaries, checked by what can
+"""Native FMUs for five platforms: the cross-compiled binaries, checked by what can
 disagree with them.
 
 - Every binary of an FMI 2.0 and an FMI 3.0 FMU is of its platform's format and architecture

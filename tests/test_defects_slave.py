@@ -1,7 +1,7 @@
-"""Issue 24, the Python FMU's adapter (fmu_mb/fmi/slave.py): parameters and FMU states that
-must agree (item 5), damaged states refused value by value (item 6), bounded work per doStep
-(item 8), a formulation or a parameter value the model cannot start with refused at
-initialisation (items 10 and 12), warnings through the FMU logger (item 12).
+"""The Python FMU's adapter (fmu_mb/fmi/slave.py): parameters and FMU states that must
+agree, damaged states refused value by value, bounded work per doStep, a formulation or a
+parameter value the model cannot start with refused at initialisation, warnings through the
+FMU logger.
 
 Most checks drive the adapter in process (the class an FMU's wrapper defines, without
 packaging an FMU: fast); one per item goes through a real FMU and fmpy."""
@@ -133,7 +133,7 @@ def dp_fmu(tmp_path_factory):
     return build_fmu(MODELS / "double_pendulum.py", tmp_path_factory.mktemp("dp"))
 
 
-# ---------------------------------------------------------------------- item 5
+# ---------------------------------------------------------------------- parameters and states
 def test_parameter_set_after_a_state_round_trip_is_the_one_that_runs(dp):
     """Before initialisation, after fmi2GetFMUstate + fmi2SetFMUstate, l1 = 0.3 reads back 0.3
     and the motion is that of a fresh instance with l1 = 0.3 (it was that of 0.55); an
@@ -212,7 +212,7 @@ def test_a_state_of_the_other_phase_is_refused(dp):
 
 
 def test_fmu_parameters_after_state_round_trip_through_fmpy(dp_fmu):
-    """The issue's sequence on a packaged FMU in fmpy: the l1 = 0.3 set after a get/set
+    """The reported sequence on a packaged FMU in fmpy: the l1 = 0.3 set after a get/set
     state round trip before initialisation is the l1 the FMU runs with."""
     fmpy = pytest.importorskip("fmpy")
     from fmpy import read_model_description
@@ -239,7 +239,7 @@ def test_fmu_parameters_after_state_round_trip_through_fmpy(dp_fmu):
     assert abs(phi - other["rod1.phi"][-1]) > 1e-4
 
 
-# ---------------------------------------------------------------------- item 6
+# ---------------------------------------------------------------------- damaged states
 def _damaged(blob):
     """(label, damaged copy) pairs of a state blob (the FMU's tag kept)."""
     def edit(f):
@@ -287,7 +287,7 @@ def _damaged(blob):
 
 
 def test_damaged_states_are_refused_and_change_nothing():
-    """Every damaged value of a state (the issue's t = NaN, t as non-hex text, q = NaN,
+    """Every damaged value of a state (t = NaN, t as non-hex text, q = NaN,
     qd = 1e200, a NaN input, an unknown key, and more) is refused with fmi2Error and a
     message; the instance then continues exactly as an untouched one."""
     cls = slave_class(MODELS / "slider_crank.py")     # has an input
@@ -346,7 +346,7 @@ def test_damaged_state_bytes_are_refused_by_the_fmu(dp_fmu):
     assert phi == pytest.approx(ref["rod1.phi"][-1], abs=1e-9)
 
 
-# ---------------------------------------------------------------------- item 8
+# ---------------------------------------------------------------------- bounded work
 def test_one_do_step_is_bounded_whatever_max_steps(dp):
     """solver.max_steps = 1e9 (in its range): doStep(0, 1e6) on the double pendulum and a
     huge input on the slider-crank against its stop end in fmi2Discard after at most the hard
@@ -384,7 +384,7 @@ def test_a_step_beyond_the_time_range_is_discarded():
     assert b.call("do_step", t, 0.01)[0] == 0
 
 
-# ---------------------------------------------------------------------- items 10 and 12
+# ---------------------------------------------------------------------- refused at initialisation
 @pytest.mark.parametrize("formulation", ["minimal", "recursive"])
 def test_a_formulation_that_cannot_start_is_refused_at_initialisation(tmp_path, formulation):
     """A point mass on a distance joint: minimal and recursive cannot run it (a singular

@@ -1,4 +1,4 @@
-"""The smaller defects of issue 28 item 8 that need no FMI host: numbers in messages written
+"""Small defects that need no FMI host: numbers in messages written
 plainly under numpy 2, and each warning of `fmu-mb build` shown once."""
 import re
 import subprocess

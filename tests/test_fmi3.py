@@ -1,4 +1,4 @@
-"""The native FMI 3.0 co-simulation FMU (issue 22 item 3): `fmu-mb build --native --fmi 3`.
+"""The native FMI 3.0 co-simulation FMU: `fmu-mb build --native --fmi 3`.
 
 Checked against things that can disagree with it:
 - fmpy's FMI 3.0 import: `fmpy validate` (schema, variables, model structure) and the

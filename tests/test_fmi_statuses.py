@@ -1,5 +1,4 @@
-"""Bounded FMI calls, fmi2Terminated, stop times and misuse (issue 28 items 1, 2 and 8;
-docs/fmi-statuses.md).
+"""Bounded FMI calls, fmi2Terminated, stop times and misuse (docs/fmi-statuses.md).
 
 Each scenario runs in a subprocess of its own with a timeout (a Python host: fmpy, or plain
 ctypes calls into the FMU's binary), so that a hang or a crash of the host fails the test
@@ -120,7 +119,7 @@ def arm_file(tmp_path_factory):
     return path
 
 
-# ---------------------------------------------------------------- item 1: bounded calls
+# ---------------------------------------------------------------- bounded calls
 def test_fmpy_simulate_fmu_ends_on_a_3r_arm_with_a_torque_of_1e9(session_fmus, arm_file):
     """Every doStep is Discarded (the step budget), fmi2Terminated is true, so fmpy's
     simulate_fmu stops at once with its result up to fmi2LastSuccessfulTime instead of
@@ -226,7 +225,7 @@ def test_every_native_call_returns_within_seconds_whatever_the_settings(session_
         assert status == 0 or "budget" in msgs[-1][1], msgs
 
 
-# ---------------------------------------------------------------- item 2: the stop time
+# ---------------------------------------------------------------- the stop time
 @pytest.mark.parametrize("fmi", [2, 3])
 def test_a_step_past_the_stop_time_is_an_error_native(session_fmus, fmi):
     """FMI 2.0 (fmi2SetupExperiment) and 3.0 (fmi3EnterInitializationMode): a doStep that
@@ -270,7 +269,7 @@ def test_a_step_past_the_stop_time_is_an_error_python_fmu(session_fmus):
     assert out["kept"] and out["terminated"] is False
 
 
-# ---------------------------------------------------------------- item 1: the Python FMU
+# ---------------------------------------------------------------- the Python FMU
 def test_python_fmu_calls_return_within_seconds(session_fmus):
     """singular_pendulum's Python FMU: doStep(0.0137, 50) (def1338: 60.7 s) and radau with
     rtol 1e-15 and max_steps 1e9 (def1338: no return in 120 s) are Discarded or refused
@@ -301,7 +300,7 @@ def test_python_fmu_calls_return_within_seconds(session_fmus):
             assert status == 0 or "budget" in msgs[-1][1], msgs
 
 
-# ---------------------------------------------------------------- item 8: host misuse
+# ---------------------------------------------------------------- host misuse
 @pytest.mark.parametrize("fmi", [2, 3])
 def test_native_fronts_refuse_junk_instance_pointers(session_fmus, fmi):
     """A pointer that is no instance (0x1234, readable memory that holds no instance, a freed

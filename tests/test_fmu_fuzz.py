@@ -1,4 +1,4 @@
-"""Seeded fuzz test of random FMI 2.0 call sequences on fmu_mb FMUs (issue 16).
+"""Seeded fuzz test of random FMI 2.0 call sequences on fmu_mb FMUs.
 
 Models: a smooth open chain (double_pendulum), a closed loop (four_bar) and a contact model
 (bouncing_ball). Each sequence runs in a subprocess of its own (tests/fmu_fuzz_worker.py, which

@@ -1,4 +1,4 @@
-"""FMU hardening (issue 16): FMI 2.0 statuses with logged reasons, metadata, a huge step or
+"""FMU hardening: FMI 2.0 statuses with logged reasons, metadata, a huge step or
 input that ends in fmi2Discard, two FMUs one after the other in one process, and an FMU that
 runs after its build environment is gone (or says at instantiation why it cannot)."""
 import json

@@ -250,7 +250,7 @@ def test_painleve_rod_raises_naming_the_contact():
 
 
 def test_four_corners_landing_together_split_equally_in_c_and_python():
-    """Issue 28 item 7: the tumbling box (frictionless corners, the native FMU's compiled
+    """The tumbling box (frictionless corners, the native FMU's compiled
     engine) landing flat on its four lower corners at once, spinning and drifting: each
     corner's impulse, energy loss, impact count, force and state of the engine step by step
     equal simulate()'s to 1e-9 (both take the minimum-norm impulse: an equal split)."""

@@ -399,7 +399,7 @@ def test_rk4_locates_impacts_on_its_hermite_interpolant():
      r"distance must be > 0"),
     (lambda mb, b: mb.joint_limit("c", "R"),
      r"joint_limit 'c': give exactly one of lower= or upper="),
-    # both ends at once are allowed since issue 15 (two contacts c_lower, c_upper); a
+    # both ends at once are allowed (two contacts c_lower, c_upper); a
     # reversed pair is refused
     (lambda mb, b: mb.joint_limit("c", "R", lower=1.0, upper=0.0),
      r"expected lower < upper"),

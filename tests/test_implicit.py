@@ -308,11 +308,11 @@ def test_lock_up_fails_the_newton_iteration_and_keeps_the_state(method):
     assert np.array_equal(s.q, q)
 
 
-# ------------------------------------------------------------------ the issue's command, FMU
+# ------------------------------------------------------------------ the command line, FMU
 @pytest.mark.slow
 def test_cli_generalized_alpha_slider_crank_matches_dop853(tmp_path):
     """fmu-mb simulate models/slider_crank.py --method generalized_alpha --step 1e-4
-    --stop-time 2 (issue 14's command, default formulation: auto runs the implicit methods in
+    --stop-time 2 (default formulation: auto runs the implicit methods in
     tmt) against dop853 at rtol 1e-10: the crank angle agrees to 1e-5 rad (tmt: 5.1e-6; in
     newton_euler the truncation error at this step is 1.5e-5 rad, as Exudyn's
     generalized-alpha's 1.46e-5 rad at 2 s, the performance page (docs/performance.md))."""

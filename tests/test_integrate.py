@@ -177,7 +177,6 @@ def test_lock_up_raises_and_keeps_state(method):
 
 
 def test_settings_errors():
-    # 'euler' was the unknown name here until issue 14 made it a method
     with pytest.raises(InputError, match="unknown value 'leapfrog'; valid values are"):
         Settings(method="leapfrog")
     with pytest.raises(InputError, match="unknown formulation 'hamilton'"):

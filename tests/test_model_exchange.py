@@ -1,4 +1,4 @@
-"""Model exchange in the native FMUs (issue 31): one FMU, both interfaces, FMI 2.0 and 3.0.
+"""Model exchange in the native FMUs: one FMU, both interfaces, FMI 2.0 and 3.0.
 
 Checked against things that can disagree with it:
 - the co-simulation interface of the same FMU (the engine's own integrator, dopri5 at
@@ -116,7 +116,7 @@ def road_input(path):
                     dtype=[("time", float), ("tyre.h", float)])
 
 
-# (model, overrides, CVode's relative tolerance): 1e-10 as the issue asks; the four-bar needs
+# (model, overrides, CVode's relative tolerance): 1e-10 by default; the four-bar needs
 # 1e-12 (at 1e-10 CVode's own error reaches 1.1e-5 on B.rate near t = 1.8 s, where ME at 1e-12
 # and the co-simulation agree to 4e-7)
 AGREE = [("double_pendulum", {}, 1e-10), ("four_bar", {}, 1e-12),

@@ -1,4 +1,4 @@
-"""What a new user stumbles on when writing models (issue 15): one-line errors with file and
+"""What a new user stumbles on when writing models: one-line errors with file and
 line, the docstring as the description, assembly warnings and the joint that does not fit,
 plots with units, animate refusing data of other parameters, the README's commands."""
 import math

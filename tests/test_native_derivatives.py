@@ -1,4 +1,4 @@
-"""Directional derivatives of the native FMU (issue 23 item 4): fmi2GetDirectionalDerivative
+"""Directional derivatives of the native FMU: fmi2GetDirectionalDerivative
 computed in C by the engine (mbe_directional_derivative) and the states, der() variables and
 dependencies declared in ModelStructure.
 

@@ -1,4 +1,4 @@
-"""Native FMUs (issue 20): the compiled engine behind fmu_mb/fmi/native/fmi2_native.c.
+"""Native FMUs: the compiled engine behind fmu_mb/fmi/native/fmi2_native.c.
 
 Checked against things that can disagree with it:
 - the binary: `fmpy validate`, the ELF dynamic section (only libc and libm needed, only fmi2*
@@ -10,7 +10,7 @@ Checked against things that can disagree with it:
   the Python FMU built by pythonfmu and run in fmpy, to 1e-9 m;
 - the interface: its modelDescription.xml against the Python FMU's (names, value references,
   types, units, ranges, start values, default experiment);
-- the promises of issue 20 item 4 and the defects of issue 24 (statuses, refusals, messages
+- the promises of docs/fmi-statuses.md (statuses, refusals, messages
   with logging off, states, instances, threads, dlclose/re-dlopen, memory), each by calling the
   FMU the way a host does (fmpy, ctypes, tests/c_host/native_host.c).
 Every FMU is built once per module.
@@ -272,7 +272,7 @@ def _native_run(built, names, stop, h, parameters=None):
 
 #: every native model, the N-four-bar (collinear poses that amplify a difference of 4e-16 to
 #: 6e-8 in q, qd over 4 s) included: the Python FMU of a model the engine library runs steps
-#: in that library too (issue 20 item 1), so the two agree by construction
+#: in that library too, so the two agree by construction
 NATIVE_MODELS = [p.stem for p in MODEL_FILES]
 
 
@@ -389,7 +389,7 @@ def _road(t):
 
 def test_double_wishbone_in_a_bare_c_host_gives_the_python_fmus_wheel_centre(
         native, host, python_dw, tmp_path):
-    """The issue's done-when: `env -i` (no PATH, nothing), a C host, the road input; the
+    """A bare environment: `env -i` (no PATH, nothing), a C host, the road input; the
     wheel-centre trajectory of the Python FMU (pythonfmu, in fmpy) to 1e-9 m."""
     model = load_model(MODELS / "double_wishbone.py")
     why = native_reason(model)

@@ -1,4 +1,4 @@
-"""Native FMUs for every platform (issues 22 and 32): the win64 binary and the FMU's own sources
+"""Native FMUs for every platform: the win64 binary and the FMU's own sources
 (the aarch64 Linux and macOS binaries: tests/test_cross_platforms.py).
 
 Checked against things that can disagree with them:
@@ -66,7 +66,7 @@ class Built:
 
 @pytest.fixture(scope="module")
 def wishbone(tmp_path_factory):
-    """The native FMI 2.0 FMU of the double wishbone (issue 22's "done when" model)."""
+    """The native FMI 2.0 FMU of the double wishbone (the reference model)."""
     out = tmp_path_factory.mktemp("platforms")
     return Built(build_native_fmu(MODELS / "double_wishbone.py", out), out / "x")
 

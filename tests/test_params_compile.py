@@ -962,7 +962,7 @@ def test_engine_with_parameters_set_equals_the_model_built_with_them(name):
 # the parameters each model keeps fixed in a native FMU (besides structural and string
 # ones); what is left and why: the spatial chain's rods are posed by rotations.from_matrix
 # (Shepperd's branches on numpy arrays) from q0, which the tracer does not follow (its
-# link_length compiles since rounding residues match: issue 28)
+# link_length compiles since rounding residues match)
 FIXED = {
     "bricard": set(),
     "container_crane": set(),

@@ -1,4 +1,4 @@
-"""Property test of the parameter compiler (issue 28 item 0): small random model files whose
+"""Property test of the parameter compiler: small random model files whose
 parameters flow through branches and library calls (np.sign, abs, min/max, np.clip,
 math.isclose, np.where, floor, round, copysign, trig, powers...), compiled as a native FMU
 compiles them; at random parameter sets inside the declared ranges (their ends, zero and

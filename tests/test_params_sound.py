@@ -1,9 +1,9 @@
-"""The parameter compiler is sound (issue 28 item 0): a parameter set that a native FMU's
+"""The parameter compiler is sound: a parameter set that a native FMU's
 compiled program does not reproduce exactly is refused (fmi2Error naming the parameter),
 never run with wrong numbers. Each case is checked against the model built in Python with
 the same values (build(**values)): the FMU's outputs equal the in-process engine's on that
-model, or the FMU refuses the values. Also the default build's choice of FMU kind (item 4:
-the kind that can start the model)."""
+model, or the FMU refuses the values. Also the default build's choice of FMU kind (the kind
+that can start the model)."""
 import textwrap
 from pathlib import Path
 
@@ -19,8 +19,8 @@ fmpy = pytest.importorskip("fmpy")
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 
-#: a wall on the side np.sign(side) and an initial rate of that sign (issue 28: side = -1
-#: ran the default side on def1338, a reaction off by 13.9 N and a rate of the wrong sign)
+#: a wall on the side np.sign(side) and an initial rate of that sign (side = -1
+#: once ran the default side, a reaction off by 13.9 N and a rate of the wrong sign)
 SIGN_WALL = '''
     """A rod pendulum; the wall and the initial rate are placed by np.sign(side)."""
     import numpy as np
@@ -41,7 +41,7 @@ SIGN_WALL = '''
         return mb.build()
 '''
 
-#: the restitution snapped to 1 near 1 by math.isclose (issue 28: e = 0.99 ran e = 0.5)
+#: the restitution snapped to 1 near 1 by math.isclose (e = 0.99 once ran e = 0.5)
 ISCLOSE_E = '''
     """A pendulum striking a wall with restitution 1.0 if math.isclose(e, 1.0) else e."""
     import math
@@ -190,7 +190,7 @@ def test_heavy_top_inertia_check_is_a_guard_with_builds_message(native):
     s.freeInstance()
 
 
-# ---------------------------------------------------------------------- item 4: the kind
+# ---------------------------------------------------------------------- the kind
 DISTANCE_PENDULUM = '''
     """Pendulum A01 whose rod is a massless distance link to the bob (the bob alone has no
     rotational inertia: the compiled engine's articulated inertia is singular)."""

@@ -77,8 +77,8 @@ def split_free(got, ref, names):
     """The per-contact impulse records (last_impulse, energy_loss) replaced by their sums
     over all contacts: when a box lies on a face its four corners' rows are redundant, and
     how the C loop and the Python loop split an impulse among them differs (the same total,
-    the same motion; a rule shared by both, minimum-norm impulses, is issue 36's friction
-    item). Every other output is compared as it is."""
+    the same motion; a rule shared by both, minimum-norm impulses, is not
+    implemented). Every other output is compared as it is."""
     keep = [i for i, n in enumerate(names) if not n.endswith((".last_impulse", ".energy_loss"))]
     out_g, out_r = [got[:, keep]], [ref[:, keep]]
     for field in (".last_impulse", ".energy_loss"):

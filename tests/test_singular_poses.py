@@ -1,4 +1,4 @@
-"""Velocities near singular poses (issue 24, item 11).
+"""Velocities near singular poses.
 
 IFToMM A02 (`models/n_four_bar.py`): N parallel four-bars whose cranks stay parallel, one
 degree of freedom, J theta'' = -g c cos(theta) with J = (N + 1)/3 + N, c = (N + 1)/2 + N
@@ -6,11 +6,11 @@ degree of freedom, J theta'' = -g c cos(theta) with J = (N + 1)/3 + N, c = (N + 
 loop rows lose rank (N extra instantaneous degrees of freedom). The reference is that 1-DOF
 equation integrated at rtol 1e-13: independent of every formulation.
 
-Before the fix the projections cut the Schur complement at the multipliers' RANK_RTOL, so
-for a moment around each collinear pose the nearly dependent rows were dropped and the
-cranks' velocities drifted apart: B0's velocity was 4.7e-5 m/s off at 0.4 ms past a pose
-(N = 40, recursive), 1e-4 with N = 10 within 0.2 ms of it (recursive and newton_euler),
-while positions and energy stayed right.
+What the tests guard against: projections that cut the Schur complement at the
+multipliers' RANK_RTOL drop the nearly dependent rows for a moment around each collinear pose
+and let the cranks' velocities drift apart (B0's velocity 4.7e-5 m/s off at 0.4 ms past a
+pose with N = 40, 1e-4 with N = 10 within 0.2 ms of it) while positions and energy stay
+right.
 """
 import numpy as np
 import pytest
@@ -90,7 +90,7 @@ def test_velocity_stays_exact_through_a_collinear_pose(form):
 
 
 def test_n40_as_an_fmu_steps_it():
-    """The issue's case: IFToMM A02 with N = 40, 0.01 s communication steps at default
+    """The reported case: IFToMM A02 with N = 40, 0.01 s communication steps at default
     settings from the exact state at t = 3.15 s to 3.25 s; the step ending at 3.21 s lands
     0.4 ms past the pose at 3.2096 s. B0's velocity within 1e-7 m/s at every step (was
     4.5e-5 m/s at 3.21 s)."""

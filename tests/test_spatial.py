@@ -331,7 +331,7 @@ def test_prismatic_spring_and_bushing_oscillate_at_their_natural_frequencies():
 
 @pytest.mark.parametrize("formulation", ["tmt", "lagrange"])
 def test_joint_coordinate_formulations_run_a_spatial_model(formulation):
-    """lagrange was planar only until issue 12; both now start from the same q0 (the tree
+    """tmt and lagrange start from the same q0 (the tree
     coordinates) and follow newton_euler (tests/test_spatial_lagrange.py in depth)."""
     model = load_model(MODELS / "heavy_top.py")
     s = initial_state(model, Settings(formulation=formulation))

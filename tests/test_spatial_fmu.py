@@ -64,7 +64,7 @@ def test_heavy_top_fmu_state_round_trip_is_bit_identical(top_fmu):
 
 
 def test_lagrange_on_the_spatial_fmu_gives_simulates_numbers(top_fmu):
-    """solver.formulation = lagrange (planar only until issue 12) runs the spatial FMU."""
+    """solver.formulation = lagrange runs the spatial FMU."""
     r = simulate_fmu(str(top_fmu), stop_time=0.1, output_interval=0.05, output=NAMES,
                      start_values={"solver.formulation": "lagrange"})
     ref = simulate(load_model(MODELS / "heavy_top.py"), 0.1, 0.05, formulation="lagrange")

@@ -135,7 +135,7 @@ def test_loop_trajectory_follows_tmt_and_stays_closed():
 
 
 def test_bricard_p3_at_10s_in_recursive():
-    """Issue 12's Bricard check in the compiled route: P3 at 10 s within 1e-6 m of the
+    """The Bricard check in the compiled route: P3 at 10 s within 1e-6 m of the
     IFToMM A04 reference (redundant loop rows: S is singular, the eigen fallback runs)."""
     model = load_model(MODELS / "bricard.py")
     r = simulate(model, 10.0, 5.0, formulation="recursive")

@@ -106,7 +106,7 @@ def test_accelerations_and_reactions_equal_newton_euler(kinds, seed):
 
 
 def test_bricard_at_10s_agrees_with_the_reference(tmp_path):
-    """Issue 12's done-when: `python -m fmu_mb simulate models/bricard.py --formulation tmt
+    """The command line: `python -m fmu_mb simulate models/bricard.py --formulation tmt
     --stop-time 10` agrees with newton_euler (and the reference) to 1e-6 m in P3 at 10 s."""
     out = tmp_path / "b.csv"
     assert main(["simulate", str(MODELS / "bricard.py"), "--formulation", "tmt", "--stop-time",

@@ -215,7 +215,7 @@ print(json.dumps({"modules": sorted(sys.modules), "spatial": m.spatial}))
 
 
 def test_a_spatial_model_with_an_orientation_starts_without_scipy():
-    """Issue 24 item 13: the heavy top (a body placed by Cardan angles: rotations.cardan and
+    """The heavy top (a body placed by Cardan angles: rotations.cardan and
     from_matrix) built from its source, stepped and read in a fresh interpreter imports no
     scipy (it did through scipy.spatial.transform: ~200 ms of a spatial FMU's start-up)."""
     p = subprocess.run([sys.executable, "-c", SPATIAL_CHILD, str(ROOT)], capture_output=True,
@@ -270,7 +270,7 @@ print(json.dumps({"modules": sorted(sys.modules)}))
 
 @pytest.mark.parametrize("name", ["double_wishbone", "bricard"])
 def test_a_spatial_python_fmu_with_large_assembly_starts_without_scipy(name):
-    """Issue 24 item 13: a spatial Python FMU whose assembly solves more than linalg.SMALL
+    """A spatial Python FMU whose assembly solves more than linalg.SMALL
     rows (the double wishbone's 27, Bricard's) instantiates, initialises, steps and reads its
     outputs without importing scipy (its start values' assembly solves with numpy)."""
     p = subprocess.run([sys.executable, "-c", ADAPTER_CHILD, str(ROOT), name], capture_output=True,

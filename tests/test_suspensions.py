@@ -116,7 +116,7 @@ def test_double_wishbone_fmu_gives_the_same_wheel_centre_in_fmpy_and_libcosim(tm
     from libcosimpy.CosimObserver import CosimObserver
     from libcosimpy.CosimSlave import CosimLocalSlave
     assert main(["build", str(MODELS / "double_wishbone.py"), "-o", str(tmp_path),
-                 "--quiet"]) == 0                         # the issue's `fmu-mb build`
+                 "--quiet"]) == 0                         # `fmu-mb build`
     path = tmp_path / "double_wishbone.fmu"
     md = fmpy.read_model_description(str(path))
     vr = {v.name: v.valueReference for v in md.modelVariables}

@@ -1,4 +1,4 @@
-"""fmpy's validator on the FMI 2.0 and FMI 3.0 FMU of every model in models/ (issue 28 item 2).
+"""fmpy's validator on the FMI 2.0 and FMI 3.0 FMU of every model in models/.
 
 The FMUs are built once per test session (conftest's `session_fmus`, two builds at a time: the compilers run
 in subprocesses), without their win64 binaries (the validator reads modelDescription.xml and

@@ -463,7 +463,7 @@ def _derivative_name(state):
 
 def _linear_structure(model, root):
     """Declare in the modelDescription `root` what an importer needs to linearize the FMU
-    (issue 23): the states of fmu_mb.dynamics.linearize (model_structure: the independent
+    (fmu-mb linearize, fmpy): the states of fmu_mb.dynamics.linearize (model_structure: the independent
     joint coordinates and their rates) as continuous Real variables (the joint outputs; a
     local variable for a state that is no output), a local variable der(<state>) with
     derivative= for each, <Derivatives> in ModelStructure, the dependencies of the outputs and

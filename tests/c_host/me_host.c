@@ -1,6 +1,6 @@
 /*
- * me_host: a model-exchange host of the project's own for the native fmu_mb FMUs (issue 31;
- * tests/test_model_exchange.py, bench/me_derivatives.py). The FMI 2.0 types are those of
+ * me_host: a model-exchange host of the project's own for the native fmu_mb FMUs
+ * (tests/test_model_exchange.py, bench/me_derivatives.py). The FMI 2.0 types are those of
  * fmi2_types.h; no FMI header is needed.
  *
  * usage: me_host COMMAND FMU_DIR GUID MODEL_IDENTIFIER [ARGS...]

@@ -7,7 +7,7 @@
  * sources are compiled beside it with -fvisibility=hidden, and only the fmi2* functions are
  * exported (a linker version script).
  *
- * Promises (README "FMUs"; issue 20 item 4 and the defects of issue 24):
+ * Promises (docs/fmi-statuses.md; tests/test_native_fmu.py checks each):
  *   - no global mutable state (but the hints of live_object, a cache that any reload may
  *     lose): everything lives in the instance; the instance holds no pointer
  *     into this library's static memory (the tables are read through their indices at every

@@ -23,7 +23,7 @@
  *     lastSuccessfulTime = the impact time, the state just after the impact), and with
  *     eventModeUsed eventHandlingNeeded asks the master for Event Mode there; see
  *     step_engine();
- *   - model exchange (me3.c over me2.c, issue 31) when the model has continuous states;
+ *   - model exchange (me3.c over me2.c) when the model has continuous states;
  *   - the scheduled-execution, clock, configuration-mode and derivative functions are
  *     exported (importers look them all up) and refuse with fmi3Error and a message;
  *     fmi3InstantiateScheduledExecution returns NULL.
@@ -262,7 +262,7 @@ static fmi3Instance refuse_instantiate(fmi3InstanceEnvironment env, fmi3LogMessa
     return NULL;
 }
 
-/* model exchange (me3.c, issue 31) */
+/* model exchange (me3.c) */
 static fmi3Instance me3_instantiate(fmi3String, fmi3String, fmi3String, fmi3Boolean,
                                     fmi3Boolean, fmi3InstanceEnvironment,
                                     fmi3LogMessageCallback);
