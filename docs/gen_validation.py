@@ -612,6 +612,9 @@ MORE = [
      "`tests/test_spatial_contacts.py`"),
     ("a block on a sliding plank (body-body friction) in closed form", "`tests/test_friction.py`"),
     ("the double wishbone's FMU in fmpy and libcosim", "`tests/test_suspensions.py`"),
+    ("seed 003's debugging advice: the constraint Jacobian D and D xd against finite "
+     "differences of the constraints, element forces against the potential energy",
+     "`tests/test_constraints.py`"),
     ("generalized-alpha: the amplification matrix from Chung and Hulbert's coefficients, its "
      "spectral radius rho_inf at large steps", "`tests/test_implicit.py`"),
     ("every model's FMU in fmpy, libcosim and a C host against `simulate()`",
