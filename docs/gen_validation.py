@@ -697,7 +697,7 @@ def main(argv=None):
              "benchmark solutions, closed forms, the seeds' worked examples, and independent "
              "engines (Exudyn, Pinocchio, MuJoCo). Every number below was computed by "
              "`python docs/gen_validation.py` "
-             f"{when}, {mode}, in {time.time() - t0:.0f} s; the checks are the test suite's "
+             f"{when}, {mode}, in {time.time() - t0:.0f} s of wall time; the checks are the test suite's "
              "own (the script imports their helpers).", "",
              "Routes: *in process* is `simulate()` with default settings (formulation auto: "
              "the compiled engine in process); *Python (newton_euler)* the pure-Python "
