@@ -242,7 +242,7 @@ def seeds(fmu, tmp):
     import test_reduction as SR
     from test_tmt import crane_seed
 
-    from fmu_mb import Settings, initial_state, output_names, output_values
+    from fmu_mb import Settings, advance, initial_state, output_names, output_values
     from fmu_mb.dynamics import impact
     from fmu_mb.dynamics.formulations import newton_euler, tmt
     from fmu_mb.mechanics import constraints
@@ -331,7 +331,6 @@ def seeds(fmu, tmp):
     for method, tol in (("classical", 1e-12), ("reduction", 1e-7)):
         mm = load_model(MODELS / "singular_pendulum.py", method=method, k=1.0)
         pp = mm.parameter_values
-        from fmu_mb import advance
         st = advance(mm, initial_state(mm), 0.6)
         c = st.extra["contacts"]["string"]
         rows.append((f"seed 002: first impact time of the string, {method} impact equations "
@@ -507,7 +506,8 @@ def pinocchio(fmu, tmp):
             "source": f"example-robot-data's URDFs, {which}; 20 random states and joint "
                       "torques each, Pinocchio's articulated-body algorithm; the checks of "
                       "tests/test_import_urdf.py",
-            "what": "difference in joint accelerations, max |qdd - ABA| / max(1, |ABA|)", "col": "robot",
+            "what": "difference in joint accelerations, max |qdd - ABA| / max(1, |ABA|)",
+            "col": "robot",
             "rows": rows}
 
 
@@ -648,7 +648,8 @@ def render(t, when):
         lines += [f"Reference: {t['source']}.", ""]
     lines += [f"Computed {when} in {t['seconds']:.0f} s.", "",
               f"| {t['col']} | {_cell(t['what'])} | tolerance | within |", "|---|---|---|---|"]
-    lines += [f"| {_cell(k)} | {_cell(_fmt(e))} | {tol:.2g} | {_within(e, tol)} |" for k, e, tol in t["rows"]]
+    lines += [f"| {_cell(k)} | {_cell(_fmt(e))} | {tol:.2g} | {_within(e, tol)} |"
+              for k, e, tol in t["rows"]]
     bad = [k for k, e, tol in t["rows"] if not isinstance(e, str) and not e <= tol]
     lines += ["", "**Outside the tolerance.**" if bad else "", ""]
     return lines
@@ -697,7 +698,8 @@ def main(argv=None):
              "benchmark solutions, closed forms, the seeds' worked examples, and independent "
              "engines (Exudyn, Pinocchio, MuJoCo). Every number below was computed by "
              "`python docs/gen_validation.py` "
-             f"{when}, {mode}, in {time.time() - t0:.0f} s of wall time; the checks are the test suite's "
+             f"{when}, {mode}, in {time.time() - t0:.0f} s of wall time; the checks are the "
+             "test suite's "
              "own (the script imports their helpers).", "",
              "Routes: *in process* is `simulate()` with default settings (formulation auto: "
              "the compiled engine in process); *Python (newton_euler)* the pure-Python "
