@@ -393,7 +393,17 @@ def friction_closed_forms(fmu, tmp):
     rows.append(("spatial wheel thrown sliding rolls on at 2/3 v0 after t* = v0 / (3 mu g), vx "
                  "at 0.4 s (relative), in process", abs(res["wheel.vx"][-1] - 2 / 3 * v0)
                  / (2 / 3 * v0), 1e-8))
-    return {"title": "Coulomb friction: sticking, backspin, rolling discs",
+    mu, m, M, v0 = 0.4, 1.0, 3.0, 2.0
+    res = _quiet(simulate, TF._plank(mu, m, M, v0), 1.0, 0.05)
+    v_end = m * v0 / (m + M)
+    rows.append(("block thrown onto a free plank (body-body friction): both move on at "
+                 "m v0 / (m + M), velocities at 1 s [m/s], in process",
+                 float(max(abs(res["block.vx"][-1] - v_end), abs(res["plank.vx"][-1] - v_end))),
+                 1e-12))
+    loss = res["c0.slide_loss"][-1] + res["c1.slide_loss"][-1]
+    rows.append(("the same: energy dissipated by sliding, m v0^2 M / (2 (m + M)) [J]",
+                 float(abs(loss - m * v0 ** 2 * M / (2 * (m + M)))), 1e-9))
+    return {"title": "Coulomb friction: sticking, backspin, rolling discs, a plank",
             "source": "closed forms of the rigid-body motion with Coulomb friction (the checks "
                       "of tests/test_friction.py and tests/test_rim.py)",
             "what": "error in the closed-form quantity", "col": "case", "rows": rows}
@@ -610,7 +620,6 @@ MORE = [
      "`tests/test_assembly_declared.py`"),
     ("the tumbling box's impacts against seed 000's impact equations",
      "`tests/test_spatial_contacts.py`"),
-    ("a block on a sliding plank (body-body friction) in closed form", "`tests/test_friction.py`"),
     ("the double wishbone's FMU in fmpy and libcosim", "`tests/test_suspensions.py`"),
     ("seed 003's debugging advice: the constraint Jacobian D and D xd against finite "
      "differences of the constraints, element forces against the potential energy",
