@@ -191,6 +191,12 @@ void mbe_me_get_chart(MbEngine *e, int f, const int *ind, double *s);
 MbeStatus mbe_me_set_chart(MbEngine *e, int f, const int *ind, const double *s, char *err,
                            size_t errlen);
 void mbe_me_reset(MbEngine *e);
+/* mbe_directional_derivative with respect to the model-exchange states (the charts'
+ * coordinates where they hold Euler parameters) */
+MbeStatus mbe_me_directional_derivative(MbEngine *e, const double *u, int f, const int *ind,
+                                        int nknown, const int *known, const double *seed,
+                                        int nunk, const int *unknown, double *dv, char *err,
+                                        size_t errlen);
 
 #ifdef __cplusplus
 }

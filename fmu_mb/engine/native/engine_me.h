@@ -957,3 +957,114 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     *changed = 1;
     return me_event_charts(c, e, changed);
 }
+
+/* me_eval's context: the charts, the derivatives' scratch */
+typedef struct {
+    MeCtx *c;
+    double *xd;
+} MeEval;
+
+/* F (nunk) at the states and inputs z (2 f + ni) through the charts: the unknowns (state
+ * derivatives, then outputs) as lin_eval's; 0 on success */
+static int me_eval(void *ctx, const double *z, int nunk, const int *unk, int want_y, double *F)
+{
+    MeEval *m = (MeEval *)ctx;
+    MeCtx *c = m->c;
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    int n = e->n, f = c->f, fe = c->f_ext;
+    if (me_from_states(c, z) >= 0 || lin_full(L, c->qx, c->qx + fe, z + 2 * f))
+        return 1;
+    me_to_states(c, L->qd, L->qdd, m->xd);
+    if (want_y) {
+        memcpy(L->ysave, e->y, sizeof(double) * (size_t)(2 * n));
+        memcpy(e->y, L->q, sizeof(double) * (size_t)n);
+        memcpy(e->y + n, L->qd, sizeof(double) * (size_t)n);
+        MbeStatus st = mbe_outputs_groups(e, z + 2 * f, MBE_GROUP_ALL, L->yo, NULL, 0);
+        memcpy(e->y, L->ysave, sizeof(double) * (size_t)(2 * n));
+        if (st != MBE_OK)
+            return 1;
+    }
+    for (int k = 0; k < nunk; k++)
+        F[k] = unk[k] < 2 * f ? m->xd[unk[k]] : L->yo[unk[k] - 2 * f];
+    return 0;
+}
+
+/* mbe_directional_derivative for the model-exchange states: the same where every chart is
+ * the identity (its states are then the Euler parameters), else Ridders's differences
+ * through the charts (the knowns and unknowns as mbe_directional_derivative's) */
+MbeStatus mbe_me_directional_derivative(MbEngine *e, const double *u, int f, const int *ind,
+                                        int nknown, const int *known, const double *seed,
+                                        int nunk, const int *unknown, double *dv, char *err,
+                                        size_t errlen)
+{
+    MeCtx *c = me_call(e, "mbe_me_directional_derivative", 1, u, f, ind, err, errlen);
+    if (!c)
+        return MBE_ERROR;
+    me_chart_ready(c, e);
+    int identity = 1;
+    for (int j = 0; j < c->nch; j++) {
+        const double *r = c->chart + ME_CHART_REC * j;
+        identity &= r[0] == 1.0 && r[1] == 0.0 && r[2] == 0.0 && r[3] == 0.0;
+    }
+    if (identity)
+        return mbe_directional_derivative(e, u, f, ind, nknown, known, seed, nunk, unknown, dv,
+                                          err, errlen);
+    int n = e->n, ni = e->ni, nz = 2 * f + ni, want_y = 0;
+    if (nknown < 0 || nunk < 0 || (nknown > 0 && (!known || !seed)) ||
+        (nunk > 0 && (!unknown || !dv))) {
+        msg(err, errlen, "mbe_me_directional_derivative: NULL or negative-length arrays");
+        return MBE_ERROR;
+    }
+    for (int k = 0; k < nknown; k++)
+        if (known[k] < 0 || known[k] >= nz || !isfinite(seed[k])) {
+            msg(err, errlen, "mbe_me_directional_derivative: known %d is %d (seed %g); expected "
+                "a state 0 to %d or an input %d to %d with a finite seed", k, known[k], seed[k],
+                2 * f - 1, 2 * f, nz - 1);
+            return MBE_ERROR;
+        }
+    for (int k = 0; k < nunk; k++) {
+        if (unknown[k] < 0 || unknown[k] >= 2 * f + e->nout) {
+            msg(err, errlen, "mbe_me_directional_derivative: unknown %d is %d; expected a state "
+                "derivative 0 to %d or an output %d to %d", k, unknown[k], 2 * f - 1, 2 * f,
+                2 * f + e->nout - 1);
+            return MBE_ERROR;
+        }
+        want_y |= unknown[k] >= 2 * f;
+    }
+    const double *uu = ni ? u : e->u0;
+    double *z0 = malloc(sizeof(double) * (size_t)(nz + 1));
+    double *dir = calloc((size_t)nz + 1, sizeof(double));
+    MeEval m = {c, malloc(sizeof(double) * (size_t)(2 * f + 1))};
+    MbeStatus status = MBE_OK;
+    if (!z0 || !dir || !m.xd) {
+        msg(err, errlen, "mbe_me_directional_derivative: out of memory");
+        status = MBE_ERROR;
+        goto done;
+    }
+    me_to_states(c, e->y, e->y + n, z0);
+    for (int k = 0; k < ni; k++)
+        z0[2 * f + k] = uu[k];
+    for (int k = 0; k < nknown; k++)
+        dir[known[k]] += seed[k];
+    Lin *L = &c->L;
+    L->t = e->t;
+    memcpy(L->q0, e->y, sizeof(double) * (size_t)n);
+    double *F0 = m.xd;                      /* the operating point re-closed (as
+                                               mbe_directional_derivative) */
+    if (me_eval(&m, z0, 0, NULL, 0, F0)) {
+        msg(err, errlen, "the loops cannot be closed at t = %.9g s with the state's "
+            "independent coordinates (a singular pose?)", e->t);
+        status = MBE_ERROR;
+        goto done;
+    }
+    memcpy(L->q0, L->q, sizeof(double) * (size_t)n);
+    status = lin_ridders(me_eval, &m, f, nz, z0, dir, nunk, unknown, want_y, dv, e->t, err,
+                         errlen);
+    c->have = 0;                            /* the chord's Jacobian: from the next closure */
+done:
+    free(z0);
+    free(dir);
+    free(m.xd);
+    return status;
+}

@@ -1569,8 +1569,12 @@ static fmi2Status directional_derivative(Inst* in, const char* fn, const fmi2Val
             ku[ne++] = ku[k];
         }
     }
-    if (mbe_directional_derivative(in->engine, in->u, FMU_N_IND, FMU_IND, (int)nk, kk, seed,
-                                   (int)ne, ku, dv, in->err, sizeof in->err) != MBE_OK) {
+    if ((in->me && in->mode != INIT_MODE
+         ? mbe_me_directional_derivative(in->engine, in->u, FMU_N_IND, FMU_IND, (int)nk, kk,
+                                         seed, (int)ne, ku, dv, in->err, sizeof in->err)
+         : mbe_directional_derivative(in->engine, in->u, FMU_N_IND, FMU_IND, (int)nk, kk,
+                                      seed, (int)ne, ku, dv, in->err, sizeof in->err))
+        != MBE_OK) {
         st = say(in, fmi2Error, "%s: %s", fn, in->err);
         goto done;
     }
