@@ -72,6 +72,10 @@ typedef struct {
      * ind and the slots d of the charts; qx (2 f_ext): the closure's (q_i, qd_i) */
     int nch, f_ext, *ind_ext, *ch_o, *ch_d, *ch_pos;
     double *chart, *qx;
+    /* the trajectory predictor (me_predict): the accelerations at the engine's state from
+     * the last mbe_me_derivatives there (have_qdd) */
+    double *qdd0, *qdd_y;      /* (qdd_y: the state (q, qd) of qdd0) */
+    int have_qdd;
 } MeCtx;
 
 static void me_free(MbEngine *e)
@@ -97,6 +101,8 @@ static void me_free(MbEngine *e)
     free(c->ch_pos);
     free(c->chart);
     free(c->qx);
+    free(c->qdd0);
+    free(c->qdd_y);
     free(c);
     e->me = NULL;
 }
@@ -272,12 +278,16 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
     c->ind = malloc(sizeof(int) * (size_t)(f + 1));
     c->y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
     c->rec = malloc(sizeof(double) * (size_t)(EV_REC * e->ncon + 1));
+    c->qdd0 = malloc(sizeof(double) * (size_t)(e->n + 1));
+    c->qdd_y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
     c->cond = 1.0;
-    if (!c->ind || !c->y || !c->rec) {
+    if (!c->ind || !c->y || !c->rec || !c->qdd0 || !c->qdd_y) {
         msg(err, errlen, "model exchange: out of memory");
         free(c->ind);
         free(c->y);
         free(c->rec);
+        free(c->qdd0);
+        free(c->qdd_y);
         free(c);
         return NULL;
     }
@@ -537,6 +547,54 @@ static void me_refresh(MeCtx *c)
 }
 
 #define ME_CHORD_IT 8             /* chord iterations before a full Newton closure */
+#define ME_CHORD_COND 1e-2        /* a partition's condition below: no chord (its step G is
+                                     large), the trajectory predictor and Newton instead */
+
+/* The trajectory predictor near a singular partition (a dead point, where the tangent P is
+ * unbounded and the loops' branches meet): the time tau for which the last solution's
+ * motion q0 + qd0 tau + qdd0 tau^2 / 2 best reaches the independent qi (least squares,
+ * Gauss-Newton from tau = qd0_i . dq_i / |qd0_i|^2), then the dependent coordinates of L->q0
+ * moved along it, so that Newton starts on the branch the motion follows. 0 when there is no
+ * motion to follow (no accelerations at q0, or at rest). */
+static int me_predict(MeCtx *c, const double *qi, const double *qd0)
+{
+    Lin *L = &c->L;
+    int f = L->f;
+    const double *q0 = L->q0, *a0 = c->qdd0;
+    int n = L->e->n;
+    if (!c->have_qdd || memcmp(c->qdd_y, q0, sizeof(double) * (size_t)n) != 0 ||
+        memcmp(c->qdd_y + n, qd0, sizeof(double) * (size_t)n) != 0)
+        return 0;
+    double vv = 0.0, vd = 0.0;
+    for (int k = 0; k < f; k++) {
+        int j = L->ind[k];
+        vv += qd0[j] * qd0[j];
+        vd += qd0[j] * (qi[k] - q0[j]);
+    }
+    if (!(vv > 0.0))
+        return 0;
+    double tau = vd / vv;
+    for (int it = 0; it < 4; it++) {
+        double jr = 0.0, jj = 0.0;
+        for (int k = 0; k < f; k++) {
+            int j = L->ind[k];
+            double r = qd0[j] * tau + 0.5 * a0[j] * tau * tau - (qi[k] - q0[j]);
+            double d = qd0[j] + a0[j] * tau;
+            jr += d * r;
+            jj += d * d;
+        }
+        if (!(jj > 0.0))
+            return 0;
+        tau -= jr / jj;
+    }
+    if (!isfinite(tau))
+        return 0;
+    for (int a = 0; a < L->ndep; a++) {
+        int j = L->dep[a];
+        L->q0[j] += qd0[j] * tau + 0.5 * a0[j] * tau * tau;
+    }
+    return 1;
+}
 #define ME_CHORD_SMALL 1e-14      /* a predicted residual this small takes one chord step */
 #define ME_TINY_MOVE 1e-12        /* a move of the states below: full Newton (me_close) */
 
@@ -563,7 +621,7 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
         move = fmax(move, fmax(fabs(qi[k] - L->q0[L->ind[k]]), fabs(qdi[k] - qd0[L->ind[k]])));
         size = fmax(size, fmax(fabs(qi[k]), fabs(qdi[k])));
     }
-    if (c->have && move > ME_TINY_MOVE * size) {
+    if (c->have && move > ME_TINY_MOVE * size && c->cond >= ME_CHORD_COND) {
         memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
         memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
         for (int a = 0; a < m; a++) {       /* predictor: dq_d = P dq_i, dqd_d = P dqd_i */
@@ -642,6 +700,8 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             return 0;
         }
     }
+    if (move > ME_TINY_MOVE * size && (!c->have || c->cond < ME_CHORD_COND))
+        me_predict(c, qi, qd0);             /* near a dead point: along the motion */
     if (lin_close(L, qi, qdi))             /* full Newton from the last solution */
         return 1;
     me_refresh(c);
@@ -727,6 +787,7 @@ MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x,
     }
     memcpy(e->y, L->q, sizeof(double) * (size_t)n);
     memcpy(e->y + n, L->qd, sizeof(double) * (size_t)n);
+    c->have_qdd = 0;                        /* (the accelerations of the new state: later) */
     return MBE_OK;
 }
 
@@ -763,6 +824,9 @@ MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind
     }
     me_chart_ready(c, e);
     me_to_states(c, e->y + n, c->L.qdd, xdot);
+    memcpy(c->qdd0, c->L.qdd, sizeof(double) * (size_t)n);
+    memcpy(c->qdd_y, e->y, sizeof(double) * (size_t)(2 * n));
+    c->have_qdd = 1;
     return MBE_OK;
 }
 
@@ -886,6 +950,7 @@ MbeStatus mbe_me_set_chart(MbEngine *e, int f, const int *ind, const double *s, 
     if (c->nch)
         memcpy(c->chart, s, sizeof(double) * (size_t)(ME_CHART_REC * c->nch));
     c->have = 0;
+    c->have_qdd = 0;
     return MBE_OK;
 }
 
@@ -897,6 +962,7 @@ void mbe_me_reset(MbEngine *e)
         memset(c->chart, 0, sizeof(double) * (size_t)(ME_CHART_REC * c->nch));
     if (c) {
         c->have = 0;
+        c->have_qdd = 0;
         c->have_last = 0;
         c->repeats = 0;
     }
@@ -954,6 +1020,7 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     }
     memcpy(e->y, c->y, sizeof(double) * (size_t)(2 * n));
     memcpy(e->rec, c->rec, sizeof(double) * (size_t)(EV_REC * e->ncon));
+    c->have_qdd = 0;
     *changed = 1;
     return me_event_charts(c, e, changed);
 }
