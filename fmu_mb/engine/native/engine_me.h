@@ -550,18 +550,15 @@ static void me_refresh(MeCtx *c)
 #define ME_CHORD_COND 1e-2        /* a partition's condition below: no chord (its step G is
                                      large), the trajectory predictor and Newton instead */
 
-/* The trajectory predictor near a singular partition (a dead point, where the tangent P is
- * unbounded and the loops' branches meet): the time tau for which the last solution's
- * motion q0 + qd0 tau + qdd0 tau^2 / 2 best reaches the independent qi (least squares,
- * Gauss-Newton from tau = qd0_i . dq_i / |qd0_i|^2), then the dependent coordinates of L->q0
- * moved along it, so that Newton starts on the branch the motion follows. 0 when there is no
- * motion to follow (no accelerations at q0, or at rest). */
-static int me_predict(MeCtx *c, const double *qi, const double *qd0)
+/* The time tau for which the last solution's motion q0 + qd0 tau + qdd0 tau^2 / 2 best
+ * reaches the independent qi (least squares, Gauss-Newton from tau = qd0_i . dq_i /
+ * |qd0_i|^2): 0 when there is no motion to follow (no accelerations of this state from
+ * mbe_me_derivatives, at rest, or qi off the motion by more than 1e-3 of the move) */
+static int me_tau(MeCtx *c, const double *qi, const double *qd0, double *tau_out)
 {
     Lin *L = &c->L;
-    int f = L->f;
+    int f = L->f, n = L->e->n;
     const double *q0 = L->q0, *a0 = c->qdd0;
-    int n = L->e->n;
     if (!c->have_qdd || memcmp(c->qdd_y, q0, sizeof(double) * (size_t)n) != 0 ||
         memcmp(c->qdd_y + n, qd0, sizeof(double) * (size_t)n) != 0)
         return 0;
@@ -574,7 +571,7 @@ static int me_predict(MeCtx *c, const double *qi, const double *qd0)
     if (!(vv > 0.0))
         return 0;
     double tau = vd / vv;
-    for (int it = 0; it < 4; it++) {
+    for (int it = 0; it < 3; it++) {
         double jr = 0.0, jj = 0.0;
         for (int k = 0; k < f; k++) {
             int j = L->ind[k];
@@ -587,16 +584,57 @@ static int me_predict(MeCtx *c, const double *qi, const double *qd0)
             return 0;
         tau -= jr / jj;
     }
-    if (!isfinite(tau))
+    double rr = 0.0, dd = 0.0;              /* the motion must reach qi: a fit to 1e-3 */
+    for (int k = 0; k < f; k++) {
+        int j = L->ind[k];
+        double r = qd0[j] * tau + 0.5 * a0[j] * tau * tau - (qi[k] - q0[j]);
+        rr += r * r;
+        dd += (qi[k] - q0[j]) * (qi[k] - q0[j]);
+    }
+    *tau_out = tau;
+    return isfinite(tau) && rr <= 1e-6 * dd;
+}
+
+/* The trajectory predictor near a singular partition (a dead point, where the tangent P is
+ * unbounded and the loops' branches meet): the dependent coordinates of L->q0 moved along
+ * the last solution's motion to me_tau's time, so that Newton starts on the branch the
+ * motion follows; 0 when there is no motion to follow */
+static int me_predict(MeCtx *c, const double *qi, const double *qd0)
+{
+    Lin *L = &c->L;
+    double tau;
+    if (!me_tau(c, qi, qd0, &tau))
         return 0;
     for (int a = 0; a < L->ndep; a++) {
         int j = L->dep[a];
-        L->q0[j] += qd0[j] * tau + 0.5 * a0[j] * tau * tau;
+        L->q0[j] += qd0[j] * tau + 0.5 * c->qdd0[j] * tau * tau;
     }
     return 1;
 }
 #define ME_CHORD_SMALL 1e-14      /* a predicted residual this small takes one chord step */
 #define ME_TINY_MOVE 1e-12        /* a move of the states below: full Newton (me_close) */
+
+/* the rows' largest residual at q0 with the independent coordinates qi (L->q), or INFINITY */
+static double me_start_residual(MeCtx *c, const double *qi)
+{
+    Lin *L = &c->L;
+    memcpy(L->q, L->q0, sizeof(double) * (size_t)L->e->n);
+    for (int k = 0; k < L->f; k++)
+        L->q[L->ind[k]] = qi[k];
+    return me_rows(c, L->q, NULL) ? INFINITY : absmax(L->phi, L->nr);
+}
+
+/* Newton's start near a singular partition: L->q0 moved along the motion (me_predict) where
+ * that lowers the rows' residual, else left as the last solution */
+static void me_predict_start(MeCtx *c, const double *qi, const double *qd0)
+{
+    Lin *L = &c->L;
+    int n = L->e->n;
+    double r0 = me_start_residual(c, qi);
+    memcpy(c->y, L->q0, sizeof(double) * (size_t)n);
+    if (me_predict(c, qi, qd0) && !(me_start_residual(c, qi) < r0))
+        memcpy(L->q0, c->y, sizeof(double) * (size_t)n);
+}
 
 /* The closed state (L->q, L->qd) of (qi, qdi) from the last solution L->q0 (the engine's
  * q), qd0 its rates: chord iterations with the rows' Jacobian of a recent solution (one
@@ -624,15 +662,22 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
     if (c->have && move > ME_TINY_MOVE * size && c->cond >= ME_CHORD_COND) {
         memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
         memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
-        for (int a = 0; a < m; a++) {       /* predictor: dq_d = P dq_i, dqd_d = P dqd_i */
+        /* predictor: dq_d = P dq_i, dqd_d = P dqd_i, and along the last solution's motion
+         * (me_tau) its curvature k = qdd0_d - P qdd0_i: + k tau^2 / 2, + k tau (second
+         * order along the motion, first order in any other direction) */
+        double tau = 0.0;
+        int curved = me_tau(c, qi, qd0, &tau);
+        for (int a = 0; a < m; a++) {
             const double *Pa = c->P + (size_t)a * f;
-            double v = 0.0, w = 0.0;
-            for (int k = 0; k < f; k++) {
-                v += Pa[k] * (qi[k] - L->q0[L->ind[k]]);
-                w += Pa[k] * (qdi[k] - qd0[L->ind[k]]);
+            double v = 0.0, w = 0.0, k = curved ? c->qdd0[L->dep[a]] : 0.0;
+            for (int i = 0; i < f; i++) {
+                v += Pa[i] * (qi[i] - L->q0[L->ind[i]]);
+                w += Pa[i] * (qdi[i] - qd0[L->ind[i]]);
+                if (curved)
+                    k -= Pa[i] * c->qdd0[L->ind[i]];
             }
-            L->q[L->dep[a]] += v;
-            L->qd[L->dep[a]] += w;
+            L->q[L->dep[a]] += v + 0.5 * k * tau * tau;
+            L->qd[L->dep[a]] += w + k * tau;
         }
         for (int k = 0; k < f; k++) {
             L->q[L->ind[k]] = qi[k];
@@ -701,7 +746,7 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
         }
     }
     if (move > ME_TINY_MOVE * size && (!c->have || c->cond < ME_CHORD_COND))
-        me_predict(c, qi, qd0);             /* near a dead point: along the motion */
+        me_predict_start(c, qi, qd0);       /* near a dead point: along the motion */
     if (lin_close(L, qi, qdi))             /* full Newton from the last solution */
         return 1;
     me_refresh(c);
