@@ -43,7 +43,7 @@ def main(argv=None):
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     with tempfile.TemporaryDirectory(prefix="fmu_mb_me_bench_") as tmp:
         tmp = Path(tmp)
-        fmu = build_native_fmu(ROOT / "models" / f"{args.model}.py", tmp)
+        fmu = build_native_fmu(ROOT / "models" / f"{args.model}.py", tmp, platforms="linux64")
         folder = tmp / "fmu"
         zipfile.ZipFile(fmu).extractall(folder)
         md = read_model_description(str(fmu))

@@ -12,12 +12,29 @@ states (native_build._linear_structure's: the independent coordinates and their 
 
 The event indicators, in the binary's order (engine_me.h): per contact its event value (the
 gap in flight, the normal force while persistent), then, when the model has dependent
-coordinates (closed loops, Euler parameters), the coordinate partition's condition minus 1e-3.
+coordinates (closed loops, Euler parameters), the coordinate partition's condition minus 1e-3,
+then, when three of the four Euler parameters of a spherical tree joint or a floating body are
+states, the charts' indicator: the smallest |l_d| of their local quaternions minus 0.5 (the
+model-exchange states of those Euler parameters are chart coordinates relative to a reference
+orientation that Event Mode re-centres where this indicator crosses zero).
 """
 import xml.etree.ElementTree as ET
 
 #: the partition's threshold of engine_me.h ME_PARTITION_TOL
 PARTITION_TOL = 1e-3
+#: the charts' threshold of engine_me.h ME_CHART_TOL
+CHART_TOL = 0.5
+
+
+def chart_count(model, linear):
+    """The number of charts of engine_me.h: tree quaternions (spherical tree joints, floating
+    bodies) with exactly three of their four Euler parameters among the states."""
+    if not model.spatial:
+        return 0
+    from ..mechanics.spatial import tree as st
+    held = set(linear["independent"])
+    return sum(1 for o in st.tree_map(model).norm
+               if sum(int(o) + a in held for a in range(4)) == 3)
 
 
 def event_indicators(model, linear):
@@ -34,6 +51,12 @@ def event_indicators(model, linear):
                     f"condition of the loops' coordinate partition chosen at initialisation "
                     f"minus {PARTITION_TOL:g} (model exchange's event indicator: negative "
                     f"where the independent coordinates approach a singular partition) [1]"))
+    if chart_count(model, linear):
+        out.append(("chart.event_indicator",
+                    f"smallest |l_d| of the local quaternions whose three other Euler "
+                    f"parameters are the model-exchange states (chart coordinates relative to a "
+                    f"reference orientation) minus {CHART_TOL:g}: where it crosses zero, Event "
+                    f"Mode re-centres the chart (model exchange's event indicator) [1]"))
     return out
 
 

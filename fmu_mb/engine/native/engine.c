@@ -2863,82 +2863,37 @@ MbeStatus mbe_state_derivatives(MbEngine *e, const double *u, int f, const int *
     return MBE_OK;
 }
 
-MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const int *ind,
-                                     int nknown, const int *known, const double *seed,
-                                     int nunk, const int *unknown, double *dv, char *err,
-                                     size_t errlen)
+/* lin_eval as lin_ridders's function */
+static int lin_eval_cb(void *ctx, const double *z, int nunk, const int *unk, int want_y,
+                       double *F)
 {
-    clear_msg(err, errlen);
-    if (!e || !e->initialized) {
-        msg(err, errlen, "mbe_directional_derivative: no engine, or not initialized");
-        return MBE_ERROR;
-    }
-    if (nknown < 0 || nunk < 0 || (nknown > 0 && (!known || !seed)) ||
-        (nunk > 0 && (!unknown || !dv))) {
-        msg(err, errlen, "mbe_directional_derivative: NULL or negative-length arrays");
-        return MBE_ERROR;
-    }
-    if (!check_inputs(e, u, err, errlen))
-        return MBE_ERROR;
-    Lin L;
-    if (!lin_init(&L, e, f, ind, err, errlen)) {
-        lin_free(&L);
-        return MBE_ERROR;
-    }
-    int n = e->n, ni = e->ni, nz = 2 * f + ni, want_y = 0;
-    const double *uu = ni ? u : e->u0;
-    for (int k = 0; k < nknown; k++)
-        if (known[k] < 0 || known[k] >= nz || !isfinite(seed[k])) {
-            msg(err, errlen, "mbe_directional_derivative: known %d is %d (seed %g); expected a "
-                "state 0 to %d or an input %d to %d with a finite seed", k, known[k], seed[k],
-                2 * f - 1, 2 * f, nz - 1);
-            lin_free(&L);
-            return MBE_ERROR;
-        }
-    for (int k = 0; k < nunk; k++) {
-        if (unknown[k] < 0 || unknown[k] >= 2 * f + e->nout) {
-            msg(err, errlen, "mbe_directional_derivative: unknown %d is %d; expected a state "
-                "derivative 0 to %d or an output %d to %d", k, unknown[k], 2 * f - 1, 2 * f,
-                2 * f + e->nout - 1);
-            lin_free(&L);
-            return MBE_ERROR;
-        }
-        want_y |= unknown[k] >= 2 * f;
-    }
-    double *z0 = malloc(sizeof(double) * (size_t)(nz + 1));
-    double *dir = calloc((size_t)nz + 1, sizeof(double));
+    return lin_eval((Lin *)ctx, z, nunk, unk, want_y, F);
+}
+
+/* dv (nunk) = dF/dz . dir of F = eval(ctx, z, ...) at z0 (nz: f coordinates, f rates, then
+ * inputs) by Ridders's extrapolation of central differences; MBE_ERROR with a message when
+ * no difference can be evaluated */
+static MbeStatus lin_ridders(int (*eval)(void *, const double *, int, const int *, int,
+                                         double *),
+                             void *ctx, int f, int nz, const double *z0, const double *dir,
+                             int nunk, const int *unknown, int want_y, double *dv, double t,
+                             char *err, size_t errlen)
+{
+    for (int k = 0; k < nunk; k++)
+        dv[k] = 0.0;
+    double dmax = absmax(dir, nz);
+    if (nunk == 0 || dmax == 0.0)
+        return MBE_OK;
     double *z = malloc(sizeof(double) * (size_t)(nz + 1));
     int nt = 10, m = nunk > 0 ? nunk : 1;
     double *Fp = malloc(sizeof(double) * (size_t)m), *Fm = malloc(sizeof(double) * (size_t)m);
     double *tab = malloc(sizeof(double) * (size_t)(2 * nt * m)), *best = dv;
     MbeStatus status = MBE_OK;
-    if (!z0 || !dir || !z || !Fp || !Fm || !tab) {
+    if (!z || !Fp || !Fm || !tab) {
         msg(err, errlen, "mbe_directional_derivative: out of memory");
         status = MBE_ERROR;
         goto done;
     }
-    for (int k = 0; k < f; k++) {
-        z0[k] = e->y[ind[k]];
-        z0[f + k] = e->y[n + ind[k]];
-    }
-    for (int k = 0; k < ni; k++)
-        z0[2 * f + k] = uu[k];
-    for (int k = 0; k < nknown; k++)
-        dir[known[k]] += seed[k];
-    /* the operating point re-closed to round-off (a state from the integrator carries its
-     * tolerance's residual); the perturbed closures start from it */
-    if (lin_full(&L, z0, z0 + f, z0 + 2 * f)) {
-        msg(err, errlen, "the loops cannot be closed at t = %.9g s with the state's "
-            "independent coordinates (a singular pose?)", e->t);
-        status = MBE_ERROR;
-        goto done;
-    }
-    memcpy(L.q0, L.q, sizeof(double) * (size_t)n);
-    for (int k = 0; k < nunk; k++)
-        dv[k] = 0.0;
-    double dmax = absmax(dir, nz);
-    if (nunk == 0 || dmax == 0.0)
-        goto done;
     /* Ridders: central differences along dir at steps h, h/c, ... extrapolated in h^2
      * (fmu_mb.dynamics.linearize._ridders, the entry of smallest estimated error) */
     const double con = 1.6, con2 = con * con;
@@ -2958,10 +2913,10 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
         for (int tries = 0; tries < (i == 0 ? 8 : 1); tries++) {
             for (int j = 0; j < nz; j++)
                 z[j] = z0[j] + h * dir[j];
-            int bad = lin_eval(&L, z, nunk, unknown, want_y, Fp);
+            int bad = eval(ctx, z, nunk, unknown, want_y, Fp);
             for (int j = 0; j < nz && !bad; j++)
                 z[j] = z0[j] - h * dir[j];
-            bad = bad || lin_eval(&L, z, nunk, unknown, want_y, Fm);
+            bad = bad || eval(ctx, z, nunk, unknown, want_y, Fm);
             if (!bad) {
                 ok = 1;
                 break;
@@ -3006,16 +2961,89 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
     }
     if (!have || !all_finite(dv, nunk)) {
         msg(err, errlen, "the directional derivative at t = %.9g s cannot be computed: the "
-            "loops cannot be closed near the state (a singular pose?)", e->t);
+            "loops cannot be closed near the state (a singular pose?)", t);
         status = MBE_ERROR;
     }
 done:
-    free(z0);
-    free(dir);
     free(z);
     free(Fp);
     free(Fm);
     free(tab);
+    return status;
+}
+
+MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const int *ind,
+                                     int nknown, const int *known, const double *seed,
+                                     int nunk, const int *unknown, double *dv, char *err,
+                                     size_t errlen)
+{
+    clear_msg(err, errlen);
+    if (!e || !e->initialized) {
+        msg(err, errlen, "mbe_directional_derivative: no engine, or not initialized");
+        return MBE_ERROR;
+    }
+    if (nknown < 0 || nunk < 0 || (nknown > 0 && (!known || !seed)) ||
+        (nunk > 0 && (!unknown || !dv))) {
+        msg(err, errlen, "mbe_directional_derivative: NULL or negative-length arrays");
+        return MBE_ERROR;
+    }
+    if (!check_inputs(e, u, err, errlen))
+        return MBE_ERROR;
+    Lin L;
+    if (!lin_init(&L, e, f, ind, err, errlen)) {
+        lin_free(&L);
+        return MBE_ERROR;
+    }
+    int n = e->n, ni = e->ni, nz = 2 * f + ni, want_y = 0;
+    const double *uu = ni ? u : e->u0;
+    for (int k = 0; k < nknown; k++)
+        if (known[k] < 0 || known[k] >= nz || !isfinite(seed[k])) {
+            msg(err, errlen, "mbe_directional_derivative: known %d is %d (seed %g); expected a "
+                "state 0 to %d or an input %d to %d with a finite seed", k, known[k], seed[k],
+                2 * f - 1, 2 * f, nz - 1);
+            lin_free(&L);
+            return MBE_ERROR;
+        }
+    for (int k = 0; k < nunk; k++) {
+        if (unknown[k] < 0 || unknown[k] >= 2 * f + e->nout) {
+            msg(err, errlen, "mbe_directional_derivative: unknown %d is %d; expected a state "
+                "derivative 0 to %d or an output %d to %d", k, unknown[k], 2 * f - 1, 2 * f,
+                2 * f + e->nout - 1);
+            lin_free(&L);
+            return MBE_ERROR;
+        }
+        want_y |= unknown[k] >= 2 * f;
+    }
+    double *z0 = malloc(sizeof(double) * (size_t)(nz + 1));
+    double *dir = calloc((size_t)nz + 1, sizeof(double));
+    MbeStatus status = MBE_OK;
+    if (!z0 || !dir) {
+        msg(err, errlen, "mbe_directional_derivative: out of memory");
+        status = MBE_ERROR;
+        goto done;
+    }
+    for (int k = 0; k < f; k++) {
+        z0[k] = e->y[ind[k]];
+        z0[f + k] = e->y[n + ind[k]];
+    }
+    for (int k = 0; k < ni; k++)
+        z0[2 * f + k] = uu[k];
+    for (int k = 0; k < nknown; k++)
+        dir[known[k]] += seed[k];
+    /* the operating point re-closed to round-off (a state from the integrator carries its
+     * tolerance's residual); the perturbed closures start from it */
+    if (lin_full(&L, z0, z0 + f, z0 + 2 * f)) {
+        msg(err, errlen, "the loops cannot be closed at t = %.9g s with the state's "
+            "independent coordinates (a singular pose?)", e->t);
+        status = MBE_ERROR;
+        goto done;
+    }
+    memcpy(L.q0, L.q, sizeof(double) * (size_t)n);
+    status = lin_ridders(lin_eval_cb, &L, f, nz, z0, dir, nunk, unknown, want_y, dv, e->t,
+                         err, errlen);
+done:
+    free(z0);
+    free(dir);
     lin_free(&L);
     return status;
 }

@@ -166,21 +166,37 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
  * singular there); mbe_me_get_states reads x; mbe_me_derivatives: xdot (2 f) at the state,
  * the persistent contacts' rows closed; mbe_me_indicators: z (mbe_me_n_indicators: one per
  * contact, its gap in flight or its force when persistent, then the partition's condition
- * minus 1e-3 when there are dependent coordinates); mbe_me_event: one event iteration
- * (impacts and releases of the co-simulation event loop, its Zeno guard): *changed = 1 when
- * the state or the active contacts changed, *singular = 1 when the partition's indicator is
- * negative. */
+ * minus 1e-3 when there are dependent coordinates, then the charts' smallest |l_d| minus 0.5
+ * when three of four Euler parameters are states: they are then chart coordinates of a
+ * local quaternion, engine_me.h); mbe_me_event: one event iteration (impacts and releases of
+ * the co-simulation event loop, its Zeno guard, the charts' re-centring): *changed = 1 when
+ * the state, the charts or the active contacts changed, *singular = 1 when the partition's
+ * indicator is negative. */
 MbeStatus mbe_me_set_time(MbEngine *e, double t, char *err, size_t errlen);
-void mbe_me_get_states(const MbEngine *e, int f, const int *ind, double *x);
+void mbe_me_get_states(MbEngine *e, int f, const int *ind, double *x);
 MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x, char *err,
                             size_t errlen);
 MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
                              char *err, size_t errlen);
-int mbe_me_n_indicators(const MbEngine *e, int f);
+int mbe_me_n_indicators(MbEngine *e, int f, const int *ind, char *err, size_t errlen);
 MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind, double *z,
                             char *err, size_t errlen);
 MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
                        int *singular, char *err, size_t errlen);
+/* The charts of the Euler parameters that the states hold (engine_me.h): mbe_me_chart_size
+ * doubles, part of an FMU state (mbe_me_set_chart refuses values that are no chart);
+ * mbe_me_reset: not set (the identity from the next call: at a new start). */
+size_t mbe_me_chart_size(MbEngine *e, int f, const int *ind);
+void mbe_me_get_chart(MbEngine *e, int f, const int *ind, double *s);
+MbeStatus mbe_me_set_chart(MbEngine *e, int f, const int *ind, const double *s, char *err,
+                           size_t errlen);
+void mbe_me_reset(MbEngine *e);
+/* mbe_directional_derivative with respect to the model-exchange states (the charts'
+ * coordinates where they hold Euler parameters) */
+MbeStatus mbe_me_directional_derivative(MbEngine *e, const double *u, int f, const int *ind,
+                                        int nknown, const int *known, const double *seed,
+                                        int nunk, const int *unknown, double *dv, char *err,
+                                        size_t errlen);
 
 #ifdef __cplusplus
 }

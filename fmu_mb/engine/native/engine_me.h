@@ -13,14 +13,31 @@
  * persistent one), then, when there are dependent coordinates, the partition's condition
  * minus ME_PARTITION_TOL: the smallest Cholesky pivot of Dd' Dd (Dd: the rows' Jacobian
  * columns of the dependent coordinates) over the largest column norm of the rows' Jacobian,
- * 0 where the partition chosen at initialisation is singular. mbe_me_event is one event
- * iteration: the event loop's impact and release (ev_event_update) and its Zeno guard, and
- * the partition's check.
+ * 0 where the partition chosen at initialisation is singular, then, when there are charts
+ * (below), the smallest |l_d| of their local quaternions minus ME_CHART_TOL. mbe_me_event is
+ * one event iteration: the event loop's impact and release (ev_event_update) and its Zeno
+ * guard, the partition's check and the charts' re-centring.
+ *
+ * Charts of the Euler parameters. Where the partition keeps three of the four Euler parameters
+ * of a spherical tree joint or a floating body as states (the fourth, slot d, fixed by the
+ * normalisation), the three states are chart coordinates s of a local quaternion l:
+ * p = r (x) l (Hamilton product, slot 0 scalar), l_d = sigma sqrt(1 - |s|^2), the other three
+ * slots of l = s, r a unit reference quaternion held by the instance (identity and sigma the
+ * sign of p_d at the start: there s are the Euler parameters themselves). The closure takes
+ * all four Euler parameters from the chart (the normalisation is then no row of its Newton).
+ * Where |l_d| falls below ME_CHART_TOL (the chart's event indicator crosses zero), the event
+ * iteration re-centres it: r := p (x) conj(e_d), sigma := 1, so l = e_d and s = 0 (a jump
+ * of the states, valuesOfContinuousStatesChanged). Any orientation is so reached with
+ * |l_d| >= ME_CHART_TOL, and the states stay a minimal set. The charts (mbe_me_chart_size
+ * doubles: r and sigma per chart) are part of the FMU state (mbe_me_get_chart,
+ * mbe_me_set_chart).
  */
 #define ME_PARTITION_TOL 1e-3     /* the partition indicator's zero: the condition's warning */
 #define ME_PARTITION_FAIL 1e-10   /* below: the closure is refused (cannot continue) */
 #define ME_ZENO_DT 1e-8           /* the event loop's Zeno guard: events closer than this ... */
 #define ME_ZENO_REPEATS 100       /* ... more than this many times per contact */
+#define ME_CHART_TOL 0.5          /* a chart's |l_d| below: re-centred in event mode */
+#define ME_CHART_REC 5            /* doubles per chart: r (4), sigma (0: not yet set) */
 
 int mbk_events_values(void *ev, double t, const double *y, const double *u, const double *rec,
                       double *v);
@@ -49,6 +66,16 @@ typedef struct {
     double *rec;             /* (ncon x EV_REC) scratch: its records                        */
     double t_last;           /* the Zeno guard: the time of the last event with a change   */
     int repeats, have_last;
+    /* the charts of the Euler parameters (nch of them): the quaternion at q[ch_o[j]..+3], its
+     * slot ch_d[j] fixed by the others, ch_pos[4 j + a] the state of slot a (-1: slot d);
+     * chart[ME_CHART_REC j ..]: r, sigma. The closure's partition ind_ext (f_ext = f + nch):
+     * ind and the slots d of the charts; qx (2 f_ext): the closure's (q_i, qd_i) */
+    int nch, f_ext, *ind_ext, *ch_o, *ch_d, *ch_pos;
+    double *chart, *qx;
+    /* the trajectory predictor (me_predict): the accelerations at the engine's state from
+     * the last mbe_me_derivatives there (have_qdd) */
+    double *qdd0, *qdd_y;      /* (qdd_y: the state (q, qd) of qdd0) */
+    int have_qdd;
 } MeCtx;
 
 static void me_free(MbEngine *e)
@@ -68,8 +95,170 @@ static void me_free(MbEngine *e)
     free(c->G);
     free(c->P);
     free(c->act);
+    free(c->ind_ext);
+    free(c->ch_o);
+    free(c->ch_d);
+    free(c->ch_pos);
+    free(c->chart);
+    free(c->qx);
+    free(c->qdd0);
+    free(c->qdd_y);
     free(c);
     e->me = NULL;
+}
+
+/* p = a (x) b (Hamilton product, slot 0 scalar) */
+static void me_qmul(const double *a, const double *b, double *p)
+{
+    p[0] = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
+    p[1] = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
+    p[2] = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
+    p[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
+}
+
+/* p = conj(a) (x) b */
+static void me_qcmul(const double *a, const double *b, double *p)
+{
+    const double ac[4] = {a[0], -a[1], -a[2], -a[3]};
+    me_qmul(ac, b, p);
+}
+
+/* The charts of the partition (f, ind): a tree quaternion with exactly three of its four
+ * Euler parameters among ind. Fills c->nch, ch_o, ch_d, ch_pos, chart (not set), ind_ext;
+ * 0 when out of memory. */
+static int me_charts(MeCtx *c, MbEngine *e, int f, const int *ind)
+{
+    int nq = e->kind ? spatial_tree_norms(e, NULL) : 0;
+    int *first = malloc(sizeof(int) * (size_t)(nq + 1));
+    c->ch_o = malloc(sizeof(int) * (size_t)(nq + 1));
+    c->ch_d = malloc(sizeof(int) * (size_t)(nq + 1));
+    c->ch_pos = malloc(sizeof(int) * (size_t)(4 * nq + 1));
+    c->chart = calloc((size_t)(ME_CHART_REC * nq + 1), sizeof(double));
+    c->ind_ext = malloc(sizeof(int) * (size_t)(f + nq + 1));
+    c->qx = malloc(sizeof(double) * (size_t)(2 * (f + nq) + 1));
+    if (!first || !c->ch_o || !c->ch_d || !c->ch_pos || !c->chart || !c->ind_ext || !c->qx) {
+        free(first);
+        return 0;
+    }
+    if (nq)
+        spatial_tree_norms(e, first);
+    if (f > 0)
+        memcpy(c->ind_ext, ind, sizeof(int) * (size_t)f);
+    c->nch = 0;
+    for (int k = 0; k < nq; k++) {
+        int pos[4], held = 0, d = -1;
+        for (int a = 0; a < 4; a++) {
+            pos[a] = -1;
+            for (int i = 0; i < f; i++)
+                if (ind[i] == first[k] + a)
+                    pos[a] = i;
+            if (pos[a] >= 0)
+                held++;
+            else
+                d = a;
+        }
+        if (held != 3)
+            continue;
+        int j = c->nch++;
+        c->ch_o[j] = first[k];
+        c->ch_d[j] = d;
+        memcpy(c->ch_pos + 4 * j, pos, sizeof pos);
+        c->ind_ext[f + j] = first[k] + d;
+    }
+    c->f_ext = f + c->nch;
+    free(first);
+    return 1;
+}
+
+/* The charts not set yet (at the start, after mbe_me_reset): the identity and the sign of the
+ * engine's p_d, so that the states are the declared Euler parameters. */
+static void me_chart_ready(MeCtx *c, const MbEngine *e)
+{
+    for (int j = 0; j < c->nch; j++) {
+        double *r = c->chart + ME_CHART_REC * j;
+        if (r[4] != 0.0)
+            continue;
+        r[0] = 1.0;
+        r[1] = r[2] = r[3] = 0.0;
+        r[4] = e->y[c->ch_o[j] + c->ch_d[j]] < 0.0 ? -1.0 : 1.0;
+    }
+}
+
+/* x (2 f) = (q_i, qd_i) of the coordinates q and their rates qd, the charts' slots as their
+ * local quaternions' (conj(r) (x) p): the states of (q, qd), or their derivatives of (qd,
+ * qdd) (r is constant between events) */
+static void me_to_states(const MeCtx *c, const double *q, const double *qd, double *x)
+{
+    int f = c->f;
+    for (int k = 0; k < f; k++) {
+        x[k] = q[c->ind[k]];
+        x[f + k] = qd[c->ind[k]];
+    }
+    for (int j = 0; j < c->nch; j++) {
+        const double *r = c->chart + ME_CHART_REC * j;
+        const int *pos = c->ch_pos + 4 * j;
+        double l[4], ld[4];
+        me_qcmul(r, q + c->ch_o[j], l);
+        me_qcmul(r, qd + c->ch_o[j], ld);
+        for (int a = 0; a < 4; a++)
+            if (pos[a] >= 0) {
+                x[pos[a]] = l[a];
+                x[f + pos[a]] = ld[a];
+            }
+    }
+}
+
+/* The closure's (q_i, qd_i) of the partition ind_ext (c->qx, 2 f_ext) for the states x: the
+ * charts' four Euler parameters and their rates from s, s': -1, or the chart whose |s| >= 1
+ * (no quaternion) */
+static int me_from_states(MeCtx *c, const double *x)
+{
+    int f = c->f, fe = c->f_ext;
+    double *qi = c->qx, *qdi = c->qx + fe;
+    for (int k = 0; k < f; k++) {
+        qi[k] = x[k];
+        qdi[k] = x[f + k];
+    }
+    for (int j = 0; j < c->nch; j++) {
+        const double *r = c->chart + ME_CHART_REC * j;
+        const int *pos = c->ch_pos + 4 * j;
+        int d = c->ch_d[j];
+        double l[4], ld[4], p[4], pd[4], ss = 0.0, sv = 0.0;
+        for (int a = 0; a < 4; a++)
+            if (a != d) {
+                l[a] = x[pos[a]];
+                ld[a] = x[f + pos[a]];
+                ss += l[a] * l[a];
+                sv += l[a] * ld[a];
+            }
+        if (!(ss < 1.0))
+            return j;
+        double cd = sqrt(1.0 - ss);
+        l[d] = r[4] * cd;
+        ld[d] = -r[4] * sv / cd;
+        me_qmul(r, l, p);
+        me_qmul(r, ld, pd);
+        for (int a = 0; a < 4; a++)
+            if (a != d) {
+                qi[pos[a]] = p[a];
+                qdi[pos[a]] = pd[a];
+            }
+        qi[f + j] = p[d];
+        qdi[f + j] = pd[d];
+    }
+    return -1;
+}
+
+/* the smallest |l_d| of the charts at the engine's state (1 without charts) */
+static double me_chart_min(const MeCtx *c, const MbEngine *e)
+{
+    double m = 1.0;
+    for (int j = 0; j < c->nch; j++) {
+        double l[4];
+        me_qcmul(c->chart + ME_CHART_REC * j, e->y + c->ch_o[j], l);
+        m = fmin(m, fabs(l[c->ch_d[j]]));
+    }
+    return m;
 }
 
 /* The context for the partition (f, ind), made at the first call (or when the partition
@@ -89,23 +278,29 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
     c->ind = malloc(sizeof(int) * (size_t)(f + 1));
     c->y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
     c->rec = malloc(sizeof(double) * (size_t)(EV_REC * e->ncon + 1));
+    c->qdd0 = malloc(sizeof(double) * (size_t)(e->n + 1));
+    c->qdd_y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
     c->cond = 1.0;
-    if (!c->ind || !c->y || !c->rec) {
+    if (!c->ind || !c->y || !c->rec || !c->qdd0 || !c->qdd_y) {
         msg(err, errlen, "model exchange: out of memory");
         free(c->ind);
         free(c->y);
         free(c->rec);
+        free(c->qdd0);
+        free(c->qdd_y);
         free(c);
         return NULL;
     }
     if (f > 0)
         memcpy(c->ind, ind, sizeof(int) * (size_t)f);
-    if (!lin_init(&c->L, e, f, c->ind, err, errlen)) {
-        lin_free(&c->L);
-        free(c->ind);
-        free(c->y);
-        free(c->rec);
-        free(c);
+    e->me = c;
+    if (!me_charts(c, e, f, ind)) {
+        msg(err, errlen, "model exchange: out of memory");
+        me_free(e);
+        return NULL;
+    }
+    if (!lin_init(&c->L, e, c->f_ext, c->ind_ext, err, errlen)) {
+        me_free(e);
         return NULL;
     }
     size_t n = (size_t)e->n, nr = (size_t)c->L.nr, m = (size_t)c->L.ndep;
@@ -115,9 +310,8 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
     c->s = malloc(sizeof(double) * (m + 1));
     c->vres = malloc(sizeof(double) * (nr + 1));
     c->G = malloc(sizeof(double) * (m * nr + 1));
-    c->P = malloc(sizeof(double) * (m * (size_t)f + 1));
+    c->P = malloc(sizeof(double) * (m * (size_t)c->f_ext + 1));
     c->act = malloc(sizeof(int) * (nr + 1));
-    e->me = c;
     if (!c->Dq0 || !c->R || !c->r || !c->s || !c->vres || !c->G || !c->P ||
         !c->act) {
         msg(err, errlen, "model exchange: out of memory");
@@ -353,8 +547,94 @@ static void me_refresh(MeCtx *c)
 }
 
 #define ME_CHORD_IT 8             /* chord iterations before a full Newton closure */
+#define ME_CHORD_COND 1e-2        /* a partition's condition below: no chord (its step G is
+                                     large), the trajectory predictor and Newton instead */
+
+/* The time tau for which the last solution's motion q0 + qd0 tau + qdd0 tau^2 / 2 best
+ * reaches the independent qi (least squares, Gauss-Newton from tau = qd0_i . dq_i /
+ * |qd0_i|^2): 0 when there is no motion to follow (no accelerations of this state from
+ * mbe_me_derivatives, at rest, or qi off the motion by more than 1e-3 of the move) */
+static int me_tau(MeCtx *c, const double *qi, const double *qd0, double *tau_out)
+{
+    Lin *L = &c->L;
+    int f = L->f, n = L->e->n;
+    const double *q0 = L->q0, *a0 = c->qdd0;
+    if (!c->have_qdd || memcmp(c->qdd_y, q0, sizeof(double) * (size_t)n) != 0 ||
+        memcmp(c->qdd_y + n, qd0, sizeof(double) * (size_t)n) != 0)
+        return 0;
+    double vv = 0.0, vd = 0.0;
+    for (int k = 0; k < f; k++) {
+        int j = L->ind[k];
+        vv += qd0[j] * qd0[j];
+        vd += qd0[j] * (qi[k] - q0[j]);
+    }
+    if (!(vv > 0.0))
+        return 0;
+    double tau = vd / vv;
+    for (int it = 0; it < 3; it++) {
+        double jr = 0.0, jj = 0.0;
+        for (int k = 0; k < f; k++) {
+            int j = L->ind[k];
+            double r = qd0[j] * tau + 0.5 * a0[j] * tau * tau - (qi[k] - q0[j]);
+            double d = qd0[j] + a0[j] * tau;
+            jr += d * r;
+            jj += d * d;
+        }
+        if (!(jj > 0.0))
+            return 0;
+        tau -= jr / jj;
+    }
+    double rr = 0.0, dd = 0.0;              /* the motion must reach qi: a fit to 1e-3 */
+    for (int k = 0; k < f; k++) {
+        int j = L->ind[k];
+        double r = qd0[j] * tau + 0.5 * a0[j] * tau * tau - (qi[k] - q0[j]);
+        rr += r * r;
+        dd += (qi[k] - q0[j]) * (qi[k] - q0[j]);
+    }
+    *tau_out = tau;
+    return isfinite(tau) && rr <= 1e-6 * dd;
+}
+
+/* The trajectory predictor near a singular partition (a dead point, where the tangent P is
+ * unbounded and the loops' branches meet): the dependent coordinates of L->q0 moved along
+ * the last solution's motion to me_tau's time, so that Newton starts on the branch the
+ * motion follows; 0 when there is no motion to follow */
+static int me_predict(MeCtx *c, const double *qi, const double *qd0)
+{
+    Lin *L = &c->L;
+    double tau;
+    if (!me_tau(c, qi, qd0, &tau))
+        return 0;
+    for (int a = 0; a < L->ndep; a++) {
+        int j = L->dep[a];
+        L->q0[j] += qd0[j] * tau + 0.5 * c->qdd0[j] * tau * tau;
+    }
+    return 1;
+}
 #define ME_CHORD_SMALL 1e-14      /* a predicted residual this small takes one chord step */
 #define ME_TINY_MOVE 1e-12        /* a move of the states below: full Newton (me_close) */
+
+/* the rows' largest residual at q0 with the independent coordinates qi (L->q), or INFINITY */
+static double me_start_residual(MeCtx *c, const double *qi)
+{
+    Lin *L = &c->L;
+    memcpy(L->q, L->q0, sizeof(double) * (size_t)L->e->n);
+    for (int k = 0; k < L->f; k++)
+        L->q[L->ind[k]] = qi[k];
+    return me_rows(c, L->q, NULL) ? INFINITY : absmax(L->phi, L->nr);
+}
+
+/* Newton's start near a singular partition: L->q0 moved along the motion (me_predict) where
+ * that lowers the rows' residual, else left as the last solution */
+static void me_predict_start(MeCtx *c, const double *qi, const double *qd0)
+{
+    Lin *L = &c->L;
+    int n = L->e->n;
+    double r0 = me_start_residual(c, qi);
+    memcpy(c->y, L->q0, sizeof(double) * (size_t)n);
+    if (me_predict(c, qi, qd0) && !(me_start_residual(c, qi) < r0))
+        memcpy(L->q0, c->y, sizeof(double) * (size_t)n);
+}
 
 /* The closed state (L->q, L->qd) of (qi, qdi) from the last solution L->q0 (the engine's
  * q), qd0 its rates: chord iterations with the rows' Jacobian of a recent solution (one
@@ -379,18 +659,25 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
         move = fmax(move, fmax(fabs(qi[k] - L->q0[L->ind[k]]), fabs(qdi[k] - qd0[L->ind[k]])));
         size = fmax(size, fmax(fabs(qi[k]), fabs(qdi[k])));
     }
-    if (c->have && move > ME_TINY_MOVE * size) {
+    if (c->have && move > ME_TINY_MOVE * size && c->cond >= ME_CHORD_COND) {
         memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
         memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
-        for (int a = 0; a < m; a++) {       /* predictor: dq_d = P dq_i, dqd_d = P dqd_i */
+        /* predictor: dq_d = P dq_i, dqd_d = P dqd_i, and along the last solution's motion
+         * (me_tau) its curvature k = qdd0_d - P qdd0_i: + k tau^2 / 2, + k tau (second
+         * order along the motion, first order in any other direction) */
+        double tau = 0.0;
+        int curved = me_tau(c, qi, qd0, &tau);
+        for (int a = 0; a < m; a++) {
             const double *Pa = c->P + (size_t)a * f;
-            double v = 0.0, w = 0.0;
-            for (int k = 0; k < f; k++) {
-                v += Pa[k] * (qi[k] - L->q0[L->ind[k]]);
-                w += Pa[k] * (qdi[k] - qd0[L->ind[k]]);
+            double v = 0.0, w = 0.0, k = curved ? c->qdd0[L->dep[a]] : 0.0;
+            for (int i = 0; i < f; i++) {
+                v += Pa[i] * (qi[i] - L->q0[L->ind[i]]);
+                w += Pa[i] * (qdi[i] - qd0[L->ind[i]]);
+                if (curved)
+                    k -= Pa[i] * c->qdd0[L->ind[i]];
             }
-            L->q[L->dep[a]] += v;
-            L->qd[L->dep[a]] += w;
+            L->q[L->dep[a]] += v + 0.5 * k * tau * tau;
+            L->qd[L->dep[a]] += w + k * tau;
         }
         for (int k = 0; k < f; k++) {
             L->q[L->ind[k]] = qi[k];
@@ -458,6 +745,8 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             return 0;
         }
     }
+    if (move > ME_TINY_MOVE * size && (!c->have || c->cond < ME_CHORD_COND))
+        me_predict_start(c, qi, qd0);       /* near a dead point: along the motion */
     if (lin_close(L, qi, qdi))             /* full Newton from the last solution */
         return 1;
     me_refresh(c);
@@ -479,9 +768,16 @@ MbeStatus mbe_me_set_time(MbEngine *e, double t, char *err, size_t errlen)
     return MBE_OK;
 }
 
-/* x (2 f) = (q_i, qd_i) of the engine's state */
-void mbe_me_get_states(const MbEngine *e, int f, const int *ind, double *x)
+/* x (2 f): the states of the engine's state (the charts' slots their chart coordinates) */
+void mbe_me_get_states(MbEngine *e, int f, const int *ind, double *x)
 {
+    char err[8];
+    MeCtx *c = e && e->initialized ? me_ctx(e, f, ind, err, sizeof err) : NULL;
+    if (c) {
+        me_chart_ready(c, e);
+        me_to_states(c, e->y, e->y + e->n, x);
+        return;
+    }
     for (int k = 0; e && k < f; k++) {
         x[k] = e->y[ind[k]];
         x[f + k] = e->y[e->n + ind[k]];
@@ -505,11 +801,22 @@ MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x,
     MeCtx *c = me_ctx(e, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
+    me_chart_ready(c, e);
+    int bad = me_from_states(c, x);
+    if (bad >= 0) {
+        const int *pos = c->ch_pos + 4 * bad;
+        int d = c->ch_d[bad];
+        msg(err, errlen, "the continuous states %d, %d and %d (the chart coordinates of the "
+            "Euler parameters at coordinates %d..%d) have a sum of squares >= 1; expected < 1 "
+            "(a unit quaternion's other three parameters)", pos[(d + 1) % 4], pos[(d + 2) % 4],
+            pos[(d + 3) % 4], c->ch_o[bad], c->ch_o[bad] + 3);
+        return MBE_ERROR;
+    }
     Lin *L = &c->L;
-    int n = e->n;
+    int n = e->n, fe = c->f_ext;
     L->t = e->t;
     memcpy(L->q0, e->y, sizeof(double) * (size_t)n);     /* Newton from the last solution */
-    int failed = me_close(c, x, x + f, e->y + n);
+    int failed = me_close(c, c->qx, c->qx + fe, e->y + n);
     double cond = failed ? 0.0 : c->cond;
     if (failed || !(cond >= ME_PARTITION_FAIL) || !all_finite(L->qd, n)) {
         c->have = 0;
@@ -525,6 +832,7 @@ MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x,
     }
     memcpy(e->y, L->q, sizeof(double) * (size_t)n);
     memcpy(e->y + n, L->qd, sizeof(double) * (size_t)n);
+    c->have_qdd = 0;                        /* (the accelerations of the new state: later) */
     return MBE_OK;
 }
 
@@ -543,7 +851,8 @@ static MeCtx *me_call(MbEngine *e, const char *fn, int ok, const double *u, int 
     return me_ctx(e, f, ind, err, errlen);
 }
 
-/* xdot (2 f) = (qd_i, qdd_i) at the engine's state (closed by mbe_me_set_states) */
+/* xdot (2 f): the derivatives of the states (qd_i, qdd_i; the charts' slots those of their
+ * chart coordinates) at the engine's state (closed by mbe_me_set_states) */
 MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
                              char *err, size_t errlen)
 {
@@ -558,27 +867,40 @@ MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind
             rc != OK ? kernel_error(rc) : "not finite");
         return MBE_ERROR;
     }
-    for (int k = 0; k < f; k++) {
-        xdot[k] = e->y[n + ind[k]];
-        xdot[f + k] = c->L.qdd[ind[k]];
-    }
+    me_chart_ready(c, e);
+    me_to_states(c, e->y + n, c->L.qdd, xdot);
+    memcpy(c->qdd0, c->L.qdd, sizeof(double) * (size_t)n);
+    memcpy(c->qdd_y, e->y, sizeof(double) * (size_t)(2 * n));
+    c->have_qdd = 1;
     return MBE_OK;
 }
 
 /* the number of event indicators: one per contact, one for the partition when the model has
- * dependent coordinates */
-int mbe_me_n_indicators(const MbEngine *e, int f)
+ * dependent coordinates, one for the charts when there are any; -1 with a message when the
+ * partition is refused */
+int mbe_me_n_indicators(MbEngine *e, int f, const int *ind, char *err, size_t errlen)
 {
-    return e ? e->ncon + (e->n > f ? 1 : 0) : 0;
+    clear_msg(err, errlen);
+    if (!e) {
+        msg(err, errlen, "mbe_me_n_indicators: no engine");
+        return -1;
+    }
+    MeCtx *c = me_ctx(e, f, ind, err, errlen);
+    if (!c)
+        return -1;
+    return e->ncon + (e->n > f ? 1 : 0) + (c->nch > 0 ? 1 : 0);
 }
 
 MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind, double *z,
                             char *err, size_t errlen)
 {
-    MeCtx *c = me_call(e, "mbe_me_indicators", mbe_me_n_indicators(e, f) == 0 || z, u, f, ind,
-                       err, errlen);
+    MeCtx *c = me_call(e, "mbe_me_indicators", 1, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
+    if (!z && e->ncon + (e->n > f ? 1 : 0) + (c->nch > 0 ? 1 : 0) > 0) {
+        msg(err, errlen, "mbe_me_indicators: no array");
+        return MBE_ERROR;
+    }
     const double *uu = e->ni ? u : e->u0;
     if (e->ncon) {
         int rc = (e->kind ? sk_events_values : mbk_events_values)(e->ev, e->t, e->y, uu,
@@ -600,6 +922,102 @@ MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind,
         me_refresh(c);
         z[e->ncon] = c->cond - ME_PARTITION_TOL;
     }
+    if (c->nch > 0) {
+        me_chart_ready(c, e);
+        z[e->ncon + (e->n > f ? 1 : 0)] = me_chart_min(c, e) - ME_CHART_TOL;
+    }
+    return MBE_OK;
+}
+
+/* Re-centre the charts whose |l_d| is below 1.2 ME_CHART_TOL (their indicator near zero or
+ * below): r := p (x) conj(e_d), sigma := 1; the number re-centred */
+static int me_recentre(MeCtx *c, const MbEngine *e)
+{
+    int k = 0;
+    me_chart_ready(c, e);
+    for (int j = 0; j < c->nch; j++) {
+        double *r = c->chart + ME_CHART_REC * j, l[4];
+        const double *p = e->y + c->ch_o[j];
+        int d = c->ch_d[j];
+        me_qcmul(r, p, l);
+        if (!(fabs(l[d]) < 1.2 * ME_CHART_TOL))
+            continue;
+        double ed[4] = {0.0, 0.0, 0.0, 0.0};
+        ed[d] = d == 0 ? 1.0 : -1.0;        /* conj(e_d) */
+        double nrm = sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]);
+        double pu[4] = {p[0] / nrm, p[1] / nrm, p[2] / nrm, p[3] / nrm};
+        me_qmul(pu, ed, r);
+        r[4] = 1.0;
+        k++;
+    }
+    return k;
+}
+
+/* The charts (mbe_me_chart_size doubles: per chart r, sigma) for the FMU state */
+size_t mbe_me_chart_size(MbEngine *e, int f, const int *ind)
+{
+    char err[8];
+    MeCtx *c = e ? me_ctx(e, f, ind, err, sizeof err) : NULL;
+    return c ? (size_t)(ME_CHART_REC * c->nch) : 0;
+}
+
+void mbe_me_get_chart(MbEngine *e, int f, const int *ind, double *s)
+{
+    char err[8];
+    MeCtx *c = e ? me_ctx(e, f, ind, err, sizeof err) : NULL;
+    if (c && e->initialized)
+        me_chart_ready(c, e);
+    if (c && c->nch)
+        memcpy(s, c->chart, sizeof(double) * (size_t)(ME_CHART_REC * c->nch));
+}
+
+/* Set the charts from s (mbe_me_get_chart's); MBE_ERROR and nothing changed when r is not a
+ * unit quaternion or sigma not -1, 0 (not set) or 1 */
+MbeStatus mbe_me_set_chart(MbEngine *e, int f, const int *ind, const double *s, char *err,
+                           size_t errlen)
+{
+    clear_msg(err, errlen);
+    MeCtx *c = e ? me_ctx(e, f, ind, err, errlen) : NULL;
+    if (!c)
+        return MBE_ERROR;
+    for (int j = 0; j < c->nch; j++) {
+        const double *r = s + ME_CHART_REC * j;
+        double nrm = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2] + r[3] * r[3]);
+        if (!(r[4] == 0.0 || r[4] == 1.0 || r[4] == -1.0) ||
+            !(r[4] == 0.0 || fabs(nrm - 1.0) <= 1e-12)) {
+            msg(err, errlen, "the state's chart %d of the Euler parameters at coordinates "
+                "%d..%d is (%g, %g, %g, %g; %g); expected a unit quaternion and a sign -1 or 1 "
+                "(or all 0: not set)", j, c->ch_o[j], c->ch_o[j] + 3, r[0], r[1], r[2], r[3],
+                r[4]);
+            return MBE_ERROR;
+        }
+    }
+    if (c->nch)
+        memcpy(c->chart, s, sizeof(double) * (size_t)(ME_CHART_REC * c->nch));
+    c->have = 0;
+    c->have_qdd = 0;
+    return MBE_OK;
+}
+
+/* The charts not set (at a new start: the identity and the sign of p_d at the next call) */
+void mbe_me_reset(MbEngine *e)
+{
+    MeCtx *c = e ? (MeCtx *)e->me : NULL;
+    if (c && c->nch)
+        memset(c->chart, 0, sizeof(double) * (size_t)(ME_CHART_REC * c->nch));
+    if (c) {
+        c->have = 0;
+        c->have_qdd = 0;
+        c->have_last = 0;
+        c->repeats = 0;
+    }
+}
+
+/* the charts' part of an event iteration: re-centred charts change the states */
+static MbeStatus me_event_charts(MeCtx *c, const MbEngine *e, int *changed)
+{
+    if (me_recentre(c, e))
+        *changed = 1;                       /* the states jump: the host re-reads them */
     return MBE_OK;
 }
 
@@ -608,7 +1026,8 @@ MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind,
  * (more than ME_ZENO_REPEATS events per contact, each within ME_ZENO_DT of the last: an
  * error). *changed = 1 when the velocities or the contacts' active set changed (the host
  * re-reads the states), *singular = 1 when the partition's condition is below
- * ME_PARTITION_TOL (its indicator is negative). On an error nothing is changed. */
+ * ME_PARTITION_TOL (its indicator is negative). Then the charts near their indicator's zero are
+ * re-centred (*changed = 1). On an error nothing is changed. */
 MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
                        int *singular, char *err, size_t errlen)
 {
@@ -619,7 +1038,7 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
         return MBE_ERROR;
     *singular = e->n > f && c->cond < ME_PARTITION_TOL;
     if (!e->ncon)
-        return MBE_OK;
+        return me_event_charts(c, e, changed);
     const double *uu = e->ni ? u : e->u0;
     int n = e->n, impacts = 0, released = 0;
     memcpy(c->y, e->y, sizeof(double) * (size_t)(2 * n));
@@ -633,7 +1052,7 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
         return MBE_ERROR;
     }
     if (!impacts && !released)
-        return MBE_OK;
+        return me_event_charts(c, e, changed);
     if (c->have_last && e->t < c->t_last)
         c->have_last = 0;                   /* the host went back (a restored state) */
     int close = c->have_last && e->t - c->t_last <= ME_ZENO_DT * fmax(1.0, fabs(e->t));
@@ -646,6 +1065,118 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     }
     memcpy(e->y, c->y, sizeof(double) * (size_t)(2 * n));
     memcpy(e->rec, c->rec, sizeof(double) * (size_t)(EV_REC * e->ncon));
+    c->have_qdd = 0;
     *changed = 1;
-    return MBE_OK;
+    return me_event_charts(c, e, changed);
+}
+
+/* me_eval's context: the charts, the derivatives' scratch */
+typedef struct {
+    MeCtx *c;
+    double *xd;
+} MeEval;
+
+/* F (nunk) at the states and inputs z (2 f + ni) through the charts: the unknowns (state
+ * derivatives, then outputs) as lin_eval's; 0 on success */
+static int me_eval(void *ctx, const double *z, int nunk, const int *unk, int want_y, double *F)
+{
+    MeEval *m = (MeEval *)ctx;
+    MeCtx *c = m->c;
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    int n = e->n, f = c->f, fe = c->f_ext;
+    if (me_from_states(c, z) >= 0 || lin_full(L, c->qx, c->qx + fe, z + 2 * f))
+        return 1;
+    me_to_states(c, L->qd, L->qdd, m->xd);
+    if (want_y) {
+        memcpy(L->ysave, e->y, sizeof(double) * (size_t)(2 * n));
+        memcpy(e->y, L->q, sizeof(double) * (size_t)n);
+        memcpy(e->y + n, L->qd, sizeof(double) * (size_t)n);
+        MbeStatus st = mbe_outputs_groups(e, z + 2 * f, MBE_GROUP_ALL, L->yo, NULL, 0);
+        memcpy(e->y, L->ysave, sizeof(double) * (size_t)(2 * n));
+        if (st != MBE_OK)
+            return 1;
+    }
+    for (int k = 0; k < nunk; k++)
+        F[k] = unk[k] < 2 * f ? m->xd[unk[k]] : L->yo[unk[k] - 2 * f];
+    return 0;
+}
+
+/* mbe_directional_derivative for the model-exchange states: the same where every chart is
+ * the identity (its states are then the Euler parameters), else Ridders's differences
+ * through the charts (the knowns and unknowns as mbe_directional_derivative's) */
+MbeStatus mbe_me_directional_derivative(MbEngine *e, const double *u, int f, const int *ind,
+                                        int nknown, const int *known, const double *seed,
+                                        int nunk, const int *unknown, double *dv, char *err,
+                                        size_t errlen)
+{
+    MeCtx *c = me_call(e, "mbe_me_directional_derivative", 1, u, f, ind, err, errlen);
+    if (!c)
+        return MBE_ERROR;
+    me_chart_ready(c, e);
+    int identity = 1;
+    for (int j = 0; j < c->nch; j++) {
+        const double *r = c->chart + ME_CHART_REC * j;
+        identity &= r[0] == 1.0 && r[1] == 0.0 && r[2] == 0.0 && r[3] == 0.0;
+    }
+    if (identity)
+        return mbe_directional_derivative(e, u, f, ind, nknown, known, seed, nunk, unknown, dv,
+                                          err, errlen);
+    int n = e->n, ni = e->ni, nz = 2 * f + ni, want_y = 0;
+    if (nknown < 0 || nunk < 0 || (nknown > 0 && (!known || !seed)) ||
+        (nunk > 0 && (!unknown || !dv))) {
+        msg(err, errlen, "mbe_me_directional_derivative: NULL or negative-length arrays");
+        return MBE_ERROR;
+    }
+    for (int k = 0; k < nknown; k++)
+        if (known[k] < 0 || known[k] >= nz || !isfinite(seed[k])) {
+            msg(err, errlen, "mbe_me_directional_derivative: known %d is %d (seed %g); expected "
+                "a state 0 to %d or an input %d to %d with a finite seed", k, known[k], seed[k],
+                2 * f - 1, 2 * f, nz - 1);
+            return MBE_ERROR;
+        }
+    for (int k = 0; k < nunk; k++) {
+        if (unknown[k] < 0 || unknown[k] >= 2 * f + e->nout) {
+            msg(err, errlen, "mbe_me_directional_derivative: unknown %d is %d; expected a state "
+                "derivative 0 to %d or an output %d to %d", k, unknown[k], 2 * f - 1, 2 * f,
+                2 * f + e->nout - 1);
+            return MBE_ERROR;
+        }
+        want_y |= unknown[k] >= 2 * f;
+    }
+    const double *uu = ni ? u : e->u0;
+    double *z0 = malloc(sizeof(double) * (size_t)(nz + 1));
+    double *dir = calloc((size_t)nz + 1, sizeof(double));
+    MeEval m = {c, malloc(sizeof(double) * (size_t)(2 * f + 1))};
+    MbeStatus status = MBE_OK;
+    if (!z0 || !dir || !m.xd) {
+        msg(err, errlen, "mbe_me_directional_derivative: out of memory");
+        status = MBE_ERROR;
+        goto done;
+    }
+    me_to_states(c, e->y, e->y + n, z0);
+    for (int k = 0; k < ni; k++)
+        z0[2 * f + k] = uu[k];
+    for (int k = 0; k < nknown; k++)
+        dir[known[k]] += seed[k];
+    Lin *L = &c->L;
+    L->t = e->t;
+    memcpy(L->q0, e->y, sizeof(double) * (size_t)n);
+    double *F0 = m.xd;                      /* the operating point re-closed (as
+                                               mbe_directional_derivative) */
+    if (me_eval(&m, z0, 0, NULL, 0, F0)) {
+        msg(err, errlen, "the loops cannot be closed at t = %.9g s with the state's "
+            "independent coordinates (a singular pose?)", e->t);
+        status = MBE_ERROR;
+        goto done;
+    }
+    memcpy(L->q0, L->q, sizeof(double) * (size_t)n);
+    status = lin_ridders(me_eval, &m, f, nz, z0, dir, nunk, unknown, want_y, dv, e->t, err,
+                         errlen);
+    c->have = 0;                            /* the chord's Jacobian: from the next closure */
+done:
+    free(z0);
+    free(dir);
+    free(m.xd);
+    return status;
 }

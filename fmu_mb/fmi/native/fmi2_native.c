@@ -168,8 +168,10 @@ typedef struct {
     double* y;               /* outputs cache */
     int y_valid;             /* the output groups (MBE_GROUP_*) y holds for the current state */
     int* group;              /* the group of each output */
-    double* scratch;         /* engine state scratch (size of mbe_state_size) */
-    size_t n_state;
+    double* scratch;         /* engine state scratch (size n_state) */
+    size_t n_state;          /* the solver values of an FMU state: mbe_state_size, then for a
+                                model-exchange instance its charts (mbe_me_chart_size) */
+    size_t n_chart;
     FmuState* states;        /* states made by this instance */
     int stuck;               /* the last doStep was discarded in the model (fmi2Terminated) */
     int stop_defined;        /* fmi2SetupExperiment's stop time: no doStep may end after it */
@@ -850,7 +852,9 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
     in->engine = mbe_create(FMU_DATA, FMU_DATA_SIZE, in->err, sizeof in->err);
     int ok = in->name && in->engine;
     if (ok) {
-        in->n_state = mbe_state_size(in->engine);
+        in->n_chart = in->me && FMU_N_IND > 0
+                      ? mbe_me_chart_size(in->engine, FMU_N_IND, FMU_IND) : 0;
+        in->n_state = mbe_state_size(in->engine) + in->n_chart;
         int nq = FMU_N_PARAMS > 0 ? FMU_N_PARAMS : 1;
         in->num = calloc((size_t)FMU_N_VARS + 1, sizeof(double));
         in->str = calloc((size_t)FMU_N_VARS + 1, sizeof(char*));
@@ -1005,6 +1009,9 @@ EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c)
     }
     in->mode = STEP_MODE;
     in->me_mode = ME_EVENT;     /* model exchange: event mode (me2.c) */
+    if (in->me) {
+        mbe_me_reset(in->engine);   /* the charts: the identity at the initial state */
+    }
     return fmi2OK;
 }
 
@@ -1071,10 +1078,18 @@ static fmi2Status get_numbers(Inst* in, const char* fn, const fmi2ValueReference
         }
     }
     double xdot[2 * FMU_N_IND + 1];
+    double xs[2 * FMU_N_IND + 1];
     if (lin) {
+        /* a model-exchange instance: its continuous states (chart coordinates where three of
+         * four Euler parameters are states, engine_me.h) and their derivatives */
         mbe_get_state(in->engine, in->scratch);     /* t, q, qd, ... (engine.h) */
-        if (mbe_state_derivatives(in->engine, in->u, FMU_N_IND, FMU_IND, xdot, in->err,
-                                  sizeof in->err) != MBE_OK) {
+        if (in->me) {
+            mbe_me_get_states(in->engine, FMU_N_IND, FMU_IND, xs);
+        }
+        if ((in->me ? mbe_me_derivatives(in->engine, in->u, FMU_N_IND, FMU_IND, xdot,
+                                         in->err, sizeof in->err)
+                    : mbe_state_derivatives(in->engine, in->u, FMU_N_IND, FMU_IND, xdot,
+                                            in->err, sizeof in->err)) != MBE_OK) {
             return say(in, fmi2Error, "%s: the state derivatives cannot be computed: %s", fn,
                        in->err);
         }
@@ -1083,7 +1098,9 @@ static fmi2Status get_numbers(Inst* in, const char* fn, const fmi2ValueReference
         const FmuVar* v = &FMU_VARS[vr[k]];
         if (v->kind == VK_STATE) {
             int nq = mbe_n_q(in->engine), x = v->index;
-            out[k] = in->scratch[1 + (x < FMU_N_IND ? FMU_IND[x] : nq + FMU_IND[x - FMU_N_IND])];
+            out[k] = in->me ? xs[x]
+                            : in->scratch[1 + (x < FMU_N_IND ? FMU_IND[x]
+                                                             : nq + FMU_IND[x - FMU_N_IND])];
         } else if (v->kind == VK_DERIV) {
             out[k] = xdot[v->index];
         } else {
@@ -1552,8 +1569,12 @@ static fmi2Status directional_derivative(Inst* in, const char* fn, const fmi2Val
             ku[ne++] = ku[k];
         }
     }
-    if (mbe_directional_derivative(in->engine, in->u, FMU_N_IND, FMU_IND, (int)nk, kk, seed,
-                                   (int)ne, ku, dv, in->err, sizeof in->err) != MBE_OK) {
+    if ((in->me && in->mode != INIT_MODE
+         ? mbe_me_directional_derivative(in->engine, in->u, FMU_N_IND, FMU_IND, (int)nk, kk,
+                                         seed, (int)ne, ku, dv, in->err, sizeof in->err)
+         : mbe_directional_derivative(in->engine, in->u, FMU_N_IND, FMU_IND, (int)nk, kk,
+                                      seed, (int)ne, ku, dv, in->err, sizeof in->err))
+        != MBE_OK) {
         st = say(in, fmi2Error, "%s: %s", fn, in->err);
         goto done;
     }
@@ -1653,6 +1674,28 @@ static uint64_t fnv1a(const unsigned char* p, size_t n)
     return h;
 }
 
+
+/* The solver values of an FMU state (n_state): the engine's state, then the model-exchange
+ * charts of the Euler parameters (engine_me.h) */
+static void get_solver_state(Inst* in, double* s)
+{
+    mbe_get_state(in->engine, s);
+    if (in->n_chart > 0) {
+        mbe_me_get_chart(in->engine, FMU_N_IND, FMU_IND, s + in->n_state - in->n_chart);
+    }
+}
+
+static MbeStatus set_solver_state(Inst* in, const double* s)
+{
+    if (mbe_set_state(in->engine, s, in->err, sizeof in->err) != MBE_OK) {
+        return MBE_ERROR;
+    }
+    return in->n_chart > 0 ? mbe_me_set_chart(in->engine, FMU_N_IND, FMU_IND,
+                                              s + in->n_state - in->n_chart, in->err,
+                                              sizeof in->err)
+                           : MBE_OK;
+}
+
 static int serialize(Inst* in, Buf* b)
 {
     size_t glen = strlen(FMU_GUID);
@@ -1680,7 +1723,7 @@ static int serialize(Inst* in, Buf* b)
     }
     if (engine) {
         put_u64(b, (uint64_t)in->n_state);
-        mbe_get_state(in->engine, in->scratch);
+        get_solver_state(in, in->scratch);
         put(b, in->scratch, in->n_state * sizeof(double));
     } else {
         put_u64(b, 0);
@@ -1984,7 +2027,7 @@ static int restore_quiet(Inst* in, const unsigned char* p, size_t n)
             snprintf(in->err, sizeof in->err, "out of memory");
         } else {
             memcpy(keep, in->applied, (size_t)FMU_N_PARAMS * sizeof(double));
-            mbe_get_state(in->engine, keep_state);
+            get_solver_state(in, keep_state);
             MbeSettings old_s;
             int old_settings_ok;
             {   /* the settings of the values being replaced */
@@ -2008,8 +2051,7 @@ static int restore_quiet(Inst* in, const unsigned char* p, size_t n)
                         in->have_applied = 1;
                     }
                 }
-                if (!failed && mbe_set_state(in->engine, d.state, in->err, sizeof in->err)
-                    != MBE_OK) {
+                if (!failed && set_solver_state(in, d.state) != MBE_OK) {
                     failed = 1;
                 }
             }
@@ -2023,7 +2065,7 @@ static int restore_quiet(Inst* in, const unsigned char* p, size_t n)
                     mbe_set_parameters(in->engine, keep, in->err, sizeof in->err);
                     memcpy(in->applied, keep, (size_t)FMU_N_PARAMS * sizeof(double));
                 }
-                mbe_set_state(in->engine, keep_state, in->err, sizeof in->err);
+                set_solver_state(in, keep_state);
                 memcpy(in->err, why, sizeof why);
             }
         }
