@@ -124,9 +124,15 @@ def _core(kind, R, p, s):
     return p, p, s[0], _Z
 
 
-def feature(kind_a, sa, Ra, pa, kind_b, sb, Rb, pb, fid):
+def _cross(a, b):
+    """a x b of two 3-vectors (np.cross is slow on single vectors)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]])
+
+
+def feature(kind_a, sa, Ra, pa, kind_b, sb, Rb, pb, fid, edges=None):
     """Core of feature fid of shapes a, b (kinds in the order of KINDS) at world poses;
-    None for an absent feature."""
+    None for an absent feature. edges: the two boxes' shapes._edges, when computed."""
     if kind_b in ("sphere", "capsule"):
         a0, a1, ra, ua = _core(kind_a, Ra, pa, sa)
         b0, b1, rb, ub = _core(kind_b, Rb, pb, sb)
@@ -149,9 +155,11 @@ def feature(kind_a, sa, Ra, pa, kind_b, sb, Rb, pb, fid):
         q, na, dist, ta, ua = _box_point(x, Ra, pa, ha)
         return Core(q, x, na, dist, 0.0, 0.0, ta, V, ua, _Z)
     ea, eb = divmod(fid - 16, 12)
-    _, ka, ka1, ka2, sa1, sa2, a0, a1 = _edges(Ra, pa, ha)[ea]
-    _, kb, kb1, kb2, sb1, sb2, b0, b1 = _edges(Rb, pb, hb)[eb]
-    n = np.cross(Ra[:, ka], Rb[:, kb])
+    if edges is None:
+        edges = _edges(Ra, pa, ha), _edges(Rb, pb, hb)
+    _, ka, ka1, ka2, sa1, sa2, a0, a1 = edges[0][ea]
+    _, kb, kb1, kb2, sb1, sb2, b0, b1 = edges[1][eb]
+    n = _cross(Ra[:, ka], Rb[:, kb])
     ln = float(np.sqrt(n @ n))
     if ln < PARALLEL_TOL:
         return None
@@ -172,14 +180,14 @@ def motion(c, ra_, va, wa, rb_, vb, wb):
     """(v_rel, n', w_a, w_b) of core c with bodies a, b at reference points ra_, rb_,
     velocities va, vb and angular velocities wa, wb (world)."""
     n, d, gc = c.n, c.cb - c.ca, c.gc
-    vrel = vb + np.cross(wb, c.cb - rb_) - va - np.cross(wa, c.ca - ra_)
+    vrel = vb + _cross(wb, c.cb - rb_) - va - _cross(wa, c.ca - ra_)
     wpa, wpb = np.zeros(3), np.zeros(3)
     P = np.eye(3) - np.outer(n, n)
     if c.ta == F or c.tb == F:
         if c.tb == F:
-            nd = np.cross(wb, n)
+            nd = _cross(wb, n)
         else:
-            nd = np.cross(wa, n)
+            nd = _cross(wa, n)
         dd = (n @ vrel) * n + gc * nd
         if c.tb == F:
             wpb = dd - vrel
@@ -189,20 +197,20 @@ def motion(c, ra_, va, wa, rb_, vb, wb):
     if c.ta == E and c.tb == E:
         ua, ub = c.ua, c.ub
         cc = ua @ ub
-        al = vrel @ ua + d @ np.cross(wa, ua)
-        be = vrel @ ub + d @ np.cross(wb, ub)
+        al = vrel @ ua + d @ _cross(wa, ua)
+        be = vrel @ ub + d @ _cross(wb, ub)
         den = 1.0 - cc * cc
         sd, td = (al - cc * be) / den, (cc * al - be) / den
         wpa, wpb = sd * ua, td * ub
-        cr = np.cross(ua, ub)
+        cr = _cross(ua, ub)
         lc = float(np.sqrt(cr @ cr))
-        crd = np.cross(np.cross(wa, ua), ub) + np.cross(ua, np.cross(wb, ub))
+        crd = _cross(_cross(wa, ua), ub) + _cross(ua, _cross(wb, ub))
         sg = 1.0 if n @ cr >= 0.0 else -1.0
         return vrel, sg * (P @ crd) / lc, wpa, wpb
     if c.tb == E:
-        wpb = -(vrel @ c.ub + d @ np.cross(wb, c.ub)) * c.ub
+        wpb = -(vrel @ c.ub + d @ _cross(wb, c.ub)) * c.ub
     elif c.ta == E:
-        wpa = (vrel @ c.ua + d @ np.cross(wa, c.ua)) * c.ua
+        wpa = (vrel @ c.ua + d @ _cross(wa, c.ua)) * c.ua
     dd = vrel + wpb - wpa
     nd = P @ dd / gc if abs(gc) > 1e-300 else np.zeros(3)
     return vrel, nd, wpa, wpb
@@ -218,7 +226,7 @@ def tangents(n, nd):
     t1 /= l1
     u = -(nd[k] * n + n[k] * nd)
     t1d = (u - (t1 @ u) * t1) / l1
-    return (t1, np.cross(n, t1)), (t1d, np.cross(nd, t1) + np.cross(n, t1d))
+    return (t1, _cross(n, t1)), (t1d, _cross(nd, t1) + _cross(n, t1d))
 
 
 @dataclass(frozen=True)
@@ -266,13 +274,25 @@ def pair_rows(pairs, x, xd):
     gap, conv = np.full(k, ABSENT_GAP), np.zeros(k)
     J, Jt, conv_t = np.zeros((k, 2, 7)), np.zeros((k, 2, 2, 7)), np.zeros((k, 2))
     point = np.zeros((k, 3))
+    bodies, poses = {}, {}
     for i, c in enumerate(cs):
         sa, sb = c.shapes
-        r_a, A_a, v_a, w_a, E_a = _body(x, xd, ba[i])
-        r_b, A_b, v_b, w_b, E_b = _body(x, xd, bb[i])
-        Ra, pa = A_a @ np.array(sa.rotation), r_a + A_a @ np.array(sa.position)
-        Rb, pb = A_b @ np.array(sb.rotation), r_b + A_b @ np.array(sb.position)
-        co = feature(sa.kind, sa.size, Ra, pa, sb.kind, sb.size, Rb, pb, c.feature)
+        for b in (ba[i], bb[i]):
+            if b not in bodies:
+                bodies[b] = _body(x, xd, b)
+        r_a, A_a, v_a, w_a, E_a = bodies[ba[i]]
+        r_b, A_b, v_b, w_b, E_b = bodies[bb[i]]
+        key = (sa.name, sb.name)
+        if key not in poses:
+            Ra, pa = A_a @ np.array(sa.rotation), r_a + A_a @ np.array(sa.position)
+            Rb, pb = A_b @ np.array(sb.rotation), r_b + A_b @ np.array(sb.position)
+            edges = None
+            if sa.kind == "box" and sb.kind == "box":
+                edges = (_edges(Ra, pa, 0.5 * np.asarray(sa.size, float)),
+                         _edges(Rb, pb, 0.5 * np.asarray(sb.size, float)))
+            poses[key] = Ra, pa, Rb, pb, edges
+        Ra, pa, Rb, pb, edges = poses[key]
+        co = feature(sa.kind, sa.size, Ra, pa, sb.kind, sb.size, Rb, pb, c.feature, edges)
         if co is None:
             continue
         n = co.n
@@ -280,20 +300,20 @@ def pair_rows(pairs, x, xd):
         vrel, nd, wpa, wpb = motion(co, r_a, v_a, w_a, r_b, v_b, w_b)
         rho_a, rho_b = co.ca - r_a, co.cb - r_b
         _rows(J[i], n, rho_a, rho_b, E_a, E_b)
-        conv[i] = (n @ (np.cross(w_b, np.cross(w_b, rho_b)) - np.cross(w_a, np.cross(w_a, rho_a)))
-                   + nd @ vrel + n @ (np.cross(w_b, wpb) - np.cross(w_a, wpa)))
+        conv[i] = (n @ (_cross(w_b, _cross(w_b, rho_b)) - _cross(w_a, _cross(w_a, rho_a)))
+                   + nd @ vrel + n @ (_cross(w_b, wpb) - _cross(w_a, wpa)))
         qa, qb = co.ca + co.ra * n, co.cb - co.rb * n
         rho_a, rho_b = qa - r_a, qb - r_b
-        vs = v_b + np.cross(w_b, rho_b) - v_a - np.cross(w_a, rho_a)
-        sa_ = wpa + co.ra * (nd - np.cross(w_a, n))
-        sb_ = wpb - co.rb * (nd - np.cross(w_b, n))
+        vs = v_b + _cross(w_b, rho_b) - v_a - _cross(w_a, rho_a)
+        sa_ = wpa + co.ra * (nd - _cross(w_a, n))
+        sb_ = wpb - co.rb * (nd - _cross(w_b, n))
         ts, tds = tangents(n, nd)
         for j, (t, td) in enumerate(zip(ts, tds)):
             _rows(Jt[i, j], t, rho_a, rho_b, E_a, E_b)
-            conv_t[i, j] = (t @ (np.cross(w_b, np.cross(w_b, rho_b))
-                                 - np.cross(w_a, np.cross(w_a, rho_a)))
+            conv_t[i, j] = (t @ (_cross(w_b, _cross(w_b, rho_b))
+                                 - _cross(w_a, _cross(w_a, rho_a)))
                             + td @ vs
-                            + t @ (np.cross(w_b, sb_) - np.cross(w_a, sa_)))
+                            + t @ (_cross(w_b, sb_) - _cross(w_a, sa_)))
         point[i] = qb
     return PairRows(pos, ba, bb, gap, J, conv, Jt, conv_t, point)
 
@@ -302,7 +322,7 @@ def _rows(out, a, rho_a, rho_b, E_a, E_b):
     """out (2, 7): the row of a . (v_b(rho_b) - v_a(rho_a)) on a's and b's coordinates."""
     if E_a is not None:
         out[0, :3] = -a
-        out[0, 3:] = -E_a.T @ np.cross(rho_a, a)
+        out[0, 3:] = -E_a.T @ _cross(rho_a, a)
     if E_b is not None:
         out[1, :3] = a
-        out[1, 3:] = E_b.T @ np.cross(rho_b, a)
+        out[1, 3:] = E_b.T @ _cross(rho_b, a)
