@@ -298,3 +298,116 @@ def test_capsule_box_is_refused_naming_the_pair():
     mb.shape(a, Capsule(0.1, 0.3), name="rod")
     with pytest.raises(ModelError, match="'table'.*'rod'|'rod'.*'table'"):
         mb.build()
+
+
+# ------------------------------------------------------------------ closed forms, C = Python
+def compare(c, p, skip=()):
+    """Every output of two runs equal to 1e-9 (relative to max(1, |value|))."""
+    assert c.dtype.names == p.dtype.names
+    for n in c.dtype.names:
+        if n not in skip:
+            assert np.abs(c[n] - p[n]).max() <= 1e-9 * max(1.0, np.abs(p[n]).max()), n
+
+
+def both(m, t_end, h, **kw):
+    """The compiled event loop (recursive) and the Python loop (newton_euler)."""
+    c = simulate(m, t_end, h, settings=Settings(formulation="recursive", **TIGHT), **kw)
+    p = simulate(m, t_end, h, settings=Settings(formulation="newton_euler", **TIGHT), **kw)
+    return c, p
+
+
+def test_two_spheres_head_on_exchange_momenta_by_newtons_law():
+    """Two balls (frictional: the shape_pair contact) on a line, no gravity: after the impact
+    v1' = (m1 v1 + m2 v2 - m2 e (v1 - v2)) / (m1 + m2), v2' = (... + m1 e (v1 - v2)) / ...;
+    no spin arises (head-on: no tangential slip)."""
+    m1, m2, e, v1, v2 = 1.0, 2.5, 0.6, 2.0, -0.5
+    mb = ModelBuilder("balls", gravity=(0, 0, 0))
+    a = mb.body("a", mass=m1, inertia=(0.01,) * 3, position=(-0.5, 0, 0), velocity=(v1, 0, 0))
+    b = mb.body("b", mass=m2, inertia=(0.02,) * 3, position=(0.5, 0, 0), velocity=(v2, 0, 0))
+    mb.shape(a, Sphere(0.1), name="sa", friction=0.4, restitution=e)
+    mb.shape(b, Sphere(0.15), name="sb", friction=0.4, restitution=e)
+    m = mb.build()
+    assert [c.kind for c in m.contacts] == ["shape_pair"]
+    c, p = both(m, 0.6, 0.05)
+    compare(c, p)
+    t_hit = (1.0 - 0.25) / (v1 - v2)
+    P = m1 * v1 + m2 * v2
+    for res in (c, p):
+        after = res["time"] > t_hit + 1e-9
+        assert res["a.vx"][after] == pytest.approx((P - m2 * e * (v1 - v2)) / (m1 + m2),
+                                                   abs=1e-10)
+        assert res["b.vx"][after] == pytest.approx((P + m1 * e * (v1 - v2)) / (m1 + m2),
+                                                   abs=1e-10)
+        assert np.abs(res["a.wy"]).max() < 1e-12 and np.abs(res["b.vy"]).max() < 1e-12
+        assert res["sa_sb_0.impacts"][-1] == 1
+
+
+def test_sphere_resting_on_a_box_carries_its_weight():
+    m_, g = 2.0, 9.81
+    mb = ModelBuilder("sob", gravity=(0, 0, -g))
+    ball = mb.body("ball", mass=m_, inertia=(0.008,) * 3, position=(0.05, 0.02, 0.2))
+    mb.shape(mb.ground, Box((1.0, 1.0, 0.2)), name="table", friction=0.4, restitution=0.5)
+    mb.shape(ball, Sphere(0.1), name="shell")
+    c, p = both(mb.build(), 0.5, 0.05)
+    compare(c, p)
+    for res in (c, p):
+        assert res["shell_table_0.force"][1:] == pytest.approx(m_ * g, rel=1e-12)
+        assert np.abs(res["ball.z"] - 0.2).max() < 1e-12
+        assert res["shell_table_0.state"][-1] == 1.0           # sticking
+
+
+def test_ball_on_the_table_slips_then_rolls_at_five_sevenths():
+    """models/table_ball.py on the table: slip ends at t* = 2 v0 / (7 mu g), then
+    v_x = r w_y = 5/7 v0 (to 1e-8 relative); the compiled loop equals the Python loop."""
+    import table_ball
+    v0, mu, r, g = 1.5, 0.3, 0.05, 9.81
+    m = table_ball.build()
+    c, p = both(m, 0.5, 0.02)
+    compare(c, p, skip=("ball.alpha", "ball.gamma"))
+    t_star = 2 * v0 / (7 * mu * g)
+    for row in c:
+        t = row["time"]
+        if t < t_star - 1e-9:
+            assert abs(row["ball.vx"] - (v0 - mu * g * t)) <= 1e-8 * v0
+            assert row["ball_shell_table_top_0.state"] == 2.0
+        elif t > t_star + 1e-9:
+            assert abs(row["ball.vx"] - 5 / 7 * v0) <= 1e-8 * v0
+            assert abs(row["ball.vx"] - r * row["ball.wy"]) <= 1e-8 * v0
+            assert row["ball_shell_table_top_0.state"] == 1.0
+
+
+def test_ball_rolls_off_the_table_onto_the_floor():
+    """Past the edge (x = L/2) the ball leaves the table and lands on the floor z = -H,
+    still rolling: its centre ends at z = r - H."""
+    import table_ball
+    m = table_ball.build()
+    res = simulate(m, 2.5, 0.05, settings=Settings(formulation="recursive"))
+    assert res["ball.x"][-1] > 0.6 + 0.05
+    assert res["ball_shell_table_top_0.gap"][-1] > 0.05
+    assert res["floor_ball_shell_0.impacts"][-1] >= 1
+    assert res["ball.z"][-1] == pytest.approx(0.05 - 0.4, abs=1e-9)
+
+
+def box_stack():
+    """A box (body) resting on a box fixed to the ground, turned by 0.3 rad about z."""
+    mb = ModelBuilder("stack", gravity=(0, 0, -9.81))
+    top = mb.body("top", mass=1.5, inertia=(0.01, 0.012, 0.014), position=(0.03, 0.01, 0.075),
+                  orientation=cardan(0.0, 0.0, 0.3))
+    mb.shape(mb.ground, Box((0.6, 0.5, 0.2)), name="base", position=(0, 0, -0.1))
+    mb.shape(top, Box((0.2, 0.25, 0.15)), name="lid", friction=0.5, restitution=0.3)
+    return mb.build()
+
+
+def test_box_stacked_on_a_box_rests_carrying_its_weight():
+    """The lid's four bottom vertices on the base's top face (redundant rows, minimum-norm
+    forces): no motion, the normal forces sum to m g, the other 156 features open."""
+    m = box_stack()
+    assert len(m.contacts) == 160
+    c = simulate(m, 0.5, 0.05, settings=Settings(formulation="recursive", **TIGHT))
+    assert np.abs(c["top.z"] - 0.075).max() < 1e-9 and np.abs(c["top.x"] - 0.03).max() < 1e-9
+    names = [n for n in c.dtype.names if n.endswith(".force")]
+    total = sum(c[n][-1] for n in names)
+    assert total == pytest.approx(1.5 * 9.81, rel=1e-9)
+    assert sum(c[n.replace(".force", ".active")][-1] for n in names) == 4
+    p = simulate(m, 0.1, 0.05, settings=Settings(formulation="newton_euler", **TIGHT))
+    compare(c[:len(p)], p)
