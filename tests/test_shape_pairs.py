@@ -444,3 +444,23 @@ def test_table_ball_native_fmu_equals_the_python_loop(version, tmp_path, table_b
         assert np.abs(r[n] - ref[n]).max() <= 1e-9 * max(1.0, np.abs(ref[n]).max()), n
     assert r["ball_shell_table_top_0.state"][50] == 1.0           # rolling on the table
     assert r["ball_shell_table_top_0.gap"][-1] > 0.01             # off the edge
+
+
+def test_box_sliding_on_a_box_decelerates_at_mu_g():
+    """The lid thrown along x on the base slides on its four bottom vertices (redundant
+    rows): x(t) = x0 + v0 t - mu g t^2 / 2 until it sticks at t = v0 / (mu g), then rests."""
+    v0, mu, g = 0.8, 0.5, 9.81
+    mb = ModelBuilder("slide", gravity=(0, 0, -g))
+    top = mb.body("top", mass=1.5, inertia=(0.01, 0.012, 0.014), position=(-0.1, 0.0, 0.075),
+                  velocity=(v0, 0.0, 0.0))
+    mb.shape(mb.ground, Box((0.8, 0.5, 0.2)), name="base", position=(0, 0, -0.1))
+    mb.shape(top, Box((0.2, 0.25, 0.15)), name="lid", friction=mu, restitution=0.0)
+    m = mb.build()
+    res = simulate(m, 0.3, 0.02, settings=Settings(formulation="recursive", **TIGHT))
+    t_stop = v0 / (mu * g)
+    for row in res:
+        t = min(row["time"], t_stop)
+        assert row["top.x"] == pytest.approx(-0.1 + v0 * t - 0.5 * mu * g * t * t, abs=1e-9)
+        assert abs(row["top.z"] - 0.075) < 1e-9 and abs(row["top.wy"]) < 1e-9
+    p = simulate(m, 0.04, 0.02, settings=Settings(formulation="newton_euler", **TIGHT))
+    compare(res[:len(p)], p)

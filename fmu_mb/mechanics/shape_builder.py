@@ -13,7 +13,7 @@ body points are lowered to today's point contacts, exact:
     plane/line  - capsule/segment   two, at the ends of the core segment, offset radius
     plane/line  - box/rectangle     one per vertex (8 / 4), offset 0
     sphere - sphere, circle - circle  one point_point between the centres, distance ra + rb
-                                      (frictionless, two bodies)
+                                      (frictionless)
     sphere, capsule, box pairs      one shape_pair contact per narrowphase feature (1; box -
                                     box 160), the contact points moving on both bodies
                                     (mechanics.spatial.pairs)
@@ -192,8 +192,7 @@ class ShapeItems:
                 items = self._flat_contacts(a, b, e, mu)
             elif a.kind == "plane" and b.kind == "cylinder" and a.body == GROUND:
                 items = self._rim_contacts(a, b, e, mu)
-            elif (a.kind in _ROUND_POINT and b.kind in _ROUND_POINT and mu == 0.0
-                  and a.body != GROUND and b.body != GROUND):
+            elif a.kind in _ROUND_POINT and b.kind in _ROUND_POINT and mu == 0.0:
                 items = [(0, Contact("", "point_point", a.body, b.body, a.position, b.position,
                                      (0.0,) * len(a.position), a.size[0] + b.size[0], 1.0,
                                      restitution=e))]
