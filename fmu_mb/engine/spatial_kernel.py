@@ -203,11 +203,13 @@ def _drives(model):
 
 def _contacts(model):
     """ki (nc, 3): kind (1 point-plane, 2 point-point, 3 revolute limit, 4 prismatic limit,
-    5 rim on a plane: F_c holds the circle's axis and radius), body p, body c; kd (nc, 36):
+    5 rim on a plane: F_c holds the circle's axis and radius; 6 shape pair: native/pairs.h),
+    body p, body c; kd (nc, 36):
     s_p, s_c, F_p, F_c, normal (p's axes), offset, side: the
     gaps of fmu_mb.mechanics.spatial.contacts, and of a point-plane contact its tangent basis
     t1, t2 (p's axes) and Coulomb's mu (fmu_mb.mechanics.friction), model.contacts order."""
     from ..mechanics.friction import tangent_basis
+    from ..mechanics.shapes import KIND_CODES
     idx = {b.name: b.index for b in model.bodies}
     idx["ground"] = len(model.bodies)
     eye = np.eye(3).reshape(-1)
@@ -224,6 +226,16 @@ def _contacts(model):
             kd.append(np.concatenate([c.other_point, c.point, eye, c.axis, [c.offset],
                                       np.zeros(5), c.normal, [0.0, 1.0], t1, t2,
                                       [c.friction]]))
+        elif c.kind == "shape_pair":            # shape a on other, b on body: pairs.h
+            a, b = c.shapes
+            ki.append([6, idx[c.other], idx[c.body]])
+            kd.append(np.concatenate([a.position, b.position,
+                                      np.asarray(a.rotation, float).reshape(-1),
+                                      np.asarray(b.rotation, float).reshape(-1),
+                                      (tuple(a.size) + (0.0,) * 3)[:3], [0.0, 1.0],
+                                      (tuple(b.size) + (0.0,) * 3)[:3],
+                                      [KIND_CODES[a.kind], KIND_CODES[b.kind], c.feature,
+                                       c.friction]]))
         elif c.kind == "point_point":
             ki.append([2, idx[c.body], idx[c.other]])
             kd.append(np.concatenate([c.point, c.other_point, eye, eye, [0.0, 0.0, 0.0],

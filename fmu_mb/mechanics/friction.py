@@ -115,4 +115,11 @@ def _rows3(model, x, xd):
         for j, (i, b) in enumerate(zip(rr.pos, rr.body)):
             Dt[i, :, 7 * b:7 * b + 7] = rr.Jt[j]
             conv[i] = rr.conv_t[j]
+    if Bk.pairs is not None:              # shape pairs: the surface points' slip
+        from .spatial.pairs import pair_rows
+        pr = pair_rows(Bk.pairs, x, xd)
+        for j, i in enumerate(pr.pos):
+            Dt[i, :, 7 * pr.ba[j]:7 * pr.ba[j] + 7] += pr.Jt[j, :, 0]
+            Dt[i, :, 7 * pr.bb[j]:7 * pr.bb[j] + 7] += pr.Jt[j, :, 1]
+            conv[i] = pr.conv_t[j]
     return Dt[:, :, :-nq], conv

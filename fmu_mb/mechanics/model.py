@@ -168,6 +168,9 @@ class Contact:
         normal to `axis` (body axes), a cylinder's end, against the plane through
         `other_point` with unit `normal` fixed to the ground; the contact point moves on the
         body (fmu_mb.mechanics.spatial.rim, docs/shapes.md).
+    kind "shape_pair" (spatial): feature `feature` of shapes[0] (on `other`) against
+        shapes[1] (on `body`), two moving shapes (sphere, capsule, box); the contact points
+        move on both bodies (fmu_mb.mechanics.spatial.pairs, docs/shapes.md).
     """
 
     name: str
@@ -188,6 +191,8 @@ class Contact:
     sharpening: float = 0.5
     friction: float = 0.0
     axis: tuple = ()                # rim_plane: the circle's unit axis in body axes
+    shapes: tuple = ()              # shape_pair: (ShapeItem a on other, ShapeItem b on body)
+    feature: int = -1               # shape_pair: the narrowphase's feature id
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,17 @@ body points are lowered to today's point contacts, exact:
     plane/line  - capsule/segment   two, at the ends of the core segment, offset radius
     plane/line  - box/rectangle     one per vertex (8 / 4), offset 0
     sphere - sphere, circle - circle  one point_point between the centres, distance ra + rb
-                                      (frictionless only)
+                                      (frictionless)
+    sphere, capsule, box pairs      one shape_pair contact per narrowphase feature (1; box -
+                                    box 160), the contact points moving on both bodies
+                                    (mechanics.spatial.pairs)
     ground plane - cylinder         two rim_plane contacts, the end circles (their rim point
                                     moves on the body: mechanics.spatial.rim)
 
 with the pair's friction and restitution (shapes.pair_coefficients) on each contact
 (docs/contacts-friction.md, "For shapes"), named <shape a>_<shape b>_<feature id> (the
-narrowphase's feature ids). The other pairs of the narrowphase (contact points that move on
-the bodies) are refused with a message naming the pair."""
+narrowphase's feature ids). The other pairs of the narrowphase (the planar pairs of moving
+shapes, capsule - box, cylinder pairs) are refused with a message naming the pair."""
 import math
 from dataclasses import replace
 
@@ -30,6 +33,7 @@ from ..errors import ModelError
 from .model import GROUND, Contact
 from .shapes import (PLANAR_KINDS, SPATIAL_KINDS, ShapeItem, ShapePair, pair_coefficients,
                      supported)
+from .spatial.pairs import KINDS as PAIR_KINDS, features as pair_features
 from .validation import number
 
 _FLAT = {"plane", "line"}
@@ -188,23 +192,25 @@ class ShapeItems:
                 items = self._flat_contacts(a, b, e, mu)
             elif a.kind == "plane" and b.kind == "cylinder" and a.body == GROUND:
                 items = self._rim_contacts(a, b, e, mu)
-            elif a.kind in _ROUND_POINT and b.kind in _ROUND_POINT:
-                if mu != 0.0:
-                    raise ModelError(f"{where}: friction {mu} between two {a.kind}s: their "
-                                     f"contact point moves on both bodies, and the engine's "
-                                     f"frictional contacts are a point against a plane or "
-                                     f"line so far; give the shapes friction 0 (None) or keep "
-                                     f"them apart with mb.collide({a.name!r}, {b.name!r}, "
-                                     f"False)")
+            elif a.kind in _ROUND_POINT and b.kind in _ROUND_POINT and mu == 0.0:
                 items = [(0, Contact("", "point_point", a.body, b.body, a.position, b.position,
                                      (0.0,) * len(a.position), a.size[0] + b.size[0], 1.0,
                                      restitution=e))]
+            elif (a.kind, b.kind) in PAIR_KINDS or (b.kind, a.kind) in PAIR_KINDS:
+                if (a.kind, b.kind) not in PAIR_KINDS:
+                    a, b = b, a             # the narrowphase's order
+                    base = f"{a.name}_{b.name}"
+                items = [(fid, Contact("", "shape_pair", b.body, a.body, b.position,
+                                       a.position, (0.0, 0.0, 1.0), 0.0, restitution=e,
+                                       friction=mu, shapes=(a, b), feature=fid))
+                         for fid in pair_features(a.kind, b.kind)]
             else:
                 raise ModelError(f"{where}: the contact points of a {a.kind} and a {b.kind} "
-                                 f"move on the bodies; the engine takes fixed contact points "
-                                 f"only so far (plane or line against sphere, capsule, box, "
-                                 f"circle, segment, rectangle; sphere-sphere; circle-circle) "
-                                 f"and a cylinder on the ground's plane. "
+                                 f"move on the bodies; the engine takes a plane or line "
+                                 f"against sphere, capsule, box, circle, segment, rectangle, "
+                                 f"a cylinder on the ground's plane, circle-circle without "
+                                 f"friction and the spatial pairs of sphere, capsule and box "
+                                 f"(not capsule-box) so far. "
                                  f"Keep the bodies apart with mb.collide({a.body!r}, "
                                  f"{b.body!r}, False) or the shapes with "
                                  f"mb.collide({a.name!r}, {b.name!r}, False)")

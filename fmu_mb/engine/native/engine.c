@@ -2284,8 +2284,8 @@ static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
     for (int i = 0; i < e->ncon; i++) {
         const double *R = e->rec + e->nrec * i;
         if (e->nrec > EV_REC) {     /* friction: + state, slip (2), sliding loss; ft (2) */
-            int kind = IA(e, A_ICON)[3 * i];           /* a plane or rim contact */
-            int fr = (kind == 1 || kind == 5) && DA(e, A_DCON)[SKD * i + 35] > 0.0;
+            int kind = IA(e, A_ICON)[3 * i];     /* a plane, rim or shape-pair contact */
+            int fr = (kind == 1 || kind == 5 || kind == 6) && DA(e, A_DCON)[SKD * i + 35] > 0.0;
             double st = R[4] == 0.0 ? 0.0 : (R[5] != 0.0 && fr ? 1.0 : 2.0);
             double v[13] = {e->gap[i], R[0], R[1], R[2], R[4], R[3], st, e->cvt[2 * i],
                             e->cvt[2 * i + 1], R[8], e->cforce[i], e->cft[2 * i],

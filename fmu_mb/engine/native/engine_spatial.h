@@ -45,6 +45,8 @@ int sk_events_initial(void *ev, double t, const double *y, const double *u, doub
 #define SCD 25
 #define SJD 25
 
+#include "pairs.h"                  /* shape-pair contacts (kind 6), shared with the kernel */
+
 typedef struct { double v, J[14]; } STerm;
 typedef struct { double v[3], J[3][14]; } VTerm;
 
@@ -745,8 +747,8 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
     }
     e->nrec = EV_REC;          /* friction (a plane or rim contact's mu > 0): 9 per record */
     for (int i = 0; e->cnt[A_DCON] == SKD * e->ncon && i < e->ncon; i++)
-        if ((IA(e, A_ICON)[3 * i] == 1 || IA(e, A_ICON)[3 * i] == 5) &&
-            DA(e, A_DCON)[SKD * i + 35] > 0.0)
+        if ((IA(e, A_ICON)[3 * i] == 1 || IA(e, A_ICON)[3 * i] == 5 ||
+             IA(e, A_ICON)[3 * i] == 6) && DA(e, A_DCON)[SKD * i + 35] > 0.0)
             e->nrec = EV_REC_FR;
     int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + (e->nrec > EV_REC ? 13 : 7) * e->ncon,
         srows = nb + e->nd,
@@ -1229,7 +1231,7 @@ static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen)
         const double *P = DA(e, A_DCON) + SKD * i;
         double r = DA(e, A_DREST)[i];
         const char *bad = NULL;
-        if (K[0] < 1 || K[0] > 5 || K[1] < 0 || K[1] > nb || K[2] < 0 || K[2] > nb ||
+        if (K[0] < 1 || K[0] > 6 || K[1] < 0 || K[1] > nb || K[2] < 0 || K[2] > nb ||
             K[1] == K[2])
             bad = "a contact's kind or bodies";
         else if (!(P[28] == 1.0 || P[28] == -1.0))
@@ -1259,6 +1261,36 @@ static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STer
     const int *K = IA(e, A_ICON) + 3 * i;
     const double *P = DA(e, A_DCON) + SKD * i;
     double rim[SKD];
+    if (K[0] == 6) {            /* a shape pair's feature (native/pairs.h, kind 6 of
+                                   spatial_kernel.c): its gap and normal row at rest */
+        static const double zero[3] = {0.0, 0.0, 0.0};
+        double A[2][9], Em[3][4];
+        mbp_body B[2];
+        for (int s = 0; s < 2; s++) {
+            double M[3][3];
+            q_matrix(xe + 7 * K[1 + s] + 3, M);
+            memcpy(A[s], M, sizeof M);
+            B[s].r = xe + 7 * K[1 + s];
+            B[s].A = A[s];
+            B[s].v = B[s].w = zero;
+        }
+        mbp_rows_t o;
+        mbp_rows((int)P[32], P + 24, P + 6, P, (int)P[33], P + 29, P + 15, P + 3, (int)P[34],
+                 &B[0], &B[1], &o);
+        *p = K[1];
+        *c = K[2];
+        t->v = o.gap;
+        for (int s = 0; s < 2; s++) {
+            const double *jw = o.jn + 6 * s, *jv = o.jn + 6 * s + 3;
+            E_mat(xe + 7 * K[1 + s] + 3, Em);
+            for (int k = 0; k < 3; k++)
+                t->J[7 * s + k] = jv[k];
+            for (int k = 0; k < 4; k++)
+                t->J[7 * s + 3 + k] = 2.0 * (Em[0][k] * jw[0] + Em[1][k] * jw[1]
+                                             + Em[2][k] * jw[2]);
+        }
+        return 0;
+    }
     if (K[0] == 5) {            /* a rim (spatial_kernel.c rim_point): the plane row of the body
                                    point at the rim point nearest the plane (its gap and its
                                    Jacobian, by the envelope theorem), radius 0 */

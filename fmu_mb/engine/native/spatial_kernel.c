@@ -89,6 +89,7 @@ enum { C_SPH = 0, C_REV = 1, C_UNI = 2, C_CYL = 3, C_PRI = 4, C_WELD = 5, C_DST 
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
 #include "laws.h"
 #include "friction.h"                          /* the friction law, shared */
+#include "pairs.h"                             /* shape-pair contacts (kind 6), shared */
 
 typedef struct {               /* a scalar of two bodies p, c: value, twist Jacobian, gamma */
     double val, j[12], gam;
@@ -100,10 +101,14 @@ typedef struct {               /* a scalar of two bodies p, c: value, twist Jaco
                          (1 polynomial, 2 harmonic), offset in dp, number of values */
 #define DRD 24        /* doubles per drive: s_p(3), s_c(3), F_p(9), F_c(9) (row-major) */
 #define KI 3          /* ints per contact: kind (1 point-plane, 2 point-point, 3 revolute
-                         limit, 4 prismatic limit, 5 rim on a plane), body p, body c */
+                         limit, 4 prismatic limit, 5 rim on a plane, 6 shape pair: p the
+                         body of shape a, c that of shape b), body p, body c */
 #define KD 36         /* doubles per contact: s_p(3), s_c(3), F_p(9), F_c(9), normal(3) (in
                          p's axes), offset, side, tangent basis t1(3), t2(3) (p's axes) and
-                         Coulomb's mu of a point-plane contact (fmu_mb.mechanics.friction) */
+                         Coulomb's mu of a point-plane contact (fmu_mb.mechanics.friction);
+                         a shape pair: s_p, s_c, F_p, F_c the poses of shapes a and b in
+                         their bodies' axes, size a (3), offset 0, side 1, size b (3), kind a,
+                         kind b, feature id (native/pairs.h), mu */
 
 typedef struct {
     int nb, n, nv;
@@ -385,7 +390,7 @@ int sk_set_contacts(SK *k, int nk, const int *ki, const double *kd)
 {
     for (int i = 0; i < nk; i++) {
         const int *K = ki + KI * i;
-        if (K[0] < 1 || K[0] > 5 || K[1] < 0 || K[1] > k->nb || K[2] < 0 || K[2] > k->nb)
+        if (K[0] < 1 || K[0] > 6 || K[1] < 0 || K[1] > k->nb || K[2] < 0 || K[2] > k->nb)
             return ERR_ARGS;
     }
     free(k->ki);
@@ -1448,10 +1453,32 @@ static void rim_point(const SK *k, int i, double *sc, double *e)
     }
 }
 
-/* contact i has a contact point (a plane or rim contact: friction may act there) */
+/* contact i has a contact point (a plane, rim or shape-pair contact: friction may act there) */
 static int has_point(const SK *k, int i)
 {
-    return k->ki[KI * i] == 1 || k->ki[KI * i] == 5;
+    return k->ki[KI * i] == 1 || k->ki[KI * i] == 5 || k->ki[KI * i] == 6;
+}
+
+/* the gap and rows of shape-pair contact i (kind 6, native/pairs.h) at the kinematics */
+static void shape_pair(const SK *k, int i, mbp_rows_t *o)
+{
+    const int *K = k->ki + KI * i;
+    const double *kd = k->kd + KD * i;
+    mbp_body Ba = {k->r + 3 * K[1], k->A + 9 * K[1], k->v + 3 * K[1], k->w + 3 * K[1]};
+    mbp_body Bb = {k->r + 3 * K[2], k->A + 9 * K[2], k->v + 3 * K[2], k->w + 3 * K[2]};
+    mbp_rows((int)kd[32], kd + 24, kd + 6, kd, (int)kd[33], kd + 29, kd + 15, kd + 3,
+             (int)kd[34], &Ba, &Bb, o);
+}
+
+static void row_of(const SK *k, int i, const double *j, double gam, double val, Row *R)
+{
+    const int *K = k->ki + KI * i;
+    R->p = K[1];
+    R->c = K[2];
+    memcpy(R->j, j, sizeof R->j);
+    R->gam = gam;
+    R->val = val;
+    R->rt = 0.0;
 }
 
 /* the contact point pair of a plane or rim contact i (a rim's point on the body: rim_point;
@@ -1476,6 +1503,12 @@ static int contact_row(const SK *k, int i, Row *R)
     const double *kd = k->kd + KD * i;
     Pair P;
     double side = kd[28];
+    if (K[0] == 6) {                        /* a shape pair's feature: pairs.h */
+        mbp_rows_t o;
+        shape_pair(k, i, &o);
+        row_of(k, i, o.jn, o.gn, o.gap, R);
+        return OK;
+    }
     pair_init(k, K[1], K[2], kd, kd + 3, &P);
     if (K[0] == 1 || K[0] == 5) {           /* n . (P_c - P_p) - radius (rim: radius 0) */
         double n[3], e[3], we[3];
@@ -1511,6 +1544,12 @@ static void contact_tangent(const SK *k, int i, int kk, Row *R)
     const double *kd = k->kd + KD * i;
     Pair P;
     double t[3], u[3], wu[3], dw[3], e[3], we[3];
+    if (K[0] == 6) {
+        mbp_rows_t o;
+        shape_pair(k, i, &o);
+        row_of(k, i, o.jt[kk], o.gt[kk], 0.0, R);
+        return;
+    }
     point_pair(k, i, &P, e);
     mat3(k->A + 9 * K[1], kd + 29 + 3 * kk, t);
     mat3(k->A + 9 * K[1], kd + 29 + 3 * (1 - kk), u);

@@ -26,6 +26,7 @@ import numpy as np
 from . import kinematics as kin
 from ..friction import tangent_basis
 from .constraints import coordinate_term, extended, extended_rate
+from .pairs import compile_pairs, pair_rows
 from .rim import compile_rims, rim_rows
 
 
@@ -53,6 +54,7 @@ class SpatialContactBlock:
     pl_t1: np.ndarray = None        # (k, 3) tangent basis of the plane contacts, plane body axes
     pl_t2: np.ndarray = None
     rim: object = None              # rim contacts (a cylinder's end circle on a plane), rim.py
+    pairs: object = None            # shape-pair contacts (two moving shapes), pairs.py
 
 
 def compile_contacts(contacts, idx, joints, make_group):
@@ -72,6 +74,8 @@ def compile_contacts(contacts, idx, joints, make_group):
             units.append("m")
         elif c.kind == "rim_plane":
             units.append("m")                # rows by rim.py (compile_rims)
+        elif c.kind == "shape_pair":
+            units.append("m")                # rows by pairs.py (compile_pairs)
         else:
             j = joints[c.joint]
             item = (j.parent, j.child, j.parent_point, j.child_point,
@@ -97,7 +101,7 @@ def compile_contacts(contacts, idx, joints, make_group):
         tuple(units), ro([float(c.friction) for c in contacts]),
         ro([tangent_basis(it[1])[0] for it in pl]).reshape(-1, 3),
         ro([tangent_basis(it[1])[1] for it in pl]).reshape(-1, 3),
-        compile_rims(contacts, idx, tangent_basis))
+        compile_rims(contacts, idx, tangent_basis), compile_pairs(contacts, idx))
 
 
 def contact_rows(model, x, xd):
@@ -141,4 +145,10 @@ def contact_rows(model, x, xd):
         gap[rr.pos], conv[rr.pos] = rr.gap, rr.conv
         for j, (i, b) in enumerate(zip(rr.pos, rr.body)):
             Dc[i, 7 * b:7 * b + 7] = rr.J[j]
+    if Bk.pairs is not None:
+        pr = pair_rows(Bk.pairs, x, xd)
+        gap[pr.pos], conv[pr.pos] = pr.gap, pr.conv
+        for j, i in enumerate(pr.pos):
+            Dc[i, 7 * pr.ba[j]:7 * pr.ba[j] + 7] += pr.J[j, 0]
+            Dc[i, 7 * pr.bb[j]:7 * pr.bb[j] + 7] += pr.J[j, 1]
     return gap, Dc[:, :-kin.NQ], conv
