@@ -108,13 +108,8 @@ def supported(model):
             return (f"its contacts {red} use the Reduction Method (seed 002), whose passes "
                     f"run in Python only")
     if model.spatial:
-        from .kernel import friction_unsupported
         from .spatial_kernel import supported as spatial_supported
 
-        why = friction_unsupported(model)
-        if why is not None and model.joints:     # (its reactions are frictionless so far)
-            return (f"{why}; the engine computes the joint reactions of frictional models "
-                    f"without joints only (joints {[j.name for j in model.joints]})")
         return spatial_supported(model, contacts=True)    # (contacts: spatial_events.c)
     from .kernel import supported as planar_supported
 
