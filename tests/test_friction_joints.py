@@ -91,7 +91,12 @@ def test_gripper_weak_grip_releases_the_pads():
     """A grip of 0.3 N falling to 0.1 N, then pushing the fingers apart from t = 0.2 s: the
     pads slip on the block, then every pad corner releases (each corner's gap held by the
     other three: its acceleration released is 0 within rounding, not Painleve's paradox) and
-    the fingers open, in the compiled loop as in the Python loop."""
+    the fingers open, in the compiled loop as in the Python loop. The motion, each pad's total
+    forces, impulses and losses and the corners' states agree to 1e-9; the split among a
+    pad's four redundant corners does not (to 3e-5 relative): the compiled loop takes the
+    minimum norm of the contact multipliers in the joint coordinates, the newton_euler loop
+    that of the joint and contact multipliers together (docs/contacts-friction.md), so the
+    fingers' torques about y (ty), which that split sets, differ too."""
     model = load_model(MODELS / "gripper.py")
 
     def ramp(v0, v1, v2, v3):
@@ -100,7 +105,18 @@ def test_gripper_weak_grip_releases_the_pads():
     inputs = {"grip.h": ramp(0.3, 0.1, -0.2, 0.4), "lift.h": ramp(0.6, 0.2, -0.4, 0.8)}
     c = simulate(model, 0.3, 0.05, inputs=inputs)
     p = simulate(model, 0.3, 0.05, inputs=inputs, settings=REFERENCE)
-    _same(c, p)
+    corners = {"pad_l": range(0, 4), "pad_r": range(4, 8)}
+    split = ("force", "ft1", "ft2", "last_impulse", "energy_loss", "slide_loss")
+    for n in p.dtype.names[1:]:
+        if n.startswith("pad_") and n.rsplit(".", 1)[1] in split or n.endswith("_joint.ty"):
+            continue
+        err = np.abs(c[n] - p[n]).max() / max(1.0, np.abs(p[n]).max())
+        assert err <= 1e-9, (n, err)
+    for pad, ids in corners.items():
+        for f in split:
+            tc = sum(c[f"{pad}_part_{i}.{f}"] for i in ids)
+            tp = sum(p[f"{pad}_part_{i}.{f}"] for i in ids)
+            assert np.abs(tc - tp).max() <= 1e-9 * max(1.0, np.abs(tp).max()), (pad, f)
     assert c["pad_l_part_0.state"][2] == 2.0 and c["pad_l_part_0.state"][-1] == 0.0
     assert c["finger_r.x"][-1] - c["finger_l.x"][-1] > model.parameter_values["a"] + 0.005
 
@@ -112,9 +128,8 @@ def test_swing_deck_loop_native_fmu(tmp_path, shape, mu, state):
     part: a box sticking on four corners (mu = 0.8 > tan(tilt)), a ball rolling (mu = 0.2) or
     sliding (mu = 0.05); the native FMU equals the Python loop (newton_euler) to 1e-9, the
     reactions of the loop's joints included."""
-    path = _build(DECK, tmp_path, "2", {"shape": shape})
-    r = fmpy.simulate_fmu(path, stop_time=0.5, output_interval=0.05,
-                          start_values={"mu": mu})
+    path = _build(DECK, tmp_path, "2", {"shape": shape, "mu": mu})
+    r = fmpy.simulate_fmu(path, stop_time=0.5, output_interval=0.05)
     model = load_model(DECK, shape=shape, mu=mu)
     assert model.topology.cut_joints
     ref = simulate(model, 0.5, 0.05, settings=REFERENCE)
