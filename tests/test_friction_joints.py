@@ -41,16 +41,16 @@ def _build(path, tmp_path, fmi, overrides=None):
     return str(out)
 
 
-def _same(r, ref, tol=1e-9):
-    """Every output of r equals ref's to tol (relative to max(1, |value|)); Cardan angles on
-    the circle (the two formulations integrate different rotation coordinates, so an angle at
-    +-pi may land on either side)."""
+def _same(r, ref, tol=1e-9, relaxed=()):
+    """Every output of r equals ref's to tol (relative to max(1, |value|)), those in relaxed
+    to 1e-8; Cardan angles on the circle (the two formulations integrate different rotation
+    coordinates, so an angle at +-pi may land on either side)."""
     for n in ref.dtype.names[1:]:
         d = r[n] - ref[n]
         if n.rsplit(".", 1)[-1] in ("alpha", "beta", "gamma"):
             d = np.angle(np.exp(1j * d))
         err = np.abs(d).max() / max(1.0, np.abs(ref[n]).max())
-        assert err <= tol, (n, err)
+        assert err <= (1e-8 if n in relaxed else tol), (n, err)
 
 
 @pytest.mark.parametrize("fmi", ["2", "3"])
@@ -127,13 +127,19 @@ def test_swing_deck_loop_native_fmu(tmp_path, shape, mu, state):
     """The deck of a parallelogram (a loop: one revolute joint cut) swings and carries its
     part: a box sticking on four corners (mu = 0.8 > tan(tilt)), a ball rolling (mu = 0.2) or
     sliding (mu = 0.05); the native FMU equals the Python loop (newton_euler) to 1e-9, the
-    reactions of the loop's joints included."""
+    reactions of the loop's joints included, both with rtol 1e-11. The spinning ball's
+    orientation to 1e-8: the compiled loop integrates its free joint's quaternion, the Python
+    loop the Euler parameters of the body (as the rolling ball's in
+    tests/test_friction_c_loop.py)."""
     path = _build(DECK, tmp_path, "2", {"shape": shape, "mu": mu})
-    r = fmpy.simulate_fmu(path, stop_time=0.5, output_interval=0.05)
+    tight = {"rtol": 1e-11, "atol": 1e-13}      # integration errors well below 1e-9
+    r = fmpy.simulate_fmu(path, stop_time=0.5, output_interval=0.05,
+                          start_values={f"solver.{k}": v for k, v in tight.items()})
     model = load_model(DECK, shape=shape, mu=mu)
     assert model.topology.cut_joints
-    ref = simulate(model, 0.5, 0.05, settings=REFERENCE)
-    _same(r, ref)
+    ref = simulate(model, 0.5, 0.05, settings=Settings(formulation="newton_euler", **tight))
+    _same(r, ref, relaxed={f"part.{a}" for a in ("e0", "e1", "e2", "e3", "alpha", "beta",
+                                                 "gamma")})
     states = [n for n in r.dtype.names if n.endswith(".state")]
     closed = [n for n in states if r[n][-1] != 0.0]
     assert len(closed) == (4 if shape == "box" else 1)
