@@ -87,6 +87,7 @@ def test_gripper_native_fmu_lifts_the_block(tmp_path, fmi):
     assert set(r["pad_l_part_0.state"][lifting]) == {1.0}
 
 
+@pytest.mark.slow
 def test_gripper_weak_grip_releases_the_pads():
     """A grip of 0.3 N falling to 0.1 N, then pushing the fingers apart from t = 0.2 s: the
     pads slip on the block, then every pad corner releases (each corner's gap held by the
