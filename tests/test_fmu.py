@@ -82,11 +82,6 @@ def applied_inputs(calls, vrs):
 
 @pytest.mark.parametrize("name", [p.stem for p in MODEL_FILES])
 def test_fmu_matches_simulate_with_inputs_and_start_values(fmus, name):
-    if name == "gripper":
-        pytest.skip("the gripper under this test's weak input table (pads pressed by 0.3 N "
-                    "while the block rests on the table) stalls the friction event loop: a "
-                    "known defect of the friction law; its own tests drive it with "
-                    "a firm grip")
     model = load_model(MODELS / f"{name}.py")
     real_params = [p for p in model.parameters
                    if isinstance(p.value, float) and p.unit not in ("rad", "rad/s")

@@ -108,13 +108,15 @@ def supported(model):
             return (f"its contacts {red} use the Reduction Method (seed 002), whose passes "
                     f"run in Python only")
     if model.spatial:
-        from .kernel import friction_unsupported
         from .spatial_kernel import supported as spatial_supported
 
-        why = friction_unsupported(model)
-        if why is not None and model.joints:     # (its reactions are frictionless so far)
-            return (f"{why}; the engine computes the joint reactions of frictional models "
-                    f"without joints only (joints {[j.name for j in model.joints]})")
+        pairs = [c.name for c in model.contacts
+                 if c.kind == "shape_pair" and getattr(c, "friction", 0.0)]
+        if pairs and model.joints:
+            # the joint reactions take the contacts' friction forces at fixed body points
+            return (f"its frictional shape-pair contacts {pairs[:3]}{'...' if len(pairs) > 3 else ''} "
+                    f"on a model with joints: the compiled joint reactions take friction "
+                    f"forces at contact points fixed in the bodies only")
         return spatial_supported(model, contacts=True)    # (contacts: spatial_events.c)
     from .kernel import supported as planar_supported
 

@@ -1253,13 +1253,38 @@ static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen)
     return 1;
 }
 
+/* contact i's parameters (A_DCON) at xe; a rim's (kind 5, spatial_kernel.c rim_point) with
+ * s_c the rim point nearest the plane, written to rim (SKD): its plane row is that of the body
+ * point there (its gap and its Jacobian, by the envelope theorem), radius 0 */
+static const double *spatial_contact_data(const MbEngine *e, int i, const double *xe,
+                                          double *rim)
+{
+    const int *K = IA(e, A_ICON) + 3 * i;
+    const double *P = DA(e, A_DCON) + SKD * i;
+    if (K[0] != 5)
+        return P;
+    double Ac[3][3], Ap[3][3], n[3], a[3], d[3];
+    q_matrix(xe + 7 * K[2] + 3, Ac);
+    q_matrix(xe + 7 * K[1] + 3, Ap);
+    mv(Ap, P + 24, n);
+    mv(Ac, P + 15, a);
+    double na = n[0] * a[0] + n[1] * a[1] + n[2] * a[2];
+    for (int j = 0; j < 3; j++)
+        d[j] = n[j] - na * a[j];
+    double ld = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    memcpy(rim, P, sizeof(double) * SKD);
+    for (int j = 0; j < 3; j++)
+        rim[3 + j] = P[3 + j] - P[18] * (Ac[0][j] * d[0] + Ac[1][j] * d[1] + Ac[2][j] * d[2])
+                     / ld;
+    return rim;
+}
+
 /* contact i's gap and its Jacobian on the pair's 14 coordinates at xe (contacts.contact_rows);
  * 1 when undefined (two points at zero distance) */
 static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STerm *t, int *p,
                                 int *c)
 {
     const int *K = IA(e, A_ICON) + 3 * i;
-    const double *P = DA(e, A_DCON) + SKD * i;
     double rim[SKD];
     if (K[0] == 6) {            /* a shape pair's feature (native/pairs.h, kind 6 of
                                    spatial_kernel.c): its gap and normal row at rest */
@@ -1274,6 +1299,7 @@ static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STer
             B[s].A = A[s];
             B[s].v = B[s].w = zero;
         }
+        const double *P = DA(e, A_DCON) + SKD * i;
         mbp_rows_t o;
         mbp_rows((int)P[32], P + 24, P + 6, P, (int)P[33], P + 29, P + 15, P + 3, (int)P[34],
                  &B[0], &B[1], &o);
@@ -1291,24 +1317,7 @@ static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STer
         }
         return 0;
     }
-    if (K[0] == 5) {            /* a rim (spatial_kernel.c rim_point): the plane row of the body
-                                   point at the rim point nearest the plane (its gap and its
-                                   Jacobian, by the envelope theorem), radius 0 */
-        double Ac[3][3], Ap[3][3], n[3], a[3], d[3];
-        q_matrix(xe + 7 * K[2] + 3, Ac);
-        q_matrix(xe + 7 * K[1] + 3, Ap);
-        mv(Ap, P + 24, n);
-        mv(Ac, P + 15, a);
-        double na = n[0] * a[0] + n[1] * a[1] + n[2] * a[2];
-        for (int j = 0; j < 3; j++)
-            d[j] = n[j] - na * a[j];
-        double ld = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        memcpy(rim, P, sizeof rim);
-        for (int j = 0; j < 3; j++)
-            rim[3 + j] = P[3 + j] - P[18] * (Ac[0][j] * d[0] + Ac[1][j] * d[1] + Ac[2][j] * d[2])
-                         / ld;
-        P = rim;
-    }
+    const double *P = spatial_contact_data(e, i, xe, rim);
     Frames3 f = {xe, P, P + 3, P + 6, P + 15, K[1], K[2]};
     *p = K[1];
     *c = K[2];
@@ -1356,6 +1365,67 @@ static int spatial_contact_rows(MbEngine *e, const double *x, int nr, double *D)
     return nt;
 }
 
+/* f (7 nb) += the generalised forces of the persistent contacts' forces e->cforce, e->cft
+ * (sk_events_outputs_fr): the normal force along the contact's gap row, the friction force
+ * ft1 t1 + ft2 t2 (other's axes) on the body's material point at the contact point
+ * P = C - r n and its opposite on other's; 1 when a gap row is undefined */
+static int spatial_contact_forces(MbEngine *e, const double *x, double *f)
+{
+    int nb = e->nb;
+    double *xe = e->xe;
+    sextend(e, x, xe, 0);
+    for (int i = 0; i < e->ncon; i++) {
+        if (e->rec[e->nrec * i + 4] == 0.0)
+            continue;
+        STerm t;
+        int p, c;
+        if (spatial_contact_term(e, i, xe, &t, &p, &c))
+            return 1;
+        double fn = e->cforce[i];
+        for (int k = 0; k < 7; k++) {
+            if (p < nb)
+                f[7 * p + k] += t.J[k] * fn;
+            if (c < nb)
+                f[7 * c + k] += t.J[7 + k] * fn;
+        }
+        const int *K = IA(e, A_ICON) + 3 * i;
+        double rim[SKD];
+        const double *P = spatial_contact_data(e, i, xe, rim);
+        if ((K[0] != 1 && K[0] != 5) || !(P[35] > 0.0))
+            continue;
+        double Ap[3][3], Ac[3][3], n[3], tl[3], Ft[3], C[3], Pw[3];
+        const double *rp = xe + 7 * p, *rc = xe + 7 * c;
+        q_matrix(rp + 3, Ap);
+        q_matrix(rc + 3, Ac);
+        mv(Ap, P + 24, n);
+        for (int j = 0; j < 3; j++)
+            tl[j] = e->cft[2 * i] * P[29 + j] + e->cft[2 * i + 1] * P[32 + j];
+        mv(Ap, tl, Ft);
+        mv(Ac, P + 3, C);
+        for (int j = 0; j < 3; j++)
+            Pw[j] = rc[j] + C[j] - P[27] * n[j];
+        int bodies[2] = {c, p};
+        double sg[2] = {1.0, -1.0};
+        for (int q = 0; q < 2; q++) {
+            int b = bodies[q];
+            if (b >= nb)
+                continue;
+            double A[3][3], s[3], d[3];
+            q_matrix(xe + 7 * b + 3, A);
+            for (int j = 0; j < 3; j++)
+                d[j] = Pw[j] - xe[7 * b + j];
+            for (int j = 0; j < 3; j++)        /* P in b's axes */
+                s[j] = A[0][j] * d[0] + A[1][j] * d[1] + A[2][j] * d[2];
+            VTerm pt;
+            vterm(xe, b, s, 0, 1, &pt);
+            for (int j = 0; j < 7; j++)
+                f[7 * b + j] += sg[q] * (Ft[0] * pt.J[0][j] + Ft[1] * pt.J[1][j] +
+                                         Ft[2] * pt.J[2][j]);
+        }
+    }
+    return 0;
+}
+
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
                                  char *err, size_t errlen)
 {
@@ -1392,7 +1462,11 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         return MBE_ERROR;
     }
     int nt = nr;
-    if (G2 && nact && (nt = spatial_contact_rows(e, e->x, nr, e->D2)) < 0) {
+    /* frictional models: the contacts' forces (the kernel's phase solve, friction included)
+     * act on the bodies as known forces and the reactions are the joints' rows alone;
+     * frictionless: the persistent contacts' gap rows join the rows */
+    if (G2 && nact && (e->nrec > EV_REC ? spatial_contact_forces(e, e->x, e->f)
+                                        : (nt = spatial_contact_rows(e, e->x, nr, e->D2)) < 0)) {
         msg(err, errlen, "a contact's gap row is undefined at t = %.9g s (zero distance)", t);
         return MBE_ERROR;
     }

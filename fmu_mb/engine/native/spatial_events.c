@@ -458,7 +458,13 @@ static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc
     Row R;
     if (contact_row(k, i, &R) != OK)
         return ERR_GAP;
-    *acc_out = accel_of(k, &R);
+    double acc = accel_of(k, &R), scale = fabs(R.gam);
+    const double *ap = k->acc + 6 * R.p, *ac = k->acc + 6 * R.c;
+    for (int j = 0; j < 6; j++)
+        scale += fabs(R.j[j] * ap[j]) + fabs(R.j[6 + j] * ac[j]);
+    /* below 1e-9 m/s^2 or 1e-9 of its terms it is rounding of 0 (integrate._painleve_check:
+     * a contact redundant with the ones still closed, which hold its gap) and reads 0 */
+    *acc_out = fabs(acc) <= 1e-9 * (1.0 + scale) ? 0.0 : acc;
     return OK;
 }
 
@@ -550,13 +556,21 @@ int sk_events_outputs(SkEvents *ev, double t, const double *y, const double *u,
 /* qdd (and, with the pose data rq of sk_set_pose_data, the bodies' x, xd, xdd as
  * sk_accelerations_full) at (t, q, qd) with the rows of rec's persistent contacts closed, no
  * Baumgarte terms: the motion whose Newton-Euler multipliers give the reactions while a
- * contact holds. rq NULL: qdd only (x, xd, xdd may be NULL). */
+ * contact holds; with friction the records' phase (sticking rows, sliding forces). rq NULL:
+ * qdd only (x, xd, xdd may be NULL). */
 int sk_events_accelerations(SkEvents *ev, double t, const double *q, const double *qd,
                             const double *u, const double *rec, const double *rq,
                             double *qdd, double *x, double *xd, double *xdd)
 {
-    for (int i = 0; i < ev->nc; i++)
-        ev->trial[i] = rec[ev->nrec * i + 4] != 0.0;
+    for (int i = 0; i < ev->nc; i++) {
+        const double *R = rec + ev->nrec * i;
+        ev->trial[i] = R[4] != 0.0;
+        if (ev->fr) {           /* the friction phase of the records: sticking rows, slip */
+            ev->stick[i] = R[5] != 0.0;
+            ev->s0[2 * i] = R[6];
+            ev->s0[2 * i + 1] = R[7];
+        }
+    }
     ev_select(ev, ev->trial);
     SK *k = ev->k->k;
     int mode = k->mode, rc;
