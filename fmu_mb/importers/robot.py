@@ -316,21 +316,40 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
             coords += [(j, jx, "prismatic"), (j, jy, "prismatic"), (j, jn, "revolute")]
     # free bodies: the floating base, children of floating joints; nothing to add
 
+    # mimic joints last: their initial state follows their master's
+    mimic = {j["name"]: j["mimic"] for j, jn, _ in coords
+             if jn == jid[j["name"]] and j.get("mimic")}
+    kinds = {j["name"]: kind for j, jn, kind in coords if jn == jid[j["name"]]}
+    for name_, (master, _, _) in mimic.items():
+        if master not in kinds or master in mimic:
+            raise ModelError(f"{src}: joint '{name_}' mimics {master!r}, which is not a "
+                             f"revolute, continuous or prismatic joint that moves on its own; "
+                             f"such joints are {sorted(set(kinds) - set(mimic))}")
+    coords.sort(key=lambda c: c[0]["name"] in mimic and c[1] == jid[c[0]["name"]])
+    initial = {}
     for j, jn, kind in coords:
         lo, hi = j.get("lower"), j.get("upper")
-        start = float(j.get("q0", 0.0))
-        if jn == jid[j["name"]] and lo is not None and hi is not None and lo < hi \
-                and not lo <= start <= hi:
-            start = 0.5 * (lo + hi)                 # 0 is outside the limits: their middle
-        # structural: the tree's Euler-parameter signs (engine data DSRQ) branch on the
-        # initial angles, which the native FMU's parameter program cannot follow; fixed at
-        # build time (fmu-mb build --set <joint>_q0=...), the other parameters stay free
-        q0 = mb.param(f"{jn}_q0", start, "rad" if kind == "revolute"
-                      else "m", f"initial {'angle' if kind == 'revolute' else 'position'} "
-                      f"of joint {jn}", structural=True)
-        qd0 = mb.param(f"{jn}_qd0", 0.0, "rad/s" if kind == "revolute" else "m/s",
-                       f"initial rate of joint {jn}")
-        mb.initial(jn, value=q0, rate=qd0)
+        if j["name"] in mimic and jn == jid[j["name"]]:
+            master, ratio, offset = mimic[j["name"]]
+            q0m, qd0m = initial[master]
+            q0, qd0 = ratio * q0m + offset, ratio * qd0m
+            mb.initial(jn, value=q0, rate=qd0)
+            mb.coupler(identifier(f"{jn}_mimic", taken), jn, jid[master], ratio, offset)
+        else:
+            start = float(j.get("q0", 0.0))
+            if jn == jid[j["name"]] and lo is not None and hi is not None and lo < hi \
+                    and not lo <= start <= hi:
+                start = 0.5 * (lo + hi)             # 0 is outside the limits: their middle
+            # structural: the tree's Euler-parameter signs (engine data DSRQ) branch on the
+            # initial angles, which the native FMU's parameter program cannot follow; fixed
+            # at build time (fmu-mb build --set <joint>_q0=...), the other parameters free
+            q0 = mb.param(f"{jn}_q0", start, "rad" if kind == "revolute"
+                          else "m", f"initial {'angle' if kind == 'revolute' else 'position'} "
+                          f"of joint {jn}", structural=True)
+            qd0 = mb.param(f"{jn}_qd0", 0.0, "rad/s" if kind == "revolute" else "m/s",
+                           f"initial rate of joint {jn}")
+            mb.initial(jn, value=q0, rate=qd0)
+            initial[j["name"]] = (q0, qd0)
         if jn != jid[j["name"]]:
             continue                                  # the slides of a planar joint
         unit = "N.m" if kind == "revolute" else "N"
@@ -343,7 +362,7 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
             mb.armature(jn, float(j["armature"]))
         if c_damp and damping:
             _damper(mb, taken, jn, kind, parent, child, at, axis, c_damp * dscale)
-        if j.get("actuated", True):
+        if j.get("actuated", True) and j["name"] not in mimic:
             _actuator(mb, taken, jn, kind, parent, child, at, axis,
                       float(j.get("gear", 1.0)), unit)
         if limits and j["kind"] != "continuous" and lo is not None and hi is not None \

@@ -70,6 +70,8 @@ static SK *sk_clone(const SK *b)
         if (sk_set_drives(k, b->nd, b->di, b->dd, ndp, b->dp) != OK)
             goto fail;
     }
+    if (b->ncp > 0 && sk_set_couplers(k, b->ncp, b->cpi, b->cpd) != OK)
+        goto fail;
     if (sk_set_contacts(k, b->nk, b->ki, b->kd) != OK)
         goto fail;
     if (b->arm && sk_set_armature(k, b->arm) != OK)
@@ -127,7 +129,7 @@ SkEvents *sk_events_create(SK *base, const double *e, int ni)
     }
     if (ev->fr)                             /* records: + stick, s0 (2), sliding loss */
         ev->nrec = EV_REC_FR;
-    K->base = K->k->mc + K->k->nd;
+    K->base = K->k->mc + K->k->nd + K->k->ncp;
     for (int i = 0; i < nc; i++) {          /* row buffers for every contact, then none */
         K->idx[i] = i;
         ev->sel[i] = 1;
