@@ -366,7 +366,7 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
             _actuator(mb, taken, jn, kind, parent, child, at, axis,
                       float(j.get("gear", 1.0)), unit)
         if limits and j["kind"] != "continuous" and lo is not None and hi is not None \
-                and lo < hi:
+                and lo < hi and j["name"] not in mimic:   # (a mimic joint: its master's)
             mb.joint_limit(identifier(f"{jn}_limit", taken), jn, lower=lo, upper=hi,
                            restitution=restitution)
         if float(j.get("friction", 0.0) or 0.0) > 0.0:

@@ -250,7 +250,6 @@ class SpatialItems:
         in (-pi, pi]."""
         self._need_spatial("coupler")
         where = f"coupler '{name}'"
-        self._claim(name, "coupler")
         j = self._coordinate_joint(where, joint)
         m = self._coordinate_joint(where, master)
         if j.name == m.name:
@@ -258,11 +257,11 @@ class SpatialItems:
                              f"different joints")
         if any(c.joint == j.name for c in self._couplers):
             raise ModelError(f"{where}: joint '{j.name}' is already coupled")
-        r = number(where, "ratio", ratio)
+        r, b = number(where, "ratio", ratio), number(where, "offset", offset)
         if r == 0.0:
             raise ModelError(f"{where}: ratio must be nonzero, received {ratio}")
-        self._couplers.append(Coupler(name, j.name, m.name, r, number(where, "offset",
-                                                                       offset)))
+        self._claim(name, "coupler")                   # (a refused call claims no name)
+        self._couplers.append(Coupler(name, j.name, m.name, r, b))
         return name
 
     def _need_spatial(self, what):
