@@ -320,12 +320,20 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
     mimic = {j["name"]: j["mimic"] for j, jn, _ in coords
              if jn == jid[j["name"]] and j.get("mimic")}
     kinds = {j["name"]: kind for j, jn, kind in coords if jn == jid[j["name"]]}
-    for name_, (master, _, _) in mimic.items():
-        if master not in kinds or master in mimic:
-            raise ModelError(f"{src}: joint '{name_}' mimics {master!r}, which is not a "
-                             f"revolute, continuous or prismatic joint that moves on its own; "
-                             f"such joints are {sorted(set(kinds) - set(mimic))}")
-    coords.sort(key=lambda c: c[0]["name"] in mimic and c[1] == jid[c[0]["name"]])
+    depth = {}
+    for name_ in mimic:                     # a mimic joint after its master (chains allowed)
+        seen, k = [name_], name_
+        while k in mimic:
+            k = mimic[k][0]
+            if k not in kinds:
+                raise ModelError(f"{src}: joint '{seen[-1]}' mimics {k!r}, which is not a "
+                                 f"revolute, continuous or prismatic joint; such joints are "
+                                 f"{sorted(kinds)}")
+            if k in seen:
+                raise ModelError(f"{src}: mimic joints {seen} mimic each other in a cycle")
+            seen.append(k)
+        depth[name_] = len(seen) - 1
+    coords.sort(key=lambda c: depth.get(c[0]["name"], 0) if c[1] == jid[c[0]["name"]] else 0)
     initial = {}
     for j, jn, kind in coords:
         lo, hi = j.get("lower"), j.get("upper")
@@ -349,7 +357,7 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
             qd0 = mb.param(f"{jn}_qd0", 0.0, "rad/s" if kind == "revolute" else "m/s",
                            f"initial rate of joint {jn}")
             mb.initial(jn, value=q0, rate=qd0)
-            initial[j["name"]] = (q0, qd0)
+        initial[j["name"]] = (q0, qd0)
         if jn != jid[j["name"]]:
             continue                                  # the slides of a planar joint
         unit = "N.m" if kind == "revolute" else "N"
