@@ -234,7 +234,7 @@ def test_a_mimic_joint_is_coupled_by_default_freed_with_a_warning_or_refused(tmp
     m = load_urdf(p)
     assert [(c.joint, c.master, c.ratio, c.offset) for c in m.couplers] == [("k", "j", 1.0,
                                                                               0.0)]
-    assert m.input_names == ("j.h",) and "k_q0" not in m.parameter_values
+    assert m.input_names == ("j.h",) and "k.q0" not in m.parameter_values
 
 
 def test_ignored_elements_are_named_in_one_warning(tmp_path):
@@ -281,17 +281,14 @@ def test_shapes_are_kept_with_resolved_meshes_and_body_poses():
                                [c, 0, 0, s_], atol=1e-9)
 
 
-def mimic_worst_difference(m, path, n=10, seed=0):
-    """Largest |qdd - ref| / max(1, |ref|) of a fixed-base robot with mimic joints: the
-    reference is Pinocchio's model with the mimic joints eliminated
-    (buildModelFromUrdf(mimic=True): CRBA and RNEA in the independent coordinates), with the
-    joint damping of every joint (the free model's) acting through q_f = G q + offset, a
-    mimic joint's acceleration ratio times its master's; the multipliers and offsets read from
-    the file's <mimic> elements (xml.etree)."""
+def mimic_map(path):
+    """Pinocchio's model with the mimic joints eliminated (buildModelFromUrdf(mimic=True)),
+    the free one, and q_free = G q + offset (the multipliers and offsets of the file's <mimic>
+    elements, read with xml.etree; chains followed); red, full: joint name -> velocity index
+    in each."""
     import xml.etree.ElementTree as ET
     pr = pin.buildModelFromUrdf(str(path), mimic=True)
     pf = pin.buildModelFromUrdf(str(path))
-    dr = pr.createData()
     mim = {}
     for j in ET.parse(path).getroot().iter("joint"):
         e = j.find("mimic")
@@ -311,6 +308,30 @@ def mimic_worst_difference(m, path, n=10, seed=0):
     for name, iv in full.items():
         k, r, o = chain(name)
         Gm[iv, k], off[iv] = r, o
+    return pr, pf, Gm, off, red, full
+
+
+def pin_configuration(pr, red, qr):
+    """Pinocchio's configuration of joint values qr (a continuous joint's (cos, sin))."""
+    qp = pin.neutral(pr)
+    for name, iv in red.items():
+        jm = pr.joints[pr.getJointId(name)]
+        if jm.nq == 1:
+            qp[jm.idx_q] = qr[iv]
+        else:
+            qp[jm.idx_q:jm.idx_q + 2] = np.cos(qr[iv]), np.sin(qr[iv])
+    return qp
+
+
+def mimic_worst_difference(m, path, n=10, seed=0):
+    """Largest |qdd - ref| / max(1, |ref|) of a fixed-base robot with mimic joints: the
+    reference is Pinocchio's model with the mimic joints eliminated
+    (buildModelFromUrdf(mimic=True): CRBA and RNEA in the independent coordinates), with the
+    joint damping of every joint (the free model's) acting through q_f = G q + offset, a
+    mimic joint's acceleration ratio times its master's; the multipliers and offsets read from
+    the file's <mimic> elements (xml.etree)."""
+    pr, pf, Gm, off, red, full = mimic_map(path)
+    dr = pr.createData()
     names = [c.rsplit(".", 1)[0] for c in tree_coordinates(m)]
     inputs = list(m.input_names)
     rng = np.random.default_rng(seed)
@@ -319,13 +340,7 @@ def mimic_worst_difference(m, path, n=10, seed=0):
         qr, vr, tau = rng.uniform(-0.5, 0.5, pr.nv), rng.normal(size=pr.nv), rng.normal(
             size=pr.nv)
         qf, vf = Gm @ qr + off, Gm @ vr
-        qp = pin.neutral(pr)
-        for name, iv in red.items():
-            jm = pr.joints[pr.getJointId(name)]
-            if jm.nq == 1:
-                qp[jm.idx_q] = qr[iv]
-            else:                           # a continuous joint: (cos, sin)
-                qp[jm.idx_q:jm.idx_q + 2] = np.cos(qr[iv]), np.sin(qr[iv])
+        qp = pin_configuration(pr, red, qr)
         M = pin.crba(pr, dr, qp)
         M = np.triu(M) + np.triu(M, 1).T
         b = pin.rnea(pr, dr, qp, vr, np.zeros(pr.nv))

@@ -20,7 +20,7 @@ and parameter compiler. build_robot(description, overrides, ...) is that build()
 - viscous joint damping is an RSDA (revolute) or a TSDA along the axis (prismatic) with
   damping = damping_scale * d; joint limits are joint-limit contacts with restitution
   `limit_restitution`;
-- parameters `<joint>_q0`, `<joint>_qd0` (initial coordinate and rate), `gravity` (its
+- parameters `<joint>.q0`, `<joint>.qd0` (initial coordinate and rate), `gravity` (its
   magnitude, along the description's gravity direction), `payload` (a point mass at the
   origin of `payload_link`), `limit_restitution`, `damping_scale`.
 """
@@ -171,7 +171,7 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
     Parameters
     ----------
     desc : the description of urdf.parse_urdf or mjcf.parse_mjcf.
-    overrides : parameter values (names as declared: `<joint>_q0`, `gravity`, ...).
+    overrides : parameter values (names as declared: `<joint>.q0`, `gravity`, ...).
     base : "fixed" (the root link is welded to the ground) or "floating" (a free body).
     fixed : "merge" (links joined by fixed joints become one composite body) or "weld".
     limits : joint limits as joint-limit contacts (False: none).
@@ -350,11 +350,11 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
                 start = 0.5 * (lo + hi)             # 0 is outside the limits: their middle
             # structural: the tree's Euler-parameter signs (engine data DSRQ) branch on the
             # initial angles, which the native FMU's parameter program cannot follow; fixed
-            # at build time (fmu-mb build --set <joint>_q0=...), the other parameters free
-            q0 = mb.param(f"{jn}_q0", start, "rad" if kind == "revolute"
+            # at build time (fmu-mb build --set <joint>.q0=...), the other parameters free
+            q0 = mb.param(f"{jn}.q0", start, "rad" if kind == "revolute"
                           else "m", f"initial {'angle' if kind == 'revolute' else 'position'} "
                           f"of joint {jn}", structural=True)
-            qd0 = mb.param(f"{jn}_qd0", 0.0, "rad/s" if kind == "revolute" else "m/s",
+            qd0 = mb.param(f"{jn}.qd0", 0.0, "rad/s" if kind == "revolute" else "m/s",
                            f"initial rate of joint {jn}")
             mb.initial(jn, value=q0, rate=qd0)
         initial[j["name"]] = (q0, qd0)

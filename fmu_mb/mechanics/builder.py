@@ -114,7 +114,7 @@ class ModelBuilder(SpatialItems, ShapeItems):
         the model's shape (number of bodies); an FMU exposes it as a constant.
         """
         where = f"parameter '{name}'"
-        self._claim(name, "parameter")
+        self._claim(name, "parameter", _INPUT_NAME)
         value = self._overrides.get(name, default)
         if isinstance(default, bool):
             raise ModelError(f"{where}: default must be a number or a string, received bool")
@@ -741,8 +741,11 @@ class ModelBuilder(SpatialItems, ShapeItems):
                              f"model is {kind} (gravity with "
                              f"{3 if kind == 'spatial' else 2} components)")
 
-    def _claim(self, name, kind):
-        if not isinstance(name, str) or not _NAME.match(name):
+    def _claim(self, name, kind, pattern=_NAME):
+        if not isinstance(name, str) or not pattern.match(name):
+            if pattern is _INPUT_NAME:
+                raise ModelError(f"{kind} name: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
+                                 f"or dotted identifiers like 'joint.q0', received {name!r}")
             raise ModelError(f"{kind} name: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
                              f"(it becomes an FMU variable prefix), received {name!r}")
         if name in _RESERVED:
