@@ -139,3 +139,29 @@ def test_a_coupler_is_refused_when_its_joints_are_wrong():
     mb.coupler("k", "jc", "ja", 2.0)
     with pytest.raises(ModelError, match="coupler 'd': joint 'jc' is already coupled"):
         mb.coupler("d", "jc", "ja", 1.0)
+
+
+@pytest.mark.slow
+def test_native_fmu_of_coupled_pendulums_follows_the_reduced_equation(tmp_path):
+    """The couplers in the engine data (sk_set_couplers and the absolute rows of the
+    initialisation and the reactions): a native FMU of the geared pendulums."""
+    from fmpy import simulate_fmu
+
+    from fmu_mb.fmi.native_build import build_native_fmu
+
+    src = tmp_path / "geared.py"
+    src.write_text("import sys\nsys.path.insert(0, %r)\nfrom test_couplers import pendulums\n\n\n"
+                   "def build(**overrides):\n    return pendulums()\n"
+                   % str(__import__("pathlib").Path(__file__).resolve().parent))
+    fmu = build_native_fmu(src, tmp_path, platforms="linux64")
+    inp = np.array([(0.0, 0.2), (1.0, 0.2)], dtype=[("time", float), ("ja.h", float)])
+    r = simulate_fmu(str(fmu), stop_time=1.0, output_interval=0.1, input=inp,
+                     start_values={"solver.rtol": 1e-11})
+    ref = solve_ivp(lambda t, y: [y[1], pendulums_qdd(y[0], y[1], 0.2)], (0.0, 1.0),
+                    [0.4, 0.0], rtol=1e-12, atol=1e-12, dense_output=True)
+    assert np.abs(r["ja.angle"] - ref.sol(r["time"])[0]).max() < 1e-8
+    assert np.abs(r["jb.angle"] - (RATIO * r["ja.angle"] + OFFSET)).max() < 1e-9
+    p = simulate(pendulums(), 1.0, 0.1, inputs={"ja.h": 0.2},
+                 settings=Settings(formulation="tmt", rtol=1e-11, atol=1e-12))
+    for n in ("ja.tz", "jb.tz", "jb.fx", "energy.total"):
+        assert np.abs(r[n] - p[n]).max() < 1e-7 * (1.0 + np.abs(p[n]).max()), n

@@ -1568,6 +1568,11 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
             Tw += w[i] * (J[3 * i] * w[0] + J[3 * i + 1] * w[1] + J[3 * i + 2] * w[2]);
         Vg += mass[b] * (r[0] * g[0] + r[1] * g[1] + r[2] * g[2]);
     }
+    if (GN && e->cnt[A_DSARM])       /* armature: the rotors' 1/2 a qd^2 of each tree row */
+        for (int b = 0; b < nb; b++) {
+            double a = DA(e, A_DSARM)[b], v = qd[IA(e, A_ISRI)[SRI * b + 3]];
+            Tr += a * v * v;
+        }
     double T = 0.5 * (Tr + Tw), V = -Vg;
     if (GN) {
         double *zero = e->xde;                         /* the springs' values only */

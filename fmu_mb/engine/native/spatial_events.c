@@ -271,7 +271,8 @@ static int evk_reuse_f(EvLoop *ev)
     return 1;
 }
 
-/* kinetic energy sum 1/2 (m v . v + ω_b . J ω_b) [J], ω_b in body axes */
+/* kinetic energy sum 1/2 (m v . v + ω_b . J ω_b) [J], ω_b in body axes, plus the rotors'
+ * 1/2 a qd^2 (armature) */
 static double evk_kinetic(EvLoop *ev, const double *y)
 {
     SK *k = ev->k->k;
@@ -286,6 +287,10 @@ static double evk_kinetic(EvLoop *ev, const double *y)
             wb[i] = A[i] * w[0] + A[3 + i] * w[1] + A[6 + i] * w[2];
         mat3(J, wb, Jw);
         T += k->mass[b] * dot3(v, v) + dot3(wb, Jw);
+        if (k->arm) {                    /* the rotor of a joint with armature: a qd^2 */
+            double qd = y[k->n + k->ri[RI * b + 3]];
+            T += k->arm[b] * qd * qd;
+        }
     }
     return 0.5 * T;
 }
