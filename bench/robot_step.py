@@ -178,7 +178,7 @@ def native(out, urdf, q0, steps, rounds):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         src = model_file(urdf, out, limits=False)
-        fmu = build_native_fmu(src, out, {f"{j}_q0": float(q) for j, q in zip(JOINTS, q0)})
+        fmu = build_native_fmu(src, out, {f"{j}.q0": float(q) for j, q in zip(JOINTS, q0)})
     seconds = time.perf_counter() - t
     md = read_model_description(str(fmu))
     var = {v.name: v for v in md.modelVariables}

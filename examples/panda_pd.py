@@ -45,8 +45,9 @@ def build(out):
     t = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")           # mimic finger, safety_controller: noted
-        src = model_file(panda_urdf(), out)
-        plant = build_native_fmu(src, out, {f"{j}_q0": q for j, q in zip(JOINTS, Q0)})
+        # the second finger free, as in the controller's Pinocchio model (its default)
+        src = model_file(panda_urdf(), out, mimic="free")
+        plant = build_native_fmu(src, out, {f"{j}.q0": q for j, q in zip(JOINTS, Q0)})
     seconds = time.perf_counter() - t
     urdf = out / "panda.urdf"
     urdf.write_bytes(panda_urdf().read_bytes())

@@ -12,23 +12,35 @@ import pytest
 pin = pytest.importorskip("pinocchio", reason="the reference dynamics are Pinocchio's (pip pin)")
 pytest.importorskip("yourdfpy", reason="URDF import needs yourdfpy (the import extra)")
 
-from test_import_urdf import ROBOTS, needs_robots                     # noqa: E402
+from test_import_urdf import (ROBOTS, mimic_map, needs_robots,       # noqa: E402
+                              pin_configuration)
 
 from conftest import ROOT                                              # noqa: E402
 
 
 def pinocchio_rk4(path, q0, t_end=1.0, dt=1e-5, change=None):
-    """q(t_end) of the fixed-base robot from rest at q0, zero torque, joint damping;
-    change(model) alters Pinocchio's model first (a payload, gravity)."""
-    pm = pin.buildModelFromUrdf(str(path))
+    """q(t_end) of the fixed-base robot from rest at q0 (independent joints), zero torque,
+    joint damping; change(model) alters Pinocchio's model first (a payload, gravity). With
+    mimic joints: Pinocchio's model with them eliminated (mimic=True; CRBA and RNEA), the
+    damping of every joint acting through q_free = G q + offset (test_import_urdf.mimic_map);
+    returns q_free."""
+    pr, pf, Gm, off, red, _ = mimic_map(path)
     if change is not None:
-        change(pm)
-    pd = pm.createData()
-    damping = pm.damping.copy()
+        change(pr)
+    pd = pr.createData()
+    if pr.nv == pf.nv:
+        damping = pr.damping.copy()
 
-    def f(q, v):
-        return pin.aba(pm, pd, q, v, -damping * v)
-    q, v = q0.copy(), np.zeros(pm.nv)
+        def f(q, v):
+            return pin.aba(pr, pd, q, v, -damping * v)
+    else:
+        def f(q, v):
+            qp = pin_configuration(pr, red, q)
+            M = pin.crba(pr, pd, qp)
+            M = np.triu(M) + np.triu(M, 1).T
+            b = pin.rnea(pr, pd, qp, v, np.zeros(pr.nv))
+            return np.linalg.solve(M, -b - Gm.T @ (pf.damping * (Gm @ v)))
+    q, v = q0.copy(), np.zeros(pr.nv)
     for _ in range(int(round(t_end / dt))):
         a1 = f(q, v)
         q2, v2 = q + 0.5 * dt * v, v + 0.5 * dt * a1
@@ -39,7 +51,7 @@ def pinocchio_rk4(path, q0, t_end=1.0, dt=1e-5, change=None):
         a4 = f(q4, v4)
         q = q + dt / 6.0 * (v + 2 * v2 + 2 * v3 + v4)
         v = v + dt / 6.0 * (a1 + 2 * a2 + 2 * a3 + a4)
-    return pm, q
+    return pr, Gm @ q + off
 
 
 def build(path, out, *extra):
@@ -55,12 +67,13 @@ def check_robot_fmu(tmp_path, rel, seed, extra=(), start=None, change=None):
     from fmpy.validation import validate_fmu
 
     path = ROBOTS / rel
+    pr = pin.buildModelFromUrdf(str(path), mimic=True)    # the mimic joints follow
     pm = pin.buildModelFromUrdf(str(path))
     rng = np.random.default_rng(seed)
-    lo, hi = pm.lowerPositionLimit, pm.upperPositionLimit
-    q0 = lo + (hi - lo) * rng.uniform(0.25, 0.75, pm.nv)
-    initial = {f"{pm.names[i]}_q0": float(q0[pm.joints[i].idx_q])
-               for i in range(1, pm.njoints)}
+    lo, hi = pr.lowerPositionLimit, pr.upperPositionLimit
+    q0 = lo + (hi - lo) * rng.uniform(0.25, 0.75, pr.nv)
+    initial = {f"{pr.names[i]}.q0": float(q0[pr.joints[i].idx_q])
+               for i in range(1, pr.njoints) if pr.joints[i].nq}
     # the initial angles are structural: set at build time (docs/import.md)
     sets = [a for k, v in initial.items() for a in ("--set", f"{k}={v!r}")]
     fmu, seconds = build(path, tmp_path, "--no-limits", *extra, *sets)
@@ -112,10 +125,10 @@ def test_cli_info_and_simulate_take_a_urdf(tmp_path):
     r = subprocess.run([sys.executable, "-m", "fmu_mb", "info", str(path), "--base",
                         "floating"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert "joint2.h [N.m]" in r.stdout and "joint1_q0" in r.stdout
+    assert "joint2.h [N.m]" in r.stdout and "joint1.q0" in r.stdout
     out = tmp_path / "dp.csv"
     r = subprocess.run([sys.executable, "-m", "fmu_mb", "simulate", str(path), "--stop-time",
-                        "0.2", "--set", "joint1_q0=0.3", "--input", "joint2.h=0.1", "-o",
+                        "0.2", "--set", "joint1.q0=0.3", "--input", "joint2.h=0.1", "-o",
                         str(out), "--quiet"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     head = out.read_text().splitlines()[0].split(",")

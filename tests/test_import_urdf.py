@@ -73,6 +73,7 @@ def quat_matrix(e):
 def load(path, floating, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        kw.setdefault("mimic", "free")           # Pinocchio's default: mimic joints free
         m = load_urdf(path, base="floating" if floating else "fixed", limits=False, **kw)
         pm = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating
               else pin.buildModelFromUrdf(str(path)))
@@ -193,7 +194,7 @@ def test_panda_damping_scale_scales_the_joint_damping():
     f = ROBOTS / "panda_description/urdf/panda.urdf"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = load_urdf(f, limits=False, overrides={"damping_scale": 40.0})
+        m = load_urdf(f, limits=False, mimic="free", overrides={"damping_scale": 40.0})
     pm = pin.buildModelFromUrdf(str(f))
     pm.damping = 40.0 * pm.damping
     assert worst_difference(m, pm, False, n=5) < 1e-9
@@ -218,7 +219,7 @@ def test_an_unsupported_joint_type_is_refused_naming_the_line(tmp_path):
         load_urdf(p)
 
 
-def test_a_mimic_joint_is_refused_on_request_and_warned_about_by_default(tmp_path):
+def test_a_mimic_joint_is_coupled_by_default_freed_with_a_warning_or_refused(tmp_path):
     p = write(tmp_path, LINK.format(n="c") +
               '<joint name="j" type="revolute"><parent link="a"/><child link="b"/>'
               '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>\n'
@@ -228,8 +229,12 @@ def test_a_mimic_joint_is_refused_on_request_and_warned_about_by_default(tmp_pat
     with pytest.raises(ModelError, match=r"r\.urdf:7: joint 'k' mimics 'j'"):
         load_urdf(p, mimic="refuse")
     with pytest.warns(UserWarning, match="imported as an independent joint"):
-        m = load_urdf(p)
-    assert tree_coordinates(m) == ("j.angle", "k.angle")
+        m = load_urdf(p, mimic="free")
+    assert tree_coordinates(m) == ("j.angle", "k.angle") and m.couplers == ()
+    m = load_urdf(p)
+    assert [(c.joint, c.master, c.ratio, c.offset) for c in m.couplers] == [("k", "j", 1.0,
+                                                                              0.0)]
+    assert m.input_names == ("j.h",) and "k.q0" not in m.parameter_values
 
 
 def test_ignored_elements_are_named_in_one_warning(tmp_path):
@@ -274,3 +279,92 @@ def test_shapes_are_kept_with_resolved_meshes_and_body_poses():
     c, s_ = np.cos(-np.pi / 8), np.sin(-np.pi / 8)
     np.testing.assert_allclose(np.array(hand.orientation) * np.sign(hand.orientation[0]),
                                [c, 0, 0, s_], atol=1e-9)
+
+
+def mimic_map(path):
+    """Pinocchio's model with the mimic joints eliminated (buildModelFromUrdf(mimic=True)),
+    the free one, and q_free = G q + offset (the multipliers and offsets of the file's <mimic>
+    elements, read with xml.etree; chains followed); red, full: joint name -> velocity index
+    in each."""
+    import xml.etree.ElementTree as ET
+    pr = pin.buildModelFromUrdf(str(path), mimic=True)
+    pf = pin.buildModelFromUrdf(str(path))
+    mim = {}
+    for j in ET.parse(path).getroot().iter("joint"):
+        e = j.find("mimic")
+        if e is not None:
+            mim[j.get("name")] = (e.get("joint"), float(e.get("multiplier", 1.0)),
+                                  float(e.get("offset", 0.0)))
+    red = {pr.names[i]: pr.joints[i].idx_v for i in range(1, pr.njoints) if pr.joints[i].nv}
+    full = {pf.names[i]: pf.joints[i].idx_v for i in range(1, pf.njoints)}
+    Gm, off = np.zeros((pf.nv, pr.nv)), np.zeros(pf.nv)
+
+    def chain(name):                        # (reduced index, ratio, offset) of a joint
+        if name in red:
+            return red[name], 1.0, 0.0
+        master, r, o = mim[name]
+        k, r2, o2 = chain(master)
+        return k, r * r2, r * o2 + o
+    for name, iv in full.items():
+        k, r, o = chain(name)
+        Gm[iv, k], off[iv] = r, o
+    return pr, pf, Gm, off, red, full
+
+
+def pin_configuration(pr, red, qr):
+    """Pinocchio's configuration of joint values qr (a continuous joint's (cos, sin))."""
+    qp = pin.neutral(pr)
+    for name, iv in red.items():
+        jm = pr.joints[pr.getJointId(name)]
+        if jm.nq == 1:
+            qp[jm.idx_q] = qr[iv]
+        else:
+            qp[jm.idx_q:jm.idx_q + 2] = np.cos(qr[iv]), np.sin(qr[iv])
+    return qp
+
+
+def mimic_worst_difference(m, path, n=10, seed=0):
+    """Largest |qdd - ref| / max(1, |ref|) of a fixed-base robot with mimic joints: the
+    reference is Pinocchio's model with the mimic joints eliminated
+    (buildModelFromUrdf(mimic=True): CRBA and RNEA in the independent coordinates), with the
+    joint damping of every joint (the free model's) acting through q_f = G q + offset, a
+    mimic joint's acceleration ratio times its master's; the multipliers and offsets read from
+    the file's <mimic> elements (xml.etree)."""
+    pr, pf, Gm, off, red, full = mimic_map(path)
+    dr = pr.createData()
+    names = [c.rsplit(".", 1)[0] for c in tree_coordinates(m)]
+    inputs = list(m.input_names)
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    for _ in range(n):
+        qr, vr, tau = rng.uniform(-0.5, 0.5, pr.nv), rng.normal(size=pr.nv), rng.normal(
+            size=pr.nv)
+        qf, vf = Gm @ qr + off, Gm @ vr
+        qp = pin_configuration(pr, red, qr)
+        M = pin.crba(pr, dr, qp)
+        M = np.triu(M) + np.triu(M, 1).T
+        b = pin.rnea(pr, dr, qp, vr, np.zeros(pr.nv))
+        ref = Gm @ np.linalg.solve(M, tau - b - Gm.T @ (pf.damping * vf))
+        q, qd, u = np.zeros(len(names)), np.zeros(len(names)), np.zeros(len(inputs))
+        for name, iv in full.items():
+            k = names.index(identifier(name, set()))
+            q[k], qd[k] = qf[iv], vf[iv]
+        for name, iv in red.items():
+            u[inputs.index(identifier(name, set()) + ".h")] = tau[iv]
+        qdd = REC.accelerations(m, q, qd, 0.0, u).qdd
+        ours = np.array([qdd[names.index(identifier(nm, set()))] for nm in full])
+        worst = max(worst, np.abs(ours - ref).max() / max(1.0, np.abs(ref).max()))
+    return worst
+
+
+@needs_robots
+@pytest.mark.parametrize("rel", ["panda_description/urdf/panda.urdf",
+                                 "pr2_description/urdf/pr2.urdf",
+                                 "baxter_description/urdf/baxter.urdf"])
+def test_mimic_joints_as_couplers_equal_pinocchio_with_the_mimic_joints_eliminated(rel):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_urdf(ROBOTS / rel, limits=False)
+    assert m.couplers and all(c.name.endswith("_mimic") for c in m.couplers)
+    assert not any(f"{c.joint}.h" in m.input_names for c in m.couplers)
+    assert mimic_worst_difference(m, ROBOTS / rel) < 1e-9

@@ -31,9 +31,9 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "IPLACE", "DBODY0", "IINIT", "DINIT", "DMINV", "IQSRC",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
-          "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM")
+          "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
-        "NP", "NPLACE", "NV", "NC", "NCON")
+        "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
 #: contact_tol [m or rad], contact_velocity [m/s or rad/s], event_tol [s]: the defaults of
 #: fmu_mb.dynamics.integrate.Settings, which the Python FMU runs with (the engine layer does
@@ -420,6 +420,7 @@ def _spatial(model, arrays, head):
     arrays["DELEM"] = [float(e.free_value) if e.kind == "cylinder" else 0.0
                        for e in model.elements]
     _spatial_drives(model, arrays, head)
+    _spatial_couplers(model, arrays, head)
     arrays.update(IMARK=[int(b) for b in C.markers.p],
                   DMARK=np.asarray(C.marker_points, float).reshape(-1, 3),
                   DMINV=np.asarray(C.inv_mass_diag, float))
@@ -455,6 +456,23 @@ def _spatial_drives(model, arrays, head):
     arrays.update(ISDI=di, DSDD=dd, DSDP=dp,
                   ISDJ=[[jpos[d.joint], int(row)]
                         for d, (row, *_) in zip(model.drives, model.compiled.drives)])
+
+
+def _spatial_couplers(model, arrays, head):
+    """The couplers of a spatial model: the spatial kernel's sk_set_couplers arrays
+    (spatial_kernel._couplers: ISCP kinds, parents, children; DSCP points, frames, ratio,
+    offset) and ISCJ per coupler its joint, its master joint and its compiled row."""
+    from . import spatial_kernel as sk
+
+    couplers = getattr(model, "couplers", ())
+    head["NCP"] = len(couplers)
+    if not couplers:
+        return
+    ci, cd = sk._couplers(model)
+    jpos = {j.name: k for k, j in enumerate(model.joints)}
+    arrays.update(ISCP=ci, DSCP=cd,
+                  ISCJ=[[jpos[c.joint], jpos[c.master], int(row)]
+                        for c, (row, *_) in zip(couplers, model.compiled.couplers)])
 
 
 def _placement(model, idx):

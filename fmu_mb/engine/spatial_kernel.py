@@ -4,7 +4,8 @@ bushing, force, torque, with their inputs h), the cut joints that close loops as
 rows (drift control by projection after each step, in C), and the explicit integrators
 (rk4, dopri5, dop853 with scipy's coefficients and step-size control), in C, through ctypes.
 Compiled and cached like the planar kernel (fmu_mb.engine.kernel), in its own library. Drives on revolute and prismatic joints with the
-laws constant_rate, harmonic and polynomial are rows after the cut joints' (sk_set_drives).
+laws constant_rate, harmonic and polynomial are rows after the cut joints' (sk_set_drives),
+couplers of two joint coordinates rows after the drives' (sk_set_couplers).
 
 Coordinates are those of the spatial tmt (fmu_mb.mechanics.spatial.tree): revolute angles,
 prismatic positions, the Euler parameters of spherical joints and of floating roots.
@@ -66,6 +67,7 @@ def library():
     lib.sk_set_time.restype = None
     lib.sk_set_time.argtypes = [P, D]
     lib.sk_set_drives.argtypes = [P, I, P, P, I, P]
+    lib.sk_set_couplers.argtypes = [P, I, P, P]
     lib.sk_set_contacts.argtypes = [P, I, P, P]
     lib.sk_set_active.argtypes = [P, I, P]
     lib.sk_set_friction.argtypes = [P, P, P, P]
@@ -201,6 +203,25 @@ def _drives(model):
             np.array(dp or [0.0], dtype=float))
 
 
+def _couplers(model):
+    """ci (ncp, 6): kind (1 revolute, 2 prismatic), parent, child of the coupled joint, then
+    of its master; cd (ncp, 50): both joints' points and frames (as _drives' dd), ratio,
+    offset (model.couplers order)."""
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = len(model.bodies)
+    ci, cd = [], []
+    for c in model.couplers:
+        ints, dbl = [], []
+        for j in (model.joint(c.joint), model.joint(c.master)):
+            ints += [1 if j.kind == "revolute" else 2, idx[j.parent], idx[j.child]]
+            dbl += [*j.parent_point, *j.child_point,
+                    *np.asarray(j.frame_p, float).reshape(-1),
+                    *np.asarray(j.frame_c, float).reshape(-1)]
+        ci.append(ints)
+        cd.append(dbl + [float(c.ratio), float(c.offset)])
+    return (np.array(ci, dtype=np.intc).reshape(-1, 6), np.array(cd, float).reshape(-1, 50))
+
+
 def _contacts(model):
     """ki (nc, 3): kind (1 point-plane, 2 point-point, 3 revolute limit, 4 prismatic limit,
     5 rim on a plane: F_c holds the circle's axis and radius; 6 shape pair: native/pairs.h),
@@ -307,6 +328,11 @@ class SpatialKernel:
                                  dp.ctypes.data):
                 raise InputError(f"model '{model.name}': the kernel refused the drives' laws")
             self._drive_data = (di, dd, dp)
+        if getattr(model, "couplers", ()):
+            ci, cd = _couplers(model)
+            if lib.sk_set_couplers(handle, len(ci), ci.ctypes.data, cd.ctypes.data):
+                raise InputError(f"model '{model.name}': the kernel refused the couplers")
+            self._coupler_data = (ci, cd)
         self.n_contacts = len(model.contacts)
         if model.contacts:
             ki, kd = _contacts(model)

@@ -20,7 +20,7 @@ and parameter compiler. build_robot(description, overrides, ...) is that build()
 - viscous joint damping is an RSDA (revolute) or a TSDA along the axis (prismatic) with
   damping = damping_scale * d; joint limits are joint-limit contacts with restitution
   `limit_restitution`;
-- parameters `<joint>_q0`, `<joint>_qd0` (initial coordinate and rate), `gravity` (its
+- parameters `<joint>.q0`, `<joint>.qd0` (initial coordinate and rate), `gravity` (its
   magnitude, along the description's gravity direction), `payload` (a point mass at the
   origin of `payload_link`), `limit_restitution`, `damping_scale`.
 """
@@ -171,7 +171,7 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
     Parameters
     ----------
     desc : the description of urdf.parse_urdf or mjcf.parse_mjcf.
-    overrides : parameter values (names as declared: `<joint>_q0`, `gravity`, ...).
+    overrides : parameter values (names as declared: `<joint>.q0`, `gravity`, ...).
     base : "fixed" (the root link is welded to the ground) or "floating" (a free body).
     fixed : "merge" (links joined by fixed joints become one composite body) or "weld".
     limits : joint limits as joint-limit contacts (False: none).
@@ -316,21 +316,48 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
             coords += [(j, jx, "prismatic"), (j, jy, "prismatic"), (j, jn, "revolute")]
     # free bodies: the floating base, children of floating joints; nothing to add
 
+    # mimic joints last: their initial state follows their master's
+    mimic = {j["name"]: j["mimic"] for j, jn, _ in coords
+             if jn == jid[j["name"]] and j.get("mimic")}
+    kinds = {j["name"]: kind for j, jn, kind in coords if jn == jid[j["name"]]}
+    depth = {}
+    for name_ in mimic:                     # a mimic joint after its master (chains allowed)
+        seen, k = [name_], name_
+        while k in mimic:
+            k = mimic[k][0]
+            if k not in kinds:
+                raise ModelError(f"{src}: joint '{seen[-1]}' mimics {k!r}, which is not a "
+                                 f"revolute, continuous or prismatic joint; such joints are "
+                                 f"{sorted(kinds)}")
+            if k in seen:
+                raise ModelError(f"{src}: mimic joints {seen} mimic each other in a cycle")
+            seen.append(k)
+        depth[name_] = len(seen) - 1
+    coords.sort(key=lambda c: depth.get(c[0]["name"], 0) if c[1] == jid[c[0]["name"]] else 0)
+    initial = {}
     for j, jn, kind in coords:
         lo, hi = j.get("lower"), j.get("upper")
-        start = float(j.get("q0", 0.0))
-        if jn == jid[j["name"]] and lo is not None and hi is not None and lo < hi \
-                and not lo <= start <= hi:
-            start = 0.5 * (lo + hi)                 # 0 is outside the limits: their middle
-        # structural: the tree's Euler-parameter signs (engine data DSRQ) branch on the
-        # initial angles, which the native FMU's parameter program cannot follow; fixed at
-        # build time (fmu-mb build --set <joint>_q0=...), the other parameters stay free
-        q0 = mb.param(f"{jn}_q0", start, "rad" if kind == "revolute"
-                      else "m", f"initial {'angle' if kind == 'revolute' else 'position'} "
-                      f"of joint {jn}", structural=True)
-        qd0 = mb.param(f"{jn}_qd0", 0.0, "rad/s" if kind == "revolute" else "m/s",
-                       f"initial rate of joint {jn}")
-        mb.initial(jn, value=q0, rate=qd0)
+        if j["name"] in mimic and jn == jid[j["name"]]:
+            master, ratio, offset = mimic[j["name"]]
+            q0m, qd0m = initial[master]
+            q0, qd0 = ratio * q0m + offset, ratio * qd0m
+            mb.initial(jn, value=q0, rate=qd0)
+            mb.coupler(identifier(f"{jn}_mimic", taken), jn, jid[master], ratio, offset)
+        else:
+            start = float(j.get("q0", 0.0))
+            if jn == jid[j["name"]] and lo is not None and hi is not None and lo < hi \
+                    and not lo <= start <= hi:
+                start = 0.5 * (lo + hi)             # 0 is outside the limits: their middle
+            # structural: the tree's Euler-parameter signs (engine data DSRQ) branch on the
+            # initial angles, which the native FMU's parameter program cannot follow; fixed
+            # at build time (fmu-mb build --set <joint>.q0=...), the other parameters free
+            q0 = mb.param(f"{jn}.q0", start, "rad" if kind == "revolute"
+                          else "m", f"initial {'angle' if kind == 'revolute' else 'position'} "
+                          f"of joint {jn}", structural=True)
+            qd0 = mb.param(f"{jn}.qd0", 0.0, "rad/s" if kind == "revolute" else "m/s",
+                           f"initial rate of joint {jn}")
+            mb.initial(jn, value=q0, rate=qd0)
+        initial[j["name"]] = (q0, qd0)
         if jn != jid[j["name"]]:
             continue                                  # the slides of a planar joint
         unit = "N.m" if kind == "revolute" else "N"
@@ -343,11 +370,11 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
             mb.armature(jn, float(j["armature"]))
         if c_damp and damping:
             _damper(mb, taken, jn, kind, parent, child, at, axis, c_damp * dscale)
-        if j.get("actuated", True):
+        if j.get("actuated", True) and j["name"] not in mimic:
             _actuator(mb, taken, jn, kind, parent, child, at, axis,
                       float(j.get("gear", 1.0)), unit)
         if limits and j["kind"] != "continuous" and lo is not None and hi is not None \
-                and lo < hi:
+                and lo < hi and j["name"] not in mimic:   # (a mimic joint: its master's)
             mb.joint_limit(identifier(f"{jn}_limit", taken), jn, lower=lo, upper=hi,
                            restitution=restitution)
         if float(j.get("friction", 0.0) or 0.0) > 0.0:

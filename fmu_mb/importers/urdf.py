@@ -3,7 +3,8 @@
 
 Imported: links (mass, centre of mass, inertia in any inertial frame rotation), joints
 revolute, continuous, prismatic, fixed, floating and planar with their origin and axis,
-limits, <dynamics damping> (viscous), <mimic> (see `mimic`), visual and collision shapes
+limits, <dynamics damping> (viscous), <mimic> (a coupler constraint; see `mimic`), visual
+and collision shapes
 (box, cylinder, sphere, mesh; mesh paths resolved: package://, file://, relative).
 Refused with the file line: any other joint type, a mimic joint with mimic="refuse", a zero
 axis, a negative mass; refused by the builder: a link that is the child of two joints
@@ -86,12 +87,16 @@ def _shape(geom, origin, role, base, rgba=None, name=None):
     return d
 
 
-def parse_urdf(path, *, mimic="free"):
+def parse_urdf(path, *, mimic="couple"):
     """The robot description of the URDF file at `path` (see importers.robot).
 
-    mimic : "free" (default: a mimic joint is imported as an independent joint, with a
-        warning; Pinocchio's buildModelFromUrdf does the same by default) or "refuse".
+    mimic : "couple" (default: a mimic joint follows its master through a coupler
+        constraint, q = multiplier q_master + offset; ModelBuilder.coupler), "free" (an
+        independent joint, with a warning; Pinocchio's buildModelFromUrdf default) or
+        "refuse".
     """
+    if mimic not in ("couple", "free", "refuse"):
+        raise ModelError(f"mimic must be 'couple', 'free' or 'refuse', received {mimic!r}")
     yourdfpy = _need_yourdfpy()
     path = Path(path)
     if not path.is_file():
@@ -161,10 +166,10 @@ def parse_urdf(path, *, mimic="free"):
                 raise ModelError(f"{where('joint', j.name)}: joint '{j.name}' mimics "
                                  f"'{j.mimic.joint}': mimic joints are refused "
                                  f"(mimic='refuse')")
-            warnings.warn(f"{where('joint', j.name)}: joint '{j.name}' mimics "
-                          f"'{j.mimic.joint}': imported as an independent joint (no "
-                          f"coupling constraint in fmu_mb yet; Pinocchio's default too)",
-                          stacklevel=3)
+            if mimic == "free":
+                warnings.warn(f"{where('joint', j.name)}: joint '{j.name}' mimics "
+                              f"'{j.mimic.joint}': imported as an independent joint "
+                              f"(mimic='free')", stacklevel=3)
         T = np.eye(4) if j.origin is None else np.asarray(j.origin, float)
         axis = np.array([1.0, 0.0, 0.0]) if j.axis is None else np.asarray(j.axis, float)
         if kind in ("revolute", "continuous", "prismatic", "planar"):
@@ -187,7 +192,7 @@ def parse_urdf(path, *, mimic="free"):
             "friction": float(dyn.friction or 0.0) if dyn is not None else 0.0,
             "actuated": kind in ("revolute", "continuous", "prismatic"),
             "gear": 1.0, "line": lines.get(("joint", j.name)),
-            "mimic": None if j.mimic is None else [j.mimic.joint,
+            "mimic": None if j.mimic is None or mimic == "free" else [j.mimic.joint,
                                                     float(j.mimic.multiplier or 1.0),
                                                     float(j.mimic.offset or 0.0)]})
     return {"name": robot.name, "source": path.name, "format": "urdf",
@@ -196,7 +201,7 @@ def parse_urdf(path, *, mimic="free"):
 
 
 def load_urdf(path, *, overrides=None, base="fixed", fixed="merge", limits=True,
-              damping=True, links=(), payload_link=None, mimic="free", name=None):
+              damping=True, links=(), payload_link=None, mimic="couple", name=None):
     """The Model of the URDF file at `path` (importers.robot.build_robot's options).
 
     base : "fixed" (the root link is the ground) or "floating" (the root link is a free body:

@@ -23,7 +23,7 @@ import numpy as np
 from . import assembly
 from ..errors import ModelError, plain
 from .kinematics import PairSet
-from .model import (GROUND, Body, Compiled, Contact, Drive, Element, InitialCondition, Input,
+from .model import (GROUND, Body, Compiled, Contact, Coupler, Drive, Element, InitialCondition, Input,
                     Joint, Marker, Model, Parameter, Topology)
 from .motion import Motion
 from .shape_builder import ShapeItems
@@ -100,7 +100,7 @@ class ModelBuilder(SpatialItems, ShapeItems):
         self._params, self._bodies, self._joints, self._drives = [], [], [], []
         self._elements, self._markers, self._inputs, self._initial = [], [], [], {}
         self._names = {}
-        self._contacts = []
+        self._contacts, self._couplers = [], []
         self._shapes, self._collide, self._pairs = [], {}, None   # shape_builder.ShapeItems
         self._declared_position = {}       # planar bodies given a position=
 
@@ -114,7 +114,7 @@ class ModelBuilder(SpatialItems, ShapeItems):
         the model's shape (number of bodies); an FMU exposes it as a constant.
         """
         where = f"parameter '{name}'"
-        self._claim(name, "parameter")
+        self._claim(name, "parameter", _INPUT_NAME)
         value = self._overrides.get(name, default)
         if isinstance(default, bool):
             raise ModelError(f"{where}: default must be a number or a string, received bool")
@@ -681,7 +681,8 @@ class ModelBuilder(SpatialItems, ShapeItems):
         tree, cut, loops = _spanning_tree(self)
         nb = len(self._bodies)
         f6 = 6 if self.spatial else 3
-        gruebler = f6 * nb - sum(f6 - j.freedom for j in self._joints) - len(self._drives)
+        gruebler = (f6 * nb - sum(f6 - j.freedom for j in self._joints) - len(self._drives)
+                    - len(self._couplers))
         topo = Topology(nb, len(self._joints), max(len(self._joints) - nb, 0), gruebler, 0,
                         compiled.n_rows, 0, tuple(name for name, _ in tree), tuple(cut),
                         tuple(loops))
@@ -691,7 +692,8 @@ class ModelBuilder(SpatialItems, ShapeItems):
                       tuple(self._params), tuple(self._inputs),
                       tuple(self._initial.values()), topo, compiled, zeros, zeros,
                       0.0, self.description, tuple(self._contacts),
-                      shapes=tuple(self._shapes), shape_pairs=self._pairs)
+                      shapes=tuple(self._shapes), shape_pairs=self._pairs,
+                      couplers=tuple(self._couplers))
         x0, xd0, rank, note = assembly.assemble(model, tree)
         topo = replace(topo, dof=x0.shape[0] - rank, redundant=compiled.n_rows - rank)
         x0.setflags(write=False)
@@ -739,8 +741,11 @@ class ModelBuilder(SpatialItems, ShapeItems):
                              f"model is {kind} (gravity with "
                              f"{3 if kind == 'spatial' else 2} components)")
 
-    def _claim(self, name, kind):
-        if not isinstance(name, str) or not _NAME.match(name):
+    def _claim(self, name, kind, pattern=_NAME):
+        if not isinstance(name, str) or not pattern.match(name):
+            if pattern is _INPUT_NAME:
+                raise ModelError(f"{kind} name: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
+                                 f"or dotted identifiers like 'joint.q0', received {name!r}")
             raise ModelError(f"{kind} name: expected an identifier [A-Za-z_][A-Za-z0-9_]* "
                              f"(it becomes an FMU variable prefix), received {name!r}")
         if name in _RESERVED:

@@ -95,6 +95,20 @@ class Drive:
 
 
 @dataclass(frozen=True)
+class Coupler:
+    """A coupling constraint between the coordinates of two revolute or prismatic joints of a
+    spatial model (a URDF mimic joint): q_joint - ratio q_master - offset = 0 (a revolute
+    coordinate's difference wrapped into (-pi, pi]); its multiplier is the generalised force
+    -lam that holds `joint` [N.m or N]."""
+
+    name: str
+    joint: str
+    master: str
+    ratio: float
+    offset: float
+
+
+@dataclass(frozen=True)
 class Element:
     """A force element.
 
@@ -332,6 +346,7 @@ class Model:
                                                      # robot: shapes for the viewer
     shapes: tuple = ()              # shapes.ShapeItem: collision shapes in body axes
     shape_pairs: tuple = ()         # shapes.ShapePair: the pairs that may touch, their contacts
+    couplers: tuple = ()            # Coupler items (spatial: joint-coordinate couplings)
 
     # ----------------------------------------------------------------- lookups
     @property

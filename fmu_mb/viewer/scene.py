@@ -276,15 +276,22 @@ def cluster_decimate(vertices, faces, max_faces):
     lo, extent = vertices.min(axis=0), np.ptp(vertices, axis=0).max() + 1e-12
     n = 128
     while len(faces) > max_faces and n >= 2:
-        cell = np.floor((vertices - lo) / extent * n).astype(np.int64)
-        _, inverse = np.unique(cell, axis=0, return_inverse=True)
+        cell = np.floor((vertices - lo) / extent * n).astype(np.int64)   # in [0, n]
+        # one integer per cell, in the rows' lexicographic order (a 1-D unique: faster than
+        # unique(axis=0), the same cells in the same order)
+        key = (cell[:, 0] * (n + 1) + cell[:, 1]) * (n + 1) + cell[:, 2]
+        _, inverse = np.unique(key, return_inverse=True)
         inverse = inverse.reshape(-1)
         merged = np.zeros((inverse.max() + 1, 3))
         np.add.at(merged, inverse, vertices)
         merged /= np.bincount(inverse)[:, None]
         f = inverse[faces]
         keep = (f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2])
-        f = np.unique(np.sort(f[keep], axis=1), axis=0, return_index=True)[1]
+        fs, nv = np.sort(f[keep], axis=1), int(inverse.max()) + 1
+        if nv ** 3 < 2 ** 62:        # the faces' rows as one integer each (the same order)
+            f = np.unique((fs[:, 0] * nv + fs[:, 1]) * nv + fs[:, 2], return_index=True)[1]
+        else:
+            f = np.unique(fs, axis=0, return_index=True)[1]
         new_faces = inverse[faces][keep][np.sort(f)]
         if len(new_faces) <= max_faces:
             return merged, new_faces

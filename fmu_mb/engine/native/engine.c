@@ -109,6 +109,7 @@ struct MbEngine {
     const char **pname, **jname;
     int off[MBE_N_ARRAYS], cnt[MBE_N_ARRAYS];
     int kind, nb, n, nj, nrows, ncj, ne, m, nd, nel, nmark, ni, nout, np, nplace, nv, nc, ncon;
+    int ncp;                          /* spatial couplers */
     double *params;            /* the current parameter values */
     void *kern;                /* the kernel of the current parameters */
     MbeSettings set;
@@ -193,7 +194,7 @@ static double rdf64(const unsigned char *p)      /* a little-endian IEEE double,
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI";
     return kinds[a] == 'I';
 }
 
@@ -499,6 +500,7 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     e->nv = H[H_NV];
     e->nc = H[H_NC];
     e->ncon = H[H_NCON];
+    e->ncp = H[H_NCP];
     if (e->kind != 0 && e->kind != 1) {
         msg(err, errlen, "the model data are of kind %d; expected 0 (planar) or 1 (spatial)",
             e->kind);
@@ -509,6 +511,7 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     if (nb < 1 || n < 0 || e->nj < 0 || e->nrows < 0 || e->ncj < 0 || e->ne < 0 || e->m < 0 ||
         e->nd < 0 || e->nel < 0 || e->nmark < 0 || e->ni < 0 || e->np < 0 || e->nplace < 0 ||
         e->nv < 0 || e->nc < 0 || e->nout < 0 || e->ncon < 0 || e->ncon > cap ||
+        e->ncp < 0 || e->ncp > cap ||
         nb > 100000 || n > 700000 || e->nrows > 300000 || e->ni > 100000 || e->nj > cap ||
         e->ncj > cap || e->ne > cap || e->m > cap || e->nd > cap || e->nel > cap ||
         e->nmark > cap || e->np > cap || e->nplace > cap || e->nv > cap || e->nc > cap ||

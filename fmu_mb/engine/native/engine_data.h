@@ -59,7 +59,7 @@ enum {
      * (joint, SC_*), A_IELEM (EK_*, row of the kernel's ei; a cylinder's row is a TSDA's of
      * input gain -1), A_DELEM (a cylinder's min length), A_IEND (version 3), A_IMARK, A_DMARK
      * (x 3), A_DMINV (7 nb); its rows: the joints', then the drives' (A_ISDI below), then the
-     * nb Euler-parameter normalisations */
+     * couplers' (A_ISCP), then the nb Euler-parameter normalisations */
     A_ISRI, A_DSRD, A_DSMASS, A_DSJ, A_ISEI, A_DSED, A_ISCI, A_DSCD, A_DSRQ,
     /* contacts (version 2; planar: the event loop of kernel.c's events.c; version 3: spatial,
      * spatial_kernel.c's spatial_events.c), H_NCON of them */
@@ -87,6 +87,12 @@ enum {
     /* armature (spatial): empty, or x 1 per tree row, the reflected rotor inertia of its
      * revolute or prismatic joint (sk_set_armature) */
     A_DSARM,
+    /* couplers (spatial), H_NCP of them: the spatial kernel's sk_set_couplers arrays and, per
+     * coupler, its joints and its compiled row (after the drives' rows) */
+    A_ISCP,        /* x 6 per coupler: kind (1 revolute, 2 prismatic), parent, child of its
+                      joint, then of its master joint */
+    A_DSCP,        /* x 50 per coupler: both joints' sp(3), sc(3), Fp(9), Fc(9), ratio, offset */
+    A_ISCJ,        /* x 3 per coupler: joint, master joint, compiled row */
     MBE_N_ARRAYS
 };
 
@@ -94,7 +100,7 @@ enum {
 enum {
     H_KIND = 0,    /* 0 planar, 1 spatial */
     H_NB, H_N, H_NJ, H_NROWS, H_NCJ, H_NE, H_M, H_ND, H_NEL, H_NMARK, H_NI, H_NOUT, H_NP,
-    H_NPLACE, H_NV, H_NC, H_NCON,
+    H_NPLACE, H_NV, H_NC, H_NCON, H_NCP,
     H_SIZE
 };
 

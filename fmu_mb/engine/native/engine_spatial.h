@@ -32,6 +32,7 @@ int sk_element_outputs(void *k, const double *q, const double *qd, const double 
 void sk_points(void *k, const double *q, const double *qd, int np, const int *body,
                const double *pts, double *out);
 int sk_set_drives(void *k, int nd, const int *di, const double *dd, int ndp, const double *dp);
+int sk_set_couplers(void *k, int ncp, const int *ci, const double *cd);
 void sk_set_time(void *k, double t);
 int sk_accelerations(void *k, const double *q, const double *qd, const double *u, double *qdd);
 int sk_events_initial(void *ev, double t, const double *y, const double *u, double *rec,
@@ -283,6 +284,7 @@ static void sextend(const MbEngine *e, const double *x, double *xe, int rate)
 
 static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *phi,
                                double *D);
+static void spatial_coupler_rows(MbEngine *e, const double *xe, double *phi, double *D);
 static int element_terms(const MbEngine *e, int i, const double *xe, const double *xde,
                          const double *u, STerm *t, double *s, int *pp, int *cc);
 
@@ -317,6 +319,7 @@ static int spatial_rows_at(MbEngine *e, const double *x, double tr, double *phi,
         }
     }
     spatial_drive_rows(e, xe, tr, phi, D);
+    spatial_coupler_rows(e, xe, phi, D);
     int r0 = e->nrows - nb;
     for (int b = 0; b < nb; b++) {
         const double *p = x + 7 * b + 3;
@@ -371,6 +374,42 @@ static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *
                 Dr[7 * f.p + i] = tc.J[i];
             if (f.c < nb)
                 Dr[7 * f.c + i] = tc.J[7 + i];
+        }
+    }
+}
+
+/* A coupler's row (constraints.evaluate): q_a(x) - ratio q_b(x) - offset (wrapped into
+ * [-pi, pi) for a revolute joint a), Jacobian that of q_a minus ratio times that of q_b (the
+ * two joints may share a body) */
+static void spatial_coupler_rows(MbEngine *e, const double *xe, double *phi, double *D)
+{
+    int nb = e->nb, nc = 7 * nb;
+    for (int c = 0; c < e->ncp; c++) {
+        const int *Cj = IA(e, A_ISCJ) + 3 * c;
+        const double *cd = DA(e, A_DSCP) + 50 * c, ratio = cd[48];
+        int row = Cj[2], rev = IA(e, A_IJOINT)[6 * Cj[0]] == SJ_REV;
+        Frames3 fa, fb;
+        STerm ta, tb;
+        joint_frames(e, Cj[0], xe, &fa);
+        joint_frames(e, Cj[1], xe, &fb);
+        coord_term(rev ? SC_REV : SC_PRI, &fa, &ta);
+        coord_term(IA(e, A_IJOINT)[6 * Cj[1]] == SJ_REV ? SC_REV : SC_PRI, &fb, &tb);
+        double res = ta.v - ratio * tb.v - cd[49];
+        if (rev)
+            res = pymod(res + PI, 2.0 * PI) - PI;
+        phi[row] = res;
+        if (!D)
+            continue;
+        double *Dr = D + (size_t)row * nc;
+        for (int i = 0; i < 7; i++) {
+            if (fa.p < nb)
+                Dr[7 * fa.p + i] += ta.J[i];
+            if (fa.c < nb)
+                Dr[7 * fa.c + i] += ta.J[7 + i];
+            if (fb.p < nb)
+                Dr[7 * fb.p + i] -= ratio * tb.J[i];
+            if (fb.c < nb)
+                Dr[7 * fb.c + i] -= ratio * tb.J[7 + i];
         }
     }
 }
@@ -675,6 +714,7 @@ static void *make_spatial_kernel(MbEngine *e)
     if (sk_set_pose_data(k, DA(e, A_DSRQ)) != 0 ||
         (e->nd && sk_set_drives(k, e->nd, IA(e, A_ISDI), DA(e, A_DSDD), e->cnt[A_DSDP],
                                 DA(e, A_DSDP)) != 0) ||
+        (e->ncp && sk_set_couplers(k, e->ncp, IA(e, A_ISCP), DA(e, A_DSCP)) != 0) ||
         (e->ncon && sk_set_contacts(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON)) != 0) ||
         (e->cnt[A_DSARM] && sk_set_armature(k, DA(e, A_DSARM)) != 0)) {
         sk_free(k);
@@ -695,7 +735,8 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         {A_IMARK, e->nmark}, {A_DMARK, 3 * e->nmark}, {A_DMINV, 7 * nb},
         {A_IPLACE, 2 * e->nplace}, {A_DBODY0, 13 * nb}, {A_IINIT, 3 * e->ncj},
         {A_DINIT, 3 * e->ncj}, {A_IEND, 2 * e->nel}, {A_ISDI, 6 * e->nd},
-        {A_DSDD, 24 * e->nd}, {A_ISDJ, 2 * e->nd}};
+        {A_DSDD, 24 * e->nd}, {A_ISDJ, 2 * e->nd}, {A_ISCP, 6 * e->ncp},
+        {A_DSCP, 50 * e->ncp}, {A_ISCJ, 3 * e->ncp}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         if (e->cnt[sizes[i].a] != sizes[i].want) {
             msg(err, errlen, "the model data's array %d has %d entries, expected %d",
@@ -714,7 +755,7 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
             return 0;                                                                    \
         }                                                                                \
     } while (0)
-    BAD(e->nv < 0 || e->nv > n || n > 7 * nb || e->nc < 0 || e->nrows < nb + e->nd ||
+    BAD(e->nv < 0 || e->nv > n || n > 7 * nb || e->nc < 0 || e->nrows < nb + e->nd + e->ncp ||
         e->m != 0 || e->cnt[A_IDI] || e->cnt[A_DDP], "the spatial counts");
     int sq = 0, sv = 0;
     for (int i = 0; i < nb; i++) {
@@ -751,14 +792,14 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
              IA(e, A_ICON)[3 * i] == 6) && DA(e, A_DCON)[SKD * i + 35] > 0.0)
             e->nrec = EV_REC_FR;
     int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + (e->nrec > EV_REC ? 13 : 7) * e->ncon,
-        srows = nb + e->nd,
+        srows = nb + e->nd + e->ncp,
         scoords = 0;
     for (int j = 0; j < e->nj; j++) {
         const int *J = IA(e, A_IJOINT) + 6 * j;
         static const int rows[] = {3, 5, 4, 4, 5, 6, 1};
         BAD(J[0] < 0 || J[0] > 6 || J[1] < 0 || J[1] > nb || J[2] < 0 || J[2] > nb ||
             J[1] == J[2] || J[3] < -1 || J[3] >= e->ncj || J[5] != rows[J[0]] || J[4] < 0 ||
-            J[4] > e->nrows - nb - e->nd - J[5], "a joint");
+            J[4] > e->nrows - nb - e->nd - e->ncp - J[5], "a joint");
         /* its coordinates (the outputs write them by kind): none, or its own in ICOORD */
         int nco = J[0] == SJ_REV || J[0] == SJ_PRI ? 1 : J[0] == SJ_CYL || J[0] == SJ_UNI ? 2 : 0;
         BAD(nco ? J[3] < 0 || J[3] > e->ncj - nco : J[3] != -1, "a joint's coordinate index");
@@ -791,11 +832,19 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
     }
     for (int d = 0; d < e->nd; d++) {          /* drives (version 3) */
         const int *Dd = IA(e, A_ISDI) + 6 * d, *Jd = IA(e, A_ISDJ) + 2 * d;
-        BAD(Jd[0] < 0 || Jd[0] >= e->nj || Jd[1] != e->nrows - nb - e->nd + d ||
+        BAD(Jd[0] < 0 || Jd[0] >= e->nj || Jd[1] != e->nrows - nb - e->nd - e->ncp + d ||
             (IA(e, A_IJOINT)[6 * Jd[0]] != SJ_REV && IA(e, A_IJOINT)[6 * Jd[0]] != SJ_PRI) ||
             Dd[0] != (IA(e, A_IJOINT)[6 * Jd[0]] == SJ_REV ? 1 : 2) ||
             (Dd[3] != 1 && Dd[3] != 2) || Dd[4] < 0 || Dd[5] < 1 ||
             Dd[4] > e->cnt[A_DSDP] - Dd[5] || (Dd[3] == 2 && Dd[5] != 4), "a drive");
+    }
+    for (int c = 0; c < e->ncp; c++) {         /* couplers */
+        const int *Cj = IA(e, A_ISCJ) + 3 * c, *Ck = IA(e, A_ISCP) + 6 * c;
+        for (int h = 0; h < 2; h++)
+            BAD(Cj[h] < 0 || Cj[h] >= e->nj ||
+                (IA(e, A_IJOINT)[6 * Cj[h]] != SJ_REV && IA(e, A_IJOINT)[6 * Cj[h]] != SJ_PRI) ||
+                Ck[3 * h] != (IA(e, A_IJOINT)[6 * Cj[h]] == SJ_REV ? 1 : 2), "a coupler");
+        BAD(Cj[2] != e->nrows - nb - e->ncp + c, "a coupler's row");
     }
     for (int i = 0; i < e->nmark; i++)
         BAD(IA(e, A_IMARK)[i] < 0 || IA(e, A_IMARK)[i] > nb, "a marker");
@@ -1625,6 +1674,11 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
             Tw += w[i] * (J[3 * i] * w[0] + J[3 * i + 1] * w[1] + J[3 * i + 2] * w[2]);
         Vg += mass[b] * (r[0] * g[0] + r[1] * g[1] + r[2] * g[2]);
     }
+    if (GN && e->cnt[A_DSARM])       /* armature: the rotors' 1/2 a qd^2 of each tree row */
+        for (int b = 0; b < nb; b++) {
+            double a = DA(e, A_DSARM)[b], v = qd[IA(e, A_ISRI)[SRI * b + 3]];
+            Tr += a * v * v;
+        }
     double T = 0.5 * (Tr + Tw), V = -Vg;
     if (GN) {
         double *zero = e->xde;                         /* the springs' values only */

@@ -70,6 +70,8 @@ static SK *sk_clone(const SK *b)
         if (sk_set_drives(k, b->nd, b->di, b->dd, ndp, b->dp) != OK)
             goto fail;
     }
+    if (b->ncp > 0 && sk_set_couplers(k, b->ncp, b->cpi, b->cpd) != OK)
+        goto fail;
     if (sk_set_contacts(k, b->nk, b->ki, b->kd) != OK)
         goto fail;
     if (b->arm && sk_set_armature(k, b->arm) != OK)
@@ -127,7 +129,7 @@ SkEvents *sk_events_create(SK *base, const double *e, int ni)
     }
     if (ev->fr)                             /* records: + stick, s0 (2), sliding loss */
         ev->nrec = EV_REC_FR;
-    K->base = K->k->mc + K->k->nd;
+    K->base = K->k->mc + K->k->nd + K->k->ncp;
     for (int i = 0; i < nc; i++) {          /* row buffers for every contact, then none */
         K->idx[i] = i;
         ev->sel[i] = 1;
@@ -269,7 +271,8 @@ static int evk_reuse_f(EvLoop *ev)
     return 1;
 }
 
-/* kinetic energy sum 1/2 (m v . v + ω_b . J ω_b) [J], ω_b in body axes */
+/* kinetic energy sum 1/2 (m v . v + ω_b . J ω_b) [J], ω_b in body axes, plus the rotors'
+ * 1/2 a qd^2 (armature) */
 static double evk_kinetic(EvLoop *ev, const double *y)
 {
     SK *k = ev->k->k;
@@ -284,6 +287,10 @@ static double evk_kinetic(EvLoop *ev, const double *y)
             wb[i] = A[i] * w[0] + A[3 + i] * w[1] + A[6 + i] * w[2];
         mat3(J, wb, Jw);
         T += k->mass[b] * dot3(v, v) + dot3(wb, Jw);
+        if (k->arm) {                    /* the rotor of a joint with armature: a qd^2 */
+            double qd = y[k->n + k->ri[RI * b + 3]];
+            T += k->arm[b] * qd * qd;
+        }
     }
     return 0.5 * T;
 }

@@ -57,6 +57,10 @@
  * drive rows are the same equations). The time of the rows is k->t (sk_set_time; the
  * integrators set it at each stage).
  *
+ * Couplers (sk_set_couplers): the row q_a(x) - ratio q_b(x) - offset of two joint coordinates
+ * (a URDF mimic joint; the residual of revolute ones wrapped into (-pi, pi]), after the
+ * drives' rows; a second pair of bodies (the master joint's) in the Row.
+ *
  * Persistent contacts (sk_set_contacts, sk_set_active): the gap of an active contact is one
  * more row, gap = 0 (fmu_mb.mechanics.spatial.contacts' gaps: a point on a plane, the
  * distance of two points, a revolute or prismatic joint's coordinate against a bound, times
@@ -95,11 +99,18 @@ typedef struct {               /* a scalar of two bodies p, c: value, twist Jaco
     double val, j[12], gam;
     int p, c;
     double rt;                 /* the rate the row must have: s'(t) of a drive, 0 otherwise */
+    int p2, c2;                /* a coupler's second pair (its master joint's bodies; p2 = -1:
+                                  none) with its twist Jacobian j2 */
+    double j2[12];
 } Row;
 
 #define DRI 6         /* ints per drive: kind (1 revolute, 2 prismatic), parent, child, law
                          (1 polynomial, 2 harmonic), offset in dp, number of values */
 #define DRD 24        /* doubles per drive: s_p(3), s_c(3), F_p(9), F_c(9) (row-major) */
+#define CPI 6         /* ints per coupler: kind (1 revolute, 2 prismatic), parent, child of its
+                         joint, then of its master joint */
+#define CPD 50        /* doubles per coupler: its joint's s_p, s_c, F_p, F_c (DRD), its master's,
+                         ratio, offset */
 #define KI 3          /* ints per contact: kind (1 point-plane, 2 point-point, 3 revolute
                          limit, 4 prismatic limit, 5 rim on a plane, 6 shape pair: p the
                          body of shape a, c that of shape b), body p, body c */
@@ -128,6 +139,10 @@ typedef struct {
     int nd, mc;
     int *di;
     double *dd, *dp;
+    /* couplers (sk_set_couplers): q_a - ratio q_b - offset = 0, rows after the drives' */
+    int ncp;
+    int *cpi;
+    double *cpd;
     /* contacts (sk_set_contacts) and the active ones (sk_set_active): rows after the drives */
     int nk, na;
     int *ki, *act;
@@ -175,7 +190,7 @@ void sk_free(SK *k)
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
                  k->acc, k->fw, k->Jg, k->dof, k->live, k->moving, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err, k->di, k->dd, k->dp, k->ki, k->kd,
-                 k->act, k->arm, k->stick, k->slide, k->s0};
+                 k->act, k->arm, k->stick, k->slide, k->s0, k->cpi, k->cpd};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -378,9 +393,32 @@ int sk_set_drives(SK *k, int nd, const int *di, const double *dd, int ndp, const
     k->dp = dup(dp, sizeof(double) * (ndp > 0 ? ndp : 1));
     if (!k->di || !k->dd || !k->dp)
         return ERR_ARGS;
-    if (alloc_rows(k, k->mc + nd + k->na) != OK)
+    if (alloc_rows(k, k->mc + nd + k->ncp + k->na) != OK)
         return ERR_ARGS;
     k->nd = nd;
+    return OK;
+}
+
+/* ncp couplers: ci (ncp, CPI) = kind, parent, child of the coupled joint and of its master
+ * (nb: ground); cd (ncp, CPD) their points and frames, ratio, offset. Replaces earlier ones;
+ * their rows follow the drives'. */
+int sk_set_couplers(SK *k, int ncp, const int *ci, const double *cd)
+{
+    for (int i = 0; i < ncp; i++) {
+        const int *C = ci + CPI * i;
+        for (int h = 0; h < 2; h++)
+            if ((C[3 * h] != 1 && C[3 * h] != 2) || C[3 * h + 1] < 0 || C[3 * h + 1] > k->nb ||
+                C[3 * h + 2] < 0 || C[3 * h + 2] > k->nb)
+                return ERR_ARGS;
+    }
+    free(k->cpi);
+    free(k->cpd);
+    k->ncp = 0;
+    k->cpi = dup(ci, sizeof(int) * CPI * ncp);
+    k->cpd = dup(cd, sizeof(double) * CPD * ncp);
+    if (!k->cpi || !k->cpd || alloc_rows(k, k->mc + k->nd + ncp + k->na) != OK)
+        return ERR_ARGS;
+    k->ncp = ncp;
     return OK;
 }
 
@@ -408,7 +446,7 @@ int sk_set_contacts(SK *k, int nk, const int *ki, const double *kd)
     k->slide = calloc(nk1, 1);
     k->s0 = calloc(2 * nk1, sizeof(double));
     if (!k->ki || !k->kd || !k->act || !k->stick || !k->slide || !k->s0 ||
-        alloc_rows(k, k->mc + k->nd) != OK)
+        alloc_rows(k, k->mc + k->nd + k->ncp) != OK)
         return ERR_ARGS;
     k->nk = nk;
     return OK;
@@ -428,7 +466,7 @@ int sk_set_active(SK *k, int na, const int *idx)
         nst += k->stick[idx[i]] != 0;
         nsl += k->slide[idx[i]] != 0 && !k->stick[idx[i]];
     }
-    int need = k->mc + k->nd + na + 2 * nst;   /* (buffers kept when they hold the rows) */
+    int need = k->mc + k->nd + k->ncp + na + 2 * nst;   /* (buffers kept when they hold the rows) */
     if (need > k->mcap) {
         if (alloc_rows(k, need) != OK)
             return ERR_ARGS;
@@ -1164,6 +1202,7 @@ static void dot_d(const SK *k, const Pair *P, const double *a, int on_p, Row *R)
     double t[3];
     R->p = P->p;
     R->c = P->c;
+    R->p2 = -1;
     R->val = dot3(a, P->d);
     cross(a, P->rp, t);
     for (int i = 0; i < 3; i++) {
@@ -1191,6 +1230,7 @@ static void dot_aa(const SK *k, const Pair *P, const double *a, const double *b,
     double wa[3], wb[3], wwa[3], wwb[3];
     R->p = P->p;
     R->c = P->c;
+    R->p2 = -1;
     R->val = dot3(a, b);
     cross(a, b, R->j);
     cross(b, a, R->j + 6);
@@ -1216,17 +1256,28 @@ static int norm_d(const SK *k, const Pair *P, Row *R)
     return OK;
 }
 
-static double rate(const SK *k, const Row *R)       /* j . (V_p, V_c) */
+static double rate(const SK *k, const Row *R)       /* j . (V_p, V_c) (+ j2 . (V_p2, V_c2)) */
 {
-    return dot3(R->j, k->w + 3 * R->p) + dot3(R->j + 3, k->v + 3 * R->p)
-           + dot3(R->j + 6, k->w + 3 * R->c) + dot3(R->j + 9, k->v + 3 * R->c);
+    double r = dot3(R->j, k->w + 3 * R->p) + dot3(R->j + 3, k->v + 3 * R->p)
+               + dot3(R->j + 6, k->w + 3 * R->c) + dot3(R->j + 9, k->v + 3 * R->c);
+    if (R->p2 >= 0)
+        r += dot3(R->j2, k->w + 3 * R->p2) + dot3(R->j2 + 3, k->v + 3 * R->p2)
+             + dot3(R->j2 + 6, k->w + 3 * R->c2) + dot3(R->j2 + 9, k->v + 3 * R->c2);
+    return r;
 }
 
 static double accel_of(const SK *k, const Row *R)   /* j . (A_p, A_c) + gamma */
 {
     const double *ap = k->acc + 6 * R->p, *ac = k->acc + 6 * R->c;
-    return dot3(R->j, ap) + dot3(R->j + 3, ap + 3) + dot3(R->j + 6, ac)
-           + dot3(R->j + 9, ac + 3) + R->gam;
+    double a = dot3(R->j, ap) + dot3(R->j + 3, ap + 3) + dot3(R->j + 6, ac)
+               + dot3(R->j + 9, ac + 3) + R->gam;
+    if (R->p2 >= 0) {
+        ap = k->acc + 6 * R->p2;
+        ac = k->acc + 6 * R->c2;
+        a += dot3(R->j2, ap) + dot3(R->j2 + 3, ap + 3) + dot3(R->j2 + 6, ac)
+             + dot3(R->j2 + 9, ac + 3);
+    }
+    return a;
 }
 
 /* the wrenches -s j of an elongation with force s */
@@ -1290,6 +1341,21 @@ static void joint_angle_full(const SK *k, const Pair *P, const double *Fa, const
         R->j[i] = (rc.val * rs.j[i] - rs.val * rc.j[i]) / r2;
     R->gam = (rc.val * rs.gam - rs.val * rc.gam) / r2
              - 2.0 * th_d * (rc.val * cd + rs.val * sd) / r2;
+}
+
+/* the coordinate of a revolute (D[0] = 1: its angle) or prismatic (2: z_p . d) joint between
+ * bodies D[1], D[2] with points and frames dd (DRD), with its velocity product */
+static void coordinate_row(const SK *k, const int *D, const double *dd, Row *R)
+{
+    Pair P;
+    pair_init(k, D[1], D[2], dd, dd + 3, &P);
+    if (D[0] == 1) {
+        joint_angle_full(k, &P, dd + 6, dd + 15, R);
+    } else {
+        double zp[3];
+        frame_axis(k, D[1], dd + 6, 2, zp);
+        dot_d(k, &P, zp, 1, R);
+    }
 }
 
 /* ------------------------------------------------------------------ applied forces */
@@ -1612,23 +1678,29 @@ static int cut_rows(SK *k)
         k->rows[i].rt = 0.0;
     for (int d = 0; d < k->nd; d++) {         /* drives: q(x) - s(t) */
         const int *D = k->di + DRI * d;
-        const double *dd = k->dd + DRD * d, *Fp = dd + 6, *Fc = dd + 15;
-        Pair P;
         Row *R = &k->rows[r++];
         double v[3];
-        pair_init(k, D[1], D[2], dd, dd + 3, &P);
+        coordinate_row(k, D, k->dd + DRD * d, R);
         drive_law(k, d, k->t, v);
-        if (D[0] == 1) {
-            joint_angle_full(k, &P, Fp, Fc, R);
-            R->val = wrap(R->val - v[0]);
-        } else {
-            double zp[3];
-            frame_axis(k, D[1], Fp, 2, zp);
-            dot_d(k, &P, zp, 1, R);
-            R->val -= v[0];
-        }
+        R->val = D[0] == 1 ? wrap(R->val - v[0]) : R->val - v[0];
         R->gam -= v[2];
         R->rt = v[1];
+    }
+    for (int i = 0; i < k->ncp; i++) {        /* couplers: q_a(x) - ratio q_b(x) - offset */
+        const int *C = k->cpi + CPI * i;
+        const double *cd = k->cpd + CPD * i, ratio = cd[48];
+        Row *R = &k->rows[r++], Rb;
+        coordinate_row(k, C, cd, R);
+        coordinate_row(k, C + 3, cd + DRD, &Rb);
+        R->val -= ratio * Rb.val + cd[49];
+        if (C[0] == 1)
+            R->val = wrap(R->val);
+        R->gam -= ratio * Rb.gam;
+        R->p2 = Rb.p;
+        R->c2 = Rb.c;
+        for (int j = 0; j < 12; j++)
+            R->j2[j] = -ratio * Rb.j[j];
+        R->rt = 0.0;
     }
     for (int a = 0; a < k->na; a++)             /* persistent contacts: gap = 0 */
         if (contact_row(k, k->act[a], &k->rows[r++]) != OK)
@@ -1645,6 +1717,10 @@ static int cut_rows(SK *k)
         memset(Dr, 0, sizeof(double) * nv);
         add_path(k, R->p, R->j, R->j + 3, Dr);
         add_path(k, R->c, R->j + 6, R->j + 9, Dr);
+        if (R->p2 >= 0) {
+            add_path(k, R->p2, R->j2, R->j2 + 3, Dr);
+            add_path(k, R->c2, R->j2 + 6, R->j2 + 9, Dr);
+        }
     }
     return OK;
 }
@@ -1678,7 +1754,7 @@ static int psd_solve(SK *k, const double *rhs, double *y)
  * impact: base0 = ν-, rr = Dv ν- - b). ERR_PAINLEVE: I - E L singular. */
 static int slide_solve(SK *k, const double *base0, int fixed, double *nud)
 {
-    int m = k->m, nv = k->nv, p = 0, base = k->mc + k->nd, rc = OK;
+    int m = k->m, nv = k->nv, p = 0, base = k->mc + k->nd + k->ncp, rc = OK;
     size_t vv = (size_t)nv, mm = (size_t)(m > 0 ? m : 1), np = (size_t)k->nsl;
     double *buf = malloc(sizeof(double) * (np * vv + 3 * vv + 2 * (np + 1) * mm
                                            + 2 * np * np + 2 * np));

@@ -8,7 +8,7 @@ the parent's own axes (rotations.frame_from_axis), with child_axis= the child's 
 import numpy as np
 
 from ...errors import ModelError, plain
-from ..model import GROUND, Body, Contact, Element, Joint
+from ..model import GROUND, Body, Contact, Coupler, Element, Joint
 from ..validation import number
 from . import rotations as rot
 
@@ -240,6 +240,29 @@ class SpatialItems:
         from dataclasses import replace
         self._joints[k] = replace(j, armature=a)
         return joint
+
+    def coupler(self, name, joint, master, ratio=1.0, offset=0.0):
+        """Coupling constraint q_joint = ratio * q_master + offset between the coordinates of
+        two revolute or prismatic joints (a URDF mimic joint): one constraint row, solved
+        with the cut joints' and drives' rows; its multiplier is -(the generalised force
+        that holds `joint`). Revolute coordinates are measured in (-pi, pi] and the
+        residual is wrapped, so a ratio other than +-1 holds while the master's angle stays
+        in (-pi, pi]."""
+        self._need_spatial("coupler")
+        where = f"coupler '{name}'"
+        j = self._coordinate_joint(where, joint)
+        m = self._coordinate_joint(where, master)
+        if j.name == m.name:
+            raise ModelError(f"{where}: joint and master are both '{j.name}'; expected two "
+                             f"different joints")
+        if any(c.joint == j.name for c in self._couplers):
+            raise ModelError(f"{where}: joint '{j.name}' is already coupled")
+        r, b = number(where, "ratio", ratio), number(where, "offset", offset)
+        if r == 0.0:
+            raise ModelError(f"{where}: ratio must be nonzero, received {ratio}")
+        self._claim(name, "coupler")                   # (a refused call claims no name)
+        self._couplers.append(Coupler(name, j.name, m.name, r, b))
+        return name
 
     def _need_spatial(self, what):
         if not self.spatial:

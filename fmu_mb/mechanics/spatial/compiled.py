@@ -79,6 +79,7 @@ class CompiledSpatial:
     joint_groups: tuple         # Group per joint kind
     norm_rows: np.ndarray       # (nb,) rows of p . p - 1
     drives: tuple               # (row, Group of one joint, Motion)
+    couplers: tuple             # (row, Group of the joint, Group of the master, ratio, offset)
     joint_rows: tuple           # per joint: its row indices
     coord_joints: tuple         # per joint coordinate its joint's index (COORDINATES order)
     coord_groups: tuple         # Group per kind; rows[:, 0] = position in the coordinates
@@ -145,6 +146,13 @@ def compile_spatial(mb):
         j = jmap[d.joint]
         drives.append((row, make_group(j.kind, [_item(j)], idx, length=np.zeros(1)), d.motion))
         row += 1
+    couplers = []
+    for c in mb._couplers:
+        a, b = jmap[c.joint], jmap[c.master]
+        couplers.append((row, make_group(a.kind, [_item(a)], idx, length=np.zeros(1)),
+                         make_group(b.kind, [_item(b)], idx, length=np.zeros(1)),
+                         float(c.ratio), float(c.offset)))
+        row += 1
     norm_rows = np.arange(row, row + nb, dtype=np.intp)
     row += nb
     coord_joints, coord_items = [], {}
@@ -197,6 +205,7 @@ def compile_spatial(mb):
     return CompiledSpatial(
         contacts=contacts, nb=nb, mass=mass, inertia=inertia, inv_mass_diag=1.0 / weight, n_rows=row,
         joint_groups=tuple(groups), norm_rows=norm_rows, drives=tuple(drives),
+        couplers=tuple(couplers),
         joint_rows=tuple(joint_rows), coord_joints=tuple(coord_joints),
         coord_groups=coord_groups, tsda=tsda_g, rsda=rsda_g, bushing=bush_g,
         frc_body=arr([idx[e.b] for e in frc], np.intp),

@@ -15,7 +15,8 @@ parent and child, coinciding at the reference pose; kinematics.JointFrames), phi
 - weld (fixed): d, x_p . z_c, y_p . z_c, x_p . y_c;
 - distance: |d| - length (lam is the link tension [N]);
 - per body the Euler-parameter normalisation p . p - 1 (last rows);
-- drive on a revolute angle or prismatic position q: q(x) - f(t).
+- drive on a revolute angle or prismatic position q: q(x) - f(t);
+- coupler of two joint coordinates: q_a(x) - ratio q_b(x) - offset.
 """
 import numpy as np
 
@@ -108,6 +109,16 @@ def evaluate(model, x, xd, t, need_conv=True):
         kin.put(D, np.array([row]), g.pairs.cols, term.J)
         conv[row] = term.conv[0] - motion.acceleration(t)
         phi_t[row] = -motion.rate(t)
+    for row, ga, gb, ratio, offset in C.couplers:
+        ta = coordinate_term(ga.kind, ga.frames(B))
+        tb = coordinate_term(gb.kind, gb.frames(B))
+        res = ta.val[0] - ratio * tb.val[0] - offset
+        if ga.kind == "revolute":                 # angles are measured in (-pi, pi]
+            res = (res + np.pi) % (2.0 * np.pi) - np.pi
+        phi[row] = res
+        D[row, ga.pairs.cols[0]] += ta.J[0]          # (the joints may share a body)
+        D[row, gb.pairs.cols[0]] -= ratio * tb.J[0]
+        conv[row] = ta.conv[0] - ratio * tb.conv[0]
     nb = C.nb
     p = x.reshape(nb, kin.NQ)[:, 3:]
     pd = xd.reshape(nb, kin.NQ)[:, 3:]

@@ -198,12 +198,19 @@ def potential_energy(model, x):
 
 
 def kinetic_energy(model, x, xd):
-    """1/2 m r'.r' + 1/2 omega' J omega' with omega' = 2 G p' (body axes) [J]."""
+    """1/2 m r'.r' + 1/2 omega' J omega' with omega' = 2 G p' (body axes) [J], plus the
+    rotors' 1/2 a q'^2 of the joints with armature a (ModelBuilder.armature)."""
     C = model.compiled
     _, p, rd, pd = _bodies(model, x, xd)
     w = 2.0 * np.einsum("kij,kj->ki", rot.G_matrix(p), pd)
-    return 0.5 * float(np.sum(C.mass * np.sum(rd * rd, axis=1))
-                       + np.einsum("ki,kij,kj->", w, C.inertia, w))
+    T = 0.5 * float(np.sum(C.mass * np.sum(rd * rd, axis=1))
+                    + np.einsum("ki,kij,kj->", w, C.inertia, w))
+    if any(j.armature for j in model.joints):
+        from .constraints import joint_coordinates
+        _, qd, _, _ = joint_coordinates(model, x, xd)
+        arm = np.array([model.joints[k].armature for k in C.coord_joints])
+        T += 0.5 * float(np.sum(arm * qd * qd))
+    return T
 
 
 def angular_velocity(model, x, xd):

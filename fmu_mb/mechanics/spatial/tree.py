@@ -237,7 +237,8 @@ class SpatialTreeMap:
     tuple (kind, X, Y, forward, sX, sY, fX, fY, FX or FY (the frame d is measured in), offset
     of its coordinates in q, sign); n coordinates named `names`; `joints` the model.joints
     index of each row (-1: floating root); norm: offsets of the Euler-parameter coordinate
-    sets (one normalisation row each); cut_rows: compiled rows of cut joints and drives."""
+    sets (one normalisation row each); cut_rows: compiled rows of cut joints, drives and
+    couplers."""
 
     nb: int
     n: int
@@ -315,6 +316,7 @@ def tree_map(model):
     cut = [r for name in model.topology.cut_joints
            for r in model.compiled.joint_rows[jidx[name]]]
     cut += [row for row, *_ in model.compiled.drives]
+    cut += [row for row, *_ in model.compiled.couplers]
     tm = SpatialTreeMap(nb, o, tuple(rows), tuple(names), tuple(joints),
                         np.array(norm, dtype=np.intp), np.array(sorted(cut), dtype=np.intp))
     return _fix_signs(model, tm)
