@@ -1625,11 +1625,12 @@ static void schur(SK *k)
             k->Sm[r * m + l] = k->Sm[l * m + r] = acc;
         }
 }
-/* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm: Cholesky, or the
- * truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
+/* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm: Cholesky, or with
+ * redundant rows the pivoted Cholesky factorisation's minimum-norm solution when the rank gap
+ * is clean, else the truncated eigen-decomposition (fmu_mb.linalg.schur_solve) */
 static int psd_solve(SK *k, const double *rhs, double *y)
 {
-    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, NULL, NULL, 0, rhs, y);
+    return dense_psd_solve_pc(k->Sm, k->Vm, k->ev, k->m, RANK_RTOL, 1, rhs, y);
 }
 
 /* the sliding friction (native/friction.h), after schur(): the sliding contacts' forces
@@ -1686,7 +1687,7 @@ static int slide_solve(SK *k, const double *base0, int fixed, double *nud)
             rj[r] = acc;
         }
     }
-    rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, NULL, NULL, 0, RANK_RTOL, p + 1, rhs, sol);
+    rc = dense_psd_solve_pc(k->Sm, k->Vm, k->ev, m, RANK_RTOL, p + 1, rhs, sol);
     if (rc == OK) {
         for (int j = 0; j < p; j++) {                 /* S = I - E L */
             const double *lj = sol + (size_t)(j + 1) * (size_t)m;
