@@ -101,7 +101,7 @@ static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int 
         return 0;
     double stop = 1e-2 * rtol * dmax;
     memcpy(V, A, sizeof(double) * m * m);
-    /* V: L in columns < j of the lower part, the trailing Schur complement (full) from j */
+    /* V's lower triangle: L in columns < j, the trailing Schur complement from j */
     int r = 0;
     for (int j = 0; j < m; j++) {
         int k = j;
@@ -110,20 +110,29 @@ static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int 
                 k = i;
         if (!(V[k * m + k] > stop))
             break;
-        if (k != j) {
-            for (int c = 0; c < m; c++) {            /* rows j, k (L's rows and the block) */
-                double t = V[j * m + c];
+        if (k != j) {                    /* symmetric swap of j and k in the lower triangle */
+            double t;
+            for (int c = 0; c < j; c++) {
+                t = V[j * m + c];
                 V[j * m + c] = V[k * m + c];
                 V[k * m + c] = t;
             }
-            for (int rw = j; rw < m; rw++) {         /* columns j, k of the block */
-                double t = V[rw * m + j];
-                V[rw * m + j] = V[rw * m + k];
-                V[rw * m + k] = t;
+            t = V[j * m + j];
+            V[j * m + j] = V[k * m + k];
+            V[k * m + k] = t;
+            for (int i = j + 1; i < k; i++) {
+                t = V[i * m + j];
+                V[i * m + j] = V[k * m + i];
+                V[k * m + i] = t;
             }
-            int t = perm[j];
+            for (int i = k + 1; i < m; i++) {
+                t = V[i * m + j];
+                V[i * m + j] = V[i * m + k];
+                V[i * m + k] = t;
+            }
+            int pt = perm[j];
             perm[j] = perm[k];
-            perm[k] = t;
+            perm[k] = pt;
         }
         double d = sqrt(V[j * m + j]);
         V[j * m + j] = d;
@@ -131,7 +140,7 @@ static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int 
             V[i * m + j] /= d;
         for (int i = j + 1; i < m; i++) {
             double lij = V[i * m + j];
-            for (int l = j + 1; l < m; l++)
+            for (int l = j + 1; l <= i; l++)
                 V[i * m + l] -= lij * V[l * m + j];
         }
         r++;
@@ -139,9 +148,11 @@ static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int 
     if (r == 0 || r == m)
         return 0;
     double trE = 0.0;                                /* |E|_F >= |E|_2 */
-    for (int i = r; i < m; i++)
-        for (int l = r; l < m; l++)
-            trE += V[i * m + l] * V[i * m + l];
+    for (int i = r; i < m; i++) {
+        trE += V[i * m + i] * V[i * m + i];
+        for (int l = r; l < i; l++)
+            trE += 2.0 * V[i * m + l] * V[i * m + l];
+    }
     trE = sqrt(trE);
     if (!(trE <= 1e-2 * rtol * dmax))
         return 0;

@@ -1649,12 +1649,16 @@ static void schur(SK *k)
             k->Sm[r * m + l] = k->Sm[l * m + r] = acc;
         }
 }
-/* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm: Cholesky, or with
- * redundant rows the pivoted Cholesky factorisation's minimum-norm solution when the rank gap
- * is clean, else the truncated eigen-decomposition (fmu_mb.linalg.schur_solve) */
+/* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm: Cholesky, or the
+ * truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve); with friction
+ * (sticking rows or sliding forces), redundant rows first by the pivoted Cholesky
+ * factorisation's minimum-norm solution when the rank gap is clean (the same solution to
+ * ~1e-11; frictionless models keep the eigen-decomposition, bit for bit) */
 static int psd_solve(SK *k, const double *rhs, double *y)
 {
-    return dense_psd_solve_pc(k->Sm, k->Vm, k->ev, k->m, RANK_RTOL, 1, rhs, y);
+    if (k->nst > 0 || k->nsl > 0)
+        return dense_psd_solve_pc(k->Sm, k->Vm, k->ev, k->m, RANK_RTOL, 1, rhs, y);
+    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, NULL, NULL, 0, rhs, y);
 }
 
 /* the sliding friction (native/friction.h), after schur(): the sliding contacts' forces
