@@ -68,15 +68,178 @@ static void dense_jacobi(double *A, double *V, double *w, int m)
 typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
                         int *);
 
+/* Largest S for dense_pc_minnorm (its workspace is on the stack). */
+#define DENSE_PC_MAX 48
+
+/* The minimum-norm solution y = S^+ rhs (nrhs columns of m) of a rank-deficient S whose
+ * eigenvalues split cleanly at the cut-off rtol * lambda_max, without an eigen-decomposition:
+ * the Cholesky factorisation with diagonal pivoting S = P L L' P' (L m x r, r the rank) gives
+ * S^+ = P L (L'L)^-2 L' P'. Accepted (1) only when that equals the truncated
+ * eigen-decomposition's solution of dense_psd_solve_n to ~1e-11 relative: with E the trailing
+ * Schur complement dropped (|E|_2 <= tr_E, its Frobenius norm) and lam_r >=
+ * 1 / |C^-1|_F^2 (L'L = C C') a lower bound of the r kept eigenvalues, Weyl's inequalities put
+ * S's r largest eigenvalues >= lam_r and the others <= tr_E; the eigen cut-off lies in
+ * [rtol max diag S, rtol trace S]; so tr_E <= 1e-2 rtol max diag S and lam_r >= 1e2 rtol
+ * trace S keep exactly r eigenvalues on either route, and tr_E <= 1e-11 lam_r bounds the
+ * relative difference of the two rank-r pseudo-inverses (~3 tr_E / lam_r). Otherwise 0 (the
+ * caller takes the eigen-decomposition). A: S (m x m, kept); V: m x m workspace. */
+static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int nrhs,
+                            const double *rhs, double *y)
+{
+    if (m > DENSE_PC_MAX)
+        return 0;
+    int perm[DENSE_PC_MAX];
+    double C[DENSE_PC_MAX * DENSE_PC_MAX], X[DENSE_PC_MAX * DENSE_PC_MAX];
+    double z[DENSE_PC_MAX], u[DENSE_PC_MAX];
+    double tr = 0.0, dmax = 0.0;
+    for (int i = 0; i < m; i++) {
+        perm[i] = i;
+        tr += A[i * m + i];
+        dmax = fmax(dmax, A[i * m + i]);
+    }
+    if (!(dmax > 0.0))
+        return 0;
+    double stop = 1e-2 * rtol * dmax;
+    memcpy(V, A, sizeof(double) * m * m);
+    /* V's lower triangle: L in columns < j, the trailing Schur complement from j */
+    int r = 0;
+    for (int j = 0; j < m; j++) {
+        int k = j;
+        for (int i = j + 1; i < m; i++)
+            if (V[i * m + i] > V[k * m + k])
+                k = i;
+        if (!(V[k * m + k] > stop))
+            break;
+        if (k != j) {                    /* symmetric swap of j and k in the lower triangle */
+            double t;
+            for (int c = 0; c < j; c++) {
+                t = V[j * m + c];
+                V[j * m + c] = V[k * m + c];
+                V[k * m + c] = t;
+            }
+            t = V[j * m + j];
+            V[j * m + j] = V[k * m + k];
+            V[k * m + k] = t;
+            for (int i = j + 1; i < k; i++) {
+                t = V[i * m + j];
+                V[i * m + j] = V[k * m + i];
+                V[k * m + i] = t;
+            }
+            for (int i = k + 1; i < m; i++) {
+                t = V[i * m + j];
+                V[i * m + j] = V[i * m + k];
+                V[i * m + k] = t;
+            }
+            int pt = perm[j];
+            perm[j] = perm[k];
+            perm[k] = pt;
+        }
+        double d = sqrt(V[j * m + j]);
+        V[j * m + j] = d;
+        for (int i = j + 1; i < m; i++)
+            V[i * m + j] /= d;
+        for (int i = j + 1; i < m; i++) {
+            double lij = V[i * m + j];
+            for (int l = j + 1; l <= i; l++)
+                V[i * m + l] -= lij * V[l * m + j];
+        }
+        r++;
+    }
+    if (r == 0 || r == m)
+        return 0;
+    double trE = 0.0;                                /* |E|_F >= |E|_2 */
+    for (int i = r; i < m; i++) {
+        trE += V[i * m + i] * V[i * m + i];
+        for (int l = r; l < i; l++)
+            trE += 2.0 * V[i * m + l] * V[i * m + l];
+    }
+    trE = sqrt(trE);
+    if (!(trE <= 1e-2 * rtol * dmax))
+        return 0;
+    /* L'L = C C' (r x r, C lower), then C^-1 in place of C */
+    for (int a = 0; a < r; a++)
+        for (int b = 0; b <= a; b++) {
+            double acc = 0.0;
+            for (int i = a; i < m; i++)              /* L[i][b] = 0 for i < b <= a */
+                acc += V[i * m + a] * V[i * m + b];
+            C[a * r + b] = acc;
+        }
+    for (int j = 0; j < r; j++) {
+        double s = C[j * r + j];
+        for (int i = 0; i < j; i++)
+            s -= C[j * r + i] * C[j * r + i];
+        if (!(s > 0.0))
+            return 0;
+        double d = sqrt(s);
+        C[j * r + j] = d;
+        for (int rw = j + 1; rw < r; rw++) {
+            double t = C[rw * r + j];
+            for (int i = 0; i < j; i++)
+                t -= C[rw * r + i] * C[j * r + i];
+            C[rw * r + j] = t / d;
+        }
+    }
+    double fro = 0.0;                                /* X = C^-1 (lower), |X|_F^2 */
+    for (int j = 0; j < r; j++) {
+        X[j * r + j] = 1.0 / C[j * r + j];
+        for (int i = 0; i < j; i++)
+            X[i * r + j] = 0.0;
+        for (int i = j + 1; i < r; i++) {
+            double t = 0.0;
+            for (int l = j; l < i; l++)
+                t -= C[i * r + l] * X[l * r + j];
+            X[i * r + j] = t / C[i * r + i];
+        }
+        for (int i = j; i < r; i++)
+            fro += X[i * r + j] * X[i * r + j];
+    }
+    double lam_r = 1.0 / fro;
+    if (!(lam_r >= 1e2 * rtol * tr) || !(trE <= 1e-11 * lam_r))
+        return 0;
+    for (int c = 0; c < nrhs; c++) {
+        const double *b = rhs + (size_t)c * m;
+        double *x = y + (size_t)c * m;
+        for (int a = 0; a < r; a++) {                /* z = L' P' b */
+            double acc = 0.0;
+            for (int i = a; i < m; i++)
+                acc += V[i * m + a] * b[perm[i]];
+            z[a] = acc;
+        }
+        for (int pass = 0; pass < 2; pass++) {       /* z = (L'L)^-2 z = (X'X)^2 z */
+            for (int i = r - 1; i >= 0; i--) {       /* u = X z (lower: from the bottom) */
+                double acc = 0.0;
+                for (int l = 0; l <= i; l++)
+                    acc += X[i * r + l] * z[l];
+                u[i] = acc;
+            }
+            for (int i = 0; i < r; i++) {            /* z = X' u */
+                double acc = 0.0;
+                for (int l = i; l < r; l++)
+                    acc += X[l * r + i] * u[l];
+                z[i] = acc;
+            }
+        }
+        for (int i = 0; i < m; i++) {                /* x = P L z */
+            double acc = 0.0;
+            int top = i < r ? i : r - 1;
+            for (int a = 0; a <= top; a++)
+                acc += V[i * m + a] * z[a];
+            x[perm[i]] = acc;
+        }
+    }
+    return 1;
+}
+
 /* y = S^+ rhs for the symmetric positive semi-definite S in A (m x m; kept unless the Jacobi
  * fallback runs; V (m x m) and w (m) workspace) and nrhs right-hand sides (rhs and y: nrhs
  * columns of m, y apart from rhs): Cholesky when S is well conditioned, else the
  * eigen-decomposition (syev when given with its workspace, else Jacobi) with the eigenvalues
  * below rtol * max cut off (minimum-norm solution): rtol = RANK_RTOL for the multipliers,
- * PROJECTION_RTOL for the projections (fmu_mb.linalg.schur_solve) */
-static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
+ * PROJECTION_RTOL for the projections (fmu_mb.linalg.schur_solve); pivoted: dense_pc_minnorm
+ * before the eigen-decomposition */
+static int dense_psd_solve_x(double *A, double *V, double *w, int m, syev_fn syev,
                              double *work, int lwork, double rtol, int nrhs,
-                             const double *rhs, double *y)
+                             const double *rhs, double *y, int pivoted)
 {
     memcpy(V, A, sizeof(double) * m * m);        /* keep S for the fallback */
     int ok = 1;
@@ -122,6 +285,8 @@ static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn sye
     for (int i = 0; i < m * m; i++)
         if (!isfinite(A[i]))
             return ERR_NONFINITE;
+    if (pivoted && dense_pc_minnorm(A, V, m, rtol, nrhs, rhs, y))
+        return OK;
     int se = 1, si = m;                  /* component i of eigenvector e: V[e se + i si] */
     int info = 1;
     if (syev && work) {
@@ -157,6 +322,22 @@ static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn sye
         }
     }
     return OK;
+}
+
+static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
+                             double *work, int lwork, double rtol, int nrhs,
+                             const double *rhs, double *y)
+{
+    return dense_psd_solve_x(A, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y, 0);
+}
+
+/* dense_psd_solve_n with the pivoted Cholesky factorisation of dense_pc_minnorm before the
+ * eigen-decomposition (redundant rows: the same minimum-norm solution to ~1e-11, without the
+ * eigen-decomposition's cost) */
+static int dense_psd_solve_pc(double *A, double *V, double *w, int m, double rtol, int nrhs,
+                              const double *rhs, double *y)
+{
+    return dense_psd_solve_x(A, V, w, m, NULL, NULL, 0, rtol, nrhs, rhs, y, 1);
 }
 
 /* one right-hand side, the multipliers' cut-off RANK_RTOL */

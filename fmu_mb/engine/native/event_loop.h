@@ -30,6 +30,12 @@
  *   evk_phase_lam(ev, lam)        the selected contacts' multipliers of the last right-hand
  *                                 side, at the state just projected: 1 when valid, else 0;
  *   evk_reuse_f(ev)               1 when f(t, y) of one call may start the next;
+ *   evk_fric_last(ev, lamc, lamt, vt, g)   with friction: what evk_fric and evk_gaps would
+ *                                 give at the state of the last right-hand side (its
+ *                                 multipliers, the slip velocities of the sliding contacts
+ *                                 (ev->slide; 0 for the others) and every gap), from
+ *                                 that solve: 1 when valid (not in Baumgarte mode, the phase
+ *                                 rows the active set), else 0;
  *   evk_kinetic(ev, y)            kinetic energy [J];
  *   evk_contact_rates(ev, t, q, qd, gap, v)     every contact's gap and gap rate at (q, qd),
  *                                 keeping the rows for evk_rates (t: the impact's time);
@@ -112,10 +118,11 @@ typedef struct {
     int ni, fc_ok, lam_fc_ok;
     double t_fc, mode_fc, alpha_fc, beta_fc, *y_fc, *u_fc, *f_fc;
     double *lam_fc;        /* (nc) the selected contacts' multipliers at that end state */
-    double *vT;            /* (nc) the event values at ynew from the step's last stage */
+    double *vT;            /* (nv) the event values at ynew from the step's last stage */
     int vT_ok;
-    double *v0, *v1;       /* (nc) the event values at the state a step starts from / ends in */
-    double *v_fc;          /* (nc) those at the end state of the last call */
+    double *v0, *v1;       /* (nv) the event values at the state a step starts from / ends in */
+    double *v_fc;          /* (nv) those at the end state of the last call (nv: nc, with
+                              friction 2 nc) */
     int v_fc_ok;
     unsigned char *sel_fc;
     /* friction (fmu_mb.dynamics.friction; docs/contacts-friction.md): fr = 1 when a contact
@@ -128,6 +135,12 @@ typedef struct {
     int fr_contact;        /* the contact an ERR_FRICTION refers to */
     int fr_dirty;          /* sliding losses added during the call (the records changed) */
     int nrec;              /* doubles per contact record: EV_REC, with friction EV_REC_FR */
+    /* with friction: the normal (nc) and tangential (2 nc) multipliers of evk_fric at the
+     * state a step ends in (from the right-hand side after its projection, fr1_ok), and at
+     * the end state of the last call with its stick flags and slip directions (fr_fc_ok) */
+    double *lamc1, *lamt1, *lamc_fc, *lamt_fc, *s0_fc;
+    unsigned char *stick_fc;
+    int fr_fc_ok;
 } EvLoop;
 
 static void evk_select(EvLoop *ev, const unsigned char *mask);
@@ -159,6 +172,7 @@ static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
                          const unsigned char *slide, const double *dir,
                          const double *target, double *qdp, double *rn, double *rt);
 static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc);
+static int evk_fric_last(EvLoop *ev, double *lamc, double *lamt, double *vt, double *g);
 
 /* the generic buffers of ev for n coordinates, nc contacts (restitution e), ni inputs:
  * OK or ERR_ARGS (out of memory; ev_release frees what was allocated) */
@@ -179,8 +193,9 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
                      &ev->lam_fc, &ev->vT, &ev->v0, &ev->v1,
                      &ev->v_fc, &ev->mu, &ev->s0, &ev->lamt, &ev->vt, &ev->vt2, &ev->dir,
                      &ev->rt, &ev->ptv};
-    for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)      /* (v, vprev: 2 per contact) */
-        if (!(*pc[i] = calloc(i == 0 ? EV_REC_FR * c : (i <= 2 || i >= 19 ? 2 * c : c),
+    for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++)   /* (v .. vprev, vT .. v_fc: 2 each) */
+        if (!(*pc[i] = calloc(i == 0 ? EV_REC_FR * c
+                              : (i <= 2 || (i >= 14 && i <= 17) || i >= 19 ? 2 * c : c),
                               sizeof(double))))
             return ERR_ARGS;
     memcpy(ev->e, e, sizeof(double) * c);
@@ -194,8 +209,15 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
     ev->ys = calloc(4 * m2, sizeof(double));
     ev->seen = calloc((4 * c + 5) * 2 * c, 1);
     ev->u_fc = calloc((size_t)(ni > 0 ? ni : 1), sizeof(double));
-    if (!ev->K || !ev->F || !ev->ys || !ev->seen || !ev->u_fc)
+    ev->lamc1 = calloc(c ? 8 * c : 1, sizeof(double));
+    ev->stick_fc = calloc(c ? c : 1, 1);
+    if (!ev->K || !ev->F || !ev->ys || !ev->seen || !ev->u_fc || !ev->lamc1 || !ev->stick_fc)
         return ERR_ARGS;
+    ev->lamt1 = ev->lamc1 + c;             /* (one block: lamc1 c, lamt1 2 c, lamc_fc c,
+                                              lamt_fc 2 c, s0_fc 2 c) */
+    ev->lamc_fc = ev->lamt1 + 2 * c;
+    ev->lamt_fc = ev->lamc_fc + c;
+    ev->s0_fc = ev->lamt_fc + 2 * c;
     return OK;
 }
 
@@ -206,7 +228,7 @@ static void ev_release(EvLoop *ev)
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
                  ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT, ev->v0, ev->v1, ev->v_fc,
                  ev->mu, ev->s0, ev->lamt, ev->vt, ev->vt2, ev->dir, ev->rt, ev->ptv, ev->stick,
-                 ev->slide, ev->stk};
+                 ev->slide, ev->stk, ev->lamc1, ev->stick_fc};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -354,7 +376,7 @@ static double ev_norm2(const double *a) { return sqrt(a[0] * a[0] + a[1] * a[1])
 
 /* with friction: per contact the gap or -lam_c (out[i]) and the friction value out[nc + i]:
  * mu f_n - |f_t| sticking, v_t . s0 slipping (fmu_mb.dynamics.integrate._find_event) */
-static int ev_values_fr(EvLoop *ev, double t, const double *y, double *out)
+static int ev_values_fr_x(EvLoop *ev, double t, const double *y, double *out, int last)
 {
     int nc = ev->nc, rc, act = 0, watch = 0;
     for (int i = 0; i < nc; i++) {
@@ -364,8 +386,10 @@ static int ev_values_fr(EvLoop *ev, double t, const double *y, double *out)
         else
             watch = 1;
     }
+    if (last && !evk_fric_last(ev, ev->lamc, ev->lamt, ev->vt, ev->g))
+        return EV_NA;
     if (watch) {
-        if ((rc = evk_gaps(ev, y, ev->g)) != OK)
+        if (!last && (rc = evk_gaps(ev, y, ev->g)) != OK)
             return rc;
         for (int i = 0; i < nc; i++)
             if (!ev->active[i])
@@ -373,7 +397,7 @@ static int ev_values_fr(EvLoop *ev, double t, const double *y, double *out)
     }
     if (!act)
         return OK;
-    if ((rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
+    if (!last && (rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
         return rc;
     for (int i = 0; i < nc; i++) {
         if (!ev->active[i])
@@ -387,6 +411,20 @@ static int ev_values_fr(EvLoop *ev, double t, const double *y, double *out)
             out[nc + i] = ev->vt[2 * i] * ev->s0[2 * i] + ev->vt[2 * i + 1] * ev->s0[2 * i + 1];
     }
     return OK;
+}
+
+static int ev_values_fr(EvLoop *ev, double t, const double *y, double *out)
+{
+    return ev_values_fr_x(ev, t, y, out, 0);
+}
+
+/* the event values (ev_values) at the state of the last right-hand side from its solve: 1
+ * when available (the same numbers), else 0 */
+static int ev_values_last(EvLoop *ev, double *out)
+{
+    if (ev->fr)
+        return ev_values_fr_x(ev, 0.0, NULL, out, 1) == OK;
+    return evk_step_values(ev, out);
 }
 
 static int ev_values_at(EvLoop *ev, double t, const double *y, double *out,
@@ -552,7 +590,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
         double ts = samples[k];
         const double *v = ev->v, *pv = ev->vprev, *yk = ev->ys + (size_t)k * m;
         if (k == 3 && ev->vT_ok && memcmp(yk, ev->ynew, sizeof(double) * m) == 0)
-            memcpy(ev->v, ev->vT, sizeof(double) * nc);  /* the step's last stage was here */
+            memcpy(ev->v, ev->vT, sizeof(double) * nv);  /* the step's last stage was here */
         else if ((rc = ev_values(ev, ts, yk, ev->v)) != OK)
             return rc;
         int any = 0;
@@ -759,15 +797,19 @@ static int ev_impact_fr(EvLoop *ev, double te, double *y, double contact_velocit
  * contact is released (a slipping one whose gap would then accelerate into the surface:
  * ERR_FRICTION, Painleve); else every sticking contact outside its cone slips along
  * s0 = lam_t / |lam_t|; until nothing changes */
-static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes)
+static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes, int known)
 {
     int nc = ev->nc, rc;
     for (int it = 0; it < 8 * nc + 8; it++) {
         if (!ev_any(ev->active, nc))
             return OK;
         ev_select(ev, ev->active);
-        if ((rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
+        if (it == 0 && known) {     /* evk_fric's multipliers here, from the last call's end */
+            memcpy(ev->lamc, ev->lamc_fc, sizeof(double) * nc);
+            memcpy(ev->lamt, ev->lamt_fc, sizeof(double) * 2 * nc);
+        } else if ((rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK) {
             return rc;
+        }
         double bv;
         int best = ev_most_tensile(ev, &bv);
         if (bv > 0.0) {
@@ -1043,11 +1085,17 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         int lam0_ok = 0, v0_ok = 0, v1_ok = 0;
         /* the end of the last call is this call's start (t, y, u and the drift control
          * agree): f and the contact multipliers there are known, bit for bit */
-        int fc_match = !ev->fr && ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t &&
+        int fc_match = ev->fc_ok && evk_reuse_f(ev) && ev->t_fc == t &&
                        ev->mode_fc == ev->mode && ev->alpha_fc == ev->alpha &&
                        ev->beta_fc == ev->beta && memcmp(ev->y_fc, y, sizeof(double) * m) == 0 &&
                        (ev->ni == 0 || memcmp(ev->u_fc, u, sizeof(double) * ev->ni) == 0);
-        if (ev->fr && (rc = ev_fr_consistent(ev, t, y, &changes)) != OK) {
+        /* with friction also the same persistent contacts, stick flags and slip directions
+         * (then the phase's rows and sliding forces are those of the last call's end) */
+        int fr_same = ev->fr && fc_match && memcmp(ev->sel_fc, ev->active, (size_t)nc) == 0 &&
+                      memcmp(ev->stick_fc, ev->stick, (size_t)nc) == 0 &&
+                      memcmp(ev->s0_fc, ev->s0, sizeof(double) * 2 * nc) == 0;
+        if (ev->fr && (rc = ev_fr_consistent(ev, t, y, &changes,
+                                             fr_same && ev->fr_fc_ok)) != OK) {
             par[14] = t;
             par[17] = ev->fr_contact;
             return rc;
@@ -1076,15 +1124,20 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         ev_select(ev, ev->active);
         int project_steps = stab == 1 && evk_project_steps(ev), have_f = 0, found = 0, kind = 0, idx = -1;
         double tc = t, hs = h, te = t;
-        if (fc_match && memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0) {
+        if (fr_same)        /* (unchanged by the consistency check) */
+            fr_same = memcmp(ev->sel_fc, ev->active, (size_t)nc) == 0 &&
+                      memcmp(ev->stick_fc, ev->stick, (size_t)nc) == 0 &&
+                      memcmp(ev->s0_fc, ev->s0, sizeof(double) * 2 * nc) == 0;
+        if (fc_match && (!ev->fr || fr_same) && memcmp(ev->sel_fc, ev->sel, (size_t)nc) == 0) {
             if (ev->v_fc_ok) {                                /* its event values */
-                memcpy(ev->v0, ev->v_fc, sizeof(double) * nc);
+                memcpy(ev->v0, ev->v_fc, sizeof(double) * (ev->fr ? 2 * nc : nc));
                 v0_ok = 1;
             }
             memcpy(ev->f, ev->f_fc, sizeof(double) * m);      /* f(t, y) of the last call */
             have_f = 1;
         }
         ev->fc_ok = 0;
+        int fr1_ok = 0;
         long rk_n = 0, rk_k = 0;
         double rk_t0 = t, rk_dt = 0.0;
         if (method == 2) {          /* rk4: equal steps of at most `step` over [t, t_end] */
@@ -1143,7 +1196,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             ev->t_old = tc;
             ev->t_new = sp[0];
             memcpy(ev->ynew, y, sizeof(double) * m);
-            ev->vT_ok = ev->fr ? 0 : evk_step_values(ev, ev->vT);
+            ev->vT_ok = ev_values_last(ev, ev->vT);
             memcpy(ev->f, ev->K + (size_t)s * m, sizeof(double) * m);
             if (project_steps) {
                 if ((rc = evk_project(ev, sp[0], y)) != OK ||
@@ -1154,11 +1207,16 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 /* its multipliers are the next step's event values at t0 (mode 1 solves
                  * as mode 0: no Baumgarte terms) */
                 lam1_ok = ev->fr ? 0 : evk_phase_lam(ev, ev->lam1);
-                v1_ok = ev->fr ? 0 : evk_step_values(ev, ev->v1);   /* at the projected state */
+                v1_ok = ev_values_last(ev, ev->v1);           /* at the projected state */
+                fr1_ok = ev->fr && v1_ok;
+                if (fr1_ok) {               /* evk_fric's multipliers there */
+                    memcpy(ev->lamc1, ev->lamc, sizeof(double) * nc);
+                    memcpy(ev->lamt1, ev->lamt, sizeof(double) * 2 * nc);
+                }
             } else {
                 v1_ok = ev->vT_ok;                          /* y = ynew */
                 if (v1_ok)
-                    memcpy(ev->v1, ev->vT, sizeof(double) * nc);
+                    memcpy(ev->v1, ev->vT, sizeof(double) * (ev->fr ? 2 * nc : nc));
             }
             have_f = 1;
             tc = sp[0];
@@ -1199,7 +1257,14 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
                 ev->lam_fc_ok = lam0_ok;
                 ev->v_fc_ok = v0_ok;
                 if (v0_ok)
-                    memcpy(ev->v_fc, ev->v0, sizeof(double) * nc);
+                    memcpy(ev->v_fc, ev->v0, sizeof(double) * (ev->fr ? 2 * nc : nc));
+                ev->fr_fc_ok = ev->fr && fr1_ok && project_steps;
+                if (ev->fr) {
+                    memcpy(ev->stick_fc, ev->stick, (size_t)nc);
+                    memcpy(ev->s0_fc, ev->s0, sizeof(double) * 2 * nc);
+                    memcpy(ev->lamc_fc, ev->lamc1, sizeof(double) * nc);
+                    memcpy(ev->lamt_fc, ev->lamt1, sizeof(double) * 2 * nc);
+                }
                 if (lam0_ok)
                     memcpy(ev->lam_fc, ev->lam0, sizeof(double) * nc);
             }
@@ -1465,7 +1530,7 @@ static int ev_initial(EvLoop *ev, double t, const double *y, const double *u, do
             ev->s0[2 * i + 1] = ev->vt[2 * i + 1] / nv;
         }
     }
-    if ((rc = ev_fr_consistent(ev, t, y, &changes)) != OK)
+    if ((rc = ev_fr_consistent(ev, t, y, &changes, 0)) != OK)
         return rc;
     for (int i = 0; i < nc; i++) {
         double *R = rec + ev->nrec * i;

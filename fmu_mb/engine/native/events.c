@@ -442,6 +442,12 @@ static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc
     return ERR_ARGS;
 }
 
+static int evk_fric_last(EvLoop *ev, double *lamc, double *lamt, double *vt, double *g)
+{
+    (void)ev; (void)lamc; (void)lamt; (void)vt; (void)g;
+    return 0;
+}
+
 static void evk_slip_rates(EvLoop *ev, const double *qd, double *vt)
 {
     (void)qd;

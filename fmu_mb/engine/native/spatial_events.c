@@ -447,6 +447,39 @@ static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double 
     return OK;
 }
 
+/* evk_fric's multipliers and the sliding contacts' slip velocities (0 for the others), and
+ * evk_gaps' gaps at the state of the last right-hand side (rhs: accel at (t, y) as
+ * evk_fric's, mode 1 solving as mode 0), from its solve and kinematics (the gaps depend on
+ * the poses alone): 1 when valid, else 0 */
+static int evk_fric_last(EvLoop *ev, double *lamc, double *lamt, double *vt, double *g)
+{
+    SK *k = ev->k->k;
+    int base = ev->k->base;
+    if (!ev->k->fresh || k->mode == 2 || memcmp(ev->sel, ev->active, (size_t)ev->nc) != 0 ||
+        sk_ev_gaps_x(ev, g) != OK)
+        return 0;
+    int r = base + k->na;
+    for (int a = 0; a < k->na; a++) {
+        int i = k->act[a];
+        lamc[i] = k->lam[base + a];
+        if (k->stick[i]) {
+            lamt[2 * i] = k->lam[r++];
+            lamt[2 * i + 1] = k->lam[r++];
+        }
+    }
+    for (int i = 0; i < ev->nc; i++) {     /* (the event values read the sliding ones') */
+        Row R;
+        vt[2 * i] = vt[2 * i + 1] = 0.0;
+        if (!ev->slide[i] || !has_point(k, i))
+            continue;
+        contact_tangent(k, i, 0, &R);
+        vt[2 * i] = rate(k, &R);
+        contact_tangent(k, i, 1, &R);
+        vt[2 * i + 1] = rate(k, &R);
+    }
+    return 1;
+}
+
 /* gap'' of contact i at (t, y) with the selected contacts (i not among them): the body
  * accelerations of the solve (as sk_accelerations_full) in the gap row's j . A + gamma */
 static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc_out)

@@ -1725,12 +1725,36 @@ static int cut_rows(SK *k)
     return OK;
 }
 
-/* W = Mbar^-1 Dv' (rows of Wt) and S = Dv W, after articulate() */
+/* W = Mbar^-1 Dv' (rows of Wt) and S = Dv W, after articulate(): one bias-free articulated
+ * pass per row; with friction and more rows than velocities (a box resting on four sticking
+ * corners: 12 rows, 6 velocities) the columns of Mbar^-1 by one pass per velocity (in Vm,
+ * free until the dense solve; the unit force in work, m > nv long) and W from them */
 static void schur(SK *k)
 {
     int m = k->m, nv = k->nv;
-    for (int r = 0; r < m; r++)
-        solve(k, k->Dv + (size_t)r * nv, 0, k->Wt + (size_t)r * nv);
+    if (m > nv && (k->nst > 0 || k->nsl > 0)) {
+        double *Mi = k->Vm, *e = k->work;
+        memset(e, 0, sizeof(double) * (size_t)nv);
+        for (int c = 0; c < nv; c++) {       /* row c of the symmetric Mbar^-1 */
+            e[c] = 1.0;
+            solve(k, e, 0, Mi + (size_t)c * nv);
+            e[c] = 0.0;
+        }
+        for (int r = 0; r < m; r++) {
+            const double *Dr = k->Dv + (size_t)r * nv;
+            double *Wr = k->Wt + (size_t)r * nv;
+            for (int i = 0; i < nv; i++) {
+                const double *Mr = Mi + (size_t)i * nv;
+                double acc = 0.0;
+                for (int j = 0; j < nv; j++)
+                    acc += Mr[j] * Dr[j];
+                Wr[i] = acc;
+            }
+        }
+    } else {
+        for (int r = 0; r < m; r++)
+            solve(k, k->Dv + (size_t)r * nv, 0, k->Wt + (size_t)r * nv);
+    }
     for (int r = 0; r < m; r++)
         for (int l = 0; l <= r; l++) {
             const double *Dr = k->Dv + (size_t)r * nv, *Wl = k->Wt + (size_t)l * nv;
@@ -1741,9 +1765,14 @@ static void schur(SK *k)
         }
 }
 /* y = S^+ rhs for the symmetric positive semi-definite S in k->Sm: Cholesky, or the
- * truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve) */
+ * truncated eigen-decomposition near singularity (fmu_mb.linalg.schur_solve); with friction
+ * (sticking rows or sliding forces), redundant rows first by the pivoted Cholesky
+ * factorisation's minimum-norm solution when the rank gap is clean (the same solution to
+ * ~1e-11; frictionless models keep the eigen-decomposition, bit for bit) */
 static int psd_solve(SK *k, const double *rhs, double *y)
 {
+    if (k->nst > 0 || k->nsl > 0)
+        return dense_psd_solve_pc(k->Sm, k->Vm, k->ev, k->m, RANK_RTOL, 1, rhs, y);
     return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, NULL, NULL, 0, rhs, y);
 }
 
@@ -1801,7 +1830,7 @@ static int slide_solve(SK *k, const double *base0, int fixed, double *nud)
             rj[r] = acc;
         }
     }
-    rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, NULL, NULL, 0, RANK_RTOL, p + 1, rhs, sol);
+    rc = dense_psd_solve_pc(k->Sm, k->Vm, k->ev, m, RANK_RTOL, p + 1, rhs, sol);
     if (rc == OK) {
         for (int j = 0; j < p; j++) {                 /* S = I - E L */
             const double *lj = sol + (size_t)(j + 1) * (size_t)m;
