@@ -24,10 +24,11 @@ GuardedSlave, which wraps every entry point pythonfmu calls:
   a long message is shortened in the middle (`shorten`);
 - the front reads the time of the last successful step through value reference TIME_VR
   (fmi2GetRealStatus(fmi2LastSuccessfulTime)) and through TERMINATED_VR whether the last
-  doStep was discarded because the model could not be advanced (fmi2Terminated: true then,
-  so that a master such as fmpy's simulate_fmu, which retries a discarded step with a longer
-  one, stops; false after a discard for a wrong step size or communication point, which the
-  master can correct, after a successful step and after a restored state), once a GUARD_CATEGORY message (logged by
+  doStep failed because the model could not be advanced (fmi2Terminated: true then, and the
+  step's status fmi2Error (`_fail_in_model`), so that a master such as fmpy's simulate_fmu
+  stops with an error; false after a discard for a wrong step size or communication point,
+  which the master can correct, after a successful step and after a restored state), once a
+  GUARD_CATEGORY message (logged by
   fmi2ExitInitializationMode) told it that the slave is a GuardedSlave;
 - pythonfmu re-executes the FMU's script at every fmi2Instantiate: an identical class
   statement gives the class made before (`_SameClass`) and the repeated sys.path entry is
@@ -76,6 +77,9 @@ TIME_VR = 2 ** 32 - 2
 #: value reference through which the front reads fmi2Terminated while stepping: 1.0 when the
 #: last doStep was discarded because the step could not be computed, else 0.0
 TERMINATED_VR = 2 ** 32 - 3
+#: the FMU's time range |t| <= TIME_BOUND [s]; a doStep ending beyond it is a call the master
+#: can correct: fmi2Discard with fmi2Terminated false
+TIME_BOUND = 1e10
 
 #: category of the message that tells the FMI front this slave is a GuardedSlave (the front
 #: does not pass it on; pythonfmu alone shows it when debug logging is on)
@@ -441,15 +445,19 @@ def _guard_step(impl):
                          f"taken (the state is kept)")
             return True          # the front returns the fmi2Error logged here
         misuse = not (math.isfinite(step_size) and step_size > 0.0
-                      and math.isfinite(current_time)) or \
+                      and math.isfinite(current_time)
+                      and abs(current_time + step_size) <= TIME_BOUND) or \
             (t is not None and abs(current_time - t) > 1e-9 * max(1.0, abs(t)))
         self._stuck = False
         try:
+            queued = len(self.log_queue)
             done = bool(impl(self, current_time, step_size))
             if done:
                 self._time = current_time + step_size
             else:
                 self._stuck = not misuse     # the master's call was wrong: it can fix it
+                if self._stuck:
+                    _fail_in_model(self.log_queue, queued)
             return done
         except Exception as exc:  # an internal error must not kill the host
             self._stuck = True
@@ -459,6 +467,21 @@ def _guard_step(impl):
             return False
     call._fmu_mb_guarded = True
     return call
+
+
+def _fail_in_model(queue, start):
+    """A step that failed in the model (the same call would fail again) returns fmi2Error, as
+    the native FMI 2.0 FMU's does, so that masters stop with an error instead of retrying the
+    step or returning a short result: the step's discard messages (queue[start:]) become
+    errors. The state from before the call is kept and fmi2Terminated is true."""
+    for i in range(start, len(queue)):
+        m = queue[i]
+        if m.status == Fmi2Status.discard:
+            queue[i] = LogMsg(Fmi2Status.error, "logStatusError",
+                              m.msg.replace(" and was discarded", "").replace("was discarded", "failed")
+                              +
+                              " (the state from before the call is kept; fmi2Terminated is "
+                              "true)")
 
 
 def _guard_get(kind):

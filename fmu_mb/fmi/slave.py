@@ -21,9 +21,10 @@ Behaviour importers rely on (statuses through GuardedSlave, fmi/guard.py, and th
   that a value the model cannot start with (l1 = 1e300, an angle of 1e300) or a formulation
   that cannot run the model is refused there (naming the parameter, or the formulation), not
   at the first doStep;
-- doStep never raises: a non-finite input, a negative step, a communication point that is not
-  the FMU's time, or a step the solver cannot complete (lock-up, NaN) logs the reason and
-  returns fmi2Discard; so does a step that needs more than `solver.max_steps` integrator
+- doStep never raises: a negative step or a communication point that is not the FMU's time
+  logs the reason and returns fmi2Discard; a non-finite input or a step the solver cannot
+  complete (lock-up, NaN) logs it and returns fmi2Error with fmi2Terminated true (guard.py);
+  so does a step that needs more than `solver.max_steps` integrator
   steps (never more than MAX_STEPS_CAP, whatever the setting: a huge step, a huge input) or
   more work than PY_WORK_BUDGET (counted evaluations, fmu_mb.dynamics.work; the compiled
   engine has its own; docs/fmi-statuses.md),
@@ -68,7 +69,7 @@ from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, chec
 from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
 from ..dynamics.work import WorkBudgetError, unit_cost, work_budget
 from ..units import describe
-from .guard import INITIALIZATION, INSTANTIATED, GuardedSlave
+from .guard import INITIALIZATION, INSTANTIATED, TIME_BOUND, GuardedSlave
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
 SOLVER_PARAMETERS = {
@@ -182,9 +183,8 @@ def solver_units(model):
 #: initial state or a restored FMU state beyond it is refused
 STATE_BOUND = 1e12
 
-#: the FMU's time stays within |t| <= TIME_BOUND [s] (about 317 years, where a double still
-#: resolves 2e-6 s): a start time, a restored state or a doStep beyond it is refused
-TIME_BOUND = 1e10
+#: the FMU's time stays within |t| <= TIME_BOUND [s] (guard.py; about 317 years, where a double
+#: still resolves 2e-6 s): a start time, a restored state or a doStep beyond it is refused
 
 #: hard caps on the integrator steps of one doStep, whatever solver.max_steps says (0 or a
 #: larger value means the cap): compiled integrators (about 2 to 50 us a step) and the others

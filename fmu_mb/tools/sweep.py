@@ -104,13 +104,27 @@ def run_variant(fmu, start_values, stop_time, output_interval, outputs):
 
     row = {"status": "ok", "error": "", "time": float("nan")}
     row.update({o: float("nan") for o in outputs})
+    reached = []            # the last communication point fmpy recorded, with its outputs
+
+    def step_finished(t, recorder):
+        if recorder.rows:
+            reached[:] = [[c[0] for c in recorder.cols], recorder.rows[-1]]
+        return True
+
     try:
         res = fmpy.simulate_fmu(str(fmu), stop_time=stop_time, output_interval=output_interval,
                                 start_values=dict(start_values), output=list(outputs),
-                                logger=logger, debug_logging=True)
+                                logger=logger, debug_logging=True, step_finished=step_finished)
     except Exception as exc:   # noqa: BLE001 -- any failure of a variant is recorded
         row["status"] = "error"
-        row["error"] = _message(f"{type(exc).__name__}: {exc}", messages)
+        head = f"{type(exc).__name__}: {exc}"
+        if reached:         # a step failed in the model: the values where the run stopped
+            for name, value in zip(*reached):
+                if name in row:
+                    row[name] = float(value)
+            head = f"simulation stopped at t = {row['time']!r} s before the stop time " \
+                   f"{stop_time!r} s ({head})"
+        row["error"] = _message(head, messages)
         return row
     row["time"] = float(res["time"][-1])
     for o in outputs:

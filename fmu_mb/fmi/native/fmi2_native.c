@@ -21,11 +21,15 @@
  *     GUID is refused; the resource location is not used (any form, or NULL);
  *   - value references that do not exist (also 2^31 and above) are refused, naming their
  *     unsigned value;
- *   - fmi2Discard keeps the state from before the call; fmi2GetBooleanStatus(fmi2Terminated)
- *     is true after a discard in the model (lock-up, runaway state, work or step budget: the
- *     same call would fail again) and false after a discard for a wrong step size or time
- *     (docs/fmi-statuses.md); fmi2GetRealStatus(fmi2LastSuccessfulTime) is the end of the last
- *     successful step; a doStep past a defined stop time returns fmi2Error;
+ *   - a doStep that fails in the model (lock-up, runaway state, work or step budget: the same
+ *     call would fail again) returns MODEL_FAILURE_STATUS, fmi2Error in FMI 2.0 (so that
+ *     masters such as fmpy's simulate_fmu stop with an error instead of retrying or returning
+ *     a short result) and fmi3Discard with terminateSimulation in FMI 3.0; either way the state
+ *     from before the call is kept, the instance stays usable (other inputs, a restored state)
+ *     and fmi2GetBooleanStatus(fmi2Terminated) is true; a step refused for a wrong step size
+ *     or time is fmi2Discard with fmi2Terminated false (docs/fmi-statuses.md);
+ *     fmi2GetRealStatus(fmi2LastSuccessfulTime) is the end of the last successful step; a
+ *     doStep past a defined stop time returns fmi2Error;
  *   - an FMU state is the serialized bytes themselves: a magic, a format version, the GUID,
  *     the values, the engine's state and a checksum; every restored value is checked before
  *     use and a state that fails any check is refused with fmi2Error, changing nothing;
@@ -72,6 +76,11 @@ typedef char fmi2Char;
 typedef const fmi2Char* fmi2String;
 typedef char fmi2Byte;
 typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;
+
+/* the status of a doStep that fails in the model (see above); fmi3_native.c sets fmi2Discard */
+#ifndef MODEL_FAILURE_STATUS
+#define MODEL_FAILURE_STATUS fmi2Error
+#endif
 typedef enum { fmi2ModelExchange, fmi2CoSimulation } fmi2Type;
 typedef enum { fmi2DoStepStatus, fmi2PendingStatus, fmi2LastSuccessfulTime,
                fmi2Terminated } fmi2StatusKind;
@@ -1388,11 +1397,11 @@ static fmi2Status do_step(fmi2Component c, fmi2Real t, fmi2Real h, int stop, int
     if (s == MBE_DISCARD) {
         /* the model cannot be advanced from this state with these inputs (a lock-up, a
          * runaway state, the work or step budget): the same call would fail again, so
-         * fmi2Terminated is true and a master that does not change the call stops */
+         * fmi2Terminated is true and the status (MODEL_FAILURE_STATUS) stops the master */
         in->stuck = 1;
         name_input(in);
-        return say(in, fmi2Discard, "%s: the step from t = %.17g to %.17g was discarded (the "
-                   "state from before the call is kept; fmi2Terminated is true): %s",
+        return say(in, MODEL_FAILURE_STATUS, "%s: the step from t = %.17g to %.17g failed "
+                   "(the state from before the call is kept; fmi2Terminated is true): %s",
                    FMU_MODEL_NAME, now, target, in->err);
     }
     return say(in, fmi2Error, "%s: doStep from t = %.17g refused: %s", FMU_MODEL_NAME, now,

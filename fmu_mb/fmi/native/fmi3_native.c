@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #define EXPORT static
+#define MODEL_FAILURE_STATUS fmi2Discard   /* with terminateSimulation = true */
 #include "fmi2_native.c"
 #undef EXPORT
 
