@@ -1,8 +1,8 @@
 """Regenerate docs/validation.md: fmu_mb's results against references that share no code with
 it, computed now (nothing is copied from earlier runs).
 
-    python docs/gen_validation.py            # about 6 minutes; writes docs/validation.md
-    python docs/gen_validation.py --full     # every robot, 10^4 impacts, every model's FMUs
+    python docs/gen_validation.py            # 6 to 7 minutes; writes docs/validation.md
+    python docs/gen_validation.py --full     # about 20 min: every robot, 10^4 impacts, all FMUs
     python docs/gen_validation.py --no-fmu   # without the native FMUs (no C compiler needed)
     python docs/gen_validation.py --only a01,a03   # print these tables, write nothing
 
@@ -670,7 +670,7 @@ def main(argv=None):
     ap.add_argument("--no-fmu", action="store_true", help="skip the native FMU routes")
     ap.add_argument("--full", action="store_true",
                     help="every URDF robot, 10^4 impacts, every model's FMUs validated, IFToMM "
-                         "A02 with N = 40 (about 15 min)")
+                         "A02 with N = 40 (about 20 min)")
     ap.add_argument("--only", help="comma-separated check names: print their tables, write "
                                    "nothing")
     ap.add_argument("-o", default=str(ROOT / "docs" / "validation.md"))
