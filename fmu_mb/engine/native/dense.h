@@ -68,57 +68,42 @@ static void dense_jacobi(double *A, double *V, double *w, int m)
 typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
                         int *);
 
-/* y = S^+ rhs for the symmetric positive semi-definite S in A (m x m; kept unless the Jacobi
- * fallback runs; V (m x m) and w (m) workspace) and nrhs right-hand sides (rhs and y: nrhs
- * columns of m, y apart from rhs): Cholesky when S is well conditioned, else the
- * eigen-decomposition (syev when given with its workspace, else Jacobi) with the eigenvalues
- * below rtol * max cut off (minimum-norm solution): rtol = RANK_RTOL for the multipliers,
- * PROJECTION_RTOL for the projections (fmu_mb.linalg.schur_solve) */
-static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
-                             double *work, int lwork, double rtol, int nrhs,
-                             const double *rhs, double *y)
+/* last = env + m from first = env (dense_envelope) */
+static void dense_envelope_last(int *env, int m)
 {
-    memcpy(V, A, sizeof(double) * m * m);        /* keep S for the fallback */
-    int ok = 1;
-    double dmin = INFINITY, dmax = 0.0;
-    for (int j = 0; j < m && ok; j++) {          /* L in the lower triangle of V */
-        double s = V[j * m + j];
-        for (int i = 0; i < j; i++)
-            s -= V[j * m + i] * V[j * m + i];
-        if (!(s > 0.0)) {
-            ok = 0;
-            break;
-        }
-        double d = sqrt(s);
-        V[j * m + j] = d;
-        dmin = fmin(dmin, d);
-        dmax = fmax(dmax, d);
-        for (int r = j + 1; r < m; r++) {
-            double t = V[r * m + j];
-            for (int i = 0; i < j; i++)
-                t -= V[r * m + i] * V[j * m + i];
-            V[r * m + j] = t / d;
-        }
+    int *last = env + m;
+    for (int l = 0; l < m; l++)
+        last[l] = l;
+    for (int r = 0; r < m; r++)
+        for (int l = env[r]; l < r; l++)
+            if (last[l] < r)
+                last[l] = r;
+}
+
+/* The lower envelope (profile) of the symmetric S in A (m x m), env (2 m): first = env,
+ * first[r] = the first column l <= r with A[r m + l] != 0 (r when there is none), and
+ * last = env + m, last[l] = the last row r >= l with first[r] <= l. The Cholesky factor of S has no entry
+ * outside the envelope (no fill before a row's first entry), so the factorisation and the
+ * triangular solves on the envelope compute the dense algorithm's numbers, operation for
+ * operation, skipping only products with exact zeros: O(m b^2) for a band of width b (the
+ * Schur complement of a chain of loops), not O(m^3). */
+static void dense_envelope(const double *A, int m, int *env)
+{
+    for (int r = 0; r < m; r++) {
+        int l = 0;
+        while (l < r && A[r * m + l] == 0.0)
+            l++;
+        env[r] = l;
     }
-    if (ok && dmin * dmin > rtol * 1e2 * dmax * dmax) {
-        for (int c = 0; c < nrhs; c++) {
-            const double *b = rhs + (size_t)c * m;
-            double *x = y + (size_t)c * m;
-            for (int i = 0; i < m; i++) {
-                double t = b[i];
-                for (int j = 0; j < i; j++)
-                    t -= V[i * m + j] * x[j];
-                x[i] = t / V[i * m + i];
-            }
-            for (int i = m - 1; i >= 0; i--) {
-                double t = x[i];
-                for (int j = i + 1; j < m; j++)
-                    t -= V[j * m + i] * x[j];
-                x[i] = t / V[i * m + i];
-            }
-        }
-        return OK;
-    }
+    dense_envelope_last(env, m);
+}
+
+/* S^+ rhs by the eigen-decomposition of the full symmetric S in A (m x m; kept unless the
+ * Jacobi fallback runs): eigenvalues below rtol * max cut off (minimum-norm solution) */
+static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
+                               double *work, int lwork, double rtol, int nrhs,
+                               const double *rhs, double *y)
+{
     for (int i = 0; i < m * m; i++)
         if (!isfinite(A[i]))
             return ERR_NONFINITE;
@@ -157,6 +142,124 @@ static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn sye
         }
     }
     return OK;
+}
+
+/* y = S^+ rhs for the symmetric positive semi-definite S (m x m) and nrhs right-hand sides
+ * (rhs and y: nrhs columns of m, y apart from rhs), as fmu_mb.linalg.schur_solve:
+ *   1. Cholesky on the lower envelope `first` of S (entries A[r m + l], first[r] <= l <= r;
+ *      the rest of A is not read); accepted when its pivots d satisfy
+ *      min d^2 > 100 rtol max d^2 (well conditioned);
+ *   2. when Cholesky succeeds but that test fails (near a singular pose): accepted when
+ *      1 / trace(S^-1) (a lower bound of the smallest eigenvalue; trace(S^-1) is the squared
+ *      Frobenius norm of L^-1) exceeds 2 rtol times the largest absolute row sum of S (an upper
+ *      bound of the largest eigenvalue): then no eigenvalue is below the cut-off of step 3 and
+ *      S^+ = S^-1, which the factor gives in O(m^2 b) instead of an O(m^3) eigen-decomposition;
+ *   3. otherwise the eigen-decomposition (syev when given with its workspace, else Jacobi)
+ *      with the eigenvalues below rtol * max cut off (minimum-norm solution over the rows that
+ *      have become dependent): A is completed to the full symmetric matrix first.
+ * rtol = RANK_RTOL for the multipliers, PROJECTION_RTOL for the projections. V (m x m) and w
+ * (m) are workspace; env (2 m, dense_envelope) NULL: the envelope is read off A (then all of
+ * A is S), kept in w. */
+static int dense_psd_solve_env(double *A, const int *env, double *V, double *w, int m,
+                               syev_fn syev, double *work, int lwork, double rtol, int nrhs,
+                               const double *rhs, double *y)
+{
+    int full = !env;
+    if (full) {
+        int *fw = (int *)(void *)w;       /* 2 m ints in the m doubles of w, until step 3 */
+        dense_envelope(A, m, fw);
+        env = fw;
+    }
+    const int *first = env, *last = env + m;
+    int ok = 1;
+    double dmin = INFINITY, dmax = 0.0;
+    for (int j = 0; j < m && ok; j++) {          /* L in the lower envelope of V */
+        const double *Aj = A + (size_t)j * m;
+        double *Vj = V + (size_t)j * m;
+        int fj = first[j];
+        double s = Aj[j];
+        for (int i = fj; i < j; i++)
+            s -= Vj[i] * Vj[i];
+        if (!(s > 0.0)) {
+            ok = 0;
+            break;
+        }
+        double d = sqrt(s);
+        Vj[j] = d;
+        dmin = fmin(dmin, d);
+        dmax = fmax(dmax, d);
+        for (int r = j + 1; r <= last[j]; r++) {
+            int fr = first[r];
+            if (fr > j)
+                continue;
+            double *Vr = V + (size_t)r * m, t = A[(size_t)r * m + j];
+            for (int i = fr > fj ? fr : fj; i < j; i++)
+                t -= Vr[i] * Vj[i];
+            Vr[j] = t / d;
+        }
+    }
+    int chol = ok && dmin * dmin > rtol * 1e2 * dmax * dmax;
+    if (ok && !chol) {
+        double gmax = 0.0, tr = 0.0;
+        for (int r = 0; r < m; r++)               /* row sums of |S| in y */
+            y[r] = 0.0;
+        for (int r = 0; r < m; r++)
+            for (int l = first[r]; l <= r; l++) {
+                double a = fabs(A[(size_t)r * m + l]);
+                y[r] += a;
+                if (l < r)
+                    y[l] += a;
+            }
+        for (int r = 0; r < m; r++)
+            gmax = fmax(gmax, y[r]);
+        for (int c = 0; c < m; c++) {             /* column c of L^-1 in y[c..m) */
+            y[c] = 1.0 / V[(size_t)c * m + c];
+            tr += y[c] * y[c];
+            for (int r = c + 1; r < m; r++) {    /* (rows past the envelope's reach too) */
+                const double *Vr = V + (size_t)r * m;
+                double t = 0.0;
+                for (int i = first[r] > c ? first[r] : c; i < r; i++)
+                    t -= Vr[i] * y[i];
+                y[r] = t / Vr[r];
+                tr += y[r] * y[r];
+            }
+        }
+        chol = isfinite(tr) && 1.0 > tr * 2.0 * rtol * gmax;
+    }
+    if (chol) {
+        for (int c = 0; c < nrhs; c++) {
+            const double *b = rhs + (size_t)c * m;
+            double *x = y + (size_t)c * m;
+            for (int i = 0; i < m; i++) {
+                const double *Vi = V + (size_t)i * m;
+                double t = b[i];
+                for (int j = first[i]; j < i; j++)
+                    t -= Vi[j] * x[j];
+                x[i] = t / Vi[i];
+            }
+            for (int i = m - 1; i >= 0; i--) {
+                double t = x[i];
+                for (int j = i + 1; j <= last[i]; j++)
+                    if (first[j] <= i)
+                        t -= V[(size_t)j * m + i] * x[j];
+                x[i] = t / V[(size_t)i * m + i];
+            }
+        }
+        return OK;
+    }
+    for (int r = 0; !full && r < m; r++)         /* the full symmetric S from its envelope */
+        for (int l = 0; l < r; l++)
+            A[(size_t)l * m + r] = A[(size_t)r * m + l] = l < first[r] ? 0.0 : A[(size_t)r * m + l];
+    return dense_eigen_solve_n(A, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y);
+}
+
+/* y = S^+ rhs for the symmetric positive semi-definite S in A (all m x m entries; kept unless
+ * the Jacobi fallback runs), as dense_psd_solve_env with the envelope read off A */
+static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
+                             double *work, int lwork, double rtol, int nrhs,
+                             const double *rhs, double *y)
+{
+    return dense_psd_solve_env(A, NULL, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y);
 }
 
 /* one right-hand side, the multipliers' cut-off RANK_RTOL */
