@@ -91,6 +91,7 @@ typedef struct {
      * wacc (2 n) accumulators */
     int ncomp, *bcomp, *cj_start, *cj, *rcomp, *rsup_start, *rsup, *pr_start, *pr, *env;
     double *wacc;
+    int rows_dirty;        /* the rows' bodies changed in place (the event loop's selection) */
     int mode;              /* 0: none, 1: projection, 2: baumgarte */
     double alpha, beta, proj_tol;
     /* drives (mbk_set_drives): nd prescribed coordinates */
@@ -714,6 +715,12 @@ static int cmp_int(const void *a, const void *b)
 static int row_structure(Kernel *k)
 {
     int nb = k->nb, n = k->n, m = k->m, nc = 0;
+    free(k->bcomp); free(k->cj_start); free(k->cj); free(k->rcomp); free(k->rsup_start);
+    free(k->rsup); free(k->pr_start); free(k->pr); free(k->env); free(k->wacc);
+    k->bcomp = k->cj_start = k->cj = k->rcomp = k->rsup_start = k->rsup = k->pr_start = NULL;
+    k->pr = k->env = NULL;
+    k->wacc = NULL;
+    k->rows_dirty = 0;
     k->bcomp = malloc(sizeof(int) * (size_t)(nb + 1));
     k->cj_start = calloc((size_t)nb + 2, sizeof(int));
     k->cj = malloc(sizeof(int) * (size_t)(nb + 1));
@@ -856,11 +863,6 @@ int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
     int n = k->n;
     free(k->ri); free(k->rd); free(k->nzc); free(k->nnz); free(k->phi); free(k->conv);
     free(k->Dq); free(k->Wt); free(k->Sm); free(k->Vm); free(k->ev); free(k->lam); free(k->rr);
-    free(k->bcomp); free(k->cj_start); free(k->cj); free(k->rcomp); free(k->rsup_start);
-    free(k->rsup); free(k->pr_start); free(k->pr); free(k->env); free(k->wacc);
-    k->bcomp = k->cj_start = k->cj = k->rcomp = k->rsup_start = k->rsup = k->pr_start = NULL;
-    k->pr = k->env = NULL;
-    k->wacc = NULL;
     size_t mm = (size_t)(m > 0 ? m : 1), nn = (size_t)(n > 0 ? n : 1);
     k->m = m;
     k->ri = dup(ri, sizeof(int) * RI * m);
@@ -933,6 +935,14 @@ static void add_path(const Kernel *k, int b, const double *Q, const double *w, d
 static int rows(Kernel *k, int want_conv)
 {
     int m = k->m, n = k->n;
+    if (k->rows_dirty) {          /* new rows in place: their structure, Dq and W cleared */
+        if (row_structure(k) != OK) {
+            k->rows_dirty = 1;
+            return ERR_ARGS;
+        }
+        memset(k->Dq, 0, sizeof(double) * (size_t)m * (size_t)n);
+        memset(k->Wt, 0, sizeof(double) * (size_t)m * (size_t)n);
+    }
     for (int r = 0; r < m; r++) {
         const int *R = k->ri + RI * r;
         const double *P = k->rd + RD * r;
