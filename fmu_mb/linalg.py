@@ -93,24 +93,25 @@ def projection_settled(it, step, prev_step, tol, scale, last=11):
     return not step > tol * scale or (it >= 2 and step > 0.5 * prev_step) or it >= last
 
 
-def _no_cut(S, L, rtol):
-    """True when no eigenvalue of S = L L' is at or below rtol times the largest: 1 /
-    trace(S^-1) (trace(S^-1) = |L^-1|_F^2, at most m / lambda_min) is a lower bound of the
-    smallest eigenvalue and the largest absolute row sum of S an upper bound of the largest
+def _no_cut(S, rtol):
+    """True when no eigenvalue of S is at or below rtol times the largest: the Cholesky
+    factorisation of S - sigma I with sigma = 2 rtol x the largest absolute row sum of S (an
+    upper bound of the largest eigenvalue) succeeds only when every eigenvalue exceeds sigma
     (the compiled kernels' dense.h, step 2). The truncated eigen-decomposition then keeps every
-    eigenvalue and equals S^-1, which the Cholesky factor gives."""
-    if not np.all(np.isfinite(L)):
+    eigenvalue and equals S^-1, which S's Cholesky factor gives."""
+    sigma = 2.0 * rtol * np.abs(S).sum(axis=1).max()
+    try:
+        np.linalg.cholesky(S - sigma * np.eye(S.shape[0]))
+    except np.linalg.LinAlgError:
         return False
-    Li = np.linalg.solve(L, np.eye(L.shape[0]))
-    tr = float(np.sum(Li * Li))
-    return bool(np.isfinite(tr) and 1.0 > tr * 2.0 * rtol * np.abs(S).sum(axis=1).max())
+    return True
 
 
 def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.
 
-    Cholesky when its pivots are within sqrt(100 rtol) of each other, or when a bound on the
-    spectrum (_no_cut) shows that no eigenvalue is below the cut-off; else the eigen-
+    Cholesky when its pivots are within sqrt(100 rtol) of each other, or when the shifted
+    factorisation (_no_cut) shows that no eigenvalue is below the cut-off; else the eigen-
     decomposition with the eigenvalues below rtol x the largest cut off (minimum norm over
     the rows that have become dependent).
 
@@ -126,12 +127,12 @@ def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
         if m <= SMALL or numpy_only:   # numpy: a small model does not import scipy (250 ms)
             L = np.linalg.cholesky(S)
             d = np.abs(np.diag(L))
-            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, L, rtol):
+            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, rtol):
                 return np.linalg.solve(S, rhs), m
         else:                # scipy's Cholesky solve: O(m^2) per solve once factorised
             c, low = sla.cho_factor(S, lower=True, check_finite=False)
             d = np.abs(np.diag(c))
-            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, np.tril(c), rtol):
+            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, rtol):
                 return sla.cho_solve((c, low), rhs, check_finite=False), m
     except (np.linalg.LinAlgError, ValueError):
         pass

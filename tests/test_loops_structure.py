@@ -20,18 +20,28 @@ def truncated(S, rhs, rtol):
 
 
 @pytest.mark.parametrize("rtol", [RANK_RTOL, PROJECTION_RTOL])
-def test_schur_solve_takes_cholesky_only_when_nothing_is_cut(rtol):
-    """Spectra spread over many decades (pivot ratio below the Cholesky test), with a gap of a
-    decade around the cut-off: schur_solve equals the truncated eigen-decomposition whether
-    or not its spectrum bound lets Cholesky through."""
+def test_schur_solve_takes_cholesky_only_when_nothing_is_cut(rtol, monkeypatch):
+    """Matrices that fail the pivot test: spectra spread over many decades with a gap of a
+    decade around the cut-off, and spectra whose smallest eigenvalue is 20 x the cut-off:
+    schur_solve equals the truncated eigen-decomposition whether its shifted factorisation
+    lets Cholesky through (the second kind) or not (the first)."""
+    import fmu_mb.linalg as linalg
+    seen = []
+    shifted = linalg._no_cut
+    monkeypatch.setattr(linalg, "_no_cut", lambda *a: seen.append(shifted(*a)) or seen[-1])
     rng = np.random.default_rng(7)
     tested = 0
     for trial in range(60):
-        m = int(rng.integers(2, 40))
-        Q, _ = np.linalg.qr(rng.standard_normal((m, m)))
-        lo = np.log10(rtol) + (1.0 if trial % 2 else -4.0)     # all above / some below
-        w = 10.0 ** rng.uniform(lo, 0.0, m)
-        w[np.abs(np.log10(w / (rtol * w.max()))) < 1.0] = 10.0 * rtol * w.max()
+        if trial % 2:      # some below the cut, none within a decade of it
+            m = int(rng.integers(2, 40))
+            Q, _ = np.linalg.qr(rng.standard_normal((m, m)))
+            w = 10.0 ** rng.uniform(np.log10(rtol) - 4.0, 0.0, m)
+            w[np.abs(np.log10(w / (rtol * w.max()))) < 1.0] = 10.0 * rtol * w.max()
+        else:              # one eigenvalue 20 x the cut, its vector near the last axis
+            m = int(rng.integers(2, 12))
+            Q, _ = np.linalg.qr(np.eye(m) + 0.2 * rng.standard_normal((m, m)))
+            w = rng.uniform(0.1, 1.0, m)
+            w[-1] = 20.0 * rtol * w.max()
         S = (Q * w) @ Q.T
         S = 0.5 * (S + S.T)
         try:
@@ -47,7 +57,7 @@ def test_schur_solve_takes_cholesky_only_when_nothing_is_cut(rtol):
         cond = w.max() / w[w > rtol * w.max()].min()
         # rounding amplified by the condition of the kept part, in every method (numpy's too)
         assert np.abs(y - ref).max() <= 1e-15 * m * cond * np.abs(ref).max(), trial
-    assert tested > 20
+    assert tested > 20 and True in seen and False in seen      # both routes taken
 
 
 def a02_state(N, theta):

@@ -325,16 +325,51 @@ static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn s
     return OK;
 }
 
+/* L L' = S - shift I in V's lower envelope (S in A's lower envelope env, dense_envelope);
+ * 1 when every pivot is positive, 0 when one is not. dmin, dmax (may be NULL): the smallest
+ * and largest diagonal entries of L. */
+static int dense_env_cholesky(const double *A, const int *env, double *V, int m, double shift,
+                              double *dmin, double *dmax)
+{
+    const int *first = env, *last = env + m;
+    for (int j = 0; j < m; j++) {
+        const double *Aj = A + (size_t)j * m;
+        double *Vj = V + (size_t)j * m;
+        int fj = first[j];
+        double s = Aj[j] - shift;
+        for (int i = fj; i < j; i++)
+            s -= Vj[i] * Vj[i];
+        if (!(s > 0.0))
+            return 0;
+        double d = sqrt(s);
+        Vj[j] = d;
+        if (dmin) {
+            *dmin = fmin(*dmin, d);
+            *dmax = fmax(*dmax, d);
+        }
+        for (int r = j + 1; r <= last[j]; r++) {
+            int fr = first[r];
+            if (fr > j)
+                continue;
+            double *Vr = V + (size_t)r * m, t = A[(size_t)r * m + j];
+            for (int i = fr > fj ? fr : fj; i < j; i++)
+                t -= Vr[i] * Vj[i];
+            Vr[j] = t / d;
+        }
+    }
+    return 1;
+}
+
 /* y = S^+ rhs for the symmetric positive semi-definite S (m x m) and nrhs right-hand sides
  * (rhs and y: nrhs columns of m, y apart from rhs), as fmu_mb.linalg.schur_solve:
  *   1. Cholesky on the lower envelope `first` of S (entries A[r m + l], first[r] <= l <= r;
  *      the rest of A is not read); accepted when its pivots d satisfy
  *      min d^2 > 100 rtol max d^2 (well conditioned);
- *   2. when Cholesky succeeds but that test fails (near a singular pose): accepted when
- *      1 / trace(S^-1) (a lower bound of the smallest eigenvalue; trace(S^-1) is the squared
- *      Frobenius norm of L^-1) exceeds 2 rtol times the largest absolute row sum of S (an upper
- *      bound of the largest eigenvalue): then no eigenvalue is below the cut-off of step 3 and
- *      S^+ = S^-1, which the factor gives in O(m^2 b) instead of an O(m^3) eigen-decomposition;
+ *   2. when Cholesky succeeds but that test fails (near a singular pose): accepted when the
+ *      Cholesky factorisation of S - sigma I, sigma = 2 rtol times the largest absolute row
+ *      sum of S (an upper bound of the largest eigenvalue), succeeds too: every eigenvalue then
+ *      exceeds the cut-off of step 3, whose result is S^-1 rhs, which the factor gives in
+ *      O(m b^2) instead of an O(m^3) eigen-decomposition;
  *   3. otherwise the eigen-decomposition (syev when given with its workspace, else Jacobi)
  *      with the eigenvalues below rtol * max cut off (minimum-norm solution over the rows that
  *      have become dependent): A is completed to the full symmetric matrix first.
@@ -352,36 +387,11 @@ static int dense_psd_solve_env(double *A, const int *env, double *V, double *w, 
         env = fw;
     }
     const int *first = env, *last = env + m;
-    int ok = 1;
     double dmin = INFINITY, dmax = 0.0;
-    for (int j = 0; j < m && ok; j++) {          /* L in the lower envelope of V */
-        const double *Aj = A + (size_t)j * m;
-        double *Vj = V + (size_t)j * m;
-        int fj = first[j];
-        double s = Aj[j];
-        for (int i = fj; i < j; i++)
-            s -= Vj[i] * Vj[i];
-        if (!(s > 0.0)) {
-            ok = 0;
-            break;
-        }
-        double d = sqrt(s);
-        Vj[j] = d;
-        dmin = fmin(dmin, d);
-        dmax = fmax(dmax, d);
-        for (int r = j + 1; r <= last[j]; r++) {
-            int fr = first[r];
-            if (fr > j)
-                continue;
-            double *Vr = V + (size_t)r * m, t = A[(size_t)r * m + j];
-            for (int i = fr > fj ? fr : fj; i < j; i++)
-                t -= Vr[i] * Vj[i];
-            Vr[j] = t / d;
-        }
-    }
+    int ok = dense_env_cholesky(A, env, V, m, 0.0, &dmin, &dmax);
     int chol = ok && dmin * dmin > rtol * 1e2 * dmax * dmax;
     if (ok && !chol) {
-        double gmax = 0.0, tr = 0.0;
+        double gmax = 0.0;
         for (int r = 0; r < m; r++)               /* row sums of |S| in y */
             y[r] = 0.0;
         for (int r = 0; r < m; r++)
@@ -393,19 +403,12 @@ static int dense_psd_solve_env(double *A, const int *env, double *V, double *w, 
             }
         for (int r = 0; r < m; r++)
             gmax = fmax(gmax, y[r]);
-        for (int c = 0; c < m; c++) {             /* column c of L^-1 in y[c..m) */
-            y[c] = 1.0 / V[(size_t)c * m + c];
-            tr += y[c] * y[c];
-            for (int r = c + 1; r < m; r++) {    /* (rows past the envelope's reach too) */
-                const double *Vr = V + (size_t)r * m;
-                double t = 0.0;
-                for (int i = first[r] > c ? first[r] : c; i < r; i++)
-                    t -= Vr[i] * y[i];
-                y[r] = t / Vr[r];
-                tr += y[r] * y[r];
-            }
-        }
-        chol = isfinite(tr) && 1.0 > tr * 2.0 * rtol * gmax;
+        /* Cholesky of S - sigma I, sigma = 2 rtol gmax (gmax >= the largest eigenvalue):
+         * it succeeds only when every eigenvalue of S exceeds sigma (up to rounding, m eps
+         * |S| << sigma), i.e. when the eigen solve would cut nothing off; then S's own
+         * factor, computed again in V, is used */
+        chol = dense_env_cholesky(A, env, V, m, 2.0 * rtol * gmax, NULL, NULL) &&
+               dense_env_cholesky(A, env, V, m, 0.0, NULL, NULL);
     }
     if (chol) {
         for (int c = 0; c < nrhs; c++) {
