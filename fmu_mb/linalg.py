@@ -93,8 +93,27 @@ def projection_settled(it, step, prev_step, tol, scale, last=11):
     return not step > tol * scale or (it >= 2 and step > 0.5 * prev_step) or it >= last
 
 
+def _no_cut(S, rtol):
+    """True when no eigenvalue of S is at or below rtol times the largest: the Cholesky
+    factorisation of S - sigma I with sigma = 2 rtol x the largest absolute row sum of S (an
+    upper bound of the largest eigenvalue) succeeds only when every eigenvalue exceeds sigma
+    (the compiled kernels' dense.h, step 2). The truncated eigen-decomposition then keeps every
+    eigenvalue and equals S^-1, which S's Cholesky factor gives."""
+    sigma = 2.0 * rtol * np.abs(S).sum(axis=1).max()
+    try:
+        np.linalg.cholesky(S - sigma * np.eye(S.shape[0]))
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
 def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.
+
+    Cholesky when its pivots are within sqrt(100 rtol) of each other, or when the shifted
+    factorisation (_no_cut) shows that no eigenvalue is below the cut-off; else the eigen-
+    decomposition with the eigenvalues below rtol x the largest cut off (minimum norm over
+    the rows that have become dependent).
 
     rhs : (m,) or (m, k). rtol: the relative eigenvalue cut-off (RANK_RTOL for multipliers,
     PROJECTION_RTOL for projections). Returns y and the numerical rank of S. numpy_only:
@@ -108,12 +127,12 @@ def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
         if m <= SMALL or numpy_only:   # numpy: a small model does not import scipy (250 ms)
             L = np.linalg.cholesky(S)
             d = np.abs(np.diag(L))
-            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2:
+            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, rtol):
                 return np.linalg.solve(S, rhs), m
         else:                # scipy's Cholesky solve: O(m^2) per solve once factorised
             c, low = sla.cho_factor(S, lower=True, check_finite=False)
             d = np.abs(np.diag(c))
-            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2:
+            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, rtol):
                 return sla.cho_solve((c, low), rhs, check_finite=False), m
     except (np.linalg.LinAlgError, ValueError):
         pass

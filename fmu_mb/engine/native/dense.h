@@ -9,6 +9,7 @@
  */
 #ifndef FMU_MB_DENSE_H
 #define FMU_MB_DENSE_H
+#include <float.h>
 
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 static const double PROJECTION_RTOL = 1e-13;   /* fmu_mb.linalg.PROJECTION_RTOL */
@@ -67,6 +68,181 @@ static void dense_jacobi(double *A, double *V, double *w, int m)
 /* LAPACK's dsyev (scipy.linalg.cython_lapack, set by mbk_set_eigensolver); NULL: Jacobi */
 typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
                         int *);
+
+/* y = S^+ rhs (nrhs right-hand sides in y on entry, the solutions on return) for the full
+ * symmetric S in A (m x m, kept), eigenvalues below rtol * max cut off, without forming the
+ * eigenvectors: Householder tridiagonalisation S = Q T Q' (reflectors in V's lower triangle),
+ * T = Z diag(d) Z' by the implicit QL iteration (its plane rotations, stored, give Z'c and
+ * Z u as O(m) products each), y = Q Z diag(d)^+ Z' Q' rhs. O(4/3 m^3 + m^2) against the
+ * cyclic Jacobi's tens of m^3. Returns 0 on success, -1 when QL does not converge or memory
+ * runs out (the caller falls back to Jacobi). w (m): the eigenvalues. */
+static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m, double rtol,
+                                   int nrhs, double *y)
+{
+    memcpy(V, A, sizeof(double) * (size_t)m * m);
+    for (int k = 0; k + 2 < m; k++) {             /* reflector H_k on rows/columns k+1.. */
+        double *x = V + (size_t)(k + 1) * m + k, nx = 0.0;
+        int r = m - k - 1;
+        for (int i = 0; i < r; i++)
+            nx += x[(size_t)i * m] * x[(size_t)i * m];
+        nx = sqrt(nx);
+        double x0 = x[0], alpha = x0 > 0.0 ? -nx : nx, tau = 0.0;
+        if (nx > 0.0 && alpha != x0) {
+            x[0] = x0 - alpha;                     /* v = x - alpha e1 in column k */
+            tau = 1.0 / (alpha * (alpha - x0));    /* 2 / v'v */
+            double *p = w + k + 1, K = 0.0;        /* p = tau B v (w as scratch) */
+            for (int i = 0; i < r; i++) {
+                const double *Bi = V + (size_t)(k + 1 + i) * m + k + 1;
+                double t = 0.0;
+                for (int j = 0; j < r; j++)
+                    t += Bi[j] * x[(size_t)j * m];
+                p[i] = tau * t;
+                K += p[i] * x[(size_t)i * m];
+            }
+            K *= 0.5 * tau;
+            for (int i = 0; i < r; i++)            /* q = p - K v */
+                p[i] -= K * x[(size_t)i * m];
+            for (int i = 0; i < r; i++) {          /* B -= v q' + q v' */
+                double *Bi = V + (size_t)(k + 1 + i) * m + k + 1, vi = x[(size_t)i * m];
+                for (int j = 0; j < r; j++)
+                    Bi[j] -= vi * p[j] + p[i] * x[(size_t)j * m];
+            }
+        } else {
+            alpha = x0;
+        }
+        V[(size_t)k * m + k + 1] = alpha;          /* e[k], above the diagonal */
+        V[(size_t)k * m + m - 1] = tau;            /* (k + 2 < m: not e's place) */
+    }
+    for (int i = 0; i < m; i++)
+        w[i] = V[(size_t)i * m + i];
+    double *e = V;                                 /* e[i] = T[i+1][i] on V's diagonal */
+    if (m >= 2)
+        V[(size_t)(m - 2) * m + m - 1] = V[(size_t)(m - 1) * m + m - 2];
+    for (int i = 0; i + 1 < m; i++)
+        e[(size_t)i * m + i] = V[(size_t)i * m + i + 1];
+    e[(size_t)(m - 1) * m + m - 1] = 0.0;
+#define E_(i) e[(size_t)(i) * m + (i)]
+    for (int c = 0; c < nrhs; c++) {               /* Q' rhs */
+        double *u = y + (size_t)c * m;
+        for (int k = 0; k + 2 < m; k++) {
+            double tau = V[(size_t)k * m + m - 1], t = 0.0;
+            if (tau == 0.0)
+                continue;
+            for (int i = k + 1; i < m; i++)
+                t += V[(size_t)i * m + k] * u[i];
+            t *= tau;
+            for (int i = k + 1; i < m; i++)
+                u[i] -= t * V[(size_t)i * m + k];
+        }
+    }
+    size_t nrot = 0, cap = (size_t)4 * m * m + 16;
+    int *ri = malloc(sizeof(int) * cap);
+    double *rcs = malloc(sizeof(double) * 2 * cap);
+    if (!ri || !rcs) {
+        free(ri);
+        free(rcs);
+        return -1;
+    }
+    int fail = 0;
+    for (int l = 0; l < m && !fail; l++) {         /* implicit QL (tqli) */
+        int iter = 0, mm;
+        do {
+            for (mm = l; mm < m - 1; mm++) {
+                double dd = fabs(w[mm]) + fabs(w[mm + 1]);
+                if (fabs(E_(mm)) <= DBL_EPSILON * dd)
+                    break;
+            }
+            if (mm != l) {
+                if (iter++ == 60) {
+                    fail = 1;
+                    break;
+                }
+                double g = (w[l + 1] - w[l]) / (2.0 * E_(l)), r = hypot(g, 1.0);
+                g = w[mm] - w[l] + E_(l) / (g + (g >= 0.0 ? fabs(r) : -fabs(r)));
+                double sn = 1.0, cs = 1.0, p = 0.0;
+                int i;
+                for (i = mm - 1; i >= l; i--) {
+                    double f = sn * E_(i), b = cs * E_(i);
+                    E_(i + 1) = (r = hypot(f, g));
+                    if (r == 0.0) {
+                        w[i + 1] -= p;
+                        E_(mm) = 0.0;
+                        break;
+                    }
+                    sn = f / r;
+                    cs = g / r;
+                    g = w[i + 1] - p;
+                    r = (w[i] - g) * sn + 2.0 * cs * b;
+                    w[i + 1] = g + (p = sn * r);
+                    g = cs * r - b;
+                    if (nrot == cap) {
+                        cap *= 2;
+                        int *g1 = realloc(ri, sizeof(int) * cap);
+                        if (g1)
+                            ri = g1;
+                        double *g2 = g1 ? realloc(rcs, sizeof(double) * 2 * cap) : NULL;
+                        if (g2)
+                            rcs = g2;
+                        if (!g1 || !g2) {
+                            fail = 1;
+                            break;
+                        }
+                    }
+                    ri[nrot] = i;
+                    rcs[2 * nrot] = cs;
+                    rcs[2 * nrot + 1] = sn;
+                    nrot++;
+                    for (int c = 0; c < nrhs; c++) {   /* u <- R' u (Z' Q' rhs) */
+                        double *u = y + (size_t)c * m, fu = u[i + 1];
+                        u[i + 1] = sn * u[i] + cs * fu;
+                        u[i] = cs * u[i] - sn * fu;
+                    }
+                }
+                if (fail)
+                    break;
+                if (r == 0.0 && i >= l)
+                    continue;
+                w[l] -= p;
+                E_(l) = g;
+                E_(mm) = 0.0;
+            }
+        } while (mm != l);
+    }
+#undef E_
+    if (fail) {
+        free(ri);
+        free(rcs);
+        return -1;
+    }
+    double wmax = 0.0;
+    for (int i = 0; i < m; i++)
+        wmax = fmax(wmax, w[i]);
+    double cut = rtol * fmax(wmax, 1e-300);
+    for (int c = 0; c < nrhs; c++) {
+        double *u = y + (size_t)c * m;
+        for (int i = 0; i < m; i++)                /* diag(d)^+, cut off */
+            u[i] = w[i] > cut ? u[i] / w[i] : 0.0;
+        for (size_t t = nrot; t-- > 0;) {          /* u <- R u (Z u) */
+            int i = ri[t];
+            double cs = rcs[2 * t], sn = rcs[2 * t + 1], a = u[i], b = u[i + 1];
+            u[i] = cs * a + sn * b;
+            u[i + 1] = -sn * a + cs * b;
+        }
+        for (int k = m - 3; k >= 0; k--) {         /* Q u */
+            double tau = V[(size_t)k * m + m - 1], t = 0.0;
+            if (tau == 0.0)
+                continue;
+            for (int i = k + 1; i < m; i++)
+                t += V[(size_t)i * m + k] * u[i];
+            t *= tau;
+            for (int i = k + 1; i < m; i++)
+                u[i] -= t * V[(size_t)i * m + k];
+        }
+    }
+    free(ri);
+    free(rcs);
+    return 0;
+}
 
 /* Largest S for dense_pc_minnorm (its workspace is on the stack). */
 #define DENSE_PC_MAX 48
@@ -230,63 +406,50 @@ static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int 
     return 1;
 }
 
-/* y = S^+ rhs for the symmetric positive semi-definite S in A (m x m; kept unless the Jacobi
- * fallback runs; V (m x m) and w (m) workspace) and nrhs right-hand sides (rhs and y: nrhs
- * columns of m, y apart from rhs): Cholesky when S is well conditioned, else the
- * eigen-decomposition (syev when given with its workspace, else Jacobi) with the eigenvalues
- * below rtol * max cut off (minimum-norm solution): rtol = RANK_RTOL for the multipliers,
- * PROJECTION_RTOL for the projections (fmu_mb.linalg.schur_solve); pivoted: dense_pc_minnorm
- * before the eigen-decomposition */
-static int dense_psd_solve_x(double *A, double *V, double *w, int m, syev_fn syev,
-                             double *work, int lwork, double rtol, int nrhs,
-                             const double *rhs, double *y, int pivoted)
+/* last = env + m from first = env (dense_envelope) */
+static void dense_envelope_last(int *env, int m)
 {
-    memcpy(V, A, sizeof(double) * m * m);        /* keep S for the fallback */
-    int ok = 1;
-    double dmin = INFINITY, dmax = 0.0;
-    for (int j = 0; j < m && ok; j++) {          /* L in the lower triangle of V */
-        double s = V[j * m + j];
-        for (int i = 0; i < j; i++)
-            s -= V[j * m + i] * V[j * m + i];
-        if (!(s > 0.0)) {
-            ok = 0;
-            break;
-        }
-        double d = sqrt(s);
-        V[j * m + j] = d;
-        dmin = fmin(dmin, d);
-        dmax = fmax(dmax, d);
-        for (int r = j + 1; r < m; r++) {
-            double t = V[r * m + j];
-            for (int i = 0; i < j; i++)
-                t -= V[r * m + i] * V[j * m + i];
-            V[r * m + j] = t / d;
-        }
+    int *last = env + m;
+    for (int l = 0; l < m; l++)
+        last[l] = l;
+    for (int r = 0; r < m; r++)
+        for (int l = env[r]; l < r; l++)
+            if (last[l] < r)
+                last[l] = r;
+}
+
+/* The lower envelope (profile) of the symmetric S in A (m x m), env (2 m): first = env,
+ * first[r] = the first column l <= r with A[r m + l] != 0 (r when there is none), and
+ * last = env + m, last[l] = the last row r >= l with first[r] <= l. The Cholesky factor of S has no entry
+ * outside the envelope (no fill before a row's first entry), so the factorisation and the
+ * triangular solves on the envelope compute the dense algorithm's numbers, operation for
+ * operation, skipping only products with exact zeros: O(m b^2) for a band of width b (the
+ * Schur complement of a chain of loops), not O(m^3). */
+static void dense_envelope(const double *A, int m, int *env)
+{
+    for (int r = 0; r < m; r++) {
+        int l = 0;
+        while (l < r && A[r * m + l] == 0.0)
+            l++;
+        env[r] = l;
     }
-    if (ok && dmin * dmin > rtol * 1e2 * dmax * dmax) {
-        for (int c = 0; c < nrhs; c++) {
-            const double *b = rhs + (size_t)c * m;
-            double *x = y + (size_t)c * m;
-            for (int i = 0; i < m; i++) {
-                double t = b[i];
-                for (int j = 0; j < i; j++)
-                    t -= V[i * m + j] * x[j];
-                x[i] = t / V[i * m + i];
-            }
-            for (int i = m - 1; i >= 0; i--) {
-                double t = x[i];
-                for (int j = i + 1; j < m; j++)
-                    t -= V[j * m + i] * x[j];
-                x[i] = t / V[i * m + i];
-            }
-        }
-        return OK;
-    }
+    dense_envelope_last(env, m);
+}
+
+/* S^+ rhs by the eigen-decomposition of the full symmetric S in A (m x m; kept unless the
+ * Jacobi fallback runs): eigenvalues below rtol * max cut off (minimum-norm solution) */
+static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
+                               double *work, int lwork, double rtol, int nrhs,
+                               const double *rhs, double *y)
+{
     for (int i = 0; i < m * m; i++)
         if (!isfinite(A[i]))
             return ERR_NONFINITE;
-    if (pivoted && dense_pc_minnorm(A, V, m, rtol, nrhs, rhs, y))
-        return OK;
+    if (!(syev && work)) {               /* no LAPACK: tridiagonal QL on the right-hand sides */
+        memcpy(y, rhs, sizeof(double) * (size_t)nrhs * m);
+        if (dense_tridiagonal_solve(A, V, w, m, rtol, nrhs, y) == 0)
+            return OK;
+    }
     int se = 1, si = m;                  /* component i of eigenvector e: V[e se + i si] */
     int info = 1;
     if (syev && work) {
@@ -324,11 +487,140 @@ static int dense_psd_solve_x(double *A, double *V, double *w, int m, syev_fn sye
     return OK;
 }
 
+/* L L' = S - shift I in V's lower envelope (S in A's lower envelope env, dense_envelope);
+ * 1 when every pivot is positive, 0 when one is not. dmin, dmax (may be NULL): the smallest
+ * and largest diagonal entries of L. */
+static int dense_env_cholesky(const double *A, const int *env, double *V, int m, double shift,
+                              double *dmin, double *dmax)
+{
+    const int *first = env, *last = env + m;
+    for (int j = 0; j < m; j++) {
+        const double *Aj = A + (size_t)j * m;
+        double *Vj = V + (size_t)j * m;
+        int fj = first[j];
+        double s = Aj[j] - shift;
+        for (int i = fj; i < j; i++)
+            s -= Vj[i] * Vj[i];
+        if (!(s > 0.0))
+            return 0;
+        double d = sqrt(s);
+        Vj[j] = d;
+        if (dmin) {
+            *dmin = fmin(*dmin, d);
+            *dmax = fmax(*dmax, d);
+        }
+        for (int r = j + 1; r <= last[j]; r++) {
+            int fr = first[r];
+            if (fr > j)
+                continue;
+            double *Vr = V + (size_t)r * m, t = A[(size_t)r * m + j];
+            for (int i = fr > fj ? fr : fj; i < j; i++)
+                t -= Vr[i] * Vj[i];
+            Vr[j] = t / d;
+        }
+    }
+    return 1;
+}
+
+/* y = S^+ rhs for the symmetric positive semi-definite S (m x m) and nrhs right-hand sides
+ * (rhs and y: nrhs columns of m, y apart from rhs), as fmu_mb.linalg.schur_solve:
+ *   1. Cholesky on the lower envelope `first` of S (entries A[r m + l], first[r] <= l <= r;
+ *      the rest of A is not read); accepted when its pivots d satisfy
+ *      min d^2 > 100 rtol max d^2 (well conditioned);
+ *   2. when Cholesky succeeds but that test fails (near a singular pose): accepted when the
+ *      Cholesky factorisation of S - sigma I, sigma = 2 rtol times the largest absolute row
+ *      sum of S (an upper bound of the largest eigenvalue), succeeds too: every eigenvalue then
+ *      exceeds the cut-off of step 3, whose result is S^-1 rhs, which the factor gives in
+ *      O(m b^2) instead of an O(m^3) eigen-decomposition;
+ *   3. otherwise (pivoted: first dense_pc_minnorm, the same minimum-norm solution when the
+ *      rank gap is clean) the eigen-decomposition (syev when given, else tridiagonal QL)
+ *      with the eigenvalues below rtol * max cut off (minimum-norm solution over the rows that
+ *      have become dependent): A is completed to the full symmetric matrix first.
+ * rtol = RANK_RTOL for the multipliers, PROJECTION_RTOL for the projections. V (m x m) and w
+ * (m) are workspace; env (2 m, dense_envelope) NULL: the envelope is read off A (then all of
+ * A is S), kept in w. */
+static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w, int m,
+                                syev_fn syev, double *work, int lwork, double rtol, int nrhs,
+                                const double *rhs, double *y, int pivoted)
+{
+    int full = !env;
+    if (full) {
+        int *fw = (int *)(void *)w;       /* 2 m ints in the m doubles of w, until step 3 */
+        dense_envelope(A, m, fw);
+        env = fw;
+    }
+    const int *first = env, *last = env + m;
+    double dmin = INFINITY, dmax = 0.0;
+    int ok = dense_env_cholesky(A, env, V, m, 0.0, &dmin, &dmax);
+    int chol = ok && dmin * dmin > rtol * 1e2 * dmax * dmax;
+    if (ok && !chol) {
+        double gmax = 0.0;
+        for (int r = 0; r < m; r++)               /* row sums of |S| in y */
+            y[r] = 0.0;
+        for (int r = 0; r < m; r++)
+            for (int l = first[r]; l <= r; l++) {
+                double a = fabs(A[(size_t)r * m + l]);
+                y[r] += a;
+                if (l < r)
+                    y[l] += a;
+            }
+        for (int r = 0; r < m; r++)
+            gmax = fmax(gmax, y[r]);
+        /* Cholesky of S - sigma I, sigma = 2 rtol gmax (gmax >= the largest eigenvalue):
+         * it succeeds only when every eigenvalue of S exceeds sigma (up to rounding, m eps
+         * |S| << sigma), i.e. when the eigen solve would cut nothing off; then S's own
+         * factor, computed again in V, is used */
+        chol = dense_env_cholesky(A, env, V, m, 2.0 * rtol * gmax, NULL, NULL) &&
+               dense_env_cholesky(A, env, V, m, 0.0, NULL, NULL);
+    }
+    if (chol) {
+        for (int c = 0; c < nrhs; c++) {
+            const double *b = rhs + (size_t)c * m;
+            double *x = y + (size_t)c * m;
+            for (int i = 0; i < m; i++) {
+                const double *Vi = V + (size_t)i * m;
+                double t = b[i];
+                for (int j = first[i]; j < i; j++)
+                    t -= Vi[j] * x[j];
+                x[i] = t / Vi[i];
+            }
+            for (int i = m - 1; i >= 0; i--) {
+                double t = x[i];
+                for (int j = i + 1; j <= last[i]; j++)
+                    if (first[j] <= i)
+                        t -= V[(size_t)j * m + i] * x[j];
+                x[i] = t / V[(size_t)i * m + i];
+            }
+        }
+        return OK;
+    }
+    for (int r = 0; !full && r < m; r++)         /* the full symmetric S from its envelope */
+        for (int l = 0; l < r; l++)
+            A[(size_t)l * m + r] = A[(size_t)r * m + l] = l < first[r] ? 0.0 : A[(size_t)r * m + l];
+    if (pivoted) {                               /* 2b. the pivoted Cholesky's minimum norm */
+        int finite = 1;
+        for (int i = 0; i < m * m && finite; i++)
+            finite = isfinite(A[i]);
+        if (finite && dense_pc_minnorm(A, V, m, rtol, nrhs, rhs, y))
+            return OK;
+    }
+    return dense_eigen_solve_n(A, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y);
+}
+
+static int dense_psd_solve_env(double *A, const int *env, double *V, double *w, int m,
+                               syev_fn syev, double *work, int lwork, double rtol, int nrhs,
+                               const double *rhs, double *y)
+{
+    return dense_psd_solve_envx(A, env, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y, 0);
+}
+
+/* y = S^+ rhs for the symmetric positive semi-definite S in A (all m x m entries; kept unless
+ * the Jacobi fallback runs), as dense_psd_solve_env with the envelope read off A */
 static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
                              double *work, int lwork, double rtol, int nrhs,
                              const double *rhs, double *y)
 {
-    return dense_psd_solve_x(A, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y, 0);
+    return dense_psd_solve_env(A, NULL, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y);
 }
 
 /* dense_psd_solve_n with the pivoted Cholesky factorisation of dense_pc_minnorm before the
@@ -337,7 +629,7 @@ static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn sye
 static int dense_psd_solve_pc(double *A, double *V, double *w, int m, double rtol, int nrhs,
                               const double *rhs, double *y)
 {
-    return dense_psd_solve_x(A, V, w, m, NULL, NULL, 0, rtol, nrhs, rhs, y, 1);
+    return dense_psd_solve_envx(A, NULL, V, w, m, NULL, NULL, 0, rtol, nrhs, rhs, y, 1);
 }
 
 /* one right-hand side, the multipliers' cut-off RANK_RTOL */

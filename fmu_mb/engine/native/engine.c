@@ -413,6 +413,57 @@ static int fine_solve(MbEngine *e, double *S, int k, const double *r)
     return OK;
 }
 
+/* S = A M^-1 A' (k x k, symmetric; Minv NULL: A A') for A (k x nc) over its nonzeros: a
+ * row's entries span one or two bodies, so S is banded for a chain; each entry sums its terms
+ * in column order as the dense product would, less the exact zeros. Column lists of the rows
+ * (ascending) make it O(k nc + k b); without memory for them, the dense loops. */
+static void gram(const double *A, int k, int nc, const double *Minv, double *S)
+{
+    int *cstart = calloc((size_t)nc + 2, sizeof(int)), *crow = NULL;
+    size_t nz = 0;
+    for (size_t i = 0; cstart && i < (size_t)k * nc; i++)
+        nz += A[i] != 0.0;
+    crow = cstart ? malloc(sizeof(int) * (nz + 1)) : NULL;
+    if (crow) {
+        for (int a = 0; a < k; a++)
+            for (int i = 0; i < nc; i++)
+                cstart[i + 2] += A[(size_t)a * nc + i] != 0.0;
+        for (int i = 0; i < nc; i++)
+            cstart[i + 2] += cstart[i + 1];
+        for (int a = 0; a < k; a++)
+            for (int i = 0; i < nc; i++)
+                if (A[(size_t)a * nc + i] != 0.0)
+                    crow[cstart[i + 1]++] = a;
+        for (int a = 0; a < k; a++) {
+            double *Sa = S + (size_t)a * k;
+            for (int b = 0; b < k; b++)
+                Sa[b] = 0.0;
+            const double *Aa = A + (size_t)a * nc;
+            for (int i = 0; i < nc; i++) {
+                if (Aa[i] == 0.0)
+                    continue;
+                double ai = Minv ? Aa[i] * Minv[i] : Aa[i];
+                for (int t = cstart[i]; t < cstart[i + 1] && crow[t] <= a; t++)
+                    Sa[crow[t]] += ai * A[(size_t)crow[t] * nc + i];
+            }
+        }
+        for (int a = 0; a < k; a++)
+            for (int b = 0; b < a; b++)
+                S[(size_t)b * k + a] = S[(size_t)a * k + b];
+    } else {
+        for (int a = 0; a < k; a++)
+            for (int b = 0; b <= a; b++) {
+                double s = 0.0;
+                for (int i = 0; i < nc; i++)
+                    s += Minv ? A[(size_t)a * nc + i] * Minv[i] * A[(size_t)b * nc + i]
+                              : A[(size_t)a * nc + i] * A[(size_t)b * nc + i];
+                S[a * k + b] = S[b * k + a] = s;
+            }
+    }
+    free(cstart);
+    free(crow);
+}
+
 /* dx = M^-1 A' S^+ r with S = A M^-1 A' (fmu_mb.linalg.min_norm_correction); A (k x nc).
  * fine: S^+ with the rank cut FINE_RTOL, the assembly's retry when the metric's massless
  * coordinates (weight 1e-6 x the largest mass) spread S beyond RANK_RTOL and the plain solve
@@ -426,13 +477,7 @@ static int min_norm_cut(MbEngine *e, const double *A, int k, const double *Minv,
     if (k == 0)
         return OK;
     double *S = e->S;
-    for (int a = 0; a < k; a++)
-        for (int b = 0; b <= a; b++) {
-            double s = 0.0;
-            for (int i = 0; i < nc; i++)
-                s += A[(size_t)a * nc + i] * Minv[i] * A[(size_t)b * nc + i];
-            S[a * k + b] = S[b * k + a] = s;
-        }
+    gram(A, k, nc, Minv, S);
     int rc = fine ? fine_solve(e, S, k, r) : psd(e, S, k, r, e->lam);
     if (rc != OK)
         return rc;

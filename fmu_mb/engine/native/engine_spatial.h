@@ -1529,14 +1529,8 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
             for (int i = 0; i < nc; i++)
                 s += Da[i] * e->f[i];
             e->w[a] = s;
-            for (int b = 0; b <= a; b++) {
-                const double *Db = e->D2 + (size_t)b * nc;
-                double v = 0.0;
-                for (int i = 0; i < nc; i++)
-                    v += Da[i] * Db[i];
-                e->S[a * nt + b] = e->S[b * nt + a] = v;
-            }
         }
+        gram(e->D2, nt, nc, NULL, e->S);             /* D D' over D's nonzeros */
         memcpy(e->rhs, e->w, sizeof(double) * nt);
         if (dense_psd_solve(e->S, e->V, e->w, nt, NULL, NULL, 0, e->rhs, lam) != OK) {
             msg(err, errlen, "the reactions at t = %.9g s cannot be computed", t);

@@ -188,13 +188,18 @@ static void evk_select(EvLoop *ev, const unsigned char *mask)
     EvKernel *K = ev->k;
     Kernel *k = K->kph;
     int r = K->m_loop;
+    int changed = 0;
     for (int i = 0; i < ev->nc; i++) {
         if (!mask[i])
             continue;
+        if (r >= k->m || memcmp(k->ri + RI * r, K->ri + RI * (K->m_loop + i), sizeof(int) * RI))
+            changed = 1;
         memcpy(k->ri + RI * r, K->ri + RI * (K->m_loop + i), sizeof(int) * RI);
         memcpy(k->rd + RD * r, K->rd + RD * (K->m_loop + i), sizeof(double) * RD);
         r++;
     }
+    if (changed || r != k->m)
+        k->rows_dirty = 1;          /* the rows' structure is rebuilt by the next rows() */
     k->m = r;
 }
 

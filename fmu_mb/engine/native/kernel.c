@@ -80,6 +80,18 @@ typedef struct {
     double *Ia, *Dv, *a0;  /* articulated inertias after the joint, S'IA S, qdd = 0 accels */
     int m, *ri, *nzc, *nnz, lwork;
     double *work, *rd, *phi, *conv, *Dq, *Wt, *Sm, *Vm, *ev, *lam, *rr, *qdd0, *qtmp;
+    /* the structure of the rows (mbk_set_rows): Mbar is block diagonal over the subtrees
+     * hanging from the ground (components), so W = Mbar^-1 Dq' has a row's entries only on
+     * the coordinates of the components its two bodies belong to, and S = Dq W only between
+     * rows that share a component: bcomp (nb + 1) the component of each body (-1: ground),
+     * cj_start (ncomp + 1), cj: the joints of each component in tree order; rcomp (2 m) a
+     * row's components (-1: none); rsup_start (m + 1), rsup: a row's coordinates (its
+     * components', ascending; Dq and W are zero elsewhere); pr_start (m + 1), pr: the rows
+     * l <= r sharing a component with row r, ascending; env (2 m): S's envelope (dense.h);
+     * wacc (2 n) accumulators */
+    int ncomp, *bcomp, *cj_start, *cj, *rcomp, *rsup_start, *rsup, *pr_start, *pr, *env;
+    double *wacc;
+    int rows_dirty;        /* the rows' bodies changed in place (the event loop's selection) */
     int mode;              /* 0: none, 1: projection, 2: baumgarte */
     double alpha, beta, proj_tol;
     /* drives (mbk_set_drives): nd prescribed coordinates */
@@ -116,7 +128,8 @@ void mbk_free(Kernel *k)
                  k->ynew, k->fy, k->scale, k->err, k->entry, k->Ia, k->Dv, k->a0, k->ri,
                  k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
                  k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
-                 k->qde, k->sdd, k->lamd, k->G};
+                 k->qde, k->sdd, k->lamd, k->G, k->bcomp, k->cj_start, k->cj, k->rcomp,
+                 k->rsup_start, k->rsup, k->pr_start, k->pr, k->env, k->wacc};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -532,17 +545,25 @@ static int articulate(Kernel *k)
 
 /* Bias forces and accelerations with the articulated inertias of `articulate`:
  * qdd = Mbar^-1 (tau + fbar) when bias is set (applied forces f and velocity terms c),
- * qdd = Mbar^-1 tau otherwise (tau may be NULL: zero). Leaves the body accelerations in xdd. */
-static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
+ * qdd = Mbar^-1 tau otherwise (tau may be NULL: zero). Leaves the body accelerations in xdd.
+ * list (nl joint indices, each component's in tree order; NULL: every joint): the passes over
+ * those joints only, for a tau that is zero elsewhere and bias 0 (qdd is then zero on the other
+ * components' coordinates, and those entries are not written). */
+static int solve_tau_joints(Kernel *k, const double *tau, int bias, double *qdd,
+                            const int *list, int nl)
 {
     int nb = k->nb;
     double *pA = k->pA, *f = k->f;
-    for (int b = 0; b <= nb; b++) {
+    if (!list)
+        nl = nb;
+    for (int ii = list ? 0 : -1; ii < nl; ii++) {   /* (ii = -1: the ground) */
+        int b = ii < 0 ? nb : list ? k->ji[JI * list[ii]] : k->ji[JI * ii];
         pA[3 * b] = bias ? -f[3 * b] : 0.0;
         pA[3 * b + 1] = bias ? -f[3 * b + 1] : 0.0;
         pA[3 * b + 2] = bias ? -f[3 * b + 2] : 0.0;
     }
-    for (int i = nb - 1; i >= 0; i--) {
+    for (int ii = nl - 1; ii >= 0; ii--) {
+        int i = list ? list[ii] : ii;
         const int *J = k->ji + JI * i;
         int b = J[0], type = J[1], p = J[2], ic = J[4];
         if (type == J_FREE)
@@ -582,7 +603,8 @@ static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
     }
     double *a = k->xdd;
     a[3 * nb] = a[3 * nb + 1] = a[3 * nb + 2] = 0.0;
-    for (int i = 0; i < nb; i++) {
+    for (int ii = 0; ii < nl; ii++) {
+        int i = list ? list[ii] : ii;
         const int *J = k->ji + JI * i;
         int b = J[0], type = J[1], p = J[2], ic = J[4];
         double *ab = a + 3 * b;
@@ -623,6 +645,12 @@ static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
         }
     }
     return OK;
+}
+
+/* Bias forces and accelerations (above) over all joints */
+static int solve_tau(Kernel *k, const double *tau, int bias, double *qdd)
+{
+    return solve_tau_joints(k, tau, bias, qdd, NULL, 0);
 }
 
 static int aba(Kernel *k, double *qdd)
@@ -677,6 +705,159 @@ enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4 };
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
 enum { ERR_DRIFT = 6 };
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* the rows' structure (the Kernel's bcomp .. wacc) from the tree and the rows' bodies */
+static int row_structure(Kernel *k)
+{
+    int nb = k->nb, n = k->n, m = k->m, nc = 0;
+    free(k->bcomp); free(k->cj_start); free(k->cj); free(k->rcomp); free(k->rsup_start);
+    free(k->rsup); free(k->pr_start); free(k->pr); free(k->env); free(k->wacc);
+    k->bcomp = k->cj_start = k->cj = k->rcomp = k->rsup_start = k->rsup = k->pr_start = NULL;
+    k->pr = k->env = NULL;
+    k->wacc = NULL;
+    k->rows_dirty = 0;
+    k->bcomp = malloc(sizeof(int) * (size_t)(nb + 1));
+    k->cj_start = calloc((size_t)nb + 2, sizeof(int));
+    k->cj = malloc(sizeof(int) * (size_t)(nb + 1));
+    k->rcomp = malloc(sizeof(int) * (size_t)(2 * m + 1));
+    k->rsup_start = calloc((size_t)m + 1, sizeof(int));
+    k->pr_start = calloc((size_t)m + 1, sizeof(int));
+    k->env = malloc(sizeof(int) * (size_t)(2 * m + 1));
+    k->wacc = calloc((size_t)(2 * n + 1), sizeof(double));
+    int *ccount = calloc((size_t)nb + 1, sizeof(int)), *mark = malloc(sizeof(int) * (size_t)(m + 1));
+    int *crows_start = calloc((size_t)nb + 2, sizeof(int)), *crows = malloc(sizeof(int) * (size_t)(2 * m + 1));
+    int rc = ERR_ARGS;
+    if (!k->bcomp || !k->cj_start || !k->cj || !k->rcomp || !k->rsup_start || !k->pr_start ||
+        !k->env || !k->wacc || !ccount || !mark || !crows_start || !crows)
+        goto done;
+    k->bcomp[nb] = -1;
+    for (int i = 0; i < nb; i++) {                 /* tree order: a parent before its child */
+        const int *J = k->ji + JI * i;
+        int b = J[0], p = J[2];
+        if (b < 0 || b >= nb || p < 0 || p > nb || (p < nb && k->entry[p] >= i))
+            goto done;
+        k->bcomp[b] = p == nb ? nc++ : k->bcomp[p];
+    }
+    k->ncomp = nc;
+    for (int i = 0; i < nb; i++)
+        k->cj_start[k->bcomp[k->ji[JI * i]] + 1]++;
+    for (int c = 0; c < nc; c++)
+        k->cj_start[c + 1] += k->cj_start[c];
+    for (int i = 0; i < nb; i++) {
+        int c = k->bcomp[k->ji[JI * i]];
+        k->cj[k->cj_start[c] + ccount[c]++] = i;
+    }
+    int nsup = 0;                                  /* rows' components and coordinates */
+    for (int r = 0; r < m; r++) {
+        const int *R = k->ri + RI * r;
+        if (R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] > nb)
+            goto done;
+        int c1 = k->bcomp[R[1]], c2 = k->bcomp[R[2]];
+        if (c1 < 0 || c1 == c2) {
+            c1 = c2;
+            c2 = -1;
+        }
+        if (c1 < 0 && c2 >= 0) {
+            c1 = c2;
+            c2 = -1;
+        }
+        k->rcomp[2 * r] = c1;
+        k->rcomp[2 * r + 1] = c2;
+        for (int h = 0; h < 2; h++) {
+            int c = k->rcomp[2 * r + h];
+            if (c < 0)
+                continue;
+            crows_start[c + 1]++;
+            for (int jj = k->cj_start[c]; jj < k->cj_start[c + 1]; jj++) {
+                const int *J = k->ji + JI * k->cj[jj];
+                nsup += J[1] == J_FREE ? 3 : (J[1] == J_REV || J[1] == J_PRI) && J[4] >= 0;
+            }
+        }
+    }
+    k->rsup = malloc(sizeof(int) * (size_t)(nsup + 1));
+    if (!k->rsup)
+        goto done;
+    for (int r = 0, at = 0; r < m; r++) {
+        k->rsup_start[r] = at;
+        for (int h = 0; h < 2; h++) {
+            int c = k->rcomp[2 * r + h];
+            for (int jj = c < 0 ? 0 : k->cj_start[c]; c >= 0 && jj < k->cj_start[c + 1]; jj++) {
+                const int *J = k->ji + JI * k->cj[jj];
+                if (J[1] == J_FREE)
+                    for (int d = 0; d < 3; d++)
+                        k->rsup[at++] = J[4] + d;
+                else if ((J[1] == J_REV || J[1] == J_PRI) && J[4] >= 0)
+                    k->rsup[at++] = J[4];
+            }
+        }
+        qsort(k->rsup + k->rsup_start[r], (size_t)(at - k->rsup_start[r]), sizeof(int), cmp_int);
+        for (int i = k->rsup_start[r]; i < at; i++)
+            if (k->rsup[i] < 0 || k->rsup[i] >= n)
+                goto done;
+        k->rsup_start[r + 1] = at;
+    }
+    for (int c = 0; c < nc; c++)                   /* the rows of each component */
+        crows_start[c + 1] += crows_start[c];
+    for (int c = 0; c <= nc; c++)
+        ccount[c] = 0;
+    for (int r = 0; r < m; r++)
+        for (int h = 0; h < 2; h++) {
+            int c = k->rcomp[2 * r + h];
+            if (c >= 0)
+                crows[crows_start[c] + ccount[c]++] = r;
+        }
+    size_t npr = 0, cap = (size_t)m + 1;           /* the pairs l <= r sharing a component */
+    k->pr = malloc(sizeof(int) * cap);
+    if (!k->pr)
+        goto done;
+    for (int r = 0; r < m; r++)
+        mark[r] = -1;
+    for (int r = 0; r < m; r++) {
+        k->pr_start[r] = (int)npr;
+        for (int h = 0; h < 2; h++) {
+            int c = k->rcomp[2 * r + h];
+            for (int i = c < 0 ? 0 : crows_start[c]; c >= 0 && i < crows_start[c + 1]; i++) {
+                int l = crows[i];
+                if (l > r || mark[l] == r)
+                    continue;
+                mark[l] = r;
+                if (npr == cap) {
+                    int *g = realloc(k->pr, sizeof(int) * (cap *= 2));
+                    if (!g)
+                        goto done;
+                    k->pr = g;
+                }
+                k->pr[npr++] = l;
+            }
+        }
+        if (mark[r] != r) {                        /* a row on no component (both ground) */
+            if (npr == cap) {
+                int *g = realloc(k->pr, sizeof(int) * (cap *= 2));
+                if (!g)
+                    goto done;
+                k->pr = g;
+            }
+            k->pr[npr++] = r;
+        }
+        qsort(k->pr + k->pr_start[r], npr - (size_t)k->pr_start[r], sizeof(int), cmp_int);
+        k->env[r] = k->pr[k->pr_start[r]];
+    }
+    k->pr_start[m] = (int)npr;
+    dense_envelope_last(k->env, m);
+    rc = OK;
+done:
+    free(ccount);
+    free(mark);
+    free(crows_start);
+    free(crows);
+    return rc;
+}
+
 int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
 {
     int n = k->n;
@@ -701,7 +882,7 @@ int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
     k->lwork = (int)(66 * mm + 16);
     k->work = calloc((size_t)k->lwork, sizeof(double));
     if (!k->work || !k->ri || !k->rd || !k->nzc || !k->nnz || !k->phi || !k->conv || !k->Dq || !k->Wt ||
-        !k->Sm || !k->Vm || !k->ev || !k->lam || !k->rr) {
+        !k->Sm || !k->Vm || !k->ev || !k->lam || !k->rr || row_structure(k) != OK) {
         k->m = 0;
         return ERR_ARGS;
     }
@@ -754,6 +935,14 @@ static void add_path(const Kernel *k, int b, const double *Q, const double *w, d
 static int rows(Kernel *k, int want_conv)
 {
     int m = k->m, n = k->n;
+    if (k->rows_dirty) {          /* new rows in place: their structure, Dq and W cleared */
+        if (row_structure(k) != OK) {
+            k->rows_dirty = 1;
+            return ERR_ARGS;
+        }
+        memset(k->Dq, 0, sizeof(double) * (size_t)m * (size_t)n);
+        memset(k->Wt, 0, sizeof(double) * (size_t)m * (size_t)n);
+    }
     for (int r = 0; r < m; r++) {
         const int *R = k->ri + RI * r;
         const double *P = k->rd + RD * r;
@@ -822,40 +1011,85 @@ static int rows(Kernel *k, int want_conv)
         k->phi[r] = sg * (val - P[6]);
         k->conv[r] = sg * cv;
         double *Dr = k->Dq + (size_t)r * n;
-        memset(Dr, 0, sizeof(double) * n);
+        const int *sup = k->rsup + k->rsup_start[r];
+        int ns = k->rsup_start[r + 1] - k->rsup_start[r];
+        for (int i = 0; i < ns; i++)       /* (Dq is zero off the row's coordinates) */
+            Dr[sup[i]] = 0.0;
         add_path(k, c, Qc, wc, Dr);
         add_path(k, p, Qp, wp, Dr);
         int *nz = k->nzc + (size_t)r * n, cnt = 0;
-        for (int j = 0; j < n; j++)
-            if (Dr[j] != 0.0)
-                nz[cnt++] = j;
+        for (int i = 0; i < ns; i++)
+            if (Dr[sup[i]] != 0.0)
+                nz[cnt++] = sup[i];
         k->nnz[r] = cnt;
     }
     return OK;
 }
 
-/* W = Mbar^-1 Dq' (rows of Wt) and S = Dq W, at the current articulated inertias */
+/* W = Mbar^-1 Dq' (rows of Wt; one bias-free pass over the row's components per row) and
+ * S = Dq W, at the current articulated inertias: S's lower envelope (k->env) is written, its
+ * entries between rows that share no component zero (dense.h reads only the envelope) */
 static int schur(Kernel *k)
 {
     int m = k->m, n = k->n, rc;
     for (int r = 0; r < m; r++)
-        if ((rc = solve_tau(k, k->Dq + (size_t)r * n, 0, k->Wt + (size_t)r * n)) != OK)
-            return rc;
+        for (int h = 0; h < 2; h++) {
+            int c = k->rcomp[2 * r + h];
+            if (c >= 0 && (rc = solve_tau_joints(k, k->Dq + (size_t)r * n, 0,
+                                                 k->Wt + (size_t)r * n,
+                                                 k->cj + k->cj_start[c],
+                                                 k->cj_start[c + 1] - k->cj_start[c])) != OK)
+                return rc;
+        }
     for (int r = 0; r < m; r++) {
         const double *Dr = k->Dq + (size_t)r * n;
         const int *nz = k->nzc + (size_t)r * n;
-        for (int l = 0; l <= r; l++) {
+        double *Sr = k->Sm + (size_t)r * m;
+        for (int l = k->env[r]; l <= r; l++)
+            Sr[l] = 0.0;
+        for (int i = k->pr_start[r]; i < k->pr_start[r + 1]; i++) {
+            int l = k->pr[i];
             const double *Wl = k->Wt + (size_t)l * n;
             double acc = 0.0;
-            for (int i = 0; i < k->nnz[r]; i++)
-                acc += Dr[nz[i]] * Wl[nz[i]];
-            k->Sm[r * m + l] = acc;
+            for (int j = 0; j < k->nnz[r]; j++)
+                acc += Dr[nz[j]] * Wl[nz[j]];
+            Sr[l] = acc;
         }
     }
-    for (int r = 0; r < m; r++)             /* symmetric: the lower triangle is computed */
-        for (int l = r + 1; l < m; l++)
-            k->Sm[r * m + l] = k->Sm[l * m + r];
     return OK;
+}
+
+/* acc (n, zeroed first when clear) += sign sum_r Wt[r] y[r] over the rows' coordinates, rows
+ * in order (each entry sums its terms as the dense product would, less the exact zeros) */
+static void add_wt(const Kernel *k, const double *y, double sign, double *acc, int clear)
+{
+    int m = k->m, n = k->n;
+    if (clear)
+        for (int j = 0; j < n; j++)
+            acc[j] = 0.0;
+    for (int r = 0; r < m; r++) {
+        const double *Wr = k->Wt + (size_t)r * n;
+        const int *sup = k->rsup + k->rsup_start[r];
+        int ns = k->rsup_start[r + 1] - k->rsup_start[r];
+        double yr = y[r];
+        if (sign < 0.0)
+            for (int i = 0; i < ns; i++)
+                acc[sup[i]] -= Wr[sup[i]] * yr;
+        else
+            for (int i = 0; i < ns; i++)
+                acc[sup[i]] += Wr[sup[i]] * yr;
+    }
+}
+
+/* Dq[r] . v over the row's non-zero entries */
+static double dq_dot(const Kernel *k, int r, const double *v)
+{
+    const double *Dr = k->Dq + (size_t)r * k->n;
+    const int *nz = k->nzc + (size_t)r * k->n;
+    double acc = 0.0;
+    for (int i = 0; i < k->nnz[r]; i++)
+        acc += Dr[nz[i]] * v[nz[i]];
+    return acc;
 }
 
 void mbk_set_eigensolver(Kernel *k, void *f) { k->syev = f; }
@@ -876,8 +1110,8 @@ static int psd_solve(Kernel *k, const double *rhs, double *y)
             }
         }
     }
-    return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work, k->lwork, rhs,
-                           y);
+    return dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work,
+                               k->lwork, RANK_RTOL, 1, rhs, y);
 }
 
 /* qdd with the loop rows, after kinematics and forces; lam in k->lam */
@@ -894,26 +1128,16 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
     if ((rc = schur(k)) != OK)
         return rc;
     for (int r = 0; r < m; r++) {
-        const double *Dr = k->Dq + (size_t)r * n;
-        double b = -k->conv[r], dq0 = 0.0;
-        if (k->mode == 2) {
-            double rate = 0.0;
-            for (int j = 0; j < n; j++)
-                rate += Dr[j] * qd[j];
-            b -= 2.0 * k->alpha * rate + k->beta * k->beta * k->phi[r];
-        }
-        for (int j = 0; j < n; j++)
-            dq0 += Dr[j] * k->qdd0[j];
-        k->rr[r] = dq0 - b;
+        double b = -k->conv[r];
+        if (k->mode == 2)
+            b -= 2.0 * k->alpha * dq_dot(k, r, qd) + k->beta * k->beta * k->phi[r];
+        k->rr[r] = dq_dot(k, r, k->qdd0) - b;
     }
     if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
         return rc;
-    for (int j = 0; j < n; j++) {
-        double acc = k->qdd0[j];
-        for (int r = 0; r < m; r++)
-            acc -= k->Wt[(size_t)r * n + j] * k->lam[r];
-        qdd[j] = acc;
-    }
+    if (qdd != k->qdd0)
+        memcpy(qdd, k->qdd0, sizeof(double) * n);
+    add_wt(k, k->lam, -1.0, qdd, 0);
     return OK;
 }
 
@@ -955,44 +1179,30 @@ static int project(Kernel *k, double t, double *y)
         if ((rc = articulate(k)) != OK || (rc = schur(k)) != OK)
             return rc;
         memcpy(rhs, k->phi, sizeof(double) * m);
-        for (int r = 0; done > 0 && r < m; r++) {       /* and Dq qd */
-            const double *Dr = k->Dq + (size_t)r * n;
-            double acc = 0.0;
-            for (int j = 0; j < n; j++)
-                acc += Dr[j] * qd[j];
-            rhs[m + r] = acc;
-        }
-        if ((rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, (syev_fn)k->syev, k->work, k->lwork,
-                                    PROJECTION_RTOL, done > 0 ? 2 : 1, rhs, sol)) != OK)
+        for (int r = 0; done > 0 && r < m; r++)        /* and Dq qd */
+            rhs[m + r] = dq_dot(k, r, qd);
+        if ((rc = dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, m, (syev_fn)k->syev, k->work,
+                                      k->lwork, PROJECTION_RTOL, done > 0 ? 2 : 1, rhs, sol))
+            != OK)
             return rc;
-        for (int j = 0; j < n; j++) {          /* the Newton correction W sol */
-            double acc = 0.0;
-            for (int r = 0; r < m; r++)
-                acc += k->Wt[(size_t)r * n + j] * sol[r];
-            step = fmax(step, fabs(acc));
-        }
+        double *dq = k->wacc, *dqd = k->wacc + n;
+        add_wt(k, sol, 1.0, dq, 1);            /* the Newton correction W sol */
+        for (int j = 0; j < n; j++)
+            step = fmax(step, fabs(dq[j]));
         if (done > 0 && dense_projection_settled(it, step, prev_step, k->proj_tol, scale, 11)) {
             /* a correction within tolerance is applied (it takes the residual to rounding;
              * Dq moves by less than the tolerance); a stalled one is not, its residual is
              * unknown. qd goes onto Dq qd = 0 with this Dq. */
             double small = step <= k->proj_tol * scale ? 1.0 : 0.0;
+            add_wt(k, sol + m, 1.0, dqd, 1);
             for (int j = 0; j < n; j++) {
-                double acc = 0.0, accd = 0.0;
-                for (int r = 0; r < m; r++) {
-                    acc += k->Wt[(size_t)r * n + j] * sol[r];
-                    accd += k->Wt[(size_t)r * n + j] * sol[m + r];
-                }
-                q[j] -= small * acc;
-                qd[j] -= accd;
+                q[j] -= small * dq[j];
+                qd[j] -= dqd[j];
             }
             return OK;
         }
-        for (int j = 0; j < n; j++) {
-            double acc = 0.0;
-            for (int r = 0; r < m; r++)
-                acc += k->Wt[(size_t)r * n + j] * sol[r];
-            q[j] -= acc;
-        }
+        for (int j = 0; j < n; j++)
+            q[j] -= dq[j];
         prev = err;
         prev_step = step;
     }
