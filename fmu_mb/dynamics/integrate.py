@@ -69,7 +69,7 @@ class Settings:
     another assembly branch), one of ASSEMBLY_CHECKS: "warn" logs it, "error" refuses.
     """
 
-    method: str = "dop853"
+    method: str = "dopri5"
     formulation: str = "auto"
     step: float = 1e-3
     rtol: float = 1e-9
