@@ -1,7 +1,8 @@
 """The integrators of the compiled engine at a 1 ms communication step, per model of models/.
 
-    python bench/integrators.py [--models double_pendulum spatial_chain ...] [--time 1.0]
-                                [--h 1e-3] [--rounds 5] [--out bench/results]
+    python bench/integrators.py [--models double_pendulum spatial_chain:N=16 ...]
+                                [--time 1.0] [--h 1e-3] [--rounds 5] [--exudyn]
+                                [--out bench/results]
 
 For every model the engine library runs (fmu_mb.engine.data.supported), with its default
 parameters and no input: a C host (compiled here, linked to the engine library with dlopen)
@@ -18,6 +19,12 @@ an FMU's doStep does, for `--time` seconds. Per setting it prints
 
 Settings: "default" (what Settings() gives, the FMU's default), rk4 with one step per
 communication step, dopri5 and dop853 at rtol 1e-6, 1e-9, 1e-12 (atol: the default 1e-11).
+A model is given by its file's stem, with build arguments after a colon (spatial_chain:N=16).
+
+--exudyn adds, for spatial_chain (revolute joints), Exudyn's KinematicTree with RK44 at one
+step per communication step (bench/spatial_chain.py's model of the same chain), its CPU per
+step from one SolveDynamic over the same time and its error against the same reference (its
+ODE2 coordinates are the same joint angles).
 """
 import argparse
 import ctypes
@@ -160,6 +167,63 @@ def run(exe, lib, blob, s, h, steps, every):
     return c, q
 
 
+def load(spec):
+    """A model of models/ from "name" or "name:KEY=VALUE,KEY=VALUE" (build arguments)."""
+    name, _, args = spec.partition(":")
+    kw = {}
+    for item in filter(None, args.split(",")):
+        k, _, v = item.partition("=")
+        kw[k] = int(v) if v.lstrip("-").isdigit() else v
+    return load_model(ROOT / "models" / f"{name}.py", **kw), kw
+
+
+def exudyn_rk44(n, t_end, h, rounds):
+    """(CPU s per step, final joint angles at every 0.1 s) of Exudyn RK44 on the chain."""
+    import time
+
+    import spatial_chain as SCB
+
+    best, setup, qs = np.inf, np.inf, None
+    saved = SCB.T_END
+    try:
+        samples = []
+        for _ in range(rounds):       # the run's CPU less that of a one-step run (set-up)
+            for t, key in ((t_end, "run"), (h, "setup")):
+                SCB.T_END = t
+                ex = SCB.Exudyn(n, "RK44")
+                c0 = time.process_time()
+                ex.run(h)
+                c = time.process_time() - c0
+                if key == "run":
+                    best = min(best, c)
+                else:
+                    setup = min(setup, c)
+        # the angles at every 0.1 s: one run per sample time (same fixed steps)
+        for k in range(1, int(round(t_end / 0.1)) + 1):
+            SCB.T_END = k * 0.1
+            samples.append(_exudyn_angles(SCB, n, h))
+        qs = np.array(samples)
+    finally:
+        SCB.T_END = saved
+    return (best - setup) / (int(round(t_end / h)) - 1), qs
+
+
+def _exudyn_angles(SCB, n, h):
+    ex = SCB.Exudyn(n, "RK44")
+    captured = {}
+    orig = SCB.tip_of_angles
+
+    def grab(q):
+        captured["q"] = np.array(q, float)
+        return orig(q)
+    SCB.tip_of_angles = grab
+    try:
+        ex.run(h)
+    finally:
+        SCB.tip_of_angles = orig
+    return captured["q"]
+
+
 def model_names(requested):
     if requested:
         return requested
@@ -180,6 +244,7 @@ def main(argv=None):
     ap.add_argument("--time", type=float, default=1.0)
     ap.add_argument("--h", type=float, default=1e-3)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--exudyn", action="store_true")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     steps = int(round(a.time / a.h))
@@ -194,8 +259,8 @@ def main(argv=None):
         tmp = Path(tmpd)
         exe = build_host(tmp)
         for name in model_names(a.models):
-            model = load_model(ROOT / "models" / f"{name}.py")
-            blob = tmp / f"{name}.bin"
+            model, kw = load(name)
+            blob = tmp / f"{name.replace(':', '_').replace('=', '').replace(',', '_')}.bin"
             blob.write_bytes(model_data(model).to_bytes(None))
             _, qref = run(exe, lib, blob, REFERENCE, a.h, steps, every)
             if qref is None or isinstance(qref, str):
@@ -213,6 +278,13 @@ def main(argv=None):
                         continue
                     best[key] = min(best[key], c)
                     err[key] = float(np.max(np.abs(q[:, 1:] - qref[:, 1:])))
+            if a.exudyn and name.startswith("spatial_chain") and \
+                    kw.get("joint", "revolute") == "revolute":
+                sys.path.insert(0, str(HERE))
+                c, qx = exudyn_rk44(n, a.time, a.h, a.rounds)
+                sets = sets + [("Exudyn RK44", None)]
+                best["Exudyn RK44"] = c
+                err["Exudyn RK44"] = float(np.max(np.abs(qx - qref[:, 1:])))
             prev = best[f"{PREVIOUS[0]} {PREVIOUS[1]:.0e}"]
             print(f"\n{name} ({n} coordinates)")
             print("| setting | CPU us/step | vs previous default | error |")

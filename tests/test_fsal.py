@@ -125,3 +125,24 @@ def test_rk4_after_an_adaptive_step():
             f.set_settings(s)
             f.do_step(H)
     assert np.array_equal(e.get_state(), f.get_state())
+
+
+def test_rtol_limits_the_step_at_a_short_communication_step():
+    """The heavy top spins fast: at 1 ms communication steps dopri5's error estimate exceeds
+    rtol 1e-12 and splits the steps, so a tighter rtol changes the result and brings it
+    closer to a reference (dop853, rtol 1e-12, steps of at most 0.1 ms); rtol 1e-6 and 1e-9
+    are not split on most models (the interval limits the step), so only the ordering of
+    the tight end is asserted."""
+    ref = Settings(method="dop853", rtol=1e-12, atol=1e-14, max_step=1e-4)
+
+    def final(s, steps=300):
+        _, e = _engine("heavy_top", s)
+        for _ in range(steps):
+            e.do_step(H)
+        st = e.get_state()
+        return st[1:1 + e.n]
+
+    q_ref = final(ref)
+    err = {r: np.max(np.abs(final(Settings(rtol=r)) - q_ref)) for r in (1e-6, 1e-12)}
+    assert err[1e-12] < err[1e-6] / 10, err
+    assert err[1e-12] < 1e-9, err
