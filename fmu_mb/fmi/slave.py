@@ -72,7 +72,7 @@ from .guard import INITIALIZATION, INSTANTIATED, GuardedSlave
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
 SOLVER_PARAMETERS = {
-    "solver.method": ("method", "dopri5", "1", f"integration method, one of {list(METHODS)}"),
+    "solver.method": ("method", "auto", "1", f"integration method, one of {list(METHODS)}"),
     "solver.formulation": ("formulation", "auto", "1",
                            f"formulation, one of {list(CHOICES)} (auto: the fastest that "
                            f"runs the model, logged at initialisation)"),
