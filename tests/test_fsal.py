@@ -146,3 +146,56 @@ def test_rtol_limits_the_step_at_a_short_communication_step():
     err = {r: np.max(np.abs(final(Settings(rtol=r)) - q_ref)) for r in (1e-6, 1e-12)}
     assert err[1e-12] < err[1e-6] / 10, err
     assert err[1e-12] < 1e-9, err
+
+
+def test_auto_method_rule():
+    """dop853 for an interval that dopri5's hint would split into 2 or more steps, starting
+    with the whole interval and leaving the hint grown by AUTO_GROW; else dopri5."""
+    from fmu_mb.dynamics.integrate import AUTO_GROW, AUTO_SPLIT, auto_method
+
+    assert auto_method(0.0, 1e-3) == ("dopri5", 0.0, None)          # first call
+    assert auto_method(2e-3, 1e-3) == ("dopri5", 2e-3, None)
+    assert auto_method(1e-3 / AUTO_SPLIT, 1e-3)[0] == "dopri5"
+    assert auto_method(1e-3 / AUTO_SPLIT * 0.999, 1e-3)[0] == "dop853"
+    m, h0, after = auto_method(1e-4, 1e-3)
+    assert (m, h0) == ("dop853", 1e-3) and after == pytest.approx(1e-4 * AUTO_GROW)
+
+
+def test_auto_is_dopri5_where_one_step_covers_the_interval():
+    """The double pendulum at 1 ms: dopri5's proposal stays above the interval, so the
+    default (auto) takes exactly dopri5's steps."""
+    a = _run("double_pendulum", Settings(), [("step",)] * 50, fresh=False)
+    b = _run("double_pendulum", Settings(method="dopri5"), [("step",)] * 50, fresh=False)
+    assert np.array_equal(a, b)
+
+
+def test_auto_switches_on_the_pendulum_chain_and_c_agrees_with_python():
+    """The pendulum chain's links whip: at rtol 1e-9 dopri5 splits the 1 ms interval, so
+    auto runs dop853 on some intervals (a result other than dopri5's, closer to the
+    reference); the engine's rule (engine.c) and integrate.stepper's give the same states."""
+    from fmu_mb import initial_state
+    from fmu_mb.dynamics.integrate import stepper
+
+    steps = 400
+    ref = _run("pendulum_chain", Settings(method="dop853", rtol=1e-12, atol=1e-14,
+                                          max_step=1e-4), [("step",)] * steps, fresh=False)
+    auto = _run("pendulum_chain", Settings(), [("step",)] * steps, fresh=False)
+    d5 = _run("pendulum_chain", Settings(method="dopri5"), [("step",)] * steps, fresh=False)
+    n = (auto.shape[1] - 2) // 2
+    err_auto = np.max(np.abs(auto[:, 1:1 + n] - ref[:, 1:1 + n]))
+    err_d5 = np.max(np.abs(d5[:, 1:1 + n] - ref[:, 1:1 + n]))
+    assert not np.array_equal(auto, d5)
+    assert err_auto < err_d5, (err_auto, err_d5)
+    # the Python path (integrate.stepper in the recursive formulation: the compiled kernel
+    # per interval, the rule in Python) against the engine's do_step
+    model = load_model(MODELS / "pendulum_chain.py")
+    s = Settings(formulation="recursive")
+    step = stepper(model, s)
+    st = initial_state(model, s)
+    u = np.zeros(len(model.inputs))
+    t = 0.0
+    for k in range(steps):
+        t += H                          # (the engine's time: the sum of the steps)
+        st = step(st, t, u)
+        assert np.max(np.abs(st.q - auto[k, 1:1 + n])) < 1e-12
+        assert st.h == pytest.approx(auto[k, -1], rel=1e-9)

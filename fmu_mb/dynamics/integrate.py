@@ -7,7 +7,7 @@ The index-1 form (seed 000 eq. 12) is an ODE in y = (x, xd). Methods:
 - "dopri5" (Dormand-Prince 5(4)) and "dop853" (8(5,3)): adaptive, error-controlled, with
   dense output (scipy's RK45 and DOP853 steppers);
 - "auto" (default): dopri5, or dop853 for a call whose interval dopri5's last step-size
-  proposal would split into 3 or more steps (`auto_method`); contact models run dopri5;
+  proposal would split into 2 or more steps (`auto_method`); contact models run dopri5;
 - "radau": implicit Radau IIA of order 5 for stiff models (scipy's Radau);
 - "euler": explicit forward Euler, fixed step (first order; for teaching and for the drift
   figure of seed 000 sec. 1.5);
@@ -40,10 +40,10 @@ from ..linalg import LazyModule
 
 METHODS = ("auto", "rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHODS
 #: method "auto": dop853 for an interval when dopri5's last step-size proposal is below the
-#: interval / AUTO_SPLIT (3 or more dopri5 steps of 6 right-hand sides against one dop853 step
-#: of 12); the proposal then grows by AUTO_GROW per interval so that dopri5 is tried again.
-#: The compiled engine has the same rule (engine.c, do_step).
-AUTO_SPLIT = 2.5
+#: interval / AUTO_SPLIT (2 or more dopri5 steps of 6 right-hand sides against one dop853 step
+#: of 12 at a smaller error); the proposal then grows by AUTO_GROW per interval so that
+#: dopri5 is tried again. The compiled engine has the same rule (engine.c, do_step).
+AUTO_SPLIT = 1.5
 AUTO_GROW = 1.1
 FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
@@ -288,7 +288,7 @@ def check_settings(model, settings):
 def auto_method(h, span):
     """Method "auto" for one call over an interval of length span from a state whose
     step-size hint is h: ("dop853", span, h * AUTO_GROW) when 0 < h < span / AUTO_SPLIT (the
-    interval would take dopri5 3 or more steps), else ("dopri5", h, None): (method, the hint
+    interval would take dopri5 2 or more steps), else ("dopri5", h, None): (method, the hint
     to start with, the hint to leave after the call, None: the method's own)."""
     if 0.0 < h < span / AUTO_SPLIT:
         return "dop853", span, h * AUTO_GROW
@@ -451,10 +451,16 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
         raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
                                f"t = {t:.9g} s: {exc}") from None
     steps = 0
+    hint = None
     while solver.status == "running":
         steps += 1
         _over_budget(settings, model, t, t_end, steps, solver.h_abs)
+        # the controller's proposal; a last step shortened to end at t_end and accepted
+        # leaves the larger of its own proposal and this one (integrators.h alike)
+        prop, t_before = min(solver.h_abs, settings.max_step), solver.t
         msg = solver.step()
+        if solver.t >= t_end and t_end - t_before < prop and solver.h_abs < prop:
+            hint = prop
         if solver.status == "failed":
             raise IntegrationError(f"model '{model.name}': the {settings.method} integrator "
                                    f"failed at t = {solver.t:.9g} s: {msg}")
@@ -465,7 +471,7 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
             if not np.array_equal(yp, solver.y):
                 solver.y = yp
                 solver.f = rhs(solver.t, yp)
-    return solver.y, solver.h_abs
+    return solver.y, solver.h_abs if hint is None else hint
 
 
 def _fixed_step(method, rhs, t, y, dt, k1):

@@ -101,11 +101,11 @@ int mbk_events_accelerations(void *ev, double t, const double *q, const double *
 #define DI 4
 
 /* method auto (3): dop853 for an interval when dopri5's last step-size proposal is below the
- * interval / AUTO_SPLIT (dopri5 would take 3 or more steps of 6 right-hand sides where dop853
- * takes one of 12), and the proposal then grows by AUTO_GROW per interval, so dopri5 is tried
- * again after a few; the contact event loop runs dopri5. The same rule in Python:
+ * interval / AUTO_SPLIT (dopri5 would take 2 or more steps of 6 right-hand sides where dop853
+ * takes one of 12, at a smaller error), and the proposal then grows by AUTO_GROW per
+ * interval, so dopri5 is tried again after a few; the contact event loop runs dopri5. The same rule in Python:
  * fmu_mb.dynamics.integrate.auto_method. */
-#define AUTO_SPLIT 2.5
+#define AUTO_SPLIT 1.5
 #define AUTO_GROW 1.1
 /* the method of the contact event loop (auto: dopri5) */
 #define EV_METHOD(e) ((e)->set.method == 3 ? 0 : (e)->set.method)

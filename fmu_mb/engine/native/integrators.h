@@ -335,9 +335,15 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
         *t_fail = tc;
         if (I->max_steps > 0 && ++taken > I->max_steps)
             return INTEG_ERR_BUDGET;
+        /* the controller's proposal; a last step shortened to end at t_end and accepted
+         * leaves the larger of its own proposal and this one (the next interval starts
+         * from the error estimate, not from the remainder the interval's end left) */
+        double prop = fmin(h_abs, max_step), t_before = tc;
         if ((rc = integ_rk_step(I, T, &tc, t_end, &h_abs, rtol, atol, max_step, nfev, NULL))
             != OK)
             return rc;
+        if (tc >= t_end && t_end - t_before < prop && h_abs < prop)
+            h_abs = prop;
         memcpy(yc, yn, sizeof(double) * m);
         memcpy(f, K + s * m, sizeof(double) * m);
         if (!integ_all_finite(yc, m)) {
