@@ -157,8 +157,9 @@ def test_auto_method_rule():
     assert auto_method(2e-3, 1e-3) == ("dopri5", 2e-3, None)
     assert auto_method(1e-3 / AUTO_SPLIT, 1e-3)[0] == "dopri5"
     assert auto_method(1e-3 / AUTO_SPLIT * 0.999, 1e-3)[0] == "dop853"
-    m, h0, after = auto_method(1e-4, 1e-3)
-    assert (m, h0) == ("dop853", 1e-3) and after == pytest.approx(1e-4 * AUTO_GROW)
+    m, h0, after = auto_method(3e-4, 1e-3)
+    assert (m, h0) == ("dop853", 1e-3) and after == pytest.approx(3e-4 * AUTO_GROW)
+    assert auto_method(1e-2, 1.0)[:2] == ("dop853", 0.1)    # (a long interval)
 
 
 def test_auto_is_dopri5_where_one_step_covers_the_interval():

@@ -287,11 +287,12 @@ def check_settings(model, settings):
 
 def auto_method(h, span):
     """Method "auto" for one call over an interval of length span from a state whose
-    step-size hint is h: ("dop853", span, h * AUTO_GROW) when 0 < h < span / AUTO_SPLIT (the
-    interval would take dopri5 2 or more steps), else ("dopri5", h, None): (method, the hint
-    to start with, the hint to leave after the call, None: the method's own)."""
+    step-size hint is h: ("dop853", min(span, 10 h), h * AUTO_GROW) when 0 < h < span /
+    AUTO_SPLIT (the interval would take dopri5 2 or more steps; dop853 starts at the largest
+    step the controller may grow to from h), else ("dopri5", h, None): (method, the hint to
+    start with, the hint to leave after the call, None: the method's own)."""
     if 0.0 < h < span / AUTO_SPLIT:
-        return "dop853", span, h * AUTO_GROW
+        return "dop853", min(span, 10.0 * h), h * AUTO_GROW
     return "dopri5", h, None
 
 

@@ -102,8 +102,9 @@ int mbk_events_accelerations(void *ev, double t, const double *q, const double *
 
 /* method auto (3): dop853 for an interval when dopri5's last step-size proposal is below the
  * interval / AUTO_SPLIT (dopri5 would take 2 or more steps of 6 right-hand sides where dop853
- * takes one of 12, at a smaller error), and the proposal then grows by AUTO_GROW per
- * interval, so dopri5 is tried again after a few; the contact event loop runs dopri5. The same rule in Python:
+ * takes one of 12, at a smaller error), its first step the smaller of the interval and 10
+ * times the proposal; the proposal then grows by AUTO_GROW per interval, so dopri5 is tried
+ * again after a few; the contact event loop runs dopri5. The same rule in Python:
  * fmu_mb.dynamics.integrate.auto_method. */
 #define AUTO_SPLIT 1.5
 #define AUTO_GROW 1.1
@@ -2033,7 +2034,7 @@ static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *
         if (h0 > 0.0 && h0 < h / AUTO_SPLIT) {
             method = 1;
             h_after = h0 * AUTO_GROW;
-            h0 = h;
+            h0 = fmin(h, 10.0 * h0);
         }
     }
     double par[10] = {e->t, t_end, h0, fmax(e->set.rtol, 100 * 2.220446049250313e-16),
