@@ -6,6 +6,8 @@ The index-1 form (seed 000 eq. 12) is an ODE in y = (x, xd). Methods:
   most `settings.step`, so any communication step works);
 - "dopri5" (Dormand-Prince 5(4)) and "dop853" (8(5,3)): adaptive, error-controlled, with
   dense output (scipy's RK45 and DOP853 steppers);
+- "auto" (default): dopri5, or dop853 for a call whose interval dopri5's last step-size
+  proposal would split into 2 or more steps (`auto_method`); contact models run dopri5;
 - "radau": implicit Radau IIA of order 5 for stiff models (scipy's Radau);
 - "euler": explicit forward Euler, fixed step (first order; for teaching and for the drift
   figure of seed 000 sec. 1.5);
@@ -36,7 +38,13 @@ from .state import State
 from .work import charge
 from ..linalg import LazyModule
 
-METHODS = ("rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHODS
+METHODS = ("auto", "rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHODS
+#: method "auto": dop853 for an interval when dopri5's last step-size proposal is below the
+#: interval / AUTO_SPLIT (2 or more dopri5 steps of 6 right-hand sides against one dop853 step
+#: of 12 at a smaller error); the proposal then grows by AUTO_GROW per interval so that
+#: dopri5 is tried again. The compiled engine has the same rule (engine.c, do_step).
+AUTO_SPLIT = 1.5
+AUTO_GROW = 1.1
 FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
 ASSEMBLY_CHECKS = ("warn", "error")     # Settings.assembly
@@ -49,7 +57,7 @@ _RESOLVED = weakref.WeakKeyDictionary()     # model -> {(Settings, coords): Sett
 class Settings:
     """Solver settings.
 
-    method : one of METHODS; formulation : "auto" (the fastest formulation that runs the
+    method : one of METHODS ("auto": dopri5 or dop853 per call, see auto_method); formulation : "auto" (the fastest formulation that runs the
     model, `formulation_for(model)` says which) or one of formulations.FORMULATIONS; step :
     fixed step of rk4, euler, generalized_alpha and trapezoidal [s] (an interval is split into
     equal steps no longer than this); rtol, atol : tolerances of the adaptive methods;
@@ -69,7 +77,7 @@ class Settings:
     another assembly branch), one of ASSEMBLY_CHECKS: "warn" logs it, "error" refuses.
     """
 
-    method: str = "dop853"
+    method: str = "auto"
     formulation: str = "auto"
     step: float = 1e-3
     rtol: float = 1e-9
@@ -259,7 +267,7 @@ def check_settings(model, settings):
                              f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
     if _fr.has_friction(model) and settings.formulation != "newton_euler" and not (
             settings.formulation == "recursive" and model.spatial
-            and settings.method in ("rk4", "dopri5", "dop853")):
+            and settings.method in ("rk4", "dopri5", "dop853", "auto")):
         fr = [c.name for c in model.contacts if c.friction > 0.0]
         raise InputError(f"model '{model.name}': its contacts {fr} have Coulomb friction, "
                          f"which runs in formulation 'newton_euler' (and for spatial models "
@@ -275,6 +283,17 @@ def check_settings(model, settings):
         for i, c in enumerate(model.contacts):
             if c.method == "reduction":
                 singular_position(model, i, settings.formulation)
+
+
+def auto_method(h, span):
+    """Method "auto" for one call over an interval of length span from a state whose
+    step-size hint is h: ("dop853", min(span, 10 h), h * AUTO_GROW) when 0 < h < span /
+    AUTO_SPLIT (the interval would take dopri5 2 or more steps; dop853 starts at the largest
+    step the controller may grow to from h), else ("dopri5", h, None): (method, the hint to
+    start with, the hint to leave after the call, None: the method's own)."""
+    if 0.0 < h < span / AUTO_SPLIT:
+        return "dop853", min(span, 10.0 * h), h * AUTO_GROW
+    return "dopri5", h, None
 
 
 def advance(model, state, t_end, u=None, settings=None):
@@ -299,6 +318,14 @@ def advance(model, state, t_end, u=None, settings=None):
     if settings.formulation == "auto":
         settings = settings.for_model(model, state.coords)
     check_spatial(model, settings)
+    if settings.method == "auto":
+        if model.contacts:                       # the event loop: dopri5
+            settings = replace(settings, method="dopri5")
+        else:
+            method, h0, h_after = auto_method(state.h, t_end - t0)
+            out = advance(model, replace(state, h=h0), t_end, u,
+                          replace(settings, method=method))
+            return out if h_after is None else replace(out, h=float(h_after))
     if model.contacts:
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
@@ -339,6 +366,20 @@ def stepper(model, settings=None):
     advance() reports), it is advance() itself."""
     settings = (settings or Settings()).for_model(model)
     check_settings(model, settings)
+    if settings.method == "auto":
+        if model.contacts:                       # the event loop: dopri5
+            settings = replace(settings, method="dopri5")
+        else:
+            steps = {m: stepper(model, replace(settings, method=m))
+                     for m in ("dopri5", "dop853")}
+
+            def step_auto(state, t_end, u):
+                if not state.t < t_end < math.inf:
+                    return advance(model, state, t_end, u, settings)
+                method, h0, h_after = auto_method(state.h, t_end - state.t)
+                out = steps[method](replace(state, h=h0), t_end, u)
+                return out if h_after is None else replace(out, h=float(h_after))
+            return step_auto
     form = get_formulation(settings.formulation)
     fast = None
     if form.cosim_stepper is not None:     # (contacts: recursive's C event loop, or None)
@@ -411,10 +452,16 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
         raise IntegrationError(f"model '{model.name}': cannot start the integrator at "
                                f"t = {t:.9g} s: {exc}") from None
     steps = 0
+    hint = None
     while solver.status == "running":
         steps += 1
         _over_budget(settings, model, t, t_end, steps, solver.h_abs)
+        # the controller's proposal; a last step shortened to end at t_end and accepted
+        # leaves the larger of its own proposal and this one (integrators.h alike)
+        prop, t_before = min(solver.h_abs, settings.max_step), solver.t
         msg = solver.step()
+        if solver.t >= t_end and t_end - t_before < prop and solver.h_abs < prop:
+            hint = prop
         if solver.status == "failed":
             raise IntegrationError(f"model '{model.name}': the {settings.method} integrator "
                                    f"failed at t = {solver.t:.9g} s: {msg}")
@@ -425,7 +472,7 @@ def _adaptive(rhs, t, y, t_end, h, model, form, project, settings):
             if not np.array_equal(yp, solver.y):
                 solver.y = yp
                 solver.f = rhs(solver.t, yp)
-    return solver.y, solver.h_abs
+    return solver.y, solver.h_abs if hint is None else hint
 
 
 def _fixed_step(method, rhs, t, y, dt, k1):

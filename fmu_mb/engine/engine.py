@@ -23,7 +23,7 @@ from . import kernel as _kernel
 
 NATIVE = Path(__file__).resolve().parent / "native"
 SOURCE = NATIVE / "engine.c"
-METHODS = {"dopri5": 0, "dop853": 1, "rk4": 2}
+METHODS = {"dopri5": 0, "dop853": 1, "rk4": 2, "auto": 3}   # (auto: engine.c do_step)
 STABILIZATIONS = {"none": 0, "projection": 1, "baumgarte": 2}
 OK, DISCARD, ERROR = 0, 1, 2
 #: a contact's record in the engine state (engine.h mbe_get_state; events.c's order)

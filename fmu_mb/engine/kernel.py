@@ -504,7 +504,7 @@ class TreeKernel:
         self._lock = threading.Lock()    # one workspace per model; ctypes drops the GIL
         self._y = np.zeros(2 * n)
         self._u = np.zeros(max(1, self.n_inputs))
-        self._par = np.zeros(9)    # t, t_end, h, rtol, atol, max_step, step, t_fail, max_steps
+        self._par = np.zeros(10)    # t, t_end, h, rtol, atol, max_step, step, t_fail, max_steps, fsal (0)
         self._nfev = np.zeros(1, dtype=np.intc)
         self._out = np.zeros((4, 3 * nb))
         self._qdd = np.zeros(max(1, n))
@@ -669,7 +669,7 @@ def bound_advance(kern, lib_advance, method, rtol, atol, max_step, step, set_sta
     array. set_stab(*stab) sets the drift control under the kernel's lock before each call
     (None: nothing to set). Errors as the kernel's advance()."""
     code = METHOD_CODES[method]
-    par = np.zeros(9)     # t, t_end, h, rtol, atol, max_step, step, t_fail, max_steps
+    par = np.zeros(10)     # t, t_end, h, rtol, atol, max_step, step, t_fail, max_steps, fsal (0)
     par[3:7] = (max(rtol, 100 * np.finfo(float).eps), atol,
                 max_step if np.isfinite(max_step) else 1e300, step or 0.0)
     par[8] = max_steps

@@ -366,7 +366,7 @@ class SpatialKernel:
         self._qdd = np.zeros(n + 1)
         self._u = np.zeros(self.n_inputs + 1)
         self._lam = np.zeros(self.m + 3 * self.n_contacts + 1)
-        self._par = np.zeros(9)
+        self._par = np.zeros(10)
         self._nfev = np.zeros(1, dtype=np.intc)
         self._stab = None
 
@@ -589,7 +589,7 @@ class SpatialKernel:
             self._y[:n], self._y[n:2 * n] = q, qd
             self._set_u(u)
             self._par[:] = (t, t_end, h, rtol, atol, max_step if np.isfinite(max_step)
-                            else 1e300, step or 0.0, t, max_steps)
+                            else 1e300, step or 0.0, t, max_steps, 0.0)
             rc = self.lib.sk_advance(self.handle, code, self._par.ctypes.data,
                                      self._y.ctypes.data, self._u.ctypes.data,
                                      self._nfev.ctypes.data)

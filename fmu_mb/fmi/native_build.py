@@ -45,7 +45,7 @@ SOLVER_IDS = {"solver.method": 0, "solver.formulation": 1, "solver.stabilization
               "solver.contact_tol": 10, "solver.contact_velocity": 11, "solver.event_tol": 12, "solver.assembly": 13}
 
 #: what the native FMU runs (fmi2_native.c refuses the rest at fmi2ExitInitializationMode)
-NATIVE_METHODS = ("dop853", "dopri5", "rk4")
+NATIVE_METHODS = ("auto", "dopri5", "dop853", "rk4")
 NATIVE_FORMULATIONS = ("auto", "recursive")
 
 VT = {"Real": 0, "Integer": 1, "Boolean": 2, "String": 3}

@@ -73,7 +73,7 @@ from .guard import INITIALIZATION, INSTANTIATED, TIME_BOUND, GuardedSlave
 
 #: solver settings exposed as FMU parameters: name -> (Settings field, default, unit, text)
 SOLVER_PARAMETERS = {
-    "solver.method": ("method", "dop853", "1", f"integration method, one of {list(METHODS)}"),
+    "solver.method": ("method", "auto", "1", f"integration method, one of {list(METHODS)}"),
     "solver.formulation": ("formulation", "auto", "1",
                            f"formulation, one of {list(CHOICES)} (auto: the fastest that "
                            f"runs the model, logged at initialisation)"),

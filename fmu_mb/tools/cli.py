@@ -127,7 +127,7 @@ def _parser():
     s.add_argument("--input", type=_assignment, action="append", default=[],
                    metavar="NAME=VALUE", help="constant input value")
     s.add_argument("--formulation", default="auto", choices=CHOICES)
-    s.add_argument("--method", default="dop853", choices=METHODS)
+    s.add_argument("--method", default="auto", choices=METHODS)
     s.add_argument("--stabilization", default="projection", choices=STABILIZATIONS)
     s.add_argument("--rtol", type=_positive, default=1e-9)
     s.add_argument("--atol", type=_positive, default=1e-11)

@@ -100,6 +100,17 @@ int mbk_events_accelerations(void *ev, double t, const double *q, const double *
 #define RD 8
 #define DI 4
 
+/* method auto (3): dop853 for an interval when dopri5's last step-size proposal is below the
+ * interval / AUTO_SPLIT (dopri5 would take 2 or more steps of 6 right-hand sides where dop853
+ * takes one of 12, at a smaller error), its first step the smaller of the interval and 10
+ * times the proposal; the proposal then grows by AUTO_GROW per interval, so dopri5 is tried
+ * again after a few; the contact event loop runs dopri5. The same rule in Python:
+ * fmu_mb.dynamics.integrate.auto_method. */
+#define AUTO_SPLIT 1.5
+#define AUTO_GROW 1.1
+/* the method of the contact event loop (auto: dopri5) */
+#define EV_METHOD(e) ((e)->set.method == 3 ? 0 : (e)->set.method)
+
 struct MbEngine {
     /* the data (copied): ints, the doubles as given (base) and as patched by the parameters */
     int nints, ndoubles, ncode, nconst, nchars;
@@ -115,6 +126,11 @@ struct MbEngine {
     MbeSettings set;
     int initialized;
     double t, h, *y;           /* the state: t, y = (q, qd), the integrator's next step */
+    /* first same as last: f(fsal_t, fsal_y) with inputs fsal_u, the last dopri5/dop853
+     * step's final stage, reused by the next step when t, y and the inputs are still those
+     * (bit for bit) and no parameter or setting changed since (fsal = 1: valid) */
+    int fsal;
+    double fsal_t, *fsal_f, *fsal_y, *fsal_u;
     /* workspace */
     double *ytmp, *qdd, *q2, *qd2, *x, *xd, *xdd, *xa, *xda, *f, *phi, *phit, *D, *D2, *A,
         *S, *V, *w, *rhs, *lam, *r, *xe, *xde, *u0, *eout;
@@ -805,7 +821,7 @@ void mbe_free(MbEngine *e)
         free_events(e, e->ev);
     if (e->kern)
         free_kernel(e, e->kern);
-    void *p[] = {e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
+    void *p[] = {e->fsal_f, e->fsal_y, e->fsal_u, e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup};
@@ -883,7 +899,7 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         mbe_free(e);
         return NULL;
     }
-    e->set.method = 1;
+    e->set.method = 3;
     e->set.rtol = 1e-9;
     e->set.atol = 1e-11;
     e->set.step = 1e-3;
@@ -900,7 +916,10 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     for (int i = 0; i < e->np; i++)
         e->params[i] = DA(e, A_DPARAM)[3 * i];
     e->y = zalloc(2 * n, sizeof(double));
-    e->ytmp = zalloc(2 * n, sizeof(double));
+    e->ytmp = zalloc(4 * n, sizeof(double));          /* (q, qd) and f for the kernels */
+    e->fsal_f = zalloc(2 * n, sizeof(double));
+    e->fsal_y = zalloc(2 * n, sizeof(double));
+    e->fsal_u = zalloc(e->ni, sizeof(double));
     e->qdd = zalloc(n, sizeof(double));
     e->q2 = zalloc(n, sizeof(double));
     e->qd2 = zalloc(n, sizeof(double));
@@ -929,7 +948,8 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     if (!e->params || !e->y || !e->ytmp || !e->qdd || !e->q2 || !e->qd2 || !e->x || !e->xd ||
         !e->xdd || !e->xa || !e->xda || !e->f || !e->phi || !e->phit || !e->D || !e->D2 ||
         !e->A || !e->S || !e->V || !e->w || !e->rhs || !e->lam || !e->r || !e->xe ||
-        !e->xde || !e->u0 || !e->eout || !e->ogroup) {
+        !e->xde || !e->u0 || !e->eout || !e->ogroup || !e->fsal_f || !e->fsal_y ||
+        !e->fsal_u) {
         mbe_free(e);
         msg(err, errlen, "out of memory");
         return NULL;
@@ -1079,6 +1099,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
     free(old);
     free_kernel(e, e->kern);
     e->kern = k;
+    e->fsal = 0;
     if (e->ev)
         free_events(e, e->ev);
     e->ev = ev;
@@ -1094,8 +1115,8 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
         return MBE_ERROR;
     }
     const char *bad = NULL;
-    if (s->method < 0 || s->method > 2)
-        bad = "method must be 0 (dopri5), 1 (dop853) or 2 (rk4)";
+    if (s->method < 0 || s->method > 3)
+        bad = "method must be 0 (dopri5), 1 (dop853), 2 (rk4) or 3 (auto)";
     else if (!(s->rtol > 0 && isfinite(s->rtol)))
         bad = "rtol must be a finite number > 0";
     else if (!(s->atol > 0 && isfinite(s->atol)))
@@ -1124,6 +1145,7 @@ MbeStatus mbe_set_settings(MbEngine *e, const MbeSettings *s, char *err, size_t 
         return MBE_ERROR;
     }
     e->set = *s;
+    e->fsal = 0;
     contact_defaults(e, &e->set);
     if (e->kind == 1)
         sk_set_stabilization(e->kern, s->stabilization, s->alpha, s->beta, s->proj_tol);
@@ -1977,7 +1999,7 @@ static double work_unit(const MbEngine *e)
 static void budget_cause(const MbEngine *e, const double *u, double t0, double t_end,
                          double t_fail, double evals, char *out, size_t cap)
 {
-    int stages = e->set.method == 1 ? 13 : e->set.method == 0 ? 7 : 4;
+    int stages = e->set.method == 1 ? 13 : e->set.method == 2 ? 4 : 7;
     double steps = fmax(1.0, evals / stages), avg = (t_fail - t0) / steps;
     int big = -1;
     double umax = 0.0;
@@ -2042,19 +2064,37 @@ static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *
                     ? e->set.max_steps : (double)MBE_HARD_MAX_STEPS;
     if (e->ncon) {
         /* the event loop's steps that the work budget pays for */
-        int stages = e->set.method == 1 ? 12 : e->set.method == 0 ? 6 : 4;
+        int stages = EV_METHOD(e) == 1 ? 12 : EV_METHOD(e) == 0 ? 6 : 4;
         double paid = floor(MBE_WORK_BUDGET / (work_unit(e) * (stages + 16)));
         return events_step(e, t_end, uu, fmax(1.0, fmin(floor(budget), paid)), stop, impact,
                            err, errlen);
     }
-    double par[9] = {e->t, t_end, e->h, fmax(e->set.rtol, 100 * 2.220446049250313e-16),
-                     e->set.atol, isfinite(e->set.max_step) ? e->set.max_step : 1e300,
-                     e->set.step, e->t, floor(budget)};
+    /* f(t, y) from the last step when nothing it depends on changed since (bit for bit) */
+    int reuse = e->fsal && e->fsal_t == e->t &&
+                !memcmp(e->fsal_y, e->y, sizeof(double) * 2 * n) &&
+                (!e->ni || !memcmp(e->fsal_u, uu, sizeof(double) * e->ni));
+    /* auto (3): dopri5, or dop853 for this interval when dopri5's last step-size proposal
+     * is below the interval / AUTO_SPLIT (fmu_mb.dynamics.integrate.auto_method) */
+    int method = e->set.method;
+    double h0 = e->h, h_after = -1.0;
+    if (method == 3) {
+        method = 0;
+        if (h0 > 0.0 && h0 < h / AUTO_SPLIT) {
+            method = 1;
+            h_after = h0 * AUTO_GROW;
+            h0 = fmin(h, 10.0 * h0);
+        }
+    }
+    double par[10] = {e->t, t_end, h0, fmax(e->set.rtol, 100 * 2.220446049250313e-16),
+                      e->set.atol, isfinite(e->set.max_step) ? e->set.max_step : 1e300,
+                      e->set.step, e->t, floor(budget), reuse ? 2.0 : 1.0};
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
+    if (reuse)
+        memcpy(e->ytmp + 2 * n, e->fsal_f, sizeof(double) * 2 * n);
     double unit = work_unit(e);
     (e->kind == 1 ? sk_set_budget : mbk_set_budget)(e->kern, MBE_WORK_BUDGET, unit);
-    int rc = (e->kind == 1 ? sk_advance : mbk_advance)(e->kern, e->set.method, par, e->ytmp,
-                                                         uu, &nfev);
+    int rc = (e->kind == 1 ? sk_advance : mbk_advance)(e->kern, method, par, e->ytmp, uu,
+                                                         &nfev);
     double spent = (e->kind == 1 ? sk_spent : mbk_spent)(e->kern);
     (e->kind == 1 ? sk_set_budget : mbk_set_budget)(e->kern, 0.0, 0.0);
     if (rc == MBE_WORK_CODE || rc == 7) {
@@ -2081,7 +2121,15 @@ static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *
         }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
     e->t = t_end;
-    e->h = par[2];
+    e->h = h_after >= 0.0 ? h_after : par[2];
+    e->fsal = par[9] == 2.0;
+    if (e->fsal) {
+        e->fsal_t = t_end;
+        memcpy(e->fsal_f, e->ytmp + 2 * n, sizeof(double) * 2 * n);
+        memcpy(e->fsal_y, e->y, sizeof(double) * 2 * n);
+        if (e->ni)
+            memcpy(e->fsal_u, uu, sizeof(double) * e->ni);
+    }
     return MBE_OK;
 }
 
@@ -2111,16 +2159,16 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
     memcpy(e->rectmp, e->rec, sizeof(double) * e->nrec * e->ncon);
     int rc;
     if (e->kind == 1)                            /* spatial: spatial_events.c's loop */
-        rc = stop ? sk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
+        rc = stop ? sk_advance_events_to_impact(e->ev, EV_METHOD(e), par, e->ytmp, uu,
                                                 e->rectmp, &hit)
-                  : sk_advance_events(e->ev, e->set.method, par, e->ytmp, uu, e->rectmp);
+                  : sk_advance_events(e->ev, EV_METHOD(e), par, e->ytmp, uu, e->rectmp);
     else
-        rc = stop ? mbk_advance_events_to_impact(e->ev, e->set.method, par, e->ytmp, uu,
+        rc = stop ? mbk_advance_events_to_impact(e->ev, EV_METHOD(e), par, e->ytmp, uu,
                                                  e->rectmp, &hit)
-                  : mbk_advance_events(e->ev, e->set.method, par, e->ytmp, uu, e->rectmp);
+                  : mbk_advance_events(e->ev, EV_METHOD(e), par, e->ytmp, uu, e->rectmp);
     if (rc == 7) {                               /* the steps the budget pays for */
         char why[400];
-        int stages = e->set.method == 1 ? 12 : e->set.method == 0 ? 6 : 4;
+        int stages = EV_METHOD(e) == 1 ? 12 : EV_METHOD(e) == 0 ? 6 : 4;
         budget_cause(e, uu, e->t, t_end, par[14], par[15] * (stages + 1), why, sizeof why);
         msg(err, errlen, "the step from t = %.9g s to %.9g s was stopped after %.0f integrator "
             "steps of the contact event loop: %s was used up; %s; the state is kept", e->t,

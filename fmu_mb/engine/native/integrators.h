@@ -37,6 +37,12 @@ typedef struct {
     int (*post)(void *ctx, double t, double *y, int *moved);   /* drift control at t */
     void *ctx;
     long max_steps;        /* most steps (accepted and rejected) of one integ_advance; 0: no limit */
+    /* first same as last across calls of integ_advance (NULL: none): fsal (m) holds f(t, y)
+     * on entry when *fsal_state == 2 (the caller vouches that t, y, the inputs and the model
+     * are those of the last call's end); on return *fsal_state = 2 with f(t_end, y) in fsal
+     * after dopri5 and dop853, 1 otherwise (rk4 ends without f, or a failure) */
+    double *fsal;
+    int *fsal_state;
 } Integ;
 
 /* integ_advance stopped after I->max_steps steps (the caller's budget; y is unchanged) */
@@ -238,8 +244,10 @@ static int integ_rk_step(const Integ *I, const Tableau *T, double *tc_io, double
 
 /*
  * Integrate y (m) from t to t_end. method 0: dopri5, 1: dop853 (adaptive, scipy's step-size
- * control, first step h_io when > 0), 2: rk4 with steps of at most `step`. I->post runs after
- * every accepted step. On success y holds the state at t_end and h_io the step-size hint to
+ * control, first step h_io when > 0, no larger than the error estimate allows: a step whose
+ * estimate exceeds the tolerance is rejected and retried shorter), 2: rk4 with steps of at
+ * most `step`. I->post runs after every accepted step; f at the start comes from I->fsal
+ * when the caller vouches for it (first same as last across communication steps). On success y holds the state at t_end and h_io the step-size hint to
  * continue with; on failure y is unchanged and t_fail holds the time.
  */
 static int integ_advance(const Integ *I, int method, double t, double t_end, double *y,
@@ -253,6 +261,8 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
     if (m == 0)                                /* no coordinates: nothing moves */
         return OK;
     if (method == 2) {
+        if (I->fsal)
+            *I->fsal_state = 1;
         double span = t_end - t;
         double ns = ceil(span / step - 1e-9);
         long nsteps = ns < 1.0 ? 1 : (long)ns;
@@ -300,9 +310,16 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
     double *yc = K + (s + 1) * m, *f = K;      /* K rows 0..s, then the current y */
     memcpy(yc, y, sizeof(double) * m);
     double tc = t;
-    if ((rc = I->rhs(I->ctx, tc, yc, f)) != OK)
-        return rc;
-    *nfev += 1;
+    if (I->fsal && *I->fsal_state == 2) {
+        memcpy(f, I->fsal, sizeof(double) * m);    /* the last call's final stage */
+        *I->fsal_state = 1;
+    } else {
+        if (I->fsal)
+            *I->fsal_state = 1;
+        if ((rc = I->rhs(I->ctx, tc, yc, f)) != OK)
+            return rc;
+        *nfev += 1;
+    }
     double h_abs = *h_io;
     if (h_abs > 0.0) {
         if (h_abs > t_end - t)
@@ -318,9 +335,15 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
         *t_fail = tc;
         if (I->max_steps > 0 && ++taken > I->max_steps)
             return INTEG_ERR_BUDGET;
+        /* the controller's proposal; a last step shortened to end at t_end and accepted
+         * leaves the larger of its own proposal and this one (the next interval starts
+         * from the error estimate, not from the remainder the interval's end left) */
+        double prop = fmin(h_abs, max_step), t_before = tc;
         if ((rc = integ_rk_step(I, T, &tc, t_end, &h_abs, rtol, atol, max_step, nfev, NULL))
             != OK)
             return rc;
+        if (tc >= t_end && t_end - t_before < prop && h_abs < prop)
+            h_abs = prop;
         memcpy(yc, yn, sizeof(double) * m);
         memcpy(f, K + s * m, sizeof(double) * m);
         if (!integ_all_finite(yc, m)) {
@@ -341,6 +364,10 @@ static int integ_advance(const Integ *I, int method, double t, double t_end, dou
     }
     memcpy(y, yc, sizeof(double) * m);
     *h_io = h_abs;
+    if (I->fsal) {                                 /* f(t_end, y) for the next call */
+        memcpy(I->fsal, f, sizeof(double) * m);
+        *I->fsal_state = 2;
+    }
     return OK;
 }
 

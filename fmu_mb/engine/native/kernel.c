@@ -1378,17 +1378,27 @@ static Integ integ(Kernel *k, Rhs *ctx, int drift_control)
 /*
  * Integrate y = (q, qd) from t to t_end with inputs u held constant (integ_advance):
  * par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out), max_steps (0: no
- * limit)]
+ * limit), fsal (in/out)]; fsal 0: y holds (q, qd) only; 1 or 2: y holds (q, qd, f) with f
+ * (2 n) = f(t, y) on entry when 2, and 2 on return when f = f(t_end, y) (Integ.fsal)
  */
 int mbk_advance(Kernel *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     Rhs ctx = {k, u};
     Integ I = integ(k, &ctx, 1);
     I.max_steps = (long)par[8];
+    int fs = par[9] == 2.0 ? 2 : 1;
+    if (par[9] != 0.0) {
+        I.fsal = y + 2 * k->n;
+        I.fsal_state = &fs;
+    }
     int rc = integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
                            par[6], nfev, &par[7]);
-    if (rc == OK && k->nd)              /* the prescribed coordinates exactly at t_end */
+    if (rc == OK && k->nd) {            /* the prescribed coordinates exactly at t_end */
         prescribe_state(k, par[1], y);
+        fs = 1;                         /* (f was of the integrated y) */
+    }
+    if (par[9] != 0.0)
+        par[9] = fs;
     return rc;
 }
 

@@ -2111,7 +2111,8 @@ static int post(void *ctx, double t, double *y, int *moved)
 }
 
 /* par = [t, t_end, h (in/out), rtol, atol, max_step, step, t_fail (out), max_steps (0: no
- * limit)]; u the inputs */
+ * limit), fsal (in/out, as the planar mbk_advance: 1 or 2 when y holds (q, qd, f))]; u the
+ * inputs */
 int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *nfev)
 {
     sk_set_inputs(k, u);
@@ -2120,10 +2121,14 @@ int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *
         par[7] = par[0];
         return OK;
     }
+    int fs = par[9] == 2.0 ? 2 : 1;
     Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, post, k,
-               (long)par[8]};
-    return integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
-                         par[6], nfev, &par[7]);
+               (long)par[8], par[9] != 0.0 ? y + 2 * k->n : NULL, &fs};
+    int rc = integ_advance(&I, method, par[0], par[1], y, &par[2], par[3], par[4], par[5],
+                           par[6], nfev, &par[7]);
+    if (par[9] != 0.0)
+        par[9] = fs;
+    return rc;
 }
 
 /* One accepted dopri5 (method 0) or dop853 (1) step for an event loop that keeps the dense

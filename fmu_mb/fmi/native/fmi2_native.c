@@ -529,7 +529,7 @@ static double solver_number_or_0(const Inst* in, int id)
 /* The solver settings from the solver.* variables; 0, or -1 with the reason in in->err. */
 static int make_settings_quiet(Inst* in, MbeSettings* s)
 {
-    static const char* const native_methods[] = {"dopri5", "dop853", "rk4", NULL};
+    static const char* const native_methods[] = {"dopri5", "dop853", "rk4", "auto", NULL};
     static const char* const native_forms[] = {"auto", "recursive", NULL};
     static const char* const stabs[] = {"none", "projection", "baumgarte", NULL};
     char list[512], shown[160];
@@ -542,12 +542,12 @@ static int make_settings_quiet(Inst* in, MbeSettings* s)
         echo(shown, sizeof shown, m);
         if (one_of(m, FMU_PY_METHODS) >= 0) {
             return snprintf(in->err, sizeof in->err, "solver.method = %s runs only in the Python FMU of "
-                       "this model; this native FMU runs 'dop853', 'dopri5' and 'rk4' (rebuild "
+                       "this model; this native FMU runs 'auto', 'dopri5', 'dop853' and 'rk4' (rebuild "
                        "with fmu-mb build --python MODEL.py for %s)", shown, shown), -1;
         }
         join(list, sizeof list, FMU_PY_METHODS);
         return snprintf(in->err, sizeof in->err, "solver.method = %s is not a method; valid values are "
-                   "'dop853', 'dopri5', 'rk4' (the Python FMU also has %s)", shown,
+                   "'auto', 'dopri5', 'dop853', 'rk4' (the Python FMU also has %s)", shown,
                    list), -1;
     }
     if (one_of(f, native_forms) < 0) {
