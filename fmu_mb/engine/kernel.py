@@ -276,6 +276,10 @@ def supported(model):
     why = friction_unsupported(model)
     if why is not None:
         return why
+    sp = [c.name for c in getattr(model, "contacts", ()) if c.kind == "shape_pair"]
+    if sp:
+        return (f"its contacts {sp} are planar shape pairs (moving contact points), which "
+                f"run in the Python event loop so far")
     t = model.topology
     for d in model.drives:
         if d.joint not in t.tree_joints:
