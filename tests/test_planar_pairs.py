@@ -5,8 +5,14 @@ Checked against independent references: the features' gaps, points and normals a
 narrowphase (mechanics.shapes.collide); the normal and tangential rows and their convective
 terms against finite differences of the gaps and of the slip velocities along random
 motions; the slip row against the material velocities of the two bodies at the contact
-point; closed forms: two discs head-on exchange momenta by Newton's restitution law, a disc
+point; the C twin (native/planar_pairs.h, compiled here alone) equal to the Python rows to
+1e-12; closed forms: two discs head-on exchange momenta by Newton's restitution law, a disc
 resting on a rectangle and a rectangle stacked on a rectangle carry their weights."""
+import ctypes
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -239,3 +245,82 @@ def test_rectangle_stacked_on_a_rectangle_rests_carrying_its_weight():
                    if n.startswith(prefix) and n.endswith(".force"))
     assert force("up_lo_") + force("lo_up_") == pytest.approx(m2 * g, rel=1e-10)
     assert force("lo_floor_") + force("floor_lo_") == pytest.approx((m1 + m2) * g, rel=1e-10)
+
+
+# ------------------------------------------------------------------ the C twin
+NATIVE = Path(sh.__file__).resolve().parents[1] / "engine" / "native"
+_HARNESS = r"""
+#include "planar_pairs.h"
+/* body: r(2), phi, v(2), w per body (a, b); out: gap, jn(6), gn, jt(6), gt, point(2), n(2) */
+int rows(int ka, const double *sa, const double *Fa, const double *spa, int kb,
+         const double *sb, const double *Fb, const double *spb, int fid, const double *body,
+         double *out) {
+    mbpp_body B[2];
+    for (int i = 0; i < 2; i++) {
+        const double *x = body + 6 * i;
+        mbpp_body b = {{x[0], x[1]}, cos(x[2]), sin(x[2]), {x[3], x[4]}, x[5]};
+        B[i] = b;
+    }
+    mbpp_rows_t o;
+    if (fid < 0 || fid >= mbpp_count(ka, kb)) return 0;
+    mbpp_rows(ka, sa, Fa, spa, kb, sb, Fb, spb, fid, &B[0], &B[1], &o);
+    out[0] = o.gap;
+    for (int j = 0; j < 6; j++) { out[1 + j] = o.jn[j]; out[8 + j] = o.jt[j]; }
+    out[7] = o.gn;
+    out[14] = o.gt;
+    for (int j = 0; j < 2; j++) { out[15 + j] = o.point[j]; out[17 + j] = o.n[j]; }
+    return 1;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("ppairs")
+    (d / "harness.c").write_text(_HARNESS)
+    so = d / "harness.so"
+    subprocess.run([cc, "-O2", "-ffp-contract=off", "-fPIC", "-shared", "-Wall", "-Werror",
+                    "-Wno-unused-function", f"-I{NATIVE}", str(d / "harness.c"), "-o",
+                    str(so), "-lm"], check=True)
+    lib = ctypes.CDLL(str(so))
+    lib.rows.restype = ctypes.c_int
+    return lib
+
+
+@pytest.mark.parametrize("a,b", PAIRS, ids=IDS)
+@pytest.mark.parametrize("ground_a", [False, True], ids=["moving", "ground"])
+def test_c_rows_equal_python(native, a, b, ground_a):
+    """planar_pairs.h's gap, rows, convective terms, contact point and normal equal
+    planar_pairs.py's to 1e-12 on random states, every feature."""
+    m = two_bodies(a, b, ground_a=ground_a)
+    rng = np.random.default_rng(11)
+    P = ctypes.c_void_p
+    for _ in range(20):
+        q, qd, _ = random_state(rng, 1 if ground_a else 2)
+        pr = pair_rows(m.compiled.contacts.pairs, q, qd)
+        qe, qde = np.r_[q, 0.0, 0.0, 0.0], np.r_[qd, 0.0, 0.0, 0.0]
+        for k, c in enumerate(m.contacts):
+            sa, sb = c.shapes
+            ia, ib = int(pr.ba[k]), int(pr.bb[k])
+            ia, ib = (len(q) // 3 if i >= len(q) // 3 else i for i in (ia, ib))
+            body = np.ascontiguousarray(np.concatenate(
+                [np.r_[qe[3 * i:3 * i + 3], qde[3 * i:3 * i + 3]] for i in (ia, ib)]))
+            arr = [np.ascontiguousarray((tuple(s.size) + (0.0,))[:2], float) for s in (sa, sb)]
+            F = [np.ascontiguousarray(np.array(s.rotation, float).reshape(-1)) for s in (sa, sb)]
+            sp = [np.ascontiguousarray(s.position, float) for s in (sa, sb)]
+            out = np.zeros(19)
+            assert native.rows(sh.KIND_CODES[sa.kind], P(arr[0].ctypes.data),
+                               P(F[0].ctypes.data), P(sp[0].ctypes.data),
+                               sh.KIND_CODES[sb.kind], P(arr[1].ctypes.data),
+                               P(F[1].ctypes.data), P(sp[1].ctypes.data), c.feature,
+                               P(body.ctypes.data), P(out.ctypes.data))
+            assert out[0] == pytest.approx(pr.gap[k], abs=1e-12)
+            assert np.abs(out[1:7] - pr.J[k].reshape(-1)).max() < 1e-12
+            assert np.abs(out[8:14] - pr.Jt[k].reshape(-1)).max() < 1e-12
+            assert out[7] == pytest.approx(pr.conv[k], abs=1e-11)
+            assert out[14] == pytest.approx(pr.conv_t[k], abs=1e-11)
+            assert np.abs(out[15:17] - pr.point[k]).max() < 1e-12
+            assert np.abs(out[17:19] - pr.normal[k]).max() < 1e-12
