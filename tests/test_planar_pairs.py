@@ -324,3 +324,51 @@ def test_c_rows_equal_python(native, a, b, ground_a):
             assert out[14] == pytest.approx(pr.conv_t[k], abs=1e-11)
             assert np.abs(out[15:17] - pr.point[k]).max() < 1e-12
             assert np.abs(out[17:19] - pr.normal[k]).max() < 1e-12
+
+
+# ------------------------------------------------------------------ friction, closed forms
+def test_disc_thrown_on_a_rectangle_slips_then_rolls_at_two_thirds():
+    """A uniform disc (J = m r^2 / 2) set down on a rectangle body's top with speed v0 and no
+    spin: sliding friction mu m g decelerates it and spins it up until v = r w at
+    t* = v0 / (3 mu g), after which it rolls at 2/3 v0 (the rectangle on the ground)."""
+    m_, r, g, mu, v0 = 1.5, 0.1, 9.81, 0.3, 1.2
+    mb = ModelBuilder("roll", gravity=(0.0, -g))
+    disc = mb.body("disc", mass=m_, inertia=0.5 * m_ * r * r, position=(-0.8, 0.2 + r),
+                   velocity=(v0, 0.0))
+    mb.shape(mb.ground, Rectangle((2.0, 0.4)), name="table", position=(0.0, 0.0), angle=0.0,
+             friction=mu, restitution=0.0)
+    mb.shape(disc, Circle(r), name="rim")
+    res = simulate(mb.build(), 0.6, 0.02, settings=Settings(formulation="newton_euler",
+                                                             **TIGHT))
+    ts = v0 / (3 * mu * g)
+    t = res["time"]
+    before, after = t < ts - 1e-9, t > ts + 1e-9
+    assert before.sum() >= 5 and after.sum() >= 5
+    assert res["disc.vx"][before] == pytest.approx(v0 - mu * g * t[before], rel=1e-9)
+    assert res["disc.omega"][before] == pytest.approx(-2 * mu * g * t[before] / r, rel=1e-9)
+    assert res["disc.vx"][after] == pytest.approx(2 * v0 / 3, rel=1e-9)
+    assert res["disc.omega"][after] == pytest.approx(-2 * v0 / (3 * r), rel=1e-9)
+    assert np.abs(res["disc.y"] - 0.2 - r).max() < 1e-12
+    assert res["rim_table_0.force"][1:] == pytest.approx(m_ * g, rel=1e-9)
+
+
+def test_block_sliding_on_a_block_decelerates_at_mu_g():
+    """A rectangle sliding flat on a rectangle fixed to the ground, on its two lower corners:
+    x' = v0 - mu g t until it stops at v0 / (mu g), then it sticks."""
+    g, mu, v0, m_ = 9.81, 0.4, 1.0, 2.0
+    mb = ModelBuilder("slide", gravity=(0.0, -g))
+    blk = mb.body("blk", mass=m_, inertia=0.02, position=(-0.3, 0.05), velocity=(v0, 0.0))
+    mb.shape(mb.ground, Rectangle((2.0, 0.2)), name="base", position=(0.0, -0.1),
+             friction=mu, restitution=0.0)
+    mb.shape(blk, Rectangle((0.3, 0.1)), name="blk_r")
+    res = simulate(mb.build(), 0.4, 0.02, settings=Settings(formulation="newton_euler",
+                                                             **TIGHT))
+    t = res["time"]
+    ts = v0 / (mu * g)
+    before, after = t < ts - 1e-9, t > ts + 1e-9
+    assert before.sum() >= 5 and after.sum() >= 5
+    assert res["blk.vx"][before] == pytest.approx(v0 - mu * g * t[before], rel=1e-9, abs=1e-12)
+    assert np.abs(res["blk.vx"][after]).max() < 1e-9
+    assert res["blk.x"][-1] == pytest.approx(-0.3 + v0 * v0 / (2 * mu * g), rel=1e-9)
+    assert np.abs(res["blk.y"] - 0.05).max() < 1e-12
+    assert np.abs(res["blk.omega"]).max() < 1e-9
