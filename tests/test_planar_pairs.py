@@ -372,3 +372,21 @@ def test_block_sliding_on_a_block_decelerates_at_mu_g():
     assert res["blk.x"][-1] == pytest.approx(-0.3 + v0 * v0 / (2 * mu * g), rel=1e-9)
     assert np.abs(res["blk.y"] - 0.05).max() < 1e-12
     assert np.abs(res["blk.omega"]).max() < 1e-9
+
+
+@pytest.mark.parametrize("mu", [0.0, 0.5])
+def test_rectangle_tumbling_onto_a_rectangle_never_gains_energy_and_rests_on_a_face(mu):
+    """A spinning rectangle dropped on a ground rectangle (e = 0.3): the total energy never
+    grows; it ends lying on a long face (y = half height, angle 0); frictionless, its
+    horizontal momentum is kept (vx = 0.3 m/s), with friction it ends at rest."""
+    mb = ModelBuilder("tumble", gravity=(0.0, -9.81))
+    b = mb.body("b", mass=1.0, inertia=(0.4 ** 2 + 0.2 ** 2) / 12, position=(0.0, 0.6),
+                angle=0.5, velocity=(0.3, 0.0), angular_velocity=2.0)
+    mb.shape(mb.ground, Rectangle((3.0, 0.2)), name="floor", position=(0.0, -0.1),
+             friction=mu, restitution=0.3)
+    mb.shape(b, Rectangle((0.4, 0.2)), name="box")
+    res = simulate(mb.build(), 1.5, 0.02, settings=Settings(formulation="newton_euler"))
+    assert np.diff(res["energy.total"]).max() < 1e-9
+    assert res["b.y"][-1] == pytest.approx(0.1, abs=1e-9)
+    assert abs(res["b.phi"][-1]) < 1e-9 and abs(res["b.omega"][-1]) < 1e-9
+    assert res["b.vx"][-1] == pytest.approx(0.3 if mu == 0.0 else 0.0, abs=1e-9)
