@@ -121,6 +121,10 @@ def supported(model):
     from .kernel import supported as planar_supported
 
     why = planar_supported(model)
+    sp = [c.name for c in getattr(model, "contacts", ()) if c.kind == "shape_pair"]
+    if why is None and sp:
+        why = (f"its contacts {sp} are planar shape pairs, which the planar kernel's event "
+               f"loop runs but the engine's model data does not carry yet")
     if why is None and any(e.kind not in _EK for e in model.elements):
         why = f"its elements {[e.name for e in model.elements if e.kind not in _EK]}"
     return why

@@ -65,7 +65,7 @@ def budget_error(name, t, what, max_steps):
                             f"communication steps or check the inputs")
 
 
-_ROW_KINDS = {"pd": (0, 1), "ang": 2, "prj": 3, "dst": 4}
+_ROW_KINDS = {"pd": (0, 1), "ang": 2, "prj": 3, "dst": 4, "pair": 7}
 _STABILIZATION = {"none": 0, "projection": 1, "baumgarte": 2}
 
 
@@ -201,6 +201,7 @@ def library():
     lib.mbk_step.argtypes = [P, I, P, P, P, I, P, P]
     lib.mbk_last_error_index.argtypes = [P]
     lib.mbk_set_rows.argtypes = [P, I, P, P]
+    lib.mbk_set_pairs.argtypes = [P, I, P]
     lib.mbk_set_stabilization.restype = None
     lib.mbk_set_stabilization.argtypes = [P, I, D, D, D]
     lib.mbk_project.argtypes = [P, D, P]
@@ -385,10 +386,33 @@ def contact_rows(model, contacts):
                                   [*ps.sp[i], *ps.sc[i],
                                    *(w0[i] if w0 is not None else (0.0, 0.0)),
                                    float(off[i]), 1.0 if side is None else float(side[i])])
+    if B.pairs is not None:              # shape pairs: rd[0] = the record (pair_data)
+        for j, (i, a, b) in enumerate(zip(*B.pairs[:3])):
+            found[int(i)] = ([_ROW_KINDS["pair"], int(a), int(b)],
+                             [float(j), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
     ri = [found[i][0] for i in contacts]
     rd = [found[i][1] for i in contacts]
     return (np.array(ri, dtype=np.intc).reshape(-1, 3),
             np.array(rd, dtype=float).reshape(-1, 8))
+
+
+def pair_data(model):
+    """(np, 19) the records of the planar shape pairs (native/kernel.c mbk_set_pairs): kind
+    codes of shapes a and b, the feature id, the sizes (2 each), shape a's rotation (2 x 2,
+    row-major) and position in its body's axes, the same of b; None without pairs."""
+    from ..mechanics.shapes import KIND_CODES
+
+    B = model.compiled.contacts
+    if B is None or getattr(B, "pairs", None) is None:
+        return None
+    rows = []
+    for c in B.pairs[3]:
+        sa, sb = c.shapes
+        size = [(tuple(float(v) for v in s.size) + (0.0,))[:2] for s in (sa, sb)]
+        rows.append([KIND_CODES[sa.kind], KIND_CODES[sb.kind], c.feature, *size[0], *size[1],
+                     *np.array(sa.rotation, float).reshape(-1), *sa.position,
+                     *np.array(sb.rotation, float).reshape(-1), *sb.position])
+    return np.ascontiguousarray(rows, dtype=float)
 
 
 def tree_arrays(model):
@@ -475,6 +499,12 @@ class TreeKernel:
             ci, cd = contact_rows(model, self.contacts)
             ri, rd = np.concatenate([ri, ci]), np.concatenate([rd, cd])
         self.m = len(ri)
+        pd = pair_data(model)
+        if pd is not None:
+            self._pairs = pd
+            if lib.mbk_set_pairs(handle, len(pd), pd.ctypes.data):
+                raise MemoryError(f"model '{model.name}': cannot allocate the kernel's shape "
+                                  f"pairs")
         if self.m:
             lib.mbk_set_eigensolver(handle, _eigensolver())
         if self.m and lib.mbk_set_rows(handle, self.m, ri.ctypes.data, rd.ctypes.data):

@@ -11,6 +11,7 @@ import numpy as np
 from . import kinematics as kin
 from . import constraints
 from .kinematics import PairSet
+from .planar_pairs import compile_pairs, pair_rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +40,7 @@ class ContactBlock:
     reduction: np.ndarray       # (n,) bool: handled by the Reduction Method
     units: tuple                # per contact: unit of the gap ("m" or "rad")
     friction: np.ndarray = None  # (n,) Coulomb's mu (0: frictionless); mechanics.friction
+    pairs: object = None        # shape-pair contacts (two moving shapes), planar_pairs.py
 
 
 def compile_contacts(contacts, idx, joints):
@@ -52,6 +54,8 @@ def compile_contacts(contacts, idx, joints):
             groups["pl"].append((idx[c.other], idx[c.body], c.other_point, c.point, c.normal,
                                  c.offset, 1.0, k))
             units.append("m")
+        elif c.kind == "shape_pair":
+            units.append("m")                # rows by planar_pairs.py (compile_pairs)
         elif c.kind == "point_point":
             groups["pp"].append((idx[c.body], idx[c.other], c.point, c.other_point, (0, 0),
                                  c.offset, c.side, k))
@@ -88,7 +92,7 @@ def compile_contacts(contacts, idx, joints):
         ps("jp"), col("jp", 4), col("jp", 5), col("jp", 6), col("jp", 7, np.intp),
         np.array([c.restitution for c in contacts]),
         np.array([c.method == "reduction" for c in contacts]), tuple(units),
-        np.array([float(c.friction) for c in contacts]))
+        np.array([float(c.friction) for c in contacts]), compile_pairs(contacts, idx))
 
 
 def contact_rows(model, x, xd):
@@ -125,6 +129,12 @@ def contact_rows(model, x, xd):
         val, J, cv = kin.projection(B.jp, xe, xde, B.jp_w0)
         s = B.jp_side
         put(B.jp_pos, B.jp.cols, s * (val - B.jp_offset), s[:, None] * J, s * cv)
+    if B.pairs is not None:          # shape pairs: the contact points move on both bodies
+        pr = pair_rows(B.pairs, x, xd)
+        for j, i in enumerate(pr.pos):
+            gap[i], conv[i] = pr.gap[j], pr.conv[j]
+            Dc[i, 3 * pr.ba[j]:3 * pr.ba[j] + 3] += pr.J[j, 0]
+            Dc[i, 3 * pr.bb[j]:3 * pr.bb[j] + 3] += pr.J[j, 1]
     return gap, Dc[:, :n], conv
 
 

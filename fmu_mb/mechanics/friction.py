@@ -69,6 +69,13 @@ def _rows2(model, x, xd):
         J[:, 2] += r
         Dt[B.pl_pos[:, None], 0, B.pl.cols] = J
         conv[B.pl_pos, 0] = cv
+    if B.pairs is not None:               # shape pairs: the surface points' slip
+        from .planar_pairs import pair_rows
+        pr = pair_rows(B.pairs, x, xd)
+        for j, i in enumerate(pr.pos):
+            Dt[i, 0, 3 * pr.ba[j]:3 * pr.ba[j] + 3] += pr.Jt[j, 0]
+            Dt[i, 0, 3 * pr.bb[j]:3 * pr.bb[j] + 3] += pr.Jt[j, 1]
+            conv[i, 0] = pr.conv_t[j]
     return Dt[:, :, :n], conv
 
 

@@ -17,13 +17,16 @@ body points are lowered to today's point contacts, exact:
     sphere, capsule, box pairs      one shape_pair contact per narrowphase feature (1; box -
                                     box 160), the contact points moving on both bodies
                                     (mechanics.spatial.pairs)
+    circle, segment, rectangle      one shape_pair contact per feature (1; segment - segment
+      pairs (planar)                4, segment - rectangle 6, rectangle - rectangle 8)
+                                    (mechanics.planar_pairs)
     ground plane - cylinder         two rim_plane contacts, the end circles (their rim point
                                     moves on the body: mechanics.spatial.rim)
 
 with the pair's friction and restitution (shapes.pair_coefficients) on each contact
 (docs/contacts-friction.md, "For shapes"), named <shape a>_<shape b>_<feature id> (the
-narrowphase's feature ids). The other pairs of the narrowphase (the planar pairs of moving
-shapes, capsule - box, cylinder pairs) are refused with a message naming the pair."""
+narrowphase's feature ids). The other pairs of the narrowphase (capsule - box, cylinder
+pairs) are refused with a message naming the pair."""
 import math
 from dataclasses import replace
 
@@ -33,6 +36,7 @@ from ..errors import ModelError
 from .model import GROUND, Contact
 from .shapes import (PLANAR_KINDS, SPATIAL_KINDS, ShapeItem, ShapePair, pair_coefficients,
                      supported)
+from .planar_pairs import KINDS as PLANAR_PAIR_KINDS, features as planar_features
 from .spatial.pairs import KINDS as PAIR_KINDS, features as pair_features
 from .validation import number
 
@@ -196,21 +200,24 @@ class ShapeItems:
                 items = [(0, Contact("", "point_point", a.body, b.body, a.position, b.position,
                                      (0.0,) * len(a.position), a.size[0] + b.size[0], 1.0,
                                      restitution=e))]
-            elif (a.kind, b.kind) in PAIR_KINDS or (b.kind, a.kind) in PAIR_KINDS:
-                if (a.kind, b.kind) not in PAIR_KINDS:
+            elif {(a.kind, b.kind), (b.kind, a.kind)} & set(PAIR_KINDS + PLANAR_PAIR_KINDS):
+                kinds = PAIR_KINDS if self.spatial else PLANAR_PAIR_KINDS
+                if (a.kind, b.kind) not in kinds:
                     a, b = b, a             # the narrowphase's order
                     base = f"{a.name}_{b.name}"
+                feats = pair_features if self.spatial else planar_features
+                normal = (0.0, 0.0, 1.0) if self.spatial else (0.0, 1.0)
                 items = [(fid, Contact("", "shape_pair", b.body, a.body, b.position,
-                                       a.position, (0.0, 0.0, 1.0), 0.0, restitution=e,
+                                       a.position, normal, 0.0, restitution=e,
                                        friction=mu, shapes=(a, b), feature=fid))
-                         for fid in pair_features(a.kind, b.kind)]
+                         for fid in feats(a.kind, b.kind)]
             else:
                 raise ModelError(f"{where}: the contact points of a {a.kind} and a {b.kind} "
                                  f"move on the bodies; the engine takes a plane or line "
                                  f"against sphere, capsule, box, circle, segment, rectangle, "
-                                 f"a cylinder on the ground's plane, circle-circle without "
-                                 f"friction and the spatial pairs of sphere, capsule and box "
-                                 f"(not capsule-box) so far. "
+                                 f"a cylinder on the ground's plane, the spatial pairs of "
+                                 f"sphere, capsule and box (not capsule-box) and the planar "
+                                 f"pairs of circle, segment and rectangle so far. "
                                  f"Keep the bodies apart with mb.collide({a.body!r}, "
                                  f"{b.body!r}, False) or the shapes with "
                                  f"mb.collide({a.name!r}, {b.name!r}, False)")

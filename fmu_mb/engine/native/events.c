@@ -133,6 +133,8 @@ static Kernel *ev_clone(const Kernel *b, int m, const int *ri, const double *rd)
     }
     if (b->G && b->ng > 0 && mbk_set_gains(k, b->ng, b->ni, b->G) != OK)
         goto fail;
+    if (b->npair > 0 && mbk_set_pairs(k, b->npair, b->pair) != OK)
+        goto fail;
     return k;
 fail:
     mbk_free(k);
@@ -165,7 +167,13 @@ MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *
     memcpy(K->rd + RD * ml, cd, sizeof(double) * RD * c);
     for (int r = 0; r < mt; r++) {
         const int *R = K->ri + RI * r;
-        if (R[0] < R_PX || R[0] > R_DST || R[1] < 0 || R[1] > base->nb || R[2] < 0 ||
+        if (R[0] == R_PAIR) {
+            int i = (int)K->rd[RD * r];
+            if (i < 0 || i >= base->npair)
+                goto fail;
+        } else if (R[0] < R_PX || R[0] > R_DST)
+            goto fail;
+        if (R[1] < 0 || R[1] > base->nb || R[2] < 0 ||
             R[2] > base->nb)
             goto fail;
     }
@@ -228,7 +236,12 @@ static int ev_gaps_x(EvLoop *ev, const Kernel *kx, double *g)
         body_point(kx, p, P, Qp, ep);
         body_point(kx, c, P + 2, Qc, ec);
         double d[2] = {Qc[0] - Qp[0], Qc[1] - Qp[1]};
-        if (kind == R_PX || kind == R_PY) {
+        if (kind == R_PAIR) {
+            mbpp_rows_t o;
+            if (pair_eval(kx, (int)P[0], p, c, 0, &o) != OK)
+                return ERR_GAP;
+            val = o.gap;
+        } else if (kind == R_PX || kind == R_PY) {
             val = d[kind == R_PY];
         } else if (kind == R_ANG) {
             val = kx->x[3 * c + 2] - kx->x[3 * p + 2];

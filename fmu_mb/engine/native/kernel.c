@@ -106,6 +106,10 @@ typedef struct {
      * (no LAPACK there) compute the same numbers. */
     void *syev;
     Work work_budget;      /* of one call (mbk_set_budget; native/work.h) */
+    /* planar shape pairs (mbk_set_pairs): npair records of PAIRD doubles, the data of the
+     * R_PAIR rows (native/planar_pairs.h) */
+    int npair;
+    double *pair;
 } Kernel;
 
 static int charge(Kernel *k) { return work_charge(&k->work_budget); }
@@ -129,7 +133,7 @@ void mbk_free(Kernel *k)
                  k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
                  k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
                  k->qde, k->sdd, k->lamd, k->G, k->bcomp, k->cj_start, k->cj, k->rcomp,
-                 k->rsup_start, k->rsup, k->pr_start, k->pr, k->env, k->wacc};
+                 k->rsup_start, k->rsup, k->pr_start, k->pr, k->env, k->wacc, k->pair};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -699,7 +703,8 @@ static void body_acc(Kernel *k, const double *qdd, double *a)
  * minimum-norm multipliers with eigenvalues below RANK_RTOL * max cut off, as
  * fmu_mb.linalg.schur_solve. The projections use the same W: least kinetic-energy changes.
  */
-enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4 };
+enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4,
+       R_PAIR = 7 /* a planar shape pair's feature: rd[0] its record (mbk_set_pairs) */ };
 #define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
 #define RD 8          /* doubles per row: sp(2), sc(2), w0(2), offset, sign */
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
@@ -858,6 +863,46 @@ done:
     return rc;
 }
 
+#include "planar_pairs.h"                      /* planar shape pairs (R_PAIR rows) */
+#define PAIRD 19      /* doubles per shape pair: kind a, kind b, feature id, size a (2),
+                       * size b (2), shape a's rotation (2 x 2, row-major) and position (2)
+                       * in body a's axes, the same of b */
+
+/* the shape-pair records of the R_PAIR rows (np records of PAIRD doubles) */
+int mbk_set_pairs(Kernel *k, int np, const double *pd)
+{
+    free(k->pair);
+    k->pair = dup(pd, sizeof(double) * PAIRD * (size_t)np);
+    k->npair = k->pair ? np : 0;
+    return k->pair ? OK : ERR_ARGS;
+}
+
+/* gap and rows of shape pair i between bodies a (shape a) and b at the current kinematics
+ * (velocities zero when rates == 0: the gap only) */
+static int pair_eval(const Kernel *k, int i, int a, int b, int rates, mbpp_rows_t *o)
+{
+    if (i < 0 || i >= k->npair)
+        return ERR_ARGS;
+    const double *D = k->pair + (size_t)PAIRD * i;
+    mbpp_body B[2];
+    int ab[2] = {a, b};
+    for (int j = 0; j < 2; j++) {
+        int bb = ab[j];
+        B[j].r[0] = k->x[3 * bb];
+        B[j].r[1] = k->x[3 * bb + 1];
+        B[j].c = k->cs[2 * bb];
+        B[j].s = k->cs[2 * bb + 1];
+        B[j].v[0] = rates ? k->xd[3 * bb] : 0.0;
+        B[j].v[1] = rates ? k->xd[3 * bb + 1] : 0.0;
+        B[j].w = rates ? k->xd[3 * bb + 2] : 0.0;
+    }
+    int ka = (int)D[0], kb = (int)D[1], fid = (int)D[2];
+    if (fid < 0 || fid >= mbpp_count(ka, kb))
+        return ERR_ARGS;
+    mbpp_rows(ka, D + 3, D + 7, D + 11, kb, D + 5, D + 13, D + 17, fid, &B[0], &B[1], o);
+    return OK;
+}
+
 int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
 {
     int n = k->n;
@@ -964,7 +1009,27 @@ static int rows(Kernel *k, int want_conv)
             ang = ac[2] - ap[2];
         }
         double wc[3] = {0.0, 0.0, 0.0}, wp[3] = {0.0, 0.0, 0.0}, val = 0.0, cv = 0.0;
-        if (kind == R_PX || kind == R_PY) {
+        if (kind == R_PAIR) {        /* the rows at the bodies' centres (planar_pairs.h) */
+            mbpp_rows_t o;
+            int rc = pair_eval(k, (int)P[0], p, c, 1, &o);
+            if (rc != OK)
+                return rc;
+            val = o.gap;
+            for (int i = 0; i < 3; i++) {
+                wp[i] = o.jn[i];
+                wc[i] = o.jn[3 + i];
+            }
+            Qp[0] = k->x[3 * p];
+            Qp[1] = k->x[3 * p + 1];
+            Qc[0] = k->x[3 * c];
+            Qc[1] = k->x[3 * c + 1];
+            cv = o.gn;
+            if (want_conv) {
+                const double *ap = k->a0 + 3 * p, *ac = k->a0 + 3 * c;
+                for (int i = 0; i < 3; i++)
+                    cv += wp[i] * ap[i] + wc[i] * ac[i];
+            }
+        } else if (kind == R_PX || kind == R_PY) {
             int i = kind == R_PY;
             val = d[i];
             wc[i] = 1.0;
