@@ -240,6 +240,14 @@ def _energy_spec(add):
          "largest velocity constraint residual |D xd + Phi_t| [m/s or rad/s]"))
 
 
+def declared_outputs(model):
+    """((index in output_spec, OutputVar), ...) of the outputs an FMU of `model` declares:
+    every output but those in model.undeclared_outputs (an imported robot's joint reactions
+    not asked for), in output_spec order."""
+    hidden = getattr(model, "undeclared_outputs", frozenset())
+    return tuple((i, v) for i, v in enumerate(output_spec(model)) if v.name not in hidden)
+
+
 def output_names(model):
     return tuple(v.name for v in output_spec(model))
 

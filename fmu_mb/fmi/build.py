@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from ..mechanics.loader import call_build, load_module
-from ..dynamics.outputs import output_spec
+from ..dynamics.outputs import declared_outputs
 from .packaging import package_fmu
 from .slave import solver_limits, solver_units
 
@@ -89,7 +89,7 @@ def units_and_limits(model):
     """The FMI units and [min, max] of an FMU's variables, by name (both kinds of FMU)."""
     units = {p.name: p.unit for p in model.parameters if isinstance(p.value, float)}
     units.update({i.name: i.unit for i in model.inputs})
-    units.update({v.name: v.unit for v in output_spec(model) if v.kind == "real"})
+    units.update({v.name: v.unit for _, v in declared_outputs(model) if v.kind == "real"})
     units.update(solver_units(model))
     limits = {p.name: (p.min, p.max) for p in model.parameters
               if not isinstance(p.value, str) and (p.min is not None or p.max is not None)}

@@ -10,7 +10,8 @@ description and as FMI unit attributes):
   build time) and the solver settings solver.method, solver.formulation,
   solver.stabilization, solver.rtol, solver.atol, solver.step;
 - inputs: every model input h, start 0, held constant over a communication step;
-- outputs: every output of outputs.output_spec (initial="exact").
+- outputs: every output of outputs.output_spec (initial="exact") but the model's
+  undeclared_outputs (outputs.declared_outputs).
 
 Behaviour importers rely on (statuses through GuardedSlave, fmi/guard.py, and the FMI front):
 - parameters are validated when initialisation ends; an invalid one fails
@@ -66,7 +67,7 @@ from ..dynamics.formulations import get_formulation
 from ..dynamics.implicit import IMPLICIT_METHODS
 from ..dynamics.integrate import (METHODS, STABILIZATIONS, Settings, State, check_settings,
                                   initial_state, stepper)
-from ..dynamics.outputs import Outputs, _direct_coordinates, output_spec
+from ..dynamics.outputs import Outputs, _direct_coordinates, declared_outputs
 from ..dynamics.work import WorkBudgetError, unit_cost, work_budget
 from ..units import describe
 from .guard import INITIALIZATION, INSTANTIATED, TIME_BOUND, GuardedSlave
@@ -311,7 +312,7 @@ class MultibodySlave(GuardedSlave):
                 description=describe(inp.description + " (held over a step)", inp.unit),
                 getter=(lambda k=k: float(self._inputs[k])),
                 setter=(lambda v, k=k: self._set_input(k, v))), nested=False)
-        for i, var in enumerate(output_spec(m)):
+        for i, var in declared_outputs(m):
             cls, conv = {"real": (Real, float), "integer": (Integer, int),
                          "boolean": (Boolean, bool)}[var.kind]
             extra = {} if var.kind == "real" else {"variability": Fmi2Variability.discrete}

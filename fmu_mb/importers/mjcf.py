@@ -232,11 +232,13 @@ def _shapes(mujoco, m, b, path):
 
 
 def load_mjcf(path, *, overrides=None, fixed="merge", limits=True, damping=True, links=(),
-              payload_link=None, name=None, actuators="file"):
+              payload_link=None, name=None, actuators="file", reactions=None):
     """The Model of the MJCF file at `path` (importers.robot.build_robot's options; the base
     is what the file says: a body with a free joint is free, the others hang from the
-    world). actuators: see parse_mjcf."""
+    world). actuators: see parse_mjcf. reactions: joints whose reactions an FMU declares as
+    outputs (None: none, a list of joint names, True or "all": every joint's)."""
     from .robot import build_robot
     desc = parse_mjcf(path, actuators=actuators)
     return build_robot(desc, overrides, base="fixed", fixed=fixed, limits=limits,
-                       damping=damping, links=links, payload_link=payload_link, name=name)
+                       damping=damping, links=links, payload_link=payload_link, name=name,
+                       reactions=reactions)

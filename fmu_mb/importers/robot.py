@@ -22,7 +22,9 @@ and parameter compiler. build_robot(description, overrides, ...) is that build()
   `limit_restitution`;
 - parameters `<joint>.q0`, `<joint>.qd0` (initial coordinate and rate), `gravity` (its
   magnitude, along the description's gravity direction), `payload` (a point mass at the
-  origin of `payload_link`), `limit_restitution`, `damping_scale`.
+  origin of `payload_link`), `limit_restitution`, `damping_scale`;
+- an FMU declares the joint reactions only of the joints named in `reactions` (default
+  none; the model computes every joint's, Model.undeclared_outputs lists the others).
 """
 import math
 import re
@@ -165,7 +167,8 @@ class _Inertial:
 
 # ------------------------------------------------------------------ the build
 def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=True,
-                damping=True, links=(), payload_link=None, name=None, description=None):
+                damping=True, links=(), payload_link=None, name=None, description=None,
+                reactions=None):
     """The Model of a robot description (see the module docstring).
 
     Parameters
@@ -180,6 +183,11 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
     links : names of links whose origin becomes a marker `<link>_origin` (outputs .x .y .z
         .vx .vy .vz); every body's pose is an output anyway.
     payload_link : link carrying the point mass `payload` [kg] at its origin (parameter).
+    reactions : the joints whose reactions (`<joint>.fx .fy .fz .tx .ty .tz`: force and
+        torque of the parent on the child at the joint point, global axes) an FMU declares
+        as outputs: None or () (default: none), a list of joint names, or True or "all"
+        (every joint's). The model computes them all the same (simulate() columns); the
+        others are its undeclared_outputs.
     """
     from ..mechanics.builder import ModelBuilder
 
@@ -189,6 +197,7 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
         raise ModelError(f"fixed must be 'merge' or 'weld', received {fixed!r}")
     root = _check(desc)
     src = desc["source"]
+    reactions = _reaction_request(reactions, src)
     link_of = {ln["name"]: ln for ln in desc["links"]}
     joints = list(desc["joints"])
     by_parent = {}
@@ -388,10 +397,79 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
                              f"constant")
         po = com_world[owner[lname]]
         mb.point(identifier(f"{lname}_origin", taken), body, at=tuple(pose[lname][0]))
+    keep = None if reactions is True else _reaction_joints(
+        reactions, src, order, jid, owner, ground_links)
     model = mb.build()
     from dataclasses import replace
     return replace(model, visuals=_visuals(desc, owner, pose, com_world, body_name,
-                                           ground_links))
+                                           ground_links),
+                   undeclared_outputs=frozenset() if keep is None
+                   else _hidden_reactions(model, keep))
+
+
+def _reaction_request(reactions, src):
+    """build_robot's `reactions` as True (every joint's) or a tuple of joint names."""
+    if reactions is None or reactions is False:
+        return ()
+    if reactions is True or (isinstance(reactions, str) and reactions == "all"):
+        return True
+    if isinstance(reactions, str):
+        reactions = (reactions,)
+    try:
+        names = tuple(reactions)
+    except TypeError:
+        names = None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise ModelError(f"{src}: reactions must be None, True, 'all' or a list of joint "
+                         f"names, received {reactions!r}")
+    if "all" in names and len(names) > 1:
+        raise ModelError(f"{src}: reactions: 'all' with joint names {list(names)}; give "
+                         f"either 'all' or joint names")
+    return True if names == ("all",) else names
+
+
+def _reaction_joints(names, src, order, jid, owner, ground_links):
+    """The model joint names of the description joints `names` (their names in the file or
+    as the model spells them), checked: each must be a joint of the model."""
+    have = {}                     # file name -> model joint name, for joints with reactions
+    why = {}
+    for j in order:
+        n = j["name"]
+        if j["kind"] == "floating":
+            why[n] = "a floating joint (its child is a free body, no joint)"
+        elif owner[j["child"]] == owner[j["parent"]] or j["child"] in ground_links:
+            why[n] = ("a fixed joint merged into one body (fixed='weld', --fixed-joints "
+                      "weld, keeps it a weld with reactions)"
+                      if j["child"] not in ground_links else
+                      "a fixed joint welding its link to the fixed base (the ground)")
+        else:
+            have[n] = jid[n]
+    by_model = {v: v for v in have.values()}
+    keep = set()
+    for n in names:
+        if n in have or n in by_model:
+            keep.add(have.get(n, n))
+        elif n in why:
+            raise ModelError(f"{src}: reactions: joint {n!r} has no reaction output: it is "
+                             f"{why[n]}")
+        else:
+            raise ModelError(f"{src}: reactions: unknown joint {n!r}; joints with reactions "
+                             f"are {sorted(have)}")
+    return keep
+
+
+def _hidden_reactions(model, keep):
+    """The reaction outputs of every joint of `model` but those named in `keep`."""
+    from ..dynamics.outputs import output_groups, output_spec
+
+    spec = output_spec(model)
+    joints = {j.name for j in model.joints}
+    hidden = set()
+    for i in output_groups(model).get("dynamics", ()):
+        entity = spec[i].name.rsplit(".", 1)[0]
+        if entity in joints and entity not in keep:
+            hidden.add(spec[i].name)
+    return frozenset(hidden)
 
 
 def _plane_frame(n):

@@ -201,7 +201,8 @@ def parse_urdf(path, *, mimic="couple"):
 
 
 def load_urdf(path, *, overrides=None, base="fixed", fixed="merge", limits=True,
-              damping=True, links=(), payload_link=None, mimic="couple", name=None):
+              damping=True, links=(), payload_link=None, mimic="couple", name=None,
+              reactions=None):
     """The Model of the URDF file at `path` (importers.robot.build_robot's options).
 
     base : "fixed" (the root link is the ground) or "floating" (the root link is a free body:
@@ -210,8 +211,11 @@ def load_urdf(path, *, overrides=None, base="fixed", fixed="merge", limits=True,
     limits, damping : joint limits as contacts, viscous damping as elements.
     links : link names whose origin is a marker `<link>_origin`.
     payload_link : the link carrying the parameter `payload` [kg] at its origin.
+    reactions : joints whose reactions an FMU declares as outputs: None (default: none), a
+        list of joint names, or True / "all" (every joint's).
     """
     from .robot import build_robot
     desc = parse_urdf(path, mimic=mimic)
     return build_robot(desc, overrides, base=base, fixed=fixed, limits=limits,
-                       damping=damping, links=links, payload_link=payload_link, name=name)
+                       damping=damping, links=links, payload_link=payload_link, name=name,
+                       reactions=reactions)

@@ -347,6 +347,9 @@ class Model:
     shapes: tuple = ()              # shapes.ShapeItem: collision shapes in body axes
     shape_pairs: tuple = ()         # shapes.ShapePair: the pairs that may touch, their contacts
     couplers: tuple = ()            # Coupler items (spatial: joint-coordinate couplings)
+    undeclared_outputs: frozenset = frozenset()   # output names an FMU does not declare
+                                                  # (computed all the same; an imported
+                                                  # robot's joint reactions not asked for)
 
     # ----------------------------------------------------------------- lookups
     @property

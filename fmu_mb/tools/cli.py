@@ -5,7 +5,8 @@
     fmu-mb info MODEL.py [--set NAME=VALUE ...]
     fmu-mb build MODEL.py [MODEL.py ...] -o DIR [--set NAME=VALUE ...] [--platforms P,...]
                  [--verbose]
-    fmu-mb build ROBOT.urdf | SCENE.xml -o DIR [--base floating] [--link NAME] [--fmi 3]
+    fmu-mb build ROBOT.urdf | SCENE.xml -o DIR [--base floating] [--link NAME]
+                 [--reactions JOINT | all] [--fmi 3]
     fmu-mb plot OUT.csv [--columns NAME ...] [--model MODEL.py] -o plot.png
     fmu-mb animate MODEL.py OUT.csv -o anim.gif [--every N] [--fps F] [--view V]
                    [--renderer auto|browser|matplotlib] [--size WxH]
@@ -96,11 +97,19 @@ def _robot_options(parser):
     g.add_argument("--link", action="append", default=[], metavar="NAME",
                    help="a link whose origin becomes the marker NAME_origin (outputs .x .y "
                         ".z .vx .vy .vz); repeatable")
+    g.add_argument("--reactions", action="append", default=[], metavar="JOINT",
+                   help="a joint whose reactions (.fx .fy .fz .tx .ty .tz) the FMU outputs; "
+                        "repeatable; 'all': every joint's (default: none)")
     g.add_argument("--payload-link", default=None, metavar="NAME",
                    help="the link carrying the parameter 'payload' [kg] at its origin")
     g.add_argument("--actuators", choices=("file", "joints"), default=None,
                    help="MJCF: the file's motors as inputs (default), or a torque input on "
                         "every hinge and slide joint instead of the file's actuators")
+
+
+def _reactions(names):
+    """--reactions as build_robot's reactions: True for 'all', else the joint names."""
+    return True if list(names) == ["all"] else tuple(names)
 
 
 def robot_options(args):
@@ -110,6 +119,7 @@ def robot_options(args):
             "limits": not getattr(args, "no_limits", False),
             "links": tuple(getattr(args, "link", ()) or ()),
             "payload_link": getattr(args, "payload_link", None),
+            "reactions": _reactions(getattr(args, "reactions", ()) or ()),
             **({"actuators": args.actuators} if getattr(args, "actuators", None) else {})}
 
 
@@ -332,7 +342,7 @@ def _simulate(args):
 
 def _info(args):
     from ..dynamics.formulations import describe_choice
-    from ..dynamics.outputs import output_spec
+    from ..dynamics.outputs import declared_outputs
 
     m = _load(args)
     t = m.topology
@@ -345,7 +355,10 @@ def _info(args):
     if not m.inputs:
         lines.append("  (none)")
     lines += ["", "outputs:"]
-    lines += [f"  {v.name} [{v.unit}]  {v.description}" for v in output_spec(m)]
+    lines += [f"  {v.name} [{v.unit}]  {v.description}" for _, v in declared_outputs(m)]
+    if m.undeclared_outputs:
+        lines.append(f"  ({len(m.undeclared_outputs)} joint reaction outputs not declared by "
+                     f"its FMU: --reactions JOINT or all declares them)")
     kind = ("spatial: f = 6 n_B - sum(6 - f_G); rows include one Euler-parameter "
             "normalisation per body" if m.spatial else "planar: f = 3 n_B - sum(3 - f_G)")
     lines += ["", f"topology ({kind}):",
