@@ -1541,6 +1541,7 @@ static void row_of(const SK *k, int i, const double *j, double gam, double val, 
     const int *K = k->ki + KI * i;
     R->p = K[1];
     R->c = K[2];
+    R->p2 = -1;                         /* no coupler's second pair */
     memcpy(R->j, j, sizeof R->j);
     R->gam = gam;
     R->val = val;
