@@ -219,6 +219,7 @@ def library():
     lib.mbk_events_coefficients.argtypes = [I, P]
     lib.mbk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     lib.mbk_events_set_friction.argtypes = [P, P]
+    lib.mbk_events_error_contact.argtypes = [P]
     lib.mbk_events_initial.argtypes = [P, D, P, P, P, D, D]
     lib.mbk_events_outputs_fr.argtypes = [P, D, P, P, P, P, P, P, P]
     _set_tableaus(lib)
@@ -789,7 +790,8 @@ class ContactEvents:
                                   self._u.ctypes.data, self._rec.ctypes.data,
                                   float(contact_tol), float(contact_velocity))
             if rc:
-                raise self._error(rc, float(t), -1, "dop853", 0, t, t, 0.0)
+                i = self.lib.mbk_events_error_contact(self.handle) if rc == 12 else -1
+                raise self._error(rc, float(t), i, "dop853", 0, t, t, 0.0)
             return self._rec.copy()
 
     def _setup(self, model, base, lib, handle, free, advance, outputs):
@@ -900,6 +902,15 @@ class ContactEvents:
         if rc in (8, 11):
             return IntegrationError(f"model '{self.name}': {who}: {_ERRORS[rc]} at "
                                     f"t = {t:.9g} s")
+        if rc in (12, 13) and self.n_rec > len(EVENT_RECORD):
+            # event_loop.h's ERR_FRICTION (12; no work budget is set on this loop) and the
+            # kernels' ERR_PAINLEVE (13)
+            what = (f"{who} has no consistent state" if rc == 12 and 0 <= i < self.nc else
+                    "the persistent contacts find no consistent state" if rc == 12 else
+                    "the sliding friction leaves no unique contact force")
+            return ImpactError(f"model '{self.name}': {what} at t = {t:.9g} s (Painleve's "
+                               f"paradox: a contact problem without a solution); a smaller "
+                               f"friction coefficient or another contact model is needed")
         return self._base._error(rc, t, f"the {method} integrator with contact events failed")
 
 
