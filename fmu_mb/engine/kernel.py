@@ -790,7 +790,7 @@ class ContactEvents:
                                   self._u.ctypes.data, self._rec.ctypes.data,
                                   float(contact_tol), float(contact_velocity))
             if rc:
-                i = self.lib.mbk_events_error_contact(self.handle) if rc == 12 else -1
+                i = self.lib.mbk_events_error_contact(self.handle) if rc == 14 else -1
                 raise self._error(rc, float(t), i, "dop853", 0, t, t, 0.0)
             return self._rec.copy()
 
@@ -902,11 +902,11 @@ class ContactEvents:
         if rc in (8, 11):
             return IntegrationError(f"model '{self.name}': {who}: {_ERRORS[rc]} at "
                                     f"t = {t:.9g} s")
-        if rc in (12, 13) and self.n_rec > len(EVENT_RECORD):
-            # event_loop.h's ERR_FRICTION (12; no work budget is set on this loop) and the
+        if rc in (13, 14) and self.n_rec > len(EVENT_RECORD):
+            # event_loop.h's ERR_FRICTION (14) and the
             # kernels' ERR_PAINLEVE (13)
-            what = (f"{who} has no consistent state" if rc == 12 and 0 <= i < self.nc else
-                    "the persistent contacts find no consistent state" if rc == 12 else
+            what = (f"{who} has no consistent state" if rc == 14 and 0 <= i < self.nc else
+                    "the persistent contacts find no consistent state" if rc == 14 else
                     "the sliding friction leaves no unique contact force")
             return ImpactError(f"model '{self.name}': {what} at t = {t:.9g} s (Painleve's "
                                f"paradox: a contact problem without a solution); a smaller "

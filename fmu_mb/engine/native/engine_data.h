@@ -87,6 +87,9 @@ enum {
     /* armature (spatial): empty, or x 1 per tree row, the reflected rotor inertia of its
      * revolute or prismatic joint (sk_set_armature) */
     A_DSARM,
+    /* planar contacts' Coulomb friction: empty (every contact frictionless), or x 1 per
+     * contact, its mu (> 0 only at point-line contacts; native/events.c) */
+    A_DCMU,
     MBE_N_ARRAYS
 };
 

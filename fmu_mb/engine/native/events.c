@@ -700,7 +700,7 @@ int mbk_events_outputs_fr(MbkEvents *ev, double t, const double *y, const double
     return ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
 }
 
-/* the contact the last ERR_FRICTION (12) refers to, -1: none or several */
+/* the contact the last ERR_FRICTION (14) refers to, -1: none or several */
 int mbk_events_error_contact(MbkEvents *ev) { return ev->fr_contact; }
 
 /* With friction: the records rec (nc, EV_REC_FR) at the start (event_loop.h ev_initial). */
