@@ -111,7 +111,8 @@ FMU_MODULES = {"test_import_fmu.py", "test_shape_fmu.py", "test_params_sound.py"
                "test_params_property.py", "test_view.py", "test_docs.py", "test_startup.py",
                "test_validate_all.py", "test_controller.py", "test_excavator.py",
                "test_assembly_declared.py", "test_auto.py", "test_suspensions.py",
-               "test_assembly_retry.py", "test_defects_small.py", "test_friction_joints.py"}
+               "test_assembly_retry.py", "test_defects_small.py", "test_friction_joints.py",
+               "test_planar_friction_c.py"}
 
 
 def pytest_collection_modifyitems(items):
