@@ -125,10 +125,8 @@ def test_painleve_rod_is_refused_naming_the_contact():
 
 
 # ---------------------------------------------------------------------- native FMUs
-fmpy = pytest.importorskip("fmpy")
-
-
 def _fmu(tmp_path, fmi, overrides):
+    pytest.importorskip("fmpy")
     from fmpy.validation import validate_fmu
 
     if fmi == "3":
@@ -144,8 +142,10 @@ def _fmu(tmp_path, fmi, overrides):
     return str(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmi", ["2", "3"])
 def test_native_fmu_block_sticks_and_slides(tmp_path, fmi):
+    fmpy = pytest.importorskip("fmpy")
     alpha, a, c = 0.3, 0.2, 0.05
     x0, y0 = -c / 2 * math.sin(alpha), c / 2 * math.cos(alpha)
     # mu > tan(alpha) = 0.309: it stays put, friction carries the slope's weight component
@@ -170,8 +170,10 @@ def test_native_fmu_block_sticks_and_slides(tmp_path, fmi):
     _same(r, ref)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmi", ["2", "3"])
 def test_native_fmu_disc_rolls(tmp_path, fmi):
+    fmpy = pytest.importorskip("fmpy")
     alpha, rad = 0.4, 0.1
     x0, y0 = -rad * math.sin(alpha), rad * math.cos(alpha)
     for mu in (0.5, 0.1):                      # tan(alpha) / 3 = 0.141
