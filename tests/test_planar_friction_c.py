@@ -101,6 +101,17 @@ def test_compiled_loop_equals_the_python_loop(make, t_end, dt):
             assert abs(out[j] - ref[n][k]) <= 1e-9 * max(1.0, np.abs(ref[n]).max()), (n, k)
 
 
+@pytest.mark.parametrize("make", [_plank, lambda: _bar(0.3)])
+def test_compiled_loop_equals_the_python_loop_with_rk4(make):
+    """The fixed-step rk4 (its cubic Hermite dense output) in both loops."""
+    model = make()
+    ref = simulate(model, 1.0, 0.05, settings=Settings(formulation="newton_euler",
+                                                       method="rk4", step=1e-3))
+    res = simulate(model, 1.0, 0.05, settings=Settings(formulation="recursive", method="rk4",
+                                                       step=1e-3))
+    _same(res, ref)
+
+
 def test_the_events_happen():
     """The comparisons above pass through impacts, slip-to-stick and stick-to-slip: the bar
     lands (impacts) and comes to rest on both ends; the plank's block stops slipping; the rod
