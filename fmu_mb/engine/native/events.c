@@ -81,6 +81,12 @@
  *       pushing positive, 0 when not active); with rec's records (impacts, last_time,
  *       last_impulse, energy_loss, active) they serve every contact output of
  *       fmu_mb.dynamics.outputs. ERR_GAP: a point-point gap undefined at y (zero distance).
+ *   int mbk_events_set_friction(MbkEvents *ev, const double *mu);
+ *       Coulomb friction mu (nc) at point-line contacts (once, after mbk_events_create): the
+ *       records become EV_REC_FR doubles per contact, the phases get sticking rows and
+ *       sliding forces (kernel.c: R_TAN rows, slide_solve); mbk_events_initial,
+ *       mbk_events_outputs_fr (friction force, slip velocity) and mbk_events_error_contact
+ *       (the contact of an ERR_FRICTION) serve it.
  * The Reduction Method (seed 002) stays in Python (fmu_mb.dynamics.integrate).
  */
 #include "friction.h"                          /* the friction law (event_loop.h calls it) */
@@ -197,7 +203,7 @@ fail:
  * sticking rows (v_t = 0) and sliding forces mu f_n opposite the slip. OK or ERR_ARGS. */
 int mbk_events_set_friction(MbkEvents *ev, const double *mu)
 {
-    if (!ev || !mu)
+    if (!ev || !mu || ev->fr)          /* (once per event loop) */
         return ERR_ARGS;
     EvKernel *K = ev->k;
     int nc = ev->nc, ml = K->m_loop, fr = 0;
