@@ -185,11 +185,14 @@ def _initial_contacts(model, state, settings):
 
     check_settings(model, settings)
     if settings.formulation == "recursive":      # the compiled loop's own rule (ev_initial)
-        from ..engine.spatial_kernel import spatial_contact_events
         from .formulations.recursive import _extra, _records
 
+        if model.spatial:
+            from ..engine.spatial_kernel import spatial_contact_events as contact_events
+        else:
+            from ..engine.kernel import contact_events
         st, rec = _records(model, state.extra)
-        rec = spatial_contact_events(model).initial(state.t, state.q, state.qd,
+        rec = contact_events(model).initial(state.t, state.q, state.qd,
                                                     model.input_vector(None), rec,
                                                     settings.contact_tol,
                                                     settings.contact_velocity)
@@ -266,14 +269,14 @@ def check_settings(model, settings):
                              f"of revolute, prismatic and weld joints and loops closed by cut "
                              f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
     if _fr.has_friction(model) and settings.formulation != "newton_euler" and not (
-            settings.formulation == "recursive" and model.spatial
+            settings.formulation == "recursive"
             and settings.method in ("rk4", "dopri5", "dop853", "auto")):
         fr = [c.name for c in model.contacts if c.friction > 0.0]
         raise InputError(f"model '{model.name}': its contacts {fr} have Coulomb friction, "
-                         f"which runs in formulation 'newton_euler' (and for spatial models "
-                         f"in 'recursive' with method rk4, dopri5 or dop853: the compiled "
-                         f"event loop) so far; formulation '{settings.formulation}' with "
-                         f"method '{settings.method}' is frictionless")
+                         f"which runs in formulation 'newton_euler' and in 'recursive' with "
+                         f"method rk4, dopri5 or dop853 (the compiled event loop) so far; "
+                         f"formulation '{settings.formulation}' with method "
+                         f"'{settings.method}' is frictionless")
     if model.contacts and settings.formulation == "minimal":
         raise InputError(f"model '{model.name}' has contacts: formulation 'minimal' does not "
                          f"handle them; use 'tmt' or 'newton_euler'")

@@ -31,7 +31,8 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "IPLACE", "DBODY0", "IINIT", "DINIT", "DMINV", "IQSRC",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
-          "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ")
+          "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ",
+          "DCMU")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
@@ -210,9 +211,9 @@ def n_outputs(model):
     per = {"tsda": 2, "rsda": 2, "cylinder": 8 if model.spatial else 7, "force": 1,
            "torque": 1, "bushing": 6}
     contacts = getattr(model, "contacts", ()) or ()
-    friction = any(c.friction > 0.0 for c in contacts)     # + state, slip (2), loss, ft (2)
+    friction = any(c.friction > 0.0 for c in contacts)     # + state, slip, loss, ft (1 or 2)
     count = (len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
-             + (13 if friction else 7) * len(contacts))
+             + ((13 if model.spatial else 11) if friction else 7) * len(contacts))
     if model.spatial:
         coord = {"revolute": 2, "prismatic": 2, "cylindrical": 4, "universal": 4}
         count += 16 * nb + 6 * len(model.markers)
@@ -358,6 +359,9 @@ def _contacts(model, arrays, head):
     ci, cd = contact_rows(model, tuple(range(nc)))
     arrays.update(ICON=ci, DCON=cd,
                   DREST=np.asarray(model.compiled.contacts.restitution, float).reshape(-1))
+    mu = [c.friction if c.kind == "point_line" else 0.0 for c in model.contacts]
+    if any(m > 0.0 for m in mu):
+        arrays["DCMU"] = mu
 
 
 def _spatial_contacts(model, arrays, head):

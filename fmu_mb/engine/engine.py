@@ -11,6 +11,7 @@ compute the same numbers on the same model data (fmu_mb.engine.data).
 """
 import ctypes
 import math
+import re
 import threading
 import weakref
 from functools import lru_cache
@@ -156,8 +157,15 @@ class Engine:
     def _check(self, rc, what):
         if rc == OK:
             return
-        text = f"model '{self.name}': {what}: {self._message()}"
+        message = re.sub(r"\bcontact (\d+): ", self._contact_name, self._message())
+        text = f"model '{self.name}': {what}: {message}"
         raise (IntegrationError if rc == DISCARD else InputError)(text)
+
+    def _contact_name(self, match):
+        """'contact <i>: ' of the engine's messages with the contact's name."""
+        i = int(match.group(1))
+        names = getattr(self, "contact_names", ())
+        return f"contact '{names[i]}': " if i < len(names) else match.group(0)
 
     def _inputs(self, u):
         if self.n_inputs:

@@ -219,6 +219,10 @@ def library():
     lib.mbk_advance_events.argtypes = [P, I, P, P, P, P]
     lib.mbk_events_coefficients.argtypes = [I, P]
     lib.mbk_events_outputs.argtypes = [P, D, P, P, P, P, P]
+    lib.mbk_events_set_friction.argtypes = [P, P]
+    lib.mbk_events_error_contact.argtypes = [P]
+    lib.mbk_events_initial.argtypes = [P, D, P, P, P, D, D]
+    lib.mbk_events_outputs_fr.argtypes = [P, D, P, P, P, P, P, P, P]
     _set_tableaus(lib)
     return lib
 
@@ -296,13 +300,13 @@ def supported(model):
 
 
 def friction_unsupported(model):
-    """The reason why the compiled kernels do not run a model with Coulomb friction, or
-    None (every contact frictionless)."""
-    fr = [c.name for c in getattr(model, "contacts", ()) if c.friction > 0.0]
+    """The reason why the planar kernel's event loop (native/events.c) does not run a model's
+    Coulomb friction, or None: it runs friction at point-line contacts."""
+    fr = [c.name for c in getattr(model, "contacts", ())
+          if c.friction > 0.0 and c.kind != "point_line"]
     if fr:
-        return (f"its contacts {fr} have Coulomb friction, which runs in the Python event "
-                f"loop of formulation newton_euler and (spatial models) in the compiled event "
-                f"loop of formulation recursive so far")
+        return (f"its contacts {fr} have Coulomb friction but are not point-line contacts "
+                f"(friction acts at a contact point)")
     return None
 
 
@@ -792,8 +796,33 @@ class ContactEvents:
         e = np.ascontiguousarray(B.restitution, dtype=float)
         handle = lib.mbk_events_create(base.handle, nc, ci.ctypes.data, cd.ctypes.data,
                                        e.ctypes.data, len(model.inputs))
+        mu = np.array([c.friction if c.kind == "point_line" else 0.0 for c in model.contacts],
+                      dtype=float)
+        if handle and mu.any() and lib.mbk_events_set_friction(handle, mu.ctypes.data):
+            lib.mbk_events_free(handle)
+            raise MemoryError(f"model '{model.name}': cannot set up the contacts' friction "
+                              f"in the contact event loop")
         self._setup(model, base, lib, handle, lib.mbk_events_free, lib.mbk_advance_events,
                     lib.mbk_events_outputs)
+        self._initial_fn = lib.mbk_events_initial
+
+    def initial(self, t, q, qd, u, rec, contact_tol, contact_velocity):
+        """The records rec (nc, 9) of a frictional model at its start (native/event_loop.h
+        ev_initial: frictional contacts closed at t start persistent, sticking or slipping):
+        a new array."""
+        with self._lock:
+            self._y[:self.n] = q
+            self._y[self.n:] = qd
+            self._rec[:] = rec
+            if self.n_inputs:
+                self._u[:self.n_inputs] = u
+            rc = self._initial_fn(self.handle, float(t), self._y.ctypes.data,
+                                  self._u.ctypes.data, self._rec.ctypes.data,
+                                  float(contact_tol), float(contact_velocity))
+            if rc:
+                i = self.lib.mbk_events_error_contact(self.handle) if rc == 14 else -1
+                raise self._error(rc, float(t), i, "dop853", 0, t, t, 0.0)
+            return self._rec.copy()
 
     def _setup(self, model, base, lib, handle, free, advance, outputs):
         """The object over the C event loop `handle` of `base`'s kernel (freed by `free`;
@@ -903,6 +932,15 @@ class ContactEvents:
         if rc in (8, 11):
             return IntegrationError(f"model '{self.name}': {who}: {_ERRORS[rc]} at "
                                     f"t = {t:.9g} s")
+        if rc in (13, 14) and self.n_rec > len(EVENT_RECORD):
+            # event_loop.h's ERR_FRICTION (14) and the
+            # kernels' ERR_PAINLEVE (13)
+            what = (f"{who} has no consistent state" if rc == 14 and 0 <= i < self.nc else
+                    "the persistent contacts find no consistent state" if rc == 14 else
+                    "the sliding friction leaves no unique contact force")
+            return ImpactError(f"model '{self.name}': {what} at t = {t:.9g} s (Painleve's "
+                               f"paradox: a contact problem without a solution); a smaller "
+                               f"friction coefficient or another contact model is needed")
         return self._base._error(rc, t, f"the {method} integrator with contact events failed")
 
 

@@ -72,6 +72,13 @@ int mbk_events_outputs(void *ev, double t, const double *y, const double *u,
 int mbk_events_accelerations(void *ev, double t, const double *q, const double *qd,
                              const double *u, const double *rec, double *qdd, double *x,
                              double *xd, double *xdd);
+int mbk_events_set_friction(void *ev, const double *mu);
+int mbk_events_error_contact(void *ev);
+int mbk_events_initial(void *ev, double t, const double *y, const double *u, double *rec,
+                       double contact_tol, double contact_velocity);
+int mbk_events_outputs_fr(void *ev, double t, const double *y, const double *u,
+                          const double *rec, double *gap, double *force, double *ft,
+                          double *vt);
 #define EV_REC 5                      /* per contact: impacts, last time, last impulse,
                                          energy loss, active (events.c) */
 #define EV_REC_FR 9                   /* with friction also stick, slip direction (2),
@@ -153,6 +160,7 @@ static void me_free(MbEngine *e);
 static int check_spatial_data(MbEngine *e, char *err, size_t errlen);
 static void *make_spatial_kernel(MbEngine *e);
 static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen);
+static const char *kernel_error(int rc);
 static double absmax(const double *v, int n);
 static int all_finite(const double *v, int n);
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
@@ -210,7 +218,7 @@ static double rdf64(const unsigned char *p)      /* a little-endian IEEE double,
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D";
     return kinds[a] == 'I';
 }
 
@@ -594,6 +602,17 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
 }
 
 /* contact_tol, contact_velocity, event_tol: finite numbers > 0 */
+/* a planar model with Coulomb friction at some contact (A_DCMU) */
+static int planar_friction(const MbEngine *e)
+{
+    if (e->kind == 1 || e->ncon == 0 || e->cnt[A_DCMU] != e->ncon)
+        return 0;
+    for (int i = 0; i < e->ncon; i++)
+        if (DA(e, A_DCMU)[i] > 0.0)
+            return 1;
+    return 0;
+}
+
 static int event_settings_ok(const double *S)
 {
     for (int i = 0; i < 3; i++)
@@ -724,11 +743,19 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         BAD(!(P[7] == 1.0 || P[7] == -1.0), "a contact's side (expected +1 or -1)");
         BAD(!(r >= 0.0 && r <= 1.0), "a contact's restitution (expected 0 <= e <= 1)");
     }
+    BAD(e->cnt[A_DCMU] != 0 && e->cnt[A_DCMU] != e->ncon, "the contacts' friction (expected "
+        "none or one mu per contact)");
+    for (int i = 0; i < e->cnt[A_DCMU]; i++) {
+        double mu = DA(e, A_DCMU)[i];
+        BAD(!(mu >= 0.0 && isfinite(mu)) || (mu > 0.0 && IA(e, A_ICON)[3 * i] != R_PRJ),
+            "a contact's friction (expected a finite mu >= 0, > 0 only at point-line "
+            "contacts)");
+    }
     BAD(!event_settings_ok(DA(e, A_DCSET)), "the event settings (expected finite numbers > 0)");
     for (int i = 0; i < 2 * e->nel; i++)
         BAD(IA(e, A_IEND)[i] < -1 || IA(e, A_IEND)[i] >= e->ncon, "a cylinder's end stops");
     /* the outputs: output_spec's count */
-    int nout = 6 * nb + 4 * e->nmark + 5 + e->nd + 7 * e->ncon;
+    int nout = 6 * nb + 4 * e->nmark + 5 + e->nd + (planar_friction(e) ? 11 : 7) * e->ncon;
     for (int k = 0; k < e->nj; k++) {
         int kk = IA(e, A_IJOINT)[6 * k];
         nout += (kk == JK_REV || kk == JK_PRI ? 2 : 0) + (kk == JK_DST ? 1 : 2) +
@@ -792,7 +819,13 @@ static void *make_events(MbEngine *e, void *k)
 {
     if (e->kind == 1)
         return spatial_make_events(e, k);
-    return mbk_events_create(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON), DA(e, A_DREST), e->ni);
+    void *ev = mbk_events_create(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON), DA(e, A_DREST),
+                                 e->ni);
+    if (ev && planar_friction(e) && mbk_events_set_friction(ev, DA(e, A_DCMU)) != OK) {
+        mbk_events_free(ev);
+        return NULL;
+    }
+    return ev;
 }
 
 static void free_events(const MbEngine *e, void *ev)
@@ -955,7 +988,7 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         return NULL;
     }
     if (e->kind != 1)           /* (spatial: check_spatial_data set it from the contacts) */
-        e->nrec = EV_REC;
+        e->nrec = planar_friction(e) ? EV_REC_FR : EV_REC;
     e->cft = zalloc(2 * (size_t)e->ncon + 1, sizeof(double));
     e->cvt = zalloc(2 * (size_t)e->ncon + 1, sizeof(double));
     e->rec = zalloc((size_t)e->nrec * e->ncon, sizeof(double));
@@ -1930,6 +1963,21 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
     memset(e->rec, 0, sizeof(double) * e->nrec * e->ncon);   /* no impacts yet, none active */
+    if (e->nrec > EV_REC) {     /* frictional contacts closed at the start start persistent */
+        int rc = e->ev ? mbk_events_initial(e->ev, t0, e->y, e->u0, e->rec,
+                                            e->set.contact_tol, e->set.contact_velocity) : 5;
+        int ic = rc == 14 ? mbk_events_error_contact(e->ev) : -1;
+        if (rc != OK && ic >= 0) {
+            msg(err, errlen, "the frictional contacts' initial state cannot be found: contact "
+                "%d: %s", ic, kernel_error(rc));
+            return MBE_ERROR;
+        }
+        if (rc != OK) {
+            msg(err, errlen, "the frictional contacts' initial state cannot be found: %s",
+                kernel_error(rc));
+            return MBE_ERROR;
+        }
+    }
     e->t = t0;
     e->h = 0.0;
     e->initialized = 1;
@@ -1962,6 +2010,9 @@ static const char *kernel_error(int rc)
                     "redundant or the impact ill-posed)";
     case 11: return "a point-to-point contact's gap is undefined (zero distance)";
     case MBE_WORK_CODE: return "the work budget of one call was used up";
+    case 14: return "a frictional contact has no consistent state (Painleve's paradox: "
+                    "slipping, its normal force would pull and, released, its gap would "
+                    "accelerate into the surface; a smaller friction coefficient is needed)";
     case 13: return "a frictional contact has no consistent state (Painleve's paradox: "
                     "slipping, its normal force would pull and, released, its gap would "
                     "accelerate into the surface), or the sliding friction leaves no unique "
@@ -2364,8 +2415,8 @@ static void output_groups(MbEngine *e)
     }
     GSET(MBE_GROUP_MARKERS, (sp ? 6 : 4) * e->nmark);
     for (int i = 0; i < e->ncon; i++) {     /* gap and records, then the contact's force */
-        GSET(MBE_GROUP_CONTACTS, e->nrec > EV_REC ? 10 : 6);
-        GSET(MBE_GROUP_REACTIONS, e->nrec > EV_REC ? 3 : 1);
+        GSET(MBE_GROUP_CONTACTS, e->nrec > EV_REC ? (sp ? 10 : 9) : 6);
+        GSET(MBE_GROUP_REACTIONS, e->nrec > EV_REC ? (sp ? 3 : 2) : 1);
     }
     GSET(MBE_GROUP_ENERGY, 3);
     GSET(MBE_GROUP_RESIDUALS, 2);
@@ -2380,9 +2431,19 @@ static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
     for (int i = 0; i < e->ncon; i++) {
         const double *R = e->rec + e->nrec * i;
         if (e->nrec > EV_REC) {     /* friction: + state, slip (2), sliding loss; ft (2) */
-            int kind = IA(e, A_ICON)[3 * i];     /* a plane, rim or shape-pair contact */
-            int fr = (kind == 1 || kind == 5 || kind == 6) && DA(e, A_DCON)[SKD * i + 35] > 0.0;
+            int kind = IA(e, A_ICON)[3 * i];   /* a plane, rim or shape-pair contact */
+            int fr = e->kind == 1 ? (kind == 1 || kind == 5 || kind == 6)
+                                        && DA(e, A_DCON)[SKD * i + 35] > 0.0
+                                  : DA(e, A_DCMU)[i] > 0.0;
             double st = R[4] == 0.0 ? 0.0 : (R[5] != 0.0 && fr ? 1.0 : 2.0);
+            if (e->kind != 1) {     /* planar: one tangent (slip, ft) */
+                double v[11] = {e->gap[i], R[0], R[1], R[2], R[4], R[3], st, e->cvt[2 * i],
+                                R[8], e->cforce[i], e->cft[2 * i]};
+                for (int j = 0; j < 11; j++, k++)
+                    if (j < 9 ? GK : G2)
+                        y[k] = v[j];
+                continue;
+            }
             double v[13] = {e->gap[i], R[0], R[1], R[2], R[4], R[3], st, e->cvt[2 * i],
                             e->cvt[2 * i + 1], R[8], e->cforce[i], e->cft[2 * i],
                             e->cft[2 * i + 1]};
@@ -2397,6 +2458,39 @@ static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
                 y[k] = v[j];
     }
     return k;
+}
+
+/* f (3 nb) += the persistent planar contacts' friction forces e->cft (mbk_events_outputs_fr):
+ * ft t (t = e_z x n, n the line's normal turned with p) on c's material point at the contact
+ * point P = C - r n and its opposite on p's */
+static void planar_friction_forces(const MbEngine *e, const double *x, double *f)
+{
+    int nb = e->nb;
+    for (int i = 0; i < e->ncon; i++) {
+        if (e->rec[e->nrec * i + 4] == 0.0 || !(DA(e, A_DCMU)[i] > 0.0))
+            continue;
+        const int *R = IA(e, A_ICON) + 3 * i;
+        const double *P = DA(e, A_DCON) + 8 * i;
+        int p = R[1], c = R[2];
+        double thp = p < nb ? x[3 * p + 2] : 0.0, thc = c < nb ? x[3 * c + 2] : 0.0;
+        double cp = cos(thp), sp = sin(thp), cc = cos(thc), sc = sin(thc);
+        double n[2] = {cp * P[4] - sp * P[5], sp * P[4] + cp * P[5]};
+        double F[2] = {-n[1] * e->cft[2 * i], n[0] * e->cft[2 * i]};
+        double C[2] = {(c < nb ? x[3 * c] : 0.0) + cc * P[2] - sc * P[3],
+                       (c < nb ? x[3 * c + 1] : 0.0) + sc * P[2] + cc * P[3]};
+        double Pw[2] = {C[0] - P[6] * n[0], C[1] - P[6] * n[1]};
+        int bodies[2] = {c, p};
+        double sg[2] = {1.0, -1.0};
+        for (int q = 0; q < 2; q++) {
+            int b = bodies[q];
+            if (b >= nb)
+                continue;
+            double fx = sg[q] * F[0], fy = sg[q] * F[1];
+            f[3 * b] += fx;
+            f[3 * b + 1] += fy;
+            f[3 * b + 2] += (Pw[0] - x[3 * b]) * fy - (Pw[1] - x[3 * b + 1]) * fx;
+        }
+    }
 }
 
 MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y, char *err,
@@ -2445,7 +2539,10 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     }
     int want_con = e->ncon && (groups & (MBE_GROUP_CONTACTS | MBE_GROUP_REACTIONS));
     if (rc == OK && want_con)
-        rc = mbk_events_outputs(e->ev, t, e->y, uu, e->rec, e->gap, e->cforce);
+        rc = e->nrec > EV_REC
+                 ? mbk_events_outputs_fr(e->ev, t, e->y, uu, e->rec, e->gap, e->cforce, e->cft,
+                                         e->cvt)
+                 : mbk_events_outputs(e->ev, t, e->y, uu, e->rec, e->gap, e->cforce);
     if (rc != OK) {
         msg(err, errlen, "the outputs at t = %.9g s cannot be computed: %s", t,
             kernel_error(rc));
@@ -2482,6 +2579,8 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             }
             nt++;
         }
+        if (e->nrec > EV_REC)   /* the friction forces join the applied forces */
+            planar_friction_forces(e, e->x, e->f);
         for (int b = 0; b < nb; b++) {
             e->r[3 * b] = e->f[3 * b] - mass[b] * e->xdd[3 * b];
             e->r[3 * b + 1] = e->f[3 * b + 1] - mass[b] * e->xdd[3 * b + 1];

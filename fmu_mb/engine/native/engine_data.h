@@ -93,6 +93,9 @@ enum {
                       joint, then of its master joint */
     A_DSCP,        /* x 50 per coupler: both joints' sp(3), sc(3), Fp(9), Fc(9), ratio, offset */
     A_ISCJ,        /* x 3 per coupler: joint, master joint, compiled row */
+    /* planar contacts' Coulomb friction: empty (every contact frictionless), or x 1 per
+     * contact, its mu (> 0 only at point-line contacts; native/events.c) */
+    A_DCMU,
     MBE_N_ARRAYS
 };
 

@@ -55,7 +55,7 @@
                               direction s0 (2) and the energy lost by sliding */
 #define EV_REC_FR 9
 #define EV_NPAR 19
-enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11, ERR_FRICTION = 12 };
+enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11, ERR_FRICTION = 14 };
 enum { EV_IMPACT = 0, EV_RELEASE = 1, EV_SLIP = 2, EV_STICK = 3 };
 #define EV_NA (-1)         /* an optional kernel operation that is not available */
 

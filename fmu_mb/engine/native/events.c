@@ -81,6 +81,12 @@
  *       pushing positive, 0 when not active); with rec's records (impacts, last_time,
  *       last_impulse, energy_loss, active) they serve every contact output of
  *       fmu_mb.dynamics.outputs. ERR_GAP: a point-point gap undefined at y (zero distance).
+ *   int mbk_events_set_friction(MbkEvents *ev, const double *mu);
+ *       Coulomb friction mu (nc) at point-line contacts (once, after mbk_events_create): the
+ *       records become EV_REC_FR doubles per contact, the phases get sticking rows and
+ *       sliding forces (kernel.c: R_TAN rows, slide_solve); mbk_events_initial,
+ *       mbk_events_outputs_fr (friction force, slip velocity) and mbk_events_error_contact
+ *       (the contact of an ERR_FRICTION) serve it.
  * The Reduction Method (seed 002) stays in Python (fmu_mb.dynamics.integrate).
  */
 #include "friction.h"                          /* the friction law (event_loop.h calls it) */
@@ -94,6 +100,11 @@ struct EvKernel {
     int m_loop;
     int *ri;               /* (m_loop + nc, RI) rows: loops, then the contacts */
     double *rd;            /* (m_loop + nc, RD) */
+    /* friction (mbk_events_set_friction): the phase's sticking and sliding contacts and
+     * their recorded slip directions (evk_friction, used at the next evk_select), and every
+     * contact's slip-velocity row (nc, n) at the q of the last evk_contact_rates */
+    unsigned char *stk, *sld;
+    double *s0, *Dt;
 };
 
 void mbk_events_free(MbkEvents *ev)
@@ -105,6 +116,10 @@ void mbk_events_free(MbkEvents *ev)
         mbk_free(ev->k->kph);
         free(ev->k->ri);
         free(ev->k->rd);
+        free(ev->k->stk);
+        free(ev->k->sld);
+        free(ev->k->s0);
+        free(ev->k->Dt);
         free(ev->k);
     }
     ev_release(ev);
@@ -189,14 +204,74 @@ fail:
     return NULL;
 }
 
+/* Coulomb friction at the contacts: mu (nc) >= 0, nonzero only at point-line contacts
+ * (R_PRJ rows between two bodies' points; fmu_mb.engine.kernel.ContactEvents passes 0 for
+ * joint limits and distance limits). With some mu > 0 the records have EV_REC_FR doubles per
+ * contact (stick, s0 along the tangent t = e_z x n and 0, slide loss) and the phases have
+ * sticking rows (v_t = 0) and sliding forces mu f_n opposite the slip. OK or ERR_ARGS. */
+int mbk_events_set_friction(MbkEvents *ev, const double *mu)
+{
+    if (!ev || !mu || ev->fr)          /* (once per event loop) */
+        return ERR_ARGS;
+    EvKernel *K = ev->k;
+    int nc = ev->nc, ml = K->m_loop, fr = 0;
+    for (int i = 0; i < nc; i++) {
+        if (!(mu[i] >= 0.0) || !isfinite(mu[i]))
+            return ERR_ARGS;
+        if (mu[i] > 0.0 && K->ri[RI * (ml + i)] != R_PRJ)
+            return ERR_ARGS;
+        fr |= mu[i] > 0.0;
+    }
+    if (!fr)
+        return OK;
+    size_t c = (size_t)nc, nn = (size_t)(ev->n > 0 ? ev->n : 1);
+    int mt = ml + 2 * nc;             /* room for every contact's gap and tangent rows */
+    int *ri = malloc(sizeof(int) * RI * (size_t)mt);
+    double *rd = malloc(sizeof(double) * RD * (size_t)mt);
+    K->stk = calloc(c, 1);
+    K->sld = calloc(c, 1);
+    K->s0 = calloc(2 * c, sizeof(double));
+    K->Dt = calloc(c * nn, sizeof(double));
+    Kernel *kp = K->kph;
+    free(kp->slr); free(kp->slmu); free(kp->sls0);
+    kp->slr = calloc(c, sizeof(int));
+    kp->slmu = calloc(c, sizeof(double));
+    kp->sls0 = calloc(c, sizeof(double));
+    int rc = ERR_ARGS;
+    if (ri && rd && K->stk && K->sld && K->s0 && K->Dt && kp->slr && kp->slmu && kp->sls0) {
+        memcpy(ri, K->ri, sizeof(int) * RI * (size_t)(ml + nc));
+        memcpy(rd, K->rd, sizeof(double) * RD * (size_t)(ml + nc));
+        for (int i = 0; i < nc; i++) {
+            memcpy(ri + RI * (ml + nc + i), K->ri + RI * (ml + i), sizeof(int) * RI);
+            ri[RI * (ml + nc + i)] = R_TAN;
+            memcpy(rd + RD * (ml + nc + i), K->rd + RD * (ml + i), sizeof(double) * RD);
+        }
+        rc = mbk_set_rows(kp, mt, ri, rd);
+    }
+    free(ri);
+    free(rd);
+    if (rc != OK)
+        return rc;
+    kp->slcap = nc;
+    kp->nsl = 0;
+    memcpy(ev->mu, mu, sizeof(double) * c);
+    ev->fr = 1;
+    ev->nrec = EV_REC_FR;
+    evk_select(ev, ev->sel);
+    return OK;
+}
+
 /* ------------------------------------------------------------------ the planar operations */
-/* kph's rows: the loop rows, then the gap rows of the contacts with mask[i] set, in order */
+/* kph's rows: the loop rows, then the gap rows of the contacts with mask[i] set, in order,
+ * then (friction) the tangent rows of the selected sticking contacts; the selected sliding
+ * contacts' gap rows carry their sliding force (kph's nsl, slr, slmu, sls0) */
 static void evk_select(EvLoop *ev, const unsigned char *mask)
 {
     EvKernel *K = ev->k;
     Kernel *k = K->kph;
     int r = K->m_loop;
     int changed = 0;
+    k->nsl = 0;
     for (int i = 0; i < ev->nc; i++) {
         if (!mask[i])
             continue;
@@ -204,6 +279,25 @@ static void evk_select(EvLoop *ev, const unsigned char *mask)
             changed = 1;
         memcpy(k->ri + RI * r, K->ri + RI * (K->m_loop + i), sizeof(int) * RI);
         memcpy(k->rd + RD * r, K->rd + RD * (K->m_loop + i), sizeof(double) * RD);
+        if (ev->fr && K->sld[i] && !K->stk[i]) {
+            k->slr[k->nsl] = r;
+            k->slmu[k->nsl] = ev->mu[i];
+            k->sls0[k->nsl] = K->s0[2 * i];
+            k->nsl++;
+        }
+        r++;
+    }
+    for (int i = 0; ev->fr && i < ev->nc; i++) {
+        if (!mask[i] || !K->stk[i])
+            continue;
+        int old[RI], had = r < k->m;
+        if (had)
+            memcpy(old, k->ri + RI * r, sizeof old);
+        memcpy(k->ri + RI * r, K->ri + RI * (K->m_loop + i), sizeof(int) * RI);
+        k->ri[RI * r] = R_TAN;
+        memcpy(k->rd + RD * r, K->rd + RD * (K->m_loop + i), sizeof(double) * RD);
+        if (!had || memcmp(old, k->ri + RI * r, sizeof old))
+            changed = 1;
         r++;
     }
     if (changed || r != k->m)
@@ -384,6 +478,14 @@ static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double
             acc += Dr[j] * qd[j];
         v[i] = acc;
         gap[i] = ka->phi[ml + i];
+        if (ev->fr) {
+            const int *R = ka->ri + RI * (ml + i);
+            double *D = ev->k->Dt + (size_t)i * n;
+            if (ev->mu[i] > 0.0)
+                tan_row(ka, R[1], R[2], ka->rd + RD * (ml + i), NULL, D, NULL);
+            else
+                memset(D, 0, sizeof(double) * (size_t)n);
+        }
     }
     return OK;
 }
@@ -439,25 +541,88 @@ static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
 }
 
 /* ------------------------------------------------------------------ friction
- * The planar kernel is frictionless so far (fmu_mb.engine.kernel.friction_unsupported keeps
- * frictional models out of it): ev->fr stays 0, these are never called. */
+ * One tangent per planar contact: the event loop's second tangential component is 0. */
+/* the phase kernel's friction flags and recorded slip directions (at its next selection) */
 static void evk_friction(EvLoop *ev, const unsigned char *stick, const unsigned char *slide,
                          const double *s0)
 {
-    (void)ev; (void)stick; (void)slide; (void)s0;
+    EvKernel *K = ev->k;
+    size_t c = (size_t)ev->nc;
+    memcpy(K->stk, stick, c);
+    memcpy(K->sld, slide, c);
+    memcpy(K->s0, s0, sizeof(double) * 2 * c);
 }
 
+/* every contact's slip velocity v_t (2 per contact: v_t, 0; 0 for the frictionless ones) at
+ * the kinematics of k */
+static void ev_slip_now(EvLoop *ev, const Kernel *k, double *vt)
+{
+    const EvKernel *K = ev->k;
+    for (int i = 0; i < ev->nc; i++) {
+        const int *R = K->ri + RI * (K->m_loop + i);
+        vt[2 * i] = ev->mu[i] > 0.0 ? tan_row(k, R[1], R[2], K->rd + RD * (K->m_loop + i),
+                                              NULL, NULL, NULL) : 0.0;
+        vt[2 * i + 1] = 0.0;
+    }
+}
+
+/* at (t, y) without Baumgarte terms: the selected contacts' normal multipliers lamc, the
+ * sticking ones' tangential multipliers lamt (2 per contact, the second 0) and every
+ * contact's slip velocities vt (2 per contact, the second 0) */
 static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double *lamt,
                     double *vt)
 {
-    (void)ev; (void)t; (void)y; (void)lamc; (void)lamt; (void)vt;
-    return ERR_ARGS;
+    Kernel *k = ev->k->kph;
+    int mode = k->mode, n = k->n, ml = ev->k->m_loop;
+    k->mode = 0;
+    int rc = accel(k, t, y, y + n, ev->u, ev->qdp);
+    k->mode = mode;
+    if (rc != OK)
+        return rc;
+    int r = ml, rs = ml;
+    for (int i = 0; i < ev->nc; i++)
+        rs += ev->sel[i] != 0;
+    for (int i = 0; i < ev->nc; i++) {
+        if (!ev->sel[i])
+            continue;
+        lamc[i] = k->lam[r++];
+        if (ev->k->stk[i]) {
+            lamt[2 * i] = k->lam[rs++];
+            lamt[2 * i + 1] = 0.0;
+        }
+    }
+    ev_slip_now(ev, k, vt);
+    return OK;
 }
 
+/* gap'' of contact i at (t, y) with the selected contacts (i not among them): the body
+ * accelerations of the solve in contact i's gap row, Dq_i qdd + conv_i; below 1e-9 of its
+ * terms (and 1e-9 m/s^2) it is rounding of 0 and reads 0, as spatial_events.c */
 static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc_out)
 {
-    (void)ev; (void)i; (void)t; (void)y; (void)acc_out;
-    return ERR_ARGS;
+    EvKernel *K = ev->k;
+    Kernel *k = K->kph, *ka = K->kall;
+    int mode = k->mode, n = k->n, ml = K->m_loop;
+    k->mode = 0;
+    int rc = accel(k, t, y, y + n, ev->u, ev->qdp);
+    k->mode = mode;
+    if (rc != OK)
+        return rc;
+    const double *q = y, *qd = y + n;
+    if (k->nd)
+        prescribe(k, t, &q, &qd);
+    kinematics(ka, q, qd);
+    body_acc(ka, NULL, ka->a0);
+    if ((rc = rows(ka, 1)) != OK)
+        return rc == ERR_SINGULAR ? ERR_GAP : rc;
+    const double *Dr = ka->Dq + (size_t)(ml + i) * n;
+    double acc = ka->conv[ml + i], scale = fabs(acc);
+    for (int j = 0; j < n; j++) {
+        acc += Dr[j] * ev->qdp[j];
+        scale += fabs(Dr[j] * ev->qdp[j]);
+    }
+    *acc_out = fabs(acc) <= 1e-9 * (1.0 + scale) ? 0.0 : acc;
+    return OK;
 }
 
 static int evk_fric_last(EvLoop *ev, double *lamc, double *lamt, double *vt, double *g)
@@ -466,20 +631,77 @@ static int evk_fric_last(EvLoop *ev, double *lamc, double *lamt, double *vt, dou
     return 0;
 }
 
+/* every contact's slip velocities (2 each, the second 0) for velocities qd at the q of the
+ * last evk_contact_rates */
 static void evk_slip_rates(EvLoop *ev, const double *qd, double *vt)
 {
-    (void)qd;
-    memset(vt, 0, sizeof(double) * 2 * (size_t)ev->nc);
+    int n = ev->n;
+    for (int i = 0; i < ev->nc; i++) {
+        double acc = 0.0;
+        if (ev->fr) {
+            const double *D = ev->k->Dt + (size_t)i * n;
+            for (int j = 0; j < n; j++)
+                acc += D[j] * qd[j];
+        }
+        vt[2 * i] = acc;
+        vt[2 * i + 1] = 0.0;
+    }
 }
 
+/* evk_impact_solve with friction: the contacts in trial closed (their rates = target), the
+ * sticking ones (stick) with their slip rates 0, the sliding ones (slide) with the impulse
+ * mu r_n s along s = dir (2 per contact, the first used); rn the normal impulses, rt the
+ * sticking ones' tangential impulses (2 per contact, the second 0) */
 static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
                          const unsigned char *trial, const unsigned char *stick,
                          const unsigned char *slide, const double *dir,
                          const double *target, double *qdp, double *rn, double *rt)
 {
-    (void)ev; (void)q; (void)qd; (void)trial; (void)stick; (void)slide; (void)dir;
-    (void)target; (void)qdp; (void)rn; (void)rt;
-    return ERR_ARGS;
+    EvKernel *K = ev->k;
+    Kernel *k = K->kph;
+    int n = ev->n, nc = ev->nc, ml = K->m_loop, rc;
+    evk_friction(ev, stick, slide, dir);
+    evk_select(ev, trial);
+    memcpy(ev->sel, trial, (size_t)nc);
+    int m = k->m;
+    kinematics(k, q, qd);
+    if ((rc = rows(k, 0)) != OK || (rc = articulate(k)) != OK || (m && (rc = schur(k)) != OK))
+        return rc;
+    for (int r = 0; r < m; r++) {
+        const double *Dr = k->Dq + (size_t)r * n;
+        double acc = 0.0;
+        for (int j = 0; j < n; j++)
+            acc += Dr[j] * qd[j];
+        k->rr[r] = acc;
+    }
+    for (int i = 0, r = ml; i < nc; i++)
+        if (trial[i])
+            k->rr[r++] -= target[i];
+    if (m && k->nsl > 0) {
+        if ((rc = slide_solve(k, qd, 1, qdp)) != OK)
+            return rc;
+    } else {
+        if (m && (rc = psd_solve(k, k->rr, k->lam)) != OK)
+            return rc;
+        for (int j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (int r = 0; r < m; r++)
+                acc += k->Wt[(size_t)r * n + j] * k->lam[r];
+            qdp[j] = qd[j] - acc;
+        }
+    }
+    int r = ml, rs = ml;
+    for (int i = 0; i < nc; i++)
+        rs += trial[i] != 0;
+    for (int i = 0; i < nc; i++) {
+        rn[i] = rt[2 * i] = rt[2 * i + 1] = 0.0;
+        if (!trial[i])
+            continue;
+        rn[i] = k->lam[r++];
+        if (stick[i])
+            rt[2 * i] = k->lam[rs++];
+    }
+    return OK;
 }
 
 /* ------------------------------------------------------------------ the API */
@@ -501,6 +723,30 @@ int mbk_advance_events_to_impact(MbkEvents *ev, int method, double *par, double 
     return ev_advance(ev, method, par, y_io, u, rec_io, 1, impact);
 }
 
+/* With friction (mbk_events_set_friction): the contact outputs of mbk_events_outputs and per
+ * contact the friction force ft and the slip velocity vt (2 each, the second 0) for the
+ * records rec (nc, EV_REC_FR); ERR_ARGS without friction. */
+int mbk_events_outputs_fr(MbkEvents *ev, double t, const double *y, const double *u,
+                          const double *rec, double *gap, double *force, double *ft,
+                          double *vt)
+{
+    if (!ev->fr)
+        return ERR_ARGS;
+    return ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
+}
+
+/* the contact the last ERR_FRICTION (14) refers to, -1: none or several */
+int mbk_events_error_contact(MbkEvents *ev) { return ev->fr_contact; }
+
+/* With friction: the records rec (nc, EV_REC_FR) at the start (event_loop.h ev_initial). */
+int mbk_events_initial(MbkEvents *ev, double t, const double *y, const double *u, double *rec,
+                       double contact_tol, double contact_velocity)
+{
+    if (!ev->fr)
+        return ERR_ARGS;
+    return ev_initial(ev, t, y, u, rec, contact_tol, contact_velocity);
+}
+
 /* The contact outputs at (t, y) with inputs u for the records rec (nc, EV_REC): gap (nc) [m
  * or rad] and force (nc), the force of each persistent contact, pushing positive (-lam_c of
  * the accelerations with the active contacts' rows closed), 0 for the others. */
@@ -517,8 +763,15 @@ int mbk_events_accelerations(MbkEvents *ev, double t, const double *q, const dou
                              const double *u, const double *rec, double *qdd, double *x,
                              double *xd, double *xdd)
 {
-    for (int i = 0; i < ev->nc; i++)
-        ev->trial[i] = rec[ev->nrec * i + 4] != 0.0;
+    for (int i = 0; i < ev->nc; i++) {
+        const double *R = rec + ev->nrec * i;
+        ev->trial[i] = R[4] != 0.0;
+        if (ev->fr) {           /* the friction phase of the records: sticking rows, slip */
+            ev->stick[i] = R[5] != 0.0;
+            ev->s0[2 * i] = R[6];
+            ev->s0[2 * i + 1] = R[7];
+        }
+    }
     ev_select(ev, ev->trial);
     Kernel *k = ev->k->kph;
     int mode = k->mode;

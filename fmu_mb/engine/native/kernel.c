@@ -110,6 +110,11 @@ typedef struct {
      * R_PAIR rows (native/planar_pairs.h) */
     int npair;
     double *pair;
+    /* sliding Coulomb friction (events.c sets it for a phase): nsl sliding point-line
+     * contacts, per one the index of its gap row among the rows (slr), Coulomb's mu (slmu)
+     * and the recorded slip direction s0 = +-1 along the tangent (sls0); capacity slcap */
+    int nsl, slcap, *slr;
+    double *slmu, *sls0;
 } Kernel;
 
 static int charge(Kernel *k) { return work_charge(&k->work_budget); }
@@ -133,7 +138,8 @@ void mbk_free(Kernel *k)
                  k->nzc, k->nnz, k->rd, k->phi, k->conv, k->Dq, k->Wt, k->Sm, k->Vm, k->ev,
                  k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
                  k->qde, k->sdd, k->lamd, k->G, k->bcomp, k->cj_start, k->cj, k->rcomp,
-                 k->rsup_start, k->rsup, k->pr_start, k->pr, k->env, k->wacc, k->pair};
+                 k->rsup_start, k->rsup, k->pr_start, k->pr, k->env, k->wacc, k->pair, k->slr, k->slmu,
+                 k->sls0};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -703,12 +709,13 @@ static void body_acc(Kernel *k, const double *qdd, double *a)
  * minimum-norm multipliers with eigenvalues below RANK_RTOL * max cut off, as
  * fmu_mb.linalg.schur_solve. The projections use the same W: least kinetic-energy changes.
  */
-enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4,
+enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4, R_TAN = 5,
        R_PAIR = 7 /* a planar shape pair's feature: rd[0] its record (mbk_set_pairs) */ };
 #define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
 #define RD 8          /* doubles per row: sp(2), sc(2), w0(2), offset, sign */
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
-enum { ERR_DRIFT = 6 };
+#include "friction.h"                          /* the friction law, shared */
+enum { ERR_DRIFT = 6, ERR_PAINLEVE = 13 /* a frictional contact without a consistent state */ };
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -973,6 +980,44 @@ static void add_path(const Kernel *k, int b, const double *Q, const double *w, d
     }
 }
 
+/* The slip velocity of a point-line contact (fmu_mb.mechanics.friction) with row data P
+ * (sp: the line's point A on p, sc: the circle's centre C on c, w0: the line's normal in p's
+ * axes, offset: the radius r): v_t = d/dt[t . (C - A)] - r (w_c - w_p) along the tangent
+ * t = e_z x n (n the normal w0 turned with p), at the current kinematics (returned). Dr (n,
+ * or NULL): its row in joint rates; cv (or NULL): v_t' at the body accelerations a (k->a0:
+ * the convective part at qdd = 0, or the full accelerations). A velocity row: no value. */
+static double tan_row(const Kernel *k, int p, int c, const double *P, const double *a,
+                      double *Dr, double *cv)
+{
+    double Qp[2], Qc[2], ep[2], ec[2];
+    body_point(k, p, P, Qp, ep);
+    body_point(k, c, P + 2, Qc, ec);
+    double d[2] = {Qc[0] - Qp[0], Qc[1] - Qp[1]};
+    const double *vp = k->xd + 3 * p, *vc = k->xd + 3 * c;
+    double dd[2] = {vc[0] - vc[2] * ec[1] - vp[0] + vp[2] * ep[1],
+                    vc[1] + vc[2] * ec[0] - vp[1] - vp[2] * ep[0]};
+    double cs = k->cs[2 * p], sn = k->cs[2 * p + 1], wpr = vp[2], r = P[6];
+    double w[2] = {cs * P[4] - sn * P[5], sn * P[4] + cs * P[5]}, t[2] = {-w[1], w[0]};
+    double dw = d[0] * w[0] + d[1] * w[1], dt = d[0] * t[0] + d[1] * t[1];
+    if (Dr) {
+        double wc[3] = {t[0], t[1], -r}, wp[3] = {-t[0], -t[1], r - dw};
+        memset(Dr, 0, sizeof(double) * (size_t)k->n);
+        add_path(k, c, Qc, wc, Dr);
+        add_path(k, p, Qp, wp, Dr);
+    }
+    if (cv) {
+        const double *ap = a + 3 * p, *ac = a + 3 * c;
+        double acc[2] = {ac[0] - ac[2] * ec[1] - vc[2] * vc[2] * ec[0]
+                         - (ap[0] - ap[2] * ep[1] - vp[2] * vp[2] * ep[0]),
+                         ac[1] + ac[2] * ec[0] - vc[2] * vc[2] * ec[1]
+                         - (ap[1] + ap[2] * ep[0] - vp[2] * vp[2] * ep[1])};
+        *cv = acc[0] * t[0] + acc[1] * t[1] - ap[2] * dw
+              - 2.0 * wpr * (dd[0] * w[0] + dd[1] * w[1]) - wpr * wpr * dt
+              - r * (ac[2] - ap[2]);
+    }
+    return dd[0] * t[0] + dd[1] * t[1] - wpr * dw - r * (vc[2] - vp[2]);
+}
+
 /* phi, Dq (and conv when want_conv, needs k->a0) of the rows at the current kinematics:
  * the rows of the cut joints and, in a kernel made for a phase with persistent contacts,
  * the gap rows of those contacts (point-line: R_PRJ, point-point: R_DST, joint limits:
@@ -992,6 +1037,18 @@ static int rows(Kernel *k, int want_conv)
         const int *R = k->ri + RI * r;
         const double *P = k->rd + RD * r;
         int kind = R[0], p = R[1], c = R[2];
+        if (kind == R_TAN) {        /* a sticking contact: its slip velocity v_t = 0 */
+            double *Dr = k->Dq + (size_t)r * n, cv = 0.0;
+            tan_row(k, p, c, P, k->a0, Dr, want_conv ? &cv : NULL);
+            k->phi[r] = 0.0;
+            k->conv[r] = cv;
+            int *nz = k->nzc + (size_t)r * n, cnt = 0;
+            for (int j = 0; j < n; j++)
+                if (Dr[j] != 0.0)
+                    nz[cnt++] = j;
+            k->nnz[r] = cnt;
+            continue;
+        }
         double Qp[2], Qc[2], ep[2], ec[2];
         body_point(k, p, P, Qp, ep);
         body_point(k, c, P + 2, Qc, ec);
@@ -1179,6 +1236,81 @@ static int psd_solve(Kernel *k, const double *rhs, double *y)
                                k->lwork, RANK_RTOL, 1, rhs, y);
 }
 
+/* The sliding friction (native/friction.h; as spatial_kernel.c's slide_solve), after rows()
+ * and schur() with k->rr the right-hand side of S lam = rr: the sliding contacts' forces
+ * k_j lam_n,j (k_j = mu Dt_j' s_j, s_j the slip direction of v_t at the kinematics, or with
+ * `fixed` the recorded s0) with responses y_j = Mbar^-1 k_j, lam0 = S^+ rr,
+ * l_j = S^+ Dq y_j, c = (I - E L)^-1 E lam0, lam = lam0 + L c, out = base0 - W lam + Y c
+ * (accelerations: base0 = qdd0; an impact: base0 = qd-, rr = Dq qd- - b). ERR_PAINLEVE
+ * (I - E L singular): no consistent contact force. */
+static int slide_solve(Kernel *k, const double *base0, int fixed, double *out)
+{
+    int m = k->m, n = k->n, p = k->nsl, rc;
+    size_t nn = (size_t)(n > 0 ? n : 1), mm = (size_t)(m > 0 ? m : 1), np = (size_t)p;
+    double *buf = malloc(sizeof(double) * (np * nn + nn + 2 * (np + 1) * mm + 2 * np * np
+                                           + 2 * np));
+    if (!buf)
+        return ERR_ARGS;
+    double *Y = buf, *kj = Y + np * nn, *rhs = kj + nn, *sol = rhs + (np + 1) * mm;
+    double *S = sol + (np + 1) * mm, *Sw = S + np * np, *e0 = Sw + np * np, *c = e0 + np;
+    for (int j = 0; j < p; j++) {
+        int row = k->slr[j];
+        const int *R = k->ri + RI * row;
+        double vt = tan_row(k, R[1], R[2], k->rd + RD * row, NULL, kj, NULL), s;
+        if (fixed)
+            vt = 0.0;
+        fr_slip_direction(1, &vt, k->sls0 + j, &s);
+        for (int i = 0; i < n; i++)
+            kj[i] *= k->slmu[j] * s;
+        if ((rc = solve_tau(k, kj, 0, Y + (size_t)j * nn)) != OK)
+            goto done;
+    }
+    memcpy(rhs, k->rr, sizeof(double) * (size_t)m);
+    for (int j = 0; j < p; j++) {
+        const double *yj = Y + (size_t)j * nn;
+        double *rj = rhs + (size_t)(j + 1) * mm;
+        for (int r = 0; r < m; r++) {
+            const double *Dr = k->Dq + (size_t)r * n;
+            double acc = 0.0;
+            for (int i = 0; i < n; i++)
+                acc += Dr[i] * yj[i];
+            rj[r] = acc;
+        }
+    }
+    rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, (syev_fn)k->syev, k->work, k->lwork,
+                           RANK_RTOL, p + 1, rhs, sol);
+    if (rc != OK)
+        goto done;
+    for (int j = 0; j < p; j++) {                     /* I - E L */
+        const double *lj = sol + (size_t)(j + 1) * mm;
+        for (int a = 0; a < p; a++)
+            S[a * p + j] = (a == j ? 1.0 : 0.0) - lj[k->slr[a]];
+    }
+    for (int a = 0; a < p; a++)
+        e0[a] = sol[k->slr[a]];
+    if (fr_solve(p, S, Sw, e0, c) != 0) {
+        rc = ERR_PAINLEVE;
+        goto done;
+    }
+    for (int r = 0; r < m; r++) {
+        double acc = sol[r];
+        for (int j = 0; j < p; j++)
+            acc += sol[(size_t)(j + 1) * mm + r] * c[j];
+        k->lam[r] = acc;
+    }
+    for (int i = 0; i < n; i++) {
+        double acc = base0[i];
+        for (int r = 0; r < m; r++)
+            acc -= k->Wt[(size_t)r * n + i] * k->lam[r];
+        for (int j = 0; j < p; j++)
+            acc += Y[(size_t)j * nn + i] * c[j];
+        out[i] = acc;
+    }
+done:
+    free(buf);
+    return rc;
+}
+
 /* qdd with the loop rows, after kinematics and forces; lam in k->lam */
 static int loop_accel(Kernel *k, const double *qd, double *qdd)
 {
@@ -1198,6 +1330,8 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
             b -= 2.0 * k->alpha * dq_dot(k, r, qd) + k->beta * k->beta * k->phi[r];
         k->rr[r] = dq_dot(k, r, k->qdd0) - b;
     }
+    if (k->nsl > 0)
+        return slide_solve(k, k->qdd0, 0, qdd);
     if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
         return rc;
     if (qdd != k->qdd0)
