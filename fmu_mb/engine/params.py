@@ -76,7 +76,7 @@ import numpy as np
 
 from ..errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError,
                       SingularSystemError)
-from ..mechanics.assembly import probing
+from ..mechanics.assembly import _PROBE, probing
 
 MAGIC = 0x3150424D           # "MBP1" little-endian
 VERSION = 3                  # 2: temporaries (ntemp in the header, SET, GET); 3: CHECK
@@ -1680,7 +1680,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     rng = np.random.default_rng(seed)
     first = data_of(base)
     D0 = np.asarray(getattr(first, "doubles", first), dtype=float).ravel()
-    data_of = _doubles_only(data_of, getattr(first, "ints", None))
+    data_of = _remembered(_doubles_only(data_of, getattr(first, "ints", None)))
     fixed.describe = _engine_describer(model, D0)
     fixed.floor = _array_scales(model, D0)
 
@@ -1723,6 +1723,30 @@ def _doubles_only(data_of, ints0):
                                    "kinds, indices) change")
         return np.asarray(d.doubles, float)
     return doubles
+
+
+def _remembered(data_of):
+    """data_of that builds each set of values once per compilation: a set asked for again
+    (the range sweeps of the parameters left live, repeated by each compilation round) gets
+    the data, or the exception, of its first build. Keyed by the values (repr: -0.0 and 0.0
+    differ) and by whether the build is a probe (fmu_mb.mechanics.assembly.probing: a probe
+    fails where a full build might retry)."""
+    seen = {}
+
+    def remembered(values):
+        key = (bool(getattr(_PROBE, "on", False)),
+               tuple(sorted((str(k), repr(v)) for k, v in values.items())))
+        got = seen.get(key)
+        if got is None:
+            try:
+                got = (True, np.array(data_of(values), dtype=float))
+            except Exception as exc:   # noqa: BLE001 - the same set fails the same way
+                got = (False, exc)
+            seen[key] = got
+        if got[0]:
+            return got[1].copy()
+        raise got[1]
+    return remembered
 
 
 def _pvector(names, index, bvals, plist_defaults, values):
