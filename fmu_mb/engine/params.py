@@ -76,7 +76,7 @@ import numpy as np
 
 from ..errors import (AssemblyError, AssemblyWarning, DriftError, FmuMbError,
                       SingularSystemError)
-from ..mechanics.assembly import probing
+from ..mechanics.assembly import _PROBE, probing
 
 MAGIC = 0x3150424D           # "MBP1" little-endian
 VERSION = 3                  # 2: temporaries (ntemp in the header, SET, GET); 3: CHECK
@@ -1680,7 +1680,7 @@ def compile_parameters(module_or_build, overrides=None, data_of=None, *, names=N
     rng = np.random.default_rng(seed)
     first = data_of(base)
     D0 = np.asarray(getattr(first, "doubles", first), dtype=float).ravel()
-    data_of = _doubles_only(data_of, getattr(first, "ints", None))
+    data_of = _remembered(_doubles_only(data_of, getattr(first, "ints", None)))
     fixed.describe = _engine_describer(model, D0)
     fixed.floor = _array_scales(model, D0)
 
@@ -1723,6 +1723,30 @@ def _doubles_only(data_of, ints0):
                                    "kinds, indices) change")
         return np.asarray(d.doubles, float)
     return doubles
+
+
+def _remembered(data_of):
+    """data_of that builds each set of values once per compilation: a set asked for again
+    (the range sweeps of the parameters left live, repeated by each compilation round) gets
+    the data, or the exception, of its first build. Keyed by the values (repr: -0.0 and 0.0
+    differ) and by whether the build is a probe (fmu_mb.mechanics.assembly.probing: a probe
+    fails where a full build might retry)."""
+    seen = {}
+
+    def remembered(values):
+        key = (bool(getattr(_PROBE, "on", False)),
+               tuple(sorted((str(k), repr(v)) for k, v in values.items())))
+        got = seen.get(key)
+        if got is None:
+            try:
+                got = (True, np.array(data_of(values), dtype=float))
+            except Exception as exc:   # noqa: BLE001 - the same set fails the same way
+                got = (False, exc)
+            seen[key] = got
+        if got[0]:
+            return got[1].copy()
+        raise got[1]
+    return remembered
 
 
 def _pvector(names, index, bvals, plist_defaults, values):
@@ -1839,7 +1863,9 @@ def _fix_structure(hits, live, base, data_of, D0, fixed):
 def _match(tape, deps, P, Dm, slots):
     """slot -> node id (created on the tape when a negative or reciprocal) of a tape
     expression whose values at the parameter vectors P (rows) agree with the data Dm[:, slot]
-    in every row; slots without one are left out."""
+    in every row; slots without one are left out. Each slot looks only at the candidates an
+    index on their values puts near it (sorted values, searched by bisection), so the cost
+    grows with the number of slots plus the number of nodes, not with their product."""
     nodes = tape.nodes
     E = np.array([_eval_nodes(nodes, p) for p in P])      # (rows, nnodes)
     cand = [i for i in range(len(nodes)) if deps[i]]
@@ -1858,16 +1884,18 @@ def _match(tape, deps, P, Dm, slots):
             tol = VERIFY_RTOL * abs(d[0])
             lo = np.searchsorted(v0, d[0] - tol, "left")
             hi = np.searchsorted(v0, d[0] + tol, "right")
-            best = None
-            for j in order[lo:hi]:
-                if np.all(_close(V[:, j], d)):
-                    exact = bool(np.all(V[:, j] == d))
-                    if best is None or (exact and not best[1]):
-                        best = (j, exact)
-                        if exact:
-                            break
-            if best is not None:
-                found[s] = (kind, cand[best[0]])
+            if hi <= lo:
+                continue
+            # the first candidate (in sorted order) that agrees in every row, or the first
+            # that agrees exactly when one does
+            js = order[lo:hi]
+            W = V[:, js]
+            ok = np.all(_close(W, d[:, None]), axis=0)
+            if not ok.any():
+                continue
+            exact = ok & np.all(W == d[:, None], axis=0)
+            k = int(np.argmax(exact)) if exact.any() else int(np.argmax(ok))
+            found[s] = (kind, cand[js[k]])
     out = {}
     for s, (kind, i) in found.items():
         if kind == "neg":
@@ -1876,29 +1904,74 @@ def _match(tape, deps, P, Dm, slots):
             out[s] = tape.node(("div", tape.const(1.0), i))
         else:
             out[s] = i
+    V = E[:, cand]
+    near_affine = _affine_index(V)
     for s in slots:                 # a constant plus or minus an expression
         if s not in out:
-            got = _affine(tape, E[:, cand], cand, Dm[:, s])
+            got = _affine(tape, V, cand, Dm[:, s], near_affine)
             if got is not None:
                 out[s] = got
     left = [s for s in slots if s not in out]
     if left:                        # rounding residues (a zero computed as 1e-18)
         with np.errstate(all="ignore"):
             M = np.array([_magnitudes(nodes[:len(e)], e) for e in E])[:, cand]
+        near_residue = _residue_index(V, M)
         for s in left:
-            got = _residue(E[:, cand], M, Dm[:, s])
+            got = _residue(V, M, Dm[:, s], near_residue)
             if got is not None:
                 kind, j = got
                 out[s] = tape.node(("neg", cand[j])) if kind == "neg" else cand[j]
     return out
 
 
-def _residue(V, M, d):
+def _window(keys, order, lo, hi):
+    """The columns (in `order`, sorted by `keys`) whose key lies in [lo, hi]."""
+    a = np.searchsorted(keys, lo, "left")
+    b = np.searchsorted(keys, hi, "right")
+    return order[a:b]
+
+
+def _residue_index(V, M):
+    """near(d) -> the columns of V (ascending) that can pass _residue's test for the data d:
+    every column whose first row is within VERIFY_RTOL * max(M, |d|) of +-d[0], found by
+    bisection in groups of columns of like magnitude M (binary exponent), plus every column
+    with a non-finite value or magnitude in its first row (always looked at)."""
+    v0, m0 = V[0], M[0]
+    finite = np.isfinite(v0) & np.isfinite(m0)
+    odd = np.flatnonzero(~finite)
+    groups = []
+    exps = np.frexp(np.where(finite, m0, 0.0))[1]
+    for e in np.unique(exps[finite]):
+        cols = np.flatnonzero(finite & (exps == e))
+        o = cols[np.argsort(v0[cols], kind="stable")]
+        groups.append((math.ldexp(1.0, int(e)), v0[o], o))    # M < 2^e in this group
+
+    def near(d):
+        d0 = float(d[0])
+        if not math.isfinite(d0):
+            return None
+        parts = [odd]
+        for mb, keys, o in groups:
+            t = 2.0 * VERIFY_RTOL * max(mb, abs(d0)) + 1e-300
+            parts.append(_window(keys, o, d0 - t, d0 + t))
+            parts.append(_window(keys, o, -d0 - t, -d0 + t))
+        return np.unique(np.concatenate(parts))
+    return near
+
+
+def _residue(V, M, d, near=None):
     """("id" or "neg", column) of the expression that gives d in every row to VERIFY_RTOL
     relative to the largest number it is computed from (M): a slot that is a difference of
     nearly equal numbers (an offset that vanishes, computed by the builder in another order
     as 1e-18) agrees with the expression to the rounding of those numbers. The closest in
-    the worst row (the first of equals: the same on any machine); None when none agrees."""
+    the worst row (the first of equals: the same on any machine); None when none agrees.
+    near (_residue_index): the columns that can agree, the others are not looked at."""
+    cols = near(d) if near is not None else None
+    if cols is not None:
+        if not len(cols):
+            return None
+        got = _residue(V[:, cols], M[:, cols], d)
+        return None if got is None else (got[0], int(cols[got[1]]))
     best = None
     with np.errstate(all="ignore"):
         for kind, W in (("id", V), ("neg", -V)):
@@ -1914,11 +1987,45 @@ def _residue(V, M, d):
     return None if best is None else best[1:]
 
 
-def _affine(tape, V, cand, d):
+def _affine_index(V):
+    """near(d) -> the columns of V (ascending) that can pass _affine's test for the data d:
+    d - sign e is the same constant in every row, hence e's change from the first row to
+    the second is sign times d's (to the rounding of the numbers involved), found by
+    bisection on that change, plus every column with a non-finite value in those rows;
+    None (look at every column) when there are fewer than two rows or d is not finite."""
+    if V.shape[0] < 2:
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        dv = V[1] - V[0]
+    finite = np.isfinite(V[0]) & np.isfinite(V[1]) & np.isfinite(dv)
+    odd = np.flatnonzero(~finite)
+    cols = np.flatnonzero(finite)
+    o = cols[np.argsort(dv[cols], kind="stable")]
+    keys = dv[o]
+    big = float(np.max(np.abs(V[0][cols]) + np.abs(V[1][cols]))) if len(cols) else 0.0
+
+    def near(d):
+        d0, d1 = float(d[0]), float(d[1])
+        if not (math.isfinite(d0) and math.isfinite(d1)):
+            return None
+        dd = d1 - d0
+        t = 4e-15 * (abs(d0) + abs(d1) + big) + 1e-300
+        parts = [odd, _window(keys, o, dd - t, dd + t), _window(keys, o, -dd - t, -dd + t)]
+        return np.unique(np.concatenate(parts))
+    return near
+
+
+def _affine(tape, V, cand, d, near=None):
     """The node of k + e or k - e (k a constant, e a tape expression, columns of V; e - k is
     (-k) + e exactly in IEEE arithmetic) that gives the values d exactly in every row (the
     builder's own arithmetic on a traced number: a point relative to a traced centre of
-    mass...), or None."""
+    mass...), or None. near (_affine_index): the columns that can give d, the others are not
+    looked at."""
+    cols = near(d) if near is not None else None
+    if cols is not None:
+        if not len(cols):
+            return None
+        return _affine(tape, V[:, cols], [cand[j] for j in cols], d)
     with np.errstate(invalid="ignore", over="ignore"):
         for sign in (1.0, -1.0):                  # d = k + sign e
             K = d[:, None] - sign * V
