@@ -12,6 +12,7 @@ and the minimum-norm multipliers. The same M-weighted minimum-norm solve project
 and velocities onto the constraint manifold.
 """
 import importlib
+import math
 
 import numpy as np
 
@@ -57,6 +58,12 @@ RANK_RTOL = 3e-8
 #: velocities, and cutting them at RANK_RTOL left the velocities free for a moment there
 #: (IFToMM A02, N = 40: B0's velocity 4.7e-5 m/s off at 0.4 ms past a pose)
 PROJECTION_RTOL = 1e-13
+
+#: width of the smooth cut-off of schur_solve's multipliers: the weights of S's eigenvalues w
+#: go from 1 (w above the cut-off rtol x the largest) to 0 (w at or below FILTER_WIDTH x the
+#: cut-off) along a smooth step in log w, instead of a hard cut at the cut-off (see
+#: spectral_weights)
+FILTER_WIDTH = 1e-2
 
 #: largest relative residual a stalled position projection may end with (singular poses)
 PROJECTION_ACCEPT = 1e-10
@@ -107,13 +114,35 @@ def _no_cut(S, rtol):
     return True
 
 
+def spectral_weights(w, rtol):
+    """The factors f(w_i) of S^+ = V diag(f(w)) V' for S's eigenvalues w (dense.h's
+    dense_filter): 1 / w above the cut-off cut = rtol x max(w), 0 at or below lo = cut x
+    FILTER_WIDTH (exactly redundant rows, whose eigenvalues are rounding, stay cut off) and
+    s(x) / w in between, s the smooth step 6x^5 - 15x^4 + 10x^3 of x = log(w / lo) / log(cut /
+    lo) (s and its first two derivatives continuous): an eigenvalue that passes the cut-off as
+    a singular pose approaches changes the solution smoothly, not by a jump. Only the
+    multipliers' cut-off (rtol >= RANK_RTOL) is smoothed; the projections' (PROJECTION_RTOL)
+    stays a hard cut (its window would reach the eigenvalues' rounding)."""
+    w = np.asarray(w, dtype=float)
+    cut = rtol * max(w.max(initial=0.0), 1e-300)
+    lo = cut * FILTER_WIDTH if rtol >= RANK_RTOL else cut
+    f = np.zeros_like(w)
+    keep = w > cut
+    f[keep] = 1.0 / w[keep]
+    mid = (w > lo) & ~keep
+    if mid.any():
+        x = np.log(w[mid] / lo) / math.log(cut / lo)
+        f[mid] = x * x * x * (x * (6.0 * x - 15.0) + 10.0) / w[mid]
+    return f
+
+
 def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.
 
     Cholesky when its pivots are within sqrt(100 rtol) of each other, or when the shifted
     factorisation (_no_cut) shows that no eigenvalue is below the cut-off; else the eigen-
-    decomposition with the eigenvalues below rtol x the largest cut off (minimum norm over
-    the rows that have become dependent).
+    decomposition with the eigenvalues below rtol x the largest cut off smoothly
+    (spectral_weights: minimum norm over the rows that have become dependent).
 
     rhs : (m,) or (m, k). rtol: the relative eigenvalue cut-off (RANK_RTOL for multipliers,
     PROJECTION_RTOL for projections). Returns y and the numerical rank of S. numpy_only:
@@ -139,10 +168,11 @@ def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     if not np.all(np.isfinite(S)):
         raise SingularSystemError("constraint matrix contains NaN or infinite entries")
     w, V = np.linalg.eigh(S)
-    keep = w > rtol * max(w.max(), 1e-300)
-    Vk, wk = V[:, keep], w[keep]
-    y = Vk @ ((Vk.T @ rhs) / (wk if np.ndim(rhs) == 1 else wk[:, None]))
-    return y, int(keep.sum())
+    f = spectral_weights(w, rtol)
+    keep = f > 0.0
+    Vk, fk = V[:, keep], f[keep]
+    y = Vk @ ((Vk.T @ rhs) * (fk if np.ndim(rhs) == 1 else fk[:, None]))
+    return y, int(np.sum(w > rtol * max(w.max(), 1e-300)))
 
 
 def solve_kkt(Minv, D, F, b, mass=None):

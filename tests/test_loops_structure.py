@@ -8,15 +8,23 @@ import pytest
 from fmu_mb import load_model
 from fmu_mb.dynamics.formulations import tmt
 from fmu_mb.dynamics.formulations import get_formulation
-from fmu_mb.linalg import RANK_RTOL, PROJECTION_RTOL, schur_solve
+from fmu_mb.linalg import FILTER_WIDTH, RANK_RTOL, PROJECTION_RTOL, schur_solve
 
 from conftest import MODELS
 
 
 def truncated(S, rhs, rtol):
+    """S^+ rhs by numpy's eigen-decomposition with the rule of schur_solve written out: weight
+    1 above cut = rtol max(w); for the multipliers' cut-off a smooth step, in log w, down to 0
+    at FILTER_WIDTH x cut (10 x^3 - 15 x^4 + 6 x^5); a hard cut for the projections'."""
     w, V = np.linalg.eigh(S)
-    keep = w > rtol * w.max()
-    return V[:, keep] @ ((V[:, keep].T @ rhs) / w[keep][:, None])
+    cut = rtol * w.max()
+    lo = cut * FILTER_WIDTH if rtol == RANK_RTOL else cut
+    x = np.clip(np.log(np.maximum(w, 1e-300) / lo) / np.log(cut / lo), 0.0, 1.0) \
+        if lo < cut else (w > cut).astype(float)
+    keep = w > lo
+    step = 10 * x[keep] ** 3 - 15 * x[keep] ** 4 + 6 * x[keep] ** 5
+    return V[:, keep] @ ((V[:, keep].T @ rhs) * (step / w[keep])[:, None])
 
 
 @pytest.mark.parametrize("rtol", [RANK_RTOL, PROJECTION_RTOL])
@@ -54,7 +62,7 @@ def test_schur_solve_takes_cholesky_only_when_nothing_is_cut(rtol, monkeypatch):
         rhs = rng.standard_normal((m, 2))
         ref = truncated(S, rhs, rtol)
         y, _ = schur_solve(S, rhs, rtol)
-        cond = w.max() / w[w > rtol * w.max()].min()
+        cond = w.max() / w[w > rtol * FILTER_WIDTH * w.max()].min()
         # rounding amplified by the condition of the kept part, in every method (numpy's too)
         assert np.abs(y - ref).max() <= 1e-15 * m * cond * np.abs(ref).max(), trial
     assert tested > 20 and True in seen and False in seen      # both routes taken
@@ -90,7 +98,10 @@ def test_a02_n40_kernel_solves_match_tmt_near_the_collinear_pose(theta, lapack):
         library().mbk_set_eigensolver(k.handle, _eigensolver())
     scale = np.abs(ref.qdd).max()
     assert np.abs(dyn.qdd - ref.qdd).max() < 1e-9 * scale
-    assert np.abs(dyn.lam_cut - ref.lam_cut).max() < 1e-8 * max(1.0, np.abs(ref.lam_cut).max())
+    # 3e-8: at theta = 2e-3 S has eigenvalues inside the smooth cut-off's window, down to
+    # FILTER_WIDTH x the cut-off; their components carry the rounding of S (formed in another
+    # order by the kernel and tmt) amplified by ~|S| / w, 1.3e-8 relative here
+    assert np.abs(dyn.lam_cut - ref.lam_cut).max() < 3e-8 * max(1.0, np.abs(ref.lam_cut).max())
 
 
 @pytest.mark.parametrize("theta", [0.4, 2e-3])
@@ -105,3 +116,44 @@ def test_a02_n40_kernel_projection_matches_tmt(theta):
     get_formulation("recursive").project(m, a, 0.0, 1e-13)
     tmt.project(m, b, 0.0, 1e-13)
     assert np.abs(a - b).max() < 1e-10
+
+
+def test_the_cut_off_is_smooth_and_leaves_the_rest_unchanged():
+    """An eigenvalue of S swept through the multipliers' cut-off: schur_solve's solution changes
+    continuously (no step of the hard cut's size between neighbouring sweeps); eigenvalues
+    above the cut-off and exactly redundant rows (eigenvalues at rounding) give the hard
+    truncated solution to 1e-12; the weights are 1 / w above the cut-off and 0 below
+    FILTER_WIDTH x it."""
+    from fmu_mb.linalg import spectral_weights
+    rng = np.random.default_rng(11)
+    m = 12
+    Q, _ = np.linalg.qr(rng.standard_normal((m, m)))
+    w = rng.uniform(0.2, 1.0, m)
+    w[0] = 1.0
+    rhs = rng.standard_normal(m)
+    cut = RANK_RTOL
+    sweep = cut * np.logspace(-3.0, 1.0, 2001)
+    ys = []
+    for small in sweep:
+        w[-1] = small
+        ys.append(schur_solve((Q * w) @ Q.T, rhs)[0])
+    ys = np.array(ys)
+    jump = abs(Q[:, -1] @ rhs) / cut                  # what the hard cut jumps by at w = cut
+    steps = np.abs(np.diff(ys, axis=0)).max(axis=1)
+    assert steps.max() < 0.02 * jump
+    # away from the window: the hard truncated eigen solution (w above cut: all kept)
+    for small, expect_keep in ((3.0 * cut, True), (0.5 * cut * FILTER_WIDTH, False),
+                               (1e-17, False)):
+        w[-1] = small
+        S = (Q * w) @ Q.T
+        ref = truncated(S, rhs[:, None], RANK_RTOL)[:, 0]
+        hard = np.linalg.pinv(S, rcond=cut, hermitian=True) @ rhs
+        y = schur_solve(S, rhs)[0]
+        assert np.abs(y - hard).max() <= 1e-12 * np.abs(hard).max() * (1e4 if expect_keep else 1)
+        assert np.abs(y - ref).max() <= 1e-12 * np.abs(ref).max() * (1e4 if expect_keep else 1)
+    ww = np.array([1.0, 2 * cut, cut, 0.1 * cut, cut * FILTER_WIDTH, 1e-3 * cut])
+    f = spectral_weights(ww, RANK_RTOL)
+    assert f[0] == 1.0 and f[1] == 1.0 / ww[1] and f[4] == 0.0 and f[5] == 0.0
+    assert 0.0 < f[3] * ww[3] < f[2] * ww[2] <= 1.0
+    fp = spectral_weights(ww, 1e-9)             # below RANK_RTOL: a hard cut
+    assert np.array_equal(fp > 0, ww > 1e-9)

@@ -14,6 +14,30 @@
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 static const double PROJECTION_RTOL = 1e-13;   /* fmu_mb.linalg.PROJECTION_RTOL */
 static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
+static const double FILTER_WIDTH = 1e-2;       /* fmu_mb.linalg.FILTER_WIDTH */
+
+/* The lower end of the smooth cut-off below cut = rtol * max eigenvalue: cut * FILTER_WIDTH
+ * for the multipliers' cut-off (rtol >= RANK_RTOL), cut itself (a hard cut) for the
+ * projections' (fmu_mb.linalg.spectral_weights) */
+static double dense_filter_lo(double cut, double rtol)
+{
+    return rtol >= RANK_RTOL ? cut * FILTER_WIDTH : cut;
+}
+
+/* The factor f(w) of S^+ = V diag(f(w)) V' for an eigenvalue w of S (fmu_mb.linalg.
+ * spectral_weights): 1 / w above cut, 0 at or below lo = dense_filter_lo(cut, rtol), and
+ * s(x) / w in between, s(x) = 6x^5 - 15x^4 + 10x^3 the smooth step of x = log(w / lo) /
+ * log(cut / lo): an eigenvalue passing the cut-off changes the solution smoothly */
+static double dense_filter(double w, double cut, double rtol)
+{
+    if (w > cut)
+        return 1.0 / w;
+    double lo = dense_filter_lo(cut, rtol);
+    if (!(w > lo))
+        return 0.0;
+    double x = log(w / lo) / log(cut / lo);
+    return x * x * x * (x * (6.0 * x - 15.0) + 10.0) / w;
+}
 
 /* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
 static void dense_jacobi(double *A, double *V, double *w, int m)
@@ -220,8 +244,8 @@ static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m,
     double cut = rtol * fmax(wmax, 1e-300);
     for (int c = 0; c < nrhs; c++) {
         double *u = y + (size_t)c * m;
-        for (int i = 0; i < m; i++)                /* diag(d)^+, cut off */
-            u[i] = w[i] > cut ? u[i] / w[i] : 0.0;
+        for (int i = 0; i < m; i++)                /* diag(d)^+, cut off smoothly */
+            u[i] *= dense_filter(w[i], cut, rtol);
         for (size_t t = nrot; t-- > 0;) {          /* u <- R u (Z u) */
             int i = ri[t];
             double cs = rcs[2 * t], sn = rcs[2 * t + 1], a = u[i], b = u[i + 1];
@@ -255,8 +279,9 @@ static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m,
  * Schur complement dropped (|E|_2 <= tr_E, its Frobenius norm) and lam_r >=
  * 1 / |C^-1|_F^2 (L'L = C C') a lower bound of the r kept eigenvalues, Weyl's inequalities put
  * S's r largest eigenvalues >= lam_r and the others <= tr_E; the eigen cut-off lies in
- * [rtol max diag S, rtol trace S]; so tr_E <= 1e-2 rtol max diag S and lam_r >= 1e2 rtol
- * trace S keep exactly r eigenvalues on either route, and tr_E <= 1e-11 lam_r bounds the
+ * [rtol max diag S, rtol trace S] and the smooth cut-off (dense_filter) starts at lo =
+ * dense_filter_lo(rtol, rtol) times the same; so tr_E <= 1e-2 lo max diag S and lam_r >= 1e2
+ * rtol trace S keep exactly r eigenvalues, with the weights 1 / w, on either route, and tr_E <= 1e-11 lam_r bounds the
  * relative difference of the two rank-r pseudo-inverses (~3 tr_E / lam_r). Otherwise 0 (the
  * caller takes the eigen-decomposition). A: S (m x m, kept); V: m x m workspace. */
 static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int nrhs,
@@ -275,7 +300,7 @@ static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int 
     }
     if (!(dmax > 0.0))
         return 0;
-    double stop = 1e-2 * rtol * dmax;
+    double stop = 1e-2 * dense_filter_lo(rtol, rtol) * dmax;
     memcpy(V, A, sizeof(double) * m * m);
     /* V's lower triangle: L in columns < j, the trailing Schur complement from j */
     int r = 0;
@@ -437,7 +462,8 @@ static void dense_envelope(const double *A, int m, int *env)
 }
 
 /* S^+ rhs by the eigen-decomposition of the full symmetric S in A (m x m; kept unless the
- * Jacobi fallback runs): eigenvalues below rtol * max cut off (minimum-norm solution) */
+ * Jacobi fallback runs): eigenvalues below rtol * max cut off smoothly (dense_filter;
+ * minimum-norm solution) */
 static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
                                double *work, int lwork, double rtol, int nrhs,
                                const double *rhs, double *y)
@@ -472,14 +498,15 @@ static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn s
     for (int i = 0; i < nrhs * m; i++)
         y[i] = 0.0;
     for (int e = 0; e < m; e++) {
-        if (!(w[e] > cut))
+        double f = dense_filter(w[e], cut, rtol);
+        if (!(f > 0.0))
             continue;
         for (int c = 0; c < nrhs; c++) {
             const double *b = rhs + (size_t)c * m;
             double *x = y + (size_t)c * m, t = 0.0;
             for (int i = 0; i < m; i++)
                 t += V[e * se + i * si] * b[i];
-            t /= w[e];
+            t *= f;
             for (int i = 0; i < m; i++)
                 x[i] += V[e * se + i * si] * t;
         }
