@@ -60,10 +60,10 @@ RANK_RTOL = 3e-8
 PROJECTION_RTOL = 1e-13
 
 #: width of the smooth cut-off of schur_solve's multipliers: the weights of S's eigenvalues w
-#: go from 1 (w above the cut-off rtol x the largest) to 0 (w at or below FILTER_WIDTH x the
+#: go from 0 (w at or below FILTER_WIDTH x the cut-off rtol x the largest) to 1 (w above the
 #: cut-off) along a smooth step in log w, instead of a hard cut at the cut-off (see
 #: spectral_weights)
-FILTER_WIDTH = 1e-2
+FILTER_WIDTH = 1e-1
 
 #: largest relative residual a stalled position projection may end with (singular poses)
 PROJECTION_ACCEPT = 1e-10
@@ -114,24 +114,34 @@ def _no_cut(S, rtol):
     return True
 
 
+def filter_ends(rtol):
+    """The ends of the smooth cut-off, relative to the largest eigenvalue, for the cut-off
+    rtol: rtol x FILTER_WIDTH and rtol for the multipliers' (rtol >= RANK_RTOL), rtol and
+    rtol (a hard cut) for the projections' (PROJECTION_RTOL, whose only error is rounding).
+    Everything the hard cut at rtol kept is kept with the same weight 1 / w."""
+    if rtol >= RANK_RTOL:
+        return rtol * FILTER_WIDTH, rtol
+    return rtol, rtol
+
+
 def spectral_weights(w, rtol):
     """The factors f(w_i) of S^+ = V diag(f(w)) V' for S's eigenvalues w (dense.h's
-    dense_filter): 1 / w above the cut-off cut = rtol x max(w), 0 at or below lo = cut x
-    FILTER_WIDTH (exactly redundant rows, whose eigenvalues are rounding, stay cut off) and
-    s(x) / w in between, s the smooth step 6x^5 - 15x^4 + 10x^3 of x = log(w / lo) / log(cut /
-    lo) (s and its first two derivatives continuous): an eigenvalue that passes the cut-off as
-    a singular pose approaches changes the solution smoothly, not by a jump. Only the
-    multipliers' cut-off (rtol >= RANK_RTOL) is smoothed; the projections' (PROJECTION_RTOL)
-    stays a hard cut (its window would reach the eigenvalues' rounding)."""
+    dense_filter), (bottom, top) = filter_ends(rtol): 0 at or below lo = bottom x max(w)
+    (rows that have become dependent, and exactly redundant rows, are cut off), 1 / w at or
+    above hi = top x max(w), and s(x) / w in between, s the smooth step 10x^3 - 15x^4 + 6x^5
+    of x = log(w / lo) / log(hi / lo) (s and its first two derivatives continuous): an
+    eigenvalue that crosses the cut-off as a singular pose approaches changes the solution
+    smoothly, not by a jump."""
     w = np.asarray(w, dtype=float)
-    cut = rtol * max(w.max(initial=0.0), 1e-300)
-    lo = cut * FILTER_WIDTH if rtol >= RANK_RTOL else cut
+    wmax = max(w.max(initial=0.0), 1e-300)
+    bottom, top = filter_ends(rtol)
+    lo, hi = bottom * wmax, top * wmax
     f = np.zeros_like(w)
-    keep = w > cut
-    f[keep] = 1.0 / w[keep]
-    mid = (w > lo) & ~keep
+    full = w >= hi
+    f[full] = 1.0 / w[full]
+    mid = (w > lo) & ~full
     if mid.any():
-        x = np.log(w[mid] / lo) / math.log(cut / lo)
+        x = np.log(w[mid] / lo) / math.log(hi / lo)
         f[mid] = x * x * x * (x * (6.0 * x - 15.0) + 10.0) / w[mid]
     return f
 
@@ -139,8 +149,9 @@ def spectral_weights(w, rtol):
 def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.
 
-    Cholesky when its pivots are within sqrt(100 rtol) of each other, or when the shifted
-    factorisation (_no_cut) shows that no eigenvalue is below the cut-off; else the eigen-
+    Cholesky when its pivots are within sqrt(100 top) of each other (top = filter_ends(rtol)[1]),
+    or when the shifted factorisation (_no_cut) shows that no eigenvalue is below top x the
+    largest; else the eigen-
     decomposition with the eigenvalues below rtol x the largest cut off smoothly
     (spectral_weights: minimum norm over the rows that have become dependent).
 
@@ -152,16 +163,17 @@ def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     m = S.shape[0]
     if m == 0:
         return np.zeros(np.shape(rhs)), 0
+    top = filter_ends(rtol)[1]   # every eigenvalue above top x the largest: S^-1 rhs
     try:
         if m <= SMALL or numpy_only:   # numpy: a small model does not import scipy (250 ms)
             L = np.linalg.cholesky(S)
             d = np.abs(np.diag(L))
-            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, rtol):
+            if d.min() ** 2 > top * 1e2 * d.max() ** 2 or _no_cut(S, top):
                 return np.linalg.solve(S, rhs), m
         else:                # scipy's Cholesky solve: O(m^2) per solve once factorised
             c, low = sla.cho_factor(S, lower=True, check_finite=False)
             d = np.abs(np.diag(c))
-            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, rtol):
+            if d.min() ** 2 > top * 1e2 * d.max() ** 2 or _no_cut(S, top):
                 return sla.cho_solve((c, low), rhs, check_finite=False), m
     except (np.linalg.LinAlgError, ValueError):
         pass
