@@ -150,7 +150,7 @@ def test_the_cut_off_is_smooth_and_leaves_the_rest_unchanged():
         y = schur_solve(S, rhs)[0]
         assert np.abs(y - hard).max() <= 1e-12 * np.abs(hard).max() * (1e4 if expect_keep else 1)
         assert np.abs(y - ref).max() <= 1e-12 * np.abs(ref).max() * (1e4 if expect_keep else 1)
-    ww = np.array([1.0, 2 * hi, hi, cut, lo, 1e-3 * lo])
+    ww = np.array([1.0, 2 * hi, 1.0001 * hi, np.sqrt(lo * hi), lo, 1e-3 * lo])
     f = spectral_weights(ww, RANK_RTOL)
     assert f[0] == 1.0 and f[1] == 1.0 / ww[1] and f[2] == 1.0 / ww[2]
     assert f[4] == 0.0 and f[5] == 0.0 and 0.0 < f[3] * ww[3] < 1.0
