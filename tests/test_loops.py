@@ -2,7 +2,6 @@
 and newton_euler, and every formulation that accepts a closed loop through the singular
 poses of IFToMM A02 (the N-four-bar) on its branch."""
 import math
-import os
 
 import numpy as np
 import pytest
