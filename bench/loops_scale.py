@@ -9,7 +9,8 @@ CPU time:
 - regular step: 1 ms doSteps over t = 0.2 .. 0.5 s (the cranks far from horizontal), per step;
 - crossing: 1 ms doSteps over t = 0.2 .. 1.2 s (the cranks pass the horizontal collinear pose
   at t ~ 0.72 s, where the loop rows become dependent), per step;
-- --long: 20 s of 1 ms doSteps (N = 40 only), total CPU seconds.
+- --long: 20 s of 1 ms doSteps at each N, total CPU seconds and the crank angle's error
+  against the closed-form reference (bench/references.n_four_bar) at 20 s.
 The growth exponent is the least-squares slope of log(cost) over log(N).
 --exudyn: Exudyn's GeneralizedAlpha with the EigenSparse solver (modified Newton, one Jacobian
 per step, bench/exudyn_models.Planar) on the same model over 1 s at h = 1e-3, 5e-4 and
@@ -80,7 +81,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="10,20,40,80")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--long", action="store_true", help="20 s at N = 40")
+    ap.add_argument("--long", action="store_true", help="20 s at each N")
     ap.add_argument("--exudyn", action="store_true")
     args = ap.parse_args(argv)
     ns = [int(v) for v in args.n.split(",")]
@@ -111,7 +112,7 @@ def main(argv=None):
             log(f"\ngrowth exponent over N = {args.n}: regular step "
                 f"{slope(ns, [r[2] for r in rows]):.2f}, start-up "
                 f"{slope(ns, [r[1] for r in rows]):.2f}")
-        if args.exudyn or args.long:
+        if args.exudyn:
             fmu40 = next((r[4] for r in rows if r[0] == 40), None) or NativeA02(40, tmp)
         if args.exudyn:
             import references as R
@@ -131,10 +132,20 @@ def main(argv=None):
                 log(f"| Exudyn GeneralizedAlpha, EigenSparse, h = {h:g} s | {cpu * 1e3:.1f} | "
                     f"{abs(joints['O0'] - th_ref):.1e} |")
         if args.long:
-            c0 = time.perf_counter()
-            us, _ = fmu40.steps(host, 19800)
-            log(f"\nN = 40, 20 s of 1 ms doSteps: {us * 19800 / 1e6:.1f} s CPU (+ 200 warm-up "
-                f"steps), {time.perf_counter() - c0:.1f} s wall")
+            import references as R
+            log("\n| N | 20 s of 1 ms doSteps [s CPU] | wall [s] | crank angle error at 20 s "
+                "[rad] |")
+            log("|---|---|---|---|")
+            for n, _, _, _, fmu in rows:
+                c0 = time.perf_counter()
+                try:
+                    us, last = fmu.steps(host, 19800)
+                except RuntimeError as exc:
+                    log(f"| {n} | stopped: {str(exc).splitlines()[0][:200]} | | |")
+                    continue
+                th_ref = R.n_four_bar(n, t_end=20.0)[0]["O0"]
+                log(f"| {n} | {us * 19800 / 1e6:.1f} (+ 200 warm-up steps) | "
+                    f"{time.perf_counter() - c0:.1f} | {abs(last - th_ref):.1e} |")
 
 
 if __name__ == "__main__":

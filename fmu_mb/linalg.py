@@ -12,6 +12,7 @@ and the minimum-norm multipliers. The same M-weighted minimum-norm solve project
 and velocities onto the constraint manifold.
 """
 import importlib
+import math
 
 import numpy as np
 
@@ -57,6 +58,12 @@ RANK_RTOL = 3e-8
 #: velocities, and cutting them at RANK_RTOL left the velocities free for a moment there
 #: (IFToMM A02, N = 40: B0's velocity 4.7e-5 m/s off at 0.4 ms past a pose)
 PROJECTION_RTOL = 1e-13
+
+#: width of the smooth cut-off of schur_solve's multipliers: the weights of S's eigenvalues w
+#: go from 0 (w at or below FILTER_WIDTH x the cut-off rtol x the largest) to 1 (w above the
+#: cut-off) along a smooth step in log w, instead of a hard cut at the cut-off (see
+#: spectral_weights)
+FILTER_WIDTH = 1e-1
 
 #: largest relative residual a stalled position projection may end with (singular poses)
 PROJECTION_ACCEPT = 1e-10
@@ -107,13 +114,46 @@ def _no_cut(S, rtol):
     return True
 
 
+def filter_ends(rtol):
+    """The ends of the smooth cut-off, relative to the largest eigenvalue, for the cut-off
+    rtol: rtol x FILTER_WIDTH and rtol for the multipliers' (rtol >= RANK_RTOL), rtol and
+    rtol (a hard cut) for the projections' (PROJECTION_RTOL, whose only error is rounding).
+    Everything the hard cut at rtol kept is kept with the same weight 1 / w."""
+    if rtol >= RANK_RTOL:
+        return rtol * FILTER_WIDTH, rtol
+    return rtol, rtol
+
+
+def spectral_weights(w, rtol):
+    """The factors f(w_i) of S^+ = V diag(f(w)) V' for S's eigenvalues w (dense.h's
+    dense_filter), (bottom, top) = filter_ends(rtol): 0 at or below lo = bottom x max(w)
+    (rows that have become dependent, and exactly redundant rows, are cut off), 1 / w at or
+    above hi = top x max(w), and s(x) / w in between, s the smooth step 10x^3 - 15x^4 + 6x^5
+    of x = log(w / lo) / log(hi / lo) (s and its first two derivatives continuous): an
+    eigenvalue that crosses the cut-off as a singular pose approaches changes the solution
+    smoothly, not by a jump."""
+    w = np.asarray(w, dtype=float)
+    wmax = max(w.max(initial=0.0), 1e-300)
+    bottom, top = filter_ends(rtol)
+    lo, hi = bottom * wmax, top * wmax
+    f = np.zeros_like(w)
+    full = w >= hi
+    f[full] = 1.0 / w[full]
+    mid = (w > lo) & ~full
+    if mid.any():
+        x = np.log(w[mid] / lo) / math.log(hi / lo)
+        f[mid] = x * x * x * (x * (6.0 * x - 15.0) + 10.0) / w[mid]
+    return f
+
+
 def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     """Solve S y = rhs for symmetric positive semi-definite S; minimum-norm if S is singular.
 
-    Cholesky when its pivots are within sqrt(100 rtol) of each other, or when the shifted
-    factorisation (_no_cut) shows that no eigenvalue is below the cut-off; else the eigen-
-    decomposition with the eigenvalues below rtol x the largest cut off (minimum norm over
-    the rows that have become dependent).
+    Cholesky when its pivots are within sqrt(100 top) of each other (top = filter_ends(rtol)[1]),
+    or when the shifted factorisation (_no_cut) shows that no eigenvalue is below top x the
+    largest; else the eigen-
+    decomposition with the eigenvalues below rtol x the largest cut off smoothly
+    (spectral_weights: minimum norm over the rows that have become dependent).
 
     rhs : (m,) or (m, k). rtol: the relative eigenvalue cut-off (RANK_RTOL for multipliers,
     PROJECTION_RTOL for projections). Returns y and the numerical rank of S. numpy_only:
@@ -123,26 +163,28 @@ def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     m = S.shape[0]
     if m == 0:
         return np.zeros(np.shape(rhs)), 0
+    top = filter_ends(rtol)[1]   # every eigenvalue above top x the largest: S^-1 rhs
     try:
         if m <= SMALL or numpy_only:   # numpy: a small model does not import scipy (250 ms)
             L = np.linalg.cholesky(S)
             d = np.abs(np.diag(L))
-            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, rtol):
+            if d.min() ** 2 > top * 1e2 * d.max() ** 2 or _no_cut(S, top):
                 return np.linalg.solve(S, rhs), m
         else:                # scipy's Cholesky solve: O(m^2) per solve once factorised
             c, low = sla.cho_factor(S, lower=True, check_finite=False)
             d = np.abs(np.diag(c))
-            if d.min() ** 2 > rtol * 1e2 * d.max() ** 2 or _no_cut(S, rtol):
+            if d.min() ** 2 > top * 1e2 * d.max() ** 2 or _no_cut(S, top):
                 return sla.cho_solve((c, low), rhs, check_finite=False), m
     except (np.linalg.LinAlgError, ValueError):
         pass
     if not np.all(np.isfinite(S)):
         raise SingularSystemError("constraint matrix contains NaN or infinite entries")
     w, V = np.linalg.eigh(S)
-    keep = w > rtol * max(w.max(), 1e-300)
-    Vk, wk = V[:, keep], w[keep]
-    y = Vk @ ((Vk.T @ rhs) / (wk if np.ndim(rhs) == 1 else wk[:, None]))
-    return y, int(keep.sum())
+    f = spectral_weights(w, rtol)
+    keep = f > 0.0
+    Vk, fk = V[:, keep], f[keep]
+    y = Vk @ ((Vk.T @ rhs) * (fk if np.ndim(rhs) == 1 else fk[:, None]))
+    return y, int(np.sum(w > rtol * max(w.max(), 1e-300)))
 
 
 def solve_kkt(Minv, D, F, b, mass=None):

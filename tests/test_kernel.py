@@ -213,7 +213,7 @@ def test_the_kernels_constants_are_linalgs():
     from fmu_mb.engine import kernel as kmod
 
     text = (Path(kmod.__file__).parent / "native" / "dense.h").read_text()
-    for name in ("RANK_RTOL", "PROJECTION_ACCEPT"):
+    for name in ("RANK_RTOL", "PROJECTION_RTOL", "PROJECTION_ACCEPT", "FILTER_WIDTH"):
         found = re.findall(rf"static const double {name} = ([0-9.eE+-]+);", text)
         assert len(found) == 1, name
         assert float(found[0]) == getattr(linalg, name), name

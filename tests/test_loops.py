@@ -2,7 +2,6 @@
 and newton_euler, and every formulation that accepts a closed loop through the singular
 poses of IFToMM A02 (the N-four-bar) on its branch."""
 import math
-import os
 
 import numpy as np
 import pytest
@@ -311,10 +310,11 @@ def test_a02_n2_on_its_branch_at_every_bench_tolerance():
             assert b0_error(m, st, "recursive") < 1e-6, tol
 
 
-@pytest.mark.skipif(not os.environ.get("FMU_MB_LONG_TESTS"),
-                    reason="2.5 to 4 min on a 2-core machine; set FMU_MB_LONG_TESTS=1")
 def test_a02_n40_over_20s_in_the_compiled_route():
-    """IFToMM A02 with N = 40 over 20 s (compiled route, default settings)."""
+    """IFToMM A02 with N = 40 over 20 s (compiled route, default settings, 0.01 s steps): B0
+    within 1e-6 m of the exact 1-DOF solution after 28 passes through the collinear pose
+    (about 5 s of CPU: the smooth cut-off of the multipliers lets each pass take a few
+    steps)."""
     m = model("n_four_bar", N=40)
     st = run_a02(m, 20.0, Settings(formulation="recursive"))
     assert b0_error(m, st, "recursive") < 1e-6

@@ -14,6 +14,36 @@
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 static const double PROJECTION_RTOL = 1e-13;   /* fmu_mb.linalg.PROJECTION_RTOL */
 static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
+static const double FILTER_WIDTH = 1e-1;       /* fmu_mb.linalg.FILTER_WIDTH */
+
+/* The ends of the smooth cut-off, relative to the largest eigenvalue, for the cut-off rtol:
+ * rtol * FILTER_WIDTH and rtol for the multipliers' cut-off (rtol >= RANK_RTOL), rtol and rtol
+ * (a hard cut) for the projections' (fmu_mb.linalg.filter_ends) */
+static double dense_filter_bottom(double rtol)
+{
+    return rtol >= RANK_RTOL ? rtol * FILTER_WIDTH : rtol;
+}
+
+static double dense_filter_top(double rtol)
+{
+    return rtol;
+}
+
+/* The factor f(w) of S^+ = V diag(f(w)) V' for an eigenvalue w of S (fmu_mb.linalg.
+ * spectral_weights), wmax the largest eigenvalue: 0 at or below lo = dense_filter_bottom(rtol)
+ * wmax, 1 / w at or above hi = dense_filter_top(rtol) wmax, and s(x) / w in between,
+ * s(x) = 6x^5 - 15x^4 + 10x^3 the smooth step of x = log(w / lo) / log(hi / lo): an eigenvalue
+ * passing the cut-off changes the solution smoothly */
+static double dense_filter(double w, double wmax, double rtol)
+{
+    double lo = dense_filter_bottom(rtol) * wmax, hi = dense_filter_top(rtol) * wmax;
+    if (!(w > lo))
+        return 0.0;
+    if (w >= hi)
+        return 1.0 / w;
+    double x = log(w / lo) / log(hi / lo);
+    return x * x * x * (x * (6.0 * x - 15.0) + 10.0) / w;
+}
 
 /* cyclic Jacobi: A (m x m, symmetric, destroyed) = V diag(w) V' */
 static void dense_jacobi(double *A, double *V, double *w, int m)
@@ -217,11 +247,10 @@ static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m,
     double wmax = 0.0;
     for (int i = 0; i < m; i++)
         wmax = fmax(wmax, w[i]);
-    double cut = rtol * fmax(wmax, 1e-300);
     for (int c = 0; c < nrhs; c++) {
         double *u = y + (size_t)c * m;
-        for (int i = 0; i < m; i++)                /* diag(d)^+, cut off */
-            u[i] = w[i] > cut ? u[i] / w[i] : 0.0;
+        for (int i = 0; i < m; i++)                /* diag(d)^+, cut off smoothly */
+            u[i] *= dense_filter(w[i], fmax(wmax, 1e-300), rtol);
         for (size_t t = nrot; t-- > 0;) {          /* u <- R u (Z u) */
             int i = ri[t];
             double cs = rcs[2 * t], sn = rcs[2 * t + 1], a = u[i], b = u[i + 1];
@@ -255,8 +284,10 @@ static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m,
  * Schur complement dropped (|E|_2 <= tr_E, its Frobenius norm) and lam_r >=
  * 1 / |C^-1|_F^2 (L'L = C C') a lower bound of the r kept eigenvalues, Weyl's inequalities put
  * S's r largest eigenvalues >= lam_r and the others <= tr_E; the eigen cut-off lies in
- * [rtol max diag S, rtol trace S]; so tr_E <= 1e-2 rtol max diag S and lam_r >= 1e2 rtol
- * trace S keep exactly r eigenvalues on either route, and tr_E <= 1e-11 lam_r bounds the
+ * [rtol max diag S, rtol trace S], and its smooth step (dense_filter) runs from
+ * dense_filter_bottom(rtol) to dense_filter_top(rtol) times the same; so tr_E <= 1e-2 bottom
+ * max diag S and lam_r >= 1e2 top trace S keep exactly r eigenvalues, with the weights 1 / w,
+ * on either route, and tr_E <= 1e-11 lam_r bounds the
  * relative difference of the two rank-r pseudo-inverses (~3 tr_E / lam_r). Otherwise 0 (the
  * caller takes the eigen-decomposition). A: S (m x m, kept); V: m x m workspace. */
 static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int nrhs,
@@ -275,7 +306,7 @@ static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int 
     }
     if (!(dmax > 0.0))
         return 0;
-    double stop = 1e-2 * rtol * dmax;
+    double stop = 1e-2 * dense_filter_bottom(rtol) * dmax;
     memcpy(V, A, sizeof(double) * m * m);
     /* V's lower triangle: L in columns < j, the trailing Schur complement from j */
     int r = 0;
@@ -370,7 +401,7 @@ static int dense_pc_minnorm(const double *A, double *V, int m, double rtol, int 
             fro += X[i * r + j] * X[i * r + j];
     }
     double lam_r = 1.0 / fro;
-    if (!(lam_r >= 1e2 * rtol * tr) || !(trE <= 1e-11 * lam_r))
+    if (!(lam_r >= 1e2 * dense_filter_top(rtol) * tr) || !(trE <= 1e-11 * lam_r))
         return 0;
     for (int c = 0; c < nrhs; c++) {
         const double *b = rhs + (size_t)c * m;
@@ -437,7 +468,8 @@ static void dense_envelope(const double *A, int m, int *env)
 }
 
 /* S^+ rhs by the eigen-decomposition of the full symmetric S in A (m x m; kept unless the
- * Jacobi fallback runs): eigenvalues below rtol * max cut off (minimum-norm solution) */
+ * Jacobi fallback runs): eigenvalues below rtol * max cut off smoothly (dense_filter;
+ * minimum-norm solution) */
 static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
                                double *work, int lwork, double rtol, int nrhs,
                                const double *rhs, double *y)
@@ -468,18 +500,18 @@ static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn s
     double wmax = 0.0;
     for (int i = 0; i < m; i++)
         wmax = fmax(wmax, w[i]);
-    double cut = rtol * fmax(wmax, 1e-300);
     for (int i = 0; i < nrhs * m; i++)
         y[i] = 0.0;
     for (int e = 0; e < m; e++) {
-        if (!(w[e] > cut))
+        double f = dense_filter(w[e], fmax(wmax, 1e-300), rtol);
+        if (!(f > 0.0))
             continue;
         for (int c = 0; c < nrhs; c++) {
             const double *b = rhs + (size_t)c * m;
             double *x = y + (size_t)c * m, t = 0.0;
             for (int i = 0; i < m; i++)
                 t += V[e * se + i * si] * b[i];
-            t /= w[e];
+            t *= f;
             for (int i = 0; i < m; i++)
                 x[i] += V[e * se + i * si] * t;
         }
@@ -526,16 +558,17 @@ static int dense_env_cholesky(const double *A, const int *env, double *V, int m,
  * (rhs and y: nrhs columns of m, y apart from rhs), as fmu_mb.linalg.schur_solve:
  *   1. Cholesky on the lower envelope `first` of S (entries A[r m + l], first[r] <= l <= r;
  *      the rest of A is not read); accepted when its pivots d satisfy
- *      min d^2 > 100 rtol max d^2 (well conditioned);
+ *      min d^2 > 100 top max d^2 (well conditioned), top = dense_filter_top(rtol), the
+ *      top of the smooth cut-off (rtol itself for a hard cut);
  *   2. when Cholesky succeeds but that test fails (near a singular pose): accepted when the
- *      Cholesky factorisation of S - sigma I, sigma = 2 rtol times the largest absolute row
+ *      Cholesky factorisation of S - sigma I, sigma = 2 top times the largest absolute row
  *      sum of S (an upper bound of the largest eigenvalue), succeeds too: every eigenvalue then
- *      exceeds the cut-off of step 3, whose result is S^-1 rhs, which the factor gives in
+ *      exceeds the smooth cut-off of step 3, whose result is then S^-1 rhs, which the factor gives in
  *      O(m b^2) instead of an O(m^3) eigen-decomposition;
  *   3. otherwise (pivoted: first dense_pc_minnorm, the same minimum-norm solution when the
  *      rank gap is clean) the eigen-decomposition (syev when given, else tridiagonal QL)
- *      with the eigenvalues below rtol * max cut off (minimum-norm solution over the rows that
- *      have become dependent): A is completed to the full symmetric matrix first.
+ *      with the eigenvalues below rtol * max cut off smoothly (dense_filter; minimum-norm
+ *      solution over the rows that have become dependent): A is completed to the full symmetric matrix first.
  * rtol = RANK_RTOL for the multipliers, PROJECTION_RTOL for the projections. V (m x m) and w
  * (m) are workspace; env (2 m, dense_envelope) NULL: the envelope is read off A (then all of
  * A is S), kept in w. */
@@ -552,7 +585,8 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
     const int *first = env, *last = env + m;
     double dmin = INFINITY, dmax = 0.0;
     int ok = dense_env_cholesky(A, env, V, m, 0.0, &dmin, &dmax);
-    int chol = ok && dmin * dmin > rtol * 1e2 * dmax * dmax;
+    double top = dense_filter_top(rtol);         /* every eigenvalue above it: S^-1 */
+    int chol = ok && dmin * dmin > top * 1e2 * dmax * dmax;
     if (ok && !chol) {
         double gmax = 0.0;
         for (int r = 0; r < m; r++)               /* row sums of |S| in y */
@@ -566,11 +600,11 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
             }
         for (int r = 0; r < m; r++)
             gmax = fmax(gmax, y[r]);
-        /* Cholesky of S - sigma I, sigma = 2 rtol gmax (gmax >= the largest eigenvalue):
+        /* Cholesky of S - sigma I, sigma = 2 top gmax (gmax >= the largest eigenvalue):
          * it succeeds only when every eigenvalue of S exceeds sigma (up to rounding, m eps
          * |S| << sigma), i.e. when the eigen solve would cut nothing off; then S's own
          * factor, computed again in V, is used */
-        chol = dense_env_cholesky(A, env, V, m, 2.0 * rtol * gmax, NULL, NULL) &&
+        chol = dense_env_cholesky(A, env, V, m, 2.0 * top * gmax, NULL, NULL) &&
                dense_env_cholesky(A, env, V, m, 0.0, NULL, NULL);
     }
     if (chol) {
