@@ -198,7 +198,8 @@ def test_a_lock_up_sets_terminated_and_fmpy_ends(session_fmus):
     out = _run(fmu, """
         from fmpy import simulate_fmu
         try:
-            simulate_fmu(PATH, stop_time=0.1, start_values={"tie_rod_mass": 1e-5},
+            simulate_fmu(PATH, stop_time=0.1, output_interval=0.01,
+                         start_values={"tie_rod_mass": 1e-5},
                          logger=lambda *a: messages.append((a[2], a[4].decode())))
             out["raised"] = None
         except FMICallException as exc:

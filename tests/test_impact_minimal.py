@@ -214,7 +214,13 @@ def test_pendulum_on_wall_rebounds_with_minus_e_times_its_rate(formulation, e):
     assert s.qd[0] == pytest.approx(e * w, rel=1e-7, abs=1e-7)       # q = (O.angle,)
     out = dict(zip(output_names(m), output_values(m, s, np.zeros(0), formulation)))
     assert out["O.rate"] == pytest.approx(e * w, rel=1e-7, abs=1e-7)
-    assert out["wall.active"] == float(e == 0.0)
+    if e == 0.0 and not out["wall.active"]:
+        # at T/4 the rod hangs vertically, where gravity presses it on the wall with no
+        # torque: the plastic impact leaves it at rest with a zero normal force, so whether
+        # the contact is persistent or released is decided by the rate's rounding
+        assert abs(s.qd[0]) <= 1e-15 * w
+    else:
+        assert out["wall.active"] == float(e == 0.0)
 
 
 def test_reduction_on_a_cut_joint_is_refused():

@@ -32,8 +32,9 @@ def _graph():
     return mods
 
 
-# the robot importers build models through the mechanics' builder; the tools use them
-LAYERS["importers"] = 1.2
+# the robot importers build models through the mechanics' builder and list the outputs an
+# FMU declares through the dynamics' output list; the viewer, the FMI layer and the tools use them
+LAYERS["importers"] = 2.2
 
 
 def _layer(mod):

@@ -996,6 +996,9 @@ FIXED = {
     "incline_block": {"alpha"},
     "rolling_ball": set(),
     "wheel": {"width", "mu"},
+    "gripper": set(),
+    "planar_incline": set(),
+    "table_ball": {"mu"},         # mu = 0 is the frictionless layout
 }
 
 # compiled since the engine derives the projection metric (DMINV) itself, the assembly

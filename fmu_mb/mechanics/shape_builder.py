@@ -36,8 +36,6 @@ from ..errors import ModelError
 from .model import GROUND, Contact
 from .shapes import (PLANAR_KINDS, SPATIAL_KINDS, ShapeItem, ShapePair, pair_coefficients,
                      supported)
-from .planar_pairs import KINDS as PLANAR_PAIR_KINDS, features as planar_features
-from .spatial.pairs import KINDS as PAIR_KINDS, features as pair_features
 from .validation import number
 
 _FLAT = {"plane", "line"}
@@ -200,7 +198,8 @@ class ShapeItems:
                 items = [(0, Contact("", "point_point", a.body, b.body, a.position, b.position,
                                      (0.0,) * len(a.position), a.size[0] + b.size[0], 1.0,
                                      restitution=e))]
-            elif {(a.kind, b.kind), (b.kind, a.kind)} & set(PAIR_KINDS + PLANAR_PAIR_KINDS):
+            elif {(a.kind, b.kind), (b.kind, a.kind)} & set(_pairs()[0] + _pairs()[1]):
+                PAIR_KINDS, PLANAR_PAIR_KINDS, pair_features, planar_features = _pairs()
                 kinds = PAIR_KINDS if self.spatial else PLANAR_PAIR_KINDS
                 if (a.kind, b.kind) not in kinds:
                     a, b = b, a             # the narrowphase's order
@@ -266,3 +265,11 @@ class ShapeItems:
         return [(i, Contact("", kind, b.body, a.body, tuple(map(float, x)), a.position, n,
                             float(r), restitution=e, friction=mu))
                 for i, x in enumerate(pts)]
+
+
+def _pairs():
+    """(spatial pair kinds, planar pair kinds, spatial features, planar features), loaded only
+    when a model has a pair of moving shapes."""
+    from .planar_pairs import KINDS as planar_kinds, features as planar_features
+    from .spatial.pairs import KINDS as kinds, features
+    return kinds, planar_kinds, features, planar_features

@@ -26,7 +26,6 @@ import numpy as np
 from . import kinematics as kin
 from ..friction import tangent_basis
 from .constraints import coordinate_term, extended, extended_rate
-from .pairs import compile_pairs, pair_rows
 from .rim import compile_rims, rim_rows
 
 
@@ -101,7 +100,7 @@ def compile_contacts(contacts, idx, joints, make_group):
         tuple(units), ro([float(c.friction) for c in contacts]),
         ro([tangent_basis(it[1])[0] for it in pl]).reshape(-1, 3),
         ro([tangent_basis(it[1])[1] for it in pl]).reshape(-1, 3),
-        compile_rims(contacts, idx, tangent_basis), compile_pairs(contacts, idx))
+        compile_rims(contacts, idx, tangent_basis), _compile_pairs(contacts, idx))
 
 
 def contact_rows(model, x, xd):
@@ -146,9 +145,18 @@ def contact_rows(model, x, xd):
         for j, (i, b) in enumerate(zip(rr.pos, rr.body)):
             Dc[i, 7 * b:7 * b + 7] = rr.J[j]
     if Bk.pairs is not None:
+        from .pairs import pair_rows     # (only models with shape pairs load it)
         pr = pair_rows(Bk.pairs, x, xd)
         gap[pr.pos], conv[pr.pos] = pr.gap, pr.conv
         for j, i in enumerate(pr.pos):
             Dc[i, 7 * pr.ba[j]:7 * pr.ba[j] + 7] += pr.J[j, 0]
             Dc[i, 7 * pr.bb[j]:7 * pr.bb[j] + 7] += pr.J[j, 1]
     return gap, Dc[:, :-kin.NQ], conv
+
+
+def _compile_pairs(contacts, idx):
+    """pairs.compile_pairs, loaded only for models with shape-pair contacts."""
+    if not any(c.kind == "shape_pair" for c in contacts):
+        return None
+    from .pairs import compile_pairs
+    return compile_pairs(contacts, idx)
