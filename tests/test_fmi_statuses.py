@@ -191,9 +191,9 @@ def test_fmi3_terminate_simulation_after_a_step_that_cannot_be_taken(session_fmu
     assert out["again"] == [0, False, 0.02]
 
 
-def test_a_lock_up_sets_terminated_and_fmpy_ends(session_fmus):
-    """The double wishbone with tie_rod_mass = 1e-5 locks up in its first step: fmi2Error with
-    fmi2Terminated true, fmpy's simulate_fmu raises (def1338: it retried until it held 6 GB)."""
+def test_fmpy_ends_on_the_former_lock_up_of_the_double_wishbone(session_fmus):
+    """The double wishbone with tie_rod_mass = 1e-5 (def1338: a lock-up in the first step that
+    fmpy retried until it held 6 GB): fmpy's simulate_fmu ends, a wrong call is Discarded."""
     fmu = session_fmus(MODELS / "double_wishbone.py")
     out = _run(fmu, """
         from fmpy import simulate_fmu
@@ -213,9 +213,12 @@ def test_a_lock_up_sets_terminated_and_fmpy_ends(session_fmus):
         out["misuse"] = call(f, "doStep", 0.5, 0.01)     # a wrong time: the master's error
         out["terminated after misuse"] = f.getBooleanStatus(3)
     """, timeout=60)
-    assert out["raised"] is not None
-    assert out["step"][0] == 3 and "locked up" in out["step"][2][-1][1]
-    assert out["terminated"] is True and out["last"] == 0.0
+    # def1338 locked up here in the first step and fmpy retried until it held 6 GB; the
+    # default method (auto) now steps it: fmpy's run ends at the stop time and the direct
+    # step is OK. A lock-up's fmi2Error with fmi2Terminated and the master's stop are checked
+    # on the locking four-bar (tests/test_fmu.py, tests/test_sweep.py) and on the 3R arm above.
+    assert out["raised"] is None
+    assert out["step"][0] == 0 and out["terminated"] is False and out["last"] == 0.01
     assert out["misuse"][0] == 2 and out["terminated after misuse"] is False
 
 
