@@ -1,4 +1,4 @@
-"""The loop solves that exploit the rows' structure (issue 33): the compiled kernel's envelope
+"""The loop solves that exploit the rows' structure: the compiled kernel's envelope
 Cholesky of S = Dq Mbar^-1 Dq' over the components the rows touch, its spectrum bound that keeps
 Cholesky near singular poses when nothing would be cut off, and its LAPACK-free truncated eigen
 solve (tridiagonal QL), against tmt (dense numpy) and numpy's eigen-decomposition."""
