@@ -805,6 +805,7 @@ class ContactEvents:
         self._setup(model, base, lib, handle, lib.mbk_events_free, lib.mbk_advance_events,
                     lib.mbk_events_outputs)
         self._initial_fn = lib.mbk_events_initial
+        self._error_contact_fn = lib.mbk_events_error_contact
 
     def initial(self, t, q, qd, u, rec, contact_tol, contact_velocity):
         """The records rec (nc, 9) of a frictional model at its start (native/event_loop.h
@@ -820,7 +821,8 @@ class ContactEvents:
                                   self._u.ctypes.data, self._rec.ctypes.data,
                                   float(contact_tol), float(contact_velocity))
             if rc:
-                i = self.lib.mbk_events_error_contact(self.handle) if rc == 14 else -1
+                fn = self._error_contact_fn
+                i = fn(self.handle) if rc == 14 and fn is not None else -1
                 raise self._error(rc, float(t), i, "dop853", 0, t, t, 0.0)
             return self._rec.copy()
 

@@ -633,23 +633,8 @@ class SpatialContactEvents(_kernel.ContactEvents):
         handle = lib.sk_events_create(base.handle, e.ctypes.data, len(model.inputs))
         self._setup(model, base, lib, handle, lib.sk_events_free, lib.sk_advance_events,
                     lib.sk_events_outputs)
-
-    def initial(self, t, q, qd, u, rec, contact_tol, contact_velocity):
-        """The records rec (nc, 9) of a frictional model at its start (native/event_loop.h
-        ev_initial: frictional contacts closed at t start persistent, sticking or slipping):
-        a new array."""
-        with self._lock:
-            self._y[:self.n] = q
-            self._y[self.n:] = qd
-            self._rec[:] = rec
-            if self.n_inputs:
-                self._u[:self.n_inputs] = u
-            rc = self.lib.sk_events_initial(self.handle, float(t), self._y.ctypes.data,
-                                            self._u.ctypes.data, self._rec.ctypes.data,
-                                            float(contact_tol), float(contact_velocity))
-            if rc:
-                raise self._error(rc, float(t), -1, "dop853", 0, t, t, 0.0)
-            return self._rec.copy()
+        self._initial_fn = lib.sk_events_initial     # ContactEvents.initial
+        self._error_contact_fn = None                # (its errors name no contact)
 
 
 _EVENT_LOOPS = weakref.WeakKeyDictionary()

@@ -99,6 +99,19 @@ static void dense_jacobi(double *A, double *V, double *w, int m)
 typedef void (*syev_fn)(char *, char *, int *, double *, int *, double *, double *, int *,
                         int *);
 
+/* u = (I - tau v v') u with the Householder reflector k of dense_tridiagonal_solve: v in
+ * column k of V below the diagonal (v_k+1 .. v_m-1), tau in V[k m + m - 1] (0: none) */
+static void dense_reflect(const double *V, int m, int k, double *u)
+{
+    double tau = V[(size_t)k * m + m - 1], t = 0.0;
+    if (tau == 0.0)
+        return;
+    for (int i = k + 1; i < m; i++)
+        t += V[(size_t)i * m + k] * u[i];
+    t *= tau;
+    for (int i = k + 1; i < m; i++)
+        u[i] -= t * V[(size_t)i * m + k];
+}
 /* y = S^+ rhs (nrhs right-hand sides in y on entry, the solutions on return) for the full
  * symmetric S in A (m x m, kept), eigenvalues below rtol * max cut off, without forming the
  * eigenvectors: Householder tridiagonalisation S = Q T Q' (reflectors in V's lower triangle),
@@ -154,16 +167,8 @@ static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m,
 #define E_(i) e[(size_t)(i) * m + (i)]
     for (int c = 0; c < nrhs; c++) {               /* Q' rhs */
         double *u = y + (size_t)c * m;
-        for (int k = 0; k + 2 < m; k++) {
-            double tau = V[(size_t)k * m + m - 1], t = 0.0;
-            if (tau == 0.0)
-                continue;
-            for (int i = k + 1; i < m; i++)
-                t += V[(size_t)i * m + k] * u[i];
-            t *= tau;
-            for (int i = k + 1; i < m; i++)
-                u[i] -= t * V[(size_t)i * m + k];
-        }
+        for (int k = 0; k + 2 < m; k++)
+            dense_reflect(V, m, k, u);
     }
     size_t nrot = 0, cap = (size_t)4 * m * m + 16;
     int *ri = malloc(sizeof(int) * cap);
@@ -257,16 +262,8 @@ static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m,
             u[i] = cs * a + sn * b;
             u[i + 1] = -sn * a + cs * b;
         }
-        for (int k = m - 3; k >= 0; k--) {         /* Q u */
-            double tau = V[(size_t)k * m + m - 1], t = 0.0;
-            if (tau == 0.0)
-                continue;
-            for (int i = k + 1; i < m; i++)
-                t += V[(size_t)i * m + k] * u[i];
-            t *= tau;
-            for (int i = k + 1; i < m; i++)
-                u[i] -= t * V[(size_t)i * m + k];
-        }
+        for (int k = m - 3; k >= 0; k--)          /* Q u */
+            dense_reflect(V, m, k, u);
     }
     free(ri);
     free(rcs);
