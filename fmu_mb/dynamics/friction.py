@@ -23,8 +23,16 @@ when v_t = 0; s0 is the contact's slip direction recorded when the slip phase st
 +-1, so s = s0 for the whole phase). The factor sigma makes s continuous through v_t = 0 on a
 straight approach, so the phase's right-hand side stays smooth up to and past the slip-to-stick
 event v_t . s0 = 0, which the event loop locates on the dense output.
+
+Joint friction (ModelBuilder.joint_friction: a bound F_c [N.m or N] on the coordinate q_j of a
+revolute or prismatic joint) follows the same law on the joint rate qd_j = Jq_j xd: sticking,
+the row Jq_j xdd + conv_j = 0 joins the constraint rows and its multiplier lam_j gives the
+friction torque -lam_j, valid while |lam_j| <= F_c; slipping, the constant generalised force
+-F_c s0 Jq_j' acts (s0 = +-1 the sign of the rate when the slip started, kept for the phase;
+a joint's bound is no multiplier, so the solve stays symmetric). Events: F_c - |lam_j|
+(stick -> slip, s0 = sign(lam_j)) and qd_j s0 (slip -> stick).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,15 +42,23 @@ from ..errors import ImpactError
 @dataclass(frozen=True)
 class Phase:
     """The friction phase of a contact phase: stick (nc,) and slip (nc,) bool (active contacts
-    with mu > 0), s0 (nc, kt) the recorded slip directions, mu (nc,)."""
+    with mu > 0), s0 (nc, kt) the recorded slip directions, mu (nc,); the frictional joints
+    (joint_friction(model) order): jstick, jslip (nj,) bool, js0 (nj,) +-1, jbound (nj,) [N.m
+    or N], jpos (nj,) their places in compiled.coord_joints."""
 
     stick: np.ndarray
     slip: np.ndarray
     s0: np.ndarray
     mu: np.ndarray
+    jstick: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    jslip: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    js0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    jbound: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    jpos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
 
     def any(self):
-        return bool(self.stick.any() or self.slip.any())
+        return bool(self.stick.any() or self.slip.any() or self.jstick.any()
+                    or self.jslip.any())
 
 
 def mu_of(model):
@@ -50,19 +66,62 @@ def mu_of(model):
 
 
 def has_friction(model):
+    """A contact of model has Coulomb friction."""
     return bool(model.contacts) and bool(np.any(mu_of(model) > 0.0))
 
 
+def joint_friction(model):
+    """(names, pos, bound) of the joints with Coulomb friction: names in model.joints order,
+    pos (nj,) their coordinates' places in compiled.coord_joints, bound (nj,) [N.m or N]."""
+    ks = [k for k, j in enumerate(model.joints) if getattr(j, "friction", 0.0) > 0.0]
+    cj = list(model.compiled.coord_joints)
+    return ([model.joints[k].name for k in ks], np.array([cj.index(k) for k in ks], np.intp),
+            np.array([model.joints[k].friction for k in ks], float))
+
+
+def has_joint_friction(model):
+    return any(getattr(j, "friction", 0.0) > 0.0 for j in model.joints)
+
+
+def any_friction(model):
+    """Contact or joint friction: the model runs the event loop's friction phases."""
+    return has_friction(model) or has_joint_friction(model)
+
+
 def phase_of(model, st, active):
-    """Phase from the Status st for the active set `active`; None when no active contact has
-    friction (the frictionless path, unchanged)."""
-    mu = mu_of(model)
+    """Phase from the Status st for the active set `active`; None when no active contact and
+    no joint has friction (the frictionless path, unchanged)."""
+    nc = len(model.contacts)
+    kt = 2 if model.compiled.spatial else 1
+    mu = mu_of(model) if nc else np.zeros(0)
     fr = active & (mu > 0.0)
-    if not fr.any():
+    names, pos, bound = joint_friction(model)
+    if not fr.any() and not names:
         return None
     stick = np.array([st.data[nm]["stick"] for nm in st.names], bool) & fr
-    s0 = np.array([st.data[nm]["sdir"] for nm in st.names], float)
-    return Phase(stick, fr & ~stick, s0, mu)
+    s0 = np.array([st.data[nm]["sdir"] for nm in st.names], float).reshape(nc, kt)
+    if not names:
+        return Phase(stick, fr & ~stick, s0, mu)
+    jstick = np.array([st.joints[nm]["stick"] for nm in names], bool)
+    js0 = np.array([st.joints[nm]["sdir"] for nm in names], float)
+    return Phase(stick, fr & ~stick, s0, mu, jstick, ~jstick, js0, bound, pos)
+
+
+def joint_rows(model, x, xd, ph):
+    """(Jq (nj, n), conv (nj,)) the joint-rate rows of the frictional joints of phase ph in
+    absolute coordinates (qd_j = Jq_j xd, qdd_j = Jq_j xdd + conv_j)."""
+    from ..mechanics import constraints
+
+    _, _, Jq, cq = constraints.joint_coordinates(model, x, xd)
+    return Jq[ph.jpos], cq[ph.jpos]
+
+
+def joint_forces(ph, Jq):
+    """(n,) the generalised force of the slipping joints: -F_c s0 Jq_j' summed."""
+    f = np.zeros(Jq.shape[1])
+    for j in np.flatnonzero(ph.jslip):
+        f -= ph.jbound[j] * ph.js0[j] * Jq[j]
+    return f
 
 
 def slip_direction(v, s0):

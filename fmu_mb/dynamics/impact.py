@@ -195,6 +195,17 @@ class Status:
                                  "stick": bool(s.get("stick", False)),
                                  "sdir": [float(v) for v in s.get("sdir", [0.0] * kt)],
                                  "slide_loss": float(s.get("slide_loss", 0.0))}
+        # frictional joints: stick, the slip direction s0 (+-1), the energy dissipated [J],
+        # set (the state was initialised from the joint rate)
+        saved = (extra or {}).get("joint_friction", {})
+        self.joints = {}
+        for j in model.joints:
+            if getattr(j, "friction", 0.0) > 0.0:
+                s = saved.get(j.name, {})
+                self.joints[j.name] = {"stick": bool(s.get("stick", False)),
+                                       "sdir": float(s.get("sdir", 1.0)),
+                                       "loss": float(s.get("loss", 0.0)),
+                                       "set": bool(s.get("set", False))}
 
     def active(self):
         return np.array([self.data[n]["active"] for n in self.names], bool)
@@ -221,6 +232,8 @@ class Status:
         out = dict(extra or {})
         out["contacts"] = {n: {k: (list(v) if k == "sdir" else v) for k, v in d.items()}
                            for n, d in self.data.items()}
+        if self.joints:
+            out["joint_friction"] = {n: dict(d) for n, d in self.joints.items()}
         return out
 
 
@@ -254,6 +267,7 @@ class ContactDynamics:
     phi: np.ndarray
     D: np.ndarray
     lam_t: np.ndarray = None     # (nc, kt) sticking contacts' tangential multipliers (f_t = -lam_t)
+    lam_j: np.ndarray = None     # (nj,) sticking frictional joints' multipliers (torque -lam_j)
 
 
 def extra_rows(model, x, xd, t, active, pas, locks=None, fric=None, trows=None):
@@ -267,10 +281,17 @@ def extra_rows(model, x, xd, t, active, pas, locks=None, fric=None, trows=None):
     np.flatnonzero(active) followed by the pass row, then the tangential rows of the sticking
     contacts of the friction phase fric (friction.Phase; res and rate 0: velocity rows).
     """
-    if fric is not None and fric.stick.any():
+    if fric is not None and (fric.stick.any() or fric.jstick.any()):
         res, J, conv, rate = extra_rows(model, x, xd, t, active, pas, locks)
-        Dt, conv_t = tangent_rows(model, x, xd) if trows is None else trows
-        Js, cs = _fr.stick_rows(fric, Dt, conv_t)
+        if fric.stick.any():
+            Dt, conv_t = tangent_rows(model, x, xd) if trows is None else trows
+            Js, cs = _fr.stick_rows(fric, Dt, conv_t)
+        else:
+            Js, cs = np.zeros((0, x.shape[0])), np.zeros(0)
+        if fric.jstick.any():         # then the sticking joints' rate rows
+            Jq, cq = _joint_rows(model, x, xd, fric)
+            Js = np.vstack([Js, Jq[fric.jstick]])
+            cs = np.concatenate([cs, cq[fric.jstick]])
         z = np.zeros(Js.shape[0])
         return (np.concatenate([res, z]), np.vstack([J, Js]), np.concatenate([conv, cs]),
                 np.concatenate([rate, z]))
@@ -329,11 +350,24 @@ def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=No
     return contact_dynamics(model, xdd, lam, phi, D, active, locks)
 
 
+def _joint_rows(model, x, xd, fric):
+    """friction.joint_rows, spatial ones with the Euler-parameter columns projected on the
+    tangent space as the contacts' rows (_tangent_space)."""
+    Jq, cq = _fr.joint_rows(model, x, xd, fric)
+    if model.compiled.spatial:
+        Jq, cq = _tangent_space(x, xd, Jq, cq)
+    return Jq, cq
+
+
 def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, fric):
     """accelerations() with the friction phase fric (friction.sliding_solve)."""
     C = model.compiled
     phi, D, conv, phi_t = constraints.evaluate(model, x, xd, t)
-    trows = tangent_rows(model, x, xd)
+    if model.contacts:
+        trows = tangent_rows(model, x, xd)
+    else:
+        kt = 2 if C.spatial else 1
+        trows = (np.zeros((0, kt, x.shape[0])), np.zeros((0, kt)))
     if C.spatial:
         Dt, ct = trows
         Dt2, ct2 = _tangent_space(x, xd, Dt.reshape(-1, Dt.shape[2]), ct.reshape(-1))
@@ -349,6 +383,8 @@ def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, f
         b = b - 2.0 * alpha * (A @ xd - np.concatenate([-phi_t, rate])) \
             - beta * beta * np.concatenate([phi, res])
     F = applied_forces(model, x, xd, t, u)
+    if fric.jslip.any():              # the slipping joints' constant friction forces
+        F = F + _fr.joint_forces(fric, _joint_rows(model, x, xd, fric)[0])
     if C.spatial:
         M = _spatial_mass(model, x)
 
@@ -407,11 +443,16 @@ def contact_dynamics(model, qdd, lam, phi, D, active, locks, fric=None):
     if fric is None:
         return ContactDynamics(qdd, lam[:m], lam_c, phi, D)
     kt = fric.s0.shape[1]
+    lam_j = np.zeros(len(fric.jstick))
+    nj = int(np.count_nonzero(fric.jstick))
+    end = len(lam) - nj
+    if nj:
+        lam_j[fric.jstick] = lam[end:]
     lam_t = np.zeros((len(model.contacts), kt))
     js = np.flatnonzero(fric.stick)
     if len(js):
-        lam_t[js] = lam[len(lam) - kt * len(js):].reshape(-1, kt)
-    return ContactDynamics(qdd, lam[:m], lam_c, phi, D, lam_t)
+        lam_t[js] = lam[end - kt * len(js):end].reshape(-1, kt)
+    return ContactDynamics(qdd, lam[:m], lam_c, phi, D, lam_t, lam_j)
 
 
 # ---------------------------------------------------------------------- Reduction Method

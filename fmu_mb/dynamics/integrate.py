@@ -174,7 +174,45 @@ def initial_state(model, settings=None):
     state = form.initial_state(model)
     if _fr.has_friction(model):
         state = _initial_contacts(model, state, settings)
+    if _fr.has_joint_friction(model):
+        state = _initial_joints(model, state, settings)
     return state
+
+
+def _event_loop(model):
+    """The model runs the event loop: it has contacts or joints with Coulomb friction."""
+    return bool(model.contacts) or _fr.has_joint_friction(model)
+
+
+def _set_joints(model, st, xd_joint, velocity, only_unset=False):
+    """Each frictional joint sticks when |qd_j| < velocity, else slips along sign(qd_j)
+    (xd_joint: the rates of compiled.coord_joints); only_unset: only those not set yet."""
+    names, pos, _ = _fr.joint_friction(model)
+    for nm, k in zip(names, pos):
+        rec = st.joints[nm]
+        if only_unset and rec["set"]:
+            continue
+        v = float(xd_joint[k])
+        rec["stick"] = abs(v) < velocity
+        if not rec["stick"]:
+            rec["sdir"] = 1.0 if v > 0.0 else -1.0
+        rec["set"] = True
+
+
+def _initial_joints(model, state, settings):
+    """A frictional joint starts sticking when its rate is below contact_velocity, else
+    slipping against it; then the phase start's rule (a sticking joint whose torque exceeds
+    its bound slips)."""
+    from ..mechanics import constraints
+    from .impact import NE_KIT, Status
+
+    st = Status(model, state.extra)
+    x, xd = get_formulation(settings.formulation).absolute(model, state.q, state.qd)
+    _set_joints(model, st, constraints.joint_coordinates(model, x, xd)[1],
+                settings.contact_velocity)
+    y = np.concatenate([x, xd])
+    _release_tensile(model, st, state.t, y, model.input_vector(None), NE_KIT)
+    return replace(state, extra=st.to_extra(state.extra))
 
 
 def _initial_contacts(model, state, settings):
@@ -268,6 +306,14 @@ def check_settings(model, settings):
             raise InputError(f"model '{model.name}': formulation 'recursive' runs trees "
                              f"of revolute, prismatic and weld joints and loops closed by cut "
                              f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
+    if _fr.has_joint_friction(model) and (settings.formulation != "newton_euler"
+                                          or settings.method in IMPLICIT_METHODS):
+        fr = [j.name for j in model.joints if j.friction > 0.0]
+        raise InputError(f"model '{model.name}': its joints {fr} have Coulomb friction, "
+                         f"which runs in formulation 'newton_euler' with an explicit or "
+                         f"adaptive method so far (the event loop in Python); formulation "
+                         f"'{settings.formulation}' with method '{settings.method}' does not "
+                         f"run it")
     if _fr.has_friction(model) and settings.formulation != "newton_euler" and not (
             settings.formulation == "recursive"
             and settings.method in ("rk4", "dopri5", "dop853", "auto")):
@@ -322,14 +368,14 @@ def advance(model, state, t_end, u=None, settings=None):
         settings = settings.for_model(model, state.coords)
     check_spatial(model, settings)
     if settings.method == "auto":
-        if model.contacts:                       # the event loop: dopri5
+        if _event_loop(model):                   # the event loop: dopri5
             settings = replace(settings, method="dopri5")
         else:
             method, h0, h_after = auto_method(state.h, t_end - t0)
             out = advance(model, replace(state, h=h0), t_end, u,
                           replace(settings, method=method))
             return out if h_after is None else replace(out, h=float(h_after))
-    if model.contacts:
+    if _event_loop(model):
         check_settings(model, settings)
         return _advance_contacts(model, state, float(t_end), uvec, settings)
     form = get_formulation(settings.formulation)
@@ -370,7 +416,7 @@ def stepper(model, settings=None):
     settings = (settings or Settings()).for_model(model)
     check_settings(model, settings)
     if settings.method == "auto":
-        if model.contacts:                       # the event loop: dopri5
+        if _event_loop(model):                   # the event loop: dopri5
             settings = replace(settings, method="dopri5")
         else:
             steps = {m: stepper(model, replace(settings, method=m))
@@ -587,12 +633,17 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     st = Status(model, state.extra)
     nq = state.q.shape[0]
     y = np.concatenate([state.q, state.qd])
+    if st.joints:                 # a state made elsewhere: its frictional joints from the rates
+        _set_joints(model, st, impact.joint_coordinates(model, state.q, state.qd)[1],
+                    settings.contact_velocity, only_unset=True)
     t, h = state.t, state.h
     baum = settings.baumgarte if settings.stabilization == "baumgarte" else None
     project = settings.stabilization == "projection"
-    reduction = model.compiled.contacts.reduction
+    reduction = (model.compiled.contacts.reduction if model.contacts
+                 else np.zeros(0, bool))
     repeats, t_last, steps = 0, None, 0
-    frictional = _fr.has_friction(model)
+    frictional = _fr.any_friction(model)
+    n_events = len(model.contacts) + len(st.joints)
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
@@ -632,7 +683,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             event = _find_event(model, st, stepper.dense(), stepper.t_old, y_old, stepper.t,
                                 active, pas, t_pass_end, reduction, uvec, settings, impact,
                                 brentq, locks, fric)
-            if fric is not None and fric.slip.any():
+            if fric is not None and (fric.slip.any() or fric.jslip.any()):
                 _slide_loss(model, st, stepper.dense(), stepper.t_old,
                             stepper.t if event is None else event[0], uvec, active, impact,
                             fric)
@@ -644,8 +695,10 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         # Zeno guard: more than 100 events per contact, each within 10 ns of the last
         close = t_last is not None and te - t_last <= 1e-8 * max(1.0, abs(te))
         repeats = repeats + 1 if close else 0
-        if repeats > 100 * len(model.contacts):
-            raise IntegrationError(f"model '{model.name}': contact '{st.names[i]}' switches "
+        if repeats > 100 * n_events:
+            what = (f"joint '{i[1]}'" if isinstance(i, tuple) else
+                    f"contact '{st.names[i]}'")
+            raise IntegrationError(f"model '{model.name}': {what} switches "
                                    f"state endlessly at t = {te:.9g} s (Zeno behaviour); "
                                    f"raise Settings.contact_velocity")
         t_last = te
@@ -657,7 +710,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             fr = _fr.phase_of(model, st, act) if frictional else None
             y = proj(te, y, act, impact.pass_tuple(model, st), impact.locks(model, st),
                      {} if fr is None else {"fric": fr})
-            if kind in ("impact", "pass_end"):      # a rebound below contact_velocity removed
+            if kind in ("impact", "pass_end") and not isinstance(i, tuple):
                 st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y, impact),
                                                            0.0)
         t = te
@@ -675,10 +728,10 @@ def _release_tensile(model, st, t, y, uvec, impact):
     friction, then every sticking contact whose force is outside the cone slips (slip
     direction s0 = lam_t / |lam_t|), until the phase is consistent."""
     n = y.shape[0] // 2
-    frictional = _fr.has_friction(model)
-    for _ in range(8 * len(model.contacts) + 8):
+    frictional = _fr.any_friction(model)
+    for _ in range(8 * (len(model.contacts) + len(st.joints)) + 8):
         active = st.active()
-        if not active.any():
+        if not active.any() and not st.joints:
             return y
         fric = _fr.phase_of(model, st, active) if frictional else None
         fkw = {} if fric is None else {"fric": fric}
@@ -686,24 +739,31 @@ def _release_tensile(model, st, t, y, uvec, impact):
                                    impact.pass_tuple(model, st), locks=impact.locks(model, st),
                                    **fkw)
         lam_c = np.where(active, dyn.lam_c, -np.inf)
-        i = int(np.argmax(lam_c))
-        if lam_c[i] > 0.0:
+        i = int(np.argmax(lam_c)) if len(lam_c) else 0
+        if len(lam_c) and lam_c[i] > 0.0:
             if fric is not None and fric.slip[i]:
                 _painleve_check(model, st, i, t, y, uvec, impact)
             _release(model, st, i, y[:n], impact)
             continue
-        if fric is None or not fric.stick.any():
+        if fric is None or not (fric.stick.any() or fric.jstick.any()):
             return y
         ft = np.sqrt(np.einsum("ik,ik->i", dyn.lam_t, dyn.lam_t))
         excess = np.where(fric.stick, ft - fric.mu * -dyn.lam_c, -np.inf)
         out = np.flatnonzero(excess > 0.0)
-        if not len(out):
+        jout = np.flatnonzero(fric.jstick & (np.abs(dyn.lam_j) > fric.jbound))
+        if not len(out) and not len(jout):
             return y
         for j in out:                 # every sticking contact outside its cone slips
             rec = st.data[st.names[j]]
             rec["stick"] = False
             rec["sdir"] = [float(v) for v in dyn.lam_t[j] / ft[j]]
-    raise ImpactError(f"model '{model.name}': the persistent contacts {list(st.names)} find "
+        jnames = _fr.joint_friction(model)[0]
+        for j in jout:                # every sticking joint beyond its bound slips
+            rec = st.joints[jnames[j]]
+            rec["stick"] = False
+            rec["sdir"] = 1.0 if dyn.lam_j[j] > 0.0 else -1.0
+    raise ImpactError(f"model '{model.name}': the persistent contacts {list(st.names)} and "
+                      f"frictional joints {list(st.joints)} find "
                       f"no consistent stick/slip/open state at t = {t:.9g} s (a contact "
                       f"problem without a solution, Painleve-type)")
 
@@ -740,18 +800,26 @@ def _slide_loss(model, st, dense, t0, t1, uvec, active, impact, fric):
         return
     n = len(model.contacts)
     acc = np.zeros(n)
+    jacc = np.zeros(len(fric.jslip))
     half, mid = (t1 - t0) / 2.0, (t1 + t0) / 2.0
     for xg, wg in ((-math.sqrt(0.6), 5.0 / 9.0), (0.0, 8.0 / 9.0), (math.sqrt(0.6), 5.0 / 9.0)):
         tt = mid + half * xg
         yy = np.asarray(dense(tt), float)
         nq = yy.shape[0] // 2
-        dyn = impact.accelerations(model, yy[:nq], yy[nq:], tt, uvec, active, fric=fric)
-        vt = impact.slip_velocities(model, yy[:nq], yy[nq:])
-        for j in np.flatnonzero(fric.slip):
-            s = _fr.slip_direction(vt[j], fric.s0[j])
-            acc[j] += wg * fric.mu[j] * -dyn.lam_c[j] * float(s @ vt[j])
+        if fric.slip.any():
+            dyn = impact.accelerations(model, yy[:nq], yy[nq:], tt, uvec, active, fric=fric)
+            vt = impact.slip_velocities(model, yy[:nq], yy[nq:])
+            for j in np.flatnonzero(fric.slip):
+                s = _fr.slip_direction(vt[j], fric.s0[j])
+                acc[j] += wg * fric.mu[j] * -dyn.lam_c[j] * float(s @ vt[j])
+        if fric.jslip.any():          # the slipping joints' power F_c s0 qd_j
+            qdj = impact.joint_coordinates(model, yy[:nq], yy[nq:])[1][fric.jpos]
+            jacc += wg * np.where(fric.jslip, fric.jbound * fric.js0 * qdj, 0.0)
     for j in np.flatnonzero(fric.slip):
         st.data[st.names[j]]["slide_loss"] += float(half * acc[j])
+    for j, nm in enumerate(_fr.joint_friction(model)[0]):
+        if fric.jslip[j]:
+            st.joints[nm]["loss"] += float(half * jacc[j])
 
 
 def _release(model, st, i, x, impact):
@@ -786,11 +854,13 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
         red[:] = False
 
     nc = len(model.contacts)
-    if fric is not None:        # friction: per contact a second value (module friction)
-        watch = np.concatenate([watch, np.zeros(nc, bool)])
-        red = np.concatenate([red, np.zeros(nc, bool)])
+    nj = 0
+    if fric is not None:        # friction: per contact a second value (module friction),
+        nj = len(fric.jstick)   # then one per frictional joint
+        watch = np.concatenate([watch, np.zeros(nc + nj, bool)])
+        red = np.concatenate([red, np.zeros(nc + nj, bool)])
         frs = fric.stick | fric.slip
-        active = np.concatenate([active, frs])
+        active = np.concatenate([active, frs, np.ones(nj, bool)])
 
     def values(yy, tt):
         charge()
@@ -798,6 +868,14 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
         if watch.any():
             g = impact.gaps(model, yy[:n])
             out[:nc][watch[:nc]] = g[watch[:nc]]
+        if fric is not None and nj:
+            act = active[:nc]
+            dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, act, pas,
+                                       locks=locks, fric=fric)
+            qdj = impact.joint_coordinates(model, yy[:n], yy[n:])[1][fric.jpos]
+            # sticking: the bound's margin F_c - |lam_j|; slipping along s0: qd_j s0
+            out[2 * nc:] = np.where(fric.jstick, fric.jbound - np.abs(dyn.lam_j),
+                                    qdj * fric.js0)
         if active[:nc].any():
             if fric is None:
                 dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, active, pas,
@@ -805,8 +883,9 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
                 out[active] = -dyn.lam_c[active]    # contact force, >= 0 while pushing
             else:
                 act = active[:nc]
-                dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, act, pas,
-                                           locks=locks, fric=fric)
+                if not nj:
+                    dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, act, pas,
+                                               locks=locks, fric=fric)
                 out[:nc][act] = -dyn.lam_c[act]
                 ft = np.sqrt(np.einsum("ik,ik->i", dyn.lam_t, dyn.lam_t))
                 vt = impact.slip_velocities(model, yy[:n], yy[n:])
@@ -846,7 +925,9 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
                     te = brentq(f, a, s, xtol=settings.event_tol, rtol=4 * np.finfo(
                         float).eps)
                 kind = "impact" if watch[i] else ("release" if active[i] else "criterion")
-                if i >= nc:
+                if 2 * nc <= i:
+                    kind = "jslip" if fric.jstick[i - 2 * nc] else "jstick"
+                elif i >= nc:
                     kind = "slip" if fric.stick[i - nc] else "stick"
                 found.append((te, kind, int(i)))
             break
@@ -857,7 +938,11 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
         return None
     te, kind, i = min(found)
     ye = dense(te) if te < t1 else dense(t1)
-    return te, kind, i % nc, np.asarray(ye, dtype=float)
+    if kind in ("jslip", "jstick"):       # a frictional joint: ("joint", its name)
+        i = ("joint", _fr.joint_friction(model)[0][i - 2 * nc])
+    elif kind != "pass_end":
+        i = i % nc
+    return te, kind, i, np.asarray(ye, dtype=float)
 
 
 def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
@@ -896,7 +981,42 @@ def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
     return y
 
 
+def _joint_event(model, st, kind, name, te, y, settings, impact, uvec):
+    """stick -> slip of a frictional joint (|lam_j| reached its bound): it slips along s0 =
+    sign(lam_j). slip -> stick (qd_j s0 = 0): it sticks when |qd_j| <= 1e-3 contact_velocity
+    (the phase start lets it slip again, reversed, when the sticking torque exceeds the
+    bound), else it slips on along sign(qd_j)."""
+    n = y.shape[0] // 2
+    names, pos, _ = _fr.joint_friction(model)
+    k = names.index(name)
+    rec = st.joints[name]
+    if kind == "jslip":
+        active = st.active()
+        fric = _fr.phase_of(model, st, active)
+        dyn = impact.accelerations(model, y[:n], y[n:], te, uvec, active, fric=fric)
+        rec["stick"] = False
+        rec["sdir"] = 1.0 if dyn.lam_j[k] > 0.0 else -1.0
+        return y
+    v = float(impact.joint_coordinates(model, y[:n], y[n:])[1][pos[k]])
+    if abs(v) <= 1e-3 * settings.contact_velocity:
+        rec["stick"] = True
+    else:
+        rec["sdir"] = 1.0 if v > 0.0 else -1.0
+    return y
+
+
 def _handle_event(model, st, kind, i, te, y, settings, impact, uvec=None):
+    if kind in ("jslip", "jstick"):
+        return _joint_event(model, st, kind, i[1], te, y, settings, impact, uvec)
+    y = _handle_contact_event(model, st, kind, i, te, y, settings, impact, uvec)
+    if kind == "impact" and st.joints:    # the joints' rates jumped: stick or slip anew
+        n = y.shape[0] // 2
+        _set_joints(model, st, impact.joint_coordinates(model, y[:n], y[n:])[1],
+                    settings.contact_velocity)
+    return y
+
+
+def _handle_contact_event(model, st, kind, i, te, y, settings, impact, uvec=None):
     n = y.shape[0] // 2
     x, xd = y[:n], y[n:].copy()
     name = st.names[i]

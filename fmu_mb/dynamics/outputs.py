@@ -20,7 +20,9 @@ C.force [N or N.m] (force of the persistent contact, pushing positive; 0 when no
 A model with Coulomb friction (docs/contacts-friction.md) adds per contact C.state (0 open,
 1 stick, 2 slip), C.slip [m/s] (planar; spatial C.slip1, C.slip2: the slip velocity along the
 tangent basis), C.slide_loss [J] (energy dissipated by sliding friction) and C.ft [N]
-(spatial C.ft1, C.ft2: the friction force on `body` along the tangent basis).
+(spatial C.ft1, C.ft2: the friction force on `body` along the tangent basis). A joint J with
+Coulomb friction adds J.friction [N.m or N] (the friction torque or force on its coordinate),
+J.friction_state (1 stick, 2 slip) and J.friction_loss [J] (energy dissipated).
 Impacts inside a communication step show at its end.
 energy.kinetic, energy.potential, energy.total [J]; constraint.residual (max |Phi|) and
 constraint.velocity_residual (max |D xd + Phi_t|).
@@ -113,6 +115,7 @@ def _spec(model):
             (f"{p.name}.vx", "m/s", f"x velocity of point {p.name}"),
             (f"{p.name}.vy", "m/s", f"y velocity of point {p.name}"))
     _contact_spec(model, add)
+    _joint_friction_spec(model, add)
     _energy_spec(add)
     return tuple(out)
 
@@ -144,6 +147,19 @@ def _contact_spec(model, add):
                          f"force of the persistent contact {c.name}, pushing positive"),
             *[(f"{c.name}.ft{k}", "N", f"friction force of contact {c.name} along tangent "
                                         f"{k or 1}") for k in (tk if fr else ())])
+
+
+def _joint_friction_spec(model, add):
+    """The outputs of the joints with Coulomb friction (module docstring)."""
+    for j in model.joints:
+        if getattr(j, "friction", 0.0) > 0.0:
+            unit, what = ("N.m", "torque") if j.kind == "revolute" else ("N", "force")
+            add("dynamics", (f"{j.name}.friction", unit, f"Coulomb friction {what} on the "
+                                                         f"coordinate of joint {j.name}"),
+                (f"{j.name}.friction_state", "1", f"friction state of joint {j.name}: "
+                                                  f"1 stick, 2 slip", "integer"),
+                (f"{j.name}.friction_loss", "J", f"energy dissipated by the Coulomb "
+                                                 f"friction of joint {j.name}"))
 
 
 def _spatial_spec(model, add):
@@ -182,6 +198,7 @@ def _spatial_spec(model, add):
         add("markers", *[(f"{p.name}.{c}", "m", f"{c} of point {p.name}") for c in "xyz"],
             *[(f"{p.name}.v{c}", "m/s", f"{c} velocity of point {p.name}") for c in "xyz"])
     _contact_spec(model, add)
+    _joint_friction_spec(model, add)
     _energy_spec(add)
 
 
@@ -379,14 +396,14 @@ class Outputs:
 
     def _make_dynamics(self):
         model, state, u = self.model, self.state, self.u
-        if model.contacts:      # one solve in absolute coordinates whatever the formulation
-            from . import impact
+        from .friction import any_friction, has_joint_friction, phase_of
 
-            from .friction import has_friction, phase_of
+        if model.contacts or has_joint_friction(model):   # one solve in absolute coordinates
+            from . import impact
 
             x, xd = self._get("absolute")
             status = self._get("status")
-            fric = phase_of(model, status, status.active()) if has_friction(model) else None
+            fric = phase_of(model, status, status.active()) if any_friction(model) else None
             dyn = impact.accelerations(model, x, xd, state.t, u, status.active(),
                                        impact.pass_tuple(model, status),
                                        locks=status.locks(model),
@@ -470,6 +487,14 @@ class Outputs:
                     vals += [-v, *ft[i]]
             else:
                 vals += [-v for v in lam_c]
+        from .friction import has_joint_friction, joint_friction
+
+        if has_joint_friction(model):   # friction torque -lam_j sticking, -F_c s0 slipping
+            status = self._get("status")
+            for k, (nm, b) in enumerate(zip(*joint_friction(model)[::2])):
+                r = status.joints[nm]
+                f = -dyn.lam_j[k] if r["stick"] else -b * r["sdir"]
+                vals += [f, 1.0 if r["stick"] else 2.0, r["loss"]]
         return np.array(vals, dtype=float)
 
     def _friction_forces(self, dyn):

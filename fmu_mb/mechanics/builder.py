@@ -188,41 +188,72 @@ class ModelBuilder(SpatialItems, ShapeItems):
 
     # ------------------------------------------------------------------ joints
     def revolute(self, name, parent, child, *, parent_point=None, child_point=None,
-                 angle0=0.0, at=None, axis=None, parent_axis=None, child_axis=None):
+                 angle0=0.0, at=None, axis=None, parent_axis=None, child_axis=None,
+                 friction=0.0):
         """Revolute joint: child_point of child coincides with parent_point of parent.
 
         Joint angle = phi_child - phi_parent - angle0 [rad]. Spatial: at=/axis= (global, at
         the reference pose) or the points and parent_axis=/child_axis= in body axes; the angle
         (in (-pi, pi]) turns the child's joint frame about the axis from the parent's.
+        friction: Coulomb friction torque bound on the angle [N.m] (joint_friction).
         """
+        self._check_friction(f"revolute '{name}'", friction)
         if self.spatial:
             self._not_here(f"revolute '{name}'", "spatial", angle0=angle0 or None)
-            return self._joint3(name, "revolute", parent, child, at=at, axis=axis,
-                                parent_point=parent_point, child_point=child_point,
-                                parent_axis=parent_axis, child_axis=child_axis)
-        self._not_here(f"revolute '{name}'", "planar", at=at, axis=axis,
-                       parent_axis=parent_axis, child_axis=child_axis)
-        return self._joint(name, "revolute", parent, child, parent_point, child_point,
-                           angle0=angle0)
+            self._joint3(name, "revolute", parent, child, at=at, axis=axis,
+                         parent_point=parent_point, child_point=child_point,
+                         parent_axis=parent_axis, child_axis=child_axis)
+        else:
+            self._not_here(f"revolute '{name}'", "planar", at=at, axis=axis,
+                           parent_axis=parent_axis, child_axis=child_axis)
+            self._joint(name, "revolute", parent, child, parent_point, child_point,
+                        angle0=angle0)
+        return self.joint_friction(name, friction) if friction else name
 
     def prismatic(self, name, parent, child, *, axis=None, parent_point=None,
-                  child_point=None, angle0=0.0, at=None, parent_axis=None, child_axis=None):
+                  child_point=None, angle0=0.0, at=None, parent_axis=None, child_axis=None,
+                  friction=0.0):
         """Prismatic (translational) joint sliding along `axis` (parent frame).
 
         Joint position = (r_child(child_point) - r_parent(parent_point)) . axis [m]; the
         relative angle stays angle0. Spatial: axis= is global at the reference pose (or
         parent_axis= in the parent's axes); the relative orientation stays the reference one.
+        friction: Coulomb friction force bound on the position [N] (joint_friction).
         """
+        self._check_friction(f"prismatic '{name}'", friction)
         if self.spatial:
             self._not_here(f"prismatic '{name}'", "spatial", angle0=angle0 or None)
-            return self._joint3(name, "prismatic", parent, child, at=at, axis=axis,
-                                parent_point=parent_point, child_point=child_point,
-                                parent_axis=parent_axis, child_axis=child_axis)
-        self._not_here(f"prismatic '{name}'", "planar", at=at, parent_axis=parent_axis,
-                       child_axis=child_axis)
-        axis = (1.0, 0.0) if axis is None else axis
-        return self._joint(name, "prismatic", parent, child, parent_point, child_point,
-                           axis=axis, angle0=angle0)
+            self._joint3(name, "prismatic", parent, child, at=at, axis=axis,
+                         parent_point=parent_point, child_point=child_point,
+                         parent_axis=parent_axis, child_axis=child_axis)
+        else:
+            self._not_here(f"prismatic '{name}'", "planar", at=at, parent_axis=parent_axis,
+                           child_axis=child_axis)
+            axis = (1.0, 0.0) if axis is None else axis
+            self._joint(name, "prismatic", parent, child, parent_point, child_point,
+                        axis=axis, angle0=angle0)
+        return self.joint_friction(name, friction) if friction else name
+
+    @staticmethod
+    def _check_friction(where, friction):
+        return _number(where, "friction", friction, nonneg=True)
+
+    def joint_friction(self, joint, value):
+        """Coulomb friction on the coordinate of a revolute or prismatic joint: a torque
+        [N.m] or force [N] bound `value` >= 0 (0: frictionless). The joint sticks (its rate
+        held by a constraint row) while the reaction on its coordinate stays within the
+        bound, and slips with the bound opposite its rate otherwise; the transitions are
+        events (docs/contacts-friction.md, "Joint friction")."""
+        where = f"friction of joint '{joint}'"
+        j = self._joint_ref(where, "joint", joint)
+        if j.kind not in ("revolute", "prismatic"):
+            raise ModelError(f"{where}: a {j.kind} joint; expected a revolute or prismatic "
+                             f"joint (friction acts on the joint's one coordinate)")
+        f = _number(where, "value", value, nonneg=True)
+        from dataclasses import replace
+        k = self._joints.index(j)
+        self._joints[k] = replace(j, friction=f)
+        return joint
 
     def weld(self, name, parent, child, *, parent_point=None, child_point=None,
              angle0=0.0, at=None):

@@ -64,6 +64,8 @@ class Joint:
     frame_c: tuple = ()             # parent's and the child's body axes
     armature: float = 0.0           # spatial revolute or prismatic tree joint: reflected
                                     # rotor inertia on its coordinate [kg.m2 or kg]
+    friction: float = 0.0           # revolute or prismatic joint: Coulomb friction bound on
+                                    # its coordinate [N.m or N] (0: frictionless)
 
     @property
     def n_rows(self) -> int:
