@@ -283,6 +283,14 @@ def check_settings(model, settings):
     fmu_mb.engine.kernel.supported)."""
     settings = settings.for_model(model)
     check_spatial(model, settings)
+    if _fr.has_joint_friction(model) and (settings.formulation != "newton_euler"
+                                          or settings.method in IMPLICIT_METHODS):
+        fr = [j.name for j in model.joints if j.friction > 0.0]
+        raise InputError(f"model '{model.name}': its joints {fr} have Coulomb friction, "
+                         f"which runs in formulation 'newton_euler' with an explicit or "
+                         f"adaptive method so far (the event loop in Python); formulation "
+                         f"'{settings.formulation}' with method '{settings.method}' does not "
+                         f"run it")
     if model.contacts and settings.method in IMPLICIT_METHODS:
         raise InputError(f"model '{model.name}' has contacts; method '{settings.method}' "
                          f"does not run the contact event loop (it needs dense output and "
@@ -306,14 +314,6 @@ def check_settings(model, settings):
             raise InputError(f"model '{model.name}': formulation 'recursive' runs trees "
                              f"of revolute, prismatic and weld joints and loops closed by cut "
                              f"joints; {why}. Use formulation 'tmt' or 'newton_euler'")
-    if _fr.has_joint_friction(model) and (settings.formulation != "newton_euler"
-                                          or settings.method in IMPLICIT_METHODS):
-        fr = [j.name for j in model.joints if j.friction > 0.0]
-        raise InputError(f"model '{model.name}': its joints {fr} have Coulomb friction, "
-                         f"which runs in formulation 'newton_euler' with an explicit or "
-                         f"adaptive method so far (the event loop in Python); formulation "
-                         f"'{settings.formulation}' with method '{settings.method}' does not "
-                         f"run it")
     if _fr.has_friction(model) and settings.formulation != "newton_euler" and not (
             settings.formulation == "recursive"
             and settings.method in ("rk4", "dopri5", "dop853", "auto")):

@@ -101,8 +101,20 @@ class EngineData:
                 + pad(code.astype("<i4").tobytes()) + consts.astype("<f8").tobytes() + chars)
 
 
+def joint_friction_unsupported(model):
+    """The reason why the compiled engine does not run a model's joint friction, or None."""
+    fr = [j.name for j in model.joints if getattr(j, "friction", 0.0) > 0.0]
+    if fr:
+        return (f"its joints {fr} have Coulomb friction, which runs in the Python event loop "
+                f"(formulation newton_euler) only so far")
+    return None
+
+
 def supported(model):
     """None when the engine library runs `model`, else the reason why not (a sentence)."""
+    why = joint_friction_unsupported(model)
+    if why is not None:
+        return why
     if getattr(model, "contacts", None):
         red = [c.name for c in model.contacts if c.method == "reduction"]
         if red:
