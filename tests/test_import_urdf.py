@@ -245,7 +245,8 @@ def test_ignored_elements_are_named_in_one_warning(tmp_path):
         m = load_urdf(p)
     text = " | ".join(str(w.message) for w in rec)
     assert "<gazebo>, <transmission>" in text
-    assert "Coulomb friction 0.5 is not imported" in text
+    assert "friction" not in text                 # imported: the joint's Coulomb bound
+    assert m.joint("j").friction == 0.5
     assert [e.name for e in m.elements] == ["j_damping", "j_drive"]
 
 

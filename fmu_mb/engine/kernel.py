@@ -281,10 +281,6 @@ def supported(model):
     why = friction_unsupported(model)
     if why is not None:
         return why
-    fr = [j.name for j in model.joints if getattr(j, "friction", 0.0) > 0.0]
-    if fr:
-        return (f"its joints {fr} have Coulomb friction, which runs in the Python event loop "
-                f"(formulation newton_euler) only so far")
     t = model.topology
     for d in model.drives:
         if d.joint not in t.tree_joints:

@@ -90,10 +90,6 @@ def supported(model, contacts=False):
     contacts=True: the kernel's part of a contact model (its contact-free dynamics and the
     contacts' rows, which the C event loop of native/spatial_events.c steps between events;
     the Python loop of fmu_mb.dynamics.integrate remains the reference)."""
-    fr = [j.name for j in model.joints if getattr(j, "friction", 0.0) > 0.0]
-    if fr:
-        return (f"its joints {fr} have Coulomb friction, which runs in the Python event loop "
-                f"(formulation newton_euler) only so far")
     for d in model.drives:
         if _kernel._law(d.motion) is None:
             return (f"drive '{d.name}' follows a Motion of Python functions; the kernel "

@@ -11,7 +11,8 @@ from pathlib import Path
 ROBOT_SUFFIXES = (".urdf", ".xml", ".mjcf")
 
 #: the options of build_robot that the command line and model_file() pass on
-OPTIONS = ("base", "fixed", "limits", "damping", "links", "payload_link", "reactions")
+OPTIONS = ("base", "fixed", "limits", "damping", "links", "payload_link", "reactions",
+           "friction")
 
 
 def is_robot_file(path):

@@ -5,7 +5,8 @@ arrays, so that defaults, classes, includes, inertia from geoms, frames and orie
 
 Imported: bodies (body_pos, body_quat, body_ipos, body_iquat, body_inertia, body_mass),
 hinge, slide, ball and free joints (jnt_pos, jnt_axis; several joints in one body become a
-chain through massless bodies, in MuJoCo's order), joint damping (dof_damping), limits
+chain through massless bodies, in MuJoCo's order), joint damping (dof_damping), hinge and
+slide frictionloss (dof_frictionloss: the joints' Coulomb friction bounds), limits
 (jnt_range of limited hinge and slide joints), motors on joints (input `<joint>.h`, times
 actuator_gear), gravity (opt.gravity), geoms as shapes (visual: contype = conaffinity = 0;
 else collision).
@@ -14,7 +15,8 @@ constraints, mocap bodies, flexes, actuators other than a motor on a joint (posi
 velocity, general with bias or dynamics, tendon or site transmissions), two actuators on one
 joint, joint stiffness, armature of ball and free joints. Hinge and slide armature
 (dof_armature) is the joints' armature (ModelBuilder.armature). Ignored with one warning:
-contacts (no collision between geoms is imported), frictionloss, ball-joint limits, sensors,
+contacts (no collision between geoms is imported), frictionloss of ball and free joints,
+ball-joint limits, sensors,
 keyframes.
 """
 import warnings
@@ -100,8 +102,6 @@ def parse_mjcf(path, *, model=None, actuators="file"):
         ignored.append("sensors")
     if m.nkey:
         ignored.append("keyframes")
-    if np.any(m.dof_frictionloss > 0):
-        ignored.append("frictionloss")
 
     # actuators: a motor on a joint
     if actuators not in ("file", "joints"):
@@ -183,11 +183,14 @@ def parse_mjcf(path, *, model=None, actuators="file"):
                 "axis": [float(v) for v in m.jnt_axis[j]],
                 "anchor": [float(v) for v in m.jnt_pos[j]], "lower": lo, "upper": hi,
                 "damping": float(m.dof_damping[d]) if jt in (2, 3) else 0.0,
-                "friction": 0.0, "actuated": j in act_of, "gear": act_of.get(j, 1.0),
+                "friction": float(m.dof_frictionloss[d]) if jt in (2, 3) else 0.0,
+                "actuated": j in act_of, "gear": act_of.get(j, 1.0),
                 "armature": arm if jt in (2, 3) else 0.0,
                 "q0": 0.0, "ref": ref, "line": line("joint", jn)})
             if jt in (0, 1) and np.any(m.dof_damping[d:d + (6 if jt == 0 else 3)] > 0):
                 ignored.append(f"the damping of {kind} joint '{jn}'")
+            if jt in (0, 1) and np.any(m.dof_frictionloss[d:d + (6 if jt == 0 else 3)] > 0):
+                ignored.append(f"the frictionloss of {kind} joint '{jn}'")
             if jt in (0, 1) and j in act_of:
                 refuse(f"joint '{jn}'", "joint", jn, "a motor on a ball or free joint is not "
                        "imported")
@@ -232,13 +235,14 @@ def _shapes(mujoco, m, b, path):
 
 
 def load_mjcf(path, *, overrides=None, fixed="merge", limits=True, damping=True, links=(),
-              payload_link=None, name=None, actuators="file", reactions=None):
+              payload_link=None, name=None, actuators="file", reactions=None, friction=True):
     """The Model of the MJCF file at `path` (importers.robot.build_robot's options; the base
     is what the file says: a body with a free joint is free, the others hang from the
     world). actuators: see parse_mjcf. reactions: joints whose reactions an FMU declares as
-    outputs (None: none, a list of joint names, True or "all": every joint's)."""
+    outputs (None: none, a list of joint names, True or "all": every joint's). friction:
+    hinge and slide frictionloss as the joints' Coulomb friction bounds (False: none)."""
     from .robot import build_robot
     desc = parse_mjcf(path, actuators=actuators)
     return build_robot(desc, overrides, base="fixed", fixed=fixed, limits=limits,
                        damping=damping, links=links, payload_link=payload_link, name=name,
-                       reactions=reactions)
+                       reactions=reactions, friction=friction)

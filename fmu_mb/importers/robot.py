@@ -18,7 +18,8 @@ and parameter compiler. build_robot(description, overrides, ...) is that build()
   (a torque element with its reaction on the parent for a revolute joint, a force along the
   axis for a prismatic one), times the joint's gear;
 - viscous joint damping is an RSDA (revolute) or a TSDA along the axis (prismatic) with
-  damping = damping_scale * d; joint limits are joint-limit contacts with restitution
+  damping = damping_scale * d; Coulomb joint friction (URDF `<dynamics friction>`, MJCF
+  `frictionloss`) is the joint's friction bound (ModelBuilder.joint_friction); joint limits are joint-limit contacts with restitution
   `limit_restitution`;
 - parameters `<joint>.q0`, `<joint>.qd0` (initial coordinate and rate), `gravity` (its
   magnitude, along the description's gravity direction), `payload` (a point mass at the
@@ -28,7 +29,6 @@ and parameter compiler. build_robot(description, overrides, ...) is that build()
 """
 import math
 import re
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,7 +168,7 @@ class _Inertial:
 # ------------------------------------------------------------------ the build
 def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=True,
                 damping=True, links=(), payload_link=None, name=None, description=None,
-                reactions=None):
+                reactions=None, friction=True):
     """The Model of a robot description (see the module docstring).
 
     Parameters
@@ -180,6 +180,8 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
     limits : joint limits as joint-limit contacts (False: none).
     damping : joint damping as RSDA/TSDA elements (False: none; the parameter
         damping_scale scales it).
+    friction : Coulomb joint friction as the joints' friction bounds (False: none). A model
+        with joint friction runs in formulation newton_euler (the Python event loop).
     links : names of links whose origin becomes a marker `<link>_origin` (outputs .x .y .z
         .vx .vy .vz); every body's pose is an output anyway.
     payload_link : link carrying the point mass `payload` [kg] at its origin (parameter).
@@ -386,10 +388,8 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
                 and lo < hi and j["name"] not in mimic:   # (a mimic joint: its master's)
             mb.joint_limit(identifier(f"{jn}_limit", taken), jn, lower=lo, upper=hi,
                            restitution=restitution)
-        if float(j.get("friction", 0.0) or 0.0) > 0.0:
-            warnings.warn(f"{src}: joint '{j['name']}': Coulomb friction "
-                          f"{j['friction']} is not imported (the engine has no joint "
-                          f"friction yet); the joint is frictionless", stacklevel=2)
+        if friction and float(j.get("friction", 0.0) or 0.0) > 0.0:
+            mb.joint_friction(jn, float(j["friction"]))
     for lname in links:
         body = body_of(lname)
         if body == mb.ground:

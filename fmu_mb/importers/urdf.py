@@ -3,8 +3,8 @@
 
 Imported: links (mass, centre of mass, inertia in any inertial frame rotation), joints
 revolute, continuous, prismatic, fixed, floating and planar with their origin and axis,
-limits, <dynamics damping> (viscous), <mimic> (a coupler constraint; see `mimic`), visual
-and collision shapes
+limits, <dynamics damping> (viscous) and <dynamics friction> (Coulomb joint friction),
+<mimic> (a coupler constraint; see `mimic`), visual and collision shapes
 (box, cylinder, sphere, mesh; mesh paths resolved: package://, file://, relative).
 Refused with the file line: any other joint type, a mimic joint with mimic="refuse", a zero
 axis, a negative mass; refused by the builder: a link that is the child of two joints
@@ -202,13 +202,14 @@ def parse_urdf(path, *, mimic="couple"):
 
 def load_urdf(path, *, overrides=None, base="fixed", fixed="merge", limits=True,
               damping=True, links=(), payload_link=None, mimic="couple", name=None,
-              reactions=None):
+              reactions=None, friction=True):
     """The Model of the URDF file at `path` (importers.robot.build_robot's options).
 
     base : "fixed" (the root link is the ground) or "floating" (the root link is a free body:
         coordinates `<root>.x .y .z .e0 .. .e3`, its centre of mass and Euler parameters).
     fixed : "merge" or "weld" for fixed joints (the same motion).
     limits, damping : joint limits as contacts, viscous damping as elements.
+    friction : <dynamics friction> as the joints' Coulomb friction bounds [N.m or N].
     links : link names whose origin is a marker `<link>_origin`.
     payload_link : the link carrying the parameter `payload` [kg] at its origin.
     reactions : joints whose reactions an FMU declares as outputs: None (default: none), a
@@ -218,4 +219,4 @@ def load_urdf(path, *, overrides=None, base="fixed", fixed="merge", limits=True,
     desc = parse_urdf(path, mimic=mimic)
     return build_robot(desc, overrides, base=base, fixed=fixed, limits=limits,
                        damping=damping, links=links, payload_link=payload_link, name=name,
-                       reactions=reactions)
+                       reactions=reactions, friction=friction)
