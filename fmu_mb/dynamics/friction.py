@@ -104,7 +104,19 @@ def phase_of(model, st, active):
         return Phase(stick, fr & ~stick, s0, mu)
     jstick = np.array([st.joints[nm]["stick"] for nm in names], bool)
     js0 = np.array([st.joints[nm]["sdir"] for nm in names], float)
-    return Phase(stick, fr & ~stick, s0, mu, jstick, ~jstick, js0, bound, pos)
+    free = ~held_joints(model, names, active)
+    return Phase(stick, fr & ~stick, s0, mu, jstick & free, ~jstick & free, js0, bound, pos)
+
+
+def held_joints(model, names, active):
+    """(nj,) bool: the frictional joints `names` held by a persistent joint limit. The limit's
+    row fixes the rate as a sticking row would (the two rows are redundant): such a joint has
+    no friction row and no friction force; the limit carries the whole reaction."""
+    held = np.zeros(len(names), bool)
+    for i, c in enumerate(model.contacts):
+        if c.kind == "joint_limit" and active[i] and c.joint in names:
+            held[names.index(c.joint)] = True
+    return held
 
 
 def joint_rows(model, x, xd, ph):

@@ -291,6 +291,13 @@ def check_settings(model, settings):
                          f"adaptive method so far (the event loop in Python); formulation "
                          f"'{settings.formulation}' with method '{settings.method}' does not "
                          f"run it")
+    driven = [d.joint for d in model.drives
+              if getattr(model.joint(d.joint), "friction", 0.0) > 0.0]
+    if driven:
+        raise InputError(f"model '{model.name}': joints {driven} have Coulomb friction and a "
+                         f"drive; the drive prescribes the coordinate, so the friction has no "
+                         f"rate to act on (its sticking row would repeat the drive's): give "
+                         f"friction=0 on driven joints")
     if model.contacts and settings.method in IMPLICIT_METHODS:
         raise InputError(f"model '{model.name}' has contacts; method '{settings.method}' "
                          f"does not run the contact event loop (it needs dense output and "
@@ -825,6 +832,9 @@ def _slide_loss(model, st, dense, t0, t1, uvec, active, impact, fric):
 def _release(model, st, i, x, impact):
     rec = st.data[st.names[i]]
     rec["active"] = False
+    c = model.contacts[i]
+    if c.kind == "joint_limit" and c.joint in st.joints:   # the joint leaves the limit at
+        st.joints[c.joint]["stick"] = True                 # rest: it sticks (phase start)
     if model.contacts[i].method == "reduction":   # start below the criterion's new value
         c = model.contacts[i]
         rec["d"] = min(rec["d"], impact.criterion(model, x, i) * c.sharpening)

@@ -22,7 +22,8 @@ A model with Coulomb friction (docs/contacts-friction.md) adds per contact C.sta
 tangent basis), C.slide_loss [J] (energy dissipated by sliding friction) and C.ft [N]
 (spatial C.ft1, C.ft2: the friction force on `body` along the tangent basis). A joint J with
 Coulomb friction adds J.friction [N.m or N] (the friction torque or force on its coordinate),
-J.friction_state (1 stick, 2 slip) and J.friction_loss [J] (energy dissipated).
+J.friction_state (1 stick, 2 slip, 0 held by a persistent joint limit) and J.friction_loss [J]
+(energy dissipated).
 Impacts inside a communication step show at its end.
 energy.kinetic, energy.potential, energy.total [J]; constraint.residual (max |Phi|) and
 constraint.velocity_residual (max |D xd + Phi_t|).
@@ -157,7 +158,8 @@ def _joint_friction_spec(model, add):
             add("dynamics", (f"{j.name}.friction", unit, f"Coulomb friction {what} on the "
                                                          f"coordinate of joint {j.name}"),
                 (f"{j.name}.friction_state", "1", f"friction state of joint {j.name}: "
-                                                  f"1 stick, 2 slip", "integer"),
+                                                  f"1 stick, 2 slip, 0 held by a joint "
+                                                  f"limit", "integer"),
                 (f"{j.name}.friction_loss", "J", f"energy dissipated by the Coulomb "
                                                  f"friction of joint {j.name}"))
 
@@ -490,11 +492,14 @@ class Outputs:
         from .friction import has_joint_friction, joint_friction
 
         if has_joint_friction(model):   # friction torque -lam_j sticking, -F_c s0 slipping
+            from .friction import phase_of
+
             status = self._get("status")
-            for k, (nm, b) in enumerate(zip(*joint_friction(model)[::2])):
-                r = status.joints[nm]
-                f = -dyn.lam_j[k] if r["stick"] else -b * r["sdir"]
-                vals += [f, 1.0 if r["stick"] else 2.0, r["loss"]]
+            ph = phase_of(model, status, status.active())
+            for k, nm in enumerate(joint_friction(model)[0]):
+                f, code = ((-dyn.lam_j[k], 1.0) if ph.jstick[k] else
+                           (-ph.jbound[k] * ph.js0[k], 2.0) if ph.jslip[k] else (0.0, 0.0))
+                vals += [f, code, status.joints[nm]["loss"]]
         return np.array(vals, dtype=float)
 
     def _friction_forces(self, dyn):
