@@ -283,6 +283,13 @@ def check_settings(model, settings):
     fmu_mb.engine.kernel.supported)."""
     settings = settings.for_model(model)
     check_spatial(model, settings)
+    driven = [d.joint for d in model.drives
+              if getattr(model.joint(d.joint), "friction", 0.0) > 0.0]
+    if driven:
+        raise InputError(f"model '{model.name}': joints {driven} have Coulomb friction and a "
+                         f"drive; the drive prescribes the coordinate, so the friction has no "
+                         f"rate to act on (its sticking row would repeat the drive's): give "
+                         f"friction=0 on driven joints")
     if _fr.has_joint_friction(model) and (settings.formulation != "newton_euler"
                                           or settings.method in IMPLICIT_METHODS):
         fr = [j.name for j in model.joints if j.friction > 0.0]
@@ -291,13 +298,6 @@ def check_settings(model, settings):
                          f"adaptive method so far (the event loop in Python); formulation "
                          f"'{settings.formulation}' with method '{settings.method}' does not "
                          f"run it")
-    driven = [d.joint for d in model.drives
-              if getattr(model.joint(d.joint), "friction", 0.0) > 0.0]
-    if driven:
-        raise InputError(f"model '{model.name}': joints {driven} have Coulomb friction and a "
-                         f"drive; the drive prescribes the coordinate, so the friction has no "
-                         f"rate to act on (its sticking row would repeat the drive's): give "
-                         f"friction=0 on driven joints")
     if model.contacts and settings.method in IMPLICIT_METHODS:
         raise InputError(f"model '{model.name}' has contacts; method '{settings.method}' "
                          f"does not run the contact event loop (it needs dense output and "
