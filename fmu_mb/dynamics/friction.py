@@ -55,6 +55,7 @@ class Phase:
     js0: np.ndarray = field(default_factory=lambda: np.zeros(0))
     jbound: np.ndarray = field(default_factory=lambda: np.zeros(0))
     jpos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    jforce: np.ndarray = None     # (nj,) given forces on the joint coordinates (rest_states)
 
     def any(self):
         return bool(self.stick.any() or self.slip.any() or self.jstick.any()
@@ -133,7 +134,53 @@ def joint_forces(ph, Jq):
     f = np.zeros(Jq.shape[1])
     for j in np.flatnonzero(ph.jslip):
         f -= ph.jbound[j] * ph.js0[j] * Jq[j]
+    if ph.jforce is not None:
+        f += ph.jforce @ Jq
     return f
+
+
+def rest_states(ph, rest, qdd_of):
+    """The friction states of the joints at rest (rest (nj,) bool: rate ~0) consistent with
+    their coupling: the friction forces f on their coordinates minimise
+    1/2 f' A f + c' f with |f_j| <= F_c (the dual of Coulomb's law at acceleration level, a
+    convex box-constrained problem with a unique qdd), where qdd_R = c + A f are their
+    accelerations with the other joints' and contacts' states fixed: qdd_of(f) (nj values,
+    the forces f (nj,) on the joints in `rest`, 0 elsewhere) gives them. Returns (stick (nj,)
+    bool, s0 (nj,)): sticking where |f_j| < F_c or the acceleration is 0, else slipping
+    along s0 = -sign(f_j) (the acceleration's sign). For one joint this is the rule
+    'stick while |lam_j| <= F_c, else slip along sign(lam_j)'."""
+    from scipy.optimize import lsq_linear
+
+    idx = np.flatnonzero(rest)
+    nj = len(ph.jbound)
+    z = np.zeros(nj)
+    c = qdd_of(z)[idx]
+    A = np.empty((len(idx), len(idx)))
+    scale = max(1.0, float(np.abs(ph.jbound[idx]).max()))
+    for k, j in enumerate(idx):
+        e = z.copy()
+        e[j] = scale
+        A[:, k] = (qdd_of(e)[idx] - c) / scale
+    A = 0.5 * (A + A.T)
+    w, V = np.linalg.eigh(A)
+    keep = w > 1e-12 * max(1.0, float(np.abs(w).max()))
+    # 1/2 f'Af + c'f = 1/2 |R f + d|^2 + const with R = sqrt(w) V', d = V'c / sqrt(w)
+    R = (np.sqrt(w[keep])[:, None] * V[:, keep].T)
+    d = (V[:, keep].T @ c) / np.sqrt(w[keep])
+    bound = ph.jbound[idx]
+    sol = lsq_linear(R, -d, bounds=(-bound, bound), method="bvls", tol=1e-14)
+    f = np.clip(sol.x, -bound, bound)
+    acc = c + A @ f
+    stick = np.array(ph.jstick, bool).copy()
+    s0 = np.array(ph.js0, float).copy()
+    tiny = 1e-9 * (1.0 + float(np.abs(c).max(initial=0.0)))
+    for k, j in enumerate(idx):
+        at_bound = abs(f[k]) >= bound[k] * (1.0 - 1e-9)
+        stick[j] = not (at_bound and abs(acc[k]) > tiny)
+        if not stick[j]:
+            s0[j] = 1.0 if acc[k] > 0.0 else -1.0
+    return stick, s0
+
 
 
 def slip_direction(v, s0):

@@ -383,7 +383,7 @@ def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, f
         b = b - 2.0 * alpha * (A @ xd - np.concatenate([-phi_t, rate])) \
             - beta * beta * np.concatenate([phi, res])
     F = applied_forces(model, x, xd, t, u)
-    if fric.jslip.any():              # the slipping joints' constant friction forces
+    if fric.jslip.any() or fric.jforce is not None:   # the slipping joints' friction forces
         F = F + _fr.joint_forces(fric, _joint_rows(model, x, xd, fric)[0])
     if C.spatial:
         M = _spatial_mass(model, x)

@@ -290,6 +290,13 @@ def check_settings(model, settings):
                          f"drive; the drive prescribes the coordinate, so the friction has no "
                          f"rate to act on (its sticking row would repeat the drive's): give "
                          f"friction=0 on driven joints")
+    if _fr.has_joint_friction(model) and any(j.armature for j in model.joints):
+        raise InputError(f"model '{model.name}': joints "
+                         f"{[j.name for j in model.joints if j.friction > 0.0]} have Coulomb "
+                         f"friction and joints {[j.name for j in model.joints if j.armature]} "
+                         f"armature: friction runs in formulation 'newton_euler' only so far, "
+                         f"armature in the joint-coordinate formulations only; drop one "
+                         f"(importers: friction=False)")
     if _fr.has_joint_friction(model) and (settings.formulation != "newton_euler"
                                           or settings.method in IMPLICIT_METHODS):
         fr = [j.name for j in model.joints if j.friction > 0.0]
@@ -730,7 +737,33 @@ def _kinetic(model, y, impact):
     return impact.kinetic(model, y[:n], y[n:])
 
 
-def _release_tensile(model, st, t, y, uvec, impact):
+def _joint_rest_states(model, st, t, y, uvec, impact, fric, dyn, rest_rate):
+    """Set the stick/slip states of the frictional joints at rest (sticking, or slipping with
+    |qd_j| <= rest_rate) by friction.rest_states: with several joints coupled through the mass
+    matrix, a joint whose sticking torque exceeds its bound may have to slip against that
+    torque, or stick although the simple rule would let it slip."""
+    n = y.shape[0] // 2
+    names = _fr.joint_friction(model)[0]
+    qd = impact.joint_coordinates(model, y[:n], y[n:])[1][fric.jpos]
+    rest = fric.jstick | (fric.jslip & (np.abs(qd) <= rest_rate))
+    active = st.active()
+    free = replace(fric, jstick=fric.jstick & ~rest, jslip=fric.jslip & ~rest)
+    locks = impact.locks(model, st)
+    pas = impact.pass_tuple(model, st)
+
+    def qdd_of(f):
+        d = impact.accelerations(model, y[:n], y[n:], t, uvec, active, pas, locks=locks,
+                                 fric=replace(free, jforce=f))
+        _, _, Jq, cq = impact.joint_coordinates(model, y[:n], y[n:])
+        return Jq[fric.jpos] @ d.qdd + cq[fric.jpos]
+    stick, s0 = _fr.rest_states(free, rest, qdd_of)
+    for j in np.flatnonzero(rest):
+        rec = st.joints[names[j]]
+        rec["stick"] = bool(stick[j])
+        rec["sdir"] = float(s0[j])
+
+
+def _release_tensile(model, st, t, y, uvec, impact, rest_rate=1e-6):
     """Release persistent contacts whose force would be tensile (most tensile first); with
     friction, then every sticking contact whose force is outside the cone slips (slip
     direction s0 = lam_t / |lam_t|), until the phase is consistent."""
@@ -757,18 +790,15 @@ def _release_tensile(model, st, t, y, uvec, impact):
         ft = np.sqrt(np.einsum("ik,ik->i", dyn.lam_t, dyn.lam_t))
         excess = np.where(fric.stick, ft - fric.mu * -dyn.lam_c, -np.inf)
         out = np.flatnonzero(excess > 0.0)
-        jout = np.flatnonzero(fric.jstick & (np.abs(dyn.lam_j) > fric.jbound))
+        jout = np.flatnonzero(fric.jstick & (np.abs(dyn.lam_j) > fric.jbound * (1.0 + 1e-9)))
         if not len(out) and not len(jout):
             return y
         for j in out:                 # every sticking contact outside its cone slips
             rec = st.data[st.names[j]]
             rec["stick"] = False
             rec["sdir"] = [float(v) for v in dyn.lam_t[j] / ft[j]]
-        jnames = _fr.joint_friction(model)[0]
-        for j in jout:                # every sticking joint beyond its bound slips
-            rec = st.joints[jnames[j]]
-            rec["stick"] = False
-            rec["sdir"] = 1.0 if dyn.lam_j[j] > 0.0 else -1.0
+        if len(jout):                 # the joints at rest: the coupled friction problem
+            _joint_rest_states(model, st, t, y, uvec, impact, fric, dyn, rest_rate)
     raise ImpactError(f"model '{model.name}': the persistent contacts {list(st.names)} and "
                       f"frictional joints {list(st.joints)} find "
                       f"no consistent stick/slip/open state at t = {t:.9g} s (a contact "
