@@ -260,3 +260,141 @@ def test_the_fmu_of_a_frictional_joint_in_fmpy_equals_simulate(tmp_path):
     t = np.minimum(r["time"], 0.5 * 2.9 / 0.25)
     _close(r["hub.rate"], 2.9 - 0.25 / 0.5 * t, 1e-8)
     assert set(r["hub.friction_state"][r["time"] > 5.8]) == {1}
+
+
+def double_pendulum(q1, q2, f1, f2):
+    mb = ModelBuilder("dp", gravity=(0.0, -G))
+    a = mb.body("a", mass=1.0, inertia=0.1)
+    b = mb.body("b", mass=2.0, inertia=0.2)
+    mb.revolute("j1", "ground", a, child_point=(-0.5, 0.0), friction=f1)
+    mb.revolute("j2", a, b, parent_point=(0.5, 0.0), child_point=(-0.5, 0.0), friction=f2)
+    mb.initial("j1", value=q1)
+    mb.initial("j2", value=q2)
+    return mb.build()
+
+
+def test_coupled_joints_at_rest_start_in_the_one_consistent_state():
+    """A double pendulum released at rest, random poses and bounds (seeded): the states the
+    loop picks (friction.rest_states, a box-constrained QP) are the one combination of
+    stick / slip + / slip - per joint, found by trying all nine, in which every sticking
+    joint's torque is within its bound and every slipping joint accelerates along its slip
+    direction."""
+    import itertools
+    from dataclasses import replace
+
+    from fmu_mb.dynamics import friction as fr
+    from fmu_mb.dynamics.impact import Status, accelerations
+    from fmu_mb.dynamics.integrate import initial_state
+    from fmu_mb.mechanics import constraints
+
+    rng = np.random.default_rng(29)
+    seen = set()
+    for _ in range(12):
+        q1, q2 = rng.uniform(-2.5, 2.5, 2)
+        f1, f2 = rng.uniform(0.5, 15.0, 2)
+        m = double_pendulum(q1, q2, f1, f2)
+        s = initial_state(m, Settings(formulation="newton_euler"))
+        x, xd = s.q, s.qd
+        st = Status(m, s.extra)
+        none = np.zeros(0, bool)
+        base = fr.phase_of(m, st, none)
+        found = []
+        for combo in itertools.product((0, 1, -1), repeat=2):
+            stick = np.array([c == 0 for c in combo])
+            ph = replace(base, jstick=stick, jslip=~stick,
+                         js0=np.array([float(c or 1) for c in combo]))
+            d = accelerations(m, x, xd, 0.0, m.input_vector(None), none, fric=ph)
+            _, _, Jq, cq = constraints.joint_coordinates(m, x, xd)
+            acc = Jq[ph.jpos] @ d.qdd + cq[ph.jpos]
+            ok = all((abs(d.lam_j[k]) <= ph.jbound[k] * (1 + 1e-9)) if stick[k] else
+                     acc[k] * ph.js0[k] > 0.0 for k in range(2))
+            if ok:
+                found.append(combo)
+        assert len(found) == 1, found
+        picked = tuple(0 if st.joints[n]["stick"] else int(st.joints[n]["sdir"])
+                       for n in ("j1", "j2"))
+        assert picked == found[0]
+        seen.add(picked)
+    assert len(seen) >= 3                  # the draws cover several kinds of start
+
+
+@pytest.mark.slow
+def test_the_panda_with_joint_friction_balances_its_energy(tmp_path):
+    """The Panda of example-robot-data with friction="0.5" on its seven joints (its file says
+    0.0), without damping, released at rest from the middle of its limits: some joints stick,
+    some slip (the coupled start), and kinetic + potential + dissipated energy stays constant
+    (to 1e-7 of the potential energy's scale)."""
+    import importlib.metadata
+    import warnings
+
+    pytest.importorskip("yourdfpy")
+    from fmu_mb.importers.urdf import load_urdf
+    try:
+        dist = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("pip example-robot-data is not installed")
+    src = dist.locate_file("cmeel.prefix/share/example-robot-data/robots/panda_description/"
+                           "urdf/panda.urdf")
+    text = src.read_text()
+    assert 'friction="0.0"' in text
+    p = tmp_path / "panda_description" / "urdf" / "panda.urdf"
+    p.parent.mkdir(parents=True)
+    p.write_text(text.replace('friction="0.0"', 'friction="0.5"'))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = load_urdf(p, mimic="free", damping=False)
+    names = [j.name for j in m.joints if j.friction == 0.5]
+    assert len(names) == 7
+    r = simulate(m, 0.2, 0.05, settings=Settings(rtol=1e-10, atol=1e-12))
+    loss = sum(r[f"{n}.friction_loss"] for n in names)
+    total = r["energy.total"] + loss
+    assert np.abs(total - total[0]).max() < 1e-7 * max(1.0, np.abs(r["energy.potential"]).max())
+    states = {r[f"{n}.friction_state"][-1] for n in names}
+    assert states == {1.0, 2.0} and loss[-1] > 0.0
+
+
+def spring_rotor(spatial, k, fc, q0, inertia=0.5):
+    """The disc of rotor() held by a torsional spring k about its joint (free at angle 0),
+    released at rest at the angle q0."""
+    if spatial:
+        mb = ModelBuilder("osc3", gravity=(0.0, 0.0, -G))
+        b = mb.body("disc", mass=2.0, inertia=(0.3, 0.3, inertia))
+        mb.revolute("hub", "ground", b, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=fc)
+    else:
+        mb = ModelBuilder("osc2", gravity=(0.0, -G))
+        b = mb.body("disc", mass=2.0, inertia=inertia)
+        mb.revolute("hub", "ground", b, friction=fc)
+    mb.rsda("spring", joint="hub", stiffness=k, input=False)
+    mb.initial("hub", value=q0)
+    return mb.build()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spatial", [False, True])
+def test_a_coulomb_damped_oscillator_loses_2_fc_over_k_per_half_cycle_and_stops(spatial):
+    """I q'' = -k q - F_c sign(q'): each half-cycle is a half cosine of period 2 pi / w
+    (w = sqrt(k / I)) about the shifted centre +-F_c / k, its amplitude 2 F_c / k smaller;
+    from q0 = 0.75 (k = 2, F_c = 0.2, I = 0.5: w = 2) it turns at 0.75, -0.55, 0.35, -0.15
+    and stops for good at q = -0.05 at t = 2 pi (within the band |k q| <= F_c), the spring
+    held by the friction torque. Every reversal is a slip -> stick -> slip (reversed) pair of
+    events at the closed-form time."""
+    k, fc, q0, inertia = 2.0, 0.2, 0.75, 0.5
+    w = math.sqrt(k / inertia)
+    r = simulate(spring_rotor(spatial, k, fc, q0, inertia), 7.0, 0.25, settings=TIGHT)
+    t = r["time"]
+    turns = [0.75, -0.55, 0.35, -0.15, -0.05]
+    half = math.pi / w
+    q = np.empty_like(t)
+    for i, ti in enumerate(t):
+        n = min(int(ti // half), 4)
+        if n == 4:
+            q[i] = turns[4]
+            continue
+        c = math.copysign(fc / k, turns[n])        # the centre: friction against the motion
+        q[i] = c + (turns[n] - c) * math.cos(w * (ti - n * half))
+    _close(r["hub.angle"], q)
+    stopped = t > 4 * half
+    assert set(r["hub.friction_state"][stopped]) == {1.0}
+    assert set(r["hub.friction_state"][t < 4 * half - 0.01]) == {2.0}
+    _close(r["hub.friction"][stopped], np.full(stopped.sum(), k * turns[4]))
+    _close(r["hub.friction_loss"][-1], 0.5 * k * (q0 ** 2 - turns[4] ** 2))

@@ -19,7 +19,8 @@ and parameter compiler. build_robot(description, overrides, ...) is that build()
   axis for a prismatic one), times the joint's gear;
 - viscous joint damping is an RSDA (revolute) or a TSDA along the axis (prismatic) with
   damping = damping_scale * d; Coulomb joint friction (URDF `<dynamics friction>`, MJCF
-  `frictionloss`) is the joint's friction bound (ModelBuilder.joint_friction); joint limits are joint-limit contacts with restitution
+  `frictionloss`) is the joint's friction bound (ModelBuilder.joint_friction); joint limits
+  are joint-limit contacts with restitution
   `limit_restitution`;
 - parameters `<joint>.q0`, `<joint>.qd0` (initial coordinate and rate), `gravity` (its
   magnitude, along the description's gravity direction), `payload` (a point mass at the
