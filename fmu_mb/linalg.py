@@ -230,12 +230,50 @@ def min_norm_correction(Minv, D, r, rtol=RANK_RTOL, numpy_only=False):
     return DMi.T @ y
 
 
+#: fewest rows for which numerical_rank looks for a band structure of D D' (below it, one
+#: dense SVD costs less than finding the band)
+RANK_BANDED_ROWS = 200
+
+
 def numerical_rank(D):
-    """Rank of D by singular values with the tolerance used throughout."""
+    """Rank of D by singular values with the tolerance used throughout: the singular values
+    above sqrt(RANK_RTOL) times the largest. A large sparse D (a long chain's constraint
+    rows: each row's nonzeros span one or two bodies) gets them from the eigenvalues of
+    G = D D' (sigma^2), which a reverse Cuthill-McKee ordering of G's rows turns into a band
+    matrix: O(m b^2) for bandwidth b instead of the dense SVD's O(m^2 n). The eigenvalues
+    carry round-off of about eps sigma_max^2, far below the cut-off RANK_RTOL sigma_max^2,
+    so both count the same singular values (unless one lies within ~1e-8 relative of the
+    cut-off). A wide band (b > m / 8) takes the dense SVD."""
     if D.size == 0:
         return 0
+    if D.shape[0] >= RANK_BANDED_ROWS and np.all(np.isfinite(D)):
+        w = _gram_eigenvalues_banded(D)
+        if w is not None:
+            s = np.sqrt(np.maximum(w, 0.0))
+            return int(np.sum(s > np.sqrt(RANK_RTOL) * max(s.max(), 1e-300)))
     s = np.linalg.svd(D, compute_uv=False)
     return int(np.sum(s > np.sqrt(RANK_RTOL) * max(s.max(), 1e-300)))
+
+
+def _gram_eigenvalues_banded(D, widest=0.125):
+    """Eigenvalues of D D' by a band eigensolver after a reverse Cuthill-McKee ordering of its
+    rows, or None when the band is wider than `widest` times the rows."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    m = D.shape[0]
+    Ds = sp.csr_matrix(D)
+    G = (Ds @ Ds.T).tocsr()
+    order = reverse_cuthill_mckee(G, symmetric_mode=True)
+    G = G[order][:, order].tocoo()
+    lower = G.row >= G.col
+    rows, cols, vals = G.row[lower], G.col[lower], G.data[lower]
+    bw = int((rows - cols).max(initial=0))
+    if bw > widest * m:
+        return None
+    band = np.zeros((bw + 1, m))
+    band[rows - cols, cols] = vals
+    return sla.eigvals_banded(band, lower=True, check_finite=False)
 
 
 def solve_kkt_dense(M, D, F, b):
