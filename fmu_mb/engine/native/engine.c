@@ -1445,6 +1445,17 @@ static double velocity_residual(const double *A, int k, int nc, const double *xd
     return res;
 }
 
+/* 0 when the velocity guess meets the rows exactly (r = b - A xd all zero, A finite: at rest
+ * without rheonomic rows), so that the least M-norm correction is zero and is skipped, as
+ * assembly.assemble does; 1 otherwise */
+static int velocity_correction_needed(const double *A, int k, int nc, const double *r)
+{
+    for (int i = 0; i < k; i++)
+        if (r[i] != 0.0)
+            return 1;
+    return !all_finite(A, k * nc);
+}
+
 /* The retry of the velocity solve with the fine cut and residual corrections
  * (assembly.assemble; massless coordinates spread S beyond the rank cut): refines xs (the
  * velocity guess, nc) in place; returns its residual, or INFINITY when a solve failed. r (k)
@@ -1916,12 +1927,14 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
             s += A[(size_t)i * nc + j] * xd[j];
         r[i] = b[i] - s;
     }
-    if (min_norm(e, A, k, Minv, r, dx) != OK) {
-        msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
-        return MBE_ERROR;
+    if (velocity_correction_needed(A, k, nc, r)) {
+        if (min_norm(e, A, k, Minv, r, dx) != OK) {
+            msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
+            return MBE_ERROR;
+        }
+        for (int j = 0; j < nc; j++)
+            xd[j] += dx[j];
     }
-    for (int j = 0; j < nc; j++)
-        xd[j] += dx[j];
     double res = velocity_residual(A, k, nc, xd, b, NULL);
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         /* the retry with the fine cut and residual corrections (assembly.assemble) */
