@@ -42,7 +42,7 @@ def build(model, out, sets=(), platforms="linux64"):
         cmd += ["--platforms", platforms]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     c0 = _children_cpu()
-    subprocess.run(cmd, check=True, env=env, cwd=str(ROOT))
+    subprocess.run(cmd, check=True, env=env, cwd=str(ROOT), stdout=subprocess.DEVNULL)
     cpu = _children_cpu() - c0
     fmus = sorted(Path(out).glob("*.fmu"), key=lambda p: p.stat().st_mtime)
     return cpu, fmus[-1]
