@@ -1101,6 +1101,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     double *guess = e->xde;                           /* (scratch here) */
     memcpy(guess, xd, sizeof(double) * nc);
     velocity_residual(A, k, nc, xd, b, r);
+    double res = 0.0;                 /* the guess meets the rows exactly: residual 0 */
     if (velocity_correction_needed(A, k, nc, r)) {
         if (min_norm(e, A, k, Minv, r, dx) != OK) {
             msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
@@ -1108,8 +1109,8 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         }
         for (int j = 0; j < nc; j++)
             xd[j] += dx[j];
+        res = velocity_residual(A, k, nc, xd, b, NULL);
     }
-    double res = velocity_residual(A, k, nc, xd, b, NULL);
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         /* the retry with the fine cut and residual corrections (assembly.assemble) */
         double res2 = fine_velocities(e, A, k, nc, Minv, b, guess, r, dx);
