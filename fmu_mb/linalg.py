@@ -230,12 +230,76 @@ def min_norm_correction(Minv, D, r, rtol=RANK_RTOL, numpy_only=False):
     return DMi.T @ y
 
 
+#: fewest rows for which numerical_rank looks for a band structure of D D' (below it, one
+#: dense SVD costs less than finding the band)
+RANK_BANDED_ROWS = 200
+#: widest band of D D' (relative to its rows) that numerical_rank solves as a band matrix
+RANK_BAND_WIDEST = 0.125
+
+
 def numerical_rank(D):
-    """Rank of D by singular values with the tolerance used throughout."""
+    """Rank of D by singular values with the tolerance used throughout: the singular values
+    above sqrt(RANK_RTOL) times the largest. A large sparse D (a long chain's constraint
+    rows: each row's nonzeros span one or two bodies) gets them from the eigenvalues of
+    G = D D' (sigma^2), which a reverse Cuthill-McKee ordering of G's rows turns into a band
+    matrix (bandwidth b). Full rank is shown by one band Cholesky factorisation of G shifted
+    by the cut-off (_banded_full_rank, O(m b^2)); otherwise the band eigensolver counts the
+    eigenvalues above the cut-off (O(m^2), instead of the dense SVD's O(m^2 n)). Both carry
+    round-off of about eps sigma_max^2, far below the cut-off RANK_RTOL sigma_max^2, so they
+    count the singular values the SVD counts (unless one lies within ~1e-8 relative of the
+    cut-off). A wide band (b > RANK_BAND_WIDEST m) takes the dense SVD."""
     if D.size == 0:
         return 0
+    if D.shape[0] >= RANK_BANDED_ROWS and np.all(np.isfinite(D)):
+        band = _gram_band(D)
+        if band is not None:
+            if _banded_full_rank(band):
+                return D.shape[0]
+            w = sla.eigvals_banded(band, lower=True, check_finite=False)
+            s = np.sqrt(np.maximum(w, 0.0))
+            return int(np.sum(s > np.sqrt(RANK_RTOL) * max(s.max(), 1e-300)))
     s = np.linalg.svd(D, compute_uv=False)
     return int(np.sum(s > np.sqrt(RANK_RTOL) * max(s.max(), 1e-300)))
+
+
+def _gram_band(D, widest=None):
+    """G = D D' with its rows and columns in reverse Cuthill-McKee order, in lower band
+    storage (G[i, j] at [i - j, j]), or None when the band is wider than `widest` times the
+    rows."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    m = D.shape[0]
+    widest = RANK_BAND_WIDEST if widest is None else widest
+    Ds = sp.csr_matrix(D)
+    G = (Ds @ Ds.T).tocsr()
+    order = reverse_cuthill_mckee(G, symmetric_mode=True)
+    G = G[order][:, order].tocoo()
+    lower = G.row >= G.col
+    rows, cols, vals = G.row[lower], G.col[lower], G.data[lower]
+    bw = int((rows - cols).max(initial=0))
+    if bw > widest * m:
+        return None
+    band = np.zeros((bw + 1, m))
+    band[rows - cols, cols] = vals
+    return band
+
+
+def _banded_full_rank(band):
+    """True when every eigenvalue of the band matrix G (lower band storage) exceeds RANK_RTOL
+    times the largest: the Cholesky factorisation of G - sigma I succeeds, sigma = RANK_RTOL x
+    the largest absolute row sum of G (a bound of the largest eigenvalue), O(m b^2)."""
+    m = band.shape[1]
+    rowsum = np.abs(band).sum(axis=0)           # column sums of the lower part ...
+    for d in range(1, band.shape[0]):           # ... plus the rows' entries left of the diagonal
+        rowsum[d:] += np.abs(band[d, :m - d])
+    shifted = band.copy()
+    shifted[0] -= RANK_RTOL * rowsum.max(initial=0.0)
+    try:
+        sla.cholesky_banded(shifted, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return False
+    return True
 
 
 def solve_kkt_dense(M, D, F, b):

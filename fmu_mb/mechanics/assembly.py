@@ -122,7 +122,11 @@ def assemble(model, tree):
     A = np.vstack([D, Jq[[i for i, _ in rate_spec]]]) if rate_spec else D
     b = np.concatenate([-phi_t, [v for _, v in rate_spec]])
     guess = _velocity_guess(model, x)
-    xd = guess + min_norm_correction(Minv, A, b - A @ guess, numpy_only=True)
+    r = b - A @ guess
+    if np.any(r) or not np.all(np.isfinite(A)):
+        xd = guess + min_norm_correction(Minv, A, r, numpy_only=True)
+    else:       # the guess meets the rows exactly (at rest, no rheonomic rows): no correction
+        xd = guess + 0.0
     res = A @ xd - b
     tol = 1e-8 * (1.0 + np.abs(b).max(initial=0.0))
     if np.abs(res).max(initial=0.0) > tol:

@@ -439,36 +439,35 @@ static int fine_solve(MbEngine *e, double *S, int k, const double *r)
 
 /* S = A M^-1 A' (k x k, symmetric; Minv NULL: A A') for A (k x nc) over its nonzeros: a
  * row's entries span one or two bodies, so S is banded for a chain; each entry sums its terms
- * in column order as the dense product would, less the exact zeros. Column lists of the rows
- * (ascending) make it O(k nc + k b); without memory for them, the dense loops. */
+ * in column order as the dense product would, less the exact zeros. One pass finds each row's
+ * span (its first and last nonzero column); an entry then sums over the overlap of its two
+ * rows' spans only (none when they do not overlap): O(k nc) compares and O(k^2) span tests
+ * instead of dense products. Without memory for the spans, the dense loops. */
 static void gram(const double *A, int k, int nc, const double *Minv, double *S)
 {
-    int *cstart = calloc((size_t)nc + 2, sizeof(int)), *crow = NULL;
-    size_t nz = 0;
-    for (size_t i = 0; cstart && i < (size_t)k * nc; i++)
-        nz += A[i] != 0.0;
-    crow = cstart ? malloc(sizeof(int) * (nz + 1)) : NULL;
-    if (crow) {
-        for (int a = 0; a < k; a++)
-            for (int i = 0; i < nc; i++)
-                cstart[i + 2] += A[(size_t)a * nc + i] != 0.0;
-        for (int i = 0; i < nc; i++)
-            cstart[i + 2] += cstart[i + 1];
-        for (int a = 0; a < k; a++)
-            for (int i = 0; i < nc; i++)
-                if (A[(size_t)a * nc + i] != 0.0)
-                    crow[cstart[i + 1]++] = a;
+    int *lo = malloc(sizeof(int) * (2 * (size_t)k + 1)), *hi = lo ? lo + k : NULL;
+    if (lo) {
         for (int a = 0; a < k; a++) {
-            double *Sa = S + (size_t)a * k;
-            for (int b = 0; b < k; b++)
-                Sa[b] = 0.0;
             const double *Aa = A + (size_t)a * nc;
-            for (int i = 0; i < nc; i++) {
-                if (Aa[i] == 0.0)
-                    continue;
-                double ai = Minv ? Aa[i] * Minv[i] : Aa[i];
-                for (int t = cstart[i]; t < cstart[i + 1] && crow[t] <= a; t++)
-                    Sa[crow[t]] += ai * A[(size_t)crow[t] * nc + i];
+            int l = 0, h = nc - 1;
+            while (l < nc && Aa[l] == 0.0)
+                l++;
+            while (h >= l && Aa[h] == 0.0)
+                h--;
+            lo[a] = l;
+            hi[a] = h;                     /* h < l: a zero row */
+        }
+        for (int a = 0; a < k; a++) {
+            const double *Aa = A + (size_t)a * nc;
+            double *Sa = S + (size_t)a * k;
+            for (int b = 0; b <= a; b++) {
+                int l = lo[a] > lo[b] ? lo[a] : lo[b], h = hi[a] < hi[b] ? hi[a] : hi[b];
+                const double *Ab = A + (size_t)b * nc;
+                double s = 0.0;
+                for (int i = l; i <= h; i++)
+                    if (Aa[i] != 0.0 && Ab[i] != 0.0)
+                        s += (Minv ? Aa[i] * Minv[i] : Aa[i]) * Ab[i];
+                Sa[b] = s;
             }
         }
         for (int a = 0; a < k; a++)
@@ -484,8 +483,7 @@ static void gram(const double *A, int k, int nc, const double *Minv, double *S)
                 S[a * k + b] = S[b * k + a] = s;
             }
     }
-    free(cstart);
-    free(crow);
+    free(lo);
 }
 
 /* dx = M^-1 A' S^+ r with S = A M^-1 A' (fmu_mb.linalg.min_norm_correction); A (k x nc).
@@ -1445,6 +1443,17 @@ static double velocity_residual(const double *A, int k, int nc, const double *xd
     return res;
 }
 
+/* 0 when the velocity guess meets the rows exactly (r = b - A xd all zero, A finite: at rest
+ * without rheonomic rows), so that the least M-norm correction is zero and is skipped, as
+ * assembly.assemble does; 1 otherwise */
+static int velocity_correction_needed(const double *A, int k, int nc, const double *r)
+{
+    for (int i = 0; i < k; i++)
+        if (r[i] != 0.0)
+            return 1;
+    return !all_finite(A, k * nc);
+}
+
 /* The retry of the velocity solve with the fine cut and residual corrections
  * (assembly.assemble; massless coordinates spread S beyond the rank cut): refines xs (the
  * velocity guess, nc) in place; returns its residual, or INFINITY when a solve failed. r (k)
@@ -1916,13 +1925,16 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
             s += A[(size_t)i * nc + j] * xd[j];
         r[i] = b[i] - s;
     }
-    if (min_norm(e, A, k, Minv, r, dx) != OK) {
-        msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
-        return MBE_ERROR;
+    double res = 0.0;                 /* the guess meets the rows exactly: residual 0 */
+    if (velocity_correction_needed(A, k, nc, r)) {
+        if (min_norm(e, A, k, Minv, r, dx) != OK) {
+            msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
+            return MBE_ERROR;
+        }
+        for (int j = 0; j < nc; j++)
+            xd[j] += dx[j];
+        res = velocity_residual(A, k, nc, xd, b, NULL);
     }
-    for (int j = 0; j < nc; j++)
-        xd[j] += dx[j];
-    double res = velocity_residual(A, k, nc, xd, b, NULL);
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         /* the retry with the fine cut and residual corrections (assembly.assemble) */
         double *xd2 = e->xde;          /* (scratch until extend() below) */

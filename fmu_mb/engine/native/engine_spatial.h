@@ -1101,13 +1101,16 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     double *guess = e->xde;                           /* (scratch here) */
     memcpy(guess, xd, sizeof(double) * nc);
     velocity_residual(A, k, nc, xd, b, r);
-    if (min_norm(e, A, k, Minv, r, dx) != OK) {
-        msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
-        return MBE_ERROR;
+    double res = 0.0;                 /* the guess meets the rows exactly: residual 0 */
+    if (velocity_correction_needed(A, k, nc, r)) {
+        if (min_norm(e, A, k, Minv, r, dx) != OK) {
+            msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
+            return MBE_ERROR;
+        }
+        for (int j = 0; j < nc; j++)
+            xd[j] += dx[j];
+        res = velocity_residual(A, k, nc, xd, b, NULL);
     }
-    for (int j = 0; j < nc; j++)
-        xd[j] += dx[j];
-    double res = velocity_residual(A, k, nc, xd, b, NULL);
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         /* the retry with the fine cut and residual corrections (assembly.assemble) */
         double res2 = fine_velocities(e, A, k, nc, Minv, b, guess, r, dx);
@@ -1171,15 +1174,26 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     double *rqs = DA(e, A_DSRQ), *sign0 = e->w;      /* the signs before (kept on failure) */
     for (int row = 0; row < nb; row++)
         sign0[row] = rqs[9 * row + 8];
-    for (int row = 0; row < nb; row++) {
-        if (sk_kinematics(e->kern, q, zero, xt, xdt) != OK)
-            break;
-        int Y = IA(e, A_ISRI)[SRI * row + 2];
-        const double *pa = xt + 7 * Y + 3, *pb = x + 7 * Y + 3;
-        if (pa[0] * pb[0] + pa[1] * pb[1] + pa[2] * pb[2] + pa[3] * pb[3] < 0) {
-            rqs[9 * row + 8] = -rqs[9 * row + 8];
-            sk_set_pose_data(e->kern, rqs);
+    /* T(q0) once: flipping row k negates the Euler parameters of its body and of every body
+     * placed after it from that body (exactly: the quaternion products are linear in each
+     * factor), the positions not at all; mult[b] (in e->r, nb + 1) tracks that */
+    double *mult = e->r;
+    int flipped = 0;
+    if (sk_kinematics(e->kern, q, zero, xt, xdt) == OK) {
+        mult[nb] = 1.0;
+        for (int row = 0; row < nb; row++) {
+            int X = IA(e, A_ISRI)[SRI * row + 1], Y = IA(e, A_ISRI)[SRI * row + 2];
+            const double *pa = xt + 7 * Y + 3, *pb = x + 7 * Y + 3;
+            double m = mult[X];
+            if (m * (pa[0] * pb[0] + pa[1] * pb[1] + pa[2] * pb[2] + pa[3] * pb[3]) < 0) {
+                rqs[9 * row + 8] = -rqs[9 * row + 8];
+                m = -m;
+                flipped = 1;
+            }
+            mult[Y] = m;
         }
+        if (flipped)
+            sk_set_pose_data(e->kern, rqs);
     }
     int rc = sk_kinematics(e->kern, q, zero, xt, xdt);
     double dev = 0.0;
@@ -1190,42 +1204,48 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         msg(err, errlen, "T(q0) does not reproduce the assembled pose (error %.3g)", dev);
         return MBE_ERROR;
     }
-    /* qd0 = lstsq(Tq, xd0): Tq's columns are the velocities of unit rates (linear in qd) */
-    double *Tt = e->D, *N = e->S;                     /* Tq' (n x nc), Tq'Tq (n x n) */
-    for (int i = 0; i < n; i++) {
-        zero[i] = 1.0;
-        sk_kinematics(e->kern, q, zero, xt, Tt + (size_t)i * nc);
-        zero[i] = 0.0;
-    }
-    for (int i = 0; i < n; i++) {
-        double s = 0.0;
-        for (int j = 0; j < nc; j++)
-            s += Tt[(size_t)i * nc + j] * xd[j];
-        e->rhs[i] = s;
-        for (int l = 0; l <= i; l++) {
-            double v = 0.0;
-            for (int j = 0; j < nc; j++)
-                v += Tt[(size_t)i * nc + j] * Tt[(size_t)l * nc + j];
-            N[i * n + l] = N[l * n + i] = v;
+    /* qd0 = lstsq(Tq, xd0): Tq's columns are the velocities of unit rates (linear in qd);
+     * at rest (xd0 = 0) qd0 = 0 without forming Tq (O(n^2 nc)) */
+    int moving = 0;
+    for (int j = 0; j < nc; j++)
+        moving |= xd[j] != 0.0;
+    if (moving) {
+        double *Tt = e->D, *N = e->S;                     /* Tq' (n x nc), Tq'Tq (n x n) */
+        for (int i = 0; i < n; i++) {
+            zero[i] = 1.0;
+            sk_kinematics(e->kern, q, zero, xt, Tt + (size_t)i * nc);
+            zero[i] = 0.0;
         }
-    }
-    if (n && dense_psd_solve(N, e->V, e->lam, n, NULL, NULL, 0, e->rhs, qd) != OK) {
-        restore_signs(e, sign0);
-        msg(err, errlen, "the initial rates of the tree cannot be computed");
-        return MBE_ERROR;
-    }
-    double vdev = 0.0;
-    for (int j = 0; j < nc; j++) {
-        double s = 0.0;
-        for (int i = 0; i < n; i++)
-            s += Tt[(size_t)i * nc + j] * qd[i];
-        vdev = fmax(vdev, fabs(s - xd[j]));
-    }
-    if (!(vdev <= 1e-8 * (1.0 + absmax(xd, nc)))) {
-        restore_signs(e, sign0);
-        msg(err, errlen, "the assembled velocities are not those of a motion of the tree "
-            "joints (error %.3g)", vdev);
-        return MBE_ERROR;
+        for (int i = 0; i < n; i++) {
+            double s = 0.0;
+            for (int j = 0; j < nc; j++)
+                s += Tt[(size_t)i * nc + j] * xd[j];
+            e->rhs[i] = s;
+            for (int l = 0; l <= i; l++) {
+                double v = 0.0;
+                for (int j = 0; j < nc; j++)
+                    v += Tt[(size_t)i * nc + j] * Tt[(size_t)l * nc + j];
+                N[i * n + l] = N[l * n + i] = v;
+            }
+        }
+        if (n && dense_psd_solve(N, e->V, e->lam, n, NULL, NULL, 0, e->rhs, qd) != OK) {
+            restore_signs(e, sign0);
+            msg(err, errlen, "the initial rates of the tree cannot be computed");
+            return MBE_ERROR;
+        }
+        double vdev = 0.0;
+        for (int j = 0; j < nc; j++) {
+            double s = 0.0;
+            for (int i = 0; i < n; i++)
+                s += Tt[(size_t)i * nc + j] * qd[i];
+            vdev = fmax(vdev, fabs(s - xd[j]));
+        }
+        if (!(vdev <= 1e-8 * (1.0 + absmax(xd, nc)))) {
+            restore_signs(e, sign0);
+            msg(err, errlen, "the assembled velocities are not those of a motion of the tree "
+                "joints (error %.3g)", vdev);
+            return MBE_ERROR;
+        }
     }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
     if (e->nrec > EV_REC) {     /* frictional contacts closed at the start start persistent */

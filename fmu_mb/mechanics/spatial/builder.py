@@ -97,11 +97,19 @@ class SpatialItems:
 
     # -------------------------------------------------------------- reference pose
     def _pose(self, body):
-        """(r, A) of a body at the reference pose (its declared position and orientation)."""
+        """(r, A) of a body at the reference pose (its declared position and orientation),
+        read-only arrays computed once per body (every joint asks for both of its bodies)."""
         if body == GROUND:
             return np.zeros(3), np.eye(3)
-        b = next(bb for bb in self._bodies if bb.name == body)
-        return np.array(b.position), rot.matrix(np.array([b.orientation]))[0]
+        cache = self.__dict__.setdefault("_pose_cache", {})
+        hit = cache.get(body)
+        if hit is None:
+            b = next(bb for bb in self._bodies if bb.name == body)
+            r, A = np.array(b.position), rot.matrix(np.array([b.orientation]))[0]
+            r.setflags(write=False)
+            A.setflags(write=False)
+            hit = cache[body] = (r, A)
+        return hit
 
     def _local_point(self, body, at):
         r, A = self._pose(body)

@@ -1,0 +1,109 @@
+"""Build CPU time and start-up of native FMUs against model size (spatial_chain, the double
+pendulum, optionally a URDF such as example-robot-data's Panda).
+
+    python bench/build_scale.py [--chain 16,64,256] [--startup 16,32,64] [--urdf PATH]
+                                [--rounds 5]
+
+- build: `python -m fmu_mb build MODEL --platforms linux64 --quiet` in a child process (a
+  URDF: every default platform), CPU time (user + sys) of the child and its children (the
+  parameter program's worker, the C compiler and the linker), from getrusage; a first build
+  (not timed) compiles the engine's objects into their cache, so the builds timed are warm;
+- start-up: fmi2Instantiate to the end of the first 1 ms doStep of spatial_chain's FMU in a
+  fresh C host process (tests/c_host/native_host.c `startup`, dlopen included), CPU time,
+  median of --rounds; the growth exponent is the least-squares slope of log(CPU) over log(N).
+The machine's load average is printed first: CPU times of a loaded machine are inflated.
+"""
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def build(model, out, sets=(), platforms="linux64"):
+    """CPU seconds of one `fmu-mb build` (child and grandchildren) and the FMU's path."""
+    cmd = [sys.executable, "-m", "fmu_mb", "build", str(model), "-o", str(out), "--quiet"]
+    for s in sets:
+        cmd += ["--set", s]
+    if platforms:
+        cmd += ["--platforms", platforms]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    c0 = _children_cpu()
+    subprocess.run(cmd, check=True, env=env, cwd=str(ROOT), stdout=subprocess.DEVNULL)
+    cpu = _children_cpu() - c0
+    fmus = sorted(Path(out).glob("*.fmu"), key=lambda p: p.stat().st_mtime)
+    return cpu, fmus[-1]
+
+
+def startup_ms(host, fmu, tmp, rounds):
+    from fmpy import extract, read_model_description
+
+    md = read_model_description(str(fmu))
+    d = extract(str(fmu), str(tmp / (fmu.stem + "_x")))
+    cpu = []
+    for _ in range(rounds):
+        res = subprocess.run([str(host), "startup", d, md.guid, md.coSimulation.modelIdentifier],
+                             capture_output=True, text=True, env={}, check=True)
+        cpu.append(float(dict(kv.split("=") for kv in res.stdout.split())["cpu_ms"]))
+    return statistics.median(cpu)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chain", default="16,64,256", help="spatial_chain N to build")
+    ap.add_argument("--startup", default="16,32,64", help="spatial_chain N to start up")
+    ap.add_argument("--urdf", default=None, help="a URDF to build (every platform)")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args(argv)
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on "
+          f"{os.cpu_count()} CPUs")
+    chain = [int(v) for v in args.chain.split(",") if v]
+    starts = [int(v) for v in args.startup.split(",") if v]
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td)
+        build(ROOT / "models" / "double_pendulum.py", tmp / "warm")  # the engine's objects
+        print("\n| model | build CPU [s] |\n|---|---|")
+        cpu, _ = build(ROOT / "models" / "double_pendulum.py", tmp / "dp")
+        print(f"| double_pendulum | {cpu:.1f} |", flush=True)
+        fmus = {}
+        for n in sorted(set(chain) | set(starts)):
+            cpu, fmus[n] = build(ROOT / "models" / "spatial_chain.py", tmp / f"c{n}",
+                                 [f"N={n}"])
+            if n in chain:
+                print(f"| spatial_chain N = {n} | {cpu:.1f} |", flush=True)
+        if args.urdf:
+            cpu, _ = build(Path(args.urdf).resolve(), tmp / "urdf", platforms=None)
+            print(f"| {Path(args.urdf).name} (every default platform) | {cpu:.1f} |")
+        if starts:
+            cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+            host = tmp / "native_host"
+            subprocess.run([cc, "-O2", "-o", str(host), str(ROOT / "tests/c_host/native_host.c"),
+                            "-ldl", "-lpthread"], check=True)
+            print("\n| spatial_chain | start-up to the end of the first 1 ms doStep "
+                  "[ms CPU] |\n|---|---|")
+            ms = []
+            for n in starts:
+                ms.append(startup_ms(host, fmus[n], tmp, args.rounds))
+                print(f"| N = {n} | {ms[-1]:.2f} |", flush=True)
+            if len(starts) > 1:
+                slope = np.polyfit(np.log(starts), np.log(ms), 1)[0]
+                print(f"\nstart-up growth exponent over N = {args.startup}: {slope:.2f}")
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
