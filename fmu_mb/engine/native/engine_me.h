@@ -908,19 +908,22 @@ static MeCtx *me_call(MbEngine *e, const char *fn, int ok, const double *u, int 
     return me_ctx(e, f, ind, err, errlen);
 }
 
-#define ME_ACC_STEP 1e-6           /* [s] the central difference of me_acc_residual */
-#define ME_ACC_TOL 1e-8            /* its largest residual, relative to 1 + |qdd| */
+#define ME_ACC_STEP 1e-4           /* [s] the central difference of me_acc_residual, at most */
+#define ME_ACC_MOVE 1e-3           /* ... and at most this move of a coordinate [m or rad] */
+#define ME_ACC_TOL 1e-10           /* its largest residual, relative to 1 + |qdd| */
 
 /* The rows' second time derivative along the motion (q, qd, qdd) at time t: the central
  * difference of the velocity residual Dq qd + phi_t at q + qd s + qdd s^2 / 2, qd + qdd s,
- * t + s, s = +-ME_ACC_STEP (zero when the accelerations satisfy the rows' acceleration
+ * t + s, s = +-h (h: ME_ACC_STEP, or less so that no coordinate moves more than ME_ACC_MOVE;
+ * round-off leaves ~1e-11 of the rows' scale, the difference's error ~h^2 of their jerk) (zero when the accelerations satisfy the rows' acceleration
  * equations); its largest entry, or INFINITY when the rows cannot be evaluated */
 static double me_acc_residual(MeCtx *c, double t, const double *q, const double *qd,
                               const double *qdd)
 {
     Lin *L = &c->L;
     int n = L->e->n, nr = L->nr;
-    double *qs = c->y, *qds = c->y + n, *vp = c->s, h = ME_ACC_STEP, out = 0.0;
+    double *qs = c->y, *qds = c->y + n, *vp = c->s, out = 0.0;
+    double h = fmin(ME_ACC_STEP, ME_ACC_MOVE / (1.0 + absmax(qd, n)));
     double told = L->t;
     if (nr > L->ndep)                       /* (c->s holds ndep: the difference needs nr) */
         vp = malloc(sizeof(double) * (size_t)nr);
