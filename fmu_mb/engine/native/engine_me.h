@@ -6,7 +6,10 @@
  * its own solver. Every mbe_me_set_states closes the loops for the given x: the dependent
  * coordinates by Newton on every model row with q_i held, starting from the last solution
  * (the engine's q), their rates from the velocity rows (lin_close); a state that cannot be
- * closed is refused (MBE_ERROR, nothing changed): never a silent drift.
+ * closed is refused (MBE_ERROR, nothing changed): never a silent drift. Near a dead point
+ * (the partition's condition below ME_CHORD_COND) the closure follows the branch of the
+ * motion (me_close_branch) and mbe_me_derivatives refuses accelerations that violate the
+ * rows' acceleration equations (me_acc_residual: the acceleration solve's cut-off).
  *
  * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
  * co-simulation event loop (event_loop.h: the gap of a contact in flight, the force of a
@@ -76,6 +79,7 @@ typedef struct {
      * the last mbe_me_derivatives there (have_qdd) */
     double *qdd0, *qdd_y;      /* (qdd_y: the state (q, qd) of qdd0) */
     int have_qdd;
+    double *u;                 /* (ni) the inputs of the last mbe_me_derivatives (0 before) */
 } MeCtx;
 
 static void me_free(MbEngine *e)
@@ -103,6 +107,7 @@ static void me_free(MbEngine *e)
     free(c->qx);
     free(c->qdd0);
     free(c->qdd_y);
+    free(c->u);
     free(c);
     e->me = NULL;
 }
@@ -280,14 +285,16 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
     c->rec = malloc(sizeof(double) * (size_t)(EV_REC * e->ncon + 1));
     c->qdd0 = malloc(sizeof(double) * (size_t)(e->n + 1));
     c->qdd_y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
+    c->u = calloc((size_t)e->ni + 1, sizeof(double));
     c->cond = 1.0;
-    if (!c->ind || !c->y || !c->rec || !c->qdd0 || !c->qdd_y) {
+    if (!c->ind || !c->y || !c->rec || !c->qdd0 || !c->qdd_y || !c->u) {
         msg(err, errlen, "model exchange: out of memory");
         free(c->ind);
         free(c->y);
         free(c->rec);
         free(c->qdd0);
         free(c->qdd_y);
+        free(c->u);
         free(c);
         return NULL;
     }
@@ -595,45 +602,97 @@ static int me_tau(MeCtx *c, const double *qi, const double *qd0, double *tau_out
     return isfinite(tau) && rr <= 1e-6 * dd;
 }
 
-/* The trajectory predictor near a singular partition (a dead point, where the tangent P is
- * unbounded and the loops' branches meet): the dependent coordinates of L->q0 moved along
- * the last solution's motion to me_tau's time, so that Newton starts on the branch the
- * motion follows; 0 when there is no motion to follow */
-static int me_predict(MeCtx *c, const double *qi, const double *qd0)
-{
-    Lin *L = &c->L;
-    double tau;
-    if (!me_tau(c, qi, qd0, &tau))
-        return 0;
-    for (int a = 0; a < L->ndep; a++) {
-        int j = L->dep[a];
-        L->q0[j] += qd0[j] * tau + 0.5 * c->qdd0[j] * tau * tau;
-    }
-    return 1;
-}
 #define ME_CHORD_SMALL 1e-14      /* a predicted residual this small takes one chord step */
 #define ME_TINY_MOVE 1e-12        /* a move of the states below: full Newton (me_close) */
 
-/* the rows' largest residual at q0 with the independent coordinates qi (L->q), or INFINITY */
-static double me_start_residual(MeCtx *c, const double *qi)
+/* dd = -(Dd' Dd)^+ Dd' b (L->dd) with the eigenvalues of Dd' Dd below PROJECTION_RTOL times
+ * the largest cut off: the minimum-norm step of the dependent coordinates for rows b, which
+ * leaves alone only the directions that the rows do not fix to round-off */
+static int me_dep_solve(Lin *L, const double *b)
 {
-    Lin *L = &c->L;
-    memcpy(L->q, L->q0, sizeof(double) * (size_t)L->e->n);
-    for (int k = 0; k < L->f; k++)
-        L->q[L->ind[k]] = qi[k];
-    return me_rows(c, L->q, NULL) ? INFINITY : absmax(L->phi, L->nr);
+    int n = L->e->n, nr = L->nr, m = L->ndep;
+    for (int a = 0; a < m; a++) {
+        double s = 0.0;
+        for (int r = 0; r < nr; r++)
+            s += L->Dq[(size_t)r * n + L->dep[a]] * b[r];
+        L->g[a] = -s;
+        for (int k = 0; k <= a; k++) {
+            double v = 0.0;
+            for (int r = 0; r < nr; r++)
+                v += L->Dq[(size_t)r * n + L->dep[a]] * L->Dq[(size_t)r * n + L->dep[k]];
+            L->N[a * m + k] = L->N[k * m + a] = v;
+        }
+    }
+    return dense_psd_solve_n(L->N, L->V, L->w, m, NULL, NULL, 0, PROJECTION_RTOL, 1, L->g,
+                             L->dd) == OK && all_finite(L->dd, m) ? 0 : 1;
 }
 
-/* Newton's start near a singular partition: L->q0 moved along the motion (me_predict) where
- * that lowers the rows' residual, else left as the last solution */
-static void me_predict_start(MeCtx *c, const double *qi, const double *qd0)
+#define ME_BRANCH_IT 40           /* Newton iterations of the closure near a dead point */
+
+/* The closed state (L->q, L->qd) of (qi, qdi) near a singular partition (a dead point, where
+ * the loops' branches meet and the rows' Jacobian of the dependent coordinates loses rank):
+ * the branch the motion follows. Newton starts from the last solution moved along its motion
+ * (q0 + qd0 tau + qdd0 tau^2 / 2 to me_tau's time, else the last solution) and takes
+ * minimum-norm steps (me_dep_solve): they correct the start where the rows fix it and keep it
+ * in the directions that the rows no longer fix (at the dead point itself), so the closure
+ * stays on the branch of the start. The rates likewise: the rates of the motion at tau plus
+ * the minimum-norm correction onto Dq qd + phi_t = 0 (velocity continuity: at the dead point
+ * the rows leave the rates along the other branch free, and the motion's are kept). 0 on
+ * success, 1 when Newton does not reach the rows' round-off. */
+static int me_close_branch(MeCtx *c, const double *qi, const double *qdi, const double *qd0)
 {
     Lin *L = &c->L;
-    int n = L->e->n;
-    double r0 = me_start_residual(c, qi);
-    memcpy(c->y, L->q0, sizeof(double) * (size_t)n);
-    if (me_predict(c, qi, qd0) && !(me_start_residual(c, qi) < r0))
-        memcpy(L->q0, c->y, sizeof(double) * (size_t)n);
+    int n = L->e->n, nr = L->nr, f = L->f, m = L->ndep;
+    double tau = 0.0;
+    int moved = me_tau(c, qi, qd0, &tau);
+    if (!moved && !(c->have_qdd && memcmp(c->qdd_y, L->q0, sizeof(double) * (size_t)n) == 0 &&
+                    memcmp(c->qdd_y + n, qd0, sizeof(double) * (size_t)n) == 0)) {
+        /* the motion's accelerations at the last solution (with the last inputs) */
+        if (lin_accelerations(L->e, L->t, L->q0, qd0, c->u, c->qdd0) == OK &&
+            all_finite(c->qdd0, n)) {
+            memcpy(c->qdd_y, L->q0, sizeof(double) * (size_t)n);
+            memcpy(c->qdd_y + n, qd0, sizeof(double) * (size_t)n);
+            c->have_qdd = 1;
+            moved = me_tau(c, qi, qd0, &tau);
+        }
+    }
+    memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
+    memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
+    for (int a = 0; moved && a < m; a++) {
+        int j = L->dep[a];
+        L->q[j] += qd0[j] * tau + 0.5 * c->qdd0[j] * tau * tau;
+        L->qd[j] += c->qdd0[j] * tau;
+    }
+    for (int k = 0; k < f; k++) {
+        L->q[L->ind[k]] = qi[k];
+        L->qd[L->ind[k]] = qdi[k];
+    }
+    double scale = 1.0 + absmax(L->q, n), prev = INFINITY, res = INFINITY;
+    for (int it = 0;; it++) {
+        if (lin_rows(L, L->q))
+            return 1;
+        res = absmax(L->phi, nr);
+        if (res <= 1e-15 * scale || (it > 2 && res >= 0.5 * prev) || it == ME_BRANCH_IT)
+            break;
+        prev = res;
+        if (me_dep_solve(L, L->phi))
+            return 1;
+        for (int a = 0; a < m; a++)
+            L->q[L->dep[a]] += L->dd[a];
+    }
+    if (!(res <= PROJECTION_ACCEPT * scale))
+        return 1;
+    for (int r = 0; r < nr; r++) {          /* the rates' residual Dq qd + phi_t */
+        double v = L->phit[r];
+        for (int j = 0; j < n; j++)
+            v += L->Dq[(size_t)r * n + j] * L->qd[j];
+        L->phi[r] = v;
+    }
+    if (me_dep_solve(L, L->phi))
+        return 1;
+    for (int a = 0; a < m; a++)
+        L->qd[L->dep[a]] += L->dd[a];
+    return 0;
 }
 
 /* The closed state (L->q, L->qd) of (qi, qdi) from the last solution L->q0 (the engine's
@@ -745,9 +804,10 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             return 0;
         }
     }
-    if (move > ME_TINY_MOVE * size && (!c->have || c->cond < ME_CHORD_COND))
-        me_predict_start(c, qi, qd0);       /* near a dead point: along the motion */
-    if (lin_close(L, qi, qdi))             /* full Newton from the last solution */
+    if (c->cond < ME_CHORD_COND) {
+        if (me_close_branch(c, qi, qdi, qd0))   /* near a dead point: along the motion */
+            return 1;
+    } else if (lin_close(L, qi, qdi))      /* full Newton from the last solution */
         return 1;
     me_refresh(c);
     return 0;
@@ -851,8 +911,56 @@ static MeCtx *me_call(MbEngine *e, const char *fn, int ok, const double *u, int 
     return me_ctx(e, f, ind, err, errlen);
 }
 
+#define ME_ACC_STEP 1e-4           /* [s] the central difference of me_acc_residual, at most */
+#define ME_ACC_MOVE 1e-3           /* ... and at most this move of a coordinate [m or rad] */
+#define ME_ACC_TOL 1e-10           /* its largest residual, relative to 1 + |qdd| */
+
+/* The rows' second time derivative along the motion (q, qd, qdd) at time t: the central
+ * difference of the velocity residual Dq qd + phi_t at q + qd s + qdd s^2 / 2, qd + qdd s,
+ * t + s, s = +-h (h: ME_ACC_STEP, or less so that no coordinate moves more than ME_ACC_MOVE;
+ * round-off leaves ~1e-11 of the rows' scale, the difference's error ~h^2 of their jerk) (zero when the accelerations satisfy the rows' acceleration
+ * equations); its largest entry, or INFINITY when the rows cannot be evaluated */
+static double me_acc_residual(MeCtx *c, double t, const double *q, const double *qd,
+                              const double *qdd)
+{
+    Lin *L = &c->L;
+    int n = L->e->n, nr = L->nr;
+    double *qs = c->y, *qds = c->y + n, *vp = c->s, out = 0.0;
+    double h = fmin(ME_ACC_STEP, ME_ACC_MOVE / (1.0 + absmax(qd, n)));
+    double told = L->t;
+    if (nr > L->ndep)                       /* (c->s holds ndep: the difference needs nr) */
+        vp = malloc(sizeof(double) * (size_t)nr);
+    if (!vp)
+        return INFINITY;
+    for (int sgn = 1; sgn >= -1; sgn -= 2) {
+        double s = sgn * h;
+        for (int j = 0; j < n; j++) {
+            qs[j] = q[j] + qd[j] * s + 0.5 * qdd[j] * s * s;
+            qds[j] = qd[j] + qdd[j] * s;
+        }
+        L->t = t + s;
+        if (me_rows(c, qs, qds)) {
+            out = INFINITY;
+            break;
+        }
+        for (int r = 0; r < nr; r++)
+            vp[r] = sgn > 0 ? c->vres[r] : (vp[r] - c->vres[r]) / (2.0 * h);
+    }
+    L->t = told;
+    for (int r = 0; r < nr && isfinite(out); r++)
+        out = fmax(out, fabs(vp[r]));
+    if (vp != c->s)
+        free(vp);
+    return out;
+}
+
 /* xdot (2 f): the derivatives of the states (qd_i, qdd_i; the charts' slots those of their
- * chart coordinates) at the engine's state (closed by mbe_me_set_states) */
+ * chart coordinates) at the engine's state (closed by mbe_me_set_states). Near a dead point
+ * (the partition's condition below ME_CHORD_COND) the accelerations are checked against the
+ * rows' acceleration equations (me_acc_residual): the engine's acceleration solve cuts off the
+ * multipliers of rows that have become dependent, which co-simulation's projection absorbs
+ * but the host's integration of the states would not (the state would drift silently off the
+ * motion), so there the call is refused. */
 MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
                              char *err, size_t errlen)
 {
@@ -867,8 +975,22 @@ MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind
             rc != OK ? kernel_error(rc) : "not finite");
         return MBE_ERROR;
     }
+    if (e->n > f && c->cond < ME_CHORD_COND) {
+        double res = me_acc_residual(c, e->t, e->y, e->y + n, c->L.qdd);
+        if (!(res <= ME_ACC_TOL * (1.0 + absmax(c->L.qdd, n)))) {
+            msg(err, errlen, "at t = %.9g s the loops are near a dead point (partition "
+                "condition %.3g): the accelerations violate the rows' acceleration equations "
+                "by %.3g (the engine's acceleration solve cuts off the multipliers of the rows "
+                "that have become dependent); model exchange cannot continue from here; use "
+                "the co-simulation interface, whose integrator keeps every coordinate and "
+                "projects", e->t, c->cond, res);
+            return MBE_ERROR;
+        }
+    }
     me_chart_ready(c, e);
     me_to_states(c, e->y + n, c->L.qdd, xdot);
+    if (e->ni)
+        memcpy(c->u, uu, sizeof(double) * (size_t)e->ni);
     memcpy(c->qdd0, c->L.qdd, sizeof(double) * (size_t)n);
     memcpy(c->qdd_y, e->y, sizeof(double) * (size_t)(2 * n));
     c->have_qdd = 1;
