@@ -554,16 +554,17 @@ static void evk_friction(EvLoop *ev, const unsigned char *stick, const unsigned 
     memcpy(K->s0, s0, sizeof(double) * 2 * c);
 }
 
-/* every contact's slip velocity v_t (2 per contact: v_t, 0; 0 for the frictionless ones) at
- * the kinematics of k */
+/* every contact's slip velocity v_t (2 per contact: v_t, 0) at the kinematics of k: the
+ * frictional contacts' and every shape pair's (a frictionless pair's too, as the Python
+ * outputs give it; the events read the frictional ones only), 0 for the others */
 static void ev_slip_now(EvLoop *ev, const Kernel *k, double *vt)
 {
     const EvKernel *K = ev->k;
     for (int i = 0; i < ev->nc; i++) {
         const int *R = K->ri + RI * (K->m_loop + i);
-        vt[2 * i] = ev->mu[i] > 0.0 ? slip_row(k, R[0], R[1], R[2],
-                                               K->rd + RD * (K->m_loop + i), NULL, NULL,
-                                               NULL) : 0.0;
+        int has = ev->mu[i] > 0.0 || R[0] == R_PAIR;
+        vt[2 * i] = has ? slip_row(k, R[0], R[1], R[2], K->rd + RD * (K->m_loop + i), NULL,
+                                   NULL, NULL) : 0.0;
         vt[2 * i + 1] = 0.0;
     }
 }
