@@ -999,6 +999,7 @@ FIXED = {
     "gripper": set(),
     "planar_incline": set(),
     "table_ball": {"mu"},         # mu = 0 is the frictionless layout
+    "rolling_discs": set(),       # planar shape pairs with friction (DPAIR)
 }
 
 # compiled since the engine derives the projection metric (DMINV) itself, the assembly

@@ -156,7 +156,7 @@ def reference_distance(a, Ra, pa, b, Rb, pb, rng):
 
 
 SEPARATED = [("sphere", "sphere"), ("sphere", "capsule"), ("capsule", "capsule"),
-             ("sphere", "box"), ("box", "box"), ("circle", "circle"), ("circle", "segment"),
+             ("capsule", "box"), ("sphere", "box"), ("box", "box"), ("circle", "circle"), ("circle", "segment"),
              ("segment", "segment"), ("circle", "rectangle"), ("segment", "rectangle"),
              ("rectangle", "rectangle")]
 

@@ -32,7 +32,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
           "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ",
-          "DCMU")
+          "DCMU", "DPAIR")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
@@ -134,10 +134,6 @@ def supported(model):
     from .kernel import supported as planar_supported
 
     why = planar_supported(model)
-    sp = [c.name for c in getattr(model, "contacts", ()) if c.kind == "shape_pair"]
-    if why is None and sp:
-        why = (f"its contacts {sp} are planar shape pairs, which the planar kernel's event "
-               f"loop runs but the engine's model data does not carry yet")
     if why is None and any(e.kind not in _EK for e in model.elements):
         why = f"its elements {[e.name for e in model.elements if e.kind not in _EK]}"
     return why
@@ -354,11 +350,13 @@ def _planar(model, arrays, head):
 
 def _contacts(model, arrays, head):
     """The contacts of a planar model (the event loop of native/events.c): their gap rows in
-    the kernel's row format (kernel.contact_rows), Newton's restitution coefficients e, the
+    the kernel's row format (kernel.contact_rows; a shape pair's row holds the index of its
+    record in DPAIR, kernel.pair_data), Newton's restitution coefficients e, Coulomb's mu
+    (DCMU, at point-line contacts and shape pairs), the
     event settings (Settings' contact_tol, contact_velocity, event_tol: the Python FMU's
     defaults) and, per element, the contacts of a cylinder's lower and upper end stop
     (contacts named '<cylinder>_lower' and '<cylinder>_upper'; -1: none)."""
-    from .kernel import contact_rows
+    from .kernel import contact_friction, contact_rows, pair_data
 
     nc = len(model.contacts)
     arrays["DCSET"] = list(EVENT_SETTINGS)
@@ -371,9 +369,12 @@ def _contacts(model, arrays, head):
     ci, cd = contact_rows(model, tuple(range(nc)))
     arrays.update(ICON=ci, DCON=cd,
                   DREST=np.asarray(model.compiled.contacts.restitution, float).reshape(-1))
-    mu = [c.friction if c.kind == "point_line" else 0.0 for c in model.contacts]
-    if any(m > 0.0 for m in mu):
+    mu = contact_friction(model)
+    if mu.any():
         arrays["DCMU"] = mu
+    pd = pair_data(model)
+    if pd is not None:                   # shape pairs: the records of their R_PAIR rows
+        arrays["DPAIR"] = pd
 
 
 def _spatial_contacts(model, arrays, head):

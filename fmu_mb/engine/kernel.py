@@ -299,15 +299,25 @@ def supported(model):
     return None
 
 
+#: the planar contact kinds whose Coulomb friction the kernel's event loop runs
+FRICTIONAL_KINDS = ("point_line", "shape_pair")
+
+
 def friction_unsupported(model):
     """The reason why the planar kernel's event loop (native/events.c) does not run a model's
-    Coulomb friction, or None: it runs friction at point-line contacts."""
+    Coulomb friction, or None: it runs friction at point-line contacts and shape pairs."""
     fr = [c.name for c in getattr(model, "contacts", ())
-          if c.friction > 0.0 and c.kind != "point_line"]
+          if c.friction > 0.0 and c.kind not in FRICTIONAL_KINDS]
     if fr:
-        return (f"its contacts {fr} have Coulomb friction but are not point-line contacts "
-                f"(friction acts at a contact point)")
+        return (f"its contacts {fr} have Coulomb friction but are neither point-line "
+                f"contacts nor shape pairs (friction acts at a contact point)")
     return None
+
+
+def contact_friction(model):
+    """(nc,) the contacts' Coulomb mu for the event loop: 0 at the kinds without friction."""
+    return np.array([c.friction if c.kind in FRICTIONAL_KINDS else 0.0
+                     for c in model.contacts], dtype=float)
 
 
 def _law(motion):
@@ -796,8 +806,7 @@ class ContactEvents:
         e = np.ascontiguousarray(B.restitution, dtype=float)
         handle = lib.mbk_events_create(base.handle, nc, ci.ctypes.data, cd.ctypes.data,
                                        e.ctypes.data, len(model.inputs))
-        mu = np.array([c.friction if c.kind == "point_line" else 0.0 for c in model.contacts],
-                      dtype=float)
+        mu = contact_friction(model)
         if handle and mu.any() and lib.mbk_events_set_friction(handle, mu.ctypes.data):
             lib.mbk_events_free(handle)
             raise MemoryError(f"model '{model.name}': cannot set up the contacts' friction "

@@ -14,8 +14,9 @@ body points are lowered to today's point contacts, exact:
     plane/line  - box/rectangle     one per vertex (8 / 4), offset 0
     sphere - sphere, circle - circle  one point_point between the centres, distance ra + rb
                                       (frictionless)
-    sphere, capsule, box pairs      one shape_pair contact per narrowphase feature (1; box -
-                                    box 160), the contact points moving on both bodies
+    sphere, capsule, box pairs      one shape_pair contact per narrowphase feature (1; capsule
+                                    - box 22, box - box 160), the contact points moving on both
+                                    bodies
                                     (mechanics.spatial.pairs)
     circle, segment, rectangle      one shape_pair contact per feature (1; segment - segment
       pairs (planar)                4, segment - rectangle 6, rectangle - rectangle 8)
@@ -25,8 +26,8 @@ body points are lowered to today's point contacts, exact:
 
 with the pair's friction and restitution (shapes.pair_coefficients) on each contact
 (docs/contacts-friction.md, "For shapes"), named <shape a>_<shape b>_<feature id> (the
-narrowphase's feature ids). The other pairs of the narrowphase (capsule - box, cylinder
-pairs) are refused with a message naming the pair."""
+narrowphase's feature ids). The other pairs of the narrowphase (the cylinder's, but for
+one on the ground's plane) are refused with a message naming the pair."""
 import math
 from dataclasses import replace
 
@@ -215,7 +216,7 @@ class ShapeItems:
                                  f"move on the bodies; the engine takes a plane or line "
                                  f"against sphere, capsule, box, circle, segment, rectangle, "
                                  f"a cylinder on the ground's plane, the spatial pairs of "
-                                 f"sphere, capsule and box (not capsule-box) and the planar "
+                                 f"sphere, capsule and box and the planar "
                                  f"pairs of circle, segment and rectangle so far. "
                                  f"Keep the bodies apart with mb.collide({a.body!r}, "
                                  f"{b.body!r}, False) or the shapes with "

@@ -428,6 +428,39 @@ def box_box(Ra, pa, sa, Rb, pb, sb):
     return out
 
 
+def capsule_box(Ra, pa, sa, Rb, pb, sb):
+    """The capsule's core ends against the box (ids 0, 1), the box's vertices against the
+    core (ids 2-9) and core - box edge features (id 10 + eb) where the edge is a support
+    along their common normal n (the farthest along -n; n from the capsule's centre towards
+    the box's side) and the closest points lie inside the core and the edge."""
+    e0, e1, r = _core("capsule", Ra, pa, sa)
+    hb = 0.5 * np.asarray(sb, float)
+    out = []
+    for i, e in enumerate((e0, e1)):
+        q, nb, dist = point_box(e, Rb, pb, hb)
+        n = -nb
+        out.append(_cp(i, e + r * n, q, n, dist - r))
+    for v, x in enumerate(_vertices(Rb, pb, hb)):
+        out.append(_round(2 + v, _point_segment(x, e0, e1), r, x, 0.0, _up(Ra)))
+    ua = Ra[:, 2]
+    for eb, kb, kb1, kb2, sb1, sb2, b0, b1 in _edges(Rb, pb, hb):
+        n = np.cross(ua, Rb[:, kb])
+        ln = float(np.sqrt(n @ n))
+        if ln < PARALLEL_TOL:
+            continue
+        n = n / ln
+        if sb1 * (n @ Rb[:, kb1]) + sb2 * (n @ Rb[:, kb2]) > 0.0:
+            n = -n
+        if not (-sb1 * (n @ Rb[:, kb1]) > SUPPORT_TOL and -sb2 * (n @ Rb[:, kb2]) > SUPPORT_TOL
+                and n @ (pb - pa) >= 0.0):
+            continue
+        s_, t, ca, cb = segment_closest(e0, e1, b0, b1)
+        if not (0.0 < s_ < 1.0 and 0.0 < t < 1.0):
+            continue
+        out.append(_cp(10 + eb, ca + r * n, cb, n, n @ (cb - ca) - r))
+    return out
+
+
 def circle_rectangle(Ra, pa, sa, Rb, pb, sb):
     return sphere_box(Ra, pa, sa, Rb, pb, sb)
 
@@ -474,6 +507,7 @@ PAIRS = {
     ("sphere", "capsule"): sphere_capsule,
     ("capsule", "capsule"): capsule_capsule,
     ("sphere", "box"): sphere_box,
+    ("capsule", "box"): capsule_box,
     ("box", "box"): box_box,
     ("line", "circle"): _planar(line_circle),
     ("line", "segment"): _planar(line_segment),

@@ -43,6 +43,8 @@
 
 enum { OK = 0, ERR_NONFINITE = 1 };
 #include "dense.h"
+#include "planar_pairs.h"             /* planar shape pairs (A_DPAIR), shared with kernel.c */
+#define PAIRD 19                      /* doubles per shape-pair record (kernel.c) */
 
 /* the kernels' exported functions (kernel.c, spatial_kernel.c) */
 void *mbk_create(int nb, int n, const int *ji, const double *jd, int ne, const int *ei,
@@ -52,6 +54,7 @@ void mbk_free(void *k);
 int mbk_set_rows(void *k, int m, const int *ri, const double *rd);
 int mbk_set_drives(void *k, int nd, const int *di, int ndp, const double *dp);
 int mbk_set_gains(void *k, int ng, int ni, const double *G);
+int mbk_set_pairs(void *k, int np, const double *pd);
 void mbk_set_stabilization(void *k, int mode, double alpha, double beta, double proj_tol);
 int mbk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
 int mbk_accelerations(void *k, double t, const double *q, const double *qd, const double *u,
@@ -218,7 +221,7 @@ static double rdf64(const unsigned char *p)      /* a little-endian IEEE double,
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D" "D";
     return kinds[a] == 'I';
 }
 
@@ -333,6 +336,29 @@ static void extend(const MbEngine *e, const double *x, double *xe)
 {
     memcpy(xe, x, sizeof(double) * 3 * e->nb);
     xe[3 * e->nb] = xe[3 * e->nb + 1] = xe[3 * e->nb + 2] = 0.0;
+}
+
+/* the gap and rows of planar contact i, a shape pair (its A_DPAIR record: A_DCON's first
+ * slot), at the absolute coordinates x (3 nb; the ground at rest at the origin), rates zero
+ * (planar_pairs.h: o->jn, o->jt on the bodies' (vx, vy, w), a's then b's) */
+static void pair_at(const MbEngine *e, int i, const double *x, mbpp_rows_t *o)
+{
+    const int *R = IA(e, A_ICON) + 3 * i;
+    const double *D = DA(e, A_DPAIR) + (size_t)PAIRD * (size_t)DA(e, A_DCON)[8 * i];
+    mbpp_body B[2];
+    for (int j = 0; j < 2; j++) {
+        int b = R[1 + j];
+        memset(&B[j], 0, sizeof B[j]);
+        B[j].c = 1.0;
+        if (b < e->nb) {
+            B[j].r[0] = x[3 * b];
+            B[j].r[1] = x[3 * b + 1];
+            B[j].c = cos(x[3 * b + 2]);
+            B[j].s = sin(x[3 * b + 2]);
+        }
+    }
+    mbpp_rows((int)D[0], D + 3, D + 7, D + 11, (int)D[1], D + 5, D + 13, D + 17, (int)D[2],
+              &B[0], &B[1], o);
 }
 
 /* every compiled row at x (constraints.evaluate without conv): phi (nrows), phi_t (nrows)
@@ -732,12 +758,27 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         BAD(!((Q[0] == 0 && Q[1] >= 0 && Q[1] < e->ncj) ||
               (Q[0] == 1 && Q[1] >= 0 && Q[1] < 3 * nb)), "the coordinates' sources");
     }
+    int npair = e->cnt[A_DPAIR] / PAIRD;
+    BAD(e->cnt[A_DPAIR] % PAIRD != 0, "the shape pairs (expected 19 numbers per pair)");
+    for (int i = 0; i < npair; i++) {
+        const double *D = DA(e, A_DPAIR) + (size_t)PAIRD * i;
+        int finite = 1;
+        for (int j = 0; j < PAIRD; j++)
+            finite &= isfinite(D[j]) != 0;
+        BAD(!finite || D[0] != floor(D[0]) || D[1] != floor(D[1]) || D[2] != floor(D[2]) ||
+            fabs(D[0]) > 100.0 || fabs(D[1]) > 100.0 || D[2] < 0.0 ||
+            D[2] >= mbpp_count((int)D[0], (int)D[1]),
+            "a shape pair (expected finite numbers, two shape kinds of a planar pair and one "
+            "of its feature ids)");
+    }
     for (int i = 0; i < e->ncon; i++) {
         const int *R = IA(e, A_ICON) + 3 * i;
         const double *P = DA(e, A_DCON) + 8 * i;
         double r = DA(e, A_DREST)[i];
-        BAD(R[0] < R_ANG || R[0] > R_DST || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] > nb ||
-            R[1] == R[2], "a contact's gap row");
+        BAD(((R[0] < R_ANG || R[0] > R_DST) && R[0] != R_PAIR) || R[1] < 0 || R[1] > nb ||
+            R[2] < 0 || R[2] > nb || R[1] == R[2], "a contact's gap row");
+        BAD(R[0] == R_PAIR && !(P[0] >= 0.0 && P[0] < npair && P[0] == floor(P[0])),
+            "a shape-pair contact's record (expected the index of a shape pair)");
         BAD(!(P[7] == 1.0 || P[7] == -1.0), "a contact's side (expected +1 or -1)");
         BAD(!(r >= 0.0 && r <= 1.0), "a contact's restitution (expected 0 <= e <= 1)");
     }
@@ -745,9 +786,10 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
         "none or one mu per contact)");
     for (int i = 0; i < e->cnt[A_DCMU]; i++) {
         double mu = DA(e, A_DCMU)[i];
-        BAD(!(mu >= 0.0 && isfinite(mu)) || (mu > 0.0 && IA(e, A_ICON)[3 * i] != R_PRJ),
+        int kind = IA(e, A_ICON)[3 * i];
+        BAD(!(mu >= 0.0 && isfinite(mu)) || (mu > 0.0 && kind != R_PRJ && kind != R_PAIR),
             "a contact's friction (expected a finite mu >= 0, > 0 only at point-line "
-            "contacts)");
+            "contacts and shape pairs)");
     }
     BAD(!event_settings_ok(DA(e, A_DCSET)), "the event settings (expected finite numbers > 0)");
     for (int i = 0; i < 2 * e->nel; i++)
@@ -803,7 +845,9 @@ static void *make_kernel(MbEngine *e)
     if ((e->m && mbk_set_rows(k, e->m, IA(e, A_IRI), DA(e, A_DRD))) ||
         (e->cnt[A_DGAIN] && e->ni &&
          mbk_set_gains(k, e->cnt[A_DGAIN] / e->ni, e->ni, DA(e, A_DGAIN))) ||
-        (e->nd && mbk_set_drives(k, e->nd, IA(e, A_IDI), e->cnt[A_DDP], DA(e, A_DDP)))) {
+        (e->nd && mbk_set_drives(k, e->nd, IA(e, A_IDI), e->cnt[A_DDP], DA(e, A_DDP))) ||
+        (e->cnt[A_DPAIR] &&
+         mbk_set_pairs(k, e->cnt[A_DPAIR] / PAIRD, DA(e, A_DPAIR)) != OK)) {
         mbk_free(k);
         return NULL;
     }
@@ -2474,7 +2518,8 @@ static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
 
 /* f (3 nb) += the persistent planar contacts' friction forces e->cft (mbk_events_outputs_fr):
  * ft t (t = e_z x n, n the line's normal turned with p) on c's material point at the contact
- * point P = C - r n and its opposite on p's */
+ * point P = C - r n and its opposite on p's; a shape pair's: ft times its tangential row (the
+ * same force at its surface points) */
 static void planar_friction_forces(const MbEngine *e, const double *x, double *f)
 {
     int nb = e->nb;
@@ -2484,6 +2529,17 @@ static void planar_friction_forces(const MbEngine *e, const double *x, double *f
         const int *R = IA(e, A_ICON) + 3 * i;
         const double *P = DA(e, A_DCON) + 8 * i;
         int p = R[1], c = R[2];
+        if (R[0] == R_PAIR) {
+            mbpp_rows_t o;
+            pair_at(e, i, x, &o);
+            for (int j = 0; j < 3; j++) {
+                if (p < nb)
+                    f[3 * p + j] += e->cft[2 * i] * o.jt[j];
+                if (c < nb)
+                    f[3 * c + j] += e->cft[2 * i] * o.jt[3 + j];
+            }
+            continue;
+        }
         double thp = p < nb ? x[3 * p + 2] : 0.0, thc = c < nb ? x[3 * c + 2] : 0.0;
         double cp = cos(thp), sp = sin(thp), cc = cos(thc), sc = sin(thc);
         double n[2] = {cp * P[4] - sp * P[5], sp * P[4] + cp * P[5]};
@@ -2577,7 +2633,11 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             const double *P = DA(e, A_DCON) + 8 * i;
             double val, J[6], *Dr = e->D2 + (size_t)nt * nc;
             extend(e, e->x, e->xe);
-            if (primitive(R[0], e->xe, R[1], R[2], P, P + 2, P + 4, &val, J) != OK) {
+            if (R[0] == R_PAIR) {
+                mbpp_rows_t o;
+                pair_at(e, i, e->x, &o);
+                memcpy(J, o.jn, sizeof J);
+            } else if (primitive(R[0], e->xe, R[1], R[2], P, P + 2, P + 4, &val, J) != OK) {
                 msg(err, errlen, "contact %d's gap row is undefined at t = %.9g s (zero "
                     "distance)", i, t);
                 return MBE_ERROR;

@@ -63,8 +63,8 @@ enum {
     A_ISRI, A_DSRD, A_DSMASS, A_DSJ, A_ISEI, A_DSED, A_ISCI, A_DSCD, A_DSRQ,
     /* contacts (version 2; planar: the event loop of kernel.c's events.c; version 3: spatial,
      * spatial_kernel.c's spatial_events.c), H_NCON of them */
-    A_ICON,        /* x 3 per contact: its gap row's kind (R_ANG, R_PRJ, R_DST), p, c (spatial:
-                      sk_set_contacts' kind 1 point-plane, 2 point-point, 3 revolute limit,
+    A_ICON,        /* x 3 per contact: its gap row's kind (R_ANG, R_PRJ, R_DST, R_PAIR), p,
+                      c (spatial: sk_set_contacts' kind 1 point-plane, 2 point-point, 3 revolute limit,
                       4 prismatic limit, p, c) */
     A_DCON,        /* x 8 per contact: sp(2), sc(2), w0(2), offset, side (gap = side (value -
                       offset)), as kernel.contact_rows (spatial x 29: s_p(3), s_c(3), F_p(9),
@@ -94,8 +94,13 @@ enum {
     A_DSCP,        /* x 50 per coupler: both joints' sp(3), sc(3), Fp(9), Fc(9), ratio, offset */
     A_ISCJ,        /* x 3 per coupler: joint, master joint, compiled row */
     /* planar contacts' Coulomb friction: empty (every contact frictionless), or x 1 per
-     * contact, its mu (> 0 only at point-line contacts; native/events.c) */
+     * contact, its mu (> 0 only at point-line contacts and shape pairs; native/events.c) */
     A_DCMU,
+    /* planar shape pairs: empty, or x 19 per shape-pair record (kernel.c mbk_set_pairs,
+     * fmu_mb.engine.kernel.pair_data: kind codes of shapes a and b, feature id, sizes (2
+     * each), shape a's rotation (2 x 2 row-major) and position in its body's axes, the same
+     * of b); a contact of kind R_PAIR holds its record's index in A_DCON's first slot */
+    A_DPAIR,
     MBE_N_ARRAYS
 };
 
@@ -107,7 +112,8 @@ enum {
     H_SIZE
 };
 
-enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4, R_DANG = 5, R_DPRJ = 6 };
+enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4, R_DANG = 5, R_DPRJ = 6,
+       R_PAIR = 7 };     /* R_PAIR: contacts only (a shape pair's feature, A_DPAIR) */
 enum { JK_REV = 0, JK_PRI = 1, JK_WELD = 2, JK_DST = 3 };
 enum { EK_TSDA = 0, EK_RSDA = 1, EK_CYL = 2, EK_FORCE = 3, EK_TORQUE = 4, EK_BUSH = 5 };
 enum { SJ_SPH = 0, SJ_REV = 1, SJ_UNI = 2, SJ_CYL = 3, SJ_PRI = 4, SJ_WELD = 5, SJ_DST = 6 };

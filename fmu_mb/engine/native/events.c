@@ -82,7 +82,7 @@
  *       last_impulse, energy_loss, active) they serve every contact output of
  *       fmu_mb.dynamics.outputs. ERR_GAP: a point-point gap undefined at y (zero distance).
  *   int mbk_events_set_friction(MbkEvents *ev, const double *mu);
- *       Coulomb friction mu (nc) at point-line contacts (once, after mbk_events_create): the
+ *       Coulomb friction mu (nc) at point-line contacts and shape pairs (once, after mbk_events_create): the
  *       records become EV_REC_FR doubles per contact, the phases get sticking rows and
  *       sliding forces (kernel.c: R_TAN rows, slide_solve); mbk_events_initial,
  *       mbk_events_outputs_fr (friction force, slip velocity) and mbk_events_error_contact
@@ -205,8 +205,9 @@ fail:
 }
 
 /* Coulomb friction at the contacts: mu (nc) >= 0, nonzero only at point-line contacts
- * (R_PRJ rows between two bodies' points; fmu_mb.engine.kernel.ContactEvents passes 0 for
- * joint limits and distance limits). With some mu > 0 the records have EV_REC_FR doubles per
+ * (R_PRJ rows between two bodies' points) and shape pairs (R_PAIR rows: their sticking rows
+ * are R_PTAN; fmu_mb.engine.kernel.ContactEvents passes 0 for joint limits and distance
+ * limits). With some mu > 0 the records have EV_REC_FR doubles per
  * contact (stick, s0 along the tangent t = e_z x n and 0, slide loss) and the phases have
  * sticking rows (v_t = 0) and sliding forces mu f_n opposite the slip. OK or ERR_ARGS. */
 int mbk_events_set_friction(MbkEvents *ev, const double *mu)
@@ -218,7 +219,7 @@ int mbk_events_set_friction(MbkEvents *ev, const double *mu)
     for (int i = 0; i < nc; i++) {
         if (!(mu[i] >= 0.0) || !isfinite(mu[i]))
             return ERR_ARGS;
-        if (mu[i] > 0.0 && K->ri[RI * (ml + i)] != R_PRJ)
+        if (mu[i] > 0.0 && K->ri[RI * (ml + i)] != R_PRJ && K->ri[RI * (ml + i)] != R_PAIR)
             return ERR_ARGS;
         fr |= mu[i] > 0.0;
     }
@@ -243,7 +244,7 @@ int mbk_events_set_friction(MbkEvents *ev, const double *mu)
         memcpy(rd, K->rd, sizeof(double) * RD * (size_t)(ml + nc));
         for (int i = 0; i < nc; i++) {
             memcpy(ri + RI * (ml + nc + i), K->ri + RI * (ml + i), sizeof(int) * RI);
-            ri[RI * (ml + nc + i)] = R_TAN;
+            ri[RI * (ml + nc + i)] = K->ri[RI * (ml + i)] == R_PAIR ? R_PTAN : R_TAN;
             memcpy(rd + RD * (ml + nc + i), K->rd + RD * (ml + i), sizeof(double) * RD);
         }
         rc = mbk_set_rows(kp, mt, ri, rd);
@@ -294,7 +295,7 @@ static void evk_select(EvLoop *ev, const unsigned char *mask)
         if (had)
             memcpy(old, k->ri + RI * r, sizeof old);
         memcpy(k->ri + RI * r, K->ri + RI * (K->m_loop + i), sizeof(int) * RI);
-        k->ri[RI * r] = R_TAN;
+        k->ri[RI * r] = K->ri[RI * (K->m_loop + i)] == R_PAIR ? R_PTAN : R_TAN;
         memcpy(k->rd + RD * r, K->rd + RD * (K->m_loop + i), sizeof(double) * RD);
         if (!had || memcmp(old, k->ri + RI * r, sizeof old))
             changed = 1;
@@ -482,7 +483,7 @@ static int evk_contact_rates(EvLoop *ev, double t, const double *q, const double
             const int *R = ka->ri + RI * (ml + i);
             double *D = ev->k->Dt + (size_t)i * n;
             if (ev->mu[i] > 0.0)
-                tan_row(ka, R[1], R[2], ka->rd + RD * (ml + i), NULL, D, NULL);
+                slip_row(ka, R[0], R[1], R[2], ka->rd + RD * (ml + i), NULL, D, NULL);
             else
                 memset(D, 0, sizeof(double) * (size_t)n);
         }
@@ -553,15 +554,17 @@ static void evk_friction(EvLoop *ev, const unsigned char *stick, const unsigned 
     memcpy(K->s0, s0, sizeof(double) * 2 * c);
 }
 
-/* every contact's slip velocity v_t (2 per contact: v_t, 0; 0 for the frictionless ones) at
- * the kinematics of k */
+/* every contact's slip velocity v_t (2 per contact: v_t, 0) at the kinematics of k: the
+ * frictional contacts' and every shape pair's (a frictionless pair's too, as the Python
+ * outputs give it; the events read the frictional ones only), 0 for the others */
 static void ev_slip_now(EvLoop *ev, const Kernel *k, double *vt)
 {
     const EvKernel *K = ev->k;
     for (int i = 0; i < ev->nc; i++) {
         const int *R = K->ri + RI * (K->m_loop + i);
-        vt[2 * i] = ev->mu[i] > 0.0 ? tan_row(k, R[1], R[2], K->rd + RD * (K->m_loop + i),
-                                              NULL, NULL, NULL) : 0.0;
+        int has = ev->mu[i] > 0.0 || R[0] == R_PAIR;
+        vt[2 * i] = has ? slip_row(k, R[0], R[1], R[2], K->rd + RD * (K->m_loop + i), NULL,
+                                   NULL, NULL) : 0.0;
         vt[2 * i + 1] = 0.0;
     }
 }

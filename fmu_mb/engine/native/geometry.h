@@ -367,6 +367,48 @@ static int mbg_segment_rectangle(const mbg_shape *A, const mbg_shape *B, mbg_con
     return 6;
 }
 
+/* a capsule (A) against a box (B): A's core ends (ids 0, 1), B's vertices against the core
+ * (ids 2-9), the core against B's support edges (id 10 + eb; shapes.capsule_box) */
+static int mbg_capsule_box(const mbg_shape *A, const mbg_shape *B, mbg_contact *out) {
+    double e[2][3] = {{0}}, h[3], q[3], nb[3], n[3], pa[3], x[3], c[3], ua[3], ab[3];
+    double r = mbg_core(A, e[0], e[1]);
+    int m = 0;
+    for (int i = 0; i < 3; i++) h[i] = 0.5 * B->s[i];
+    for (int k = 0; k < 2; k++) {
+        double dist = mbg_point_box(3, e[k], B->R, B->p, h, q, nb);
+        for (int i = 0; i < 3; i++) { n[i] = -nb[i]; pa[i] = e[k][i] + r * n[i]; }
+        mbg_put(&out[m++], 3, k, pa, q, n, dist - r);
+    }
+    for (int v = 0; v < 8; v++) {
+        mbg_vertex(3, B->R, B->p, h, v, x);
+        mbg_point_segment(3, x, e[0], e[1], c);
+        mbg_round(A, 2 + v, c, r, x, 0.0, &out[m++]);
+    }
+    mbg_edge EB[12];
+    mbg_edges(B, EB);
+    mbg_col(A, 2, ua);
+    for (int i = 0; i < 3; i++) ab[i] = B->p[i] - A->p[i];
+    for (int eb = 0; eb < 12; eb++) {
+        const mbg_edge *b = &EB[eb];
+        double ub[3], ub1[3], ub2[3], s, t, ca[3], cb[3], dv[3];
+        mbg_col(B, b->k, ub); mbg_col(B, b->k1, ub1); mbg_col(B, b->k2, ub2);
+        mbg_cross(ua, ub, n);
+        double ln = sqrt(mbg_dot(3, n, n));
+        if (ln < MBG_PARALLEL_TOL) continue;
+        for (int i = 0; i < 3; i++) n[i] /= ln;
+        if (b->s1 * mbg_dot(3, n, ub1) + b->s2 * mbg_dot(3, n, ub2) > 0.0)
+            for (int i = 0; i < 3; i++) n[i] = -n[i];
+        if (!(-b->s1 * mbg_dot(3, n, ub1) > MBG_SUPPORT_TOL
+              && -b->s2 * mbg_dot(3, n, ub2) > MBG_SUPPORT_TOL && mbg_dot(3, n, ab) >= 0.0))
+            continue;
+        mbg_segment_closest(3, e[0], e[1], b->e0, b->e1, &s, &t, ca, cb);
+        if (!(0.0 < s && s < 1.0 && 0.0 < t && t < 1.0)) continue;
+        for (int i = 0; i < 3; i++) { dv[i] = cb[i] - ca[i]; pa[i] = ca[i] + r * n[i]; }
+        mbg_put(&out[m++], 3, 10 + eb, pa, cb, n, mbg_dot(3, n, dv) - r);
+    }
+    return m;
+}
+
 /* a before b: the pair's function exists in this order (1), in the reversed order (0) */
 static int mbg_pair(int ka, int kb, mbg_contact *out, const mbg_shape *A, const mbg_shape *B) {
     if (ka == MBG_PLANE && (kb == MBG_SPHERE || kb == MBG_CAPSULE || kb == MBG_BOX
@@ -385,6 +427,8 @@ static int mbg_pair(int ka, int kb, mbg_contact *out, const mbg_shape *A, const 
         return mbg_box_box(A, B, out);
     if (ka == MBG_SEGMENT && kb == MBG_RECTANGLE)
         return mbg_segment_rectangle(A, B, out);
+    if (ka == MBG_CAPSULE && kb == MBG_BOX)
+        return mbg_capsule_box(A, B, out);
     return -1;
 }
 

@@ -710,7 +710,8 @@ static void body_acc(Kernel *k, const double *qdd, double *a)
  * fmu_mb.linalg.schur_solve. The projections use the same W: least kinetic-energy changes.
  */
 enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4, R_TAN = 5,
-       R_PAIR = 7 /* a planar shape pair's feature: rd[0] its record (mbk_set_pairs) */ };
+       R_PAIR = 7, /* a planar shape pair's feature: rd[0] its record (mbk_set_pairs) */
+       R_PTAN = 8  /* a sticking shape-pair feature: its slip velocity (rd as R_PAIR's) */ };
 #define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
 #define RD 8          /* doubles per row: sp(2), sc(2), w0(2), offset, sign */
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
@@ -875,9 +876,23 @@ done:
                        * size b (2), shape a's rotation (2 x 2, row-major) and position (2)
                        * in body a's axes, the same of b */
 
-/* the shape-pair records of the R_PAIR rows (np records of PAIRD doubles) */
+/* the shape-pair records of the R_PAIR rows (np records of PAIRD doubles); ERR_ARGS (the
+ * kernel's records unchanged) when a record's kinds are not a pair of planar_pairs.h, its
+ * feature id is not one of the pair's or a number is not finite */
 int mbk_set_pairs(Kernel *k, int np, const double *pd)
 {
+    if (np < 0 || (np > 0 && !pd))
+        return ERR_ARGS;
+    for (int i = 0; i < np; i++) {
+        const double *D = pd + (size_t)PAIRD * i;
+        for (int j = 0; j < PAIRD; j++)
+            if (!isfinite(D[j]))
+                return ERR_ARGS;
+        if (D[0] != floor(D[0]) || D[1] != floor(D[1]) || D[2] != floor(D[2]) ||
+            fabs(D[0]) > 100.0 || fabs(D[1]) > 100.0 || D[2] < 0.0 ||
+            D[2] >= mbpp_count((int)D[0], (int)D[1]))
+            return ERR_ARGS;
+    }
     free(k->pair);
     k->pair = dup(pd, sizeof(double) * PAIRD * (size_t)np);
     k->npair = k->pair ? np : 0;
@@ -1018,6 +1033,51 @@ static double tan_row(const Kernel *k, int p, int c, const double *P, const doub
     return dd[0] * t[0] + dd[1] * t[1] - wpr * dw - r * (vc[2] - vp[2]);
 }
 
+/* The slip velocity of a planar shape pair's feature with row data P (rd[0]: its record) at
+ * the current kinematics (returned): the tangential row jt of planar_pairs.h at the surface
+ * points times the bodies' rates. Dr (n, or NULL): its row in joint rates; cv (or NULL):
+ * v_t' at the body accelerations a (as tan_row). The record is valid (mbk_set_pairs). */
+static double pair_tan_row(const Kernel *k, int p, int c, const double *P, const double *a,
+                           double *Dr, double *cv)
+{
+    mbpp_rows_t o;
+    if (pair_eval(k, (int)P[0], p, c, 1, &o) != OK) {
+        if (Dr)
+            memset(Dr, 0, sizeof(double) * (size_t)k->n);
+        if (cv)
+            *cv = 0.0;
+        return 0.0;
+    }
+    const double *vp = k->xd + 3 * p, *vc = k->xd + 3 * c;
+    double vt = 0.0;
+    for (int i = 0; i < 3; i++)
+        vt += o.jt[i] * vp[i] + o.jt[3 + i] * vc[i];
+    if (Dr) {
+        double Xp[2] = {k->x[3 * p], k->x[3 * p + 1]}, Xc[2] = {k->x[3 * c], k->x[3 * c + 1]};
+        memset(Dr, 0, sizeof(double) * (size_t)k->n);
+        add_path(k, c, Xc, o.jt + 3, Dr);
+        add_path(k, p, Xp, o.jt, Dr);
+    }
+    if (cv) {
+        const double *ap = a + 3 * p, *ac = a + 3 * c;
+        double g = o.gt;
+        for (int i = 0; i < 3; i++)
+            g += o.jt[i] * ap[i] + o.jt[3 + i] * ac[i];
+        *cv = g;
+    }
+    return vt;
+}
+
+/* the slip velocity of a frictional contact whose gap row (or sticking row) is of kind
+ * `kind`: a shape pair's (R_PAIR, R_PTAN) or a point-line contact's (tan_row) */
+static double slip_row(const Kernel *k, int kind, int p, int c, const double *P,
+                       const double *a, double *Dr, double *cv)
+{
+    if (kind == R_PAIR || kind == R_PTAN)
+        return pair_tan_row(k, p, c, P, a, Dr, cv);
+    return tan_row(k, p, c, P, a, Dr, cv);
+}
+
 /* phi, Dq (and conv when want_conv, needs k->a0) of the rows at the current kinematics:
  * the rows of the cut joints and, in a kernel made for a phase with persistent contacts,
  * the gap rows of those contacts (point-line: R_PRJ, point-point: R_DST, joint limits:
@@ -1037,9 +1097,9 @@ static int rows(Kernel *k, int want_conv)
         const int *R = k->ri + RI * r;
         const double *P = k->rd + RD * r;
         int kind = R[0], p = R[1], c = R[2];
-        if (kind == R_TAN) {        /* a sticking contact: its slip velocity v_t = 0 */
+        if (kind == R_TAN || kind == R_PTAN) {    /* a sticking contact: v_t = 0 */
             double *Dr = k->Dq + (size_t)r * n, cv = 0.0;
-            tan_row(k, p, c, P, k->a0, Dr, want_conv ? &cv : NULL);
+            slip_row(k, kind, p, c, P, k->a0, Dr, want_conv ? &cv : NULL);
             k->phi[r] = 0.0;
             k->conv[r] = cv;
             int *nz = k->nzc + (size_t)r * n, cnt = 0;
@@ -1256,7 +1316,7 @@ static int slide_solve(Kernel *k, const double *base0, int fixed, double *out)
     for (int j = 0; j < p; j++) {
         int row = k->slr[j];
         const int *R = k->ri + RI * row;
-        double vt = tan_row(k, R[1], R[2], k->rd + RD * row, NULL, kj, NULL), s;
+        double vt = slip_row(k, R[0], R[1], R[2], k->rd + RD * row, NULL, kj, NULL), s;
         if (fixed)
             vt = 0.0;
         fr_slip_direction(1, &vt, k->sls0 + j, &s);
@@ -1277,8 +1337,9 @@ static int slide_solve(Kernel *k, const double *base0, int fixed, double *out)
             rj[r] = acc;
         }
     }
-    rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, (syev_fn)k->syev, k->work, k->lwork,
-                           RANK_RTOL, p + 1, rhs, sol);
+    /* (S is written on its envelope only: schur leaves the entries before it stale) */
+    rc = dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, m, (syev_fn)k->syev, k->work,
+                             k->lwork, RANK_RTOL, p + 1, rhs, sol);
     if (rc != OK)
         goto done;
     for (int j = 0; j < p; j++) {                     /* I - E L */

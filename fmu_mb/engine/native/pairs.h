@@ -78,6 +78,61 @@ static double mbp_box_point(const double *x, const double *R, const double *p, c
     return dist;
 }
 
+/* feature fid of a capsule (a) against a box (b, half edges hb; pairs._capsule_box): 0, 1
+ * the core's ends against the box, 2-9 the box's vertices against the core, 10 + eb the core
+ * against the box's edge eb; 0 for an absent feature */
+static int mbp_capsule_box(const double *sa, const double *Ra, const double *pa,
+                           const double *sb, const double *Rb, const double *pb,
+                           const double *hb, int fid, mbp_core *c) {
+    mbg_shape A = {MBG_CAPSULE, 3, sa, Ra, pa}, B = {MBG_BOX, 3, sb, Rb, pb};
+    double e0[3], e1[3], nb[3];
+    c->ra = mbg_core(&A, e0, e1);
+    if (fid < 2) {
+        for (int i = 0; i < 3; i++) c->ca[i] = fid ? e1[i] : e0[i];
+        c->gc = mbp_box_point(c->ca, Rb, pb, hb, c->cb, nb, &c->tb, c->ub);
+        for (int i = 0; i < 3; i++) c->n[i] = -nb[i];
+        c->ta = MBP_V;
+        return 1;
+    }
+    mbg_col(&A, 2, c->ua);
+    if (fid < 10) {
+        double d[3], xe[3], up[3], v[3];
+        mbg_vertex(3, Rb, pb, hb, fid - 2, c->cb);
+        for (int i = 0; i < 3; i++) { d[i] = e1[i] - e0[i]; xe[i] = c->cb[i] - e0[i]; }
+        double dd = mbg_dot(3, d, d);
+        double t = dd > 1e-300 ? mbg_clamp01(mbg_dot(3, xe, d) / dd) : 0.0;
+        for (int i = 0; i < 3; i++) c->ca[i] = e0[i] + t * d[i];
+        mbg_col(&A, 2, up);
+        mbp_sub(c->cb, c->ca, v);
+        c->gc = mbg_unit_or(3, v, up, c->n);
+        c->ta = 0.0 < t && t < 1.0 ? MBP_E : MBP_V;
+        c->tb = MBP_V;
+        return 1;
+    }
+    mbg_edge EB[12];
+    mbg_edges(&B, EB);
+    const mbg_edge *b = &EB[fid - 10];
+    double ub1[3], ub2[3], n[3], ab[3], dv[3], s, t;
+    mbg_col(&B, b->k, c->ub); mbg_col(&B, b->k1, ub1); mbg_col(&B, b->k2, ub2);
+    mbg_cross(c->ua, c->ub, n);
+    double ln = sqrt(mbg_dot(3, n, n));
+    if (ln < MBG_PARALLEL_TOL) return 0;
+    for (int i = 0; i < 3; i++) n[i] /= ln;
+    if (b->s1 * mbg_dot(3, n, ub1) + b->s2 * mbg_dot(3, n, ub2) > 0.0)
+        for (int i = 0; i < 3; i++) n[i] = -n[i];
+    mbp_sub(pb, pa, ab);
+    if (!(-b->s1 * mbg_dot(3, n, ub1) > MBG_SUPPORT_TOL
+          && -b->s2 * mbg_dot(3, n, ub2) > MBG_SUPPORT_TOL && mbg_dot(3, n, ab) >= 0.0))
+        return 0;
+    mbg_segment_closest(3, e0, e1, b->e0, b->e1, &s, &t, c->ca, c->cb);
+    if (!(0.0 < s && s < 1.0 && 0.0 < t && t < 1.0)) return 0;
+    mbp_sub(c->cb, c->ca, dv);
+    for (int i = 0; i < 3; i++) c->n[i] = n[i];
+    c->gc = mbg_dot(3, n, dv);
+    c->ta = c->tb = MBP_E;
+    return 1;
+}
+
 /* the core of feature fid of shapes a, b (kinds in the order of pairs.KINDS) at world poses
  * (R row-major, the shape axes as columns); 0 for an absent feature */
 static int mbp_feature(int ka, const double *sa, const double *Ra, const double *pa,
@@ -108,6 +163,8 @@ static int mbp_feature(int ka, const double *sa, const double *Ra, const double 
         c->ta = MBP_V;
         return 1;
     }
+    if (ka == MBG_CAPSULE)
+        return mbp_capsule_box(sa, Ra, pa, sb, Rb, pb, hb, fid, c);
     double ha[3] = {0.5 * sa[0], 0.5 * sa[1], 0.5 * sa[2]};
     if (fid < 8) {
         mbg_vertex(3, Ra, pa, ha, fid, c->ca);

@@ -50,13 +50,15 @@ V, E, F = 0, 1, 2
 ABSENT_GAP = 1.0e3
 #: the kinds of the pairs taken, in the narrowphase's order (a, b)
 KINDS = (("sphere", "sphere"), ("sphere", "capsule"), ("capsule", "capsule"),
-         ("sphere", "box"), ("box", "box"))
+         ("sphere", "box"), ("capsule", "box"), ("box", "box"))
 
 
 def features(kind_a, kind_b):
     """The feature ids of a pair (a, b) in the order of KINDS."""
     if kind_a == "box":
         return list(range(16 + 144))
+    if kind_b == "box" and kind_a == "capsule":
+        return list(range(2 + 8 + 12))
     return [0]
 
 
@@ -145,6 +147,8 @@ def feature(kind_a, sa, Ra, pa, kind_b, sb, Rb, pb, fid, edges=None):
     if kind_a == "sphere":
         q, nb, dist, tb, ub = _box_point(pa, Rb, pb, hb)
         return Core(pa, q, -nb, dist, sa[0], 0.0, V, tb, _Z, ub)
+    if kind_a == "capsule":
+        return _capsule_box(sa, Ra, pa, Rb, pb, hb, fid)
     ha = 0.5 * np.asarray(sa, float)
     if fid < 8:
         x = _vertex(Ra, pa, ha, fid)
@@ -174,6 +178,41 @@ def feature(kind_a, sa, Ra, pa, kind_b, sb, Rb, pb, fid, edges=None):
     if not (0.0 < s < 1.0 and 0.0 < t < 1.0):
         return None
     return Core(ca, cb, n, float(n @ (cb - ca)), 0.0, 0.0, E, E, Ra[:, ka], Rb[:, kb])
+
+
+def _capsule_box(sa, Ra, pa, Rb, pb, hb, fid):
+    """Feature fid of a capsule (a) against a box (b), as shapes.capsule_box: 0, 1 the core's
+    ends against the box; 2-9 the box's vertices against the core; 10 + eb the core against
+    the box's edge eb (None when that edge is no support or the closest points leave the
+    core or the edge)."""
+    e0, e1, ra, ua = _core("capsule", Ra, pa, sa)
+    if fid < 2:
+        x = e1 if fid else e0
+        q, nb, dist, tb, ub = _box_point(x, Rb, pb, hb)
+        return Core(x, q, -nb, dist, ra, 0.0, V, tb, _Z, ub)
+    if fid < 10:
+        x = _vertex(Rb, pb, hb, fid - 2)
+        d = e1 - e0
+        dd = d @ d
+        t = min(max(((x - e0) @ d) / dd, 0.0), 1.0) if dd > 1e-300 else 0.0
+        q = e0 + t * d
+        n, l = _unit_or(x - q, _up(Ra))
+        return Core(q, x, n, l, ra, 0.0, E if 0.0 < t < 1.0 else V, V, ua, _Z)
+    _, kb, kb1, kb2, sb1, sb2, b0, b1 = _edges(Rb, pb, hb)[fid - 10]
+    n = _cross(ua, Rb[:, kb])
+    ln = float(np.sqrt(n @ n))
+    if ln < PARALLEL_TOL:
+        return None
+    n = n / ln
+    if sb1 * (n @ Rb[:, kb1]) + sb2 * (n @ Rb[:, kb2]) > 0.0:
+        n = -n
+    if not (-sb1 * (n @ Rb[:, kb1]) > SUPPORT_TOL and -sb2 * (n @ Rb[:, kb2]) > SUPPORT_TOL
+            and n @ (pb - pa) >= 0.0):
+        return None
+    s, t, ca, cb = segment_closest(e0, e1, b0, b1)
+    if not (0.0 < s < 1.0 and 0.0 < t < 1.0):
+        return None
+    return Core(ca, cb, n, float(n @ (cb - ca)), ra, 0.0, E, E, ua, Rb[:, kb])
 
 
 def motion(c, ra_, va, wa, rb_, vb, wb):
