@@ -120,7 +120,8 @@ typedef struct {
 static int charge(Kernel *k) { return work_charge(&k->work_budget); }
 
 /* The work budget of the calls that follow (0: none), the spent work reset; each right-hand
- * side and each projection iteration costs `unit` (native/work.h) */
+ * side and each projection iteration costs `unit`, and each loop solve its operation count
+ * on top (native/work.h); mbk_spent: the units of the former */
 void mbk_set_budget(Kernel *k, double budget, double unit)
 {
     work_set(&k->work_budget, budget, unit);
@@ -1232,8 +1233,10 @@ static int psd_solve(Kernel *k, const double *rhs, double *y)
             }
         }
     }
-    return dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work,
-                               k->lwork, RANK_RTOL, 1, rhs, y);
+    double ops = 0.0;
+    int rc = dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work,
+                                 k->lwork, RANK_RTOL, 1, rhs, y, &ops);
+    return rc == OK ? work_ops(&k->work_budget, ops) : rc;
 }
 
 /* The sliding friction (native/friction.h; as spatial_kernel.c's slide_solve), after rows()
@@ -1277,8 +1280,11 @@ static int slide_solve(Kernel *k, const double *base0, int fixed, double *out)
             rj[r] = acc;
         }
     }
-    rc = dense_psd_solve_n(k->Sm, k->Vm, k->ev, m, (syev_fn)k->syev, k->work, k->lwork,
-                           RANK_RTOL, p + 1, rhs, sol);
+    double ops = 0.0;
+    rc = dense_psd_solve_env(k->Sm, NULL, k->Vm, k->ev, m, (syev_fn)k->syev, k->work, k->lwork,
+                             RANK_RTOL, p + 1, rhs, sol, &ops);
+    if (rc == OK)
+        rc = work_ops(&k->work_budget, ops);
     if (rc != OK)
         goto done;
     for (int j = 0; j < p; j++) {                     /* I - E L */
@@ -1380,9 +1386,10 @@ static int project(Kernel *k, double t, double *y)
         memcpy(rhs, k->phi, sizeof(double) * m);
         for (int r = 0; done > 0 && r < m; r++)        /* and Dq qd */
             rhs[m + r] = dq_dot(k, r, qd);
+        double ops = 0.0;
         if ((rc = dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, m, (syev_fn)k->syev, k->work,
-                                      k->lwork, PROJECTION_RTOL, done > 0 ? 2 : 1, rhs, sol))
-            != OK)
+                                      k->lwork, PROJECTION_RTOL, done > 0 ? 2 : 1, rhs, sol,
+                                      &ops)) != OK || (rc = work_ops(&k->work_budget, ops)) != OK)
             return rc;
         double *dq = k->wacc, *dqd = k->wacc + n;
         add_wt(k, sol, 1.0, dq, 1);            /* the Newton correction W sol */
