@@ -219,6 +219,22 @@ def solve_kkt(Minv, D, F, b, mass=None):
     return a, lam
 
 
+def kept_energy(kinetic, v, dv_hard, dv_smooth):
+    """The factor on the projected velocity v - dv_hard that gives back the kinetic energy the
+    projection at PROJECTION_RTOL (correction dv_hard) removes beyond the projection at the
+    multipliers' smooth cut-off RANK_RTOL (dv_smooth): sqrt(E(v - dv_smooth) / E(v - dv_hard))
+    when that exceeds 1, else 1 (native/kernel.c's kept_energy; kinetic(v) the kinetic energy).
+    Near a singular pose the multipliers cut off the rows that have become nearly dependent,
+    so the accelerations let the velocity leave the rows along them, although the rows' forces,
+    which do no work, would have kept it there; the projection puts it back and removes
+    v^2 / (2 w) of kinetic energy with it (w the small eigenvalue of S). Where no eigenvalue is
+    below the cut-off both corrections are the same Cholesky solve and the factor is 1."""
+    if np.array_equal(dv_hard, dv_smooth):
+        return 1.0
+    es, eh = kinetic(v - dv_smooth), kinetic(v - dv_hard)
+    return math.sqrt(es / eh) if es > eh > 0.0 and math.isfinite(es) else 1.0
+
+
 def min_norm_correction(Minv, D, r, rtol=RANK_RTOL, numpy_only=False):
     """Smallest M-norm dx with D dx = r (least squares if inconsistent): M^-1 D' S^+ r.
     r (m,) or (m, k) (then dx (n, k)); rtol the cut-off of S's eigenvalues, numpy_only: see

@@ -16,8 +16,8 @@ import numpy as np
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
 from ...errors import AssemblyError, SingularSystemError
-from ...linalg import (PROJECTION_RTOL, RANK_RTOL, projection_done, projection_settled,
-                       schur_solve)
+from ...linalg import (PROJECTION_RTOL, RANK_RTOL, kept_energy, projection_done,
+                       projection_settled, schur_solve)
 from ...mechanics.tree import tree_map
 
 from ...linalg import LazyModule  # noqa: I100  (apart: scipy is imported on first use)
@@ -163,7 +163,16 @@ def project(model, y, t, tol, kinematics, extra=None, weighted=False, cut=None, 
         Mbar = Tq.T @ (model.compiled.mass_diag[:, None] * Tq)
         z = np.zeros(b.shape[0])
         return np.concatenate([q, solve(model, Mbar, Mbar @ qd, z, Dq, -b, z, qd, None)[0]])
-    return np.concatenate([q, qd - _min_norm(model, Tq, Dq, Dq @ qd - b, PROJECTION_RTOL)])
+    r = Dq @ qd - b
+    dqd = _min_norm(model, Tq, Dq, r, PROJECTION_RTOL)
+    gain = 1.0
+    if not model.compiled.spatial and not model.drives:
+        # the kinetic energy the hard cut removes beyond the multipliers' cut-off, given back
+        # (linalg.kept_energy; native/kernel.c, whose planar kernel prescribes the drives)
+        Mbar = Tq.T @ (model.compiled.mass_diag[:, None] * Tq)
+        gain = kept_energy(lambda v: 0.5 * v @ Mbar @ v, qd, dqd,
+                           _min_norm(model, Tq, Dq, r, RANK_RTOL))
+    return np.concatenate([q, gain * (qd - dqd)])
 
 
 def _min_norm(model, Tq, Dq, r, rtol=RANK_RTOL):

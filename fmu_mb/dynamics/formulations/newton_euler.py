@@ -16,8 +16,9 @@ from ...errors import InputError
 
 from ...mechanics import constraints
 from ...mechanics.elements import applied_forces
-from ...linalg import (PROJECTION_ACCEPT, PROJECTION_RTOL, min_norm_correction,  # noqa: F401
-                       projection_done, projection_settled, solve_kkt, solve_kkt_dense)
+from ...linalg import (PROJECTION_ACCEPT, PROJECTION_RTOL, RANK_RTOL,  # noqa: F401
+                       kept_energy, min_norm_correction, projection_done, projection_settled,
+                       solve_kkt, solve_kkt_dense)
 
 COORDINATES = "absolute"
 
@@ -94,8 +95,15 @@ def project_absolute(model, y, t, tol):
             step = np.abs(dx).max(initial=0.0)
             if projection_settled(it, step, prev_step, tol, scale):
                 # the settled correction is not taken (as _minimal.project): taken, it gave
-                # B0 a 1e-8 m/s kick at the pose at 4.66 s (N = 40) that the phase then grew
-                return np.concatenate([x, xd - both[:, 1]])
+                # B0 a 1e-8 m/s kick at the pose at 4.66 s (N = 40) that the phase then grew.
+                # The kinetic energy the hard cut removes beyond the multipliers' cut-off is
+                # given back (linalg.kept_energy, as _minimal.project)
+                gain = 1.0
+                if not model.drives:
+                    r = D @ xd + phi_t
+                    gain = kept_energy(lambda v: 0.5 * v @ (v / Minv), xd, both[:, 1],
+                                       min_norm_correction(Minv, D, r, RANK_RTOL))
+                return np.concatenate([x, gain * (xd - both[:, 1])])
         x -= dx
         prev, prev_step = err, np.abs(dx).max(initial=0.0)
     raise AssertionError("unreachable: projection_done accepts or raises at the last iterate")

@@ -466,19 +466,25 @@ static void dense_envelope(const double *A, int m, int *env)
 
 /* S^+ rhs by the eigen-decomposition of the full symmetric S in A (m x m; kept unless the
  * Jacobi fallback runs): eigenvalues below rtol * max cut off smoothly (dense_filter;
- * minimum-norm solution) */
+ * minimum-norm solution). ops (may be NULL): incremented by an estimate of the floating-point
+ * operations done (the tridiagonal QL's 4/3 m^3 + O(m^2), dsyev's ~9 m^3, Jacobi's ~60 m^3) */
 static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn syev,
                                double *work, int lwork, double rtol, int nrhs,
-                               const double *rhs, double *y)
+                               const double *rhs, double *y, double *ops)
 {
+    double mm = (double)m;
     for (int i = 0; i < m * m; i++)
         if (!isfinite(A[i]))
             return ERR_NONFINITE;
     if (!(syev && work)) {               /* no LAPACK: tridiagonal QL on the right-hand sides */
         memcpy(y, rhs, sizeof(double) * (size_t)nrhs * m);
+        if (ops)
+            *ops += mm * mm * (4.0 / 3.0 * mm + 40.0 + 16.0 * nrhs);
         if (dense_tridiagonal_solve(A, V, w, m, rtol, nrhs, y) == 0)
             return OK;
     }
+    if (ops)
+        *ops += mm * mm * ((syev && work ? 9.0 : 60.0) * mm + 4.0 * nrhs);
     int se = 1, si = m;                  /* component i of eigenvector e: V[e se + i si] */
     int info = 1;
     if (syev && work) {
@@ -571,7 +577,7 @@ static int dense_env_cholesky(const double *A, const int *env, double *V, int m,
  * A is S), kept in w. */
 static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w, int m,
                                 syev_fn syev, double *work, int lwork, double rtol, int nrhs,
-                                const double *rhs, double *y, int pivoted)
+                                const double *rhs, double *y, int pivoted, double *ops)
 {
     int full = !env;
     if (full) {
@@ -580,12 +586,23 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
         env = fw;
     }
     const int *first = env, *last = env + m;
+    double e1 = 0.0, e2 = 0.0;            /* sum of the envelope's row widths, and of squares */
+    if (ops) {
+        for (int r = 0; r < m; r++) {
+            double wr = (double)(r - first[r] + 1);
+            e1 += wr;
+            e2 += wr * wr;
+        }
+        *ops += (full ? (double)m * m : 0.0) + e2 + 4.0 * e1 * nrhs;   /* a factor, the solves */
+    }
     double dmin = INFINITY, dmax = 0.0;
     int ok = dense_env_cholesky(A, env, V, m, 0.0, &dmin, &dmax);
     double top = dense_filter_top(rtol);         /* every eigenvalue above it: S^-1 */
     int chol = ok && dmin * dmin > top * 1e2 * dmax * dmax;
     if (ok && !chol) {
         double gmax = 0.0;
+        if (ops)
+            *ops += e1 + 2.0 * e2;                /* the row sums, two more factors */
         for (int r = 0; r < m; r++)               /* row sums of |S| in y */
             y[r] = 0.0;
         for (int r = 0; r < m; r++)
@@ -625,6 +642,8 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
         }
         return OK;
     }
+    if (ops)
+        *ops += (double)m * m;
     for (int r = 0; !full && r < m; r++)         /* the full symmetric S from its envelope */
         for (int l = 0; l < r; l++)
             A[(size_t)l * m + r] = A[(size_t)r * m + l] = l < first[r] ? 0.0 : A[(size_t)r * m + l];
@@ -632,17 +651,24 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
         int finite = 1;
         for (int i = 0; i < m * m && finite; i++)
             finite = isfinite(A[i]);
+        if (ops)
+            *ops += (double)m * m * (m + 4.0 * nrhs);
         if (finite && dense_pc_minnorm(A, V, m, rtol, nrhs, rhs, y))
             return OK;
     }
-    return dense_eigen_solve_n(A, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y);
+    return dense_eigen_solve_n(A, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y, ops);
 }
 
+/* dense_psd_solve_envx without the pivoted Cholesky; ops (may be NULL): incremented by an
+ * estimate of the floating-point operations of the route taken (the envelope Cholesky's
+ * O(sum of the squared row widths of the envelope), the eigen-decomposition's O(m^3)), what a
+ * caller charges against a work budget */
 static int dense_psd_solve_env(double *A, const int *env, double *V, double *w, int m,
                                syev_fn syev, double *work, int lwork, double rtol, int nrhs,
-                               const double *rhs, double *y)
+                               const double *rhs, double *y, double *ops)
 {
-    return dense_psd_solve_envx(A, env, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y, 0);
+    return dense_psd_solve_envx(A, env, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y, 0,
+                                ops);
 }
 
 /* y = S^+ rhs for the symmetric positive semi-definite S in A (all m x m entries; kept unless
@@ -651,7 +677,7 @@ static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn sye
                              double *work, int lwork, double rtol, int nrhs,
                              const double *rhs, double *y)
 {
-    return dense_psd_solve_env(A, NULL, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y);
+    return dense_psd_solve_env(A, NULL, V, w, m, syev, work, lwork, rtol, nrhs, rhs, y, NULL);
 }
 
 /* dense_psd_solve_n with the pivoted Cholesky factorisation of dense_pc_minnorm before the
@@ -660,7 +686,7 @@ static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn sye
 static int dense_psd_solve_pc(double *A, double *V, double *w, int m, double rtol, int nrhs,
                               const double *rhs, double *y)
 {
-    return dense_psd_solve_envx(A, NULL, V, w, m, NULL, NULL, 0, rtol, nrhs, rhs, y, 1);
+    return dense_psd_solve_envx(A, NULL, V, w, m, NULL, NULL, 0, rtol, nrhs, rhs, y, 1, NULL);
 }
 
 /* one right-hand side, the multipliers' cut-off RANK_RTOL */

@@ -93,8 +93,9 @@ int mbk_events_outputs_fr(void *ev, double t, const double *y, const double *u,
                                          settings say (settings.max_steps may lower it): the
                                          Python FMU's cap for the compiled integrators */
 /* The work budget of one do_step, counted, not timed, so that results stay deterministic: a
- * right-hand side and a Newton iteration of the projection cost work_unit(e) each (an estimate
- * of their cost from the model's sizes, about 1 us of a 2020s x86-64 core per unit); a contact
+ * right-hand side and a Newton iteration of the projection cost rhs_unit(e) each (an estimate
+ * of their cost from the model's sizes, about 1 us of a 2020s x86-64 core per unit), the
+ * planar kernel's loop solves their operation count on top (native/work.h); a contact
  * model's event loop gets as many steps as the budget pays for at work_unit(e) * (stages + 16)
  * a step. MBE_WORK_BUDGET units are about 1 s of such a core, so that no call takes more than
  * a few seconds on a busy machine, whatever the settings and inputs. */
@@ -2093,12 +2094,25 @@ static int check_inputs(const MbEngine *e, const double *u, char *err, size_t er
 
 /* The cost of one right-hand side (or projection iteration) in work units (about 1 us of a
  * 2020s x86-64 core), estimated from the model's sizes: fitted to the models of models/ with
- * an O(m^3) term for the loop solves (an overestimate is safe: a smaller budget in steps). */
+ * an O(m^3) term for the loop solves (an overestimate is safe: a smaller budget in steps).
+ * The event loop's steps are paid at this rate. */
 static double work_unit(const MbEngine *e)
 {
     double rows = e->kind == 1 ? 6.0 * e->nc + e->nd : (double)e->m;
     return 0.1 + 0.05 * e->n + (e->kind == 1 ? 0.16 : 0.03) * e->nrows + 0.3 * e->nc +
            0.1 * e->m + 0.12 * e->ncon + 2e-3 * rows * rows * rows;
+}
+
+/* The unit a right-hand side (or projection iteration) charges in the kernel's budget of one
+ * do_step: work_unit's for the spatial kernel; for the planar kernel without the O(m^3) term,
+ * because it charges each loop solve by the operations of the route the solve took
+ * (native/work.h work_ops; the envelope Cholesky's O(m b^2) on a band of width b, the
+ * eigen-decomposition's O(m^3) only at singular poses). */
+static double rhs_unit(const MbEngine *e)
+{
+    if (e->kind == 1)
+        return work_unit(e);
+    return 0.1 + 0.05 * e->n + 0.03 * e->nrows + 0.3 * e->nc + 0.1 * e->m + 0.12 * e->ncon;
 }
 
 /* Why a step used up its budget, in words a user can act on: the tolerances, rk4's step, a
@@ -2198,7 +2212,7 @@ static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
     if (reuse)
         memcpy(e->ytmp + 2 * n, e->fsal_f, sizeof(double) * 2 * n);
-    double unit = work_unit(e);
+    double unit = rhs_unit(e);
     (e->kind == 1 ? sk_set_budget : mbk_set_budget)(e->kern, MBE_WORK_BUDGET, unit);
     int rc = (e->kind == 1 ? sk_advance : mbk_advance)(e->kern, method, par, e->ytmp, uu,
                                                          &nfev);

@@ -88,7 +88,7 @@ typedef struct {
      * row's components (-1: none); rsup_start (m + 1), rsup: a row's coordinates (its
      * components', ascending; Dq and W are zero elsewhere); pr_start (m + 1), pr: the rows
      * l <= r sharing a component with row r, ascending; env (2 m): S's envelope (dense.h);
-     * wacc (2 n) accumulators */
+     * wacc (3 n) accumulators */
     int ncomp, *bcomp, *cj_start, *cj, *rcomp, *rsup_start, *rsup, *pr_start, *pr, *env;
     double *wacc;
     int rows_dirty;        /* the rows' bodies changed in place (the event loop's selection) */
@@ -120,7 +120,8 @@ typedef struct {
 static int charge(Kernel *k) { return work_charge(&k->work_budget); }
 
 /* The work budget of the calls that follow (0: none), the spent work reset; each right-hand
- * side and each projection iteration costs `unit` (native/work.h) */
+ * side and each projection iteration costs `unit`, and each loop solve its operation count
+ * on top (native/work.h); mbk_spent: the units of the former */
 void mbk_set_budget(Kernel *k, double budget, double unit)
 {
     work_set(&k->work_budget, budget, unit);
@@ -741,7 +742,7 @@ static int row_structure(Kernel *k)
     k->rsup_start = calloc((size_t)m + 1, sizeof(int));
     k->pr_start = calloc((size_t)m + 1, sizeof(int));
     k->env = malloc(sizeof(int) * (size_t)(2 * m + 1));
-    k->wacc = calloc((size_t)(2 * n + 1), sizeof(double));
+    k->wacc = calloc((size_t)(3 * n + 1), sizeof(double));
     int *ccount = calloc((size_t)nb + 1, sizeof(int)), *mark = malloc(sizeof(int) * (size_t)(m + 1));
     int *crows_start = calloc((size_t)nb + 2, sizeof(int)), *crows = malloc(sizeof(int) * (size_t)(2 * m + 1));
     int rc = ERR_ARGS;
@@ -1292,8 +1293,10 @@ static int psd_solve(Kernel *k, const double *rhs, double *y)
             }
         }
     }
-    return dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work,
-                               k->lwork, RANK_RTOL, 1, rhs, y);
+    double ops = 0.0;
+    int rc = dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, k->m, (syev_fn)k->syev, k->work,
+                                 k->lwork, RANK_RTOL, 1, rhs, y, &ops);
+    return rc == OK ? work_ops(&k->work_budget, ops) : rc;
 }
 
 /* The sliding friction (native/friction.h; as spatial_kernel.c's slide_solve), after rows()
@@ -1338,8 +1341,11 @@ static int slide_solve(Kernel *k, const double *base0, int fixed, double *out)
         }
     }
     /* (S is written on its envelope only: schur leaves the entries before it stale) */
+    double ops = 0.0;
     rc = dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, m, (syev_fn)k->syev, k->work,
-                             k->lwork, RANK_RTOL, p + 1, rhs, sol);
+                             k->lwork, RANK_RTOL, p + 1, rhs, sol, &ops);
+    if (rc == OK)
+        rc = work_ops(&k->work_budget, ops);
     if (rc != OK)
         goto done;
     for (int j = 0; j < p; j++) {                     /* I - E L */
@@ -1401,6 +1407,56 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
     return OK;
 }
 
+/* kinetic energy of the velocities v at q (the bodies' centres of mass and rotations) */
+static double kinetic(Kernel *k, const double *q, const double *v)
+{
+    kinematics(k, q, v);
+    double e = 0.0;
+    for (int b = 0; b < k->nb; b++) {
+        const double *xd = k->xd + 3 * b;
+        e += k->mass[b] * (xd[0] * xd[0] + xd[1] * xd[1]) + k->inertia[b] * xd[2] * xd[2];
+    }
+    return 0.5 * e;
+}
+
+/* The kinetic energy that the velocity projection at PROJECTION_RTOL (correction dqd of qd,
+ * rhs = Dq qd) removes beyond what a projection at the multipliers' smooth cut-off RANK_RTOL
+ * removes, given back to the projected velocity as the factor gain (>= 1) on it, as
+ * fmu_mb.dynamics.formulations._minimal.kept_energy. Near a singular pose the multipliers
+ * cut off the rows that have become nearly dependent, so the accelerations let qd leave
+ * Dq qd = 0 along them, although the rows' forces, which do no work, would have kept it
+ * there; the projection puts it back and removes v^2 / (2 w) of kinetic energy with it (w the
+ * small eigenvalue; IFToMM A02 N = 10 lost 5e-8 of its energy at one crossing, 9e-6 rad of
+ * crank phase after 20 s). Where no eigenvalue of S is below the cut-off both solves are the
+ * same Cholesky solve, bit for bit, and gain is 1. Called after the projection's last solve
+ * at q (rows and W current); leaves the kinematics at q. */
+static int kept_energy(Kernel *k, const double *q, const double *qd, const double *rhs,
+                       const double *dqd, double *gain)
+{
+    int m = k->m, n = k->n, rc;
+    double ops = 0.0, *y = k->rr, *dqs = k->wacc + 2 * n, *v = k->qtmp;
+    if ((rc = schur(k)) != OK ||        /* S again: the solve at PROJECTION_RTOL may have used it */
+        (rc = dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, m, (syev_fn)k->syev, k->work,
+                                  k->lwork, RANK_RTOL, 1, rhs, y, &ops)) != OK ||
+        (rc = work_ops(&k->work_budget, ops)) != OK)
+        return rc;
+    add_wt(k, y, 1.0, dqs, 1);
+    int same = 1;
+    for (int j = 0; j < n && same; j++)
+        same = dqs[j] == dqd[j];
+    if (same)
+        return OK;
+    for (int j = 0; j < n; j++)
+        v[j] = qd[j] - dqs[j];
+    double es = kinetic(k, q, v);
+    for (int j = 0; j < n; j++)
+        v[j] = qd[j] - dqd[j];
+    double eh = kinetic(k, q, v);
+    if (es > eh && eh > 0.0 && isfinite(es))
+        *gain = sqrt(es / eh);
+    return OK;
+}
+
 /* Project y = (q, qd) at time t onto the rows (the prescribed coordinates set to s(t),
  * s'(t); Newton with least kinetic-energy steps of the others, then qd onto Dq qd = 0), as
  * fmu_mb.dynamics.formulations._minimal.project. The projections are linear solves whose only
@@ -1441,9 +1497,10 @@ static int project(Kernel *k, double t, double *y)
         memcpy(rhs, k->phi, sizeof(double) * m);
         for (int r = 0; done > 0 && r < m; r++)        /* and Dq qd */
             rhs[m + r] = dq_dot(k, r, qd);
+        double ops = 0.0;
         if ((rc = dense_psd_solve_env(k->Sm, k->env, k->Vm, k->ev, m, (syev_fn)k->syev, k->work,
-                                      k->lwork, PROJECTION_RTOL, done > 0 ? 2 : 1, rhs, sol))
-            != OK)
+                                      k->lwork, PROJECTION_RTOL, done > 0 ? 2 : 1, rhs, sol,
+                                      &ops)) != OK || (rc = work_ops(&k->work_budget, ops)) != OK)
             return rc;
         double *dq = k->wacc, *dqd = k->wacc + n;
         add_wt(k, sol, 1.0, dq, 1);            /* the Newton correction W sol */
@@ -1453,11 +1510,13 @@ static int project(Kernel *k, double t, double *y)
             /* a correction within tolerance is applied (it takes the residual to rounding;
              * Dq moves by less than the tolerance); a stalled one is not, its residual is
              * unknown. qd goes onto Dq qd = 0 with this Dq. */
-            double small = step <= k->proj_tol * scale ? 1.0 : 0.0;
+            double small = step <= k->proj_tol * scale ? 1.0 : 0.0, gain = 1.0;
             add_wt(k, sol + m, 1.0, dqd, 1);
+            if (k->nd == 0 && (rc = kept_energy(k, q, qd, rhs + m, dqd, &gain)) != OK)
+                return rc;
             for (int j = 0; j < n; j++) {
                 q[j] -= small * dq[j];
-                qd[j] -= dqd[j];
+                qd[j] = gain * (qd[j] - dqd[j]);
             }
             return OK;
         }
