@@ -1,0 +1,145 @@
+"""Joint Coulomb friction in the compiled planar kernel (native/kernel.c): the sticking rows
+R_JRATE (a tree joint's rate row is the unit row on its coordinate) and the slipping joints'
+generalised forces -F_c s0 (mbk_set_joint_torques) against the Python reference
+(fmu_mb.dynamics.impact.accelerations with a friction phase, formulation newton_euler in
+absolute coordinates: the other formulation of the same law) to 1e-9, at random states of the
+test models of tests/test_joint_friction.py, for every stick / slip+ / slip- combination: the
+joint accelerations and the sticking joints' multipliers (friction torque -lam_j)."""
+import ctypes
+import itertools
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from fmu_mb import ModelBuilder
+from fmu_mb.dynamics import friction as fr
+from fmu_mb.dynamics.formulations import get_formulation
+from fmu_mb.dynamics.impact import Status, accelerations
+from fmu_mb.engine.kernel import TreeKernel, joint_rate_rows, loop_rows
+from fmu_mb.mechanics import constraints
+
+G = 9.81
+
+
+def rotor(fc=0.25):
+    mb = ModelBuilder("rotor2", gravity=(0.0, -G))
+    b = mb.body("disc", mass=2.0, inertia=0.5, angular_velocity=2.9)
+    mb.revolute("hub", "ground", b, friction=fc)
+    return mb.build()
+
+
+def slider(alpha=0.4, fc=3.0):
+    d = (math.cos(alpha), -math.sin(alpha))
+    mb = ModelBuilder("slider2", gravity=(0.0, -G))
+    b = mb.body("block", mass=1.5, inertia=0.1)
+    mb.prismatic("slide", "ground", b, axis=d, friction=fc)
+    return mb.build()
+
+
+def spring_rotor(k=2.0, fc=0.2):
+    mb = ModelBuilder("spring2", gravity=(0.0, -G))
+    b = mb.body("disc", mass=2.0, inertia=0.5)
+    mb.revolute("hub", "ground", b, friction=fc)
+    mb.rsda("spring", "ground", b, stiffness=k)
+    return mb.build()
+
+
+def double_pendulum(f1=4.0, f2=2.5):
+    mb = ModelBuilder("dp", gravity=(0.0, -G))
+    a = mb.body("a", mass=1.0, inertia=0.1)
+    b = mb.body("b", mass=2.0, inertia=0.2)
+    mb.revolute("j1", "ground", a, child_point=(-0.5, 0.0), friction=f1)
+    mb.revolute("j2", a, b, parent_point=(0.5, 0.0), child_point=(-0.5, 0.0), friction=f2)
+    return mb.build()
+
+
+def slider_crank_arm(f1=1.5, f2=2.0):
+    """A cart on a frictional rail carrying a frictional pendulum (prismatic + revolute)."""
+    mb = ModelBuilder("cartpole", gravity=(0.0, -G))
+    c = mb.body("cart", mass=3.0, inertia=0.2)
+    p = mb.body("pole", mass=0.7, inertia=0.05, position=(0.0, -0.6))
+    mb.prismatic("rail", "ground", c, axis=(1.0, 0.0), friction=f1)
+    mb.revolute("pin", c, p, child_point=(0.0, 0.6), friction=f2)
+    return mb.build()
+
+
+MODELS = [rotor, slider, spring_rotor, double_pendulum, slider_crank_arm]
+
+
+def _compiled(model, kern, q, qd, stick, slip, s0, bound, names):
+    """qdd (n,) and the sticking joints' multipliers from the kernel with the phase's rows
+    and slip forces."""
+    lib, h = kern.lib, kern.handle
+    ri, rd = loop_rows(model)
+    si, sd = joint_rate_rows(model, [nm for nm, s in zip(names, stick) if s])
+    ri = np.ascontiguousarray(np.concatenate([ri, si]), dtype=np.intc)
+    rd = np.ascontiguousarray(np.concatenate([rd, sd]))
+    m = len(ri)
+    assert lib.mbk_set_rows(h, m, ri.ctypes.data, rd.ctypes.data) == 0
+    tau = np.zeros(kern.n)
+    _, rs = joint_rate_rows(model, names)
+    for k in np.flatnonzero(slip):
+        tau[int(rs[k, 0])] -= bound[k] * s0[k]
+    assert lib.mbk_set_joint_torques(h, tau.ctypes.data) == 0
+    kern.m = m
+    qdd = kern.accelerations(q, qd, None)[0]
+    lam = np.zeros(m + 8)
+    lib.mbk_multipliers(h, lam.ctypes.data)
+    return qdd, lam[len(loop_rows(model)[0]):m]
+
+
+@pytest.mark.parametrize("make", MODELS, ids=lambda f: f.__name__)
+def test_the_kernel_equals_the_python_friction_phase(make):
+    model = make()
+    kern = TreeKernel(model)
+    names, pos, bound = fr.joint_friction(model)
+    base = fr.phase_of(model, Status(model, {}), np.zeros(len(model.contacts), bool))
+    rec = get_formulation("recursive")
+    rng = np.random.default_rng(29)
+    n = kern.n
+    for _ in range(4):
+        q, qd = rng.uniform(-1.5, 1.5, n), rng.uniform(-2.0, 2.0, n)
+        x, xd = rec.absolute(model, q, qd)
+        for combo in itertools.product((0, 1, -1), repeat=len(names)):
+            stick = np.array([c == 0 for c in combo])
+            s0 = np.array([float(c or 1) for c in combo])
+            ph = replace(base, jstick=stick, jslip=~stick, js0=s0)
+            d = accelerations(model, x, xd, 0.0, model.input_vector(None),
+                              np.zeros(len(model.contacts), bool), fric=ph)
+            _, qdj, Jq, cq = constraints.joint_coordinates(model, x, xd)
+            ref = Jq @ d.qdd + cq
+            qdd, lam = _compiled(model, kern, q, qd, stick, ~stick, s0, bound, names)
+            np.testing.assert_allclose(qdd[:len(ref)], ref, rtol=0, atol=1e-9
+                                       * max(1.0, np.abs(ref).max()))
+            np.testing.assert_allclose(lam, d.lam_j[stick], rtol=0,
+                                       atol=1e-9 * max(1.0, np.abs(d.lam_j).max()))
+            # the sticking joints do not accelerate; the bound is the slipping joints' force
+            assert np.abs(qdd[pos[stick]] if stick.any() else 0.0).max() <= 1e-12 * max(
+                1.0, np.abs(ref).max())
+
+
+def test_no_joint_torques_is_the_smooth_dynamics_bit_for_bit():
+    model = double_pendulum()
+    kern = TreeKernel(model)
+    q, qd = np.array([0.3, -0.7]), np.array([1.1, 0.4])
+    a = kern.accelerations(q, qd, None)[0]
+    tau = np.zeros(kern.n)
+    assert kern.lib.mbk_set_joint_torques(kern.handle, tau.ctypes.data) == 0
+    b = kern.accelerations(q, qd, None)[0]
+    assert kern.lib.mbk_set_joint_torques(kern.handle, None) == 0
+    assert np.array_equal(a, b) and np.array_equal(a, kern.accelerations(q, qd, None)[0])
+
+
+def test_non_finite_joint_torques_are_refused_and_the_old_ones_kept():
+    model = rotor()
+    kern = TreeKernel(model)
+    q, qd = np.array([0.0]), np.array([1.0])
+    tau = np.array([-0.25])
+    assert kern.lib.mbk_set_joint_torques(kern.handle, tau.ctypes.data) == 0
+    a = kern.accelerations(q, qd, None)[0]
+    bad = np.array([math.nan])
+    assert kern.lib.mbk_set_joint_torques(kern.handle, bad.ctypes.data) != 0
+    assert np.array_equal(kern.accelerations(q, qd, None)[0], a)
+    assert abs(a[0] + 0.25 / 0.5) <= 1e-15
