@@ -1,11 +1,12 @@
-"""Joint Coulomb friction in the compiled planar kernel (native/kernel.c): the sticking rows
-R_JRATE (a tree joint's rate row is the unit row on its coordinate) and the slipping joints'
-generalised forces -F_c s0 (mbk_set_joint_torques) against the Python reference
-(fmu_mb.dynamics.impact.accelerations with a friction phase, formulation newton_euler in
-absolute coordinates: the other formulation of the same law) to 1e-9, at random states of the
-test models of tests/test_joint_friction.py, for every stick / slip+ / slip- combination: the
-joint accelerations and the sticking joints' multipliers (friction torque -lam_j)."""
-import ctypes
+"""Joint Coulomb friction in the compiled kernels: the sticking joints' rows on their
+coordinates' rates (planar kernel.c R_JRATE, the unit row on a tree coordinate; spatial
+spatial_kernel.c sk_set_joint_friction, the coordinate's row) and the slipping joints'
+generalised forces -F_c s0 (mbk_set_joint_torques, sk_set_joint_friction) against the Python
+reference (fmu_mb.dynamics.impact.accelerations with a friction phase, formulation
+newton_euler in absolute coordinates: the other formulation of the same law) to 1e-9, at
+random states of the test models of tests/test_joint_friction.py, a cart-pole, a skew
+three-joint arm and a two-link URDF, for every stick / slip+ / slip- combination: the joint
+accelerations and the sticking joints' multipliers (friction torque -lam_j)."""
 import itertools
 import math
 from dataclasses import replace
@@ -143,3 +144,142 @@ def test_non_finite_joint_torques_are_refused_and_the_old_ones_kept():
     assert kern.lib.mbk_set_joint_torques(kern.handle, bad.ctypes.data) != 0
     assert np.array_equal(kern.accelerations(q, qd, None)[0], a)
     assert abs(a[0] + 0.25 / 0.5) <= 1e-15
+
+
+# ---------------------------------------------------------------------- spatial kernel
+def rotor3(fc=0.25):
+    mb = ModelBuilder("rotor3", gravity=(0.0, 0.0, -G))
+    b = mb.body("disc", mass=2.0, inertia=(0.3, 0.3, 0.5))
+    mb.revolute("hub", "ground", b, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=fc)
+    return mb.build()
+
+
+def slider3(alpha=0.4, fc=3.0):
+    d = (math.cos(alpha), -math.sin(alpha))
+    mb = ModelBuilder("slider3", gravity=(0.0, 0.0, -G))
+    b = mb.body("block", mass=1.5, inertia=(0.1, 0.1, 0.1))
+    mb.prismatic("slide", "ground", b, at=(0.0, 0.0, 0.0), axis=(d[0], 0.0, d[1]),
+                 friction=fc)
+    return mb.build()
+
+
+def spring3(k=2.0, fc=0.2):
+    mb = ModelBuilder("osc3", gravity=(0.0, 0.0, -G))
+    b = mb.body("disc", mass=2.0, inertia=(0.3, 0.3, 0.5))
+    mb.revolute("hub", "ground", b, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=fc)
+    mb.rsda("spring", joint="hub", stiffness=k, input=False)
+    return mb.build()
+
+
+def arm3(f1=4.0, f2=2.5, f3=6.0):
+    """A revolute-revolute-prismatic arm with skew axes: the joints coupled through the mass
+    matrix."""
+    mb = ModelBuilder("arm3", gravity=(0.0, 0.0, -G))
+    a = mb.body("a", mass=1.0, inertia=(0.1, 0.12, 0.05), position=(0.5, 0.0, 0.0))
+    b = mb.body("b", mass=2.0, inertia=(0.2, 0.1, 0.15), position=(1.0, 0.0, -0.5))
+    c = mb.body("c", mass=0.5, inertia=(0.02, 0.03, 0.01), position=(1.0, 0.0, -1.0))
+    mb.revolute("j1", "ground", a, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=f1)
+    mb.revolute("j2", a, b, at=(1.0, 0.0, 0.0), axis=(0.0, 1.0, 0.3), friction=f2)
+    mb.prismatic("j3", b, c, at=(1.0, 0.0, -0.75), axis=(0.0, 0.0, 1.0), friction=f3)
+    return mb.build()
+
+
+URDF2 = """<?xml version="1.0"?>
+<robot name="arm2">
+<link name="base"/>
+<link name="l1"><inertial><origin xyz="0 0 -0.5"/><mass value="1"/>
+<inertia ixx="0.02" iyy="0.03" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<link name="l2"><inertial><origin xyz="0.2 0 -0.4"/><mass value="0.8"/>
+<inertia ixx="0.01" iyy="0.02" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<joint name="shoulder" type="continuous"><parent link="base"/><child link="l1"/>
+<axis xyz="0 1 0"/><dynamics friction="2.0"/></joint>
+<joint name="elbow" type="revolute"><parent link="l1"/><child link="l2"/>
+<origin xyz="0 0 -1"/><axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="10"
+velocity="5"/><dynamics friction="0.7"/></joint>
+</robot>
+"""
+
+
+def urdf2(tmp_path):
+    pytest.importorskip("yourdfpy")
+    from fmu_mb.importers.urdf import load_urdf
+
+    p = tmp_path / "arm2.urdf"
+    p.write_text(URDF2)
+    return load_urdf(p)
+
+
+SPATIAL = [rotor3, slider3, spring3, arm3, urdf2]
+
+
+def _spatial_compiled(model, kern, q, qd, stick, s0, bound, names):
+    from fmu_mb.engine.spatial_kernel import joint_friction_rows
+
+    ji, jd, nu = joint_friction_rows(model, names)
+    tau = np.zeros(max(1, len(q)))
+    for k in np.flatnonzero(~stick):
+        tau[nu[k]] -= bound[k] * s0[k]
+    si = np.ascontiguousarray(ji[stick])
+    sd = np.ascontiguousarray(jd[stick])
+    lib, h = kern.lib, kern.handle
+    assert lib.sk_set_joint_friction(h, int(stick.sum()), si.ctypes.data, sd.ctypes.data,
+                                     tau.ctypes.data) == 0
+    qdd = kern.accelerations(q, qd)
+    m = int(lib.sk_rows(h))
+    lam = np.zeros(m + 1)
+    lib.sk_multipliers(h, lam.ctypes.data)
+    return qdd, lam[m - int(stick.sum()):m]
+
+
+@pytest.mark.parametrize("make", SPATIAL, ids=lambda f: f.__name__)
+def test_the_spatial_kernel_equals_the_python_friction_phase(make, tmp_path):
+    from fmu_mb.engine.spatial_kernel import SpatialKernel
+
+    model = make(tmp_path) if make is urdf2 else make()
+    kern = SpatialKernel(model)
+    names, pos, bound = fr.joint_friction(model)
+    assert len(names) >= 1
+    base = fr.phase_of(model, Status(model, {}), np.zeros(len(model.contacts), bool))
+    rec = get_formulation("recursive")
+    rng = np.random.default_rng(31)
+    n = kern.n
+    for _ in range(3):
+        q, qd = rng.uniform(-1.2, 1.2, n), rng.uniform(-2.0, 2.0, n)
+        x, xd = rec.absolute(model, q, qd)
+        for combo in itertools.product((0, 1, -1), repeat=len(names)):
+            stick = np.array([c == 0 for c in combo])
+            s0 = np.array([float(c or 1) for c in combo])
+            ph = replace(base, jstick=stick, jslip=~stick, js0=s0)
+            d = accelerations(model, x, xd, 0.0, model.input_vector(None),
+                              np.zeros(len(model.contacts), bool), fric=ph)
+            _, _, Jq, cq = constraints.joint_coordinates(model, x, xd)
+            ref = Jq @ d.qdd + cq
+            qdd, lam = _spatial_compiled(model, kern, q, qd, stick, s0, bound, names)
+            scale = max(1.0, np.abs(ref).max())
+            np.testing.assert_allclose(qdd[:len(ref)], ref, rtol=0, atol=1e-9 * scale)
+            np.testing.assert_allclose(lam, d.lam_j[stick], rtol=0,
+                                       atol=1e-9 * max(1.0, np.abs(d.lam_j).max()))
+
+
+def test_the_spatial_kernel_refuses_a_bad_joint_phase_and_keeps_the_old_one():
+    from fmu_mb.engine.spatial_kernel import SpatialKernel, joint_friction_rows
+
+    model = rotor3()
+    kern = SpatialKernel(model)
+    q, qd = np.array([0.3]), np.array([1.0])
+    ji, jd, _ = joint_friction_rows(model, ["hub"])
+    tau = np.array([-0.25])
+    lib, h = kern.lib, kern.handle
+    assert lib.sk_set_joint_friction(h, 0, None, None, tau.ctypes.data) == 0
+    a = kern.accelerations(q, qd)
+    assert abs(a[0] + 0.25 / 0.5) <= 1e-15
+    bad = np.array([math.inf])
+    assert lib.sk_set_joint_friction(h, 0, None, None, bad.ctypes.data) != 0
+    wrong = ji.copy()
+    wrong[0, 0] = 7
+    assert lib.sk_set_joint_friction(h, 1, wrong.ctypes.data, jd.ctypes.data, None) != 0
+    assert np.array_equal(kern.accelerations(q, qd), a)
+    assert lib.sk_set_joint_friction(h, 1, ji.ctypes.data, jd.ctypes.data, None) == 0
+    assert abs(kern.accelerations(q, qd)[0]) <= 1e-12
+    assert lib.sk_set_joint_friction(h, 0, None, None, None) == 0
+    assert np.array_equal(kern.accelerations(q, qd), np.zeros(1))
