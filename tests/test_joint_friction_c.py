@@ -283,3 +283,34 @@ def test_the_spatial_kernel_refuses_a_bad_joint_phase_and_keeps_the_old_one():
     assert abs(kern.accelerations(q, qd)[0]) <= 1e-12
     assert lib.sk_set_joint_friction(h, 0, None, None, None) == 0
     assert np.array_equal(kern.accelerations(q, qd), np.zeros(1))
+
+
+# ---------------------------------------------------------------------- engine data
+@pytest.mark.parametrize("make", [double_pendulum, arm3], ids=lambda f: f.__name__)
+def test_the_engine_data_carry_the_bounds_and_the_engine_refuses_to_run_them(make,
+                                                                            monkeypatch):
+    """DJFRIC (the last array) holds each joint's bound; the compiled engine checks it and,
+    not running joint friction, refuses a bound > 0 naming the joint (the native builds'
+    refusal, engine.data.supported, stays in front of it)."""
+    from fmu_mb import InputError
+    from fmu_mb.engine import data
+    from fmu_mb.engine.engine import Engine
+
+    model = make()
+    assert "Coulomb friction" in data.supported(model)
+    monkeypatch.setattr(data, "supported", lambda m: None)
+    d = data.model_data(model)
+    off, cnt = d.slots["DJFRIC"]
+    assert data.ARRAYS[-1] == "DJFRIC"
+    np.testing.assert_array_equal(d.doubles[off:off + cnt],
+                                  [j.friction for j in model.joints])
+    with pytest.raises(InputError, match=f"joint '{model.joints[0].name}' has Coulomb"):
+        Engine(blob=d.to_bytes())
+    bad = d.doubles.copy()
+    bad[off + 1] = -1.0
+    with pytest.raises(InputError, match=f"the friction of joint '{model.joints[1].name}'"):
+        Engine(blob=data.EngineData(d.ints, bad, d.slots, d.parameter_names,
+                                    d.joint_names).to_bytes())
+    free = data.model_data(make(*[0.0] * 3) if make is arm3 else make(0.0, 0.0))
+    assert free.slots["DJFRIC"][1] == 0
+    Engine(blob=free.to_bytes())

@@ -96,6 +96,10 @@ enum {
     /* planar contacts' Coulomb friction: empty (every contact frictionless), or x 1 per
      * contact, its mu (> 0 only at point-line contacts; native/events.c) */
     A_DCMU,
+    /* joints' Coulomb friction (fmu_mb.dynamics.friction): empty (no joint has any), or x 1
+     * per joint (model order), its bound F_c [N.m or N] on the coordinate (> 0 only at
+     * revolute and prismatic joints; 0: frictionless) */
+    A_DJFRIC,
     MBE_N_ARRAYS
 };
 
