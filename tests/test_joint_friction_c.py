@@ -314,3 +314,81 @@ def test_the_engine_data_carry_the_bounds_and_the_engine_refuses_to_run_them(mak
     free = data.model_data(make(*[0.0] * 3) if make is arm3 else make(0.0, 0.0))
     assert free.slots["DJFRIC"][1] == 0
     Engine(blob=free.to_bytes())
+
+
+# ---------------------------------------------------------------------- rest states
+def _rest_c(A, c, bound):
+    from fmu_mb.engine.kernel import library
+
+    p = len(c)
+    A, c, bound = (np.ascontiguousarray(v, float) for v in (A, c, bound))
+    stick = np.zeros(p, np.uint8)
+    s0 = np.ones(p)
+    assert library().mbk_fr_rest_states(p, A.ctypes.data, c.ctypes.data, bound.ctypes.data,
+                                        stick.ctypes.data, s0.ctypes.data) == 0
+    return stick.astype(bool), s0
+
+
+def _rest_py(A, c, bound):
+    p = len(c)
+    ph = fr.Phase(np.zeros(0, bool), np.zeros(0, bool), np.zeros((0, 1)), np.zeros(0),
+                  np.ones(p, bool), np.zeros(p, bool), np.ones(p), np.asarray(bound, float),
+                  np.arange(p))
+    return fr.rest_states(ph, np.ones(p, bool), lambda f: c + A @ f)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 5, 7])
+def test_the_c_rest_state_rule_equals_the_python_one(p):
+    """friction.h fr_rest_states against friction.rest_states on random coupled problems
+    (SPD A, bounds from a tenth to ten times the free accelerations' forces) and on the
+    double pendulum's own problems at rest: the same stick flags and slip directions."""
+    rng = np.random.default_rng(100 + p)
+    kinds = set()
+    for _ in range(60):
+        L = rng.normal(size=(p, p))
+        A = L @ L.T + 0.05 * np.eye(p)
+        c = rng.normal(scale=5.0, size=p)
+        bound = np.abs(rng.normal(size=p)) * 10.0 ** rng.uniform(-1, 1, p) * 3.0 + 0.01
+        st_c, s0_c = _rest_c(A, c, bound)
+        st_p, s0_p = _rest_py(A, c, bound)
+        assert np.array_equal(st_c, st_p), (A, c, bound)
+        assert np.array_equal(s0_c[~st_c], s0_p[~st_p])
+        kinds.add(int(st_c.sum()))
+    assert len(kinds) >= min(p + 1, 3)         # all-stick, mixed and all-slip cases
+
+
+def test_the_c_rest_state_rule_on_the_double_pendulum_at_rest():
+    from fmu_mb.dynamics.impact import Status
+    from fmu_mb.dynamics.integrate import Settings, initial_state
+
+    rng = np.random.default_rng(29)
+    for _ in range(12):
+        q1, q2 = rng.uniform(-2.5, 2.5, 2)
+        f1, f2 = rng.uniform(0.5, 15.0, 2)
+        mb = ModelBuilder("dp", gravity=(0.0, -G))
+        a = mb.body("a", mass=1.0, inertia=0.1)
+        b = mb.body("b", mass=2.0, inertia=0.2)
+        mb.revolute("j1", "ground", a, child_point=(-0.5, 0.0), friction=f1)
+        mb.revolute("j2", a, b, parent_point=(0.5, 0.0), child_point=(-0.5, 0.0),
+                    friction=f2)
+        mb.initial("j1", value=q1)
+        mb.initial("j2", value=q2)
+        m = mb.build()
+        s = initial_state(m, Settings(formulation="newton_euler"))
+        st = Status(m, s.extra)
+        base = fr.phase_of(m, st, np.zeros(0, bool))
+        free = replace(base, jstick=np.zeros(2, bool), jslip=np.zeros(2, bool))
+
+        def qdd_of(f):
+            d = accelerations(m, s.q, s.qd, 0.0, m.input_vector(None), np.zeros(0, bool),
+                              fric=replace(free, jforce=f))
+            _, _, Jq, cq = constraints.joint_coordinates(m, s.q, s.qd)
+            return Jq[base.jpos] @ d.qdd + cq[base.jpos]
+        c = qdd_of(np.zeros(2))
+        A = np.column_stack([qdd_of(e) - c for e in np.eye(2)])
+        st_c, s0_c = _rest_c(0.5 * (A + A.T), c, base.jbound)
+        picked = [st.joints[n]["stick"] for n in ("j1", "j2")]
+        assert list(st_c) == picked
+        for k, n in enumerate(("j1", "j2")):
+            if not st_c[k]:
+                assert s0_c[k] == st.joints[n]["sdir"]

@@ -221,6 +221,7 @@ def library():
     lib.mbk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     lib.mbk_events_set_friction.argtypes = [P, P]
     lib.mbk_set_joint_torques.argtypes = [P, P]
+    lib.mbk_fr_rest_states.argtypes = [I, P, P, P, P, P]
     lib.mbk_events_error_contact.argtypes = [P]
     lib.mbk_events_initial.argtypes = [P, D, P, P, P, D, D]
     lib.mbk_events_outputs_fr.argtypes = [P, D, P, P, P, P, P, P, P]

@@ -750,6 +750,23 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The rest-state rule of p joints (friction.h fr_rest_states, shared by the event loops):
+ * stick (p) 1/0 and s0 (p; the slipping ones' directions) from qdd = c + A f; ERR_ARGS when
+ * out of memory or a bound is not > 0 */
+int mbk_fr_rest_states(int p, const double *A, const double *c, const double *bound,
+                       unsigned char *stick, double *s0)
+{
+    for (int j = 0; j < p; j++)
+        if (!(bound[j] > 0.0 && isfinite(bound[j])))
+            return ERR_ARGS;
+    double *W = malloc(sizeof(double) * (size_t)(2 * p * p + 5 * p + 1));
+    if (!W)
+        return ERR_ARGS;
+    fr_rest_states(p, A, c, bound, W, stick, s0);
+    free(W);
+    return OK;
+}
+
 /* the rows' structure (the Kernel's bcomp .. wacc) from the tree and the rows' bodies */
 static int row_structure(Kernel *k)
 {
