@@ -1,7 +1,8 @@
 /*
  * fmu_mb's Coulomb friction law, kernel-independent (fmu_mb.dynamics.friction in C): the slip
- * direction and the small non-symmetric solve of the sliding forces, shared by the kernels
- * (spatial_kernel.c; docs/contacts-friction.md).
+ * direction and the small non-symmetric solve of the sliding forces, and the rest-state rule
+ * of joints with Coulomb friction coupled through the mass matrix (fr_rest_states), shared by
+ * the kernels (kernel.c, spatial_kernel.c; docs/contacts-friction.md).
  */
 #ifndef FMU_MB_FRICTION_H
 #define FMU_MB_FRICTION_H
@@ -77,8 +78,8 @@ static int fr_solve(int p, const double *A, double *W, const double *b, double *
  * result is feasible and its accelerations have the bound joints' signs). A joint whose
  * diagonal is ~0 (no acceleration of its own) gets f = 0. W: 2 p^2 + 3 p workspace; acc (p)
  * out: c + A f. */
-static void fr_box_qp(int p, const double *A, const double *c, const double *bound,
-                      double *W, double *f, double *acc)
+static inline void fr_box_qp(int p, const double *A, const double *c,
+                             const double *bound, double *W, double *f, double *acc)
 {
     double amax = 0.0;
     for (int i = 0; i < p * p; i++)
@@ -153,8 +154,9 @@ static void fr_box_qp(int p, const double *A, const double *c, const double *bou
  * fmu_mb.dynamics.friction.rest_states): a joint sticks unless its force is at the bound and
  * it accelerates (|acc| > 1e-9 (1 + max |c|)), then slips along s0 = sign(acc) (stick[j] 1
  * or 0; s0[j] set for the slipping ones only). W: 2 p^2 + 5 p workspace. */
-static void fr_rest_states(int p, const double *A, const double *c, const double *bound,
-                           double *W, unsigned char *stick, double *s0)
+static inline void fr_rest_states(int p, const double *A, const double *c,
+                                  const double *bound, double *W, unsigned char *stick,
+                                  double *s0)
 {
     double *f = W + 2 * p * p + 3 * p, *acc = f + p, cmax = 0.0;
     fr_box_qp(p, A, c, bound, W, f, acc);
