@@ -392,3 +392,31 @@ def test_the_c_rest_state_rule_on_the_double_pendulum_at_rest():
         for k, n in enumerate(("j1", "j2")):
             if not st_c[k]:
                 assert s0_c[k] == st.joints[n]["sdir"]
+
+
+# ---------------------------------------------------------------------- a slip phase
+@pytest.mark.parametrize("spatial", [False, True])
+def test_the_kernels_integrate_a_slip_phase_as_the_closed_form(spatial):
+    """The Coulomb-damped oscillator (I q'' = -k q - F_c s0, k = 2, F_c = 0.2, I = 0.5,
+    w = 2) released at rest at q0 = 0.75 slips back (s0 = -1): over the half-cycle its angle
+    is F_c / k + (q0 - F_c / k) cos(w t); the kernels' integrators with the slip torque
+    (mbk_set_joint_torques, sk_set_joint_friction) follow it to 1e-9."""
+    from fmu_mb.engine.spatial_kernel import SpatialKernel
+
+    k, fc, q0, inertia, t1 = 2.0, 0.2, 0.75, 0.5, 1.5
+    w = math.sqrt(k / inertia)
+    tau = np.array([fc])                         # -F_c s0 with s0 = -1
+    model = spring3(k, fc) if spatial else spring_rotor(k, fc)
+    q, qd = np.array([q0]), np.array([0.0])
+    if spatial:
+        kern = SpatialKernel(model)
+        assert kern.lib.sk_set_joint_friction(kern.handle, 0, None, None, tau.ctypes.data) == 0
+        qe, qde = kern.advance("dopri5", 0.0, t1, q, qd, 1e-3, 1e-12, 1e-14, np.inf, 0.0)[:2]
+    else:
+        kern = TreeKernel(model)
+        assert kern.lib.mbk_set_joint_torques(kern.handle, tau.ctypes.data) == 0
+        qe, qde = kern._advance_unlocked("dopri5", 0.0, t1, q, qd, 1e-3, None, 1e-12, 1e-14,
+                                         1e300, 0.0)[:2]
+    c = fc / k
+    assert abs(qe[0] - (c + (q0 - c) * math.cos(w * t1))) <= 1e-9
+    assert abs(qde[0] + (q0 - c) * w * math.sin(w * t1)) <= 1e-9
