@@ -32,7 +32,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
           "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ",
-          "DCMU", "DPAIR")
+          "DCMU", "DPAIR", "DJFRIC")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
@@ -208,6 +208,7 @@ def model_data(model):
     else:
         _planar(model, arrays, head)
         _contacts(model, arrays, head)
+    _joint_friction(model, arrays)
     arrays["IHEAD"] = [head[k] for k in HEAD]
     return _pack(arrays, [p.name for p in model.parameters], [j.name for j in model.joints])
 
@@ -375,6 +376,14 @@ def _contacts(model, arrays, head):
     pd = pair_data(model)
     if pd is not None:                   # shape pairs: the records of their R_PAIR rows
         arrays["DPAIR"] = pd
+
+
+def _joint_friction(model, arrays):
+    """DJFRIC: per joint (model order) its Coulomb friction bound [N.m or N], when a joint
+    has one (else empty)."""
+    bound = [float(getattr(j, "friction", 0.0)) for j in model.joints]
+    if any(b > 0.0 for b in bound):
+        arrays["DJFRIC"] = bound
 
 
 def _spatial_contacts(model, arrays, head):

@@ -65,7 +65,7 @@ def budget_error(name, t, what, max_steps):
                             f"communication steps or check the inputs")
 
 
-_ROW_KINDS = {"pd": (0, 1), "ang": 2, "prj": 3, "dst": 4, "pair": 7}
+_ROW_KINDS = {"pd": (0, 1), "ang": 2, "prj": 3, "dst": 4, "pair": 7, "jrate": 10}
 _STABILIZATION = {"none": 0, "projection": 1, "baumgarte": 2}
 
 
@@ -220,6 +220,8 @@ def library():
     lib.mbk_events_coefficients.argtypes = [I, P]
     lib.mbk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     lib.mbk_events_set_friction.argtypes = [P, P]
+    lib.mbk_set_joint_torques.argtypes = [P, P]
+    lib.mbk_fr_rest_states.argtypes = [I, P, P, P, P, P]
     lib.mbk_events_error_contact.argtypes = [P]
     lib.mbk_events_initial.argtypes = [P, D, P, P, P, D, D]
     lib.mbk_events_outputs_fr.argtypes = [P, D, P, P, P, P, P, P, P]
@@ -408,6 +410,29 @@ def contact_rows(model, contacts):
     rd = [found[i][1] for i in contacts]
     return (np.array(ri, dtype=np.intc).reshape(-1, 3),
             np.array(rd, dtype=float).reshape(-1, 8))
+
+
+def joint_rate_rows(model, names):
+    """(ri (k, 3), rd (k, 8)) the kernel rows (R_JRATE, native/kernel.c) fixing the rates of
+    the tree coordinates of the joints `names` (a sticking frictional joint's row: the unit
+    row on its coordinate), in `names` order."""
+    from ..mechanics.tree import tree_map
+
+    tm = tree_map(model)
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = len(model.bodies)
+    ri = np.zeros((len(names), 3), dtype=np.intc)
+    rd = np.zeros((len(names), 8))
+    jidx = {j.name: k for k, j in enumerate(model.joints)}
+    for r, name in enumerate(names):
+        k = jidx[name]
+        if k not in tm.joints:
+            raise InputError(f"model '{model.name}': joint '{name}' has no tree coordinate "
+                             f"(a cut or weld joint); its rate has no kernel row")
+        j = model.joints[k]
+        ri[r] = (_ROW_KINDS["jrate"], idx[j.parent], idx[j.child])
+        rd[r, 0] = tm.joints.index(k)
+    return ri, rd
 
 
 def pair_data(model):

@@ -68,6 +68,7 @@ def library():
     lib.sk_set_time.argtypes = [P, D]
     lib.sk_set_drives.argtypes = [P, I, P, P, I, P]
     lib.sk_set_couplers.argtypes = [P, I, P, P]
+    lib.sk_set_joint_friction.argtypes = [P, I, P, P, P]
     lib.sk_set_contacts.argtypes = [P, I, P, P]
     lib.sk_set_active.argtypes = [P, I, P]
     lib.sk_set_friction.argtypes = [P, P, P, P]
@@ -201,6 +202,32 @@ def _drives(model):
         dp += values
     return (np.array(di, dtype=np.intc).reshape(-1, 6), np.array(dd, float).reshape(-1, 24),
             np.array(dp or [0.0], dtype=float))
+
+
+def joint_friction_rows(model, names):
+    """(ji (k, 3), jd (k, 24), nu (k,)) of the joints `names` for sk_set_joint_friction: kind
+    (1 revolute, 2 prismatic), parent, child; their points and frames (as _drives' dd); the
+    place of each one's coordinate among the velocity coordinates (for the slip forces)."""
+    tm = st.tree_map(model)
+    ri, _, _ = _tree_rows(model, tm)
+    idx = {b.name: b.index for b in model.bodies}
+    idx["ground"] = len(model.bodies)
+    jidx = {j.name: k for k, j in enumerate(model.joints)}
+    tj = list(tm.joints)
+    ji, jd, nu = [], [], []
+    for name in names:
+        j = model.joint(name)
+        if j.kind not in ("revolute", "prismatic") or jidx[name] not in tj:
+            raise InputError(f"model '{model.name}': joint '{name}' is not a revolute or "
+                             f"prismatic tree joint; its rate has no kernel row")
+        ji.append([1 if j.kind == "revolute" else 2, idx[j.parent], idx[j.child]])
+        jd.append(np.concatenate([np.asarray(j.parent_point, float),
+                                  np.asarray(j.child_point, float),
+                                  np.asarray(j.frame_p, float).reshape(-1),
+                                  np.asarray(j.frame_c, float).reshape(-1)]))
+        nu.append(int(ri[tj.index(jidx[name]), 4]))
+    return (np.array(ji, dtype=np.intc).reshape(-1, 3), np.array(jd, float).reshape(-1, 24),
+            np.array(nu, dtype=np.intp))
 
 
 def _couplers(model):

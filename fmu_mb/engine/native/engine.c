@@ -222,7 +222,7 @@ static double rdf64(const unsigned char *p)      /* a little-endian IEEE double,
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D" "D";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D" "D" "D";
     return kinds[a] == 'I';
 }
 
@@ -553,6 +553,41 @@ static void output_groups(MbEngine *e);
 static int check_planar_data(MbEngine *e, char *err, size_t errlen);
 static int parameter_names(MbEngine *e, char *err, size_t errlen);
 
+/* A_DJFRIC: none, or one finite bound >= 0 per joint, > 0 only at revolute and prismatic
+ * joints. The engine does not run joint friction (the event loop's joint rows and events are
+ * the Python FMU's): a bound > 0 is refused naming the joint. */
+static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
+{
+    int c = e->cnt[A_DJFRIC];
+    if (c == 0)
+        return 1;
+    if (c != e->nj || e->cnt[A_IJOINT] != 6 * e->nj) {
+        msg(err, errlen, "the model data are inconsistent: the joints' friction (expected "
+            "none or one bound per joint, %d)", e->nj);
+        return 0;
+    }
+    for (int k = 0; k < c; k++) {
+        double f = DA(e, A_DJFRIC)[k];
+        int kind = IA(e, A_IJOINT)[6 * k];
+        int rp = e->kind == 1 ? (kind == SJ_REV || kind == SJ_PRI)
+                              : (kind == JK_REV || kind == JK_PRI);
+        if (!(f >= 0.0 && isfinite(f)) || (f > 0.0 && !rp)) {
+            msg(err, errlen, "the model data are inconsistent: the friction of joint '%s' "
+                "(expected a finite bound >= 0, > 0 only at revolute and prismatic joints)",
+                e->jname[k]);
+            return 0;
+        }
+    }
+    for (int k = 0; k < c; k++)
+        if (DA(e, A_DJFRIC)[k] > 0.0) {
+            msg(err, errlen, "joint '%s' has Coulomb friction (%g N.m or N), which the "
+                "compiled engine does not run (the Python FMU does)", e->jname[k],
+                DA(e, A_DJFRIC)[k]);
+            return 0;
+        }
+    return 1;
+}
+
 static int check_data(MbEngine *e, char *err, size_t errlen)
 {
     const int *H;
@@ -623,7 +658,9 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
     } else if (!check_planar_data(e, err, errlen)) {
         return 0;
     }
-    return parameter_names(e, err, errlen);
+    if (!parameter_names(e, err, errlen))
+        return 0;
+    return check_joint_friction(e, err, errlen);
 }
 
 /* contact_tol, contact_velocity, event_tol: finite numbers > 0 */

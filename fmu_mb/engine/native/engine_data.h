@@ -101,6 +101,10 @@ enum {
      * each), shape a's rotation (2 x 2 row-major) and position in its body's axes, the same
      * of b); a contact of kind R_PAIR holds its record's index in A_DCON's first slot */
     A_DPAIR,
+    /* joints' Coulomb friction (fmu_mb.dynamics.friction): empty (no joint has any), or x 1
+     * per joint (model order), its bound F_c [N.m or N] on the coordinate (> 0 only at
+     * revolute and prismatic joints; 0: frictionless) */
+    A_DJFRIC,
     MBE_N_ARRAYS
 };
 

@@ -115,6 +115,9 @@ typedef struct {
      * and the recorded slip direction s0 = +-1 along the tangent (sls0); capacity slcap */
     int nsl, slcap, *slr;
     double *slmu, *sls0;
+    /* joint Coulomb friction (mbk_set_joint_torques): generalised forces on the tree
+     * coordinates (n; the slipping joints' -F_c s0), added to every solve; NULL: none */
+    double *jtau;
 } Kernel;
 
 static int charge(Kernel *k) { return work_charge(&k->work_budget); }
@@ -140,7 +143,7 @@ void mbk_free(Kernel *k)
                  k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
                  k->qde, k->sdd, k->lamd, k->G, k->bcomp, k->cj_start, k->cj, k->rcomp,
                  k->rsup_start, k->rsup, k->pr_start, k->pr, k->env, k->wacc, k->pair, k->slr, k->slmu,
-                 k->sls0};
+                 k->sls0, k->jtau};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -669,7 +672,29 @@ static int aba(Kernel *k, double *qdd)
     int rc = articulate(k);
     if (rc != OK)
         return rc;
-    return solve_tau(k, NULL, 1, qdd);
+    return solve_tau(k, k->jtau, 1, qdd);
+}
+
+/* The joints' Coulomb friction forces of a phase: tau (n) generalised forces on the tree
+ * coordinates added to the applied forces of every solve (the slipping joints' -F_c s0;
+ * fmu_mb.dynamics.friction.joint_forces); tau NULL: none. ERR_ARGS: out of memory or a
+ * non-finite entry (the previous forces kept). */
+int mbk_set_joint_torques(Kernel *k, const double *tau)
+{
+    if (!tau) {
+        free(k->jtau);
+        k->jtau = NULL;
+        return OK;
+    }
+    for (int i = 0; i < k->n; i++)
+        if (!isfinite(tau[i]))
+            return ERR_ARGS;
+    double *t = dup(tau, sizeof(double) * (size_t)(k->n > 0 ? k->n : 1));
+    if (!t)
+        return ERR_ARGS;
+    free(k->jtau);
+    k->jtau = t;
+    return OK;
 }
 
 /* body accelerations a = X a_p + c + S qdd along the tree (qdd NULL: zero) */
@@ -712,7 +737,10 @@ static void body_acc(Kernel *k, const double *qdd, double *a)
  */
 enum { R_PX = 0, R_PY = 1, R_ANG = 2, R_PRJ = 3, R_DST = 4, R_TAN = 5,
        R_PAIR = 7, /* a planar shape pair's feature: rd[0] its record (mbk_set_pairs) */
-       R_PTAN = 8  /* a sticking shape-pair feature: its slip velocity (rd as R_PAIR's) */ };
+       R_PTAN = 8, /* a sticking shape-pair feature: its slip velocity (rd as R_PAIR's) */
+
+       R_JRATE = 10 /* a sticking frictional joint: the rate of tree coordinate rd[0] (p, c:
+                       the joint's parent and child bodies) */ };
 #define RI 3          /* ints per row: kind, parent body p, child body c (nb = ground) */
 #define RD 8          /* doubles per row: sp(2), sc(2), w0(2), offset, sign */
 #include "dense.h"                             /* Cholesky / eigen solve of S, shared */
@@ -723,6 +751,23 @@ static int cmp_int(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
+}
+
+/* The rest-state rule of p joints (friction.h fr_rest_states, shared by the event loops):
+ * stick (p) 1/0 and s0 (p; the slipping ones' directions) from qdd = c + A f; ERR_ARGS when
+ * out of memory or a bound is not > 0 */
+int mbk_fr_rest_states(int p, const double *A, const double *c, const double *bound,
+                       unsigned char *stick, double *s0)
+{
+    for (int j = 0; j < p; j++)
+        if (!(bound[j] > 0.0 && isfinite(bound[j])))
+            return ERR_ARGS;
+    double *W = malloc(sizeof(double) * (size_t)(2 * p * p + 5 * p + 1));
+    if (!W)
+        return ERR_ARGS;
+    fr_rest_states(p, A, c, bound, W, stick, s0);
+    free(W);
+    return OK;
 }
 
 /* the rows' structure (the Kernel's bcomp .. wacc) from the tree and the rows' bodies */
@@ -1098,6 +1143,19 @@ static int rows(Kernel *k, int want_conv)
         const int *R = k->ri + RI * r;
         const double *P = k->rd + RD * r;
         int kind = R[0], p = R[1], c = R[2];
+        if (kind == R_JRATE) {      /* a sticking joint: its coordinate's rate, the unit row */
+            double *Dr = k->Dq + (size_t)r * n;
+            int ic = (int)P[0];
+            if (ic < 0 || ic >= n)
+                return ERR_ARGS;
+            memset(Dr, 0, sizeof(double) * (size_t)n);
+            Dr[ic] = 1.0;
+            k->phi[r] = 0.0;
+            k->conv[r] = 0.0;
+            k->nzc[(size_t)r * n] = ic;
+            k->nnz[r] = 1;
+            continue;
+        }
         if (kind == R_TAN || kind == R_PTAN) {    /* a sticking contact: v_t = 0 */
             double *Dr = k->Dq + (size_t)r * n, cv = 0.0;
             slip_row(k, kind, p, c, P, k->a0, Dr, want_conv ? &cv : NULL);
@@ -1384,7 +1442,7 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
     int m = k->m, n = k->n, rc;
     if ((rc = articulate(k)) != OK)
         return rc;
-    if ((rc = solve_tau(k, NULL, 1, k->qdd0)) != OK)
+    if ((rc = solve_tau(k, k->jtau, 1, k->qdd0)) != OK)
         return rc;
     body_acc(k, NULL, k->a0);
     if ((rc = rows(k, 1)) != OK)

@@ -154,6 +154,14 @@ typedef struct {
     unsigned char *stick, *slide;
     double *s0;
     int nst, nsl;
+    /* joint Coulomb friction (sk_set_joint_friction): njr sticking joints, each a row on its
+     * coordinate's rate after the sticking contacts' rows (jri (njr, 3): kind 1 revolute or
+     * 2 prismatic, parent, child; jrd (njr, DRD) its points and frames), and generalised
+     * forces on the velocity coordinates (jtau (nv): the slipping joints' -F_c s0; NULL:
+     * none) added to the applied forces of every solve */
+    int njr;
+    int *jri;
+    double *jrd, *jtau;
     /* cut joints and their rows */
     int nc, m, mcap;                  /* mcap: rows the buffers hold */
     int *ci;
@@ -190,7 +198,8 @@ void sk_free(SK *k)
                  k->A, k->w, k->v, k->S, k->c, k->IA, k->Ia, k->pA, k->U, k->Dinv, k->uu,
                  k->acc, k->fw, k->Jg, k->dof, k->live, k->moving, k->nud, k->nud0, k->nuv, k->qtmp, k->K, k->ytmp,
                  k->ynew, k->fy, k->scale, k->err, k->di, k->dd, k->dp, k->ki, k->kd,
-                 k->act, k->arm, k->stick, k->slide, k->s0, k->cpi, k->cpd};
+                 k->act, k->arm, k->stick, k->slide, k->s0, k->cpi, k->cpd,
+                 k->jri, k->jrd, k->jtau};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -466,7 +475,8 @@ int sk_set_active(SK *k, int na, const int *idx)
         nst += k->stick[idx[i]] != 0;
         nsl += k->slide[idx[i]] != 0 && !k->stick[idx[i]];
     }
-    int need = k->mc + k->nd + k->ncp + na + 2 * nst;   /* (buffers kept when they hold the rows) */
+    int need = k->mc + k->nd + k->ncp + na + 2 * nst + k->njr;   /* (buffers kept when they
+                                                                     hold the rows) */
     if (need > k->mcap) {
         if (alloc_rows(k, need) != OK)
             return ERR_ARGS;
@@ -496,6 +506,52 @@ int sk_set_friction(SK *k, const unsigned char *stick, const unsigned char *slid
         k->s0[2 * i] = s0 ? s0[2 * i] : 0.0;
         k->s0[2 * i + 1] = s0 ? s0[2 * i + 1] : 0.0;
     }
+    return OK;
+}
+
+/* The joints' Coulomb friction phase (fmu_mb.dynamics.friction): ns sticking joints, ji (ns,
+ * 3) kind (1 revolute, 2 prismatic), parent, child (nb: ground) and jd (ns, DRD) their points
+ * and frames: each adds the row of its coordinate's rate (after the sticking contacts'
+ * rows; its multiplier lam_j gives the friction torque -lam_j); tau (nv) generalised forces
+ * on the velocity coordinates (the slipping joints' -F_c s0) or NULL: none. ERR_ARGS (bad
+ * kinds or bodies, a non-finite force, out of memory): the previous phase kept. */
+int sk_set_joint_friction(SK *k, int ns, const int *ji, const double *jd, const double *tau)
+{
+    if (ns < 0 || (ns > 0 && (!ji || !jd)))
+        return ERR_ARGS;
+    for (int i = 0; i < ns; i++) {
+        const int *J = ji + 3 * i;
+        if ((J[0] != 1 && J[0] != 2) || J[1] < 0 || J[1] > k->nb || J[2] < 0 || J[2] > k->nb)
+            return ERR_ARGS;
+        for (int j = 0; j < DRD; j++)
+            if (!isfinite(jd[DRD * i + j]))
+                return ERR_ARGS;
+    }
+    if (tau)
+        for (int i = 0; i < k->nv; i++)
+            if (!isfinite(tau[i]))
+                return ERR_ARGS;
+    size_t n1 = (size_t)(ns > 0 ? ns : 1);
+    int *nji = dup(ns > 0 ? ji : (const int[3]){0, 0, 0}, sizeof(int) * 3 * n1);
+    double *njd = calloc(DRD * n1, sizeof(double));
+    double *nt = tau ? dup(tau, sizeof(double) * (size_t)(k->nv > 0 ? k->nv : 1)) : NULL;
+    int need = k->mc + k->nd + k->ncp + k->na + 2 * k->nst + ns;
+    if (!nji || !njd || (tau && !nt) || (need > k->mcap && alloc_rows(k, need) != OK)) {
+        free(nji);
+        free(njd);
+        free(nt);
+        return ERR_ARGS;
+    }
+    if (ns > 0)
+        memcpy(njd, jd, sizeof(double) * DRD * (size_t)ns);
+    free(k->jri);
+    free(k->jrd);
+    free(k->jtau);
+    k->jri = nji;
+    k->jrd = njd;
+    k->jtau = nt;
+    k->njr = ns;
+    k->m = need;
     return OK;
 }
 
@@ -1711,6 +1767,12 @@ static int cut_rows(SK *k)
             contact_tangent(k, k->act[a], 0, &k->rows[r++]);
             contact_tangent(k, k->act[a], 1, &k->rows[r++]);
         }
+    for (int j = 0; j < k->njr; j++) {          /* sticking joints: their rates' rows */
+        Row *R = &k->rows[r++];
+        coordinate_row(k, k->jri + 3 * j, k->jrd + DRD * j, R);
+        R->val = 0.0;
+        R->rt = 0.0;
+    }
     int nv = k->nv;
     for (r = 0; r < k->m; r++) {
         double *Dr = k->Dv + (size_t)r * nv;
@@ -1870,7 +1932,7 @@ static int loop_accel(SK *k, double *nud)
     int m = k->m, nv = k->nv, rc;
     if ((rc = articulate(k)) != OK)
         return rc;
-    solve(k, NULL, 1, k->nud0);
+    solve(k, k->jtau, 1, k->nud0);
     if ((rc = cut_rows(k)) != OK)
         return rc;
     for (int r = 0; r < m; r++) {
@@ -1906,7 +1968,7 @@ static int accel(SK *k, const double *q, const double *qd, double *qdd)
     } else {
         if ((rc = articulate(k)) != OK)
             return rc;
-        solve(k, NULL, 1, k->nud);
+        solve(k, k->jtau, 1, k->nud);
     }
     nud_to_qdd(k, q, qd, k->nud, qdd);
     return OK;
