@@ -109,6 +109,7 @@ typedef struct {
     unsigned char *closed, *trial, *seen;
     const double *u;
     double contact_tol;
+    double slip_small;     /* 1e-3 contact_velocity: a slip speed that counts as stopped */
     int mode;
     double alpha, beta;
     /* reuse, bit for bit, of what the last step computed: the contact multipliers at its
@@ -596,7 +597,14 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
         int any = 0;
         for (int i = 0; i < nv; i++) {
             int watch = i < nc && !ev->active[i];
-            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol)) : (v[i] < 0.0);
+            /* a slip starting from a stopped slip speed (v_t . s0 <= 0 at the start: a
+             * contact whose slip the others hold, or just after a stick -> slip event)
+             * counts as reversed beyond -slip_small only: above that the slip acceleration
+             * is rounding of 0 */
+            int slip = i >= nc && !ev->stick[i - nc];
+            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol))
+                     : slip ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -ev->slip_small))
+                     : (v[i] < 0.0);
             any |= hit[i];
         }
         if (!any) {
@@ -630,6 +638,10 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
             } else if (watch && pv[i] + tol > 0.0) {
                 if ((rc = ev_brent(ev, i, tol, a, ts, event_tol, 4 * 2.220446049250313e-16,
                                    &te)) != OK)
+                    return rc;
+            } else if (i >= nc && !ev->stick[i - nc] && pv[i] + ev->slip_small > 0.0) {
+                if ((rc = ev_brent(ev, i, ev->slip_small, a, ts, event_tol,
+                                   4 * 2.220446049250313e-16, &te)) != OK)
                     return rc;
             } else {
                 te = prev_t;
@@ -1060,6 +1072,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     ev->u = u;
     ev->method = method;
     ev->contact_tol = ctol;
+    ev->slip_small = 1e-3 * cvel;
     ev->mode = stab;
     ev->alpha = par[7];
     ev->beta = par[8];
@@ -1430,6 +1443,7 @@ static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, dou
     *released = 0;
     ev->u = u;
     ev->contact_tol = ctol;
+    ev->slip_small = 1e-3 * cvel;
     memcpy(ev->rec, rec, sizeof(double) * EV_REC * nc);
     ev_active_from(ev, rec);
     if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
