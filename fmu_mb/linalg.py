@@ -298,9 +298,14 @@ def contact_split(A, m, lam, rtol=RANK_RTOL):
     rank = int(np.sum(sv > np.sqrt(rtol) * max(smax, 1e-300)))
     if rank >= k:
         return lam
-    N = U[:, rank:] / scale[:, None]            # A' N = 0
-    Nj, Nc = N[:m], N[m:]
-    if not np.abs(Nj).max(initial=0.0) > 1e-12 * np.abs(N).max(initial=0.0):
-        return lam                              # only the contacts' own combinations
-    z = np.linalg.lstsq(Nc, -lam[m:], rcond=None)[0]
-    return lam + N @ z
+    N, _ = np.linalg.qr(U[:, rank:] / scale[:, None])     # orthonormal, A' N = 0
+    Uc, sc, Vct = np.linalg.svd(N[m:], full_matrices=False)
+    keep = sc > 1e-8                          # the combinations with a contacts' part
+    if not keep.any():
+        return lam
+    W = N @ Vct[keep].T                       # those combinations, (k, r)
+    if not np.abs(W[:m]).max(initial=0.0) > 1e-12:
+        return lam                            # only the contacts' own combinations
+    lc = lam[m:]
+    z = -(Uc[:, keep].T @ lc) / (sc[keep] if np.ndim(lc) == 1 else sc[keep][:, None])
+    return lam + W @ z
