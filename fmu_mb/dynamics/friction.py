@@ -167,7 +167,9 @@ def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol, ImpactRes
     target = -e * np.minimum(v_minus, 0.0)
     scale = tol * (1.0 + max(np.abs(v_minus).max(initial=0.0),
                              np.abs(vt_minus).max(initial=0.0)))
-    active = closed & (v_minus < 0.0)
+    # the set starts with the contacts approaching beyond rounding (a persistent contact's
+    # gap rate is 0 up to rounding: it joins only if it would penetrate)
+    active = closed & (v_minus < -scale)
     names = [c.name for c in model.contacts]
     seen = set()
     for _ in range(4 * nc + 4):

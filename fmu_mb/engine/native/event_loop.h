@@ -685,10 +685,13 @@ static int ev_fr_active_set(EvLoop *ev, const double *q, const double *qd, const
         ev->target[i] = -e[i] * fmin(ev->vminus[i], 0.0);
         vmax = fmax(vmax, fabs(ev->vminus[i]));
         vmax = fmax(vmax, fmax(fabs(vtm[2 * i]), fabs(vtm[2 * i + 1])));
-        trial[i] = ev->closed[i] && ev->vminus[i] < 0.0;
     }
     double scale = 1e-10 * (1.0 + vmax);
     *scale_out = scale;
+    /* the set starts with the contacts approaching beyond rounding (a persistent contact's
+     * gap rate is 0 up to rounding: it joins only if it would penetrate) */
+    for (int i = 0; i < nc; i++)
+        trial[i] = ev->closed[i] && ev->vminus[i] < -scale;
     int nseen = 0;
     for (int it = 0; it < 4 * nc + 4; it++) {
         for (int i = 0; i < nc; i++)
