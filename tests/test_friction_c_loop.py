@@ -58,10 +58,6 @@ def test_default_formulation_of_a_frictional_spatial_model_is_the_compiled_loop(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="open defect: the motion agrees to 3e-12, but at "
-                   "t = 1.0495 s two corners landing together (c100, c110) get their "
-                   "impulses swapped between the compiled and the Python loop (0.00123 and "
-                   "0.00057 N s): a symmetric choice decided by rounding")
 def test_tumbling_box_with_friction():
     """8 corner spheres, mu = 0.5, e = 0.6, 2 s (the Python loop takes ~50 s): the impact
     sequence, stick/slip states and the motion agree; the last impulses of the final cascade

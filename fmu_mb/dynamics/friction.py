@@ -219,10 +219,16 @@ def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol, ImpactRes
         if key in seen:
             break
         seen.add(key)
+        # the most pulling (else penetrating) contact leaves (joins) the set; contacts within
+        # scale of it count as tied, the first of them in contact order (symmetric corners:
+        # not decided by rounding)
         if pulling.any():
-            active[np.argmax(np.where(pulling, r_n, -np.inf))] = False
+            best = r_n[pulling].max()
+            active[np.flatnonzero(pulling & (r_n >= best - scale))[0]] = False
         else:
-            active[np.argmin(np.where(penetrating, v_plus - target, np.inf))] = True
+            d = v_plus - target
+            worst = d[penetrating].min()
+            active[np.flatnonzero(penetrating & (d <= worst + scale))[0]] = True
     cl = [names[i] for i in np.flatnonzero(closed)]
     raise ImpactError(f"model '{model.name}': no admissible frictional impact solution for "
                       f"the closed contacts {cl} (velocities before impact "

@@ -728,6 +728,9 @@ static int ev_fr_active_set(EvLoop *ev, const double *q, const double *qd, const
         }
         if (bad > 1e3 * scale)
             return ERR_IMPACT;
+        /* the most pulling (else penetrating) contact leaves (joins) the set; contacts within
+         * scale of it count as tied, the first of them in contact order (symmetric corners:
+         * not decided by rounding) */
         int pull = -1, pen = -1;
         for (int i = 0; i < nc; i++) {
             if (trial[i] && ev->rcon[i] > scale && (pull < 0 || ev->rcon[i] > ev->rcon[pull]))
@@ -736,6 +739,20 @@ static int ev_fr_active_set(EvLoop *ev, const double *q, const double *qd, const
                 (pen < 0 || ev->vplus[i] - ev->target[i] < ev->vplus[pen] - ev->target[pen]))
                 pen = i;
         }
+        for (int i = 0; i < nc; i++) {
+            if (pull >= 0 && i < pull && trial[i] && ev->rcon[i] >= ev->rcon[pull] - scale &&
+                ev->rcon[i] > scale) {
+                pull = i;
+                break;
+            }
+        }
+        if (pull < 0 && pen >= 0)
+            for (int i = 0; i < pen; i++)
+                if (ev->closed[i] && !trial[i] && ev->vplus[i] < ev->target[i] - scale &&
+                    ev->vplus[i] - ev->target[i] <= ev->vplus[pen] - ev->target[pen] + scale) {
+                    pen = i;
+                    break;
+                }
         if (pull < 0 && pen < 0) {
             for (int i = 0; i < nc; i++) {
                 double *pt = ev->ptv + 2 * i;
