@@ -355,3 +355,37 @@ def solve_kkt_dense(M, D, F, b):
     lam, _ = schur_solve(0.5 * (S + S.T), MiDt.T @ Fc - b)
     a = sla.cho_solve(fac, Fc - D.T @ lam, check_finite=False)
     return a, lam
+
+
+def contact_split(A, m, lam, rtol=RANK_RTOL):
+    """The multipliers lam (k,) or (k, p) of the rows A (k, n) re-split so that the last k - m
+    (the contacts') have the minimum norm among all multipliers with the same generalised
+    force A' lam, the first m (joints and other bilateral rows) taking up the rest: lam + N z
+    with N a basis of the null space of A' (dependent rows; A' N = 0, so the force and the
+    accelerations are unchanged) and z the least-squares solution of N_c z = -lam_c. This is
+    the split of a solve in joint coordinates, where the joints are eliminated and only the
+    contacts' rows are solved with minimum norm (the compiled engine). Rows are normalised
+    before the rank decision (singular values of the unit rows below sqrt(rtol) times the
+    largest count as dependent). lam unchanged when no dependent combination involves both
+    kinds of rows."""
+    k = A.shape[0]
+    if m <= 0 or k <= m:
+        return lam
+    norms = np.sqrt(np.einsum("ij,ij->i", A, A))
+    scale = np.where(norms > 0.0, norms, 1.0)
+    U, sv, _ = np.linalg.svd(A / scale[:, None], full_matrices=True)
+    smax = sv.max(initial=0.0)
+    rank = int(np.sum(sv > np.sqrt(rtol) * max(smax, 1e-300)))
+    if rank >= k:
+        return lam
+    N, _ = np.linalg.qr(U[:, rank:] / scale[:, None])     # orthonormal, A' N = 0
+    Uc, sc, Vct = np.linalg.svd(N[m:], full_matrices=False)
+    keep = sc > 1e-8                          # the combinations with a contacts' part
+    if not keep.any():
+        return lam
+    W = N @ Vct[keep].T                       # those combinations, (k, r)
+    if not np.abs(W[:m]).max(initial=0.0) > 1e-12:
+        return lam                            # only the contacts' own combinations
+    lc = lam[m:]
+    z = -(Uc[:, keep].T @ lc) / (sc[keep] if np.ndim(lc) == 1 else sc[keep][:, None])
+    return lam + W @ z

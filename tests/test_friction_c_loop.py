@@ -58,9 +58,6 @@ def test_default_formulation_of_a_frictional_spatial_model_is_the_compiled_loop(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="open defect: the compiled and Python friction loops "
-                   "split the impulse among corners that land together by rounding and drift "
-                   "apart to 2e-7 m here (also on the previous main on this machine)")
 def test_tumbling_box_with_friction():
     """8 corner spheres, mu = 0.5, e = 0.6, 2 s (the Python loop takes ~50 s): the impact
     sequence, stick/slip states and the motion agree; the last impulses of the final cascade

@@ -88,19 +88,14 @@ def test_gripper_native_fmu_lifts_the_block(tmp_path, fmi):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="open defect, not yet traced: since the default "
-                   "method auto, contact table_part_2 switches state endlessly at t = 0.041 s "
-                   "(the Zeno guard stops the run)")
 def test_gripper_weak_grip_releases_the_pads():
     """A grip of 0.3 N falling to 0.1 N, then pushing the fingers apart from t = 0.2 s: the
-    pads slip on the block, then every pad corner releases (each corner's gap held by the
-    other three: its acceleration released is 0 within rounding, not Painleve's paradox) and
-    the fingers open, in the compiled loop as in the Python loop. The motion, each pad's total
-    forces, impulses and losses and the corners' states agree to 1e-9; the split among a
-    pad's four redundant corners does not (to 3e-5 relative): the compiled loop takes the
-    minimum norm of the contact multipliers in the joint coordinates, the newton_euler loop
-    that of the joint and contact multipliers together (docs/contacts-friction.md), so the
-    fingers' torques about y (ty), which that split sets, differ too."""
+    pads slip on the block, the block lifts off the table and lands on it again with the
+    pads closed, then every pad corner releases (each corner's gap held by the other three:
+    its acceleration released is 0 within rounding, not Painleve's paradox) and the fingers
+    open, in the compiled loop as in the Python loop. Every output agrees to 1e-9, the split
+    among a pad's four redundant corners and the fingers' torques about y included: both
+    loops take the contacts' multipliers with the minimum norm (docs/contacts-friction.md)."""
     model = load_model(MODELS / "gripper.py")
 
     def ramp(v0, v1, v2, v3):
@@ -109,19 +104,12 @@ def test_gripper_weak_grip_releases_the_pads():
     inputs = {"grip.h": ramp(0.3, 0.1, -0.2, 0.4), "lift.h": ramp(0.6, 0.2, -0.4, 0.8)}
     c = simulate(model, 0.3, 0.05, inputs=inputs)
     p = simulate(model, 0.3, 0.05, inputs=inputs, settings=REFERENCE)
-    corners = {"pad_l": range(0, 4), "pad_r": range(4, 8)}
-    split = ("force", "ft1", "ft2", "last_impulse", "energy_loss", "slide_loss")
     for n in p.dtype.names[1:]:
-        if n.startswith("pad_") and n.rsplit(".", 1)[1] in split or n.endswith("_joint.ty"):
-            continue
         err = np.abs(c[n] - p[n]).max() / max(1.0, np.abs(p[n]).max())
         assert err <= 1e-9, (n, err)
-    for pad, ids in corners.items():
-        for f in split:
-            tc = sum(c[f"{pad}_part_{i}.{f}"] for i in ids)
-            tp = sum(p[f"{pad}_part_{i}.{f}"] for i in ids)
-            assert np.abs(tc - tp).max() <= 1e-9 * max(1.0, np.abs(tp).max()), (pad, f)
-    assert c["pad_l_part_0.state"][2] == 2.0 and c["pad_l_part_0.state"][-1] == 0.0
+    for pad, ids in {"pad_l": range(0, 4), "pad_r": range(4, 8)}.items():
+        states = np.array([c[f"{pad}_part_{i}.state"] for i in ids])
+        assert (states[:, 2] == 2.0).any() and (states[:, -1] == 0.0).all(), (pad, states)
     assert c["finger_r.x"][-1] - c["finger_l.x"][-1] > model.parameter_values["a"] + 0.005
 
 

@@ -285,7 +285,9 @@ def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol, ImpactRes
     target = -e * np.minimum(v_minus, 0.0)
     scale = tol * (1.0 + max(np.abs(v_minus).max(initial=0.0),
                              np.abs(vt_minus).max(initial=0.0)))
-    active = closed & (v_minus < 0.0)
+    # the set starts with the contacts approaching beyond rounding (a persistent contact's
+    # gap rate is 0 up to rounding: it joins only if it would penetrate)
+    active = closed & (v_minus < -scale)
     names = [c.name for c in model.contacts]
     seen = set()
     for _ in range(4 * nc + 4):
@@ -335,10 +337,16 @@ def _active_set(model, v, Dc, D, phi_t, solve, Dt, closed, e, mu, tol, ImpactRes
         if key in seen:
             break
         seen.add(key)
+        # the most pulling (else penetrating) contact leaves (joins) the set; contacts within
+        # scale of it count as tied, the first of them in contact order (symmetric corners:
+        # not decided by rounding)
         if pulling.any():
-            active[np.argmax(np.where(pulling, r_n, -np.inf))] = False
+            best = r_n[pulling].max()
+            active[np.flatnonzero(pulling & (r_n >= best - scale))[0]] = False
         else:
-            active[np.argmin(np.where(penetrating, v_plus - target, np.inf))] = True
+            d = v_plus - target
+            worst = d[penetrating].min()
+            active[np.flatnonzero(penetrating & (d <= worst + scale))[0]] = True
     cl = [names[i] for i in np.flatnonzero(closed)]
     raise ImpactError(f"model '{model.name}': no admissible frictional impact solution for "
                       f"the closed contacts {cl} (velocities before impact "

@@ -36,7 +36,7 @@ from ..mechanics import kinematics as kin
 from ..mechanics.elements import applied_forces
 from ..errors import DriftError, ImpactError
 from ..mechanics.contacts import ContactBlock, compile_contacts, contact_rows, gaps  # noqa: F401
-from ..linalg import min_norm_correction, solve_kkt, solve_kkt_dense
+from ..linalg import contact_split, min_norm_correction, solve_kkt, solve_kkt_dense
 from ..mechanics.friction import tangent_rows
 from . import friction as _fr
 
@@ -93,7 +93,8 @@ def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
         F = M @ xd
 
         def solve(A, b, f=None):
-            return solve_kkt_dense(M, A, F if f is None else f, b)
+            v, r = solve_kkt_dense(M, A, F if f is None else f, b)
+            return v, contact_split(A, D.shape[0], r)
 
         def mass_times(v):
             return M @ v
@@ -102,7 +103,8 @@ def impact(model, x, xd, t=0.0, closed=None, restitution=None, tol=1e-10):
         F = C.mass_diag * xd
 
         def solve(A, b, f=None):
-            return solve_kkt(C.inv_mass_diag, A, F if f is None else f, b, mass)
+            v, r = solve_kkt(C.inv_mass_diag, A, F if f is None else f, b, mass)
+            return v, contact_split(A, D.shape[0], r)
 
         def mass_times(v):
             return C.mass_diag * v
@@ -347,6 +349,7 @@ def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=No
     else:
         xdd, lam = solve_kkt(C.inv_mass_diag, A, F, b,
                              None if C.mass_positive else C.mass_diag)
+    lam = contact_split(A, D.shape[0], lam)
     return contact_dynamics(model, xdd, lam, phi, D, active, locks)
 
 
@@ -389,12 +392,14 @@ def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, f
         M = _spatial_mass(model, x)
 
         def solve(F, b):
-            return solve_kkt_dense(M, A, F, b)
+            z, lam = solve_kkt_dense(M, A, F, b)
+            return z, contact_split(A, D.shape[0], lam)
     else:
         mass = None if C.mass_positive else C.mass_diag
 
         def solve(F, b):
-            return solve_kkt(C.inv_mass_diag, A, F, b, mass)
+            z, lam = solve_kkt(C.inv_mass_diag, A, F, b, mass)
+            return z, contact_split(A, D.shape[0], lam)
     xdd, lam = _fr.sliding_solve(solve, F, b, *_fr_columns(model, fric, trows[0], xd, active,
                                                            D.shape[0]))
     return contact_dynamics(model, xdd, lam, phi, D, active, locks, fric)

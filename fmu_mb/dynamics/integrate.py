@@ -884,6 +884,10 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     # its sign is rounding, and a root right there would be an impact without impulse at the
     # same instant, again and again (the Zeno guard's error)
     thr = 1e-3 * tol
+    # a slip starting from a stopped slip speed (v_t . s0 <= 0 at the start: a contact whose
+    # slip the others hold, or just after a stick -> slip event) counts as reversed beyond
+    # -small only: above that the slip acceleration is rounding of 0
+    small = 1e-3 * settings.contact_velocity
     samples = [t0 + (t1 - t0) * k / 4 for k in range(1, 4)] + [t1]
     ys = [dense(s) for s in samples[:-1]] + [None]
     ys[-1] = dense(t1) if settings.method != "rk4" else dense(t1)
@@ -895,8 +899,10 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
 
     nc = len(model.contacts)
     nj = 0
+    slipping = np.zeros(len(watch), bool)
     if fric is not None:        # friction: per contact a second value (module friction),
         nj = len(fric.jstick)   # then one per frictional joint
+        slipping = np.concatenate([slipping, fric.slip, np.zeros(nj, bool)])
         watch = np.concatenate([watch, np.zeros(nc + nj, bool)])
         red = np.concatenate([red, np.zeros(nc + nj, bool)])
         frs = fric.stick | fric.slip
@@ -942,7 +948,9 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     for s, yy in zip(samples, ys):
         v = values(yy, s)
         # a gap crossing zero, or (starting from ~0, just after an impact) beyond -tol
-        hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol)), v < 0.0)
+        hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol)),
+                       np.where(slipping, (v < 0.0) & ((prev_v > 0.0) | (v < -small)),
+                                v < 0.0))
         if hit.any():
             for i in np.flatnonzero(hit):
                 a = prev_t
@@ -956,7 +964,8 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
                             a = tk
                             break
                 shift = 0.0 if a > prev_t or prev_v[i] > 0 else (
-                    tol if watch[i] and prev_v[i] + tol > 0 else None)
+                    tol if watch[i] and prev_v[i] + tol > 0 else
+                    small if slipping[i] and prev_v[i] + small > 0 else None)
                 if shift is None:
                     te = prev_t
                 else:

@@ -109,6 +109,7 @@ typedef struct {
     unsigned char *closed, *trial, *seen;
     const double *u;
     double contact_tol;
+    double slip_small;     /* 1e-3 contact_velocity: a slip speed that counts as stopped */
     int mode;
     double alpha, beta;
     /* reuse, bit for bit, of what the last step computed: the contact multipliers at its
@@ -596,7 +597,14 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
         int any = 0;
         for (int i = 0; i < nv; i++) {
             int watch = i < nc && !ev->active[i];
-            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol)) : (v[i] < 0.0);
+            /* a slip starting from a stopped slip speed (v_t . s0 <= 0 at the start: a
+             * contact whose slip the others hold, or just after a stick -> slip event)
+             * counts as reversed beyond -slip_small only: above that the slip acceleration
+             * is rounding of 0 */
+            int slip = i >= nc && !ev->stick[i - nc];
+            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol))
+                     : slip ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -ev->slip_small))
+                     : (v[i] < 0.0);
             any |= hit[i];
         }
         if (!any) {
@@ -630,6 +638,10 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
             } else if (watch && pv[i] + tol > 0.0) {
                 if ((rc = ev_brent(ev, i, tol, a, ts, event_tol, 4 * 2.220446049250313e-16,
                                    &te)) != OK)
+                    return rc;
+            } else if (i >= nc && !ev->stick[i - nc] && pv[i] + ev->slip_small > 0.0) {
+                if ((rc = ev_brent(ev, i, ev->slip_small, a, ts, event_tol,
+                                   4 * 2.220446049250313e-16, &te)) != OK)
                     return rc;
             } else {
                 te = prev_t;
@@ -673,10 +685,13 @@ static int ev_fr_active_set(EvLoop *ev, const double *q, const double *qd, const
         ev->target[i] = -e[i] * fmin(ev->vminus[i], 0.0);
         vmax = fmax(vmax, fabs(ev->vminus[i]));
         vmax = fmax(vmax, fmax(fabs(vtm[2 * i]), fabs(vtm[2 * i + 1])));
-        trial[i] = ev->closed[i] && ev->vminus[i] < 0.0;
     }
     double scale = 1e-10 * (1.0 + vmax);
     *scale_out = scale;
+    /* the set starts with the contacts approaching beyond rounding (a persistent contact's
+     * gap rate is 0 up to rounding: it joins only if it would penetrate) */
+    for (int i = 0; i < nc; i++)
+        trial[i] = ev->closed[i] && ev->vminus[i] < -scale;
     int nseen = 0;
     for (int it = 0; it < 4 * nc + 4; it++) {
         for (int i = 0; i < nc; i++)
@@ -713,6 +728,9 @@ static int ev_fr_active_set(EvLoop *ev, const double *q, const double *qd, const
         }
         if (bad > 1e3 * scale)
             return ERR_IMPACT;
+        /* the most pulling (else penetrating) contact leaves (joins) the set; contacts within
+         * scale of it count as tied, the first of them in contact order (symmetric corners:
+         * not decided by rounding) */
         int pull = -1, pen = -1;
         for (int i = 0; i < nc; i++) {
             if (trial[i] && ev->rcon[i] > scale && (pull < 0 || ev->rcon[i] > ev->rcon[pull]))
@@ -721,6 +739,20 @@ static int ev_fr_active_set(EvLoop *ev, const double *q, const double *qd, const
                 (pen < 0 || ev->vplus[i] - ev->target[i] < ev->vplus[pen] - ev->target[pen]))
                 pen = i;
         }
+        for (int i = 0; i < nc; i++) {
+            if (pull >= 0 && i < pull && trial[i] && ev->rcon[i] >= ev->rcon[pull] - scale &&
+                ev->rcon[i] > scale) {
+                pull = i;
+                break;
+            }
+        }
+        if (pull < 0 && pen >= 0)
+            for (int i = 0; i < pen; i++)
+                if (ev->closed[i] && !trial[i] && ev->vplus[i] < ev->target[i] - scale &&
+                    ev->vplus[i] - ev->target[i] <= ev->vplus[pen] - ev->target[pen] + scale) {
+                    pen = i;
+                    break;
+                }
         if (pull < 0 && pen < 0) {
             for (int i = 0; i < nc; i++) {
                 double *pt = ev->ptv + 2 * i;
@@ -1060,6 +1092,7 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     ev->u = u;
     ev->method = method;
     ev->contact_tol = ctol;
+    ev->slip_small = 1e-3 * cvel;
     ev->mode = stab;
     ev->alpha = par[7];
     ev->beta = par[8];
@@ -1430,6 +1463,7 @@ static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, dou
     *released = 0;
     ev->u = u;
     ev->contact_tol = ctol;
+    ev->slip_small = 1e-3 * cvel;
     memcpy(ev->rec, rec, sizeof(double) * EV_REC * nc);
     ev_active_from(ev, rec);
     if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
