@@ -193,14 +193,13 @@ def table_excavator(quick):
 def _engine_step_exe(tmp):
     """tests/c_host/engine_step.c of ROOT compiled with ROOT's engine sources."""
     import shutil
-    from fmu_mb.fmi.native_build import ENGINE_DIR, _engine_objects, engine_sources
+    from fmu_mb.fmi.native_build import ENGINE_DIR, engine_sources
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     sources, defines = engine_sources()
-    objects = _engine_objects(cc, [Path(s) for s in sources], tuple(defines))
     exe = tmp / "engine_step"
     subprocess.run([cc, "-O2", "-ffp-contract=off", *(f"-D{d}" for d in defines),
                     f"-I{ENGINE_DIR}", "-o", str(exe), str(ROOT / "tests/c_host/engine_step.c"),
-                    *map(str, objects), "-lm"], check=True)
+                    *map(str, sources), "-lm"], check=True)
     return exe
 
 
@@ -241,14 +240,13 @@ def _wishbone_figures(tmp):
     import shutil
     from fmu_mb.dynamics.outputs import output_names
     from fmu_mb.engine.data import model_data
-    from fmu_mb.fmi.native_build import ENGINE_DIR, _engine_objects, engine_sources
+    from fmu_mb.fmi.native_build import ENGINE_DIR, engine_sources
     cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     sources, defines = engine_sources()
-    objects = _engine_objects(cc, [Path(s) for s in sources], tuple(defines))
     exe = tmp / "engine_step_here"
     host = Path(__file__).resolve().parent.parent / "tests/c_host/engine_step.c"
     subprocess.run([cc, "-O2", "-ffp-contract=off", *(f"-D{d}" for d in defines),
-                    f"-I{ENGINE_DIR}", "-o", str(exe), str(host), *map(str, objects), "-lm"],
+                    f"-I{ENGINE_DIR}", "-o", str(exe), str(host), *map(str, sources), "-lm"],
                    check=True)
     out = {}
     for stops in ("on", "off"):

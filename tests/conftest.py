@@ -1,4 +1,5 @@
 """Shared fixtures: model files and small hand-made models."""
+import os
 from pathlib import Path
 
 import pytest
@@ -68,39 +69,89 @@ def zoo_model():
 
 
 @pytest.fixture(scope="session")
-def session_fmus(tmp_path_factory):
-    """build(model_file, fmi=2, kind=None, **overrides) -> path of its FMU (FMI 2.0 or 3.0,
-    kind None/"native"/"python" as fmu-mb build), each built once per test session (thread
-    safe: callers may build in parallel); None for an FMI 3.0 FMU of a model that runs only in
-    Python. Native FMUs carry this machine's binary only (the tests run it)."""
+def shared_build(tmp_path_factory):
+    """shared_build(key, make) -> make(folder)'s result (a path inside folder, or None), made
+    once per test run for each key (a string): the pytest-xdist workers share one folder
+    (the parent of their base temporary folders) and take a file lock per key, so an FMU that
+    several modules or both workers use is built once. A make that raises is not cached (the
+    next caller tries again and gets the same error). Callers must not change what they get:
+    they extract or copy it into their own tmp_path."""
+    import fcntl
+    import hashlib
     import threading
 
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared_builds"
+    root.mkdir(exist_ok=True)
+    locks, guard = {}, threading.Lock()
+
+    def get(key, make):
+        folder = root / hashlib.sha1(key.encode()).hexdigest()[:16]
+        with guard:
+            lock = locks.setdefault(key, threading.Lock())
+        with lock, open(root / f"{folder.name}.lock", "w") as fd:
+            fcntl.flock(fd, fcntl.LOCK_EX)     # released when fd closes
+            done = folder / "result.txt"
+            if not done.exists():
+                folder.mkdir(exist_ok=True)
+                out = make(folder / "out")
+                done.write_text("" if out is None else
+                                str(Path(out).relative_to(folder)), encoding="utf-8")
+            rel = done.read_text(encoding="utf-8")
+            return folder / rel if rel else None
+    return get
+
+
+@pytest.fixture(scope="session")
+def session_fmus(shared_build):
+    """build(model_file, fmi=2, kind=None, **overrides) -> path of its FMU (FMI 2.0 or 3.0,
+    kind None/"native"/"python" as fmu-mb build), each built once per test run (shared_build:
+    thread safe, shared by the xdist workers); None for an FMI 3.0 FMU of a model that runs
+    only in Python. Native FMUs carry this machine's binary only (the tests run it)."""
     from fmu_mb.errors import FmuMbError
     from fmu_mb.fmi.native_build import build_model_fmu
     from fmu_mb.fmi.native_fmi3 import build_model_fmu3
 
-    root = tmp_path_factory.mktemp("session_fmus")
-    done, locks, guard = {}, {}, threading.Lock()
-
     def build(model_file, fmi=2, kind=None, **overrides):
-        key = (str(model_file), fmi, kind, tuple(sorted(overrides.items())))
-        with guard:
-            lock = locks.setdefault(key, threading.Lock())
-            out = root / f"b{len(locks)}"
-        with lock:
-            if key not in done:
-                out.mkdir(exist_ok=True)
-                try:
-                    done[key] = (build_model_fmu3(model_file, out, overrides, kind,
-                                                  platforms="x86_64-linux")[0]
-                                 if fmi == 3 else
-                                 build_model_fmu(model_file, out, overrides, kind=kind,
-                                                 platforms="linux64")[0])
-                except FmuMbError as exc:
-                    if not (fmi == 3 and "FMI 3.0 FMUs are" in str(exc)):
-                        raise
-                    done[key] = None
-            return done[key]
+        def make(out):
+            try:
+                return (build_model_fmu3(model_file, out, overrides, kind,
+                                         platforms="x86_64-linux")[0]
+                        if fmi == 3 else
+                        build_model_fmu(model_file, out, overrides, kind=kind,
+                                        platforms="linux64")[0])
+            except FmuMbError as exc:
+                if not (fmi == 3 and "FMI 3.0 FMUs are" in str(exc)):
+                    raise
+                return None
+        key = repr(("session_fmus", str(Path(model_file).resolve()), fmi, kind,
+                    sorted(overrides.items())))
+        return shared_build(key, make)
+    return build
+
+
+@pytest.fixture(scope="session")
+def shared_fmu(shared_build):
+    """shared_fmu(model_file, how, overrides=None) -> path of the FMU that `how` builds, once
+    per test run (shared_build): how is "python" (fmu_mb.fmi.build.build_fmu), "native" or
+    "native3" (build_native_fmu / build_native_fmu3 with every platform a toolchain builds)."""
+    def build(model_file, how, overrides=None):
+        overrides = dict(overrides or {})
+
+        def make(out):
+            if how == "python":
+                from fmu_mb.fmi.build import build_fmu
+                return build_fmu(model_file, out, overrides)
+            if how == "native":
+                from fmu_mb.fmi.native_build import build_native_fmu
+                return build_native_fmu(model_file, out, overrides)
+            if how == "native3":
+                from fmu_mb.fmi.native_fmi3 import build_native_fmu3
+                return build_native_fmu3(model_file, out, overrides)
+            raise ValueError(f"shared_fmu: how {how!r} is not python, native or native3")
+        key = repr(("shared_fmu", str(Path(model_file).resolve()), how,
+                    sorted(overrides.items())))
+        return shared_build(key, make)
     return build
 
 

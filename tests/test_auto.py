@@ -192,7 +192,7 @@ def simulate_logged(fmu, **kwargs):
 
 
 @pytest.mark.fmu
-def test_fmu_logs_its_choice_and_runs_it(tmp_path, capfd):
+def test_fmu_logs_its_choice_and_runs_it(shared_fmu, capfd):
     """A default-built FMU runs auto's choice (the outputs equal simulate()'s) and says which
     in one log line at initialisation; afterwards an FMU on fmpy's default callbacks logs
     through fmpy's printLogMessage again, not through the freed logger of that call."""
@@ -202,11 +202,9 @@ def test_fmu_logs_its_choice_and_runs_it(tmp_path, capfd):
     from fmpy import extract, read_model_description
     from fmpy.fmi2 import FMU2Slave
 
-    from fmu_mb.fmi.build import build_fmu
-
     for name in ("double_pendulum", "slider_crank"):
         chosen = auto_choice(model(name))[0]
-        fmu = build_fmu(MODELS / f"{name}.py", tmp_path)
+        fmu = shared_fmu(MODELS / f"{name}.py", "python")
         r, messages = simulate_logged(fmu, stop_time=0.2, output_interval=0.01)
         lines = [x for x in messages if "formulation auto ->" in x]
         assert len(lines) == 1 and f"formulation auto -> {chosen}" in lines[0], messages

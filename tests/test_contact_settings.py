@@ -106,15 +106,13 @@ class Fmu:
 
 
 @pytest.fixture(scope="module")
-def fmus(tmp_path_factory):
-    """{"python": Fmu, "native": Fmu} of models/bouncing_ball.py, built once."""
-    from fmu_mb.fmi.build import build_fmu
+def fmus(tmp_path_factory, shared_fmu):
+    """{"python": Fmu, "native": Fmu} of models/bouncing_ball.py, built once per run
+    (conftest's shared_fmu)."""
     out = tmp_path_factory.mktemp("contact_settings")
-    built = {"python": Fmu(build_fmu(MODELS / "bouncing_ball.py", out / "py"), out / "xp")}
+    built = {"python": Fmu(shared_fmu(MODELS / "bouncing_ball.py", "python"), out / "xp")}
     if HAVE_CC:
-        from fmu_mb.fmi.native_build import build_native_fmu
-        built["native"] = Fmu(build_native_fmu(MODELS / "bouncing_ball.py", out / "nat"),
-                              out / "xn")
+        built["native"] = Fmu(shared_fmu(MODELS / "bouncing_ball.py", "native"), out / "xn")
     return built
 
 

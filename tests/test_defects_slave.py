@@ -123,14 +123,12 @@ def dp():
 
 
 @pytest.fixture(scope="module")
-def dp_fmu(tmp_path_factory):
+def dp_fmu(shared_fmu):
     """The double pendulum packaged as an FMU (fmpy and pythonfmu's binary needed)."""
     pytest.importorskip("fmpy")
-    from fmu_mb.fmi.build import build_fmu
-
     if not pythonfmu.FmuBuilder.has_binary():
         pytest.skip("pythonfmu has no binary for this platform")
-    return build_fmu(MODELS / "double_pendulum.py", tmp_path_factory.mktemp("dp"))
+    return shared_fmu(MODELS / "double_pendulum.py", "python")
 
 
 # ---------------------------------------------------------------------- parameters and states

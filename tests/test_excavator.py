@@ -60,13 +60,12 @@ def test_pin_reactions_balance_each_free_body():
 
 
 @pytest.mark.fmu
-def test_fmu_validates_and_end_stops_hold_large_forces(tmp_path):
+def test_fmu_validates_and_end_stops_hold_large_forces(shared_fmu):
     pytest.importorskip("pythonfmu")
     from fmpy import simulate_fmu
     from fmpy.validation import validate_fmu
 
-    from fmu_mb.fmi.build import build_fmu
-    fmu = build_fmu(PATH, tmp_path)
+    fmu = shared_fmu(PATH, "python")
     assert validate_fmu(str(fmu)) == []
     # constant forces far above what holds the arm (boom 800 kN out, stick 500 kN in,
     # bucket 360 kN out): each cylinder runs into an end stop and stays there

@@ -42,8 +42,7 @@ from fmpy.fmi3 import FMU3Slave, fmi3LogMessageCallback  # noqa: E402
 from fmu_mb import load_model  # noqa: E402
 from fmu_mb.errors import FmuMbError  # noqa: E402
 from fmu_mb.fmi.native_fmi3 import build_model_fmu3  # noqa: E402
-from fmu_mb.fmi.native_build import build_native_fmu, native_reason  # noqa: E402
-from fmu_mb.fmi.native_fmi3 import build_native_fmu3  # noqa: E402
+from fmu_mb.fmi.native_build import native_reason  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
@@ -71,15 +70,15 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def fmus(tmp_path_factory):
+def fmus(tmp_path_factory, shared_fmu):
     """fmus(name) -> (FMI 2.0 Built, FMI 3.0 Built) of models/<name>.py, once per module."""
     out = tmp_path_factory.mktemp("fmi3")
     cache = {}
 
     def get(name):
         if name not in cache:
-            p2 = build_native_fmu(MODELS / f"{name}.py", out / "2")
-            p3 = build_native_fmu3(MODELS / f"{name}.py", out / "3")
+            p2 = shared_fmu(MODELS / f"{name}.py", "native")
+            p3 = shared_fmu(MODELS / f"{name}.py", "native3")
             cache[name] = (Built(p2, out / f"{name}2"), Built(p3, out / f"{name}3"))
         return cache[name]
     return get

@@ -24,7 +24,6 @@ from fmpy.fmi2 import FMU2Slave  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
 from fmu_mb import Settings, load_model, simulate  # noqa: E402
-from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 from conftest import MODEL_FILES, MODELS  # noqa: E402
 
@@ -35,22 +34,23 @@ LOCKING_MODEL = Path(__file__).resolve().parent / "data" / "locking_four_bar.py"
 
 class _Fmus(dict):
     """name -> the FMU built from models/<name>.py ("locking": LOCKING_MODEL), built on first
-    use (a run of a few tests, e.g. tests/test_test_order.py's, builds only what they use)."""
+    use (a run of a few tests, e.g. tests/test_test_order.py's, builds only what they use) by
+    conftest's shared_fmu (once per test run, shared with the other modules and workers)."""
 
-    def __init__(self, out):
+    def __init__(self, shared_fmu):
         super().__init__()
-        self.out = out
+        self.shared_fmu = shared_fmu
         self.sources = {p.stem: p for p in MODEL_FILES}
         self.sources["locking"] = LOCKING_MODEL
 
     def __missing__(self, name):
-        path = self[name] = build_fmu(self.sources[name], self.out)
+        path = self[name] = self.shared_fmu(self.sources[name], "python")
         return path
 
 
 @pytest.fixture(scope="session")
-def fmus(tmp_path_factory):
-    return _Fmus(tmp_path_factory.mktemp("fmus"))
+def fmus(shared_fmu):
+    return _Fmus(shared_fmu)
 
 
 def vr_of(fmu_path):

@@ -28,7 +28,6 @@ if not pythonfmu.FmuBuilder.has_binary():
 from fmpy import extract, read_model_description  # noqa: E402
 
 from fmu_mb import load_model, simulate  # noqa: E402
-from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
@@ -37,8 +36,8 @@ FMI_TERMINATED, FMI_LAST_SUCCESSFUL_TIME = 3, 2
 
 
 @pytest.fixture(scope="module")
-def fmu(tmp_path_factory):
-    return build_fmu(MODELS / "double_pendulum.py", tmp_path_factory.mktemp("defects"))
+def fmu(shared_fmu):
+    return shared_fmu(MODELS / "double_pendulum.py", "python")
 
 
 @pytest.fixture(scope="module")

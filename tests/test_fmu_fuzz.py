@@ -30,7 +30,6 @@ if not pythonfmu.FmuBuilder.has_binary():
 
 from fmpy import extract  # noqa: E402
 
-from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
@@ -51,9 +50,9 @@ def _plan():
 
 
 @pytest.fixture(scope="module")
-def extracted(tmp_path_factory):
+def extracted(tmp_path_factory, shared_fmu):
     out = tmp_path_factory.mktemp("fuzz")
-    return {m: extract(str(build_fmu(MODELS / f"{m}.py", out)), str(out / m))
+    return {m: extract(str(shared_fmu(MODELS / f"{m}.py", "python")), str(out / m))
             for m in FUZZ_MODELS}
 
 

@@ -25,7 +25,6 @@ from fmpy import read_model_description  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
 from fmu_mb import load_model, simulate  # noqa: E402
-from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
@@ -35,9 +34,8 @@ WORKER = Path(__file__).resolve().parent / "fmu_fuzz_worker.py"
 
 
 @pytest.fixture(scope="module")
-def fmus(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hard")
-    return {m: build_fmu(MODELS / f"{m}.py", out)
+def fmus(shared_fmu):
+    return {m: shared_fmu(MODELS / f"{m}.py", "python")
             for m in ("double_pendulum", "pendulum_chain", "n_four_bar")}
 
 

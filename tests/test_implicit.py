@@ -330,12 +330,10 @@ def test_cli_generalized_alpha_slider_crank_matches_dop853(tmp_path):
 
 
 @pytest.mark.fmu
-def test_fmu_runs_generalized_alpha_like_simulate(tmp_path):
+def test_fmu_runs_generalized_alpha_like_simulate(shared_fmu):
     fmpy = pytest.importorskip("fmpy")
     pytest.importorskip("pythonfmu")
-    from fmu_mb.fmi.build import build_fmu
-
-    path = build_fmu(MODELS / "slider_crank.py", tmp_path)
+    path = shared_fmu(MODELS / "slider_crank.py", "python")
     start = {"solver.method": "generalized_alpha", "solver.step": 1e-3,
              "solver.rho_inf": 0.8, "solver.newton_tol": 1e-10}
     r = fmpy.simulate_fmu(str(path), stop_time=0.5, output_interval=0.01, start_values=start)

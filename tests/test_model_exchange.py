@@ -31,28 +31,17 @@ from fmpy.fmi1 import FMICallException  # noqa: E402
 from fmpy.fmi2 import FMU2Model  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
-from fmu_mb.fmi.native_build import build_native_fmu  # noqa: E402
-from fmu_mb.fmi.native_fmi3 import build_native_fmu3  # noqa: E402
-
 from conftest import MODELS  # noqa: E402
 
 CS_TIGHT = {"solver.rtol": 1e-12, "solver.atol": 1e-12}
 
 
 @pytest.fixture(scope="module")
-def fmus(tmp_path_factory):
-    """(model name, FMI version) -> the built FMU's path, built once per module."""
-    folder = tmp_path_factory.mktemp("me")
-    made = {}
-
+def fmus(session_fmus):
+    """(model name, FMI version) -> the path of its native FMU (this machine's binary), built
+    once per test run (conftest's session_fmus)."""
     def get(name, fmi=2, **overrides):
-        key = (name, fmi, tuple(sorted(overrides.items())))
-        if key not in made:
-            out = folder / f"{name}_{fmi}_{len(made)}"
-            build = build_native_fmu if fmi == 2 else build_native_fmu3
-            made[key] = str(build(MODELS / f"{name}.py", out, overrides or None,
-                                  platforms="linux64" if fmi == 2 else "x86_64-linux"))
-        return made[key]
+        return str(session_fmus(MODELS / f"{name}.py", fmi, "native", **overrides))
     return get
 
 

@@ -39,7 +39,6 @@ from fmpy.fmi2 import FMU2Slave  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
 import fmu_mb  # noqa: E402
-from fmu_mb.fmi.native_build import build_native_fmu  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 
@@ -83,13 +82,14 @@ class Fmu:
 
 
 @pytest.fixture(scope="module")
-def native(tmp_path_factory):
+def native(tmp_path_factory, shared_fmu):
+    """native(name) -> Fmu of models/<name>.py (built once per run: conftest's shared_fmu)."""
     out = tmp_path_factory.mktemp("native_derivatives")
     cache = {}
 
     def get(name):
         if name not in cache:
-            cache[name] = Fmu(build_native_fmu(MODELS / f"{name}.py", out), out / f"{name}_x")
+            cache[name] = Fmu(shared_fmu(MODELS / f"{name}.py", "native"), out / f"{name}_x")
         return cache[name]
     return get
 

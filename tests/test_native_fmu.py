@@ -70,14 +70,15 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def native(tmp_path_factory):
-    """native(name) -> Built: the native FMU of models/<name>.py, built once per module."""
+def native(tmp_path_factory, shared_fmu):
+    """native(name) -> Built: the native FMU of models/<name>.py, built once per run
+    (conftest's shared_fmu)."""
     out = tmp_path_factory.mktemp("native")
     cache = {}
 
     def get(name):
         if name not in cache:
-            path = build_native_fmu(MODELS / f"{name}.py", out)
+            path = shared_fmu(MODELS / f"{name}.py", "native")
             cache[name] = Built(path, out / f"{name}_x")
         return cache[name]
     return get
@@ -376,9 +377,8 @@ def test_model_description_is_the_python_fmus(native, python_dw):
 
 
 @pytest.fixture(scope="module")
-def python_dw(tmp_path_factory):
-    from fmu_mb.fmi.build import build_fmu
-    return build_fmu(MODELS / "double_wishbone.py", tmp_path_factory.mktemp("python_dw"))
+def python_dw(shared_fmu):
+    return shared_fmu(MODELS / "double_wishbone.py", "python")
 
 
 def _road(t):

@@ -65,10 +65,10 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def wishbone(tmp_path_factory):
+def wishbone(tmp_path_factory, shared_fmu):
     """The native FMI 2.0 FMU of the double wishbone (the reference model)."""
     out = tmp_path_factory.mktemp("platforms")
-    return Built(build_native_fmu(MODELS / "double_wishbone.py", out), out / "x")
+    return Built(shared_fmu(MODELS / "double_wishbone.py", "native"), out / "x")
 
 
 def _close(a, b, tol=1e-9):

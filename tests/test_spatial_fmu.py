@@ -12,7 +12,6 @@ from fmpy import simulate_fmu  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
 from fmu_mb import load_model, simulate  # noqa: E402
-from fmu_mb.fmi.build import build_fmu  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
 from test_fmu import init, instantiate, run, vr_of  # noqa: E402
@@ -21,8 +20,8 @@ NAMES = ["tip.x", "tip.y", "tip.z", "top.e0", "top.wz", "pivot.fz", "energy.tota
 
 
 @pytest.fixture(scope="module")
-def top_fmu(tmp_path_factory):
-    return build_fmu(MODELS / "heavy_top.py", tmp_path_factory.mktemp("spatial"))
+def top_fmu(shared_fmu):
+    return shared_fmu(MODELS / "heavy_top.py", "python")
 
 
 def test_heavy_top_fmu_matches_simulate_with_an_input(top_fmu):

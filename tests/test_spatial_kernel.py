@@ -170,18 +170,17 @@ def test_recursive_refuses_drives_of_python_functions_naming_why():
 
 
 @pytest.mark.fmu
-def test_default_double_wishbone_fmu_runs_the_kernel_and_its_inputs_reach_it(tmp_path):
+def test_default_double_wishbone_fmu_runs_the_kernel_and_its_inputs_reach_it(shared_fmu):
     """The default-built FMU chooses recursive (auto), and a road step through the input
     tyre.h and an actuator force coil_over.h move the wheel as newton_euler says."""
     pytest.importorskip("fmpy")
     pytest.importorskip("pythonfmu")
     from fmpy import simulate_fmu
     from fmu_mb.dynamics.formulations import auto_choice
-    from fmu_mb.fmi.build import build_fmu
 
     model = load_model(MODELS / "double_wishbone.py")
     assert auto_choice(model)[0] == "recursive"
-    fmu = build_fmu(MODELS / "double_wishbone.py", tmp_path)
+    fmu = shared_fmu(MODELS / "double_wishbone.py", "python")
     table = np.zeros(4, dtype=[("time", float), ("tyre.h", float), ("coil_over.h", float)])
     table["time"] = [0.0, 0.01, 0.01, 0.05]           # steps at 0.01 s (fmpy: held values)
     table["tyre.h"] = [0.0, 0.0, -4.0e5 * 0.02, -4.0e5 * 0.02]

@@ -122,7 +122,7 @@ print(json.dumps({"modules": sorted(sys.modules), "file": sys.modules["fmu_mb"].
 
 
 @pytest.mark.fmu
-def test_instantiating_an_fmu_imports_only_what_its_first_step_needs(tmp_path):
+def test_instantiating_an_fmu_imports_only_what_its_first_step_needs(tmp_path, shared_fmu):
     """The default-built double pendulum FMU in fmpy, instantiate .. first doStep in a fresh
     process: fmu_mb comes from the FMU's resources/ and loads nothing of NOT_NEEDED (the
     start-up time itself is measured in bench/fmu_step.py, not here)."""
@@ -130,9 +130,7 @@ def test_instantiating_an_fmu_imports_only_what_its_first_step_needs(tmp_path):
     pytest.importorskip("fmpy")
     import zipfile
 
-    from fmu_mb.fmi.build import build_fmu
-
-    fmu = build_fmu(ROOT / "models" / "double_pendulum.py", tmp_path)
+    fmu = shared_fmu(ROOT / "models" / "double_pendulum.py", "python")
     unzipped = tmp_path / "unzipped"
     zipfile.ZipFile(fmu).extractall(unzipped)
     p = subprocess.run([sys.executable, "-c", FMU_CHILD, str(fmu), str(unzipped)],

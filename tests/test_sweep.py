@@ -18,7 +18,6 @@ from fmpy import simulate_fmu  # noqa: E402
 
 import fmu_mb.dynamics.simulate  # noqa: E402
 from fmu_mb.tools.cli import main  # noqa: E402
-from fmu_mb.fmi.build import build_fmu  # noqa: E402
 from fmu_mb.tools.sweep import grid, sweep  # noqa: E402
 
 from conftest import MODELS  # noqa: E402
@@ -29,10 +28,9 @@ STOP, DT = 0.5, 0.05
 
 
 @pytest.fixture(scope="module")
-def fmus(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sweep_fmus")
-    return {"dp": build_fmu(MODELS / "double_pendulum.py", out),
-            "locking": build_fmu(LOCKING_MODEL, out)}
+def fmus(shared_fmu):
+    return {"dp": shared_fmu(MODELS / "double_pendulum.py", "python"),
+            "locking": shared_fmu(LOCKING_MODEL, "python")}
 
 
 @pytest.fixture(scope="module")
