@@ -162,9 +162,9 @@ def test_refusals():
         mb.shape(a, Box((1.0, 2.0)))
     with pytest.raises(ModelError, match="restitution must be in"):
         mb.shape(a, Sphere(0.1), restitution=1.5)
-    mb.shape(a, Capsule(0.1, 0.2))           # capsule - box: no narrowphase
+    mb.shape(a, Cylinder(0.1, 0.2))          # cylinder - box: no narrowphase
     mb.shape(b, Box((0.2, 0.2, 0.2)))
-    with pytest.raises(ModelError, match=r"no contact between a capsule and a box.*"
+    with pytest.raises(ModelError, match=r"no contact between a cylinder and a box.*"
                                          r"mb.collide\('a', 'b', False\)"):
         mb.build()
     mb.collide(a, b, False)
