@@ -632,6 +632,7 @@ int main(int argc, char **argv)
 """
 
 
+@pytest.mark.slow
 def test_mutated_model_data_never_crash_the_engine(tmp_path):
     """Model data with flipped bytes or cut short: refused with a message or run, never a
     crash or a read out of bounds (the C API under AddressSanitizer and UBSan)."""

@@ -43,7 +43,7 @@ def test_incline_block(mu):
     assert c["slope_hull_0.state"][-1] == (1.0 if mu > np.tan(0.3) else 2.0)
 
 
-@pytest.mark.parametrize("w0", [0.0, -60.0])
+@pytest.mark.parametrize("w0", [0.0, pytest.param(-60.0, marks=pytest.mark.slow)])
 def test_rolling_ball(w0):
     """The spinning ball's Cardan angles integrate 60 rad/s for 1 s in two different
     rotation coordinates (quaternion of the joint, Euler parameters of the body): 1e-8."""

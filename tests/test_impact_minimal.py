@@ -80,6 +80,7 @@ def test_same_events_and_trajectories_as_newton_euler(monkeypatch, name, overrid
         np.testing.assert_allclose(rows[col], ref[col], rtol=0, atol=1e-8 * scale, err_msg=col)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("formulation", MINIMAL)
 def test_reduction_method_in_joint_coordinates(monkeypatch, formulation):
     """Seed 002 on the singular pendulum: the same passes in q as in x. The string's rod 1

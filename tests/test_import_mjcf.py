@@ -183,6 +183,7 @@ def test_armature_is_the_same_in_the_kernel_tmt_and_lagrange_and_refused_by_newt
         get_formulation("newton_euler").accelerations(m, x, xd, 0.0, u)
 
 
+@pytest.mark.slow
 def test_armature_in_the_contact_event_loop_equals_tmt():
     """The joint limits' impacts and persistent contacts with armature: the compiled event
     loop (recursive) follows tmt's Python loop."""

@@ -378,6 +378,7 @@ def test_joint_coordinate_formulations_equal_newton_euler(formulation):
         assert b[k] == pytest.approx(a[k], abs=1e-9), k
 
 
+@pytest.mark.slow
 def test_double_wishbone_stops_recursive_equals_tmt():
     """The double wishbone settling on its bump stop (loops closed by cut joints, a
     persistent contact): formulation recursive (the compiled kernel, the persistent
