@@ -3043,8 +3043,9 @@ static int lin_rows(Lin *L, const double *q)
     return all_finite(L->phi, L->nr) && all_finite(L->Dq, L->nr * n) ? 0 : 1;
 }
 
-/* dd = -(Dd' Dd)^+ Dd' b: the least-squares step of the dependent coordinates for rows b */
-static int lin_dep_solve(Lin *L, const double *b)
+/* The normal equations of the dependent coordinates' step for rows b: L->N = Dd' Dd and
+ * L->g = -Dd' b (Dd the columns of Dq at the dependent coordinates) */
+static void lin_dep_normal(Lin *L, const double *b)
 {
     int n = L->e->n, nr = L->nr, m = L->ndep;
     for (int a = 0; a < m; a++) {
@@ -3059,6 +3060,13 @@ static int lin_dep_solve(Lin *L, const double *b)
             L->N[a * m + c] = L->N[c * m + a] = v;
         }
     }
+}
+
+/* dd = -(Dd' Dd)^+ Dd' b: the least-squares step of the dependent coordinates for rows b */
+static int lin_dep_solve(Lin *L, const double *b)
+{
+    int m = L->ndep;
+    lin_dep_normal(L, b);
     return dense_psd_solve(L->N, L->V, L->w, m, NULL, NULL, 0, L->g, L->dd) == OK &&
            all_finite(L->dd, m) ? 0 : 1;
 }

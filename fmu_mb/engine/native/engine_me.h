@@ -610,19 +610,8 @@ static int me_tau(MeCtx *c, const double *qi, const double *qd0, double *tau_out
  * leaves alone only the directions that the rows do not fix to round-off */
 static int me_dep_solve(Lin *L, const double *b)
 {
-    int n = L->e->n, nr = L->nr, m = L->ndep;
-    for (int a = 0; a < m; a++) {
-        double s = 0.0;
-        for (int r = 0; r < nr; r++)
-            s += L->Dq[(size_t)r * n + L->dep[a]] * b[r];
-        L->g[a] = -s;
-        for (int k = 0; k <= a; k++) {
-            double v = 0.0;
-            for (int r = 0; r < nr; r++)
-                v += L->Dq[(size_t)r * n + L->dep[a]] * L->Dq[(size_t)r * n + L->dep[k]];
-            L->N[a * m + k] = L->N[k * m + a] = v;
-        }
-    }
+    int m = L->ndep;
+    lin_dep_normal(L, b);
     return dense_psd_solve_n(L->N, L->V, L->w, m, NULL, NULL, 0, PROJECTION_RTOL, 1, L->g,
                              L->dd) == OK && all_finite(L->dd, m) ? 0 : 1;
 }
