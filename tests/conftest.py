@@ -22,6 +22,15 @@ def _fmpy_logger_restored():
     restore_fmpy_logger()
 
 
+def same_outputs(r, ref, tol=1e-9):
+    """Every output of the result r (a structured array, time first) equals ref's to tol
+    relative to max(1, max |ref|) of that output."""
+    import numpy as np
+    for n in ref.dtype.names[1:]:
+        err = np.abs(r[n] - ref[n]).max() / max(1.0, np.abs(ref[n]).max())
+        assert err <= tol, (n, err)
+
+
 def model(name, **overrides):
     return load_model(MODELS / f"{name}.py", **overrides)
 

@@ -18,6 +18,7 @@ from fmu_mb.dynamics.integrate import Settings
 from fmu_mb.engine.data import supported
 from fmu_mb.engine.engine import Engine
 from fmu_mb.errors import ImpactError, InputError
+from conftest import same_outputs as _same  # noqa: E402
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,13 +26,6 @@ MODEL = ROOT / "models" / "planar_incline.py"
 G = 9.81
 REFERENCE = Settings(formulation="newton_euler")
 COMPILED = Settings(formulation="recursive")
-
-
-def _same(r, ref, tol=1e-9):
-    """Every output of r equals ref's to tol relative to max(1, max |ref|)."""
-    for n in ref.dtype.names[1:]:
-        err = np.abs(r[n] - ref[n]).max() / max(1.0, np.abs(ref[n]).max())
-        assert err <= tol, (n, err)
 
 
 def _bar(mu):
