@@ -91,17 +91,16 @@ def _compiled(model, kern, q, qd, stick, slip, s0, bound, names):
     return qdd, lam[len(loop_rows(model)[0]):m]
 
 
-@pytest.mark.parametrize("make", MODELS, ids=lambda f: f.__name__)
-def test_the_kernel_equals_the_python_friction_phase(make):
-    model = make()
-    kern = TreeKernel(model)
-    names, pos, bound = fr.joint_friction(model)
+def _python_phases(model, n, seed, rounds, span):
+    """(q, qd, stick, s0, d, ref) at `rounds` random states (q in +-span, qd in +-2) for every
+    stick / slip+ / slip- combination of the frictional joints: d the newton_euler
+    accelerations of that friction phase, ref its joint accelerations."""
+    names = fr.joint_friction(model)[0]
     base = fr.phase_of(model, Status(model, {}), np.zeros(len(model.contacts), bool))
     rec = get_formulation("recursive")
-    rng = np.random.default_rng(29)
-    n = kern.n
-    for _ in range(4):
-        q, qd = rng.uniform(-1.5, 1.5, n), rng.uniform(-2.0, 2.0, n)
+    rng = np.random.default_rng(seed)
+    for _ in range(rounds):
+        q, qd = rng.uniform(-span, span, n), rng.uniform(-2.0, 2.0, n)
         x, xd = rec.absolute(model, q, qd)
         for combo in itertools.product((0, 1, -1), repeat=len(names)):
             stick = np.array([c == 0 for c in combo])
@@ -109,16 +108,24 @@ def test_the_kernel_equals_the_python_friction_phase(make):
             ph = replace(base, jstick=stick, jslip=~stick, js0=s0)
             d = accelerations(model, x, xd, 0.0, model.input_vector(None),
                               np.zeros(len(model.contacts), bool), fric=ph)
-            _, qdj, Jq, cq = constraints.joint_coordinates(model, x, xd)
-            ref = Jq @ d.qdd + cq
-            qdd, lam = _compiled(model, kern, q, qd, stick, ~stick, s0, bound, names)
-            np.testing.assert_allclose(qdd[:len(ref)], ref, rtol=0, atol=1e-9
-                                       * max(1.0, np.abs(ref).max()))
-            np.testing.assert_allclose(lam, d.lam_j[stick], rtol=0,
-                                       atol=1e-9 * max(1.0, np.abs(d.lam_j).max()))
-            # the sticking joints do not accelerate; the bound is the slipping joints' force
-            assert np.abs(qdd[pos[stick]] if stick.any() else 0.0).max() <= 1e-12 * max(
-                1.0, np.abs(ref).max())
+            _, _, Jq, cq = constraints.joint_coordinates(model, x, xd)
+            yield q, qd, stick, s0, d, Jq @ d.qdd + cq
+
+
+@pytest.mark.parametrize("make", MODELS, ids=lambda f: f.__name__)
+def test_the_kernel_equals_the_python_friction_phase(make):
+    model = make()
+    kern = TreeKernel(model)
+    names, pos, bound = fr.joint_friction(model)
+    for q, qd, stick, s0, d, ref in _python_phases(model, kern.n, 29, 4, 1.5):
+        qdd, lam = _compiled(model, kern, q, qd, stick, ~stick, s0, bound, names)
+        np.testing.assert_allclose(qdd[:len(ref)], ref, rtol=0, atol=1e-9
+                                   * max(1.0, np.abs(ref).max()))
+        np.testing.assert_allclose(lam, d.lam_j[stick], rtol=0,
+                                   atol=1e-9 * max(1.0, np.abs(d.lam_j).max()))
+        # the sticking joints do not accelerate; the bound is the slipping joints' force
+        assert np.abs(qdd[pos[stick]] if stick.any() else 0.0).max() <= 1e-12 * max(
+            1.0, np.abs(ref).max())
 
 
 def test_no_joint_torques_is_the_smooth_dynamics_bit_for_bit():
@@ -239,26 +246,12 @@ def test_the_spatial_kernel_equals_the_python_friction_phase(make, tmp_path):
     kern = SpatialKernel(model)
     names, pos, bound = fr.joint_friction(model)
     assert len(names) >= 1
-    base = fr.phase_of(model, Status(model, {}), np.zeros(len(model.contacts), bool))
-    rec = get_formulation("recursive")
-    rng = np.random.default_rng(31)
-    n = kern.n
-    for _ in range(3):
-        q, qd = rng.uniform(-1.2, 1.2, n), rng.uniform(-2.0, 2.0, n)
-        x, xd = rec.absolute(model, q, qd)
-        for combo in itertools.product((0, 1, -1), repeat=len(names)):
-            stick = np.array([c == 0 for c in combo])
-            s0 = np.array([float(c or 1) for c in combo])
-            ph = replace(base, jstick=stick, jslip=~stick, js0=s0)
-            d = accelerations(model, x, xd, 0.0, model.input_vector(None),
-                              np.zeros(len(model.contacts), bool), fric=ph)
-            _, _, Jq, cq = constraints.joint_coordinates(model, x, xd)
-            ref = Jq @ d.qdd + cq
-            qdd, lam = _spatial_compiled(model, kern, q, qd, stick, s0, bound, names)
-            scale = max(1.0, np.abs(ref).max())
-            np.testing.assert_allclose(qdd[:len(ref)], ref, rtol=0, atol=1e-9 * scale)
-            np.testing.assert_allclose(lam, d.lam_j[stick], rtol=0,
-                                       atol=1e-9 * max(1.0, np.abs(d.lam_j).max()))
+    for q, qd, stick, s0, d, ref in _python_phases(model, kern.n, 31, 3, 1.2):
+        qdd, lam = _spatial_compiled(model, kern, q, qd, stick, s0, bound, names)
+        scale = max(1.0, np.abs(ref).max())
+        np.testing.assert_allclose(qdd[:len(ref)], ref, rtol=0, atol=1e-9 * scale)
+        np.testing.assert_allclose(lam, d.lam_j[stick], rtol=0,
+                                   atol=1e-9 * max(1.0, np.abs(d.lam_j).max()))
 
 
 def test_the_spatial_kernel_refuses_a_bad_joint_phase_and_keeps_the_old_one():
