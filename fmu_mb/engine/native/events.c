@@ -504,17 +504,13 @@ static void evk_rates(EvLoop *ev, const double *qd, double *v)
     }
 }
 
-/* [Mbar A'; A 0][qd+; r] = [Mbar qd-; b] for the loop rows (b = 0) and the contacts in trial
- * (b = target) by the Schur complement S r = A qd- - b, W = Mbar^-1 A' from the
- * articulated-body algorithm (one bias-free pass per row), qd+ = qd- - W r */
-static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
-                            const unsigned char *trial, const double *target, double *qdp,
-                            double *rcon)
+/* The rows of the selected contacts at q (kinematics, rows, articulated inertias, S) and the
+ * impact solves' right-hand side k->rr = Dq qd minus each trial contact's target velocity
+ * (its rows after the ml loop rows) */
+static int impact_rhs(Kernel *k, int n, int nc, int ml, const double *q, const double *qd,
+                      const unsigned char *trial, const double *target)
 {
-    int n = ev->n, nc = ev->nc, ml = ev->k->m_loop, rc;
-    Kernel *k = ev->k->kph;
-    ev_select(ev, trial);
-    int m = k->m;
+    int m = k->m, rc;
     kinematics(k, q, qd);
     if ((rc = rows(k, 0)) != OK || (rc = articulate(k)) != OK || (m && (rc = schur(k)) != OK))
         return rc;
@@ -528,6 +524,22 @@ static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
     for (int i = 0, r = ml; i < nc; i++)
         if (trial[i])
             k->rr[r++] -= target[i];
+    return OK;
+}
+
+/* [Mbar A'; A 0][qd+; r] = [Mbar qd-; b] for the loop rows (b = 0) and the contacts in trial
+ * (b = target) by the Schur complement S r = A qd- - b, W = Mbar^-1 A' from the
+ * articulated-body algorithm (one bias-free pass per row), qd+ = qd- - W r */
+static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
+                            const unsigned char *trial, const double *target, double *qdp,
+                            double *rcon)
+{
+    int n = ev->n, nc = ev->nc, ml = ev->k->m_loop, rc;
+    Kernel *k = ev->k->kph;
+    ev_select(ev, trial);
+    int m = k->m;
+    if ((rc = impact_rhs(k, n, nc, ml, q, qd, trial, target)) != OK)
+        return rc;
     if (m && (rc = psd_solve(k, k->rr, k->lam)) != OK)
         return rc;
     for (int j = 0; j < n; j++) {
@@ -667,19 +679,8 @@ static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
     evk_select(ev, trial);
     memcpy(ev->sel, trial, (size_t)nc);
     int m = k->m;
-    kinematics(k, q, qd);
-    if ((rc = rows(k, 0)) != OK || (rc = articulate(k)) != OK || (m && (rc = schur(k)) != OK))
+    if ((rc = impact_rhs(k, n, nc, ml, q, qd, trial, target)) != OK)
         return rc;
-    for (int r = 0; r < m; r++) {
-        const double *Dr = k->Dq + (size_t)r * n;
-        double acc = 0.0;
-        for (int j = 0; j < n; j++)
-            acc += Dr[j] * qd[j];
-        k->rr[r] = acc;
-    }
-    for (int i = 0, r = ml; i < nc; i++)
-        if (trial[i])
-            k->rr[r++] -= target[i];
     if (m && k->nsl > 0) {
         if ((rc = slide_solve(k, qd, 1, qdp)) != OK)
             return rc;
