@@ -102,6 +102,7 @@ def test_excavator_digging_tracks_its_path_in_both_masters(tmp_path):
         np.testing.assert_allclose(a[k][:n], ref[k], rtol=1e-9, atol=1e-6, err_msg=k)
 
 
+@pytest.mark.slow   # ~70 s; the compiled excavator's end stops = the Python loop's in test_kernel_events.py
 def test_excavator_digging_on_the_native_plant_tracks_as_the_python_plant(tmp_path):
     """The same loop with the excavator as a native FMU (its six end stops' events in the
     compiled engine): in fmpy and libcosim the tracking of the Python plant (the in-process

@@ -341,6 +341,7 @@ def test_fmi3_refusals_name_fmi3_functions_and_change_nothing(fmus):
         assert got and text in got[-1] and "fmi3InstantiateCoSimulation" in got[-1], got
 
 
+@pytest.mark.slow   # a cold compile of the engine (~25 s); FMI 2.0's sources rebuild in the default run
 def test_fmi3_sources_rebuild_the_binary(fmus, tmp_path):
     _, f3 = fmus("double_pendulum")
     copy = tmp_path / "fmu"
@@ -361,6 +362,7 @@ def test_fmi3_sources_rebuild_the_binary(fmus, tmp_path):
 @pytest.mark.skipif(not (shutil.which("wine64") or shutil.which("wine")),
                     reason="needs wine to run the win64 binary (Debian: wine64)")
 @pytest.mark.xdist_group("wine")   # one wine prefix, one worker
+@pytest.mark.slow   # ~90 s of wine start-up; FMI 2.0's win64 binary runs under wine in the default run
 def test_fmi3_windows_binary_under_wine_gives_the_linux_numbers(fmus, tmp_path):
     import tempfile
     _, f3 = fmus("double_pendulum")

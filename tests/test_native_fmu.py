@@ -912,6 +912,7 @@ def _sanitizer_runtime():
     return " ".join(libs)
 
 
+@pytest.mark.slow   # ~45 s: the engine built with sanitizers, then a fuzz run
 def test_fuzz_worker_under_address_and_undefined_behaviour_sanitizers(native, tmp_path):
     """The FMU compiled from its sources/ with -fsanitize=address,undefined and driven by the
     fuzz worker's random call sequences (misuse, corrupt and truncated states): no report."""
