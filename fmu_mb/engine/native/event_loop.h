@@ -1518,8 +1518,8 @@ static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, dou
 /* One event iteration with friction (records rec (nc, EV_REC_FR): the phase set active /
  * stick / slip direction s0 per contact), the transitions of the loop (ev_advance) at an
  * event: the impact of ev_event_update (ev_impact: the frictional impact law, its rebound's
- * phase), then each slipping contact whose slip velocity along s0 is negative (its friction
- * value crossed zero) gets the loop's slip -> stick event (ev_fr_event EV_STICK: sticks
+ * phase), then each slipping contact whose slip velocity along s0 is <= 0 (its friction
+ * value reached zero: a host reports the state where the sign has changed) gets the loop's slip -> stick event (ev_fr_event EV_STICK: sticks
  * when the slip speed is below 1e-3 cvel, else slips along the slip velocity), then the
  * loop's phase start (ev_fr_consistent: tensile persistent contacts released with
  * Painleve's check, sticking contacts outside their cone slip along lam_t); with `project`
@@ -1555,7 +1555,7 @@ static int ev_event_update_fr(EvLoop *ev, double t, double *y, const double *u, 
     for (int i = 0; i < nc; i++) {
         if (!(ev->active[i] && ev->mu[i] > 0.0 && !ev->stick[i]))
             continue;
-        if (!(vt[2 * i] * ev->s0[2 * i] + vt[2 * i + 1] * ev->s0[2 * i + 1] < 0.0))
+        if (!(vt[2 * i] * ev->s0[2 * i] + vt[2 * i + 1] * ev->s0[2 * i + 1] <= 0.0))
             continue;
         if ((rc = ev_fr_event(ev, EV_STICK, i, t, y, cvel)) != OK)
             return rc;
