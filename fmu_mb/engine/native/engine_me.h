@@ -13,13 +13,14 @@
  *
  * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
  * co-simulation event loop (event_loop.h: the gap of a contact in flight, the force of a
- * persistent one), then, when there are dependent coordinates, the partition's condition
+ * persistent one), with Coulomb friction at a contact then per contact its stick/slip value
+ * (me_n_contact_indicators), then, when there are dependent coordinates, the partition's condition
  * minus ME_PARTITION_TOL: the smallest Cholesky pivot of Dd' Dd (Dd: the rows' Jacobian
  * columns of the dependent coordinates) over the largest column norm of the rows' Jacobian,
  * 0 where the partition chosen at initialisation is singular, then, when there are charts
  * (below), the smallest |l_d| of their local quaternions minus ME_CHART_TOL. mbe_me_event is
- * one event iteration: the event loop's impact and release (ev_event_update) and its Zeno
- * guard, the partition's check and the charts' re-centring.
+ * one event iteration: the event loop's impact, release and stick/slip transitions
+ * (ev_event_update) and its Zeno guard, the partition's check and the charts' re-centring.
  *
  * Charts of the Euler parameters. Where the partition keeps three of the four Euler parameters
  * of a spherical tree joint or a floating body as states (the fourth, slot d, fixed by the
