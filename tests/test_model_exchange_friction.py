@@ -151,16 +151,27 @@ def test_rolling_ball_slip_ends_at_closed_form(fmus, fmi):
 @pytest.mark.slow
 @pytest.mark.parametrize("fmi", [2, 3])
 def test_tumbling_box_with_friction(fmus, fmi):
-    """The tumbling box as a Box shape with mu = 0.3 at its corners: impacts (the frictional
-    impact law), sticking and slipping corners; model exchange agrees with co-simulation at
-    every output point, the impact counts and times included."""
+    """The tumbling box as a Box shape with mu = 0.3 at its corners: 57 impacts (the
+    frictional impact law) until its four bottom corners stick at 1.009 s. Model exchange
+    (CVode at rtol 1e-12: at 1e-10 its own error on box.vz reaches 1.4e-6) agrees with
+    co-simulation at every output point: the motion, the contact forces, the phases and the
+    impact counts over the whole experiment, the times and impulses of the impacts until
+    1.0 s. The last impacts before the box comes to rest form a cascade whose intervals
+    shrink from 10 ms to 0.1 ms (an accumulation of impacts that ends in persistent contact):
+    there a difference of the impact times of 4e-9 s at 0.9993 s grows to 6e-6 s at 1.0092 s
+    (the ill-conditioning of a grazing sequence, the same between co-simulation runs at
+    different tolerances), while the state after it agrees to 1e-7."""
     path = fmus("tumbling_box", fmi, shape="box", mu=0.3)
     names, me, _, cs = run_both(path, rtol=1e-12)
     impacts = [n for n in names if n.endswith(".impacts")]
-    assert sum(cs[n][-1] for n in impacts) >= 4
-    for n in impacts:
+    assert sum(cs[n][-1] for n in impacts) >= 40
+    for n in impacts + [n for n in names if n.endswith(".state")]:
         assert np.array_equal(me[n], cs[n]), n
-    assert_agree(names, me, cs)
+    records = [n for n in names if n.endswith((".last_time", ".last_impulse"))]
+    assert_agree([n for n in names if n not in records], me, cs)
+    before = cs["time"] <= 1.0 + 1e-9
+    assert_agree(records, me[before], cs[before])
+    assert sum(cs[n][-1] == 1.0 for n in names if n.endswith(".state")) == 4   # at rest
 
 
 # ------------------------------------------------------------------ the project's C host

@@ -142,6 +142,10 @@ typedef struct {
     double *lamc1, *lamt1, *lamc_fc, *lamt_fc, *s0_fc;
     unsigned char *stick_fc;
     int fr_fc_ok;
+    /* event mode with friction (ev_event_update_fr): per contact 1 when it was slipping with
+     * v_t . s0 > 0 at the end of the last event iteration (NULL before the first: then every
+     * slip counts as armed) */
+    unsigned char *me_armed;
 } EvLoop;
 
 static void evk_select(EvLoop *ev, const unsigned char *mask);
@@ -229,7 +233,7 @@ static void ev_release(EvLoop *ev)
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
                  ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT, ev->v0, ev->v1, ev->v_fc,
                  ev->mu, ev->s0, ev->lamt, ev->vt, ev->vt2, ev->dir, ev->rt, ev->ptv, ev->stick,
-                 ev->slide, ev->stk, ev->lamc1, ev->stick_fc};
+                 ev->slide, ev->stk, ev->lamc1, ev->stick_fc, ev->me_armed};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -1518,13 +1522,29 @@ static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, dou
 /* One event iteration with friction (records rec (nc, EV_REC_FR): the phase set active /
  * stick / slip direction s0 per contact), the transitions of the loop (ev_advance) at an
  * event: the impact of ev_event_update (ev_impact: the frictional impact law, its rebound's
- * phase), then each slipping contact whose slip velocity along s0 is <= 0 (its friction
- * value reached zero: a host reports the state where the sign has changed) gets the loop's slip -> stick event (ev_fr_event EV_STICK: sticks
- * when the slip speed is below 1e-3 cvel, else slips along the slip velocity), then the
+ * phase), then each slipping contact whose slip velocity along s0 has crossed zero gets the
+ * loop's slip -> stick event (ev_fr_event EV_STICK: sticks when the slip speed is below
+ * 1e-3 cvel, else slips along the slip velocity), then the
  * loop's phase start (ev_fr_consistent: tensile persistent contacts released with
  * Painleve's check, sticking contacts outside their cone slip along lam_t); with `project`
  * after a change y projected as ev_event_update. *impacts counts the impact, *changes the
- * other changes of the phase set (0 and 0: y and rec unchanged). */
+ * other changes of the phase set (0 and 0: y and rec unchanged). The crossing is the loop's
+ * (ev_find): v_t . s0 <= 0 (a host reports the state where the sign has changed) from a
+ * value > 0 at the end of the last event iteration (ev->me_armed), or below -1e-3 cvel
+ * (a slip that started from a stopped slip speed counts as reversed beyond that only). */
+static int ev_fr_arm(EvLoop *ev, double t, const double *y)
+{
+    int n = ev->n, nc = ev->nc, rc;
+    if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
+        return rc;
+    evk_slip_rates(ev, y + n, ev->vt2);
+    for (int i = 0; i < nc; i++)
+        ev->me_armed[i] = ev->active[i] && ev->mu[i] > 0.0 && !ev->stick[i] &&
+                          ev->vt2[2 * i] * ev->s0[2 * i] +
+                          ev->vt2[2 * i + 1] * ev->s0[2 * i + 1] > 0.0;
+    return OK;
+}
+
 static int ev_event_update_fr(EvLoop *ev, double t, double *y, const double *u, double *rec,
                               double ctol, double cvel, int project, int *impacts,
                               int *changes)
@@ -1536,6 +1556,11 @@ static int ev_event_update_fr(EvLoop *ev, double t, double *y, const double *u, 
     ev->u = u;
     ev->contact_tol = ctol;
     ev->slip_small = 1e-3 * cvel;
+    if (!ev->me_armed) {        /* before the first iteration: every slip counts as armed */
+        if (!(ev->me_armed = malloc((size_t)nc + 1)))
+            return ERR_ARGS;
+        memset(ev->me_armed, 1, (size_t)nc + 1);
+    }
     memcpy(ev->rec, rec, sizeof(double) * nr * nc);
     ev_active_from(ev, rec);
     if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
@@ -1555,7 +1580,8 @@ static int ev_event_update_fr(EvLoop *ev, double t, double *y, const double *u, 
     for (int i = 0; i < nc; i++) {
         if (!(ev->active[i] && ev->mu[i] > 0.0 && !ev->stick[i]))
             continue;
-        if (!(vt[2 * i] * ev->s0[2 * i] + vt[2 * i + 1] * ev->s0[2 * i + 1] <= 0.0))
+        double v = vt[2 * i] * ev->s0[2 * i] + vt[2 * i + 1] * ev->s0[2 * i + 1];
+        if (!(v <= 0.0 && (ev->me_armed[i] || v < -ev->slip_small)))
             continue;
         if ((rc = ev_fr_event(ev, EV_STICK, i, t, y, cvel)) != OK)
             return rc;
@@ -1570,7 +1596,7 @@ static int ev_event_update_fr(EvLoop *ev, double t, double *y, const double *u, 
                    R[6] != ev->s0[2 * i] || R[7] != ev->s0[2 * i + 1];
     }
     if (!changed)
-        return OK;
+        return ev_fr_arm(ev, t, y);
     if (project) {
         double T0 = evk_kinetic(ev, y);
         ev_select(ev, ev->active);
@@ -1586,6 +1612,8 @@ static int ev_event_update_fr(EvLoop *ev, double t, double *y, const double *u, 
         R[6] = ev->s0[2 * i];
         R[7] = ev->s0[2 * i + 1];
     }
+    if ((rc = ev_fr_arm(ev, t, y)) != OK)
+        return rc;
     memcpy(rec, ev->rec, sizeof(double) * nr * nc);
     *changes = *impacts ? (int)ch : (int)ch + 1;
     return OK;
