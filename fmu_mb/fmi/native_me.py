@@ -11,7 +11,10 @@ states (native_build._linear_structure's: the independent coordinates and their 
   (value references after `time`) listed in ModelStructure as <EventIndicator>.
 
 The event indicators, in the binary's order (engine_me.h): per contact its event value (the
-gap in flight, the normal force while persistent), then, when the model has dependent
+gap in flight, the normal force while persistent), then, when a contact has Coulomb friction,
+per contact its friction value (mu f_n - |f_t| while sticking, the slip velocity along the
+slip direction while slipping, 1 otherwise: the co-simulation event loop's stick/slip event
+values), then, when the model has dependent
 coordinates (closed loops, Euler parameters), the coordinate partition's condition minus 1e-3,
 then, when three of the four Euler parameters of a spherical tree joint or a floating body are
 states, the charts' indicator: the smallest |l_d| of their local quaternions minus 0.5 (the
@@ -40,16 +43,23 @@ def chart_count(model, linear):
 def event_indicators(model, linear):
     """[(name, description)] of the model-exchange event indicators, in the binary's order;
     None when the FMU has no model-exchange interface (no continuous states, or Coulomb
-    friction at a contact: engine_me.h's event iteration has no stick/slip phases, so a
-    frictional model is co-simulation only)."""
+    friction at a joint: engine_me.h's event iteration has no joint stick/slip phases, so a
+    model with joint friction is co-simulation only)."""
     if not linear or not linear["independent"]:
         return None
-    if any(getattr(c, "friction", 0.0) > 0.0 for c in getattr(model, "contacts", ())):
+    if any(getattr(j, "friction", 0.0) > 0.0 for j in getattr(model, "joints", ())):
         return None
     out = [(f"{c.name}.event_indicator",
             f"contact {c.name}: its gap while apart, its normal force while in persistent "
             f"contact (model exchange's event indicator) [m or rad, or N or N.m]")
            for c in model.contacts]
+    if any(getattr(c, "friction", 0.0) > 0.0 for c in model.contacts):
+        out += [(f"{c.name}.friction_indicator",
+                 f"contact {c.name}: mu times its normal force minus the magnitude of its "
+                 f"friction force while sticking [N or N.m], its slip velocity along the slip "
+                 f"direction while slipping [m/s or rad/s], 1 otherwise (model exchange's "
+                 f"event indicator of the stick/slip transitions)")
+                for c in model.contacts]
     if linear["n"] > len(linear["independent"]):
         out.append(("partition.event_indicator",
                     f"condition of the loops' coordinate partition chosen at initialisation "

@@ -2998,7 +2998,7 @@ static int lin_accelerations(MbEngine *e, double t, const double *q, const doubl
                              const double *u, double *qdd)
 {
     for (int i = 0; e->ev && i < e->ncon; i++)
-        if (e->rec[EV_REC * i + 4] != 0.0)
+        if (e->rec[e->nrec * i + 4] != 0.0)
             return e->kind ? sk_events_accelerations(e->ev, t, q, qd, u, e->rec, NULL, qdd,
                                                      NULL, NULL, NULL)
                            : mbk_events_accelerations(e->ev, t, q, qd, u, e->rec, qdd, NULL,

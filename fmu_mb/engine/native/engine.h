@@ -164,12 +164,15 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
  * mbe_me_set_time sets the time; mbe_me_set_states closes the loops for x (Newton from the
  * last solution; MBE_ERROR, nothing changed, when they cannot be closed or the partition is
  * singular there); mbe_me_get_states reads x; mbe_me_derivatives: xdot (2 f) at the state,
- * the persistent contacts' rows closed; mbe_me_indicators: z (mbe_me_n_indicators: one per
- * contact, its gap in flight or its force when persistent, then the partition's condition
+ * the persistent contacts' rows closed (with friction: the phase's sticking rows and sliding
+ * forces); mbe_me_indicators: z (mbe_me_n_indicators: one per contact, its gap in flight or
+ * its force when persistent, with friction then one per contact, mu f_n - |f_t| sticking,
+ * the slip velocity along the slip direction slipping, then the partition's condition
  * minus 1e-3 when there are dependent coordinates, then the charts' smallest |l_d| minus 0.5
  * when three of four Euler parameters are states: they are then chart coordinates of a
- * local quaternion, engine_me.h); mbe_me_event: one event iteration (impacts and releases of
- * the co-simulation event loop, its Zeno guard, the charts' re-centring): *changed = 1 when
+ * local quaternion, engine_me.h); mbe_me_event: one event iteration (impacts, releases and
+ * stick/slip transitions of the co-simulation event loop, its Zeno guard, the charts'
+ * re-centring): *changed = 1 when
  * the state, the charts or the active contacts changed, *singular = 1 when the partition's
  * indicator is negative. */
 MbeStatus mbe_me_set_time(MbEngine *e, double t, char *err, size_t errlen);

@@ -13,13 +13,14 @@
  *
  * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
  * co-simulation event loop (event_loop.h: the gap of a contact in flight, the force of a
- * persistent one), then, when there are dependent coordinates, the partition's condition
+ * persistent one), with Coulomb friction at a contact then per contact its stick/slip value
+ * (me_n_contact_indicators), then, when there are dependent coordinates, the partition's condition
  * minus ME_PARTITION_TOL: the smallest Cholesky pivot of Dd' Dd (Dd: the rows' Jacobian
  * columns of the dependent coordinates) over the largest column norm of the rows' Jacobian,
  * 0 where the partition chosen at initialisation is singular, then, when there are charts
  * (below), the smallest |l_d| of their local quaternions minus ME_CHART_TOL. mbe_me_event is
- * one event iteration: the event loop's impact and release (ev_event_update) and its Zeno
- * guard, the partition's check and the charts' re-centring.
+ * one event iteration: the event loop's impact, release and stick/slip transitions
+ * (ev_event_update) and its Zeno guard, the partition's check and the charts' re-centring.
  *
  * Charts of the Euler parameters. Where the partition keeps three of the four Euler parameters
  * of a spherical tree joint or a floating body as states (the fourth, slot d, fixed by the
@@ -66,7 +67,7 @@ typedef struct {
     double *P;               /* (m x f) G Di0: the tangent predictor dq_d = P dq_i            */
     double cond;             /* the partition's condition at the last closure (1: none)    */
     double *y;               /* (2 n) scratch: the state of an event iteration             */
-    double *rec;             /* (ncon x EV_REC) scratch: its records                        */
+    double *rec;             /* (ncon x nrec) scratch: its records                          */
     double t_last;           /* the Zeno guard: the time of the last event with a change   */
     int repeats, have_last;
     /* the charts of the Euler parameters (nch of them): the quaternion at q[ch_o[j]..+3], its
@@ -282,7 +283,7 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
     c->f = f;
     c->ind = malloc(sizeof(int) * (size_t)(f + 1));
     c->y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
-    c->rec = malloc(sizeof(double) * (size_t)(EV_REC * e->ncon + 1));
+    c->rec = malloc(sizeof(double) * (size_t)(e->nrec * e->ncon + 1));
     c->qdd0 = malloc(sizeof(double) * (size_t)(e->n + 1));
     c->qdd_y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
     c->u = calloc((size_t)e->ni + 1, sizeof(double));
@@ -986,7 +987,21 @@ MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind
     return MBE_OK;
 }
 
-/* the number of event indicators: one per contact, one for the partition when the model has
+/* The contacts' event indicators (the event loop's event values, event_loop.h
+ * ev_event_values): one per contact (its gap in flight, its normal force while persistent);
+ * with Coulomb friction (records of EV_REC_FR doubles) then one more per contact, its
+ * friction value: mu f_n - |f_t| while sticking (stick -> slip where it crosses zero), the
+ * slip velocity along the slip direction v_t . s0 while slipping (slip -> stick, or a
+ * reversal), 1 otherwise. The phase set (persistent, sticking, s0 per contact) is the
+ * records' (e->rec), discrete state of the instance that mbe_me_event's iteration updates
+ * with the loop's transitions (ev_event_update_fr) and that the derivatives' constrained
+ * solve uses (lin_accelerations: the event loop's phase kernel). */
+static int me_n_contact_indicators(const MbEngine *e)
+{
+    return e->nrec > EV_REC ? 2 * e->ncon : e->ncon;
+}
+
+/* the number of event indicators: one per contact (two with friction), one for the partition when the model has
  * dependent coordinates, one for the charts when there are any; -1 with a message when the
  * partition is refused */
 int mbe_me_n_indicators(MbEngine *e, int f, const int *ind, char *err, size_t errlen)
@@ -999,7 +1014,7 @@ int mbe_me_n_indicators(MbEngine *e, int f, const int *ind, char *err, size_t er
     MeCtx *c = me_ctx(e, f, ind, err, errlen);
     if (!c)
         return -1;
-    return e->ncon + (e->n > f ? 1 : 0) + (c->nch > 0 ? 1 : 0);
+    return me_n_contact_indicators(e) + (e->n > f ? 1 : 0) + (c->nch > 0 ? 1 : 0);
 }
 
 MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind, double *z,
@@ -1008,7 +1023,8 @@ MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind,
     MeCtx *c = me_call(e, "mbe_me_indicators", 1, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
-    if (!z && e->ncon + (e->n > f ? 1 : 0) + (c->nch > 0 ? 1 : 0) > 0) {
+    int nzc = me_n_contact_indicators(e);
+    if (!z && nzc + (e->n > f ? 1 : 0) + (c->nch > 0 ? 1 : 0) > 0) {
         msg(err, errlen, "mbe_me_indicators: no array");
         return MBE_ERROR;
     }
@@ -1031,11 +1047,11 @@ MbeStatus mbe_me_indicators(MbEngine *e, const double *u, int f, const int *ind,
             return MBE_ERROR;
         }
         me_refresh(c);
-        z[e->ncon] = c->cond - ME_PARTITION_TOL;
+        z[nzc] = c->cond - ME_PARTITION_TOL;
     }
     if (c->nch > 0) {
         me_chart_ready(c, e);
-        z[e->ncon + (e->n > f ? 1 : 0)] = me_chart_min(c, e) - ME_CHART_TOL;
+        z[nzc + (e->n > f ? 1 : 0)] = me_chart_min(c, e) - ME_CHART_TOL;
     }
     return MBE_OK;
 }
@@ -1153,7 +1169,7 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     const double *uu = e->ni ? u : e->u0;
     int n = e->n, impacts = 0, released = 0;
     memcpy(c->y, e->y, sizeof(double) * (size_t)(2 * n));
-    memcpy(c->rec, e->rec, sizeof(double) * (size_t)(EV_REC * e->ncon));
+    memcpy(c->rec, e->rec, sizeof(double) * (size_t)(e->nrec * e->ncon));
     int rc = (e->kind ? sk_events_update : mbk_events_update)(
         e->ev, e->t, c->y, uu, c->rec, e->set.contact_tol, e->set.contact_velocity,
         e->set.stabilization == 1, &impacts, &released);
@@ -1175,7 +1191,7 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
         return MBE_ERROR;
     }
     memcpy(e->y, c->y, sizeof(double) * (size_t)(2 * n));
-    memcpy(e->rec, c->rec, sizeof(double) * (size_t)(EV_REC * e->ncon));
+    memcpy(e->rec, c->rec, sizeof(double) * (size_t)(e->nrec * e->ncon));
     c->have_qdd = 0;
     *changed = 1;
     return me_event_charts(c, e, changed);

@@ -142,6 +142,10 @@ typedef struct {
     double *lamc1, *lamt1, *lamc_fc, *lamt_fc, *s0_fc;
     unsigned char *stick_fc;
     int fr_fc_ok;
+    /* event mode with friction (ev_event_update_fr): per contact 1 when it was slipping with
+     * v_t . s0 > 0 at the end of the last event iteration (NULL before the first: then every
+     * slip counts as armed) */
+    unsigned char *me_armed;
 } EvLoop;
 
 static void evk_select(EvLoop *ev, const unsigned char *mask);
@@ -229,7 +233,7 @@ static void ev_release(EvLoop *ev)
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
                  ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT, ev->v0, ev->v1, ev->v_fc,
                  ev->mu, ev->s0, ev->lamt, ev->vt, ev->vt2, ev->dir, ev->rt, ev->ptv, ev->stick,
-                 ev->slide, ev->stk, ev->lamc1, ev->stick_fc};
+                 ev->slide, ev->stk, ev->lamc1, ev->stick_fc, ev->me_armed};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -1406,22 +1410,37 @@ static int ev_outputs(EvLoop *ev, double t, const double *y, const double *u,
  * release of tensile persistent contacts (ev_release_tensile). A contact law with more
  * events (stick/slip) adds its transitions to ev_event_update. */
 
-/* the persistent contacts of rec (nc, EV_REC) as ev->active */
+/* the phase of rec (nc, ev->nrec): the persistent contacts as ev->active, with friction also
+ * the stick flags and slip directions */
 static void ev_active_from(EvLoop *ev, const double *rec)
 {
-    for (int i = 0; i < ev->nc; i++)
-        ev->active[i] = rec[EV_REC * i + 4] != 0.0;
+    for (int i = 0; i < ev->nc; i++) {
+        const double *R = rec + ev->nrec * i;
+        ev->active[i] = R[4] != 0.0;
+        if (ev->fr) {
+            ev->stick[i] = R[5] != 0.0;
+            ev->s0[2 * i] = R[6];
+            ev->s0[2 * i + 1] = R[7];
+        }
+    }
 }
 
 /* every contact's event value at (t, y) (ev_values: the gap of an inactive contact, the
- * force -lam_c of a persistent one) for the records rec and inputs u */
+ * force -lam_c of a persistent one) for the records rec and inputs u; with friction
+ * (ev_values_fr) then per contact its friction value v[nc + i]: mu f_n - |f_t| sticking,
+ * v_t . s0 slipping, 1 (no event: a constant of the friction values' sign before any
+ * transition) for a contact that is not persistent or has no friction */
 static int ev_event_values(EvLoop *ev, double t, const double *y, const double *u,
                            const double *rec, double *v)
 {
     ev->u = u;
     ev_active_from(ev, rec);
     ev_select(ev, ev->active);
-    return ev_values(ev, t, y, v);
+    int rc = ev_values(ev, t, y, v);
+    for (int i = 0; rc == OK && ev->fr && i < ev->nc; i++)
+        if (!isfinite(v[ev->nc + i]))
+            v[ev->nc + i] = 1.0;
+    return rc;
 }
 
 /* release the persistent contacts whose force would pull at (t, y), the most tensile first
@@ -1454,10 +1473,16 @@ static int ev_release_tensile(EvLoop *ev, double t, const double *y, int *releas
  * (a persistent contact's gap and its rate closed), the kinetic energy this removes added
  * to the impact's loss. y and rec are updated; *impacts and *released count what happened
  * (0 and 0: nothing to do). */
+static int ev_event_update_fr(EvLoop *ev, double t, double *y, const double *u, double *rec,
+                              double ctol, double cvel, int project, int *impacts,
+                              int *changes);
+
 static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, double *rec,
                            double ctol, double cvel, int project, int *impacts,
                            int *released)
 {
+    if (ev->fr)
+        return ev_event_update_fr(ev, t, y, u, rec, ctol, cvel, project, impacts, released);
     int n = ev->n, nc = ev->nc, rc;
     *impacts = 0;
     *released = 0;
@@ -1491,6 +1516,106 @@ static int ev_event_update(EvLoop *ev, double t, double *y, const double *u, dou
     for (int i = 0; i < nc; i++)
         ev->rec[EV_REC * i + 4] = ev->active[i] ? 1.0 : 0.0;
     memcpy(rec, ev->rec, sizeof(double) * EV_REC * nc);
+    return OK;
+}
+
+/* One event iteration with friction (records rec (nc, EV_REC_FR): the phase set active /
+ * stick / slip direction s0 per contact), the transitions of the loop (ev_advance) at an
+ * event: the impact of ev_event_update (ev_impact: the frictional impact law, its rebound's
+ * phase), then each slipping contact whose slip velocity along s0 has crossed zero gets the
+ * loop's slip -> stick event (ev_fr_event EV_STICK: sticks when the slip speed is below
+ * 1e-3 cvel, else slips along the slip velocity), then the
+ * loop's phase start (ev_fr_consistent: tensile persistent contacts released with
+ * Painleve's check, sticking contacts outside their cone slip along lam_t); with `project`
+ * after a change y projected as ev_event_update. *impacts counts the impact, *changes the
+ * other changes of the phase set (0 and 0: y and rec unchanged). The crossing is the loop's
+ * (ev_find): v_t . s0 <= 0 (a host reports the state where the sign has changed) from a
+ * value > 0 at the end of the last event iteration (ev->me_armed), or below -1e-3 cvel
+ * (a slip that started from a stopped slip speed counts as reversed beyond that only). */
+static int ev_fr_arm(EvLoop *ev, double t, const double *y)
+{
+    int n = ev->n, nc = ev->nc, rc;
+    if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
+        return rc;
+    evk_slip_rates(ev, y + n, ev->vt2);
+    for (int i = 0; i < nc; i++)
+        ev->me_armed[i] = ev->active[i] && ev->mu[i] > 0.0 && !ev->stick[i] &&
+                          ev->vt2[2 * i] * ev->s0[2 * i] +
+                          ev->vt2[2 * i + 1] * ev->s0[2 * i + 1] > 0.0;
+    return OK;
+}
+
+static int ev_event_update_fr(EvLoop *ev, double t, double *y, const double *u, double *rec,
+                              double ctol, double cvel, int project, int *impacts,
+                              int *changes)
+{
+    int n = ev->n, nc = ev->nc, rc, nr = ev->nrec;
+    long ch = 0;
+    *impacts = 0;
+    *changes = 0;
+    ev->u = u;
+    ev->contact_tol = ctol;
+    ev->slip_small = 1e-3 * cvel;
+    if (!ev->me_armed) {        /* before the first iteration: every slip counts as armed */
+        if (!(ev->me_armed = malloc((size_t)nc + 1)))
+            return ERR_ARGS;
+        memset(ev->me_armed, 1, (size_t)nc + 1);
+    }
+    memcpy(ev->rec, rec, sizeof(double) * nr * nc);
+    ev_active_from(ev, rec);
+    if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
+        return rc;
+    int hit = -1;
+    for (int i = 0; i < nc; i++)
+        if (!ev->active[i] && ev->gap[i] <= ctol && ev->vminus[i] < 0.0 &&
+            (hit < 0 || ev->gap[i] < ev->gap[hit]))
+            hit = i;
+    if (hit >= 0) {
+        if ((rc = ev_impact(ev, t, y, hit, cvel)) != OK)
+            return rc;
+        *impacts = 1;
+    }
+    double *vt = ev->vt2;               /* the slip velocities at y (after the impact) */
+    evk_slip_rates(ev, y + n, vt);
+    for (int i = 0; i < nc; i++) {
+        if (!(ev->active[i] && ev->mu[i] > 0.0 && !ev->stick[i]))
+            continue;
+        double v = vt[2 * i] * ev->s0[2 * i] + vt[2 * i + 1] * ev->s0[2 * i + 1];
+        if (!(v <= 0.0 && (ev->me_armed[i] || v < -ev->slip_small)))
+            continue;
+        if ((rc = ev_fr_event(ev, EV_STICK, i, t, y, cvel)) != OK)
+            return rc;
+        evk_slip_rates(ev, y + n, vt);
+    }
+    if ((rc = ev_fr_consistent(ev, t, y, &ch, 0)) != OK)
+        return rc;
+    int changed = *impacts;             /* the phase set against the records' */
+    for (int i = 0; i < nc; i++) {
+        const double *R = rec + nr * i;
+        changed |= (R[4] != 0.0) != ev->active[i] || (R[5] != 0.0) != ev->stick[i] ||
+                   R[6] != ev->s0[2 * i] || R[7] != ev->s0[2 * i + 1];
+    }
+    if (!changed)
+        return ev_fr_arm(ev, t, y);
+    if (project) {
+        double T0 = evk_kinetic(ev, y);
+        ev_select(ev, ev->active);
+        if ((rc = evk_project(ev, t, y)) != OK)
+            return rc;
+        if (*impacts)
+            ev->rec[nr * hit + 3] += fmax(T0 - evk_kinetic(ev, y), 0.0);
+    }
+    for (int i = 0; i < nc; i++) {
+        double *R = ev->rec + nr * i;
+        R[4] = ev->active[i] ? 1.0 : 0.0;
+        R[5] = ev->stick[i] ? 1.0 : 0.0;
+        R[6] = ev->s0[2 * i];
+        R[7] = ev->s0[2 * i + 1];
+    }
+    if ((rc = ev_fr_arm(ev, t, y)) != OK)
+        return rc;
+    memcpy(rec, ev->rec, sizeof(double) * nr * nc);
+    *changes = *impacts ? (int)ch : (int)ch + 1;
     return OK;
 }
 

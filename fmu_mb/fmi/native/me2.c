@@ -10,10 +10,11 @@
  * loops for them (engine_me.h mbe_me_set_states: Newton from the last solution; refused with
  * fmi2Error, telling to use co-simulation, where they cannot be closed). Event indicators
  * (FMU_N_EVENT_INDICATORS): per contact the co-simulation event loop's event value (its gap in
- * flight, its normal force when persistent), then the coordinate partition's condition minus
- * 1e-3 when the model has dependent coordinates. Event Mode runs the event loop's impact and
- * release (fmi2NewDiscreteStates: valuesOfContinuousStatesChanged after an impact or a
- * release) with its Zeno guard; the partition's indicator crossing zero is logged as a
+ * flight, its normal force when persistent), with Coulomb friction at a contact then per
+ * contact its stick/slip value, then the coordinate partition's condition minus 1e-3 when the
+ * model has dependent coordinates (engine_me.h). Event Mode runs the event loop's impact,
+ * release and stick/slip transitions (fmi2NewDiscreteStates: valuesOfContinuousStatesChanged
+ * after a change of the velocities or the contacts' phases) with its Zeno guard; the partition's indicator crossing zero is logged as a
  * warning (the results lose accuracy there; co-simulation projects instead).
  *
  * The ME instance is in STEP_MODE once initialised (so the shared getters, setters and FMU
