@@ -13,7 +13,9 @@
  * (a0 = Mbar^-1 fbar the free motion, rr = D a0 - b as the kernels' Schur solve, r the rank:
  * the columns with |R_kk| > rtol |R_00|), the same a as the Schur solve where S is regular, and
  * the rows kept satisfied to the round-off of R (|R_kk| is the distance of the row from
- * the others', not its square). fmu_mb.linalg.qr_accelerations is its Python twin.
+ * the others', not its square). Model exchange runs in the compiled engine only, so this solve
+ * has no Python twin (tests/test_model_exchange.py checks it against the N-four-bar's closed
+ * form near its dead point).
  */
 #ifndef FMU_MB_DENSE_QR_H
 #define FMU_MB_DENSE_QR_H
@@ -21,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const double QR_RANK_RTOL = 1e-12;    /* fmu_mb.linalg.QR_RANK_RTOL */
+static const double QR_RANK_RTOL = 1e-12;    /* |R_kk| / |R_00| below: the row is dropped */
 
 /* Cholesky A = L L' of the symmetric positive semi-definite A (n x n, row-major, lower
  * triangle used; L written over it, upper triangle zeroed): a pivot that is not positive
@@ -53,7 +55,7 @@ static int dense_qr_accelerations(int n, int m, double *Minv, const double *D,
                                   int *rank)
 {
     size_t nn = (size_t)(n > 0 ? n : 1), mm = (size_t)(m > 0 ? m : 1);
-    double *B = malloc(sizeof(double) * (nn * mm + 2 * mm + 2 * nn));   /* B' (n x m) row-major */
+    double *B = malloc(sizeof(double) * (nn * mm + 2 * mm + 2 * nn));   /* B' (n x m) */
     int *perm = malloc(sizeof(int) * mm);
     if (!B || !perm) {
         free(B);

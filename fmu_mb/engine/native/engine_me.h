@@ -8,8 +8,9 @@
  * (the engine's q), their rates from the velocity rows (lin_close); a state that cannot be
  * closed is refused (MBE_ERROR, nothing changed): never a silent drift. Near a dead point
  * (the partition's condition below ME_CHORD_COND) the closure follows the branch of the
- * motion (me_close_branch) and mbe_me_derivatives refuses accelerations that violate the
- * rows' acceleration equations (me_acc_residual: the acceleration solve's cut-off).
+ * motion (me_close_branch), the accelerations solve the loops by QR (me_accelerations: the
+ * rows' condition not squared, as the Schur solve's cut-off would) and mbe_me_derivatives
+ * refuses accelerations that violate the rows' acceleration equations (me_acc_residual).
  *
  * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
  * co-simulation event loop (event_loop.h: the gap of a contact in flight, the force of a
@@ -999,11 +1000,10 @@ static double me_acc_residual(MeCtx *c, double t, const double *q, const double 
 
 /* xdot (2 f): the derivatives of the states (qd_i, qdd_i; the charts' slots those of their
  * chart coordinates) at the engine's state (closed by mbe_me_set_states). Near a dead point
- * (the partition's condition below ME_CHORD_COND) the accelerations are checked against the
- * rows' acceleration equations (me_acc_residual): the engine's acceleration solve cuts off the
- * multipliers of rows that have become dependent, which co-simulation's projection absorbs
- * but the host's integration of the states would not (the state would drift silently off the
- * motion), so there the call is refused. */
+ * (the partition's condition below ME_CHORD_COND) the accelerations come from the QR solve
+ * (me_accelerations) and are checked against the rows' acceleration equations
+ * (me_acc_residual): accelerations that violate them would let the host's integration of the
+ * states drift silently off the motion, so there the call is refused. */
 MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
                              char *err, size_t errlen)
 {
@@ -1023,10 +1023,9 @@ MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind
         if (!(res <= ME_ACC_TOL * (1.0 + absmax(c->L.qdd, n)))) {
             msg(err, errlen, "at t = %.9g s the loops are near a dead point (partition "
                 "condition %.3g): the accelerations violate the rows' acceleration equations "
-                "by %.3g (the engine's acceleration solve cuts off the multipliers of the rows "
-                "that have become dependent); model exchange cannot continue from here; use "
-                "the co-simulation interface, whose integrator keeps every coordinate and "
-                "projects", e->t, c->cond, res);
+                "by %.3g (the loops' rows are dependent to round-off here); model exchange "
+                "cannot continue from here; use the co-simulation interface, whose integrator "
+                "keeps every coordinate and projects", e->t, c->cond, res);
             return MBE_ERROR;
         }
     }
