@@ -59,6 +59,8 @@ void mbk_set_stabilization(void *k, int mode, double alpha, double beta, double 
 int mbk_advance(void *k, int method, double *par, double *y, const double *u, int *nfev);
 int mbk_accelerations(void *k, double t, const double *q, const double *qd, const double *u,
                       double *qdd, double *x, double *xd, double *xdd);
+int mbk_accelerations_qr(void *k, double t, const double *q, const double *qd,
+                         const double *u, double *qdd, int *rank);
 void mbk_kinematics(void *k, const double *q, const double *qd, double *x, double *xd);
 int mbk_applied_forces(void *k, const double *q, const double *qd, const double *u, double *f);
 int mbk_last_error_index(void *k);

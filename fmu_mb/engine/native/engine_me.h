@@ -8,8 +8,9 @@
  * (the engine's q), their rates from the velocity rows (lin_close); a state that cannot be
  * closed is refused (MBE_ERROR, nothing changed): never a silent drift. Near a dead point
  * (the partition's condition below ME_CHORD_COND) the closure follows the branch of the
- * motion (me_close_branch) and mbe_me_derivatives refuses accelerations that violate the
- * rows' acceleration equations (me_acc_residual: the acceleration solve's cut-off).
+ * motion (me_close_branch), the accelerations solve the loops by QR (me_accelerations: the
+ * rows' condition not squared, as the Schur solve's cut-off would) and mbe_me_derivatives
+ * refuses accelerations that violate the rows' acceleration equations (me_acc_residual).
  *
  * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
  * co-simulation event loop (event_loop.h: the gap of a contact in flight, the force of a
@@ -618,6 +619,31 @@ static int me_dep_solve(Lin *L, const double *b)
 }
 
 #define ME_BRANCH_IT 40           /* Newton iterations of the closure near a dead point */
+#define ME_RATE_IT 4              /* ... and corrections of its rates, at most */
+
+/* The accelerations qdd at (t, q, qd) with inputs u for model exchange: near a dead point
+ * (the partition's condition below ME_CHORD_COND) the loop rows solved by QR (kernel.c's
+ * mbk_accelerations_qr, spatial_kernel.c's sk_accelerations_qr: dense_qr.h), whose rank
+ * decision is on the rows' own singular values, not on their squares as the Schur solve's
+ * cut-off (which drops the rows that are becoming dependent there, so that the accelerations
+ * violate their acceleration equations); elsewhere, or with persistent contacts, the kernel's
+ * own solve (lin_accelerations), the same accelerations where S is regular */
+static int me_accelerations(const MeCtx *c, double t, const double *q, const double *qd,
+                            const double *u, double *qdd)
+{
+    MbEngine *e = c->L.e;
+    int rank = 0;
+    if (!(e->n > c->f && c->cond < ME_CHORD_COND))
+        return lin_accelerations(e, t, q, qd, u, qdd);
+    for (int i = 0; e->ev && i < e->ncon; i++)
+        if (e->rec[EV_REC * i + 4] != 0.0)
+            return lin_accelerations(e, t, q, qd, u, qdd);
+    if (e->kind) {
+        sk_set_time(e->kern, t);
+        return sk_accelerations_qr(e->kern, q, qd, u, qdd, &rank);
+    }
+    return mbk_accelerations_qr(e->kern, t, q, qd, u, qdd, &rank);
+}
 
 /* The closed state (L->q, L->qd) of (qi, qdi) near a singular partition (a dead point, where
  * the loops' branches meet and the rows' Jacobian of the dependent coordinates loses rank):
@@ -638,7 +664,7 @@ static int me_close_branch(MeCtx *c, const double *qi, const double *qdi, const 
     if (!moved && !(c->have_qdd && memcmp(c->qdd_y, L->q0, sizeof(double) * (size_t)n) == 0 &&
                     memcmp(c->qdd_y + n, qd0, sizeof(double) * (size_t)n) == 0)) {
         /* the motion's accelerations at the last solution (with the last inputs) */
-        if (lin_accelerations(L->e, L->t, L->q0, qd0, c->u, c->qdd0) == OK &&
+        if (me_accelerations(c, L->t, L->q0, qd0, c->u, c->qdd0) == OK &&
             all_finite(c->qdd0, n)) {
             memcpy(c->qdd_y, L->q0, sizeof(double) * (size_t)n);
             memcpy(c->qdd_y + n, qd0, sizeof(double) * (size_t)n);
@@ -672,16 +698,27 @@ static int me_close_branch(MeCtx *c, const double *qi, const double *qdi, const 
     }
     if (!(res <= PROJECTION_ACCEPT * scale))
         return 1;
-    for (int r = 0; r < nr; r++) {          /* the rates' residual Dq qd + phi_t */
-        double v = L->phit[r];
-        for (int j = 0; j < n; j++)
-            v += L->Dq[(size_t)r * n + j] * L->qd[j];
-        L->phi[r] = v;
+    /* the rates: minimum-norm corrections onto Dq qd + phi_t = 0, repeated while the residual
+     * falls (the normal equations' solve leaves an error of the square of Dd's condition times
+     * the round-off in the directions that the rows are about to lose, which the accelerations
+     * there amplify by 1 / sigma_min(Dd)^2: each repetition multiplies it by that error) */
+    prev = INFINITY;
+    for (int it = 0; it < ME_RATE_IT; it++) {
+        for (int r = 0; r < nr; r++) {      /* the rates' residual Dq qd + phi_t */
+            double v = L->phit[r];
+            for (int j = 0; j < n; j++)
+                v += L->Dq[(size_t)r * n + j] * L->qd[j];
+            L->phi[r] = v;
+        }
+        res = absmax(L->phi, nr);
+        if (it > 0 && !(res < 0.5 * prev))
+            break;
+        prev = res;
+        if (me_dep_solve(L, L->phi))
+            return 1;
+        for (int a = 0; a < m; a++)
+            L->qd[L->dep[a]] += L->dd[a];
     }
-    if (me_dep_solve(L, L->phi))
-        return 1;
-    for (int a = 0; a < m; a++)
-        L->qd[L->dep[a]] += L->dd[a];
     return 0;
 }
 
@@ -905,52 +942,69 @@ static MeCtx *me_call(MbEngine *e, const char *fn, int ok, const double *u, int 
 #define ME_ACC_MOVE 1e-3           /* ... and at most this move of a coordinate [m or rad] */
 #define ME_ACC_TOL 1e-10           /* its largest residual, relative to 1 + |qdd| */
 
-/* The rows' second time derivative along the motion (q, qd, qdd) at time t: the central
- * difference of the velocity residual Dq qd + phi_t at q + qd s + qdd s^2 / 2, qd + qdd s,
- * t + s, s = +-h (h: ME_ACC_STEP, or less so that no coordinate moves more than ME_ACC_MOVE;
- * round-off leaves ~1e-11 of the rows' scale, the difference's error ~h^2 of their jerk) (zero when the accelerations satisfy the rows' acceleration
- * equations); its largest entry, or INFINITY when the rows cannot be evaluated */
+/* c->vres at q + qd s + qdd s^2 / 2, qd + qdd s, time t + s: 0 on success */
+static int me_vres_along(MeCtx *c, double t, const double *q, const double *qd,
+                         const double *qdd, double s)
+{
+    Lin *L = &c->L;
+    int n = L->e->n;
+    double *qs = c->y, *qds = c->y + n;
+    for (int j = 0; j < n; j++) {
+        qs[j] = q[j] + qd[j] * s + 0.5 * qdd[j] * s * s;
+        qds[j] = qd[j] + qdd[j] * s;
+    }
+    L->t = t + s;
+    return me_rows(c, qs, qds);
+}
+
+/* The rows' second time derivative along the motion (q, qd, qdd) at time t (zero when the
+ * accelerations satisfy the rows' acceleration equations): the velocity residual
+ * Dq qd + phi_t along q + qd s + qdd s^2 / 2, qd + qdd s, t + s differentiated at s = 0 by
+ * central differences of steps h and h / 2 and Richardson's extrapolation (the error of
+ * order h^4 of the rows' fifth derivative: the h^2 error of one difference, ~h^2 / 6 times
+ * the motion's |qd|^4 scale, would exceed the tolerance where the rates are large); h:
+ * ME_ACC_STEP, or less so that no coordinate moves more than ME_ACC_MOVE; round-off leaves
+ * ~1e-16 / h of the rows' velocity scale. Its largest entry, or INFINITY when the rows cannot
+ * be evaluated. */
 static double me_acc_residual(MeCtx *c, double t, const double *q, const double *qd,
                               const double *qdd)
 {
     Lin *L = &c->L;
     int n = L->e->n, nr = L->nr;
-    double *qs = c->y, *qds = c->y + n, *vp = c->s, out = 0.0;
     double h = fmin(ME_ACC_STEP, ME_ACC_MOVE / (1.0 + absmax(qd, n)));
-    double told = L->t;
-    if (nr > L->ndep)                       /* (c->s holds ndep: the difference needs nr) */
-        vp = malloc(sizeof(double) * (size_t)nr);
-    if (!vp)
+    double told = L->t, out = 0.0;
+    double *d = malloc(sizeof(double) * (size_t)(2 * nr + 1)), *vp = d + nr;
+    if (!d)
         return INFINITY;
-    for (int sgn = 1; sgn >= -1; sgn -= 2) {
-        double s = sgn * h;
-        for (int j = 0; j < n; j++) {
-            qs[j] = q[j] + qd[j] * s + 0.5 * qdd[j] * s * s;
-            qds[j] = qd[j] + qdd[j] * s;
-        }
-        L->t = t + s;
-        if (me_rows(c, qs, qds)) {
+    for (int k = 0; k < 2 && isfinite(out); k++) {
+        double hk = k ? 0.5 * h : h;
+        if (me_vres_along(c, t, q, qd, qdd, hk)) {
             out = INFINITY;
             break;
         }
-        for (int r = 0; r < nr; r++)
-            vp[r] = sgn > 0 ? c->vres[r] : (vp[r] - c->vres[r]) / (2.0 * h);
+        memcpy(vp, c->vres, sizeof(double) * (size_t)nr);
+        if (me_vres_along(c, t, q, qd, qdd, -hk)) {
+            out = INFINITY;
+            break;
+        }
+        for (int r = 0; r < nr; r++) {
+            double dk = (vp[r] - c->vres[r]) / (2.0 * hk);
+            d[r] = k ? (4.0 * dk - d[r]) / 3.0 : dk;
+        }
     }
     L->t = told;
     for (int r = 0; r < nr && isfinite(out); r++)
-        out = fmax(out, fabs(vp[r]));
-    if (vp != c->s)
-        free(vp);
+        out = fmax(out, fabs(d[r]));
+    free(d);
     return out;
 }
 
 /* xdot (2 f): the derivatives of the states (qd_i, qdd_i; the charts' slots those of their
  * chart coordinates) at the engine's state (closed by mbe_me_set_states). Near a dead point
- * (the partition's condition below ME_CHORD_COND) the accelerations are checked against the
- * rows' acceleration equations (me_acc_residual): the engine's acceleration solve cuts off the
- * multipliers of rows that have become dependent, which co-simulation's projection absorbs
- * but the host's integration of the states would not (the state would drift silently off the
- * motion), so there the call is refused. */
+ * (the partition's condition below ME_CHORD_COND) the accelerations come from the QR solve
+ * (me_accelerations) and are checked against the rows' acceleration equations
+ * (me_acc_residual): accelerations that violate them would let the host's integration of the
+ * states drift silently off the motion, so there the call is refused. */
 MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind, double *xdot,
                              char *err, size_t errlen)
 {
@@ -959,7 +1013,7 @@ MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind
         return MBE_ERROR;
     int n = e->n;
     const double *uu = e->ni ? u : e->u0;
-    int rc = lin_accelerations(e, e->t, e->y, e->y + n, uu, c->L.qdd);
+    int rc = me_accelerations(c, e->t, e->y, e->y + n, uu, c->L.qdd);
     if (rc != OK || !all_finite(c->L.qdd, n)) {
         msg(err, errlen, "the accelerations at t = %.9g s cannot be computed: %s", e->t,
             rc != OK ? kernel_error(rc) : "not finite");
@@ -970,10 +1024,9 @@ MbeStatus mbe_me_derivatives(MbEngine *e, const double *u, int f, const int *ind
         if (!(res <= ME_ACC_TOL * (1.0 + absmax(c->L.qdd, n)))) {
             msg(err, errlen, "at t = %.9g s the loops are near a dead point (partition "
                 "condition %.3g): the accelerations violate the rows' acceleration equations "
-                "by %.3g (the engine's acceleration solve cuts off the multipliers of the rows "
-                "that have become dependent); model exchange cannot continue from here; use "
-                "the co-simulation interface, whose integrator keeps every coordinate and "
-                "projects", e->t, c->cond, res);
+                "by %.3g (the loops' rows are dependent to round-off here); model exchange "
+                "cannot continue from here; use the co-simulation interface, whose integrator "
+                "keeps every coordinate and projects", e->t, c->cond, res);
             return MBE_ERROR;
         }
     }

@@ -35,6 +35,8 @@ int sk_set_drives(void *k, int nd, const int *di, const double *dd, int ndp, con
 int sk_set_couplers(void *k, int ncp, const int *ci, const double *cd);
 void sk_set_time(void *k, double t);
 int sk_accelerations(void *k, const double *q, const double *qd, const double *u, double *qdd);
+int sk_accelerations_qr(void *k, const double *q, const double *qd, const double *u,
+                        double *qdd, int *rank);
 int sk_events_initial(void *ev, double t, const double *y, const double *u, double *rec,
                       double contact_tol, double contact_velocity);
 

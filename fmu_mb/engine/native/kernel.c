@@ -1465,6 +1465,55 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
     return OK;
 }
 
+#include "dense_qr.h"                          /* the loops' QR solve (model exchange) */
+
+/* qdd (n) at time t with the loop rows solved by dense_qr_accelerations (Mbar^-1 from n
+ * bias-free articulated passes, the rows' condition not squared): model exchange near a dead
+ * point, where the Schur solve's cut-off drops rows that have become nearly dependent
+ * (engine_me.h). *rank: the rows kept (m without rows). Sliding friction: the kernel's own
+ * solve (loop_accel). */
+int mbk_accelerations_qr(Kernel *k, double t, const double *q, const double *qd,
+                         const double *u, double *qdd, int *rank)
+{
+    int m = k->m, n = k->n, rc;
+    *rank = m;
+    if (k->nd)
+        prescribe(k, t, &q, &qd);
+    kinematics(k, q, qd);
+    if ((rc = forces(k, u)) != OK)
+        return rc;
+    if (m == 0)
+        return aba(k, qdd);
+    if (k->nsl > 0)
+        return loop_accel(k, qd, qdd);
+    if ((rc = articulate(k)) != OK || (rc = solve_tau(k, k->jtau, 1, k->qdd0)) != OK)
+        return rc;
+    body_acc(k, NULL, k->a0);
+    if ((rc = rows(k, 1)) != OK)
+        return rc;
+    for (int r = 0; r < m; r++) {
+        double b = -k->conv[r];
+        if (k->mode == 2)
+            b -= 2.0 * k->alpha * dq_dot(k, r, qd) + k->beta * k->beta * k->phi[r];
+        k->rr[r] = dq_dot(k, r, k->qdd0) - b;
+    }
+    size_t nn = (size_t)n;
+    double *Minv = malloc(sizeof(double) * (nn * nn + nn + 1)), *e = Minv + nn * nn;
+    if (!Minv)
+        return ERR_ARGS;
+    memset(e, 0, sizeof(double) * nn);
+    for (int j = 0; j < n && rc == OK; j++) {   /* row j of the symmetric Mbar^-1 */
+        e[j] = 1.0;
+        rc = solve_tau(k, e, 0, Minv + (size_t)j * nn);
+        e[j] = 0.0;
+    }
+    if (rc == OK)
+        rc = dense_qr_accelerations(n, m, Minv, k->Dq, k->rr, k->qdd0, QR_RANK_RTOL, qdd,
+                                    rank);
+    free(Minv);
+    return rc;
+}
+
 /* kinetic energy of the velocities v at q (the bodies' centres of mass and rotations) */
 static double kinetic(Kernel *k, const double *q, const double *v)
 {

@@ -1982,6 +1982,53 @@ int sk_accelerations(SK *k, const double *q, const double *qd, const double *u, 
     return accel(k, q, qd, qdd);
 }
 
+#include "dense_qr.h"                          /* the loops' QR solve (model exchange) */
+
+/* qdd (n) with the loop rows solved by dense_qr_accelerations (Mbar^-1 from nv bias-free
+ * articulated passes, the rows' condition not squared): model exchange near a dead point
+ * (engine_me.h), as kernel.c's mbk_accelerations_qr. *rank: the rows kept. Sliding or
+ * sticking friction rows: the kernel's own solve (loop_accel). */
+int sk_accelerations_qr(SK *k, const double *q, const double *qd, const double *u,
+                        double *qdd, int *rank)
+{
+    int m = k->m, nv = k->nv, rc;
+    *rank = m;
+    if (m == 0 || k->nsl > 0 || k->nst > 0)
+        return sk_accelerations(k, q, qd, u, qdd);
+    sk_set_inputs(k, u);
+    if (k->n)
+        memset(qdd, 0, sizeof(double) * k->n);
+    kinematics(k, q, qd);
+    if ((rc = forces(k)) != OK || (rc = articulate(k)) != OK)
+        return rc;
+    solve(k, k->jtau, 1, k->nud0);
+    if ((rc = cut_rows(k)) != OK)
+        return rc;
+    for (int r = 0; r < m; r++) {
+        double b = accel_of(k, &k->rows[r]);
+        if (k->mode == 2)
+            b += 2.0 * k->alpha * (rate(k, &k->rows[r]) - k->rows[r].rt)
+                 + k->beta * k->beta * k->rows[r].val;
+        k->rr[r] = b;
+    }
+    size_t vv = (size_t)nv;
+    double *Minv = malloc(sizeof(double) * (vv * vv + vv + 1)), *e = Minv + vv * vv;
+    if (!Minv)
+        return ERR_ARGS;
+    memset(e, 0, sizeof(double) * vv);
+    for (int j = 0; j < nv; j++) {              /* row j of the symmetric Mbar^-1 */
+        e[j] = 1.0;
+        solve(k, e, 0, Minv + (size_t)j * vv);
+        e[j] = 0.0;
+    }
+    rc = dense_qr_accelerations(nv, m, Minv, k->Dv, k->rr, k->nud0, QR_RANK_RTOL, k->nud,
+                                rank);
+    free(Minv);
+    if (rc == OK)
+        nud_to_qdd(k, q, qd, k->nud, qdd);
+    return rc;
+}
+
 /* qdd (n) and, with sk_set_pose_data, x, xd, xdd (7 nb each: r, p and their rates) of the
  * bodies: the accelerations of the bodies from one forward pass with the final ν' */
 /* the bodies' accelerations k->acc (6 each, ground zero) along the tree from the last
