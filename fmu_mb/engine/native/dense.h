@@ -292,8 +292,10 @@ static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m,
     return 0;
 }
 
-/* widest half-bandwidth b of S, relative to its rows m, that the eigen route solves as a band
- * matrix (dense_band_solve: b <= DENSE_BAND_WIDEST m; fmu_mb.linalg.BAND_EIGEN_WIDEST) */
+/* The eigen route solves S (m x m, half-bandwidth b) as a band matrix (dense_band_solve) when
+ * m > DENSE_BAND_FEWEST and b <= DENSE_BAND_WIDEST m (fmu_mb.linalg.SMALL and
+ * BAND_EIGEN_WIDEST: the same choice as fmu_mb.linalg.eigh_banded) */
+#define DENSE_BAND_FEWEST 24
 #define DENSE_BAND_WIDEST 0.25
 
 /* The half-bandwidth of the symmetric A (m x m, all entries): the largest r - l with
@@ -622,7 +624,7 @@ static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn s
     for (int i = 0; i < m * m; i++)
         if (!isfinite(A[i]))
             return ERR_NONFINITE;
-    int b = dense_bandwidth(A, m);
+    int b = m > DENSE_BAND_FEWEST ? dense_bandwidth(A, m) : m;
     if (b <= DENSE_BAND_WIDEST * m) {    /* banded: band reduction and QL, O(m^2 b) */
         memcpy(y, rhs, sizeof(double) * (size_t)nrhs * m);
         if (dense_band_solve(A, b, V, w, m, rtol, nrhs, y, ops) == 0)
