@@ -112,6 +112,15 @@ static void dense_reflect(const double *V, int m, int k, double *u)
     for (int i = k + 1; i < m; i++)
         u[i] -= t * V[(size_t)i * m + k];
 }
+/* sqrt(a^2 + b^2) without libm's hypot (the QL iteration and the band reduction call it once
+ * per plane rotation, and hypot costs as much as the rest of the rotation): the plain square
+ * root where a^2 + b^2 neither overflows nor loses digits to underflow, hypot otherwise */
+static double dense_hypot(double a, double b)
+{
+    double r = sqrt(a * a + b * b);
+    return r > 1e-150 && r < 1e150 ? r : hypot(a, b);
+}
+
 /* The tridiagonal T (diagonal w, subdiagonal e: e[i] = T[i+1][i], e[m-1] unused) = Z diag(d) Z'
  * by the implicit QL iteration (tqli), its plane rotations applied to the nrhs right-hand
  * sides in y (Z' u, on entry) and, stored, to the filtered ones (u <- Z diag(d)^+ Z' u on
@@ -121,7 +130,7 @@ static void dense_reflect(const double *V, int m, int k, double *u)
 static int dense_tql_filter(double *w, double *e, int m, double rtol, int nrhs, double *y,
                             double *nrot_out)
 {
-    size_t nrot = 0, cap = (size_t)4 * m * m + 16;
+    size_t nrot = 0, cap = (size_t)m * m + 16;
     int *ri = malloc(sizeof(int) * cap);
     double *rcs = malloc(sizeof(double) * 2 * cap);
     if (!ri || !rcs) {
@@ -145,13 +154,13 @@ static int dense_tql_filter(double *w, double *e, int m, double rtol, int nrhs, 
                     fail = 1;
                     break;
                 }
-                double g = (w[l + 1] - w[l]) / (2.0 * e[l]), r = hypot(g, 1.0);
+                double g = (w[l + 1] - w[l]) / (2.0 * e[l]), r = dense_hypot(g, 1.0);
                 g = w[mm] - w[l] + e[l] / (g + (g >= 0.0 ? fabs(r) : -fabs(r)));
                 double sn = 1.0, cs = 1.0, p = 0.0;
                 int i;
                 for (i = mm - 1; i >= l; i--) {
                     double f = sn * e[i], b = cs * e[i];
-                    e[i + 1] = (r = hypot(f, g));
+                    e[i + 1] = (r = dense_hypot(f, g));
                     if (r == 0.0) {
                         w[i + 1] -= p;
                         e[mm] = 0.0;
@@ -363,7 +372,7 @@ static int dense_band_solve(const double *A, int b, double *V, double *w, int m,
             for (;;) {
                 double a = V[(size_t)(p - 1) * m + col], bb = V[(size_t)p * m + col];
                 if (bb != 0.0) {
-                    double r = hypot(a, bb), c = a / r, s = bb / r;
+                    double r = dense_hypot(a, bb), c = a / r, s = bb / r;
                     int lo = p - 1 - b - 1 > 0 ? p - 1 - b - 1 : 0;
                     int hi = p + b + 1 < m - 1 ? p + b + 1 : m - 1;
                     dense_band_rotate(V, m, p - 1, lo, hi, c, s);
