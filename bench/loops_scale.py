@@ -109,9 +109,11 @@ def main(argv=None):
             log(f"| {n} | {st:.2f} | {reg:.1f} | "
                 + ("stopped (work budget)" if cross != cross else f"{cross:.1f}") + " |")
         if len(ns) > 1:
+            crossing = [r[3] for r in rows]
             log(f"\ngrowth exponent over N = {args.n}: regular step "
-                f"{slope(ns, [r[2] for r in rows]):.2f}, start-up "
-                f"{slope(ns, [r[1] for r in rows]):.2f}")
+                f"{slope(ns, [r[2] for r in rows]):.2f}, step over one crossing "
+                + (f"{slope(ns, crossing):.2f}" if all(c == c for c in crossing) else "-")
+                + f", start-up {slope(ns, [r[1] for r in rows]):.2f}")
         if args.exudyn:
             fmu40 = next((r[4] for r in rows if r[0] == 40), None) or NativeA02(40, tmp)
         if args.exudyn:
@@ -136,6 +138,7 @@ def main(argv=None):
             log("\n| N | 20 s of 1 ms doSteps [s CPU] | wall [s] | crank angle error at 20 s "
                 "[rad] |")
             log("|---|---|---|---|")
+            long_cpu = []
             for n, _, _, _, fmu in rows:
                 c0 = time.perf_counter()
                 try:
@@ -143,9 +146,14 @@ def main(argv=None):
                 except RuntimeError as exc:
                     log(f"| {n} | stopped: {str(exc).splitlines()[0][:200]} | | |")
                     continue
+                long_cpu.append((n, us * 19800 / 1e6))
                 th_ref = R.n_four_bar(n, t_end=20.0)[0]["O0"]
                 log(f"| {n} | {us * 19800 / 1e6:.1f} (+ 200 warm-up steps) | "
                     f"{time.perf_counter() - c0:.1f} | {abs(last - th_ref):.1e} |")
+            if len(long_cpu) > 1:
+                log(f"\ngrowth exponent of 20 s of steps (20 crossings) over N = "
+                    f"{','.join(str(n) for n, _ in long_cpu)}: "
+                    f"{slope(*zip(*long_cpu)):.2f}")
 
 
 if __name__ == "__main__":

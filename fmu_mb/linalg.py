@@ -179,12 +179,41 @@ def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
         pass
     if not np.all(np.isfinite(S)):
         raise SingularSystemError("constraint matrix contains NaN or infinite entries")
-    w, V = np.linalg.eigh(S)
+    w, V = eigh_banded(S, numpy_only)
     f = spectral_weights(w, rtol)
     keep = f > 0.0
     Vk, fk = V[:, keep], f[keep]
     y = Vk @ ((Vk.T @ rhs) * (fk if np.ndim(rhs) == 1 else fk[:, None]))
     return y, int(np.sum(w > rtol * max(w.max(), 1e-300)))
+
+
+#: widest half-bandwidth of S, relative to its rows, that schur_solve's eigen route
+#: decomposes as a band matrix (native/dense.h's DENSE_BAND_WIDEST)
+BAND_EIGEN_WIDEST = 0.25
+
+
+def half_bandwidth(S):
+    """The largest i - j with S[i, j] != 0, i >= j (native/dense.h's dense_bandwidth)."""
+    rows, cols = np.nonzero(np.tril(S))
+    return int((rows - cols).max(initial=0))
+
+
+def eigh_banded(S, numpy_only=False):
+    """Eigenvalues (ascending) and eigenvectors of the symmetric S (m x m): as a band matrix
+    (scipy.linalg.eig_banded, LAPACK's band reduction) when m > SMALL and its half-bandwidth b
+    is at most BAND_EIGEN_WIDEST m (the Schur complement of a chain of loops: the compiled
+    kernels then take dense.h's band route, the band reduced to tridiagonal by plane rotations,
+    O(m^2 b)), else numpy's dense eigh (also with numpy_only: no scipy import)."""
+    m = S.shape[0]
+    if numpy_only or m <= SMALL:
+        return np.linalg.eigh(S)
+    b = half_bandwidth(S)
+    if b > BAND_EIGEN_WIDEST * m:
+        return np.linalg.eigh(S)
+    band = np.zeros((b + 1, m))
+    for d in range(b + 1):
+        band[d, :m - d] = np.diagonal(S, -d)
+    return sla.eig_banded(band, lower=True, check_finite=False)
 
 
 def solve_kkt(Minv, D, F, b, mass=None):

@@ -86,8 +86,13 @@ def a02_state(N, theta):
 @pytest.mark.parametrize("theta", [0.4, 0.02, 2e-3, 0.0])
 def test_a02_n40_kernel_solves_match_tmt_near_the_collinear_pose(theta, lapack):
     """N = 40 (80 rows in one chain of loops): the kernel's accelerations and multipliers
-    (envelope Cholesky, the spectrum bound, or the truncated eigen solve by LAPACK's dsyev or
-    by the kernel's own tridiagonal QL) equal tmt's dense numpy solve."""
+    (envelope Cholesky, the spectrum bound, or the truncated eigen solve: dense.h's band route
+    for this band of half-width 3, with or without LAPACK) equal tmt's numpy/scipy solve. At
+    theta = 2e-3 eigenvalues of S lie inside the multipliers' smooth cut-off (down to 3e-9 of
+    the largest): the multipliers along those directions carry the rounding of any
+    eigen-decomposition amplified by 1 / w, eps x 3e8 ~ 7e-8 relative (the band route
+    2.8e-8, LAPACK's dsyev 4.4e-9 from numpy's eigh), so they are compared to 1e-7 there;
+    the accelerations, which those directions hardly move, to 1e-9 everywhere."""
     from fmu_mb.engine.kernel import _eigensolver, library, tree_kernel
     m, q, qd = a02_state(40, theta)
     ref = tmt.accelerations(m, q, qd, 0.0, np.zeros(0))
@@ -100,7 +105,8 @@ def test_a02_n40_kernel_solves_match_tmt_near_the_collinear_pose(theta, lapack):
         library().mbk_set_eigensolver(k.handle, _eigensolver())
     scale = np.abs(ref.qdd).max()
     assert np.abs(dyn.qdd - ref.qdd).max() < 1e-9 * scale
-    assert np.abs(dyn.lam_cut - ref.lam_cut).max() < 1e-8 * max(1.0, np.abs(ref.lam_cut).max())
+    lam_tol = 1e-7 if theta == 2e-3 else 1e-8
+    assert np.abs(dyn.lam_cut - ref.lam_cut).max() < lam_tol * max(1.0, np.abs(ref.lam_cut).max())
 
 
 @pytest.mark.parametrize("theta", [0.4, 2e-3])

@@ -233,8 +233,9 @@ def library():
 def _eigensolver():
     """The address of LAPACK's dsyev (scipy's own, scipy.linalg.cython_lapack) that a
     TreeKernel hands to its kernel (mbk_set_eigensolver, per kernel) for the rank-revealing
-    Schur solve at singular poses, or None: the kernel then uses a Jacobi eigen-decomposition
-    of its own (as the engine library always does, fmu_mb.engine.engine)."""
+    Schur solve at singular poses (for an S that is not a narrow band: a narrow one takes
+    dense.h's band route either way), or None: the kernel then uses its own Householder + QL
+    route (as the engine library always does, fmu_mb.engine.engine)."""
     try:
         from scipy.linalg import cython_lapack
         cap = cython_lapack.__pyx_capi__["dsyev"]

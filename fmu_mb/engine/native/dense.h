@@ -112,13 +112,132 @@ static void dense_reflect(const double *V, int m, int k, double *u)
     for (int i = k + 1; i < m; i++)
         u[i] -= t * V[(size_t)i * m + k];
 }
+/* sqrt(a^2 + b^2) without libm's hypot (the QL iteration and the band reduction call it once
+ * per plane rotation, and hypot costs as much as the rest of the rotation): the plain square
+ * root where a^2 + b^2 neither overflows nor loses digits to underflow, hypot otherwise */
+static double dense_hypot(double a, double b)
+{
+    double r = sqrt(a * a + b * b);
+    return r > 1e-150 && r < 1e150 ? r : hypot(a, b);
+}
+
+/* The tridiagonal T (diagonal w, subdiagonal e: e[i] = T[i+1][i], e[m-1] unused) = Z diag(d) Z'
+ * by the implicit QL iteration (tqli), its plane rotations applied to the nrhs right-hand
+ * sides in y (Z' u, on entry) and, stored, to the filtered ones (u <- Z diag(d)^+ Z' u on
+ * return), the eigenvalues d below rtol * max cut off smoothly (dense_filter). w (m): the
+ * eigenvalues on return; e destroyed. nrot (may be NULL): incremented by the rotations done.
+ * Returns 0, or -1 when QL does not converge or memory runs out. */
+static int dense_tql_filter(double *w, double *e, int m, double rtol, int nrhs, double *y,
+                            double *nrot_out)
+{
+    size_t nrot = 0, cap = (size_t)m * m + 16;
+    int *ri = malloc(sizeof(int) * cap);
+    double *rcs = malloc(sizeof(double) * 2 * cap);
+    if (!ri || !rcs) {
+        free(ri);
+        free(rcs);
+        return -1;
+    }
+    if (m >= 1)
+        e[m - 1] = 0.0;
+    int fail = 0;
+    for (int l = 0; l < m && !fail; l++) {         /* implicit QL (tqli) */
+        int iter = 0, mm;
+        do {
+            for (mm = l; mm < m - 1; mm++) {
+                double dd = fabs(w[mm]) + fabs(w[mm + 1]);
+                if (fabs(e[mm]) <= DBL_EPSILON * dd)
+                    break;
+            }
+            if (mm != l) {
+                if (iter++ == 60) {
+                    fail = 1;
+                    break;
+                }
+                double g = (w[l + 1] - w[l]) / (2.0 * e[l]), r = dense_hypot(g, 1.0);
+                g = w[mm] - w[l] + e[l] / (g + (g >= 0.0 ? fabs(r) : -fabs(r)));
+                double sn = 1.0, cs = 1.0, p = 0.0;
+                int i;
+                for (i = mm - 1; i >= l; i--) {
+                    double f = sn * e[i], b = cs * e[i];
+                    e[i + 1] = (r = dense_hypot(f, g));
+                    if (r == 0.0) {
+                        w[i + 1] -= p;
+                        e[mm] = 0.0;
+                        break;
+                    }
+                    sn = f / r;
+                    cs = g / r;
+                    g = w[i + 1] - p;
+                    r = (w[i] - g) * sn + 2.0 * cs * b;
+                    w[i + 1] = g + (p = sn * r);
+                    g = cs * r - b;
+                    if (nrot == cap) {
+                        cap *= 2;
+                        int *g1 = realloc(ri, sizeof(int) * cap);
+                        if (g1)
+                            ri = g1;
+                        double *g2 = g1 ? realloc(rcs, sizeof(double) * 2 * cap) : NULL;
+                        if (g2)
+                            rcs = g2;
+                        if (!g1 || !g2) {
+                            fail = 1;
+                            break;
+                        }
+                    }
+                    ri[nrot] = i;
+                    rcs[2 * nrot] = cs;
+                    rcs[2 * nrot + 1] = sn;
+                    nrot++;
+                    for (int c = 0; c < nrhs; c++) {   /* u <- R' u (Z' Q' rhs) */
+                        double *u = y + (size_t)c * m, fu = u[i + 1];
+                        u[i + 1] = sn * u[i] + cs * fu;
+                        u[i] = cs * u[i] - sn * fu;
+                    }
+                }
+                if (fail)
+                    break;
+                if (r == 0.0 && i >= l)
+                    continue;
+                w[l] -= p;
+                e[l] = g;
+                e[mm] = 0.0;
+            }
+        } while (mm != l);
+    }
+    if (fail) {
+        free(ri);
+        free(rcs);
+        return -1;
+    }
+    double wmax = 0.0;
+    for (int i = 0; i < m; i++)
+        wmax = fmax(wmax, w[i]);
+    for (int c = 0; c < nrhs; c++) {
+        double *u = y + (size_t)c * m;
+        for (int i = 0; i < m; i++)                /* diag(d)^+, cut off smoothly */
+            u[i] *= dense_filter(w[i], fmax(wmax, 1e-300), rtol);
+        for (size_t t = nrot; t-- > 0;) {          /* u <- R u (Z u) */
+            int i = ri[t];
+            double cs = rcs[2 * t], sn = rcs[2 * t + 1], a = u[i], b = u[i + 1];
+            u[i] = cs * a + sn * b;
+            u[i + 1] = -sn * a + cs * b;
+        }
+    }
+    if (nrot_out)
+        *nrot_out += (double)nrot;
+    free(ri);
+    free(rcs);
+    return 0;
+}
+
 /* y = S^+ rhs (nrhs right-hand sides in y on entry, the solutions on return) for the full
  * symmetric S in A (m x m, kept), eigenvalues below rtol * max cut off, without forming the
  * eigenvectors: Householder tridiagonalisation S = Q T Q' (reflectors in V's lower triangle),
- * T = Z diag(d) Z' by the implicit QL iteration (its plane rotations, stored, give Z'c and
- * Z u as O(m) products each), y = Q Z diag(d)^+ Z' Q' rhs. O(4/3 m^3 + m^2) against the
- * cyclic Jacobi's tens of m^3. Returns 0 on success, -1 when QL does not converge or memory
- * runs out (the caller falls back to Jacobi). w (m): the eigenvalues. */
+ * T = Z diag(d) Z' by the implicit QL iteration (dense_tql_filter: its plane rotations, stored,
+ * give Z'c and Z u as O(m) products each), y = Q Z diag(d)^+ Z' Q' rhs. O(4/3 m^3 + m^2)
+ * against the cyclic Jacobi's tens of m^3. Returns 0 on success, -1 when QL does not converge
+ * or memory runs out (the caller falls back to Jacobi). w (m): the eigenvalues. */
 static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m, double rtol,
                                    int nrhs, double *y)
 {
@@ -156,118 +275,156 @@ static int dense_tridiagonal_solve(const double *A, double *V, double *w, int m,
         V[(size_t)k * m + k + 1] = alpha;          /* e[k], above the diagonal */
         V[(size_t)k * m + m - 1] = tau;            /* (k + 2 < m: not e's place) */
     }
+    double *e = malloc(sizeof(double) * (size_t)(m > 0 ? m : 1));
+    if (!e)
+        return -1;
     for (int i = 0; i < m; i++)
         w[i] = V[(size_t)i * m + i];
-    double *e = V;                                 /* e[i] = T[i+1][i] on V's diagonal */
     if (m >= 2)
         V[(size_t)(m - 2) * m + m - 1] = V[(size_t)(m - 1) * m + m - 2];
-    for (int i = 0; i + 1 < m; i++)
-        e[(size_t)i * m + i] = V[(size_t)i * m + i + 1];
-    e[(size_t)(m - 1) * m + m - 1] = 0.0;
-#define E_(i) e[(size_t)(i) * m + (i)]
+    for (int i = 0; i + 1 < m; i++)                /* e[i] = T[i+1][i] */
+        e[i] = V[(size_t)i * m + i + 1];
     for (int c = 0; c < nrhs; c++) {               /* Q' rhs */
         double *u = y + (size_t)c * m;
         for (int k = 0; k + 2 < m; k++)
             dense_reflect(V, m, k, u);
     }
-    size_t nrot = 0, cap = (size_t)4 * m * m + 16;
-    int *ri = malloc(sizeof(int) * cap);
-    double *rcs = malloc(sizeof(double) * 2 * cap);
-    if (!ri || !rcs) {
-        free(ri);
-        free(rcs);
+    int rc = dense_tql_filter(w, e, m, rtol, nrhs, y, NULL);
+    free(e);
+    if (rc != 0)
         return -1;
-    }
-    int fail = 0;
-    for (int l = 0; l < m && !fail; l++) {         /* implicit QL (tqli) */
-        int iter = 0, mm;
-        do {
-            for (mm = l; mm < m - 1; mm++) {
-                double dd = fabs(w[mm]) + fabs(w[mm + 1]);
-                if (fabs(E_(mm)) <= DBL_EPSILON * dd)
-                    break;
-            }
-            if (mm != l) {
-                if (iter++ == 60) {
-                    fail = 1;
-                    break;
-                }
-                double g = (w[l + 1] - w[l]) / (2.0 * E_(l)), r = hypot(g, 1.0);
-                g = w[mm] - w[l] + E_(l) / (g + (g >= 0.0 ? fabs(r) : -fabs(r)));
-                double sn = 1.0, cs = 1.0, p = 0.0;
-                int i;
-                for (i = mm - 1; i >= l; i--) {
-                    double f = sn * E_(i), b = cs * E_(i);
-                    E_(i + 1) = (r = hypot(f, g));
-                    if (r == 0.0) {
-                        w[i + 1] -= p;
-                        E_(mm) = 0.0;
-                        break;
-                    }
-                    sn = f / r;
-                    cs = g / r;
-                    g = w[i + 1] - p;
-                    r = (w[i] - g) * sn + 2.0 * cs * b;
-                    w[i + 1] = g + (p = sn * r);
-                    g = cs * r - b;
-                    if (nrot == cap) {
-                        cap *= 2;
-                        int *g1 = realloc(ri, sizeof(int) * cap);
-                        if (g1)
-                            ri = g1;
-                        double *g2 = g1 ? realloc(rcs, sizeof(double) * 2 * cap) : NULL;
-                        if (g2)
-                            rcs = g2;
-                        if (!g1 || !g2) {
-                            fail = 1;
-                            break;
-                        }
-                    }
-                    ri[nrot] = i;
-                    rcs[2 * nrot] = cs;
-                    rcs[2 * nrot + 1] = sn;
-                    nrot++;
-                    for (int c = 0; c < nrhs; c++) {   /* u <- R' u (Z' Q' rhs) */
-                        double *u = y + (size_t)c * m, fu = u[i + 1];
-                        u[i + 1] = sn * u[i] + cs * fu;
-                        u[i] = cs * u[i] - sn * fu;
-                    }
-                }
-                if (fail)
-                    break;
-                if (r == 0.0 && i >= l)
-                    continue;
-                w[l] -= p;
-                E_(l) = g;
-                E_(mm) = 0.0;
-            }
-        } while (mm != l);
-    }
-#undef E_
-    if (fail) {
-        free(ri);
-        free(rcs);
-        return -1;
-    }
-    double wmax = 0.0;
-    for (int i = 0; i < m; i++)
-        wmax = fmax(wmax, w[i]);
     for (int c = 0; c < nrhs; c++) {
         double *u = y + (size_t)c * m;
-        for (int i = 0; i < m; i++)                /* diag(d)^+, cut off smoothly */
-            u[i] *= dense_filter(w[i], fmax(wmax, 1e-300), rtol);
-        for (size_t t = nrot; t-- > 0;) {          /* u <- R u (Z u) */
-            int i = ri[t];
-            double cs = rcs[2 * t], sn = rcs[2 * t + 1], a = u[i], b = u[i + 1];
-            u[i] = cs * a + sn * b;
-            u[i + 1] = -sn * a + cs * b;
-        }
         for (int k = m - 3; k >= 0; k--)          /* Q u */
             dense_reflect(V, m, k, u);
     }
-    free(ri);
-    free(rcs);
     return 0;
+}
+
+/* The eigen route solves S (m x m, half-bandwidth b) as a band matrix (dense_band_solve) when
+ * m > DENSE_BAND_FEWEST and b <= DENSE_BAND_WIDEST m (fmu_mb.linalg.SMALL and
+ * BAND_EIGEN_WIDEST: the same choice as fmu_mb.linalg.eigh_banded) */
+#define DENSE_BAND_FEWEST 24
+#define DENSE_BAND_WIDEST 0.25
+
+/* The half-bandwidth of the symmetric A (m x m, all entries): the largest r - l with
+ * A[r m + l] != 0 */
+static int dense_bandwidth(const double *A, int m)
+{
+    int b = 0;
+    for (int r = 1; r < m; r++)
+        for (int l = 0; l < r - b; l++)
+            if (A[(size_t)r * m + l] != 0.0) {
+                b = r - l;
+                break;
+            }
+    return b;
+}
+
+/* The plane rotation G = [c s; -s c] on rows and columns p, p + 1 of the symmetric V
+ * (m x m): V <- G V G' over rows/columns lo .. hi (outside them both rows are zero) */
+static void dense_band_rotate(double *V, int m, int p, int lo, int hi, double c, double s)
+{
+    double *Vp = V + (size_t)p * m, *Vq = Vp + m;
+    for (int j = lo; j <= hi; j++) {               /* rows p, p + 1 */
+        double a = Vp[j], b = Vq[j];
+        Vp[j] = c * a + s * b;
+        Vq[j] = -s * a + c * b;
+    }
+    for (int i = lo; i <= hi; i++) {               /* columns p, p + 1 */
+        double *Vi = V + (size_t)i * m, a = Vi[p], b = Vi[p + 1];
+        Vi[p] = c * a + s * b;
+        Vi[p + 1] = -s * a + c * b;
+    }
+}
+
+/* y = S^+ rhs (nrhs right-hand sides in y on entry, the solutions on return) for the banded
+ * symmetric S in A (m x m, all entries, kept; half-bandwidth b = dense_bandwidth), eigenvalues
+ * below rtol * max cut off smoothly, as dense_tridiagonal_solve but with the band reduced to
+ * tridiagonal T = G S G' by plane rotations (Schwarz's band reduction, LAPACK's dsbtrd without
+ * the vectors: each entry outside the tridiagonal is rotated away from the bottom of its
+ * column, and the bulge that the rotation creates b + 1 below the diagonal is chased down the
+ * band, b rows at a time), each rotation O(b) and applied to the right-hand sides (G rhs) and,
+ * stored, to the solutions in reverse (G' u); then dense_tql_filter. O(m^2 b) instead of the
+ * Householder reduction's 4/3 m^3. V (m x m): workspace, w (m): the eigenvalues. ops (may be
+ * NULL): incremented by the operations done. Returns 0, or -1 when QL does not converge or
+ * memory runs out. */
+static int dense_band_solve(const double *A, int b, double *V, double *w, int m, double rtol,
+                            int nrhs, double *y, double *ops)
+{
+    memcpy(V, A, sizeof(double) * (size_t)m * m);
+    size_t nrot = 0, cap = (size_t)m * (m + b) + 16;
+    int *rp = malloc(sizeof(int) * cap);
+    double *rcs = malloc(sizeof(double) * 2 * cap);
+    double *e = malloc(sizeof(double) * (size_t)(m > 0 ? m : 1));
+    if (!rp || !rcs || !e) {
+        free(rp);
+        free(rcs);
+        free(e);
+        return -1;
+    }
+    for (int j = 0; j + 2 < m && b >= 2; j++) {
+        int kmax = j + b < m - 1 ? j + b : m - 1;
+        for (int k = kmax; k >= j + 2; k--) {
+            /* zero V[k][j] by the rotation of rows/columns k - 1, k; then the bulge it
+             * creates at (p + b, p - 1), p = k, by the rotation of p + b - 1, p + b */
+            int col = j, p = k;
+            for (;;) {
+                double a = V[(size_t)(p - 1) * m + col], bb = V[(size_t)p * m + col];
+                if (bb != 0.0) {
+                    double r = dense_hypot(a, bb), c = a / r, s = bb / r;
+                    int lo = p - 1 - b - 1 > 0 ? p - 1 - b - 1 : 0;
+                    int hi = p + b + 1 < m - 1 ? p + b + 1 : m - 1;
+                    dense_band_rotate(V, m, p - 1, lo, hi, c, s);
+                    V[(size_t)p * m + col] = V[(size_t)col * m + p] = 0.0;
+                    if (nrot == cap) {             /* (cap bounds the count: not reached) */
+                        free(rp);
+                        free(rcs);
+                        free(e);
+                        return -1;
+                    }
+                    rp[nrot] = p - 1;
+                    rcs[2 * nrot] = c;
+                    rcs[2 * nrot + 1] = s;
+                    nrot++;
+                    for (int q = 0; q < nrhs; q++) {   /* u <- G u */
+                        double *u = y + (size_t)q * m, ua = u[p - 1], ub = u[p];
+                        u[p - 1] = c * ua + s * ub;
+                        u[p] = -s * ua + c * ub;
+                    }
+                } else {
+                    break;                         /* nothing to rotate: no bulge below */
+                }
+                if (p + b >= m)
+                    break;
+                col = p - 1;                       /* the bulge at (p + b, p - 1) */
+                p += b;
+            }
+        }
+    }
+    for (int i = 0; i < m; i++)
+        w[i] = V[(size_t)i * m + i];
+    for (int i = 0; i + 1 < m; i++)
+        e[i] = V[(size_t)(i + 1) * m + i];
+    double nql = 0.0;
+    int rc = dense_tql_filter(w, e, m, rtol, nrhs, y, &nql);
+    free(e);
+    if (rc == 0)
+        for (int q = 0; q < nrhs; q++) {
+            double *u = y + (size_t)q * m;
+            for (size_t t = nrot; t-- > 0;) {      /* u <- G' u */
+                int p = rp[t];
+                double c = rcs[2 * t], s = rcs[2 * t + 1], ua = u[p], ub = u[p + 1];
+                u[p] = c * ua - s * ub;
+                u[p + 1] = s * ua + c * ub;
+            }
+        }
+    if (ops)
+        *ops += 2.0 * (double)m * m + (double)nrot * (16.0 * (b + 3) + 12.0 * nrhs)
+                + nql * (20.0 + 12.0 * nrhs);
+    free(rp);
+    free(rcs);
+    return rc;
 }
 
 /* Largest S for dense_pc_minnorm (its workspace is on the stack). */
@@ -476,6 +633,12 @@ static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn s
     for (int i = 0; i < m * m; i++)
         if (!isfinite(A[i]))
             return ERR_NONFINITE;
+    int b = m > DENSE_BAND_FEWEST ? dense_bandwidth(A, m) : m;
+    if (b <= DENSE_BAND_WIDEST * m) {    /* banded: band reduction and QL, O(m^2 b) */
+        memcpy(y, rhs, sizeof(double) * (size_t)nrhs * m);
+        if (dense_band_solve(A, b, V, w, m, rtol, nrhs, y, ops) == 0)
+            return OK;
+    }
     if (!(syev && work)) {               /* no LAPACK: tridiagonal QL on the right-hand sides */
         memcpy(y, rhs, sizeof(double) * (size_t)nrhs * m);
         if (ops)
