@@ -1,5 +1,5 @@
 /*
- * The FMI 2.0 types the C test hosts use (fmi2_host.c, native_host.c, win_host.c), declared
+ * The FMI 2.0 types the C test hosts use (fmi2_host.c, native_host.c, win_host.c, me_host.c), declared
  * here so that no FMI header is needed; as fmi2TypesPlatform.h and fmi2FunctionTypes.h
  * declare them.
  */
@@ -11,6 +11,7 @@ typedef void* fmi2Component;
 typedef void* fmi2ComponentEnvironment;
 typedef unsigned int fmi2ValueReference;
 typedef double fmi2Real;
+typedef int fmi2Integer;
 typedef int fmi2Boolean;
 typedef const char* fmi2String;
 typedef enum { fmi2OK, fmi2Warning, fmi2Discard, fmi2Error, fmi2Fatal, fmi2Pending } fmi2Status;

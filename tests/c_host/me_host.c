@@ -14,8 +14,11 @@
  *                                 at the crossing's right end), Event Mode's iteration runs
  *                                 (fmi2NewDiscreteStates until nothing changes; the states
  *                                 re-read when changed) and the integration goes on from
- *                                 there. Prints "t,y1,y2,..." at each multiple of H (%.17g)
- *                                 and "event,t" at each event.
+ *                                 there. OUT_VRS: comma-separated value references of Real
+ *                                 variables, or of Integer ones with the prefix i (e.g.
+ *                                 12,i41: fmi2GetReal of 12, fmi2GetInteger of 41). Prints
+ *                                 "t,y1,y2,..." at each multiple of H (%.17g; Integers as
+ *                                 integers) and "event,t" at each event.
  *   bench N TRAJ_H                N calls of (fmi2SetContinuousStates, fmi2GetDerivatives)
  *                                 along an rk4 trajectory of step TRAJ_H stored beforehand
  *                                 (the loops are closed from the last solution at every
@@ -58,6 +61,7 @@ typedef struct {
     fmi2Status (*ExitInitializationMode)(fmi2Component);
     fmi2Status (*Terminate)(fmi2Component);
     fmi2Status (*GetReal)(fmi2Component, const fmi2ValueReference*, size_t, fmi2Real*);
+    fmi2Status (*GetInteger)(fmi2Component, const fmi2ValueReference*, size_t, fmi2Integer*);
     fmi2Status (*SetTime)(fmi2Component, fmi2Real);
     fmi2Status (*SetContinuousStates)(fmi2Component, const fmi2Real*, size_t);
     fmi2Status (*GetContinuousStates)(fmi2Component, fmi2Real*, size_t);
@@ -113,7 +117,8 @@ static void load(const char* dir, const char* id)
 #define SYM(n) do { *(void**)(&api.n) = dlsym(api.handle, "fmi2" #n); \
                     if (!api.n) die("no fmi2" #n); } while (0)
     SYM(Instantiate); SYM(FreeInstance); SYM(SetupExperiment); SYM(EnterInitializationMode);
-    SYM(ExitInitializationMode); SYM(Terminate); SYM(GetReal); SYM(SetTime);
+    SYM(ExitInitializationMode); SYM(Terminate); SYM(GetReal); SYM(GetInteger);
+    SYM(SetTime);
     SYM(SetContinuousStates); SYM(GetContinuousStates); SYM(GetDerivatives);
     SYM(GetEventIndicators); SYM(EnterEventMode); SYM(NewDiscreteStates);
     SYM(EnterContinuousTimeMode); SYM(CompletedIntegratorStep);
@@ -195,17 +200,27 @@ static int crossed(const double* z0, const double* z1)
     return 0;
 }
 
-static void print_row(double t, const fmi2ValueReference* vr, size_t nout, double* y)
+/* the outputs: vr[k] read by fmi2GetInteger where is_int[k], else by fmi2GetReal (one
+ * variable at a time, so that each keeps its place in the row) */
+static void print_row(double t, const fmi2ValueReference* vr, const int* is_int, size_t nout,
+                      double* y)
 {
-    check(api.GetReal(comp, vr, nout, y), "fmi2GetReal");
     printf("%.17g", t);
     for (size_t k = 0; k < nout; ++k) {
-        printf(",%.17g", y[k]);
+        if (is_int[k]) {
+            fmi2Integer i = 0;
+            check(api.GetInteger(comp, vr + k, 1, &i), "fmi2GetInteger");
+            printf(",%d", (int)i);
+        } else {
+            check(api.GetReal(comp, vr + k, 1, y + k), "fmi2GetReal");
+            printf(",%.17g", y[k]);
+        }
     }
     printf("\n");
 }
 
-static int run(int method, double stop, double H, const fmi2ValueReference* vr, size_t nout)
+static int run(int method, double stop, double H, const fmi2ValueReference* vr,
+               const int* is_int, size_t nout)
 {
     double* x = calloc(nx + 1, sizeof(double));
     double* xn = calloc(nx + 1, sizeof(double));
@@ -217,7 +232,7 @@ static int run(int method, double stop, double H, const fmi2ValueReference* vr, 
     check(api.GetContinuousStates(comp, x, nx), "fmi2GetContinuousStates");
     double t = 0.0;
     long k = 0, n = (long)floor(stop / H + 0.5);
-    print_row(t, vr, nout, y);
+    print_row(t, vr, is_int, nout, y);
     indicators(t, x, z0);
     while (k < n) {
         double t_next = (k + 1) * H, h = t_next - t;
@@ -256,7 +271,7 @@ static int run(int method, double stop, double H, const fmi2ValueReference* vr, 
         memcpy(z0, z1, nz * sizeof(double));
         fmi2Boolean enter = 0, term = 0;
         check(api.CompletedIntegratorStep(comp, 1, &enter, &term), "fmi2CompletedIntegratorStep");
-        print_row(t, vr, nout, y);
+        print_row(t, vr, is_int, nout, y);
     }
     free(x); free(xn); free(xa); free(w); free(z0); free(z1); free(y);
     return 0;
@@ -327,13 +342,20 @@ int main(int argc, char** argv)
             die("METHOD is euler or rk4, not %s", argv[5]);
         }
         fmi2ValueReference vr[256];
+        int is_int[256];
         size_t nout = 0;
         for (const char* s = argv[8]; *s && nout < 256;) {
             char* end;
+            is_int[nout] = *s == 'i';
+            s += is_int[nout];
             vr[nout++] = (fmi2ValueReference)strtoul(s, &end, 10);
+            if (end == s || (*end && *end != ',')) {
+                die("OUT_VRS: expected comma-separated value references (an Integer's with "
+                    "the prefix i), not %s", argv[8]);
+            }
             s = *end == ',' ? end + 1 : end;
         }
-        rc = run(method, atof(argv[6]), atof(argv[7]), vr, nout);
+        rc = run(method, atof(argv[6]), atof(argv[7]), vr, is_int, nout);
     } else if (strcmp(argv[1], "bench") == 0 && argc >= 7) {
         rc = bench(atol(argv[5]), atof(argv[6]));
     } else {
