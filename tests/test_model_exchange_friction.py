@@ -56,20 +56,33 @@ def compared(md):
             and not v.name.endswith(".slide_loss")]
 
 
+def discrete(md):
+    """The Integer outputs: the contacts' phases (<contact>.state: 0 apart, 1 sticking,
+    2 slipping) and impact counts (<contact>.impacts), compared exactly."""
+    return [v.name for v in md.modelVariables
+            if v.causality == "output" and v.type in ("Integer", "Int32", "Int64")]
+
+
 def run_both(path, rtol=1e-10, stop_time=None, extra=()):
-    """(names, ME rows at the co-simulation's output points, all ME rows, CS rows)."""
+    """(names: the Real outputs compared, ME rows at the co-simulation's output points, all
+    ME rows, CS rows); the rows also hold the Integer outputs (discrete(md)), and at every
+    output point these are the same in both runs."""
     md = read_model_description(path)
     interval = float(md.defaultExperiment.stepSize)
     names = compared(md) + list(extra)
+    ints = discrete(md)
+    assert any(n.endswith(".state") for n in ints), "no contact phase outputs"
     me = simulate_fmu(path, fmi_type="ModelExchange", solver="CVode", relative_tolerance=rtol,
-                      output=names, output_interval=interval, stop_time=stop_time)
-    cs = simulate_fmu(path, fmi_type="CoSimulation", output=names, output_interval=interval,
-                      start_values=CS_TIGHT, stop_time=stop_time)
+                      output=names + ints, output_interval=interval, stop_time=stop_time)
+    cs = simulate_fmu(path, fmi_type="CoSimulation", output=names + ints,
+                      output_interval=interval, start_values=CS_TIGHT, stop_time=stop_time)
     assert cs["time"][-1] == pytest.approx(stop_time or float(md.defaultExperiment.stopTime))
     # the first row at a point: before an event there (the co-simulation's output at the end
     # of the step that reaches it)
     idx = [np.nonzero(np.isclose(me["time"], t, rtol=0.0, atol=1e-9))[0][0]
            for t in cs["time"]]
+    for n in ints:
+        assert np.array_equal(me[idx][n], cs[n]), n
     return names, me[idx], me, cs
 
 
@@ -167,15 +180,18 @@ def test_tumbling_box_with_friction(fmus, fmi):
     different tolerances), while the state after it agrees to 1e-7."""
     path = fmus("tumbling_box", fmi, shape="box", mu=0.3)
     names, me, _, cs = run_both(path, rtol=1e-12)
-    impacts = [n for n in names if n.endswith(".impacts")]
+    ints = discrete(read_model_description(path))
+    impacts = [n for n in ints if n.endswith(".impacts")]
+    states = [n for n in ints if n.endswith(".state")]
+    assert len(impacts) == len(states) == 8                # the box's corners
     assert sum(cs[n][-1] for n in impacts) >= 40
-    for n in impacts + [n for n in names if n.endswith(".state")]:
+    for n in impacts + states:
         assert np.array_equal(me[n], cs[n]), n
     records = [n for n in names if n.endswith((".last_time", ".last_impulse"))]
     assert_agree([n for n in names if n not in records], me, cs)
     before = cs["time"] <= 1.0 + 1e-9
     assert_agree(records, me[before], cs[before])
-    assert sum(cs[n][-1] == 1.0 for n in names if n.endswith(".state")) == 4   # at rest
+    assert sum(cs[n][-1] == 1 for n in states) == 4        # at rest, the bottom four sticking
 
 
 # ------------------------------------------------------------------ the project's C host
@@ -196,12 +212,14 @@ def host_run(me_host, path, method, stop, h, names, tmp_path):
     md = read_model_description(path)
     folder = tmp_path / f"x_{method}_{h:g}"
     zipfile.ZipFile(path).extractall(folder)
-    vr = {v.name: v.valueReference for v in md.modelVariables}
+    # the Integer variables' references with the prefix i (read by fmi2GetInteger)
+    vr = {v.name: ("i" if v.type == "Integer" else "") + str(v.valueReference)
+          for v in md.modelVariables}
     env = dict(os.environ, ME_NX=str(len(md.derivatives)),
                ME_NZ=str(md.numberOfEventIndicators))
     out = subprocess.run([str(me_host), "run", str(folder), md.guid,
                           md.modelExchange.modelIdentifier, method, repr(stop), repr(h),
-                          ",".join(str(vr[n]) for n in names)], env=env, capture_output=True,
+                          ",".join(vr[n] for n in names)], env=env, capture_output=True,
                          text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     rows, events = [], []
