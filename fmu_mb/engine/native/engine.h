@@ -174,7 +174,7 @@ MbeStatus mbe_directional_derivative(MbEngine *e, const double *u, int f, const 
  * stick/slip transitions of the co-simulation event loop, its Zeno guard, the charts'
  * re-centring): *changed = 1 when
  * the state, the charts or the active contacts changed, *singular = 1 when the partition's
- * indicator is negative. */
+ * indicator is negative or zero to round-off (below 1e-9: an event at its root). */
 MbeStatus mbe_me_set_time(MbEngine *e, double t, char *err, size_t errlen);
 void mbe_me_get_states(MbEngine *e, int f, const int *ind, double *x);
 MbeStatus mbe_me_set_states(MbEngine *e, int f, const int *ind, const double *x, char *err,

@@ -39,6 +39,9 @@
  */
 #define ME_PARTITION_TOL 1e-3     /* the partition indicator's zero: the condition's warning */
 #define ME_PARTITION_FAIL 1e-10   /* below: the closure is refused (cannot continue) */
+#define ME_PARTITION_ROOT 1e-9    /* an event where the partition's indicator is below this is
+                                     at or past its zero: a host's located root has it 0 to the
+                                     condition's round-off (~1e-13), either sign */
 #define ME_ZENO_DT 1e-8           /* the event loop's Zeno guard: events closer than this ... */
 #define ME_ZENO_REPEATS 100       /* ... more than this many times per contact */
 #define ME_CHART_TOL 0.5          /* a chart's |l_d| below: re-centred in event mode */
@@ -1206,7 +1209,8 @@ static MbeStatus me_event_charts(MeCtx *c, const MbEngine *e, int *changed)
  * (more than ME_ZENO_REPEATS events per contact, each within ME_ZENO_DT of the last: an
  * error). *changed = 1 when the velocities or the contacts' active set changed (the host
  * re-reads the states), *singular = 1 when the partition's condition is below
- * ME_PARTITION_TOL (its indicator is negative). Then the charts near their indicator's zero are
+ * ME_PARTITION_TOL + ME_PARTITION_ROOT (its indicator negative, or zero to round-off: the
+ * event at its located root). Then the charts near their indicator's zero are
  * re-centred (*changed = 1). On an error nothing is changed. */
 MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
                        int *singular, char *err, size_t errlen)
@@ -1216,7 +1220,7 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     MeCtx *c = me_call(e, "mbe_me_event", 1, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
-    *singular = e->n > f && c->cond < ME_PARTITION_TOL;
+    *singular = e->n > f && c->cond < ME_PARTITION_TOL + ME_PARTITION_ROOT;
     if (!e->ncon)
         return me_event_charts(c, e, changed);
     const double *uu = e->ni ? u : e->u0;
