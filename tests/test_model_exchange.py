@@ -528,7 +528,9 @@ def test_n_four_bar_cvode_stops_at_the_dead_point_with_a_message(fmus, fmi):
     does not cross it: the derivatives there carry the closure's round-off amplified by the
     vanishing partition condition (test_n_four_bar_derivatives_near_the_dead_point), which
     its error test cannot pass; the FMU has logged that the partition approaches a singular
-    one and named the co-simulation interface."""
+    one and named the co-simulation interface (in Event Mode at the root of the partition's
+    indicator, which has the value +1.9e-13 at CVode's root here:
+    test_n_four_bar_partition_warning_at_the_located_root_of_its_indicator)."""
     path = fmus("n_four_bar", fmi, N=10)
     assert problems(path) == []
     names, me, cs = run_both(path, stop_time=0.7)
@@ -604,6 +606,65 @@ def test_n_four_bar_derivatives_near_the_dead_point(fmus):
             on_branch(1e-9 + 1e-14 / th, 1e-8 + 5e-14 / th ** 2)
             assert -xdot[0] == pytest.approx(w, abs=1e-12)
             assert abs(-xdot[1] - n_four_bar_acceleration(th)) <= 2e-9 + 5e-13 / th ** 3, th
+    finally:
+        m.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_n_four_bar_partition_warning_at_the_located_root_of_its_indicator(fmus):
+    """The partition's warning in Event Mode at the root of its indicator whichever sign the
+    indicator's round-off has there: the N-four-bar (N = 10) by RK4 (h = 1 ms) to 0.719 s, where
+    the indicator is 2.6e-4 (an event iteration there: no warning), then the next step's length
+    bisected to 1e-15 s around the indicator's sign change (at 0.71927 s) and the event
+    iteration 2e-12 s before it, where the indicator is still positive, ~2e-12 (a root that a
+    host reports before the crossing; CVode's root has the indicator's round-off, ~1e-13,
+    either sign): the warning naming the singular partition and the co-simulation interface."""
+    m = Model(fmus("n_four_bar", 2, N=10))
+    f, _ = rk4_model(m)
+
+    def warned():
+        return [t for _, t in m.messages if "approach a singular partition" in t
+                and "co-simulation interface" in t]
+    try:
+        m.fmu.newDiscreteStates()
+        m.fmu.enterContinuousTimeMode()
+        h, x = 1e-3, m.x()
+
+        def rk4(t, x, h):
+            k1 = f(t, x)
+            k2 = f(t + h / 2, x + h / 2 * k1)
+            k3 = f(t + h / 2, x + h / 2 * k2)
+            k4 = f(t + h, x + h * k3)
+            return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+        def z_at(t, x):
+            m.fmu.setTime(t)
+            assert m.set_x(x) == 0, m.messages[-1:]
+            return m.z()[0]
+        for k in range(719):
+            x = rk4(k * h, x, h)
+        t = 0.719
+        assert z_at(t, x) == pytest.approx(2.6e-4, rel=0.01)
+        m.fmu.enterEventMode()
+        m.fmu.newDiscreteStates()
+        m.fmu.enterContinuousTimeMode()
+        assert warned() == []
+        assert z_at(t + h, rk4(t, x, h)) < 0.0
+        a, b = 0.0, h
+        while b - a > 1e-15:
+            c = 0.5 * (a + b)
+            if z_at(t + c, rk4(t, x, c)) > 0.0:
+                a = c
+            else:
+                b = c
+        assert t + a == pytest.approx(0.71927, abs=1e-5)
+        # 2e-12 s before the bracket (the indicator falls at ~1 /s): the indicator ~2e-12,
+        # above the condition's round-off (~1e-13: the sign at the bracket itself is random)
+        a -= 2e-12
+        assert 0.0 < z_at(t + a, rk4(t, x, a)) < 1e-11
+        m.fmu.enterEventMode()
+        m.fmu.newDiscreteStates()
+        assert len(warned()) == 1, m.messages[-3:]
     finally:
         m.close()
 
