@@ -529,7 +529,7 @@ def test_n_four_bar_cvode_stops_at_the_dead_point_with_a_message(fmus, fmi):
     vanishing partition condition (test_n_four_bar_derivatives_near_the_dead_point), which
     its error test cannot pass; the FMU has logged that the partition approaches a singular
     one and named the co-simulation interface (in Event Mode at the root of the partition's
-    indicator, which has the value +1.9e-13 at CVode's root here:
+    indicator, left at its round-off by CVode's root, either sign: +1.9e-13 measured in FMI 2.0;
     test_n_four_bar_partition_warning_at_the_located_root_of_its_indicator)."""
     path = fmus("n_four_bar", fmi, N=10)
     assert problems(path) == []
