@@ -1057,9 +1057,9 @@ static int me_n_contact_indicators(const MbEngine *e)
     return e->nrec > EV_REC ? 2 * e->ncon : e->ncon;
 }
 
-/* the number of event indicators: one per contact (two with friction), one for the partition when the model has
- * dependent coordinates, one for the charts when there are any; -1 with a message when the
- * partition is refused */
+/* the number of event indicators: one per contact (two with friction), one for the partition
+ * when the model has dependent coordinates, one for the charts when there are any; -1 with a
+ * message when the partition is refused */
 int mbe_me_n_indicators(MbEngine *e, int f, const int *ind, char *err, size_t errlen)
 {
     clear_msg(err, errlen);
