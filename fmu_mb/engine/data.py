@@ -123,13 +123,6 @@ def supported(model):
     if model.spatial:
         from .spatial_kernel import supported as spatial_supported
 
-        pairs = [c.name for c in model.contacts
-                 if c.kind == "shape_pair" and getattr(c, "friction", 0.0)]
-        if pairs and model.joints:
-            # the joint reactions take the contacts' friction forces at fixed body points
-            return (f"its frictional shape-pair contacts {pairs[:3]}{'...' if len(pairs) > 3 else ''} "
-                    f"on a model with joints: the compiled joint reactions take friction "
-                    f"forces at contact points fixed in the bodies only")
         return spatial_supported(model, contacts=True)    # (contacts: spatial_events.c)
     from .kernel import supported as planar_supported
 
