@@ -151,3 +151,71 @@ def test_capsule_sliding_on_a_box_native_fmu(fmi, session_fmus, capsule_referenc
     assert r["time"][-1] == pytest.approx(0.3) and len(r) == len(capsule_reference)
     same(r, capsule_reference)
     capsule_closed_form(r)
+
+
+# ------------------------------------------------------------------ frictionless slip (planar)
+def slips_model():
+    """A planar model with friction at one contact: disc a (mu 0.3) thrown on the floor line
+    slips, then rolls; disc b (frictionless, a point-line contact) slides at v0 = 2 m/s
+    spinning at w0 = 3 rad/s; a slider on a prismatic rail runs into its upper end stop (a
+    joint limit: no contact point)."""
+    from fmu_mb import ModelBuilder
+    mb = ModelBuilder("slips", gravity=(0.0, -G))
+    a = mb.body("a", mass=1.0, inertia=0.005, position=(0.0, 0.1), velocity=(1.0, 0.0))
+    b = mb.body("b", mass=1.0, inertia=0.005, position=(1.0, 0.1), velocity=(2.0, 0.0),
+                angular_velocity=3.0)
+    s = mb.body("s", mass=0.5, inertia=0.01, position=(0.0, 0.0), velocity=(0.5, 0.0))
+    mb.contact("fa", a, radius=0.1, restitution=0.0, friction=0.3)
+    mb.contact("fb", b, radius=0.1, restitution=0.0)
+    mb.prismatic("rail", mb.ground, s, axis=(1.0, 0.0))
+    mb.joint_limit("stop", "rail", upper=0.05, restitution=0.5)
+    return mb.build()
+
+
+def test_a_frictionless_point_line_contact_reports_its_slip():
+    """In a model with friction elsewhere, the frictionless point-line contact's slip output
+    is its contact point's slip velocity in C as in Python: t . v_P = -(v0 + w0 r) with
+    t = e_z x n (no friction: v0 and w0 stay); the joint limit has no contact point (slip 0).
+    The compiled loop, the engine (the native FMU's code) step by step and the Python loop
+    agree to 1e-9 at every output point."""
+    from fmu_mb.engine.engine import Engine
+    m = slips_model()
+    assert supported(m) is None
+    ref = simulate(m, 0.3, 0.05, settings=Settings(formulation="newton_euler", **TIGHT))
+    c = simulate(m, 0.3, 0.05, settings=Settings(formulation="recursive", **TIGHT))
+    same(c, ref)
+    np.testing.assert_allclose(ref["fb.slip"], -(2.0 + 3.0 * 0.1), rtol=1e-12)
+    assert np.abs(ref["stop.slip"]).max() == 0.0 and ref["stop.impacts"][-1] >= 1
+    assert ref["fa.state"][-1] == 1.0 and ref["fa.state"][1] == 2.0
+    eng = Engine(m)
+    eng.set_settings(Settings(**TIGHT))
+    eng.initialize()
+    names = list(ref.dtype.names[1:])
+    rows = []
+    for k in range(len(ref)):
+        if k:
+            eng.do_step(0.05)
+        rows.append(eng.outputs())
+    out = np.rec.fromarrays(np.array(rows).T, names=names)
+    same(out, ref)
+
+
+def test_corrupt_point_flags_are_refused_by_the_engine():
+    """ICPT: 1 at the point-line contacts, 0 at the joint limit; a flag other than 0 or 1, or
+    one set at a contact without a contact point, is refused with a message."""
+    from fmu_mb.engine import data
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.errors import InputError
+    m = slips_model()
+    d = data.model_data(m)
+    off, cnt = d.slots["ICPT"]
+    np.testing.assert_array_equal(d.ints[off:off + cnt], [1, 1, 0])
+    Engine(blob=d.to_bytes())
+    ci = d.array("ICON").reshape(-1, 3)
+    assert ci[2, 0] == 3                    # the prismatic end stop's row: a projection too
+    for k, v in ((0, 2), (1, -1)):
+        bad = d.ints.copy()
+        bad[off + k] = v
+        with pytest.raises(InputError, match="a contact's point flag"):
+            Engine(blob=data.EngineData(bad, d.doubles, d.slots, d.parameter_names,
+                                        d.joint_names).to_bytes())

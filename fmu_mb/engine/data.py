@@ -32,7 +32,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
           "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ",
-          "DCMU", "DPAIR", "DJFRIC")
+          "DCMU", "DPAIR", "DJFRIC", "ICPT")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
@@ -346,11 +346,12 @@ def _contacts(model, arrays, head):
     """The contacts of a planar model (the event loop of native/events.c): their gap rows in
     the kernel's row format (kernel.contact_rows; a shape pair's row holds the index of its
     record in DPAIR, kernel.pair_data), Newton's restitution coefficients e, Coulomb's mu
-    (DCMU, at point-line contacts and shape pairs), the
+    (DCMU, at point-line contacts and shape pairs; with it ICPT, 1 at the point-line contacts:
+    their slip is an output, frictionless too), the
     event settings (Settings' contact_tol, contact_velocity, event_tol: the Python FMU's
     defaults) and, per element, the contacts of a cylinder's lower and upper end stop
     (contacts named '<cylinder>_lower' and '<cylinder>_upper'; -1: none)."""
-    from .kernel import contact_friction, contact_rows, pair_data
+    from .kernel import contact_friction, contact_points, contact_rows, pair_data
 
     nc = len(model.contacts)
     arrays["DCSET"] = list(EVENT_SETTINGS)
@@ -366,6 +367,7 @@ def _contacts(model, arrays, head):
     mu = contact_friction(model)
     if mu.any():
         arrays["DCMU"] = mu
+        arrays["ICPT"] = contact_points(model)
     pd = pair_data(model)
     if pd is not None:                   # shape pairs: the records of their R_PAIR rows
         arrays["DPAIR"] = pd
