@@ -589,9 +589,9 @@ static void evk_friction(EvLoop *ev, const unsigned char *stick, const unsigned 
 }
 
 /* every contact's slip velocity v_t (2 per contact: v_t, 0) at the kinematics of k: the
- * frictional contacts', every shape pair's and every point-line contact's (mbk_events_set_points)
- * (frictionless ones too, as the Python outputs give them; the events read the frictional
- * ones only), 0 for the others (joint limits, point-point contacts) */
+ * frictional contacts', every shape pair's and every point-line contact's
+ * (mbk_events_set_points; frictionless ones too, as the Python outputs give them; the events
+ * read the frictional ones only), 0 for the others (joint limits, point-point contacts) */
 static void ev_slip_now(EvLoop *ev, const Kernel *k, double *vt)
 {
     const EvKernel *K = ev->k;
