@@ -1,13 +1,13 @@
-"""A cart-pendulum whose wheel strikes and rolls on a block: a cart (mass mc) on a prismatic
-joint along x at height H carries a pendulum (a rod of mass m and length L, hinged to the cart
-about the y axis) with a wheel at its tip: a Sphere of radius r and mass mw on a revolute joint
-about y ("axle"). The pendulum starts turned by phi0 with the wheel the height `drop` above the
-top face of a Box fixed to the ground (rising along x by `slope`), the cart and the pendulum moving along x at v0, the
-wheel not spinning: the pendulum swings down, the wheel strikes the face (restitution e, a
-friction impulse), slips on it with Coulomb friction mu while friction spins it up, then rolls
-(a sphere-box shape pair whose contact point moves on both shapes and round the wheel); the
-axle, the hinge and the slider carry the friction force. Contacts: tyre_block_<k> (the
-sphere-box features)."""
+"""A cart-pendulum whose wheel strikes and rolls up a sloping block: a cart (mass mc) on a
+prismatic joint along x at height H carries a pendulum (a rod of mass m and length L, hinged
+to the cart about the y axis) with a wheel at its tip: a Sphere of radius r and mass mw on a
+revolute joint about y ("axle"). The pendulum starts turned by phi0 with the wheel the height
+`drop` above the top face of a Box fixed to the ground (rising along x by `slope`), the cart
+and the pendulum moving along x at v0, the wheel not spinning: the wheel strikes the face
+(restitution e, friction impulses) and bounces, slips on it with Coulomb friction mu while
+friction spins it up, then rolls up it (a sphere-box shape pair whose contact point moves on
+both shapes and round the wheel); the axle, the hinge and the slider carry the friction
+force. Contacts: tyre_block_<k> (the sphere-box features)."""
 import math
 
 from fmu_mb import Box, ModelBuilder, Sphere
