@@ -32,7 +32,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
           "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ",
-          "DCMU", "DPAIR", "DJFRIC")
+          "DCMU", "DPAIR", "DJFRIC", "ICPT")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
@@ -123,13 +123,6 @@ def supported(model):
     if model.spatial:
         from .spatial_kernel import supported as spatial_supported
 
-        pairs = [c.name for c in model.contacts
-                 if c.kind == "shape_pair" and getattr(c, "friction", 0.0)]
-        if pairs and model.joints:
-            # the joint reactions take the contacts' friction forces at fixed body points
-            return (f"its frictional shape-pair contacts {pairs[:3]}{'...' if len(pairs) > 3 else ''} "
-                    f"on a model with joints: the compiled joint reactions take friction "
-                    f"forces at contact points fixed in the bodies only")
         return spatial_supported(model, contacts=True)    # (contacts: spatial_events.c)
     from .kernel import supported as planar_supported
 
@@ -353,11 +346,12 @@ def _contacts(model, arrays, head):
     """The contacts of a planar model (the event loop of native/events.c): their gap rows in
     the kernel's row format (kernel.contact_rows; a shape pair's row holds the index of its
     record in DPAIR, kernel.pair_data), Newton's restitution coefficients e, Coulomb's mu
-    (DCMU, at point-line contacts and shape pairs), the
+    (DCMU, at point-line contacts and shape pairs; with it ICPT, 1 at the point-line contacts:
+    their slip is an output, frictionless too), the
     event settings (Settings' contact_tol, contact_velocity, event_tol: the Python FMU's
     defaults) and, per element, the contacts of a cylinder's lower and upper end stop
     (contacts named '<cylinder>_lower' and '<cylinder>_upper'; -1: none)."""
-    from .kernel import contact_friction, contact_rows, pair_data
+    from .kernel import contact_friction, contact_points, contact_rows, pair_data
 
     nc = len(model.contacts)
     arrays["DCSET"] = list(EVENT_SETTINGS)
@@ -373,6 +367,7 @@ def _contacts(model, arrays, head):
     mu = contact_friction(model)
     if mu.any():
         arrays["DCMU"] = mu
+        arrays["ICPT"] = contact_points(model)
     pd = pair_data(model)
     if pd is not None:                   # shape pairs: the records of their R_PAIR rows
         arrays["DPAIR"] = pd

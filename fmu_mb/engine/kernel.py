@@ -220,6 +220,7 @@ def library():
     lib.mbk_events_coefficients.argtypes = [I, P]
     lib.mbk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     lib.mbk_events_set_friction.argtypes = [P, P]
+    lib.mbk_events_set_points.argtypes = [P, P]
     lib.mbk_set_joint_torques.argtypes = [P, P]
     lib.mbk_fr_rest_states.argtypes = [I, P, P, P, P, P]
     lib.mbk_events_error_contact.argtypes = [P]
@@ -321,6 +322,12 @@ def contact_friction(model):
     """(nc,) the contacts' Coulomb mu for the event loop: 0 at the kinds without friction."""
     return np.array([c.friction if c.kind in FRICTIONAL_KINDS else 0.0
                      for c in model.contacts], dtype=float)
+
+
+def contact_points(model):
+    """(nc,) 1 at the point-line contacts (a contact point whose slip velocity the outputs
+    report, frictionless too; native/events.c mbk_events_set_points), else 0."""
+    return np.array([int(c.kind == "point_line") for c in model.contacts], dtype=np.intc)
 
 
 def _law(motion):
@@ -833,7 +840,9 @@ class ContactEvents:
         handle = lib.mbk_events_create(base.handle, nc, ci.ctypes.data, cd.ctypes.data,
                                        e.ctypes.data, len(model.inputs))
         mu = contact_friction(model)
-        if handle and mu.any() and lib.mbk_events_set_friction(handle, mu.ctypes.data):
+        points = contact_points(model)
+        if handle and mu.any() and (lib.mbk_events_set_friction(handle, mu.ctypes.data) or
+                                    lib.mbk_events_set_points(handle, points.ctypes.data)):
             lib.mbk_events_free(handle)
             raise MemoryError(f"model '{model.name}': cannot set up the contacts' friction "
                               f"in the contact event loop")

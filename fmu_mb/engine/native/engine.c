@@ -78,6 +78,7 @@ int mbk_events_accelerations(void *ev, double t, const double *q, const double *
                              const double *u, const double *rec, double *qdd, double *x,
                              double *xd, double *xdd);
 int mbk_events_set_friction(void *ev, const double *mu);
+int mbk_events_set_points(void *ev, const int *pt);
 int mbk_events_error_contact(void *ev);
 int mbk_events_initial(void *ev, double t, const double *y, const double *u, double *rec,
                        double contact_tol, double contact_velocity);
@@ -224,7 +225,8 @@ static double rdf64(const unsigned char *p)      /* a little-endian IEEE double,
 static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
-        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D" "D" "D";
+        "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D" "D" "D"
+        "I";
     return kinds[a] == 'I';
 }
 
@@ -831,6 +833,14 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
             "a contact's friction (expected a finite mu >= 0, > 0 only at point-line "
             "contacts and shape pairs)");
     }
+    BAD(e->cnt[A_ICPT] != 0 && (e->cnt[A_ICPT] != e->ncon || e->cnt[A_DCMU] != e->ncon),
+        "the contacts' point flags (expected none, or one per contact with the contacts' "
+        "friction)");
+    for (int i = 0; i < e->cnt[A_ICPT]; i++) {
+        int pt = IA(e, A_ICPT)[i];
+        BAD((pt != 0 && pt != 1) || (pt && IA(e, A_ICON)[3 * i] != R_PRJ),
+            "a contact's point flag (expected 0 or 1, 1 only at point-line contacts)");
+    }
     BAD(!event_settings_ok(DA(e, A_DCSET)), "the event settings (expected finite numbers > 0)");
     for (int i = 0; i < 2 * e->nel; i++)
         BAD(IA(e, A_IEND)[i] < -1 || IA(e, A_IEND)[i] >= e->ncon, "a cylinder's end stops");
@@ -903,7 +913,9 @@ static void *make_events(MbEngine *e, void *k)
         return spatial_make_events(e, k);
     void *ev = mbk_events_create(k, e->ncon, IA(e, A_ICON), DA(e, A_DCON), DA(e, A_DREST),
                                  e->ni);
-    if (ev && planar_friction(e) && mbk_events_set_friction(ev, DA(e, A_DCMU)) != OK) {
+    if (ev && planar_friction(e) && (mbk_events_set_friction(ev, DA(e, A_DCMU)) != OK ||
+                                     (e->cnt[A_ICPT] &&
+                                      mbk_events_set_points(ev, IA(e, A_ICPT)) != OK))) {
         mbk_events_free(ev);
         return NULL;
     }

@@ -105,6 +105,11 @@ enum {
      * per joint (model order), its bound F_c [N.m or N] on the coordinate (> 0 only at
      * revolute and prismatic joints; 0: frictionless) */
     A_DJFRIC,
+    /* planar contacts with friction somewhere (A_DCMU given): empty, or x 1 per contact, 1 at
+     * a point-line contact (an R_PRJ row with a contact point, not a joint limit), else 0:
+     * its slip velocity is an output, frictionless too (native/events.c
+     * mbk_events_set_points) */
+    A_ICPT,
     MBE_N_ARRAYS
 };
 

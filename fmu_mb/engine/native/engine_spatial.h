@@ -1350,6 +1350,44 @@ static const double *spatial_contact_data(const MbEngine *e, int i, const double
     return rim;
 }
 
+/* the rows of shape pair i's feature (native/pairs.h, kind 6 of spatial_kernel.c) at the
+ * poses xe, the bodies at rest (rows only) */
+static void spatial_pair_rows(const MbEngine *e, int i, const double *xe, mbp_rows_t *o)
+{
+    static const double zero[3] = {0.0, 0.0, 0.0};
+    const int *K = IA(e, A_ICON) + 3 * i;
+    double A[2][9];
+    mbp_body B[2];
+    for (int s = 0; s < 2; s++) {
+        double M[3][3];
+        q_matrix(xe + 7 * K[1 + s] + 3, M);
+        memcpy(A[s], M, sizeof M);
+        B[s].r = xe + 7 * K[1 + s];
+        B[s].A = A[s];
+        B[s].v = B[s].w = zero;
+    }
+    const double *P = DA(e, A_DCON) + SKD * i;
+    mbp_rows((int)P[32], P + 24, P + 6, P, (int)P[33], P + 29, P + 15, P + 3, (int)P[34],
+             &B[0], &B[1], o);
+}
+
+/* out (2 x 7) = a pair row j (w_a, v_a, w_b, v_b; world) as coefficients of the two bodies'
+ * absolute coordinates (r', p') at xe: v and 2 E(p)' w */
+static void spatial_pair_row_x(const MbEngine *e, int i, const double *xe, const double *j,
+                               double *out)
+{
+    const int *K = IA(e, A_ICON) + 3 * i;
+    double Em[3][4];
+    for (int s = 0; s < 2; s++) {
+        const double *jw = j + 6 * s, *jv = j + 6 * s + 3;
+        E_mat(xe + 7 * K[1 + s] + 3, Em);
+        for (int k = 0; k < 3; k++)
+            out[7 * s + k] = jv[k];
+        for (int k = 0; k < 4; k++)
+            out[7 * s + 3 + k] = 2.0 * (Em[0][k] * jw[0] + Em[1][k] * jw[1] + Em[2][k] * jw[2]);
+    }
+}
+
 /* contact i's gap and its Jacobian on the pair's 14 coordinates at xe (contacts.contact_rows);
  * 1 when undefined (two points at zero distance) */
 static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STerm *t, int *p,
@@ -1357,35 +1395,13 @@ static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STer
 {
     const int *K = IA(e, A_ICON) + 3 * i;
     double rim[SKD];
-    if (K[0] == 6) {            /* a shape pair's feature (native/pairs.h, kind 6 of
-                                   spatial_kernel.c): its gap and normal row at rest */
-        static const double zero[3] = {0.0, 0.0, 0.0};
-        double A[2][9], Em[3][4];
-        mbp_body B[2];
-        for (int s = 0; s < 2; s++) {
-            double M[3][3];
-            q_matrix(xe + 7 * K[1 + s] + 3, M);
-            memcpy(A[s], M, sizeof M);
-            B[s].r = xe + 7 * K[1 + s];
-            B[s].A = A[s];
-            B[s].v = B[s].w = zero;
-        }
-        const double *P = DA(e, A_DCON) + SKD * i;
+    if (K[0] == 6) {            /* a shape pair's feature: its gap and normal row */
         mbp_rows_t o;
-        mbp_rows((int)P[32], P + 24, P + 6, P, (int)P[33], P + 29, P + 15, P + 3, (int)P[34],
-                 &B[0], &B[1], &o);
+        spatial_pair_rows(e, i, xe, &o);
         *p = K[1];
         *c = K[2];
         t->v = o.gap;
-        for (int s = 0; s < 2; s++) {
-            const double *jw = o.jn + 6 * s, *jv = o.jn + 6 * s + 3;
-            E_mat(xe + 7 * K[1 + s] + 3, Em);
-            for (int k = 0; k < 3; k++)
-                t->J[7 * s + k] = jv[k];
-            for (int k = 0; k < 4; k++)
-                t->J[7 * s + 3 + k] = 2.0 * (Em[0][k] * jw[0] + Em[1][k] * jw[1]
-                                             + Em[2][k] * jw[2]);
-        }
+        spatial_pair_row_x(e, i, xe, o.jn, t->J);
         return 0;
     }
     const double *P = spatial_contact_data(e, i, xe, rim);
@@ -1439,7 +1455,9 @@ static int spatial_contact_rows(MbEngine *e, const double *x, int nr, double *D)
 /* f (7 nb) += the generalised forces of the persistent contacts' forces e->cforce, e->cft
  * (sk_events_outputs_fr): the normal force along the contact's gap row, the friction force
  * ft1 t1 + ft2 t2 (other's axes) on the body's material point at the contact point
- * P = C - r n and its opposite on other's; 1 when a gap row is undefined */
+ * P = C - r n and its opposite on other's; a shape pair's friction force ft1, ft2 along its
+ * two tangential rows at the current poses (the slip of its two surface points, which move
+ * on the bodies: pairs.h, as fmu_mb.mechanics.spatial.pairs); 1 when a gap row is undefined */
 static int spatial_contact_forces(MbEngine *e, const double *x, double *f)
 {
     int nb = e->nb;
@@ -1460,6 +1478,24 @@ static int spatial_contact_forces(MbEngine *e, const double *x, double *f)
                 f[7 * c + k] += t.J[7 + k] * fn;
         }
         const int *K = IA(e, A_ICON) + 3 * i;
+        if (K[0] == 6) {        /* a shape pair: ft1 and ft2 times its tangential rows (the
+                                   friction force at its two surface points) */
+            if (e->cft[2 * i] == 0.0 && e->cft[2 * i + 1] == 0.0)
+                continue;
+            mbp_rows_t o;
+            double jt[14];
+            spatial_pair_rows(e, i, xe, &o);
+            for (int k = 0; k < 2; k++) {
+                spatial_pair_row_x(e, i, xe, o.jt[k], jt);
+                for (int j = 0; j < 7; j++) {
+                    if (p < nb)
+                        f[7 * p + j] += e->cft[2 * i + k] * jt[j];
+                    if (c < nb)
+                        f[7 * c + j] += e->cft[2 * i + k] * jt[7 + j];
+                }
+            }
+            continue;
+        }
         double rim[SKD];
         const double *P = spatial_contact_data(e, i, xe, rim);
         if ((K[0] != 1 && K[0] != 5) || !(P[35] > 0.0))

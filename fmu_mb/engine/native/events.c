@@ -87,6 +87,10 @@
  *       sliding forces (kernel.c: R_TAN rows, slide_solve); mbk_events_initial,
  *       mbk_events_outputs_fr (friction force, slip velocity) and mbk_events_error_contact
  *       (the contact of an ERR_FRICTION) serve it.
+ *   int mbk_events_set_points(MbkEvents *ev, const int *pt);
+ *       With friction (after mbk_events_set_friction): pt (nc) 1 at the point-line contacts
+ *       (R_PRJ rows with a contact point; 0 at joint limits and the others), whose slip
+ *       velocity mbk_events_outputs_fr reports frictionless too, as the Python outputs do.
  * The Reduction Method (seed 002) stays in Python (fmu_mb.dynamics.integrate).
  */
 #include "friction.h"                          /* the friction law (event_loop.h calls it) */
@@ -105,6 +109,7 @@ struct EvKernel {
      * contact's slip-velocity row (nc, n) at the q of the last evk_contact_rates */
     unsigned char *stk, *sld;
     double *s0, *Dt;
+    unsigned char *pt;     /* the point-line contacts (mbk_events_set_points), or NULL */
 };
 
 void mbk_events_free(MbkEvents *ev)
@@ -120,6 +125,7 @@ void mbk_events_free(MbkEvents *ev)
         free(ev->k->sld);
         free(ev->k->s0);
         free(ev->k->Dt);
+        free(ev->k->pt);
         free(ev->k);
     }
     ev_release(ev);
@@ -259,6 +265,22 @@ int mbk_events_set_friction(MbkEvents *ev, const double *mu)
     ev->fr = 1;
     ev->nrec = EV_REC_FR;
     evk_select(ev, ev->sel);
+    return OK;
+}
+
+int mbk_events_set_points(MbkEvents *ev, const int *pt)
+{
+    if (!ev || !pt || !ev->fr || ev->k->pt)      /* (once, after mbk_events_set_friction) */
+        return ERR_ARGS;
+    EvKernel *K = ev->k;
+    for (int i = 0; i < ev->nc; i++)
+        if ((pt[i] != 0 && pt[i] != 1) || (pt[i] && K->ri[RI * (K->m_loop + i)] != R_PRJ))
+            return ERR_ARGS;
+    K->pt = malloc((size_t)(ev->nc > 0 ? ev->nc : 1));
+    if (!K->pt)
+        return ERR_ARGS;
+    for (int i = 0; i < ev->nc; i++)
+        K->pt[i] = (unsigned char)pt[i];
     return OK;
 }
 
@@ -567,14 +589,15 @@ static void evk_friction(EvLoop *ev, const unsigned char *stick, const unsigned 
 }
 
 /* every contact's slip velocity v_t (2 per contact: v_t, 0) at the kinematics of k: the
- * frictional contacts' and every shape pair's (a frictionless pair's too, as the Python
- * outputs give it; the events read the frictional ones only), 0 for the others */
+ * frictional contacts', every shape pair's and every point-line contact's
+ * (mbk_events_set_points; frictionless ones too, as the Python outputs give them; the events
+ * read the frictional ones only), 0 for the others (joint limits, point-point contacts) */
 static void ev_slip_now(EvLoop *ev, const Kernel *k, double *vt)
 {
     const EvKernel *K = ev->k;
     for (int i = 0; i < ev->nc; i++) {
         const int *R = K->ri + RI * (K->m_loop + i);
-        int has = ev->mu[i] > 0.0 || R[0] == R_PAIR;
+        int has = ev->mu[i] > 0.0 || R[0] == R_PAIR || (K->pt && K->pt[i]);
         vt[2 * i] = has ? slip_row(k, R[0], R[1], R[2], K->rd + RD * (K->m_loop + i), NULL,
                                    NULL, NULL) : 0.0;
         vt[2 * i + 1] = 0.0;
