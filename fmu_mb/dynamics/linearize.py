@@ -603,7 +603,7 @@ def linearize(model, state=None, inputs=None, outputs=None, method="ridders",
     sel, y_names = _output_selection(model, outputs)
     f, nu = len(ind), len(u0)
 
-    fun = _tree_equations(model, sys_, st.t, sel) or _equations(model, sys_, st.t, sel)
+    fun = _equations(model, sys_, st.t, sel)
 
     z0 = np.concatenate([q0[ind], qd0[ind], u0])
     steps = np.concatenate([1e-2 * np.maximum(1.0, np.abs(q0[ind])),
@@ -950,7 +950,7 @@ def model_structure(model, state=None, inputs=None, checks=8, seed=0):
     for r, y in enumerate(y_names):
         mask[2 * f + r, [col(x) for x in outs[y]]] = True
 
-    fun = _equations(model, sys_, st.t, sel)
+    fun = _tree_equations(model, sys_, st.t, sel) or _equations(model, sys_, st.t, sel)
 
     z0 = np.concatenate([q0[ind], qd0[ind], u0])
     widened, done = _spot_check(fun, z0, mask, f, checks, np.random.default_rng(seed))

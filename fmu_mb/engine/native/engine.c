@@ -168,6 +168,7 @@ struct MbEngine {
      * the workspace of their Gram matrix's envelope (ints) */
     SpRow *sr, *sr2;
     int *srw;
+    double *srd;
 };
 
 static void me_free(MbEngine *e);
@@ -950,7 +951,7 @@ void mbe_free(MbEngine *e)
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup, e->sr, e->sr2,
-                 e->srw};
+                 e->srw, e->srd};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(e);
@@ -1083,8 +1084,9 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     if (e->kind == 1) {
         e->sr = zalloc(nr, sizeof(SpRow));
         e->sr2 = zalloc(nr, sizeof(SpRow));
-        e->srw = zalloc((2 + SPROW_BLOCKS + 2) * (size_t)nr + (size_t)nb + 2, sizeof(int));
-        if (!e->sr || !e->sr2 || !e->srw) {
+        e->srw = zalloc((4 + SPROW_BLOCKS) * (size_t)nr + 2 * (size_t)nb + 4, sizeof(int));
+        e->srd = zalloc(2 * (size_t)nr, sizeof(double));
+        if (!e->sr || !e->sr2 || !e->srw || !e->srd) {
             mbe_free(e);
             msg(err, errlen, "out of memory");
             return NULL;

@@ -399,16 +399,27 @@ static double sprows_velocity_residual(const SpRow *R, int k, const double *xd,
     return res;
 }
 
-/* y = S^+ rhs for S = R R' (nt rows; dense_psd_solve's cut-off RANK_RTOL): S's lower envelope
- * from the rows' bodies (row r's first column is the first row that shares a body with it)
- * and its entries over the pairs of rows that share a body (the others are exact zeros), so
- * that forming S costs O(nnz) and the envelope Cholesky what the envelope's widths cost; the
- * solve is dense_psd_solve's on the same envelope. e->srw: 7 nt + nb + 1 ints. */
+/* y = S^+ rhs for S = R R' (nt rows; dense_psd_solve's cut-off RANK_RTOL), S formed in the
+ * order of the rows' first bodies (a stable counting sort: a chain's joint rows and each
+ * body's Euler-parameter normalisation, declared after all joints, come together, so that S
+ * is banded): its lower envelope from the rows' bodies (row i's first column is the first
+ * row that shares a body with it) and its entries over the pairs of rows that share a body
+ * (the others are exact zeros), so that forming S costs O(nnz) and the envelope Cholesky
+ * O(nt b^2) for a band of width b; the solve is dense_psd_solve's on that envelope, the
+ * solution put back in the rows' order. e->srw: 8 nt + 2 nb + 2 ints, e->srd: 2 nt. */
 static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *rhs, double *y)
 {
     int nb = e->nb, *env = e->srw, *cnt = env + 2 * nt, *list = cnt + nb + 1,
-        *stamp = list + SPROW_BLOCKS * nt;
-    double *S = e->S;
+        *stamp = list + SPROW_BLOCKS * nt, *perm = stamp + nt, *key = perm + nt;
+    double *S = e->S, *bp = e->srd, *yp = e->srd + nt;
+    for (int b = 0; b <= nb + 1; b++)                /* perm: positions -> rows */
+        key[b] = 0;
+    for (int r = 0; r < nt; r++)
+        key[(R[r].n ? R[r].b[0] : nb) + 1]++;
+    for (int b = 0; b <= nb; b++)
+        key[b + 1] += key[b];
+    for (int r = 0; r < nt; r++)
+        perm[key[R[r].n ? R[r].b[0] : nb]++] = r;
     for (int b = 0; b <= nb; b++)
         cnt[b] = 0;
     for (int r = 0; r < nt; r++)
@@ -416,35 +427,41 @@ static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *r
             cnt[R[r].b[i] + 1]++;
     for (int b = 0; b < nb; b++)
         cnt[b + 1] += cnt[b];
-    for (int r = 0; r < nt; r++) {                   /* the rows of each body, ascending */
-        stamp[r] = -1;
-        for (int i = 0; i < R[r].n; i++)
-            list[cnt[R[r].b[i]]++] = r;
+    for (int p = 0; p < nt; p++) {                   /* the positions of each body's rows */
+        const SpRow *Rp = R + perm[p];
+        stamp[p] = -1;
+        for (int i = 0; i < Rp->n; i++)
+            list[cnt[Rp->b[i]]++] = p;
     }
     for (int b = nb; b > 0; b--)                     /* (cnt[b]: the start of body b's) */
         cnt[b] = cnt[b - 1];
     cnt[0] = 0;
-    for (int r = 0; r < nt; r++) {
-        int f = r;
-        for (int i = 0; i < R[r].n; i++)
-            if (list[cnt[R[r].b[i]]] < f)
-                f = list[cnt[R[r].b[i]]];
-        env[r] = f;
-        double *Sr = S + (size_t)r * nt;
-        for (int l = f; l <= r; l++)
-            Sr[l] = 0.0;
-        for (int i = 0; i < R[r].n; i++)
-            for (int j = cnt[R[r].b[i]]; j < cnt[R[r].b[i] + 1] && list[j] <= r; j++) {
+    for (int p = 0; p < nt; p++) {
+        const SpRow *Rp = R + perm[p];
+        int f = p;
+        for (int i = 0; i < Rp->n; i++)
+            if (list[cnt[Rp->b[i]]] < f)
+                f = list[cnt[Rp->b[i]]];
+        env[p] = f;
+        double *Sp = S + (size_t)p * nt;
+        for (int l = f; l <= p; l++)
+            Sp[l] = 0.0;
+        for (int i = 0; i < Rp->n; i++)
+            for (int j = cnt[Rp->b[i]]; j < cnt[Rp->b[i] + 1] && list[j] <= p; j++) {
                 int q = list[j];
-                if (stamp[q] == r)
+                if (stamp[q] == p)
                     continue;
-                stamp[q] = r;
-                Sr[q] = sprow_gram(R + r, R + q, NULL);
+                stamp[q] = p;
+                Sp[q] = sprow_gram(Rp, R + perm[q], NULL);
             }
+        bp[p] = rhs[perm[p]];
     }
     dense_envelope_last(env, nt);
-    return dense_psd_solve_env(S, env, e->V, e->w, nt, NULL, NULL, 0, RANK_RTOL, 1, rhs, y,
-                               NULL);
+    int rc = dense_psd_solve_env(S, env, e->V, e->w, nt, NULL, NULL, 0, RANK_RTOL, 1, bp, yp,
+                                 NULL);
+    for (int p = 0; p < nt; p++)
+        y[perm[p]] = yp[p];
+    return rc;
 }
 
 static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *phi,
