@@ -406,7 +406,7 @@ static double sprows_velocity_residual(const SpRow *R, int k, const double *xd,
  * row that shares a body with it) and its entries over the pairs of rows that share a body
  * (the others are exact zeros), so that forming S costs O(nnz) and the envelope Cholesky
  * O(nt b^2) for a band of width b; the solve is dense_psd_solve's on that envelope, the
- * solution put back in the rows' order. e->srw: 8 nt + 2 nb + 2 ints, e->srd: 2 nt. */
+ * solution put back in the rows' order. e->srw: 8 nt + 2 nb + 3 ints, e->srd: 2 nt. */
 static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *rhs, double *y)
 {
     int nb = e->nb, *env = e->srw, *cnt = env + 2 * nt, *list = cnt + nb + 1,
