@@ -2,7 +2,7 @@
 pendulum, optionally a URDF such as example-robot-data's Panda).
 
     python bench/build_scale.py [--chain 16,64,256] [--startup 16,32,64] [--urdf PATH]
-                                [--rounds 5]
+                                [--rounds 5] [--models]
 
 - build: `python -m fmu_mb build MODEL --platforms linux64 --quiet` in a child process (a
   URDF: every default platform), CPU time (user + sys) of the child and its children (the
@@ -10,7 +10,10 @@ pendulum, optionally a URDF such as example-robot-data's Panda).
   (not timed) compiles the engine's objects into their cache, so the builds timed are warm;
 - start-up: fmi2Instantiate to the end of the first 1 ms doStep of spatial_chain's FMU in a
   fresh C host process (tests/c_host/native_host.c `startup`, dlopen included), CPU time,
-  median of --rounds; the growth exponent is the least-squares slope of log(CPU) over log(N).
+  median of --rounds; the growth exponent is the least-squares slope of log(CPU) over log(N);
+- --models: every model of models/ (its defaults) built as above, its build CPU and the
+  start-up of its FMU (a model that does not run in the compiled engine builds a Python FMU:
+  reported as such, not started).
 The machine's load average is printed first: CPU times of a loaded machine are inflated.
 """
 import argparse
@@ -21,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -62,12 +66,50 @@ def startup_ms(host, fmu, tmp, rounds):
     return statistics.median(cpu)
 
 
+def is_native(fmu):
+    """Whether the FMU carries the compiled engine (its model data header in sources/)."""
+    with zipfile.ZipFile(fmu) as z:
+        return "sources/fmu_model.h" in z.namelist()
+
+
+def host_program(tmp):
+    """tests/c_host/native_host.c compiled into tmp."""
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    host = tmp / "native_host"
+    subprocess.run([cc, "-O2", "-o", str(host), str(ROOT / "tests/c_host/native_host.c"),
+                    "-ldl", "-lpthread"], check=True)
+    return host
+
+
+def every_model(tmp, rounds):
+    """The build CPU and the start-up of every model of models/ (a table)."""
+    host = host_program(tmp)
+    print("\n| model | build CPU [s] | start-up to the end of the first 1 ms doStep "
+          "[ms CPU] |\n|---|---|---|")
+    for path in sorted((ROOT / "models").glob("*.py")):
+        try:
+            cpu, fmu = build(path, tmp / f"m_{path.stem}")
+        except subprocess.CalledProcessError as ex:
+            print(f"| {path.stem} | build failed ({ex.returncode}) | - |", flush=True)
+            continue
+        if not is_native(fmu):
+            ms = "(Python FMU: not run by the C host)"
+        else:
+            try:
+                ms = f"{startup_ms(host, fmu, tmp, rounds):.2f}"
+            except subprocess.CalledProcessError as ex:
+                ms = f"failed: {ex.stderr.strip()[:120]}"
+        print(f"| {path.stem} | {cpu:.1f} | {ms} |", flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chain", default="16,64,256", help="spatial_chain N to build")
     ap.add_argument("--startup", default="16,32,64", help="spatial_chain N to start up")
     ap.add_argument("--urdf", default=None, help="a URDF to build (every platform)")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--models", action="store_true",
+                    help="also build and start up every model of models/")
     args = ap.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on "
           f"{os.cpu_count()} CPUs")
@@ -89,10 +131,7 @@ def main(argv=None):
             cpu, _ = build(Path(args.urdf).resolve(), tmp / "urdf", platforms=None)
             print(f"| {Path(args.urdf).name} (every default platform) | {cpu:.1f} |")
         if starts:
-            cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-            host = tmp / "native_host"
-            subprocess.run([cc, "-O2", "-o", str(host), str(ROOT / "tests/c_host/native_host.c"),
-                            "-ldl", "-lpthread"], check=True)
+            host = host_program(tmp)
             print("\n| spatial_chain | start-up to the end of the first 1 ms doStep "
                   "[ms CPU] |\n|---|---|")
             ms = []
@@ -102,6 +141,8 @@ def main(argv=None):
             if len(starts) > 1:
                 slope = np.polyfit(np.log(starts), np.log(ms), 1)[0]
                 print(f"\nstart-up growth exponent over N = {args.startup}: {slope:.2f}")
+        if args.models:
+            every_model(tmp, args.rounds)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 

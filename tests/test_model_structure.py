@@ -118,23 +118,55 @@ def test_spot_check_catches_a_missing_dependency(monkeypatch):
 
 def test_cost_independent_of_the_number_of_outputs(monkeypatch):
     """No per-output or per-state differences: a chain of 16 links is evaluated at most
-    2 checks + 1 times (the spot check), like a chain of 4."""
+    checks + 1 times (the spot check: one evaluation per direction), like a chain of 4."""
     from fmu_mb.dynamics import linearize
 
     counts = []
-    real = linearize._Minimal.accelerations
+    real = linearize._spot_check
 
-    def counting(self, *a):
-        counts[-1] += 1
-        return real(self, *a)
+    def counting(fun, *a, **kw):
+        def counted(z):
+            counts[-1] += 1
+            return fun(z)
+        return real(counted, *a, **kw)
 
-    monkeypatch.setattr(linearize._Minimal, "accelerations", counting)
+    monkeypatch.setattr(linearize, "_spot_check", counting)
     for N in (4, 16):
         counts.append(0)
         model = fmu_mb.load_model(ROOT / "models" / "spatial_chain.py", N=N)
         s = model_structure(model, checks=5)
         assert len(s["states"]) == 2 * N
-        assert counts[-1] <= 2 * 5 + 1
+        assert s["check"]["directions"] == 5
+        assert counts[-1] == 5 + 1
+
+
+@pytest.mark.parametrize("name,overrides", [("spatial_chain.py", {"N": 5}),
+                                            ("double_pendulum.py", {}),
+                                            ("container_crane.py", {}),
+                                            ("pendulum_chain.py", {})])
+def test_tree_equations_equal_the_minimal_equations(name, overrides):
+    """The spot check's equations of a model without dependent coordinates (the recursive
+    formulation: kernel accelerations, engine outputs) against the tmt minimal equations
+    (_equations) at the operating point and at a random nearby one: the same numbers up to
+    round-off, so the check tests the same dependencies."""
+    from fmu_mb.dynamics import linearize
+
+    model = fmu_mb.load_model(ROOT / "models" / name, **overrides)
+    st = linearize._tmt_state(model, None)
+    ind, dep = linearize._partition(model, st.q, st.t)
+    assert len(dep) == 0
+    sys_ = linearize._Minimal(model, st.q, st.qd, st.t, ind, dep)
+    sel, _ = linearize._output_selection(model, None)
+    fast = linearize._tree_equations(model, sys_, st.t, sel)
+    assert fast is not None
+    ref = linearize._equations(model, sys_, st.t, sel)
+    u0 = model.input_vector(None)
+    z0 = np.concatenate([st.q[ind], st.qd[ind], u0])
+    rng = np.random.default_rng(5)
+    for z in (z0, z0 + rng.uniform(-0.1, 0.1, z0.shape)):
+        a, b = fast(z), ref(z)
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * (1.0 + np.abs(b).max()))
 
 
 def test_singular_pose_raises_like_linearize():

@@ -295,6 +295,33 @@ def _equations(model, sys_, t, sel):
     return fun
 
 
+def _tree_equations(model, sys_, t, sel):
+    """_equations of a model without dependent coordinates by the recursive formulation
+    (the compiled kernel's accelerations and the engine's outputs: O(model size) per
+    evaluation, where the tmt equations' T(q) and T' M T grow with its square), or None when
+    the recursive formulation cannot run the model or orders its coordinates otherwise. The
+    same equations up to round-off: what the spot check of model_structure evaluates."""
+    from .formulations import recursive
+    from .outputs import Outputs
+
+    try:
+        if len(sys_.dep) or model.contacts or not recursive.supports(model) or \
+                tuple(recursive.coordinates(model)) != tuple(sys_.names):
+            return None
+    except Exception:       # noqa: BLE001 (no compiled kernel: the tmt equations serve)
+        return None
+    f = sys_.f
+
+    def fun(z):
+        q, qd = sys_.full(z[:f], z[f:2 * f])
+        u = z[2 * f:]
+        qdd = recursive.accelerations(model, q, qd, t, u).qdd[sys_.ind]
+        y = Outputs(model, State(t, q, qd, 0.0, "joint"), u, "recursive").values()[sel] \
+            if len(sel) else np.zeros(0)
+        return np.concatenate([qdd, y])
+    return fun
+
+
 def operating_state(model, state=None):
     """The joint-coordinate State (all tree coordinates, tmt's) that `state` names: None (the
     model's initial state), a State, an Equilibrium, or a mapping {coordinate or rate name:
@@ -881,10 +908,12 @@ def model_structure(model, state=None, inputs=None, checks=8, seed=0):
     a superset of the true ones, in time linear in the model's size (for models whose
     components stay small; a component's sets are as large as the component). A numeric spot
     check follows: `checks` random directions (seeded), each moving only knowns that a group
-    of unknowns is declared independent of, by central differences of the minimal equations
-    and the outputs; an unknown that changes all the same is given those knowns too (and a
-    warning says so). The check evaluates the equations at `state`, so a singular pose raises
-    SingularSystemError as linearize does.
+    of unknowns is declared independent of, by forward differences of the minimal equations
+    and the outputs (checks + 1 evaluations; without dependent coordinates those of the
+    recursive formulation, linear in the model's size, _tree_equations); an unknown that
+    changes all the same is given those knowns too (and a warning says so). The check
+    evaluates the equations at `state`, so a singular pose raises SingularSystemError as
+    linearize does.
 
     Returns {"states": [...], "derivatives": [...], "inputs": [...], "independent": [...],
     "derivative_dependencies": {derivative: [knowns]}, "output_dependencies": {output:
@@ -921,7 +950,7 @@ def model_structure(model, state=None, inputs=None, checks=8, seed=0):
     for r, y in enumerate(y_names):
         mask[2 * f + r, [col(x) for x in outs[y]]] = True
 
-    fun = _equations(model, sys_, st.t, sel)
+    fun = _tree_equations(model, sys_, st.t, sel) or _equations(model, sys_, st.t, sel)
 
     z0 = np.concatenate([q0[ind], qd0[ind], u0])
     widened, done = _spot_check(fun, z0, mask, f, checks, np.random.default_rng(seed))
@@ -944,13 +973,13 @@ def model_structure(model, state=None, inputs=None, checks=8, seed=0):
 
 
 def _spot_check(fun, z0, mask, f, checks, rng, h=1e-3):
-    """Central differences of fun (the accelerations of the f independent coordinates, then
+    """Forward differences of fun (the accelerations of the f independent coordinates, then
     the outputs) along random directions that move only knowns some unknowns are declared
-    independent of (one direction per distinct pattern of mask, at most `checks` of them).
-    Every unknown whose pattern excludes all the moved knowns must not change (beyond
-    round-off: 1e-8 relative); one that does gets them added to its row of `mask` (in place;
-    the rows of mask are der(q_i), der(qd_i), outputs). Returns (indices of the widened rows
-    of mask, number of directions taken)."""
+    independent of (one direction per distinct pattern of mask, at most `checks` of them,
+    each evaluated once, beside one evaluation at z0). Every unknown whose pattern excludes
+    all the moved knowns must not change (beyond round-off: 1e-8 relative); one that does gets
+    them added to its row of `mask` (in place; the rows of mask are der(q_i), der(qd_i),
+    outputs). Returns (indices of the widened rows of mask, number of directions taken)."""
     F0 = fun(z0)                    # the rows der(qd_i) and outputs: mask[f:]
     rows = mask[f:]
     patterns = {}
@@ -969,7 +998,7 @@ def _spot_check(fun, z0, mask, f, checks, rng, h=1e-3):
             * scale[move]
         for step in (h, 0.1 * h):
             try:
-                Fp, Fm = fun(z0 + step * d), fun(z0 - step * d)
+                Fp = fun(z0 + step * d)
                 break
             except SingularSystemError:     # a closure lost nearby: a shorter step
                 Fp = None
@@ -977,8 +1006,8 @@ def _spot_check(fun, z0, mask, f, checks, rng, h=1e-3):
             continue
         done += 1
         quiet = ~(rows & move).any(axis=1)          # unknowns declared independent of d
-        tol = 1e-8 * (1.0 + np.maximum(np.abs(F0), np.maximum(np.abs(Fp), np.abs(Fm))))
-        bad = np.flatnonzero(quiet & ~(np.abs(Fp - Fm) <= tol))
+        tol = 1e-8 * (1.0 + np.maximum(np.abs(F0), np.abs(Fp)))
+        bad = np.flatnonzero(quiet & ~(np.abs(Fp - F0) <= tol))
         for r in bad:
             rows[r] |= move
             widened.add(f + int(r))

@@ -125,6 +125,14 @@ int mbk_events_outputs_fr(void *ev, double t, const double *y, const double *u,
 /* the method of the contact event loop (auto: dopri5) */
 #define EV_METHOD(e) ((e)->set.method == 3 ? 0 : (e)->set.method)
 
+/* a spatial constraint row by body blocks (engine_spatial.h): the bodies it touches, in
+ * ascending order, and the row's 7 entries of each (the row is zero elsewhere) */
+#define SPROW_BLOCKS 4
+typedef struct {
+    int n, b[SPROW_BLOCKS];
+    double v[SPROW_BLOCKS][7];
+} SpRow;
+
 struct MbEngine {
     /* the data (copied): ints, the doubles as given (base) and as patched by the parameters */
     int nints, ndoubles, ncode, nconst, nchars;
@@ -159,6 +167,11 @@ struct MbEngine {
      * EV_REC), the friction forces and slip velocities of the outputs (2 per contact) */
     int nrec;
     double *cft, *cvt;
+    /* spatial models: the rows by body blocks (engine_spatial.h), two sets of nr rows and
+     * the workspace of their Gram matrix's envelope (ints) */
+    SpRow *sr, *sr2;
+    int *srw;
+    double *srd;
 };
 
 static void me_free(MbEngine *e);
@@ -951,7 +964,8 @@ void mbe_free(MbEngine *e)
     void *p[] = {e->fsal_f, e->fsal_y, e->fsal_u, e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
-                 e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup};
+                 e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup, e->sr, e->sr2,
+                 e->srw, e->srd};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(e);
@@ -1080,6 +1094,17 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         mbe_free(e);
         msg(err, errlen, "out of memory");
         return NULL;
+    }
+    if (e->kind == 1) {
+        e->sr = zalloc(nr, sizeof(SpRow));
+        e->sr2 = zalloc(nr, sizeof(SpRow));
+        e->srw = zalloc((4 + SPROW_BLOCKS) * (size_t)nr + 2 * (size_t)nb + 4, sizeof(int));
+        e->srd = zalloc(2 * (size_t)nr, sizeof(double));
+        if (!e->sr || !e->sr2 || !e->srw || !e->srd) {
+            mbe_free(e);
+            msg(err, errlen, "out of memory");
+            return NULL;
+        }
     }
     if (e->kind != 1)           /* (spatial: check_spatial_data set it from the contacts) */
         e->nrec = planar_friction(e) ? EV_REC_FR : EV_REC;

@@ -284,22 +284,205 @@ static void sextend(const MbEngine *e, const double *x, double *xe, int rate)
         xe[7 * nb + 3] = 1.0;
 }
 
+/* ------------------------------------------------------------------ rows by body blocks
+ * The spatial rows as SpRow (engine.c): a row touches the 7 columns of at most four bodies
+ * (a coupler's two joints), so the start-up's and the outputs' passes over the rows (filling,
+ * residuals, D f, the Gram matrix D M^-1 D' and its envelope) cost O(rows) instead of
+ * O(rows x 7 nb). Every sum runs over a row's nonzero columns in ascending order, as the
+ * dense loops do, less the exact zeros: the same numbers. */
+
+/* row R's 7 entries of body b (zero when new; the blocks stay in ascending body order);
+ * NULL for the ground (b >= nb) */
+static double *sprow_block(SpRow *R, int nb, int b)
+{
+    if (b < 0 || b >= nb)
+        return NULL;
+    int i = 0;
+    while (i < R->n && R->b[i] < b)
+        i++;
+    if (i < R->n && R->b[i] == b)
+        return R->v[i];
+    if (R->n == SPROW_BLOCKS)                 /* (no row touches more than four bodies) */
+        return NULL;
+    for (int j = R->n; j > i; j--) {
+        R->b[j] = R->b[j - 1];
+        memcpy(R->v[j], R->v[j - 1], sizeof R->v[j]);
+    }
+    R->b[i] = b;
+    memset(R->v[i], 0, sizeof R->v[i]);
+    R->n++;
+    return R->v[i];
+}
+
+/* row R's entries of body b, NULL when the row does not touch b */
+static const double *sprow_get(const SpRow *R, int b)
+{
+    for (int i = 0; i < R->n; i++)
+        if (R->b[i] == b)
+            return R->v[i];
+    return NULL;
+}
+
+/* the blocks of bodies p and c of row R (created zero when new; NULL for the ground), both
+ * looked up after both are there (an insertion moves the blocks after it) */
+static void sprow_pair(SpRow *R, int nb, int p, int c, double **bp, double **bc)
+{
+    sprow_block(R, nb, p);
+    sprow_block(R, nb, c);
+    *bp = p >= 0 && p < nb ? (double *)sprow_get(R, p) : NULL;
+    *bc = c >= 0 && c < nb ? (double *)sprow_get(R, c) : NULL;
+}
+
+/* row R times v (7 nb) */
+static double sprow_dot(const SpRow *R, const double *v)
+{
+    double s = 0.0;
+    for (int i = 0; i < R->n; i++) {
+        const double *a = R->v[i], *w = v + 7 * R->b[i];
+        for (int j = 0; j < 7; j++)
+            s += a[j] * w[j];
+    }
+    return s;
+}
+
+/* sum over the columns of rows P and Q (ascending) of P (M^-1 when given) Q, exact zeros
+ * skipped (engine.c gram's sum) */
+static double sprow_gram(const SpRow *P, const SpRow *Q, const double *Minv)
+{
+    double s = 0.0;
+    for (int i = 0, j = 0; i < P->n && j < Q->n;) {
+        if (P->b[i] < Q->b[j]) {
+            i++;
+        } else if (P->b[i] > Q->b[j]) {
+            j++;
+        } else {
+            const double *a = P->v[i], *c = Q->v[j], *m = Minv ? Minv + 7 * P->b[i] : NULL;
+            for (int l = 0; l < 7; l++)
+                if (a[l] != 0.0 && c[l] != 0.0)
+                    s += (m ? a[l] * m[l] : a[l]) * c[l];
+            i++;
+            j++;
+        }
+    }
+    return s;
+}
+
+/* the dense rows (k x 7 nb) of R */
+static void sprows_dense(const SpRow *R, int k, int nb, double *D)
+{
+    size_t nc = 7 * (size_t)nb;
+    memset(D, 0, sizeof(double) * (size_t)k * nc);
+    for (int r = 0; r < k; r++)
+        for (int i = 0; i < R[r].n; i++)
+            memcpy(D + (size_t)r * nc + 7 * R[r].b[i], R[r].v[i], sizeof(double) * 7);
+}
+
+static int sprows_finite(const SpRow *R, int k)
+{
+    for (int r = 0; r < k; r++)
+        for (int i = 0; i < R[r].n; i++)
+            if (!all_finite(R[r].v[i], 7))
+                return 0;
+    return 1;
+}
+
+/* engine.c velocity_residual over the blocks: max |R xd - b| over k rows; r (if given)
+ * = b - R xd */
+static double sprows_velocity_residual(const SpRow *R, int k, const double *xd,
+                                       const double *b, double *r)
+{
+    double res = 0.0;
+    for (int i = 0; i < k; i++) {
+        double s = sprow_dot(R + i, xd);
+        res = fmax(res, fabs(s - b[i]));
+        if (r)
+            r[i] = b[i] - s;
+    }
+    return res;
+}
+
+/* y = S^+ rhs for S = R R' (nt rows; dense_psd_solve's cut-off RANK_RTOL), S formed in the
+ * order of the rows' first bodies (a stable counting sort: a chain's joint rows and each
+ * body's Euler-parameter normalisation, declared after all joints, come together, so that S
+ * is banded): its lower envelope from the rows' bodies (row i's first column is the first
+ * row that shares a body with it) and its entries over the pairs of rows that share a body
+ * (the others are exact zeros), so that forming S costs O(nnz) and the envelope Cholesky
+ * O(nt b^2) for a band of width b; the solve is dense_psd_solve's on that envelope, the
+ * solution put back in the rows' order. e->srw: 8 nt + 2 nb + 3 ints, e->srd: 2 nt. */
+static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *rhs, double *y)
+{
+    int nb = e->nb, *env = e->srw, *cnt = env + 2 * nt, *list = cnt + nb + 1,
+        *stamp = list + SPROW_BLOCKS * nt, *perm = stamp + nt, *key = perm + nt;
+    double *S = e->S, *bp = e->srd, *yp = e->srd + nt;
+    for (int b = 0; b <= nb + 1; b++)                /* perm: positions -> rows */
+        key[b] = 0;
+    for (int r = 0; r < nt; r++)
+        key[(R[r].n ? R[r].b[0] : nb) + 1]++;
+    for (int b = 0; b <= nb; b++)
+        key[b + 1] += key[b];
+    for (int r = 0; r < nt; r++)
+        perm[key[R[r].n ? R[r].b[0] : nb]++] = r;
+    for (int b = 0; b <= nb; b++)
+        cnt[b] = 0;
+    for (int r = 0; r < nt; r++)
+        for (int i = 0; i < R[r].n; i++)
+            cnt[R[r].b[i] + 1]++;
+    for (int b = 0; b < nb; b++)
+        cnt[b + 1] += cnt[b];
+    for (int p = 0; p < nt; p++) {                   /* the positions of each body's rows */
+        const SpRow *Rp = R + perm[p];
+        stamp[p] = -1;
+        for (int i = 0; i < Rp->n; i++)
+            list[cnt[Rp->b[i]]++] = p;
+    }
+    for (int b = nb; b > 0; b--)                     /* (cnt[b]: the start of body b's) */
+        cnt[b] = cnt[b - 1];
+    cnt[0] = 0;
+    for (int p = 0; p < nt; p++) {
+        const SpRow *Rp = R + perm[p];
+        int f = p;
+        for (int i = 0; i < Rp->n; i++)
+            if (list[cnt[Rp->b[i]]] < f)
+                f = list[cnt[Rp->b[i]]];
+        env[p] = f;
+        double *Sp = S + (size_t)p * nt;
+        for (int l = f; l <= p; l++)
+            Sp[l] = 0.0;
+        for (int i = 0; i < Rp->n; i++)
+            for (int j = cnt[Rp->b[i]]; j < cnt[Rp->b[i] + 1] && list[j] <= p; j++) {
+                int q = list[j];
+                if (stamp[q] == p)
+                    continue;
+                stamp[q] = p;
+                Sp[q] = sprow_gram(Rp, R + perm[q], NULL);
+            }
+        bp[p] = rhs[perm[p]];
+    }
+    dense_envelope_last(env, nt);
+    int rc = dense_psd_solve_env(S, env, e->V, e->w, nt, NULL, NULL, 0, RANK_RTOL, 1, bp, yp,
+                                 NULL);
+    for (int p = 0; p < nt; p++)
+        y[perm[p]] = yp[p];
+    return rc;
+}
+
 static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *phi,
-                               double *D);
-static void spatial_coupler_rows(MbEngine *e, const double *xe, double *phi, double *D);
+                               SpRow *R);
+static void spatial_coupler_rows(MbEngine *e, const double *xe, double *phi, SpRow *R);
 static int element_terms(const MbEngine *e, int i, const double *xe, const double *xde,
                          const double *u, STerm *t, double *s, int *pp, int *cc);
 
-/* every row at x (constraints.evaluate, spatial) with the drives' rows at time t: phi and D
- * (nrows x 7 nb); e->phit the rows' phi_t (-s'(t) on a drive's row, else 0) */
-static int spatial_rows_at(MbEngine *e, const double *x, double tr, double *phi, double *D)
+/* every row at x (constraints.evaluate, spatial) with the drives' rows at time t: phi and,
+ * when R is given, the rows' Jacobian by body blocks (nrows rows); e->phit the rows' phi_t
+ * (-s'(t) on a drive's row, else 0) */
+static int spatial_rows_sp(MbEngine *e, const double *x, double tr, double *phi, SpRow *R)
 {
-    int nb = e->nb, nc = 7 * nb;
+    int nb = e->nb;
     double *xe = e->xe;
     STerm t[6];
     sextend(e, x, xe, 0);
-    if (D)
-        memset(D, 0, sizeof(double) * (size_t)e->nrows * nc);
+    for (int r = 0; R && r < e->nrows; r++)
+        R[r].n = 0;
     for (int j = 0; j < e->nj; j++) {
         const int *J = IA(e, A_IJOINT) + 6 * j;
         Frames3 f;
@@ -309,33 +492,44 @@ static int spatial_rows_at(MbEngine *e, const double *x, double tr, double *phi,
             return j + 1;
         for (int r = 0; r < k; r++) {
             phi[J[4] + r] = t[r].v;
-            if (!D)
+            if (!R)
                 continue;
-            double *Dr = D + (size_t)(J[4] + r) * nc;
+            double *bp, *bc;
+            sprow_pair(R + J[4] + r, nb, f.p, f.c, &bp, &bc);
             for (int i = 0; i < 7; i++) {
-                if (f.p < nb)
-                    Dr[7 * f.p + i] = t[r].J[i];
-                if (f.c < nb)
-                    Dr[7 * f.c + i] = t[r].J[7 + i];
+                if (bp)
+                    bp[i] = t[r].J[i];
+                if (bc)
+                    bc[i] = t[r].J[7 + i];
             }
         }
     }
-    spatial_drive_rows(e, xe, tr, phi, D);
-    spatial_coupler_rows(e, xe, phi, D);
+    spatial_drive_rows(e, xe, tr, phi, R);
+    spatial_coupler_rows(e, xe, phi, R);
     int r0 = e->nrows - nb;
     for (int b = 0; b < nb; b++) {
         const double *p = x + 7 * b + 3;
         phi[r0 + b] = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]) - 1.0;
-        if (D)
+        double *bb = R ? sprow_block(R + r0 + b, nb, b) : NULL;
+        if (bb)
             for (int i = 0; i < 4; i++)
-                D[(size_t)(r0 + b) * nc + 7 * b + 3 + i] = 2.0 * p[i];
+                bb[3 + i] = 2.0 * p[i];
     }
     return OK;
 }
 
-static int spatial_rows(MbEngine *e, const double *x, double *phi, double *D)
+/* spatial_rows_sp with the rows' Jacobian D dense (nrows x 7 nb) when given */
+static int spatial_rows_at(MbEngine *e, const double *x, double tr, double *phi, double *D)
 {
-    return spatial_rows_at(e, x, e->t, phi, D);
+    int rc = spatial_rows_sp(e, x, tr, phi, D ? e->sr : NULL);
+    if (D)
+        sprows_dense(e->sr, e->nrows, e->nb, D);
+    return rc;
+}
+
+static int spatial_rows(MbEngine *e, const double *x, double *phi, SpRow *R)
+{
+    return spatial_rows_sp(e, x, e->t, phi, R);
 }
 
 /* ------------------------------------------------------------------ spatial drives
@@ -349,9 +543,9 @@ static void spatial_law(const MbEngine *e, int d, double t, double *v)
 }
 
 static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *phi,
-                               double *D)
+                               SpRow *R)
 {
-    int nb = e->nb, nc = 7 * nb;
+    int nb = e->nb;
     for (int r = 0; r < e->nrows; r++)
         e->phit[r] = 0.0;
     for (int d = 0; d < e->nd; d++) {
@@ -368,14 +562,16 @@ static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *
             res = pymod(res + PI, 2.0 * PI) - PI;
         phi[row] = res;
         e->phit[row] = -v[1];
-        if (!D)
+        if (!R)
             continue;
-        double *Dr = D + (size_t)row * nc;
+        R[row].n = 0;
+        double *bp, *bc;
+        sprow_pair(R + row, nb, f.p, f.c, &bp, &bc);
         for (int i = 0; i < 7; i++) {
-            if (f.p < nb)
-                Dr[7 * f.p + i] = tc.J[i];
-            if (f.c < nb)
-                Dr[7 * f.c + i] = tc.J[7 + i];
+            if (bp)
+                bp[i] = tc.J[i];
+            if (bc)
+                bc[i] = tc.J[7 + i];
         }
     }
 }
@@ -383,9 +579,9 @@ static void spatial_drive_rows(MbEngine *e, const double *xe, double t, double *
 /* A coupler's row (constraints.evaluate): q_a(x) - ratio q_b(x) - offset (wrapped into
  * [-pi, pi) for a revolute joint a), Jacobian that of q_a minus ratio times that of q_b (the
  * two joints may share a body) */
-static void spatial_coupler_rows(MbEngine *e, const double *xe, double *phi, double *D)
+static void spatial_coupler_rows(MbEngine *e, const double *xe, double *phi, SpRow *R)
 {
-    int nb = e->nb, nc = 7 * nb;
+    int nb = e->nb;
     for (int c = 0; c < e->ncp; c++) {
         const int *Cj = IA(e, A_ISCJ) + 3 * c;
         const double *cd = DA(e, A_DSCP) + 50 * c, ratio = cd[48];
@@ -400,18 +596,23 @@ static void spatial_coupler_rows(MbEngine *e, const double *xe, double *phi, dou
         if (rev)
             res = pymod(res + PI, 2.0 * PI) - PI;
         phi[row] = res;
-        if (!D)
+        if (!R)
             continue;
-        double *Dr = D + (size_t)row * nc;
+        R[row].n = 0;
+        double *b1, *b2, *b3, *b4;
+        sprow_pair(R + row, nb, fa.p, fa.c, &b1, &b2);
+        sprow_pair(R + row, nb, fb.p, fb.c, &b3, &b4);
+        b1 = fa.p < nb ? (double *)sprow_get(R + row, fa.p) : NULL;   /* (moved by b3, b4) */
+        b2 = fa.c < nb ? (double *)sprow_get(R + row, fa.c) : NULL;
         for (int i = 0; i < 7; i++) {
-            if (fa.p < nb)
-                Dr[7 * fa.p + i] += ta.J[i];
-            if (fa.c < nb)
-                Dr[7 * fa.c + i] += ta.J[7 + i];
-            if (fb.p < nb)
-                Dr[7 * fb.p + i] -= ratio * tb.J[i];
-            if (fb.c < nb)
-                Dr[7 * fb.c + i] -= ratio * tb.J[7 + i];
+            if (b1)
+                b1[i] += ta.J[i];
+            if (b2)
+                b2[i] += ta.J[7 + i];
+            if (b3)
+                b3[i] -= ratio * tb.J[i];
+            if (b4)
+                b4[i] -= ratio * tb.J[7 + i];
         }
     }
 }
@@ -1006,12 +1207,12 @@ static void spatial_placement(MbEngine *e, double *x)
     }
 }
 
-/* the given joint coordinates' rows (flag 0: values, 1: rates) appended at row k of A
- * (nc columns) with their residuals (values) or targets (rates) in r */
+/* the given joint coordinates' rows (flag 0: values, 1: rates) appended at row k of R
+ * with their residuals (values) or targets (rates) in r */
 static int spatial_given_rows(MbEngine *e, const double *x, int flag, int k, double *r,
-                              double *A)
+                              SpRow *R)
 {
-    int nb = e->nb, nc = 7 * nb;
+    int nb = e->nb;
     sextend(e, x, e->xde, 0);
     for (int i = 0; i < e->ncj; i++) {
         if (!IA(e, A_IINIT)[3 * i + flag])
@@ -1021,13 +1222,14 @@ static int spatial_given_rows(MbEngine *e, const double *x, int flag, int k, dou
         joint_frames(e, IA(e, A_ICOORD)[2 * i], e->xde, &f);
         coord_term(IA(e, A_ICOORD)[2 * i + 1], &f, &t);
         r[k] = flag ? DA(e, A_DINIT)[3 * i + 1] : t.v - DA(e, A_DINIT)[3 * i];
-        double *Ar = A + (size_t)k * nc;
-        memset(Ar, 0, sizeof(double) * nc);
+        double *bp, *bc;
+        R[k].n = 0;
+        sprow_pair(R + k, nb, f.p, f.c, &bp, &bc);
         for (int j = 0; j < 7; j++) {
-            if (f.p < nb)
-                Ar[7 * f.p + j] = t.J[j];
-            if (f.c < nb)
-                Ar[7 * f.c + j] = t.J[7 + j];
+            if (bp)
+                bp[j] = t.J[j];
+            if (bc)
+                bc[j] = t.J[7 + j];
         }
         k++;
     }
@@ -1054,6 +1256,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
     const double *Minv = DA(e, A_DMINV);
     double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
+    SpRow *R = e->sr;                 /* the rows; A: dense for the solves when one is due */
     double ta = DA(e, A_DT0)[0];      /* the drives' rows at the model's own t0 (planar too) */
     spatial_placement(e, x);
     double size = 0.0;
@@ -1070,10 +1273,11 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         if (fine)
             spatial_placement(e, x);
         for (int it = 0; it <= 50; it++) {
-            k = spatial_rows_at(e, x, ta, r, A) == OK
-                    ? spatial_given_rows(e, x, 0, e->nrows, r, A) : -1;
+            k = spatial_rows_sp(e, x, ta, r, R) == OK
+                    ? spatial_given_rows(e, x, 0, e->nrows, r, R) : -1;
             if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
                 break;
+            sprows_dense(R, k, nb, A);
             if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
                 break;
             for (int i = 0; i < nc; i++)
@@ -1088,10 +1292,10 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     }
     /* velocities: least M-norm xd with D xd = 0 and the given rates */
     double *b = e->rhs;
-    spatial_rows_at(e, x, ta, e->phi, A);
+    spatial_rows_sp(e, x, ta, e->phi, R);
     for (int i = 0; i < e->nrows; i++)
         b[i] = -e->phit[i];                           /* a drive's s'(t) */
-    k = spatial_given_rows(e, x, 1, e->nrows, b, A);
+    k = spatial_given_rows(e, x, 1, e->nrows, b, R);
     for (int bb = 0; bb < nb; bb++) {                 /* assembly._velocity_guess */
         const double *B0 = DA(e, A_DBODY0) + 13 * bb, *p = x + 7 * bb + 3;
         double E[3][4];
@@ -1102,9 +1306,13 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     }
     double *guess = e->xde;                           /* (scratch here) */
     memcpy(guess, xd, sizeof(double) * nc);
-    velocity_residual(A, k, nc, xd, b, r);
+    sprows_velocity_residual(R, k, xd, b, r);
     double res = 0.0;                 /* the guess meets the rows exactly: residual 0 */
-    if (velocity_correction_needed(A, k, nc, r)) {
+    int needed = !sprows_finite(R, k);    /* (engine.c velocity_correction_needed) */
+    for (int i = 0; i < k && !needed; i++)
+        needed = r[i] != 0.0;
+    if (needed) {
+        sprows_dense(R, k, nb, A);
         if (min_norm(e, A, k, Minv, r, dx) != OK) {
             msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
             return MBE_ERROR;
@@ -1426,11 +1634,11 @@ static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STer
     return 0;
 }
 
-/* the persistent contacts' gap rows after the nr model rows of D (x 7 nb); returns the
- * number of rows, -1 when a row is undefined */
-static int spatial_contact_rows(MbEngine *e, const double *x, int nr, double *D)
+/* the persistent contacts' gap rows after the nr model rows of R; returns the number of
+ * rows, -1 when a row is undefined */
+static int spatial_contact_rows(MbEngine *e, const double *x, int nr, SpRow *R)
 {
-    int nb = e->nb, nc = 7 * nb, nt = nr;
+    int nb = e->nb, nt = nr;
     sextend(e, x, e->xe, 0);
     for (int i = 0; i < e->ncon; i++) {
         if (e->rec[e->nrec * i + 4] == 0.0)
@@ -1439,13 +1647,14 @@ static int spatial_contact_rows(MbEngine *e, const double *x, int nr, double *D)
         int p, c;
         if (spatial_contact_term(e, i, e->xe, &t, &p, &c))
             return -1;
-        double *Dr = D + (size_t)nt * nc;
-        memset(Dr, 0, sizeof(double) * nc);
+        double *bp, *bc;
+        R[nt].n = 0;
+        sprow_pair(R + nt, nb, p, c, &bp, &bc);
         for (int k = 0; k < 7; k++) {
-            if (p < nb)
-                Dr[7 * p + k] += t.J[k];
-            if (c < nb)
-                Dr[7 * c + k] += t.J[7 + k];
+            if (bp)
+                bp[k] += t.J[k];
+            if (bc)
+                bc[k] += t.J[7 + k];
         }
         nt++;
     }
@@ -1564,7 +1773,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
     /* Newton-Euler multipliers at the dynamics' motion: D D' lam = D (f - M xdd) */
     double *lam = e->lam;
     if (G2 && (spatial_forces(e, e->x, e->xd, u, e->f) != OK ||
-        spatial_rows(e, e->x, e->phi, e->D2) != OK)) {
+        spatial_rows(e, e->x, e->phi, e->sr) != OK)) {
         msg(err, errlen, "a spring or distance link has zero length at t = %.9g s", t);
         return MBE_ERROR;
     }
@@ -1573,7 +1782,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
      * act on the bodies as known forces and the reactions are the joints' rows alone;
      * frictionless: the persistent contacts' gap rows join the rows */
     if (G2 && nact && (e->nrec > EV_REC ? spatial_contact_forces(e, e->x, e->f)
-                                        : (nt = spatial_contact_rows(e, e->x, nr, e->D2)) < 0)) {
+                                        : (nt = spatial_contact_rows(e, e->x, nr, e->sr)) < 0)) {
         msg(err, errlen, "a contact's gap row is undefined at t = %.9g s (zero distance)", t);
         return MBE_ERROR;
     }
@@ -1581,21 +1790,14 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         spatial_mass_times(e, e->x, e->xdd, e->rhs);
         for (int i = 0; i < nc; i++)
             e->f[i] -= e->rhs[i];
-        for (int a = 0; a < nt; a++) {
-            const double *Da = e->D2 + (size_t)a * nc;
-            double s = 0.0;
-            for (int i = 0; i < nc; i++)
-                s += Da[i] * e->f[i];
-            e->w[a] = s;
-        }
-        gram(e->D2, nt, nc, NULL, e->S);             /* D D' over D's nonzeros */
-        memcpy(e->rhs, e->w, sizeof(double) * nt);
-        if (dense_psd_solve(e->S, e->V, e->w, nt, NULL, NULL, 0, e->rhs, lam) != OK) {
+        for (int a = 0; a < nt; a++)
+            e->rhs[a] = sprow_dot(e->sr + a, e->f);
+        if (sprows_psd_solve(e, e->sr, nt, e->rhs, lam) != OK) {      /* D D' lam = rhs */
             msg(err, errlen, "the reactions at t = %.9g s cannot be computed", t);
             return MBE_ERROR;
         }
     }
-    if ((G2 || G4) && spatial_rows(e, x, e->phi, e->D) != OK) {
+    if ((G2 || G4) && spatial_rows(e, x, e->phi, e->sr2) != OK) {
         msg(err, errlen, "a distance link has zero length at t = %.9g s", t);
         return MBE_ERROR;
     }
@@ -1656,9 +1858,11 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         int b = child_is_body ? J[2] : J[1];
         const double *s = child_is_body ? P + 3 : P;
         double sg = child_is_body ? -1.0 : 1.0, Q[7] = {0, 0, 0, 0, 0, 0, 0};
-        for (int r = J[4]; r < J[4] + J[5]; r++)
-            for (int i = 0; i < 7; i++)
-                Q[i] += e->D[(size_t)r * nc + 7 * b + i] * lam[r];
+        for (int r = J[4]; r < J[4] + J[5]; r++) {
+            const double *Db = sprow_get(e->sr2 + r, b);
+            for (int i = 0; i < 7 && Db; i++)
+                Q[i] += Db[i] * lam[r];
+        }
         for (int i = 0; i < 7; i++)
             Q[i] *= sg;
         const double *p = x + 7 * b + 3;
@@ -1765,10 +1969,7 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
     double res = 0.0, vres = 0.0;
     for (int r = 0; r < nr && G4; r++) {
         res = fmax(res, fabs(e->phi[r]));
-        double s = 0.0;
-        for (int i = 0; i < nc; i++)
-            s += e->D[(size_t)r * nc + i] * xd[i];
-        vres = fmax(vres, fabs(s + e->phit[r]));
+        vres = fmax(vres, fabs(sprow_dot(e->sr2 + r, xd) + e->phit[r]));
     }
     PUT(GN, T);
     PUT(GN, V);
