@@ -159,7 +159,7 @@ fail:
 MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *cd,
                              const double *e, int ni)
 {
-    if (!base || nc < 1 || !ci || !cd || !e || ni < 0)
+    if (!base || nc < 0 || (nc > 0 && (!ci || !cd || !e)) || ni < 0)
         return NULL;
     MbkEvents *ev = calloc(1, sizeof *ev);
     if (!ev)
@@ -170,16 +170,18 @@ MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *
     int ml = base->m, mt = ml + nc;
     size_t c = (size_t)nc;
     K->m_loop = ml;
-    K->ri = malloc(sizeof(int) * RI * (size_t)mt);
-    K->rd = malloc(sizeof(double) * RD * (size_t)mt);
+    K->ri = malloc(sizeof(int) * RI * (size_t)(mt + 1));
+    K->rd = malloc(sizeof(double) * RD * (size_t)(mt + 1));
     if (!K->ri || !K->rd)
         goto fail;
     if (ml > 0) {
         memcpy(K->ri, base->ri, sizeof(int) * RI * (size_t)ml);
         memcpy(K->rd, base->rd, sizeof(double) * RD * (size_t)ml);
     }
-    memcpy(K->ri + RI * ml, ci, sizeof(int) * RI * c);
-    memcpy(K->rd + RD * ml, cd, sizeof(double) * RD * c);
+    if (nc > 0) {
+        memcpy(K->ri + RI * ml, ci, sizeof(int) * RI * c);
+        memcpy(K->rd + RD * ml, cd, sizeof(double) * RD * c);
+    }
     for (int r = 0; r < mt; r++) {
         const int *R = K->ri + RI * r;
         if (R[0] == R_PAIR) {
@@ -210,34 +212,28 @@ fail:
  * limits). With some mu > 0 the records have EV_REC_FR doubles per
  * contact (stick, s0 along the tangent t = e_z x n and 0, slide loss) and the phases have
  * sticking rows (v_t = 0) and sliding forces mu f_n opposite the slip. OK or ERR_ARGS. */
-int mbk_events_set_friction(MbkEvents *ev, const double *mu)
+/* kph's rows with room for every contact's gap and tangent rows and the nj frictional
+ * joints' rate rows (jc their tree coordinates), the friction buffers allocated: OK or
+ * ERR_ARGS */
+static int ev_fr_rows(MbkEvents *ev, int nj, const int *jc)
 {
-    if (!ev || !mu || ev->fr)          /* (once per event loop) */
-        return ERR_ARGS;
     EvKernel *K = ev->k;
-    int nc = ev->nc, ml = K->m_loop, fr = 0;
-    for (int i = 0; i < nc; i++) {
-        if (!(mu[i] >= 0.0) || !isfinite(mu[i]))
-            return ERR_ARGS;
-        if (mu[i] > 0.0 && K->ri[RI * (ml + i)] != R_PRJ && K->ri[RI * (ml + i)] != R_PAIR)
-            return ERR_ARGS;
-        fr |= mu[i] > 0.0;
-    }
-    if (!fr)
-        return OK;
-    size_t c = (size_t)nc, nn = (size_t)(ev->n > 0 ? ev->n : 1);
-    int mt = ml + 2 * nc;             /* room for every contact's gap and tangent rows */
-    int *ri = malloc(sizeof(int) * RI * (size_t)mt);
-    double *rd = malloc(sizeof(double) * RD * (size_t)mt);
-    K->stk = calloc(c, 1);
-    K->sld = calloc(c, 1);
-    K->s0 = calloc(2 * c, sizeof(double));
-    K->Dt = calloc(c * nn, sizeof(double));
+    int nc = ev->nc, ml = K->m_loop;
+    size_t c = (size_t)(nc > 0 ? nc : 1), nn = (size_t)(ev->n > 0 ? ev->n : 1);
+    int mt = ml + 2 * nc + nj;
+    int *ri = calloc((size_t)RI * (size_t)(mt + 1), sizeof(int));
+    double *rd = calloc((size_t)RD * (size_t)(mt + 1), sizeof(double));
     Kernel *kp = K->kph;
-    free(kp->slr); free(kp->slmu); free(kp->sls0);
-    kp->slr = calloc(c, sizeof(int));
-    kp->slmu = calloc(c, sizeof(double));
-    kp->sls0 = calloc(c, sizeof(double));
+    if (!K->stk) {
+        K->stk = calloc(c, 1);
+        K->sld = calloc(c, 1);
+        K->s0 = calloc(2 * c, sizeof(double));
+        K->Dt = calloc(c * nn, sizeof(double));
+        free(kp->slr); free(kp->slmu); free(kp->sls0);
+        kp->slr = calloc(c, sizeof(int));
+        kp->slmu = calloc(c, sizeof(double));
+        kp->sls0 = calloc(c, sizeof(double));
+    }
     int rc = ERR_ARGS;
     if (ri && rd && K->stk && K->sld && K->s0 && K->Dt && kp->slr && kp->slmu && kp->sls0) {
         memcpy(ri, K->ri, sizeof(int) * RI * (size_t)(ml + nc));
@@ -247,6 +243,12 @@ int mbk_events_set_friction(MbkEvents *ev, const double *mu)
             ri[RI * (ml + nc + i)] = K->ri[RI * (ml + i)] == R_PAIR ? R_PTAN : R_TAN;
             memcpy(rd + RD * (ml + nc + i), K->rd + RD * (ml + i), sizeof(double) * RD);
         }
+        for (int j = 0; j < nj; j++) {
+            int *R = ri + RI * (ml + 2 * nc + j);
+            R[0] = R_JRATE;
+            R[1] = R[2] = kp->nb;
+            rd[RD * (ml + 2 * nc + j)] = jc[j];
+        }
         rc = mbk_set_rows(kp, mt, ri, rd);
     }
     free(ri);
@@ -255,11 +257,71 @@ int mbk_events_set_friction(MbkEvents *ev, const double *mu)
         return rc;
     kp->slcap = nc;
     kp->nsl = 0;
-    memcpy(ev->mu, mu, sizeof(double) * c);
+    return OK;
+}
+
+int mbk_events_set_friction(MbkEvents *ev, const double *mu)
+{
+    if (!ev || !mu || ev->fr)          /* (once per event loop, before the joints') */
+        return ERR_ARGS;
+    EvKernel *K = ev->k;
+    int nc = ev->nc, ml = K->m_loop, fr = 0, rc;
+    for (int i = 0; i < nc; i++) {
+        if (!(mu[i] >= 0.0) || !isfinite(mu[i]))
+            return ERR_ARGS;
+        if (mu[i] > 0.0 && K->ri[RI * (ml + i)] != R_PRJ && K->ri[RI * (ml + i)] != R_PAIR)
+            return ERR_ARGS;
+        fr |= mu[i] > 0.0;
+    }
+    if (!fr)
+        return OK;
+    if ((rc = ev_fr_rows(ev, 0, NULL)) != OK)
+        return rc;
+    memcpy(ev->mu, mu, sizeof(double) * (size_t)nc);
     ev->fr = 1;
     ev->nrec = EV_REC_FR;
     evk_select(ev, ev->sel);
     return OK;
+}
+
+/* Coulomb friction at nj joints (once, after mbk_events_set_friction when the contacts have
+ * friction): jc (nj) their tree coordinates, bound (nj) > 0 [N.m or N], jlim (nc) the index
+ * of the frictional joint each contact limits (a joint limit), else -1. The records grow
+ * to EV_REC_FR doubles per contact and 3 per joint after them (stick, s0 +-1, loss [J]);
+ * the phases get the sticking joints' rate rows (R_JRATE) and the slipping ones' forces
+ * -F_c s0 (event_loop.h ev_joints). OK or ERR_ARGS. */
+int mbk_events_set_joint_friction(MbkEvents *ev, int nj, const int *jc, const double *bound,
+                                  const int *jlim)
+{
+    if (!ev || nj < 1 || !jc || ev->nj)
+        return ERR_ARGS;
+    for (int j = 0; j < nj; j++)
+        if (jc[j] < 0 || jc[j] >= ev->n)
+            return ERR_ARGS;
+    Kernel *kp = ev->k->kph;
+    double *zero = calloc((size_t)(ev->n > 0 ? ev->n : 1), sizeof(double));
+    int rc = zero ? mbk_set_joint_torques(kp, zero) : ERR_ARGS;
+    free(zero);
+    if (rc != OK || (rc = ev_fr_rows(ev, nj, jc)) != OK ||
+        (rc = ev_joints(ev, nj, jc, bound, jlim)) != OK)
+        return rc;
+    ev_select(ev, ev->sel);
+    return OK;
+}
+
+/* the frictional joints' outputs (event_loop.h ev_joint_outputs: friction torque or force,
+ * state 1 stick 2 slip 0 held, dissipated energy; 3 per joint) at (t, y) for the records
+ * rec, with the contacts' outputs of mbk_events_outputs_fr */
+int mbk_events_joint_outputs(MbkEvents *ev, double t, const double *y, const double *u,
+                             const double *rec, double *gap, double *force, double *ft,
+                             double *vt, double *jout)
+{
+    if (!ev->nj)
+        return ERR_ARGS;
+    int rc = ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
+    if (rc == OK)
+        ev_joint_outputs(ev, rec, jout);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ the planar operations */
@@ -300,6 +362,28 @@ static void evk_select(EvLoop *ev, const unsigned char *mask)
         if (!had || memcmp(old, k->ri + RI * r, sizeof old))
             changed = 1;
         r++;
+    }
+    /* the joints (ev->jphase): a sticking one's rate row, a slipping one's force -F_c s0 on
+     * its coordinate, a joint at rest of ev_joint_rest its trial force jf */
+    for (int j = 0; j < ev->nj; j++) {
+        int ic = ev->jc[j];
+        k->jtau[ic] = 0.0;
+        if (!ev->jphase || ev->jheld[j])
+            continue;
+        if (ev->jrest[j]) {
+            k->jtau[ic] += ev->jf[j];
+        } else if (!ev->jstk[j]) {
+            k->jtau[ic] -= ev->jb[j] * ev->js0[j];
+        } else {
+            int *R = k->ri + RI * r;
+            if (r >= k->m || R[0] != R_JRATE || (int)k->rd[RD * r] != ic)
+                changed = 1;
+            R[0] = R_JRATE;
+            R[1] = R[2] = k->nb;
+            memset(k->rd + RD * r, 0, sizeof(double) * RD);
+            k->rd[RD * r] = ic;
+            r++;
+        }
     }
     if (changed || r != k->m)
         k->rows_dirty = 1;          /* the rows' structure is rebuilt by the next rows() */
@@ -606,8 +690,18 @@ static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double 
             lamt[2 * i + 1] = 0.0;
         }
     }
+    for (int j = 0; j < ev->nj; j++)     /* the sticking joints' rows follow (evk_select) */
+        ev->jlam[j] = ev->jphase && !ev->jheld[j] && !ev->jrest[j] && ev->jstk[j]
+                      ? k->lam[rs++] : 0.0;
     ev_slip_now(ev, k, vt);
     return OK;
+}
+
+/* the frictional joints' accelerations (nj) of the last evk_fric: their tree coordinates' */
+static void evk_joint_acc(EvLoop *ev, double *acc)
+{
+    for (int j = 0; j < ev->nj; j++)
+        acc[j] = ev->qdp[ev->jc[j]];
 }
 
 /* gap'' of contact i at (t, y) with the selected contacts (i not among them): the body

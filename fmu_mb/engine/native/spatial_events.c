@@ -451,6 +451,13 @@ static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double 
  * evk_gaps' gaps at the state of the last right-hand side (rhs: accel at (t, y) as
  * evk_fric's, mode 1 solving as mode 0), from its solve and kinematics (the gaps depend on
  * the poses alone): 1 when valid, else 0 */
+/* joint friction runs in the planar kernel's loop only (no spatial joints: nj = 0) */
+static void evk_joint_acc(EvLoop *ev, double *acc)
+{
+    (void)ev;
+    (void)acc;
+}
+
 static int evk_fric_last(EvLoop *ev, double *lamc, double *lamt, double *vt, double *g)
 {
     SK *k = ev->k->k;
