@@ -319,10 +319,10 @@ def friction_unsupported(model):
 
 
 def joint_friction_data(model):
-    """(jc (nj,) intc, bound (nj,), jlim (nc,) intc) of the joints with Coulomb friction
+    """(ji (nj, 3) intc, bound (nj,), jlim (nc,) intc) of the joints with Coulomb friction
     (friction.joint_friction order) for the event loop (mbk_events_set_joint_friction): their
-    tree coordinates, bounds [N.m or N], and per contact the frictional joint it limits (a
-    joint limit), else -1."""
+    tree coordinates and parent and child bodies, bounds [N.m or N], and per contact the
+    frictional joint it limits (a joint limit), else -1."""
     from ..dynamics.friction import joint_friction
     from ..mechanics.tree import tree_map
 
@@ -334,7 +334,11 @@ def joint_friction_data(model):
             raise InputError(f"model '{model.name}': joint '{nm}' has Coulomb friction but "
                              f"no tree coordinate (a cut joint of a closed loop); the "
                              f"compiled event loop cannot run its friction")
-    jc = np.array([tm.joints.index(jidx[nm]) for nm in names], dtype=np.intc)
+    bidx = {b.name: b.index for b in model.bodies}
+    bidx["ground"] = len(model.bodies)
+    jc = np.array([(tm.joints.index(jidx[nm]), bidx[model.joints[jidx[nm]].parent],
+                    bidx[model.joints[jidx[nm]].child]) for nm in names],
+                  dtype=np.intc).reshape(-1, 3)
     jlim = np.array([names.index(c.joint) if c.kind == "joint_limit" and c.joint in names
                      else -1 for c in model.contacts], dtype=np.intc)
     return jc, np.ascontiguousarray(bound, dtype=float), jlim

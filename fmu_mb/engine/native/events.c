@@ -105,6 +105,7 @@ struct EvKernel {
      * contact's slip-velocity row (nc, n) at the q of the last evk_contact_rates */
     unsigned char *stk, *sld;
     double *s0, *Dt;
+    int *jpc;              /* (nj, 2) the frictional joints' parent and child bodies */
 };
 
 void mbk_events_free(MbkEvents *ev)
@@ -120,6 +121,7 @@ void mbk_events_free(MbkEvents *ev)
         free(ev->k->sld);
         free(ev->k->s0);
         free(ev->k->Dt);
+        free(ev->k->jpc);
         free(ev->k);
     }
     ev_release(ev);
@@ -215,7 +217,7 @@ fail:
 /* kph's rows with room for every contact's gap and tangent rows and the nj frictional
  * joints' rate rows (jc their tree coordinates), the friction buffers allocated: OK or
  * ERR_ARGS */
-static int ev_fr_rows(MbkEvents *ev, int nj, const int *jc)
+static int ev_fr_rows(MbkEvents *ev, int nj, const int *ji)
 {
     EvKernel *K = ev->k;
     int nc = ev->nc, ml = K->m_loop;
@@ -246,8 +248,9 @@ static int ev_fr_rows(MbkEvents *ev, int nj, const int *jc)
         for (int j = 0; j < nj; j++) {
             int *R = ri + RI * (ml + 2 * nc + j);
             R[0] = R_JRATE;
-            R[1] = R[2] = kp->nb;
-            rd[RD * (ml + 2 * nc + j)] = jc[j];
+            R[1] = ji[3 * j + 1];
+            R[2] = ji[3 * j + 2];
+            rd[RD * (ml + 2 * nc + j)] = ji[3 * j];
         }
         rc = mbk_set_rows(kp, mt, ri, rd);
     }
@@ -285,25 +288,41 @@ int mbk_events_set_friction(MbkEvents *ev, const double *mu)
 }
 
 /* Coulomb friction at nj joints (once, after mbk_events_set_friction when the contacts have
- * friction): jc (nj) their tree coordinates, bound (nj) > 0 [N.m or N], jlim (nc) the index
+ * friction): ji (nj, 3) their tree coordinates and parent and child bodies (nb: ground),
+ * bound (nj) > 0 [N.m or N], jlim (nc) the index
  * of the frictional joint each contact limits (a joint limit), else -1. The records grow
  * to EV_REC_FR doubles per contact and 3 per joint after them (stick, s0 +-1, loss [J]);
  * the phases get the sticking joints' rate rows (R_JRATE) and the slipping ones' forces
  * -F_c s0 (event_loop.h ev_joints). OK or ERR_ARGS. */
-int mbk_events_set_joint_friction(MbkEvents *ev, int nj, const int *jc, const double *bound,
+int mbk_events_set_joint_friction(MbkEvents *ev, int nj, const int *ji, const double *bound,
                                   const int *jlim)
 {
-    if (!ev || nj < 1 || !jc || ev->nj)
+    if (!ev || nj < 1 || !ji || ev->nj)
         return ERR_ARGS;
-    for (int j = 0; j < nj; j++)
-        if (jc[j] < 0 || jc[j] >= ev->n)
-            return ERR_ARGS;
     Kernel *kp = ev->k->kph;
+    for (int j = 0; j < nj; j++)
+        if (ji[3 * j] < 0 || ji[3 * j] >= ev->n || ji[3 * j + 1] < 0 ||
+            ji[3 * j + 1] > kp->nb || ji[3 * j + 2] < 0 || ji[3 * j + 2] > kp->nb)
+            return ERR_ARGS;
+    int *jc = malloc(sizeof(int) * (size_t)nj), *jpc = malloc(sizeof(int) * 2 * (size_t)nj);
     double *zero = calloc((size_t)(ev->n > 0 ? ev->n : 1), sizeof(double));
-    int rc = zero ? mbk_set_joint_torques(kp, zero) : ERR_ARGS;
+    int rc = zero && jc && jpc ? mbk_set_joint_torques(kp, zero) : ERR_ARGS;
     free(zero);
-    if (rc != OK || (rc = ev_fr_rows(ev, nj, jc)) != OK ||
-        (rc = ev_joints(ev, nj, jc, bound, jlim)) != OK)
+    if (rc == OK) {
+        for (int j = 0; j < nj; j++) {
+            jc[j] = ji[3 * j];
+            jpc[2 * j] = ji[3 * j + 1];
+            jpc[2 * j + 1] = ji[3 * j + 2];
+        }
+        free(ev->k->jpc);
+        ev->k->jpc = jpc;
+        jpc = NULL;
+        if ((rc = ev_fr_rows(ev, nj, ji)) == OK)
+            rc = ev_joints(ev, nj, jc, bound, jlim);
+    }
+    free(jc);
+    free(jpc);
+    if (rc != OK)
         return rc;
     ev_select(ev, ev->sel);
     return OK;
@@ -379,7 +398,8 @@ static void evk_select(EvLoop *ev, const unsigned char *mask)
             if (r >= k->m || R[0] != R_JRATE || (int)k->rd[RD * r] != ic)
                 changed = 1;
             R[0] = R_JRATE;
-            R[1] = R[2] = k->nb;
+            R[1] = K->jpc[2 * j];
+            R[2] = K->jpc[2 * j + 1];
             memset(k->rd + RD * r, 0, sizeof(double) * RD);
             k->rd[RD * r] = ic;
             r++;
