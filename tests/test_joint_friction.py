@@ -181,10 +181,16 @@ def test_formulations_and_engines_without_joint_friction_say_so():
     from fmu_mb.engine.data import supported
 
     m = rotor(False)
-    for form in ("tmt", "recursive", "lagrange"):
+    for form in ("tmt", "lagrange"):
         with pytest.raises(InputError, match=r"joints \['hub'\] have Coulomb friction"):
             simulate(m, 0.1, 0.05, settings=Settings(formulation=form))
-    assert "Coulomb friction" in supported(m)           # the native FMU build's reason
+    # recursive runs it in the compiled event loop for planar models only
+    with pytest.raises(InputError, match=r"joints \['hub'\] have Coulomb friction"):
+        simulate(rotor(True), 0.1, 0.05, settings=Settings(formulation="recursive"))
+    with pytest.raises(InputError, match=r"joints \['hub'\] have Coulomb friction"):
+        simulate(m, 0.1, 0.05, settings=Settings(formulation="recursive", method="euler",
+                                                 step=1e-3))
+    assert "Coulomb friction" in supported(rotor(True))  # the native FMU build's reason
     mb = ModelBuilder("driven", gravity=(0.0, -G))
     from fmu_mb.mechanics.motion import constant_rate
     b = mb.body("disc", mass=1.0, inertia=0.1)

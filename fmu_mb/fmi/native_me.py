@@ -40,12 +40,14 @@ def chart_count(model, linear):
 def event_indicators(model, linear):
     """[(name, description)] of the model-exchange event indicators, in the binary's order;
     None when the FMU has no model-exchange interface (no continuous states, or Coulomb
-    friction at a contact: engine_me.h's event iteration has no stick/slip phases, so a
-    frictional model is co-simulation only)."""
+    friction at a contact or a joint: engine_me.h's event iteration has no stick/slip phases,
+    so a frictional model is co-simulation only)."""
     if not linear or not linear["independent"]:
         return None
     if any(getattr(c, "friction", 0.0) > 0.0 for c in getattr(model, "contacts", ())):
         return None
+    if any(getattr(j, "friction", 0.0) > 0.0 for j in model.joints):
+        return None                   # (joint friction: the same stick/slip phases)
     out = [(f"{c.name}.event_indicator",
             f"contact {c.name}: its gap while apart, its normal force while in persistent "
             f"contact (model exchange's event indicator) [m or rad, or N or N.m]")

@@ -105,6 +105,10 @@ enum {
      * per joint (model order), its bound F_c [N.m or N] on the coordinate (> 0 only at
      * revolute and prismatic joints; 0: frictionless) */
     A_DJFRIC,
+    /* joints' Coulomb friction and contacts: empty (no joint has friction), or x 1 per
+     * contact, the frictional joint (model order) whose limit it is, else -1 (a joint held by
+     * a persistent limit has no friction row) */
+    A_IJLIM,
     MBE_N_ARRAYS
 };
 

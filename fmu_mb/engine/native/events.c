@@ -890,6 +890,12 @@ int mbk_events_accelerations(MbkEvents *ev, double t, const double *q, const dou
             ev->s0[2 * i + 1] = R[7];
         }
     }
+    ev->jphase = 1;
+    for (int j = 0; j < ev->nj; j++) {      /* the joints' friction phase of the records */
+        const double *J = ev_jrec(ev, (double *)rec, j);
+        ev->jstk[j] = J[0] != 0.0;
+        ev->js0[j] = J[1] < 0.0 ? -1.0 : 1.0;
+    }
     ev_select(ev, ev->trial);
     Kernel *k = ev->k->kph;
     int mode = k->mode;
