@@ -25,7 +25,7 @@ CASES = [
     (lambda: rotor(False, 2.9, 0.5, 0.5), 4.0, 0.25),             # slips, stops at 2.9 s
     (lambda: slider(False, 0.5, 3.0), 1.0, 0.1),                  # slides
     (lambda: slider(False, 0.2, 3.0), 1.0, 0.1),                  # sticks
-    (lambda: spring_rotor(False, 2.0, 0.2, 1.0), 7.0, 0.25),      # Coulomb-damped oscillator
+    (lambda: spring_rotor(False, 2.0, 0.2, 0.75), 7.0, 0.25),      # Coulomb-damped oscillator
     (lambda: pendulum(False, 0.6, 0.3), 2.5, 0.1),                # swings, comes to rest
     (lambda: pendulum(False, 0.5, 1.0, limit=-0.2), 1.0, 0.1),    # held by its limit
     (lambda: double_pendulum(), 3.0, 0.05),                       # coupled stick / slip
@@ -40,3 +40,109 @@ def test_compiled_loop_equals_the_python_loop(make, t_end, dt):
     ref = simulate(model, t_end, dt, settings=REFERENCE)
     res = simulate(model, t_end, dt, settings=COMPILED)
     same_outputs(res, ref)
+
+
+@pytest.mark.parametrize("make, t_end, dt", [CASES[3], CASES[5], CASES[6], CASES[8]])
+def test_the_engine_library_equals_the_python_loop(make, t_end, dt):
+    """The engine library (the native FMU's code: its records, joint outputs and reactions
+    with the friction torques) step by step against the Python loop."""
+    from fmu_mb.engine.data import supported
+    from fmu_mb.engine.engine import Engine
+
+    model = make()
+    assert supported(model) is None
+    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    eng = Engine(model)
+    eng.set_settings(REFERENCE)
+    eng.initialize()
+    names = list(ref.dtype.names[1:])
+    for k in range(ref.shape[0]):
+        if k:
+            eng.do_step(dt)
+        out = eng.outputs()
+        for j, n in enumerate(names):
+            assert abs(out[j] - ref[n][k]) <= 1e-9 * max(1.0, np.abs(ref[n]).max()), (n, k)
+
+
+def test_the_events_happen():
+    """The comparisons above pass through stick -> slip and slip -> stick: the double
+    pendulum's joints change state both ways, the oscillator sticks for good, the pendulum
+    on its limit is held (state 0)."""
+    dp = simulate(double_pendulum(), 3.0, 0.05, settings=COMPILED)
+    for j in ("j1", "j2"):
+        s = dp[f"{j}.friction_state"]
+        assert set(s) == {1.0, 2.0} and (np.diff(s) > 0).any() and (np.diff(s) < 0).any()
+    osc = simulate(spring_rotor(False, 2.0, 0.2, 0.75), 7.0, 0.25, settings=COMPILED)
+    assert osc["hub.friction_state"][-1] == 1.0 and (osc["hub.friction_state"] == 2.0).any()
+    held = simulate(pendulum(False, 0.5, 1.0, limit=-0.2), 1.0, 0.1, settings=COMPILED)
+    assert held["pin.friction_state"][-1] == 0.0
+
+
+def test_spatial_and_cut_joints_keep_their_refusal():
+    """Joint friction of spatial models stays in Python (the native build names why), and so
+    does a frictional cut joint of a planar closed loop."""
+    from fmu_mb.engine.data import supported
+
+    assert "planar models only" in supported(rotor(True))
+    mb = ModelBuilder("loop", gravity=(0.0, -G))
+    a = mb.body("a", mass=1.0, inertia=0.1, position=(0.5, 0.0))
+    b = mb.body("b", mass=1.0, inertia=0.1, position=(1.0, -0.5), angle=-math.pi / 2)
+    c = mb.body("c", mass=1.0, inertia=0.1, position=(1.5, 0.0))
+    mb.revolute("r0", "ground", a, child_point=(-0.5, 0.0))
+    mb.revolute("r1", a, b, parent_point=(0.5, 0.0), child_point=(-0.5, 0.0))
+    mb.revolute("r2", b, c, parent_point=(0.5, 0.0), child_point=(0.0, -0.5),
+                friction=0.5)                  # (the tree's cut joint)
+    mb.revolute("r3", c, "ground", parent_point=(0.5, 0.0), child_point=(2.0, 0.0))
+    m = mb.build()
+    why = supported(m)
+    assert why is not None and "['r2']" in why and "cut joints" in why
+
+
+ROTOR = ('"""A disc on a revolute joint with Coulomb friction."""\n'
+         "from fmu_mb import ModelBuilder\n\n\n"
+         "def build(**overrides):\n"
+         '    mb = ModelBuilder("rotor_native", overrides, gravity=(0.0, -9.81))\n'
+         '    fc = mb.param("fc", 0.25, "N.m", "friction bound")\n'
+         '    b = mb.body("disc", mass=2.0, inertia=0.5, angular_velocity=2.9)\n'
+         '    mb.revolute("hub", "ground", b, friction=fc)\n'
+         "    return mb.build()\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["native", "native3"])
+def test_a_native_fmu_disc_stops_at_the_closed_form_time(tmp_path, shared_fmu, how):
+    """The native FMU (FMI 2.0 and 3.0, co-simulation only) in fmpy: w = w0 - F_c / I t until
+    t* = I w0 / F_c = 5.8 s, then sticking for good (friction_state 1, rate 0); the dissipated
+    energy is the initial kinetic energy; the variables are the Python FMU's."""
+    import zipfile
+
+    fmpy = pytest.importorskip("fmpy")
+    from fmpy.validation import validate_fmu
+
+    from fmu_mb import load_model
+    from fmu_mb.dynamics.outputs import output_spec
+
+    f = tmp_path / "rotor_native.py"
+    f.write_text(ROTOR)
+    out = shared_fmu(f, how)
+    assert out is not None and validate_fmu(str(out)) == []
+    with zipfile.ZipFile(out) as z:
+        xml = z.read("modelDescription.xml").decode()
+    assert "<ModelExchange" not in xml
+    for v in output_spec(load_model(f)):
+        if v.name.startswith("hub.friction"):
+            assert f'name="{v.name}"' in xml
+    w0, fc, inertia = 2.9, 0.25, 0.5
+    t_stop = inertia * w0 / fc
+    r = fmpy.simulate_fmu(str(out), stop_time=7.7, output_interval=0.07)
+    t = r["time"]
+    slipping = t < t_stop - 1e-9
+    assert np.abs(r["hub.rate"][slipping] - (w0 - fc / inertia * t[slipping])).max() < 1e-9
+    assert np.abs(r["hub.rate"][~slipping]).max() < 1e-9
+    assert set(r["hub.friction_state"][slipping]) == {2}
+    assert set(r["hub.friction_state"][~slipping]) == {1}
+    assert abs(r["hub.friction_loss"][-1] - 0.5 * inertia * w0 ** 2) < 1e-9
+    # the stop time from the rate's straight line before it: t* to 1e-9 s
+    k = np.flatnonzero(slipping)[-1]
+    t_est = t[k] + r["hub.rate"][k] * inertia / fc
+    assert abs(t_est - t_stop) < 1e-9
