@@ -36,6 +36,11 @@
  *                                 (ev->slide; 0 for the others) and every gap), from
  *                                 that solve: 1 when valid (not in Baumgarte mode, the phase
  *                                 rows the active set), else 0;
+ *   evk_joint_acc(ev, acc)        with joint friction (ev->nj > 0; the kernel's evk_select
+ *                                 adds the joints' rows and forces while ev->jphase, its
+ *                                 evk_fric sets ev->jlam): the frictional joints'
+ *                                 accelerations of the last evk_fric (a kernel without joint
+ *                                 friction: a stub, nj stays 0);
  *   evk_kinetic(ev, y)            kinetic energy [J];
  *   evk_contact_rates(ev, t, q, qd, gap, v)     every contact's gap and gap rate at (q, qd),
  *                                 keeping the rows for evk_rates (t: the impact's time);

@@ -87,6 +87,12 @@
  *       sliding forces (kernel.c: R_TAN rows, slide_solve); mbk_events_initial,
  *       mbk_events_outputs_fr (friction force, slip velocity) and mbk_events_error_contact
  *       (the contact of an ERR_FRICTION) serve it.
+ *   int mbk_events_set_joint_friction(MbkEvents *ev, int nj, const int *ji,
+ *                                     const double *bound, const int *jlim);
+ *       Coulomb friction at nj tree joints (once, after mbk_events_set_friction): the
+ *       records gain 3 doubles per joint after the contacts' (stick, s0, loss), the phases
+ *       the sticking joints' R_JRATE rows and the slipping ones' forces; nc may be 0 (a model
+ *       whose only events are its joints'); mbk_events_joint_outputs gives their outputs.
  * The Reduction Method (seed 002) stays in Python (fmu_mb.dynamics.integrate).
  */
 #include "friction.h"                          /* the friction law (event_loop.h calls it) */
