@@ -146,3 +146,46 @@ def test_a_native_fmu_disc_stops_at_the_closed_form_time(tmp_path, shared_fmu, h
     k = np.flatnonzero(slipping)[-1]
     t_est = t[k] + r["hub.rate"][k] * inertia / fc
     assert abs(t_est - t_stop) < 1e-9
+
+
+def test_a_parameter_sets_the_engine_bound(tmp_path):
+    """The bound follows the parameters (the parameter program patches DJFRIC and
+    mbe_set_parameters remakes the event loop with it): with F_c = 0.5 N.m instead of the
+    built 0.25 the disc stops at I w0 / F_c = 2.9 s, as the model built at F_c = 0.5 does in
+    the Python loop; a bound of 0 (no friction: other outputs) stays outside the range."""
+    from fmu_mb import load_model
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.engine.params import program_for
+    from fmu_mb.errors import InputError
+    from fmu_mb.mechanics.loader import load_module
+
+    f = tmp_path / "rotor_native.py"
+    f.write_text(ROTOR_RANGED)
+    data, prog = program_for(load_module(f), n_verify=1, n_wide=1)
+    assert prog.compiled == ("fc",)
+    for fc in (0.5, 0.1):
+        eng = Engine(blob=data.to_bytes(program=prog), name="rotor_native")
+        eng.set_settings(COMPILED)
+        eng.set_parameters([fc])
+        eng.initialize()
+        ref = simulate(load_model(f, fc=fc), 3.5, 0.5, settings=REFERENCE)
+        names = list(ref.dtype.names[1:])
+        for k in range(ref.shape[0]):
+            if k:
+                eng.do_step(0.5)
+            out = eng.outputs()
+            for j, n in enumerate(names):
+                assert abs(out[j] - ref[n][k]) <= 1e-9 * max(1.0, np.abs(ref[n]).max()), (n, k)
+        rate = ref["hub.rate"]
+        t = ref["time"]
+        assert np.abs(rate - np.maximum(2.9 - fc / 0.5 * t, 0.0)).max() < 1e-9
+    with pytest.raises(InputError, match="'fc' = 0 is outside its range"):
+        eng.set_parameters([0.0])
+    eng.do_step(0.5)                    # the bound 0.1 is kept: slipping on at t = 4 s
+    out = eng.outputs()
+    assert abs(out[names.index("hub.rate")] - (2.9 - 0.1 / 0.5 * 4.0)) < 1e-9
+    assert out[names.index("hub.friction")] == -0.1
+    assert out[names.index("hub.friction_state")] == 2.0
+
+
+ROTOR_RANGED = ROTOR.replace('"friction bound")', '"friction bound", min=0.01, max=10.0)')

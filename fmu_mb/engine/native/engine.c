@@ -987,6 +987,8 @@ static void *make_events(MbEngine *e, void *k)
         mbk_events_free(ev);
         return NULL;
     }
+    for (int j = 0; j < e->njf; j++)     /* the bounds of the current parameters */
+        e->jfb[j] = DA(e, A_DJFRIC)[e->jfk[j]];
     if (ev && e->njf && mbk_events_set_joint_friction(ev, e->njf, e->jfi, e->jfb,
                                                       e->jflim) != OK) {
         mbk_events_free(ev);
