@@ -108,9 +108,23 @@ ROTOR = ('"""A disc on a revolute joint with Coulomb friction."""\n'
          "    return mb.build()\n")
 
 
+ROTOR_RANGED = ROTOR.replace('"friction bound")', '"friction bound", min=0.01, max=10.0)')
+
+
+@pytest.fixture(scope="module")
+def rotor_file(shared_build):
+    """The disc's model file (its bound a parameter in [0.01, 10] N.m, which the parameter
+    program compiles) at one path per test run, so that its FMUs are built once."""
+    def make(out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "rotor_native.py").write_text(ROTOR_RANGED)
+        return out / "rotor_native.py"
+    return shared_build("test_joint_friction_native rotor_native.py " + ROTOR_RANGED, make)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["native", "native3"])
-def test_a_native_fmu_disc_stops_at_the_closed_form_time(tmp_path, shared_fmu, how):
+def test_a_native_fmu_disc_stops_at_the_closed_form_time(rotor_file, shared_fmu, how):
     """The native FMU (FMI 2.0 and 3.0, co-simulation only) in fmpy: w = w0 - F_c / I t until
     t* = I w0 / F_c = 5.8 s, then sticking for good (friction_state 1, rate 0); the dissipated
     energy is the initial kinetic energy; the variables are the Python FMU's."""
@@ -122,8 +136,7 @@ def test_a_native_fmu_disc_stops_at_the_closed_form_time(tmp_path, shared_fmu, h
     from fmu_mb import load_model
     from fmu_mb.dynamics.outputs import output_spec
 
-    f = tmp_path / "rotor_native.py"
-    f.write_text(ROTOR)
+    f = rotor_file
     out = shared_fmu(f, how)
     assert out is not None and validate_fmu(str(out)) == []
     with zipfile.ZipFile(out) as z:
@@ -188,4 +201,29 @@ def test_a_parameter_sets_the_engine_bound(tmp_path):
     assert out[names.index("hub.friction_state")] == 2.0
 
 
-ROTOR_RANGED = ROTOR.replace('"friction bound")', '"friction bound", min=0.01, max=10.0)')
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["native", "native3"])
+def test_a_native_fmu_runs_at_the_friction_parameter_it_is_given(rotor_file, shared_fmu, how):
+    """fc set before initialisation (fmi2SetReal / fmi3SetFloat64 by fmpy's start_values)
+    to 0.5 N.m, twice the built value: every output at every point is the Python loop's of
+    the model built at fc = 0.5 (the disc stops at I w0 / F_c = 2.9 s, not at 5.8 s); a
+    value outside the parameter's range is refused by the FMU with an error, not run."""
+    fmpy = pytest.importorskip("fmpy")
+    from fmu_mb import load_model
+
+    out = shared_fmu(rotor_file, how)
+    fc = 0.5
+    r = fmpy.simulate_fmu(str(out), stop_time=4.0, output_interval=0.1,
+                          start_values={"fc": fc})
+    ref = simulate(load_model(rotor_file, fc=fc), 4.0, 0.1, settings=REFERENCE)
+    assert np.abs(r["time"] - ref["time"]).max() < 1e-12
+    for n in ref.dtype.names[1:]:
+        assert np.abs(r[n] - ref[n]).max() <= 1e-9 * max(1.0, np.abs(ref[n]).max()), n
+    t = ref["time"]
+    assert np.abs(r["hub.rate"] - np.maximum(2.9 - fc / 0.5 * t, 0.0)).max() < 1e-9
+    assert set(r["hub.friction_state"][t > 2.9 + 1e-9]) == {1}
+    from fmpy.fmi1 import FMICallException
+
+    with pytest.raises(FMICallException):
+        fmpy.simulate_fmu(str(out), stop_time=1.0, start_values={"fc": 0.0})

@@ -577,7 +577,7 @@ static int parameter_names(MbEngine *e, char *err, size_t errlen);
  * model's frictional joints (tree joints: a cut joint of a loop is refused naming it) run in
  * the event loop (e->njf, jfi, jfb, jfk, jflim); the spatial engine does not run joint
  * friction: a bound > 0 there is refused naming the joint. */
-static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
+static int joint_friction_values(MbEngine *e, char *err, size_t errlen)
 {
     int c = e->cnt[A_DJFRIC];
     if (c == 0)
@@ -608,6 +608,16 @@ static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
             return 0;
         }
     }
+    return 1;
+}
+
+/* the frictional joints of the event loop (after joint_friction_values and the checks of
+ * the joints and coordinates) */
+static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
+{
+    int c = e->cnt[A_DJFRIC];
+    if (c == 0)
+        return 1;
     int njf = 0;
     for (int k = 0; k < c; k++) {
         if (!(DA(e, A_DJFRIC)[k] > 0.0))
@@ -723,14 +733,15 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
         msg(err, errlen, "the model data's parameter table does not fit its count");
         return 0;
     }
+    /* the names, then the joints' friction bounds (which the output count depends on) */
+    if (!parameter_names(e, err, errlen) || !joint_friction_values(e, err, errlen))
+        return 0;
     if (e->kind == 1) {
         if (!check_spatial_data(e, err, errlen))
             return 0;
     } else if (!check_planar_data(e, err, errlen)) {
         return 0;
     }
-    if (!parameter_names(e, err, errlen))
-        return 0;
     return check_joint_friction(e, err, errlen);
 }
 
