@@ -42,6 +42,78 @@ def test_compiled_loop_equals_the_python_loop(make, t_end, dt):
     same_outputs(res, ref)
 
 
+def arm3_moving(f1=0.3, f2=0.5, f3=2.0):
+    """test_joint_friction_c's skew revolute-revolute-prismatic arm started moving: its
+    joints slip, coupled through the mass matrix."""
+    mb = ModelBuilder("arm3m", gravity=(0.0, 0.0, -G))
+    a = mb.body("a", mass=1.0, inertia=(0.1, 0.12, 0.05), position=(0.5, 0.0, 0.0))
+    b = mb.body("b", mass=2.0, inertia=(0.2, 0.1, 0.15), position=(1.0, 0.0, -0.5))
+    c = mb.body("c", mass=0.5, inertia=(0.02, 0.03, 0.01), position=(1.0, 0.0, -1.0))
+    mb.revolute("j1", "ground", a, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=f1)
+    mb.revolute("j2", a, b, at=(1.0, 0.0, 0.0), axis=(0.0, 1.0, 0.3), friction=f2)
+    mb.prismatic("j3", b, c, at=(1.0, 0.0, -0.75), axis=(0.0, 0.0, 1.0), friction=f3)
+    mb.initial("j1", rate=1.5)
+    mb.initial("j2", value=0.4, rate=-1.0)
+    mb.initial("j3", rate=0.5)
+    return mb.build()
+
+
+def urdf_arm(tmp_path, **overrides):
+    """test_joint_friction_c's two-link URDF arm (<dynamics friction> at both joints, the
+    elbow with limits) from a pose and rates given as its parameters."""
+    pytest.importorskip("yourdfpy")
+    from fmu_mb.importers.urdf import load_urdf
+    from test_joint_friction_c import URDF2
+
+    p = tmp_path / "arm2.urdf"
+    p.write_text(URDF2)
+    return load_urdf(p, overrides=overrides)
+
+
+SPATIAL_CASES = [
+    (lambda tmp: rotor(True, 2.9, 0.5, 0.5), 3.5, 0.25),        # slips, stops at 2.9 s
+    (lambda tmp: slider(True, 0.5, 3.0), 1.0, 0.1),             # slides
+    (lambda tmp: slider(True, 0.2, 3.0), 1.0, 0.1),             # sticks
+    (lambda tmp: arm3_moving(), 1.0, 0.05),                     # three coupled joints slip
+    (lambda tmp: urdf_arm(tmp, **{"elbow.q0": 2.8, "elbow.qd0": 4.0, "shoulder.q0": 0.3}),
+     1.0, 0.05),                                                # both stop and stick
+    pytest.param(lambda tmp: spring_rotor(True, 2.0, 0.2, 0.75), 7.0, 0.25,
+                 marks=pytest.mark.slow),                       # Coulomb-damped oscillator
+    pytest.param(lambda tmp: pendulum(True, 0.6, 0.3), 2.5, 0.1,
+                 marks=pytest.mark.slow),                       # swings, comes to rest
+    pytest.param(lambda tmp: urdf_arm(tmp, **{"shoulder.q0": 0.8, "elbow.qd0": 3.0}), 2.0,
+                 0.05, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("make, t_end, dt", SPATIAL_CASES)
+def test_the_spatial_compiled_loop_equals_the_python_loop(make, t_end, dt, tmp_path):
+    """The spatial event loop (native/spatial_events.c: the sticking joints' rate rows of
+    the spatial kernel, the slipping joints' forces on their velocity coordinates) against
+    the Python loop of formulation newton_euler, every output at every point to 1e-9."""
+    model = make(tmp_path)
+    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    res = simulate(model, t_end, dt, settings=COMPILED)
+    same_outputs(res, ref)
+
+
+def test_the_spatial_events_happen(tmp_path):
+    """The spatial comparisons pass through slip -> stick events (the disc at 2.9 s, the URDF
+    arm's joints), and the slider that sticks sticks throughout."""
+    disc = simulate(rotor(True, 2.9, 0.5, 0.5), 3.5, 0.25, settings=COMPILED)
+    t = disc["time"]
+    assert set(disc["hub.friction_state"][t < 2.9]) == {2.0}
+    assert set(disc["hub.friction_state"][t > 2.9]) == {1.0}
+    assert np.abs(disc["hub.friction_loss"][-1] - 0.5 * 0.5 * 2.9 ** 2) < 1e-9
+    arm = simulate(urdf_arm(tmp_path, **{"elbow.q0": 2.8, "elbow.qd0": 4.0,
+                                         "shoulder.q0": 0.3}), 1.0, 0.05, settings=COMPILED)
+    for j in ("shoulder", "elbow"):
+        s = arm[f"{j}.friction_state"]
+        assert s[0] == 2.0 and s[-1] == 1.0
+    stuck = simulate(slider(True, 0.2, 3.0), 1.0, 0.1, settings=COMPILED)
+    assert set(stuck["slide.friction_state"]) == {1.0}
+
+
 @pytest.mark.parametrize("make, t_end, dt", [CASES[3], CASES[5], CASES[6], CASES[8]])
 def test_the_engine_library_equals_the_python_loop(make, t_end, dt):
     """The engine library (the native FMU's code: its records, joint outputs and reactions
@@ -227,3 +299,48 @@ def test_a_native_fmu_runs_at_the_friction_parameter_it_is_given(rotor_file, sha
 
     with pytest.raises(FMICallException):
         fmpy.simulate_fmu(str(out), stop_time=1.0, start_values={"fc": 0.0})
+
+
+def test_the_spatial_loop_refuses_bad_joint_data_and_reversed_tree_rows():
+    """sk_events_set_joint_friction refuses a bad kind, body, velocity coordinate or bound
+    (ERR_ARGS, nothing set: the loop then takes good data); a frictional joint whose tree
+    row runs from its child to its parent is refused by the compiled loop naming it."""
+    from fmu_mb.engine.spatial_kernel import (joint_friction_data, library,
+                                              spatial_contact_events)
+    from fmu_mb.errors import InputError
+
+    model = arm3_moving()
+    ev = spatial_contact_events(model)
+    assert ev.nj == 3
+    lib = library()
+    base = ev._base
+    e = np.zeros(1)
+    h = lib.sk_events_create(base.handle, e.ctypes.data, 0)
+    assert h
+    try:
+        ji, jd, jq, jnu, jb, jlim = joint_friction_data(model)
+
+        def call(ji=ji, jd=jd, jq=jq, jnu=jnu, jb=jb):
+            return lib.sk_events_set_joint_friction(h, 3, ji.ctypes.data, jd.ctypes.data,
+                                                    jq.ctypes.data, jnu.ctypes.data,
+                                                    jb.ctypes.data, jlim.ctypes.data)
+        bad_kind, bad_body, bad_nu, bad_q = ji.copy(), ji.copy(), jnu.copy(), jq.copy()
+        bad_kind[1, 0] = 3
+        bad_body[2, 2] = 99
+        bad_nu[0] = 99
+        bad_q[0] = -1
+        bad_jd = jd.copy()
+        bad_jd[1, 4] = np.nan
+        assert call(ji=bad_kind) != 0 and call(ji=bad_body) != 0 and call(jnu=bad_nu) != 0
+        assert call(jd=bad_jd) != 0
+        assert call(jb=np.array([1.0, 0.0, 1.0])) != 0 and call(jb=jb * np.nan) != 0
+        assert call(jq=bad_q) != 0
+        assert call() == 0
+    finally:
+        lib.sk_events_free(h)
+    mb = ModelBuilder("upside", gravity=(0.0, 0.0, -G))
+    b = mb.body("b", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.0, 0.0, -1.0))
+    mb.revolute("pin", b, "ground", at=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), friction=0.5)
+    m = mb.build()
+    with pytest.raises(InputError, match=r"joints \['pin'\].*child to the parent"):
+        simulate(m, 0.1, 0.05, settings=COMPILED)

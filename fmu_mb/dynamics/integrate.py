@@ -297,7 +297,7 @@ def check_settings(model, settings):
                          f"armature: friction runs in formulation 'newton_euler' only so far, "
                          f"armature in the joint-coordinate formulations only; drop one "
                          f"(importers: friction=False)")
-    compiled_joints = (settings.formulation == "recursive" and not model.spatial
+    compiled_joints = (settings.formulation == "recursive"
                        and settings.method in ("rk4", "dopri5", "dop853"))
     if _fr.has_joint_friction(model) and not compiled_joints and (
             settings.formulation != "newton_euler" or settings.method in IMPLICIT_METHODS):
@@ -305,7 +305,7 @@ def check_settings(model, settings):
         raise InputError(f"model '{model.name}': its joints {fr} have Coulomb friction, "
                          f"which runs in formulation 'newton_euler' with an explicit or "
                          f"adaptive method (the event loop in Python), and in formulation "
-                         f"'recursive' of a planar model with methods rk4, dopri5 and dop853 "
+                         f"'recursive' with methods rk4, dopri5 and dop853 "
                          f"(the compiled event loop); formulation '{settings.formulation}' "
                          f"with method '{settings.method}' does not run it")
     if model.contacts and settings.method in IMPLICIT_METHODS:

@@ -102,16 +102,18 @@ class EngineData:
 
 
 def joint_friction_unsupported(model):
-    """The reason why the compiled engine does not run a model's joint friction, or None: it
-    runs the frictional tree joints of planar models (the event loop of native/events.c);
-    spatial models and a frictional cut joint of a closed loop stay in Python."""
+    """The reason why the engine library (the native FMU) does not run a model's joint
+    friction, or None: it runs the frictional tree joints of planar models (the event loop
+    of native/events.c); spatial models (whose compiled event loop, native/spatial_events.c,
+    runs in formulation recursive) and a frictional cut joint of a closed loop stay in the
+    Python FMU."""
     fr = [j.name for j in model.joints if getattr(j, "friction", 0.0) > 0.0]
     if not fr:
         return None
     if model.spatial:
-        return (f"its joints {fr} have Coulomb friction, which the compiled engine runs for "
-                f"planar models only so far (the Python event loop, formulation "
-                f"newton_euler, runs it)")
+        return (f"its joints {fr} have Coulomb friction, which the engine library runs for "
+                f"planar models only so far (the Python event loops, formulations "
+                f"newton_euler and recursive, run it)")
     from ..mechanics.tree import tree_map
 
     tm = tree_map(model)

@@ -576,7 +576,8 @@ static int parameter_names(MbEngine *e, char *err, size_t errlen);
  * joints; A_IJLIM with it: per contact the frictional joint it limits, else -1. A planar
  * model's frictional joints (tree joints: a cut joint of a loop is refused naming it) run in
  * the event loop (e->njf, jfi, jfb, jfk, jflim); the spatial engine does not run joint
- * friction: a bound > 0 there is refused naming the joint. */
+ * friction (spatial_events.c's loop does, without the engine's data and outputs for it): a
+ * bound > 0 there is refused naming the joint. */
 static int joint_friction_values(MbEngine *e, char *err, size_t errlen)
 {
     int c = e->cnt[A_DJFRIC];
@@ -624,7 +625,7 @@ static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
             continue;
         if (e->kind == 1) {
             msg(err, errlen, "joint '%s' has Coulomb friction (%g N.m or N), which the "
-                "compiled engine runs for planar models only so far (the Python FMU runs it)",
+                "engine library runs for planar models only so far (the Python FMU runs it)",
                 e->jname[k], DA(e, A_DJFRIC)[k]);
             return 0;
         }
