@@ -127,8 +127,11 @@ void sk_events_free(SkEvents *ev)
 
 SkEvents *sk_events_create(SK *base, const double *e, int ni)
 {
+    static const double no_e = 0.0;    /* (a loop without contacts reads no e) */
     if (!base || base->nk < 0 || (base->nk > 0 && !e) || ni < 0 || ni != base->nu)
         return NULL;
+    if (!e)
+        e = &no_e;
     SkEvents *ev = calloc(1, sizeof *ev);
     if (!ev)
         return NULL;
