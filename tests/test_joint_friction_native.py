@@ -344,3 +344,38 @@ def test_the_spatial_loop_refuses_bad_joint_data_and_reversed_tree_rows():
     m = mb.build()
     with pytest.raises(InputError, match=r"joints \['pin'\].*child to the parent"):
         simulate(m, 0.1, 0.05, settings=COMPILED)
+
+
+@pytest.mark.slow
+def test_a_native_fmu_reset_takes_the_new_friction_parameter(rotor_file, shared_fmu, tmp_path):
+    """fmi2Reset, then fc set anew before the next initialisation: each run has the rate of
+    its own bound, w0 - F_c / I t (the engine's bounds follow every mbe_set_parameters);
+    fc set after initialisation is refused with an error, the run going on at its bound."""
+    fmpy = pytest.importorskip("fmpy")
+    from fmpy.fmi1 import FMICallException
+    from fmpy.fmi2 import FMU2Slave
+
+    out = shared_fmu(rotor_file, "native")
+    md = fmpy.read_model_description(str(out))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    unzipped = fmpy.extract(str(out), str(tmp_path / "x"))
+    fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipped,
+                    modelIdentifier=md.coSimulation.modelIdentifier, instanceName="r")
+    fmu.instantiate()
+    try:
+        for fc in (0.5, 0.1, 0.25):
+            fmu.setupExperiment(startTime=0.0)
+            fmu.setReal([vr["fc"]], [fc])
+            fmu.enterInitializationMode()
+            fmu.exitInitializationMode()
+            fmu.doStep(0.0, 1.0)
+            rate, fr = fmu.getReal([vr["hub.rate"], vr["hub.friction"]])
+            assert abs(rate - (2.9 - fc / 0.5 * 1.0)) < 1e-9 and fr == -fc, fc
+            with pytest.raises(FMICallException):
+                fmu.setReal([vr["fc"]], [1.0])
+            fmu.doStep(1.0, 0.5)
+            rate = fmu.getReal([vr["hub.rate"]])[0]
+            assert abs(rate - (2.9 - fc / 0.5 * 1.5)) < 1e-9, fc
+            fmu.reset()
+    finally:
+        fmu.freeInstance()
