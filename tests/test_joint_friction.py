@@ -181,10 +181,18 @@ def test_formulations_and_engines_without_joint_friction_say_so():
     from fmu_mb.engine.data import supported
 
     m = rotor(False)
-    for form in ("tmt", "recursive", "lagrange"):
+    for form in ("tmt", "lagrange"):
         with pytest.raises(InputError, match=r"joints \['hub'\] have Coulomb friction"):
             simulate(m, 0.1, 0.05, settings=Settings(formulation=form))
-    assert "Coulomb friction" in supported(m)           # the native FMU build's reason
+    # recursive runs it in the compiled event loop (planar and spatial) with rk4, dopri5
+    # and dop853 only
+    with pytest.raises(InputError, match=r"joints \['hub'\] have Coulomb friction"):
+        simulate(rotor(True), 0.1, 0.05, settings=Settings(formulation="recursive",
+                                                           method="euler", step=1e-3))
+    with pytest.raises(InputError, match=r"joints \['hub'\] have Coulomb friction"):
+        simulate(m, 0.1, 0.05, settings=Settings(formulation="recursive", method="euler",
+                                                 step=1e-3))
+    assert "Coulomb friction" in supported(rotor(True))  # the native FMU build's reason
     mb = ModelBuilder("driven", gravity=(0.0, -G))
     from fmu_mb.mechanics.motion import constant_rate
     b = mb.body("disc", mass=1.0, inertia=0.1)
@@ -239,9 +247,10 @@ def test_an_mjcf_frictionloss_is_the_joint_bound(tmp_path):
 
 @pytest.mark.fmu
 def test_the_fmu_of_a_frictional_joint_in_fmpy_equals_simulate(tmp_path):
-    """The native build refuses joint friction (the compiled engine does not run it yet) and
-    names why; the default build makes the Python FMU (FMI 2.0), which stops the disc at the
-    closed-form time in fmpy like simulate()."""
+    """The native build refuses the joint friction of a spatial model (the compiled engine
+    runs planar joint friction only, tests/test_joint_friction_native.py) and names why; the
+    default build makes the Python FMU (FMI 2.0), which stops the disc at the closed-form time
+    in fmpy like simulate()."""
     fmpy = pytest.importorskip("fmpy")
     from fmu_mb.fmi.native_build import build_model_fmu
 
@@ -249,10 +258,12 @@ def test_the_fmu_of_a_frictional_joint_in_fmpy_equals_simulate(tmp_path):
     f.write_text('"""A disc on a revolute joint with Coulomb friction."""\n'
                  "from fmu_mb import ModelBuilder\n\n\n"
                  "def build(**overrides):\n"
-                 '    mb = ModelBuilder("rotor_fric", overrides, gravity=(0.0, -9.81))\n'
+                 '    mb = ModelBuilder("rotor_fric", overrides, gravity=(0.0, 0.0, -9.81))\n'
                  '    fc = mb.param("fc", 0.25, "N.m", "friction bound")\n'
-                 '    b = mb.body("disc", mass=2.0, inertia=0.5, angular_velocity=2.9)\n'
-                 '    mb.revolute("hub", "ground", b, friction=fc)\n'
+                 '    b = mb.body("disc", mass=2.0, inertia=(0.3, 0.3, 0.5),\n'
+                 '                angular_velocity=(0.0, 0.0, 2.9))\n'
+                 '    mb.revolute("hub", "ground", b, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0),\n'
+                 '                friction=fc)\n'
                  "    return mb.build()\n")
     out, kind, why = build_model_fmu(f, tmp_path / "out")
     assert kind == "python" and "Coulomb friction" in why

@@ -297,14 +297,17 @@ def check_settings(model, settings):
                          f"armature: friction runs in formulation 'newton_euler' only so far, "
                          f"armature in the joint-coordinate formulations only; drop one "
                          f"(importers: friction=False)")
-    if _fr.has_joint_friction(model) and (settings.formulation != "newton_euler"
-                                          or settings.method in IMPLICIT_METHODS):
+    compiled_joints = (settings.formulation == "recursive"
+                       and settings.method in ("rk4", "dopri5", "dop853"))
+    if _fr.has_joint_friction(model) and not compiled_joints and (
+            settings.formulation != "newton_euler" or settings.method in IMPLICIT_METHODS):
         fr = [j.name for j in model.joints if j.friction > 0.0]
         raise InputError(f"model '{model.name}': its joints {fr} have Coulomb friction, "
                          f"which runs in formulation 'newton_euler' with an explicit or "
-                         f"adaptive method so far (the event loop in Python); formulation "
-                         f"'{settings.formulation}' with method '{settings.method}' does not "
-                         f"run it")
+                         f"adaptive method (the event loop in Python), and in formulation "
+                         f"'recursive' with methods rk4, dopri5 and dop853 "
+                         f"(the compiled event loop); formulation '{settings.formulation}' "
+                         f"with method '{settings.method}' does not run it")
     if model.contacts and settings.method in IMPLICIT_METHODS:
         raise InputError(f"model '{model.name}' has contacts; method '{settings.method}' "
                          f"does not run the contact event loop (it needs dense output and "

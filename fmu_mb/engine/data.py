@@ -32,7 +32,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
           "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ",
-          "DCMU", "DPAIR", "DJFRIC", "ICPT")
+          "DCMU", "DPAIR", "DJFRIC", "ICPT", "IJLIM")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
@@ -102,11 +102,25 @@ class EngineData:
 
 
 def joint_friction_unsupported(model):
-    """The reason why the compiled engine does not run a model's joint friction, or None."""
+    """The reason why the engine library (the native FMU) does not run a model's joint
+    friction, or None: it runs the frictional tree joints of planar models (the event loop
+    of native/events.c); spatial models (whose compiled event loop, native/spatial_events.c,
+    runs in formulation recursive) and a frictional cut joint of a closed loop stay in the
+    Python FMU."""
     fr = [j.name for j in model.joints if getattr(j, "friction", 0.0) > 0.0]
-    if fr:
-        return (f"its joints {fr} have Coulomb friction, which runs in the Python event loop "
-                f"(formulation newton_euler) only so far")
+    if not fr:
+        return None
+    if model.spatial:
+        return (f"its joints {fr} have Coulomb friction, which the engine library runs for "
+                f"planar models only so far (the Python event loops, formulations "
+                f"newton_euler and recursive, run it)")
+    from ..mechanics.tree import tree_map
+
+    tm = tree_map(model)
+    cut = [j.name for k, j in enumerate(model.joints) if j.name in fr and k not in tm.joints]
+    if cut:
+        return (f"its joints {cut} have Coulomb friction and are cut joints of a closed loop "
+                f"(no tree coordinate), which the compiled event loop does not run")
     return None
 
 
@@ -215,7 +229,8 @@ def n_outputs(model):
     contacts = getattr(model, "contacts", ()) or ()
     friction = any(c.friction > 0.0 for c in contacts)     # + state, slip, loss, ft (1 or 2)
     count = (len(model.drives) + sum(per[e.kind] for e in model.elements) + 5
-             + ((13 if model.spatial else 11) if friction else 7) * len(contacts))
+             + ((13 if model.spatial else 11) if friction else 7) * len(contacts)
+             + 3 * sum(1 for j in model.joints if getattr(j, "friction", 0.0) > 0.0))
     if model.spatial:
         coord = {"revolute": 2, "prismatic": 2, "cylindrical": 4, "universal": 4}
         count += 16 * nb + 6 * len(model.markers)
@@ -379,6 +394,11 @@ def _joint_friction(model, arrays):
     bound = [float(getattr(j, "friction", 0.0)) for j in model.joints]
     if any(b > 0.0 for b in bound):
         arrays["DJFRIC"] = bound
+        # IJLIM: per contact the frictional joint (model order) whose limit it is, else -1
+        jidx = {j.name: k for k, j in enumerate(model.joints)}
+        arrays["IJLIM"] = [jidx[c.joint] if c.kind == "joint_limit" and
+                           bound[jidx[c.joint]] > 0.0 else -1
+                           for c in getattr(model, "contacts", ()) or ()]
 
 
 def _spatial_contacts(model, arrays, head):

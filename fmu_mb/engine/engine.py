@@ -277,7 +277,8 @@ class Engine:
         return s[2 + 2 * self.n:].reshape(self.n_contacts, -1)
 
     def _records_of(self, state):
-        """The contact records of an fmu_mb State (its extra['contacts']), flat."""
+        """The contact records of an fmu_mb State (its extra['contacts']), flat; then those
+        of the frictional joints (extra['joint_friction']: stick, sdir, loss, 3 each)."""
         saved = (state.extra or {}).get("contacts", {})
         if self._state_size - 2 - 2 * self.n == len(RECORD) * self.n_contacts:
             return [float(saved.get(name, {}).get(f, 0.0)) for name in self.contact_names
@@ -293,6 +294,12 @@ class Engine:
             sdir = (list(d.get("sdir", ())) + [0.0, 0.0])[:2]
             out += [float(d.get(f, 0.0)) for f in RECORD] + [float(d.get("stick", False))] \
                 + [float(v) for v in sdir] + [float(d.get("slide_loss", 0.0))]
+        joints = list((state.extra or {}).get("joint_friction", {}).values())
+        nj = (self._state_size - 2 - 2 * self.n - len(out)) // 3
+        joints = (joints + [{}] * nj)[:nj]        # (model order; none saved: the defaults)
+        for d in joints:
+            out += [float(d.get("stick", False)), float(d.get("sdir", 1.0)),
+                    float(d.get("loss", 0.0))]
         return out
 
     def outputs_at(self, state, u=None, groups=ALL, out=None):
@@ -305,7 +312,7 @@ class Engine:
         n = self.n
         if out is None:
             out = np.full(self.n_outputs, np.nan)
-        rec = self._records_of(state) if self.n_contacts else None
+        rec = self._records_of(state) if self._state_size > 2 + 2 * n else None
         with self._lock:
             s = self._s
             s[0] = state.t

@@ -221,6 +221,8 @@ def library():
     lib.mbk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     lib.mbk_events_set_friction.argtypes = [P, P]
     lib.mbk_events_set_points.argtypes = [P, P]
+    lib.mbk_events_set_joint_friction.argtypes = [P, I, P, P, P]
+    lib.mbk_events_joint_outputs.argtypes = [P, D, P, P, P, P, P, P, P, P]
     lib.mbk_set_joint_torques.argtypes = [P, P]
     lib.mbk_fr_rest_states.argtypes = [I, P, P, P, P, P]
     lib.mbk_events_error_contact.argtypes = [P]
@@ -316,6 +318,32 @@ def friction_unsupported(model):
         return (f"its contacts {fr} have Coulomb friction but are neither point-line "
                 f"contacts nor shape pairs (friction acts at a contact point)")
     return None
+
+
+def joint_friction_data(model):
+    """(ji (nj, 3) intc, bound (nj,), jlim (nc,) intc) of the joints with Coulomb friction
+    (friction.joint_friction order) for the event loop (mbk_events_set_joint_friction): their
+    tree coordinates and parent and child bodies, bounds [N.m or N], and per contact the
+    frictional joint it limits (a joint limit), else -1."""
+    from ..dynamics.friction import joint_friction
+    from ..mechanics.tree import tree_map
+
+    names, _, bound = joint_friction(model)
+    tm = tree_map(model)
+    jidx = {j.name: k for k, j in enumerate(model.joints)}
+    for nm in names:
+        if jidx[nm] not in tm.joints:
+            raise InputError(f"model '{model.name}': joint '{nm}' has Coulomb friction but "
+                             f"no tree coordinate (a cut joint of a closed loop); the "
+                             f"compiled event loop cannot run its friction")
+    bidx = {b.name: b.index for b in model.bodies}
+    bidx["ground"] = len(model.bodies)
+    jc = np.array([(tm.joints.index(jidx[nm]), bidx[model.joints[jidx[nm]].parent],
+                    bidx[model.joints[jidx[nm]].child]) for nm in names],
+                  dtype=np.intc).reshape(-1, 3)
+    jlim = np.array([names.index(c.joint) if c.kind == "joint_limit" and c.joint in names
+                     else -1 for c in model.contacts], dtype=np.intc)
+    return jc, np.ascontiguousarray(bound, dtype=float), jlim
 
 
 def contact_friction(model):
@@ -835,19 +863,32 @@ class ContactEvents:
         lib = library()
         B = model.compiled.contacts
         nc = len(model.contacts)
-        ci, cd = contact_rows(model, tuple(range(nc)))
-        e = np.ascontiguousarray(B.restitution, dtype=float)
+        if nc:
+            ci, cd = contact_rows(model, tuple(range(nc)))
+            e = np.ascontiguousarray(B.restitution, dtype=float)
+        else:                        # frictional joints only
+            ci, cd, e = np.zeros((1, 3), np.intc), np.zeros((1, 8)), np.zeros(1)
         handle = lib.mbk_events_create(base.handle, nc, ci.ctypes.data, cd.ctypes.data,
                                        e.ctypes.data, len(model.inputs))
-        mu = contact_friction(model)
+        mu = contact_friction(model) if nc else np.zeros(0)
         points = contact_points(model)
         if handle and mu.any() and (lib.mbk_events_set_friction(handle, mu.ctypes.data) or
                                     lib.mbk_events_set_points(handle, points.ctypes.data)):
             lib.mbk_events_free(handle)
             raise MemoryError(f"model '{model.name}': cannot set up the contacts' friction "
                               f"in the contact event loop")
+        jc, jb, jlim = joint_friction_data(model)
+        if handle and len(jc) and lib.mbk_events_set_joint_friction(
+                handle, len(jc), jc.ctypes.data, jb.ctypes.data, jlim.ctypes.data):
+            lib.mbk_events_free(handle)
+            raise MemoryError(f"model '{model.name}': cannot set up the joints' friction "
+                              f"in the contact event loop")
         self._setup(model, base, lib, handle, lib.mbk_events_free, lib.mbk_advance_events,
                     lib.mbk_events_outputs)
+        self.nj = len(jc)
+        if self.nj:                  # flat records: nc x 9 for the contacts, 3 per joint
+            self.n_rec = len(EVENT_RECORD) + len(FRICTION_RECORD)
+            self._rec = np.zeros(nc * self.n_rec + 3 * self.nj)
         self._initial_fn = lib.mbk_events_initial
         self._error_contact_fn = lib.mbk_events_error_contact
 

@@ -82,6 +82,8 @@ def library():
     lib.sk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     lib.sk_events_initial.argtypes = [P, D, P, P, P, D, D]
     lib.sk_events_accelerations.argtypes = [P, D, P, P, P, P, P, P, P, P, P]
+    lib.sk_events_set_joint_friction.argtypes = [P, I, P, P, P, P, P, P]
+    lib.sk_events_joint_outputs.argtypes = [P, D, P, P, P, P, P, P, P, P]
     _kernel._set_tableaus(lib, "sk_set_tableau")
     return lib
 
@@ -656,12 +658,56 @@ class SpatialContactEvents(_kernel.ContactEvents):
     def __init__(self, model):
         base = spatial_kernel(model)
         lib = library()
-        e = np.ascontiguousarray(model.compiled.contacts.restitution, dtype=float)
+        e = (np.ascontiguousarray(model.compiled.contacts.restitution, dtype=float)
+             if model.contacts else np.zeros(1))
         handle = lib.sk_events_create(base.handle, e.ctypes.data, len(model.inputs))
+        ji, jd, jq, jnu, jb, jlim = joint_friction_data(model)
+        if handle and len(ji) and lib.sk_events_set_joint_friction(
+                handle, len(ji), ji.ctypes.data, jd.ctypes.data, jq.ctypes.data,
+                jnu.ctypes.data, jb.ctypes.data, jlim.ctypes.data):
+            lib.sk_events_free(handle)
+            raise MemoryError(f"model '{model.name}': cannot set up the joints' friction "
+                              f"in the contact event loop")
         self._setup(model, base, lib, handle, lib.sk_events_free, lib.sk_advance_events,
                     lib.sk_events_outputs)
+        self.nj = len(ji)
+        if self.nj:                  # flat records: nc x 9 for the contacts, 3 per joint
+            self.n_rec = len(_kernel.EVENT_RECORD) + len(_kernel.FRICTION_RECORD)
+            self._rec = np.zeros(self.nc * self.n_rec + 3 * self.nj)
         self._initial_fn = lib.sk_events_initial     # ContactEvents.initial
         self._error_contact_fn = None                # (its errors name no contact)
+
+
+def joint_friction_data(model):
+    """(ji (nj, 3), jd (nj, 24), jq (nj,), jnu (nj,), bound (nj,), jlim (nc,)) of the joints
+    with Coulomb friction (friction.joint_friction order) for sk_events_set_joint_friction:
+    kind, parent, child and the points and frames of their rate rows (joint_friction_rows),
+    their coordinates' places in q and among the velocity coordinates, their bounds [N.m or
+    N], and per contact the frictional joint it limits (a joint limit), else -1. A joint
+    that is a cut joint of a loop or whose tree row runs from its child to its parent is
+    refused naming it."""
+    from ..dynamics.friction import joint_friction
+
+    names, _, bound = joint_friction(model)
+    if not names:
+        z = np.zeros(0, np.intc)
+        return (z.reshape(0, 3), np.zeros((0, 24)), z, z, np.zeros(0), z)
+    ji, jd, jnu = joint_friction_rows(model, names)
+    tm = st.tree_map(model)
+    ri, _, _ = _tree_rows(model, tm)
+    tj = list(tm.joints)
+    jidx = {j.name: k for k, j in enumerate(model.joints)}
+    rows = [tj.index(jidx[nm]) for nm in names]
+    rev = [nm for nm, r in zip(names, rows) if ri[r, 5]]
+    if rev:
+        raise InputError(f"model '{model.name}': joints {rev} have Coulomb friction and their "
+                         f"tree rows run from the child to the parent, which the compiled "
+                         f"event loop does not run (formulation 'newton_euler' does)")
+    jq = np.array([ri[r, 3] for r in rows], dtype=np.intc)
+    jlim = np.array([names.index(c.joint) if c.kind == "joint_limit" and c.joint in names
+                     else -1 for c in model.contacts], dtype=np.intc)
+    return (np.ascontiguousarray(ji, np.intc), np.ascontiguousarray(jd, float), jq,
+            np.ascontiguousarray(jnu, np.intc), np.ascontiguousarray(bound, float), jlim)
 
 
 _EVENT_LOOPS = weakref.WeakKeyDictionary()

@@ -719,7 +719,7 @@ class MultibodySlave(GuardedSlave):
                                  f"was discarded: {text}")
         n = state.q.shape[0]
         extra = state.extra
-        if self._eng.n_contacts:             # the engine's contact records into State.extra
+        if len(s) > 2 + 2 * n:               # the engine's records into State.extra
             from ..dynamics.formulations.recursive import _extra, _records
 
             st, rec = _records(self._model, extra)

@@ -298,7 +298,9 @@ _REC = ("impacts", "last_time", "last_impulse", "energy_loss", "active")
 def _events_apply(model, settings):
     """True when the C event loop runs `model` with `settings`: planar or spatial, rk4,
     dopri5 or dop853, no Reduction-Method contact (those stay in the Python loop)."""
-    return (NATIVE_EVENTS and bool(model.contacts)
+    from ..friction import has_joint_friction
+
+    return (NATIVE_EVENTS and (bool(model.contacts) or has_joint_friction(model))
             and settings.method in ("rk4", "dopri5", "dop853")
             and not any(c.method == "reduction" for c in model.contacts))
 
@@ -321,11 +323,20 @@ def _events_call(model, settings):
 
 def _records(model, extra):
     """(Status, rec (nc, 5)) from State.extra (kernel.EVENT_RECORD; a model with friction
-    (nc, 9): + kernel.FRICTION_RECORD)."""
+    (nc, 9): + kernel.FRICTION_RECORD; with frictional joints one flat array: the contacts'
+    (nc, 9) records, then per joint stick, s0, loss)."""
     from ..impact import Status
-    from ..friction import has_friction
+    from ..friction import has_friction, joint_friction
 
     st = Status(model, extra)
+    if st.joints:
+        rec = np.array([[float(st.data[nm][f]) for f in _REC]
+                        + [float(st.data[nm]["stick"])]
+                        + (list(st.data[nm]["sdir"]) + [0.0, 0.0])[:2]
+                        + [float(st.data[nm]["slide_loss"])] for nm in st.names]).reshape(-1)
+        jr = [[float(st.joints[nm]["stick"]), float(st.joints[nm]["sdir"]),
+               float(st.joints[nm]["loss"])] for nm in joint_friction(model)[0]]
+        return st, np.concatenate([rec, np.array(jr, float).reshape(-1)])
     if not has_friction(model):
         return st, np.array([[float(st.data[nm][f]) for f in _REC] for nm in st.names])
     return st, np.array([[float(st.data[nm][f]) for f in _REC]
@@ -335,6 +346,13 @@ def _records(model, extra):
 
 
 def _extra(st, rec, extra):
+    if st.joints:                     # the flat records of a model with frictional joints
+        nc = len(st.names)
+        jr = rec[9 * nc:].reshape(-1, 3)
+        for nm, r in zip(st.joints, jr):          # (model.joints order)
+            d = st.joints[nm]
+            d["stick"], d["sdir"], d["loss"], d["set"] = bool(r[0]), float(r[1]), float(r[2]), True
+        rec = rec[:9 * nc].reshape(nc, 9)
     for nm, r in zip(st.names, rec):
         d = st.data[nm]
         d["impacts"], d["last_time"], d["last_impulse"] = int(r[0]), float(r[1]), float(r[2])
@@ -397,7 +415,9 @@ def cosim_stepper(model, settings):
     """native_advance with the settings bound once (integrate.stepper): a function
     step(state, t_end, u) -> State for a validated float input array u and t_end > state.t;
     None when the method has no C implementation."""
-    if model.contacts:
+    from ..friction import has_joint_friction
+
+    if model.contacts or has_joint_friction(model):
         return _events_stepper(model, settings)
     if settings.method not in ("rk4", "dopri5", "dop853"):
         return None

@@ -85,6 +85,11 @@ int mbk_events_initial(void *ev, double t, const double *y, const double *u, dou
 int mbk_events_outputs_fr(void *ev, double t, const double *y, const double *u,
                           const double *rec, double *gap, double *force, double *ft,
                           double *vt);
+int mbk_events_set_joint_friction(void *ev, int nj, const int *ji, const double *bound,
+                                  const int *jlim);
+int mbk_events_joint_outputs(void *ev, double t, const double *y, const double *u,
+                             const double *rec, double *gap, double *force, double *ft,
+                             double *vt, double *jout);
 #define EV_REC 5                      /* per contact: impacts, last time, last impulse,
                                          energy loss, active (events.c) */
 #define EV_REC_FR 9                   /* with friction also stick, slip direction (2),
@@ -172,7 +177,21 @@ struct MbEngine {
     SpRow *sr, *sr2;
     int *srw;
     double *srd;
+    /* joints' Coulomb friction (planar, the event loop's joints): njf frictional joints,
+     * jfi (njf, 3) their tree coordinates and parent and child bodies, jfb their bounds, jfk
+     * their model joints, jflim (ncon) the frictional joint each contact limits (-1), jfo
+     * (njf, 3) their outputs (friction, state, loss); their records (3 each) follow the
+     * contacts' */
+    int njf;
+    int *jfi, *jfk, *jflim;
+    double *jfb, *jfo;
 };
+
+/* the records' doubles: nrec per contact, 3 per frictional joint */
+static size_t rec_size(const MbEngine *e)
+{
+    return (size_t)e->nrec * e->ncon + 3 * (size_t)e->njf;
+}
 
 static void me_free(MbEngine *e);
 
@@ -239,7 +258,7 @@ static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
         "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D" "D" "D"
-        "I";
+        "I" "I";
     return kinds[a] == 'I';
 }
 
@@ -571,16 +590,20 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen);
 static int parameter_names(MbEngine *e, char *err, size_t errlen);
 
 /* A_DJFRIC: none, or one finite bound >= 0 per joint, > 0 only at revolute and prismatic
- * joints. The engine does not run joint friction (the event loop's joint rows and events are
- * the Python FMU's): a bound > 0 is refused naming the joint. */
-static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
+ * joints; A_IJLIM with it: per contact the frictional joint it limits, else -1. A planar
+ * model's frictional joints (tree joints: a cut joint of a loop is refused naming it) run in
+ * the event loop (e->njf, jfi, jfb, jfk, jflim); the spatial engine does not run joint
+ * friction (spatial_events.c's loop does, without the engine's data and outputs for it): a
+ * bound > 0 there is refused naming the joint. */
+static int joint_friction_values(MbEngine *e, char *err, size_t errlen)
 {
     int c = e->cnt[A_DJFRIC];
     if (c == 0)
         return 1;
-    if (c != e->nj || e->cnt[A_IJOINT] != 6 * e->nj) {
+    if (c != e->nj || e->cnt[A_IJOINT] != 6 * e->nj || e->cnt[A_IJLIM] != e->ncon) {
         msg(err, errlen, "the model data are inconsistent: the joints' friction (expected "
-            "none or one bound per joint, %d)", e->nj);
+            "none or one bound per joint, %d, and one limit index per contact, %d)", e->nj,
+            e->ncon);
         return 0;
     }
     for (int k = 0; k < c; k++) {
@@ -595,13 +618,72 @@ static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
             return 0;
         }
     }
-    for (int k = 0; k < c; k++)
-        if (DA(e, A_DJFRIC)[k] > 0.0) {
-            msg(err, errlen, "joint '%s' has Coulomb friction (%g N.m or N), which the "
-                "compiled engine does not run (the Python FMU does)", e->jname[k],
-                DA(e, A_DJFRIC)[k]);
+    for (int i = 0; i < e->ncon; i++) {
+        int j = IA(e, A_IJLIM)[i];
+        if (j < -1 || j >= e->nj || (j >= 0 && !(DA(e, A_DJFRIC)[j] > 0.0))) {
+            msg(err, errlen, "the model data are inconsistent: contact %d's limited joint "
+                "(expected -1 or a joint with friction)", i);
             return 0;
         }
+    }
+    return 1;
+}
+
+/* the frictional joints of the event loop (after joint_friction_values and the checks of
+ * the joints and coordinates) */
+static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
+{
+    int c = e->cnt[A_DJFRIC];
+    if (c == 0)
+        return 1;
+    int njf = 0;
+    for (int k = 0; k < c; k++) {
+        if (!(DA(e, A_DJFRIC)[k] > 0.0))
+            continue;
+        if (e->kind == 1) {
+            msg(err, errlen, "joint '%s' has Coulomb friction (%g N.m or N), which the "
+                "engine library runs for planar models only so far (the Python FMU runs it)",
+                e->jname[k], DA(e, A_DJFRIC)[k]);
+            return 0;
+        }
+        const int *J = IA(e, A_IJOINT) + 6 * k;
+        int tree = J[3] >= 0 && J[3] < e->ncj ? IA(e, A_ICOORD)[2 * J[3] + 1] : -1;
+        if (tree < 0 || tree >= e->n) {
+            msg(err, errlen, "joint '%s' has Coulomb friction but no tree coordinate (a cut "
+                "joint of a closed loop), which the compiled engine cannot run (the Python "
+                "FMU does)", e->jname[k]);
+            return 0;
+        }
+        njf++;
+    }
+    free(e->jfi); free(e->jfk); free(e->jflim); free(e->jfb); free(e->jfo);
+    e->jfi = calloc(3 * (size_t)njf, sizeof(int));
+    e->jfk = calloc((size_t)njf, sizeof(int));
+    e->jflim = calloc((size_t)e->ncon + 1, sizeof(int));
+    e->jfb = calloc((size_t)njf, sizeof(double));
+    e->jfo = calloc(3 * (size_t)njf, sizeof(double));
+    if (!e->jfi || !e->jfk || !e->jflim || !e->jfb || !e->jfo) {
+        msg(err, errlen, "out of memory");
+        return 0;
+    }
+    for (int k = 0, j = 0; k < c; k++) {
+        if (!(DA(e, A_DJFRIC)[k] > 0.0))
+            continue;
+        const int *J = IA(e, A_IJOINT) + 6 * k;
+        e->jfi[3 * j] = IA(e, A_ICOORD)[2 * J[3] + 1];
+        e->jfi[3 * j + 1] = J[1];
+        e->jfi[3 * j + 2] = J[2];
+        e->jfb[j] = DA(e, A_DJFRIC)[k];
+        e->jfk[j++] = k;
+    }
+    for (int i = 0; i < e->ncon; i++) {
+        int k = IA(e, A_IJLIM)[i], jf = -1;
+        for (int j = 0; k >= 0 && j < njf; j++)
+            if (e->jfk[j] == k)
+                jf = j;
+        e->jflim[i] = jf;
+    }
+    e->njf = njf;
     return 1;
 }
 
@@ -669,15 +751,25 @@ static int check_data(MbEngine *e, char *err, size_t errlen)
         msg(err, errlen, "the model data's parameter table does not fit its count");
         return 0;
     }
+    /* the names, then the joints' friction bounds (which the output count depends on) */
+    if (!parameter_names(e, err, errlen) || !joint_friction_values(e, err, errlen))
+        return 0;
     if (e->kind == 1) {
         if (!check_spatial_data(e, err, errlen))
             return 0;
     } else if (!check_planar_data(e, err, errlen)) {
         return 0;
     }
-    if (!parameter_names(e, err, errlen))
-        return 0;
     return check_joint_friction(e, err, errlen);
+}
+
+/* the joints with a Coulomb friction bound > 0 (A_DJFRIC; 3 outputs each) */
+static int frictional_joints(const MbEngine *e)
+{
+    int c = 0;
+    for (int k = 0; k < e->cnt[A_DJFRIC]; k++)
+        c += DA(e, A_DJFRIC)[k] > 0.0;
+    return c;
 }
 
 /* contact_tol, contact_velocity, event_tol: finite numbers > 0 */
@@ -704,7 +796,8 @@ static int event_settings_ok(const double *S)
  * without contacts keeps 0: nothing reads them). */
 static void contact_defaults(const MbEngine *e, MbeSettings *s)
 {
-    const double *S = e->ncon ? DA(e, A_DCSET) : NULL;
+    const double *S = e->ncon || (e->kind != 1 && frictional_joints(e)) ? DA(e, A_DCSET)
+                                                                         : NULL;
     double *v[3] = {&s->contact_tol, &s->contact_velocity, &s->event_tol};
     for (int i = 0; i < 3; i++)
         if (*v[i] == 0.0)
@@ -858,7 +951,8 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
     for (int i = 0; i < 2 * e->nel; i++)
         BAD(IA(e, A_IEND)[i] < -1 || IA(e, A_IEND)[i] >= e->ncon, "a cylinder's end stops");
     /* the outputs: output_spec's count */
-    int nout = 6 * nb + 4 * e->nmark + 5 + e->nd + (planar_friction(e) ? 11 : 7) * e->ncon;
+    int nout = 6 * nb + 4 * e->nmark + 5 + e->nd + (planar_friction(e) ? 11 : 7) * e->ncon +
+               3 * frictional_joints(e);
     for (int k = 0; k < e->nj; k++) {
         int kk = IA(e, A_IJOINT)[6 * k];
         nout += (kk == JK_REV || kk == JK_PRI ? 2 : 0) + (kk == JK_DST ? 1 : 2) +
@@ -932,6 +1026,13 @@ static void *make_events(MbEngine *e, void *k)
         mbk_events_free(ev);
         return NULL;
     }
+    for (int j = 0; j < e->njf; j++)     /* the bounds of the current parameters */
+        e->jfb[j] = DA(e, A_DJFRIC)[e->jfk[j]];
+    if (ev && e->njf && mbk_events_set_joint_friction(ev, e->njf, e->jfi, e->jfb,
+                                                      e->jflim) != OK) {
+        mbk_events_free(ev);
+        return NULL;
+    }
     return ev;
 }
 
@@ -961,7 +1062,7 @@ void mbe_free(MbEngine *e)
         free_events(e, e->ev);
     if (e->kern)
         free_kernel(e, e->kern);
-    void *p[] = {e->fsal_f, e->fsal_y, e->fsal_u, e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
+    void *p[] = {e->fsal_f, e->fsal_y, e->fsal_u, e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->jfi, e->jfk, e->jflim, e->jfb, e->jfo, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup, e->sr, e->sr2,
@@ -1107,11 +1208,11 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         }
     }
     if (e->kind != 1)           /* (spatial: check_spatial_data set it from the contacts) */
-        e->nrec = planar_friction(e) ? EV_REC_FR : EV_REC;
+        e->nrec = planar_friction(e) || e->njf ? EV_REC_FR : EV_REC;
     e->cft = zalloc(2 * (size_t)e->ncon + 1, sizeof(double));
     e->cvt = zalloc(2 * (size_t)e->ncon + 1, sizeof(double));
-    e->rec = zalloc((size_t)e->nrec * e->ncon, sizeof(double));
-    e->rectmp = zalloc((size_t)e->nrec * e->ncon, sizeof(double));
+    e->rec = zalloc(rec_size(e) + 1, sizeof(double));
+    e->rectmp = zalloc(rec_size(e) + 1, sizeof(double));
     e->gap = zalloc(e->ncon, sizeof(double));
     e->cforce = zalloc(e->ncon, sizeof(double));
     if (!e->rec || !e->rectmp || !e->gap || !e->cforce || !e->cft || !e->cvt) {
@@ -1121,7 +1222,7 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     }
     output_groups(e);
     e->kern = make_kernel(e);
-    if (!e->kern || (e->ncon && !(e->ev = make_events(e, e->kern)))) {
+    if (!e->kern || ((e->ncon || e->njf) && !(e->ev = make_events(e, e->kern)))) {
         mbe_free(e);
         msg(err, errlen, "the kernel refused the model data (or memory ran out)");
         return NULL;
@@ -1238,7 +1339,7 @@ MbeStatus mbe_set_parameters(MbEngine *e, const double *p, char *err, size_t err
     double *old = e->d;
     e->d = nd;
     void *k = make_kernel(e), *ev = NULL;
-    if (k && e->ncon && !(ev = make_events(e, k))) {
+    if (k && (e->ncon || e->njf) && !(ev = make_events(e, k))) {
         free_kernel(e, k);
         k = NULL;
     }
@@ -2095,7 +2196,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         return MBE_ERROR;
     }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
-    memset(e->rec, 0, sizeof(double) * e->nrec * e->ncon);   /* no impacts yet, none active */
+    memset(e->rec, 0, sizeof(double) * rec_size(e));   /* no impacts yet, none active */
     if (e->nrec > EV_REC) {     /* frictional contacts closed at the start start persistent */
         int rc = e->ev ? mbk_events_initial(e->ev, t0, e->y, e->u0, e->rec,
                                             e->set.contact_tol, e->set.contact_velocity) : 5;
@@ -2106,8 +2207,8 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
             return MBE_ERROR;
         }
         if (rc != OK) {
-            msg(err, errlen, "the frictional contacts' initial state cannot be found: %s",
-                kernel_error(rc));
+            msg(err, errlen, "the frictional contacts' and joints' initial state cannot be "
+                "found: %s", kernel_error(rc));
             return MBE_ERROR;
         }
     }
@@ -2259,7 +2360,7 @@ static MbeStatus do_step(MbEngine *e, double h, const double *u, int stop, int *
     double t_end = e->t + h;
     double budget = e->set.max_steps > 0 && e->set.max_steps < MBE_HARD_MAX_STEPS
                     ? e->set.max_steps : (double)MBE_HARD_MAX_STEPS;
-    if (e->ncon) {
+    if (e->ncon || e->njf) {
         /* the event loop's steps that the work budget pays for */
         int stages = EV_METHOD(e) == 1 ? 12 : EV_METHOD(e) == 0 ? 6 : 4;
         double paid = floor(MBE_WORK_BUDGET / (work_unit(e) * (stages + 16)));
@@ -2353,7 +2454,7 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
     par[13] = budget;
     par[18] = e->set.step;
     memcpy(e->ytmp, e->y, sizeof(double) * 2 * n);
-    memcpy(e->rectmp, e->rec, sizeof(double) * e->nrec * e->ncon);
+    memcpy(e->rectmp, e->rec, sizeof(double) * rec_size(e));
     int rc;
     if (e->kind == 1)                            /* spatial: spatial_events.c's loop */
         rc = stop ? sk_advance_events_to_impact(e->ev, EV_METHOD(e), par, e->ytmp, uu,
@@ -2378,6 +2479,8 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
         char who[48] = "";
         if (i >= 0 && i < e->ncon)
             snprintf(who, sizeof who, " (contact %d of the model's contacts)", i);
+        else if (i <= -2 && -2 - i < e->njf)
+            snprintf(who, sizeof who, " (joint '%.30s')", e->jname[e->jfk[-2 - i]]);
         msg(err, errlen, "the step from t = %.9g s to %.9g s failed at t = %.9g s%s: %s; the "
             "state is kept", e->t, t_end, par[14], who, kernel_error(rc));
         return MBE_DISCARD;
@@ -2389,7 +2492,7 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
             return MBE_DISCARD;
         }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
-    memcpy(e->rec, e->rectmp, sizeof(double) * e->nrec * e->ncon);
+    memcpy(e->rec, e->rectmp, sizeof(double) * rec_size(e));
     e->t = hit ? par[0] : t_end;
     e->h = par[2];
     if (impact)
@@ -2400,7 +2503,7 @@ static MbeStatus events_step(MbEngine *e, double t_end, const double *uu, double
 /* ------------------------------------------------------------------ state */
 size_t mbe_state_size(const MbEngine *e)
 {
-    return e ? (size_t)(2 * e->n + 2) + (size_t)e->nrec * e->ncon : 0;
+    return e ? (size_t)(2 * e->n + 2) + rec_size(e) : 0;
 }
 
 void mbe_get_state(const MbEngine *e, double *s)
@@ -2410,7 +2513,7 @@ void mbe_get_state(const MbEngine *e, double *s)
     s[0] = e->t;
     memcpy(s + 1, e->y, sizeof(double) * 2 * e->n);
     s[2 * e->n + 1] = e->h;
-    memcpy(s + 2 * e->n + 2, e->rec, sizeof(double) * e->nrec * e->ncon);
+    memcpy(s + 2 * e->n + 2, e->rec, sizeof(double) * rec_size(e));
 }
 
 MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
@@ -2463,6 +2566,19 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
             return MBE_ERROR;
         }
     }
+    for (int j = 0; j < e->njf; j++) {
+        /* the frictional joints' records: stick (0 or 1), slip direction (+-1), loss >= 0 */
+        const double *R = s + 2 * n + 2 + (size_t)e->nrec * e->ncon + 3 * j;
+        const char *bad = !(R[0] == 0.0 || R[0] == 1.0) ? "stick flag (expected 0 or 1)"
+                          : !(R[1] == 1.0 || R[1] == -1.0) ? "slip direction (expected 1 or -1)"
+                          : !(R[2] >= 0.0 && isfinite(R[2]))
+                              ? "friction loss (expected a finite number >= 0)" : NULL;
+        if (bad) {
+            msg(err, errlen, "the state's record of joint '%s' has an invalid %s",
+                e->jname[e->jfk[j]], bad);
+            return MBE_ERROR;
+        }
+    }
     for (int row = 0; e->kind == 1 && row < e->nb; row++) {
         /* spatial: the Euler parameters of spherical joints and floating bodies are unit
          * quaternions (the drift control keeps them so; 1e-2 leaves room for 'none') */
@@ -2481,7 +2597,7 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
     e->t = s[0];
     memcpy(e->y, s + 1, sizeof(double) * 2 * n);
     e->h = h;
-    memcpy(e->rec, s + 2 * n + 2, sizeof(double) * e->nrec * e->ncon);
+    memcpy(e->rec, s + 2 * n + 2, sizeof(double) * rec_size(e));
     e->initialized = 1;
     return MBE_OK;
 }
@@ -2533,6 +2649,12 @@ int mbe_output_group(const MbEngine *e, int i)
     return e && i >= 0 && i < e->nout ? e->ogroup[i] : 0;
 }
 
+/* the contacts' outputs have the friction ones (a contact has friction) */
+static int contact_fr(const MbEngine *e)
+{
+    return e->kind == 1 ? e->nrec > EV_REC : planar_friction(e);
+}
+
 /* the group of every output (engine.h MBE_GROUP_*), in output_spec order */
 static void output_groups(MbEngine *e)
 {
@@ -2561,9 +2683,10 @@ static void output_groups(MbEngine *e)
     }
     GSET(MBE_GROUP_MARKERS, (sp ? 6 : 4) * e->nmark);
     for (int i = 0; i < e->ncon; i++) {     /* gap and records, then the contact's force */
-        GSET(MBE_GROUP_CONTACTS, e->nrec > EV_REC ? (sp ? 10 : 9) : 6);
-        GSET(MBE_GROUP_REACTIONS, e->nrec > EV_REC ? (sp ? 3 : 2) : 1);
+        GSET(MBE_GROUP_CONTACTS, contact_fr(e) ? (sp ? 10 : 9) : 6);
+        GSET(MBE_GROUP_REACTIONS, contact_fr(e) ? (sp ? 3 : 2) : 1);
     }
+    GSET(MBE_GROUP_REACTIONS, 3 * e->njf);  /* the joints' friction, state and loss */
     GSET(MBE_GROUP_ENERGY, 3);
     GSET(MBE_GROUP_RESIDUALS, 2);
 #undef GSET
@@ -2576,7 +2699,7 @@ static int contact_outputs(const MbEngine *e, int GK, int G2, double *y, int k)
 {
     for (int i = 0; i < e->ncon; i++) {
         const double *R = e->rec + e->nrec * i;
-        if (e->nrec > EV_REC) {     /* friction: + state, slip (2), sliding loss; ft (2) */
+        if (contact_fr(e)) {        /* friction: + state, slip (2), sliding loss; ft (2) */
             int kind = IA(e, A_ICON)[3 * i];   /* a plane, rim or shape-pair contact */
             int fr = e->kind == 1 ? (kind == 1 || kind == 5 || kind == 6)
                                         && DA(e, A_DCON)[SKD * i + 35] > 0.0
@@ -2687,7 +2810,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     int nact = 0;                  /* persistent contacts: their rows join the reactions' */
     for (int i = 0; i < e->ncon; i++)
         nact += e->rec[e->nrec * i + 4] != 0.0;
-    if (want_lam && nact)
+    if (want_lam && (nact || e->njf))
         rc = mbk_events_accelerations(e->ev, t, e->q2, e->qd2, uu, e->rec, e->qdd, e->x,
                                       e->xd, e->xdd);
     else if (want_lam)
@@ -2695,8 +2818,11 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     if (want_lam && rc == OK) {
         rc = mbk_applied_forces(e->kern, e->q2, e->qd2, uu, e->f);
     }
-    int want_con = e->ncon && (groups & (MBE_GROUP_CONTACTS | MBE_GROUP_REACTIONS));
-    if (rc == OK && want_con)
+    int want_con = (e->ncon || e->njf) && (groups & (MBE_GROUP_CONTACTS | MBE_GROUP_REACTIONS));
+    if (rc == OK && want_con && e->njf)
+        rc = mbk_events_joint_outputs(e->ev, t, e->y, uu, e->rec, e->gap, e->cforce, e->cft,
+                                      e->cvt, e->jfo);
+    else if (rc == OK && want_con)
         rc = e->nrec > EV_REC
                  ? mbk_events_outputs_fr(e->ev, t, e->y, uu, e->rec, e->gap, e->cforce, e->cft,
                                          e->cvt)
@@ -2741,8 +2867,21 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             }
             nt++;
         }
-        if (e->nrec > EV_REC)   /* the friction forces join the applied forces */
+        if (planar_friction(e))   /* the friction forces join the applied forces */
             planar_friction_forces(e, e->x, e->f);
+        for (int j = 0; j < e->njf; j++) {   /* and the joints' friction torques */
+            const int *J = IA(e, A_IJOINT) + 6 * e->jfk[j];
+            double val, rate, J6[6];
+            int p, c;
+            extend(e, e->x, e->xe);
+            coordinate(e, J[3], e->xe, NULL, &val, &rate, J6, &p, &c);
+            for (int a = 0; a < 3; a++) {
+                if (p < nb)
+                    e->f[3 * p + a] += e->jfo[3 * j] * J6[a];
+                if (c < nb)
+                    e->f[3 * c + a] += e->jfo[3 * j] * J6[3 + a];
+            }
+        }
         for (int b = 0; b < nb; b++) {
             e->r[3 * b] = e->f[3 * b] - mass[b] * e->xdd[3 * b];
             e->r[3 * b + 1] = e->f[3 * b + 1] - mass[b] * e->xdd[3 * b + 1];
@@ -2877,6 +3016,9 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         y[k++] = xde[3 * b + 1] + As[0] * xde[3 * b + 2];
     }
     k = contact_outputs(e, GK, G2, y, k);
+    for (int j = 0; j < 3 * e->njf; j++, k++)  /* the joints' friction, state, loss */
+        if (G2)
+            y[k] = e->jfo[j];
     /* energies (elements.kinetic_energy, potential_energy) and residuals */
     const double *g = DA(e, A_DGRAV);
     double T = 0.0, Vg = 0.0;

@@ -110,6 +110,10 @@ enum {
      * its slip velocity is an output, frictionless too (native/events.c
      * mbk_events_set_points) */
     A_ICPT,
+    /* joints' Coulomb friction and contacts: empty (no joint has friction), or x 1 per
+     * contact, the frictional joint (model order) whose limit it is, else -1 (a joint held by
+     * a persistent limit has no friction row) */
+    A_IJLIM,
     MBE_N_ARRAYS
 };
 

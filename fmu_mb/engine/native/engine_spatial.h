@@ -994,7 +994,8 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         if ((IA(e, A_ICON)[3 * i] == 1 || IA(e, A_ICON)[3 * i] == 5 ||
              IA(e, A_ICON)[3 * i] == 6) && DA(e, A_DCON)[SKD * i + 35] > 0.0)
             e->nrec = EV_REC_FR;
-    int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + (e->nrec > EV_REC ? 13 : 7) * e->ncon,
+    int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + (e->nrec > EV_REC ? 13 : 7) * e->ncon +
+               3 * frictional_joints(e),
         srows = nb + e->nd + e->ncp,
         scoords = 0;
     for (int j = 0; j < e->nj; j++) {

@@ -36,6 +36,11 @@
  *                                 (ev->slide; 0 for the others) and every gap), from
  *                                 that solve: 1 when valid (not in Baumgarte mode, the phase
  *                                 rows the active set), else 0;
+ *   evk_joint_acc(ev, acc)        with joint friction (ev->nj > 0; the kernel's evk_select
+ *                                 adds the joints' rows and forces while ev->jphase, its
+ *                                 evk_fric sets ev->jlam): the frictional joints'
+ *                                 accelerations of the last evk_fric (a kernel without joint
+ *                                 friction: a stub, nj stays 0);
  *   evk_kinetic(ev, y)            kinetic energy [J];
  *   evk_contact_rates(ev, t, q, qd, gap, v)     every contact's gap and gap rate at (q, qd),
  *                                 keeping the rows for evk_rates (t: the impact's time);
@@ -56,7 +61,9 @@
 #define EV_REC_FR 9
 #define EV_NPAR 19
 enum { ERR_EVENT = 8, ERR_ZENO = 9, ERR_IMPACT = 10, ERR_GAP = 11, ERR_FRICTION = 14 };
-enum { EV_IMPACT = 0, EV_RELEASE = 1, EV_SLIP = 2, EV_STICK = 3 };
+enum { EV_IMPACT = 0, EV_RELEASE = 1, EV_SLIP = 2, EV_STICK = 3, EV_JSLIP = 4, EV_JSTICK = 5 };
+/* the order of simultaneous events (the Python loop's: by the kind's name) */
+static const int EV_RANK[6] = {0, 3, 4, 5, 1, 2};
 #define EV_NA (-1)         /* an optional kernel operation that is not available */
 
 static const double EV_RK45_P[7][4] = {
@@ -146,6 +153,19 @@ typedef struct {
      * v_t . s0 > 0 at the end of the last event iteration (NULL before the first: then every
      * slip counts as armed) */
     unsigned char *me_armed;
+    /* joint Coulomb friction (ev_joints; fmu_mb.dynamics.friction, "Joint friction"): nj
+     * frictional joints, each with its coordinate jc (an index of qd), its bound jb [N.m or
+     * N], its state jstk (stick) and slip direction js0 (+-1); jheld: held by a persistent
+     * joint limit (no friction row, no force); jlim (nc): the frictional joint a contact
+     * limits, -1; jlam: the sticking joints' multipliers (friction torque -jlam) of the last
+     * evk_fric. Their event values follow the contacts' (index 2 nc + j), their records
+     * (stick, s0, loss) the contacts' (3 per joint). jphase: the phase rows include the
+     * joints' (0 in the impact solves); jrest, jf: the joints at rest of the coupled
+     * rest-state problem and the forces on them (ev_joint_rest) */
+    int nj, jphase;
+    int *jc, *jlim;
+    double *jb, *js0, *jlam, *jf, *jwork;
+    unsigned char *jstk, *jheld, *jrest, *jtmp;
 } EvLoop;
 
 static void evk_select(EvLoop *ev, const unsigned char *mask);
@@ -178,12 +198,13 @@ static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
                          const double *target, double *qdp, double *rn, double *rt);
 static int evk_gap_acc(EvLoop *ev, int i, double t, const double *y, double *acc);
 static int evk_fric_last(EvLoop *ev, double *lamc, double *lamt, double *vt, double *g);
+static void evk_joint_acc(EvLoop *ev, double *acc);
 
 /* the generic buffers of ev for n coordinates, nc contacts (restitution e), ni inputs:
  * OK or ERR_ARGS (out of memory; ev_release frees what was allocated) */
 static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
 {
-    size_t m2 = (size_t)(2 * n > 0 ? 2 * n : 1), c = (size_t)nc;
+    size_t m2 = (size_t)(2 * n > 0 ? 2 * n : 1), c = (size_t)(nc > 0 ? nc : 1);
     ev->n = n;
     ev->nc = nc;
     ev->ni = ni;
@@ -203,7 +224,8 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
                               : (i <= 2 || (i >= 14 && i <= 17) || i >= 19 ? 2 * c : c),
                               sizeof(double))))
             return ERR_ARGS;
-    memcpy(ev->e, e, sizeof(double) * c);
+    memcpy(ev->e, e, sizeof(double) * (size_t)nc);
+    ev->jphase = 1;
     unsigned char **pb[] = {&ev->sel, &ev->active, &ev->closed, &ev->trial, &ev->sel_fc,
                             &ev->stick, &ev->slide, &ev->stk};
     for (size_t i = 0; i < sizeof pb / sizeof pb[0]; i++)      /* (trial: 2 per contact) */
@@ -233,9 +255,80 @@ static void ev_release(EvLoop *ev)
                  ev->vminus, ev->vplus, ev->target, ev->rcon, ev->qdp, ev->closed, ev->trial,
                  ev->seen, ev->lam0, ev->lam1, ev->y_fc, ev->u_fc, ev->f_fc, ev->sel_fc, ev->lam_fc, ev->vT, ev->v0, ev->v1, ev->v_fc,
                  ev->mu, ev->s0, ev->lamt, ev->vt, ev->vt2, ev->dir, ev->rt, ev->ptv, ev->stick,
-                 ev->slide, ev->stk, ev->lamc1, ev->stick_fc, ev->me_armed};
+                 ev->slide, ev->stk, ev->lamc1, ev->stick_fc, ev->me_armed, ev->jc, ev->jlim,
+                 ev->jb, ev->js0, ev->jlam, ev->jf, ev->jwork, ev->jstk, ev->jheld, ev->jrest,
+                 ev->jtmp};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
+}
+
+/* replace *p by a zeroed block of cnt elements of size sz (cnt >= 1): OK or ERR_ARGS */
+static int ev_regrow(void **p, size_t cnt, size_t sz)
+{
+    void *q = calloc(cnt, sz);
+    if (!q)
+        return ERR_ARGS;
+    free(*p);
+    *p = q;
+    return OK;
+}
+
+/* nj frictional joints (once, after ev_init): jc (nj) their coordinates (indices of qd),
+ * jb (nj) their bounds > 0, jlim (nc) the joint each contact limits (a joint limit of a
+ * frictional joint: its index, else -1). The event values and records grow by the joints'
+ * (nv = 2 nc + nj; records nrec nc + 3 nj: per joint stick, s0, loss). OK or ERR_ARGS. */
+static int ev_joints(EvLoop *ev, int nj, const int *jc, const double *jb, const int *jlim)
+{
+    if (ev->nj || nj < 1 || !jc || !jb || (ev->nc && !jlim))
+        return ERR_ARGS;
+    for (int j = 0; j < nj; j++)
+        if (jc[j] < 0 || jc[j] >= ev->n || !(jb[j] > 0.0) || !isfinite(jb[j]))
+            return ERR_ARGS;
+    for (int i = 0; i < ev->nc; i++)
+        if (jlim[i] < -1 || jlim[i] >= nj)
+            return ERR_ARGS;
+    size_t c = (size_t)ev->nc, J = (size_t)nj, nv = 2 * c + J, p = J;
+    void **pv[] = {(void **)&ev->v, (void **)&ev->vprev, (void **)&ev->vT, (void **)&ev->v0,
+                   (void **)&ev->v1, (void **)&ev->v_fc, (void **)&ev->ptv};
+    for (size_t i = 0; i < sizeof pv / sizeof pv[0]; i++)
+        if (ev_regrow(pv[i], nv, sizeof(double)) != OK)
+            return ERR_ARGS;
+    if (ev_regrow((void **)&ev->trial, nv, 1) != OK ||
+        ev_regrow((void **)&ev->rec, EV_REC_FR * c + 3 * J, sizeof(double)) != OK ||
+        ev_regrow((void **)&ev->jc, J, sizeof(int)) != OK ||
+        ev_regrow((void **)&ev->jlim, c ? c : 1, sizeof(int)) != OK ||
+        ev_regrow((void **)&ev->jb, J, sizeof(double)) != OK ||
+        ev_regrow((void **)&ev->js0, J, sizeof(double)) != OK ||
+        ev_regrow((void **)&ev->jlam, J, sizeof(double)) != OK ||
+        ev_regrow((void **)&ev->jf, J, sizeof(double)) != OK ||
+        ev_regrow((void **)&ev->jwork, 3 * p * p + 10 * p, sizeof(double)) != OK ||
+        ev_regrow((void **)&ev->jstk, J, 1) != OK || ev_regrow((void **)&ev->jheld, J, 1) != OK ||
+        ev_regrow((void **)&ev->jrest, J, 1) != OK || ev_regrow((void **)&ev->jtmp, J, 1) != OK)
+        return ERR_ARGS;
+    memcpy(ev->jc, jc, sizeof(int) * J);
+    memcpy(ev->jb, jb, sizeof(double) * J);
+    for (size_t i = 0; i < c; i++)
+        ev->jlim[i] = jlim[i];
+    for (size_t j = 0; j < J; j++) {
+        ev->jstk[j] = 1;
+        ev->js0[j] = 1.0;
+    }
+    ev->nj = nj;
+    ev->fr = 1;
+    ev->nrec = EV_REC_FR;
+    return OK;
+}
+
+/* joint j's record (stick, s0, loss) in the records rec */
+static double *ev_jrec(const EvLoop *ev, double *rec, int j)
+{
+    return rec + (size_t)ev->nrec * ev->nc + 3 * (size_t)j;
+}
+
+/* the records' doubles: nrec per contact, 3 per frictional joint */
+static size_t ev_nrec_all(const EvLoop *ev)
+{
+    return (size_t)ev->nrec * ev->nc + 3 * (size_t)ev->nj;
 }
 
 /* the phase rows: the bilateral rows, then the gap rows of the contacts with mask[i] set */
@@ -246,6 +339,11 @@ static void ev_select(EvLoop *ev, const unsigned char *mask)
             ev->stk[i] = mask[i] && ev->stick[i] && ev->mu[i] > 0.0;
             ev->slide[i] = mask[i] && !ev->stick[i] && ev->mu[i] > 0.0;
         }
+        for (int j = 0; j < ev->nj; j++)     /* a joint at a persistent limit: held */
+            ev->jheld[j] = 0;
+        for (int i = 0; ev->nj && i < ev->nc; i++)
+            if (mask[i] && ev->jlim[i] >= 0)
+                ev->jheld[ev->jlim[i]] = 1;
         evk_friction(ev, ev->stk, ev->slide, ev->s0);
         evk_select(ev, mask);
         memcpy(ev->sel, mask, (size_t)ev->nc);
@@ -391,7 +489,7 @@ static int ev_values_fr_x(EvLoop *ev, double t, const double *y, double *out, in
         else
             watch = 1;
     }
-    if (last && !evk_fric_last(ev, ev->lamc, ev->lamt, ev->vt, ev->g))
+    if (last && (ev->nj || !evk_fric_last(ev, ev->lamc, ev->lamt, ev->vt, ev->g)))
         return EV_NA;
     if (watch) {
         if (!last && (rc = evk_gaps(ev, y, ev->g)) != OK)
@@ -400,10 +498,14 @@ static int ev_values_fr_x(EvLoop *ev, double t, const double *y, double *out, in
             if (!ev->active[i])
                 out[i] = ev->g[i];
     }
-    if (!act)
+    if (!act && !ev->nj)
         return OK;
     if (!last && (rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
         return rc;
+    /* the joints: sticking F_c - |lam_j|, else (slipping or held) qd_j s0 */
+    for (int j = 0; j < ev->nj; j++)
+        out[2 * nc + j] = ev->jstk[j] && !ev->jheld[j] ? ev->jb[j] - fabs(ev->jlam[j])
+                          : y[ev->n + ev->jc[j]] * ev->js0[j];
     for (int i = 0; i < nc; i++) {
         if (!ev->active[i])
             continue;
@@ -572,7 +674,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
                    const double *v0, double t1, double tol, double event_tol, double *y, double *te_out,
                    int *kind_out, int *idx_out, int *found)
 {
-    int nc = ev->nc, m = 2 * ev->n, rc, nv = ev->fr ? 2 * nc : nc;
+    int nc = ev->nc, m = 2 * ev->n, rc, nv = ev->fr ? 2 * nc + ev->nj : nc;
     double samples[4];
     for (int k = 1; k < 4; k++)
         samples[k - 1] = t0 + (t1 - t0) * k / 4;
@@ -605,7 +707,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
              * contact whose slip the others hold, or just after a stick -> slip event)
              * counts as reversed beyond -slip_small only: above that the slip acceleration
              * is rounding of 0 */
-            int slip = i >= nc && !ev->stick[i - nc];
+            int slip = i >= nc && i < 2 * nc && !ev->stick[i - nc];
             hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol))
                      : slip ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -ev->slip_small))
                      : (v[i] < 0.0);
@@ -643,7 +745,8 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
                 if ((rc = ev_brent(ev, i, tol, a, ts, event_tol, 4 * 2.220446049250313e-16,
                                    &te)) != OK)
                     return rc;
-            } else if (i >= nc && !ev->stick[i - nc] && pv[i] + ev->slip_small > 0.0) {
+            } else if (i >= nc && i < 2 * nc && !ev->stick[i - nc] &&
+                       pv[i] + ev->slip_small > 0.0) {
                 if ((rc = ev_brent(ev, i, ev->slip_small, a, ts, event_tol,
                                    4 * 2.220446049250313e-16, &te)) != OK)
                     return rc;
@@ -651,10 +754,13 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
                 te = prev_t;
             }
             int kind = watch ? EV_IMPACT : EV_RELEASE;
-            if (i >= nc)
+            if (i >= 2 * nc)
+                kind = ev->jstk[i - 2 * nc] && !ev->jheld[i - 2 * nc] ? EV_JSLIP : EV_JSTICK;
+            else if (i >= nc)
                 kind = ev->stick[i - nc] ? EV_SLIP : EV_STICK;
-            if (best_i < 0 || te < best_t || (te == best_t && (kind < best_kind ||
-                                                               (kind == best_kind && i < best_i)))) {
+            if (best_i < 0 || te < best_t ||
+                (te == best_t && (EV_RANK[kind] < EV_RANK[best_kind] ||
+                                  (kind == best_kind && i < best_i)))) {
                 best_t = te;
                 best_kind = kind;
                 best_i = i;
@@ -667,7 +773,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
     ev_dense(ev, best_t < t1 ? best_t : t1, y);
     *te_out = best_t;
     *kind_out = best_kind;
-    *idx_out = best_i >= nc ? best_i - nc : best_i;
+    *idx_out = best_i >= 2 * nc ? best_i - 2 * nc : best_i >= nc ? best_i - nc : best_i;
     *found = 1;
     return OK;
 }
@@ -829,15 +935,86 @@ static int ev_impact_fr(EvLoop *ev, double te, double *y, double contact_velocit
     return OK;
 }
 
+/* The states of the frictional joints at rest (integrate._joint_rest_states): the free
+ * joints sticking, or slipping with |qd_j| <= 1e-6, get the states of their coupled problem
+ * (friction.h fr_rest_states; friction.rest_states): qdd = c + A f of the forces f on them
+ * with the other joints' and the contacts' states fixed, A by one solve per joint. */
+static int ev_joint_rest(EvLoop *ev, double t, const double *y)
+{
+    int nj = ev->nj, n = ev->n, p = 0, rc;
+    for (int j = 0; j < nj; j++) {
+        ev->jrest[j] = !ev->jheld[j] && (ev->jstk[j] || fabs(y[n + ev->jc[j]]) <= 1e-6);
+        ev->jf[j] = 0.0;
+        p += ev->jrest[j];
+    }
+    if (!p)
+        return OK;
+    double *A = ev->jwork, *c = A + p * p, *bnd = c + p, *s0 = bnd + p, *acc = s0 + p;
+    double *W = acc + nj, scale = 1.0;
+    for (int j = 0, k = 0; j < nj; j++)
+        if (ev->jrest[j]) {
+            bnd[k] = ev->jb[j];
+            s0[k++] = ev->js0[j];
+            scale = fmax(scale, fabs(ev->jb[j]));
+        }
+    for (int col = -1; col < p; col++) {     /* col -1: c; col k: A's column k */
+        for (int j = 0, k = 0; j < nj; j++)
+            if (ev->jrest[j])
+                ev->jf[j] = k++ == col ? scale : 0.0;
+        ev_select(ev, ev->active);
+        if ((rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK) {
+            for (int j = 0; j < nj; j++) {
+                ev->jrest[j] = 0;
+                ev->jf[j] = 0.0;
+            }
+            return rc;
+        }
+        evk_joint_acc(ev, acc);
+        for (int j = 0, k = 0; j < nj; j++)
+            if (ev->jrest[j]) {
+                if (col < 0)
+                    c[k] = acc[j];
+                else
+                    A[k * p + col] = (acc[j] - c[k]) / scale;
+                k++;
+            }
+    }
+    for (int a = 0; a < p; a++)
+        for (int b = a + 1; b < p; b++)
+            A[a * p + b] = A[b * p + a] = 0.5 * (A[a * p + b] + A[b * p + a]);
+    fr_rest_states(p, A, c, bnd, W, ev->jtmp, s0);
+    for (int j = 0, k = 0; j < nj; j++) {
+        if (ev->jrest[j]) {
+            ev->jstk[j] = ev->jtmp[k];
+            ev->js0[j] = s0[k++];
+        }
+        ev->jrest[j] = 0;
+        ev->jf[j] = 0.0;
+    }
+    ev_select(ev, ev->active);
+    return OK;
+}
+
+/* contact i leaves its persistent state: a frictional joint it limits sticks (at rest) */
+static void ev_release_contact(EvLoop *ev, int i)
+{
+    ev->active[i] = 0;
+    if (ev->nj && ev->jlim[i] >= 0)
+        ev->jstk[ev->jlim[i]] = 1;
+}
+
 /* the phase start with friction (integrate._release_tensile): the most tensile persistent
  * contact is released (a slipping one whose gap would then accelerate into the surface:
  * ERR_FRICTION, Painleve); else every sticking contact outside its cone slips along
- * s0 = lam_t / |lam_t|; until nothing changes */
+ * s0 = lam_t / |lam_t|, and when a sticking joint's multiplier exceeds its bound the joints
+ * at rest get the states of their coupled problem (ev_joint_rest); until nothing changes */
 static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes, int known)
 {
-    int nc = ev->nc, rc;
-    for (int it = 0; it < 8 * nc + 8; it++) {
-        if (!ev_any(ev->active, nc))
+    int nc = ev->nc, nj = ev->nj, rc;
+    if (nj)
+        known = 0;
+    for (int it = 0; it < 8 * (nc + nj) + 8; it++) {
+        if (!ev_any(ev->active, nc) && !nj)
             return OK;
         ev_select(ev, ev->active);
         if (it == 0 && known) {     /* evk_fric's multipliers here, from the last call's end */
@@ -849,7 +1026,7 @@ static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes
         double bv;
         int best = ev_most_tensile(ev, &bv);
         if (bv > 0.0) {
-            ev->active[best] = 0;
+            ev_release_contact(ev, best);
             if (ev->mu[best] > 0.0 && !ev->stick[best]) {     /* Painleve's check */
                 double acc;
                 ev_select(ev, ev->active);
@@ -864,34 +1041,59 @@ static int ev_fr_consistent(EvLoop *ev, double t, const double *y, long *changes
             (*changes)++;
             continue;
         }
-        int moved = 0;                /* every sticking contact outside its cone slips */
+        int moved = 0, jout = 0;      /* every sticking contact outside its cone slips */
         for (int j = 0; j < nc; j++) {
+            ev->closed[j] = 0;
             if (!(ev->active[j] && ev->stick[j] && ev->mu[j] > 0.0))
                 continue;
             double nl = ev_norm2(ev->lamt + 2 * j);
             if (!(nl - ev->mu[j] * -ev->lamc[j] > 0.0))
                 continue;
-            ev->stick[j] = 0;
-            ev->s0[2 * j] = ev->lamt[2 * j] / nl;
-            ev->s0[2 * j + 1] = ev->lamt[2 * j + 1] / nl;
+            ev->closed[j] = 1;
+            ev->dir[2 * j] = ev->lamt[2 * j] / nl;
+            ev->dir[2 * j + 1] = ev->lamt[2 * j + 1] / nl;
             moved = 1;
         }
-        if (!moved)
+        for (int j = 0; j < nj; j++)
+            jout |= ev->jstk[j] && !ev->jheld[j] && fabs(ev->jlam[j]) > ev->jb[j] * (1.0 + 1e-9);
+        if (!moved && !jout)
             return OK;
+        if (jout && (rc = ev_joint_rest(ev, t, y)) != OK)   /* (the contacts' old states) */
+            return rc;
+        for (int j = 0; j < nc; j++)
+            if (ev->closed[j]) {
+                ev->stick[j] = 0;
+                ev->s0[2 * j] = ev->dir[2 * j];
+                ev->s0[2 * j + 1] = ev->dir[2 * j + 1];
+            }
         (*changes)++;
     }
     ev->fr_contact = -1;
     return ERR_FRICTION;
 }
 
-/* a stick/slip event of contact i at te (integrate._friction_event) */
+/* a stick/slip event of contact i (EV_SLIP, EV_STICK) or frictional joint i (EV_JSLIP,
+ * EV_JSTICK) at te (integrate._friction_event, _joint_event) */
 static int ev_fr_event(EvLoop *ev, int kind, int i, double te, const double *y,
                        double contact_velocity)
 {
     int nc = ev->nc, rc;
+    if (kind == EV_JSTICK) {      /* qd_j s0 = 0: it sticks when stopped, else slips on */
+        double v = y[ev->n + ev->jc[i]];
+        if (fabs(v) <= 1e-3 * contact_velocity)
+            ev->jstk[i] = 1;
+        else
+            ev->js0[i] = v > 0.0 ? 1.0 : -1.0;
+        return OK;
+    }
     ev_select(ev, ev->active);
     if ((rc = evk_fric(ev, te, y, ev->lamc, ev->lamt, ev->vt)) != OK)
         return rc;
+    if (kind == EV_JSLIP) {       /* |lam_j| = F_c: it slips along sign(lam_j) */
+        ev->jstk[i] = 0;
+        ev->js0[i] = ev->jlam[i] > 0.0 ? 1.0 : -1.0;
+        return OK;
+    }
     if (kind == EV_SLIP) {
         double nl = ev_norm2(ev->lamt + 2 * i);
         ev->stick[i] = 0;
@@ -918,20 +1120,29 @@ static int ev_fr_event(EvLoop *ev, int kind, int i, double te, const double *y,
  * mu f_n s . v_t, 3-point Gauss-Legendre on the dense output) into the records */
 static int ev_slide_loss(EvLoop *ev, double t0, double t1)
 {
-    int nc = ev->nc, rc, any = 0;
+    int nc = ev->nc, rc, any = 0, jany = 0;
+    if (ev->nj)
+        ev_select(ev, ev->active);
     for (int i = 0; i < nc; i++)
         any |= ev->active[i] && !ev->stick[i] && ev->mu[i] > 0.0;
-    if (!any || !(t1 > t0))
+    for (int j = 0; j < ev->nj; j++)
+        jany |= !ev->jstk[j] && !ev->jheld[j];
+    if (!(any || jany) || !(t1 > t0))
         return OK;
     static const double X[3] = {-0.7745966692414834, 0.0, 0.7745966692414834};
     static const double W[3] = {5.0 / 9.0, 8.0 / 9.0, 5.0 / 9.0};
     double half = (t1 - t0) / 2.0, mid = (t1 + t0) / 2.0, *acc = ev->ptv;
-    for (int i = 0; i < nc; i++)
+    for (int i = 0; i < nc + ev->nj; i++)
         acc[i] = 0.0;
     ev_select(ev, ev->active);
     for (int g = 0; g < 3; g++) {
         double tt = mid + half * X[g], s[2];
         ev_dense(ev, tt, ev->yd);
+        for (int j = 0; j < ev->nj; j++)    /* a slipping joint's power F_c s0 qd_j */
+            if (!ev->jstk[j] && !ev->jheld[j])
+                acc[nc + j] += W[g] * ev->jb[j] * ev->js0[j] * ev->yd[ev->n + ev->jc[j]];
+        if (!any)
+            continue;
         if ((rc = evk_fric(ev, tt, ev->yd, ev->lamc, ev->lamt, ev->vt)) != OK)
             return rc;
         for (int i = 0; i < nc; i++) {
@@ -945,6 +1156,9 @@ static int ev_slide_loss(EvLoop *ev, double t0, double t1)
     for (int i = 0; i < nc; i++)
         if (ev->active[i] && !ev->stick[i] && ev->mu[i] > 0.0)
             ev->rec[ev->nrec * i + 8] += half * acc[i];
+    for (int j = 0; j < ev->nj; j++)
+        if (!ev->jstk[j] && !ev->jheld[j])
+            ev_jrec(ev, ev->rec, j)[2] += half * acc[nc + j];
     ev->fr_dirty = 1;
     return OK;
 }
@@ -953,7 +1167,30 @@ static int ev_slide_loss(EvLoop *ev, double t0, double t1)
 /* The impact at y = (q, qd-) of contact i_event at te: every contact with gap <= contact_tol
  * (and i_event) is closed; qd+ from seed 000 ch.3 eq. 15 for the active set of
  * impact.solve_impact; the records updated as integrate._handle_event does. */
+static int ev_impact_x(EvLoop *ev, double te, double *y, int i_event,
+                       double contact_velocity);
+
+/* the impact (ev_impact_x) without the joints' friction rows (impact.impact has none); then
+ * every frictional joint sticks when its rate is below contact_velocity, else slips along
+ * it (integrate._handle_event) */
 static int ev_impact(EvLoop *ev, double te, double *y, int i_event, double contact_velocity)
+{
+    ev->jphase = 0;
+    int rc = ev_impact_x(ev, te, y, i_event, contact_velocity);
+    ev->jphase = 1;
+    if (rc != OK)
+        return rc;
+    for (int j = 0; j < ev->nj; j++) {
+        double v = y[ev->n + ev->jc[j]];
+        ev->jstk[j] = fabs(v) < contact_velocity;
+        if (!ev->jstk[j])
+            ev->js0[j] = v > 0.0 ? 1.0 : -1.0;
+    }
+    return OK;
+}
+
+static int ev_impact_x(EvLoop *ev, double te, double *y, int i_event,
+                       double contact_velocity)
 {
     int n = ev->n, nc = ev->nc, rc;
     double *q = y, *qd = y + n;
@@ -1103,7 +1340,13 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     evk_configure(ev, stab, par[7], par[8], ptol);
     double *y = ev->y;
     memcpy(y, y_io, sizeof(double) * m);
-    memcpy(ev->rec, rec_io, sizeof(double) * ev->nrec * nc);
+    memcpy(ev->rec, rec_io, sizeof(double) * ev_nrec_all(ev));
+    ev->jphase = 1;
+    for (int j = 0; j < ev->nj; j++) {
+        const double *J = ev_jrec(ev, ev->rec, j);
+        ev->jstk[j] = J[0] != 0.0;
+        ev->js0[j] = J[1] < 0.0 ? -1.0 : 1.0;
+    }
     for (int i = 0; i < nc; i++) {
         ev->active[i] = rec_io[ev->nrec * i + 4] != 0.0;
         if (ev->fr) {
@@ -1279,7 +1522,8 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             t = tc;
             /* f(t_end, y) for the next call's first stage: K[s] at the unprojected state
              * (= y without projection and drives) or the rhs after the projection */
-            if (evk_reuse_f(ev) && (project_steps || memcmp(ev->ynew, y, sizeof(double) * m) == 0)) {
+            if (evk_reuse_f(ev) && !ev->nj &&
+                (project_steps || memcmp(ev->ynew, y, sizeof(double) * m) == 0)) {
                 ev->fc_ok = 1;
                 ev->t_fc = t;
                 ev->mode_fc = ev->mode;
@@ -1310,9 +1554,9 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         /* Zeno guard: more than 100 events per contact, each within 10 ns of the last */
         int close = have_last && te - t_last <= 1e-8 * fmax(1.0, fabs(te));
         repeats = close ? repeats + 1 : 0;
-        if (repeats > 100 * nc) {
+        if (repeats > 100 * (nc + ev->nj)) {
             par[14] = te;
-            par[17] = idx;
+            par[17] = kind >= EV_JSLIP ? -2.0 - idx : idx;
             return ERR_ZENO;
         }
         t_last = te;
@@ -1322,12 +1566,13 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             return rc;
         }
         if (kind == EV_RELEASE) {
-            ev->active[idx] = 0;
+            ev_release_contact(ev, idx);
             ev->stick[idx] = 0;
-        } else if (kind == EV_SLIP || kind == EV_STICK) {
+        } else if (kind == EV_SLIP || kind == EV_STICK || kind == EV_JSLIP ||
+                   kind == EV_JSTICK) {
             if ((rc = ev_fr_event(ev, kind, idx, te, y, cvel)) != OK) {
                 par[14] = te;
-                par[17] = idx;
+                par[17] = kind >= EV_JSLIP ? -2.0 - idx : idx;
                 return rc;
             }
         } else if ((rc = ev_impact(ev, te, y, idx, cvel)) != OK) {
@@ -1361,8 +1606,13 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             ev->rec[ev->nrec * i + 7] = ev->s0[2 * i + 1];
         }
     }
+    for (int j = 0; j < ev->nj; j++) {
+        double *J = ev_jrec(ev, ev->rec, j);
+        J[0] = ev->jstk[j] ? 1.0 : 0.0;
+        J[1] = ev->js0[j];
+    }
     memcpy(y_io, y, sizeof(double) * m);
-    memcpy(rec_io, ev->rec, sizeof(double) * ev->nrec * nc);
+    memcpy(rec_io, ev->rec, sizeof(double) * ev_nrec_all(ev));
     par[0] = stopped && *stopped ? t : t_end;
     par[2] = h;
     par[15] = (double)steps;
@@ -1628,6 +1878,12 @@ static int ev_outputs_fr(EvLoop *ev, double t, const double *y, const double *u,
 {
     int nc = ev->nc, rc;
     ev->u = u;
+    ev->jphase = 1;
+    for (int j = 0; j < ev->nj; j++) {
+        const double *J = ev_jrec(ev, (double *)rec, j);
+        ev->jstk[j] = J[0] != 0.0;
+        ev->js0[j] = J[1] < 0.0 ? -1.0 : 1.0;
+    }
     if ((rc = evk_gaps(ev, y, gap)) != OK)
         return rc;
     for (int i = 0; i < nc; i++) {
@@ -1660,6 +1916,29 @@ static int ev_outputs_fr(EvLoop *ev, double t, const double *y, const double *u,
     return OK;
 }
 
+/* the frictional joints' outputs for the records rec after ev_outputs_fr at the same state:
+ * per joint the friction torque or force on its coordinate (-lam_j sticking, -F_c s0
+ * slipping, 0 held by a persistent limit), its state (1 stick, 2 slip, 0 held) and the
+ * energy its friction dissipated [J] (3 per joint) */
+static void ev_joint_outputs(const EvLoop *ev, const double *rec, double *out)
+{
+    for (int j = 0; j < ev->nj; j++) {
+        const double *J = ev_jrec(ev, (double *)rec, j);
+        double *o = out + 3 * j;
+        if (ev->jheld[j]) {
+            o[0] = 0.0;
+            o[1] = 0.0;
+        } else if (ev->jstk[j]) {
+            o[0] = -ev->jlam[j];
+            o[1] = 1.0;
+        } else {
+            o[0] = -ev->jb[j] * ev->js0[j];
+            o[1] = 2.0;
+        }
+        o[2] = J[2];
+    }
+}
+
 /* the records of the frictional contacts closed at the start (integrate._initial_contacts):
  * gap <= contact_tol and |gap rate| < contact_velocity: persistent, sticking when the slip
  * speed is below contact_velocity, else slipping along it; then the phase start's rules */
@@ -1672,6 +1951,13 @@ static int ev_initial(EvLoop *ev, double t, const double *y, const double *u, do
     if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
         return rc;
     evk_slip_rates(ev, y + n, ev->vt);
+    ev->jphase = 1;
+    for (int j = 0; j < ev->nj; j++) {  /* sticking below contact_velocity, else slipping */
+        double v = y[n + ev->jc[j]];
+        ev->jstk[j] = fabs(v) < contact_velocity;
+        if (!ev->jstk[j])
+            ev->js0[j] = v > 0.0 ? 1.0 : -1.0;
+    }
     for (int i = 0; i < nc; i++) {
         double *R = rec + ev->nrec * i;
         ev->active[i] = R[4] != 0.0;
@@ -1697,6 +1983,11 @@ static int ev_initial(EvLoop *ev, double t, const double *y, const double *u, do
         R[5] = ev->stick[i] ? 1.0 : 0.0;
         R[6] = ev->s0[2 * i];
         R[7] = ev->s0[2 * i + 1];
+    }
+    for (int j = 0; j < ev->nj; j++) {
+        double *J = ev_jrec(ev, rec, j);
+        J[0] = ev->jstk[j] ? 1.0 : 0.0;
+        J[1] = ev->js0[j];
     }
     return OK;
 }

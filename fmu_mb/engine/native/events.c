@@ -91,6 +91,12 @@
  *       With friction (after mbk_events_set_friction): pt (nc) 1 at the point-line contacts
  *       (R_PRJ rows with a contact point; 0 at joint limits and the others), whose slip
  *       velocity mbk_events_outputs_fr reports frictionless too, as the Python outputs do.
+ *   int mbk_events_set_joint_friction(MbkEvents *ev, int nj, const int *ji,
+ *                                     const double *bound, const int *jlim);
+ *       Coulomb friction at nj tree joints (once, after mbk_events_set_friction): the
+ *       records gain 3 doubles per joint after the contacts' (stick, s0, loss), the phases
+ *       the sticking joints' R_JRATE rows and the slipping ones' forces; nc may be 0 (a model
+ *       whose only events are its joints'); mbk_events_joint_outputs gives their outputs.
  * The Reduction Method (seed 002) stays in Python (fmu_mb.dynamics.integrate).
  */
 #include "friction.h"                          /* the friction law (event_loop.h calls it) */
@@ -110,6 +116,7 @@ struct EvKernel {
     unsigned char *stk, *sld;
     double *s0, *Dt;
     unsigned char *pt;     /* the point-line contacts (mbk_events_set_points), or NULL */
+    int *jpc;              /* (nj, 2) the frictional joints' parent and child bodies */
 };
 
 void mbk_events_free(MbkEvents *ev)
@@ -126,6 +133,7 @@ void mbk_events_free(MbkEvents *ev)
         free(ev->k->s0);
         free(ev->k->Dt);
         free(ev->k->pt);
+        free(ev->k->jpc);
         free(ev->k);
     }
     ev_release(ev);
@@ -165,7 +173,7 @@ fail:
 MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *cd,
                              const double *e, int ni)
 {
-    if (!base || nc < 1 || !ci || !cd || !e || ni < 0)
+    if (!base || nc < 0 || (nc > 0 && (!ci || !cd || !e)) || ni < 0)
         return NULL;
     MbkEvents *ev = calloc(1, sizeof *ev);
     if (!ev)
@@ -176,16 +184,18 @@ MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *
     int ml = base->m, mt = ml + nc;
     size_t c = (size_t)nc;
     K->m_loop = ml;
-    K->ri = malloc(sizeof(int) * RI * (size_t)mt);
-    K->rd = malloc(sizeof(double) * RD * (size_t)mt);
+    K->ri = malloc(sizeof(int) * RI * (size_t)(mt + 1));
+    K->rd = malloc(sizeof(double) * RD * (size_t)(mt + 1));
     if (!K->ri || !K->rd)
         goto fail;
     if (ml > 0) {
         memcpy(K->ri, base->ri, sizeof(int) * RI * (size_t)ml);
         memcpy(K->rd, base->rd, sizeof(double) * RD * (size_t)ml);
     }
-    memcpy(K->ri + RI * ml, ci, sizeof(int) * RI * c);
-    memcpy(K->rd + RD * ml, cd, sizeof(double) * RD * c);
+    if (nc > 0) {
+        memcpy(K->ri + RI * ml, ci, sizeof(int) * RI * c);
+        memcpy(K->rd + RD * ml, cd, sizeof(double) * RD * c);
+    }
     for (int r = 0; r < mt; r++) {
         const int *R = K->ri + RI * r;
         if (R[0] == R_PAIR) {
@@ -216,34 +226,28 @@ fail:
  * limits). With some mu > 0 the records have EV_REC_FR doubles per
  * contact (stick, s0 along the tangent t = e_z x n and 0, slide loss) and the phases have
  * sticking rows (v_t = 0) and sliding forces mu f_n opposite the slip. OK or ERR_ARGS. */
-int mbk_events_set_friction(MbkEvents *ev, const double *mu)
+/* kph's rows with room for every contact's gap and tangent rows and the nj frictional
+ * joints' rate rows (jc their tree coordinates), the friction buffers allocated: OK or
+ * ERR_ARGS */
+static int ev_fr_rows(MbkEvents *ev, int nj, const int *ji)
 {
-    if (!ev || !mu || ev->fr)          /* (once per event loop) */
-        return ERR_ARGS;
     EvKernel *K = ev->k;
-    int nc = ev->nc, ml = K->m_loop, fr = 0;
-    for (int i = 0; i < nc; i++) {
-        if (!(mu[i] >= 0.0) || !isfinite(mu[i]))
-            return ERR_ARGS;
-        if (mu[i] > 0.0 && K->ri[RI * (ml + i)] != R_PRJ && K->ri[RI * (ml + i)] != R_PAIR)
-            return ERR_ARGS;
-        fr |= mu[i] > 0.0;
-    }
-    if (!fr)
-        return OK;
-    size_t c = (size_t)nc, nn = (size_t)(ev->n > 0 ? ev->n : 1);
-    int mt = ml + 2 * nc;             /* room for every contact's gap and tangent rows */
-    int *ri = malloc(sizeof(int) * RI * (size_t)mt);
-    double *rd = malloc(sizeof(double) * RD * (size_t)mt);
-    K->stk = calloc(c, 1);
-    K->sld = calloc(c, 1);
-    K->s0 = calloc(2 * c, sizeof(double));
-    K->Dt = calloc(c * nn, sizeof(double));
+    int nc = ev->nc, ml = K->m_loop;
+    size_t c = (size_t)(nc > 0 ? nc : 1), nn = (size_t)(ev->n > 0 ? ev->n : 1);
+    int mt = ml + 2 * nc + nj;
+    int *ri = calloc((size_t)RI * (size_t)(mt + 1), sizeof(int));
+    double *rd = calloc((size_t)RD * (size_t)(mt + 1), sizeof(double));
     Kernel *kp = K->kph;
-    free(kp->slr); free(kp->slmu); free(kp->sls0);
-    kp->slr = calloc(c, sizeof(int));
-    kp->slmu = calloc(c, sizeof(double));
-    kp->sls0 = calloc(c, sizeof(double));
+    if (!K->stk) {
+        K->stk = calloc(c, 1);
+        K->sld = calloc(c, 1);
+        K->s0 = calloc(2 * c, sizeof(double));
+        K->Dt = calloc(c * nn, sizeof(double));
+        free(kp->slr); free(kp->slmu); free(kp->sls0);
+        kp->slr = calloc(c, sizeof(int));
+        kp->slmu = calloc(c, sizeof(double));
+        kp->sls0 = calloc(c, sizeof(double));
+    }
     int rc = ERR_ARGS;
     if (ri && rd && K->stk && K->sld && K->s0 && K->Dt && kp->slr && kp->slmu && kp->sls0) {
         memcpy(ri, K->ri, sizeof(int) * RI * (size_t)(ml + nc));
@@ -253,6 +257,13 @@ int mbk_events_set_friction(MbkEvents *ev, const double *mu)
             ri[RI * (ml + nc + i)] = K->ri[RI * (ml + i)] == R_PAIR ? R_PTAN : R_TAN;
             memcpy(rd + RD * (ml + nc + i), K->rd + RD * (ml + i), sizeof(double) * RD);
         }
+        for (int j = 0; j < nj; j++) {
+            int *R = ri + RI * (ml + 2 * nc + j);
+            R[0] = R_JRATE;
+            R[1] = ji[3 * j + 1];
+            R[2] = ji[3 * j + 2];
+            rd[RD * (ml + 2 * nc + j)] = ji[3 * j];
+        }
         rc = mbk_set_rows(kp, mt, ri, rd);
     }
     free(ri);
@@ -261,7 +272,27 @@ int mbk_events_set_friction(MbkEvents *ev, const double *mu)
         return rc;
     kp->slcap = nc;
     kp->nsl = 0;
-    memcpy(ev->mu, mu, sizeof(double) * c);
+    return OK;
+}
+
+int mbk_events_set_friction(MbkEvents *ev, const double *mu)
+{
+    if (!ev || !mu || ev->fr)          /* (once per event loop, before the joints') */
+        return ERR_ARGS;
+    EvKernel *K = ev->k;
+    int nc = ev->nc, ml = K->m_loop, fr = 0, rc;
+    for (int i = 0; i < nc; i++) {
+        if (!(mu[i] >= 0.0) || !isfinite(mu[i]))
+            return ERR_ARGS;
+        if (mu[i] > 0.0 && K->ri[RI * (ml + i)] != R_PRJ && K->ri[RI * (ml + i)] != R_PAIR)
+            return ERR_ARGS;
+        fr |= mu[i] > 0.0;
+    }
+    if (!fr)
+        return OK;
+    if ((rc = ev_fr_rows(ev, 0, NULL)) != OK)
+        return rc;
+    memcpy(ev->mu, mu, sizeof(double) * (size_t)nc);
     ev->fr = 1;
     ev->nrec = EV_REC_FR;
     evk_select(ev, ev->sel);
@@ -282,6 +313,62 @@ int mbk_events_set_points(MbkEvents *ev, const int *pt)
     for (int i = 0; i < ev->nc; i++)
         K->pt[i] = (unsigned char)pt[i];
     return OK;
+}
+
+/* Coulomb friction at nj joints (once, after mbk_events_set_friction when the contacts have
+ * friction): ji (nj, 3) their tree coordinates and parent and child bodies (nb: ground),
+ * bound (nj) > 0 [N.m or N], jlim (nc) the index
+ * of the frictional joint each contact limits (a joint limit), else -1. The records grow
+ * to EV_REC_FR doubles per contact and 3 per joint after them (stick, s0 +-1, loss [J]);
+ * the phases get the sticking joints' rate rows (R_JRATE) and the slipping ones' forces
+ * -F_c s0 (event_loop.h ev_joints). OK or ERR_ARGS. */
+int mbk_events_set_joint_friction(MbkEvents *ev, int nj, const int *ji, const double *bound,
+                                  const int *jlim)
+{
+    if (!ev || nj < 1 || !ji || ev->nj)
+        return ERR_ARGS;
+    Kernel *kp = ev->k->kph;
+    for (int j = 0; j < nj; j++)
+        if (ji[3 * j] < 0 || ji[3 * j] >= ev->n || ji[3 * j + 1] < 0 ||
+            ji[3 * j + 1] > kp->nb || ji[3 * j + 2] < 0 || ji[3 * j + 2] > kp->nb)
+            return ERR_ARGS;
+    int *jc = malloc(sizeof(int) * (size_t)nj), *jpc = malloc(sizeof(int) * 2 * (size_t)nj);
+    double *zero = calloc((size_t)(ev->n > 0 ? ev->n : 1), sizeof(double));
+    int rc = zero && jc && jpc ? mbk_set_joint_torques(kp, zero) : ERR_ARGS;
+    free(zero);
+    if (rc == OK) {
+        for (int j = 0; j < nj; j++) {
+            jc[j] = ji[3 * j];
+            jpc[2 * j] = ji[3 * j + 1];
+            jpc[2 * j + 1] = ji[3 * j + 2];
+        }
+        free(ev->k->jpc);
+        ev->k->jpc = jpc;
+        jpc = NULL;
+        if ((rc = ev_fr_rows(ev, nj, ji)) == OK)
+            rc = ev_joints(ev, nj, jc, bound, jlim);
+    }
+    free(jc);
+    free(jpc);
+    if (rc != OK)
+        return rc;
+    ev_select(ev, ev->sel);
+    return OK;
+}
+
+/* the frictional joints' outputs (event_loop.h ev_joint_outputs: friction torque or force,
+ * state 1 stick 2 slip 0 held, dissipated energy; 3 per joint) at (t, y) for the records
+ * rec, with the contacts' outputs of mbk_events_outputs_fr */
+int mbk_events_joint_outputs(MbkEvents *ev, double t, const double *y, const double *u,
+                             const double *rec, double *gap, double *force, double *ft,
+                             double *vt, double *jout)
+{
+    if (!ev->nj)
+        return ERR_ARGS;
+    int rc = ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
+    if (rc == OK)
+        ev_joint_outputs(ev, rec, jout);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ the planar operations */
@@ -322,6 +409,29 @@ static void evk_select(EvLoop *ev, const unsigned char *mask)
         if (!had || memcmp(old, k->ri + RI * r, sizeof old))
             changed = 1;
         r++;
+    }
+    /* the joints (ev->jphase): a sticking one's rate row, a slipping one's force -F_c s0 on
+     * its coordinate, a joint at rest of ev_joint_rest its trial force jf */
+    for (int j = 0; j < ev->nj; j++) {
+        int ic = ev->jc[j];
+        k->jtau[ic] = 0.0;
+        if (!ev->jphase || ev->jheld[j])
+            continue;
+        if (ev->jrest[j]) {
+            k->jtau[ic] += ev->jf[j];
+        } else if (!ev->jstk[j]) {
+            k->jtau[ic] -= ev->jb[j] * ev->js0[j];
+        } else {
+            int *R = k->ri + RI * r;
+            if (r >= k->m || R[0] != R_JRATE || (int)k->rd[RD * r] != ic)
+                changed = 1;
+            R[0] = R_JRATE;
+            R[1] = K->jpc[2 * j];
+            R[2] = K->jpc[2 * j + 1];
+            memset(k->rd + RD * r, 0, sizeof(double) * RD);
+            k->rd[RD * r] = ic;
+            r++;
+        }
     }
     if (changed || r != k->m)
         k->rows_dirty = 1;          /* the rows' structure is rebuilt by the next rows() */
@@ -629,8 +739,18 @@ static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double 
             lamt[2 * i + 1] = 0.0;
         }
     }
+    for (int j = 0; j < ev->nj; j++)     /* the sticking joints' rows follow (evk_select) */
+        ev->jlam[j] = ev->jphase && !ev->jheld[j] && !ev->jrest[j] && ev->jstk[j]
+                      ? k->lam[rs++] : 0.0;
     ev_slip_now(ev, k, vt);
     return OK;
+}
+
+/* the frictional joints' accelerations (nj) of the last evk_fric: their tree coordinates' */
+static void evk_joint_acc(EvLoop *ev, double *acc)
+{
+    for (int j = 0; j < ev->nj; j++)
+        acc[j] = ev->qdp[ev->jc[j]];
 }
 
 /* gap'' of contact i at (t, y) with the selected contacts (i not among them): the body
@@ -798,6 +918,12 @@ int mbk_events_accelerations(MbkEvents *ev, double t, const double *q, const dou
             ev->s0[2 * i] = R[6];
             ev->s0[2 * i + 1] = R[7];
         }
+    }
+    ev->jphase = 1;
+    for (int j = 0; j < ev->nj; j++) {      /* the joints' friction phase of the records */
+        const double *J = ev_jrec(ev, (double *)rec, j);
+        ev->jstk[j] = J[0] != 0.0;
+        ev->js0[j] = J[1] < 0.0 ? -1.0 : 1.0;
     }
     ev_select(ev, ev->trial);
     Kernel *k = ev->k->kph;

@@ -25,6 +25,23 @@
  *                               double *qdd, double *x, double *xd, double *xdd);
  *       As mbk_*: y = (q, qd) of 2 n (q' of the Euler parameters in qd, as the kernel's
  *       state); see events.c for par and rec.
+ *   int sk_events_set_joint_friction(SkEvents *ev, int nj, const int *ji, const double *jd,
+ *                                    const int *jq, const int *jnu, const double *bound,
+ *                                    const int *jlim);
+ *       Coulomb friction at nj revolute or prismatic tree joints (once): ji (nj, 3) kind (1
+ *       revolute, 2 prismatic), parent, child (nb: ground), jd (nj, DRD) their points and
+ *       frames (as sk_set_joint_friction's), jq their coordinates (indices of q), jnu their
+ *       velocity coordinates (indices of ν), bound > 0 [N.m or N], jlim (nk) the frictional
+ *       joint each contact limits, -1. As events.c's mbk_events_set_joint_friction: records
+ *       of 3 doubles per joint after the contacts' (stick, s0, loss), the sticking joints'
+ *       rate rows after the sticking contacts' rows, the slipping ones' forces -F_c s0 on
+ *       their velocity coordinates; a loop made with no contact (sk_events_create of a
+ *       kernel with nk = 0) runs the joints' events only.
+ *   int sk_events_joint_outputs(SkEvents *ev, double t, const double *y, const double *u,
+ *                               const double *rec, double *gap, double *force, double *ft,
+ *                               double *vt, double *jout);
+ *       The contacts' outputs of sk_events_outputs_fr and the joints' (3 each: friction
+ *       torque or force, state 1 stick 2 slip 0 held, dissipated energy [J]).
  *
  * The spatial operations: gaps and gap rows of fmu_mb.mechanics.spatial.contacts (contact_row);
  * the phase's right-hand side and multipliers from the kernel with the persistent contacts as
@@ -52,6 +69,9 @@ struct EvKernel {
     double *q, *nu, *nup;  /* the impact's q (n), ν- and ν+ (nv) */
     int fresh;             /* 1: k's kinematics and multipliers are those of the last right-hand
                               side or evk_lam (at the phase rows), which the reuse reads */
+    int *jji;              /* (nj, 3) the frictional joints' kind, parent, child */
+    double *jjd;           /* (nj, DRD) their points and frames */
+    int *jnu;              /* (nj) their velocity coordinates */
 };
 
 static SK *sk_clone(const SK *b)
@@ -96,6 +116,9 @@ void sk_events_free(SkEvents *ev)
         free(ev->k->q);
         free(ev->k->nu);
         free(ev->k->nup);
+        free(ev->k->jji);
+        free(ev->k->jjd);
+        free(ev->k->jnu);
         free(ev->k);
     }
     ev_release(ev);
@@ -104,20 +127,24 @@ void sk_events_free(SkEvents *ev)
 
 SkEvents *sk_events_create(SK *base, const double *e, int ni)
 {
-    if (!base || base->nk < 1 || !e || ni < 0 || ni != base->nu)
+    static const double no_e = 0.0;    /* (a loop without contacts reads no e) */
+    if (!base || base->nk < 0 || (base->nk > 0 && !e) || ni < 0 || ni != base->nu)
         return NULL;
+    if (!e)
+        e = &no_e;
     SkEvents *ev = calloc(1, sizeof *ev);
     if (!ev)
         return NULL;
     int nc = base->nk;
     size_t vv = (size_t)(base->nv > 0 ? base->nv : 1), n1 = (size_t)(base->n + 1);
+    size_t c1 = (size_t)(nc > 0 ? nc : 1);
     EvKernel *K = ev->k = calloc(1, sizeof *K);
     if (!K || ev_init(ev, base->n, nc, e, ni) != OK)
         goto fail;
     K->k = sk_clone(base);
-    K->idx = calloc((size_t)nc, sizeof(int));
-    K->Dc = calloc((size_t)nc * vv, sizeof(double));
-    K->Dt = calloc(2 * (size_t)nc * vv, sizeof(double));
+    K->idx = calloc(c1, sizeof(int));
+    K->Dc = calloc(c1 * vv, sizeof(double));
+    K->Dt = calloc(2 * c1 * vv, sizeof(double));
     K->q = calloc(n1, sizeof(double));
     K->nu = calloc(vv, sizeof(double));
     K->nup = calloc(vv, sizeof(double));
@@ -152,6 +179,31 @@ static void evk_select(EvLoop *ev, const unsigned char *mask)
             K->idx[na++] = i;
     sk_set_active(K->k, na, K->idx);        /* (indices valid, buffers held: cannot fail) */
     K->fresh = 0;
+    if (!ev->nj)
+        return;
+    /* the joints (ev->jphase): a sticking one's rate row after the sticking contacts' rows,
+     * a slipping one's force -F_c s0 on its velocity coordinate, a joint at rest of
+     * ev_joint_rest its trial force jf (the buffers hold every joint's row: see
+     * sk_events_set_joint_friction) */
+    SK *k = K->k;
+    int ns = 0;
+    for (int i = 0; i < k->nv; i++)
+        k->jtau[i] = 0.0;
+    for (int j = 0; j < ev->nj; j++) {
+        if (!ev->jphase || ev->jheld[j])
+            continue;
+        if (ev->jrest[j]) {
+            k->jtau[K->jnu[j]] += ev->jf[j];
+        } else if (!ev->jstk[j]) {
+            k->jtau[K->jnu[j]] -= ev->jb[j] * ev->js0[j];
+        } else {
+            memcpy(k->jri + 3 * ns, K->jji + 3 * j, sizeof(int) * 3);
+            memcpy(k->jrd + DRD * ns, K->jjd + DRD * j, sizeof(double) * DRD);
+            ns++;
+        }
+    }
+    k->njr = ns;
+    k->m = k->mc + k->nd + k->ncp + k->na + 2 * k->nst + ns;
 }
 
 static void evk_configure(EvLoop *ev, int stab, double alpha, double beta, double ptol)
@@ -434,6 +486,9 @@ static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double 
             lamt[2 * i + 1] = k->lam[r++];
         }
     }
+    for (int j = 0; j < ev->nj; j++)     /* the sticking joints' rows follow (evk_select) */
+        ev->jlam[j] = ev->jphase && !ev->jheld[j] && !ev->jrest[j] && ev->jstk[j]
+                      ? k->lam[r++] : 0.0;
     for (int i = 0; i < ev->nc; i++) {
         Row R;
         vt[2 * i] = vt[2 * i + 1] = 0.0;
@@ -451,6 +506,13 @@ static int evk_fric(EvLoop *ev, double t, const double *y, double *lamc, double 
  * evk_gaps' gaps at the state of the last right-hand side (rhs: accel at (t, y) as
  * evk_fric's, mode 1 solving as mode 0), from its solve and kinematics (the gaps depend on
  * the poses alone): 1 when valid, else 0 */
+/* the frictional joints' accelerations (nj) of the last evk_fric: their coordinates' */
+static void evk_joint_acc(EvLoop *ev, double *acc)
+{
+    for (int j = 0; j < ev->nj; j++)
+        acc[j] = ev->qdp[ev->jc[j]];
+}
+
 static int evk_fric_last(EvLoop *ev, double *lamc, double *lamt, double *vt, double *g)
 {
     SK *k = ev->k->k;
@@ -587,6 +649,67 @@ int sk_events_initial(SkEvents *ev, double t, const double *y, const double *u, 
     return ev_initial(ev, t, y, u, rec, contact_tol, contact_velocity);
 }
 
+int sk_events_set_joint_friction(SkEvents *ev, int nj, const int *ji, const double *jd,
+                                 const int *jq, const int *jnu, const double *bound,
+                                 const int *jlim)
+{
+    if (!ev || nj < 1 || !ji || !jd || !jq || !jnu || !bound || ev->nj)
+        return ERR_ARGS;
+    EvKernel *K = ev->k;
+    SK *k = K->k;
+    for (int j = 0; j < nj; j++) {
+        const int *J = ji + 3 * j;
+        if ((J[0] != 1 && J[0] != 2) || J[1] < 0 || J[1] > k->nb || J[2] < 0 ||
+            J[2] > k->nb || jnu[j] < 0 || jnu[j] >= k->nv)
+            return ERR_ARGS;
+        for (int i = 0; i < DRD; i++)
+            if (!isfinite(jd[DRD * j + i]))
+                return ERR_ARGS;
+    }
+    size_t J = (size_t)nj, vv = (size_t)(k->nv > 0 ? k->nv : 1);
+    int need = k->mc + k->nd + k->ncp + 3 * k->nk + nj;     /* every phase's rows */
+    int *jji = malloc(sizeof(int) * 3 * J), *jnu2 = malloc(sizeof(int) * J);
+    int *jri = calloc(3 * J, sizeof(int));
+    double *jjd = malloc(sizeof(double) * DRD * J), *jrd = calloc(DRD * J, sizeof(double));
+    double *jtau = calloc(vv, sizeof(double));
+    if (!jji || !jnu2 || !jri || !jjd || !jrd || !jtau ||
+        (need > k->mcap && alloc_rows(k, need) != OK)) {
+        free(jji); free(jnu2); free(jri); free(jjd); free(jrd); free(jtau);
+        return ERR_ARGS;
+    }
+    memcpy(jji, ji, sizeof(int) * 3 * J);
+    memcpy(jnu2, jnu, sizeof(int) * J);
+    memcpy(jjd, jd, sizeof(double) * DRD * J);
+    free(K->jji); free(K->jnu); free(K->jjd);
+    K->jji = jji;
+    K->jnu = jnu2;
+    K->jjd = jjd;
+    free(k->jri); free(k->jrd); free(k->jtau);
+    k->jri = jri;
+    k->jrd = jrd;
+    k->jtau = jtau;
+    k->njr = 0;
+    int rc = ev_joints(ev, nj, jq, bound, jlim);
+    if (rc != OK)
+        return rc;
+    ev->fr = 1;
+    ev->nrec = EV_REC_FR;
+    ev_select(ev, ev->sel);
+    return OK;
+}
+
+int sk_events_joint_outputs(SkEvents *ev, double t, const double *y, const double *u,
+                            const double *rec, double *gap, double *force, double *ft,
+                            double *vt, double *jout)
+{
+    if (!ev->nj)
+        return ERR_ARGS;
+    int rc = ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
+    if (rc == OK)
+        ev_joint_outputs(ev, rec, jout);
+    return rc;
+}
+
 int sk_events_outputs(SkEvents *ev, double t, const double *y, const double *u,
                       const double *rec, double *gap, double *force)
 {
@@ -610,6 +733,12 @@ int sk_events_accelerations(SkEvents *ev, double t, const double *q, const doubl
             ev->s0[2 * i] = R[6];
             ev->s0[2 * i + 1] = R[7];
         }
+    }
+    ev->jphase = 1;
+    for (int j = 0; j < ev->nj; j++) {      /* the joints' friction phase of the records */
+        const double *J = ev_jrec(ev, (double *)rec, j);
+        ev->jstk[j] = J[0] != 0.0;
+        ev->js0[j] = J[1] < 0.0 ? -1.0 : 1.0;
     }
     ev_select(ev, ev->trial);
     SK *k = ev->k->k;

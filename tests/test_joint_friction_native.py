@@ -1,0 +1,381 @@
+"""Joint Coulomb friction in the compiled event loop (native/event_loop.h with the planar
+kernel's operations in native/events.c: sticking joints' rate rows R_JRATE, slipping joints'
+forces -F_c s0, the stick/slip events, the coupled rest states of friction.h and the
+dissipated energy) against the Python event loop of formulation newton_euler (absolute
+coordinates: the other formulation of the same law) to 1e-9 at every output point, on the
+models of tests/test_joint_friction.py and tests/test_joint_friction_c.py and a URDF arm with
+<dynamics friction>; the native FMU (FMI 2.0 and 3.0 in fmpy) of a spinning disc stops at the
+closed-form time I w0 / F_c."""
+import math
+
+import numpy as np
+import pytest
+
+from conftest import same_outputs
+from fmu_mb import ModelBuilder, simulate
+from fmu_mb.dynamics.integrate import Settings
+from test_joint_friction import double_pendulum as dp_at, pendulum, rotor, slider, spring_rotor
+from test_joint_friction_c import double_pendulum, slider_crank_arm
+
+G = 9.81
+REFERENCE = Settings(formulation="newton_euler", rtol=1e-11, atol=1e-13)
+COMPILED = Settings(formulation="recursive", rtol=1e-11, atol=1e-13)
+
+CASES = [
+    (lambda: rotor(False, 2.9, 0.5, 0.5), 4.0, 0.25),             # slips, stops at 2.9 s
+    (lambda: slider(False, 0.5, 3.0), 1.0, 0.1),                  # slides
+    (lambda: slider(False, 0.2, 3.0), 1.0, 0.1),                  # sticks
+    (lambda: spring_rotor(False, 2.0, 0.2, 0.75), 7.0, 0.25),      # Coulomb-damped oscillator
+    (lambda: pendulum(False, 0.6, 0.3), 2.5, 0.1),                # swings, comes to rest
+    (lambda: pendulum(False, 0.5, 1.0, limit=-0.2), 1.0, 0.1),    # held by its limit
+    (lambda: double_pendulum(), 3.0, 0.05),                       # coupled stick / slip
+    (lambda: dp_at(1.2, -0.7, 2.0, 1.5), 2.0, 0.05),
+    (slider_crank_arm, 2.0, 0.05),
+]
+
+
+@pytest.mark.parametrize("make, t_end, dt", CASES)
+def test_compiled_loop_equals_the_python_loop(make, t_end, dt):
+    model = make()
+    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    res = simulate(model, t_end, dt, settings=COMPILED)
+    same_outputs(res, ref)
+
+
+def arm3_moving(f1=0.3, f2=0.5, f3=2.0):
+    """test_joint_friction_c's skew revolute-revolute-prismatic arm started moving: its
+    joints slip, coupled through the mass matrix."""
+    mb = ModelBuilder("arm3m", gravity=(0.0, 0.0, -G))
+    a = mb.body("a", mass=1.0, inertia=(0.1, 0.12, 0.05), position=(0.5, 0.0, 0.0))
+    b = mb.body("b", mass=2.0, inertia=(0.2, 0.1, 0.15), position=(1.0, 0.0, -0.5))
+    c = mb.body("c", mass=0.5, inertia=(0.02, 0.03, 0.01), position=(1.0, 0.0, -1.0))
+    mb.revolute("j1", "ground", a, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=f1)
+    mb.revolute("j2", a, b, at=(1.0, 0.0, 0.0), axis=(0.0, 1.0, 0.3), friction=f2)
+    mb.prismatic("j3", b, c, at=(1.0, 0.0, -0.75), axis=(0.0, 0.0, 1.0), friction=f3)
+    mb.initial("j1", rate=1.5)
+    mb.initial("j2", value=0.4, rate=-1.0)
+    mb.initial("j3", rate=0.5)
+    return mb.build()
+
+
+def urdf_arm(tmp_path, **overrides):
+    """test_joint_friction_c's two-link URDF arm (<dynamics friction> at both joints, the
+    elbow with limits) from a pose and rates given as its parameters."""
+    pytest.importorskip("yourdfpy")
+    from fmu_mb.importers.urdf import load_urdf
+    from test_joint_friction_c import URDF2
+
+    p = tmp_path / "arm2.urdf"
+    p.write_text(URDF2)
+    return load_urdf(p, overrides=overrides)
+
+
+SPATIAL_CASES = [
+    (lambda tmp: rotor(True, 2.9, 0.5, 0.5), 3.5, 0.25),        # slips, stops at 2.9 s
+    (lambda tmp: slider(True, 0.5, 3.0), 1.0, 0.1),             # slides
+    (lambda tmp: slider(True, 0.2, 3.0), 1.0, 0.1),             # sticks
+    (lambda tmp: arm3_moving(), 1.0, 0.05),                     # three coupled joints slip
+    (lambda tmp: urdf_arm(tmp, **{"elbow.q0": 2.8, "elbow.qd0": 4.0, "shoulder.q0": 0.3}),
+     1.0, 0.05),                                                # both stop and stick
+    pytest.param(lambda tmp: spring_rotor(True, 2.0, 0.2, 0.75), 7.0, 0.25,
+                 marks=pytest.mark.slow),                       # Coulomb-damped oscillator
+    pytest.param(lambda tmp: pendulum(True, 0.6, 0.3), 2.5, 0.1,
+                 marks=pytest.mark.slow),                       # swings, comes to rest
+    pytest.param(lambda tmp: urdf_arm(tmp, **{"shoulder.q0": 0.8, "elbow.qd0": 3.0}), 2.0,
+                 0.05, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("make, t_end, dt", SPATIAL_CASES)
+def test_the_spatial_compiled_loop_equals_the_python_loop(make, t_end, dt, tmp_path):
+    """The spatial event loop (native/spatial_events.c: the sticking joints' rate rows of
+    the spatial kernel, the slipping joints' forces on their velocity coordinates) against
+    the Python loop of formulation newton_euler, every output at every point to 1e-9."""
+    model = make(tmp_path)
+    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    res = simulate(model, t_end, dt, settings=COMPILED)
+    same_outputs(res, ref)
+
+
+def test_the_spatial_events_happen(tmp_path):
+    """The spatial comparisons pass through slip -> stick events (the disc at 2.9 s, the URDF
+    arm's joints), and the slider that sticks sticks throughout."""
+    disc = simulate(rotor(True, 2.9, 0.5, 0.5), 3.5, 0.25, settings=COMPILED)
+    t = disc["time"]
+    assert set(disc["hub.friction_state"][t < 2.9]) == {2.0}
+    assert set(disc["hub.friction_state"][t > 2.9]) == {1.0}
+    assert np.abs(disc["hub.friction_loss"][-1] - 0.5 * 0.5 * 2.9 ** 2) < 1e-9
+    arm = simulate(urdf_arm(tmp_path, **{"elbow.q0": 2.8, "elbow.qd0": 4.0,
+                                         "shoulder.q0": 0.3}), 1.0, 0.05, settings=COMPILED)
+    for j in ("shoulder", "elbow"):
+        s = arm[f"{j}.friction_state"]
+        assert s[0] == 2.0 and s[-1] == 1.0
+    stuck = simulate(slider(True, 0.2, 3.0), 1.0, 0.1, settings=COMPILED)
+    assert set(stuck["slide.friction_state"]) == {1.0}
+
+
+@pytest.mark.parametrize("make, t_end, dt", [CASES[3], CASES[5], CASES[6], CASES[8]])
+def test_the_engine_library_equals_the_python_loop(make, t_end, dt):
+    """The engine library (the native FMU's code: its records, joint outputs and reactions
+    with the friction torques) step by step against the Python loop."""
+    from fmu_mb.engine.data import supported
+    from fmu_mb.engine.engine import Engine
+
+    model = make()
+    assert supported(model) is None
+    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    eng = Engine(model)
+    eng.set_settings(REFERENCE)
+    eng.initialize()
+    names = list(ref.dtype.names[1:])
+    for k in range(ref.shape[0]):
+        if k:
+            eng.do_step(dt)
+        out = eng.outputs()
+        for j, n in enumerate(names):
+            assert abs(out[j] - ref[n][k]) <= 1e-9 * max(1.0, np.abs(ref[n]).max()), (n, k)
+
+
+def test_the_events_happen():
+    """The comparisons above pass through stick -> slip and slip -> stick: the double
+    pendulum's joints change state both ways, the oscillator sticks for good, the pendulum
+    on its limit is held (state 0)."""
+    dp = simulate(double_pendulum(), 3.0, 0.05, settings=COMPILED)
+    for j in ("j1", "j2"):
+        s = dp[f"{j}.friction_state"]
+        assert set(s) == {1.0, 2.0} and (np.diff(s) > 0).any() and (np.diff(s) < 0).any()
+    osc = simulate(spring_rotor(False, 2.0, 0.2, 0.75), 7.0, 0.25, settings=COMPILED)
+    assert osc["hub.friction_state"][-1] == 1.0 and (osc["hub.friction_state"] == 2.0).any()
+    held = simulate(pendulum(False, 0.5, 1.0, limit=-0.2), 1.0, 0.1, settings=COMPILED)
+    assert held["pin.friction_state"][-1] == 0.0
+
+
+def test_spatial_and_cut_joints_keep_their_refusal():
+    """Joint friction of spatial models stays in Python (the native build names why), and so
+    does a frictional cut joint of a planar closed loop."""
+    from fmu_mb.engine.data import supported
+
+    assert "planar models only" in supported(rotor(True))
+    mb = ModelBuilder("loop", gravity=(0.0, -G))
+    a = mb.body("a", mass=1.0, inertia=0.1, position=(0.5, 0.0))
+    b = mb.body("b", mass=1.0, inertia=0.1, position=(1.0, -0.5), angle=-math.pi / 2)
+    c = mb.body("c", mass=1.0, inertia=0.1, position=(1.5, 0.0))
+    mb.revolute("r0", "ground", a, child_point=(-0.5, 0.0))
+    mb.revolute("r1", a, b, parent_point=(0.5, 0.0), child_point=(-0.5, 0.0))
+    mb.revolute("r2", b, c, parent_point=(0.5, 0.0), child_point=(0.0, -0.5),
+                friction=0.5)                  # (the tree's cut joint)
+    mb.revolute("r3", c, "ground", parent_point=(0.5, 0.0), child_point=(2.0, 0.0))
+    m = mb.build()
+    why = supported(m)
+    assert why is not None and "['r2']" in why and "cut joints" in why
+
+
+ROTOR = ('"""A disc on a revolute joint with Coulomb friction."""\n'
+         "from fmu_mb import ModelBuilder\n\n\n"
+         "def build(**overrides):\n"
+         '    mb = ModelBuilder("rotor_native", overrides, gravity=(0.0, -9.81))\n'
+         '    fc = mb.param("fc", 0.25, "N.m", "friction bound")\n'
+         '    b = mb.body("disc", mass=2.0, inertia=0.5, angular_velocity=2.9)\n'
+         '    mb.revolute("hub", "ground", b, friction=fc)\n'
+         "    return mb.build()\n")
+
+
+ROTOR_RANGED = ROTOR.replace('"friction bound")', '"friction bound", min=0.01, max=10.0)')
+
+
+@pytest.fixture(scope="module")
+def rotor_file(shared_build):
+    """The disc's model file (its bound a parameter in [0.01, 10] N.m, which the parameter
+    program compiles) at one path per test run, so that its FMUs are built once."""
+    def make(out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "rotor_native.py").write_text(ROTOR_RANGED)
+        return out / "rotor_native.py"
+    return shared_build("test_joint_friction_native rotor_native.py " + ROTOR_RANGED, make)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["native", "native3"])
+def test_a_native_fmu_disc_stops_at_the_closed_form_time(rotor_file, shared_fmu, how):
+    """The native FMU (FMI 2.0 and 3.0, co-simulation only) in fmpy: w = w0 - F_c / I t until
+    t* = I w0 / F_c = 5.8 s, then sticking for good (friction_state 1, rate 0); the dissipated
+    energy is the initial kinetic energy; the variables are the Python FMU's."""
+    import zipfile
+
+    fmpy = pytest.importorskip("fmpy")
+    from fmpy.validation import validate_fmu
+
+    from fmu_mb import load_model
+    from fmu_mb.dynamics.outputs import output_spec
+
+    f = rotor_file
+    out = shared_fmu(f, how)
+    assert out is not None and validate_fmu(str(out)) == []
+    with zipfile.ZipFile(out) as z:
+        xml = z.read("modelDescription.xml").decode()
+    assert "<ModelExchange" not in xml
+    for v in output_spec(load_model(f)):
+        if v.name.startswith("hub.friction"):
+            assert f'name="{v.name}"' in xml
+    w0, fc, inertia = 2.9, 0.25, 0.5
+    t_stop = inertia * w0 / fc
+    r = fmpy.simulate_fmu(str(out), stop_time=7.7, output_interval=0.07)
+    t = r["time"]
+    slipping = t < t_stop - 1e-9
+    assert np.abs(r["hub.rate"][slipping] - (w0 - fc / inertia * t[slipping])).max() < 1e-9
+    assert np.abs(r["hub.rate"][~slipping]).max() < 1e-9
+    assert set(r["hub.friction_state"][slipping]) == {2}
+    assert set(r["hub.friction_state"][~slipping]) == {1}
+    assert abs(r["hub.friction_loss"][-1] - 0.5 * inertia * w0 ** 2) < 1e-9
+    # the stop time from the rate's straight line before it: t* to 1e-9 s
+    k = np.flatnonzero(slipping)[-1]
+    t_est = t[k] + r["hub.rate"][k] * inertia / fc
+    assert abs(t_est - t_stop) < 1e-9
+
+
+def test_a_parameter_sets_the_engine_bound(tmp_path):
+    """The bound follows the parameters (the parameter program patches DJFRIC and
+    mbe_set_parameters remakes the event loop with it): with F_c = 0.5 N.m instead of the
+    built 0.25 the disc stops at I w0 / F_c = 2.9 s, as the model built at F_c = 0.5 does in
+    the Python loop; a bound of 0 (no friction: other outputs) stays outside the range."""
+    from fmu_mb import load_model
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.engine.params import program_for
+    from fmu_mb.errors import InputError
+    from fmu_mb.mechanics.loader import load_module
+
+    f = tmp_path / "rotor_native.py"
+    f.write_text(ROTOR_RANGED)
+    data, prog = program_for(load_module(f), n_verify=1, n_wide=1)
+    assert prog.compiled == ("fc",)
+    for fc in (0.5, 0.1):
+        eng = Engine(blob=data.to_bytes(program=prog), name="rotor_native")
+        eng.set_settings(COMPILED)
+        eng.set_parameters([fc])
+        eng.initialize()
+        ref = simulate(load_model(f, fc=fc), 3.5, 0.5, settings=REFERENCE)
+        names = list(ref.dtype.names[1:])
+        for k in range(ref.shape[0]):
+            if k:
+                eng.do_step(0.5)
+            out = eng.outputs()
+            for j, n in enumerate(names):
+                assert abs(out[j] - ref[n][k]) <= 1e-9 * max(1.0, np.abs(ref[n]).max()), (n, k)
+        rate = ref["hub.rate"]
+        t = ref["time"]
+        assert np.abs(rate - np.maximum(2.9 - fc / 0.5 * t, 0.0)).max() < 1e-9
+    with pytest.raises(InputError, match="'fc' = 0 is outside its range"):
+        eng.set_parameters([0.0])
+    eng.do_step(0.5)                    # the bound 0.1 is kept: slipping on at t = 4 s
+    out = eng.outputs()
+    assert abs(out[names.index("hub.rate")] - (2.9 - 0.1 / 0.5 * 4.0)) < 1e-9
+    assert out[names.index("hub.friction")] == -0.1
+    assert out[names.index("hub.friction_state")] == 2.0
+
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["native", "native3"])
+def test_a_native_fmu_runs_at_the_friction_parameter_it_is_given(rotor_file, shared_fmu, how):
+    """fc set before initialisation (fmi2SetReal / fmi3SetFloat64 by fmpy's start_values)
+    to 0.5 N.m, twice the built value: every output at every point is the Python loop's of
+    the model built at fc = 0.5 (the disc stops at I w0 / F_c = 2.9 s, not at 5.8 s); a
+    value outside the parameter's range is refused by the FMU with an error, not run."""
+    fmpy = pytest.importorskip("fmpy")
+    from fmu_mb import load_model
+
+    out = shared_fmu(rotor_file, how)
+    fc = 0.5
+    r = fmpy.simulate_fmu(str(out), stop_time=4.0, output_interval=0.1,
+                          start_values={"fc": fc})
+    ref = simulate(load_model(rotor_file, fc=fc), 4.0, 0.1, settings=REFERENCE)
+    assert np.abs(r["time"] - ref["time"]).max() < 1e-12
+    for n in ref.dtype.names[1:]:
+        assert np.abs(r[n] - ref[n]).max() <= 1e-9 * max(1.0, np.abs(ref[n]).max()), n
+    t = ref["time"]
+    assert np.abs(r["hub.rate"] - np.maximum(2.9 - fc / 0.5 * t, 0.0)).max() < 1e-9
+    assert set(r["hub.friction_state"][t > 2.9 + 1e-9]) == {1}
+    from fmpy.fmi1 import FMICallException
+
+    with pytest.raises(FMICallException):
+        fmpy.simulate_fmu(str(out), stop_time=1.0, start_values={"fc": 0.0})
+
+
+def test_the_spatial_loop_refuses_bad_joint_data_and_reversed_tree_rows():
+    """sk_events_set_joint_friction refuses a bad kind, body, velocity coordinate or bound
+    (ERR_ARGS, nothing set: the loop then takes good data); a frictional joint whose tree
+    row runs from its child to its parent is refused by the compiled loop naming it."""
+    from fmu_mb.engine.spatial_kernel import (joint_friction_data, library,
+                                              spatial_contact_events)
+    from fmu_mb.errors import InputError
+
+    model = arm3_moving()
+    ev = spatial_contact_events(model)
+    assert ev.nj == 3
+    lib = library()
+    base = ev._base
+    e = np.zeros(1)
+    h = lib.sk_events_create(base.handle, e.ctypes.data, 0)
+    assert h
+    try:
+        ji, jd, jq, jnu, jb, jlim = joint_friction_data(model)
+
+        def call(ji=ji, jd=jd, jq=jq, jnu=jnu, jb=jb):
+            return lib.sk_events_set_joint_friction(h, 3, ji.ctypes.data, jd.ctypes.data,
+                                                    jq.ctypes.data, jnu.ctypes.data,
+                                                    jb.ctypes.data, jlim.ctypes.data)
+        bad_kind, bad_body, bad_nu, bad_q = ji.copy(), ji.copy(), jnu.copy(), jq.copy()
+        bad_kind[1, 0] = 3
+        bad_body[2, 2] = 99
+        bad_nu[0] = 99
+        bad_q[0] = -1
+        bad_jd = jd.copy()
+        bad_jd[1, 4] = np.nan
+        assert call(ji=bad_kind) != 0 and call(ji=bad_body) != 0 and call(jnu=bad_nu) != 0
+        assert call(jd=bad_jd) != 0
+        assert call(jb=np.array([1.0, 0.0, 1.0])) != 0 and call(jb=jb * np.nan) != 0
+        assert call(jq=bad_q) != 0
+        assert call() == 0
+    finally:
+        lib.sk_events_free(h)
+    mb = ModelBuilder("upside", gravity=(0.0, 0.0, -G))
+    b = mb.body("b", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.0, 0.0, -1.0))
+    mb.revolute("pin", b, "ground", at=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), friction=0.5)
+    m = mb.build()
+    with pytest.raises(InputError, match=r"joints \['pin'\].*child to the parent"):
+        simulate(m, 0.1, 0.05, settings=COMPILED)
+
+
+@pytest.mark.slow
+def test_a_native_fmu_reset_takes_the_new_friction_parameter(rotor_file, shared_fmu, tmp_path):
+    """fmi2Reset, then fc set anew before the next initialisation: each run has the rate of
+    its own bound, w0 - F_c / I t (the engine's bounds follow every mbe_set_parameters);
+    fc set after initialisation is refused with an error, the run going on at its bound."""
+    fmpy = pytest.importorskip("fmpy")
+    from fmpy.fmi1 import FMICallException
+    from fmpy.fmi2 import FMU2Slave
+
+    out = shared_fmu(rotor_file, "native")
+    md = fmpy.read_model_description(str(out))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    unzipped = fmpy.extract(str(out), str(tmp_path / "x"))
+    fmu = FMU2Slave(guid=md.guid, unzipDirectory=unzipped,
+                    modelIdentifier=md.coSimulation.modelIdentifier, instanceName="r")
+    fmu.instantiate()
+    try:
+        for fc in (0.5, 0.1, 0.25):
+            fmu.setupExperiment(startTime=0.0)
+            fmu.setReal([vr["fc"]], [fc])
+            fmu.enterInitializationMode()
+            fmu.exitInitializationMode()
+            fmu.doStep(0.0, 1.0)
+            rate, fr = fmu.getReal([vr["hub.rate"], vr["hub.friction"]])
+            assert abs(rate - (2.9 - fc / 0.5 * 1.0)) < 1e-9 and fr == -fc, fc
+            with pytest.raises(FMICallException):
+                fmu.setReal([vr["fc"]], [1.0])
+            fmu.doStep(1.0, 0.5)
+            rate = fmu.getReal([vr["hub.rate"]])[0]
+            assert abs(rate - (2.9 - fc / 0.5 * 1.5)) < 1e-9, fc
+            fmu.reset()
+    finally:
+        fmu.freeInstance()
