@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ImpactError
+from ..mechanics.friction import joint_friction as joint_friction  # the joints' data, re-exported
 
 
 @dataclass(frozen=True)
@@ -69,15 +70,6 @@ def mu_of(model):
 def has_friction(model):
     """A contact of model has Coulomb friction."""
     return bool(model.contacts) and bool(np.any(mu_of(model) > 0.0))
-
-
-def joint_friction(model):
-    """(names, pos, bound) of the joints with Coulomb friction: names in model.joints order,
-    pos (nj,) their coordinates' places in compiled.coord_joints, bound (nj,) [N.m or N]."""
-    ks = [k for k, j in enumerate(model.joints) if getattr(j, "friction", 0.0) > 0.0]
-    cj = list(model.compiled.coord_joints)
-    return ([model.joints[k].name for k in ks], np.array([cj.index(k) for k in ks], np.intp),
-            np.array([model.joints[k].friction for k in ks], float))
 
 
 def has_joint_friction(model):

@@ -489,7 +489,8 @@ class Outputs:
                     vals += [-v, *ft[i]]
             else:
                 vals += [-v for v in lam_c]
-        from .friction import has_joint_friction, joint_friction
+        from ..mechanics.friction import joint_friction
+        from .friction import has_joint_friction
 
         if has_joint_friction(model):   # friction torque -lam_j sticking, -F_c s0 slipping
             from .friction import phase_of

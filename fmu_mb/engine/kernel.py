@@ -325,7 +325,7 @@ def joint_friction_data(model):
     (friction.joint_friction order) for the event loop (mbk_events_set_joint_friction): their
     tree coordinates and parent and child bodies, bounds [N.m or N], and per contact the
     frictional joint it limits (a joint limit), else -1."""
-    from ..dynamics.friction import joint_friction
+    from ..mechanics.friction import joint_friction
     from ..mechanics.tree import tree_map
 
     names, _, bound = joint_friction(model)

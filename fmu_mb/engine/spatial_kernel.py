@@ -686,7 +686,7 @@ def joint_friction_data(model):
     N], and per contact the frictional joint it limits (a joint limit), else -1. A joint
     that is a cut joint of a loop or whose tree row runs from its child to its parent is
     refused naming it."""
-    from ..dynamics.friction import joint_friction
+    from ..mechanics.friction import joint_friction
 
     names, _, bound = joint_friction(model)
     if not names:

@@ -130,3 +130,12 @@ def _rows3(model, x, xd):
             Dt[i, :, 7 * pr.bb[j]:7 * pr.bb[j] + 7] += pr.Jt[j, :, 1]
             conv[i] = pr.conv_t[j]
     return Dt[:, :, :-nq], conv
+
+
+def joint_friction(model):
+    """(names, pos, bound) of the joints with Coulomb friction: names in model.joints order,
+    pos (nj,) their coordinates' places in compiled.coord_joints, bound (nj,) [N.m or N]."""
+    ks = [k for k, j in enumerate(model.joints) if getattr(j, "friction", 0.0) > 0.0]
+    cj = list(model.compiled.coord_joints)
+    return ([model.joints[k].name for k in ks], np.array([cj.index(k) for k in ks], np.intp),
+            np.array([model.joints[k].friction for k in ks], float))

@@ -326,7 +326,8 @@ def _records(model, extra):
     (nc, 9): + kernel.FRICTION_RECORD; with frictional joints one flat array: the contacts'
     (nc, 9) records, then per joint stick, s0, loss)."""
     from ..impact import Status
-    from ..friction import has_friction, joint_friction
+    from ...mechanics.friction import joint_friction
+    from ..friction import has_friction
 
     st = Status(model, extra)
     if st.joints:
