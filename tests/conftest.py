@@ -72,6 +72,48 @@ def python_drive(**overrides):
     return mb.build()
 
 
+@pytest.fixture(scope="module")
+def me_host(tmp_path_factory):
+    """The project's model-exchange host tests/c_host/me_host.c, compiled."""
+    import shutil
+    import subprocess
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    exe = tmp_path_factory.mktemp("me_host") / "me_host"
+    subprocess.run([cc, "-O2", "-o", str(exe), str(ROOT / "tests" / "c_host" / "me_host.c"),
+                    "-ldl", "-lm"], check=True)
+    return exe
+
+
+def host_run(me_host, path, method, stop, h, names, tmp_path):
+    """me_host `run` on the FMU path with the outputs names: (rows t, y... at the multiples
+    of h, event times)."""
+    import subprocess
+    import zipfile
+
+    import numpy as np
+    from fmpy import read_model_description
+    md = read_model_description(path)
+    folder = tmp_path / f"x_{method}_{h:g}"
+    zipfile.ZipFile(path).extractall(folder)
+    # the Integer variables' references with the prefix i (read by fmi2GetInteger)
+    vr = {v.name: ("i" if v.type == "Integer" else "") + str(v.valueReference)
+          for v in md.modelVariables}
+    env = dict(os.environ, ME_NX=str(len(md.derivatives)),
+               ME_NZ=str(md.numberOfEventIndicators))
+    out = subprocess.run([str(me_host), "run", str(folder), md.guid,
+                          md.modelExchange.modelIdentifier, method, repr(stop), repr(h),
+                          ",".join(vr[n] for n in names)], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows, events = [], []
+    for line in out.stdout.splitlines():
+        if line.startswith("event,"):
+            events.append(float(line.split(",")[1]))
+        else:
+            rows.append([float(v) for v in line.split(",")])
+    return np.array(rows), events
+
+
 @pytest.fixture
 def zoo_model():
     return zoo()
