@@ -31,6 +31,20 @@ def same_outputs(r, ref, tol=1e-9):
         assert err <= tol, (n, err)
 
 
+def engine_equals(eng, ref, dt, tol=1e-9):
+    """The initialised engine eng (fmu_mb.engine.engine.Engine: the native FMU's code),
+    stepped by dt, against the outputs ref (a structured array, time first): every output at
+    every point to tol relative to max(1, max |ref|) of that output."""
+    import numpy as np
+    names = list(ref.dtype.names[1:])
+    for k in range(ref.shape[0]):
+        if k:
+            eng.do_step(dt)
+        out = eng.outputs()
+        for j, n in enumerate(names):
+            assert abs(out[j] - ref[n][k]) <= tol * max(1.0, np.abs(ref[n]).max()), (n, k)
+
+
 def model(name, **overrides):
     return load_model(MODELS / f"{name}.py", **overrides)
 
@@ -70,6 +84,48 @@ def python_drive(**overrides):
     mb.revolute("A", mb.ground, rod, child_point=(-0.5, 0.0))
     mb.drive("turn", "A", Motion(lambda t: 0.3 * t * t, lambda t: 0.6 * t, lambda t: 0.6))
     return mb.build()
+
+
+@pytest.fixture(scope="module")
+def me_host(tmp_path_factory):
+    """The project's model-exchange host tests/c_host/me_host.c, compiled."""
+    import shutil
+    import subprocess
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    exe = tmp_path_factory.mktemp("me_host") / "me_host"
+    subprocess.run([cc, "-O2", "-o", str(exe), str(ROOT / "tests" / "c_host" / "me_host.c"),
+                    "-ldl", "-lm"], check=True)
+    return exe
+
+
+def host_run(me_host, path, method, stop, h, names, tmp_path):
+    """me_host `run` on the FMU path with the outputs names: (rows t, y... at the multiples
+    of h, event times)."""
+    import subprocess
+    import zipfile
+
+    import numpy as np
+    from fmpy import read_model_description
+    md = read_model_description(path)
+    folder = tmp_path / f"x_{method}_{h:g}"
+    zipfile.ZipFile(path).extractall(folder)
+    # the Integer variables' references with the prefix i (read by fmi2GetInteger)
+    vr = {v.name: ("i" if v.type == "Integer" else "") + str(v.valueReference)
+          for v in md.modelVariables}
+    env = dict(os.environ, ME_NX=str(len(md.derivatives)),
+               ME_NZ=str(md.numberOfEventIndicators))
+    out = subprocess.run([str(me_host), "run", str(folder), md.guid,
+                          md.modelExchange.modelIdentifier, method, repr(stop), repr(h),
+                          ",".join(vr[n] for n in names)], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows, events = [], []
+    for line in out.stdout.splitlines():
+        if line.startswith("event,"):
+            events.append(float(line.split(",")[1]))
+        else:
+            rows.append([float(v) for v in line.split(",")])
+    return np.array(rows), events
 
 
 @pytest.fixture

@@ -178,17 +178,23 @@ def spring3(k=2.0, fc=0.2):
     return mb.build()
 
 
-def arm3(f1=4.0, f2=2.5, f3=6.0):
-    """A revolute-revolute-prismatic arm with skew axes: the joints coupled through the mass
-    matrix."""
-    mb = ModelBuilder("arm3", gravity=(0.0, 0.0, -G))
+def arm3_builder(f1=4.0, f2=2.5, f3=6.0, name="arm3"):
+    """The builder of a revolute-revolute-prismatic arm with skew axes (joint friction
+    bounds f1, f2, f3): the joints coupled through the mass matrix."""
+    mb = ModelBuilder(name, gravity=(0.0, 0.0, -G))
     a = mb.body("a", mass=1.0, inertia=(0.1, 0.12, 0.05), position=(0.5, 0.0, 0.0))
     b = mb.body("b", mass=2.0, inertia=(0.2, 0.1, 0.15), position=(1.0, 0.0, -0.5))
     c = mb.body("c", mass=0.5, inertia=(0.02, 0.03, 0.01), position=(1.0, 0.0, -1.0))
     mb.revolute("j1", "ground", a, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=f1)
     mb.revolute("j2", a, b, at=(1.0, 0.0, 0.0), axis=(0.0, 1.0, 0.3), friction=f2)
     mb.prismatic("j3", b, c, at=(1.0, 0.0, -0.75), axis=(0.0, 0.0, 1.0), friction=f3)
-    return mb.build()
+    return mb
+
+
+def arm3(f1=4.0, f2=2.5, f3=6.0):
+    """A revolute-revolute-prismatic arm with skew axes: the joints coupled through the mass
+    matrix."""
+    return arm3_builder(f1, f2, f3).build()
 
 
 URDF2 = """<?xml version="1.0"?>

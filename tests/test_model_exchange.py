@@ -31,7 +31,7 @@ from fmpy.fmi1 import FMICallException  # noqa: E402
 from fmpy.fmi2 import FMU2Model  # noqa: E402
 from fmpy.validation import validate_fmu  # noqa: E402
 
-from conftest import MODELS  # noqa: E402
+from conftest import MODELS, host_run  # noqa: E402
 
 CS_TIGHT = {"solver.rtol": 1e-12, "solver.atol": 1e-12}
 
@@ -427,40 +427,6 @@ def test_chart_recentres_in_event_mode(fmus):
 
 
 # ------------------------------------------------------------------ the project's C host
-@pytest.fixture(scope="module")
-def me_host(tmp_path_factory):
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-    exe = tmp_path_factory.mktemp("me_host") / "me_host"
-    import subprocess
-    subprocess.run([cc, "-O2", "-o", str(exe), str(MODELS.parent / "tests" / "c_host" /
-                                                    "me_host.c"), "-ldl", "-lm"], check=True)
-    return exe
-
-
-def host_run(me_host, path, method, stop, h, names, tmp_path):
-    """me_host `run`: (rows t, y... at the multiples of h, event times)."""
-    import subprocess
-    import zipfile
-    md = read_model_description(path)
-    folder = tmp_path / f"x_{method}_{h:g}"
-    zipfile.ZipFile(path).extractall(folder)
-    vr = {v.name: v.valueReference for v in md.modelVariables}
-    env = dict(os.environ, ME_NX=str(len(md.derivatives)),
-               ME_NZ=str(md.numberOfEventIndicators))
-    out = subprocess.run([str(me_host), "run", str(folder), md.guid,
-                          md.modelExchange.modelIdentifier, method, repr(stop), repr(h),
-                          ",".join(str(vr[n]) for n in names)], env=env, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    rows, events = [], []
-    for line in out.stdout.splitlines():
-        if line.startswith("event,"):
-            events.append(float(line.split(",")[1]))
-        else:
-            rows.append([float(v) for v in line.split(",")])
-    return np.array(rows), events
-
-
 def test_c_host_rk4_matches_co_simulation(fmus, me_host, tmp_path):
     """The project's own model-exchange host (fixed-step RK4, bisection of the indicators'
     sign changes, Event Mode's iteration): the double pendulum's angles and the bouncing

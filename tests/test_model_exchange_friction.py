@@ -33,7 +33,7 @@ if not (shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")):
 
 from fmpy import read_model_description, simulate_fmu  # noqa: E402
 
-from conftest import MODELS  # noqa: E402
+from conftest import MODELS, host_run  # noqa: E402
 
 CS_TIGHT = {"solver.rtol": 1e-12, "solver.atol": 1e-12}
 G = 9.81
@@ -196,42 +196,6 @@ def test_tumbling_box_with_friction(fmus, fmi):
 
 
 # ------------------------------------------------------------------ the project's C host
-@pytest.fixture(scope="module")
-def me_host(tmp_path_factory):
-    import subprocess
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
-    exe = tmp_path_factory.mktemp("me_host") / "me_host"
-    subprocess.run([cc, "-O2", "-o", str(exe), str(MODELS.parent / "tests" / "c_host" /
-                                                    "me_host.c"), "-ldl", "-lm"], check=True)
-    return exe
-
-
-def host_run(me_host, path, method, stop, h, names, tmp_path):
-    """me_host `run`: (rows t, y... at the multiples of h, event times)."""
-    import subprocess
-    import zipfile
-    md = read_model_description(path)
-    folder = tmp_path / f"x_{method}_{h:g}"
-    zipfile.ZipFile(path).extractall(folder)
-    # the Integer variables' references with the prefix i (read by fmi2GetInteger)
-    vr = {v.name: ("i" if v.type == "Integer" else "") + str(v.valueReference)
-          for v in md.modelVariables}
-    env = dict(os.environ, ME_NX=str(len(md.derivatives)),
-               ME_NZ=str(md.numberOfEventIndicators))
-    out = subprocess.run([str(me_host), "run", str(folder), md.guid,
-                          md.modelExchange.modelIdentifier, method, repr(stop), repr(h),
-                          ",".join(vr[n] for n in names)], env=env, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    rows, events = [], []
-    for line in out.stdout.splitlines():
-        if line.startswith("event,"):
-            events.append(float(line.split(",")[1]))
-        else:
-            rows.append([float(v) for v in line.split(",")])
-    return np.array(rows), events
-
-
 def test_c_host_rolling_ball(fmus, me_host, tmp_path):
     """The C host's RK4 (exact on the slipping phase's constant accelerations) and bisection
     of the indicators' sign changes: the slip ends at t* = 2 v0 / (7 mu g) to 1e-9 s, the

@@ -18,7 +18,7 @@ from fmu_mb.dynamics.integrate import Settings
 from fmu_mb.engine.data import supported
 from fmu_mb.engine.engine import Engine
 from fmu_mb.errors import ImpactError, InputError
-from conftest import same_outputs as _same  # noqa: E402
+from conftest import engine_equals, same_outputs as _same  # noqa: E402
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,13 +86,7 @@ def test_compiled_loop_equals_the_python_loop(make, t_end, dt):
     # the engine library (the native FMU's code) step by step
     eng = Engine(model)
     eng.initialize()
-    names = list(ref.dtype.names[1:])
-    for k in range(ref.shape[0]):
-        if k:
-            eng.do_step(dt)
-        out = eng.outputs()
-        for j, n in enumerate(names):
-            assert abs(out[j] - ref[n][k]) <= 1e-9 * max(1.0, np.abs(ref[n]).max()), (n, k)
+    engine_equals(eng, ref, dt)
 
 
 @pytest.mark.parametrize("make", [_plank, lambda: _bar(0.3)])

@@ -24,7 +24,7 @@ from fmu_mb.engine.data import EngineData, model_data, supported
 from fmu_mb.engine.engine import Engine
 from fmu_mb.engine.kernel import pair_data
 from fmu_mb.errors import InputError
-from conftest import same_outputs as _same  # noqa: E402
+from conftest import engine_equals, same_outputs as _same  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "rolling_discs.py"
@@ -37,13 +37,7 @@ def _engine_run(model, ref, dt):
     """The engine (the native FMU's code) step by step against the outputs ref."""
     eng = Engine(model)
     eng.initialize()
-    names = list(ref.dtype.names[1:])
-    for k in range(ref.shape[0]):
-        if k:
-            eng.do_step(dt)
-        out = eng.outputs()
-        for j, n in enumerate(names):
-            assert abs(out[j] - ref[n][k]) <= 1e-9 * max(1.0, np.abs(ref[n]).max()), (n, k)
+    engine_equals(eng, ref, dt)
 
 
 def _scene(kind, mu):

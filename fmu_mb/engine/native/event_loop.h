@@ -1916,12 +1916,19 @@ static int ev_outputs_fr(EvLoop *ev, double t, const double *y, const double *u,
     return OK;
 }
 
-/* the frictional joints' outputs for the records rec after ev_outputs_fr at the same state:
+/* ev_outputs_fr at (t, y) for the records rec, then the frictional joints' outputs jout:
  * per joint the friction torque or force on its coordinate (-lam_j sticking, -F_c s0
  * slipping, 0 held by a persistent limit), its state (1 stick, 2 slip, 0 held) and the
- * energy its friction dissipated [J] (3 per joint) */
-static void ev_joint_outputs(const EvLoop *ev, const double *rec, double *out)
+ * energy its friction dissipated [J] (3 per joint); ERR_ARGS without frictional joints */
+static int ev_joint_outputs(EvLoop *ev, double t, const double *y, const double *u,
+                            const double *rec, double *gap, double *force, double *ft,
+                            double *vt, double *out)
 {
+    if (!ev->nj)
+        return ERR_ARGS;
+    int rc = ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
+    if (rc != OK)
+        return rc;
     for (int j = 0; j < ev->nj; j++) {
         const double *J = ev_jrec(ev, (double *)rec, j);
         double *o = out + 3 * j;
@@ -1937,6 +1944,7 @@ static void ev_joint_outputs(const EvLoop *ev, const double *rec, double *out)
         }
         o[2] = J[2];
     }
+    return OK;
 }
 
 /* the records of the frictional contacts closed at the start (integrate._initial_contacts):

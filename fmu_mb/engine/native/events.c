@@ -363,12 +363,7 @@ int mbk_events_joint_outputs(MbkEvents *ev, double t, const double *y, const dou
                              const double *rec, double *gap, double *force, double *ft,
                              double *vt, double *jout)
 {
-    if (!ev->nj)
-        return ERR_ARGS;
-    int rc = ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
-    if (rc == OK)
-        ev_joint_outputs(ev, rec, jout);
-    return rc;
+    return ev_joint_outputs(ev, t, y, u, rec, gap, force, ft, vt, jout);
 }
 
 /* ------------------------------------------------------------------ the planar operations */

@@ -1436,10 +1436,11 @@ done:
     return rc;
 }
 
-/* qdd with the loop rows, after kinematics and forces; lam in k->lam */
-static int loop_accel(Kernel *k, const double *qd, double *qdd)
+/* after kinematics and forces: the unconstrained qdd (k->qdd0), the loop rows and their
+ * right-hand sides k->rr (with Baumgarte terms in mode 2) at the velocities qd */
+static int loop_rhs(Kernel *k, const double *qd)
 {
-    int m = k->m, n = k->n, rc;
+    int rc;
     if ((rc = articulate(k)) != OK)
         return rc;
     if ((rc = solve_tau(k, k->jtau, 1, k->qdd0)) != OK)
@@ -1447,14 +1448,21 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
     body_acc(k, NULL, k->a0);
     if ((rc = rows(k, 1)) != OK)
         return rc;
-    if ((rc = schur(k)) != OK)
-        return rc;
-    for (int r = 0; r < m; r++) {
+    for (int r = 0; r < k->m; r++) {
         double b = -k->conv[r];
         if (k->mode == 2)
             b -= 2.0 * k->alpha * dq_dot(k, r, qd) + k->beta * k->beta * k->phi[r];
         k->rr[r] = dq_dot(k, r, k->qdd0) - b;
     }
+    return OK;
+}
+
+/* qdd with the loop rows, after kinematics and forces; lam in k->lam */
+static int loop_accel(Kernel *k, const double *qd, double *qdd)
+{
+    int n = k->n, rc;
+    if ((rc = loop_rhs(k, qd)) != OK || (rc = schur(k)) != OK)
+        return rc;
     if (k->nsl > 0)
         return slide_solve(k, k->qdd0, 0, qdd);
     if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
@@ -1486,17 +1494,8 @@ int mbk_accelerations_qr(Kernel *k, double t, const double *q, const double *qd,
         return aba(k, qdd);
     if (k->nsl > 0)
         return loop_accel(k, qd, qdd);
-    if ((rc = articulate(k)) != OK || (rc = solve_tau(k, k->jtau, 1, k->qdd0)) != OK)
+    if ((rc = loop_rhs(k, qd)) != OK)
         return rc;
-    body_acc(k, NULL, k->a0);
-    if ((rc = rows(k, 1)) != OK)
-        return rc;
-    for (int r = 0; r < m; r++) {
-        double b = -k->conv[r];
-        if (k->mode == 2)
-            b -= 2.0 * k->alpha * dq_dot(k, r, qd) + k->beta * k->beta * k->phi[r];
-        k->rr[r] = dq_dot(k, r, k->qdd0) - b;
-    }
     size_t nn = (size_t)n;
     double *Minv = malloc(sizeof(double) * (nn * nn + nn + 1)), *e = Minv + nn * nn;
     if (!Minv)

@@ -702,12 +702,7 @@ int sk_events_joint_outputs(SkEvents *ev, double t, const double *y, const doubl
                             const double *rec, double *gap, double *force, double *ft,
                             double *vt, double *jout)
 {
-    if (!ev->nj)
-        return ERR_ARGS;
-    int rc = ev_outputs_fr(ev, t, y, u, rec, gap, force, ft, vt);
-    if (rc == OK)
-        ev_joint_outputs(ev, rec, jout);
-    return rc;
+    return ev_joint_outputs(ev, t, y, u, rec, gap, force, ft, vt, jout);
 }
 
 int sk_events_outputs(SkEvents *ev, double t, const double *y, const double *u,

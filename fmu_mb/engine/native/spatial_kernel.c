@@ -1926,22 +1926,32 @@ static int slide_solve(SK *k, const double *base0, int fixed, double *nud)
     return rc;
 }
 
-/* ν' with the loop rows (nud), after kinematics and forces; lam in k->lam */
-static int loop_accel(SK *k, double *nud)
+/* after kinematics and forces: the unconstrained ν' (k->nud0), the loop rows and their
+ * right-hand sides k->rr (with Baumgarte terms in mode 2) */
+static int loop_rhs(SK *k)
 {
-    int m = k->m, nv = k->nv, rc;
+    int rc;
     if ((rc = articulate(k)) != OK)
         return rc;
     solve(k, k->jtau, 1, k->nud0);
     if ((rc = cut_rows(k)) != OK)
         return rc;
-    for (int r = 0; r < m; r++) {
+    for (int r = 0; r < k->m; r++) {
         double b = accel_of(k, &k->rows[r]);
         if (k->mode == 2)
             b += 2.0 * k->alpha * (rate(k, &k->rows[r]) - k->rows[r].rt)
                  + k->beta * k->beta * k->rows[r].val;
         k->rr[r] = b;
     }
+    return OK;
+}
+
+/* ν' with the loop rows (nud), after kinematics and forces; lam in k->lam */
+static int loop_accel(SK *k, double *nud)
+{
+    int m = k->m, nv = k->nv, rc;
+    if ((rc = loop_rhs(k)) != OK)
+        return rc;
     schur(k);
     if (k->nsl > 0)
         return slide_solve(k, k->nud0, 0, nud);
@@ -1999,18 +2009,8 @@ int sk_accelerations_qr(SK *k, const double *q, const double *qd, const double *
     if (k->n)
         memset(qdd, 0, sizeof(double) * k->n);
     kinematics(k, q, qd);
-    if ((rc = forces(k)) != OK || (rc = articulate(k)) != OK)
+    if ((rc = forces(k)) != OK || (rc = loop_rhs(k)) != OK)
         return rc;
-    solve(k, k->jtau, 1, k->nud0);
-    if ((rc = cut_rows(k)) != OK)
-        return rc;
-    for (int r = 0; r < m; r++) {
-        double b = accel_of(k, &k->rows[r]);
-        if (k->mode == 2)
-            b += 2.0 * k->alpha * (rate(k, &k->rows[r]) - k->rows[r].rt)
-                 + k->beta * k->beta * k->rows[r].val;
-        k->rr[r] = b;
-    }
     size_t vv = (size_t)nv;
     double *Minv = malloc(sizeof(double) * (vv * vv + vv + 1)), *e = Minv + vv * vv;
     if (!Minv)
