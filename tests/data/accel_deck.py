@@ -1,8 +1,9 @@
 """A flat deck on a prismatic joint along x (gravity -z) driven from rest with the
-acceleration a + jerk t, x(t) = a t^2 / 2 + jerk t^3 / 6; on it (a Plane shape on its top face, Coulomb friction `mu`)
-rests a box (a Box shape: four corners on the deck), sticking at the start. Carried along
-while the deck's acceleration is at most mu g; beyond it the box slips back relative to the
-deck with relative acceleration -(a + jerk t - mu g), all four corners slipping along -x."""
+acceleration a + jerk t, x(t) = a t^2 / 2 + jerk t^3 / 6; on it (a Plane shape on its top
+face, Coulomb friction `mu`) rests a box (a Box shape: four corners on the deck), sticking at
+the start. Carried along while the deck's acceleration is at most mu g; beyond it the box
+slips back relative to the deck with relative acceleration -(a + jerk t - mu g), all four
+corners slipping along -x."""
 from fmu_mb import Box, ModelBuilder, Plane, polynomial
 
 G = 9.81
