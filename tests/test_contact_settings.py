@@ -231,7 +231,7 @@ def test_the_fmi3_fmu_takes_them_too(tmp_path):
     2.0 one): the same variables; contact_velocity = 0.5 m/s rests the ball at the closed-form
     impact, with and without early return; NaN is refused, naming the setting."""
     from fmu_mb.fmi.native_fmi3 import build_native_fmu3
-    path = build_native_fmu3(MODELS / "bouncing_ball.py", tmp_path)
+    path = build_native_fmu3(MODELS / "bouncing_ball.py", tmp_path, platforms="linux64")
     md = read_model_description(str(path))
     v = {x.name: x for x in md.modelVariables}
     for name, default in zip(NAMES, EVENT_SETTINGS):
@@ -312,7 +312,8 @@ def test_a_spatial_contact_model_takes_them_in_both_fmus(tmp_path):
     path = tmp_path / "spatial_ball.py"
     path.write_text(SPATIAL_BALL)
     py = Fmu(build_fmu(path, tmp_path / "py"), tmp_path / "xp", axis="z")
-    nat = Fmu(build_native_fmu(path, tmp_path / "nat"), tmp_path / "xn", axis="z")
+    nat = Fmu(build_native_fmu(path, tmp_path / "nat", platforms="linux64"), tmp_path / "xn",
+              axis="z")
     k, t_k = _bounces(0.5)
     a, b = (f.run({"solver.contact_velocity": 0.5}) for f in (py, nat))
     assert a[-1, 0] == k and abs(a[-1, 1] - t_k) < 1e-9 and a[-1, 2] == 1

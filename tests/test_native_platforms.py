@@ -115,6 +115,7 @@ def _compile_from_sources(built, dest):
                    check=True, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow     # (~50 s; test_native_fmu rebuilds the FMI 2.0 binary from its sources)
 def test_sources_rebuild_a_binary_with_the_same_numbers(wishbone, tmp_path):
     copy = tmp_path / "fmu"
     shutil.copytree(wishbone.dir, copy)
@@ -127,6 +128,7 @@ def test_sources_rebuild_a_binary_with_the_same_numbers(wishbone, tmp_path):
     _close(_outputs(rebuilt), _outputs(shipped))
 
 
+@pytest.mark.slow     # (~80 s: cmake and a compile of the engine)
 @pytest.mark.skipif(not shutil.which("cmake"), reason="fmpy's builder needs cmake")
 def test_fmpy_builder_builds_the_binary_from_the_sources(wishbone, tmp_path):
     from fmpy.build import build_platform_binary

@@ -255,7 +255,7 @@ def test_random_models_through_native_fmus(tmp_path):
     for seed in (3, 7):
         path, module = load_text(tmp_path, f"fmu_{seed}", model_text(seed))
         model = module.build()
-        fmu = build_native_fmu(path, tmp_path / f"out_{seed}")
+        fmu = build_native_fmu(path, tmp_path / f"out_{seed}", platforms="linux64")
         rng = np.random.default_rng(seed)
         near = {p.name: p.default + 0.01 * (abs(p.default) + 0.1) for p in model.parameters
                 if isinstance(p.default, float) and (p.max is None or p.default + 0.1 <= p.max)}

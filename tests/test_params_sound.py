@@ -76,7 +76,7 @@ def native(tmp_path_factory):
 
     def get(path):
         if path not in cache:
-            cache[path] = build_native_fmu(path, out / Path(path).stem)
+            cache[path] = build_native_fmu(path, out / Path(path).stem, platforms="linux64")
         return cache[path]
     return get
 
@@ -220,7 +220,7 @@ def test_default_build_chooses_the_kind_that_starts(tmp_path, case):
     fmu, kind, why = build_model_fmu(path, tmp_path / "default", overrides)
     assert kind == "python" and "articulated inertia is singular" in why, why
     assert "\n" not in why
-    native_fmu = build_native_fmu(path, tmp_path / "native", overrides)
+    native_fmu = build_native_fmu(path, tmp_path / "native", overrides, platforms="linux64")
     with pytest.raises(Exception, match="status 3"):
         fmpy.simulate_fmu(str(native_fmu), stop_time=0.01)
     r = fmpy.simulate_fmu(str(fmu), stop_time=0.01, output_interval=0.005)
