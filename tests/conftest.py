@@ -234,7 +234,64 @@ FMU_MODULES = {"test_import_fmu.py", "test_shape_fmu.py", "test_params_sound.py"
                "test_shape_pairs_native.py", "test_joint_friction_native.py"}
 
 
+#: the longest tests of the default run (measured, each > ~10 s on a quiet machine), by node
+#: id without the "tests/" folder: collected first, so that pytest-xdist starts them early and
+#: the run does not end on one of them while the other worker idles
+LONG_FIRST = (
+    "test_examples.py::test_excavator_digging_tracks_its_path_in_both_masters",
+    "test_docs.py::test_code_blocks_run[README.md]",
+    "test_planar_friction_c.py::test_compiled_loop_equals_the_python_loop_with_rk4",
+    "test_native_fmu.py::test_sources_listed_in_the_model_description_make_the_same_binary",
+    "test_sweep.py::test_sweep_build_animate_show_progress",
+    "test_friction_joints.py::test_swing_deck_loop_native_fmu",
+    "test_friction_c_loop.py::test_rolling_ball",
+    "test_shape_pairs.py::test_ball_on_the_table_slips_then_rolls_at_five_sevenths",
+    "test_viz.py::test_animation_has_the_expected_number_of_frames",
+    "test_planar_pairs.py::test_rectangle_tumbling_onto_a_rectangle_never_gains_energy",
+    "test_reduction.py::test_reduction_and_classical_agree",
+    "test_rim.py::test_compiled_loop_equals_the_python_loop",
+    "test_view.py::test_start_pose_in_the_browser",
+    "test_planar_pairs_native.py::test_compiled_loop_equals_the_python_loop",
+    "test_joint_friction.py::test_a_swinging_pendulum_balances_its_energy",
+)
+
+_ONCE = {}
+
+
+def once(key, make):
+    """make()'s result, computed once per process for the key (a hashable): a reference that
+    several tests or parameters compare with. Tests that share one carry the same
+    pytest.mark.xdist_group, so that pytest-xdist (--dist loadgroup) runs them on one worker
+    and the reference is computed once per run. Callers must not change what they get."""
+    if key not in _ONCE:
+        _ONCE[key] = make()
+    return _ONCE[key]
+
+
+def _shared_references(item):
+    """The module- or class-scoped fixtures named *_reference that the test uses: reference
+    runs (a Python loop, seconds each) that several tests of the module compare with."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs if info is not None else {}
+    return sorted(n for n in getattr(item, "fixturenames", ()) if n.endswith("_reference")
+                  and n in defs and defs[n][-1].scope in ("module", "class"))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.name in FMU_MODULES:
             item.add_marker(pytest.mark.fmu)
+        # the tests of one *_reference fixture on one pytest-xdist worker (--dist loadgroup),
+        # so that the reference is computed once per run, not once per worker
+        for name in _shared_references(item):
+            item.add_marker(pytest.mark.xdist_group(f"{item.path.stem}.{name}"))
+    # the long tests first, longest first (a stable sort: the rest keeps pytest's order);
+    # every worker collects the same order, as pytest-xdist requires
+    root = Path(__file__).resolve().parent
+
+    def rank(item):
+        rel = item.path.relative_to(root).as_posix() + "::" + item.name
+        return next((k for k, long in enumerate(LONG_FIRST) if rel.startswith(long)),
+                    len(LONG_FIRST))
+    items.sort(key=rank)

@@ -21,10 +21,20 @@ import closed_loop as cl  # noqa: E402
 BOUNDS = {"crane": (8.5, 6.0), "slider_crank": (0.5, 45.0), "cart_pole": (3.5, 5.0)}
 
 
+def _controller(shared_build, controller_file):
+    """The controller FMU of a controller file, built once per test run (conftest's
+    shared_build: what closed_loop.build and excavator_dig.build make)."""
+    from fmu_mb.fmi.build import build_controller_fmu
+    return shared_build(f"test_examples controller {Path(controller_file).resolve()}",
+                        lambda out: build_controller_fmu(controller_file, out))
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("examples")
-    return {loop.name: cl.build(loop, out) for loop in cl.LOOPS}
+def built(shared_fmu, shared_build):
+    """Per loop (plant, controller): closed_loop.build's FMUs, each built once per test run
+    (conftest's shared_fmu and shared_build, shared by the pytest-xdist workers)."""
+    return {loop.name: (shared_fmu(loop.plant, "python"),
+                        _controller(shared_build, loop.controller)) for loop in cl.LOOPS}
 
 
 @pytest.mark.parametrize("loop", cl.LOOPS, ids=[lp.name for lp in cl.LOOPS])
@@ -73,13 +83,34 @@ def test_rollback_equals_run_with_the_same_step_points(tmp_path):
     assert not np.array_equal(coarse[-1], rows[-1])
 
 
-def test_excavator_digging_tracks_its_path_in_both_masters(tmp_path):
+@pytest.fixture
+def excavator_tables(monkeypatch):
+    """excavator_dig with its set-point and feed-forward tables computed once per process:
+    each controller_spec (three controller builds, three in the in-process loop) computes the
+    tables of all three joints (the path's inverse kinematics and inverse dynamics over 10 s,
+    seconds each) and keeps its joint's; the functions are pure, so the cached tables are the
+    same numbers."""
+    import functools
+
+    import excavator_dig as ed
+    import excavator_path
+    monkeypatch.setattr(ed, "feedforward_tables", functools.lru_cache(ed.feedforward_tables))
+    monkeypatch.setattr(excavator_path, "setpoint_tables",
+                        functools.lru_cache(excavator_path.setpoint_tables))
+    return ed
+
+
+def test_excavator_digging_tracks_its_path_in_both_masters(shared_fmu, shared_build,
+                                                           excavator_tables):
     """Three PID FMUs (set-point and feed-forward tables) drive the excavator's cylinders
     along the digging path; the first 3 s (hold, reach out and penetrate) in fmpy and
     libcosim, against the in-process loop. Measured (10 s run, python
     examples/excavator_dig.py): largest tip error 0.0112 m, RMS 0.0054 m, no end stop hit."""
-    import excavator_dig as ed
-    plant, ctrls = ed.build(tmp_path)
+    ed = excavator_tables
+    # excavator_dig.build's FMUs, each built once per test run (the plant's Python FMU is
+    # test_excavator's)
+    plant = shared_fmu(ed.PLANT, "python")
+    ctrls = [_controller(shared_build, f) for f in ed.controller_files()]
     stop = 3.0
     res = {"fmpy": ed.run_fmpy(plant, ctrls, stop_time=stop),
            "libcosim": ed.run_libcosim(plant, ctrls, stop_time=stop)}
@@ -103,7 +134,8 @@ def test_excavator_digging_tracks_its_path_in_both_masters(tmp_path):
 
 
 @pytest.mark.slow   # ~70 s; the compiled excavator's end stops = the Python loop's in test_kernel_events.py
-def test_excavator_digging_on_the_native_plant_tracks_as_the_python_plant(tmp_path):
+def test_excavator_digging_on_the_native_plant_tracks_as_the_python_plant(tmp_path,
+                                                                         excavator_tables):
     """The same loop with the excavator as a native FMU (its six end stops' events in the
     compiled engine): in fmpy and libcosim the tracking of the Python plant (the in-process
     loop's numbers over the first second, the error bounds over 3 s)."""
@@ -111,7 +143,7 @@ def test_excavator_digging_on_the_native_plant_tracks_as_the_python_plant(tmp_pa
     import shutil
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("building a native FMU needs a C compiler")
-    import excavator_dig as ed
+    ed = excavator_tables
     plant, ctrls = ed.build(tmp_path, native=True)
     stop = 3.0
     res = {"fmpy": ed.run_fmpy(plant, ctrls, stop_time=stop),

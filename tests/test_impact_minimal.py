@@ -61,8 +61,12 @@ def reference(monkeypatch, name, overrides, t_end):
     return _REFERENCE[key]
 
 
+# the two formulations of a case run on one pytest-xdist worker (loadgroup), so that the
+# case's newton_euler reference (the module's _REFERENCE) is computed once
 @pytest.mark.parametrize("formulation", MINIMAL)
-@pytest.mark.parametrize("name, overrides, t_end", CASES)
+@pytest.mark.parametrize("name, overrides, t_end", [
+    pytest.param(*case, marks=pytest.mark.xdist_group(f"impact_minimal_{case[0]}"))
+    for case in CASES])
 def test_same_events_and_trajectories_as_newton_euler(monkeypatch, name, overrides, t_end,
                                                       formulation):
     """Same sequence of impacts (contact by contact), the same impact times to 1e-9 s, the

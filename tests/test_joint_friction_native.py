@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import engine_equals, same_outputs
+from conftest import engine_equals, once, same_outputs
 from fmu_mb import ModelBuilder, simulate
 from fmu_mb.dynamics.integrate import Settings
 from test_joint_friction import double_pendulum as dp_at, pendulum, rotor, slider, spring_rotor
@@ -34,10 +34,27 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("make, t_end, dt", CASES)
+#: the cases the engine library is compared on too (below): each case's tests carry one
+#: xdist_group, so that pytest-xdist runs them on one worker and the Python loop runs once
+ENGINE_CASES = (3, 5, 6, 8)
+
+
+def _case(i):
+    if i not in ENGINE_CASES:
+        return CASES[i]
+    return pytest.param(*CASES[i], marks=pytest.mark.xdist_group(f"joint_friction_native_{i}"))
+
+
+def reference(make, t_end, dt):
+    """The Python loop's outputs of a case, computed once per process (callers only read)."""
+    return once(("joint_friction_native", make, t_end, dt),
+                lambda: simulate(make(), t_end, dt, settings=REFERENCE))
+
+
+@pytest.mark.parametrize("make, t_end, dt", [_case(i) for i in range(len(CASES))])
 def test_compiled_loop_equals_the_python_loop(make, t_end, dt):
     model = make()
-    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    ref = reference(make, t_end, dt)
     res = simulate(model, t_end, dt, settings=COMPILED)
     same_outputs(res, ref)
 
@@ -108,7 +125,7 @@ def test_the_spatial_events_happen(tmp_path):
     assert set(stuck["slide.friction_state"]) == {1.0}
 
 
-@pytest.mark.parametrize("make, t_end, dt", [CASES[3], CASES[5], CASES[6], CASES[8]])
+@pytest.mark.parametrize("make, t_end, dt", [_case(i) for i in ENGINE_CASES])
 def test_the_engine_library_equals_the_python_loop(make, t_end, dt):
     """The engine library (the native FMU's code: its records, joint outputs and reactions
     with the friction torques) step by step against the Python loop."""
@@ -117,7 +134,7 @@ def test_the_engine_library_equals_the_python_loop(make, t_end, dt):
 
     model = make()
     assert supported(model) is None
-    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    ref = reference(make, t_end, dt)
     eng = Engine(model)
     eng.set_settings(REFERENCE)
     eng.initialize()

@@ -15,7 +15,7 @@ from fmu_mb.dynamics.outputs import output_names, output_values  # noqa: E402
 from fmu_mb.fmi.native_build import build_native_fmu  # noqa: E402
 from fmu_mb.fmi.native_fmi3 import build_native_fmu3  # noqa: E402
 
-from conftest import MODELS  # noqa: E402
+from conftest import MODELS, once  # noqa: E402
 
 CASES = {"tumbling_box_shape": ("tumbling_box", {"shape": "box"}, 1.5, 0.01),
          "planar_shapes": ("planar_shapes", {}, 1.0, 0.01),
@@ -89,7 +89,9 @@ def split_free(got, ref, names):
             [names[i] for i in keep] + ["sum of last_impulse", "sum of energy_loss"])
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+# both versions of a case on one pytest-xdist worker: the Python reference computed once
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.xdist_group(f"shape_fmu_{c}"))
+                                  for c in sorted(CASES)])
 @pytest.mark.parametrize("version", [2, 3])
 def test_native_fmu_equals_the_python_reference(case, version, tmp_path, monkeypatch):
     from fmpy.validation import validate_fmu
@@ -104,8 +106,8 @@ def test_native_fmu_equals_the_python_reference(case, version, tmp_path, monkeyp
     r = fmpy.simulate_fmu(str(path), stop_time=stop, output_interval=h, output=names)
     assert r["time"][-1] == pytest.approx(stop)
     got = np.array([r[n] for n in names]).T
-    ref = python_reference(load_model(MODELS / f"{name}.py", **overrides), names, stop, h,
-                           monkeypatch)
+    ref = once(("shape_fmu", case, tuple(names)), lambda: python_reference(
+        load_model(MODELS / f"{name}.py", **overrides), names, stop, h, monkeypatch))
     assert got.shape == ref.shape
     got, ref, names = split_free(got, ref, names)
     err = np.abs(got - ref) / np.maximum(1.0, np.abs(ref))
@@ -135,6 +137,7 @@ def test_box_shape_parameters_set_by_the_master(tmp_path, monkeypatch):
     assert np.abs(got - np.array([default[n] for n in names]).T).max() > 1e-3   # they acted
 
 
+@pytest.mark.xdist_group("shape_fmu_wheel")    # one worker: the Python loop computed once
 @pytest.mark.parametrize("version", [2, 3])
 def test_wheel_with_friction_and_inputs_native_equals_the_python_loop(version, tmp_path):
     """The rolling, driven and steered wheel (a rim contact with Coulomb friction) through a
@@ -147,8 +150,9 @@ def test_wheel_with_friction_and_inputs_native_equals_the_python_loop(version, t
     assert validate_fmu(str(path)) == []
     inputs = {"drive.h": 0.5, "steer.h": 0.2}
     r = fmpy.simulate_fmu(str(path), stop_time=1.0, output_interval=0.01, start_values=inputs)
-    ref = simulate(load_model(MODELS / "wheel.py"), 1.0, 0.01, inputs=inputs,
-                   settings=Settings(formulation="newton_euler"))
+    ref = once("shape_fmu wheel", lambda: simulate(
+        load_model(MODELS / "wheel.py"), 1.0, 0.01, inputs=inputs,
+        settings=Settings(formulation="newton_euler")))
     names = [n for n in ref.dtype.names if n != "time"]
     assert set(names) <= set(r.dtype.names)
     assert r["time"][-1] == pytest.approx(1.0)
