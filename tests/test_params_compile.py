@@ -21,8 +21,11 @@ from fmu_mb.errors import FmuMbError
 
 from fmu_mb.engine.kernel import compiler
 
-pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc, gcc, clang) "
-                                "for native/params.c and the engine")
+# one pytest-xdist worker runs the whole module (--dist loadgroup): compiled() (the parameter
+# program of a model, seconds each) is computed once per model, not once per worker
+pytestmark = [pytest.mark.skipif(compiler() is None, reason="no C compiler (cc, gcc, clang) "
+                                 "for native/params.c and the engine"),
+              pytest.mark.xdist_group("params_compile")]
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
