@@ -69,6 +69,13 @@ def output_spec(model):
 
 
 @per_object
+def output_names(model):
+    """Tuple of the names of every output, in value order (output_spec's names, without
+    making its OutputVars)."""
+    return tuple(o[0] for o, _ in _spec(model))
+
+
+@per_object
 def output_groups(model):
     """Per group (see Outputs), the indices of its outputs in output_spec order."""
     groups = {}
