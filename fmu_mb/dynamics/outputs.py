@@ -268,7 +268,9 @@ def declared_outputs(model):
 
 
 def output_names(model):
-    return tuple(v.name for v in output_spec(model))
+    """Tuple of the names of every output, in value order (output_spec's names, without
+    making its OutputVars)."""
+    return tuple(o[0] for o, _ in _spec(model))
 
 
 def output_values(model, state, u, formulation="auto"):

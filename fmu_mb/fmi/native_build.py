@@ -221,6 +221,8 @@ def build_native_fmu(model_file, out_dir, overrides=None, platforms=None, log=No
             root = _model_description(model, model_file, source, overrides, experiment)
         with log.stage("linear structure (ModelStructure)"):
             linear = _linear_structure(model, root)
+        with log.stage("documentation (the 3-D view)"):   # while the worker compiles
+            described = _documentation(model)
         with log.stage("engine data and parameter program (the rest)"):
             blob, names, defaults, fixed = pending.result()
     finally:
@@ -259,7 +261,7 @@ def build_native_fmu(model_file, out_dir, overrides=None, platforms=None, log=No
         (Path(tmp) / "fmu_model.h").write_text(header, encoding="utf-8")
         binaries = build_platform_binaries(Path(tmp), model.name, 2, FRONT_SOURCE, engine,
                                            defines, platforms, log)
-        documentation = _html(model.name, _documentation(model) + host_section(model.name)
+        documentation = _html(model.name, described + host_section(model.name)
                               + npl.host_note(model.name, units=sources_dir["listed"],
                                               platforms=list(log.platforms)))
         with log.stage("zip"):

@@ -161,6 +161,8 @@ def build_native_fmu3(model_file, out_dir, overrides=None, platforms=None, log=N
             root2 = nb._model_description(model, model_file, source, overrides, experiment)
         with log.stage("linear structure (ModelStructure)"):
             linear = nb._linear_structure(model, root2)
+        with log.stage("documentation (the 3-D view)"):   # while the worker compiles
+            described = nb._documentation(model)
         with log.stage("engine data and parameter program (the rest)"):
             blob, names, defaults, fixed = pending.result()
     finally:
@@ -203,7 +205,7 @@ def build_native_fmu3(model_file, out_dir, overrides=None, platforms=None, log=N
         (tmp / "fmu_model.h").write_text(header, encoding="utf-8")
         binaries = nb.build_platform_binaries(tmp, model.name, 3, FMI3_FRONT, engine, defines,
                                               platforms, log)
-        documentation = _html(model.name, nb._documentation(model)
+        documentation = _html(model.name, described
                               + nb.host_section(model.name)
                               .replace("fmi2Instantiate", "fmi3InstantiateCoSimulation")
                               .replace("fmi2", "fmi3")

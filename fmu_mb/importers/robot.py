@@ -461,15 +461,15 @@ def _reaction_joints(names, src, order, jid, owner, ground_links):
 
 def _hidden_reactions(model, keep):
     """The reaction outputs of every joint of `model` but those named in `keep`."""
-    from ..dynamics.outputs import output_groups, output_spec
+    from ..dynamics.outputs import output_groups, output_names
 
-    spec = output_spec(model)
+    names = output_names(model)
     joints = {j.name for j in model.joints}
     hidden = set()
     for i in output_groups(model).get("dynamics", ()):
-        entity = spec[i].name.rsplit(".", 1)[0]
+        entity = names[i].rsplit(".", 1)[0]
         if entity in joints and entity not in keep:
-            hidden.add(spec[i].name)
+            hidden.add(names[i])
     return frozenset(hidden)
 
 

@@ -166,6 +166,7 @@ def _newton(model, x, t0, pos_spec, Minv, scale, fine=False):
     (fine: the steps of _min_norm_fine)."""
     zero = np.zeros_like(x)
     step = _min_norm_fine if fine else _min_norm_numpy
+    r = None                        # the residual at the current x, once evaluated
     for _ in range(MAX_ITER):
         r, A = _position_rows(model, x, zero, t0, pos_spec)
         if not np.all(np.isfinite(r)):
@@ -173,7 +174,9 @@ def _newton(model, x, t0, pos_spec, Minv, scale, fine=False):
         if np.abs(r).max(initial=0.0) < TOL * scale:
             break
         x = x - step(Minv, A, r)
-    r, _ = _position_rows(model, x, zero, t0, pos_spec)
+        r = None
+    if r is None:
+        r, _ = _position_rows(model, x, zero, t0, pos_spec)
     return x, r
 
 
@@ -528,8 +531,9 @@ def declared_note(model, tree, x, placed):
 def _check_result(model, x):
     """AssemblyWarning for a joint far from its given guess and for a contact (cylinder end
     stop, joint limit) that starts beyond its range."""
-    q, _, _, _ = constraints.joint_coordinates(model, x, np.zeros_like(x))
     guesses = {ic.joint: ic.guess for ic in model.initial if ic.guess is not None}
+    if guesses:
+        q, _, _, _ = constraints.joint_coordinates(model, x, np.zeros_like(x))
     size = _size(model)
     for i, k in enumerate(model.compiled.coord_joints):
         j = model.joints[k]

@@ -30,8 +30,9 @@ _UNIVERSAL = np.array([[0.0, 0.0, 1.0], [0.0, -1.0, 0.0], [1.0, 0.0, 0.0]])
 def tree_placement(model, tree):
     """x (7 nb,) with the bodies along `tree` ([(joint, placed side)]) at the joint
     coordinates given by mb.initial (value, else guess, else 0)."""
-    pose = {b.name: (np.array(b.position, float), rot.matrix(np.array([b.orientation]))[0])
-            for b in model.bodies}
+    # every body's rotation matrix in one vectorised call (row for row the same numbers)
+    A = rot.matrix(np.array([b.orientation for b in model.bodies], float).reshape(-1, 4))
+    pose = {b.name: (np.array(b.position, float), A[k]) for k, b in enumerate(model.bodies)}
     pose["ground"] = (np.zeros(3), np.eye(3))
     given = {ic.joint: (ic.value if ic.value is not None else ic.guess)
              for ic in model.initial if ic.value is not None or ic.guess is not None}

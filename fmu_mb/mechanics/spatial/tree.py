@@ -340,15 +340,16 @@ def _fix_signs(model, tm):
     q0 = initial_coordinates(model, tm)
     rows = list(tm.rows)
     X0 = model.x0.reshape(tm.nb, NQ)
-    # T(q0) once: flipping row k negates the Euler parameters of its body and of every body
-    # placed after it from that body (the quaternion products are linear in each factor, and
-    # negation is exact in floating point), the positions not at all; mult tracks that
-    x = _transform(tm, q0, np.zeros(tm.n))[0].reshape(tm.nb, NQ)
+    # the Euler parameters of T(q0) once: flipping row k negates the Euler parameters of its
+    # body and of every body placed after it from that body (the quaternion products are
+    # linear in each factor, and negation is exact in floating point), the positions not at
+    # all; mult tracks that
+    p = _orientations(tm, q0)
     mult = {tm.nb: 1.0}
     for k, row in enumerate(rows):
         X, Y = row[1], row[2]
         m = mult.get(X, 1.0)
-        if m * (x[Y, 3:] @ X0[Y, 3:]) < 0:
+        if m * (p[Y] @ X0[Y, 3:]) < 0:
             rows[k] = row[:-1] + (-row[-1],)
             m = -m
         mult[Y] = m
@@ -365,18 +366,22 @@ def initial_coordinates(model, tm):
     """q of the assembled pose model.x0: per joint from the relative pose of its frames."""
     X = model.x0.reshape(tm.nb, NQ)
     q = np.zeros(tm.n)
-    for kind, Xb, Yb, fwd, sX, sY, fX, fY, Fd, o, _ in tm.rows:
+    # the rotation matrices of every body (index nb: the ground) and of each row's child
+    # joint frame, each set in one vectorised call (row for row the same numbers as one
+    # call per matrix: rotations.matrix is elementwise over its leading axis)
+    A = rot.matrix(np.vstack([X[:, 3:], _ONE[None]]))
+    frames = [r[7] if r[3] else r[6] for r in tm.rows]
+    F = rot.matrix(np.array(frames, float).reshape(-1, 4))
+    for k, (kind, Xb, Yb, fwd, sX, sY, fX, fY, Fd, o, _) in enumerate(tm.rows):
         if kind == "free":
             q[o:o + 7] = X[Yb]
             continue
         P, C = (Xb, Yb) if fwd else (Yb, Xb)
         sp, sc = (sX, sY) if fwd else (sY, sX)
         Fp = Fd
-        rP, pP = _pose(X, P, tm.nb)
-        rC, pC = _pose(X, C, tm.nb)
-        fc = fY if fwd else fX
-        Ap, Ac = rot.matrix(pP[None])[0], rot.matrix(pC[None])[0]
-        Fc = rot.matrix(fc[None])[0]
+        rP, _ = _pose(X, P, tm.nb)
+        rC, _ = _pose(X, C, tm.nb)
+        Ap, Ac, Fc = A[P], A[C], F[k]
         R = (Ap @ Fp).T @ (Ac @ Fc)
         d = (Ap @ Fp).T @ (rC + Ac @ sc - rP - Ap @ sp)
         if kind in ("revolute", "cylindrical"):
@@ -398,6 +403,49 @@ def initial_coordinates(model, tm):
     # exact zeros (the integrator's first-step estimate scales with |q|)
     q[np.abs(q) < 1e-13] = 0.0
     return q
+
+
+def _qprod(a, b):
+    """The quaternion product a (x) b of two (4,) sequences, as a tuple of floats."""
+    a0, a1, a2, a3 = a
+    b0, b1, b2, b3 = b
+    return (a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3, a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
+            a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1, a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0)
+
+
+def _qz(theta):
+    h = 0.5 * float(theta)
+    return (np.cos(h), 0.0, 0.0, np.sin(h))
+
+
+def _orientations(tm, q):
+    """(nb, 4) the Euler parameters of the bodies at T(q): the values of _transform's
+    quaternion chain p_Y = p_X (x) f_X (x) s p_rel (x) f_Y* alone (no positions, no
+    derivatives), for the signs of _fix_signs."""
+    pose = {tm.nb: (1.0, 0.0, 0.0, 0.0)}
+    out = np.zeros((tm.nb, 4))
+    for kind, Xb, Yb, fwd, sX, sY, fX, fY, Fd, o, sign in tm.rows:
+        if kind in ("revolute", "cylindrical"):
+            prel = _qz(q[o])
+        elif kind == "universal":
+            prel = _qprod(_qprod(_qz(q[o]), _U), _qz(q[o + 1]))
+        elif kind == "spherical":
+            prel = tuple(q[o:o + 4])
+        elif kind == "free":
+            prel = tuple(q[o + 3:o + 7])
+        else:                                   # prismatic, weld
+            prel = (1.0, 0.0, 0.0, 0.0)
+        if sign < 0:
+            prel = tuple(-v for v in prel)
+        if kind == "free":
+            pY = prel
+        else:
+            if not fwd:
+                prel = (prel[0], -prel[1], -prel[2], -prel[3])
+            pY = _qprod(_qprod(_qprod(pose[Xb], fX), prel), _CONJ * fY)
+        pose[Yb] = pY
+        out[Yb] = pY
+    return out
 
 
 def transform(model, q, qd):
