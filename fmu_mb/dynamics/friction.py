@@ -176,11 +176,13 @@ def rest_states(ph, rest, qdd_of):
 
 
 
-# A slip speed at or below REST_SLIP [m/s] is a contact at rest: its slip direction is the
-# recorded s0 (the tendency of its sticking force when the slip started), not the direction of
-# a rounding-level velocity. It also arms the slip -> stick event (integrate._find_event): a
-# slip counts as under way once v_t . s0 exceeded it.
+# A slip speed at or below REST_SLIP [m/s] is a slip at rest: its direction is the recorded s0
+# (the tendency of its sticking force when the slip started), not the direction of a
+# rounding-level velocity (nor the stiff turning of v_t / |v_t| at a tiny speed). A slip
+# counts as under way, its slip -> stick event armed (integrate._find_event), once v_t . s0
+# exceeded REST_ARM [m/s]: rounding of a slip held at rest by other contacts stays below.
 REST_SLIP = 1e-6
+REST_ARM = 1e-13
 
 
 def slip_direction(v, s0):

@@ -658,7 +658,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     project = settings.stabilization == "projection"
     reduction = (model.compiled.contacts.reduction if model.contacts
                  else np.zeros(0, bool))
-    repeats, t_last, steps = 0, None, 0
+    repeats, t_last, steps, t_win, n_win = 0, None, 0, 0.0, 0
     frictional = _fr.any_friction(model)
     n_events = len(model.contacts) + len(st.joints)
     while t < t_end:
@@ -709,10 +709,14 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             y, t = stepper.y, stepper.t
             break
         te, kind, i, ye = event
-        # Zeno guard: more than 100 events per contact, each within 10 ns of the last
+        # Zeno guard: more than 100 events per contact, each within 10 ns of the last, or
+        # within 10 us (events crawling on through a chatter)
         close = t_last is not None and te - t_last <= 1e-8 * max(1.0, abs(te))
         repeats = repeats + 1 if close else 0
-        if repeats > 100 * n_events:
+        if t_last is None or te - t_win > 1e-5 * max(1.0, abs(te)):
+            t_win, n_win = te, 0
+        n_win += 1
+        if repeats > 100 * n_events or n_win > 100 * n_events:
             what = (f"joint '{i[1]}'" if isinstance(i, tuple) else
                     f"contact '{st.names[i]}'")
             raise IntegrationError(f"model '{model.name}': {what} switches "
@@ -891,7 +895,7 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     # slip the others hold, or just after a stick -> slip event) counts as reversed beyond
     # -small only: above that the slip acceleration is rounding of 0
     small = 1e-3 * settings.contact_velocity
-    rest = 1e-13
+    rest = _fr.REST_ARM
     samples = [t0 + (t1 - t0) * k / 4 for k in range(1, 4)] + [t1]
     ys = [dense(s) for s in samples[:-1]] + [None]
     ys[-1] = dense(t1) if settings.method != "rk4" else dense(t1)
@@ -952,7 +956,7 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     for s, yy in zip(samples, ys):
         v = values(yy, s)
         # a gap crossing zero, or (starting from ~0, just after an impact) beyond -tol
-        # a slip crossing zero from under way (v_t . s0 > REST_SLIP: a slip at rest, its
+        # a slip crossing zero from under way (v_t . s0 > REST_ARM: a slip at rest, its
         # speed rounding, has no sign), or reversed beyond -small
         hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol)),
                        np.where(slipping, (v < 0.0) & ((prev_v > rest) | (v < -small)),
@@ -969,7 +973,8 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
                         if values(dense(tk), tk)[i] > 0:
                             a = tk
                             break
-                shift = 0.0 if a > prev_t or prev_v[i] > (rest if slipping[i] else 0.0) else (
+                armed = prev_v[i] > (rest if slipping[i] else 0.0)
+                shift = 0.0 if a > prev_t or armed else (
                     tol if watch[i] and prev_v[i] + tol > 0 else
                     small if slipping[i] and prev_v[i] + small > 0 else None)
                 if shift is None:

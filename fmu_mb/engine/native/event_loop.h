@@ -1368,8 +1368,8 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     par[17] = -1.0;
     ev->fr_dirty = 0;
     long steps = 0, events = 0, changes = 0;
-    int repeats = 0, have_last = 0;
-    double t_last = 0.0, t_start = t;
+    int repeats = 0, have_last = 0, n_win = 0;
+    double t_last = 0.0, t_start = t, t_win = 0.0;
     while (t < t_end) {
         int lam0_ok = 0, v0_ok = 0, v1_ok = 0;
         /* the end of the last call is this call's start (t, y, u and the drift control
@@ -1560,10 +1560,16 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             }
             break;
         }
-        /* Zeno guard: more than 100 events per contact, each within 10 ns of the last */
+        /* Zeno guard: more than 100 events per contact, each within 10 ns of the last, or
+         * within 10 us (events crawling on through a chatter) */
         int close = have_last && te - t_last <= 1e-8 * fmax(1.0, fabs(te));
         repeats = close ? repeats + 1 : 0;
-        if (repeats > 100 * (nc + ev->nj)) {
+        if (!have_last || te - t_win > 1e-5 * fmax(1.0, fabs(te))) {
+            t_win = te;
+            n_win = 0;
+        }
+        n_win++;
+        if (repeats > 100 * (nc + ev->nj) || n_win > 100 * (nc + ev->nj)) {
             par[14] = te;
             par[17] = kind >= EV_JSLIP ? -2.0 - idx : idx;
             return ERR_ZENO;
