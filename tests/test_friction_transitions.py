@@ -12,6 +12,7 @@ the tendency of their sticking force; mirror-image corners leave together; the s
 event arms once a slip is under way (docs/contacts-friction.md, "Redundant contacts"). Both
 loops run through every transition (no Zeno guard), with no yaw, the energy balanced by the
 sliding loss, and the compiled loop equal to the Python loop to 1e-9."""
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,10 +33,10 @@ LOOPS = {"python": Settings(formulation="newton_euler"),
          "compiled": Settings(formulation="recursive")}
 
 
-def _jerk_deck(loop, t_end=0.24, dt=0.01):
+def _jerk_deck(loop, t_end=0.24, dt=0.01, **tols):
     model = load_model(DATA / "accel_deck.py", a=0.0, jerk=JERK, mu=MU)
     assert [c.name for c in model.contacts if c.point[2] < 0] == CORNERS
-    return simulate(model, t_end, dt, settings=LOOPS[loop])
+    return simulate(model, t_end, dt, settings=replace(LOOPS[loop], **tols))
 
 
 def _swing_deck(loop, t_end, dt):
@@ -101,9 +102,15 @@ def test_box_on_a_jerked_deck_compiled_loop():
 
 @pytest.mark.slow
 def test_box_on_a_jerked_deck_python_loop_equals_compiled_loop():
-    p = _jerk_deck("python")
+    """Through both cone exits and the start of the slip. Tolerances rtol 1e-11, atol 1e-13:
+    just after t* the slip is slow and the turning of its direction stiff, so the quantities
+    that vanish by symmetry (the corners' ft2, the rail's fy and tz) carry the integration's
+    noise, ~1e-9 N with the default atol 1e-11 (independent in the two loops), ~1e-10 N with
+    these."""
+    tight = {"rtol": 1e-11, "atol": 1e-13}
+    p = _jerk_deck("python", 0.22, 0.02, **tight)
     _check_jerk_deck(p)
-    same_outputs(_jerk_deck("compiled"), p)
+    same_outputs(_jerk_deck("compiled", 0.22, 0.02, **tight), p)
 
 
 def _check_swing(r):
