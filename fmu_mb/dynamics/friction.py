@@ -19,8 +19,9 @@ A persistent contact (its gap row closed) with mu > 0 sticks or slips:
   a unique solution (Painleve): ImpactError naming the sliding contacts.
 
 Slip direction: s = sigma v_t / |v_t| with sigma = +1 when v_t . s0 >= 0, else -1, and s = s0
-when v_t = 0; s0 is the contact's slip direction recorded when the slip phase started (planar:
-+-1, so s = s0 for the whole phase). The factor sigma makes s continuous through v_t = 0 on a
+when |v_t| <= REST_SLIP (at rest: a rounding-level velocity has no direction); s0 is the
+contact's slip direction recorded when the slip phase started (planar: +-1, so s = s0 for the
+whole phase). The factor sigma makes s continuous through v_t = 0 on a
 straight approach, so the phase's right-hand side stays smooth up to and past the slip-to-stick
 event v_t . s0 = 0, which the event loop locates on the dense output.
 
@@ -175,12 +176,41 @@ def rest_states(ph, rest, qdd_of):
 
 
 
+# A slip speed at or below REST_SLIP [m/s] is a slip at rest: its direction is the recorded s0
+# (the tendency of its sticking force when the slip started), not the direction of a
+# rounding-level velocity (nor the stiff turning of v_t / |v_t| at a tiny speed). A slip
+# counts as under way, its slip -> stick event armed (integrate._find_event), once v_t . s0
+# exceeded REST_ARM [m/s]: rounding of a slip held at rest by other contacts stays below.
+REST_SLIP = 1e-6
+REST_ARM = 1e-13
+
+
 def slip_direction(v, s0):
-    """s = sigma v / |v| (sigma = sign of v . s0, + at 0), s0 when v = 0."""
+    """s = sigma v / |v| (sigma = sign of v . s0, + at 0), s0 when |v| <= REST_SLIP (at
+    rest)."""
     nv = float(np.sqrt(v @ v))
-    if nv == 0.0:
+    if nv <= REST_SLIP:
         return np.array(s0, float)
     return (v / nv) if float(v @ s0) >= 0.0 else (-v / nv)
+
+
+# Sticking contacts within TIE_CONE (relative to the largest mu f_n of the sticking contacts)
+# of their cone when one of them reaches it leave the cone together (a tie: mirror-image
+# contacts of a symmetric load reach their cones at one instant up to rounding).
+TIE_CONE = 1e-9
+
+
+def tied_exits(ph, lam_c, lam_t, i):
+    """(k,) the contacts that start slipping at the stick -> slip event of contact i: i and
+    every sticking contact k with |lam_t,k| >= mu_k f_n,k - TIE_CONE max_j mu_j f_n,j
+    (lam_c, lam_t the multipliers of the phase ph at the event), contact order."""
+    ft = np.sqrt(np.einsum("ik,ik->i", lam_t, lam_t))
+    cone = np.where(ph.stick, ph.mu * -np.asarray(lam_c, float), 0.0)
+    excess = ft - cone
+    tie = TIE_CONE * max(float(cone.max(initial=0.0)), 0.0)
+    out = ph.stick & (excess >= -tie)
+    out[i] = True
+    return np.flatnonzero(out)
 
 
 def stick_rows(ph, Dt, conv_t):

@@ -658,7 +658,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     project = settings.stabilization == "projection"
     reduction = (model.compiled.contacts.reduction if model.contacts
                  else np.zeros(0, bool))
-    repeats, t_last, steps = 0, None, 0
+    repeats, t_last, steps, t_win, n_win = 0, None, 0, 0.0, 0
     frictional = _fr.any_friction(model)
     n_events = len(model.contacts) + len(st.joints)
     while t < t_end:
@@ -709,10 +709,14 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             y, t = stepper.y, stepper.t
             break
         te, kind, i, ye = event
-        # Zeno guard: more than 100 events per contact, each within 10 ns of the last
+        # Zeno guard: more than 100 events per contact, each within 10 ns of the last, or
+        # within 10 us (events crawling on through a chatter)
         close = t_last is not None and te - t_last <= 1e-8 * max(1.0, abs(te))
         repeats = repeats + 1 if close else 0
-        if repeats > 100 * n_events:
+        if t_last is None or te - t_win > 1e-5 * max(1.0, abs(te)):
+            t_win, n_win = te, 0
+        n_win += 1
+        if repeats > 100 * n_events or n_win > 100 * n_events:
             what = (f"joint '{i[1]}'" if isinstance(i, tuple) else
                     f"contact '{st.names[i]}'")
             raise IntegrationError(f"model '{model.name}': {what} switches "
@@ -891,6 +895,7 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     # slip the others hold, or just after a stick -> slip event) counts as reversed beyond
     # -small only: above that the slip acceleration is rounding of 0
     small = 1e-3 * settings.contact_velocity
+    rest = _fr.REST_ARM
     samples = [t0 + (t1 - t0) * k / 4 for k in range(1, 4)] + [t1]
     ys = [dense(s) for s in samples[:-1]] + [None]
     ys[-1] = dense(t1) if settings.method != "rk4" else dense(t1)
@@ -951,8 +956,10 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     for s, yy in zip(samples, ys):
         v = values(yy, s)
         # a gap crossing zero, or (starting from ~0, just after an impact) beyond -tol
+        # a slip crossing zero from under way (v_t . s0 > REST_ARM: a slip at rest, its
+        # speed rounding, has no sign), or reversed beyond -small
         hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol)),
-                       np.where(slipping, (v < 0.0) & ((prev_v > 0.0) | (v < -small)),
+                       np.where(slipping, (v < 0.0) & ((prev_v > rest) | (v < -small)),
                                 v < 0.0))
         if hit.any():
             for i in np.flatnonzero(hit):
@@ -966,7 +973,8 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
                         if values(dense(tk), tk)[i] > 0:
                             a = tk
                             break
-                shift = 0.0 if a > prev_t or prev_v[i] > 0 else (
+                armed = prev_v[i] > (rest if slipping[i] else 0.0)
+                shift = 0.0 if a > prev_t or armed else (
                     tol if watch[i] and prev_v[i] + tol > 0 else
                     small if slipping[i] and prev_v[i] + small > 0 else None)
                 if shift is None:
@@ -999,7 +1007,9 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
 
 def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
     """stick -> slip: the contact slips along s0 = lam_t / |lam_t| of its sticking force at
-    te (the friction force opposes the slip). slip -> stick (v_t . s0 = 0): it sticks when
+    te (the friction force opposes the slip), and with it every sticking contact reaching its
+    cone at the same instant (friction.tied_exits: redundant contacts leave together, not one
+    by one in the order rounding picks). slip -> stick (v_t . s0 = 0): it sticks when
     |v_t| <= 1e-3 contact_velocity, and so does every other slipping contact whose slip
     stopped with it (the phase start then lets those whose sticking force is outside the
     cone slip again, reversed); a spatial slip whose direction turned away from s0 (|v_t|
@@ -1011,11 +1021,13 @@ def _friction_event(model, st, kind, i, te, y, settings, impact, uvec):
         fric = _fr.phase_of(model, st, active)
         dyn = impact.accelerations(model, y[:n], y[n:], te, uvec, active,
                                    fric=fric)
-        lt = dyn.lam_t[i]
-        nl = float(np.sqrt(lt @ lt))
-        rec["stick"] = False
-        if nl > 0.0:
-            rec["sdir"] = [float(v) for v in lt / nl]
+        for k in _fr.tied_exits(fric, dyn.lam_c, dyn.lam_t, i):
+            lt = dyn.lam_t[k]
+            nl = float(np.sqrt(lt @ lt))
+            rc = st.data[st.names[k]]
+            rc["stick"] = False
+            if nl > 0.0:
+                rc["sdir"] = [float(v) for v in lt / nl]
         return y
     vts = impact.slip_velocities(model, y[:n], y[n:])
     nv = float(np.sqrt(vts[i] @ vts[i]))

@@ -709,7 +709,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
              * is rounding of 0 */
             int slip = i >= nc && i < 2 * nc && !ev->stick[i - nc];
             hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol))
-                     : slip ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -ev->slip_small))
+                     : slip ? (v[i] < 0.0 && (pv[i] > FR_REST_ARM || v[i] < -ev->slip_small))
                      : (v[i] < 0.0);
             any |= hit[i];
         }
@@ -737,7 +737,8 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
                     }
                 }
             }
-            if (a > prev_t || pv[i] > 0.0) {
+            int slip = i >= nc && i < 2 * nc && !ev->stick[i - nc];
+            if (a > prev_t || pv[i] > (slip ? FR_REST_ARM : 0.0)) {
                 if ((rc = ev_brent(ev, i, 0.0, a, ts, event_tol, 4 * 2.220446049250313e-16,
                                    &te)) != OK)
                     return rc;
@@ -745,8 +746,7 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
                 if ((rc = ev_brent(ev, i, tol, a, ts, event_tol, 4 * 2.220446049250313e-16,
                                    &te)) != OK)
                     return rc;
-            } else if (i >= nc && i < 2 * nc && !ev->stick[i - nc] &&
-                       pv[i] + ev->slip_small > 0.0) {
+            } else if (slip && pv[i] + ev->slip_small > 0.0) {
                 if ((rc = ev_brent(ev, i, ev->slip_small, a, ts, event_tol,
                                    4 * 2.220446049250313e-16, &te)) != OK)
                     return rc;
@@ -1094,12 +1094,21 @@ static int ev_fr_event(EvLoop *ev, int kind, int i, double te, const double *y,
         ev->js0[i] = ev->jlam[i] > 0.0 ? 1.0 : -1.0;
         return OK;
     }
-    if (kind == EV_SLIP) {
-        double nl = ev_norm2(ev->lamt + 2 * i);
-        ev->stick[i] = 0;
-        if (nl > 0.0) {
-            ev->s0[2 * i] = ev->lamt[2 * i] / nl;
-            ev->s0[2 * i + 1] = ev->lamt[2 * i + 1] / nl;
+    if (kind == EV_SLIP) {        /* i and every sticking contact tied with it at its cone */
+        double cmax = 0.0;
+        for (int k = 0; k < nc; k++)
+            if (ev->active[k] && ev->stick[k] && ev->mu[k] > 0.0)
+                cmax = fmax(cmax, ev->mu[k] * -ev->lamc[k]);
+        for (int k = 0; k < nc; k++) {
+            double nl = ev_norm2(ev->lamt + 2 * k);
+            if (k != i && !(ev->active[k] && ev->stick[k] && ev->mu[k] > 0.0 &&
+                            nl - ev->mu[k] * -ev->lamc[k] >= -FR_TIE_CONE * cmax))
+                continue;
+            ev->stick[k] = 0;
+            if (nl > 0.0) {
+                ev->s0[2 * k] = ev->lamt[2 * k] / nl;
+                ev->s0[2 * k + 1] = ev->lamt[2 * k + 1] / nl;
+            }
         }
         return OK;
     }
@@ -1359,8 +1368,8 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     par[17] = -1.0;
     ev->fr_dirty = 0;
     long steps = 0, events = 0, changes = 0;
-    int repeats = 0, have_last = 0;
-    double t_last = 0.0, t_start = t;
+    int repeats = 0, have_last = 0, n_win = 0;
+    double t_last = 0.0, t_start = t, t_win = 0.0;
     while (t < t_end) {
         int lam0_ok = 0, v0_ok = 0, v1_ok = 0;
         /* the end of the last call is this call's start (t, y, u and the drift control
@@ -1551,10 +1560,16 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             }
             break;
         }
-        /* Zeno guard: more than 100 events per contact, each within 10 ns of the last */
+        /* Zeno guard: more than 100 events per contact, each within 10 ns of the last, or
+         * within 10 us (events crawling on through a chatter) */
         int close = have_last && te - t_last <= 1e-8 * fmax(1.0, fabs(te));
         repeats = close ? repeats + 1 : 0;
-        if (repeats > 100 * (nc + ev->nj)) {
+        if (!have_last || te - t_win > 1e-5 * fmax(1.0, fabs(te))) {
+            t_win = te;
+            n_win = 0;
+        }
+        n_win++;
+        if (repeats > 100 * (nc + ev->nj) || n_win > 100 * (nc + ev->nj)) {
             par[14] = te;
             par[17] = kind >= EV_JSLIP ? -2.0 - idx : idx;
             return ERR_ZENO;
@@ -1791,7 +1806,7 @@ static int ev_fr_arm(EvLoop *ev, double t, const double *y)
     for (int i = 0; i < nc; i++)
         ev->me_armed[i] = ev->active[i] && ev->mu[i] > 0.0 && !ev->stick[i] &&
                           ev->vt2[2 * i] * ev->s0[2 * i] +
-                          ev->vt2[2 * i + 1] * ev->s0[2 * i + 1] > 0.0;
+                          ev->vt2[2 * i + 1] * ev->s0[2 * i + 1] > FR_REST_ARM;
     return OK;
 }
 

@@ -63,7 +63,8 @@
  *    fmu_mb.dynamics.impact.solve_impact (simultaneous impacts: release the most pulling
  *    contact, add the most penetrating one); a contact whose rebound is below
  *    contact_velocity becomes persistent;
- *  - Zeno guard: more than 100 events per contact each within 10 ns of the last: ERR_ZENO.
+ *  - Zeno guard: more than 100 events per contact each within 10 ns of the last, or within a
+ *    window of 10 us (a chatter crawling on): ERR_ZENO.
  *
  *   int mbk_advance_events_to_impact(MbkEvents *ev, int method, double *par, double *y,
  *                                    const double *u, double *rec, int *impact);

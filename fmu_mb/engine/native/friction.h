@@ -10,7 +10,17 @@
 #include <math.h>
 #include <string.h>
 
-/* s = sigma v / |v| (sigma = +1 when v . s0 >= 0, else -1), s = s0 when v = 0 (kt values) */
+/* A slip speed at or below FR_REST_SLIP [m/s] is a slip at rest: its direction is the recorded
+ * s0 (fmu_mb.dynamics.friction.REST_SLIP). A slip counts as under way (its slip -> stick event
+ * armed) once v_t . s0 exceeded FR_REST_ARM [m/s] (rounding of a slip held at rest stays
+ * below). Sticking contacts within FR_TIE_CONE (relative to the largest mu f_n of the sticking
+ * contacts) of their cone leave it with the one reaching it (friction.TIE_CONE). */
+#define FR_REST_SLIP 1e-6
+#define FR_REST_ARM 1e-13
+#define FR_TIE_CONE 1e-9
+
+/* s = sigma v / |v| (sigma = +1 when v . s0 >= 0, else -1), s = s0 when |v| <= FR_REST_SLIP
+ * (kt values) */
 static void fr_slip_direction(int kt, const double *v, const double *s0, double *s)
 {
     double nv = 0.0, d = 0.0;
@@ -19,7 +29,7 @@ static void fr_slip_direction(int kt, const double *v, const double *s0, double 
         d += v[i] * s0[i];
     }
     nv = sqrt(nv);
-    if (nv == 0.0) {
+    if (nv <= FR_REST_SLIP) {
         memcpy(s, s0, sizeof(double) * (size_t)kt);
         return;
     }
