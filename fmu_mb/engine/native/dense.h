@@ -358,17 +358,22 @@ static void dense_band_rotate(double *L, int W, int m, int i, double c, double s
  * chased down the band, b rows at a time), on S's lower band (b + 2 diagonals in V, O(m b)),
  * each rotation O(b) and applied to the right-hand sides (G rhs) and, stored, to the
  * solutions in reverse (G' u); then dense_tql_filter. O(m^2 b) instead of the Householder
- * reduction's 4/3 m^3. V (at least m (b + 2)): workspace, w (m): the eigenvalues. ops (may be
- * NULL): incremented by the operations done. Returns 0, or -1 when QL does not converge or
- * memory runs out. */
-static int dense_band_solve(const double *A, int b, double *V, double *w, int m, double rtol,
-                            int nrhs, double *y, double *ops)
+ * reduction's 4/3 m^3. first (may be NULL): S's lower envelope (dense_envelope; the entries
+ * of row r before first[r] are zero and not read). V (at least m (b + 2)): workspace, w (m):
+ * the eigenvalues (w may hold first: it is read before w is written). ops (may be NULL):
+ * incremented by the operations done. Returns 0, or -1 when QL does not converge or memory
+ * runs out. */
+static int dense_band_solve_env(const double *A, const int *first, int b, double *V,
+                                double *w, int m, double rtol, int nrhs, double *y, double *ops)
 {
     int W = b + 2;
     double *L = V;
     for (int j = 0; j < m; j++)                     /* the lower band, and a zero bulge slot */
-        for (int d = 0; d < W; d++)
-            L[(size_t)j * W + d] = d <= b && j + d < m ? A[(size_t)(j + d) * m + j] : 0.0;
+        for (int d = 0; d < W; d++) {
+            int r = j + d;
+            L[(size_t)j * W + d] = d <= b && r < m && (!first || first[r] <= j)
+                                       ? A[(size_t)r * m + j] : 0.0;
+        }
     size_t nrot = 0, cap = (size_t)m * (m + b) + 16;
     int *rp = malloc(sizeof(int) * cap);
     double *rcs = malloc(sizeof(double) * 2 * cap);
@@ -437,6 +442,13 @@ static int dense_band_solve(const double *A, int b, double *V, double *w, int m,
     free(rp);
     free(rcs);
     return rc;
+}
+
+/* dense_band_solve_env with S's lower triangle read in full */
+static int dense_band_solve(const double *A, int b, double *V, double *w, int m, double rtol,
+                            int nrhs, double *y, double *ops)
+{
+    return dense_band_solve_env(A, NULL, b, V, w, m, rtol, nrhs, y, ops);
 }
 
 /* Largest S for dense_pc_minnorm (its workspace is on the stack). */
@@ -819,6 +831,27 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
     }
     if (ops)
         *ops += (double)m * m;
+    if (!pivoted && !full && m > DENSE_BAND_FEWEST) {
+        /* the band route of dense_eigen_solve_n on the envelope, without completing S: the
+         * same half-bandwidth (dense_bandwidth of the completed S), the same finiteness test
+         * and band, the same numbers (S given on its envelope) */
+        int b = 0, finite = 1;
+        for (int r = 0; r < m; r++) {
+            int l = first[r];
+            while (l < r && A[(size_t)r * m + l] == 0.0)
+                l++;
+            b = r - l > b ? r - l : b;
+            for (int j = first[r]; j <= r && finite; j++)
+                finite = isfinite(A[(size_t)r * m + j]);
+        }
+        if (!finite)
+            return ERR_NONFINITE;
+        if (b <= DENSE_BAND_WIDEST * m) {
+            memcpy(y, rhs, sizeof(double) * (size_t)nrhs * m);
+            if (dense_band_solve_env(A, first, b, V, w, m, rtol, nrhs, y, ops) == 0)
+                return OK;
+        }
+    }
     for (int r = 0; !full && r < m; r++)         /* the full symmetric S from its envelope */
         for (int l = 0; l < r; l++)
             A[(size_t)l * m + r] = A[(size_t)r * m + l] = l < first[r] ? 0.0 : A[(size_t)r * m + l];
