@@ -359,7 +359,7 @@ static void dense_band_rotate(double *L, int W, int m, int i, double c, double s
  * each rotation O(b) and applied to the right-hand sides (G rhs) and, stored, to the
  * solutions in reverse (G' u); then dense_tql_filter. O(m^2 b) instead of the Householder
  * reduction's 4/3 m^3. first (may be NULL): S's lower envelope (dense_envelope; the entries
- * of row r before first[r] are zero and not read). V (at least m (b + 2)): workspace, w (m):
+ * of row r before first[r] are zero and not read). V (m x m): workspace, w (m):
  * the eigenvalues (w may hold first: it is read before w is written). ops (may be NULL):
  * incremented by the operations done. Returns 0, or -1 when QL does not converge or memory
  * runs out. */
@@ -374,13 +374,20 @@ static int dense_band_solve_env(const double *A, const int *first, int b, double
             L[(size_t)j * W + d] = d <= b && r < m && (!first || first[r] <= j)
                                        ? A[(size_t)r * m + j] : 0.0;
         }
-    size_t nrot = 0, cap = (size_t)m * (m + b) + 16;
+    /* cap: the most rotations the reduction can take (each chase below runs while p < m) */
+    size_t nrot = 0, cap = 16, room = (size_t)m * m - (size_t)m * W;
+    for (int j = 0; j + 2 < m && b >= 2; j++)
+        for (int k = j + 2; k <= j + b && k < m; k++)
+            cap += 1 + (size_t)((m - 1 - k) / b);
+    /* the rotations' (c, s) in V after the band when they fit (V is the caller's workspace,
+     * m x m: no fresh memory to fault in per solve), else in a buffer of their own */
     int *rp = malloc(sizeof(int) * cap);
-    double *rcs = malloc(sizeof(double) * 2 * cap);
+    double *own = 2 * cap <= room ? NULL : malloc(sizeof(double) * 2 * cap);
+    double *rcs = own ? own : V + (size_t)m * W;
     double *e = malloc(sizeof(double) * (size_t)(m > 0 ? m : 1));
-    if (!rp || !rcs || !e) {
+    if (!rp || (2 * cap > room && !own) || !e) {
         free(rp);
-        free(rcs);
+        free(own);
         free(e);
         return -1;
     }
@@ -399,7 +406,7 @@ static int dense_band_solve_env(const double *A, const int *first, int b, double
                 Lc[1] = 0.0;                       /* (p, col), rotated away */
                 if (nrot == cap) {                 /* (cap bounds the count: not reached) */
                     free(rp);
-                    free(rcs);
+                    free(own);
                     free(e);
                     return -1;
                 }
@@ -440,7 +447,7 @@ static int dense_band_solve_env(const double *A, const int *first, int b, double
         *ops += (double)m * W + (double)nrot * (8.0 * W + 12.0 * nrhs)
                 + nql * (20.0 + 12.0 * nrhs);
     free(rp);
-    free(rcs);
+    free(own);
     return rc;
 }
 
