@@ -77,7 +77,9 @@ class NativeA02:
         """CPU us per 1 ms doStep over t = 0.2 s .. 0.2 s + n_steps ms (200 warm-up steps);
         with CALLGRIND set, instructions per step instead."""
         if CALLGRIND:
-            ir = [self.instructions(exe, k) for k in (0, n_steps)]
+            if not hasattr(self, "ir0"):
+                self.ir0 = self.instructions(exe, 0)     # start-up and the warm-up steps
+            ir = [self.ir0, self.instructions(exe, n_steps)]
             last = self.host(exe, "bench", 1e-3, n_steps, -1, self.vr["O0.angle"])["last"]
             return (ir[1] - ir[0]) / n_steps, float(last)
         r = self.host(exe, "bench", 1e-3, n_steps, -1, self.vr["O0.angle"])
