@@ -229,6 +229,24 @@ def test_the_kernels_envelope_call_is_the_band_route(harness, seed):
                 assert rel(env["y"], eigh_route(S, B, rtol)[0]) < 1e-10
 
 
+@pytest.mark.parametrize("m, b", [(30, 6), (40, 9), (100, 3)])
+def test_band_rotations_in_the_workspace_or_their_own_buffer(harness, m, b):
+    """The band reduction keeps its rotations in the m x m workspace after the band when
+    they fit (about m^2 (b - 1) / (2 b) of them, 2 numbers each, beside m (b + 2) for the
+    band: m >= ~b^2 + 2b, here m = 100, b + 1 = 4) and in a buffer of its own otherwise
+    (m = 30, 40 with the widest bands taken as bands): the same results as the dense routes
+    either way, both cut-offs."""
+    rng = np.random.default_rng(m + b)
+    S = random_banded(rng, m, b - 1, [4, m // 2, m - 2])
+    assert half_bandwidth(S) == b and b <= linalg.BAND_EIGEN_WIDEST * m
+    B = rng.normal(size=(m, 2))
+    for rtol in (RANK_RTOL, PROJECTION_RTOL):
+        y0, w0 = eigh_route(S, B, rtol)
+        band, dense = harness(0, S, B, rtol), harness(1, S, B, rtol)
+        assert rel(band["y"], y0) < 1e-10 and rel(dense["y"], y0) < 1e-10
+        assert np.abs(np.sort(band["w"]) - w0).max() < 1e-12 * w0.max()
+
+
 def test_band_route_in_the_cut_offs_window(harness):
     """Nearly dependent rows whose eigenvalues lie inside the multipliers' smooth cut-off
     (between FILTER_WIDTH x RANK_RTOL and RANK_RTOL of the largest): the weights there depend
