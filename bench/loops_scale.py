@@ -12,6 +12,9 @@ CPU time:
 - --long: 20 s of 1 ms doSteps at each N, total CPU seconds and the crank angle's error
   against the closed-form reference (bench/references.n_four_bar) at 20 s.
 The growth exponent is the least-squares slope of log(cost) over log(N).
+--callgrind: the step costs as instruction counts instead of CPU time (valgrind's callgrind
+on the same host, the run of 0 steps after the warm-up subtracted: Ir per step), which other
+jobs on the machine do not disturb; ~50x slower (the 20 s runs of --long at N = 80: ~20 min).
 --exudyn: Exudyn's GeneralizedAlpha with the EigenSparse solver (modified Newton, one Jacobian
 per step, bench/exudyn_models.Planar) on the same model over 1 s at h = 1e-3, 5e-4 and
 2.5e-4 s: CPU time per simulated ms and the crank angle's error against the closed-form
@@ -19,6 +22,8 @@ reference (bench/references.n_four_bar) at 1 s, side by side with the FMU's 1 s 
 """
 import argparse
 import math
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+CALLGRIND = False      # --callgrind: step costs in instructions (callgrind), not CPU time
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
@@ -68,9 +74,29 @@ class NativeA02:
         return _fields(res.stdout)
 
     def steps(self, exe, n_steps):
-        """CPU us per 1 ms doStep over t = 0.2 s .. 0.2 s + n_steps ms (200 warm-up steps)."""
+        """CPU us per 1 ms doStep over t = 0.2 s .. 0.2 s + n_steps ms (200 warm-up steps);
+        with CALLGRIND set, instructions per step instead."""
+        if CALLGRIND:
+            if not hasattr(self, "ir0"):
+                self.ir0 = self.instructions(exe, 0)     # start-up and the warm-up steps
+            ir = [self.ir0, self.instructions(exe, n_steps)]
+            last = self.host(exe, "bench", 1e-3, n_steps, -1, self.vr["O0.angle"])["last"]
+            return (ir[1] - ir[0]) / n_steps, float(last)
         r = self.host(exe, "bench", 1e-3, n_steps, -1, self.vr["O0.angle"])
         return float(r["cpu_us_per_step"]), float(r["last"])
+
+    def instructions(self, exe, n_steps):
+        """Instructions (callgrind's Ir) of the host's bench run of n_steps 1 ms doSteps."""
+        with tempfile.TemporaryDirectory() as td:
+            res = subprocess.run(["valgrind", "--tool=callgrind",
+                                  f"--callgrind-out-file={td}/out", str(exe), "bench",
+                                  self.dir, self.md.guid, self.id, "1e-3", str(n_steps), "-1",
+                                  str(self.vr["O0.angle"])],
+                                 capture_output=True, text=True, env={})
+        found = re.search(r"Collected : (\d+)", res.stderr)
+        if res.returncode != 0 or not found:
+            raise RuntimeError(res.stderr[-2000:])
+        return float(found.group(1))
 
 
 def slope(ns, ys):
@@ -83,7 +109,16 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--long", action="store_true", help="20 s at each N")
     ap.add_argument("--exudyn", action="store_true")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="step costs in instructions (valgrind's callgrind), not CPU time")
     args = ap.parse_args(argv)
+    global CALLGRIND
+    CALLGRIND = args.callgrind
+    if CALLGRIND and not shutil.which("valgrind"):
+        sys.exit("--callgrind needs valgrind")
+    if CALLGRIND and args.exudyn:
+        sys.exit("--exudyn compares CPU times: run it without --callgrind")
+    unit = "Ir" if CALLGRIND else "us CPU"
     ns = [int(v) for v in args.n.split(",")]
     log = print
     with tempfile.TemporaryDirectory() as td:
@@ -102,8 +137,8 @@ def main(argv=None):
                 cross = float("nan")
                 log(f"N = {n}, t = 0.2 .. 1.2 s: {str(exc).splitlines()[0][:300]}")
             rows.append((n, statistics.median(starts), reg, cross, fmu))
-        log("| N | start-up [ms CPU] | 1 ms step, t = 0.2 .. 0.5 s [us CPU] "
-            "| 1 ms step, t = 0.2 .. 1.2 s (one collinear crossing) [us CPU] |")
+        log(f"| N | start-up [ms CPU] | 1 ms step, t = 0.2 .. 0.5 s [{unit}] "
+            f"| 1 ms step, t = 0.2 .. 1.2 s (one collinear crossing) [{unit}] |")
         log("|---|---|---|---|")
         for n, st, reg, cross, _ in rows:
             log(f"| {n} | {st:.2f} | {reg:.1f} | "
@@ -135,7 +170,8 @@ def main(argv=None):
                     f"{abs(joints['O0'] - th_ref):.1e} |")
         if args.long:
             import references as R
-            log("\n| N | 20 s of 1 ms doSteps [s CPU] | wall [s] | crank angle error at 20 s "
+            total = "1e9 Ir" if CALLGRIND else "s CPU"
+            log(f"\n| N | 20 s of 1 ms doSteps [{total}] | wall [s] | crank angle error at 20 s "
                 "[rad] |")
             log("|---|---|---|---|")
             long_cpu = []
@@ -146,9 +182,9 @@ def main(argv=None):
                 except RuntimeError as exc:
                     log(f"| {n} | stopped: {str(exc).splitlines()[0][:200]} | | |")
                     continue
-                long_cpu.append((n, us * 19800 / 1e6))
+                long_cpu.append((n, us * 19800 / (1e9 if CALLGRIND else 1e6)))
                 th_ref = R.n_four_bar(n, t_end=20.0)[0]["O0"]
-                log(f"| {n} | {us * 19800 / 1e6:.1f} (+ 200 warm-up steps) | "
+                log(f"| {n} | {long_cpu[-1][1]:.1f} (+ 200 warm-up steps) | "
                     f"{time.perf_counter() - c0:.1f} | {abs(last - th_ref):.1e} |")
             if len(long_cpu) > 1:
                 log(f"\ngrowth exponent of 20 s of steps (20 crossings) over N = "

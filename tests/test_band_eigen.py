@@ -43,7 +43,9 @@ HARNESS = r"""
 #include "dense.h"
 /* stdin: cases of "route m nrhs rtol S(m*m) rhs(nrhs*m)"; route 0: dense_band_solve,
  * 1: dense_tridiagonal_solve (Householder + QL), 2: dense_eigen_solve_n without LAPACK (the
- * native FMU's dispatch). stdout per case: rc, bandwidth, ops, w (m, sorted), y */
+ * native FMU's dispatch), 3: dense_psd_solve_env on S's lower envelope (the planar kernel's
+ * call; the entries outside it overwritten). stdout per case: rc, bandwidth, ops, w (m,
+ * sorted), y */
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -67,8 +69,18 @@ int main(void)
             rc = dense_band_solve(S, bw, V, w, m, rtol, nrhs, y, &ops);
         else if (route == 1)
             rc = dense_tridiagonal_solve(S, V, w, m, rtol, nrhs, y);
-        else
+        else if (route == 2)
             rc = dense_eigen_solve_n(S, V, w, m, NULL, NULL, 0, rtol, nrhs, b, y, &ops);
+        else {          /* S on its lower envelope, stale entries elsewhere (the kernel's S) */
+            int *env = malloc(sizeof(int) * 2 * m);
+            dense_envelope(S, m, env);
+            for (int r = 0; r < m; r++)
+                for (int l = 0; l < m; l++)
+                    if (l < env[r] || l > r)
+                        S[r * m + l] = 1e3 + r - l;
+            rc = dense_psd_solve_env(S, env, V, w, m, NULL, NULL, 0, rtol, nrhs, b, y, &ops);
+            free(env);
+        }
         qsort(w, m, sizeof(double), cmp);
         printf("%d %d %.17g", rc, bw, ops);
         for (int i = 0; i < m; i++)
@@ -193,6 +205,46 @@ def test_wide_bands_keep_the_dense_route(harness):
         w, V = eigh_banded(S)
         w0, V0 = np.linalg.eigh(S)
         assert np.array_equal(w, w0) and np.array_equal(V, V0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_kernels_envelope_call_is_the_band_route(harness, seed):
+    """dense_psd_solve_env given S on its lower envelope (the planar kernel's S, whose other
+    entries are stale) takes the band route on the envelope without completing S: the same
+    numbers as dense_eigen_solve_n on the full S, bit for bit, for random bands with nearly
+    dependent rows and A02 N = 20 near its collinear pose."""
+    rng = np.random.default_rng(20 + seed)
+    m = int(rng.integers(30, 91))
+    cases = [random_banded(rng, m, int(rng.integers(1, 6)), [5, 17, m - 3])]
+    if seed == 0:
+        cases.append(a02_schur(20, -3 * np.pi + 5e-4))
+    for i, S in enumerate(cases):
+        B = rng.normal(size=(S.shape[0], 2))
+        # (A02 at PROJECTION_RTOL: no eigenvalue cut off, Cholesky)
+        for rtol in (RANK_RTOL, PROJECTION_RTOL) if i == 0 else (RANK_RTOL,):
+            full, env = harness(2, S, B, rtol), harness(3, S, B, rtol)
+            assert np.array_equal(env["y"], full["y"])
+            assert np.array_equal(env["w"], full["w"])
+            if i == 0:      # (A02 at 5e-4 rad: eigenvalues inside the window, see below)
+                assert rel(env["y"], eigh_route(S, B, rtol)[0]) < 1e-10
+
+
+@pytest.mark.parametrize("m, b", [(30, 6), (40, 9), (100, 3)])
+def test_band_rotations_in_the_workspace_or_their_own_buffer(harness, m, b):
+    """The band reduction keeps its rotations in the m x m workspace after the band when
+    they fit (about m^2 (b - 1) / (2 b) of them, 2 numbers each, beside m (b + 2) for the
+    band: m >= ~b^2 + 2b, here m = 100, b + 1 = 4) and in a buffer of its own otherwise
+    (m = 30, 40 with the widest bands taken as bands): the same results as the dense routes
+    either way, both cut-offs."""
+    rng = np.random.default_rng(m + b)
+    S = random_banded(rng, m, b - 1, [4, m // 2, m - 2])
+    assert half_bandwidth(S) == b and b <= linalg.BAND_EIGEN_WIDEST * m
+    B = rng.normal(size=(m, 2))
+    for rtol in (RANK_RTOL, PROJECTION_RTOL):
+        y0, w0 = eigh_route(S, B, rtol)
+        band, dense = harness(0, S, B, rtol), harness(1, S, B, rtol)
+        assert rel(band["y"], y0) < 1e-10 and rel(dense["y"], y0) < 1e-10
+        assert np.abs(np.sort(band["w"]) - w0).max() < 1e-12 * w0.max()
 
 
 def test_band_route_in_the_cut_offs_window(harness):

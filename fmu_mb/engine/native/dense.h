@@ -321,79 +321,103 @@ static int dense_bandwidth(const double *A, int m)
     return b;
 }
 
-/* The plane rotation G = [c s; -s c] on rows and columns p, p + 1 of the symmetric V
- * (m x m): V <- G V G' over rows/columns lo .. hi (outside them both rows are zero) */
-static void dense_band_rotate(double *V, int m, int p, int lo, int hi, double c, double s)
+/* The plane rotation G = [c s; -s c] on rows and columns i, i + 1 of the symmetric band
+ * matrix in L (lower band storage with W = b + 2 diagonals: entry (r, j), 0 <= r - j <= b + 1,
+ * at L[j W + r - j]; the band of half-width b and the one bulge entry at distance b + 1 that
+ * the reduction creates): L <- G L G' on the lower triangle. Row part (columns j < i of
+ * rows i, i + 1, from i - b: the entry (i, i - b - 1) is zero whenever a rotation runs, as no
+ * bulge is left there), the 2 x 2 diagonal block, column part (rows i + 2 .. i + b + 1 of
+ * columns i, i + 1). */
+static void dense_band_rotate(double *L, int W, int m, int i, double c, double s)
 {
-    double *Vp = V + (size_t)p * m, *Vq = Vp + m;
-    for (int j = lo; j <= hi; j++) {               /* rows p, p + 1 */
-        double a = Vp[j], b = Vq[j];
-        Vp[j] = c * a + s * b;
-        Vq[j] = -s * a + c * b;
+    int b = W - 2, j0 = i - b > 0 ? i - b : 0, r1 = i + b + 1 < m - 1 ? i + b + 1 : m - 1;
+    for (int j = j0; j < i; j++) {                  /* rows i, i + 1 left of the block */
+        double *Lj = L + (size_t)j * W + (i - j), x = Lj[0], y = Lj[1];
+        Lj[0] = c * x + s * y;
+        Lj[1] = -s * x + c * y;
     }
-    for (int i = lo; i <= hi; i++) {               /* columns p, p + 1 */
-        double *Vi = V + (size_t)i * m, a = Vi[p], b = Vi[p + 1];
-        Vi[p] = c * a + s * b;
-        Vi[p + 1] = -s * a + c * b;
+    double *Li = L + (size_t)i * W, *Lk = Li + W;  /* columns i, i + 1 */
+    double x = Li[0], y = Li[1], z = Lk[0];        /* [x y; y z] <- G [x y; y z] G' */
+    double cx = c * x + s * y, cy = c * y + s * z, sx = -s * x + c * y, sy = -s * y + c * z;
+    Li[0] = c * cx + s * cy;
+    Li[1] = -s * cx + c * cy;
+    Lk[0] = -s * sx + c * sy;
+    for (int r = i + 2; r <= r1; r++) {             /* rows below the block */
+        double u = Li[r - i], v = Lk[r - i - 1];
+        Li[r - i] = c * u + s * v;
+        Lk[r - i - 1] = -s * u + c * v;
     }
 }
 
 /* y = S^+ rhs (nrhs right-hand sides in y on entry, the solutions on return) for the banded
- * symmetric S in A (m x m, all entries, kept; half-bandwidth b = dense_bandwidth), eigenvalues
- * below rtol * max cut off smoothly, as dense_tridiagonal_solve but with the band reduced to
- * tridiagonal T = G S G' by plane rotations (Schwarz's band reduction, LAPACK's dsbtrd without
- * the vectors: each entry outside the tridiagonal is rotated away from the bottom of its
- * column, and the bulge that the rotation creates b + 1 below the diagonal is chased down the
- * band, b rows at a time), each rotation O(b) and applied to the right-hand sides (G rhs) and,
- * stored, to the solutions in reverse (G' u); then dense_tql_filter. O(m^2 b) instead of the
- * Householder reduction's 4/3 m^3. V (m x m): workspace, w (m): the eigenvalues. ops (may be
- * NULL): incremented by the operations done. Returns 0, or -1 when QL does not converge or
- * memory runs out. */
-static int dense_band_solve(const double *A, int b, double *V, double *w, int m, double rtol,
-                            int nrhs, double *y, double *ops)
+ * symmetric S in A (m x m, lower triangle read, kept; half-bandwidth b = dense_bandwidth),
+ * eigenvalues below rtol * max cut off smoothly, as dense_tridiagonal_solve but with the band
+ * reduced to tridiagonal T = G S G' by plane rotations (Schwarz's band reduction, LAPACK's
+ * dsbtrd without the vectors: each entry outside the tridiagonal is rotated away from the
+ * bottom of its column, and the bulge that the rotation creates b + 1 below the diagonal is
+ * chased down the band, b rows at a time), on S's lower band (b + 2 diagonals in V, O(m b)),
+ * each rotation O(b) and applied to the right-hand sides (G rhs) and, stored, to the
+ * solutions in reverse (G' u); then dense_tql_filter. O(m^2 b) instead of the Householder
+ * reduction's 4/3 m^3. first (may be NULL): S's lower envelope (dense_envelope; the entries
+ * of row r before first[r] are zero and not read). V (m x m): workspace, w (m):
+ * the eigenvalues (w may hold first: it is read before w is written). ops (may be NULL):
+ * incremented by the operations done. Returns 0, or -1 when QL does not converge or memory
+ * runs out. */
+static int dense_band_solve_env(const double *A, const int *first, int b, double *V,
+                                double *w, int m, double rtol, int nrhs, double *y, double *ops)
 {
-    memcpy(V, A, sizeof(double) * (size_t)m * m);
-    size_t nrot = 0, cap = (size_t)m * (m + b) + 16;
+    int W = b + 2;
+    double *L = V;
+    for (int j = 0; j < m; j++)                     /* the lower band, and a zero bulge slot */
+        for (int d = 0; d < W; d++) {
+            int r = j + d;
+            L[(size_t)j * W + d] = d <= b && r < m && (!first || first[r] <= j)
+                                       ? A[(size_t)r * m + j] : 0.0;
+        }
+    /* cap: the most rotations the reduction can take (each chase below runs while p < m) */
+    size_t nrot = 0, cap = 16, room = (size_t)m * m - (size_t)m * W;
+    for (int j = 0; j + 2 < m && b >= 2; j++)
+        for (int k = j + 2; k <= j + b && k < m; k++)
+            cap += 1 + (size_t)((m - 1 - k) / b);
+    /* the rotations' (c, s) in V after the band when they fit (V is the caller's workspace,
+     * m x m: no fresh memory to fault in per solve), else in a buffer of their own */
     int *rp = malloc(sizeof(int) * cap);
-    double *rcs = malloc(sizeof(double) * 2 * cap);
+    double *own = 2 * cap <= room ? NULL : malloc(sizeof(double) * 2 * cap);
+    double *rcs = own ? own : V + (size_t)m * W;
     double *e = malloc(sizeof(double) * (size_t)(m > 0 ? m : 1));
-    if (!rp || !rcs || !e) {
+    if (!rp || (2 * cap > room && !own) || !e) {
         free(rp);
-        free(rcs);
+        free(own);
         free(e);
         return -1;
     }
     for (int j = 0; j + 2 < m && b >= 2; j++) {
         int kmax = j + b < m - 1 ? j + b : m - 1;
         for (int k = kmax; k >= j + 2; k--) {
-            /* zero V[k][j] by the rotation of rows/columns k - 1, k; then the bulge it
+            /* zero (k, j) by the rotation of rows/columns k - 1, k; then the bulge it
              * creates at (p + b, p - 1), p = k, by the rotation of p + b - 1, p + b */
             int col = j, p = k;
             for (;;) {
-                double a = V[(size_t)(p - 1) * m + col], bb = V[(size_t)p * m + col];
-                if (bb != 0.0) {
-                    double r = dense_hypot(a, bb), c = a / r, s = bb / r;
-                    int lo = p - 1 - b - 1 > 0 ? p - 1 - b - 1 : 0;
-                    int hi = p + b + 1 < m - 1 ? p + b + 1 : m - 1;
-                    dense_band_rotate(V, m, p - 1, lo, hi, c, s);
-                    V[(size_t)p * m + col] = V[(size_t)col * m + p] = 0.0;
-                    if (nrot == cap) {             /* (cap bounds the count: not reached) */
-                        free(rp);
-                        free(rcs);
-                        free(e);
-                        return -1;
-                    }
-                    rp[nrot] = p - 1;
-                    rcs[2 * nrot] = c;
-                    rcs[2 * nrot + 1] = s;
-                    nrot++;
-                    for (int q = 0; q < nrhs; q++) {   /* u <- G u */
-                        double *u = y + (size_t)q * m, ua = u[p - 1], ub = u[p];
-                        u[p - 1] = c * ua + s * ub;
-                        u[p] = -s * ua + c * ub;
-                    }
-                } else {
+                double *Lc = L + (size_t)col * W + (p - 1 - col), a = Lc[0], bb = Lc[1];
+                if (bb == 0.0)
                     break;                         /* nothing to rotate: no bulge below */
+                double r = dense_hypot(a, bb), c = a / r, s = bb / r;
+                dense_band_rotate(L, W, m, p - 1, c, s);
+                Lc[1] = 0.0;                       /* (p, col), rotated away */
+                if (nrot == cap) {                 /* (cap bounds the count: not reached) */
+                    free(rp);
+                    free(own);
+                    free(e);
+                    return -1;
+                }
+                rp[nrot] = p - 1;
+                rcs[2 * nrot] = c;
+                rcs[2 * nrot + 1] = s;
+                nrot++;
+                for (int q = 0; q < nrhs; q++) {   /* u <- G u */
+                    double *u = y + (size_t)q * m, ua = u[p - 1], ub = u[p];
+                    u[p - 1] = c * ua + s * ub;
+                    u[p] = -s * ua + c * ub;
                 }
                 if (p + b >= m)
                     break;
@@ -403,9 +427,9 @@ static int dense_band_solve(const double *A, int b, double *V, double *w, int m,
         }
     }
     for (int i = 0; i < m; i++)
-        w[i] = V[(size_t)i * m + i];
+        w[i] = L[(size_t)i * W];
     for (int i = 0; i + 1 < m; i++)
-        e[i] = V[(size_t)(i + 1) * m + i];
+        e[i] = L[(size_t)i * W + 1];
     double nql = 0.0;
     int rc = dense_tql_filter(w, e, m, rtol, nrhs, y, &nql);
     free(e);
@@ -420,11 +444,18 @@ static int dense_band_solve(const double *A, int b, double *V, double *w, int m,
             }
         }
     if (ops)
-        *ops += 2.0 * (double)m * m + (double)nrot * (16.0 * (b + 3) + 12.0 * nrhs)
+        *ops += (double)m * W + (double)nrot * (8.0 * W + 12.0 * nrhs)
                 + nql * (20.0 + 12.0 * nrhs);
     free(rp);
-    free(rcs);
+    free(own);
     return rc;
+}
+
+/* dense_band_solve_env with S's lower triangle read in full */
+static int dense_band_solve(const double *A, int b, double *V, double *w, int m, double rtol,
+                            int nrhs, double *y, double *ops)
+{
+    return dense_band_solve_env(A, NULL, b, V, w, m, rtol, nrhs, y, ops);
 }
 
 /* Largest S for dense_pc_minnorm (its workspace is on the stack). */
@@ -807,6 +838,27 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
     }
     if (ops)
         *ops += (double)m * m;
+    if (!pivoted && !full && m > DENSE_BAND_FEWEST) {
+        /* the band route of dense_eigen_solve_n on the envelope, without completing S: the
+         * same half-bandwidth (dense_bandwidth of the completed S), the same finiteness test
+         * and band, the same numbers (S given on its envelope) */
+        int b = 0, finite = 1;
+        for (int r = 0; r < m; r++) {
+            int l = first[r];
+            while (l < r && A[(size_t)r * m + l] == 0.0)
+                l++;
+            b = r - l > b ? r - l : b;
+            for (int j = first[r]; j <= r && finite; j++)
+                finite = isfinite(A[(size_t)r * m + j]);
+        }
+        if (!finite)
+            return ERR_NONFINITE;
+        if (b <= DENSE_BAND_WIDEST * m) {
+            memcpy(y, rhs, sizeof(double) * (size_t)nrhs * m);
+            if (dense_band_solve_env(A, first, b, V, w, m, rtol, nrhs, y, ops) == 0)
+                return OK;
+        }
+    }
     for (int r = 0; !full && r < m; r++)         /* the full symmetric S from its envelope */
         for (int l = 0; l < r; l++)
             A[(size_t)l * m + r] = A[(size_t)r * m + l] = l < first[r] ? 0.0 : A[(size_t)r * m + l];
