@@ -377,9 +377,122 @@ static double me_condition(MeCtx *c)
     return cmax > 0.0 ? pmin / sqrt(cmax) : 0.0;
 }
 
+/* A vector of a pair's rows and its rate: v as engine_spatial.h's vterm computes it (the same
+ * operations, so the same numbers), d its time derivative along the bodies' rates xd (7 per
+ * body: r', p'; NULL or the ground b >= nb: 0). d(A(p) s)/dt from A(p) s = a s + 2 (e.s) e +
+ * 2 e0 (e x s), a = e0^2 - e.e, differentiated along p' = (e0', e'). */
+typedef struct {
+    double v[3], d[3];
+} MeVec;
+
+static void me_vec(const double *xe, const double *xd, int nb, int b, const double *s,
+                   int point, MeVec *t)
+{
+    const double *r = xe + 7 * b, *p = r + 3;
+    double As[3];
+    q_rotate(p, s, As);
+    for (int i = 0; i < 3; i++)
+        t->v[i] = point ? r[i] + As[i] : As[i];
+    if (!xd || b >= nb) {
+        t->d[0] = t->d[1] = t->d[2] = 0.0;
+        return;
+    }
+    const double *rd = xd + 7 * b, *pd = rd + 3;
+    double e0 = p[0], e[3] = {p[1], p[2], p[3]}, f0 = pd[0], f[3] = {pd[1], pd[2], pd[3]};
+    double es = e[0] * s[0] + e[1] * s[1] + e[2] * s[2];
+    double fs = f[0] * s[0] + f[1] * s[1] + f[2] * s[2];
+    double ad = 2.0 * (e0 * f0 - (e[0] * f[0] + e[1] * f[1] + e[2] * f[2]));
+    double c[3] = {e[1] * s[2] - e[2] * s[1], e[2] * s[0] - e[0] * s[2],
+                   e[0] * s[1] - e[1] * s[0]};
+    double cd[3] = {f[1] * s[2] - f[2] * s[1], f[2] * s[0] - f[0] * s[2],
+                    f[0] * s[1] - f[1] * s[0]};
+    for (int i = 0; i < 3; i++)
+        t->d[i] = (point ? rd[i] : 0.0) + ad * s[i] + 2.0 * (fs * e[i] + es * f[i]) +
+                  2.0 * (f0 * c[i] + e0 * cd[i]);
+}
+
+/* axis i of the joint frame on side 0 (parent) or 1 (child), as engine_spatial.h's axis3 */
+static void me_axis(const Frames3 *f, const double *xd, int nb, int side, int i, MeVec *t)
+{
+    const double *F = side ? f->Fc : f->Fp;
+    double a[3] = {F[i], F[3 + i], F[6 + i]};
+    me_vec(f->xe, xd, nb, side ? f->c : f->p, a, 0, t);
+}
+
+/* a . b and its rate (the value as vdot's) */
+static void me_dot(const MeVec *a, const MeVec *b, double *v, double *d)
+{
+    *v = a->v[0] * b->v[0] + a->v[1] * b->v[1] + a->v[2] * b->v[2];
+    *d = (a->d[0] * b->v[0] + a->d[1] * b->v[1] + a->d[2] * b->v[2]) +
+         (a->v[0] * b->d[0] + a->v[1] * b->d[1] + a->v[2] * b->d[2]);
+}
+
+static void me_adot(const Frames3 *f, const double *xd, int nb, int s1, int i1, int s2,
+                    int i2, double *v, double *d)
+{
+    MeVec a, b;
+    me_axis(f, xd, nb, s1, i1, &a);
+    me_axis(f, xd, nb, s2, i2, &b);
+    me_dot(&a, &b, v, d);
+}
+
+/* engine_spatial.h's joint_terms without the Jacobians: the rows' values v (the same numbers)
+ * and their rates d along the bodies' rates xd (the Jacobian rows times xd, to round-off);
+ * their count, -1 when undefined */
+static int me_joint_rows(int kind, const Frames3 *f, const double *xd, int nb, double length,
+                         double *v, double *d)
+{
+    int k = 0;
+    MeVec pc, pp, dv, a;
+    me_vec(f->xe, xd, nb, f->c, f->sc, 1, &pc);
+    me_vec(f->xe, xd, nb, f->p, f->sp, 1, &pp);
+    for (int i = 0; i < 3; i++) {
+        dv.v[i] = pc.v[i] - pp.v[i];
+        dv.d[i] = pc.d[i] - pp.d[i];
+    }
+    if (kind == SJ_SPH || kind == SJ_REV || kind == SJ_UNI || kind == SJ_WELD)
+        for (int i = 0; i < 3; i++, k++) {
+            v[k] = dv.v[i];
+            d[k] = dv.d[i];
+        }
+    if (kind == SJ_CYL || kind == SJ_PRI) {
+        me_axis(f, xd, nb, 0, 0, &a);
+        me_dot(&a, &dv, v + k, d + k);
+        k++;
+        me_axis(f, xd, nb, 0, 1, &a);
+        me_dot(&a, &dv, v + k, d + k);
+        k++;
+    }
+    if (kind == SJ_REV || kind == SJ_CYL || kind == SJ_PRI || kind == SJ_WELD) {
+        me_adot(f, xd, nb, 0, 0, 1, 2, v + k, d + k);
+        k++;
+        me_adot(f, xd, nb, 0, 1, 1, 2, v + k, d + k);
+        k++;
+    }
+    if (kind == SJ_PRI || kind == SJ_WELD) {
+        me_adot(f, xd, nb, 0, 0, 1, 1, v + k, d + k);
+        k++;
+    }
+    if (kind == SJ_UNI) {
+        me_adot(f, xd, nb, 0, 2, 1, 2, v + k, d + k);
+        k++;
+    }
+    if (kind == SJ_DST) {
+        double l = sqrt(dv.v[0] * dv.v[0] + dv.v[1] * dv.v[1] + dv.v[2] * dv.v[2]);
+        if (!(l > 0.0))
+            return -1;
+        double u[3] = {dv.v[0] / l, dv.v[1] / l, dv.v[2] / l};
+        v[k] = l - length;
+        d[k] = u[0] * dv.d[0] + u[1] * dv.d[1] + u[2] * dv.d[2];
+        k++;
+    }
+    return k;
+}
+
 /* me_rows of a spatial model: the rows of the cut joints, the drives and the bodies' and the
  * tree's Euler-parameter normalisations; the tree joints' rows vanish at x = T(q) for every q
- * (their phi and rate are 0 here, as lin_rows's Jacobian rows of them are) */
+ * (their phi and rate are 0 here, as lin_rows's Jacobian rows of them are). The cut joints'
+ * rates come from me_joint_rows (no Jacobians: they are the cost of a closure's pass) */
 static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
 {
     Lin *L = &c->L;
@@ -394,26 +507,20 @@ static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
         phi[r] = 0.0;
         v[r] = 0.0;
     }
-    STerm t[6];
     for (int j = 0; j < e->nj; j++) {
         const int *J = IA(e, A_IJOINT) + 6 * j;
         if (J[3] >= 0)                      /* a tree joint */
             continue;
         Frames3 fr;
         joint_frames(e, j, xe, &fr);
-        int k = joint_terms(J[0], &fr, DA(e, A_DJOINT)[SJD * j + 24], t);
+        double jv[6], jd[6];
+        int k = me_joint_rows(J[0], &fr, qd ? xd : NULL, nb, DA(e, A_DJOINT)[SJD * j + 24],
+                              jv, jd);
         if (k != J[5])
             return 1;
         for (int r = 0; r < k; r++) {
-            phi[J[4] + r] = t[r].v;
-            double w = 0.0;
-            for (int i = 0; qd && i < 7; i++) {
-                if (fr.p < nb)
-                    w += t[r].J[i] * xd[7 * fr.p + i];
-                if (fr.c < nb)
-                    w += t[r].J[7 + i] * xd[7 * fr.c + i];
-            }
-            v[J[4] + r] = w;
+            phi[J[4] + r] = jv[r];
+            v[J[4] + r] = jd[r];
         }
     }
     for (int d = 0; d < e->nd; d++) {
