@@ -68,6 +68,8 @@ typedef struct {
     double *G;               /* (m x nact) -(Dd0' Dd0)^-1 Dd0' on the rows act: the chord step
                                 of rows b is G b[act] (rows of Dq0 that vanish are left out)  */
     int *act, nact;
+    double *Gv;              /* G's nonzeros, row by row in column order: row a's are          */
+    int *Gr, *Gs;            /* Gv[Gs[a] .. Gs[a + 1] - 1], at the rows Gr (of b) [...]       */
     double *P;               /* (m x f) G Di0: the tangent predictor dq_d = P dq_i            */
     double cond;             /* the partition's condition at the last closure (1: none)    */
     double *y;               /* (2 n) scratch: the state of an event iteration             */
@@ -104,6 +106,9 @@ static void me_free(MbEngine *e)
     free(c->G);
     free(c->P);
     free(c->act);
+    free(c->Gv);
+    free(c->Gr);
+    free(c->Gs);
     free(c->ind_ext);
     free(c->ch_o);
     free(c->ch_d);
@@ -324,8 +329,11 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
     c->G = malloc(sizeof(double) * (m * nr + 1));
     c->P = malloc(sizeof(double) * (m * (size_t)c->f_ext + 1));
     c->act = malloc(sizeof(int) * (nr + 1));
+    c->Gv = malloc(sizeof(double) * (m * nr + 1));
+    c->Gr = malloc(sizeof(int) * (m * nr + 1));
+    c->Gs = malloc(sizeof(int) * (m + 1));
     if (!c->Dq0 || !c->R || !c->r || !c->s || !c->vres || !c->G || !c->P ||
-        !c->act) {
+        !c->act || !c->Gv || !c->Gr || !c->Gs) {
         msg(err, errlen, "model exchange: out of memory");
         me_free(e);
         return NULL;
@@ -389,8 +397,13 @@ static void me_vec(const double *xe, const double *xd, int nb, int b, const doub
                    int point, MeVec *t)
 {
     const double *r = xe + 7 * b, *p = r + 3;
-    double As[3];
-    q_rotate(p, s, As);
+    double e0 = p[0], e1 = p[1], e2 = p[2], e3 = p[3];      /* q_rotate's operations */
+    double ee = e1 * e1 + e2 * e2 + e3 * e3, es = e1 * s[0] + e2 * s[1] + e3 * s[2];
+    double cx = e2 * s[2] - e3 * s[1], cy = e3 * s[0] - e1 * s[2], cz = e1 * s[1] - e2 * s[0];
+    double a = e0 * e0 - ee;
+    double As[3] = {a * s[0] + 2.0 * es * e1 + 2.0 * e0 * cx,
+                    a * s[1] + 2.0 * es * e2 + 2.0 * e0 * cy,
+                    a * s[2] + 2.0 * es * e3 + 2.0 * e0 * cz};
     for (int i = 0; i < 3; i++)
         t->v[i] = point ? r[i] + As[i] : As[i];
     if (!xd || b >= nb) {
@@ -398,17 +411,16 @@ static void me_vec(const double *xe, const double *xd, int nb, int b, const doub
         return;
     }
     const double *rd = xd + 7 * b, *pd = rd + 3;
-    double e0 = p[0], e[3] = {p[1], p[2], p[3]}, f0 = pd[0], f[3] = {pd[1], pd[2], pd[3]};
-    double es = e[0] * s[0] + e[1] * s[1] + e[2] * s[2];
-    double fs = f[0] * s[0] + f[1] * s[1] + f[2] * s[2];
-    double ad = 2.0 * (e0 * f0 - (e[0] * f[0] + e[1] * f[1] + e[2] * f[2]));
-    double c[3] = {e[1] * s[2] - e[2] * s[1], e[2] * s[0] - e[0] * s[2],
-                   e[0] * s[1] - e[1] * s[0]};
-    double cd[3] = {f[1] * s[2] - f[2] * s[1], f[2] * s[0] - f[0] * s[2],
-                    f[0] * s[1] - f[1] * s[0]};
-    for (int i = 0; i < 3; i++)
-        t->d[i] = (point ? rd[i] : 0.0) + ad * s[i] + 2.0 * (fs * e[i] + es * f[i]) +
-                  2.0 * (f0 * c[i] + e0 * cd[i]);
+    double f0 = pd[0], f1 = pd[1], f2 = pd[2], f3 = pd[3];
+    double fs = f1 * s[0] + f2 * s[1] + f3 * s[2];
+    double ad = 2.0 * (e0 * f0 - (e1 * f1 + e2 * f2 + e3 * f3));
+    double dx = f2 * s[2] - f3 * s[1], dy = f3 * s[0] - f1 * s[2], dz = f1 * s[1] - f2 * s[0];
+    t->d[0] = (point ? rd[0] : 0.0) + ad * s[0] + 2.0 * (fs * e1 + es * f1) +
+              2.0 * (f0 * cx + e0 * dx);
+    t->d[1] = (point ? rd[1] : 0.0) + ad * s[1] + 2.0 * (fs * e2 + es * f2) +
+              2.0 * (f0 * cy + e0 * dy);
+    t->d[2] = (point ? rd[2] : 0.0) + ad * s[2] + 2.0 * (fs * e3 + es * f3) +
+              2.0 * (f0 * cz + e0 * dz);
 }
 
 /* axis i of the joint frame on side 0 (parent) or 1 (child), as engine_spatial.h's axis3 */
@@ -617,16 +629,33 @@ static void me_solve(MeCtx *c, const double *b)
         s[a] = -s[a];
 }
 
-/* the chord step of the dependent coordinates for rows b: s = G b */
+/* the chord step of the dependent coordinates for rows b: s = G b (over G's nonzeros, in
+ * column order: the sums of the dense product less its exact zeros) */
 static void me_chord(MeCtx *c, const double *b)
 {
-    int na = c->nact, m = c->L.ndep;
+    int m = c->L.ndep;
     for (int a = 0; a < m; a++) {
-        const double *Ga = c->G + (size_t)a * na;
         double v = 0.0;
-        for (int k = 0; k < na; k++)
-            v += Ga[k] * b[c->act[k]];
+        for (int j = c->Gs[a]; j < c->Gs[a + 1]; j++)
+            v += c->Gv[j] * b[c->Gr[j]];
         c->s[a] = v;
+    }
+}
+
+/* one chord step of the positions for rows b and one of the rates for rows bd: L->q and L->qd
+ * of the dependent coordinates += G b, G bd (me_chord's sums, one pass over G) */
+static void me_chord2(MeCtx *c, const double *b, const double *bd)
+{
+    Lin *L = &c->L;
+    int m = L->ndep;
+    for (int a = 0; a < m; a++) {
+        double v = 0.0, w = 0.0;
+        for (int j = c->Gs[a]; j < c->Gs[a + 1]; j++) {
+            v += c->Gv[j] * b[c->Gr[j]];
+            w += c->Gv[j] * bd[c->Gr[j]];
+        }
+        L->q[L->dep[a]] += v;
+        L->qd[L->dep[a]] += w;
     }
 }
 
@@ -656,6 +685,16 @@ static void me_refresh(MeCtx *c)
         for (int a = 0; a < m; a++)
             c->G[(size_t)a * na + k] = c->s[a];
     }
+    int nz = 0;
+    for (int a = 0; a < m; a++) {
+        c->Gs[a] = nz;
+        for (int k = 0; k < na; k++)
+            if (c->G[(size_t)a * na + k] != 0.0) {
+                c->Gv[nz] = c->G[(size_t)a * na + k];
+                c->Gr[nz++] = c->act[k];
+            }
+    }
+    c->Gs[m] = nz;
     for (int a = 0; a < m; a++)
         for (int k = 0; k < f; k++) {
             double v = 0.0;
@@ -885,12 +924,7 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
          * the chord's contraction (~ |q - q0| |d Dq / dq| / sigma_min(Dd), small there) */
         if (me_rows(c, L->q, L->qd) == 0 && absmax(L->phi, nr) <= ME_CHORD_SMALL * scale &&
             absmax(c->vres, nr) <= ME_CHORD_SMALL * vscale) {
-            me_chord(c, L->phi);
-            for (int a = 0; a < m; a++)
-                L->q[L->dep[a]] += c->s[a];
-            me_chord(c, c->vres);
-            for (int a = 0; a < m; a++)
-                L->qd[L->dep[a]] += c->s[a];
+            me_chord2(c, L->phi, c->vres);
             return 0;
         }
         int ok = 0;
