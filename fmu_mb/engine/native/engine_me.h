@@ -72,6 +72,8 @@ typedef struct {
     int *Gr, *Gs;            /* Gv[Gs[a] .. Gs[a + 1] - 1], at the rows Gr (of b) [...]       */
     double *P;               /* (m x f) G Di0: the tangent predictor dq_d = P dq_i            */
     double cond;             /* the partition's condition at the last closure (1: none)    */
+    double phimax, vmax;     /* max |phi| and max |vres| of the last me_rows (vmax: 0
+                                without rates)                                             */
     double *y;               /* (2 n) scratch: the state of an event iteration             */
     double *rec;             /* (ncon x nrec) scratch: its records                          */
     double t_last;           /* the Zeno guard: the time of the last event with a change   */
@@ -385,6 +387,27 @@ static double me_condition(MeCtx *c)
     return cmax > 0.0 ? pmin / sqrt(cmax) : 0.0;
 }
 
+/* engine.c's absmax (INFINITY when an entry is not finite, else the largest |v_i|: the same
+ * number) without a call per entry */
+static double me_absmax(const double *v, int n)
+{
+    double m = 0.0;
+    for (int i = 0; i < n; i++) {
+        double a = fabs(v[i]);
+        if (!(a < INFINITY))
+            return INFINITY;
+        if (a > m)
+            m = a;
+    }
+    return m;
+}
+
+/* fmax(a, b) without the call (NaN: the other one, as fmax) */
+static double me_max(double a, double b)
+{
+    return (b > a || a != a) ? b : a;
+}
+
 /* A vector of a pair's rows and its rate: v as engine_spatial.h's vterm computes it (the same
  * operations, so the same numbers), d its time derivative along the bodies' rates xd (7 per
  * body: r', p'; NULL or the ground b >= nb: 0). d(A(p) s)/dt from A(p) s = a s + 2 (e.s) e +
@@ -572,11 +595,13 @@ static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
                                  p[3] * qd[o + 3]) : 0.0;
         k++;
     }
-    return all_finite(phi, L->nr) && (!qd || all_finite(v, L->nr)) ? 0 : 1;
+    c->phimax = me_absmax(phi, L->nr);
+    c->vmax = qd ? me_absmax(v, L->nr) : 0.0;
+    return isfinite(c->phimax) && isfinite(c->vmax) ? 0 : 1;
 }
 
 /* phi (L->phi, the nr rows) at q and, with qd, the velocity residual Dq qd + phi_t (c->vres):
- * one kinematics pass; 0 on success */
+ * one kinematics pass; their largest entries c->phimax, c->vmax; 0 on success (all finite) */
 static int me_rows(MeCtx *c, const double *q, const double *qd)
 {
     Lin *L = &c->L;
@@ -588,6 +613,7 @@ static int me_rows(MeCtx *c, const double *q, const double *qd)
         model_rows(e, L->x, L->t, e->phi, e->phit, qd ? e->D : NULL) != OK)
         return 1;
     memcpy(L->phi, e->phi, sizeof(double) * (size_t)nr);
+    c->vmax = 0.0;
     if (qd) {
         for (int r = 0; r < nr; r++) {
             double v = e->phit[r];
@@ -595,10 +621,12 @@ static int me_rows(MeCtx *c, const double *q, const double *qd)
                 v += e->D[(size_t)r * nc + i] * L->xd[i];
             c->vres[r] = v;
         }
-        if (!all_finite(c->vres, nr))
+        c->vmax = me_absmax(c->vres, nr);
+        if (!isfinite(c->vmax))
             return 1;
     }
-    return all_finite(L->phi, nr) ? 0 : 1;
+    c->phimax = me_absmax(L->phi, nr);
+    return isfinite(c->phimax) ? 0 : 1;
 }
 
 /* s = -(Dd0' Dd0)^-1 Dd0' b by the Cholesky factor R */
@@ -891,8 +919,9 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
      * of a light link's spin amplify 1e-16 in q 1e3-fold) */
     double move = 0.0, size = 1.0;
     for (int k = 0; k < f; k++) {
-        move = fmax(move, fmax(fabs(qi[k] - L->q0[L->ind[k]]), fabs(qdi[k] - qd0[L->ind[k]])));
-        size = fmax(size, fmax(fabs(qi[k]), fabs(qdi[k])));
+        move = me_max(move, me_max(fabs(qi[k] - L->q0[L->ind[k]]),
+                                   fabs(qdi[k] - qd0[L->ind[k]])));
+        size = me_max(size, me_max(fabs(qi[k]), fabs(qdi[k])));
     }
     if (c->have && move > ME_TINY_MOVE * size && c->cond >= ME_CHORD_COND) {
         memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
@@ -918,12 +947,13 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             L->q[L->ind[k]] = qi[k];
             L->qd[L->ind[k]] = qdi[k];
         }
-        double scale = 1.0 + absmax(L->q, n), vscale = 1.0 + absmax(L->qd, n), prev = INFINITY;
+        double scale = 1.0 + me_absmax(L->q, n), vscale = 1.0 + me_absmax(L->qd, n);
+        double prev = INFINITY;
         /* the predicted state's residuals (one kinematics pass with the rates): when both are
          * below ME_CHORD_SMALL, one chord step each leaves an error below ME_CHORD_SMALL times
          * the chord's contraction (~ |q - q0| |d Dq / dq| / sigma_min(Dd), small there) */
-        if (me_rows(c, L->q, L->qd) == 0 && absmax(L->phi, nr) <= ME_CHORD_SMALL * scale &&
-            absmax(c->vres, nr) <= ME_CHORD_SMALL * vscale) {
+        if (me_rows(c, L->q, L->qd) == 0 && c->phimax <= ME_CHORD_SMALL * scale &&
+            c->vmax <= ME_CHORD_SMALL * vscale) {
             me_chord2(c, L->phi, c->vres);
             return 0;
         }
@@ -931,7 +961,7 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
         for (int it = 0; it < ME_CHORD_IT; it++) {
             if (me_rows(c, L->q, NULL))
                 break;
-            double res = absmax(L->phi, nr);
+            double res = c->phimax;
             me_chord(c, L->phi);
             for (int a = 0; a < m; a++)
                 L->q[L->dep[a]] += c->s[a];
@@ -952,7 +982,7 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
                 ok = 0;
                 break;
             }
-            double res = absmax(c->vres, nr);
+            double res = c->vmax;
             me_chord(c, c->vres);
             for (int a = 0; a < m; a++)
                 L->qd[L->dep[a]] += c->s[a];
