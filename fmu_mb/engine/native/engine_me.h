@@ -535,7 +535,7 @@ static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
     int nb = e->nb, nrm = e->nrows, r0 = nrm - nb;
     double *phi = L->phi, *v = c->vres, *xe = e->xe;
     const double *xd = L->xd;
-    if (lin_kinematics(e, q, qd ? qd : L->zero, L->x, L->xd) != OK)
+    if (sk_poses(e->kern, q, qd ? qd : L->zero, L->x, L->xd) != OK)
         return 1;
     sextend(e, L->x, xe, 0);
     for (int r = 0; r < nrm; r++) {
