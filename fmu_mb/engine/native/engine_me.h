@@ -68,8 +68,12 @@ typedef struct {
     double *G;               /* (m x nact) -(Dd0' Dd0)^-1 Dd0' on the rows act: the chord step
                                 of rows b is G b[act] (rows of Dq0 that vanish are left out)  */
     int *act, nact;
+    double *Gv;              /* G's nonzeros, row by row in column order: row a's are          */
+    int *Gr, *Gs;            /* Gv[Gs[a] .. Gs[a + 1] - 1], at the rows Gr (of b) [...]       */
     double *P;               /* (m x f) G Di0: the tangent predictor dq_d = P dq_i            */
     double cond;             /* the partition's condition at the last closure (1: none)    */
+    double phimax, vmax;     /* max |phi| and max |vres| of the last me_rows (vmax: 0
+                                without rates)                                             */
     double *y;               /* (2 n) scratch: the state of an event iteration             */
     double *rec;             /* (ncon x nrec) scratch: its records                          */
     double t_last;           /* the Zeno guard: the time of the last event with a change   */
@@ -104,6 +108,9 @@ static void me_free(MbEngine *e)
     free(c->G);
     free(c->P);
     free(c->act);
+    free(c->Gv);
+    free(c->Gr);
+    free(c->Gs);
     free(c->ind_ext);
     free(c->ch_o);
     free(c->ch_d);
@@ -324,8 +331,11 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
     c->G = malloc(sizeof(double) * (m * nr + 1));
     c->P = malloc(sizeof(double) * (m * (size_t)c->f_ext + 1));
     c->act = malloc(sizeof(int) * (nr + 1));
+    c->Gv = malloc(sizeof(double) * (m * nr + 1));
+    c->Gr = malloc(sizeof(int) * (m * nr + 1));
+    c->Gs = malloc(sizeof(int) * (m + 1));
     if (!c->Dq0 || !c->R || !c->r || !c->s || !c->vres || !c->G || !c->P ||
-        !c->act) {
+        !c->act || !c->Gv || !c->Gr || !c->Gs) {
         msg(err, errlen, "model exchange: out of memory");
         me_free(e);
         return NULL;
@@ -377,9 +387,147 @@ static double me_condition(MeCtx *c)
     return cmax > 0.0 ? pmin / sqrt(cmax) : 0.0;
 }
 
+/* engine.c's absmax (INFINITY when an entry is not finite, else the largest |v_i|: the same
+ * number) without a call per entry */
+static double me_absmax(const double *v, int n)
+{
+    double m = 0.0;
+    for (int i = 0; i < n; i++) {
+        double a = fabs(v[i]);
+        if (!(a < INFINITY))
+            return INFINITY;
+        if (a > m)
+            m = a;
+    }
+    return m;
+}
+
+/* fmax(a, b) without the call (NaN: the other one, as fmax) */
+static double me_max(double a, double b)
+{
+    return (b > a || a != a) ? b : a;
+}
+
+/* A vector of a pair's rows and its rate: v as engine_spatial.h's vterm computes it (the same
+ * operations, so the same numbers), d its time derivative along the bodies' rates xd (7 per
+ * body: r', p'; NULL or the ground b >= nb: 0). d(A(p) s)/dt from A(p) s = a s + 2 (e.s) e +
+ * 2 e0 (e x s), a = e0^2 - e.e, differentiated along p' = (e0', e'). */
+typedef struct {
+    double v[3], d[3];
+} MeVec;
+
+static void me_vec(const double *xe, const double *xd, int nb, int b, const double *s,
+                   int point, MeVec *t)
+{
+    const double *r = xe + 7 * b, *p = r + 3;
+    double e0 = p[0], e1 = p[1], e2 = p[2], e3 = p[3];      /* q_rotate's operations */
+    double ee = e1 * e1 + e2 * e2 + e3 * e3, es = e1 * s[0] + e2 * s[1] + e3 * s[2];
+    double cx = e2 * s[2] - e3 * s[1], cy = e3 * s[0] - e1 * s[2], cz = e1 * s[1] - e2 * s[0];
+    double a = e0 * e0 - ee;
+    double As[3] = {a * s[0] + 2.0 * es * e1 + 2.0 * e0 * cx,
+                    a * s[1] + 2.0 * es * e2 + 2.0 * e0 * cy,
+                    a * s[2] + 2.0 * es * e3 + 2.0 * e0 * cz};
+    for (int i = 0; i < 3; i++)
+        t->v[i] = point ? r[i] + As[i] : As[i];
+    if (!xd || b >= nb) {
+        t->d[0] = t->d[1] = t->d[2] = 0.0;
+        return;
+    }
+    const double *rd = xd + 7 * b, *pd = rd + 3;
+    double f0 = pd[0], f1 = pd[1], f2 = pd[2], f3 = pd[3];
+    double fs = f1 * s[0] + f2 * s[1] + f3 * s[2];
+    double ad = 2.0 * (e0 * f0 - (e1 * f1 + e2 * f2 + e3 * f3));
+    double dx = f2 * s[2] - f3 * s[1], dy = f3 * s[0] - f1 * s[2], dz = f1 * s[1] - f2 * s[0];
+    t->d[0] = (point ? rd[0] : 0.0) + ad * s[0] + 2.0 * (fs * e1 + es * f1) +
+              2.0 * (f0 * cx + e0 * dx);
+    t->d[1] = (point ? rd[1] : 0.0) + ad * s[1] + 2.0 * (fs * e2 + es * f2) +
+              2.0 * (f0 * cy + e0 * dy);
+    t->d[2] = (point ? rd[2] : 0.0) + ad * s[2] + 2.0 * (fs * e3 + es * f3) +
+              2.0 * (f0 * cz + e0 * dz);
+}
+
+/* axis i of the joint frame on side 0 (parent) or 1 (child), as engine_spatial.h's axis3 */
+static void me_axis(const Frames3 *f, const double *xd, int nb, int side, int i, MeVec *t)
+{
+    const double *F = side ? f->Fc : f->Fp;
+    double a[3] = {F[i], F[3 + i], F[6 + i]};
+    me_vec(f->xe, xd, nb, side ? f->c : f->p, a, 0, t);
+}
+
+/* a . b and its rate (the value as vdot's) */
+static void me_dot(const MeVec *a, const MeVec *b, double *v, double *d)
+{
+    *v = a->v[0] * b->v[0] + a->v[1] * b->v[1] + a->v[2] * b->v[2];
+    *d = (a->d[0] * b->v[0] + a->d[1] * b->v[1] + a->d[2] * b->v[2]) +
+         (a->v[0] * b->d[0] + a->v[1] * b->d[1] + a->v[2] * b->d[2]);
+}
+
+static void me_adot(const Frames3 *f, const double *xd, int nb, int s1, int i1, int s2,
+                    int i2, double *v, double *d)
+{
+    MeVec a, b;
+    me_axis(f, xd, nb, s1, i1, &a);
+    me_axis(f, xd, nb, s2, i2, &b);
+    me_dot(&a, &b, v, d);
+}
+
+/* engine_spatial.h's joint_terms without the Jacobians: the rows' values v (the same numbers)
+ * and their rates d along the bodies' rates xd (the Jacobian rows times xd, to round-off);
+ * their count, -1 when undefined */
+static int me_joint_rows(int kind, const Frames3 *f, const double *xd, int nb, double length,
+                         double *v, double *d)
+{
+    int k = 0;
+    MeVec pc, pp, dv, a;
+    me_vec(f->xe, xd, nb, f->c, f->sc, 1, &pc);
+    me_vec(f->xe, xd, nb, f->p, f->sp, 1, &pp);
+    for (int i = 0; i < 3; i++) {
+        dv.v[i] = pc.v[i] - pp.v[i];
+        dv.d[i] = pc.d[i] - pp.d[i];
+    }
+    if (kind == SJ_SPH || kind == SJ_REV || kind == SJ_UNI || kind == SJ_WELD)
+        for (int i = 0; i < 3; i++, k++) {
+            v[k] = dv.v[i];
+            d[k] = dv.d[i];
+        }
+    if (kind == SJ_CYL || kind == SJ_PRI) {
+        me_axis(f, xd, nb, 0, 0, &a);
+        me_dot(&a, &dv, v + k, d + k);
+        k++;
+        me_axis(f, xd, nb, 0, 1, &a);
+        me_dot(&a, &dv, v + k, d + k);
+        k++;
+    }
+    if (kind == SJ_REV || kind == SJ_CYL || kind == SJ_PRI || kind == SJ_WELD) {
+        me_adot(f, xd, nb, 0, 0, 1, 2, v + k, d + k);
+        k++;
+        me_adot(f, xd, nb, 0, 1, 1, 2, v + k, d + k);
+        k++;
+    }
+    if (kind == SJ_PRI || kind == SJ_WELD) {
+        me_adot(f, xd, nb, 0, 0, 1, 1, v + k, d + k);
+        k++;
+    }
+    if (kind == SJ_UNI) {
+        me_adot(f, xd, nb, 0, 2, 1, 2, v + k, d + k);
+        k++;
+    }
+    if (kind == SJ_DST) {
+        double l = sqrt(dv.v[0] * dv.v[0] + dv.v[1] * dv.v[1] + dv.v[2] * dv.v[2]);
+        if (!(l > 0.0))
+            return -1;
+        double u[3] = {dv.v[0] / l, dv.v[1] / l, dv.v[2] / l};
+        v[k] = l - length;
+        d[k] = u[0] * dv.d[0] + u[1] * dv.d[1] + u[2] * dv.d[2];
+        k++;
+    }
+    return k;
+}
+
 /* me_rows of a spatial model: the rows of the cut joints, the drives and the bodies' and the
  * tree's Euler-parameter normalisations; the tree joints' rows vanish at x = T(q) for every q
- * (their phi and rate are 0 here, as lin_rows's Jacobian rows of them are) */
+ * (their phi and rate are 0 here, as lin_rows's Jacobian rows of them are). The cut joints'
+ * rates come from me_joint_rows (no Jacobians: they are the cost of a closure's pass) */
 static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
 {
     Lin *L = &c->L;
@@ -387,33 +535,27 @@ static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
     int nb = e->nb, nrm = e->nrows, r0 = nrm - nb;
     double *phi = L->phi, *v = c->vres, *xe = e->xe;
     const double *xd = L->xd;
-    if (lin_kinematics(e, q, qd ? qd : L->zero, L->x, L->xd) != OK)
+    if (sk_poses(e->kern, q, qd ? qd : L->zero, L->x, L->xd) != OK)
         return 1;
     sextend(e, L->x, xe, 0);
     for (int r = 0; r < nrm; r++) {
         phi[r] = 0.0;
         v[r] = 0.0;
     }
-    STerm t[6];
     for (int j = 0; j < e->nj; j++) {
         const int *J = IA(e, A_IJOINT) + 6 * j;
         if (J[3] >= 0)                      /* a tree joint */
             continue;
         Frames3 fr;
         joint_frames(e, j, xe, &fr);
-        int k = joint_terms(J[0], &fr, DA(e, A_DJOINT)[SJD * j + 24], t);
+        double jv[6], jd[6];
+        int k = me_joint_rows(J[0], &fr, qd ? xd : NULL, nb, DA(e, A_DJOINT)[SJD * j + 24],
+                              jv, jd);
         if (k != J[5])
             return 1;
         for (int r = 0; r < k; r++) {
-            phi[J[4] + r] = t[r].v;
-            double w = 0.0;
-            for (int i = 0; qd && i < 7; i++) {
-                if (fr.p < nb)
-                    w += t[r].J[i] * xd[7 * fr.p + i];
-                if (fr.c < nb)
-                    w += t[r].J[7 + i] * xd[7 * fr.c + i];
-            }
-            v[J[4] + r] = w;
+            phi[J[4] + r] = jv[r];
+            v[J[4] + r] = jd[r];
         }
     }
     for (int d = 0; d < e->nd; d++) {
@@ -453,11 +595,13 @@ static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
                                  p[3] * qd[o + 3]) : 0.0;
         k++;
     }
-    return all_finite(phi, L->nr) && (!qd || all_finite(v, L->nr)) ? 0 : 1;
+    c->phimax = me_absmax(phi, L->nr);
+    c->vmax = qd ? me_absmax(v, L->nr) : 0.0;
+    return isfinite(c->phimax) && isfinite(c->vmax) ? 0 : 1;
 }
 
 /* phi (L->phi, the nr rows) at q and, with qd, the velocity residual Dq qd + phi_t (c->vres):
- * one kinematics pass; 0 on success */
+ * one kinematics pass; their largest entries c->phimax, c->vmax; 0 on success (all finite) */
 static int me_rows(MeCtx *c, const double *q, const double *qd)
 {
     Lin *L = &c->L;
@@ -469,6 +613,7 @@ static int me_rows(MeCtx *c, const double *q, const double *qd)
         model_rows(e, L->x, L->t, e->phi, e->phit, qd ? e->D : NULL) != OK)
         return 1;
     memcpy(L->phi, e->phi, sizeof(double) * (size_t)nr);
+    c->vmax = 0.0;
     if (qd) {
         for (int r = 0; r < nr; r++) {
             double v = e->phit[r];
@@ -476,10 +621,12 @@ static int me_rows(MeCtx *c, const double *q, const double *qd)
                 v += e->D[(size_t)r * nc + i] * L->xd[i];
             c->vres[r] = v;
         }
-        if (!all_finite(c->vres, nr))
+        c->vmax = me_absmax(c->vres, nr);
+        if (!isfinite(c->vmax))
             return 1;
     }
-    return all_finite(L->phi, nr) ? 0 : 1;
+    c->phimax = me_absmax(L->phi, nr);
+    return isfinite(c->phimax) ? 0 : 1;
 }
 
 /* s = -(Dd0' Dd0)^-1 Dd0' b by the Cholesky factor R */
@@ -510,16 +657,33 @@ static void me_solve(MeCtx *c, const double *b)
         s[a] = -s[a];
 }
 
-/* the chord step of the dependent coordinates for rows b: s = G b */
+/* the chord step of the dependent coordinates for rows b: s = G b (over G's nonzeros, in
+ * column order: the sums of the dense product less its exact zeros) */
 static void me_chord(MeCtx *c, const double *b)
 {
-    int na = c->nact, m = c->L.ndep;
+    int m = c->L.ndep;
     for (int a = 0; a < m; a++) {
-        const double *Ga = c->G + (size_t)a * na;
         double v = 0.0;
-        for (int k = 0; k < na; k++)
-            v += Ga[k] * b[c->act[k]];
+        for (int j = c->Gs[a]; j < c->Gs[a + 1]; j++)
+            v += c->Gv[j] * b[c->Gr[j]];
         c->s[a] = v;
+    }
+}
+
+/* one chord step of the positions for rows b and one of the rates for rows bd: L->q and L->qd
+ * of the dependent coordinates += G b, G bd (me_chord's sums, one pass over G) */
+static void me_chord2(MeCtx *c, const double *b, const double *bd)
+{
+    Lin *L = &c->L;
+    int m = L->ndep;
+    for (int a = 0; a < m; a++) {
+        double v = 0.0, w = 0.0;
+        for (int j = c->Gs[a]; j < c->Gs[a + 1]; j++) {
+            v += c->Gv[j] * b[c->Gr[j]];
+            w += c->Gv[j] * bd[c->Gr[j]];
+        }
+        L->q[L->dep[a]] += v;
+        L->qd[L->dep[a]] += w;
     }
 }
 
@@ -549,6 +713,16 @@ static void me_refresh(MeCtx *c)
         for (int a = 0; a < m; a++)
             c->G[(size_t)a * na + k] = c->s[a];
     }
+    int nz = 0;
+    for (int a = 0; a < m; a++) {
+        c->Gs[a] = nz;
+        for (int k = 0; k < na; k++)
+            if (c->G[(size_t)a * na + k] != 0.0) {
+                c->Gv[nz] = c->G[(size_t)a * na + k];
+                c->Gr[nz++] = c->act[k];
+            }
+    }
+    c->Gs[m] = nz;
     for (int a = 0; a < m; a++)
         for (int k = 0; k < f; k++) {
             double v = 0.0;
@@ -745,8 +919,9 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
      * of a light link's spin amplify 1e-16 in q 1e3-fold) */
     double move = 0.0, size = 1.0;
     for (int k = 0; k < f; k++) {
-        move = fmax(move, fmax(fabs(qi[k] - L->q0[L->ind[k]]), fabs(qdi[k] - qd0[L->ind[k]])));
-        size = fmax(size, fmax(fabs(qi[k]), fabs(qdi[k])));
+        move = me_max(move, me_max(fabs(qi[k] - L->q0[L->ind[k]]),
+                                   fabs(qdi[k] - qd0[L->ind[k]])));
+        size = me_max(size, me_max(fabs(qi[k]), fabs(qdi[k])));
     }
     if (c->have && move > ME_TINY_MOVE * size && c->cond >= ME_CHORD_COND) {
         memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
@@ -772,25 +947,21 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             L->q[L->ind[k]] = qi[k];
             L->qd[L->ind[k]] = qdi[k];
         }
-        double scale = 1.0 + absmax(L->q, n), vscale = 1.0 + absmax(L->qd, n), prev = INFINITY;
+        double scale = 1.0 + me_absmax(L->q, n), vscale = 1.0 + me_absmax(L->qd, n);
+        double prev = INFINITY;
         /* the predicted state's residuals (one kinematics pass with the rates): when both are
          * below ME_CHORD_SMALL, one chord step each leaves an error below ME_CHORD_SMALL times
          * the chord's contraction (~ |q - q0| |d Dq / dq| / sigma_min(Dd), small there) */
-        if (me_rows(c, L->q, L->qd) == 0 && absmax(L->phi, nr) <= ME_CHORD_SMALL * scale &&
-            absmax(c->vres, nr) <= ME_CHORD_SMALL * vscale) {
-            me_chord(c, L->phi);
-            for (int a = 0; a < m; a++)
-                L->q[L->dep[a]] += c->s[a];
-            me_chord(c, c->vres);
-            for (int a = 0; a < m; a++)
-                L->qd[L->dep[a]] += c->s[a];
+        if (me_rows(c, L->q, L->qd) == 0 && c->phimax <= ME_CHORD_SMALL * scale &&
+            c->vmax <= ME_CHORD_SMALL * vscale) {
+            me_chord2(c, L->phi, c->vres);
             return 0;
         }
         int ok = 0;
         for (int it = 0; it < ME_CHORD_IT; it++) {
             if (me_rows(c, L->q, NULL))
                 break;
-            double res = absmax(L->phi, nr);
+            double res = c->phimax;
             me_chord(c, L->phi);
             for (int a = 0; a < m; a++)
                 L->q[L->dep[a]] += c->s[a];
@@ -811,7 +982,7 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
                 ok = 0;
                 break;
             }
-            double res = absmax(c->vres, nr);
+            double res = c->vmax;
             me_chord(c, c->vres);
             for (int a = 0; a < m; a++)
                 L->qd[L->dep[a]] += c->s[a];

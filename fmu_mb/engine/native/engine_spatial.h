@@ -25,6 +25,7 @@ void *sk_create(int nb, int n, int nv, const int *ri, const double *rd, const do
 int sk_set_pose_data(void *k, const double *rq);
 int sk_set_armature(void *k, const double *arm);
 int sk_kinematics(void *k, const double *q, const double *qd, double *x, double *xd);
+int sk_poses(void *k, const double *q, const double *qd, double *x, double *xd);
 int sk_accelerations_full(void *k, const double *q, const double *qd, const double *u,
                           double *qdd, double *x, double *xd, double *xdd);
 int sk_element_outputs(void *k, const double *q, const double *qd, const double *u,

@@ -801,8 +801,9 @@ static void add_dnu(const SK *k, double *q, const double *dnu)
 
 /* ------------------------------------------------------------------ kinematics */
 /* Poses, twists, motion subspaces S (6 x dof, column-major: column j at S + 6 j) and the
- * velocity-product accelerations c of every body, in placement order. */
-static void kinematics(SK *k, const double *q, const double *qd)
+ * velocity-product accelerations c of every body, in placement order; without sc, S and c are
+ * left as they are (the poses and twists alone: the same numbers). */
+static void kinematics_sc(SK *k, const double *q, const double *qd, int sc)
 {
     int nb = k->nb;
     for (int b = 0; b < nb; b++) {
@@ -813,8 +814,10 @@ static void kinematics(SK *k, const double *q, const double *qd)
         double sg = rev ? -1.0 : 1.0;
         double *rY = k->r + 3 * y, *AY = k->A + 9 * y, *wY = k->w + 3 * y, *vY = k->v + 3 * y;
         double *S = k->S + 36 * y, *c = k->c + 6 * y;
-        memset(S, 0, sizeof(double) * 36);
-        memset(c, 0, sizeof(double) * 6);
+        if (sc) {
+            memset(S, 0, sizeof(double) * 36);
+            memset(c, 0, sizeof(double) * 6);
+        }
         if (kind == K_FREE) {
             double w[3];
             rY[0] = q[o];
@@ -825,8 +828,10 @@ static void kinematics(SK *k, const double *q, const double *qd)
             for (int i = 0; i < 3; i++) {
                 wY[i] = 2.0 * w[i];
                 vY[i] = qd[o + i];
-                S[6 * i + i] = 1.0;
-                S[6 * (3 + i) + 3 + i] = 1.0;
+                if (sc) {
+                    S[6 * i + i] = 1.0;
+                    S[6 * (3 + i) + 3 + i] = 1.0;
+                }
             }
             k->dof[y] = 6;
             continue;
@@ -888,6 +893,8 @@ static void kinematics(SK *k, const double *q, const double *qd)
         cross(wY, h, t2);
         for (int i = 0; i < 3; i++)
             vY[i] = vP[i] + t1[i] + u[i] * sd + t2[i];
+        if (!sc)
+            continue;
         /* S and c */
         int dof = 0;
         if (kind == K_REV) {
@@ -928,6 +935,11 @@ static void kinematics(SK *k, const double *q, const double *qd)
     }
 }
 
+static void kinematics(SK *k, const double *q, const double *qd)
+{
+    kinematics_sc(k, q, qd, 1);
+}
+
 static void qprod(const double *a, const double *b, double *o)   /* o = a (x) b */
 {
     double r0 = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
@@ -943,12 +955,13 @@ static void qprod(const double *a, const double *b, double *o)   /* o = a (x) b 
 /* x = (r, p) and xd = (r', p') of the bodies (7 nb each), as the spatial tmt's T(q) and
  * Tq qd: p_Y = p_X (x) f_X (x) s p_rel (x) f_Y* (p_rel* for a reversed row), p' = 1/2 E(p)' ω;
  * needs sk_set_pose_data */
-int sk_kinematics(SK *k, const double *q, const double *qd, double *x, double *xd)
+static int kinematics_x(SK *k, const double *q, const double *qd, double *x, double *xd,
+                        int sc)
 {
     int nb = k->nb;
     if (!k->rq)
         return ERR_ARGS;
-    kinematics(k, q, qd);
+    kinematics_sc(k, q, qd, sc);
     double ground[4] = {1.0, 0.0, 0.0, 0.0};
     for (int b = 0; b < nb; b++) {
         const int *ri = k->ri + RI * b;
@@ -987,6 +1000,18 @@ int sk_kinematics(SK *k, const double *q, const double *qd, double *x, double *x
             xd[7 * Y + 3 + i] = 0.5 * pd[i];
     }
     return OK;
+}
+
+int sk_kinematics(SK *k, const double *q, const double *qd, double *x, double *xd)
+{
+    return kinematics_x(k, q, qd, x, xd, 1);
+}
+
+/* sk_kinematics's x and xd alone (the motion subspaces and velocity products not computed:
+ * what a pass over the loops' rows needs) */
+int sk_poses(SK *k, const double *q, const double *qd, double *x, double *xd)
+{
+    return kinematics_x(k, q, qd, x, xd, 0);
 }
 
 /* positions and velocities (6 per point: r, r') of np body points (body b, point s in body
