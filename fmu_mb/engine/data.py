@@ -32,7 +32,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
           "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ",
-          "DCMU", "DPAIR", "DJFRIC", "ICPT", "IJLIM")
+          "DCMU", "DPAIR", "DJFRIC", "ICPT", "IJLIM", "ISJF")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
@@ -104,16 +104,37 @@ class EngineData:
 def joint_friction_unsupported(model):
     """The reason why the engine library (the native FMU) does not run a model's joint
     friction, or None: it runs the frictional tree joints of planar models (the event loop
-    of native/events.c); spatial models (whose compiled event loop, native/spatial_events.c,
-    runs in formulation recursive) and a frictional cut joint of a closed loop stay in the
-    Python FMU."""
+    of native/events.c) and those of spatial models whose tree rows run from the parent to
+    the child (native/spatial_events.c, as formulation recursive's compiled loop). A
+    frictional cut joint of a closed loop, a spatial joint whose tree row runs from its child
+    to its parent, and the combinations the Python reference refuses (friction with
+    armature, a driven frictional joint) stay out, named."""
     fr = [j.name for j in model.joints if getattr(j, "friction", 0.0) > 0.0]
     if not fr:
         return None
+    driven = [d.joint for d in model.drives if d.joint in fr]
+    if driven:
+        return (f"its joints {driven} have Coulomb friction and a drive, which no "
+                f"formulation runs (give friction=0 on driven joints)")
     if model.spatial:
-        return (f"its joints {fr} have Coulomb friction, which the engine library runs for "
-                f"planar models only so far (the Python event loops, formulations "
-                f"newton_euler and recursive, run it)")
+        from ..mechanics.spatial import tree as st
+
+        arm = [j.name for j in model.joints if getattr(j, "armature", 0.0)]
+        if arm:
+            return (f"its joints {fr} have Coulomb friction and joints {arm} armature, "
+                    f"which no formulation runs together")
+        tm = st.tree_map(model)
+        tj = list(tm.joints)
+        cut = [nm for nm in fr if model.joints.index(model.joint(nm)) not in tj]
+        if cut:
+            return (f"its joints {cut} have Coulomb friction and are cut joints of a closed "
+                    f"loop (no tree coordinate), which the compiled event loop does not run")
+        rev = [nm for nm in fr if not tm.rows[tj.index(model.joints.index(model.joint(nm)))][3]]
+        if rev:
+            return (f"its joints {rev} have Coulomb friction and their tree rows run from "
+                    f"the child to the parent, which the compiled event loop does not run "
+                    f"(formulation 'newton_euler' does)")
+        return None
     from ..mechanics.tree import tree_map
 
     tm = tree_map(model)
@@ -390,7 +411,9 @@ def _contacts(model, arrays, head):
 
 def _joint_friction(model, arrays):
     """DJFRIC: per joint (model order) its Coulomb friction bound [N.m or N], when a joint
-    has one (else empty)."""
+    has one (else empty); with it IJLIM (per contact the frictional joint it limits) and, in
+    a spatial model, ISJF (per joint its tree row, -1 for a cut joint) and the event settings
+    DCSET (the joints' stick/slip events read them, contacts or not)."""
     bound = [float(getattr(j, "friction", 0.0)) for j in model.joints]
     if any(b > 0.0 for b in bound):
         arrays["DJFRIC"] = bound
@@ -399,6 +422,12 @@ def _joint_friction(model, arrays):
         arrays["IJLIM"] = [jidx[c.joint] if c.kind == "joint_limit" and
                            bound[jidx[c.joint]] > 0.0 else -1
                            for c in getattr(model, "contacts", ()) or ()]
+        if model.spatial:
+            from ..mechanics.spatial import tree as st
+
+            tj = list(st.tree_map(model).joints)
+            arrays["ISJF"] = [tj.index(k) if k in tj else -1 for k in range(len(bound))]
+            arrays["DCSET"] = list(EVENT_SETTINGS)
 
 
 def _spatial_contacts(model, arrays, head):
