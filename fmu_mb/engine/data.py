@@ -104,11 +104,10 @@ class EngineData:
 def joint_friction_unsupported(model):
     """The reason why the engine library (the native FMU) does not run a model's joint
     friction, or None: it runs the frictional tree joints of planar models (the event loop
-    of native/events.c) and those of spatial models whose tree rows run from the parent to
-    the child (native/spatial_events.c, as formulation recursive's compiled loop). A
-    frictional cut joint of a closed loop, a spatial joint whose tree row runs from its child
-    to its parent, and the combinations the Python reference refuses (friction with
-    armature, a driven frictional joint) stay out, named."""
+    of native/events.c) and those of spatial models (native/spatial_events.c, on the
+    coordinates of their tree rows). A frictional cut joint of a closed loop and the
+    combinations the Python reference refuses (friction with armature, a driven frictional
+    joint) stay out, named."""
     fr = [j.name for j in model.joints if getattr(j, "friction", 0.0) > 0.0]
     if not fr:
         return None
@@ -129,11 +128,6 @@ def joint_friction_unsupported(model):
         if cut:
             return (f"its joints {cut} have Coulomb friction and are cut joints of a closed "
                     f"loop (no tree coordinate), which the compiled event loop does not run")
-        rev = [nm for nm in fr if not tm.rows[tj.index(model.joints.index(model.joint(nm)))][3]]
-        if rev:
-            return (f"its joints {rev} have Coulomb friction and their tree rows run from "
-                    f"the child to the parent, which the compiled event loop does not run "
-                    f"(formulation 'newton_euler' does)")
         return None
     from ..mechanics.tree import tree_map
 

@@ -182,8 +182,9 @@ struct MbEngine {
      * their model joints, jflim (ncon) the frictional joint each contact limits (-1), jfo
      * (njf, 3) their outputs (friction, state, loss); their records (3 each) follow the
      * contacts'; spatial (A_ISJF): jfi (njf, 3) their kind (1 revolute, 2 prismatic), parent
-     * and child, jfq and jfnu their tree coordinates in q and in the velocity coordinates,
-     * jfd (njf, 24) their points and frames (of the current parameters) */
+     * and child, jfq and jfnu their tree coordinates in q and in the velocity coordinates
+     * (the joint's coordinate, also along a tree row that runs from the child to the
+     * parent), jfd (njf, 24) their points and frames (of the current parameters) */
     int njf;
     int *jfi, *jfk, *jflim, *jfq, *jfnu;
     double *jfb, *jfo, *jfd;
@@ -595,9 +596,9 @@ static int parameter_names(MbEngine *e, char *err, size_t errlen);
 /* A_DJFRIC: none, or one finite bound >= 0 per joint, > 0 only at revolute and prismatic
  * joints; A_IJLIM with it: per contact the frictional joint it limits, else -1. A planar
  * model's frictional joints (tree joints: a cut joint of a loop is refused naming it) run in
- * the event loop (e->njf, jfi, jfb, jfk, jflim); a spatial model's (A_ISJF: tree joints
- * whose rows run from the parent to the child; the others are refused naming them) in
- * spatial_events.c's loop (also jfq, jfnu, jfd). */
+ * the event loop (e->njf, jfi, jfb, jfk, jflim); a spatial model's (A_ISJF: tree joints;
+ * a cut joint is refused naming it) in spatial_events.c's loop on their tree rows'
+ * coordinates, which are the joints' (also jfq, jfnu, jfd). */
 static int joint_friction_values(MbEngine *e, char *err, size_t errlen)
 {
     int c = e->cnt[A_DJFRIC];
@@ -652,12 +653,12 @@ static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
                 return 0;
             }
             const int *R = row >= 0 ? IA(e, A_ISRI) + 6 * row : NULL;
-            if (!R || R[5] || R[1] != J[1] || R[2] != J[2] ||
+            if (!R || (R[5] != 0 && R[5] != 1) || R[1] != J[1 + R[5]] || R[2] != J[2 - R[5]] ||
                 R[0] != (J[0] == SJ_REV ? 1 : 2)) {
                 msg(err, errlen, "joint '%s' has Coulomb friction but %s, which the compiled "
-                    "event loop does not run", e->jname[k], !R ? "no tree coordinate (a cut "
-                    "joint of a closed loop)" : R[5] ? "its tree row runs from its child to "
-                    "its parent" : "no tree row of its kind and bodies");
+                    "engine cannot run (the Python FMU does)", e->jname[k], !R ? "no tree "
+                    "coordinate (a cut joint of a closed loop)" : "no tree row of its kind and "
+                    "bodies");
                 return 0;
             }
             njf++;
@@ -693,7 +694,7 @@ static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
         const int *J = IA(e, A_IJOINT) + 6 * k;
         if (e->kind == 1) {         /* spatial: kind, bodies, the tree row's coordinates */
             const int *R = IA(e, A_ISRI) + 6 * IA(e, A_ISJF)[k];
-            e->jfi[3 * j] = J[0] == SJ_REV ? 1 : 2;
+            e->jfi[3 * j] = R[0];
             e->jfq[j] = R[3];
             e->jfnu[j] = R[4];
         } else {

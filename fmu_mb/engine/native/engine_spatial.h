@@ -1502,7 +1502,8 @@ int sk_events_joint_outputs(void *ev, double t, const double *y, const double *u
                             double *vt, double *jout);
 
 /* the event loop over k with the frictional joints of the current parameters (their bounds
- * A_DJFRIC, their points and frames the first 24 numbers of their A_DJOINT) */
+ * A_DJFRIC, their points and frames the first 24 numbers of their A_DJOINT: their rate rows
+ * are their own coordinates', which their tree rows' coordinates are, reversed rows too) */
 static void *spatial_make_events(MbEngine *e, void *k)
 {
     void *ev = sk_events_create(k, DA(e, A_DREST), e->ni);
