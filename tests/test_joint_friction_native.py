@@ -138,12 +138,15 @@ def test_the_events_happen():
     assert held["pin.friction_state"][-1] == 0.0
 
 
-def test_spatial_and_cut_joints_keep_their_refusal():
-    """Joint friction of spatial models stays in Python (the native build names why), and so
-    does a frictional cut joint of a planar closed loop."""
+def test_cut_joints_and_refused_combinations_keep_their_refusal():
+    """The engine library runs spatial joint friction (engine.data.supported is None); a
+    frictional cut joint of a planar or spatial closed loop stays in Python (the native
+    build names why), and so do the combinations no formulation runs (a driven frictional
+    joint, friction with armature)."""
     from fmu_mb.engine.data import supported
+    from fmu_mb.mechanics.motion import constant_rate
 
-    assert "planar models only" in supported(rotor(True))
+    assert supported(rotor(True)) is None and supported(arm3_moving()) is None
     mb = ModelBuilder("loop", gravity=(0.0, -G))
     a = mb.body("a", mass=1.0, inertia=0.1, position=(0.5, 0.0))
     b = mb.body("b", mass=1.0, inertia=0.1, position=(1.0, -0.5), angle=-math.pi / 2)
@@ -156,6 +159,23 @@ def test_spatial_and_cut_joints_keep_their_refusal():
     m = mb.build()
     why = supported(m)
     assert why is not None and "['r2']" in why and "cut joints" in why
+    mb = ModelBuilder("loop3", gravity=(0.0, 0.0, -G))
+    bodies = [mb.body(f"b{i}", mass=1.0, inertia=(0.1, 0.1, 0.1), position=p)
+              for i, p in enumerate([(0.0, 0.0, -0.5), (0.5, 0.0, -1.0), (1.0, 0.0, -0.5)])]
+    y = (0.0, 1.0, 0.0)
+    mb.revolute("r0", "ground", bodies[0], at=(0.0, 0.0, 0.0), axis=y)
+    mb.revolute("r1", bodies[0], bodies[1], at=(0.0, 0.0, -1.0), axis=y)
+    mb.revolute("r2", bodies[1], bodies[2], at=(1.0, 0.0, -1.0), axis=y, friction=0.5)
+    mb.revolute("r3", bodies[2], "ground", at=(1.0, 0.0, 0.0), axis=y)
+    m3 = mb.build()
+    why = supported(m3)
+    assert m3.topology.cut_joints == ("r2",) and "['r2']" in why and "cut joints" in why
+    mb = ModelBuilder("driven3", gravity=(0.0, 0.0, -G))
+    d = mb.body("disc", mass=1.0, inertia=(0.1, 0.1, 0.1))
+    mb.revolute("hub", "ground", d, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=0.5)
+    mb.drive("spin", "hub", constant_rate(1.0))
+    why = supported(mb.build())
+    assert "['hub']" in why and "a drive" in why
 
 
 ROTOR = ('"""A disc on a revolute joint with Coulomb friction."""\n'
@@ -284,13 +304,11 @@ def test_a_native_fmu_runs_at_the_friction_parameter_it_is_given(rotor_file, sha
         fmpy.simulate_fmu(str(out), stop_time=1.0, start_values={"fc": 0.0})
 
 
-def test_the_spatial_loop_refuses_bad_joint_data_and_reversed_tree_rows():
+def test_the_spatial_loop_refuses_bad_joint_data():
     """sk_events_set_joint_friction refuses a bad kind, body, velocity coordinate or bound
-    (ERR_ARGS, nothing set: the loop then takes good data); a frictional joint whose tree
-    row runs from its child to its parent is refused by the compiled loop naming it."""
+    (ERR_ARGS, nothing set: the loop then takes good data)."""
     from fmu_mb.engine.spatial_kernel import (joint_friction_data, library,
                                               spatial_contact_events)
-    from fmu_mb.errors import InputError
 
     model = arm3_moving()
     ev = spatial_contact_events(model)
@@ -321,12 +339,6 @@ def test_the_spatial_loop_refuses_bad_joint_data_and_reversed_tree_rows():
         assert call() == 0
     finally:
         lib.sk_events_free(h)
-    mb = ModelBuilder("upside", gravity=(0.0, 0.0, -G))
-    b = mb.body("b", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.0, 0.0, -1.0))
-    mb.revolute("pin", b, "ground", at=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), friction=0.5)
-    m = mb.build()
-    with pytest.raises(InputError, match=r"joints \['pin'\].*child to the parent"):
-        simulate(m, 0.1, 0.05, settings=COMPILED)
 
 
 @pytest.mark.slow
@@ -362,3 +374,122 @@ def test_a_native_fmu_reset_takes_the_new_friction_parameter(rotor_file, shared_
             fmu.reset()
     finally:
         fmu.freeInstance()
+
+
+# ---------------------------------------------------------------------- spatial, engine library
+def reversed_pendulum(spatial, th0=0.4, fc=5.0, flip=True):
+    """A bob at 1 m below a frictional pin, at rest at th0 [rad] from the vertical, its pin
+    declared from the bob (parent) to the ground (child) when flip: the tree row then runs
+    from the joint's child to its parent, and the joint's coordinate is minus the bob's
+    angle. Within the bound (m g sin(th0) <= fc) it sticks, the friction torque on the
+    coordinate (the torque the joint applies to its child) balancing gravity's."""
+    s, c = math.sin(th0), math.cos(th0)
+    name = ("rpend" if flip else "pend") + ("3" if spatial else "2")
+    if spatial:
+        mb = ModelBuilder(name, gravity=(0.0, 0.0, -G))
+        b = mb.body("bob", mass=1.0, inertia=(0.01, 0.01, 0.01), position=(s, 0.0, -c))
+        pc = (b, "ground") if flip else ("ground", b)
+        mb.revolute("pin", *pc, at=(0.0, 0.0, 0.0), axis=(0.0, -1.0, 0.0), friction=fc)
+    else:
+        mb = ModelBuilder(name, gravity=(0.0, -G))
+        b = mb.body("bob", mass=1.0, inertia=0.01, position=(s, -c))
+        if flip:
+            mb.revolute("pin", b, "ground", parent_point=(-s, c), friction=fc)
+        else:
+            mb.revolute("pin", "ground", b, child_point=(-s, c), friction=fc)
+    return mb.build()
+
+
+def reversed_rotor(w0=2.9, fc=0.5, inertia=0.5):
+    """The spatial disc of test_joint_friction.rotor on a hub declared from the disc to the
+    ground: the joint's rate is -w, its friction +F_c while the disc slips."""
+    mb = ModelBuilder("rrotor3", gravity=(0.0, 0.0, -G))
+    b = mb.body("disc", mass=2.0, inertia=(0.3, 0.3, inertia), angular_velocity=(0.0, 0.0, w0))
+    mb.revolute("hub", b, "ground", at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=fc)
+    return mb.build()
+
+
+ENGINE_SPATIAL = SPATIAL_CASES[:5] + [
+    (lambda tmp: reversed_pendulum(True, 0.9, 0.3), 2.5, 0.1),   # reversed: swings, stops
+    (lambda tmp: reversed_rotor(), 3.5, 0.25),                   # reversed: slips, sticks
+]
+
+
+@pytest.mark.parametrize("make, t_end, dt", ENGINE_SPATIAL)
+def test_the_engine_library_runs_spatial_joint_friction_as_the_python_loop(make, t_end, dt,
+                                                                           tmp_path):
+    """The engine library (the native FMU's code: A_ISJF, the spatial event loop's joints,
+    their outputs and the friction torques in the reactions) step by step against the
+    Python loop of formulation newton_euler: every output (motion, joint reactions, the
+    joints' friction, state and loss) at every point to 1e-9, through stick and slip, on
+    the spatial disc, the incline slider sliding and sticking, the skew three-joint arm, the
+    URDF arm (frictional joints with limits) and two joints whose tree rows run from the
+    child to the parent."""
+    from fmu_mb.engine.data import supported
+    from fmu_mb.engine.engine import Engine
+
+    model = make(tmp_path)
+    assert supported(model) is None
+    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    eng = Engine(model)
+    eng.set_settings(REFERENCE)
+    eng.initialize()
+    engine_equals(eng, ref, dt)
+
+
+@pytest.mark.parametrize("spatial", [False, True])
+def test_a_reversed_joint_reports_the_torque_on_its_own_coordinate(spatial):
+    """J.friction is the torque on the joint's coordinate (the torque the joint applies to
+    its child), whichever way the tree row runs: the pendulum held within its bound has
+    J.friction = +m g L sin(th0) on a pin from the ground to the bob and -m g L sin(th0) on
+    one from the bob to the ground (closed form, 1e-9), in the Python loop, the compiled
+    loop and the engine library; the reversed disc slipping has +F_c (its rate is -w)."""
+    from fmu_mb.engine.engine import Engine
+
+    th0 = 0.4
+    torque = 1.0 * G * math.sin(th0)
+    for flip, sign in ((False, 1.0), (True, -1.0)):
+        m = reversed_pendulum(spatial, th0, 5.0, flip)
+        for st in (REFERENCE, COMPILED):
+            r = simulate(m, 0.5, 0.25, settings=st)
+            assert np.abs(r["pin.friction"] - sign * torque).max() < 1e-9, (flip, st)
+            assert set(r["pin.friction_state"]) == {1.0}
+        eng = Engine(m)
+        eng.set_settings(REFERENCE)
+        eng.initialize()
+        eng.do_step(0.25)
+        names = list(r.dtype.names[1:])
+        assert abs(eng.outputs()[names.index("pin.friction")] - sign * torque) < 1e-9
+    if spatial:
+        r = simulate(reversed_rotor(), 2.0, 0.25, settings=COMPILED)
+        assert np.abs(r["hub.friction"] - 0.5).max() < 1e-12
+        assert np.abs(r["hub.rate"] + (2.9 - 0.5 / 0.5 * r["time"])).max() < 1e-9
+
+
+def test_the_engine_checks_the_spatial_tree_rows_of_the_friction():
+    """A_ISJF (at the end of the data) holds each joint's tree row; the engine refuses one
+    that is missing, out of range or that of another joint, naming the joint; a cut
+    joint's -1 is refused naming it (no tree coordinate)."""
+    from fmu_mb.engine import data
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.errors import InputError
+
+    model = arm3_moving()
+    d = data.model_data(model)
+    assert data.ARRAYS[-1] == "ISJF"
+    off, cnt = d.slots["ISJF"]
+    assert cnt == len(model.joints)
+    Engine(blob=d.to_bytes())
+
+    def engine_with(rows):
+        ints = d.ints.copy()
+        ints[off:off + cnt] = rows
+        return Engine(blob=data.EngineData(ints, d.doubles, d.slots, d.parameter_names,
+                                           d.joint_names).to_bytes())
+    rows = d.ints[off:off + cnt].copy()
+    for bad, what in (([-1, rows[1], rows[2]], "no tree coordinate"),
+                      ([rows[0], rows[2], rows[1]], "no tree row of its kind")):
+        with pytest.raises(InputError, match=what):
+            engine_with(bad)
+    with pytest.raises(InputError, match="tree rows of the frictional joints"):
+        engine_with([rows[0], 99, rows[2]])
