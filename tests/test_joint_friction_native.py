@@ -493,3 +493,143 @@ def test_the_engine_checks_the_spatial_tree_rows_of_the_friction():
             engine_with(bad)
     with pytest.raises(InputError, match="tree rows of the frictional joints"):
         engine_with([rows[0], 99, rows[2]])
+
+
+# ---------------------------------------------------------------------- spatial, native FMUs
+FRIC3 = ('"""Spatial joints with Coulomb friction: a spinning disc (it stops at I w0 / F_c), a\n'
+         "block sliding down an incline, a pendulum that swings and comes to rest, and one whose\n"
+         'pin is declared from the bob to the ground (its tree row runs child to parent)."""\n'
+         "import math\n\n"
+         "from fmu_mb import ModelBuilder\n\n\n"
+         "def build(**overrides):\n"
+         '    mb = ModelBuilder("fric3_native", overrides, gravity=(0.0, 0.0, -9.81))\n'
+         '    disc = mb.body("disc", mass=2.0, inertia=(0.3, 0.3, 0.5),\n'
+         "                   angular_velocity=(0.0, 0.0, 2.9))\n"
+         '    mb.revolute("hub", "ground", disc, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0),\n'
+         "                friction=0.25)\n"
+         '    block = mb.body("block", mass=1.5, inertia=(0.1, 0.1, 0.1), position=(2.0, 0.0, 0.0))\n'
+         '    mb.prismatic("slide", "ground", block, at=(2.0, 0.0, 0.0),\n'
+         "                 axis=(math.cos(0.5), 0.0, -math.sin(0.5)), friction=3.0)\n"
+         "    for name, x, th0, flip in ((\"pin\", 4.0, 0.6, False), (\"rpin\", 6.0, 0.9, True)):\n"
+         '        bob = mb.body(name + "_bob", mass=1.0, inertia=(0.01, 0.01, 0.01),\n'
+         "                      position=(x + math.sin(th0), 0.0, -math.cos(th0)))\n"
+         '        pc = (bob, "ground") if flip else ("ground", bob)\n'
+         "        mb.revolute(name, *pc, at=(x, 0.0, 0.0), axis=(0.0, -1.0, 0.0), friction=0.3)\n"
+         "    return mb.build()\n")
+
+#: the FMUs' solver settings for the comparisons (those of REFERENCE)
+TIGHT = {"solver.rtol": 1e-11, "solver.atol": 1e-13}
+
+
+@pytest.fixture(scope="module")
+def fric3_file(shared_build):
+    def make(out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "fric3_native.py").write_text(FRIC3)
+        return out / "fric3_native.py"
+    return shared_build("test_joint_friction_native fric3_native.py " + FRIC3, make)
+
+
+@pytest.fixture(scope="module")
+def fric3_reference(fric3_file):
+    from fmu_mb import load_model
+
+    return simulate(load_model(fric3_file), 6.3, 0.1, settings=REFERENCE)
+
+
+def _equal_to(r, ref, tol=1e-9):
+    assert np.abs(r["time"] - ref["time"]).max() < 1e-12
+    for n in ref.dtype.names[1:]:
+        err = np.abs(r[n] - ref[n]).max() / max(1.0, np.abs(ref[n]).max())
+        assert err <= tol, (n, err)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_a_native_fmu_runs_spatial_joint_friction_as_the_python_loop(fric3_file,
+                                                                     fric3_reference,
+                                                                     session_fmus, fmi):
+    """The native FMU (FMI 2.0 and 3.0, co-simulation, this machine's binary) of a spatial
+    model with four frictional joints (one of them on a tree row from its child to its
+    parent) in fmpy at the reference's tolerances: every output (motion, joint reactions,
+    friction, state, loss) at every point equals the newton_euler Python loop's to 1e-9;
+    its variables are the Python FMU's; the disc stops at t* = I w0 / F_c (1e-9 s) and the
+    dissipated energy is its initial kinetic energy; the reversed pin reports the torque on
+    its own coordinate (opposite to the bob's rate while it slips)."""
+    import zipfile
+
+    fmpy = pytest.importorskip("fmpy")
+    from fmpy.validation import validate_fmu
+
+    from fmu_mb import load_model
+    from fmu_mb.dynamics.outputs import output_spec
+
+    out = session_fmus(fric3_file, fmi=fmi, kind="native")
+    assert out is not None and validate_fmu(str(out)) == []
+    with zipfile.ZipFile(out) as z:
+        xml = z.read("modelDescription.xml").decode()
+        assert any(n.startswith("binaries/") for n in z.namelist())
+    assert "<ModelExchange" not in xml
+    for v in output_spec(load_model(fric3_file)):
+        assert f'name="{v.name}"' in xml
+    ref = fric3_reference
+    r = fmpy.simulate_fmu(str(out), stop_time=6.3, output_interval=0.1, start_values=TIGHT)
+    _equal_to(r, ref)
+    w0, fc, inertia = 2.9, 0.25, 0.5
+    t, t_stop = r["time"], inertia * w0 / fc
+    slipping = t < t_stop - 1e-9
+    assert np.abs(r["hub.rate"][slipping] - (w0 - fc / inertia * t[slipping])).max() < 1e-9
+    assert np.abs(r["hub.rate"][~slipping]).max() < 1e-9
+    k = np.flatnonzero(slipping)[-1]
+    assert abs(t[k] + r["hub.rate"][k] * inertia / fc - t_stop) < 1e-9
+    assert abs(r["hub.friction_loss"][-1] - 0.5 * inertia * w0 ** 2) < 1e-9
+    assert set(r["hub.friction_state"][slipping]) == {2} and \
+        set(r["hub.friction_state"][~slipping]) == {1}
+    slip = r["rpin.friction_state"] == 2
+    assert slip.any() and (np.sign(r["rpin.friction"][slip])
+                           == np.sign(r["rpin.rate"][slip]) * -1).all()
+
+
+@pytest.mark.slow
+def test_the_native_fmu_reactions_equal_the_python_fmu(fric3_file, fric3_reference,
+                                                        session_fmus):
+    """The joint reactions (with the friction torques among the applied forces) and every
+    other output of the native FMU equal the Python FMU's (formulation newton_euler, the
+    Python loop) in fmpy at the same solver settings, to 1e-9 at every point."""
+    fmpy = pytest.importorskip("fmpy")
+    native = session_fmus(fric3_file, fmi=2, kind="native")
+    python = session_fmus(fric3_file, fmi=2, kind="python")
+    kw = dict(stop_time=1.5, output_interval=0.1)
+    rn = fmpy.simulate_fmu(str(native), start_values=TIGHT, **kw)
+    rp = fmpy.simulate_fmu(str(python), start_values=dict(TIGHT, **{
+        "solver.formulation": "newton_euler"}), **kw)
+    reactions = [n for n in rp.dtype.names if n.split(".")[-1] in
+                 ("fx", "fy", "fz", "tx", "ty", "tz")]
+    assert len(reactions) == 24
+    _equal_to(rn, rp)
+    _equal_to(rn, fric3_reference[:16])
+
+
+URDF_STARTS = {"elbow.q0": 2.8, "elbow.qd0": 4.0, "shoulder.q0": 0.3}
+
+
+@pytest.mark.slow
+def test_a_native_fmu_of_a_urdf_with_dynamics_friction(shared_build, session_fmus, tmp_path):
+    """The two-link URDF arm with <dynamics friction> (both joints; the elbow with limits)
+    built straight from its .urdf as a native FMU: in fmpy every output at every point
+    equals the newton_euler Python loop's to 1e-9 as both joints stop and stick."""
+    fmpy = pytest.importorskip("fmpy")
+    pytest.importorskip("yourdfpy")
+    from test_joint_friction_c import URDF2
+
+    def make(out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "arm2.urdf").write_text(URDF2)
+        return out / "arm2.urdf"
+    f = shared_build("test_joint_friction_native arm2.urdf " + URDF2, make)
+    out = session_fmus(f, fmi=2, kind="native", **URDF_STARTS)
+    r = fmpy.simulate_fmu(str(out), stop_time=1.0, output_interval=0.05, start_values=TIGHT)
+    ref = simulate(urdf_arm(tmp_path, **URDF_STARTS), 1.0, 0.05, settings=REFERENCE)
+    _equal_to(r, ref)
+    for j in ("shoulder", "elbow"):
+        assert r[f"{j}.friction_state"][0] == 2 and r[f"{j}.friction_state"][-1] == 1
