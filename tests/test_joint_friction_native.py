@@ -614,22 +614,26 @@ URDF_STARTS = {"elbow.q0": 2.8, "elbow.qd0": 4.0, "shoulder.q0": 0.3}
 
 
 @pytest.mark.slow
-def test_a_native_fmu_of_a_urdf_with_dynamics_friction(shared_build, session_fmus, tmp_path):
-    """The two-link URDF arm with <dynamics friction> (both joints; the elbow with limits)
-    built straight from its .urdf as a native FMU: in fmpy every output at every point
-    equals the newton_euler Python loop's to 1e-9 as both joints stop and stick."""
+def test_a_native_fmu_of_a_urdf_with_dynamics_friction(shared_build, session_fmus):
+    """The two-link URDF arm with <dynamics friction> (both joints; the elbow with limits),
+    its model file written by the importer as `fmu-mb build` does (every joint's reactions
+    declared), built as a native FMU: in fmpy every output at every point equals the
+    newton_euler Python loop's to 1e-9 as both joints stop and stick."""
     fmpy = pytest.importorskip("fmpy")
     pytest.importorskip("yourdfpy")
+    from fmu_mb import load_model
+    from fmu_mb.importers import model_file
     from test_joint_friction_c import URDF2
 
     def make(out):
         out.mkdir(parents=True, exist_ok=True)
         (out / "arm2.urdf").write_text(URDF2)
-        return out / "arm2.urdf"
-    f = shared_build("test_joint_friction_native arm2.urdf " + URDF2, make)
+        return model_file(out / "arm2.urdf", out, reactions="all")
+    f = shared_build("test_joint_friction_native arm2.urdf reactions=all " + URDF2, make)
     out = session_fmus(f, fmi=2, kind="native", **URDF_STARTS)
     r = fmpy.simulate_fmu(str(out), stop_time=1.0, output_interval=0.05, start_values=TIGHT)
-    ref = simulate(urdf_arm(tmp_path, **URDF_STARTS), 1.0, 0.05, settings=REFERENCE)
+    ref = simulate(load_model(f, **URDF_STARTS), 1.0, 0.05, settings=REFERENCE)
+    assert {"elbow.tx", "shoulder.fz", "elbow.friction"} <= set(r.dtype.names)
     _equal_to(r, ref)
     for j in ("shoulder", "elbow"):
         assert r[f"{j}.friction_state"][0] == 2 and r[f"{j}.friction_state"][-1] == 1
