@@ -583,8 +583,9 @@ def test_a_native_fmu_runs_spatial_joint_friction_as_the_python_loop(fric3_file,
     k = np.flatnonzero(slipping)[-1]
     assert abs(t[k] + r["hub.rate"][k] * inertia / fc - t_stop) < 1e-9
     assert abs(r["hub.friction_loss"][-1] - 0.5 * inertia * w0 ** 2) < 1e-9
-    assert set(r["hub.friction_state"][slipping]) == {2} and \
-        set(r["hub.friction_state"][~slipping]) == {1}
+    away = np.abs(t - t_stop) > 1e-6            # (the output point at t* takes either state)
+    assert set(r["hub.friction_state"][slipping & away]) == {2} and \
+        set(r["hub.friction_state"][~slipping & away]) == {1}
     slip = r["rpin.friction_state"] == 2
     assert slip.any() and (np.sign(r["rpin.friction"][slip])
                            == np.sign(r["rpin.rate"][slip]) * -1).all()
