@@ -288,10 +288,8 @@ def test_the_spatial_kernel_refuses_a_bad_joint_phase_and_keeps_the_old_one():
 @pytest.mark.parametrize("make", [double_pendulum, arm3], ids=lambda f: f.__name__)
 def test_the_engine_data_carry_the_bounds_and_the_engine_checks_them(make, monkeypatch):
     """DJFRIC (after DPAIR, before ICPT and IJLIM) holds each joint's bound; the compiled engine
-    checks it (a negative bound refused naming the joint); it runs the planar model's joint
-    friction (tests/test_joint_friction_native.py: = the Python loop) and refuses the
-    spatial one's naming the joint (the native builds' refusal, engine.data.supported,
-    stays in front of it)."""
+    checks it (a negative bound refused naming the joint); it runs the joint friction,
+    planar and spatial (tests/test_joint_friction_native.py: = the Python loop)."""
     from fmu_mb import InputError
     from fmu_mb.engine import data
     from fmu_mb.engine.engine import Engine
@@ -304,13 +302,8 @@ def test_the_engine_data_carry_the_bounds_and_the_engine_checks_them(make, monke
     assert data.ARRAYS.index("DPAIR") < data.ARRAYS.index("DJFRIC") < data.ARRAYS.index("IJLIM")
     np.testing.assert_array_equal(d.doubles[off:off + cnt],
                                   [j.friction for j in model.joints])
-    if model.spatial:
-        assert "Coulomb friction" in why
-        with pytest.raises(InputError, match=f"joint '{model.joints[0].name}' has Coulomb"):
-            Engine(blob=d.to_bytes())
-    else:
-        assert why is None
-        Engine(blob=d.to_bytes())
+    assert why is None
+    Engine(blob=d.to_bytes())
     bad = d.doubles.copy()
     bad[off + 1] = -1.0
     with pytest.raises(InputError, match=f"the friction of joint '{model.joints[1].name}'"):

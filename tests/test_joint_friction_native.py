@@ -155,12 +155,15 @@ def test_the_events_happen():
     assert held["pin.friction_state"][-1] == 0.0
 
 
-def test_spatial_and_cut_joints_keep_their_refusal():
-    """Joint friction of spatial models stays in Python (the native build names why), and so
-    does a frictional cut joint of a planar closed loop."""
+def test_cut_joints_and_refused_combinations_keep_their_refusal():
+    """The engine library runs spatial joint friction (engine.data.supported is None); a
+    frictional cut joint of a planar or spatial closed loop stays in Python (the native
+    build names why), and so do the combinations no formulation runs (a driven frictional
+    joint, friction with armature)."""
     from fmu_mb.engine.data import supported
+    from fmu_mb.mechanics.motion import constant_rate
 
-    assert "planar models only" in supported(rotor(True))
+    assert supported(rotor(True)) is None and supported(arm3_moving()) is None
     mb = ModelBuilder("loop", gravity=(0.0, -G))
     a = mb.body("a", mass=1.0, inertia=0.1, position=(0.5, 0.0))
     b = mb.body("b", mass=1.0, inertia=0.1, position=(1.0, -0.5), angle=-math.pi / 2)
@@ -173,6 +176,23 @@ def test_spatial_and_cut_joints_keep_their_refusal():
     m = mb.build()
     why = supported(m)
     assert why is not None and "['r2']" in why and "cut joints" in why
+    mb = ModelBuilder("loop3", gravity=(0.0, 0.0, -G))
+    bodies = [mb.body(f"b{i}", mass=1.0, inertia=(0.1, 0.1, 0.1), position=p)
+              for i, p in enumerate([(0.0, 0.0, -0.5), (0.5, 0.0, -1.0), (1.0, 0.0, -0.5)])]
+    y = (0.0, 1.0, 0.0)
+    mb.revolute("r0", "ground", bodies[0], at=(0.0, 0.0, 0.0), axis=y)
+    mb.revolute("r1", bodies[0], bodies[1], at=(0.0, 0.0, -1.0), axis=y)
+    mb.revolute("r2", bodies[1], bodies[2], at=(1.0, 0.0, -1.0), axis=y, friction=0.5)
+    mb.revolute("r3", bodies[2], "ground", at=(1.0, 0.0, 0.0), axis=y)
+    m3 = mb.build()
+    why = supported(m3)
+    assert m3.topology.cut_joints == ("r2",) and "['r2']" in why and "cut joints" in why
+    mb = ModelBuilder("driven3", gravity=(0.0, 0.0, -G))
+    d = mb.body("disc", mass=1.0, inertia=(0.1, 0.1, 0.1))
+    mb.revolute("hub", "ground", d, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=0.5)
+    mb.drive("spin", "hub", constant_rate(1.0))
+    why = supported(mb.build())
+    assert "['hub']" in why and "a drive" in why
 
 
 ROTOR = ('"""A disc on a revolute joint with Coulomb friction."""\n'
@@ -301,13 +321,11 @@ def test_a_native_fmu_runs_at_the_friction_parameter_it_is_given(rotor_file, sha
         fmpy.simulate_fmu(str(out), stop_time=1.0, start_values={"fc": 0.0})
 
 
-def test_the_spatial_loop_refuses_bad_joint_data_and_reversed_tree_rows():
+def test_the_spatial_loop_refuses_bad_joint_data():
     """sk_events_set_joint_friction refuses a bad kind, body, velocity coordinate or bound
-    (ERR_ARGS, nothing set: the loop then takes good data); a frictional joint whose tree
-    row runs from its child to its parent is refused by the compiled loop naming it."""
+    (ERR_ARGS, nothing set: the loop then takes good data)."""
     from fmu_mb.engine.spatial_kernel import (joint_friction_data, library,
                                               spatial_contact_events)
-    from fmu_mb.errors import InputError
 
     model = arm3_moving()
     ev = spatial_contact_events(model)
@@ -338,12 +356,6 @@ def test_the_spatial_loop_refuses_bad_joint_data_and_reversed_tree_rows():
         assert call() == 0
     finally:
         lib.sk_events_free(h)
-    mb = ModelBuilder("upside", gravity=(0.0, 0.0, -G))
-    b = mb.body("b", mass=1.0, inertia=(0.1, 0.1, 0.1), position=(0.0, 0.0, -1.0))
-    mb.revolute("pin", b, "ground", at=(0.0, 0.0, 0.0), axis=(0.0, 1.0, 0.0), friction=0.5)
-    m = mb.build()
-    with pytest.raises(InputError, match=r"joints \['pin'\].*child to the parent"):
-        simulate(m, 0.1, 0.05, settings=COMPILED)
 
 
 @pytest.mark.slow
@@ -379,3 +391,267 @@ def test_a_native_fmu_reset_takes_the_new_friction_parameter(rotor_file, shared_
             fmu.reset()
     finally:
         fmu.freeInstance()
+
+
+# ---------------------------------------------------------------------- spatial, engine library
+def reversed_pendulum(spatial, th0=0.4, fc=5.0, flip=True):
+    """A bob at 1 m below a frictional pin, at rest at th0 [rad] from the vertical, its pin
+    declared from the bob (parent) to the ground (child) when flip: the tree row then runs
+    from the joint's child to its parent, and the joint's coordinate is minus the bob's
+    angle. Within the bound (m g sin(th0) <= fc) it sticks, the friction torque on the
+    coordinate (the torque the joint applies to its child) balancing gravity's."""
+    s, c = math.sin(th0), math.cos(th0)
+    name = ("rpend" if flip else "pend") + ("3" if spatial else "2")
+    if spatial:
+        mb = ModelBuilder(name, gravity=(0.0, 0.0, -G))
+        b = mb.body("bob", mass=1.0, inertia=(0.01, 0.01, 0.01), position=(s, 0.0, -c))
+        pc = (b, "ground") if flip else ("ground", b)
+        mb.revolute("pin", *pc, at=(0.0, 0.0, 0.0), axis=(0.0, -1.0, 0.0), friction=fc)
+    else:
+        mb = ModelBuilder(name, gravity=(0.0, -G))
+        b = mb.body("bob", mass=1.0, inertia=0.01, position=(s, -c))
+        if flip:
+            mb.revolute("pin", b, "ground", parent_point=(-s, c), friction=fc)
+        else:
+            mb.revolute("pin", "ground", b, child_point=(-s, c), friction=fc)
+    return mb.build()
+
+
+def reversed_rotor(w0=2.9, fc=0.5, inertia=0.5):
+    """The spatial disc of test_joint_friction.rotor on a hub declared from the disc to the
+    ground: the joint's rate is -w, its friction +F_c while the disc slips."""
+    mb = ModelBuilder("rrotor3", gravity=(0.0, 0.0, -G))
+    b = mb.body("disc", mass=2.0, inertia=(0.3, 0.3, inertia), angular_velocity=(0.0, 0.0, w0))
+    mb.revolute("hub", b, "ground", at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0), friction=fc)
+    return mb.build()
+
+
+ENGINE_SPATIAL = SPATIAL_CASES[:5] + [
+    (lambda tmp: reversed_pendulum(True, 0.9, 0.3), 2.5, 0.1),   # reversed: swings, stops
+    (lambda tmp: reversed_rotor(), 3.5, 0.25),                   # reversed: slips, sticks
+]
+
+
+@pytest.mark.parametrize("make, t_end, dt", ENGINE_SPATIAL)
+def test_the_engine_library_runs_spatial_joint_friction_as_the_python_loop(make, t_end, dt,
+                                                                           tmp_path):
+    """The engine library (the native FMU's code: A_ISJF, the spatial event loop's joints,
+    their outputs and the friction torques in the reactions) step by step against the
+    Python loop of formulation newton_euler: every output (motion, joint reactions, the
+    joints' friction, state and loss) at every point to 1e-9, through stick and slip, on
+    the spatial disc, the incline slider sliding and sticking, the skew three-joint arm, the
+    URDF arm (frictional joints with limits) and two joints whose tree rows run from the
+    child to the parent."""
+    from fmu_mb.engine.data import supported
+    from fmu_mb.engine.engine import Engine
+
+    model = make(tmp_path)
+    assert supported(model) is None
+    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    eng = Engine(model)
+    eng.set_settings(REFERENCE)
+    eng.initialize()
+    engine_equals(eng, ref, dt)
+
+
+@pytest.mark.parametrize("spatial", [False, True])
+def test_a_reversed_joint_reports_the_torque_on_its_own_coordinate(spatial):
+    """J.friction is the torque on the joint's coordinate (the torque the joint applies to
+    its child), whichever way the tree row runs: the pendulum held within its bound has
+    J.friction = +m g L sin(th0) on a pin from the ground to the bob and -m g L sin(th0) on
+    one from the bob to the ground (closed form, 1e-9), in the Python loop, the compiled
+    loop and the engine library; the reversed disc slipping has +F_c (its rate is -w)."""
+    from fmu_mb.engine.engine import Engine
+
+    th0 = 0.4
+    torque = 1.0 * G * math.sin(th0)
+    for flip, sign in ((False, 1.0), (True, -1.0)):
+        m = reversed_pendulum(spatial, th0, 5.0, flip)
+        for st in (REFERENCE, COMPILED):
+            r = simulate(m, 0.5, 0.25, settings=st)
+            assert np.abs(r["pin.friction"] - sign * torque).max() < 1e-9, (flip, st)
+            assert set(r["pin.friction_state"]) == {1.0}
+        eng = Engine(m)
+        eng.set_settings(REFERENCE)
+        eng.initialize()
+        eng.do_step(0.25)
+        names = list(r.dtype.names[1:])
+        assert abs(eng.outputs()[names.index("pin.friction")] - sign * torque) < 1e-9
+    if spatial:
+        r = simulate(reversed_rotor(), 2.0, 0.25, settings=COMPILED)
+        assert np.abs(r["hub.friction"] - 0.5).max() < 1e-12
+        assert np.abs(r["hub.rate"] + (2.9 - 0.5 / 0.5 * r["time"])).max() < 1e-9
+
+
+def test_the_engine_checks_the_spatial_tree_rows_of_the_friction():
+    """A_ISJF (at the end of the data) holds each joint's tree row; the engine refuses one
+    that is missing, out of range or that of another joint, naming the joint; a cut
+    joint's -1 is refused naming it (no tree coordinate)."""
+    from fmu_mb.engine import data
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.errors import InputError
+
+    model = arm3_moving()
+    d = data.model_data(model)
+    assert data.ARRAYS[-1] == "ISJF"
+    off, cnt = d.slots["ISJF"]
+    assert cnt == len(model.joints)
+    Engine(blob=d.to_bytes())
+
+    def engine_with(rows):
+        ints = d.ints.copy()
+        ints[off:off + cnt] = rows
+        return Engine(blob=data.EngineData(ints, d.doubles, d.slots, d.parameter_names,
+                                           d.joint_names).to_bytes())
+    rows = d.ints[off:off + cnt].copy()
+    for bad, what in (([-1, rows[1], rows[2]], "no tree coordinate"),
+                      ([rows[0], rows[2], rows[1]], "no tree row of its kind")):
+        with pytest.raises(InputError, match=what):
+            engine_with(bad)
+    with pytest.raises(InputError, match="tree rows of the frictional joints"):
+        engine_with([rows[0], 99, rows[2]])
+
+
+# ---------------------------------------------------------------------- spatial, native FMUs
+FRIC3 = ('"""Spatial joints with Coulomb friction: a spinning disc (it stops at I w0 / F_c), a\n'
+         "block sliding down an incline, a pendulum that swings and comes to rest, and one whose\n"
+         'pin is declared from the bob to the ground (its tree row runs child to parent)."""\n'
+         "import math\n\n"
+         "from fmu_mb import ModelBuilder\n\n\n"
+         "def build(**overrides):\n"
+         '    mb = ModelBuilder("fric3_native", overrides, gravity=(0.0, 0.0, -9.81))\n'
+         '    disc = mb.body("disc", mass=2.0, inertia=(0.3, 0.3, 0.5),\n'
+         "                   angular_velocity=(0.0, 0.0, 2.9))\n"
+         '    mb.revolute("hub", "ground", disc, at=(0.0, 0.0, 0.0), axis=(0.0, 0.0, 1.0),\n'
+         "                friction=0.25)\n"
+         '    block = mb.body("block", mass=1.5, inertia=(0.1, 0.1, 0.1), position=(2.0, 0.0, 0.0))\n'
+         '    mb.prismatic("slide", "ground", block, at=(2.0, 0.0, 0.0),\n'
+         "                 axis=(math.cos(0.5), 0.0, -math.sin(0.5)), friction=3.0)\n"
+         "    for name, x, th0, flip in ((\"pin\", 4.0, 0.6, False), (\"rpin\", 6.0, 0.9, True)):\n"
+         '        bob = mb.body(name + "_bob", mass=1.0, inertia=(0.01, 0.01, 0.01),\n'
+         "                      position=(x + math.sin(th0), 0.0, -math.cos(th0)))\n"
+         '        pc = (bob, "ground") if flip else ("ground", bob)\n'
+         "        mb.revolute(name, *pc, at=(x, 0.0, 0.0), axis=(0.0, -1.0, 0.0), friction=0.3)\n"
+         "    return mb.build()\n")
+
+#: the FMUs' solver settings for the comparisons (those of REFERENCE)
+TIGHT = {"solver.rtol": 1e-11, "solver.atol": 1e-13}
+
+
+@pytest.fixture(scope="module")
+def fric3_file(shared_build):
+    def make(out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "fric3_native.py").write_text(FRIC3)
+        return out / "fric3_native.py"
+    return shared_build("test_joint_friction_native fric3_native.py " + FRIC3, make)
+
+
+@pytest.fixture(scope="module")
+def fric3_reference(fric3_file):
+    from fmu_mb import load_model
+
+    return simulate(load_model(fric3_file), 6.3, 0.1, settings=REFERENCE)
+
+
+def _equal_to(r, ref, tol=1e-9):
+    assert np.abs(r["time"] - ref["time"]).max() < 1e-12
+    for n in ref.dtype.names[1:]:
+        err = np.abs(r[n] - ref[n]).max() / max(1.0, np.abs(ref[n]).max())
+        assert err <= tol, (n, err)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_a_native_fmu_runs_spatial_joint_friction_as_the_python_loop(fric3_file,
+                                                                     fric3_reference,
+                                                                     session_fmus, fmi):
+    """The native FMU (FMI 2.0 and 3.0, co-simulation, this machine's binary) of a spatial
+    model with four frictional joints (one of them on a tree row from its child to its
+    parent) in fmpy at the reference's tolerances: every output (motion, joint reactions,
+    friction, state, loss) at every point equals the newton_euler Python loop's to 1e-9;
+    its variables are the Python FMU's; the disc stops at t* = I w0 / F_c (1e-9 s) and the
+    dissipated energy is its initial kinetic energy; the reversed pin reports the torque on
+    its own coordinate (opposite to the bob's rate while it slips)."""
+    import zipfile
+
+    fmpy = pytest.importorskip("fmpy")
+    from fmpy.validation import validate_fmu
+
+    from fmu_mb import load_model
+    from fmu_mb.dynamics.outputs import output_spec
+
+    out = session_fmus(fric3_file, fmi=fmi, kind="native")
+    assert out is not None and validate_fmu(str(out)) == []
+    with zipfile.ZipFile(out) as z:
+        xml = z.read("modelDescription.xml").decode()
+        assert any(n.startswith("binaries/") for n in z.namelist())
+    assert "<ModelExchange" not in xml
+    for v in output_spec(load_model(fric3_file)):
+        assert f'name="{v.name}"' in xml
+    ref = fric3_reference
+    r = fmpy.simulate_fmu(str(out), stop_time=6.3, output_interval=0.1, start_values=TIGHT)
+    _equal_to(r, ref)
+    w0, fc, inertia = 2.9, 0.25, 0.5
+    t, t_stop = r["time"], inertia * w0 / fc
+    slipping = t < t_stop - 1e-9
+    assert np.abs(r["hub.rate"][slipping] - (w0 - fc / inertia * t[slipping])).max() < 1e-9
+    assert np.abs(r["hub.rate"][~slipping]).max() < 1e-9
+    k = np.flatnonzero(slipping)[-1]
+    assert abs(t[k] + r["hub.rate"][k] * inertia / fc - t_stop) < 1e-9
+    assert abs(r["hub.friction_loss"][-1] - 0.5 * inertia * w0 ** 2) < 1e-9
+    away = np.abs(t - t_stop) > 1e-6            # (the output point at t* takes either state)
+    assert set(r["hub.friction_state"][slipping & away]) == {2} and \
+        set(r["hub.friction_state"][~slipping & away]) == {1}
+    slip = (r["rpin.friction_state"] == 2) & (np.abs(r["rpin.rate"]) > 1e-9)  # (not at t = 0)
+    assert slip.any() and (np.sign(r["rpin.friction"][slip])
+                           == np.sign(r["rpin.rate"][slip]) * -1).all()
+
+
+@pytest.mark.slow
+def test_the_native_fmu_reactions_equal_the_python_fmu(fric3_file, fric3_reference,
+                                                        session_fmus):
+    """The joint reactions (with the friction torques among the applied forces) and every
+    other output of the native FMU equal the Python FMU's (formulation newton_euler, the
+    Python loop) in fmpy at the same solver settings, to 1e-9 at every point."""
+    fmpy = pytest.importorskip("fmpy")
+    native = session_fmus(fric3_file, fmi=2, kind="native")
+    python = session_fmus(fric3_file, fmi=2, kind="python")
+    kw = dict(stop_time=1.5, output_interval=0.1)
+    rn = fmpy.simulate_fmu(str(native), start_values=TIGHT, **kw)
+    rp = fmpy.simulate_fmu(str(python), start_values=dict(TIGHT, **{
+        "solver.formulation": "newton_euler"}), **kw)
+    reactions = [n for n in rp.dtype.names if n.split(".")[-1] in
+                 ("fx", "fy", "fz", "tx", "ty", "tz")]
+    assert len(reactions) == 24
+    _equal_to(rn, rp)
+    _equal_to(rn, fric3_reference[:16])
+
+
+URDF_STARTS = {"elbow.q0": 2.8, "elbow.qd0": 4.0, "shoulder.q0": 0.3}
+
+
+@pytest.mark.slow
+def test_a_native_fmu_of_a_urdf_with_dynamics_friction(shared_build, session_fmus):
+    """The two-link URDF arm with <dynamics friction> (both joints; the elbow with limits),
+    its model file written by the importer as `fmu-mb build` does (every joint's reactions
+    declared), built as a native FMU: in fmpy every output at every point equals the
+    newton_euler Python loop's to 1e-9 as both joints stop and stick."""
+    fmpy = pytest.importorskip("fmpy")
+    pytest.importorskip("yourdfpy")
+    from fmu_mb import load_model
+    from fmu_mb.importers import model_file
+    from test_joint_friction_c import URDF2
+
+    def make(out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "arm2.urdf").write_text(URDF2)
+        return model_file(out / "arm2.urdf", out, reactions="all")
+    f = shared_build("test_joint_friction_native arm2.urdf reactions=all " + URDF2, make)
+    out = session_fmus(f, fmi=2, kind="native", **URDF_STARTS)
+    r = fmpy.simulate_fmu(str(out), stop_time=1.0, output_interval=0.05, start_values=TIGHT)
+    ref = simulate(load_model(f, **URDF_STARTS), 1.0, 0.05, settings=REFERENCE)
+    assert {"elbow.tx", "shoulder.fz", "elbow.friction"} <= set(r.dtype.names)
+    _equal_to(r, ref)
+    for j in ("shoulder", "elbow"):
+        assert r[f"{j}.friction_state"][0] == 2 and r[f"{j}.friction_state"][-1] == 1

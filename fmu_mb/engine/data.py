@@ -32,7 +32,7 @@ ARRAYS = ("IHEAD", "DGRAV", "DT0", "DPARAM", "IPARAM",
           "ISRI", "DSRD", "DSMASS", "DSJ", "ISEI", "DSED", "ISCI", "DSCD", "DSRQ",
           "ICON", "DCON", "DREST", "DCSET", "IEND",
           "ISDI", "DSDD", "DSDP", "ISDJ", "DSARM", "ISCP", "DSCP", "ISCJ",
-          "DCMU", "DPAIR", "DJFRIC", "ICPT", "IJLIM")
+          "DCMU", "DPAIR", "DJFRIC", "ICPT", "IJLIM", "ISJF")
 HEAD = ("KIND", "NB", "N", "NJ", "NROWS", "NCJ", "NE", "M", "ND", "NEL", "NMARK", "NI", "NOUT",
         "NP", "NPLACE", "NV", "NC", "NCON", "NCP")
 
@@ -104,16 +104,31 @@ class EngineData:
 def joint_friction_unsupported(model):
     """The reason why the engine library (the native FMU) does not run a model's joint
     friction, or None: it runs the frictional tree joints of planar models (the event loop
-    of native/events.c); spatial models (whose compiled event loop, native/spatial_events.c,
-    runs in formulation recursive) and a frictional cut joint of a closed loop stay in the
-    Python FMU."""
+    of native/events.c) and those of spatial models (native/spatial_events.c, on the
+    coordinates of their tree rows). A frictional cut joint of a closed loop and the
+    combinations the Python reference refuses (friction with armature, a driven frictional
+    joint) stay out, named."""
     fr = [j.name for j in model.joints if getattr(j, "friction", 0.0) > 0.0]
     if not fr:
         return None
+    driven = [d.joint for d in model.drives if d.joint in fr]
+    if driven:
+        return (f"its joints {driven} have Coulomb friction and a drive, which no "
+                f"formulation runs (give friction=0 on driven joints)")
     if model.spatial:
-        return (f"its joints {fr} have Coulomb friction, which the engine library runs for "
-                f"planar models only so far (the Python event loops, formulations "
-                f"newton_euler and recursive, run it)")
+        from ..mechanics.spatial import tree as st
+
+        arm = [j.name for j in model.joints if getattr(j, "armature", 0.0)]
+        if arm:
+            return (f"its joints {fr} have Coulomb friction and joints {arm} armature, "
+                    f"which no formulation runs together")
+        tm = st.tree_map(model)
+        tj = list(tm.joints)
+        cut = [nm for nm in fr if model.joints.index(model.joint(nm)) not in tj]
+        if cut:
+            return (f"its joints {cut} have Coulomb friction and are cut joints of a closed "
+                    f"loop (no tree coordinate), which the compiled event loop does not run")
+        return None
     from ..mechanics.tree import tree_map
 
     tm = tree_map(model)
@@ -390,7 +405,9 @@ def _contacts(model, arrays, head):
 
 def _joint_friction(model, arrays):
     """DJFRIC: per joint (model order) its Coulomb friction bound [N.m or N], when a joint
-    has one (else empty)."""
+    has one (else empty); with it IJLIM (per contact the frictional joint it limits) and, in
+    a spatial model, ISJF (per joint its tree row, -1 for a cut joint) and the event settings
+    DCSET (the joints' stick/slip events read them, contacts or not)."""
     bound = [float(getattr(j, "friction", 0.0)) for j in model.joints]
     if any(b > 0.0 for b in bound):
         arrays["DJFRIC"] = bound
@@ -399,6 +416,12 @@ def _joint_friction(model, arrays):
         arrays["IJLIM"] = [jidx[c.joint] if c.kind == "joint_limit" and
                            bound[jidx[c.joint]] > 0.0 else -1
                            for c in getattr(model, "contacts", ()) or ()]
+        if model.spatial:
+            from ..mechanics.spatial import tree as st
+
+            tj = list(st.tree_map(model).joints)
+            arrays["ISJF"] = [tj.index(k) if k in tj else -1 for k in range(len(bound))]
+            arrays["DCSET"] = list(EVENT_SETTINGS)
 
 
 def _spatial_contacts(model, arrays, head):

@@ -684,8 +684,10 @@ def joint_friction_data(model):
     kind, parent, child and the points and frames of their rate rows (joint_friction_rows),
     their coordinates' places in q and among the velocity coordinates, their bounds [N.m or
     N], and per contact the frictional joint it limits (a joint limit), else -1. A joint
-    that is a cut joint of a loop or whose tree row runs from its child to its parent is
-    refused naming it."""
+    that is a cut joint of a loop is refused naming it. (A tree row that runs from the
+    joint's child to its parent has the joint's coordinate too: native/spatial_kernel.c
+    turns its relative motion with the sign of the row, so the joint's rate row and its
+    velocity coordinate agree.)"""
     from ..mechanics.friction import joint_friction
 
     names, _, bound = joint_friction(model)
@@ -698,11 +700,6 @@ def joint_friction_data(model):
     tj = list(tm.joints)
     jidx = {j.name: k for k, j in enumerate(model.joints)}
     rows = [tj.index(jidx[nm]) for nm in names]
-    rev = [nm for nm, r in zip(names, rows) if ri[r, 5]]
-    if rev:
-        raise InputError(f"model '{model.name}': joints {rev} have Coulomb friction and their "
-                         f"tree rows run from the child to the parent, which the compiled "
-                         f"event loop does not run (formulation 'newton_euler' does)")
     jq = np.array([ri[r, 3] for r in rows], dtype=np.intc)
     jlim = np.array([names.index(c.joint) if c.kind == "joint_limit" and c.joint in names
                      else -1 for c in model.contacts], dtype=np.intc)

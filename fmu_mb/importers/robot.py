@@ -182,7 +182,8 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
     damping : joint damping as RSDA/TSDA elements (False: none; the parameter
         damping_scale scales it).
     friction : Coulomb joint friction as the joints' friction bounds (False: none). A model
-        with joint friction runs in formulation newton_euler (the Python event loop).
+        with joint friction runs in formulations newton_euler (the Python event loop) and
+        recursive (the compiled one) and in the native FMUs.
     links : names of links whose origin becomes a marker `<link>_origin` (outputs .x .y .z
         .vx .vy .vz); every body's pose is an output anyway.
     payload_link : link carrying the point mass `payload` [kg] at its origin (parameter).

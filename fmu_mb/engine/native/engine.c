@@ -181,10 +181,14 @@ struct MbEngine {
      * jfi (njf, 3) their tree coordinates and parent and child bodies, jfb their bounds, jfk
      * their model joints, jflim (ncon) the frictional joint each contact limits (-1), jfo
      * (njf, 3) their outputs (friction, state, loss); their records (3 each) follow the
-     * contacts' */
+     * contacts'; spatial (A_ISJF): jfi (njf, 3) their kind (1 revolute, 2 prismatic), parent
+     * and child, jfq and jfnu their tree coordinates in q and in the velocity coordinates
+     * (the joint's coordinate, also along a tree row that runs from the child to the
+     * parent), jfd (njf, 24) their points and frames (of the current parameters) */
     int njf;
-    int *jfi, *jfk, *jflim;
-    double *jfb, *jfo;
+    int *jfi, *jfk, *jflim, *jfq, *jfnu;
+    double *jfb, *jfo, *jfd;
+    int cfr;                   /* spatial: some contact has Coulomb friction */
 };
 
 /* the records' doubles: nrec per contact, 3 per frictional joint */
@@ -258,7 +262,7 @@ static int is_int_array(int a)
 {
     static const char kinds[MBE_N_ARRAYS + 1] =
         "IDDDI" "IDIDDD" "IDIDD" "IDIDIIIDID" "IDIDDI" "IDDDIDIDD" "IDDDI" "IDDI" "D" "IDI" "D" "D" "D"
-        "I" "I";
+        "I" "I" "I";
     return kinds[a] == 'I';
 }
 
@@ -592,9 +596,9 @@ static int parameter_names(MbEngine *e, char *err, size_t errlen);
 /* A_DJFRIC: none, or one finite bound >= 0 per joint, > 0 only at revolute and prismatic
  * joints; A_IJLIM with it: per contact the frictional joint it limits, else -1. A planar
  * model's frictional joints (tree joints: a cut joint of a loop is refused naming it) run in
- * the event loop (e->njf, jfi, jfb, jfk, jflim); the spatial engine does not run joint
- * friction (spatial_events.c's loop does, without the engine's data and outputs for it): a
- * bound > 0 there is refused naming the joint. */
+ * the event loop (e->njf, jfi, jfb, jfk, jflim); a spatial model's (A_ISJF: tree joints;
+ * a cut joint is refused naming it) in spatial_events.c's loop on their tree rows'
+ * coordinates, which are the joints' (also jfq, jfnu, jfd). */
 static int joint_friction_values(MbEngine *e, char *err, size_t errlen)
 {
     int c = e->cnt[A_DJFRIC];
@@ -640,13 +644,26 @@ static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
     for (int k = 0; k < c; k++) {
         if (!(DA(e, A_DJFRIC)[k] > 0.0))
             continue;
-        if (e->kind == 1) {
-            msg(err, errlen, "joint '%s' has Coulomb friction (%g N.m or N), which the "
-                "engine library runs for planar models only so far (the Python FMU runs it)",
-                e->jname[k], DA(e, A_DJFRIC)[k]);
-            return 0;
-        }
         const int *J = IA(e, A_IJOINT) + 6 * k;
+        if (e->kind == 1) {
+            int row = e->cnt[A_ISJF] == e->nj ? IA(e, A_ISJF)[k] : -2;
+            if (row == -2 || row < -1 || row >= e->nb) {
+                msg(err, errlen, "the model data are inconsistent: the tree rows of the "
+                    "frictional joints (expected one per joint, -1 or a row < %d)", e->nb);
+                return 0;
+            }
+            const int *R = row >= 0 ? IA(e, A_ISRI) + 6 * row : NULL;
+            if (!R || (R[5] != 0 && R[5] != 1) || R[1] != J[1 + R[5]] || R[2] != J[2 - R[5]] ||
+                R[0] != (J[0] == SJ_REV ? 1 : 2)) {
+                msg(err, errlen, "joint '%s' has Coulomb friction but %s, which the compiled "
+                    "engine cannot run (the Python FMU does)", e->jname[k], !R ? "no tree "
+                    "coordinate (a cut joint of a closed loop)" : "no tree row of its kind and "
+                    "bodies");
+                return 0;
+            }
+            njf++;
+            continue;
+        }
         int tree = J[3] >= 0 && J[3] < e->ncj ? IA(e, A_ICOORD)[2 * J[3] + 1] : -1;
         if (tree < 0 || tree >= e->n) {
             msg(err, errlen, "joint '%s' has Coulomb friction but no tree coordinate (a cut "
@@ -657,12 +674,17 @@ static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
         njf++;
     }
     free(e->jfi); free(e->jfk); free(e->jflim); free(e->jfb); free(e->jfo);
-    e->jfi = calloc(3 * (size_t)njf, sizeof(int));
-    e->jfk = calloc((size_t)njf, sizeof(int));
+    free(e->jfq); free(e->jfnu); free(e->jfd);
+    e->jfi = calloc(3 * (size_t)njf + 1, sizeof(int));
+    e->jfk = calloc((size_t)njf + 1, sizeof(int));
     e->jflim = calloc((size_t)e->ncon + 1, sizeof(int));
-    e->jfb = calloc((size_t)njf, sizeof(double));
-    e->jfo = calloc(3 * (size_t)njf, sizeof(double));
-    if (!e->jfi || !e->jfk || !e->jflim || !e->jfb || !e->jfo) {
+    e->jfb = calloc((size_t)njf + 1, sizeof(double));
+    e->jfo = calloc(3 * (size_t)njf + 1, sizeof(double));
+    e->jfq = calloc((size_t)njf + 1, sizeof(int));
+    e->jfnu = calloc((size_t)njf + 1, sizeof(int));
+    e->jfd = calloc(24 * (size_t)njf + 1, sizeof(double));
+    if (!e->jfi || !e->jfk || !e->jflim || !e->jfb || !e->jfo || !e->jfq || !e->jfnu ||
+        !e->jfd) {
         msg(err, errlen, "out of memory");
         return 0;
     }
@@ -670,7 +692,14 @@ static int check_joint_friction(MbEngine *e, char *err, size_t errlen)
         if (!(DA(e, A_DJFRIC)[k] > 0.0))
             continue;
         const int *J = IA(e, A_IJOINT) + 6 * k;
-        e->jfi[3 * j] = IA(e, A_ICOORD)[2 * J[3] + 1];
+        if (e->kind == 1) {         /* spatial: kind, bodies, the tree row's coordinates */
+            const int *R = IA(e, A_ISRI) + 6 * IA(e, A_ISJF)[k];
+            e->jfi[3 * j] = R[0];
+            e->jfq[j] = R[3];
+            e->jfnu[j] = R[4];
+        } else {
+            e->jfi[3 * j] = IA(e, A_ICOORD)[2 * J[3] + 1];
+        }
         e->jfi[3 * j + 1] = J[1];
         e->jfi[3 * j + 2] = J[2];
         e->jfb[j] = DA(e, A_DJFRIC)[k];
@@ -796,8 +825,7 @@ static int event_settings_ok(const double *S)
  * without contacts keeps 0: nothing reads them). */
 static void contact_defaults(const MbEngine *e, MbeSettings *s)
 {
-    const double *S = e->ncon || (e->kind != 1 && frictional_joints(e)) ? DA(e, A_DCSET)
-                                                                         : NULL;
+    const double *S = e->ncon || frictional_joints(e) ? DA(e, A_DCSET) : NULL;
     double *v[3] = {&s->contact_tol, &s->contact_velocity, &s->event_tol};
     for (int i = 0; i < 3; i++)
         if (*v[i] == 0.0)
@@ -1062,7 +1090,7 @@ void mbe_free(MbEngine *e)
         free_events(e, e->ev);
     if (e->kern)
         free_kernel(e, e->kern);
-    void *p[] = {e->fsal_f, e->fsal_y, e->fsal_u, e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->jfi, e->jfk, e->jflim, e->jfb, e->jfo, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
+    void *p[] = {e->fsal_f, e->fsal_y, e->fsal_u, e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->jfi, e->jfk, e->jflim, e->jfb, e->jfo, e->jfq, e->jfnu, e->jfd, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup, e->sr, e->sr2,
@@ -1209,6 +1237,8 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     }
     if (e->kind != 1)           /* (spatial: check_spatial_data set it from the contacts) */
         e->nrec = planar_friction(e) || e->njf ? EV_REC_FR : EV_REC;
+    else if (e->njf)            /* (the joints' friction: the loop's friction records) */
+        e->nrec = EV_REC_FR;
     e->cft = zalloc(2 * (size_t)e->ncon + 1, sizeof(double));
     e->cvt = zalloc(2 * (size_t)e->ncon + 1, sizeof(double));
     e->rec = zalloc(rec_size(e) + 1, sizeof(double));
@@ -2652,7 +2682,7 @@ int mbe_output_group(const MbEngine *e, int i)
 /* the contacts' outputs have the friction ones (a contact has friction) */
 static int contact_fr(const MbEngine *e)
 {
-    return e->kind == 1 ? e->nrec > EV_REC : planar_friction(e);
+    return e->kind == 1 ? e->cfr : planar_friction(e);
 }
 
 /* the group of every output (engine.h MBE_GROUP_*), in output_spec order */

@@ -72,8 +72,8 @@ enum {
                       spatial_kernel._contacts) */
     A_DREST,       /* x 1 per contact: Newton's restitution coefficient e */
     A_DCSET,       /* 3: contact_tol [m or rad], contact_velocity [m/s or rad/s], event_tol [s]
-                      (planar models, with or without contacts; spatial ones with contacts;
-                      empty in spatial ones without) */
+                      (planar models, with or without contacts; spatial ones with contacts
+                      or joint friction; empty in spatial ones without either) */
     A_IEND,        /* x 2 per element: the contacts of a cylinder's lower and upper end stop
                       (-1: none; E.end_stops counts their impacts) */
     /* spatial drives (version 3), H_ND of them: the spatial kernel's sk_set_drives arrays
@@ -114,6 +114,12 @@ enum {
      * contact, the frictional joint (model order) whose limit it is, else -1 (a joint held by
      * a persistent limit has no friction row) */
     A_IJLIM,
+    /* spatial joints' Coulomb friction: empty (no joint has friction, or a planar model), or
+     * x 1 per joint (model order), its tree row (the row of A_ISRI whose coordinate is the
+     * joint's), -1 when it has none (a cut joint); the friction's rate row takes the joint's
+     * points and frames from A_DJOINT, and its events the settings of A_DCSET (given with
+     * joint friction, contacts or not) */
+    A_ISJF,
     MBE_N_ARRAYS
 };
 

@@ -995,6 +995,7 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         if ((IA(e, A_ICON)[3 * i] == 1 || IA(e, A_ICON)[3 * i] == 5 ||
              IA(e, A_ICON)[3 * i] == 6) && DA(e, A_DCON)[SKD * i + 35] > 0.0)
             e->nrec = EV_REC_FR;
+    e->cfr = e->nrec > EV_REC;     /* (joint friction alone also takes EV_REC_FR records) */
     int nout = 16 * nb + 6 * e->nmark + 5 + e->nd + (e->nrec > EV_REC ? 13 : 7) * e->ncon +
                3 * frictional_joints(e),
         srows = nb + e->nd + e->ncp,
@@ -1460,8 +1461,9 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         }
     }
     memcpy(e->y, e->ytmp, sizeof(double) * 2 * n);
-    if (e->nrec > EV_REC) {     /* frictional contacts closed at the start start persistent */
-        memset(e->rec, 0, sizeof(double) * e->nrec * e->ncon);
+    memset(e->rec, 0, sizeof(double) * rec_size(e));
+    if (e->nrec > EV_REC) {     /* frictional contacts closed at the start start persistent,
+                                   frictional joints below contact_velocity stick */
         int rc = e->ev ? sk_events_initial(e->ev, t0, e->y, e->u0, e->rec, e->set.contact_tol,
                                            e->set.contact_velocity) : 5;
         if (rc != OK) {
@@ -1493,17 +1495,39 @@ int sk_events_outputs_fr(void *ev, double t, const double *y, const double *u,
 int sk_events_accelerations(void *ev, double t, const double *q, const double *qd,
                             const double *u, const double *rec, const double *rq, double *qdd,
                             double *x, double *xd, double *xdd);
+int sk_events_set_joint_friction(void *ev, int nj, const int *ji, const double *jd,
+                                 const int *jq, const int *jnu, const double *bound,
+                                 const int *jlim);
+int sk_events_joint_outputs(void *ev, double t, const double *y, const double *u,
+                            const double *rec, double *gap, double *force, double *ft,
+                            double *vt, double *jout);
 
+/* the event loop over k with the frictional joints of the current parameters (their bounds
+ * A_DJFRIC, their points and frames the first 24 numbers of their A_DJOINT: their rate rows
+ * are their own coordinates', which their tree rows' coordinates are, reversed rows too) */
 static void *spatial_make_events(MbEngine *e, void *k)
 {
-    return sk_events_create(k, DA(e, A_DREST), e->ni);
+    void *ev = sk_events_create(k, DA(e, A_DREST), e->ni);
+    if (!ev || !e->njf)
+        return ev;
+    for (int j = 0; j < e->njf; j++) {
+        e->jfb[j] = DA(e, A_DJFRIC)[e->jfk[j]];
+        memcpy(e->jfd + 24 * j, DA(e, A_DJOINT) + SJD * e->jfk[j], sizeof(double) * 24);
+    }
+    if (sk_events_set_joint_friction(ev, e->njf, e->jfi, e->jfd, e->jfq, e->jfnu, e->jfb,
+                                     e->jflim) != OK) {
+        sk_events_free(ev);
+        return NULL;
+    }
+    return ev;
 }
 
 static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen)
 {
     int nb = e->nb;
     if (e->cnt[A_ICON] != 3 * e->ncon || e->cnt[A_DCON] != SKD * e->ncon ||
-        e->cnt[A_DREST] != e->ncon || e->cnt[A_DCSET] != (e->ncon ? 3 : 0)) {
+        e->cnt[A_DREST] != e->ncon ||
+        e->cnt[A_DCSET] != (e->ncon || frictional_joints(e) ? 3 : 0)) {
         msg(err, errlen, "the model data's contact arrays do not fit %d contacts", e->ncon);
         return 0;
     }
@@ -1524,7 +1548,7 @@ static int check_spatial_contacts(MbEngine *e, char *err, size_t errlen)
             return 0;
         }
     }
-    if (e->ncon) {
+    if (e->ncon || frictional_joints(e)) {
         if (!event_settings_ok(DA(e, A_DCSET))) {
             msg(err, errlen, "the model data are inconsistent: the event settings (expected "
                 "finite numbers > 0)");
@@ -1744,6 +1768,33 @@ static int spatial_contact_forces(MbEngine *e, const double *x, double *f)
     return 0;
 }
 
+/* f (7 nb) += the frictional joints' friction torques or forces e->jfo (the torque or
+ * force the joint applies to its child along its coordinate, sk_events_joint_outputs) as
+ * generalised forces: the value times the gradient of the joint's coordinate in the two
+ * bodies' absolute coordinates (r, p) at x */
+static void spatial_joint_friction_forces(MbEngine *e, const double *x, double *f)
+{
+    int nb = e->nb;
+    double *xe = e->xe;
+    sextend(e, x, xe, 0);
+    for (int j = 0; j < e->njf; j++) {
+        double F = e->jfo[3 * j];
+        if (F == 0.0)
+            continue;
+        int k = e->jfk[j];
+        Frames3 fr;
+        STerm tc;
+        joint_frames(e, k, xe, &fr);
+        coord_term(IA(e, A_IJOINT)[6 * k] == SJ_REV ? SC_REV : SC_PRI, &fr, &tc);
+        for (int i = 0; i < 7; i++) {
+            if (fr.p < nb)
+                f[7 * fr.p + i] += F * tc.J[i];
+            if (fr.c < nb)
+                f[7 * fr.c + i] += F * tc.J[7 + i];
+        }
+    }
+}
+
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
                                  char *err, size_t errlen)
 {
@@ -1758,12 +1809,18 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
     int nact = 0;                  /* persistent contacts: their rows join the reactions' */
     for (int i = 0; i < e->ncon; i++)
         nact += e->rec[e->nrec * i + 4] != 0.0;
+    /* (frictional joints: their phase of the records, sticking rows or slipping forces, in
+     * the accelerations; their friction, state and loss from the loop) */
     if ((rc = sk_kinematics(e->kern, q, qd, x, xd)) != OK ||
-        (G2 && (rc = nact ? sk_events_accelerations(e->ev, t, q, qd, u, e->rec, DA(e, A_DSRQ),
-                                                    e->qdd, e->x, e->xd, e->xdd)
-                          : sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd,
-                                                  e->xdd)) != OK) ||
-        (e->ncon && (GK || G2) &&
+        (G2 && (rc = nact || e->njf
+                         ? sk_events_accelerations(e->ev, t, q, qd, u, e->rec, DA(e, A_DSRQ),
+                                                   e->qdd, e->x, e->xd, e->xdd)
+                         : sk_accelerations_full(e->kern, q, qd, u, e->qdd, e->x, e->xd,
+                                                 e->xdd)) != OK) ||
+        (e->njf && G2 &&
+         (rc = sk_events_joint_outputs(e->ev, t, e->y, u, e->rec, e->gap, e->cforce, e->cft,
+                                       e->cvt, e->jfo)) != OK) ||
+        (e->ncon && (GK || G2) && !(e->njf && G2) &&
          (rc = e->nrec > EV_REC
                    ? sk_events_outputs_fr(e->ev, t, e->y, u, e->rec, e->gap, e->cforce, e->cft,
                                           e->cvt)
@@ -1788,6 +1845,8 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         msg(err, errlen, "a contact's gap row is undefined at t = %.9g s (zero distance)", t);
         return MBE_ERROR;
     }
+    if (G2 && e->njf)              /* the joints' friction torques join the applied forces */
+        spatial_joint_friction_forces(e, e->x, e->f);
     if (G2) {
         spatial_mass_times(e, e->x, e->xdd, e->rhs);
         for (int i = 0; i < nc; i++)
@@ -1917,6 +1976,9 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
             y[k++] = out[i];
     }
     k = contact_outputs(e, GK, G2, y, k);           /* gaps, records, forces */
+    for (int j = 0; j < 3 * e->njf; j++, k++)      /* the joints' friction, state, loss */
+        if (G2)
+            y[k] = e->jfo[j];
     /* energies (spatial elements.kinetic_energy, potential_energy) and residuals */
     const double *mass = DA(e, A_DSMASS), *Jb = DA(e, A_DSJ), *g = DA(e, A_DGRAV);
     double Tr = 0.0, Tw = 0.0, Vg = 0.0;
