@@ -1640,13 +1640,17 @@ static int position_rows(MbEngine *e, const double *x, double t0, double *r, dou
     return k;
 }
 
+/* the largest |v_i|, INFINITY when an entry is not finite (no call per entry: it runs in the
+ * model-exchange closure's passes) */
 static double absmax(const double *v, int n)
 {
     double m = 0.0;
     for (int i = 0; i < n; i++) {
-        if (!isfinite(v[i]))
+        double a = fabs(v[i]);
+        if (!(a < INFINITY))
             return INFINITY;
-        m = fmax(m, fabs(v[i]));
+        if (a > m)
+            m = a;
     }
     return m;
 }

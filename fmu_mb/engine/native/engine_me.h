@@ -387,21 +387,6 @@ static double me_condition(MeCtx *c)
     return cmax > 0.0 ? pmin / sqrt(cmax) : 0.0;
 }
 
-/* engine.c's absmax (INFINITY when an entry is not finite, else the largest |v_i|: the same
- * number) without a call per entry */
-static double me_absmax(const double *v, int n)
-{
-    double m = 0.0;
-    for (int i = 0; i < n; i++) {
-        double a = fabs(v[i]);
-        if (!(a < INFINITY))
-            return INFINITY;
-        if (a > m)
-            m = a;
-    }
-    return m;
-}
-
 /* fmax(a, b) without the call (NaN: the other one, as fmax) */
 static double me_max(double a, double b)
 {
@@ -595,8 +580,8 @@ static int me_rows_spatial(MeCtx *c, const double *q, const double *qd)
                                  p[3] * qd[o + 3]) : 0.0;
         k++;
     }
-    c->phimax = me_absmax(phi, L->nr);
-    c->vmax = qd ? me_absmax(v, L->nr) : 0.0;
+    c->phimax = absmax(phi, L->nr);
+    c->vmax = qd ? absmax(v, L->nr) : 0.0;
     return isfinite(c->phimax) && isfinite(c->vmax) ? 0 : 1;
 }
 
@@ -621,11 +606,11 @@ static int me_rows(MeCtx *c, const double *q, const double *qd)
                 v += e->D[(size_t)r * nc + i] * L->xd[i];
             c->vres[r] = v;
         }
-        c->vmax = me_absmax(c->vres, nr);
+        c->vmax = absmax(c->vres, nr);
         if (!isfinite(c->vmax))
             return 1;
     }
-    c->phimax = me_absmax(L->phi, nr);
+    c->phimax = absmax(L->phi, nr);
     return isfinite(c->phimax) ? 0 : 1;
 }
 
@@ -947,7 +932,7 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
             L->q[L->ind[k]] = qi[k];
             L->qd[L->ind[k]] = qdi[k];
         }
-        double scale = 1.0 + me_absmax(L->q, n), vscale = 1.0 + me_absmax(L->qd, n);
+        double scale = 1.0 + absmax(L->q, n), vscale = 1.0 + absmax(L->qd, n);
         double prev = INFINITY;
         /* the predicted state's residuals (one kinematics pass with the rates): when both are
          * below ME_CHORD_SMALL, one chord step each leaves an error below ME_CHORD_SMALL times
