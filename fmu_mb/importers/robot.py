@@ -26,7 +26,8 @@ and parameter compiler. build_robot(description, overrides, ...) is that build()
   magnitude, along the description's gravity direction), `payload` (a point mass at the
   origin of `payload_link`), `limit_restitution`, `damping_scale`;
 - an FMU declares the joint reactions only of the joints named in `reactions` (default
-  none; the model computes every joint's, Model.undeclared_outputs lists the others).
+  none; the model computes every joint's, Model.undeclared_outputs lists the others), and
+  the Coulomb friction outputs of every joint with friction.
 """
 import math
 import re
@@ -460,6 +461,12 @@ def _reaction_joints(names, src, order, jid, owner, ground_links):
     return keep
 
 
+#: the components of a joint's reaction outputs (dynamics.outputs: spatial fx .. tz, a
+#: distance link's tension); a joint's other dynamics outputs (its Coulomb friction's
+#: .friction, .friction_state, .friction_loss) are always declared
+REACTION_COMPONENTS = frozenset({"fx", "fy", "fz", "tx", "ty", "tz", "torque", "tension"})
+
+
 def _hidden_reactions(model, keep):
     """The reaction outputs of every joint of `model` but those named in `keep`."""
     from ..dynamics.outputs import output_groups, output_names
@@ -468,8 +475,8 @@ def _hidden_reactions(model, keep):
     joints = {j.name for j in model.joints}
     hidden = set()
     for i in output_groups(model).get("dynamics", ()):
-        entity = names[i].rsplit(".", 1)[0]
-        if entity in joints and entity not in keep:
+        entity, component = names[i].rsplit(".", 1)
+        if entity in joints and entity not in keep and component in REACTION_COMPONENTS:
             hidden.add(names[i])
     return frozenset(hidden)
 
