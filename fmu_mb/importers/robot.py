@@ -403,6 +403,9 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
     keep = None if reactions is True else _reaction_joints(
         reactions, src, order, jid, owner, ground_links)
     model = mb.build()
+    from ..mechanics.loader import engine_data_only_build
+    if engine_data_only_build():             # a probe build: no pictures, no output table
+        return model
     from dataclasses import replace
     return replace(model, visuals=_visuals(desc, owner, pose, com_world, body_name,
                                            ground_links),
