@@ -369,3 +369,26 @@ def test_mimic_joints_as_couplers_equal_pinocchio_with_the_mimic_joints_eliminat
     assert m.couplers and all(c.name.endswith("_mimic") for c in m.couplers)
     assert not any(f"{c.joint}.h" in m.input_names for c in m.couplers)
     assert mimic_worst_difference(m, ROBOTS / rel) < 1e-9
+
+
+@needs_robots
+def test_a_build_for_engine_data_only_has_the_same_engine_data():
+    """Within mechanics.loader.engine_data_only() (the parameter program's probe builds) an
+    imported robot is built without its visuals and hidden-output table, with the same
+    engine data (bytes) as the full build, at the build values and at other parameters."""
+    from fmu_mb.engine.data import model_data
+    from fmu_mb.mechanics.loader import engine_data_only
+
+    f = ROBOTS / "panda_description/urdf/panda.urdf"
+    for over in ({}, {"panda_joint2.q0": 0.4, "gravity": 3.0, "damping_scale": 2.0}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            full = load_urdf(f, overrides=over)
+            with engine_data_only():
+                probe = load_urdf(f, overrides=over)
+        assert full.visuals and full.undeclared_outputs
+        assert probe.visuals == () and probe.undeclared_outputs == frozenset()
+        assert model_data(probe).to_bytes() == model_data(full).to_bytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert load_urdf(f).visuals                   # the flag ends with its block

@@ -29,7 +29,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import FmuMbError, InputError, ModelError
-from ..mechanics.loader import call_build, load_module
+from ..mechanics.loader import call_build, engine_data_only, load_module
 from ..dynamics.outputs import output_spec
 
 NATIVE_DIR = Path(__file__).resolve().parent / "native"
@@ -83,7 +83,8 @@ def engine_data(model, module=None, overrides=None):
         compile_parameters = None
     if compile_parameters is not None and module is not None:
         def data_of(values):       # the EngineData: a set changing its ints fixes a parameter
-            return model_data(call_build(module, None, **values))
+            with engine_data_only():
+                return model_data(call_build(module, None, **values))
 
         program = compile_parameters(module, dict(overrides or {}), data_of, names=names,
                                      derived=data.derived())

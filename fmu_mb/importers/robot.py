@@ -26,7 +26,8 @@ and parameter compiler. build_robot(description, overrides, ...) is that build()
   magnitude, along the description's gravity direction), `payload` (a point mass at the
   origin of `payload_link`), `limit_restitution`, `damping_scale`;
 - an FMU declares the joint reactions only of the joints named in `reactions` (default
-  none; the model computes every joint's, Model.undeclared_outputs lists the others).
+  none; the model computes every joint's, Model.undeclared_outputs lists the others), and
+  the Coulomb friction outputs of every joint with friction.
 """
 import math
 import re
@@ -402,6 +403,9 @@ def build_robot(desc, overrides=None, *, base="fixed", fixed="merge", limits=Tru
     keep = None if reactions is True else _reaction_joints(
         reactions, src, order, jid, owner, ground_links)
     model = mb.build()
+    from ..mechanics.loader import engine_data_only_build
+    if engine_data_only_build():             # a probe build: no pictures, no output table
+        return model
     from dataclasses import replace
     return replace(model, visuals=_visuals(desc, owner, pose, com_world, body_name,
                                            ground_links),
@@ -460,6 +464,12 @@ def _reaction_joints(names, src, order, jid, owner, ground_links):
     return keep
 
 
+#: the components of a joint's reaction outputs (dynamics.outputs: spatial fx .. tz, a
+#: distance link's tension); a joint's other dynamics outputs (its Coulomb friction's
+#: .friction, .friction_state, .friction_loss) are always declared
+REACTION_COMPONENTS = frozenset({"fx", "fy", "fz", "tx", "ty", "tz", "torque", "tension"})
+
+
 def _hidden_reactions(model, keep):
     """The reaction outputs of every joint of `model` but those named in `keep`."""
     from ..dynamics.outputs import output_groups, output_names
@@ -468,8 +478,8 @@ def _hidden_reactions(model, keep):
     joints = {j.name for j in model.joints}
     hidden = set()
     for i in output_groups(model).get("dynamics", ()):
-        entity = names[i].rsplit(".", 1)[0]
-        if entity in joints and entity not in keep:
+        entity, component = names[i].rsplit(".", 1)
+        if entity in joints and entity not in keep and component in REACTION_COMPONENTS:
             hidden.add(names[i])
     return frozenset(hidden)
 

@@ -6,6 +6,8 @@ what was wrong: `models/arm.py:12: TypeError: ModelBuilder.body() got an unexpec
 argument 'mas'`. A model whose ModelBuilder got no description takes the file's docstring
 (see ModelBuilder).
 """
+import contextlib
+import contextvars
 import hashlib
 import importlib.util
 import sys
@@ -13,6 +15,26 @@ import traceback
 from pathlib import Path
 
 from ..errors import FmuMbError, ModelError
+
+#: True while models are built for their engine data alone (the parameter program's probe
+#: builds): a builder may then leave out what only an FMU's documentation and its table of
+#: declared outputs read (an imported robot's visuals and undeclared outputs)
+_ENGINE_DATA_ONLY = contextvars.ContextVar("fmu_mb_engine_data_only", default=False)
+
+
+@contextlib.contextmanager
+def engine_data_only():
+    """Within: models are built for their engine data alone (see engine_data_only_build)."""
+    token = _ENGINE_DATA_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _ENGINE_DATA_ONLY.reset(token)
+
+
+def engine_data_only_build():
+    """Whether the model being built is for its engine data alone (engine_data_only)."""
+    return _ENGINE_DATA_ONLY.get()
 
 
 def load_module(path):

@@ -228,11 +228,13 @@ def _quat_matrix(q):
                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
-def _visual_entry(v, where, max_faces, embed_limit):
+def _visual_entry(v, where, max_faces, embed_limit, meshes=None):
     """A shape of model.visuals (importers.robot.Visual: kind, dims, mesh path, position and
     orientation (Euler parameters) in body axes, rgba). A mesh file (STL, OBJ, DAE) is read
     with trimesh, decimated to max_faces; one that stays above embed_limit faces (or that
-    cannot be read without trimesh) is referenced by its path and drawn as a marker."""
+    cannot be read without trimesh) is referenced by its path and drawn as a marker.
+    meshes: a dict {mesh path: its rounded positions and indices} shared by the visuals of
+    one scene, so that a file several visuals show (a gripper's two fingers) is read once."""
     kind, dims = str(v.kind), [float(x) for x in (v.dims or ())]
     e = v.orientation or (1.0, 0.0, 0.0, 0.0)
     base = {"c": _r(_v3(v.position)), "q": _r([e[1], e[2], e[3], e[0]])}
@@ -244,14 +246,29 @@ def _visual_entry(v, where, max_faces, embed_limit):
     if kind != "mesh":
         raise InputError(f"{where}: unknown visual kind {kind!r}")
     entry = {"type": "mesh", **base, "scale": _r(dims or (1.0, 1.0, 1.0)), "url": str(v.mesh)}
+    meshes = {} if meshes is None else meshes
+    if str(v.mesh) not in meshes:
+        meshes[str(v.mesh)] = _mesh_arrays(v.mesh, where, max_faces, embed_limit)
+    arrays = meshes[str(v.mesh)]
+    if arrays is None:
+        return entry
+    del entry["url"]
+    entry["positions"], entry["indices"] = arrays
+    return entry
+
+
+def _mesh_arrays(path, where, max_faces, embed_limit):
+    """(positions, indices) of the mesh file at `path` for a scene (read with trimesh,
+    decimated to max_faces, positions rounded to its size), or None when it cannot be read
+    without trimesh or stays above embed_limit faces."""
     try:
         import trimesh
     except ImportError:
-        return entry
+        return None
     try:
-        mesh = trimesh.load(str(v.mesh), force="mesh")
+        mesh = trimesh.load(str(path), force="mesh")
     except Exception as exc:                      # trimesh raises many kinds
-        raise InputError(f"{where}: cannot read the mesh {str(v.mesh)!r}: {exc}") from None
+        raise InputError(f"{where}: cannot read the mesh {str(path)!r}: {exc}") from None
     vertices, faces = np.asarray(mesh.vertices, float), np.asarray(mesh.faces, int)
     if len(faces) > max_faces:
         try:
@@ -260,12 +277,9 @@ def _visual_entry(v, where, max_faces, embed_limit):
         except Exception:                         # no decimation backend installed
             vertices, faces = cluster_decimate(vertices, faces, max_faces)
     if len(faces) > embed_limit or not len(faces):
-        return entry
-    del entry["url"]
+        return None
     digits = int(np.clip(4 - np.floor(np.log10(np.ptp(vertices, axis=0).max() + 1e-12)), 3, 9))
-    entry["positions"] = _r(vertices.reshape(-1), digits)
-    entry["indices"] = faces.reshape(-1).tolist()
-    return entry
+    return _r(vertices.reshape(-1), digits), faces.reshape(-1).tolist()
 
 
 def cluster_decimate(vertices, faces, max_faces):
@@ -282,8 +296,10 @@ def cluster_decimate(vertices, faces, max_faces):
         key = (cell[:, 0] * (n + 1) + cell[:, 1]) * (n + 1) + cell[:, 2]
         _, inverse = np.unique(key, return_inverse=True)
         inverse = inverse.reshape(-1)
-        merged = np.zeros((inverse.max() + 1, 3))
-        np.add.at(merged, inverse, vertices)
+        # each cell's sum of its vertices, added in the vertices' order (as np.add.at does)
+        nc = int(inverse.max()) + 1
+        merged = np.stack([np.bincount(inverse, weights=vertices[:, k], minlength=nc)
+                           for k in range(3)], axis=1)
         merged /= np.bincount(inverse)[:, None]
         f = inverse[faces]
         keep = (f[:, 0] != f[:, 1]) & (f[:, 1] != f[:, 2]) & (f[:, 0] != f[:, 2])
@@ -467,10 +483,11 @@ def scene(model, result=None, *, max_frames=1500, columns=None, traces=None,
     n_mesh = sum(v.kind == "mesh" and (v.role == "visual" or v.body not in with_visual)
                  for v in visuals)
     mesh_faces = max(200, min(mesh_faces, total_faces // max(n_mesh, 1)))
+    meshes = {}                               # a mesh file's arrays, read once per scene
     for i, v in enumerate(visuals):
         if v.body in shapes_of and (v.role == "visual" or v.body not in with_visual):
             shapes_of[v.body].append(_visual_entry(v, f"model.visuals[{i}]", mesh_faces,
-                                                   embed_faces))
+                                                   embed_faces, meshes))
     for i, sh in enumerate(getattr(model, "shapes", ()) or ()):
         if sh.body in shapes_of and sh.body not in with_visual:
             shapes_of[sh.body].append(_shape_entry(sh, f"model.shapes[{i}]"))
