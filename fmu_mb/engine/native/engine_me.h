@@ -6,10 +6,12 @@
  * its own solver. Every mbe_me_set_states closes the loops for the given x: the dependent
  * coordinates by Newton on every model row with q_i held, starting from the last solution
  * (the engine's q), their rates from the velocity rows (lin_close); a state that cannot be
- * closed is refused (MBE_ERROR, nothing changed): never a silent drift. Near a dead point
- * (the partition's condition below ME_CHORD_COND) the closure follows the branch of the
- * motion (me_close_branch), the accelerations solve the loops by QR (me_accelerations: the
- * rows' condition not squared, as the Schur solve's cut-off would) and mbe_me_derivatives
+ * closed is refused (MBE_ERROR, nothing changed): never a silent drift. A planar model
+ * without drives takes Newton on the kernel's loop rows instead (me_close_kernel). Near a
+ * dead point (the partition's condition below ME_CHORD_COND) the closure follows the branch
+ * of the motion (me_close_branch), the accelerations solve the loops by QR
+ * (me_accelerations: the rows' condition not squared, as the Schur solve's cut-off would)
+ * and mbe_me_derivatives
  * refuses accelerations that violate the rows' acceleration equations (me_acc_residual).
  *
  * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
