@@ -11,8 +11,8 @@
  * dead point (the partition's condition below ME_CHORD_COND) the closure follows the branch
  * of the motion (me_close_branch), the accelerations solve the loops by QR
  * (me_accelerations: the rows' condition not squared, as the Schur solve's cut-off would)
- * and mbe_me_derivatives
- * refuses accelerations that violate the rows' acceleration equations (me_acc_residual).
+ * and mbe_me_derivatives refuses accelerations that violate the rows' acceleration
+ * equations (me_acc_residual).
  *
  * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
  * co-simulation event loop (event_loop.h: the gap of a contact in flight, the force of a
