@@ -62,6 +62,7 @@ int mbk_accelerations(void *k, double t, const double *q, const double *qd, cons
 int mbk_accelerations_qr(void *k, double t, const double *q, const double *qd,
                          const double *u, double *qdd, int *rank);
 void mbk_kinematics(void *k, const double *q, const double *qd, double *x, double *xd);
+int mbk_loop_rows(void *k, const double *q, double *phi, double *Dq);
 int mbk_applied_forces(void *k, const double *q, const double *qd, const double *u, double *f);
 int mbk_last_error_index(void *k);
 /* the contact event loop (events.c, included in kernel.c) */

@@ -6,11 +6,13 @@
  * its own solver. Every mbe_me_set_states closes the loops for the given x: the dependent
  * coordinates by Newton on every model row with q_i held, starting from the last solution
  * (the engine's q), their rates from the velocity rows (lin_close); a state that cannot be
- * closed is refused (MBE_ERROR, nothing changed): never a silent drift. Near a dead point
- * (the partition's condition below ME_CHORD_COND) the closure follows the branch of the
- * motion (me_close_branch), the accelerations solve the loops by QR (me_accelerations: the
- * rows' condition not squared, as the Schur solve's cut-off would) and mbe_me_derivatives
- * refuses accelerations that violate the rows' acceleration equations (me_acc_residual).
+ * closed is refused (MBE_ERROR, nothing changed): never a silent drift. A planar model
+ * without drives takes Newton on the kernel's loop rows instead (me_close_kernel). Near a
+ * dead point (the partition's condition below ME_CHORD_COND) the closure follows the branch
+ * of the motion (me_close_branch), the accelerations solve the loops by QR
+ * (me_accelerations: the rows' condition not squared, as the Schur solve's cut-off would)
+ * and mbe_me_derivatives refuses accelerations that violate the rows' acceleration
+ * equations (me_acc_residual).
  *
  * Event indicators (mbe_me_indicators), in this order: per contact its event value of the
  * co-simulation event loop (event_loop.h: the gap of a contact in flight, the force of a
@@ -89,6 +91,13 @@ typedef struct {
     double *qdd0, *qdd_y;      /* (qdd_y: the state (q, qd) of qdd0) */
     int have_qdd;
     double *u;                 /* (ni) the inputs of the last mbe_me_derivatives (0 before) */
+    /* the planar closure by Newton on the kernel's loop rows (me_close_kernel; kfast: a
+     * planar model without drives, whose model rows are the tree joints' rows, which vanish
+     * at every q, and the cut joints' rows, the kernel's mk rows): their values kphi (mk), the
+     * Jacobian kDq (mk x n) at the last pass, the Cholesky factor kR (m x m) of its
+     * Dd' Dd, scratch kb (mk + n) */
+    int kfast, mk;
+    double *kphi, *kDq, *kR, *kb;
 } MeCtx;
 
 static void me_free(MbEngine *e)
@@ -120,6 +129,10 @@ static void me_free(MbEngine *e)
     free(c->qdd0);
     free(c->qdd_y);
     free(c->u);
+    free(c->kphi);
+    free(c->kDq);
+    free(c->kR);
+    free(c->kb);
     free(c);
     e->me = NULL;
 }
@@ -340,31 +353,48 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
         me_free(e);
         return NULL;
     }
+    c->kfast = e->kind == 0 && e->nd == 0 && e->m > 0 && m > 0;
+    for (int r = 0; c->kfast && r < e->m; r++) {
+        int kind = IA(e, A_IRI)[3 * r];
+        c->kfast = kind == R_PX || kind == R_PY || kind == R_ANG || kind == R_PRJ ||
+                   kind == R_DST;
+    }
+    if (c->kfast) {
+        size_t mk = (size_t)e->m;
+        c->mk = e->m;
+        c->kphi = malloc(sizeof(double) * (mk + 1));
+        c->kDq = malloc(sizeof(double) * (mk * n + 1));
+        c->kR = malloc(sizeof(double) * (m * m + 1));
+        c->kb = malloc(sizeof(double) * (mk + n + 1));
+        if (!c->kphi || !c->kDq || !c->kR || !c->kb) {
+            msg(err, errlen, "model exchange: out of memory");
+            me_free(e);
+            return NULL;
+        }
+    }
     return c;
 }
 
-/* The partition's condition at the last lin_close (L->Dq there): the smallest Cholesky pivot
- * of Dd' Dd over the largest column norm of Dq; 1 without dependent coordinates, 0 when
- * Dd' Dd is not positive definite. */
-static double me_condition(MeCtx *c)
+/* The partition's condition of the rows' Jacobian Dq (nr x n): the smallest Cholesky pivot
+ * of Dd' Dd (Dd: the columns dep of Dq) over the largest column norm of Dq, its Cholesky
+ * factor in N (m x m, lower); 1 without dependent coordinates, 0 when Dd' Dd is not
+ * positive definite. */
+static double me_chol(const double *Dq, int nr, int n, const int *dep, int m, double *N)
 {
-    Lin *L = &c->L;
-    int n = L->e->n, nr = L->nr, m = L->ndep;
     if (m == 0 || nr == 0)
         return 1.0;
     double cmax = 0.0;
     for (int j = 0; j < n; j++) {
         double s = 0.0;
         for (int r = 0; r < nr; r++)
-            s += L->Dq[(size_t)r * n + j] * L->Dq[(size_t)r * n + j];
+            s += Dq[(size_t)r * n + j] * Dq[(size_t)r * n + j];
         cmax = fmax(cmax, s);
     }
-    double *N = c->R;                       /* Dd' Dd, then its Cholesky factor in place */
-    for (int a = 0; a < m; a++)
+    for (int a = 0; a < m; a++)             /* Dd' Dd, then its Cholesky factor in place */
         for (int b = 0; b <= a; b++) {
             double v = 0.0;
             for (int r = 0; r < nr; r++)
-                v += L->Dq[(size_t)r * n + L->dep[a]] * L->Dq[(size_t)r * n + L->dep[b]];
+                v += Dq[(size_t)r * n + dep[a]] * Dq[(size_t)r * n + dep[b]];
             N[a * m + b] = v;
         }
     double pmin = INFINITY;
@@ -614,16 +644,14 @@ static int me_rows(MeCtx *c, const double *q, const double *qd)
     return isfinite(c->phimax) ? 0 : 1;
 }
 
-/* s = -(Dd0' Dd0)^-1 Dd0' b by the Cholesky factor R */
-static void me_solve(MeCtx *c, const double *b)
+/* s = -(Dd' Dd)^-1 Dd' b (b: nr rows) by the Cholesky factor R of me_chol */
+static void me_chol_solve(const double *Dq, int nr, int n, const int *dep, int m,
+                          const double *R, const double *b, double *s)
 {
-    Lin *L = &c->L;
-    int n = L->e->n, nr = L->nr, m = L->ndep;
-    double *s = c->s, *R = c->R;
     for (int a = 0; a < m; a++) {
         double v = 0.0;
         for (int r = 0; r < nr; r++)
-            v += c->Dq0[(size_t)r * n + L->dep[a]] * b[r];
+            v += Dq[(size_t)r * n + dep[a]] * b[r];
         s[a] = v;
     }
     for (int a = 0; a < m; a++) {           /* R y = s, then R' z = y */
@@ -640,6 +668,13 @@ static void me_solve(MeCtx *c, const double *b)
     }
     for (int a = 0; a < m; a++)
         s[a] = -s[a];
+}
+
+/* c->s = -(Dd0' Dd0)^-1 Dd0' b by the Cholesky factor R */
+static void me_solve(MeCtx *c, const double *b)
+{
+    Lin *L = &c->L;
+    me_chol_solve(c->Dq0, L->nr, L->e->n, L->dep, L->ndep, c->R, b, c->s);
 }
 
 /* the chord step of the dependent coordinates for rows b: s = G b (over G's nonzeros, in
@@ -884,6 +919,106 @@ static int me_close_branch(MeCtx *c, const double *qi, const double *qdi, const 
     return 0;
 }
 
+/* The start of the closure (L->q, L->qd) of (qi, qdi) from the last solution L->q0, qd0
+ * its rates, with the tangent predictor P of the last solution's Jacobian (c->have): dq_d =
+ * P dq_i, dqd_d = P dqd_i, and along the last solution's motion (me_tau) its curvature
+ * k = qdd0_d - P qdd0_i: + k tau^2 / 2, + k tau (second order along the motion, first order
+ * in any other direction) */
+static void me_predict(MeCtx *c, const double *qi, const double *qdi, const double *qd0)
+{
+    Lin *L = &c->L;
+    int n = L->e->n, f = L->f, m = L->ndep;
+    memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
+    memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
+    if (c->have) {
+        double tau = 0.0;
+        int curved = me_tau(c, qi, qd0, &tau);
+        for (int a = 0; a < m; a++) {
+            const double *Pa = c->P + (size_t)a * f;
+            double v = 0.0, w = 0.0, k = curved ? c->qdd0[L->dep[a]] : 0.0;
+            for (int i = 0; i < f; i++) {
+                v += Pa[i] * (qi[i] - L->q0[L->ind[i]]);
+                w += Pa[i] * (qdi[i] - qd0[L->ind[i]]);
+                if (curved)
+                    k -= Pa[i] * c->qdd0[L->ind[i]];
+            }
+            L->q[L->dep[a]] += v + 0.5 * k * tau * tau;
+            L->qd[L->dep[a]] += w + k * tau;
+        }
+    }
+    for (int k = 0; k < f; k++) {
+        L->q[L->ind[k]] = qi[k];
+        L->qd[L->ind[k]] = qdi[k];
+    }
+}
+
+#define ME_NEWTON_IT 8            /* Newton iterations of me_close_kernel, at most */
+#define ME_RATE_FIX 3             /* ... and solves of its rates */
+
+/* The closed state (L->q, L->qd) of (qi, qdi) of a planar model by Newton on the kernel's
+ * loop rows (c->kfast: the model rows that do not vanish at every q), from me_predict's
+ * start: per iteration one kinematics pass gives the rows and their Jacobian Dq at q
+ * (mbk_loop_rows), and q_d += -(Dd' Dd)^-1 Dd' phi, until |phi| is at the round-off (the
+ * step from there taken too, as Newton's last step). The rates then from the rows'
+ * velocity equations Dq qd = 0 with the last Dq (linear in qd_d: one solve, repeated while
+ * its residual falls above the round-off). c->P, c->cond: the tangent and the condition of
+ * the last Dq. 0 on success; 1 (L->q, L->qd undefined) when an iteration does not halve
+ * the residual, the condition falls below ME_CHORD_COND or the rows cannot be evaluated. */
+static int me_close_kernel(MeCtx *c, const double *qi, const double *qdi, const double *qd0)
+{
+    Lin *L = &c->L;
+    MbEngine *e = L->e;
+    int n = e->n, f = L->f, m = L->ndep, mk = c->mk, ok = 0;
+    double cond = 0.0, prev = INFINITY, *s = c->s, *b = c->kb;
+    me_predict(c, qi, qdi, qd0);
+    double scale = 1.0 + absmax(L->q, n), vscale = 1.0 + absmax(L->qd, n);
+    for (int it = 0; it < ME_NEWTON_IT; it++) {
+        if (mbk_loop_rows(e->kern, L->q, c->kphi, c->kDq) != OK)
+            return 1;
+        double res = absmax(c->kphi, mk);
+        cond = me_chol(c->kDq, mk, n, L->dep, m, c->kR);
+        if (!isfinite(res) || !(cond >= ME_CHORD_COND) || (it > 0 && !(res < 0.5 * prev)))
+            return 1;
+        me_chol_solve(c->kDq, mk, n, L->dep, m, c->kR, c->kphi, s);
+        for (int a = 0; a < m; a++)
+            L->q[L->dep[a]] += s[a];
+        if (res <= 4e-16 * scale) {
+            ok = 1;
+            break;
+        }
+        prev = res;
+    }
+    if (!ok)
+        return 1;
+    prev = INFINITY;
+    for (int it = 0; it < ME_RATE_FIX; it++) {
+        for (int r = 0; r < mk; r++) {          /* the velocity residual Dq qd */
+            const double *Dr = c->kDq + (size_t)r * n;
+            double v = 0.0;
+            for (int j = 0; j < n; j++)
+                v += Dr[j] * L->qd[j];
+            b[r] = v;
+        }
+        double res = absmax(b, mk);
+        if (!isfinite(res) || res <= 4e-16 * vscale || (it > 0 && !(res < 0.5 * prev)))
+            break;
+        prev = res;
+        me_chol_solve(c->kDq, mk, n, L->dep, m, c->kR, b, s);
+        for (int a = 0; a < m; a++)
+            L->qd[L->dep[a]] += s[a];
+    }
+    for (int k = 0; k < f; k++) {               /* the tangent P = -(Dd' Dd)^-1 Dd' Di */
+        for (int r = 0; r < mk; r++)
+            b[r] = c->kDq[(size_t)r * n + L->ind[k]];
+        me_chol_solve(c->kDq, mk, n, L->dep, m, c->kR, b, s);
+        for (int a = 0; a < m; a++)
+            c->P[(size_t)a * f + k] = s[a];
+    }
+    c->have = 1;
+    c->cond = cond;
+    return 0;
+}
+
 /* The closed state (L->q, L->qd) of (qi, qdi) from the last solution L->q0 (the engine's
  * q), qd0 its rates: chord iterations with the rows' Jacobian of a recent solution (one
  * kinematics pass each), the tangent predictor first; lin_close's full Newton (and a new
@@ -908,30 +1043,11 @@ static int me_close(MeCtx *c, const double *qi, const double *qdi, const double 
                                    fabs(qdi[k] - qd0[L->ind[k]])));
         size = me_max(size, me_max(fabs(qi[k]), fabs(qdi[k])));
     }
-    if (c->have && move > ME_TINY_MOVE * size && c->cond >= ME_CHORD_COND) {
-        memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
-        memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
-        /* predictor: dq_d = P dq_i, dqd_d = P dqd_i, and along the last solution's motion
-         * (me_tau) its curvature k = qdd0_d - P qdd0_i: + k tau^2 / 2, + k tau (second
-         * order along the motion, first order in any other direction) */
-        double tau = 0.0;
-        int curved = me_tau(c, qi, qd0, &tau);
-        for (int a = 0; a < m; a++) {
-            const double *Pa = c->P + (size_t)a * f;
-            double v = 0.0, w = 0.0, k = curved ? c->qdd0[L->dep[a]] : 0.0;
-            for (int i = 0; i < f; i++) {
-                v += Pa[i] * (qi[i] - L->q0[L->ind[i]]);
-                w += Pa[i] * (qdi[i] - qd0[L->ind[i]]);
-                if (curved)
-                    k -= Pa[i] * c->qdd0[L->ind[i]];
-            }
-            L->q[L->dep[a]] += v + 0.5 * k * tau * tau;
-            L->qd[L->dep[a]] += w + k * tau;
-        }
-        for (int k = 0; k < f; k++) {
-            L->q[L->ind[k]] = qi[k];
-            L->qd[L->ind[k]] = qdi[k];
-        }
+    if (c->kfast && move > ME_TINY_MOVE * size && c->cond >= ME_CHORD_COND) {
+        if (me_close_kernel(c, qi, qdi, qd0) == 0)
+            return 0;
+    } else if (c->have && move > ME_TINY_MOVE * size && c->cond >= ME_CHORD_COND) {
+        me_predict(c, qi, qdi, qd0);
         double scale = 1.0 + absmax(L->q, n), vscale = 1.0 + absmax(L->qd, n);
         double prev = INFINITY;
         /* the predicted state's residuals (one kinematics pass with the rates): when both are

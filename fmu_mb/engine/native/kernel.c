@@ -1648,6 +1648,26 @@ int mbk_row_values(Kernel *k, const double *q, double *phi)
     return rc;
 }
 
+/* phi (m) of the rows at q and their Jacobian Dq (m x n, row by row) in the tree coordinates
+ * (one kinematics pass, rates zero); ERR_ARGS when a row is not a closed loop's position row
+ * (R_PX, R_PY, R_ANG, R_PRJ, R_DST): a sticking contact's or joint's rows are velocity rows */
+int mbk_loop_rows(Kernel *k, const double *q, double *phi, double *Dq)
+{
+    for (int r = 0; r < k->m; r++)
+        if (k->ri[RI * r] < R_PX || k->ri[RI * r] > R_DST)
+            return ERR_ARGS;
+    double *zero = k->qtmp;
+    for (int j = 0; j < k->n; j++)
+        zero[j] = 0.0;
+    kinematics(k, q, zero);
+    int rc = rows(k, 0);
+    if (rc == OK) {
+        memcpy(phi, k->phi, sizeof(double) * (size_t)k->m);
+        memcpy(Dq, k->Dq, sizeof(double) * (size_t)k->m * (size_t)k->n);
+    }
+    return rc;
+}
+
 /* y = (q, qd) projected in place at time t (tol as Settings.projection_tol) */
 int mbk_project(Kernel *k, double t, double *y)
 {
