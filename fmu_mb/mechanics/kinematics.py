@@ -55,12 +55,19 @@ class PairSet:
 def rotate(phi, s):
     """A(phi) s for arrays phi (k,) and s (k, 2)."""
     cs, sn = np.cos(phi), np.sin(phi)
-    return np.stack([cs * s[:, 0] - sn * s[:, 1], sn * s[:, 0] + cs * s[:, 1]], axis=1)
+    s0, s1 = s[:, 0], s[:, 1]
+    a, b = cs * s0 - sn * s1, sn * s0 + cs * s1
+    out = np.empty(a.shape + (2,))
+    out[:, 0], out[:, 1] = a, b
+    return out
 
 
 def perp(v):
     """Rotate (k, 2) vectors by +90 degrees: perp(A s) = dA/dphi s."""
-    return np.stack([-v[:, 1], v[:, 0]], axis=1)
+    out = np.empty((v.shape[0], 2))
+    out[:, 0] = -v[:, 1]
+    out[:, 1] = v[:, 0]
+    return out
 
 
 def cross(a, b):
@@ -75,14 +82,13 @@ def body_pose(x_ext, idx):
 
 
 def _frames(ps, x_ext, xd_ext):
-    r_p, phi_p = body_pose(x_ext, ps.p)
-    r_c, phi_c = body_pose(x_ext, ps.c)
-    v_p, w_p = body_pose(xd_ext, ps.p)
-    v_c, w_c = body_pose(xd_ext, ps.c)
+    xb, vb = x_ext.reshape(-1, 3), xd_ext.reshape(-1, 3)
+    bp, bc, vp, vc = xb[ps.p], xb[ps.c], vb[ps.p], vb[ps.c]
+    phi_p, phi_c, w_p, w_c = bp[:, 2], bc[:, 2], vp[:, 2], vc[:, 2]
     Asp = rotate(phi_p, ps.sp)
     Asc = rotate(phi_c, ps.sc)
-    d = r_c + Asc - r_p - Asp                                   # point c minus point p
-    dd = v_c + perp(Asc) * w_c[:, None] - v_p - perp(Asp) * w_p[:, None]
+    d = bc[:, :2] + Asc - bp[:, :2] - Asp                       # point c minus point p
+    dd = vc[:, :2] + perp(Asc) * w_c[:, None] - vp[:, :2] - perp(Asp) * w_p[:, None]
     acc = -Asc * (w_c ** 2)[:, None] + Asp * (w_p ** 2)[:, None]  # convective part of d''
     return Asp, Asc, phi_p, phi_c, w_p, w_c, d, dd, acc
 
