@@ -742,7 +742,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
 
 #: accelerations kept by _reusing_accelerations (the event functions' first sample of a step
 #: is the state whose right-hand side the integrator evaluated last)
-REUSED_ACCELERATIONS = 4
+REUSED_ACCELERATIONS = 16
 
 
 def _reusing_accelerations(impact):
