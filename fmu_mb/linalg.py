@@ -160,31 +160,55 @@ def schur_solve(S, rhs, rtol=RANK_RTOL, numpy_only=False):
     numpy's solve at every size (a one-off solve, e.g. the assembly of an FMU's start values,
     that must not import scipy).
     """
+    return schur_solver(S, rtol, numpy_only)(rhs)
+
+
+def schur_solver(S, rtol=RANK_RTOL, numpy_only=False):
+    """schur_solve prepared for one S: solve(rhs) -> (y, rank), the same result as
+    schur_solve(S, rhs, rtol, numpy_only) for every rhs, S's factorisation (and the choice
+    of route) made once for all of them."""
     m = S.shape[0]
     if m == 0:
-        return np.zeros(np.shape(rhs)), 0
+        return lambda rhs: (np.zeros(np.shape(rhs)), 0)
     top = filter_ends(rtol)[1]   # every eigenvalue above top x the largest: S^-1 rhs
+    direct = None
     try:
         if m <= SMALL or numpy_only:   # numpy: a small model does not import scipy (250 ms)
             L = np.linalg.cholesky(S)
             d = np.abs(np.diag(L))
             if d.min() ** 2 > top * 1e2 * d.max() ** 2 or _no_cut(S, top):
-                return np.linalg.solve(S, rhs), m
+                def direct(rhs):
+                    return np.linalg.solve(S, rhs)
         else:                # scipy's Cholesky solve: O(m^2) per solve once factorised
             c, low = sla.cho_factor(S, lower=True, check_finite=False)
             d = np.abs(np.diag(c))
             if d.min() ** 2 > top * 1e2 * d.max() ** 2 or _no_cut(S, top):
-                return sla.cho_solve((c, low), rhs, check_finite=False), m
+                def direct(rhs):
+                    return sla.cho_solve((c, low), rhs, check_finite=False)
     except (np.linalg.LinAlgError, ValueError):
         pass
-    if not np.all(np.isfinite(S)):
-        raise SingularSystemError("constraint matrix contains NaN or infinite entries")
-    w, V = eigh_banded(S, numpy_only)
-    f = spectral_weights(w, rtol)
-    keep = f > 0.0
-    Vk, fk = V[:, keep], f[keep]
-    y = Vk @ ((Vk.T @ rhs) * (fk if np.ndim(rhs) == 1 else fk[:, None]))
-    return y, int(np.sum(w > rtol * max(w.max(), 1e-300)))
+    eigen = []                         # (Vk, fk, rank) of the eigen route, made when needed
+
+    def by_eigen(rhs):
+        if not eigen:
+            if not np.all(np.isfinite(S)):
+                raise SingularSystemError("constraint matrix contains NaN or infinite entries")
+            w, V = eigh_banded(S, numpy_only)
+            f = spectral_weights(w, rtol)
+            keep = f > 0.0
+            eigen.append((V[:, keep], f[keep], int(np.sum(w > rtol * max(w.max(), 1e-300)))))
+        Vk, fk, rank = eigen[0]
+        return Vk @ ((Vk.T @ rhs) * (fk if np.ndim(rhs) == 1 else fk[:, None])), rank
+
+    if direct is None:
+        return by_eigen
+
+    def solve(rhs):
+        try:
+            return direct(rhs), m
+        except (np.linalg.LinAlgError, ValueError):
+            return by_eigen(rhs)
+    return solve
 
 
 #: widest half-bandwidth of S, relative to its rows, that schur_solve's eigen route
@@ -224,28 +248,40 @@ def solve_kkt(Minv, D, F, b, mass=None):
     masses with zero inertia, massless links): then the full KKT matrix is solved by LU, and
     by least squares if it is singular. Returns a (n,), lam (m,).
     """
+    return kkt_solver(Minv, D, mass)(F, b)
+
+
+def kkt_solver(Minv, D, mass=None):
+    """solve_kkt prepared for one Minv, D, mass: solve(F, b) -> (a, lam), the same result as
+    solve_kkt(Minv, D, F, b, mass), the Schur complement formed and factorised once."""
     if mass is not None and not np.all(mass > 0):
         n, m = D.shape[1], D.shape[0]
         K = np.zeros((n + m, n + m))
         K[np.arange(n), np.arange(n)] = mass
         K[:n, n:] = D.T
         K[n:, :n] = D
-        rhs = np.concatenate([F, b])
-        try:
-            sol = np.linalg.solve(K, rhs)
-            if np.all(np.isfinite(sol)):
-                return sol[:n], sol[n:]
-        except np.linalg.LinAlgError:
-            pass
-        sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-        return sol[:n], sol[n:]
+
+        def solve_full(F, b):
+            rhs = np.concatenate([F, b])
+            try:
+                sol = np.linalg.solve(K, rhs)
+                if np.all(np.isfinite(sol)):
+                    return sol[:n], sol[n:]
+            except np.linalg.LinAlgError:
+                pass
+            sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+            return sol[:n], sol[n:]
+        return solve_full
     if D.shape[0] == 0:
-        return Minv * F, np.zeros(0)
+        return lambda F, b: (Minv * F, np.zeros(0))
     DMi = D * Minv
-    S = DMi @ D.T
-    lam, _ = schur_solve(S, DMi @ F - b)
-    a = Minv * (F - D.T @ lam)
-    return a, lam
+    schur = schur_solver(DMi @ D.T)
+    Dt = D.T
+
+    def solve(F, b):
+        lam, _ = schur(DMi @ F - b)
+        return Minv * (F - Dt @ lam), lam
+    return solve
 
 
 def kept_energy(kinetic, v, dv_hard, dv_smooth):
@@ -359,13 +395,18 @@ def solve_kkt_dense(M, D, F, b):
     A singular M + c D'D (a mechanism with a massless direction left free) falls back to least
     squares on the full KKT matrix. Returns a (n,), lam (m,).
     """
+    return kkt_dense_solver(M, D)(F, b)
+
+
+def kkt_dense_solver(M, D):
+    """solve_kkt_dense prepared for one M and D: solve(F, b) -> (a, lam), the same result as
+    solve_kkt_dense(M, D, F, b), M + c D'D and the Schur complement factorised once."""
     n, m = M.shape[0], D.shape[0]
     if m == 0:
-        return np.linalg.solve(M, F), np.zeros(0)
+        return lambda F, b: (np.linalg.solve(M, F), np.zeros(0))
     DtD = D.T @ D
     c = max(np.abs(np.diag(M)).max(initial=0.0), 1e-300) / max(np.abs(np.diag(DtD)).max(), 1e-300)
     Mc = M + c * DtD
-    Fc = F + c * (D.T @ b)
     try:
         fac = sla.cho_factor(Mc, lower=True, check_finite=False)
         d = np.abs(np.diag(fac[0]))
@@ -377,13 +418,22 @@ def solve_kkt_dense(M, D, F, b):
                                       "entries") from None
         K = np.zeros((n + m, n + m))
         K[:n, :n], K[:n, n:], K[n:, :n] = M, D.T, D
-        sol = np.linalg.lstsq(K, np.concatenate([F, b]), rcond=None)[0]
-        return sol[:n], sol[n:]
-    MiDt = sla.cho_solve(fac, D.T, check_finite=False)
+
+        def solve_full(F, b):
+            sol = np.linalg.lstsq(K, np.concatenate([F, b]), rcond=None)[0]
+            return sol[:n], sol[n:]
+        return solve_full
+    Dt = D.T
+    MiDt = sla.cho_solve(fac, Dt, check_finite=False)
     S = D @ MiDt
-    lam, _ = schur_solve(0.5 * (S + S.T), MiDt.T @ Fc - b)
-    a = sla.cho_solve(fac, Fc - D.T @ lam, check_finite=False)
-    return a, lam
+    schur = schur_solver(0.5 * (S + S.T))
+    MiD = MiDt.T
+
+    def solve(F, b):
+        Fc = F + c * (Dt @ b)
+        lam, _ = schur(MiD @ Fc - b)
+        return sla.cho_solve(fac, Fc - Dt @ lam, check_finite=False), lam
+    return solve
 
 
 def contact_split(A, m, lam, rtol=RANK_RTOL):
@@ -397,24 +447,38 @@ def contact_split(A, m, lam, rtol=RANK_RTOL):
     before the rank decision (singular values of the unit rows below sqrt(rtol) times the
     largest count as dependent). lam unchanged when no dependent combination involves both
     kinds of rows."""
+    return contact_splitter(A, m, rtol)(lam)
+
+
+def _unchanged(lam):
+    return lam
+
+
+def contact_splitter(A, m, rtol=RANK_RTOL):
+    """contact_split prepared for one A and m: split(lam), the same result as
+    contact_split(A, m, lam, rtol) for every lam, A's decompositions made once."""
     k = A.shape[0]
     if m <= 0 or k <= m:
-        return lam
+        return _unchanged
     norms = np.sqrt(np.einsum("ij,ij->i", A, A))
     scale = np.where(norms > 0.0, norms, 1.0)
     U, sv, _ = np.linalg.svd(A / scale[:, None], full_matrices=True)
     smax = sv.max(initial=0.0)
     rank = int(np.sum(sv > np.sqrt(rtol) * max(smax, 1e-300)))
     if rank >= k:
-        return lam
+        return _unchanged
     N, _ = np.linalg.qr(U[:, rank:] / scale[:, None])     # orthonormal, A' N = 0
     Uc, sc, Vct = np.linalg.svd(N[m:], full_matrices=False)
     keep = sc > 1e-8                          # the combinations with a contacts' part
     if not keep.any():
-        return lam
+        return _unchanged
     W = N @ Vct[keep].T                       # those combinations, (k, r)
     if not np.abs(W[:m]).max(initial=0.0) > 1e-12:
-        return lam                            # only the contacts' own combinations
-    lc = lam[m:]
-    z = -(Uc[:, keep].T @ lc) / (sc[keep] if np.ndim(lc) == 1 else sc[keep][:, None])
-    return lam + W @ z
+        return _unchanged                     # only the contacts' own combinations
+    UcT, sk = Uc[:, keep].T, sc[keep]
+
+    def split(lam):
+        lc = lam[m:]
+        z = -(UcT @ lc) / (sk if np.ndim(lc) == 1 else sk[:, None])
+        return lam + W @ z
+    return split

@@ -36,7 +36,8 @@ from ..mechanics import kinematics as kin
 from ..mechanics.elements import applied_forces
 from ..errors import DriftError, ImpactError
 from ..mechanics.contacts import ContactBlock, compile_contacts, contact_rows, gaps  # noqa: F401
-from ..linalg import contact_split, min_norm_correction, solve_kkt, solve_kkt_dense
+from ..linalg import (contact_split, contact_splitter, kkt_dense_solver, kkt_solver,
+                      min_norm_correction, solve_kkt, solve_kkt_dense)
 from ..mechanics.friction import tangent_rows
 from . import friction as _fr
 
@@ -388,18 +389,16 @@ def _friction_accelerations(model, x, xd, t, u, active, pas, baumgarte, locks, f
     F = applied_forces(model, x, xd, t, u)
     if fric.jslip.any() or fric.jforce is not None:   # the slipping joints' friction forces
         F = F + _fr.joint_forces(fric, _joint_rows(model, x, xd, fric)[0])
+    # one matrix A for every right-hand side of sliding_solve: factorised once
     if C.spatial:
-        M = _spatial_mass(model, x)
-
-        def solve(F, b):
-            z, lam = solve_kkt_dense(M, A, F, b)
-            return z, contact_split(A, D.shape[0], lam)
+        kkt = kkt_dense_solver(_spatial_mass(model, x), A)
     else:
-        mass = None if C.mass_positive else C.mass_diag
+        kkt = kkt_solver(C.inv_mass_diag, A, None if C.mass_positive else C.mass_diag)
+    split = contact_splitter(A, D.shape[0])
 
-        def solve(F, b):
-            z, lam = solve_kkt(C.inv_mass_diag, A, F, b, mass)
-            return z, contact_split(A, D.shape[0], lam)
+    def solve(F, b):
+        z, lam = kkt(F, b)
+        return z, split(lam)
     xdd, lam = _fr.sliding_solve(solve, F, b, *_fr_columns(model, fric, trows[0], xd, active,
                                                            D.shape[0]))
     return contact_dynamics(model, xdd, lam, phi, D, active, locks, fric)

@@ -647,6 +647,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         impact = spatial_kit(settings.formulation)
     else:
         impact = contact_kit(settings.formulation)
+    impact = _reusing_accelerations(impact)
     st = Status(model, state.extra)
     nq = state.q.shape[0]
     y = np.concatenate([state.q, state.qd])
@@ -737,6 +738,37 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         t = te
     return replace(state, t=float(t_end), q=y[:nq].copy(), qd=y[nq:].copy(), h=float(h),
                    extra=st.to_extra(state.extra))
+
+
+#: accelerations kept by _reusing_accelerations (the event functions' first sample of a step
+#: is the state whose right-hand side the integrator evaluated last)
+REUSED_ACCELERATIONS = 16
+
+
+def _reusing_accelerations(impact):
+    """The contact kit `impact` whose accelerations() returns the result of one of its last
+    REUSED_ACCELERATIONS calls with the same arguments (the same numbers, the same phase
+    objects) instead of solving again; for the duration of one advance() call."""
+    from types import SimpleNamespace
+
+    solve = impact.accelerations
+    last = []                    # [(key, fric, ContactDynamics)], the newest last
+
+    def accelerations(model, x, xd, t, u, active, pas=None, baumgarte=None, locks=None,
+                      **kw):
+        fric = kw.get("fric")
+        key = (id(model), x.tobytes(), xd.tobytes(), t, np.asarray(u).tobytes(),
+               np.asarray(active).tobytes(), pas, baumgarte,
+               None if not locks else tuple(sorted(locks.items())), id(fric), tuple(kw))
+        for k, f, dyn in last:
+            if k == key and f is fric:
+                return dyn
+        dyn = solve(model, x, xd, t, u, active, pas, baumgarte, locks, **kw)
+        last.append((key, fric, dyn))
+        if len(last) > REUSED_ACCELERATIONS:
+            del last[0]
+        return dyn
+    return SimpleNamespace(**{**vars(impact), "accelerations": accelerations})
 
 
 def _kinetic(model, y, impact):

@@ -43,12 +43,25 @@ def kt(model):
     return 2 if model.compiled.spatial else 1
 
 
+_LAST = [(None, None, None)]    # (model's compiled data, key, rows), replaced as one tuple
+
+
 def tangent_rows(model, x, xd):
     """Dt (nc, kt, n) and conv_t (nc, kt): slip velocities v_t = Dt xd [m/s] of every contact
-    (zero rows for contacts without a contact point) and v_t' = Dt xdd + conv_t."""
-    if model.compiled.spatial:
-        return _rows3(model, x, xd)
-    return _rows2(model, x, xd)
+    (zero rows for contacts without a contact point) and v_t' = Dt xdd + conv_t. The last
+    result is reused for the same model and numbers (the accelerations and the slip
+    velocities of one event-function sample evaluate the same state); its arrays are
+    read-only."""
+    C = model.compiled
+    key = x.tobytes() + xd.tobytes()
+    last_c, last_key, last = _LAST[0]
+    if last_c is C and last_key == key:
+        return last
+    Dt, conv = _rows3(model, x, xd) if C.spatial else _rows2(model, x, xd)
+    Dt.setflags(write=False)
+    conv.setflags(write=False)
+    _LAST[0] = (C, key, (Dt, conv))
+    return Dt, conv
 
 
 def _rows2(model, x, xd):

@@ -55,12 +55,19 @@ class PairSet:
 def rotate(phi, s):
     """A(phi) s for arrays phi (k,) and s (k, 2)."""
     cs, sn = np.cos(phi), np.sin(phi)
-    return np.stack([cs * s[:, 0] - sn * s[:, 1], sn * s[:, 0] + cs * s[:, 1]], axis=1)
+    s0, s1 = s[:, 0], s[:, 1]
+    a, b = cs * s0 - sn * s1, sn * s0 + cs * s1
+    out = np.empty(a.shape + (2,))
+    out[:, 0], out[:, 1] = a, b
+    return out
 
 
 def perp(v):
     """Rotate (k, 2) vectors by +90 degrees: perp(A s) = dA/dphi s."""
-    return np.stack([-v[:, 1], v[:, 0]], axis=1)
+    out = np.empty((v.shape[0], 2))
+    out[:, 0] = -v[:, 1]
+    out[:, 1] = v[:, 0]
+    return out
 
 
 def cross(a, b):
@@ -75,14 +82,13 @@ def body_pose(x_ext, idx):
 
 
 def _frames(ps, x_ext, xd_ext):
-    r_p, phi_p = body_pose(x_ext, ps.p)
-    r_c, phi_c = body_pose(x_ext, ps.c)
-    v_p, w_p = body_pose(xd_ext, ps.p)
-    v_c, w_c = body_pose(xd_ext, ps.c)
+    xb, vb = x_ext.reshape(-1, 3), xd_ext.reshape(-1, 3)
+    bp, bc, vp, vc = xb[ps.p], xb[ps.c], vb[ps.p], vb[ps.c]
+    phi_p, phi_c, w_p, w_c = bp[:, 2], bc[:, 2], vp[:, 2], vc[:, 2]
     Asp = rotate(phi_p, ps.sp)
     Asc = rotate(phi_c, ps.sc)
-    d = r_c + Asc - r_p - Asp                                   # point c minus point p
-    dd = v_c + perp(Asc) * w_c[:, None] - v_p - perp(Asp) * w_p[:, None]
+    d = bc[:, :2] + Asc - bp[:, :2] - Asp                       # point c minus point p
+    dd = vc[:, :2] + perp(Asc) * w_c[:, None] - vp[:, :2] - perp(Asp) * w_p[:, None]
     acc = -Asc * (w_c ** 2)[:, None] + Asp * (w_p ** 2)[:, None]  # convective part of d''
     return Asp, Asc, phi_p, phi_c, w_p, w_c, d, dd, acc
 
@@ -123,17 +129,34 @@ def projection(ps, x_ext, xd_ext, w0):
     w0 : (k, 2) unit vectors in the parent frame. Prismatic rows (w0 normal to the axis) and
     the prismatic joint coordinate (w0 along the axis). Returns val, J (k, 6), conv.
     """
-    Asp, Asc, phi_p, _, w_p, _, d, dd, acc = _frames(ps, x_ext, xd_ext)
-    w = rotate(phi_p, w0)
-    pw = perp(w)
-    val = np.einsum("ij,ij->i", d, w)
+    # component by component (the (k, 2) products of _frames and the two-term scalar
+    # products written out: the same operations in the same order, fewer array calls)
+    xb, vb = x_ext.reshape(-1, 3), xd_ext.reshape(-1, 3)
+    bp, bc, vp, vc = xb[ps.p], xb[ps.c], vb[ps.p], vb[ps.c]
+    phi_p, w_p, w_c = bp[:, 2], vp[:, 2], vc[:, 2]
+    cp, sp = np.cos(phi_p), np.sin(phi_p)
+    cc, sc = np.cos(bc[:, 2]), np.sin(bc[:, 2])
+    sp0, sp1, sc0, sc1 = ps.sp[:, 0], ps.sp[:, 1], ps.sc[:, 0], ps.sc[:, 1]
+    ap0, ap1 = cp * sp0 - sp * sp1, sp * sp0 + cp * sp1          # A(phi_p) sp
+    ac0, ac1 = cc * sc0 - sc * sc1, sc * sc0 + cc * sc1          # A(phi_c) sc
+    d0 = bc[:, 0] + ac0 - bp[:, 0] - ap0                          # point c minus point p
+    d1 = bc[:, 1] + ac1 - bp[:, 1] - ap1
+    dd0 = vc[:, 0] + (-ac1) * w_c - vp[:, 0] - (-ap1) * w_p
+    dd1 = vc[:, 1] + ac0 * w_c - vp[:, 1] - ap0 * w_p
+    wc2, wp2 = w_c ** 2, w_p ** 2
+    acc0 = (-ac0) * wc2 + ap0 * wp2                               # convective part of d''
+    acc1 = (-ac1) * wc2 + ap1 * wp2
+    w00, w01 = w0[:, 0], w0[:, 1]
+    e0, e1 = cp * w00 - sp * w01, sp * w00 + cp * w01             # w = A(phi_p) w0
+    val = d0 * e0 + d1 * e1
     J = np.empty((len(ps), 6))
-    J[:, 0:2] = -w
-    J[:, 2] = -np.einsum("ij,ij->i", perp(Asp), w) + np.einsum("ij,ij->i", d, pw)
-    J[:, 3:5] = w
-    J[:, 5] = np.einsum("ij,ij->i", perp(Asc), w)
-    conv = (np.einsum("ij,ij->i", acc, w) + 2.0 * w_p * np.einsum("ij,ij->i", dd, pw)
-            - val * w_p ** 2)
+    J[:, 0] = -e0
+    J[:, 1] = -e1
+    J[:, 2] = -((-ap1) * e0 + ap0 * e1) + (d0 * (-e1) + d1 * e0)
+    J[:, 3] = e0
+    J[:, 4] = e1
+    J[:, 5] = (-ac1) * e0 + ac0 * e1
+    conv = (acc0 * e0 + acc1 * e1) + 2.0 * w_p * (dd0 * (-e1) + dd1 * e0) - val * w_p ** 2
     return val, J, conv
 
 
