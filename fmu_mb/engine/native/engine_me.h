@@ -417,6 +417,13 @@ static double me_chol(const double *Dq, int nr, int n, const int *dep, int m, do
     return cmax > 0.0 ? pmin / sqrt(cmax) : 0.0;
 }
 
+/* me_chol of the rows' Jacobian L->Dq of the last lin_close or lin_rows, into c->R */
+static double me_condition(MeCtx *c)
+{
+    Lin *L = &c->L;
+    return me_chol(L->Dq, L->nr, L->e->n, L->dep, L->ndep, c->R);
+}
+
 /* fmax(a, b) without the call (NaN: the other one, as fmax) */
 static double me_max(double a, double b)
 {
