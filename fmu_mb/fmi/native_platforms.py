@@ -509,10 +509,12 @@ def build_binaries(workdir, identifier, fmi, front, engine_sources, defines=(), 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         # 1. the engine's objects and the fronts not yet cached (a cold cache: all targets in
         #    parallel)
+        # the objects' paths once per target: sources edited during the build change no path
+        objects = {t: engine_objects(c, engine_sources, defines, cache) for t, c in chains.items()}
         with log.stage("engine and front objects (cached)"):
             jobs = []
-            for chain in chains.values():
-                for src, obj in engine_objects(chain, engine_sources, defines, cache):
+            for t, chain in chains.items():
+                for src, obj in objects[t]:
                     if not obj.is_file():
                         jobs.append(pool.submit(
                             _compile_object, chain, src, obj, defines, [ENGINE_DIR],
@@ -538,7 +540,7 @@ def build_binaries(workdir, identifier, fmi, front, engine_sources, defines=(), 
             obj, _ = fronts.get(t, (None, None))
             out = workdir / t / f"{identifier}{chain.target.ext}"
             out.parent.mkdir(exist_ok=True)
-            engine = [str(o) for _, o in engine_objects(chain, engine_sources, defines, cache)]
+            engine = [str(o) for _, o in objects[t]]
             if obj is not None:
                 units = [str(workdir / "fmu_data.c"), str(obj)]
             else:                                         # the front with this FMU's header
@@ -552,8 +554,8 @@ def build_binaries(workdir, identifier, fmi, front, engine_sources, defines=(), 
 
         with log.stage(f"model data and link ({len(chains)} targets in parallel)"):
             built = {t: (data, secs) for t, data, secs in pool.map(link, list(chains))}
-    used = {engine_objects(c, engine_sources, defines, cache)[0][1].parent for c in
-            chains.values()} | {obj.parent for obj, _ in fronts.values() if obj is not None}
+    used = {objs[0][1].parent for objs in objects.values()} | \
+        {obj.parent for obj, _ in fronts.values() if obj is not None}
     for folder in used:
         _touch(folder)
     prune_cache(cache, keep=used)
