@@ -959,9 +959,11 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
             dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, act, pas,
                                        locks=locks, fric=fric)
             qdj = impact.joint_coordinates(model, yy[:n], yy[n:])[1][fric.jpos]
-            # sticking: the bound's margin F_c - |lam_j|; slipping along s0: qd_j s0
+            # sticking: the bound's margin F_c - |lam_j|; slipping along s0: qd_j s0; a
+            # joint held by a persistent limit (neither) has no event of its own: its rate
+            # is the limit row's rounding of 0, and it leaves the limit at the limit's release
             out[2 * nc:] = np.where(fric.jstick, fric.jbound - np.abs(dyn.lam_j),
-                                    qdj * fric.js0)
+                                    np.where(fric.jslip, qdj * fric.js0, np.inf))
         if active[:nc].any():
             if fric is None:
                 dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, active, pas,

@@ -502,9 +502,12 @@ static int ev_values_fr_x(EvLoop *ev, double t, const double *y, double *out, in
         return OK;
     if (!last && (rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
         return rc;
-    /* the joints: sticking F_c - |lam_j|, else (slipping or held) qd_j s0 */
+    /* the joints: sticking F_c - |lam_j|, slipping qd_j s0; a joint held by a persistent
+     * limit has no event of its own (its rate is the limit row's rounding of 0; it leaves the
+     * limit at the limit's release event) */
     for (int j = 0; j < ev->nj; j++)
-        out[2 * nc + j] = ev->jstk[j] && !ev->jheld[j] ? ev->jb[j] - fabs(ev->jlam[j])
+        out[2 * nc + j] = ev->jheld[j] ? INFINITY
+                          : ev->jstk[j] ? ev->jb[j] - fabs(ev->jlam[j])
                           : y[ev->n + ev->jc[j]] * ev->js0[j];
     for (int i = 0; i < nc; i++) {
         if (!ev->active[i])
