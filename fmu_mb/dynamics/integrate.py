@@ -989,10 +989,13 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     prev_t, prev_v = t0, v0
     for s, yy in zip(samples, ys):
         v = values(yy, s)
-        # a gap crossing zero, or (starting from ~0, just after an impact) beyond -tol
+        # a gap crossing zero, or (starting from ~0, just after an impact) beyond -tol; a
+        # gap within thr of zero at both samples is rounding of a gap at rest on its surface
+        # (a joint sticking at its stop), no crossing
         # a slip crossing zero from under way (v_t . s0 > REST_ARM: a slip at rest, its
         # speed rounding, has no sign), or reversed beyond -small
-        hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol)),
+        hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol))
+                       & ((prev_v > thr) | (v <= -thr)),
                        np.where(slipping, (v < 0.0) & ((prev_v > rest) | (v < -small)),
                                 v < 0.0))
         if hit.any():

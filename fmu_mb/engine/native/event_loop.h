@@ -711,7 +711,10 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
              * counts as reversed beyond -slip_small only: above that the slip acceleration
              * is rounding of 0 */
             int slip = i >= nc && i < 2 * nc && !ev->stick[i - nc];
-            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol))
+            /* a gap within thr of zero at both samples is rounding of a gap at rest on its
+             * surface (a joint sticking at its stop), no crossing */
+            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol) &&
+                              (pv[i] > thr || v[i] <= -thr))
                      : slip ? (v[i] < 0.0 && (pv[i] > FR_REST_ARM || v[i] < -ev->slip_small))
                      : (v[i] < 0.0);
             any |= hit[i];
