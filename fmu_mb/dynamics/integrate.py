@@ -45,6 +45,11 @@ METHODS = ("auto", "rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHO
 #: dopri5 is tried again. The compiled engine has the same rule (engine.c, do_step).
 AUTO_SPLIT = 1.5
 AUTO_GROW = 1.1
+#: the event loop's Zeno guard on the rate of events: more than ZENO_COUNT events of one
+#: contact or frictional joint within ZENO_SPAN [s] of simulated time (max(1, |t|) ZENO_SPAN
+#: at large t) end the call with the Zeno error (native/event_loop.h: EV_ZENO_COUNT, EV_ZENO_SPAN)
+ZENO_COUNT = 10000
+ZENO_SPAN = 1e-3
 FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
 ASSEMBLY_CHECKS = ("warn", "error")     # Settings.assembly
@@ -662,6 +667,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     repeats, t_last, steps, t_win, n_win = 0, None, 0, 0.0, 0
     frictional = _fr.any_friction(model)
     n_events = len(model.contacts) + len(st.joints)
+    zeno = {}                 # contact index or joint name -> (window start, events in it)
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
@@ -717,7 +723,14 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         if t_last is None or te - t_win > 1e-5 * max(1.0, abs(te)):
             t_win, n_win = te, 0
         n_win += 1
-        if repeats > 100 * n_events or n_win > 100 * n_events:
+        # and more than ZENO_COUNT events of one contact or joint within ZENO_SPAN of
+        # simulated time (a chatter whose events are too far apart for the windows above)
+        key = i[1] if isinstance(i, tuple) else i
+        zt, zn = zeno.get(key, (te, 0))
+        if not zn or te - zt > ZENO_SPAN * max(1.0, abs(te)):
+            zt, zn = te, 0
+        zeno[key] = (zt, zn + 1)
+        if repeats > 100 * n_events or n_win > 100 * n_events or zn + 1 > ZENO_COUNT:
             what = (f"joint '{i[1]}'" if isinstance(i, tuple) else
                     f"contact '{st.names[i]}'")
             raise IntegrationError(f"model '{model.name}': {what} switches "
