@@ -232,7 +232,7 @@ FMU_MODULES = {"test_import_fmu.py", "test_shape_fmu.py", "test_params_sound.py"
                "test_import_reactions.py",
                "test_planar_friction_c.py", "test_model_exchange_friction.py",
                "test_shape_pairs_native.py", "test_joint_friction_native.py",
-               "test_robot_friction_native.py"}
+               "test_robot_friction_native.py", "test_limit_friction.py"}
 
 
 #: the longest tests of the default run (measured, each > ~10 s on a quiet machine), by node

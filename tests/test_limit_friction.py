@@ -257,3 +257,50 @@ def test_the_z1_compiled_loop_and_engine_library_equal_the_python_loop():
     eng.set_settings(REFERENCE)
     eng.initialize()
     engine_equals(eng, ref, Z1_DT)
+
+
+# ---------------------------------------------------------------------- a native FMU
+HELD3 = ('"""A spatial pendulum with a frictional pin that swings onto its stop and is held by\n'
+         'it, and one thrown onto its stop that its friction holds."""\n'
+         "import math\n\n"
+         "from fmu_mb import ModelBuilder\n\n\n"
+         "def build(**overrides):\n"
+         '    mb = ModelBuilder("held3_native", overrides, gravity=(0.0, 0.0, -9.81))\n'
+         '    bob = mb.body("bob", mass=1.0, inertia=(0.01, 0.01, 0.01),\n'
+         "                  position=(math.sin(0.5), 0.0, -math.cos(0.5)))\n"
+         '    mb.revolute("pin", "ground", bob, at=(0.0, 0.0, 0.0), axis=(0.0, -1.0, 0.0),\n'
+         "                friction=1.0)\n"
+         '    mb.joint_limit("stop", "pin", lower=-0.2, upper=1.0, restitution=0.0)\n'
+         '    bob2 = mb.body("bob2", mass=1.0, inertia=(0.01, 0.01, 0.01), position=(3.0, 0.0, -1.0))\n'
+         '    mb.revolute("pin2", "ground", bob2, at=(3.0, 0.0, 0.0), axis=(0.0, -1.0, 0.0),\n'
+         "                friction=4.0)\n"
+         '    mb.initial("pin2", rate=-2.0)\n'
+         '    mb.joint_limit("stop2", "pin2", lower=-0.3, upper=1.0, restitution=0.0)\n'
+         "    return mb.build()\n")
+
+
+@pytest.mark.slow
+def test_a_native_fmu_of_pendulums_on_their_stops_equals_the_python_loop(shared_build,
+                                                                           session_fmus):
+    """The native FMU (FMI 2.0, co-simulation) of the two spatial pendulums above in fmpy at
+    the reference's tolerances: every output at every point equals the newton_euler Python
+    loop's to 1e-9; the first rests held by its stop (state 0), the second stuck (state 1)."""
+    fmpy = pytest.importorskip("fmpy")
+    from fmu_mb import load_model
+
+    def make(out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "held3_native.py").write_text(HELD3)
+        return out / "held3_native.py"
+    f = shared_build("test_limit_friction held3_native.py " + HELD3, make)
+    fmu = session_fmus(f, fmi=2, kind="native")
+    ref = simulate(load_model(f), 1.0, 0.1, settings=REFERENCE)
+    r = fmpy.simulate_fmu(str(fmu), stop_time=1.0, output_interval=0.1,
+                          start_values={"solver.rtol": 1e-11, "solver.atol": 1e-13})
+    assert len(r) == len(ref) and np.abs(r["time"] - ref["time"]).max() < 1e-12
+    for n in ref.dtype.names[1:]:
+        err = np.abs(r[n] - ref[n]).max() / max(1.0, np.abs(ref[n]).max())
+        assert err <= 1e-9, (n, err)
+    assert r["pin.friction_state"][-1] == 0 and r["pin2.friction_state"][-1] == 1
+    assert abs(r["stop_lower.force"][-1] - G * math.sin(0.3)) < 1e-9
+    assert abs(r["pin2.friction"][-1] - G * math.sin(-0.3)) < 1e-9
