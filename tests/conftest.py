@@ -254,6 +254,7 @@ LONG_FIRST = (
     "test_view.py::test_start_pose_in_the_browser",
     "test_planar_pairs_native.py::test_compiled_loop_equals_the_python_loop",
     "test_joint_friction.py::test_a_swinging_pendulum_balances_its_energy",
+    "test_limit_friction.py::test_the_z1_in_its_default_pose_rests_on_its_stops",
 )
 
 _ONCE = {}
