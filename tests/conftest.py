@@ -232,7 +232,7 @@ FMU_MODULES = {"test_import_fmu.py", "test_shape_fmu.py", "test_params_sound.py"
                "test_import_reactions.py",
                "test_planar_friction_c.py", "test_model_exchange_friction.py",
                "test_shape_pairs_native.py", "test_joint_friction_native.py",
-               "test_robot_friction_native.py"}
+               "test_robot_friction_native.py", "test_limit_friction.py"}
 
 
 #: the longest tests of the default run (measured, each > ~10 s on a quiet machine), by node
@@ -254,6 +254,7 @@ LONG_FIRST = (
     "test_view.py::test_start_pose_in_the_browser",
     "test_planar_pairs_native.py::test_compiled_loop_equals_the_python_loop",
     "test_joint_friction.py::test_a_swinging_pendulum_balances_its_energy",
+    "test_limit_friction.py::test_the_z1_in_its_default_pose_rests_on_its_stops",
 )
 
 _ONCE = {}

@@ -45,6 +45,11 @@ METHODS = ("auto", "rk4", "dopri5", "dop853", "radau", "euler") + IMPLICIT_METHO
 #: dopri5 is tried again. The compiled engine has the same rule (engine.c, do_step).
 AUTO_SPLIT = 1.5
 AUTO_GROW = 1.1
+#: the event loop's Zeno guard on the rate of events: more than ZENO_COUNT events of one
+#: contact or frictional joint within ZENO_SPAN [s] of simulated time (max(1, |t|) ZENO_SPAN
+#: at large t) end the call with the Zeno error (native/event_loop.h: EV_ZENO_COUNT, EV_ZENO_SPAN)
+ZENO_COUNT = 10000
+ZENO_SPAN = 1e-3
 FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
 ASSEMBLY_CHECKS = ("warn", "error")     # Settings.assembly
@@ -662,6 +667,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     repeats, t_last, steps, t_win, n_win = 0, None, 0, 0.0, 0
     frictional = _fr.any_friction(model)
     n_events = len(model.contacts) + len(st.joints)
+    zeno = {}                 # contact index or joint name -> (window start, events in it)
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
@@ -717,7 +723,14 @@ def _advance_contacts(model, state, t_end, uvec, settings):
         if t_last is None or te - t_win > 1e-5 * max(1.0, abs(te)):
             t_win, n_win = te, 0
         n_win += 1
-        if repeats > 100 * n_events or n_win > 100 * n_events:
+        # and more than ZENO_COUNT events of one contact or joint within ZENO_SPAN of
+        # simulated time (a chatter whose events are too far apart for the windows above)
+        key = i[1] if isinstance(i, tuple) else i
+        zt, zn = zeno.get(key, (te, 0))
+        if not zn or te - zt > ZENO_SPAN * max(1.0, abs(te)):
+            zt, zn = te, 0
+        zeno[key] = (zt, zn + 1)
+        if repeats > 100 * n_events or n_win > 100 * n_events or zn + 1 > ZENO_COUNT:
             what = (f"joint '{i[1]}'" if isinstance(i, tuple) else
                     f"contact '{st.names[i]}'")
             raise IntegrationError(f"model '{model.name}': {what} switches "
@@ -959,9 +972,11 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
             dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, act, pas,
                                        locks=locks, fric=fric)
             qdj = impact.joint_coordinates(model, yy[:n], yy[n:])[1][fric.jpos]
-            # sticking: the bound's margin F_c - |lam_j|; slipping along s0: qd_j s0
+            # sticking: the bound's margin F_c - |lam_j|; slipping along s0: qd_j s0; a
+            # joint held by a persistent limit (neither) has no event of its own: its rate
+            # is the limit row's rounding of 0, and it leaves the limit at the limit's release
             out[2 * nc:] = np.where(fric.jstick, fric.jbound - np.abs(dyn.lam_j),
-                                    qdj * fric.js0)
+                                    np.where(fric.jslip, qdj * fric.js0, np.inf))
         if active[:nc].any():
             if fric is None:
                 dyn = impact.accelerations(model, yy[:n], yy[n:], tt, uvec, active, pas,
@@ -987,10 +1002,13 @@ def _find_event(model, st, dense, t0, y0, t1, active, pas, t_pass_end, reduction
     prev_t, prev_v = t0, v0
     for s, yy in zip(samples, ys):
         v = values(yy, s)
-        # a gap crossing zero, or (starting from ~0, just after an impact) beyond -tol
+        # a gap crossing zero, or (starting from ~0, just after an impact) beyond -tol; a
+        # gap within thr of zero at both samples is rounding of a gap at rest on its surface
+        # (a joint sticking at its stop), no crossing
         # a slip crossing zero from under way (v_t . s0 > REST_ARM: a slip at rest, its
         # speed rounding, has no sign), or reversed beyond -small
-        hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol)),
+        hit = np.where(watch, (v < 0.0) & ((prev_v > 0.0) | (v < -tol))
+                       & ((prev_v > thr) | (v <= -thr)),
                        np.where(slipping, (v < 0.0) & ((prev_v > rest) | (v < -small)),
                                 v < 0.0))
         if hit.any():

@@ -65,6 +65,10 @@ enum { EV_IMPACT = 0, EV_RELEASE = 1, EV_SLIP = 2, EV_STICK = 3, EV_JSLIP = 4, E
 /* the order of simultaneous events (the Python loop's: by the kind's name) */
 static const int EV_RANK[6] = {0, 3, 4, 5, 1, 2};
 #define EV_NA (-1)         /* an optional kernel operation that is not available */
+/* the Zeno guard's rate: more than EV_ZENO_COUNT events of one contact or frictional joint
+ * within EV_ZENO_SPAN [s] of simulated time (fmu_mb.dynamics.integrate.ZENO_COUNT, ZENO_SPAN) */
+#define EV_ZENO_COUNT 10000
+#define EV_ZENO_SPAN 1e-3
 
 static const double EV_RK45_P[7][4] = {
     {1.0, -2.8535800653862835, 3.0717434641059005, -1.1270175653862835},
@@ -166,6 +170,10 @@ typedef struct {
     int *jc, *jlim;
     double *jb, *js0, *jlam, *jf, *jwork;
     unsigned char *jstk, *jheld, *jrest, *jtmp;
+    /* the Zeno guard's rate count per contact and frictional joint (nc + nj, a joint after
+     * the contacts): the start of its window and its events in it (ev_advance) */
+    double *zt;
+    int *zn;
 } EvLoop;
 
 static void evk_select(EvLoop *ev, const unsigned char *mask);
@@ -238,7 +246,10 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
     ev->u_fc = calloc((size_t)(ni > 0 ? ni : 1), sizeof(double));
     ev->lamc1 = calloc(c ? 8 * c : 1, sizeof(double));
     ev->stick_fc = calloc(c ? c : 1, 1);
-    if (!ev->K || !ev->F || !ev->ys || !ev->seen || !ev->u_fc || !ev->lamc1 || !ev->stick_fc)
+    ev->zt = calloc(c, sizeof(double));
+    ev->zn = calloc(c, sizeof(int));
+    if (!ev->K || !ev->F || !ev->ys || !ev->seen || !ev->u_fc || !ev->lamc1 || !ev->stick_fc ||
+        !ev->zt || !ev->zn)
         return ERR_ARGS;
     ev->lamt1 = ev->lamc1 + c;             /* (one block: lamc1 c, lamt1 2 c, lamc_fc c,
                                               lamt_fc 2 c, s0_fc 2 c) */
@@ -257,7 +268,7 @@ static void ev_release(EvLoop *ev)
                  ev->mu, ev->s0, ev->lamt, ev->vt, ev->vt2, ev->dir, ev->rt, ev->ptv, ev->stick,
                  ev->slide, ev->stk, ev->lamc1, ev->stick_fc, ev->me_armed, ev->jc, ev->jlim,
                  ev->jb, ev->js0, ev->jlam, ev->jf, ev->jwork, ev->jstk, ev->jheld, ev->jrest,
-                 ev->jtmp};
+                 ev->jtmp, ev->zt, ev->zn};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -303,7 +314,9 @@ static int ev_joints(EvLoop *ev, int nj, const int *jc, const double *jb, const 
         ev_regrow((void **)&ev->jf, J, sizeof(double)) != OK ||
         ev_regrow((void **)&ev->jwork, 3 * p * p + 10 * p, sizeof(double)) != OK ||
         ev_regrow((void **)&ev->jstk, J, 1) != OK || ev_regrow((void **)&ev->jheld, J, 1) != OK ||
-        ev_regrow((void **)&ev->jrest, J, 1) != OK || ev_regrow((void **)&ev->jtmp, J, 1) != OK)
+        ev_regrow((void **)&ev->jrest, J, 1) != OK || ev_regrow((void **)&ev->jtmp, J, 1) != OK ||
+        ev_regrow((void **)&ev->zt, c + J, sizeof(double)) != OK ||
+        ev_regrow((void **)&ev->zn, c + J, sizeof(int)) != OK)
         return ERR_ARGS;
     memcpy(ev->jc, jc, sizeof(int) * J);
     memcpy(ev->jb, jb, sizeof(double) * J);
@@ -502,9 +515,12 @@ static int ev_values_fr_x(EvLoop *ev, double t, const double *y, double *out, in
         return OK;
     if (!last && (rc = evk_fric(ev, t, y, ev->lamc, ev->lamt, ev->vt)) != OK)
         return rc;
-    /* the joints: sticking F_c - |lam_j|, else (slipping or held) qd_j s0 */
+    /* the joints: sticking F_c - |lam_j|, slipping qd_j s0; a joint held by a persistent
+     * limit has no event of its own (its rate is the limit row's rounding of 0; it leaves the
+     * limit at the limit's release event) */
     for (int j = 0; j < ev->nj; j++)
-        out[2 * nc + j] = ev->jstk[j] && !ev->jheld[j] ? ev->jb[j] - fabs(ev->jlam[j])
+        out[2 * nc + j] = ev->jheld[j] ? INFINITY
+                          : ev->jstk[j] ? ev->jb[j] - fabs(ev->jlam[j])
                           : y[ev->n + ev->jc[j]] * ev->js0[j];
     for (int i = 0; i < nc; i++) {
         if (!ev->active[i])
@@ -708,7 +724,10 @@ static int ev_find(EvLoop *ev, double t0, const double *y0, const double *lam0,
              * counts as reversed beyond -slip_small only: above that the slip acceleration
              * is rounding of 0 */
             int slip = i >= nc && i < 2 * nc && !ev->stick[i - nc];
-            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol))
+            /* a gap within thr of zero at both samples is rounding of a gap at rest on its
+             * surface (a joint sticking at its stop), no crossing */
+            hit[i] = watch ? (v[i] < 0.0 && (pv[i] > 0.0 || v[i] < -tol) &&
+                              (pv[i] > thr || v[i] <= -thr))
                      : slip ? (v[i] < 0.0 && (pv[i] > FR_REST_ARM || v[i] < -ev->slip_small))
                      : (v[i] < 0.0);
             any |= hit[i];
@@ -1370,6 +1389,8 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     long steps = 0, events = 0, changes = 0;
     int repeats = 0, have_last = 0, n_win = 0;
     double t_last = 0.0, t_start = t, t_win = 0.0;
+    for (int i = 0; i < nc + ev->nj; i++)
+        ev->zn[i] = 0;
     while (t < t_end) {
         int lam0_ok = 0, v0_ok = 0, v1_ok = 0;
         /* the end of the last call is this call's start (t, y, u and the drift control
@@ -1569,7 +1590,16 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
             n_win = 0;
         }
         n_win++;
-        if (repeats > 100 * (nc + ev->nj) || n_win > 100 * (nc + ev->nj)) {
+        /* and more than EV_ZENO_COUNT events of one contact or joint within EV_ZENO_SPAN of
+         * simulated time (a chatter whose events are too far apart for the windows above) */
+        int zi = kind >= EV_JSLIP ? nc + idx : idx;
+        if (!ev->zn[zi] || te - ev->zt[zi] > EV_ZENO_SPAN * fmax(1.0, fabs(te))) {
+            ev->zt[zi] = te;
+            ev->zn[zi] = 0;
+        }
+        ev->zn[zi]++;
+        if (repeats > 100 * (nc + ev->nj) || n_win > 100 * (nc + ev->nj) ||
+            ev->zn[zi] > EV_ZENO_COUNT) {
             par[14] = te;
             par[17] = kind >= EV_JSLIP ? -2.0 - idx : idx;
             return ERR_ZENO;
