@@ -911,6 +911,138 @@ static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev,
     return dense_psd_solve_n(A, V, w, m, syev, work, lwork, RANK_RTOL, 1, rhs, y);
 }
 
+/* The multipliers y (nrhs columns of m, column c at y + c m) of the rows D (m x nv,
+ * row-major: the first mj the loops' cut joints, drives and couplers, the others the
+ * contacts' gap, tangential and sticking joints' rows) re-split so that the contacts' part
+ * has the minimum norm among all multipliers with the same generalised force D' y, the first
+ * mj rows taking up the rest (fmu_mb.linalg.contact_split): y + N z with N an orthonormal
+ * basis of the null space of D' (the dependent combinations: D' N = 0, so the forces and
+ * accelerations stay) and z the least-squares solution of N_c z = -y_c over the combinations
+ * with a contacts' part. The rank decision on the unit rows: eigenvalues of Dn Dn' at most
+ * rtol times the largest (singular values below sqrt(rtol)) count as dependent; the
+ * combinations whose contacts' part has a singular value above 1e-8 are used. y unchanged
+ * when no dependent combination involves both kinds of rows. ops (may be NULL): incremented
+ * by an estimate of the operations (two Jacobi eigen-decompositions, ~60 m^3). OK, or
+ * ERR_NONFINITE (D not finite, out of memory: y unchanged). */
+static int dense_contact_split(const double *D, int m, int mj, int nv, double rtol, int nrhs,
+                               double *y, double *ops)
+{
+    if (mj <= 0 || m <= mj || nrhs <= 0)
+        return OK;
+    size_t mm = (size_t)m * (size_t)m;
+    double *buf = malloc(sizeof(double) * (4 * mm + 4 * (size_t)m));
+    if (!buf)
+        return ERR_NONFINITE;
+    double *G = buf, *V = G + mm, *N = V + mm, *H = N + mm, *w = H + mm, *scale = w + m;
+    double *u = scale + m, *t = u + m;
+    int rc = OK, mc = m - mj;
+    if (ops)
+        *ops += 60.0 * (double)mm * (double)m + (double)mm * (double)nv;
+    for (int i = 0; i < m; i++) {
+        const double *Di = D + (size_t)i * nv;
+        double s = 0.0;
+        for (int j = 0; j < nv; j++)
+            s += Di[j] * Di[j];
+        if (!isfinite(s)) {
+            rc = ERR_NONFINITE;
+            goto done;
+        }
+        scale[i] = s > 0.0 ? sqrt(s) : 1.0;
+    }
+    for (int i = 0; i < m; i++)                      /* G = Dn Dn', Dn the unit rows */
+        for (int l = 0; l <= i; l++) {
+            const double *Di = D + (size_t)i * nv, *Dl = D + (size_t)l * nv;
+            double acc = 0.0;
+            for (int j = 0; j < nv; j++)
+                acc += Di[j] * Dl[j];
+            G[i * m + l] = G[l * m + i] = acc / (scale[i] * scale[l]);
+        }
+    dense_jacobi(G, V, w, m);                        /* column e of V: eigenvector e */
+    double wmax = 0.0;
+    for (int e = 0; e < m; e++)
+        wmax = fmax(wmax, w[e]);
+    /* the dependent combinations, scaled back to the rows (A' (n / scale) = 0) and made
+     * orthonormal (modified Gram-Schmidt, twice): columns of N (m x d) */
+    int d = 0;
+    for (int e = 0; e < m; e++) {
+        if (w[e] > rtol * wmax)
+            continue;
+        double *x = N + (size_t)d * m;               /* column d, contiguous */
+        for (int i = 0; i < m; i++)
+            x[i] = V[i * m + e] / scale[i];
+        double nrm0 = 0.0;
+        for (int i = 0; i < m; i++)
+            nrm0 += x[i] * x[i];
+        for (int pass = 0; pass < 2; pass++)
+            for (int c = 0; c < d; c++) {
+                const double *q = N + (size_t)c * m;
+                double dot = 0.0;
+                for (int i = 0; i < m; i++)
+                    dot += q[i] * x[i];
+                for (int i = 0; i < m; i++)
+                    x[i] -= dot * q[i];
+            }
+        double nrm = 0.0;
+        for (int i = 0; i < m; i++)
+            nrm += x[i] * x[i];
+        if (!(nrm > 1e-24 * nrm0))                   /* (rounding: dependent on the others) */
+            continue;
+        nrm = sqrt(nrm);
+        for (int i = 0; i < m; i++)
+            x[i] /= nrm;
+        d++;
+    }
+    if (d == 0)
+        goto done;
+    /* the contacts' part N_c (mc x d): H = N_c' N_c = Vc diag(sc^2) Vc'; sc_k = |N_c v_k| */
+    for (int a = 0; a < d; a++)
+        for (int b = 0; b <= a; b++) {
+            const double *xa = N + (size_t)a * m + mj, *xb = N + (size_t)b * m + mj;
+            double acc = 0.0;
+            for (int i = 0; i < mc; i++)
+                acc += xa[i] * xb[i];
+            H[a * d + b] = H[b * d + a] = acc;
+        }
+    dense_jacobi(H, G, w, d);                        /* Vc in G (d x d), column k */
+    int used = 0;
+    for (int k = 0; k < d; k++) {
+        for (int i = 0; i < m; i++) {                /* u = N v_k (m) */
+            double acc = 0.0;
+            for (int a = 0; a < d; a++)
+                acc += N[(size_t)a * m + i] * G[a * d + k];
+            u[i] = acc;
+        }
+        double sc2 = 0.0;
+        for (int i = mj; i < m; i++)
+            sc2 += u[i] * u[i];
+        if (!(sqrt(sc2) > 1e-8))                     /* a combination of the joints alone */
+            continue;
+        memcpy(V + (size_t)used * m, u, sizeof(double) * (size_t)m);   /* (V is free) */
+        t[used++] = sc2;
+    }
+    double jmax = 0.0;                               /* the used combinations' joints' part */
+    for (int c = 0; c < used; c++)
+        for (int i = 0; i < mj; i++)
+            jmax = fmax(jmax, fabs(V[(size_t)c * m + i]));
+    if (!(jmax > 1e-12))                             /* only the contacts' own combinations */
+        goto done;
+    for (int r = 0; r < nrhs; r++) {                 /* y -= W (N_c W)' y_c / sc^2 */
+        double *yr = y + (size_t)r * m;
+        for (int c = 0; c < used; c++) {
+            const double *x = V + (size_t)c * m;
+            double dot = 0.0;
+            for (int i = mj; i < m; i++)
+                dot += x[i] * yr[i];
+            dot /= t[c];
+            for (int i = 0; i < m; i++)
+                yr[i] -= dot * x[i];
+        }
+    }
+done:
+    free(buf);
+    return rc;
+}
+
 /* The stopping rule of the Newton projections (fmu_mb.linalg.projection_done): 1 when the
  * residual err <= tol * scale, or when a stalled (err > 0.5 prev from the third iteration) or
  * the last iterate has err <= PROJECTION_ACCEPT * scale (the conditioning floor near a
