@@ -129,6 +129,8 @@ def test_swing_deck_loop_native_fmu(tmp_path, shape, mu, state):
     loop the Euler parameters of the body (as the rolling ball's in
     tests/test_friction_c_loop.py)."""
     path = _build(DECK, tmp_path, "2", {"shape": shape, "mu": mu})
+    experiment = fmpy.read_model_description(path).defaultExperiment   # the model file's
+    assert (float(experiment.stopTime), float(experiment.stepSize)) == (1.0, 0.01)
     tight = {"rtol": 1e-11, "atol": 1e-13}      # integration errors well below 1e-9
     r = fmpy.simulate_fmu(path, stop_time=0.5, output_interval=0.05,
                           start_values={f"solver.{k}": v for k, v in tight.items()})

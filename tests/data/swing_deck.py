@@ -8,6 +8,7 @@ import math
 from fmu_mb import Box, ModelBuilder, Plane, Sphere
 
 G = 9.81
+DEFAULT_EXPERIMENT = {"stop_time": 1.0, "step_size": 0.01}   # through the box's transitions
 
 
 def build(**overrides):

@@ -911,6 +911,168 @@ static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev,
     return dense_psd_solve_n(A, V, w, m, syev, work, lwork, RANK_RTOL, 1, rhs, y);
 }
 
+/* The multipliers y (nrhs columns of m, column c at y + c m) of the rows D (m x nv,
+ * row-major: the first mj the loops' cut joints, drives and couplers, the other mc = m - mj
+ * the contacts' gap, tangential and sticking joints' rows) re-split so that the contacts'
+ * part has the minimum norm among all multipliers with the same generalised force D' y, the
+ * first mj taking up the rest (fmu_mb.linalg.contact_split). With Dj, Dc the two blocks and
+ * Q the projector onto the complement of range(Dj'), the contacts' parts that the joints can
+ * take up are those with Q Dc' n_c = 0, so the minimum-norm contacts' part is y_c projected
+ * onto range(Dc Q): P y_c, P from the eigen-decomposition of the Gram matrix of Q Dc' in the
+ * smaller of its dimensions (mc or nv; eigenvalues at most rtol times the squared Frobenius
+ * norm of Dc count as 0); the joints take up d = P y_c - y_c by the minimum-norm solution of
+ * Dj' n_j = -Dc' d, (Dj Dj')^+ Dj (-Dc' d) (eigenvalues at most rtol times the largest count
+ * as 0). A column whose contacts' part moves by at most 1e-12 of its largest entry (no
+ * dependent combination of contacts' and joints' rows: P y_c = y_c up to rounding) is left
+ * as it is. ops (may be NULL): incremented by an estimate of the operations (the Jacobi
+ * eigen-decompositions' ~60 k^3). OK, or ERR_NONFINITE (D not finite, out of memory: y
+ * unchanged). */
+static int dense_contact_split(const double *D, int m, int mj, int nv, double rtol, int nrhs,
+                               double *y, double *ops)
+{
+    if (mj <= 0 || m <= mj || nrhs <= 0 || nv <= 0)
+        return OK;
+    int mc = m - mj, kg = mc <= nv ? mc : nv;   /* the Gram matrix's size */
+    size_t sj = (size_t)mj, sv = (size_t)nv, sc = (size_t)mc, sg = (size_t)kg;
+    double *buf = malloc(sizeof(double) * (2 * sj * sj + sj + sv * sj + sc * sv + 2 * sg * sg
+                                           + sg + sv + 3 * sc + sj));
+    if (!buf)
+        return ERR_NONFINITE;
+    double *Gj = buf, *Vj = Gj + sj * sj, *wj = Vj + sj * sj, *U = wj + sj, *QC = U + sv * sj;
+    double *K = QC + sc * sv, *Vk = K + sg * sg, *wk = Vk + sg * sg, *b = wk + sg;
+    double *u = b + sv, *yc = u + sc, *d = yc + sc, *x = d + sc;
+    const double *Dc = D + sj * sv;
+    int rc = OK;
+    if (ops)
+        *ops += 60.0 * ((double)mj * mj * mj + (double)kg * kg * kg)
+                + 4.0 * (double)m * (double)nv * (double)(mj + kg);
+    for (int i = 0; i < m * nv; i++)
+        if (!isfinite(D[i])) {
+            rc = ERR_NONFINITE;
+            goto done;
+        }
+    /* Gj = Dj Dj' = Vj diag(wj) Vj'; U (nv x rj, row-major nv rows of mj): the orthonormal
+     * basis Dj' v_k / sqrt(w_k) of range(Dj') */
+    for (int i = 0; i < mj; i++)
+        for (int l = 0; l <= i; l++) {
+            double acc = 0.0;
+            for (int j = 0; j < nv; j++)
+                acc += D[(size_t)i * sv + j] * D[(size_t)l * sv + j];
+            Gj[i * mj + l] = Gj[l * mj + i] = acc;
+        }
+    dense_jacobi(Gj, Vj, wj, mj);
+    double wjmax = 0.0;
+    for (int k = 0; k < mj; k++)
+        wjmax = fmax(wjmax, wj[k]);
+    int rj = 0;
+    for (int k = 0; k < mj; k++) {
+        if (!(wj[k] > rtol * wjmax))
+            continue;
+        double f = 1.0 / sqrt(wj[k]);
+        for (int j = 0; j < nv; j++) {
+            double acc = 0.0;
+            for (int i = 0; i < mj; i++)
+                acc += D[(size_t)i * sv + j] * Vj[i * mj + k];
+            U[(size_t)j * sj + rj] = acc * f;
+        }
+        wj[rj] = wj[k];                          /* the kept ones first, their vectors too */
+        for (int i = 0; i < mj; i++)
+            Vj[i * mj + rj] = Vj[i * mj + k];
+        rj++;
+    }
+    /* QC: the contacts' rows with their part in range(Dj') removed (mc x nv) */
+    double fro = 0.0;
+    for (int i = 0; i < mc; i++) {
+        const double *Di = Dc + (size_t)i * sv;
+        double *q = QC + (size_t)i * sv;
+        for (int j = 0; j < nv; j++) {
+            q[j] = Di[j];
+            fro += Di[j] * Di[j];
+        }
+        for (int k = 0; k < rj; k++) {
+            double dot = 0.0;
+            for (int j = 0; j < nv; j++)
+                dot += U[(size_t)j * sj + k] * Di[j];
+            for (int j = 0; j < nv; j++)
+                q[j] -= dot * U[(size_t)j * sj + k];
+        }
+    }
+    /* the Gram matrix of QC: (QC)(QC)' (mc x mc) or (QC)'(QC) (nv x nv) */
+    for (int a = 0; a < kg; a++)
+        for (int c = 0; c <= a; c++) {
+            double acc = 0.0;
+            if (kg == mc)
+                for (int j = 0; j < nv; j++)
+                    acc += QC[(size_t)a * sv + j] * QC[(size_t)c * sv + j];
+            else
+                for (int i = 0; i < mc; i++)
+                    acc += QC[(size_t)i * sv + a] * QC[(size_t)i * sv + c];
+            K[a * kg + c] = K[c * kg + a] = acc;
+        }
+    dense_jacobi(K, Vk, wk, kg);
+    for (int r = 0; r < nrhs; r++) {
+        double *yr = y + (size_t)r * m, ymax = 0.0, dmax = 0.0;
+        memcpy(yc, yr + mj, sizeof(double) * sc);
+        for (int i = 0; i < mc; i++) {
+            d[i] = -yc[i];
+            ymax = fmax(ymax, fabs(yc[i]));
+        }
+        for (int k = 0; k < kg; k++) {           /* d = P y_c - y_c */
+            if (!(wk[k] > rtol * fro))
+                continue;
+            if (kg == mc) {                      /* P = sum v_k v_k' */
+                double dot = 0.0;
+                for (int i = 0; i < mc; i++)
+                    dot += Vk[i * kg + k] * yc[i];
+                for (int i = 0; i < mc; i++)
+                    d[i] += dot * Vk[i * kg + k];
+            } else {                             /* P = sum u_k u_k' / w_k, u_k = QC v_k */
+                double dot = 0.0;
+                for (int i = 0; i < mc; i++) {
+                    double acc = 0.0;
+                    for (int j = 0; j < nv; j++)
+                        acc += QC[(size_t)i * sv + j] * Vk[j * kg + k];
+                    u[i] = acc;
+                    dot += acc * yc[i];
+                }
+                dot /= wk[k];
+                for (int i = 0; i < mc; i++)
+                    d[i] += dot * u[i];
+            }
+        }
+        for (int i = 0; i < mc; i++)
+            dmax = fmax(dmax, fabs(d[i]));
+        if (!(dmax > 1e-12 * ymax))
+            continue;
+        /* the joints' part: n_j = (Dj Dj')^+ Dj b with b = -Dc' d */
+        for (int j = 0; j < nv; j++) {
+            double acc = 0.0;
+            for (int i = 0; i < mc; i++)
+                acc -= Dc[(size_t)i * sv + j] * d[i];
+            b[j] = acc;
+        }
+        for (int i = 0; i < mj; i++) {           /* u = Dj b */
+            double acc = 0.0;
+            for (int j = 0; j < nv; j++)
+                acc += D[(size_t)i * sv + j] * b[j];
+            x[i] = acc;
+        }
+        for (int k = 0; k < rj; k++) {
+            double dot = 0.0;
+            for (int i = 0; i < mj; i++)
+                dot += Vj[i * mj + k] * x[i];
+            dot /= wj[k];
+            for (int i = 0; i < mj; i++)
+                yr[i] += dot * Vj[i * mj + k];
+        }
+        for (int i = 0; i < mc; i++)
+            yr[mj + i] = yc[i] + d[i];
+    }
+done:
+    free(buf);
+    return rc;
+}
+
 /* The stopping rule of the Newton projections (fmu_mb.linalg.projection_done): 1 when the
  * residual err <= tol * scale, or when a stalled (err > 0.5 prev from the third iteration) or
  * the last iterate has err <= PROJECTION_ACCEPT * scale (the conditioning floor near a

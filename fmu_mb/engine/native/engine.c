@@ -2875,14 +2875,16 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
                 "of zero length)", t);
             return MBE_ERROR;
         }
-        /* the persistent contacts' gap rows (side x the row's Jacobian) after the model's */
+        /* the persistent contacts' forces (the event loop's, whose split of redundant
+         * contacts' forces is the kernel's) act as known forces, their normal force times
+         * their gap row (side x the row's Jacobian); the reactions are the joints' rows */
         int nt = nr;
         for (int i = 0; i < e->ncon; i++) {
             if (e->rec[e->nrec * i + 4] == 0.0)
                 continue;
             const int *R = IA(e, A_ICON) + 3 * i;
             const double *P = DA(e, A_DCON) + 8 * i;
-            double val, J[6], *Dr = e->D2 + (size_t)nt * nc;
+            double val, J[6];
             extend(e, e->x, e->xe);
             if (R[0] == R_PAIR) {
                 mbpp_rows_t o;
@@ -2893,14 +2895,13 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
                     "distance)", i, t);
                 return MBE_ERROR;
             }
-            memset(Dr, 0, sizeof(double) * nc);
+            double fn = e->cforce[i] * P[7];
             for (int j = 0; j < 3; j++) {
                 if (R[1] < nb)
-                    Dr[3 * R[1] + j] += P[7] * J[j];
+                    e->f[3 * R[1] + j] += fn * J[j];
                 if (R[2] < nb)
-                    Dr[3 * R[2] + j] += P[7] * J[3 + j];
+                    e->f[3 * R[2] + j] += fn * J[3 + j];
             }
-            nt++;
         }
         if (planar_friction(e))   /* the friction forces join the applied forces */
             planar_friction_forces(e, e->x, e->f);

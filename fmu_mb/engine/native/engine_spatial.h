@@ -1660,33 +1660,6 @@ static int spatial_contact_term(const MbEngine *e, int i, const double *xe, STer
     return 0;
 }
 
-/* the persistent contacts' gap rows after the nr model rows of R; returns the number of
- * rows, -1 when a row is undefined */
-static int spatial_contact_rows(MbEngine *e, const double *x, int nr, SpRow *R)
-{
-    int nb = e->nb, nt = nr;
-    sextend(e, x, e->xe, 0);
-    for (int i = 0; i < e->ncon; i++) {
-        if (e->rec[e->nrec * i + 4] == 0.0)
-            continue;
-        STerm t;
-        int p, c;
-        if (spatial_contact_term(e, i, e->xe, &t, &p, &c))
-            return -1;
-        double *bp, *bc;
-        R[nt].n = 0;
-        sprow_pair(R + nt, nb, p, c, &bp, &bc);
-        for (int k = 0; k < 7; k++) {
-            if (bp)
-                bp[k] += t.J[k];
-            if (bc)
-                bc[k] += t.J[7 + k];
-        }
-        nt++;
-    }
-    return nt;
-}
-
 /* f (7 nb) += the generalised forces of the persistent contacts' forces e->cforce, e->cft
  * (sk_events_outputs_fr): the normal force along the contact's gap row, the friction force
  * ft1 t1 + ft2 t2 (other's axes) on the body's material point at the contact point
@@ -1837,11 +1810,10 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
         return MBE_ERROR;
     }
     int nt = nr;
-    /* frictional models: the contacts' forces (the kernel's phase solve, friction included)
-     * act on the bodies as known forces and the reactions are the joints' rows alone;
-     * frictionless: the persistent contacts' gap rows join the rows */
-    if (G2 && nact && (e->nrec > EV_REC ? spatial_contact_forces(e, e->x, e->f)
-                                        : (nt = spatial_contact_rows(e, e->x, nr, e->sr)) < 0)) {
+    /* the persistent contacts' forces (the kernel's phase solve, friction included: the split
+     * of redundant contacts' forces is the kernel's) act on the bodies as known forces and
+     * the reactions are the joints' rows alone */
+    if (G2 && nact && spatial_contact_forces(e, e->x, e->f)) {
         msg(err, errlen, "a contact's gap row is undefined at t = %.9g s (zero distance)", t);
         return MBE_ERROR;
     }

@@ -213,6 +213,7 @@ MbkEvents *mbk_events_create(Kernel *base, int nc, const int *ci, const double *
     K->kph = ev_clone(base, mt, K->ri, K->rd);
     if (!K->kall || !K->kph)
         goto fail;
+    K->kph->msplit = ml;
     for (int i = 0; i < nc; i++)
         ev->sel[i] = 1;
     return ev;
@@ -668,7 +669,8 @@ static int evk_impact_solve(EvLoop *ev, const double *q, const double *qd,
     int m = k->m;
     if ((rc = impact_rhs(k, n, nc, ml, q, qd, trial, target)) != OK)
         return rc;
-    if (m && (rc = psd_solve(k, k->rr, k->lam)) != OK)
+    if (m && ((rc = psd_solve(k, k->rr, k->lam)) != OK ||
+              (rc = split_contacts(k, 1, k->lam)) != OK))
         return rc;
     for (int j = 0; j < n; j++) {
         double acc = 0.0;
@@ -824,7 +826,8 @@ static int evk_impact_fr(EvLoop *ev, const double *q, const double *qd,
         if ((rc = slide_solve(k, qd, 1, qdp)) != OK)
             return rc;
     } else {
-        if (m && (rc = psd_solve(k, k->rr, k->lam)) != OK)
+        if (m && ((rc = psd_solve(k, k->rr, k->lam)) != OK ||
+                  (rc = split_contacts(k, 1, k->lam)) != OK))
             return rc;
         for (int j = 0; j < n; j++) {
             double acc = 0.0;

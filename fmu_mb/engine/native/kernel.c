@@ -115,6 +115,10 @@ typedef struct {
      * and the recorded slip direction s0 = +-1 along the tangent (sls0); capacity slcap */
     int nsl, slcap, *slr;
     double *slmu, *sls0;
+    /* the event loop's phase kernel: its first msplit rows are the loops', the others the
+     * contacts' (events.c), whose multipliers are re-split to their minimum norm
+     * (split_contacts); 0: no re-split */
+    int msplit;
     /* joint Coulomb friction (mbk_set_joint_torques): generalised forces on the tree
      * coordinates (n; the slipping joints' -F_c s0), added to every solve; NULL: none */
     double *jtau;
@@ -1357,6 +1361,18 @@ static int psd_solve(Kernel *k, const double *rhs, double *y)
     return rc == OK ? work_ops(&k->work_budget, ops) : rc;
 }
 
+/* the multipliers y (nrhs columns of m) of a solve with contacts re-split: the contacts' part
+ * of minimum norm, the loops' cut joints taking up the rest (dense_contact_split; as the
+ * Python loop's fmu_mb.linalg.contact_split, where every joint is a row) */
+static int split_contacts(Kernel *k, int nrhs, double *y)
+{
+    if (k->msplit <= 0 || k->m <= k->msplit)
+        return OK;
+    double ops = 0.0;
+    int rc = dense_contact_split(k->Dq, k->m, k->msplit, k->n, RANK_RTOL, nrhs, y, &ops);
+    return rc == OK ? work_ops(&k->work_budget, ops) : rc;
+}
+
 /* The sliding friction (native/friction.h; as spatial_kernel.c's slide_solve), after rows()
  * and schur() with k->rr the right-hand side of S lam = rr: the sliding contacts' forces
  * k_j lam_n,j (k_j = mu Dt_j' s_j, s_j the slip direction of v_t at the kinematics, or with
@@ -1404,6 +1420,8 @@ static int slide_solve(Kernel *k, const double *base0, int fixed, double *out)
                              k->lwork, RANK_RTOL, p + 1, rhs, sol, &ops);
     if (rc == OK)
         rc = work_ops(&k->work_budget, ops);
+    if (rc == OK)
+        rc = split_contacts(k, p + 1, sol);
     if (rc != OK)
         goto done;
     for (int j = 0; j < p; j++) {                     /* I - E L */
@@ -1465,7 +1483,7 @@ static int loop_accel(Kernel *k, const double *qd, double *qdd)
         return rc;
     if (k->nsl > 0)
         return slide_solve(k, k->qdd0, 0, qdd);
-    if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+    if ((rc = psd_solve(k, k->rr, k->lam)) != OK || (rc = split_contacts(k, 1, k->lam)) != OK)
         return rc;
     if (qdd != k->qdd0)
         memcpy(qdd, k->qdd0, sizeof(double) * n);

@@ -424,7 +424,8 @@ static int impact_rows_solve(EvLoop *ev, const double *q, const double *qd,
             if ((rc = slide_solve(k, K->nu, 1, K->nup)) != OK)
                 return rc;
         } else {
-            if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+            if ((rc = psd_solve(k, k->rr, k->lam)) != OK ||
+                (rc = split_contacts(k, 1, k->lam)) != OK)
                 return rc;
             for (int i = 0; i < nv; i++)
                 for (int r = 0; r < m; r++)

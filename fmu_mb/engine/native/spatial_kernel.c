@@ -1864,6 +1864,16 @@ static int psd_solve(SK *k, const double *rhs, double *y)
     return dense_psd_solve(k->Sm, k->Vm, k->ev, k->m, NULL, NULL, 0, rhs, y);
 }
 
+/* the multipliers y (nrhs columns of m) of a solve with contacts re-split: the contacts' part
+ * of minimum norm, the loops' cut joints, drives and couplers taking up the rest
+ * (dense_contact_split; as the Python loop's fmu_mb.linalg.contact_split, where every joint
+ * is a row) */
+static int split_contacts(SK *k, int nrhs, double *y)
+{
+    return dense_contact_split(k->Dv, k->m, k->mc + k->nd + k->ncp, k->nv, RANK_RTOL, nrhs, y,
+                               NULL);
+}
+
 /* the sliding friction (native/friction.h), after schur(): the sliding contacts' forces
  * k_j lam_n,j (k_j = mu Dt_j' s_j, s_j their slip direction, or with `fixed` their s0) with
  * their responses y_j = Mbar^-1 k_j, lam0 = S^+ rr, l_j = S^+ Dv y_j, c = (I - E L)^-1 E lam0,
@@ -1919,6 +1929,8 @@ static int slide_solve(SK *k, const double *base0, int fixed, double *nud)
         }
     }
     rc = dense_psd_solve_pc(k->Sm, k->Vm, k->ev, m, RANK_RTOL, p + 1, rhs, sol);
+    if (rc == OK)
+        rc = split_contacts(k, p + 1, sol);
     if (rc == OK) {
         for (int j = 0; j < p; j++) {                 /* S = I - E L */
             const double *lj = sol + (size_t)(j + 1) * (size_t)m;
@@ -1980,7 +1992,7 @@ static int loop_accel(SK *k, double *nud)
     schur(k);
     if (k->nsl > 0)
         return slide_solve(k, k->nud0, 0, nud);
-    if ((rc = psd_solve(k, k->rr, k->lam)) != OK)
+    if ((rc = psd_solve(k, k->rr, k->lam)) != OK || (rc = split_contacts(k, 1, k->lam)) != OK)
         return rc;
     for (int i = 0; i < nv; i++) {
         double acc = k->nud0[i];

@@ -1,0 +1,145 @@
+"""Redundant contacts on a body of a closed loop: the deck of a parallelogram (four revolute
+joints about y, one of them cut) resting on a floor (tests/data/floor_deck.py), its pad's
+corners (four in 3-D, two in 2-D) in persistent contact. The loop is wedged: the floor's
+normal forces alone hold it, so both the split of the load between the corners and between
+the corners and the joints is the minimum-norm rule's: the contacts' multipliers of minimum
+norm, every joint (tree or cut) taking up the rest (docs/contacts-friction.md, "Redundant
+rows"). The same rule in both loops: the Python loop (newton_euler, every joint a row,
+linalg.contact_split) and the compiled loop (recursive: tree joints eliminated, the cut
+joint's rows in the solve, native/dense.h dense_contact_split), whichever joint the tree cuts.
+
+Closed forms (virtual work on the mechanism's one coordinate, the links' angle theta; the
+deck moves along v = L (cos theta, sin theta) per unit rate; the gravity of the deck and of
+the links' halves, m_g = m_deck + m_link, gives the generalised force g L m_g sin theta; n
+corners), at rest for all t:
+
+- sticking (mu >= cot theta): the minimum-norm corner forces are parallel to v, each
+  phi (cos theta, sin theta) with phi = g m_g sin(theta) / n (the limit of equally stiff,
+  isotropic contact compliances under rigid joints);
+- mu < cot theta: every corner slips at rest (its sticking force would leave its cone) with
+  the friction mu f_n, f_n = g m_g sin(theta) / (n (sin theta + mu cos theta));
+- frictionless: f_n = g m_g / n."""
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fmu_mb import load_model, simulate
+from fmu_mb.dynamics.integrate import Settings
+
+from conftest import same_outputs
+
+DECK = Path(__file__).resolve().parent / "data" / "floor_deck.py"
+G, TILT = 9.81, 0.4
+M_G = 2.0 + 0.3                                   # the deck and the links' halves
+LOOPS = {"python": Settings(formulation="newton_euler"),
+         "compiled": Settings(formulation="recursive")}
+CORNERS = {"3d": [f"floor_pad_{i}" for i in (0, 2, 4, 6)],
+           "2d": ["floor_pad_0", "floor_pad_2"]}
+
+
+def _run(loop, dim, cut="hinge1", t_end=0.5, dt=0.05, **kw):
+    model = load_model(DECK, dim=dim, cut=cut, tilt=TILT, **kw)
+    assert model.topology.cut_joints == (cut,)
+    bottom = [c.name for c in model.contacts
+              if (c.point[2] if dim == "3d" else c.point[1]) < 0]
+    assert bottom == CORNERS[dim]
+    return simulate(model, t_end, dt, settings=LOOPS[loop])
+
+
+def _friction_x(r, c, dim):
+    """The corner's friction force on the deck along +x (3-D: t1 = +x; 2-D: t = -x)."""
+    return r[f"{c}.ft1"] if dim == "3d" else -r[f"{c}.ft"]
+
+
+def _at_rest(r, dim):
+    for q in ("deck.x", "deck.z" if dim == "3d" else "deck.y"):
+        assert np.abs(r[q] - r[q][0]).max() < 1e-9, q
+
+
+@pytest.fixture(scope="module", params=["3d", "2d"])
+def sticking(request):
+    dim = request.param
+    py = _run("python", dim, mu=3.0)
+    return dim, py, {cut: _run("compiled", dim, cut, mu=3.0) for cut in ("hinge1", "hinge0")}
+
+
+def test_sticking_corners_carry_the_minimum_norm_forces(sticking):
+    dim, py, comp = sticking
+    n = len(CORNERS[dim])
+    phi = G * M_G * math.sin(TILT) / n
+    for r in (py, *comp.values()):
+        _at_rest(r, dim)
+        for c in CORNERS[dim]:
+            assert set(r[f"{c}.state"]) == {1.0}, c
+            np.testing.assert_allclose(r[f"{c}.force"], phi * math.sin(TILT), rtol=1e-9)
+            np.testing.assert_allclose(_friction_x(r, c, dim), phi * math.cos(TILT), rtol=1e-9)
+            if dim == "3d":
+                assert np.abs(r[f"{c}.ft2"]).max() < 1e-9
+            ft = np.abs(_friction_x(r, c, dim))
+            assert np.all(ft <= 3.0 * r[f"{c}.force"])
+
+
+def test_sticking_corners_compiled_loop_equals_python_loop_whichever_joint_is_cut(sticking):
+    """Every output, the joints' reactions included, to 1e-9."""
+    dim, py, comp = sticking
+    for r in comp.values():
+        same_outputs(r, py)
+
+
+@pytest.mark.parametrize("dim", ["3d", "2d"])
+def test_corners_slip_at_rest_below_cot_tilt(dim):
+    mu = 1.0                                      # < cot(0.4) = 2.37
+    n = len(CORNERS[dim])
+    s, c = math.sin(TILT), math.cos(TILT)
+    fn = G * M_G * s / (n * (s + mu * c))
+    py = _run("python", dim, "hinge0", mu=mu, t_end=0.2)
+    comp = _run("compiled", dim, "hinge0", mu=mu, t_end=0.2)
+    for r in (py, comp):
+        _at_rest(r, dim)
+        for k in CORNERS[dim]:
+            assert set(r[f"{k}.state"]) == {2.0}, k
+            np.testing.assert_allclose(r[f"{k}.force"], fn, rtol=1e-9)
+            np.testing.assert_allclose(_friction_x(r, k, dim), mu * fn, rtol=1e-9)
+    same_outputs(comp, py)
+
+
+@pytest.mark.parametrize("dim", ["3d", "2d"])
+def test_frictionless_corners_share_the_load_equally(dim):
+    """Landed from 0.1 mm (a frictionless contact starts free: from gap 0 it would close at
+    an impact whose time is the rounding of the assembled gap), then at rest."""
+    n = len(CORNERS[dim])
+    py = _run("python", dim, "hinge0", mu=0.0, gap=1e-4, t_end=0.2)
+    comp = _run("compiled", dim, "hinge0", mu=0.0, gap=1e-4, t_end=0.2)
+    for r in (py, comp):
+        _at_rest(r[1:], dim)
+        for k in CORNERS[dim]:
+            np.testing.assert_allclose(r[f"{k}.force"][1:], G * M_G / n, rtol=1e-9)
+    same_outputs(comp, py)
+
+
+@pytest.mark.parametrize("dim,mu", [("3d", 3.0), ("2d", 3.0), ("3d", 0.0)])
+def test_deck_landing_on_the_floor(dim, mu):
+    """Released gap = 0.1 mm above the floor, the deck lands at theta_l (L cos theta_l =
+    L cos theta_0 + gap) with the rate theta' of the energy balance J theta'^2 / 2 =
+    g m_g gap (J = m_deck L^2 + 2 (I_link + m_link L^2 / 4), constant on a parallelogram);
+    the inelastic impact stops the loop (its normal rows lock it): every corner loses
+    g m_g gap / n, and receives the minimum-norm impulse: sticking, parallel to the motion,
+    psi (cos theta_l, sin theta_l) with n psi L = J theta'; frictionless, the normal impulse
+    J theta' / (n L sin theta_l). Then at rest with the forces of the tests above."""
+    gap, n = 1e-4, len(CORNERS[dim])
+    J = 2.0 * 0.3 ** 2 + 2.0 * (2e-3 + 0.3 * 0.3 ** 2 / 4.0)
+    rate = math.sqrt(2.0 * G * M_G * gap / J)
+    th = math.acos(math.cos(TILT) + gap / 0.3)
+    pn = J * rate / (n * 0.3) * (math.sin(th) if mu > 0.0 else 1.0 / math.sin(th))
+    py = _run("python", dim, "hinge0", mu=mu, gap=gap, t_end=0.1)
+    comp = _run("compiled", dim, "hinge0", mu=mu, gap=gap, t_end=0.1)
+    for r in (py, comp):
+        for k in CORNERS[dim]:
+            assert r[f"{k}.impacts"][-1] == 1.0, k
+            np.testing.assert_allclose(r[f"{k}.last_impulse"][-1], pn, rtol=1e-8)
+            np.testing.assert_allclose(r[f"{k}.energy_loss"][-1], G * M_G * gap / n, rtol=1e-8)
+        for q in ("deck.vx", "deck.vz" if dim == "3d" else "deck.vy"):
+            assert abs(r[q][-1]) < 1e-12, q
+    same_outputs(comp, py)
