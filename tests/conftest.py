@@ -314,24 +314,30 @@ FMU_MODULES = {"test_import_fmu.py", "test_shape_fmu.py", "test_params_sound.py"
                "test_robot_friction_native.py"}
 
 
-#: the longest tests of the default run (measured, each > ~10 s on a quiet machine), by node
-#: id without the "tests/" folder: collected first, so that pytest-xdist starts them early and
-#: the run does not end on one of them while the other worker idles
+#: the longest tests of the default run that are their own pytest-xdist work unit (measured,
+#: each > ~10 s on a quiet machine), by node id without the "tests/" folder: collected first,
+#: so that pytest-xdist starts them early and the run does not end on one of them while the
+#: other worker idles. (--dist loadgroup sends the xdist_group units first, the largest
+#: first: a test of a group is placed by its group, not by this list.)
 LONG_FIRST = (
-    "test_examples.py::test_excavator_digging_tracks_its_path_in_both_masters",
     "test_docs.py::test_code_blocks_run[README.md]",
-    "test_planar_friction_c.py::test_compiled_loop_equals_the_python_loop_with_rk4",
     "test_native_fmu.py::test_sources_listed_in_the_model_description_make_the_same_binary",
-    "test_sweep.py::test_sweep_build_animate_show_progress",
+    "test_examples.py::test_excavator_digging_tracks_its_path_in_both_masters",
+    "test_planar_friction_c.py::test_compiled_loop_equals_the_python_loop_with_rk4",
     "test_friction_joints.py::test_swing_deck_loop_native_fmu",
-    "test_friction_c_loop.py::test_rolling_ball",
     "test_shape_pairs.py::test_ball_on_the_table_slips_then_rolls_at_five_sevenths",
+    "test_sweep.py::test_sweep_build_animate_show_progress",
+    "test_friction_c_loop.py::test_rolling_ball",
+    "test_examples.py::test_closed_loop_reaches_goal_in_both_masters",
+    "test_recursive.py::test_library_is_built_in_the_cache_named_by_the_source_hash",
+    "test_reduction.py::test_reduction_and_classical_agree",
+    "test_view.py::test_docs_screenshot",
+    "test_validation_page.py::test_the_generator_prints_a_table",
     "test_viz.py::test_animation_has_the_expected_number_of_frames",
     "test_planar_pairs.py::test_rectangle_tumbling_onto_a_rectangle_never_gains_energy",
-    "test_reduction.py::test_reduction_and_classical_agree",
     "test_rim.py::test_compiled_loop_equals_the_python_loop",
-    "test_view.py::test_start_pose_in_the_browser",
     "test_planar_pairs_native.py::test_compiled_loop_equals_the_python_loop",
+    "test_view.py::test_start_pose_in_the_browser",
     "test_joint_friction.py::test_a_swinging_pendulum_balances_its_energy",
 )
 
