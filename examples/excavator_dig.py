@@ -18,6 +18,7 @@ the path: the largest and the RMS distance after the first second.
 """
 import math
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -54,8 +55,10 @@ OBSERVE = ["tip.x", "tip.y", "boom_pin.angle", "stick_pin.angle", "bucket_pin.an
 OBSERVE_INT = ["boom_cyl.end_stops", "stick_cyl.end_stops", "bucket_cyl.end_stops"]
 
 
+@lru_cache(maxsize=4)
 def feedforward_tables(stop_time=STOP, sample=path.SAMPLE, lead=1.5 * STEP):
-    """Per cylinder a tuple of (t, F) pairs: the forces the path needs (inverse dynamics in
+    """Per cylinder a tuple of (t, F) pairs (computed once per arguments: each controller
+    file asks for all three cylinders' tables): the forces the path needs (inverse dynamics in
     the tree coordinates q = the three joint angles of the path: Mbar(q) qdd = fbar(q, qd, u)
     is linear in the cylinder forces u, solved for them with qd and qdd of the path by
     central differences and the soil resistance of PLANT_START). F is taken `lead` ahead:
@@ -88,7 +91,7 @@ def feedforward_tables(stop_time=STOP, sample=path.SAMPLE, lead=1.5 * STEP):
                                                             - path.joint_path(t - d, geo))
                    / (2 * d))
     out = np.array(out)
-    return [tuple((float(t), float(v)) for t, v in zip(ts, out[:, k])) for k in range(3)]
+    return tuple(tuple((float(t), float(v)) for t, v in zip(ts, out[:, k])) for k in range(3))
 
 
 def controller_spec(joint):

@@ -13,6 +13,7 @@ psi minus the boom and stick angles.
 """
 import math
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -81,9 +82,15 @@ def _waypoints(geo):
 
 
 def _model_defaults(geo):
+    return np.array(_initial_angles())
+
+
+@lru_cache(maxsize=1)
+def _initial_angles():
+    """The model's initial joint angles (boom0, stick0, bucket0) [rad], loaded once."""
     from fmu_mb import load_model
     m = load_model(MODEL)
-    return np.array([m.parameter(n).value for n in ("boom0", "stick0", "bucket0")])
+    return tuple(m.parameter(n).value for n in ("boom0", "stick0", "bucket0"))
 
 
 def tip_path(t, geo=None):
@@ -106,12 +113,14 @@ def joint_path(t, geo=None):
     return inverse(tip, psi, g)
 
 
+@lru_cache(maxsize=4)
 def setpoint_tables(stop_time=10.0, sample=SAMPLE):
-    """Per joint a tuple of (t, angle) pairs for the PID FMUs' set-point tables."""
+    """Per joint a tuple of (t, angle) pairs for the PID FMUs' set-point tables (computed
+    once per arguments: each controller file asks for all three joints' tables)."""
     g = _geometry()
     ts = np.round(np.arange(0.0, stop_time + 0.5 * sample, sample), 10)
     q = np.array([joint_path(t, g) for t in ts])
-    return [tuple((float(t), float(v)) for t, v in zip(ts, q[:, k])) for k in range(3)]
+    return tuple(tuple((float(t), float(v)) for t, v in zip(ts, q[:, k])) for k in range(3))
 
 
 if __name__ == "__main__":

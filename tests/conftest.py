@@ -145,9 +145,7 @@ def shared_build(tmp_path_factory):
     import hashlib
     import threading
 
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared_builds"
-    root.mkdir(exist_ok=True)
+    root = _shared_root(tmp_path_factory)
     locks, guard = {}, threading.Lock()
 
     def get(key, make):
@@ -165,6 +163,87 @@ def shared_build(tmp_path_factory):
             rel = done.read_text(encoding="utf-8")
             return folder / rel if rel else None
     return get
+
+
+def _shared_root(tmp_path_factory):
+    """The folder the pytest-xdist workers share for this test run (the parent of their base
+    temporary folders; the base temporary folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared_builds"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+def _compile_jobs(fmu_objects):
+    """[(what, callable)] that compile what the tests load or link and is not compiled yet:
+    the in-process libraries (the planar and spatial kernels, the engine library: compiled
+    beside their sources) and, with fmu_objects, the native FMUs' cached objects (the engine's
+    sources and the FMI 2.0 and 3.0 fronts for every platform a toolchain builds)."""
+    from fmu_mb.engine import engine, kernel, spatial_kernel
+    jobs = []
+    folder = kernel._cache_dirs()[0]
+    src = engine.sources()
+    # the longest first: the engine library (the engine's sources and both kernels)
+    for source, extra, defines in ((src[0], tuple(src[1:]),
+                                    ("MBE_HAVE_PARAMS",) if src[-1].name == "params.c" else ()),
+                                   (None, (), ()), (spatial_kernel.SOURCE, (), ())):
+        name = kernel.library_name(source, extra)
+        if not any((d / name).is_file() for d in kernel._cache_dirs()):
+            jobs.append((name, lambda s=source, e=extra, d=defines:
+                         kernel.build_library(folder, s, e, d)))
+    if not fmu_objects:
+        return jobs
+    from fmu_mb.fmi import native_platforms as npl
+    from fmu_mb.fmi.native_build import FRONT_SOURCE, engine_sources
+    from fmu_mb.fmi.native_fmi3 import FMI3_FRONT
+    sources, defines = engine_sources()
+    cache = npl.cache_dir()
+    fronts, chains = [], {}
+    for fmi, front in ((2, FRONT_SOURCE), (3, FMI3_FRONT)):
+        for cs in npl.select(fmi)[0].values():
+            for chain in cs:
+                chains[chain.target.name] = chain
+                fronts.append((f"{front.name} for {chain.target.name}", lambda c=chain, f=front:
+                               npl.front_object(c, f, defines, cache)))
+    for chain in chains.values():
+        for source, obj in npl.engine_objects(chain, sources, defines, cache):
+            if not obj.is_file():
+                jobs.append((f"{source.name} for {chain.target.name}",
+                             lambda c=chain, s=source, o=obj: npl._compile_object(
+                                 c, s, o, defines, [npl.ENGINE_DIR],
+                                 f"compiling {s.name} for {c.target.name}")))
+    return jobs + fronts
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_once(request, tmp_path_factory):
+    """Under pytest-xdist: the compiled code that many tests need (_compile_jobs) compiled
+    once per test run before the first test, by one worker on every core while the others
+    wait (a file lock), so that workers starting on a fresh checkout or after a change of the
+    engine's sources do not each compile the same libraries and objects. Nothing without
+    xdist (one process compiles everything once anyway); a job that fails is left to the
+    tests that need it (they report the error)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import fcntl
+    from concurrent.futures import ThreadPoolExecutor
+    root = _shared_root(tmp_path_factory)
+    with open(root / "compiled_once.lock", "w") as fd:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        done = root / "compiled_once.done"
+        if done.exists():
+            return
+        try:
+            jobs = _compile_jobs(getattr(request.config, "_fmu_tests", False))
+        except Exception:                  # an engine or build layout this does not know
+            jobs = []
+        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            for f in [pool.submit(job) for _, job in jobs]:
+                try:
+                    f.result()
+                except Exception:
+                    pass
+        done.write_text("\n".join(what for what, _ in jobs), encoding="utf-8")
 
 
 @pytest.fixture(scope="session")
@@ -235,24 +314,30 @@ FMU_MODULES = {"test_import_fmu.py", "test_shape_fmu.py", "test_params_sound.py"
                "test_robot_friction_native.py", "test_limit_friction.py"}
 
 
-#: the longest tests of the default run (measured, each > ~10 s on a quiet machine), by node
-#: id without the "tests/" folder: collected first, so that pytest-xdist starts them early and
-#: the run does not end on one of them while the other worker idles
+#: the longest tests of the default run that are their own pytest-xdist work unit (measured,
+#: each > ~10 s on a quiet machine), by node id without the "tests/" folder: collected first,
+#: so that pytest-xdist starts them early and the run does not end on one of them while the
+#: other worker idles. (--dist loadgroup sends the xdist_group units first, the largest
+#: first: a test of a group is placed by its group, not by this list.)
 LONG_FIRST = (
-    "test_examples.py::test_excavator_digging_tracks_its_path_in_both_masters",
     "test_docs.py::test_code_blocks_run[README.md]",
-    "test_planar_friction_c.py::test_compiled_loop_equals_the_python_loop_with_rk4",
     "test_native_fmu.py::test_sources_listed_in_the_model_description_make_the_same_binary",
-    "test_sweep.py::test_sweep_build_animate_show_progress",
+    "test_examples.py::test_excavator_digging_tracks_its_path_in_both_masters",
+    "test_planar_friction_c.py::test_compiled_loop_equals_the_python_loop_with_rk4",
     "test_friction_joints.py::test_swing_deck_loop_native_fmu",
-    "test_friction_c_loop.py::test_rolling_ball",
     "test_shape_pairs.py::test_ball_on_the_table_slips_then_rolls_at_five_sevenths",
+    "test_sweep.py::test_sweep_build_animate_show_progress",
+    "test_friction_c_loop.py::test_rolling_ball",
+    "test_examples.py::test_closed_loop_reaches_goal_in_both_masters",
+    "test_recursive.py::test_library_is_built_in_the_cache_named_by_the_source_hash",
+    "test_reduction.py::test_reduction_and_classical_agree",
+    "test_view.py::test_docs_screenshot",
+    "test_validation_page.py::test_the_generator_prints_a_table",
     "test_viz.py::test_animation_has_the_expected_number_of_frames",
     "test_planar_pairs.py::test_rectangle_tumbling_onto_a_rectangle_never_gains_energy",
-    "test_reduction.py::test_reduction_and_classical_agree",
     "test_rim.py::test_compiled_loop_equals_the_python_loop",
-    "test_view.py::test_start_pose_in_the_browser",
     "test_planar_pairs_native.py::test_compiled_loop_equals_the_python_loop",
+    "test_view.py::test_start_pose_in_the_browser",
     "test_joint_friction.py::test_a_swinging_pendulum_balances_its_energy",
     "test_limit_friction.py::test_the_z1_in_its_default_pose_rests_on_its_stops",
 )
@@ -297,3 +382,15 @@ def pytest_collection_modifyitems(items):
         return next((k for k, long in enumerate(LONG_FIRST) if rel.startswith(long)),
                     len(LONG_FIRST))
     items.sort(key=rank)
+
+
+#: a run of at least this many tests with some that build FMUs compiles the native FMUs'
+#: objects for every platform first (_compiled_once); a smaller run compiles what it needs
+WARM_FMU_OBJECTS = 300
+
+
+def pytest_collection_finish(session):
+    """Whether the tests selected make _compiled_once compile the native FMUs' objects."""
+    items = session.items
+    session.config._fmu_tests = (len(items) >= WARM_FMU_OBJECTS and
+                                 any(item.get_closest_marker("fmu") for item in items))

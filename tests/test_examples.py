@@ -84,19 +84,11 @@ def test_rollback_equals_run_with_the_same_step_points(tmp_path):
 
 
 @pytest.fixture
-def excavator_tables(monkeypatch):
-    """excavator_dig with its set-point and feed-forward tables computed once per process:
-    each controller_spec (three controller builds, three in the in-process loop) computes the
-    tables of all three joints (the path's inverse kinematics and inverse dynamics over 10 s,
-    seconds each) and keeps its joint's; the functions are pure, so the cached tables are the
-    same numbers."""
-    import functools
-
+def excavator_tables():
+    """examples/excavator_dig.py (its set-point and feed-forward tables are computed once per
+    process: each controller_spec, three controller builds and three in the in-process loop,
+    asks for the tables of all three joints and keeps its joint's)."""
     import excavator_dig as ed
-    import excavator_path
-    monkeypatch.setattr(ed, "feedforward_tables", functools.lru_cache(ed.feedforward_tables))
-    monkeypatch.setattr(excavator_path, "setpoint_tables",
-                        functools.lru_cache(excavator_path.setpoint_tables))
     return ed
 
 
