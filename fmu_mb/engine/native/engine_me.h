@@ -1543,14 +1543,47 @@ static MbeStatus me_event_charts(MeCtx *c, const MbEngine *e, int *changed)
     return MBE_OK;
 }
 
+#define ME_COND_MOVE 1e-6         /* me_cond_rate's move of the coordinates, relative to
+                                     1 + |q| */
+
+/* The rate of the partition's condition (me_chol) along the motion at the engine's state:
+ * the central difference of the condition at q -+ qd s (time t -+ s), s the time of a move
+ * of ME_COND_MOVE (1 + |q|); 0 at rest or where the rows cannot be evaluated. (The condition
+ * of ~1e-3 near its indicator's zero carries ~1e-13 of round-off; the move changes it by
+ * ~1e-6 of its rate times the coordinates' scale.) */
+static double me_cond_rate(MeCtx *c, MbEngine *e)
+{
+    Lin *L = &c->L;
+    int n = e->n;
+    const double *q = e->y, *qd = e->y + n;
+    double vmax = absmax(qd, n), cnd[2] = {0.0, 0.0};
+    if (!(vmax > 0.0) || !isfinite(vmax))
+        return 0.0;
+    double s = ME_COND_MOVE * (1.0 + absmax(q, n)) / vmax;
+    for (int k = 0; k < 2; k++) {
+        double sk = k ? s : -s;
+        for (int j = 0; j < n; j++)
+            c->y[j] = q[j] + sk * qd[j];
+        L->t = e->t + sk;
+        if (lin_rows(L, c->y)) {
+            L->t = e->t;
+            return 0.0;
+        }
+        cnd[k] = me_chol(L->Dq, L->nr, n, L->dep, L->ndep, L->N);
+    }
+    L->t = e->t;
+    return (cnd[1] - cnd[0]) / (2.0 * s);
+}
+
 /* One event iteration at the engine's state: impacts and releases of the contacts
  * (ev_event_update, the co-simulation loop's law and records) and the Zeno guard of its loop
  * (more than ME_ZENO_REPEATS events per contact, each within ME_ZENO_DT of the last: an
  * error). *changed = 1 when the velocities or the contacts' active set changed (the host
  * re-reads the states), *singular = 1 when the partition's condition is below
  * ME_PARTITION_TOL + ME_PARTITION_ROOT (its indicator negative, or zero to round-off: the
- * event at its located root). Then the charts near their indicator's zero are
- * re-centred (*changed = 1). On an error nothing is changed. */
+ * event at its located root) and does not rise along the motion (me_cond_rate: the way
+ * towards a dead point, not the way back from one). Then the charts near their indicator's
+ * zero are re-centred (*changed = 1). On an error nothing is changed. */
 MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
                        int *singular, char *err, size_t errlen)
 {
@@ -1559,7 +1592,8 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     MeCtx *c = me_call(e, "mbe_me_event", 1, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
-    *singular = e->n > f && c->cond < ME_PARTITION_TOL + ME_PARTITION_ROOT;
+    *singular = e->n > f && c->cond < ME_PARTITION_TOL + ME_PARTITION_ROOT &&
+                !(me_cond_rate(c, e) > 0.0);
     if (!e->ncon)
         return me_event_charts(c, e, changed);
     const double *uu = e->ni ? u : e->u0;
