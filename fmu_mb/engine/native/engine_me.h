@@ -1010,13 +1010,16 @@ static void me_predict_one(MeCtx *c, const double *qi, const double *qdi, const 
 
 #define ME_NEWTON_IT 8            /* Newton iterations of me_close_kernel, at most */
 #define ME_RATE_FIX 3             /* ... and solves of its rates */
-#define ME_KEEP_RES 4e-16         /* [m or rad] rows this close are closed as they are */
+#define ME_KEEP_RES 4e-16         /* rows within this times max(1, |Dq|) [m or rad] are
+                                     closed as they are (Dq's entries: the lever arms [m]
+                                     that carry the round-off of the angles) */
 
 /* The closed state (L->q, L->qd) of (qi, qdi) of a planar model by Newton on the kernel's
  * loop rows (c->kfast: the model rows that do not vanish at every q), from me_predict's
  * start: per iteration one kinematics pass gives the rows and their Jacobian Dq at q
  * (mbk_loop_rows), and q_d += -(Dd' Dd)^-1 Dd' phi, until |phi| is at the round-off. The
- * closed positions are those of the last pass: a q whose rows are within ME_KEEP_RES, or
+ * closed positions are those of the last pass: a q whose rows are within ME_KEEP_RES (times
+ * the largest entry of Dq, when above 1), or
  * else the step from the first q within the round-off of the coordinates' scale (4e-16 of
  * it), as Newton's last step, with one more pass there. So the last pass is at the closed
  * positions: the kernel keeps them for the accelerations of this state (mbk_loop_rows), and
@@ -1043,8 +1046,9 @@ static int me_close_kernel(MeCtx *c, const double *qi, const double *qdi, const 
         cond = me_chol(c->kDq, mk, n, L->dep, m, c->kR);
         if (!isfinite(res) || !(cond >= ME_CHORD_COND))
             return 1;
-        if (last || res <= ME_KEEP_RES) {   /* (last: the pass after Newton's last step) */
-            ok = 1;
+        if (last || res <= ME_KEEP_RES ||
+            res <= ME_KEEP_RES * me_max(1.0, absmax(c->kDq, mk * n))) {
+            ok = 1;                         /* (last: the pass after Newton's last step) */
             break;
         }
         if (it > 0 && !(res < 0.5 * prev))
