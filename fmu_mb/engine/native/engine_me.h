@@ -973,7 +973,9 @@ static void me_predict(MeCtx *c, const double *qi, const double *qdi, const doub
  * (P + g2 dq + g3 dq^2 / 2) qdi. g2 from the motion's accelerations there (qdd_d = P qdd_i +
  * g2 qd_i^2), g3 by the difference of g2 from the solution before (when it is at least
  * dq / 4 away; else the series to second order); me_predict's start when the accelerations
- * at q0 are not known. */
+ * at q0 are not known or the series' terms do not fall (ME_SERIES). */
+#define ME_SERIES 0.1             /* me_predict_one's terms, at most, relative to 1 + |P| */
+
 static void me_predict_one(MeCtx *c, const double *qi, const double *qdi, const double *qd0)
 {
     Lin *L = &c->L;
@@ -994,8 +996,21 @@ static void me_predict_one(MeCtx *c, const double *qi, const double *qdi, const 
         c->g2q = L->q0[i0];
         c->have_g2 = c->have_g2 ? 2 : 1;
     }
-    double span = c->g2q - c->g2pq;
+    /* the series' terms must fall: |g2 dq| and |g3 dq^2| below ME_SERIES (1 + |P|) (g2 from
+     * a motion at rest, v at the round-off of a persistent contact, is the round-off of qdd
+     * over v^2), else me_predict's start; a g3 that does not is left out */
+    double span = c->g2q - c->g2pq, pmax = 1.0;
     int third = c->have_g2 == 2 && fabs(span) >= 0.25 * fabs(dq);
+    for (int a = 0; a < m; a++)
+        pmax = me_max(pmax, 1.0 + fabs(c->P[a]));
+    for (int a = 0; a < m; a++) {
+        if (!(fabs(c->g2[a] * dq) <= ME_SERIES * pmax)) {
+            me_predict(c, qi, qdi, qd0);
+            return;
+        }
+        if (third && !(fabs((c->g2[a] - c->g2p[a]) / span * dq * dq) <= ME_SERIES * pmax))
+            third = 0;
+    }
     memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
     memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
     for (int a = 0; a < m; a++) {
