@@ -359,6 +359,46 @@ def test_four_bar_closure_along_an_rk4_trajectory_meets_the_loop(fmus):
         m.close()
 
 
+@pytest.mark.parametrize("name", ["four_bar", "slider_crank", "andrews_squeezer"])
+def test_derivatives_after_the_planar_closure_equal_a_new_solve(fmus, name):
+    """The planar closure's last kinematics pass is at the closed positions, and the kernel
+    keeps them for the acceleration solve of that state (kernel.c accel: only the velocity
+    terms of the kinematics, kin_rates, and the rows' convective terms are computed, the rows'
+    Jacobian kept). fmi2GetDerivatives right after fmi2SetContinuousStates (the kept
+    positions) against fmi2GetDerivatives at the same state once more (a new solve, every
+    pass of the kinematics), bit for bit, at every right-hand side of RK4 with 1e-3 s steps:
+    revolute joints, a prismatic one on the ground (the slider-crank's guide) and three loops
+    (Andrews' squeezer). (Made to differ by 1e-12 in a revolute joint's velocity term, the
+    kept solve differs at 199 of 200 right-hand sides of the four-bar.)"""
+    m = Model(fmus(name))
+    try:
+        m.fmu.newDiscreteStates()
+        m.fmu.enterContinuousTimeMode()
+        x, h = m.x(), 1e-3
+
+        def f(t, y):
+            m.fmu.setTime(t)
+            assert m.set_x(y) == 0, m.messages[-1:]
+            kept = m.xdot()
+            again = m.xdot()
+            assert np.array_equal(kept, again), (t, kept, again)
+            assert np.all(np.isfinite(kept))
+            return kept
+
+        x0 = x.copy()
+        for k in range(100):
+            t = k * h
+            k1 = f(t, x)
+            k2 = f(t + h / 2, x + h / 2 * k1)
+            k3 = f(t + h / 2, x + h / 2 * k2)
+            k4 = f(t + h, x + h * k3)
+            x = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        moved = np.max(np.abs(x - x0))
+        assert moved > 1e-2                 # the mechanism moved: the closure took passes
+    finally:
+        m.close()
+
+
 def test_state_machine_and_sizes_are_refused(fmus):
     path = fmus("double_pendulum")
     m = Model(path)
@@ -688,6 +728,72 @@ def test_n_four_bar_partition_warning_at_the_located_root_of_its_indicator(fmus)
     finally:
         m.close()
 
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_n_four_bar_partition_warning_not_on_the_way_back_from_the_dead_point(fmus):
+    """The partition's warning is logged on the way towards a dead point only: the N-four-bar
+    (N = 10) by RK4 (h = 1 ms) through its flat position (0.7203 s) with no event iteration
+    on the way down; after it the partition's condition rises back through its threshold
+    (the indicator's sign change bisected to 1e-15 s). Event iterations there find the
+    condition below the threshold, and at the located root (2e-12 s before the sign change,
+    the indicator ~ -2e-12) within the root's band, but rising along the motion: no warning.
+    Then back at a state on the way down (0.7193 s, the indicator ~ -3e-5 and falling): the
+    warning, once."""
+    m = Model(fmus("n_four_bar", 2, N=10))
+    f, _ = rk4_model(m)
+
+    def warned():
+        return [t for _, t in m.messages if "approach a singular partition" in t]
+    try:
+        m.fmu.newDiscreteStates()
+        m.fmu.enterContinuousTimeMode()
+        h, x = 1e-3, m.x()
+
+        def rk4(t, x, h):
+            k1 = f(t, x)
+            k2 = f(t + h / 2, x + h / 2 * k1)
+            k3 = f(t + h / 2, x + h / 2 * k2)
+            k4 = f(t + h, x + h * k3)
+            return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+        def z_at(t, x):
+            m.fmu.setTime(t)
+            assert m.set_x(x) == 0, m.messages[-1:]
+            return m.z()[0]
+
+        def event():
+            m.fmu.enterEventMode()
+            m.fmu.newDiscreteStates()
+            m.fmu.enterContinuousTimeMode()
+        states, k, below = {}, 0, False
+        while k < 719 or not below or z_at(k * h, x) < 0.0:
+            x = rk4(k * h, x, h)
+            k += 1
+            states[k] = x
+            below = below or (k >= 719 and z_at(k * h, x) < 0.0)
+            assert k < 730, "the condition did not rise back through its threshold"
+        t = (k - 1) * h                     # the indicator rises through 0 in [t, t + h]
+        assert t > 0.7203
+        x = states[k - 1]
+        assert z_at(t, x) < 0.0
+        event()                             # below the threshold, rising
+        assert warned() == []
+        a, b = 0.0, h
+        while b - a > 1e-15:
+            c = 0.5 * (a + b)
+            if z_at(t + c, rk4(t, x, c)) < 0.0:
+                a = c
+            else:
+                b = c
+        a -= 2e-12
+        assert -1e-11 < z_at(t + a, rk4(t, x, a)) < 0.0
+        event()                             # at the root on the way back: no warning
+        assert warned() == [], m.messages[-3:]
+        assert z_at(0.7193, rk4(0.719, states[719], 0.3e-3)) < 0.0
+        event()                             # on the way down: the warning
+        assert len(warned()) == 1, m.messages[-3:]
+    finally:
+        m.close()
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_n_four_bar_rk4_crosses_the_dead_point_on_its_branch(fmus):

@@ -98,6 +98,10 @@ typedef struct {
      * Dd' Dd, scratch kb (mk + n) */
     int kfast, mk;
     double *kphi, *kDq, *kR, *kb;
+    /* one independent coordinate (me_predict_one): the second derivatives g2 (m) of the
+     * closure map q_d = g(q_i) at q_i = g2q, and g2p at g2pq (have_g2: 0, 1 or 2 of them) */
+    double *g2, *g2p, g2q, g2pq;
+    int have_g2;
 } MeCtx;
 
 static void me_free(MbEngine *e)
@@ -133,6 +137,8 @@ static void me_free(MbEngine *e)
     free(c->kDq);
     free(c->kR);
     free(c->kb);
+    free(c->g2);
+    free(c->g2p);
     free(c);
     e->me = NULL;
 }
@@ -366,7 +372,9 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
         c->kDq = malloc(sizeof(double) * (mk * n + 1));
         c->kR = malloc(sizeof(double) * (m * m + 1));
         c->kb = malloc(sizeof(double) * (mk + n + 1));
-        if (!c->kphi || !c->kDq || !c->kR || !c->kb) {
+        c->g2 = malloc(sizeof(double) * (m + 1));
+        c->g2p = malloc(sizeof(double) * (m + 1));
+        if (!c->kphi || !c->kDq || !c->kR || !c->kb || !c->g2 || !c->g2p) {
             msg(err, errlen, "model exchange: out of memory");
             me_free(e);
             return NULL;
@@ -959,40 +967,111 @@ static void me_predict(MeCtx *c, const double *qi, const double *qdi, const doub
     }
 }
 
+/* The start of the closure (L->q, L->qd) of (qi, qdi) for one independent coordinate (f = 1,
+ * c->have): the Taylor series of the closure map q_d = g(q_i) at the last solution q0 to
+ * third order in dq = qi - q0_i: g0 + P dq + g2 dq^2 / 2 + g3 dq^3 / 6, and its rates
+ * (P + g2 dq + g3 dq^2 / 2) qdi. g2 from the motion's accelerations there (qdd_d = P qdd_i +
+ * g2 qd_i^2), g3 by the difference of g2 from the solution before (when it is at least
+ * dq / 4 away; else the series to second order); me_predict's start when the accelerations
+ * at q0 are not known or the series' terms do not fall (ME_SERIES). */
+#define ME_SERIES 0.1             /* me_predict_one's terms, at most, relative to 1 + |P| */
+
+static void me_predict_one(MeCtx *c, const double *qi, const double *qdi, const double *qd0)
+{
+    Lin *L = &c->L;
+    int n = L->e->n, m = L->ndep, i0 = L->ind[0];
+    double v = qd0[i0], dq = qi[0] - L->q0[i0];
+    if (!c->have_qdd || !(v != 0.0) || memcmp(c->qdd_y, L->q0, sizeof(double) * (size_t)n) != 0 ||
+        memcmp(c->qdd_y + n, qd0, sizeof(double) * (size_t)n) != 0) {
+        me_predict(c, qi, qdi, qd0);
+        return;
+    }
+    if (!(c->have_g2 && c->g2q == L->q0[i0])) {       /* g2 at q0: the motion's curvature */
+        if (c->have_g2) {
+            memcpy(c->g2p, c->g2, sizeof(double) * (size_t)m);
+            c->g2pq = c->g2q;
+        }
+        for (int a = 0; a < m; a++)
+            c->g2[a] = (c->qdd0[L->dep[a]] - c->P[a] * c->qdd0[i0]) / (v * v);
+        c->g2q = L->q0[i0];
+        c->have_g2 = c->have_g2 ? 2 : 1;
+    }
+    /* the series' terms must fall: |g2 dq| and |g3 dq^2| below ME_SERIES (1 + |P|) (g2 from
+     * a motion at rest, v at the round-off of a persistent contact, is the round-off of qdd
+     * over v^2), else me_predict's start; a g3 that does not is left out */
+    double span = c->g2q - c->g2pq, pmax = 1.0;
+    int third = c->have_g2 == 2 && fabs(span) >= 0.25 * fabs(dq);
+    for (int a = 0; a < m; a++)
+        pmax = me_max(pmax, 1.0 + fabs(c->P[a]));
+    for (int a = 0; a < m; a++) {
+        if (!(fabs(c->g2[a] * dq) <= ME_SERIES * pmax)) {
+            me_predict(c, qi, qdi, qd0);
+            return;
+        }
+        if (third && !(fabs((c->g2[a] - c->g2p[a]) / span * dq * dq) <= ME_SERIES * pmax))
+            third = 0;
+    }
+    memcpy(L->q, L->q0, sizeof(double) * (size_t)n);
+    memcpy(L->qd, qd0, sizeof(double) * (size_t)n);
+    for (int a = 0; a < m; a++) {
+        double g3 = third ? (c->g2[a] - c->g2p[a]) / span : 0.0;
+        int j = L->dep[a];
+        L->q[j] += dq * (c->P[a] + dq * (0.5 * c->g2[a] + dq * g3 / 6.0));
+        L->qd[j] = (c->P[a] + dq * (c->g2[a] + 0.5 * dq * g3)) * qdi[0];
+    }
+    L->q[i0] = qi[0];
+    L->qd[i0] = qdi[0];
+}
+
 #define ME_NEWTON_IT 8            /* Newton iterations of me_close_kernel, at most */
 #define ME_RATE_FIX 3             /* ... and solves of its rates */
+#define ME_KEEP_RES 4e-16         /* rows within this times max(1, |Dq|) [m or rad] are
+                                     closed as they are (Dq's entries: the lever arms [m]
+                                     that carry the round-off of the angles) */
 
 /* The closed state (L->q, L->qd) of (qi, qdi) of a planar model by Newton on the kernel's
  * loop rows (c->kfast: the model rows that do not vanish at every q), from me_predict's
  * start: per iteration one kinematics pass gives the rows and their Jacobian Dq at q
- * (mbk_loop_rows), and q_d += -(Dd' Dd)^-1 Dd' phi, until |phi| is at the round-off (the
- * step from there taken too, as Newton's last step). The rates then from the rows'
- * velocity equations Dq qd = 0 with the last Dq (linear in qd_d: one solve, repeated while
- * its residual falls above the round-off). c->P, c->cond: the tangent and the condition of
- * the last Dq. 0 on success; 1 (L->q, L->qd undefined) when an iteration does not halve
- * the residual, the condition falls below ME_CHORD_COND or the rows cannot be evaluated. */
+ * (mbk_loop_rows), and q_d += -(Dd' Dd)^-1 Dd' phi, until |phi| is at the round-off. The
+ * closed positions are those of the last pass: a q whose rows are within ME_KEEP_RES (times
+ * the largest entry of Dq, when above 1), or
+ * else the step from the first q within the round-off of the coordinates' scale (4e-16 of
+ * it), as Newton's last step, with one more pass there. So the last pass is at the closed
+ * positions: the kernel keeps them for the accelerations of this state (mbk_loop_rows), and
+ * the rates come from the rows' velocity equations Dq qd = 0 with that pass's Dq (linear
+ * in qd_d: one solve, repeated while its residual falls above the round-off). c->P,
+ * c->cond: the tangent and the condition of the last Dq. 0 on success; 1 (L->q, L->qd
+ * undefined) when an iteration does not halve the residual, the condition falls below
+ * ME_CHORD_COND or the rows cannot be evaluated. */
 static int me_close_kernel(MeCtx *c, const double *qi, const double *qdi, const double *qd0)
 {
     Lin *L = &c->L;
     MbEngine *e = L->e;
     int n = e->n, f = L->f, m = L->ndep, mk = c->mk, ok = 0;
     double cond = 0.0, prev = INFINITY, *s = c->s, *b = c->kb;
-    me_predict(c, qi, qdi, qd0);
+    if (f == 1 && c->have)
+        me_predict_one(c, qi, qdi, qd0);
+    else
+        me_predict(c, qi, qdi, qd0);
     double scale = 1.0 + absmax(L->q, n), vscale = 1.0 + absmax(L->qd, n);
-    for (int it = 0; it < ME_NEWTON_IT; it++) {
+    for (int it = 0, last = 0; it < ME_NEWTON_IT; it++) {
         if (mbk_loop_rows(e->kern, L->q, c->kphi, c->kDq) != OK)
             return 1;
         double res = absmax(c->kphi, mk);
         cond = me_chol(c->kDq, mk, n, L->dep, m, c->kR);
-        if (!isfinite(res) || !(cond >= ME_CHORD_COND) || (it > 0 && !(res < 0.5 * prev)))
+        if (!isfinite(res) || !(cond >= ME_CHORD_COND))
+            return 1;
+        if (last || res <= ME_KEEP_RES ||
+            res <= ME_KEEP_RES * me_max(1.0, absmax(c->kDq, mk * n))) {
+            ok = 1;                         /* (last: the pass after Newton's last step) */
+            break;
+        }
+        if (it > 0 && !(res < 0.5 * prev))
             return 1;
         me_chol_solve(c->kDq, mk, n, L->dep, m, c->kR, c->kphi, s);
         for (int a = 0; a < m; a++)
             L->q[L->dep[a]] += s[a];
-        if (res <= 4e-16 * scale) {
-            ok = 1;
-            break;
-        }
+        last = res <= 4e-16 * scale;
         prev = res;
     }
     if (!ok)
@@ -1483,14 +1562,47 @@ static MbeStatus me_event_charts(MeCtx *c, const MbEngine *e, int *changed)
     return MBE_OK;
 }
 
+#define ME_COND_MOVE 1e-6         /* me_cond_rate's move of the coordinates, relative to
+                                     1 + |q| */
+
+/* The rate of the partition's condition (me_chol) along the motion at the engine's state:
+ * the central difference of the condition at q -+ qd s (time t -+ s), s the time of a move
+ * of ME_COND_MOVE (1 + |q|); 0 at rest or where the rows cannot be evaluated. (The condition
+ * of ~1e-3 near its indicator's zero carries ~1e-13 of round-off; the move changes it by
+ * ~1e-6 of its rate times the coordinates' scale.) */
+static double me_cond_rate(MeCtx *c, MbEngine *e)
+{
+    Lin *L = &c->L;
+    int n = e->n;
+    const double *q = e->y, *qd = e->y + n;
+    double vmax = absmax(qd, n), cnd[2] = {0.0, 0.0};
+    if (!(vmax > 0.0) || !isfinite(vmax))
+        return 0.0;
+    double s = ME_COND_MOVE * (1.0 + absmax(q, n)) / vmax;
+    for (int k = 0; k < 2; k++) {
+        double sk = k ? s : -s;
+        for (int j = 0; j < n; j++)
+            c->y[j] = q[j] + sk * qd[j];
+        L->t = e->t + sk;
+        if (lin_rows(L, c->y)) {
+            L->t = e->t;
+            return 0.0;
+        }
+        cnd[k] = me_chol(L->Dq, L->nr, n, L->dep, L->ndep, L->N);
+    }
+    L->t = e->t;
+    return (cnd[1] - cnd[0]) / (2.0 * s);
+}
+
 /* One event iteration at the engine's state: impacts and releases of the contacts
  * (ev_event_update, the co-simulation loop's law and records) and the Zeno guard of its loop
  * (more than ME_ZENO_REPEATS events per contact, each within ME_ZENO_DT of the last: an
  * error). *changed = 1 when the velocities or the contacts' active set changed (the host
  * re-reads the states), *singular = 1 when the partition's condition is below
  * ME_PARTITION_TOL + ME_PARTITION_ROOT (its indicator negative, or zero to round-off: the
- * event at its located root). Then the charts near their indicator's zero are
- * re-centred (*changed = 1). On an error nothing is changed. */
+ * event at its located root) and does not rise along the motion (me_cond_rate: the way
+ * towards a dead point, not the way back from one). Then the charts near their indicator's
+ * zero are re-centred (*changed = 1). On an error nothing is changed. */
 MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int *changed,
                        int *singular, char *err, size_t errlen)
 {
@@ -1499,7 +1611,8 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     MeCtx *c = me_call(e, "mbe_me_event", 1, u, f, ind, err, errlen);
     if (!c)
         return MBE_ERROR;
-    *singular = e->n > f && c->cond < ME_PARTITION_TOL + ME_PARTITION_ROOT;
+    *singular = e->n > f && c->cond < ME_PARTITION_TOL + ME_PARTITION_ROOT &&
+                !(me_cond_rate(c, e) > 0.0);
     if (!e->ncon)
         return me_event_charts(c, e, changed);
     const double *uu = e->ni ? u : e->u0;

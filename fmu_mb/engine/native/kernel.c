@@ -62,6 +62,7 @@ enum { OK = 0, ERR_NONFINITE = 1, ERR_SINGULAR = 2, ERR_STEP = 3, ERR_ELEMENT = 
 #define EI 5          /* ints per element: kind, a, b, input index, body frame */
 #define ED 10         /* doubles per element: k, c, e0, value, sa(2), sb(2), dir(2) */
 #define MAXS 16
+#define KV 6          /* doubles per body of Kernel.kv */
 
 typedef struct {
     int nb, n, ne;
@@ -122,6 +123,14 @@ typedef struct {
     /* joint Coulomb friction (mbk_set_joint_torques): generalised forces on the tree
      * coordinates (n; the slipping joints' -F_c s0), added to every solve; NULL: none */
     double *jtau;
+    /* what the velocity terms of kinematics take from the positions, per body (KV doubles):
+     * P - r_p, r_b - P and a prismatic joint's axis u (kin_rates) */
+    double *kv;
+    /* the positions of mbk_loop_rows's pass at kq (n) kept for the next acceleration solve at
+     * the same q (kq_ok; kinematics, mbk_set_rows, mbk_set_pairs and mbk_set_drives clear it,
+     * and so does that solve): x, cs, S, dd, kv and the rows' Dq (nzc, nnz) */
+    double *kq;
+    int kq_ok, keep_dq;
 } Kernel;
 
 static int charge(Kernel *k) { return work_charge(&k->work_budget); }
@@ -147,7 +156,7 @@ void mbk_free(Kernel *k)
                  k->lam, k->rr, k->qdd0, k->qtmp, k->work, k->di, k->presc, k->dp, k->qe,
                  k->qde, k->sdd, k->lamd, k->G, k->bcomp, k->cj_start, k->cj, k->rcomp,
                  k->rsup_start, k->rsup, k->pr_start, k->pr, k->env, k->wacc, k->pair, k->slr, k->slmu,
-                 k->sls0, k->jtau};
+                 k->sls0, k->jtau, k->kv, k->kq};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(k);
@@ -206,7 +215,9 @@ Kernel *mbk_create(int nb, int n, const int *ji, const double *jd, int ne, const
     k->a0 = calloc(3 * e, sizeof(double));
     k->qdd0 = calloc(m, sizeof(double));
     k->qtmp = calloc(m, sizeof(double));
-    if (!k->entry || !k->Ia || !k->Dv || !k->a0 || !k->qdd0 || !k->qtmp) {
+    k->kv = calloc(KV * e, sizeof(double));
+    k->kq = calloc(m, sizeof(double));
+    if (!k->entry || !k->Ia || !k->Dv || !k->a0 || !k->qdd0 || !k->qtmp || !k->kv || !k->kq) {
         mbk_free(k);
         return NULL;
     }
@@ -237,6 +248,7 @@ static void kinematics(Kernel *k, const double *q, const double *qd)
     xd[3 * nb] = xd[3 * nb + 1] = xd[3 * nb + 2] = 0.0;
     cs[2 * nb] = 1.0;                       /* cos 0, sin 0 */
     cs[2 * nb + 1] = 0.0;
+    k->kq_ok = 0;
     for (int i = 0; i < nb; i++) {
         const int *J = k->ji + JI * i;
         const double *D = k->jd + JD * i;
@@ -274,6 +286,13 @@ static void kinematics(Kernel *k, const double *q, const double *qd)
         }
         double dx = rbx - rpx, dy = rby - rpy;
         double vbx = vpx - wp * dy, vby = vpy + wp * dx;
+        double *kv = k->kv + KV * b;
+        kv[0] = Px - rpx;
+        kv[1] = Py - rpy;
+        kv[2] = rbx - Px;
+        kv[3] = rby - Py;
+        kv[4] = ux;
+        kv[5] = uy;
         for (int r = 0; r < 9; r++)
             S[r] = 0.0;
         if (type == J_REV) {
@@ -307,6 +326,54 @@ static void kinematics(Kernel *k, const double *q, const double *qd)
         xd[3 * b + 2] = wb;
         k->dd[2 * b] = dx;
         k->dd[2 * b + 1] = dy;
+    }
+}
+
+/* The velocity terms of kinematics (xd, c) at the rates qd with the positions of the last
+ * kinematics (x, cs, S, dd, kv): the same operations on the same numbers as kinematics(q, qd) */
+static void kin_rates(Kernel *k, const double *qd)
+{
+    int nb = k->nb;
+    double *xd = k->xd;
+    xd[3 * nb] = xd[3 * nb + 1] = xd[3 * nb + 2] = 0.0;
+    for (int i = 0; i < nb; i++) {
+        const int *J = k->ji + JI * i;
+        int b = J[0], type = J[1], p = J[2], ic = J[4];
+        double *c = k->c + 3 * b;
+        if (type == J_FREE) {
+            for (int r = 0; r < 3; r++) {
+                xd[3 * b + r] = qd[ic + r];
+                c[r] = 0.0;
+            }
+            continue;
+        }
+        const double *kv = k->kv + KV * b;
+        double s = k->jd[JD * i];
+        double vpx = xd[3 * p], vpy = xd[3 * p + 1], wp = xd[3 * p + 2];
+        double qv = ic >= 0 ? qd[ic] : 0.0;
+        double wb = wp + (type == J_REV ? s * qv : 0.0);
+        double dx = k->dd[2 * b], dy = k->dd[2 * b + 1];
+        double vbx = vpx - wp * dy, vby = vpy + wp * dx;
+        if (type == J_REV) {
+            double ex = kv[2], ey = kv[3];
+            vbx += s * qv * (-ey);
+            vby += s * qv * ex;
+            c[0] = -wp * wp * kv[0] - wb * wb * ex;
+            c[1] = -wp * wp * kv[1] - wb * wb * ey;
+        } else if (type == J_PRI) {
+            double ux = kv[4], uy = kv[5];
+            vbx += s * qv * ux;
+            vby += s * qv * uy;
+            c[0] = -wp * wp * dx - 2.0 * wp * s * qv * uy;
+            c[1] = -wp * wp * dy + 2.0 * wp * s * qv * ux;
+        } else {
+            c[0] = -wp * wp * dx;
+            c[1] = -wp * wp * dy;
+        }
+        c[2] = 0.0;
+        xd[3 * b] = vbx;
+        xd[3 * b + 1] = vby;
+        xd[3 * b + 2] = wb;
     }
 }
 
@@ -435,6 +502,7 @@ static void prescribe_state(Kernel *k, double t, double *y)
  * dp the laws' numbers */
 int mbk_set_drives(Kernel *k, int nd, const int *di, int ndp, const double *dp)
 {
+    k->kq_ok = 0;
     int n = k->n;
     free(k->di); free(k->presc); free(k->dp); free(k->qe); free(k->qde); free(k->sdd);
     free(k->lamd);
@@ -931,6 +999,7 @@ done:
  * feature id is not one of the pair's or a number is not finite */
 int mbk_set_pairs(Kernel *k, int np, const double *pd)
 {
+    k->kq_ok = 0;
     if (np < 0 || (np > 0 && !pd))
         return ERR_ARGS;
     for (int i = 0; i < np; i++) {
@@ -977,6 +1046,7 @@ static int pair_eval(const Kernel *k, int i, int a, int b, int rates, mbpp_rows_
 
 int mbk_set_rows(Kernel *k, int m, const int *ri, const double *rd)
 {
+    k->kq_ok = 0;
     int n = k->n;
     free(k->ri); free(k->rd); free(k->nzc); free(k->nnz); free(k->phi); free(k->conv);
     free(k->Dq); free(k->Wt); free(k->Sm); free(k->Vm); free(k->ev); free(k->lam); free(k->rr);
@@ -1128,7 +1198,8 @@ static double slip_row(const Kernel *k, int kind, int p, int c, const double *P,
     return tan_row(k, p, c, P, a, Dr, cv);
 }
 
-/* phi, Dq (and conv when want_conv, needs k->a0) of the rows at the current kinematics:
+/* phi, Dq (not with k->keep_dq: Dq, nzc and nnz of the current positions are kept) and conv
+ * (when want_conv, needs k->a0) of the rows at the current kinematics:
  * the rows of the cut joints and, in a kernel made for a phase with persistent contacts,
  * the gap rows of those contacts (point-line: R_PRJ, point-point: R_DST, joint limits:
  * R_ANG or R_PRJ, each with its offset and side) */
@@ -1255,6 +1326,8 @@ static int rows(Kernel *k, int want_conv)
         }
         k->phi[r] = sg * (val - P[6]);
         k->conv[r] = sg * cv;
+        if (k->keep_dq)            /* Dq of these positions is kept (mbk_loop_rows) */
+            continue;
         double *Dr = k->Dq + (size_t)r * n;
         const int *sup = k->rsup + k->rsup_start[r];
         int ns = k->rsup_start[r + 1] - k->rsup_start[r];
@@ -1668,7 +1741,10 @@ int mbk_row_values(Kernel *k, const double *q, double *phi)
 
 /* phi (m) of the rows at q and their Jacobian Dq (m x n, row by row) in the tree coordinates
  * (one kinematics pass, rates zero); ERR_ARGS when a row is not a closed loop's position row
- * (R_PX, R_PY, R_ANG, R_PRJ, R_DST): a sticking contact's or joint's rows are velocity rows */
+ * (R_PX, R_PY, R_ANG, R_PRJ, R_DST): a sticking contact's or joint's rows are velocity rows.
+ * The pass's positions and Dq are kept for the next acceleration solve if it is at this q
+ * (accel: then only the velocity terms of the kinematics and the rows' conv are computed,
+ * the same numbers as from a new pass) */
 int mbk_loop_rows(Kernel *k, const double *q, double *phi, double *Dq)
 {
     for (int r = 0; r < k->m; r++)
@@ -1682,6 +1758,8 @@ int mbk_loop_rows(Kernel *k, const double *q, double *phi, double *Dq)
     if (rc == OK) {
         memcpy(phi, k->phi, sizeof(double) * (size_t)k->m);
         memcpy(Dq, k->Dq, sizeof(double) * (size_t)k->m * (size_t)k->n);
+        memcpy(k->kq, q, sizeof(double) * (size_t)k->n);
+        k->kq_ok = 1;
     }
     return rc;
 }
@@ -1743,12 +1821,23 @@ static int accel(Kernel *k, double t, const double *q, const double *qd, const d
 {
     if (k->nd)
         prescribe(k, t, &q, &qd);
-    kinematics(k, q, qd);
+    /* the positions of the last mbk_loop_rows at this q, when nothing has changed them since */
+    int kept = k->kq_ok && k->nd == 0 && k->m > 0 && k->nsl == 0 && !k->rows_dirty &&
+               memcmp(q, k->kq, sizeof(double) * (size_t)k->n) == 0;
+    k->kq_ok = 0;
+    if (kept)
+        kin_rates(k, qd);
+    else
+        kinematics(k, q, qd);
     int rc = forces(k, u);
     if (rc != OK)
         return rc;
-    if (k->m > 0)
-        return loop_accel(k, qd, qdd);
+    if (k->m > 0) {
+        k->keep_dq = kept;
+        rc = loop_accel(k, qd, qdd);
+        k->keep_dq = 0;
+        return rc;
+    }
     return aba(k, qdd);
 }
 
