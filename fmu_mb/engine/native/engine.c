@@ -178,6 +178,7 @@ struct MbEngine {
     SpRow *sr, *sr2;
     int *srw;
     double *srd;
+    ptrdiff_t *sro;            /* the rows of their Gram matrix's packed envelope (ENV_ROW) */
     /* joints' Coulomb friction (planar, the event loop's joints): njf frictional joints,
      * jfi (njf, 3) their tree coordinates and parent and child bodies, jfb their bounds, jfk
      * their model joints, jflim (ncon) the frictional joint each contact limits (-1), jfo
@@ -1095,7 +1096,7 @@ void mbe_free(MbEngine *e)
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup, e->sr, e->sr2,
-                 e->srw, e->srd};
+                 e->srw, e->srd, e->sro};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(e);
@@ -1230,7 +1231,8 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         e->sr2 = zalloc(nr, sizeof(SpRow));
         e->srw = zalloc((4 + SPROW_BLOCKS) * (size_t)nr + 2 * (size_t)nb + 4, sizeof(int));
         e->srd = zalloc(2 * (size_t)nr, sizeof(double));
-        if (!e->sr || !e->sr2 || !e->srw || !e->srd) {
+        e->sro = zalloc(nr, sizeof(ptrdiff_t));
+        if (!e->sr || !e->sr2 || !e->srw || !e->srd || !e->sro) {
             mbe_free(e);
             msg(err, errlen, "out of memory");
             return NULL;
