@@ -3,6 +3,7 @@ pendulum, optionally a URDF such as example-robot-data's Panda).
 
     python bench/build_scale.py [--chain 16,64,256] [--startup 16,32,64] [--urdf PATH ...]
                                 [--rounds 5] [--models] [--baseline DIR] [--urdf-rounds 3]
+                                [--model spatial_chain] [--callgrind]
 
 - build: `python -m fmu_mb build MODEL --platforms linux64 --quiet` in a child process (a
   URDF: every default platform), CPU time (user + sys) of the child and its children (the
@@ -15,6 +16,11 @@ pendulum, optionally a URDF such as example-robot-data's Panda).
 - start-up: fmi2Instantiate to the end of the first 1 ms doStep of spatial_chain's FMU in a
   fresh C host process (tests/c_host/native_host.c `startup`, dlopen included), CPU time,
   median of --rounds; the growth exponent is the least-squares slope of log(CPU) over log(N);
+  --model: another model with a structural parameter N for that series (pendulum_chain,
+  n_four_bar); --callgrind: also the instructions of the same start-up (valgrind's callgrind,
+  the whole process, dlopen included: deterministic, machine-independent) and their exponent,
+  and the CPU time of the phases (instantiate; setup, enter and exit initialization mode; the
+  first doStep);
 - --models: every model of models/ (its defaults) built as above, its build CPU and the
   start-up of its FMU (a model that does not run in the compiled engine builds a Python FMU:
   reported as such, not started).
@@ -83,17 +89,34 @@ def urdf_builds(urdfs, tmp, rounds, baseline=None):
                   f"{', '.join(f'{c:.2f}' for c in cpu)} |", flush=True)
 
 
-def startup_ms(host, fmu, tmp, rounds):
+def startup_ms(host, fmu, tmp, rounds, phases=False):
+    """The median CPU ms of the start-up (phases: a dict of the median of each of
+    native_host's cpu_*_ms figures)."""
     from fmpy import extract, read_model_description
 
     md = read_model_description(str(fmu))
-    d = extract(str(fmu), str(tmp / (fmu.stem + "_x")))
-    cpu = []
+    d = extract(str(fmu), str(tmp / (fmu.parent.name + "_x")))
+    runs = []
     for _ in range(rounds):
         res = subprocess.run([str(host), "startup", d, md.guid, md.coSimulation.modelIdentifier],
                              capture_output=True, text=True, env={}, check=True)
-        cpu.append(float(dict(kv.split("=") for kv in res.stdout.split())["cpu_ms"]))
-    return statistics.median(cpu)
+        runs.append({k: float(v) for k, v in (kv.split("=") for kv in res.stdout.split())})
+    if phases:
+        return {k: statistics.median(r[k] for r in runs) for k in runs[0] if k.startswith("cpu")}
+    return statistics.median(r["cpu_ms"] for r in runs)
+
+
+def startup_instructions(host, fmu, tmp):
+    """Instructions of one start-up of the FMU in native_host under callgrind."""
+    from fmpy import extract, read_model_description
+
+    md = read_model_description(str(fmu))
+    d = extract(str(fmu), str(tmp / (fmu.parent.name + "_cg")))
+    res = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          str(host), "startup", d, md.guid, md.coSimulation.modelIdentifier],
+                         capture_output=True, text=True, check=True)
+    refs = [ln for ln in res.stderr.splitlines() if "refs:" in ln][-1]
+    return int(refs.split()[-1].replace(",", ""))
 
 
 def is_native(fmu):
@@ -145,6 +168,10 @@ def main(argv=None):
                          "alternately with this tree")
     ap.add_argument("--models", action="store_true",
                     help="also build and start up every model of models/")
+    ap.add_argument("--model", default="spatial_chain",
+                    help="the model (with a parameter N) of the --startup series")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also the start-up's instructions (callgrind) and CPU phases")
     args = ap.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} on "
           f"{os.cpu_count()} CPUs")
@@ -157,24 +184,37 @@ def main(argv=None):
         cpu, _ = build(ROOT / "models" / "double_pendulum.py", tmp / "dp")
         print(f"| double_pendulum | {cpu:.1f} |", flush=True)
         fmus = {}
-        for n in sorted(set(chain) | set(starts)):
+        for n in sorted(set(chain)):
             cpu, fmus[n] = build(ROOT / "models" / "spatial_chain.py", tmp / f"c{n}",
                                  [f"N={n}"])
-            if n in chain:
-                print(f"| spatial_chain N = {n} | {cpu:.1f} |", flush=True)
+            print(f"| spatial_chain N = {n} | {cpu:.1f} |", flush=True)
+        for n in starts:
+            if args.model != "spatial_chain" or n not in fmus:
+                _, fmus[n] = build(ROOT / "models" / f"{args.model}.py",
+                                   tmp / f"s_{args.model}_{n}", [f"N={n}"])
         if args.urdf:
             urdf_builds(args.urdf, tmp, args.urdf_rounds, args.baseline)
         if starts:
             host = host_program(tmp)
-            print("\n| spatial_chain | start-up to the end of the first 1 ms doStep "
-                  "[ms CPU] |\n|---|---|")
-            ms = []
+            cg = args.callgrind
+            print(f"\n| {args.model} | start-up to the end of the first 1 ms doStep [ms CPU] |"
+                  + (" instantiate [ms] | initialization [ms] | first doStep [ms] | "
+                     "instructions |" if cg else "") + "\n|---|---|" + ("---|" * 4 if cg else ""))
+            ms, ins = [], []
             for n in starts:
-                ms.append(startup_ms(host, fmus[n], tmp, args.rounds))
-                print(f"| N = {n} | {ms[-1]:.2f} |", flush=True)
+                ph = startup_ms(host, fmus[n], tmp, args.rounds, phases=True)
+                ms.append(ph["cpu_ms"])
+                row = f"| N = {n} | {ms[-1]:.2f} |"
+                if cg:
+                    ins.append(startup_instructions(host, fmus[n], tmp))
+                    row += (f" {ph['cpu_instantiate_ms']:.2f} | {ph['cpu_init_ms']:.2f} | "
+                            f"{ph['cpu_step_ms']:.2f} | {ins[-1] / 1e6:.1f} M |")
+                print(row, flush=True)
             if len(starts) > 1:
                 slope = np.polyfit(np.log(starts), np.log(ms), 1)[0]
-                print(f"\nstart-up growth exponent over N = {args.startup}: {slope:.2f}")
+                print(f"\nstart-up growth exponent over N = {args.startup}: {slope:.2f} (CPU)"
+                      + (f", {np.polyfit(np.log(starts), np.log(ins), 1)[0]:.2f} "
+                         "(instructions)" if cg else ""))
         if args.models:
             every_model(tmp, args.rounds)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")

@@ -10,6 +10,7 @@
 #ifndef FMU_MB_DENSE_H
 #define FMU_MB_DENSE_H
 #include <float.h>
+#include <stddef.h>
 
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 static const double PROJECTION_RTOL = 1e-13;   /* fmu_mb.linalg.PROJECTION_RTOL */
@@ -716,16 +717,33 @@ static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn s
     return OK;
 }
 
-/* L L' = S - shift I in V's lower envelope (S in A's lower envelope env, dense_envelope);
- * 1 when every pivot is positive, 0 when one is not. dmin, dmax (may be NULL): the smallest
- * and largest diagonal entries of L. */
-static int dense_env_cholesky(const double *A, const int *env, double *V, int m, double shift,
-                              double *dmin, double *dmax)
+/* Row r of a lower envelope stored row by row: entry (r, l) is ENV_ROW(A, off, r, m)[l] for
+ * first[r] <= l <= r. off NULL: the dense m x m layout (row r at A + r m); else row r's
+ * entries are packed at A + off[r] + first[r] (off[r] = the entries of the rows before r
+ * minus first[r]: dense_env_offsets), O(the envelope's size) memory instead of O(m^2). */
+#define ENV_ROW(A, off, r, m) ((A) + ((off) ? (off)[r] : (ptrdiff_t)(r) * (m)))
+
+/* off (m) of the packed envelope first = env (ENV_ROW); returns its number of entries */
+static size_t dense_env_offsets(const int *env, int m, ptrdiff_t *off)
+{
+    size_t k = 0;
+    for (int r = 0; r < m; r++) {
+        off[r] = (ptrdiff_t)k - env[r];
+        k += (size_t)(r - env[r] + 1);
+    }
+    return k;
+}
+
+/* L L' = S - shift I in V's lower envelope (S in A's lower envelope env, dense_envelope;
+ * both in the layout off, ENV_ROW); 1 when every pivot is positive, 0 when one is not. dmin,
+ * dmax (may be NULL): the smallest and largest diagonal entries of L. */
+static int dense_env_cholesky_at(const double *A, const ptrdiff_t *off, const int *env,
+                                 double *V, int m, double shift, double *dmin, double *dmax)
 {
     const int *first = env, *last = env + m;
     for (int j = 0; j < m; j++) {
-        const double *Aj = A + (size_t)j * m;
-        double *Vj = V + (size_t)j * m;
+        const double *Aj = ENV_ROW(A, off, j, m);
+        double *Vj = ENV_ROW(V, off, j, m);
         int fj = first[j];
         double s = Aj[j] - shift;
         for (int i = fj; i < j; i++)
@@ -742,10 +760,70 @@ static int dense_env_cholesky(const double *A, const int *env, double *V, int m,
             int fr = first[r];
             if (fr > j)
                 continue;
-            double *Vr = V + (size_t)r * m, t = A[(size_t)r * m + j];
+            double *Vr = ENV_ROW(V, off, r, m), t = ENV_ROW(A, off, r, m)[j];
             for (int i = fr > fj ? fr : fj; i < j; i++)
                 t -= Vr[i] * Vj[i];
             Vr[j] = t / d;
+        }
+    }
+    return 1;
+}
+
+/* Steps 1 and 2 of dense_psd_solve_envx on S's lower envelope env in the layout off
+ * (ENV_ROW; V in the same layout): 1 and y = S^-1 rhs by the envelope Cholesky when it is
+ * accepted, 0 when the eigen route is due (y then overwritten). ops (may be NULL):
+ * incremented by extra when the shifted factorisation of step 2 runs. */
+static int dense_env_chol_solve(const double *A, const ptrdiff_t *off, const int *env,
+                                double *V, int m, double rtol, int nrhs, const double *rhs,
+                                double *y, double extra, double *ops)
+{
+    const int *first = env, *last = env + m;
+    double dmin = INFINITY, dmax = 0.0;
+    int ok = dense_env_cholesky_at(A, off, env, V, m, 0.0, &dmin, &dmax);
+    double top = dense_filter_top(rtol);         /* every eigenvalue above it: S^-1 */
+    int chol = ok && dmin * dmin > top * 1e2 * dmax * dmax;
+    if (ok && !chol) {
+        double gmax = 0.0;
+        if (ops)
+            *ops += extra;                        /* the row sums, two more factors */
+        for (int r = 0; r < m; r++)               /* row sums of |S| in y */
+            y[r] = 0.0;
+        for (int r = 0; r < m; r++) {
+            const double *Ar = ENV_ROW(A, off, r, m);
+            for (int l = first[r]; l <= r; l++) {
+                double a = fabs(Ar[l]);
+                y[r] += a;
+                if (l < r)
+                    y[l] += a;
+            }
+        }
+        for (int r = 0; r < m; r++)
+            gmax = fmax(gmax, y[r]);
+        /* Cholesky of S - sigma I, sigma = 2 top gmax (gmax >= the largest eigenvalue):
+         * it succeeds only when every eigenvalue of S exceeds sigma (up to rounding, m eps
+         * |S| << sigma), i.e. when the eigen solve would cut nothing off; then S's own
+         * factor, computed again in V, is used */
+        chol = dense_env_cholesky_at(A, off, env, V, m, 2.0 * top * gmax, NULL, NULL) &&
+               dense_env_cholesky_at(A, off, env, V, m, 0.0, NULL, NULL);
+    }
+    if (!chol)
+        return 0;
+    for (int c = 0; c < nrhs; c++) {
+        const double *b = rhs + (size_t)c * m;
+        double *x = y + (size_t)c * m;
+        for (int i = 0; i < m; i++) {
+            const double *Vi = ENV_ROW(V, off, i, m);
+            double t = b[i];
+            for (int j = first[i]; j < i; j++)
+                t -= Vi[j] * x[j];
+            x[i] = t / Vi[i];
+        }
+        for (int i = m - 1; i >= 0; i--) {
+            double t = x[i];
+            for (int j = i + 1; j <= last[i]; j++)
+                if (first[j] <= i)
+                    t -= ENV_ROW(V, off, j, m)[i] * x[j];
+            x[i] = t / ENV_ROW(V, off, i, m)[i];
         }
     }
     return 1;
@@ -779,7 +857,7 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
         dense_envelope(A, m, fw);
         env = fw;
     }
-    const int *first = env, *last = env + m;
+    const int *first = env;
     double e1 = 0.0, e2 = 0.0;            /* sum of the envelope's row widths, and of squares */
     if (ops) {
         for (int r = 0; r < m; r++) {
@@ -789,53 +867,8 @@ static int dense_psd_solve_envx(double *A, const int *env, double *V, double *w,
         }
         *ops += (full ? (double)m * m : 0.0) + e2 + 4.0 * e1 * nrhs;   /* a factor, the solves */
     }
-    double dmin = INFINITY, dmax = 0.0;
-    int ok = dense_env_cholesky(A, env, V, m, 0.0, &dmin, &dmax);
-    double top = dense_filter_top(rtol);         /* every eigenvalue above it: S^-1 */
-    int chol = ok && dmin * dmin > top * 1e2 * dmax * dmax;
-    if (ok && !chol) {
-        double gmax = 0.0;
-        if (ops)
-            *ops += e1 + 2.0 * e2;                /* the row sums, two more factors */
-        for (int r = 0; r < m; r++)               /* row sums of |S| in y */
-            y[r] = 0.0;
-        for (int r = 0; r < m; r++)
-            for (int l = first[r]; l <= r; l++) {
-                double a = fabs(A[(size_t)r * m + l]);
-                y[r] += a;
-                if (l < r)
-                    y[l] += a;
-            }
-        for (int r = 0; r < m; r++)
-            gmax = fmax(gmax, y[r]);
-        /* Cholesky of S - sigma I, sigma = 2 top gmax (gmax >= the largest eigenvalue):
-         * it succeeds only when every eigenvalue of S exceeds sigma (up to rounding, m eps
-         * |S| << sigma), i.e. when the eigen solve would cut nothing off; then S's own
-         * factor, computed again in V, is used */
-        chol = dense_env_cholesky(A, env, V, m, 2.0 * top * gmax, NULL, NULL) &&
-               dense_env_cholesky(A, env, V, m, 0.0, NULL, NULL);
-    }
-    if (chol) {
-        for (int c = 0; c < nrhs; c++) {
-            const double *b = rhs + (size_t)c * m;
-            double *x = y + (size_t)c * m;
-            for (int i = 0; i < m; i++) {
-                const double *Vi = V + (size_t)i * m;
-                double t = b[i];
-                for (int j = first[i]; j < i; j++)
-                    t -= Vi[j] * x[j];
-                x[i] = t / Vi[i];
-            }
-            for (int i = m - 1; i >= 0; i--) {
-                double t = x[i];
-                for (int j = i + 1; j <= last[i]; j++)
-                    if (first[j] <= i)
-                        t -= V[(size_t)j * m + i] * x[j];
-                x[i] = t / V[(size_t)i * m + i];
-            }
-        }
+    if (dense_env_chol_solve(A, NULL, env, V, m, rtol, nrhs, rhs, y, e1 + 2.0 * e2, ops))
         return OK;
-    }
     if (ops)
         *ops += (double)m * m;
     if (!pivoted && !full && m > DENSE_BAND_FEWEST) {

@@ -139,6 +139,14 @@ typedef struct {
     double v[SPROW_BLOCKS][7];
 } SpRow;
 
+/* a planar constraint row by body blocks (the reactions of mbe_outputs_groups): the bodies
+ * it touches (at most two, ascending) and its 3 entries of each, the numbers of the dense
+ * row of model_rows */
+typedef struct {
+    int n, b[2];
+    double v[2][3];
+} PlRow;
+
 struct MbEngine {
     /* the data (copied): ints, the doubles as given (base) and as patched by the parameters */
     int nints, ndoubles, ncode, nconst, nchars;
@@ -178,6 +186,10 @@ struct MbEngine {
     SpRow *sr, *sr2;
     int *srw;
     double *srd;
+    ptrdiff_t *sro;            /* the rows of their Gram matrix's packed envelope (ENV_ROW) */
+    /* planar models: the outputs' rows by body blocks, at the dynamics' motion (pr) and at
+     * the state's (pr + nr); srw and sro are their Gram matrix's envelope too */
+    PlRow *pr;
     /* joints' Coulomb friction (planar, the event loop's joints): njf frictional joints,
      * jfi (njf, 3) their tree coordinates and parent and child bodies, jfb their bounds, jfk
      * their model joints, jflim (ncon) the frictional joint each contact limits (-1), jfo
@@ -403,6 +415,33 @@ static void pair_at(const MbEngine *e, int i, const double *x, mbpp_rows_t *o)
               &B[0], &B[1], o);
 }
 
+/* compiled row r at xe (extend): phi[r], phit[r], its Jacobian J (6: parent's, child's)
+ * and bodies *p, *c (>= nb: the ground); OK or not OK (the row is undefined there) */
+static int model_row(const MbEngine *e, int r, const double *xe, double t, double *phi,
+                     double *phit, double *J, int *p, int *c)
+{
+    const int *R = IA(e, A_IROWS) + 4 * r;
+    const double *P = DA(e, A_DROWS) + 7 * r;
+    int kind = R[0];
+    int prim = kind == R_DANG ? R_ANG : kind == R_DPRJ ? R_PRJ : kind;
+    double val;
+    *p = R[1];
+    *c = R[2];
+    if (primitive(prim, xe, R[1], R[2], P, P + 2, P + 4, &val, J) != OK)
+        return !OK;
+    double v = val - (kind == R_PX || kind == R_PY || kind == R_PRJ || kind == R_DPRJ
+                      ? 0.0 : P[6]);
+    phit[r] = 0.0;
+    if (kind == R_DANG || kind == R_DPRJ) {
+        double s[3];
+        law(e, R[3], t, s);
+        v -= s[0];
+        phit[r] = -s[1];
+    }
+    phi[r] = v;
+    return OK;
+}
+
 /* every compiled row at x (constraints.evaluate without conv): phi (nrows), phi_t (nrows)
  * and D (nrows x 3 nb) when D is not NULL */
 static int model_rows(const MbEngine *e, const double *x, double t, double *phi, double *phit,
@@ -414,23 +453,10 @@ static int model_rows(const MbEngine *e, const double *x, double t, double *phi,
     if (D)
         memset(D, 0, sizeof(double) * (size_t)e->nrows * nc);
     for (int r = 0; r < e->nrows; r++) {
-        const int *R = IA(e, A_IROWS) + 4 * r;
-        const double *P = DA(e, A_DROWS) + 7 * r;
-        int kind = R[0], p = R[1], c = R[2];
-        int prim = kind == R_DANG ? R_ANG : kind == R_DPRJ ? R_PRJ : kind;
-        double val, J[6];
-        if (primitive(prim, xe, p, c, P, P + 2, P + 4, &val, J) != OK)
+        double J[6];
+        int p, c;
+        if (model_row(e, r, xe, t, phi, phit, J, &p, &c) != OK)
             return r + 1;
-        double v = val - (kind == R_PX || kind == R_PY || kind == R_PRJ || kind == R_DPRJ
-                          ? 0.0 : P[6]);
-        phit[r] = 0.0;
-        if (kind == R_DANG || kind == R_DPRJ) {
-            double s[3];
-            law(e, R[3], t, s);
-            v -= s[0];
-            phit[r] = -s[1];
-        }
-        phi[r] = v;
         if (D) {
             double *Dr = D + (size_t)r * nc;
             for (int i = 0; i < 3; i++) {
@@ -442,6 +468,74 @@ static int model_rows(const MbEngine *e, const double *x, double t, double *phi,
         }
     }
     return OK;
+}
+
+/* R: the row of Jacobian s J (6: parent p's entries, child c's; bodies >= nb are the
+ * ground) by body blocks, each entry 0.0 + s J[i] (+ s J[3 + i] when p = c), the numbers
+ * of model_rows' dense row */
+static void plrow_set(PlRow *R, int nb, int p, int c, const double *J, double s)
+{
+    int lo = p < c ? p : c, hi = p < c ? c : p;
+    R->n = 0;
+    for (int k = 0; k < 2; k++) {
+        int b = k ? hi : lo;
+        if (b >= nb || (k && hi == lo))
+            continue;
+        double *v = R->v[R->n];
+        R->b[R->n++] = b;
+        for (int i = 0; i < 3; i++) {
+            v[i] = 0.0;
+            if (b == p)
+                v[i] += s * J[i];
+            if (b == c)
+                v[i] += s * J[3 + i];
+        }
+    }
+}
+
+/* model_rows with the rows by body blocks (R, nrows) */
+static int model_rows_pl(const MbEngine *e, const double *x, double t, double *phi,
+                         double *phit, PlRow *R)
+{
+    double *xe = e->xe;
+    extend(e, x, xe);
+    for (int r = 0; r < e->nrows; r++) {
+        double J[6];
+        int p, c;
+        if (model_row(e, r, xe, t, phi, phit, J, &p, &c) != OK)
+            return r + 1;
+        plrow_set(R + r, e->nb, p, c, J, 1.0);
+    }
+    return OK;
+}
+
+/* the row R times v (3 nb), over its blocks in the order of the columns, from s */
+static double plrow_dot(const PlRow *R, const double *v, double s)
+{
+    for (int k = 0; k < R->n; k++)
+        for (int i = 0; i < 3; i++)
+            s += R->v[k][i] * v[3 * R->b[k] + i];
+    return s;
+}
+
+/* the product of rows P and Q over their shared columns, in the columns' order (the dense
+ * sum's number: the other products are exact zeros) */
+static double plrow_gram(const PlRow *P, const PlRow *Q)
+{
+    double s = 0.0;
+    for (int i = 0, j = 0; i < P->n && j < Q->n;) {
+        if (P->b[i] < Q->b[j]) {
+            i++;
+        } else if (P->b[i] > Q->b[j]) {
+            j++;
+        } else {
+            for (int l = 0; l < 3; l++)
+                s += P->v[i][l] * Q->v[j][l];
+            i++;
+            j++;
+        }
+    }
+    return s;
 }
 
 /* joint coordinate i (coord_joints order) at x, xd: value and rate; J (6) when asked */
@@ -474,6 +568,61 @@ static int coordinate(const MbEngine *e, int i, const double *xe, const double *
 static int psd(MbEngine *e, double *S, int m, const double *rhs, double *y)
 {
     return dense_psd_solve(S, e->V, e->w, m, NULL, NULL, 0, rhs, y);
+}
+
+/* y = (R R')^+ rhs for the nt planar rows R, as psd on the dense R R', the rows taken in the
+ * order of their first bodies (a stable counting sort: a loop's closing rows then sit next to
+ * the rows of its bodies, so that the envelope is a band for a chain of loops). The lower
+ * envelope comes from the rows' bodies (position p's first column is the first position that
+ * shares a body with it; the entries before the dense envelope are exact zeros, and the
+ * factor's entries there too), R R' and its factor are packed on it (ENV_ROW: O(nt b) work and
+ * memory for a band of width b, not O(nt^3)); when the factor is not accepted (near a
+ * singular pose) psd on the dense R R' in that order. The solution is put back in the rows'
+ * order. Workspace: e->srw (3 nt + 2 nb + 2 ints), e->srd (2 nt), e->sro, e->S, e->V. */
+static int plrows_psd_solve(MbEngine *e, const PlRow *R, int nt, const double *rhs, double *y)
+{
+    int nb = e->nb, *env = e->srw, *bfirst = env + 2 * nt, *perm = bfirst + nb,
+        *key = perm + nt;
+    ptrdiff_t *off = e->sro;
+    double *S = e->S, *bp = e->srd, *yp = e->srd + nt;
+    for (int b = 0; b <= nb + 1; b++)
+        key[b] = 0;
+    for (int a = 0; a < nt; a++)
+        key[(R[a].n ? R[a].b[0] : nb) + 1]++;
+    for (int b = 0; b <= nb; b++)
+        key[b + 1] += key[b];
+    for (int a = 0; a < nt; a++)                     /* perm: positions -> rows */
+        perm[key[R[a].n ? R[a].b[0] : nb]++] = a;
+#define PR(p) (R + perm[p])
+    for (int b = 0; b < nb; b++)
+        bfirst[b] = nt;
+    for (int p = 0; p < nt; p++) {
+        int f = p;
+        for (int k = 0; k < PR(p)->n; k++) {
+            int b = PR(p)->b[k];
+            if (bfirst[b] == nt)
+                bfirst[b] = p;
+            f = bfirst[b] < f ? bfirst[b] : f;
+        }
+        env[p] = f;
+        bp[p] = rhs[perm[p]];
+    }
+    dense_env_offsets(env, nt, off);
+    for (int p = 0; p < nt; p++)
+        for (int l = env[p]; l <= p; l++)
+            S[off[p] + l] = plrow_gram(PR(p), PR(l));
+    dense_envelope_last(env, nt);
+    int rc = OK;
+    if (!dense_env_chol_solve(S, off, env, e->V, nt, RANK_RTOL, 1, bp, yp, 0.0, NULL)) {
+        for (int p = 0; p < nt; p++)
+            for (int l = 0; l <= p; l++)
+                S[(size_t)p * nt + l] = S[(size_t)l * nt + p] = plrow_gram(PR(p), PR(l));
+        rc = psd(e, S, nt, bp, yp);
+    }
+#undef PR
+    for (int p = 0; p < nt; p++)
+        y[perm[p]] = yp[p];
+    return rc;
 }
 
 /* the fine cut's solve S^+ r -> e->lam (S destroyed): eigenvalues below FINE_RTOL x the
@@ -510,13 +659,16 @@ static int fine_solve(MbEngine *e, double *S, int k, const double *r)
  * in column order as the dense product would, less the exact zeros. One pass finds each row's
  * span (its first and last nonzero column); an entry then sums over the overlap of its two
  * rows' spans only (none when they do not overlap): O(k nc) compares and O(k^2) span tests
- * instead of dense products. Without memory for the spans, the dense loops. */
-static void gram(const double *A, int k, int nc, const double *Minv, double *S)
+ * instead of dense products. Without memory for the spans, the dense loops. perm (may be
+ * NULL): row a of S is row perm[a] of A. */
+static void gram(const double *A0, int k, int nc, const double *Minv, const int *perm,
+                 double *S)
 {
+#define A_ROW(a) (A0 + (size_t)(perm ? perm[a] : (a)) * nc)
     int *lo = malloc(sizeof(int) * (2 * (size_t)k + 1)), *hi = lo ? lo + k : NULL;
     if (lo) {
         for (int a = 0; a < k; a++) {
-            const double *Aa = A + (size_t)a * nc;
+            const double *Aa = A_ROW(a);
             int l = 0, h = nc - 1;
             while (l < nc && Aa[l] == 0.0)
                 l++;
@@ -526,11 +678,11 @@ static void gram(const double *A, int k, int nc, const double *Minv, double *S)
             hi[a] = h;                     /* h < l: a zero row */
         }
         for (int a = 0; a < k; a++) {
-            const double *Aa = A + (size_t)a * nc;
+            const double *Aa = A_ROW(a);
             double *Sa = S + (size_t)a * k;
             for (int b = 0; b <= a; b++) {
                 int l = lo[a] > lo[b] ? lo[a] : lo[b], h = hi[a] < hi[b] ? hi[a] : hi[b];
-                const double *Ab = A + (size_t)b * nc;
+                const double *Ab = A_ROW(b);
                 double s = 0.0;
                 for (int i = l; i <= h; i++)
                     if (Aa[i] != 0.0 && Ab[i] != 0.0)
@@ -546,18 +698,25 @@ static void gram(const double *A, int k, int nc, const double *Minv, double *S)
             for (int b = 0; b <= a; b++) {
                 double s = 0.0;
                 for (int i = 0; i < nc; i++)
-                    s += Minv ? A[(size_t)a * nc + i] * Minv[i] * A[(size_t)b * nc + i]
-                              : A[(size_t)a * nc + i] * A[(size_t)b * nc + i];
+                    s += Minv ? A_ROW(a)[i] * Minv[i] * A_ROW(b)[i] : A_ROW(a)[i] * A_ROW(b)[i];
                 S[a * k + b] = S[b * k + a] = s;
             }
     }
     free(lo);
+#undef A_ROW
 }
 
 /* dx = M^-1 A' S^+ r with S = A M^-1 A' (fmu_mb.linalg.min_norm_correction); A (k x nc).
  * fine: S^+ with the rank cut FINE_RTOL, the assembly's retry when the metric's massless
  * coordinates (weight 1e-6 x the largest mass) spread S beyond RANK_RTOL and the plain solve
- * drops a row that is not redundant */
+ * drops a row that is not redundant. The plain solve takes S's rows in the order of their
+ * first nonzero columns (a stable counting sort: a loop's closing rows then sit next to the
+ * rows of its bodies, so that S's envelope is a band for a chain of loops), its lower
+ * envelope from the rows' nonzero columns (position p's first column is the first position
+ * that shares a column with it) and S packed on it (ENV_ROW), each entry summed over the two
+ * rows' shared nonzero columns in column order (gram's numbers): O(k b^2) for a band of
+ * width b, not O(k^3); when the envelope Cholesky is not accepted, psd on gram's dense S in
+ * that order. lam is put back in the rows' order. */
 static int min_norm_cut(MbEngine *e, const double *A, int k, const double *Minv,
                         const double *r, double *dx, int fine)
 {
@@ -567,8 +726,92 @@ static int min_norm_cut(MbEngine *e, const double *A, int k, const double *Minv,
     if (k == 0)
         return OK;
     double *S = e->S;
-    gram(A, k, nc, Minv, S);
-    int rc = fine ? fine_solve(e, S, k, r) : psd(e, S, k, r, e->lam);
+    int rc;
+    if (fine) {
+        gram(A, k, nc, Minv, NULL, S);
+        rc = fine_solve(e, S, k, r);
+    } else {
+        int *perm = e->srw, *key = perm + k;      /* key: nc + 2 counts */
+        double *rp = e->srd, *lp = e->srd + k;
+        for (int i = 0; i <= nc + 1; i++)
+            key[i] = 0;
+        for (int a = 0; a < k; a++) {             /* perm: positions -> rows */
+            const double *Aa = A + (size_t)a * nc;
+            int l = 0;
+            while (l < nc && Aa[l] == 0.0)
+                l++;
+            perm[a] = l;                          /* (the first column, until the sort) */
+            key[l + 1]++;
+        }
+        for (int i = 0; i <= nc; i++)
+            key[i + 1] += key[i];
+        for (int a = 0; a < k; a++)
+            lp[key[perm[a]]++] = a;
+        for (int p = 0; p < k; p++) {
+            perm[p] = (int)lp[p];
+            rp[p] = r[perm[p]];
+        }
+        int *env = key + nc + 2, *cfirst = env + 2 * k, *nzs = malloc(sizeof(int) * (k + 1));
+        int *nz = NULL, done = 0;
+        if (nzs) {                                /* the positions' nonzero columns */
+            size_t cnt = 0;
+            for (int p = 0; p < k; p++)
+                for (int i = 0; i < nc; i++)
+                    cnt += A[(size_t)perm[p] * nc + i] != 0.0;
+            nz = malloc(sizeof(int) * (cnt + 1));
+        }
+        if (nz) {
+            nzs[0] = 0;
+            for (int i = 0; i < nc; i++)
+                cfirst[i] = k;
+            for (int p = 0; p < k; p++) {
+                const double *Ap = A + (size_t)perm[p] * nc;
+                int m = nzs[p], f = p;
+                for (int i = 0; i < nc; i++)
+                    if (Ap[i] != 0.0) {
+                        nz[m++] = i;
+                        if (cfirst[i] == k)
+                            cfirst[i] = p;
+                        f = cfirst[i] < f ? cfirst[i] : f;
+                    }
+                nzs[p + 1] = m;
+                env[p] = f;
+            }
+            ptrdiff_t *off = e->sro;
+            dense_env_offsets(env, k, off);
+            for (int p = 0; p < k; p++) {
+                const double *Ap = A + (size_t)perm[p] * nc;
+                for (int l = env[p]; l <= p; l++) {
+                    const double *Al = A + (size_t)perm[l] * nc;
+                    double v = 0.0;
+                    for (int u = nzs[p], w = nzs[l]; u < nzs[p + 1] && w < nzs[l + 1];) {
+                        int i = nz[u], j = nz[w];
+                        if (i < j) {
+                            u++;
+                        } else if (i > j) {
+                            w++;
+                        } else {
+                            v += (Minv ? Ap[i] * Minv[i] : Ap[i]) * Al[i];
+                            u++;
+                            w++;
+                        }
+                    }
+                    S[off[p] + l] = v;
+                }
+            }
+            dense_envelope_last(env, k);
+            done = dense_env_chol_solve(S, off, env, e->V, k, RANK_RTOL, 1, rp, lp, 0.0, NULL);
+        }
+        free(nz);
+        free(nzs);
+        rc = OK;
+        if (!done) {
+            gram(A, k, nc, Minv, perm, S);
+            rc = psd(e, S, k, rp, lp);
+        }
+        for (int p = 0; rc == OK && p < k; p++)
+            e->lam[perm[p]] = lp[p];
+    }
     if (rc != OK)
         return rc;
     for (int a = 0; a < k; a++)
@@ -1095,7 +1338,7 @@ void mbe_free(MbEngine *e)
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup, e->sr, e->sr2,
-                 e->srw, e->srd};
+                 e->srw, e->srd, e->sro, e->pr};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(e);
@@ -1225,16 +1468,19 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
         msg(err, errlen, "out of memory");
         return NULL;
     }
+    e->srw = zalloc((4 + SPROW_BLOCKS) * (size_t)nr + 2 * (size_t)nb + 4, sizeof(int));
+    e->srd = zalloc(2 * (size_t)nr, sizeof(double));
+    e->sro = zalloc(nr, sizeof(ptrdiff_t));
     if (e->kind == 1) {
         e->sr = zalloc(nr, sizeof(SpRow));
         e->sr2 = zalloc(nr, sizeof(SpRow));
-        e->srw = zalloc((4 + SPROW_BLOCKS) * (size_t)nr + 2 * (size_t)nb + 4, sizeof(int));
-        e->srd = zalloc(2 * (size_t)nr, sizeof(double));
-        if (!e->sr || !e->sr2 || !e->srw || !e->srd) {
-            mbe_free(e);
-            msg(err, errlen, "out of memory");
-            return NULL;
-        }
+    } else {
+        e->pr = zalloc(2 * (size_t)nr, sizeof(PlRow));
+    }
+    if (!e->srw || !e->srd || !e->sro || (e->kind == 1 ? !e->sr || !e->sr2 : !e->pr)) {
+        mbe_free(e);
+        msg(err, errlen, "out of memory");
+        return NULL;
     }
     if (e->kind != 1)           /* (spatial: check_spatial_data set it from the contacts) */
         e->nrec = planar_friction(e) || e->njf ? EV_REC_FR : EV_REC;
@@ -2822,7 +3068,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     const double *uu = e->ni ? u : e->u0;
     if (e->kind == 1)
         return spatial_outputs(e, uu, groups, y, err, errlen);
-    int nb = e->nb, n = e->n, nc = 3 * nb, nr = e->nrows;
+    int nb = e->nb, n = e->n, nr = e->nrows;
     double t = e->t, *q = e->y, *qd = e->y + n;
     double *x = e->xa, *xd = e->xda;
     const double *mass = DA(e, A_DMASS), *inertia = DA(e, A_DINERTIA);
@@ -2867,10 +3113,12 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             kernel_error(rc));
         return MBE_ERROR;
     }
-    /* Newton-Euler multipliers: D D' lam = D (f - M xdd) at the dynamics' motion */
+    /* Newton-Euler multipliers: D D' lam = D (f - M xdd) at the dynamics' motion, the rows
+     * by body blocks (PlRow) */
     double *lam = e->lam;
+    PlRow *R2 = e->pr, *R1 = e->pr + e->nrows + e->ncon;
     if (want_lam) {
-        if (model_rows(e, e->x, t, e->phi, e->phit, e->D2) != OK) {
+        if (model_rows_pl(e, e->x, t, e->phi, e->phit, R2) != OK) {
             msg(err, errlen, "a constraint row is undefined at t = %.9g s (a distance joint "
                 "of zero length)", t);
             return MBE_ERROR;
@@ -2923,28 +3171,16 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
             e->r[3 * b + 1] = e->f[3 * b + 1] - mass[b] * e->xdd[3 * b + 1];
             e->r[3 * b + 2] = e->f[3 * b + 2] - inertia[b] * e->xdd[3 * b + 2];
         }
-        for (int a = 0; a < nt; a++) {
-            const double *Da = e->D2 + (size_t)a * nc;
-            double s = 0.0;
-            for (int i = 0; i < nc; i++)
-                s += Da[i] * e->r[i];
-            e->rhs[a] = s;
-            for (int b = 0; b <= a; b++) {
-                const double *Db = e->D2 + (size_t)b * nc;
-                double v = 0.0;
-                for (int i = 0; i < nc; i++)
-                    v += Da[i] * Db[i];
-                e->S[a * nt + b] = e->S[b * nt + a] = v;
-            }
-        }
-        if (psd(e, e->S, nt, e->rhs, lam) != OK) {
+        for (int a = 0; a < nt; a++)
+            e->rhs[a] = plrow_dot(R2 + a, e->r, 0.0);
+        if (plrows_psd_solve(e, R2, nt, e->rhs, lam) != OK) {
             msg(err, errlen, "the reactions at t = %.9g s cannot be computed (non-finite "
                 "constraint rows)", t);
             return MBE_ERROR;
         }
     }
     /* the rows at the state's own motion (residuals and the reactions' Jacobian) */
-    if (want_rows && model_rows(e, x, t, e->phi, e->phit, e->D) != OK) {
+    if (want_rows && model_rows_pl(e, x, t, e->phi, e->phit, R1) != OK) {
         msg(err, errlen, "a constraint row is undefined at t = %.9g s", t);
         return MBE_ERROR;
     }
@@ -2993,8 +3229,9 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         int body = c < nb ? c : p;
         double sgn = c < nb ? -1.0 : 1.0;
         for (int r = r0; r < r0 + nrj; r++)
-            for (int i = 0; i < 3; i++)
-                F[i] += e->D[(size_t)r * nc + 3 * body + i] * lam[r];
+            for (int k = 0; k < R1[r].n; k++)
+                for (int i = 0; i < 3 && R1[r].b[k] == body; i++)
+                    F[i] += R1[r].v[k][i] * lam[r];
         for (int i = 0; i < 3; i++)
             F[i] *= sgn;
         rot(x[3 * body + 2], c < nb ? P + 2 : P, arm);
@@ -3081,10 +3318,7 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     double res = 0.0, vres = 0.0;
     for (int r = 0; r < nr && G4; r++) {
         res = fmax(res, fabs(e->phi[r]));
-        double s = e->phit[r];
-        for (int i = 0; i < nc; i++)
-            s += e->D[(size_t)r * nc + i] * xd[i];
-        vres = fmax(vres, fabs(s));
+        vres = fmax(vres, fabs(plrow_dot(R1 + r, xd, e->phit[r])));
     }
     PUT(GN, T);
     PUT(GN, V);

@@ -408,8 +408,11 @@ static double sprows_velocity_residual(const SpRow *R, int k, const double *xd,
  * is banded): its lower envelope from the rows' bodies (row i's first column is the first
  * row that shares a body with it) and its entries over the pairs of rows that share a body
  * (the others are exact zeros), so that forming S costs O(nnz) and the envelope Cholesky
- * O(nt b^2) for a band of width b; the solve is dense_psd_solve's on that envelope, the
- * solution put back in the rows' order. e->srw: 8 nt + 2 nb + 3 ints, e->srd: 2 nt. */
+ * O(nt b^2) for a band of width b; S and its factor are packed row by row on the envelope
+ * (ENV_ROW, e->sro: O(nt b) memory touched, not nt^2), and the envelope Cholesky of
+ * dense_psd_solve runs there; only when it is not accepted (near a singular pose) is S
+ * spread to the dense layout for the eigen route. The solution is put back in the rows'
+ * order. e->srw: 8 nt + 2 nb + 3 ints, e->srd: 2 nt, e->sro: nt. */
 static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *rhs, double *y)
 {
     int nb = e->nb, *env = e->srw, *cnt = env + 2 * nt, *list = cnt + nb + 1,
@@ -446,7 +449,13 @@ static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *r
             if (list[cnt[Rp->b[i]]] < f)
                 f = list[cnt[Rp->b[i]]];
         env[p] = f;
-        double *Sp = S + (size_t)p * nt;
+    }
+    ptrdiff_t *off = e->sro;
+    size_t size = dense_env_offsets(env, nt, off);
+    for (int p = 0; p < nt; p++) {
+        const SpRow *Rp = R + perm[p];
+        int f = env[p];
+        double *Sp = S + off[p];
         for (int l = f; l <= p; l++)
             Sp[l] = 0.0;
         for (int i = 0; i < Rp->n; i++)
@@ -460,8 +469,15 @@ static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *r
         bp[p] = rhs[perm[p]];
     }
     dense_envelope_last(env, nt);
-    int rc = dense_psd_solve_env(S, env, e->V, e->w, nt, NULL, NULL, 0, RANK_RTOL, 1, bp, yp,
+    int rc = OK;
+    if (!dense_env_chol_solve(S, off, env, e->V, nt, RANK_RTOL, 1, bp, yp, 0.0, NULL)) {
+        memcpy(e->V, S, sizeof(double) * size);      /* S spread to the dense layout */
+        for (int p = 0; p < nt; p++)
+            memcpy(S + (size_t)p * nt + env[p], e->V + off[p] + env[p],
+                   sizeof(double) * (size_t)(p - env[p] + 1));
+        rc = dense_psd_solve_env(S, env, e->V, e->w, nt, NULL, NULL, 0, RANK_RTOL, 1, bp, yp,
                                  NULL);
+    }
     for (int p = 0; p < nt; p++)
         y[perm[p]] = yp[p];
     return rc;
