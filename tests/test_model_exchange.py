@@ -670,6 +670,23 @@ def test_n_four_bar_derivatives_near_the_dead_point(fmus):
         m.close()
 
 
+def _rk4_step_and_indicator(m, f):
+    """rk4(t, x, h): one RK4 step of the ME FMU m's derivatives f; z_at(t, x): its first event
+    indicator at the state x set at time t."""
+    def rk4(t, x, h):
+        k1 = f(t, x)
+        k2 = f(t + h / 2, x + h / 2 * k1)
+        k3 = f(t + h / 2, x + h / 2 * k2)
+        k4 = f(t + h, x + h * k3)
+        return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+    def z_at(t, x):
+        m.fmu.setTime(t)
+        assert m.set_x(x) == 0, m.messages[-1:]
+        return m.z()[0]
+    return rk4, z_at
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_n_four_bar_partition_warning_at_the_located_root_of_its_indicator(fmus):
     """The partition's warning in Event Mode at the root of its indicator whichever sign the
@@ -690,17 +707,7 @@ def test_n_four_bar_partition_warning_at_the_located_root_of_its_indicator(fmus)
         m.fmu.enterContinuousTimeMode()
         h, x = 1e-3, m.x()
 
-        def rk4(t, x, h):
-            k1 = f(t, x)
-            k2 = f(t + h / 2, x + h / 2 * k1)
-            k3 = f(t + h / 2, x + h / 2 * k2)
-            k4 = f(t + h, x + h * k3)
-            return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-
-        def z_at(t, x):
-            m.fmu.setTime(t)
-            assert m.set_x(x) == 0, m.messages[-1:]
-            return m.z()[0]
+        rk4, z_at = _rk4_step_and_indicator(m, f)
         for k in range(719):
             x = rk4(k * h, x, h)
         t = 0.719
@@ -749,17 +756,7 @@ def test_n_four_bar_partition_warning_not_on_the_way_back_from_the_dead_point(fm
         m.fmu.enterContinuousTimeMode()
         h, x = 1e-3, m.x()
 
-        def rk4(t, x, h):
-            k1 = f(t, x)
-            k2 = f(t + h / 2, x + h / 2 * k1)
-            k3 = f(t + h / 2, x + h / 2 * k2)
-            k4 = f(t + h, x + h * k3)
-            return x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-
-        def z_at(t, x):
-            m.fmu.setTime(t)
-            assert m.set_x(x) == 0, m.messages[-1:]
-            return m.z()[0]
+        rk4, z_at = _rk4_step_and_indicator(m, f)
 
         def event():
             m.fmu.enterEventMode()
