@@ -443,9 +443,21 @@ def test_double_wishbone_hits_its_bump_stop_natively_in_fmpy_and_a_c_host(host, 
     u = [-k_tyre * (0.1 if k * h >= 0.05 - 1e-12 else 0.0) for k in range(n)]
     names = ["wheel_centre.z", "coil_over.length", "bump_stop.gap", "bump_stop.force",
              "bump_stop.last_time", "bump_stop.last_impulse", "rebound_stop.gap"]
-    s = _adapter(MODELS / "double_wishbone.py", overrides={"stops": "on"})
-    vr_in = next(v.value_reference for v in s.vars.values() if v.name == "tyre.h")
-    ref = _adapter_run(s, names, stop, h, {vr_in: lambda t: u[int(round(t / h))]})
+    def adapter_run(scale):
+        s = _adapter(MODELS / "double_wishbone.py", overrides={"stops": "on"})
+        vr_in = next(v.value_reference for v in s.vars.values() if v.name == "tyre.h")
+        run = _adapter_run(s, names, stop, h, {vr_in: lambda t: scale * u[int(round(t / h))]})
+        return s, run
+
+    s, ref = adapter_run(1.0)
+    # the bump stop's bounces amplify rounding: the road force one ulp larger moves the second
+    # impulse by about 1e-9 relative (the FMU's compiled parameters round differently from the
+    # engine library's data), so each output is compared to 1e-9 plus ten times its own
+    # spread under that one-ulp change
+    _, nudged = adapter_run(1.0 + np.finfo(float).eps)
+    spread = (np.abs(nudged - ref) / np.maximum(1.0, np.abs(ref))).max(axis=0)
+    assert spread.max() < 1e-7, spread          # the states themselves are well conditioned
+    tol = 1e-9 + 10.0 * spread
     impacts = next(v for v in s.vars.values() if v.name == "bump_stop.impacts")
     want_impacts = s.get_integer([impacts.value_reference])[0]
     assert want_impacts >= 1 and ref[-1, 3] > 0.0          # hit, and pushing at the end
@@ -466,14 +478,14 @@ def test_double_wishbone_hits_its_bump_stop_natively_in_fmpy_and_a_c_host(host, 
     got = np.array(rows)
     assert got.shape == ref.shape
     err = np.abs(got - ref) / np.maximum(1.0, np.abs(ref))
-    assert err.max() <= 1e-9, names[int(np.argmax(err.max(axis=0)))]
+    assert (err <= tol).all(), names[int(np.argmax((err / tol).max(axis=0)))]
     assert got_impacts == want_impacts
     (tmp_path / "u.txt").write_text("\n".join(repr(v) for v in u))   # the C host
     text = _host(host, built, "run", stop, h, built.vr["tyre.h"],
                  ",".join(str(v) for v in vrs), tmp_path / "u.txt", env={})
     c = np.array([[float(x) for x in line.split(",")] for line in text.split()])[:, 1:]
     assert c.shape == ref.shape
-    assert (np.abs(c - ref) / np.maximum(1.0, np.abs(ref))).max() <= 1e-9
+    assert (np.abs(c - ref) / np.maximum(1.0, np.abs(ref)) <= tol).all()
 
 
 def test_python_fmu_of_a_spatial_contact_model_keeps_its_records_in_its_state():
