@@ -8,12 +8,15 @@ in C and in Python alike, also when the communication steps are shorter than the
 it no longer has); the same slider at 1 m/s (one hit every 2 us) runs to its end, the
 compiled loop equal to the Python loop, and at 10 m/s (2500 hits per ms on each stop, below
 the bound) runs 5 ms of 0.1 ms steps, as do the bouncing ball and Newton's cradle."""
+import ctypes
 import time
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import MODELS, same_outputs
-from fmu_mb import ModelBuilder, load_model, simulate
+from fmu_mb import load_model, simulate
 from fmu_mb.dynamics import integrate
 from fmu_mb.dynamics.integrate import Settings, advance, initial_state
 from fmu_mb.engine.engine import Engine
@@ -21,20 +24,14 @@ from fmu_mb.errors import IntegrationError
 
 REFERENCE = Settings(formulation="newton_euler")
 COMPILED = Settings(formulation="recursive")
+RATTLE = Path(__file__).resolve().parent / "data" / "rattle.py"
 
 
-def rattle(v, clearance, extra=5):
-    """A slider (1 kg, no gravity) between two elastic stops at +-clearance [m] started at
-    rate v [m/s] from the middle, and `extra` sliders at rest far from their stops (two joint
-    limits each: 2 (extra + 1) contacts, which widen the guard's per-model windows)."""
-    mb = ModelBuilder("rattle", gravity=(0.0, 0.0))
-    for k in range(extra + 1):
-        b = mb.body(f"b{k}", mass=1.0, inertia=0.1, position=(0.0, float(k)))
-        mb.prismatic(f"s{k}", "ground", b, axis=(1.0, 0.0), parent_point=(0.0, float(k)))
-        d = clearance if k == 0 else 1.0
-        mb.joint_limit(f"lim{k}", f"s{k}", lower=-d, upper=d, restitution=1.0)
-    mb.initial("s0", rate=v)
-    return mb.build()
+def rattle(v, clearance):
+    """tests/data/rattle.py: a slider (1 kg, no gravity) between two elastic stops at
+    +-clearance [m] started at rate v [m/s] from the middle, and 5 sliders at rest far from
+    their stops (12 contacts)."""
+    return load_model(RATTLE, v=v, clearance=clearance)
 
 
 def upper_hit(k, v=100.0, clearance=1e-6):
@@ -163,3 +160,76 @@ def test_bouncing_models_are_not_stopped_in_short_steps(name, overrides):
     for c in model.contacts:
         assert fine[f"{c.name}.impacts"][-1] == coarse[f"{c.name}.impacts"][-1] > 0
         assert fine[f"{c.name}.active"][-1] == coarse[f"{c.name}.active"][-1]
+
+
+class MeHost:
+    """A model-exchange host of the compiled engine (engine_me.h through ctypes, as the
+    native FMU's fmi2SetTime, fmi2SetContinuousStates and fmi2NewDiscreteStates call it)
+    that puts the rattling slider on a stop at a hit's time: x = (q, qd) of the 6 sliders."""
+
+    def __init__(self, v=100.0, clearance=1e-6):
+        P, I, D, Z = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_size_t
+        self.eng = eng = Engine(rattle(v, clearance))
+        eng.set_settings(COMPILED)
+        eng.initialize(0.0)
+        lib = eng.lib
+        lib.mbe_me_set_time.argtypes = [P, D, P, Z]
+        lib.mbe_me_set_states.argtypes = [P, I, P, P, P, Z]
+        lib.mbe_me_get_states.argtypes = [P, I, P, P]
+        lib.mbe_me_get_states.restype = None
+        lib.mbe_me_event.argtypes = [P, P, I, P, P, P, P, Z]
+        self.v, self.d = v, clearance
+        self.ind = np.arange(eng.n, dtype=np.intc)
+        self.x = np.zeros(2 * eng.n)
+        self.u = np.zeros(1)
+        self.flags = (ctypes.c_int * 2)()
+        self.err = ctypes.create_string_buffer(1024)
+
+    def hit(self, t, side):
+        """One event iteration at t with slider 0 on the upper (side 1) or lower (-1) stop,
+        moving into it: True when it changed the states, IntegrationError on an error."""
+        eng, lib, n, x = self.eng, self.eng.lib, self.eng.n, self.x
+        x[0], x[n] = side * self.d, side * self.v
+        p = ctypes.c_void_p
+        if (lib.mbe_me_set_time(eng.handle, t, self.err, 1024) or
+                lib.mbe_me_set_states(eng.handle, n, self.ind.ctypes.data, x.ctypes.data,
+                                      self.err, 1024)):
+            raise AssertionError(self.err.value.decode())
+        if lib.mbe_me_event(eng.handle, self.u.ctypes.data, n, self.ind.ctypes.data,
+                            ctypes.cast(self.flags, p),
+                            ctypes.addressof(self.flags) + ctypes.sizeof(ctypes.c_int),
+                            self.err, 1024):
+            raise IntegrationError(self.err.value.decode())
+        return bool(self.flags[0])
+
+    def states(self):
+        out = np.zeros(2 * self.eng.n)
+        self.eng.lib.mbe_me_get_states(self.eng.handle, self.eng.n, self.ind.ctypes.data,
+                                       out.ctypes.data)
+        return out
+
+    def rattle(self, k0, k1):
+        """The hits k0 .. k1 - 1 on the upper stop (each followed by its lower hit)."""
+        for k in range(k0, k1):
+            t = upper_hit(k, self.v, self.d)
+            assert self.hit(t, 1.0) and self.hit(t + 2.0 * self.d / self.v, -1.0)
+
+
+def test_model_exchange_stops_a_fast_chatter_at_its_rate_bound():
+    """A host that meets the rattle's hits (every 20 ns, one event iteration each: too far
+    apart for the 10 ns repeat guard) gets the Zeno error at the upper stop's hit 10001
+    (0.40001 ms), the states and records as the host set them; going back in time (a restored state,
+    at 0.2 ms) restarts the windows: 10000 more hits pass, the next one is refused."""
+    me = MeHost()
+    me.rattle(1, 10001)
+    rec = me.eng.records.copy()
+    with pytest.raises(IntegrationError, match=r"at t = 0.00040001 s \(contact 1 of the "
+                                               r"model's contacts\): a contact switches state "
+                                               r"endlessly \(Zeno behaviour"):
+        me.hit(upper_hit(10001), 1.0)
+    # the impact not applied: the slider on the stop, still moving into it at 100 m/s
+    assert rec[1, 0] == 10000 and np.array_equal(me.eng.records, rec)
+    assert np.array_equal(me.states(), me.x) and me.x[6] == 100.0
+    me.rattle(5001, 15001)
+    with pytest.raises(IntegrationError, match="switches state endlessly"):
+        me.hit(upper_hit(15001), 1.0)
