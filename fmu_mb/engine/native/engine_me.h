@@ -1613,7 +1613,8 @@ static double me_cond_rate(MeCtx *c, MbEngine *e)
  * (ev_event_update, the co-simulation loop's law and records) and the Zeno guard of its loop
  * (more than ME_ZENO_REPEATS events per contact, each within ME_ZENO_DT of the last, or more
  * than EV_ZENO_COUNT events of one contact (an iteration that changes its record) within
- * EV_ZENO_SPAN of simulated time, over any number of the host's steps: an error). *changed = 1 when the velocities or the contacts' active set changed (the host
+ * EV_ZENO_SPAN of simulated time, over any number of the host's steps: an error).
+ * *changed = 1 when the velocities or the contacts' active set changed (the host
  * re-reads the states), *singular = 1 when the partition's condition is below
  * ME_PARTITION_TOL + ME_PARTITION_ROOT (its indicator negative, or zero to round-off: the
  * event at its located root) and does not rise along the motion (me_cond_rate: the way
