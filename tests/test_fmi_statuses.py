@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -189,6 +190,29 @@ def test_fmi3_terminate_simulation_after_a_step_that_cannot_be_taken(session_fmu
     assert out["huge"] == [2, True, 0.01]
     assert "terminateSimulation is true" in out["message"][-1][1], out["message"]
     assert out["again"] == [0, False, 0.02]
+
+
+def test_a_chatter_in_short_steps_ends_with_the_zeno_error_native(session_fmus):
+    """The rattle of tests/data/rattle.py (its slider hits the upper stop every 40 ns: 2500
+    events per 0.1 ms, solver.max_steps raised for them) in doSteps of 0.1 ms: the Zeno
+    guard's rate window spans the steps, so the 5th step fails at the hit 10001 (0.40001 ms)
+    with fmi2Error, fmi2Terminated and the message logged, the state of 0.4 ms kept (10000
+    hits on the upper stop)."""
+    fmu = session_fmus(Path(__file__).resolve().parent / "data" / "rattle.py")
+    out = _run(fmu, """
+        f = fmu2()
+        setup(f, stop=1e-3, **{"solver.max_steps": 100000})
+        f.exitInitializationMode()
+        out["steps"] = [call(f, "doStep", k * 1e-4, 1e-4) for k in range(5)]
+        out["terminated"] = f.getBooleanStatus(3)
+        out["impacts"] = f.getInteger([vr["lim0_upper.impacts"]])[0]
+    """)
+    assert [s[0] for s in out["steps"]] == [0, 0, 0, 0, 3], out["steps"]
+    assert out["terminated"] is True
+    logged = [m for s, m in out["steps"][4][2] if s == 3]
+    assert len(logged) == 1 and "failed at t = 0.00040001 s (contact 1 of the model's " \
+        "contacts): a contact switches state endlessly (Zeno behaviour" in logged[0], logged
+    assert out["impacts"] == 10000
 
 
 def test_fmpy_ends_on_the_former_lock_up_of_the_double_wishbone(session_fmus):

@@ -47,9 +47,17 @@ AUTO_SPLIT = 1.5
 AUTO_GROW = 1.1
 #: the event loop's Zeno guard on the rate of events: more than ZENO_COUNT events of one
 #: contact or frictional joint within ZENO_SPAN [s] of simulated time (max(1, |t|) ZENO_SPAN
-#: at large t) end the call with the Zeno error (native/event_loop.h: EV_ZENO_COUNT, EV_ZENO_SPAN)
+#: at large t) end the call with the Zeno error (native/zeno.h: EV_ZENO_COUNT, EV_ZENO_SPAN).
+#: The windows span calls (communication steps): see _ZENO_WINDOWS
 ZENO_COUNT = 10000
 ZENO_SPAN = 1e-3
+#: model -> (t, y bytes, {contact index or joint name: (window start, events in it)}): the
+#: rate windows at the end (t, y = (q, qd)) of the last _advance_contacts call on the model
+#: that succeeded. A call that starts from that very state (t and y bit for bit) goes on with
+#: them; any other start (another or a restored state, time going back) restarts them, as
+#: the compiled loop's (native/event_loop.h): they are not part of a State, and a restored
+#: State inherits no counts
+_ZENO_WINDOWS = weakref.WeakKeyDictionary()
 FIXED_STEP = ("rk4", "euler") + IMPLICIT_METHODS
 STABILIZATIONS = ("projection", "baumgarte", "none")
 ASSEMBLY_CHECKS = ("warn", "error")     # Settings.assembly
@@ -667,7 +675,9 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     repeats, t_last, steps, t_win, n_win = 0, None, 0, 0.0, 0
     frictional = _fr.any_friction(model)
     n_events = len(model.contacts) + len(st.joints)
-    zeno = {}                 # contact index or joint name -> (window start, events in it)
+    last = _ZENO_WINDOWS.get(model)   # contact index or joint name -> (window start, events)
+    zeno = (dict(last[2]) if last is not None and last[0] == t and last[1] == y.tobytes()
+            else {})
     while t < t_end:
         y = _release_tensile(model, st, t, y, uvec, impact)
         active = st.active()
@@ -724,7 +734,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
             t_win, n_win = te, 0
         n_win += 1
         # and more than ZENO_COUNT events of one contact or joint within ZENO_SPAN of
-        # simulated time (a chatter whose events are too far apart for the windows above)
+        # simulated time, across calls (a chatter whose events are too far apart for the
+        # windows above)
         key = i[1] if isinstance(i, tuple) else i
         zt, zn = zeno.get(key, (te, 0))
         if not zn or te - zt > ZENO_SPAN * max(1.0, abs(te)):
@@ -749,6 +760,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
                 st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y, impact),
                                                            0.0)
         t = te
+    _ZENO_WINDOWS[model] = (float(t_end), y.tobytes(), zeno)
     return replace(state, t=float(t_end), q=y[:nq].copy(), qd=y[nq:].copy(), h=float(h),
                    extra=st.to_extra(state.extra))
 

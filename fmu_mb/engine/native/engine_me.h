@@ -39,13 +39,16 @@
  * doubles: r and sigma per chart) are part of the FMU state (mbe_me_get_chart,
  * mbe_me_set_chart).
  */
+#include "zeno.h"                /* the Zeno guard's rate bound, the event loop's */
+
 #define ME_PARTITION_TOL 1e-3     /* the partition indicator's zero: the condition's warning */
 #define ME_PARTITION_FAIL 1e-10   /* below: the closure is refused (cannot continue) */
 #define ME_PARTITION_ROOT 1e-9    /* an event where the partition's indicator is below this is
                                      at or past its zero: a host's located root has it 0 to the
                                      condition's round-off (~1e-13), either sign */
 #define ME_ZENO_DT 1e-8           /* the event loop's Zeno guard: events closer than this ... */
-#define ME_ZENO_REPEATS 100       /* ... more than this many times per contact */
+#define ME_ZENO_REPEATS 100       /* ... more than this many times per contact; and its rate
+                                     bound per contact (zeno.h) */
 #define ME_CHART_TOL 0.5          /* a chart's |l_d| below: re-centred in event mode */
 #define ME_CHART_REC 5            /* doubles per chart: r (4), sigma (0: not yet set) */
 
@@ -80,6 +83,11 @@ typedef struct {
     double *rec;             /* (ncon x nrec) scratch: its records                          */
     double t_last;           /* the Zeno guard: the time of the last event with a change   */
     int repeats, have_last;
+    double *zt;              /* its rate windows (zeno.h) per contact, spanning the host's */
+    int *zn;                 /* steps: zt[0..ncon-1], zn[0..ncon-1]; those of an event
+                                iteration in zt[ncon..], zn[ncon..] until it succeeds. Not
+                                part of an FMU state: they restart when the time goes back
+                                (a restored state) and at mbe_me_reset */
     /* the charts of the Euler parameters (nch of them): the quaternion at q[ch_o[j]..+3], its
      * slot ch_d[j] fixed by the others, ch_pos[4 j + a] the state of slot a (-1: slot d);
      * chart[ME_CHART_REC j ..]: r, sigma. The closure's partition ind_ext (f_ext = f + nch):
@@ -113,6 +121,8 @@ static void me_free(MbEngine *e)
     free(c->ind);
     free(c->y);
     free(c->rec);
+    free(c->zt);
+    free(c->zn);
     free(c->Dq0);
     free(c->R);
     free(c->r);
@@ -317,12 +327,16 @@ static MeCtx *me_ctx(MbEngine *e, int f, const int *ind, char *err, size_t errle
     c->qdd0 = malloc(sizeof(double) * (size_t)(e->n + 1));
     c->qdd_y = malloc(sizeof(double) * (size_t)(2 * e->n + 1));
     c->u = calloc((size_t)e->ni + 1, sizeof(double));
+    c->zt = calloc(2 * (size_t)e->ncon + 1, sizeof(double));
+    c->zn = calloc(2 * (size_t)e->ncon + 1, sizeof(int));
     c->cond = 1.0;
-    if (!c->ind || !c->y || !c->rec || !c->qdd0 || !c->qdd_y || !c->u) {
+    if (!c->ind || !c->y || !c->rec || !c->qdd0 || !c->qdd_y || !c->u || !c->zt || !c->zn) {
         msg(err, errlen, "model exchange: out of memory");
         free(c->ind);
         free(c->y);
         free(c->rec);
+        free(c->zt);
+        free(c->zn);
         free(c->qdd0);
         free(c->qdd_y);
         free(c->u);
@@ -1551,6 +1565,7 @@ void mbe_me_reset(MbEngine *e)
         c->have_qdd = 0;
         c->have_last = 0;
         c->repeats = 0;
+        memset(c->zn, 0, sizeof(int) * (size_t)e->ncon);
     }
 }
 
@@ -1596,8 +1611,10 @@ static double me_cond_rate(MeCtx *c, MbEngine *e)
 
 /* One event iteration at the engine's state: impacts and releases of the contacts
  * (ev_event_update, the co-simulation loop's law and records) and the Zeno guard of its loop
- * (more than ME_ZENO_REPEATS events per contact, each within ME_ZENO_DT of the last: an
- * error). *changed = 1 when the velocities or the contacts' active set changed (the host
+ * (more than ME_ZENO_REPEATS events per contact, each within ME_ZENO_DT of the last, or more
+ * than EV_ZENO_COUNT events of one contact (an iteration that changes its record) within
+ * EV_ZENO_SPAN of simulated time, over any number of the host's steps: an error).
+ * *changed = 1 when the velocities or the contacts' active set changed (the host
  * re-reads the states), *singular = 1 when the partition's condition is below
  * ME_PARTITION_TOL + ME_PARTITION_ROOT (its indicator negative, or zero to round-off: the
  * event at its located root) and does not rise along the motion (me_cond_rate: the way
@@ -1629,16 +1646,30 @@ MbeStatus mbe_me_event(MbEngine *e, const double *u, int f, const int *ind, int 
     }
     if (!impacts && !released)
         return me_event_charts(c, e, changed);
-    if (c->have_last && e->t < c->t_last)
-        c->have_last = 0;                   /* the host went back (a restored state) */
+    int nc = e->ncon, rate = -1;
+    if (c->have_last && e->t < c->t_last) {  /* the host went back (a restored state) */
+        c->have_last = 0;
+        memset(c->zn, 0, sizeof(int) * (size_t)nc);
+    }
     int close = c->have_last && e->t - c->t_last <= ME_ZENO_DT * fmax(1.0, fabs(e->t));
     c->repeats = close ? c->repeats + 1 : 0;
     c->t_last = e->t;
     c->have_last = 1;
-    if (c->repeats > ME_ZENO_REPEATS * e->ncon) {
-        msg(err, errlen, "at t = %.9g s: %s", e->t, kernel_error(9));
+    memcpy(c->zt + nc, c->zt, sizeof(double) * (size_t)nc);
+    memcpy(c->zn + nc, c->zn, sizeof(int) * (size_t)nc);
+    for (int i = 0; i < nc; i++)            /* the contacts this iteration changed */
+        if (memcmp(c->rec + e->nrec * i, e->rec + e->nrec * i, sizeof(double) * e->nrec) &&
+            zeno_rate(c->zt + nc + i, c->zn + nc + i, e->t) && rate < 0)
+            rate = i;
+    if (c->repeats > ME_ZENO_REPEATS * e->ncon || rate >= 0) {
+        char who[48] = "";
+        if (rate >= 0)
+            snprintf(who, sizeof who, " (contact %d of the model's contacts)", rate);
+        msg(err, errlen, "at t = %.9g s%s: %s", e->t, who, kernel_error(9));
         return MBE_ERROR;
     }
+    memcpy(c->zt, c->zt + nc, sizeof(double) * (size_t)nc);
+    memcpy(c->zn, c->zn + nc, sizeof(int) * (size_t)nc);
     memcpy(e->y, c->y, sizeof(double) * (size_t)(2 * n));
     memcpy(e->rec, c->rec, sizeof(double) * (size_t)(e->nrec * e->ncon));
     c->have_qdd = 0;

@@ -65,10 +65,7 @@ enum { EV_IMPACT = 0, EV_RELEASE = 1, EV_SLIP = 2, EV_STICK = 3, EV_JSLIP = 4, E
 /* the order of simultaneous events (the Python loop's: by the kind's name) */
 static const int EV_RANK[6] = {0, 3, 4, 5, 1, 2};
 #define EV_NA (-1)         /* an optional kernel operation that is not available */
-/* the Zeno guard's rate: more than EV_ZENO_COUNT events of one contact or frictional joint
- * within EV_ZENO_SPAN [s] of simulated time (fmu_mb.dynamics.integrate.ZENO_COUNT, ZENO_SPAN) */
-#define EV_ZENO_COUNT 10000
-#define EV_ZENO_SPAN 1e-3
+#include "zeno.h"          /* the Zeno guard's rate: EV_ZENO_COUNT events within EV_ZENO_SPAN */
 
 static const double EV_RK45_P[7][4] = {
     {1.0, -2.8535800653862835, 3.0717434641059005, -1.1270175653862835},
@@ -170,10 +167,16 @@ typedef struct {
     int *jc, *jlim;
     double *jb, *js0, *jlam, *jf, *jwork;
     unsigned char *jstk, *jheld, *jrest, *jtmp;
-    /* the Zeno guard's rate count per contact and frictional joint (nc + nj, a joint after
-     * the contacts): the start of its window and its events in it (ev_advance) */
-    double *zt;
-    int *zn;
+    /* the Zeno guard's rate windows (zeno.h) per contact and frictional joint (z = nc + nj,
+     * a joint after the contacts): the start of each window and its events, zt[0..z-1] and
+     * zn[0..z-1] during a call, zt[z..] and zn[z..] those of the last call that succeeded,
+     * which ended at time zt_end in the state zy (2 n; z_ok: there was one). A call that
+     * starts from that very state (t and y bit for bit) goes on with those windows, so they
+     * span communication steps; any other start (a state set or restored, a reset, time
+     * going back, the state of a call that failed after the loop) restarts them: the windows
+     * are not part of a saved state, and a restored state inherits no counts */
+    double *zt, *zy, zt_end;
+    int *zn, z_ok;
 } EvLoop;
 
 static void evk_select(EvLoop *ev, const unsigned char *mask);
@@ -246,10 +249,11 @@ static int ev_init(EvLoop *ev, int n, int nc, const double *e, int ni)
     ev->u_fc = calloc((size_t)(ni > 0 ? ni : 1), sizeof(double));
     ev->lamc1 = calloc(c ? 8 * c : 1, sizeof(double));
     ev->stick_fc = calloc(c ? c : 1, 1);
-    ev->zt = calloc(c, sizeof(double));
-    ev->zn = calloc(c, sizeof(int));
+    ev->zt = calloc(2 * c, sizeof(double));
+    ev->zn = calloc(2 * c, sizeof(int));
+    ev->zy = calloc(m2, sizeof(double));
     if (!ev->K || !ev->F || !ev->ys || !ev->seen || !ev->u_fc || !ev->lamc1 || !ev->stick_fc ||
-        !ev->zt || !ev->zn)
+        !ev->zt || !ev->zn || !ev->zy)
         return ERR_ARGS;
     ev->lamt1 = ev->lamc1 + c;             /* (one block: lamc1 c, lamt1 2 c, lamc_fc c,
                                               lamt_fc 2 c, s0_fc 2 c) */
@@ -268,7 +272,7 @@ static void ev_release(EvLoop *ev)
                  ev->mu, ev->s0, ev->lamt, ev->vt, ev->vt2, ev->dir, ev->rt, ev->ptv, ev->stick,
                  ev->slide, ev->stk, ev->lamc1, ev->stick_fc, ev->me_armed, ev->jc, ev->jlim,
                  ev->jb, ev->js0, ev->jlam, ev->jf, ev->jwork, ev->jstk, ev->jheld, ev->jrest,
-                 ev->jtmp, ev->zt, ev->zn};
+                 ev->jtmp, ev->zt, ev->zn, ev->zy};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
 }
@@ -315,8 +319,8 @@ static int ev_joints(EvLoop *ev, int nj, const int *jc, const double *jb, const 
         ev_regrow((void **)&ev->jwork, 3 * p * p + 10 * p, sizeof(double)) != OK ||
         ev_regrow((void **)&ev->jstk, J, 1) != OK || ev_regrow((void **)&ev->jheld, J, 1) != OK ||
         ev_regrow((void **)&ev->jrest, J, 1) != OK || ev_regrow((void **)&ev->jtmp, J, 1) != OK ||
-        ev_regrow((void **)&ev->zt, c + J, sizeof(double)) != OK ||
-        ev_regrow((void **)&ev->zn, c + J, sizeof(int)) != OK)
+        ev_regrow((void **)&ev->zt, 2 * (c + J), sizeof(double)) != OK ||
+        ev_regrow((void **)&ev->zn, 2 * (c + J), sizeof(int)) != OK)
         return ERR_ARGS;
     memcpy(ev->jc, jc, sizeof(int) * J);
     memcpy(ev->jb, jb, sizeof(double) * J);
@@ -1389,8 +1393,13 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     long steps = 0, events = 0, changes = 0;
     int repeats = 0, have_last = 0, n_win = 0;
     double t_last = 0.0, t_start = t, t_win = 0.0;
-    for (int i = 0; i < nc + ev->nj; i++)
-        ev->zn[i] = 0;
+    int zw = nc + ev->nj;           /* the rate windows: those of the last call from its end */
+    if (ev->z_ok && ev->zt_end == t && memcmp(ev->zy, y, sizeof(double) * m) == 0) {
+        memcpy(ev->zt, ev->zt + zw, sizeof(double) * zw);
+        memcpy(ev->zn, ev->zn + zw, sizeof(int) * zw);
+    } else {
+        memset(ev->zn, 0, sizeof(int) * zw);
+    }
     while (t < t_end) {
         int lam0_ok = 0, v0_ok = 0, v1_ok = 0;
         /* the end of the last call is this call's start (t, y, u and the drift control
@@ -1591,15 +1600,11 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
         }
         n_win++;
         /* and more than EV_ZENO_COUNT events of one contact or joint within EV_ZENO_SPAN of
-         * simulated time (a chatter whose events are too far apart for the windows above) */
+         * simulated time, across calls (a chatter whose events are too far apart for the
+         * windows above) */
         int zi = kind >= EV_JSLIP ? nc + idx : idx;
-        if (!ev->zn[zi] || te - ev->zt[zi] > EV_ZENO_SPAN * fmax(1.0, fabs(te))) {
-            ev->zt[zi] = te;
-            ev->zn[zi] = 0;
-        }
-        ev->zn[zi]++;
-        if (repeats > 100 * (nc + ev->nj) || n_win > 100 * (nc + ev->nj) ||
-            ev->zn[zi] > EV_ZENO_COUNT) {
+        int rate = zeno_rate(ev->zt + zi, ev->zn + zi, te);
+        if (repeats > 100 * (nc + ev->nj) || n_win > 100 * (nc + ev->nj) || rate) {
             par[14] = te;
             par[17] = kind >= EV_JSLIP ? -2.0 - idx : idx;
             return ERR_ZENO;
@@ -1659,6 +1664,11 @@ static int ev_advance(EvLoop *ev, int method, double *par, double *y_io, const d
     memcpy(y_io, y, sizeof(double) * m);
     memcpy(rec_io, ev->rec, sizeof(double) * ev_nrec_all(ev));
     par[0] = stopped && *stopped ? t : t_end;
+    memcpy(ev->zt + zw, ev->zt, sizeof(double) * zw);     /* the windows at this end */
+    memcpy(ev->zn + zw, ev->zn, sizeof(int) * zw);
+    memcpy(ev->zy, y, sizeof(double) * m);
+    ev->zt_end = par[0];
+    ev->z_ok = 1;
     par[2] = h;
     par[15] = (double)steps;
     par[16] = (double)(events + changes + ev->fr_dirty);
