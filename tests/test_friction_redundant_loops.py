@@ -181,3 +181,42 @@ def test_deck_landing_from_a_centimetre(dim, e):
         assert abs(py["deck.vx"][-1]) < 1e-12
     else:
         assert 0.0 < loss < G * M_G * gap
+
+
+@pytest.mark.parametrize("dim", ["2d", "3d"])
+def test_contact_closed_and_approaching_at_the_start_is_an_impact_there(dim):
+    """Frictionless corners at gap 0 (their rounding: -5.6e-17 m or 1.7e-16 m in 2-D as the
+    tree cuts hinge1 or hinge0) approaching at the start: the impact is at t0 (the rule of a
+    model exchange host's event iteration), not after a penetration of contact_tol that the
+    rounding's sign decided. Newton's law on the one coordinate: the links' rate theta' =
+    -0.5 rad/s becomes -e theta', each corner's impulse (1 + e) J |theta'| / (n L sin
+    theta) and loss (1 - e^2) J theta'^2 / (2 n); the same for either cut, both loops and
+    the engine library."""
+    from fmu_mb.engine.engine import Engine
+
+    e, w, n, dt = 0.5, 0.5, len(CORNERS[dim]), 0.01
+    J = 2.0 * 0.3 ** 2 + 2.0 * (2e-3 + 0.3 * 0.3 ** 2 / 4.0)
+    # the links' angle turns the other way about the spatial model's y
+    rate = -w if dim == "2d" else w
+    vz = "deck.vy" if dim == "2d" else "deck.vz"
+    ref = None
+    for cut in ("hinge1", "hinge0"):
+        model = load_model(DECK, dim=dim, cut=cut, tilt=TILT, mu=0.0, gap=0.0, e=e, rate=rate)
+        for loop in ("python", "compiled"):
+            r = simulate(model, 0.02, dt, settings=LOOPS[loop])
+            for c in CORNERS[dim]:
+                assert r[f"{c}.impacts"][0] == 1.0 and r[f"{c}.last_time"][0] == 0.0, c
+                assert r[f"{c}.active"][0] == 0.0, c
+                np.testing.assert_allclose(r[f"{c}.last_impulse"][0], (1.0 + e) * J * w / (
+                    n * 0.3 * math.sin(TILT)), rtol=1e-9)
+                np.testing.assert_allclose(r[f"{c}.energy_loss"][0],
+                                           (1.0 - e * e) * J * w * w / (2.0 * n), rtol=1e-9)
+            np.testing.assert_allclose((r["deck.vx"][0], r[vz][0]),
+                                       e * w * 0.3 * np.array([math.cos(TILT), math.sin(TILT)]),
+                                       rtol=1e-9)
+            ref = r if ref is None else ref
+            same_outputs(r, ref)
+        eng = Engine(model)
+        eng.set_settings(LOOPS["python"])
+        eng.initialize()
+        engine_equals(eng, ref, dt)
