@@ -1332,7 +1332,6 @@ static void free_kernel(const MbEngine *e, void *k)
 
 void mbe_free(MbEngine *e)
 {
-    (void)dense_projection_done;       /* (dense.h's projection rule: the kernels use it) */
     if (!e)
         return;
     me_free(e);
