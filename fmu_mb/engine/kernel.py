@@ -894,16 +894,20 @@ class ContactEvents:
         self._initial_impact_fn = lib.mbk_events_initial_impact
         self._error_contact_fn = lib.mbk_events_error_contact
 
+    def _load_start(self, q, qd, u, rec):
+        """The buffers of the C calls at a start: y = (q, qd), the records, the inputs."""
+        self._y[:self.n] = q
+        self._y[self.n:] = qd
+        self._rec[:] = rec
+        if self.n_inputs:
+            self._u[:self.n_inputs] = u
+
     def initial(self, t, q, qd, u, rec, contact_tol, contact_velocity):
         """The records rec (nc, 9) of a frictional model at its start (native/event_loop.h
         ev_initial: frictional contacts closed at t start persistent, sticking or slipping):
         a new array."""
         with self._lock:
-            self._y[:self.n] = q
-            self._y[self.n:] = qd
-            self._rec[:] = rec
-            if self.n_inputs:
-                self._u[:self.n_inputs] = u
+            self._load_start(q, qd, u, rec)
             rc = self._initial_fn(self.handle, float(t), self._y.ctypes.data,
                                   self._u.ctypes.data, self._rec.ctypes.data,
                                   float(contact_tol), float(contact_velocity))
@@ -920,11 +924,7 @@ class ContactEvents:
         mode = _STABILIZATION[settings.stabilization]
         (alpha, beta), impacts = settings.baumgarte, ctypes.c_int(0)
         with self._lock:
-            self._y[:self.n] = q
-            self._y[self.n:] = qd
-            self._rec[:] = rec
-            if self.n_inputs:
-                self._u[:self.n_inputs] = u
+            self._load_start(q, qd, u, rec)
             rc = self._initial_impact_fn(
                 self.handle, float(t), self._y.ctypes.data, self._u.ctypes.data,
                 self._rec.ctypes.data, float(settings.contact_tol),
