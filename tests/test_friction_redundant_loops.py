@@ -185,10 +185,10 @@ def test_deck_landing_from_a_centimetre(dim, e):
 
 @pytest.mark.parametrize("dim", ["2d", "3d"])
 def test_contact_closed_and_approaching_at_the_start_is_an_impact_there(dim):
-    """Frictionless corners at gap 0 (their rounding: -5.6e-17 m or 1.7e-16 m in 2-D as the
-    tree cuts hinge1 or hinge0) approaching at the start: the impact is at t0 (the rule of a
-    model exchange host's event iteration), not after a penetration of contact_tol that the
-    rounding's sign decided. Newton's law on the one coordinate: the links' rate theta' =
+    """Frictionless corners at gap 0 approaching at the start: the impact is at t0 (the rule
+    of a model exchange host's event iteration), not after a penetration of contact_tol that
+    the sign of the assembled gap decided (2-D newton_euler: -5.6e-17 m with hinge1 cut, the
+    impact at 1.7e-8 s; 1.7e-16 m with hinge0, at 1.3e-15 s). Newton's law on the one coordinate: the links' rate theta' =
     -0.5 rad/s becomes -e theta', each corner's impulse (1 + e) J |theta'| / (n L sin
     theta) and loss (1 - e^2) J theta'^2 / (2 n); the same for either cut, both loops and
     the engine library."""
