@@ -217,3 +217,61 @@ def test_the_kernels_constants_are_linalgs():
         found = re.findall(rf"static const double {name} = ([0-9.eE+-]+);", text)
         assert len(found) == 1, name
         assert float(found[0]) == getattr(linalg, name), name
+
+
+def slotted_lever():
+    """A quick-return (slotted-lever) mechanism: the crank O (0.2 m, turning at 2 rad/s), the
+    lever A pivoted 0.5 m below O, a block sliding along the lever (prismatic, its parent the
+    rotating lever) pinned to the crank's tip; the tree cuts the pin (declared last), so the
+    kernel has loop rows and the prismatic joint's parent moves (the tree grows from the
+    ground breadth-first in declaration order: A before O puts the block on the lever)."""
+    mb = ModelBuilder("slotted_lever", gravity=(0.0, -9.81))
+    th = math.atan2(0.5, 0.2)
+    crank = mb.body("crank", mass=0.5, inertia=rod_inertia(0.5, 0.2), position=(0.1, 0.0))
+    lever = mb.body("lever", mass=1.0, inertia=rod_inertia(1.0, 0.8),
+                    position=(0.4 * math.cos(th), -0.5 + 0.4 * math.sin(th)), angle=th)
+    block = mb.body("block", mass=0.3, inertia=1e-3, position=(0.2, 0.0), angle=th)
+    mb.revolute("A", mb.ground, lever, parent_point=(0.0, -0.5), child_point=(-0.4, 0.0))
+    mb.revolute("O", mb.ground, crank, child_point=(-0.1, 0.0))
+    mb.prismatic("slide", lever, block, axis=(1.0, 0.0))
+    mb.revolute("pin", crank, block, parent_point=(0.1, 0.0))
+    mb.initial("O", rate=2.0)
+    return mb.build()
+
+
+def test_prismatic_joint_on_a_moving_parent_at_kept_positions():
+    """The kernel's velocity pass at the positions of its last loop-rows pass (kernel.c
+    kin_rates, what the model exchange Jacobians reach: mbk_loop_rows, then the accelerations
+    at the same q) on a prismatic joint whose parent turns: bit for bit the full kinematics
+    pass, the body velocities the central differences of the positions along qd, the body
+    accelerations those of the velocities along the motion (q + t qd + t^2 qdd / 2, qd + t
+    qdd), and the joint accelerations tmt's (Python)."""
+    import ctypes
+
+    m = slotted_lever()
+    assert m.topology.cut_joints == ("pin",)
+    k = tree_kernel(m)
+    assert k.m == 2
+    s0 = tmt.initial_state(m)
+    P = ctypes.c_void_p
+    phi, Dq, h = np.empty(k.m), np.empty(k.m * k.n), 1e-6
+
+    def X(q, qd):                  # the Python reference's body positions and velocities
+        return transform(m, q, qd)[:2]
+    for _ in range(4):
+        q = s0.q + RNG.normal(scale=0.3, size=s0.q.size)
+        qd = 2.0 * RNG.normal(size=s0.q.size)
+        with k._lock:
+            assert k.lib.mbk_loop_rows(P(k.handle), P(q.ctypes.data), P(phi.ctypes.data),
+                                       P(Dq.ctypes.data)) == 0
+            kept = k._accelerations_unlocked(q, qd, None)        # kin_rates
+            full = k._accelerations_unlocked(q, qd, None)        # kinematics
+        for a, b in zip(kept, full):
+            assert np.array_equal(a, b)
+        qdd, x, xd, xdd = kept
+        assert qd[m.compiled.coord_joints.index(2)] != 0.0          # the slide moves
+        assert rel(qdd, tmt.accelerations(m, q, qd, 0.0, None).qdd) < 1e-10
+        assert rel(xd, (X(q + h * qd, qd)[0] - X(q - h * qd, qd)[0]) / (2 * h)) < 1e-8
+        ahead = X(q + h * qd + 0.5 * h * h * qdd, qd + h * qdd)[1]
+        back = X(q - h * qd + 0.5 * h * h * qdd, qd - h * qdd)[1]
+        assert rel(xdd, (ahead - back) / (2 * h)) < 1e-8

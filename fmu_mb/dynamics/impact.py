@@ -34,10 +34,10 @@ import numpy as np
 from ..mechanics import constraints
 from ..mechanics import kinematics as kin
 from ..mechanics.elements import applied_forces
-from ..errors import DriftError, ImpactError
+from ..errors import ImpactError
 from ..mechanics.contacts import ContactBlock, compile_contacts, contact_rows, gaps  # noqa: F401
 from ..linalg import (contact_split, contact_splitter, kkt_dense_solver, kkt_solver,
-                      min_norm_correction, solve_kkt, solve_kkt_dense)
+                      min_norm_correction, projection_done, solve_kkt, solve_kkt_dense)
 from ..mechanics.friction import tangent_rows
 from . import friction as _fr
 
@@ -539,16 +539,18 @@ def project(model, y, t, tol, active, pas=None, locks=None, fric=None):
                 np.concatenate([-phi_t, rate]))
     if C.n_rows == 0 and not active.any() and pas is None:
         return y
+    prev = np.inf
     for it in range(12):
         r, A, b = rows(x)
         err = np.abs(r).max(initial=0.0)
-        if err <= tol * scale:
+        # the stopping rule of the joints' projection (linalg.projection_done, as the compiled
+        # loop's): the sticking contacts' rows (v_t = 0, residual 0) lock the positions, so
+        # the gap and loop rows can be inconsistent with them by the rounding of the impact's
+        # state, and Newton then stalls at that floor
+        if projection_done(model, t, it, err, prev, tol, scale):
             break
-        if it == 11 or not np.isfinite(err):
-            raise DriftError(f"model '{model.name}': cannot restore the constraints at "
-                             f"t = {t:.9g} s (residual {err:.3g}); the mechanism may have "
-                             f"locked up or left its assembly branch")
         x -= min_norm_correction(Minv, A, r)
+        prev = err
     if it:
         r, A, b = rows(x)
     if C.spatial:           # the velocity change of least kinetic energy (an inelastic impulse)

@@ -189,7 +189,57 @@ def initial_state(model, settings=None):
         state = _initial_contacts(model, state, settings)
     if _fr.has_joint_friction(model):
         state = _initial_joints(model, state, settings)
+    if model.contacts:
+        state = _initial_impact(model, state, settings)
     return state
+
+
+def _initial_impact(model, state, settings):
+    """A contact closed at the start (gap <= contact_tol, not persistent, not a Reduction
+    contact) and approaching (gap rate < 0) has its impact at the start time, the one of
+    smallest gap with every contact within contact_tol as at an impact event, as a model
+    exchange host's event iteration finds it (native/event_loop.h ev_initial_impact): from
+    a gap of zero the gap's sign at the start would be rounding, and the impact at t0 or
+    after a penetration of contact_tol."""
+    from .formulations import recursive
+
+    if settings.formulation == "recursive" and recursive.NATIVE_EVENTS and not any(
+            c.method == "reduction" for c in model.contacts):     # the compiled loop's rule
+        from .formulations.recursive import _extra, _records
+
+        if model.spatial:
+            from ..engine.spatial_kernel import spatial_contact_events as contact_events
+        else:
+            from ..engine.kernel import contact_events
+        st, rec = _records(model, state.extra)
+        q, qd, rec = contact_events(model).initial_impact(
+            state.t, state.q, state.qd, model.input_vector(None), rec, settings)
+        return replace(state, q=q, qd=qd, extra=_extra(st, rec, state.extra))
+    from .impact import Status
+
+    impact = _contact_kit(model, settings)
+    st = Status(model, state.extra)
+    gap, Dc, _ = impact.contact_rows(model, state.q, state.qd)
+    hit = ((gap <= settings.contact_tol) & (Dc @ state.qd < 0.0) & ~st.active()
+           & ~model.compiled.contacts.reduction)
+    if not hit.any():
+        return state
+    i = int(np.argmin(np.where(hit, gap, np.inf)))
+    y = _apply_event(model, st, "impact", i, state.t, np.concatenate([state.q, state.qd]),
+                     settings, impact, model.input_vector(None))
+    n = state.q.shape[0]
+    return replace(state, q=y[:n].copy(), qd=y[n:].copy(), extra=st.to_extra(state.extra))
+
+
+def _contact_kit(model, settings):
+    """The contact functions of the Python event loop in settings.formulation's coordinates
+    (impact_minimal.contact_kit; spatial models' joint coordinates: _spatial_contacts')."""
+    from .impact_minimal import contact_kit
+
+    if model.spatial and settings.formulation != "newton_euler":   # spatial joint coordinates
+        from .formulations._spatial_contacts import contact_kit as spatial_kit
+        return spatial_kit(settings.formulation)
+    return contact_kit(settings.formulation)
 
 
 def _event_loop(model):
@@ -653,14 +703,8 @@ def _advance_contacts(model, state, t_end, uvec, settings):
     from scipy.optimize import brentq
 
     from .impact import Status
-    from .impact_minimal import contact_kit
 
-    if model.spatial and settings.formulation != "newton_euler":   # spatial joint coordinates
-        from .formulations._spatial_contacts import contact_kit as spatial_kit
-        impact = spatial_kit(settings.formulation)
-    else:
-        impact = contact_kit(settings.formulation)
-    impact = _reusing_accelerations(impact)
+    impact = _reusing_accelerations(_contact_kit(model, settings))
     st = Status(model, state.extra)
     nq = state.q.shape[0]
     y = np.concatenate([state.q, state.qd])
@@ -749,16 +793,7 @@ def _advance_contacts(model, state, t_end, uvec, settings):
                                    f"raise Settings.contact_velocity")
         t_last = te
         y = proj(te, ye) if project else ye
-        y = _handle_event(model, st, kind, i, te, y, settings, impact, uvec)
-        if project:
-            T0 = _kinetic(model, y, impact)
-            act = st.active()
-            fr = _fr.phase_of(model, st, act) if frictional else None
-            y = proj(te, y, act, impact.pass_tuple(model, st), impact.locks(model, st),
-                     {} if fr is None else {"fric": fr})
-            if kind in ("impact", "pass_end") and not isinstance(i, tuple):
-                st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y, impact),
-                                                           0.0)
+        y = _apply_event(model, st, kind, i, te, y, settings, impact, uvec)
         t = te
     _ZENO_WINDOWS[model] = (float(t_end), y.tobytes(), zeno)
     return replace(state, t=float(t_end), q=y[:nq].copy(), qd=y[nq:].copy(), h=float(h),
@@ -794,6 +829,24 @@ def _reusing_accelerations(impact):
             del last[0]
         return dyn
     return SimpleNamespace(**{**vars(impact), "accelerations": accelerations})
+
+
+def _apply_event(model, st, kind, i, te, y, settings, impact, uvec):
+    """The event's change of y and of the records st (_handle_event); with the projection
+    drift control then y projected onto the new phase's rows, the kinetic energy this removes
+    (a rebound below contact_velocity) added to an impact's or a pass's loss."""
+    y = _handle_event(model, st, kind, i, te, y, settings, impact, uvec)
+    if settings.stabilization != "projection":
+        return y
+    T0 = _kinetic(model, y, impact)
+    act = st.active()
+    fr = _fr.phase_of(model, st, act) if _fr.any_friction(model) else None
+    charge()
+    y = impact.project(model, y, te, settings.projection_tol, act, impact.pass_tuple(model, st),
+                       impact.locks(model, st), **({} if fr is None else {"fric": fr}))
+    if kind in ("impact", "pass_end") and not isinstance(i, tuple):
+        st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y, impact), 0.0)
+    return y
 
 
 def _kinetic(model, y, impact):

@@ -227,6 +227,7 @@ def library():
     lib.mbk_fr_rest_states.argtypes = [I, P, P, P, P, P]
     lib.mbk_events_error_contact.argtypes = [P]
     lib.mbk_events_initial.argtypes = [P, D, P, P, P, D, D]
+    lib.mbk_events_initial_impact.argtypes = [P, D, P, P, P, D, D, I, D, D, D, P]
     lib.mbk_events_outputs_fr.argtypes = [P, D, P, P, P, P, P, P, P]
     _set_tableaus(lib)
     return lib
@@ -890,18 +891,23 @@ class ContactEvents:
             self.n_rec = len(EVENT_RECORD) + len(FRICTION_RECORD)
             self._rec = np.zeros(nc * self.n_rec + 3 * self.nj)
         self._initial_fn = lib.mbk_events_initial
+        self._initial_impact_fn = lib.mbk_events_initial_impact
         self._error_contact_fn = lib.mbk_events_error_contact
+
+    def _load_start(self, q, qd, u, rec):
+        """The buffers of the C calls at a start: y = (q, qd), the records, the inputs."""
+        self._y[:self.n] = q
+        self._y[self.n:] = qd
+        self._rec[:] = rec
+        if self.n_inputs:
+            self._u[:self.n_inputs] = u
 
     def initial(self, t, q, qd, u, rec, contact_tol, contact_velocity):
         """The records rec (nc, 9) of a frictional model at its start (native/event_loop.h
         ev_initial: frictional contacts closed at t start persistent, sticking or slipping):
         a new array."""
         with self._lock:
-            self._y[:self.n] = q
-            self._y[self.n:] = qd
-            self._rec[:] = rec
-            if self.n_inputs:
-                self._u[:self.n_inputs] = u
+            self._load_start(q, qd, u, rec)
             rc = self._initial_fn(self.handle, float(t), self._y.ctypes.data,
                                   self._u.ctypes.data, self._rec.ctypes.data,
                                   float(contact_tol), float(contact_velocity))
@@ -910,6 +916,23 @@ class ContactEvents:
                 i = fn(self.handle) if rc == 14 and fn is not None else -1
                 raise self._error(rc, float(t), i, "dop853", 0, t, t, 0.0)
             return self._rec.copy()
+
+    def initial_impact(self, t, q, qd, u, rec, settings):
+        """(q, qd, rec) at the start t after the impact of a contact closed (gap <=
+        contact_tol) and approaching there (native/event_loop.h ev_initial_impact, as
+        integrate._initial_impact); rec as in advance(), new arrays."""
+        mode = _STABILIZATION[settings.stabilization]
+        (alpha, beta), impacts = settings.baumgarte, ctypes.c_int(0)
+        with self._lock:
+            self._load_start(q, qd, u, rec)
+            rc = self._initial_impact_fn(
+                self.handle, float(t), self._y.ctypes.data, self._u.ctypes.data,
+                self._rec.ctypes.data, float(settings.contact_tol),
+                float(settings.contact_velocity), mode, float(alpha), float(beta),
+                float(settings.projection_tol), ctypes.byref(impacts))
+            if rc:
+                raise self._error(rc, float(t), -1, "dop853", 0, t, t, 0.0)
+            return self._y[:self.n].copy(), self._y[self.n:].copy(), self._rec.copy()
 
     def _setup(self, model, base, lib, handle, free, advance, outputs):
         """The object over the C event loop `handle` of `base`'s kernel (freed by `free`;

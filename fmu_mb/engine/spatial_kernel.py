@@ -81,6 +81,7 @@ def library():
     lib.sk_advance_events_to_impact.argtypes = [P, I, P, P, P, P, P]
     lib.sk_events_outputs.argtypes = [P, D, P, P, P, P, P]
     lib.sk_events_initial.argtypes = [P, D, P, P, P, D, D]
+    lib.sk_events_initial_impact.argtypes = [P, D, P, P, P, D, D, I, D, D, D, P]
     lib.sk_events_accelerations.argtypes = [P, D, P, P, P, P, P, P, P, P, P]
     lib.sk_events_set_joint_friction.argtypes = [P, I, P, P, P, P, P, P]
     lib.sk_events_joint_outputs.argtypes = [P, D, P, P, P, P, P, P, P, P]
@@ -675,6 +676,7 @@ class SpatialContactEvents(_kernel.ContactEvents):
             self.n_rec = len(_kernel.EVENT_RECORD) + len(_kernel.FRICTION_RECORD)
             self._rec = np.zeros(self.nc * self.n_rec + 3 * self.nj)
         self._initial_fn = lib.sk_events_initial     # ContactEvents.initial
+        self._initial_impact_fn = lib.sk_events_initial_impact
         self._error_contact_fn = None                # (its errors name no contact)
 
 

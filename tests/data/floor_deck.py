@@ -1,6 +1,6 @@
 """A deck hung from the ground by two parallel links of length L (a parallelogram: a closed
-loop of four revolute joints, one of them cut) resting on a floor: released at rest with the
-links tilted by `tilt` and the deck's bottom `gap` above the floor, it swings down (along
+loop of four revolute joints, one of them cut) resting on a floor: released with the
+links tilted by `tilt` (at rest, or at the links' angular `rate`) and the deck's bottom `gap` above the floor, it swings down (along
 -(cos tilt, sin tilt) per unit of the links' angle) onto the floor, and a Box shape on the
 deck (four corners; `dim` "2d": two corner contacts of a planar model) stays on it, wedged
 by the loop: the floor's normal forces alone hold it, so how the load is shared between the
@@ -28,6 +28,7 @@ def build(**overrides):
     e = mb.param("e", 0.0, "1", "coefficient of restitution of the floor", min=0.0, max=1.0)
     tilt = mb.param("tilt", 0.4, "rad", "initial angle of the links to the vertical")
     gap = mb.param("gap", 0.0, "m", "initial height of the deck above the floor", min=0.0)
+    rate = mb.param("rate", 0.0, "rad/s", "initial rate of the links' angle (joint pivot0)")
     cut = mb.param("cut", "hinge1", "1", "the joint the tree cuts", choices=("hinge1", "hinge0"),
                    structural=True)
     s, co = math.sin(tilt), math.cos(tilt)
@@ -70,6 +71,8 @@ def build(**overrides):
         pivot(k)
     for k in order:
         hinge(k)
+    if rate:
+        mb.initial("pivot0", rate=rate)
     if dim == "3d":
         mb.shape(mb.ground, Plane(normal=(0.0, 0.0, 1.0)), position=(0.0, 0.0, floor),
                  name="floor", friction=mu, restitution=e)

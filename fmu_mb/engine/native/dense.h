@@ -12,6 +12,8 @@
 #include <float.h>
 #include <stddef.h>
 
+#include "unused.h"
+
 static const double RANK_RTOL = 3e-8;          /* fmu_mb.linalg.RANK_RTOL */
 static const double PROJECTION_RTOL = 1e-13;   /* fmu_mb.linalg.PROJECTION_RTOL */
 static const double PROJECTION_ACCEPT = 1e-10; /* fmu_mb.linalg.PROJECTION_ACCEPT */
@@ -724,7 +726,7 @@ static int dense_eigen_solve_n(double *A, double *V, double *w, int m, syev_fn s
 #define ENV_ROW(A, off, r, m) ((A) + ((off) ? (off)[r] : (ptrdiff_t)(r) * (m)))
 
 /* off (m) of the packed envelope first = env (ENV_ROW); returns its number of entries */
-static size_t dense_env_offsets(const int *env, int m, ptrdiff_t *off)
+MB_MAYBE_UNUSED static size_t dense_env_offsets(const int *env, int m, ptrdiff_t *off)
 {
     size_t k = 0;
     for (int r = 0; r < m; r++) {
@@ -931,14 +933,14 @@ static int dense_psd_solve_n(double *A, double *V, double *w, int m, syev_fn sye
 /* dense_psd_solve_n with the pivoted Cholesky factorisation of dense_pc_minnorm before the
  * eigen-decomposition (redundant rows: the same minimum-norm solution to ~1e-11, without the
  * eigen-decomposition's cost) */
-static int dense_psd_solve_pc(double *A, double *V, double *w, int m, double rtol, int nrhs,
+MB_MAYBE_UNUSED static int dense_psd_solve_pc(double *A, double *V, double *w, int m, double rtol, int nrhs,
                               const double *rhs, double *y)
 {
     return dense_psd_solve_envx(A, NULL, V, w, m, NULL, NULL, 0, rtol, nrhs, rhs, y, 1, NULL);
 }
 
 /* one right-hand side, the multipliers' cut-off RANK_RTOL */
-static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev, double *work,
+MB_MAYBE_UNUSED static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev, double *work,
                            int lwork, const double *rhs, double *y)
 {
     return dense_psd_solve_n(A, V, w, m, syev, work, lwork, RANK_RTOL, 1, rhs, y);
@@ -960,7 +962,7 @@ static int dense_psd_solve(double *A, double *V, double *w, int m, syev_fn syev,
  * as it is. ops (may be NULL): incremented by an estimate of the operations (the Jacobi
  * eigen-decompositions' ~60 k^3). OK, or ERR_NONFINITE (D not finite, out of memory: y
  * unchanged). */
-static int dense_contact_split(const double *D, int m, int mj, int nv, double rtol, int nrhs,
+MB_MAYBE_UNUSED static int dense_contact_split(const double *D, int m, int mj, int nv, double rtol, int nrhs,
                                double *y, double *ops)
 {
     if (mj <= 0 || m <= mj || nrhs <= 0 || nv <= 0)
@@ -1111,7 +1113,7 @@ done:
  * the last iterate has err <= PROJECTION_ACCEPT * scale (the conditioning floor near a
  * singular pose); -1 (drift: a lock-up or a change of assembly branch) when such an iterate is
  * above it or err is not finite; 0 to iterate on. */
-static int dense_projection_done(int it, double err, double prev, double tol, double scale,
+MB_MAYBE_UNUSED static int dense_projection_done(int it, double err, double prev, double tol, double scale,
                                  int last)
 {
     if (!isfinite(err))
@@ -1131,7 +1133,7 @@ static int dense_projection_done(int it, double err, double prev, double tol, do
  * pose a residual below tolerance can still hide a position error of residual / sigma along
  * the nearly dependent rows (sigma their small singular value), which the velocity projection
  * would turn into a velocity error of that size times rate / distance to the pose. */
-static int dense_projection_settled(int it, double step, double prev_step, double tol,
+MB_MAYBE_UNUSED static int dense_projection_settled(int it, double step, double prev_step, double tol,
                                     double scale, int last)
 {
     return !(step > tol * scale) || (it >= 2 && step > 0.5 * prev_step) || it >= last;

@@ -83,6 +83,12 @@ int mbk_events_set_points(void *ev, const int *pt);
 int mbk_events_error_contact(void *ev);
 int mbk_events_initial(void *ev, double t, const double *y, const double *u, double *rec,
                        double contact_tol, double contact_velocity);
+int mbk_events_initial_impact(void *ev, double t, double *y, const double *u, double *rec,
+                              double ctol, double cvel, int stab, double alpha, double beta,
+                              double ptol, int *impacts);
+int sk_events_initial_impact(void *ev, double t, double *y, const double *u, double *rec,
+                             double ctol, double cvel, int stab, double alpha, double beta,
+                             double ptol, int *impacts);
 int mbk_events_outputs_fr(void *ev, double t, const double *y, const double *u,
                           const double *rec, double *gap, double *force, double *ft,
                           double *vt);
@@ -1326,7 +1332,6 @@ static void free_kernel(const MbEngine *e, void *k)
 
 void mbe_free(MbEngine *e)
 {
-    (void)dense_projection_done;       /* (dense.h's projection rule: the kernels use it) */
     if (!e)
         return;
     me_free(e);
@@ -2324,6 +2329,28 @@ static int check_masses(const MbEngine *e, char *err, size_t errlen)
     return 0;
 }
 
+typedef int (*InitialImpactFn)(void *ev, double t, double *y, const double *u, double *rec,
+                               double ctol, double cvel, int stab, double alpha, double beta,
+                               double ptol, int *impacts);
+
+/* The last step of the initialisation (integrate._initial_impact): a contact closed
+ * (gap <= contact_tol) and approaching at t0 has its impact at t0 (the event loop's fn) */
+static MbeStatus initial_impact(MbEngine *e, double t0, InitialImpactFn fn, char *err,
+                                size_t errlen)
+{
+    int impacts = 0;
+    if (!e->ev || !e->ncon)
+        return MBE_OK;
+    int rc = fn(e->ev, t0, e->y, e->u0, e->rec, e->set.contact_tol, e->set.contact_velocity,
+                e->set.stabilization, e->set.alpha, e->set.beta, e->set.proj_tol, &impacts);
+    if (rc != OK) {
+        msg(err, errlen, "the impact of the contacts closed and approaching at t = %.9g s "
+            "cannot be handled: %s", t0, kernel_error(rc));
+        return MBE_ERROR;
+    }
+    return MBE_OK;
+}
+
 MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
 {
     clear_msg(err, errlen);
@@ -2493,6 +2520,8 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
             return MBE_ERROR;
         }
     }
+    if (initial_impact(e, t0, mbk_events_initial_impact, err, errlen) != MBE_OK)
+        return MBE_ERROR;
     e->t = t0;
     e->h = 0.0;
     e->initialized = 1;

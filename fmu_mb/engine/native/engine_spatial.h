@@ -1488,6 +1488,8 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
             return MBE_ERROR;
         }
     }
+    if (initial_impact(e, t0, sk_events_initial_impact, err, errlen) != MBE_OK)
+        return MBE_ERROR;
     e->t = t0;
     e->h = 0.0;
     e->initialized = 1;

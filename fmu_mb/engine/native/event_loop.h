@@ -2002,6 +2002,27 @@ static int ev_joint_outputs(EvLoop *ev, double t, const double *y, const double 
     return OK;
 }
 
+/* The rule at the start of a simulation (integrate._initial_impact): a contact closed there
+ * (gap <= ctol) and approaching has its impact at t, as the event iteration of a model
+ * exchange host finds it (ev_event_update, with the phase kernel's drift control stab,
+ * alpha, beta, ptol as ev_advance configures it); otherwise the gap's sign at t would be
+ * rounding (an impact at t, or after a penetration of ctol). y's velocities and rec are
+ * updated; *impacts counts the impact (0 or 1). */
+static int ev_initial_impact(EvLoop *ev, double t, double *y, const double *u, double *rec,
+                             double ctol, double cvel, int stab, double alpha, double beta,
+                             double ptol, int *impacts)
+{
+    int released = 0;
+    *impacts = 0;
+    if (ev->nc == 0)
+        return OK;
+    evk_configure(ev, stab, alpha, beta, ptol);
+    ev->mode = stab;
+    ev->alpha = alpha;
+    ev->beta = beta;
+    return ev_event_update(ev, t, y, u, rec, ctol, cvel, stab == 1, impacts, &released);
+}
+
 /* the records of the frictional contacts closed at the start (integrate._initial_contacts):
  * gap <= contact_tol and |gap rate| < contact_velocity: persistent, sticking when the slip
  * speed is below contact_velocity, else slipping along it; then the phase start's rules */

@@ -955,6 +955,15 @@ int mbk_events_values(MbkEvents *ev, double t, const double *y, const double *u,
     return ev_event_values(ev, t, y, u, rec, v);
 }
 
+/* the start of a simulation (event_loop.h ev_initial_impact): a contact closed and
+ * approaching at t has its impact there */
+int mbk_events_initial_impact(MbkEvents *ev, double t, double *y, const double *u, double *rec,
+                              double ctol, double cvel, int stab, double alpha, double beta,
+                              double ptol, int *impacts)
+{
+    return ev_initial_impact(ev, t, y, u, rec, ctol, cvel, stab, alpha, beta, ptol, impacts);
+}
+
 int mbk_events_update(MbkEvents *ev, double t, double *y, const double *u, double *rec,
                        double ctol, double cvel, int project, int *impacts, int *released)
 {

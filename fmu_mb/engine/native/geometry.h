@@ -15,6 +15,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "unused.h"
+
 enum { MBG_SPHERE = 0, MBG_CAPSULE = 1, MBG_BOX = 2, MBG_CYLINDER = 3, MBG_PLANE = 4,
        MBG_CIRCLE = 5, MBG_SEGMENT = 6, MBG_RECTANGLE = 7, MBG_LINE = 8 };
 
@@ -437,7 +439,7 @@ static int mbg_dim(int kind) { return kind >= MBG_CIRCLE ? 2 : 3; }
 /* Contact points of shapes a and b (kinds, sizes, poses R row-major d x d and p) into out
  * (room for MBG_MAX_POINTS); returns their number, -1 for a pair without a narrowphase
  * (or of a spatial and a planar shape). */
-static int mbg_collide(int ka, const double *sa, const double *Ra, const double *pa,
+MB_MAYBE_UNUSED static int mbg_collide(int ka, const double *sa, const double *Ra, const double *pa,
                        int kb, const double *sb, const double *Rb, const double *pb,
                        mbg_contact *out) {
     if (ka < 0 || ka > MBG_LINE || kb < 0 || kb > MBG_LINE || mbg_dim(ka) != mbg_dim(kb))

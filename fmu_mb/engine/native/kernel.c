@@ -1923,7 +1923,8 @@ static int post_project(void *ctx, double t, double *y, int *moved)
 static Integ integ(Kernel *k, Rhs *ctx, int drift_control)
 {
     Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs,
-               drift_control && k->m > 0 && k->mode == 1 ? post_project : NULL, ctx};
+               drift_control && k->m > 0 && k->mode == 1 ? post_project : NULL, ctx, 0, NULL,
+               NULL};
     return I;
 }
 

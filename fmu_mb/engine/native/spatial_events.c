@@ -765,6 +765,15 @@ int sk_events_values(SkEvents *ev, double t, const double *y, const double *u,
     return ev_event_values(ev, t, y, u, rec, v);
 }
 
+/* the start of a simulation (event_loop.h ev_initial_impact): a contact closed and
+ * approaching at t has its impact there */
+int sk_events_initial_impact(SkEvents *ev, double t, double *y, const double *u, double *rec,
+                              double ctol, double cvel, int stab, double alpha, double beta,
+                              double ptol, int *impacts)
+{
+    return ev_initial_impact(ev, t, y, u, rec, ctol, cvel, stab, alpha, beta, ptol, impacts);
+}
+
 int sk_events_update(SkEvents *ev, double t, double *y, const double *u, double *rec,
                        double ctol, double cvel, int project, int *impacts, int *released)
 {

@@ -2286,7 +2286,7 @@ int sk_advance(SK *k, int method, double *par, double *y, const double *u, int *
 int sk_step(SK *k, int method, double *par, double *y, const double *u, int have_f,
             double *Kout, int *nfev)
 {
-    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, NULL, k, 0};
+    Integ I = {2 * k->n, k->K, k->ytmp, k->ynew, k->fy, k->scale, k->err, rhs, NULL, k, 0, NULL, NULL};
     sk_set_inputs(k, u);
     return integ_one_step(&I, method, par, y, have_f, Kout, nfev);
 }

@@ -11,6 +11,8 @@
 #ifndef FMU_MB_WORK_H
 #define FMU_MB_WORK_H
 
+#include "unused.h"
+
 typedef struct {
     double budget, unit, spent, extra;   /* spent: unit per charge; extra: work_ops's */
 } Work;
@@ -30,7 +32,7 @@ static int work_charge(Work *w)
 
 /* ops floating-point operations (a solve's estimate of what it did, dense.h) against the
  * budget: OK, or ERR_WORK when it is used up */
-static int work_ops(Work *w, double ops)
+MB_MAYBE_UNUSED static int work_ops(Work *w, double ops)
 {
     if (w->budget > 0.0 && w->spent + (w->extra += ops * WORK_PER_OP) > w->budget)
         return ERR_WORK;

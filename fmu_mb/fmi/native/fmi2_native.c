@@ -900,8 +900,9 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, 
         }
     }
     if (!ok) {
-        snprintf(text, sizeof text, "fmi2Instantiate: %s: %s; no instance made", FMU_MODEL_NAME,
-                 in->err[0] ? in->err : "out of memory");
+        /* (each part bounded: the message fits MSG) */
+        snprintf(text, sizeof text, "fmi2Instantiate: %.1000s: %.1000s; no instance made",
+                 FMU_MODEL_NAME, in->err[0] ? in->err : "out of memory");
         emit(logger, env, instanceName, fmi2Error, "logStatusError", text);
         free_instance(in);
         return NULL;

@@ -34,7 +34,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EXPORT static
+#include "unused.h"
+#define EXPORT static MB_MAYBE_UNUSED   /* (the FMI 2.0 functions this front does not wrap) */
 #define MODEL_FAILURE_STATUS fmi2Discard   /* with terminateSimulation = true */
 #include "fmi2_native.c"
 #undef EXPORT

@@ -208,7 +208,7 @@ static fmi3Status me3_update(W* w, fmi3Boolean* discreteStatesNeedUpdate,
                              fmi3Boolean* valuesOfContinuousStatesChanged,
                              fmi3Boolean* nextEventTimeDefined, fmi3Float64* nextEventTime)
 {
-    fmi2EventInfo info;
+    fmi2EventInfo info = {0};
     fmi2Status s = fmi2NewDiscreteStates(w->in, &info);
     if (s > fmi2Warning) {
         return (fmi3Status)s;
