@@ -166,6 +166,17 @@ class _Tape:
         self.reads = []         # (node, what): a value read by an operation not traced
         self.messages = {}      # guard -> the builder's message when it fails (a check)
 
+    def ops(self):
+        """_ops(self.nodes), extended as nodes are added (None: a node _ops cannot take)."""
+        got = self.__dict__.setdefault("_ops", [])
+        if got is not None and len(got) < len(self.nodes):
+            more = _ops(self.nodes, len(got))
+            if more is None:
+                self._ops = got = None
+            else:
+                got.extend(more)
+        return got
+
     def node(self, key):
         i = self.ids.get(key)
         if i is None:
@@ -1175,9 +1186,56 @@ def _traced_joint_limit(orig, tid):
 
 
 # ---------------------------------------------------------------------- evaluation
-def _eval_nodes(nodes, params):
+_PARAM = object()       # the function slot of a parameter node in _ops
+
+
+def _ops(nodes, start=0):
+    """nodes[start:] as (f, a, b) for _run: (_FN[fn], child, child) of a binary node,
+    (_FN[fn], child, None) of a unary one, (_PARAM, k, None) of parameter k, (None, value,
+    None) of a constant. None when a node has more than two children (_eval_nodes then
+    takes them one by one)."""
+    out = []
+    for nd in nodes[start:]:
+        op = nd[0]
+        if op == "p":
+            out.append((_PARAM, nd[1], None))
+        elif op == "c":
+            out.append((None, float(nd[1]), None))
+        elif len(nd) == 3:
+            out.append((_FN[op], nd[1], nd[2]))
+        elif len(nd) == 2:
+            out.append((_FN[op], nd[1], None))
+        else:
+            return None
+    return out
+
+
+def _run(ops, params):
+    """The values (a list of floats) of the nodes compiled by _ops at the parameter values
+    `params`: the same operations on the same floats as _eval_nodes' definition."""
+    pf = [float(v) for v in params]
+    out = []
+    put = out.append
+    for f, a, b in ops:
+        if b is not None:
+            put(f(out[a], out[b]))
+        elif f is None:
+            put(a)
+        elif f is _PARAM:
+            put(pf[a])
+        else:
+            put(f(out[a]))
+    return out
+
+
+def _eval_nodes(nodes, params, ops=None):
     """Every node's value at the parameter values `params` (nodes in creation order: the
-    children of a node come before it)."""
+    children of a node come before it). ops: _ops(nodes) when the caller keeps it (a tape's,
+    _Tape.ops)."""
+    if ops is None:
+        ops = _ops(nodes)
+    if ops is not None and len(ops) == len(nodes):
+        return np.array(_run(ops, params), dtype=float).reshape(len(nodes))
     out = np.empty(len(nodes))
     for i, nd in enumerate(nodes):
         if nd[0] == "p":
@@ -1189,14 +1247,52 @@ def _eval_nodes(nodes, params):
     return out
 
 
-def _magnitudes(nodes, ev):
+def _cone_ops(ops, roots):
+    """(ops of the nodes that `roots` are computed from, in order, renumbered; the position
+    of each root in them): what evaluating those roots alone takes."""
+    need = set()
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        if i in need:
+            continue
+        need.add(i)
+        f, a, b = ops[i]
+        if f is not None and f is not _PARAM:
+            stack.append(a)
+            if b is not None:
+                stack.append(b)
+    keep = sorted(need)
+    pos = {i: k for k, i in enumerate(keep)}
+    sub = []
+    for i in keep:
+        f, a, b = ops[i]
+        if f is None or f is _PARAM:
+            sub.append((f, a, b))
+        else:
+            sub.append((f, pos[a], None if b is None else pos[b]))
+    return sub, pos
+
+
+def _magnitudes(nodes, ev, ops=None):
     """Each node's largest |value| among itself and the nodes it is computed from (values
-    ev): the size of what its rounding errors are relative to."""
-    out = np.abs(np.asarray(ev, float))
-    for i, nd in enumerate(nodes):
-        if nd[0] not in ("p", "c"):
-            out[i] = max(out[i], *[out[c] for c in nd[1:]])
-    return out
+    ev): the size of what its rounding errors are relative to. ops: _ops(nodes) or a longer
+    list that starts with them."""
+    ops = _ops(nodes) if ops is None else ops
+    if ops is None:
+        out = np.abs(np.asarray(ev, float))
+        for i, nd in enumerate(nodes):
+            if nd[0] not in ("p", "c"):
+                out[i] = max(out[i], *[out[c] for c in nd[1:]])
+        return out
+    out = np.abs(np.asarray(ev, float)).tolist()
+    for i in range(len(nodes)):
+        f, a, b = ops[i]
+        if b is not None:
+            out[i] = max(out[i], out[a], out[b])
+        elif f is not None and f is not _PARAM:
+            out[i] = max(out[i], out[a])
+    return np.array(out, dtype=float).reshape(len(nodes))
 
 
 def _deps(nodes):
@@ -1867,7 +1963,8 @@ def _match(tape, deps, P, Dm, slots):
     index on their values puts near it (sorted values, searched by bisection), so the cost
     grows with the number of slots plus the number of nodes, not with their product."""
     nodes = tape.nodes
-    E = np.array([_eval_nodes(nodes, p) for p in P])      # (rows, nnodes)
+    ops = tape.ops()
+    E = np.array([_eval_nodes(nodes, p, ops) for p in P])      # (rows, nnodes)
     cand = [i for i in range(len(nodes)) if deps[i]]
     found = {}
     if not cand:
@@ -1914,7 +2011,7 @@ def _match(tape, deps, P, Dm, slots):
     left = [s for s in slots if s not in out]
     if left:                        # rounding residues (a zero computed as 1e-18)
         with np.errstate(all="ignore"):
-            M = np.array([_magnitudes(nodes[:len(e)], e) for e in E])[:, cand]
+            M = np.array([_magnitudes(nodes[:len(e)], e, ops) for e in E])[:, cand]
         near_residue = _residue_index(V, M)
         for s in left:
             got = _residue(V, M, Dm[:, s], near_residue)
@@ -2081,10 +2178,19 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     guards = list(dict.fromkeys(g for g in tape.guards if deps[g[1]] | deps[g[2]]))
     messages = tape.messages
 
+    # the guards' nodes alone are evaluated (the nodes they are computed from)
+    ops = tape.ops()
+    if ops is not None:
+        guard_ops, guard_pos = _cone_ops(ops, {i for g in guards for i in g[1:3]})
+        guard_tests = [(_CMP_FN[c], guard_pos[a], guard_pos[b], r) for c, a, b, r in guards]
+
     def guards_hold(vals):
         pv = _pvector(names, index, bvals, defaults, vals)
-        ev = _eval_nodes(nodes, pv)
-        return all(_CMP_FN[c](ev[a], ev[b]) == r for c, a, b, r in guards)
+        if ops is None:
+            ev = _eval_nodes(nodes, pv)
+            return all(_CMP_FN[c](ev[a], ev[b]) == r for c, a, b, r in guards)
+        ev = _run(guard_ops, pv)
+        return all(f(ev[a], ev[b]) == r for f, a, b, r in guard_tests)
 
     def same_layout(vals, D):
         if not guards_hold(vals):
@@ -2218,7 +2324,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         whole tape; the program itself runs only on a mismatch), then the derived slots; a
         non-finite node value is left for the program to judge."""
         with np.errstate(all="ignore"):
-            ev = _eval_nodes(nodes, pv)
+            ev = _eval_nodes(nodes, pv, tape.ops())
         out = D0.copy()
         out[stored] = ev[store_nodes]
         return derived[1](out) if derived is not None else out
@@ -2228,7 +2334,8 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         values, or the largest number its expression computes from at pv (a marker l1 + l2
         - xc at l1 = 900 m: the difference of numbers near 900 carries their rounding)."""
         with np.errstate(all="ignore"):
-            mag = _magnitudes(nodes, _eval_nodes(nodes, pv))
+            ops = tape.ops()
+            mag = _magnitudes(nodes, _eval_nodes(nodes, pv, ops), ops)
         out = np.maximum(np.abs(D0), floor)
         out[stored] = np.maximum(out[stored], mag[store_nodes])
         return out
