@@ -177,6 +177,14 @@ class _Tape:
                 got.extend(more)
         return got
 
+    def deps(self):
+        """_deps(self.nodes), extended as nodes are added (a node's parameters do not change
+        when nodes are added after it)."""
+        got = self.__dict__.setdefault("_deps", [])
+        if len(got) < len(self.nodes):
+            _deps(self.nodes, got)
+        return got
+
     def node(self, key):
         i = self.ids.get(key)
         if i is None:
@@ -1295,9 +1303,11 @@ def _magnitudes(nodes, ev, ops=None):
     return np.array(out, dtype=float).reshape(len(nodes))
 
 
-def _deps(nodes):
-    deps = []
-    for nd in nodes:
+def _deps(nodes, deps=None):
+    """Per node, the frozenset of the parameters it depends on; with `deps` (those of the
+    first nodes), the list completed in place."""
+    deps = [] if deps is None else deps
+    for nd in nodes[len(deps):]:
         if nd[0] == "p":
             deps.append(frozenset((nd[1],)))
         elif nd[0] == "c":
@@ -2164,7 +2174,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
             fixed[n] = (f"build() could not be traced with symbolic parameters "
                         f"({type(error).__name__}: {error})")
         return None
-    nodes, deps = tape.nodes, _deps(tape.nodes)
+    nodes, deps = tape.nodes, tape.deps()
     read = {}
     for node, what in tape.reads:         # values read by operations the tape cannot hold
         for k in sorted(deps[node]):
@@ -2221,7 +2231,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         dependent = np.setdiff1d(dependent, np.asarray(derived[0], dtype=int))
 
     match = _match(tape, deps, P, Dm, dependent)
-    deps = _deps(tape.nodes)
+    deps = tape.deps()
     nodes = tape.nodes
 
     def alone(n, slots):
@@ -2236,7 +2246,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
             rows_d.append(got[1])
         Dn = np.array(rows_d)
         moved = [s for s in slots if np.any(_differs(Dn[:, s], D0[s]))]
-        found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
+        found = _match(tape, tape.deps(), np.array(rows_p), Dn, moved)
         return len(found) == len(moved)
 
     def without(n, slots):
@@ -2254,7 +2264,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
             rows_d.append(got[1])
         Dn = np.array(rows_d)
         moved = [s for s in slots if np.any(_differs(Dn[:, s], D0[s]))]
-        found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
+        found = _match(tape, tape.deps(), np.array(rows_p), Dn, moved)
         return len(found) == len(moved)
 
     unmatched = [s for s in dependent if s not in match]
