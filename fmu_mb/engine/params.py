@@ -1862,15 +1862,22 @@ def _pvector(names, index, bvals, plist_defaults, values):
     return v
 
 
-def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None):
+def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None,
+          refused=None):
     """A random set of the live parameters (dict) whose data has D0's layout and passes
     `check` (-> "ok", "guard": another branch that a guard refuses, or "layout": the data's
     layout changed); scale shrinks on failure. A set whose build changes the structure of
     the data (StructureChanged, or another layout while the guards hold) is appended to
-    `hits`: the compiled program could not follow it. None when nothing works."""
+    `hits`: the compiled program could not follow it. None when nothing works.
+    refused(vals): True when `check` refuses vals whatever their data (a guard broken);
+    without `hits` to record, such a set is not built (its build could only fail or be
+    refused: the same draws follow)."""
     s = scale
     for attempt in range(12):
         vals = {n: _ranges(pmap[n], rng, s) if n in live else bvals[n] for n in bvals}
+        if hits is None and refused is not None and refused(vals):
+            s *= 0.5
+            continue
         try:
             with probing():        # (only whether it builds matters: a cheap failure)
                 D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}),
@@ -2202,6 +2209,9 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         ev = _run(guard_ops, pv)
         return all(f(ev[a], ev[b]) == r for f, a, b, r in guard_tests)
 
+    def broken(vals):
+        return not guards_hold(vals)
+
     def same_layout(vals, D):
         if not guards_hold(vals):
             return "guard"
@@ -2239,7 +2249,8 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         what spoils them.)"""
         rows_p, rows_d = [bvec], [D0]
         for _ in range(2):
-            got = _draw([n], pmap, bvals, rng, scale, build, base, data_of, same_layout)
+            got = _draw([n], pmap, bvals, rng, scale, build, base, data_of, same_layout,
+                        refused=broken)
             if got is None:
                 return False
             rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
@@ -2257,7 +2268,8 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
             return False
         rows_p, rows_d = [bvec], [D0]
         for _ in range(n_probe):
-            got = _draw(others, pmap, bvals, rng, scale, build, base, data_of, same_layout)
+            got = _draw(others, pmap, bvals, rng, scale, build, base, data_of, same_layout,
+                        refused=broken)
             if got is None:
                 return False
             rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
