@@ -35,15 +35,20 @@ def _plain_magnitudes(nodes, ev):
 
 
 def _plain_deps(nodes):
-    deps = []
-    for nd in nodes:
-        if nd[0] == "p":
-            deps.append(frozenset((nd[1],)))
-        elif nd[0] == "c":
-            deps.append(frozenset())
-        else:
-            deps.append(frozenset().union(*[deps[c] for c in nd[1:]]))
-    return deps
+    """Per node, the parameters among the leaves reached from it (a search per node)."""
+    out = []
+    for i in range(len(nodes)):
+        seen, todo, found = set(), [i], set()
+        while todo:
+            k = todo.pop()
+            if k not in seen:
+                seen.add(k)
+                if nodes[k][0] == "p":
+                    found.add(nodes[k][1])
+                elif nodes[k][0] != "c":
+                    todo.extend(nodes[k][1:])
+        out.append(frozenset(found))
+    return out
 
 
 def _random_tape(rng, npar, n):

@@ -89,25 +89,22 @@ def _placement_by_passes(tree, bodies):
     places nothing, from the ground, then from each body not placed yet."""
     order, placed = [], {"ground"}
     for root in ["ground"] + list(bodies):
-        if root in placed and root != "ground":
-            continue
-        if root != "ground":
-            order.append((None, "ground", root, True))
+        if root not in placed:                 # a floating root: a free row, then its subtree
             placed.add(root)
+            order.append((None, "ground", root, True))
+        elif root != "ground":
+            continue
         grown = True
         while grown:
             grown = False
             for j in tree:
                 if any(o[0] is j for o in order):
                     continue
-                if j.parent in placed and j.child not in placed:
-                    order.append((j, j.parent, j.child, True))
-                elif j.child in placed and j.parent not in placed:
-                    order.append((j, j.child, j.parent, False))
-                else:
-                    continue
-                placed.add(order[-1][2])
-                grown = True
+                row = st._row(j, placed)          # (the rule of which body is placed)
+                if row is not None:
+                    order.append(row)
+                    placed.add(row[2])
+                    grown = True
     return order
 
 

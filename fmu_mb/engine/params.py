@@ -167,14 +167,10 @@ class _Tape:
         self.messages = {}      # guard -> the builder's message when it fails (a check)
 
     def ops(self):
-        """_ops(self.nodes), extended as nodes are added (None: a node _ops cannot take)."""
+        """_ops(self.nodes), extended as nodes are added."""
         got = self.__dict__.setdefault("_ops", [])
-        if got is not None and len(got) < len(self.nodes):
-            more = _ops(self.nodes, len(got))
-            if more is None:
-                self._ops = got = None
-            else:
-                got.extend(more)
+        if len(got) < len(self.nodes):
+            got.extend(_ops(self.nodes, len(got)))
         return got
 
     def deps(self):
@@ -1200,8 +1196,7 @@ _PARAM = object()       # the function slot of a parameter node in _ops
 def _ops(nodes, start=0):
     """nodes[start:] as (f, a, b) for _run: (_FN[fn], child, child) of a binary node,
     (_FN[fn], child, None) of a unary one, (_PARAM, k, None) of parameter k, (None, value,
-    None) of a constant. None when a node has more than two children (_eval_nodes then
-    takes them one by one)."""
+    None) of a constant."""
     out = []
     for nd in nodes[start:]:
         op = nd[0]
@@ -1209,12 +1204,14 @@ def _ops(nodes, start=0):
             out.append((_PARAM, nd[1], None))
         elif op == "c":
             out.append((None, float(nd[1]), None))
+        elif _FN[op] is None:
+            raise TypeError(f"tape node {nd!r}: this Python has no {op}")
         elif len(nd) == 3:
             out.append((_FN[op], nd[1], nd[2]))
         elif len(nd) == 2:
             out.append((_FN[op], nd[1], None))
         else:
-            return None
+            raise ValueError(f"tape node {nd!r}: expected one or two operands")
     return out
 
 
@@ -1238,21 +1235,10 @@ def _run(ops, params):
 
 def _eval_nodes(nodes, params, ops=None):
     """Every node's value at the parameter values `params` (nodes in creation order: the
-    children of a node come before it). ops: _ops(nodes) when the caller keeps it (a tape's,
-    _Tape.ops)."""
-    if ops is None:
-        ops = _ops(nodes)
-    if ops is not None and len(ops) == len(nodes):
-        return np.array(_run(ops, params), dtype=float).reshape(len(nodes))
-    out = np.empty(len(nodes))
-    for i, nd in enumerate(nodes):
-        if nd[0] == "p":
-            out[i] = params[nd[1]]
-        elif nd[0] == "c":
-            out[i] = nd[1]
-        else:
-            out[i] = _FN[nd[0]](*[float(out[c]) for c in nd[1:]])
-    return out
+    children of a node come before it), each function on the floats of its children. ops:
+    _ops(nodes) when the caller keeps it (a tape's, _Tape.ops)."""
+    ops = _ops(nodes) if ops is None else ops
+    return np.array(_run(ops[:len(nodes)], params), dtype=float).reshape(len(nodes))
 
 
 def _cone_ops(ops, roots):
@@ -1287,12 +1273,6 @@ def _magnitudes(nodes, ev, ops=None):
     ev): the size of what its rounding errors are relative to. ops: _ops(nodes) or a longer
     list that starts with them."""
     ops = _ops(nodes) if ops is None else ops
-    if ops is None:
-        out = np.abs(np.asarray(ev, float))
-        for i, nd in enumerate(nodes):
-            if nd[0] not in ("p", "c"):
-                out[i] = max(out[i], *[out[c] for c in nd[1:]])
-        return out
     out = np.abs(np.asarray(ev, float)).tolist()
     for i in range(len(nodes)):
         f, a, b = ops[i]
@@ -2196,16 +2176,11 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     messages = tape.messages
 
     # the guards' nodes alone are evaluated (the nodes they are computed from)
-    ops = tape.ops()
-    if ops is not None:
-        guard_ops, guard_pos = _cone_ops(ops, {i for g in guards for i in g[1:3]})
-        guard_tests = [(_CMP_FN[c], guard_pos[a], guard_pos[b], r) for c, a, b, r in guards]
+    guard_ops, guard_pos = _cone_ops(tape.ops(), {i for g in guards for i in g[1:3]})
+    guard_tests = [(_CMP_FN[c], guard_pos[a], guard_pos[b], r) for c, a, b, r in guards]
 
     def guards_hold(vals):
         pv = _pvector(names, index, bvals, defaults, vals)
-        if ops is None:
-            ev = _eval_nodes(nodes, pv)
-            return all(_CMP_FN[c](ev[a], ev[b]) == r for c, a, b, r in guards)
         ev = _run(guard_ops, pv)
         return all(f(ev[a], ev[b]) == r for f, a, b, r in guard_tests)
 

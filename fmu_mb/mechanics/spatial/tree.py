@@ -301,6 +301,16 @@ def tree_map(model):
     return _fix_signs(model, tm)
 
 
+def _row(j, placed):
+    """(j, X, Y, forward) of tree joint j that places its body Y from its placed body X, or
+    None unless exactly one of its bodies is placed."""
+    if j.parent in placed and j.child not in placed:
+        return (j, j.parent, j.child, True)
+    if j.child in placed and j.parent not in placed:
+        return (j, j.child, j.parent, False)
+    return None
+
+
 def _placement_order(tree, bodies):
     """The rows' order [(joint or None, X, Y, forward)]: grown from the ground, then from each
     body (in `bodies` order) that is not placed yet as a floating root (joint None). Growing
@@ -327,15 +337,12 @@ def _placement_order(tree, bodies):
             p, k = heapq.heappop(heap)
             if k in done:
                 continue
-            j = tree[k]
-            if j.parent in placed and j.child not in placed:
-                order.append((j, j.parent, j.child, True))
-            elif j.child in placed and j.parent not in placed:
-                order.append((j, j.child, j.parent, False))
-            else:
+            row = _row(tree[k], placed)
+            if row is None:
                 continue
+            order.append(row)
             done.add(k)
-            y = order[-1][2]
+            y = row[2]
             placed.add(y)
             for m in adj.get(y, ()):
                 if m not in done:
