@@ -82,3 +82,55 @@ def test_signs_reproduce_the_assembled_pose_at_half_turns(angle):
     x = st._transform(tm, q0, np.zeros(tm.n))[0]
     np.testing.assert_allclose(x, model.x0, rtol=0, atol=1e-12)
     st.check_assembly(model, q0)
+
+
+def _placement_by_passes(tree, bodies):
+    """The tree map's row order by its definition: passes over the tree joints until one
+    places nothing, from the ground, then from each body not placed yet."""
+    order, placed = [], {"ground"}
+    for root in ["ground"] + list(bodies):
+        if root not in placed:                 # a floating root: a free row, then its subtree
+            placed.add(root)
+            order.append((None, "ground", root, True))
+        elif root != "ground":
+            continue
+        grown = True
+        while grown:
+            grown = False
+            for j in tree:
+                if any(o[0] is j for o in order):
+                    continue
+                row = st._row(j, placed)          # (the rule of which body is placed)
+                if row is not None:
+                    order.append(row)
+                    placed.add(row[2])
+                    grown = True
+    return order
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_placement_order_equals_the_passes_on_branched_forests(seed):
+    """tree._placement_order (a heap over the joints' first placeable moment) gives the rows
+    in the order of the passes it replaces, on random forests: several children per body,
+    subtrees hanging from the ground and floating ones, joints declared in random order and
+    pointing either way, and joints that close loops (never placed)."""
+    from types import SimpleNamespace
+    rng = np.random.default_rng(seed)
+    nb = int(rng.integers(1, 40))
+    bodies = [f"b{k}" for k in range(nb)]
+    joints = []
+    for k in range(nb):
+        if rng.random() < 0.15:
+            continue                                   # a floating root
+        up = "ground" if k == 0 or rng.random() < 0.2 else bodies[int(rng.integers(0, k))]
+        ends = (up, bodies[k]) if rng.random() < 0.6 else (bodies[k], up)
+        joints.append(SimpleNamespace(parent=ends[0], child=ends[1]))
+    for _ in range(int(rng.integers(0, 4))):          # loop-closing joints
+        a, b = rng.choice(["ground"] + bodies, 2, replace=False)
+        joints.append(SimpleNamespace(parent=str(a), child=str(b)))
+    joints = [joints[k] for k in rng.permutation(len(joints))]
+    order = [bodies[k] for k in rng.permutation(nb)]
+    got = st._placement_order(joints, order)
+    want = _placement_by_passes(joints, order)
+    assert [(id(j), x, y, f) for j, x, y, f in got] == [(id(j), x, y, f) for j, x, y, f in want]
+    assert len(got) == len({y for _, _, y, _ in got}) <= nb

@@ -166,6 +166,21 @@ class _Tape:
         self.reads = []         # (node, what): a value read by an operation not traced
         self.messages = {}      # guard -> the builder's message when it fails (a check)
 
+    def ops(self):
+        """_ops(self.nodes), extended as nodes are added."""
+        got = self.__dict__.setdefault("_ops", [])
+        if len(got) < len(self.nodes):
+            got.extend(_ops(self.nodes, len(got)))
+        return got
+
+    def deps(self):
+        """_deps(self.nodes), extended as nodes are added (a node's parameters do not change
+        when nodes are added after it)."""
+        got = self.__dict__.setdefault("_deps", [])
+        if len(got) < len(self.nodes):
+            _deps(self.nodes, got)
+        return got
+
     def node(self, key):
         i = self.ids.get(key)
         if i is None:
@@ -1175,33 +1190,104 @@ def _traced_joint_limit(orig, tid):
 
 
 # ---------------------------------------------------------------------- evaluation
-def _eval_nodes(nodes, params):
-    """Every node's value at the parameter values `params` (nodes in creation order: the
-    children of a node come before it)."""
-    out = np.empty(len(nodes))
-    for i, nd in enumerate(nodes):
-        if nd[0] == "p":
-            out[i] = params[nd[1]]
-        elif nd[0] == "c":
-            out[i] = nd[1]
+_PARAM = object()       # the function slot of a parameter node in _ops
+
+
+def _ops(nodes, start=0):
+    """nodes[start:] as (f, a, b) for _run: (_FN[fn], child, child) of a binary node,
+    (_FN[fn], child, None) of a unary one, (_PARAM, k, None) of parameter k, (None, value,
+    None) of a constant."""
+    out = []
+    for nd in nodes[start:]:
+        op = nd[0]
+        if op == "p":
+            out.append((_PARAM, nd[1], None))
+        elif op == "c":
+            out.append((None, float(nd[1]), None))
+        elif _FN[op] is None:
+            raise TypeError(f"tape node {nd!r}: this Python has no {op}")
+        elif len(nd) == 3:
+            out.append((_FN[op], nd[1], nd[2]))
+        elif len(nd) == 2:
+            out.append((_FN[op], nd[1], None))
         else:
-            out[i] = _FN[nd[0]](*[float(out[c]) for c in nd[1:]])
+            raise ValueError(f"tape node {nd!r}: expected one or two operands")
     return out
 
 
-def _magnitudes(nodes, ev):
+def _run(ops, params):
+    """The values (a list of floats) of the nodes compiled by _ops at the parameter values
+    `params`: the same operations on the same floats as _eval_nodes' definition."""
+    pf = [float(v) for v in params]
+    out = []
+    put = out.append
+    for f, a, b in ops:
+        if b is not None:
+            put(f(out[a], out[b]))
+        elif f is None:
+            put(a)
+        elif f is _PARAM:
+            put(pf[a])
+        else:
+            put(f(out[a]))
+    return out
+
+
+def _eval_nodes(nodes, params, ops=None):
+    """Every node's value at the parameter values `params` (nodes in creation order: the
+    children of a node come before it), each function on the floats of its children. ops:
+    _ops(nodes) when the caller keeps it (a tape's, _Tape.ops)."""
+    ops = _ops(nodes) if ops is None else ops
+    return np.array(_run(ops[:len(nodes)], params), dtype=float).reshape(len(nodes))
+
+
+def _cone_ops(ops, roots):
+    """(ops of the nodes that `roots` are computed from, in order, renumbered; the position
+    of each root in them): what evaluating those roots alone takes."""
+    need = set()
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        if i in need:
+            continue
+        need.add(i)
+        f, a, b = ops[i]
+        if f is not None and f is not _PARAM:
+            stack.append(a)
+            if b is not None:
+                stack.append(b)
+    keep = sorted(need)
+    pos = {i: k for k, i in enumerate(keep)}
+    sub = []
+    for i in keep:
+        f, a, b = ops[i]
+        if f is None or f is _PARAM:
+            sub.append((f, a, b))
+        else:
+            sub.append((f, pos[a], None if b is None else pos[b]))
+    return sub, pos
+
+
+def _magnitudes(nodes, ev, ops=None):
     """Each node's largest |value| among itself and the nodes it is computed from (values
-    ev): the size of what its rounding errors are relative to."""
-    out = np.abs(np.asarray(ev, float))
-    for i, nd in enumerate(nodes):
-        if nd[0] not in ("p", "c"):
-            out[i] = max(out[i], *[out[c] for c in nd[1:]])
-    return out
+    ev): the size of what its rounding errors are relative to. ops: _ops(nodes) or a longer
+    list that starts with them."""
+    ops = _ops(nodes) if ops is None else ops
+    out = np.abs(np.asarray(ev, float)).tolist()
+    for i in range(len(nodes)):
+        f, a, b = ops[i]
+        if b is not None:
+            out[i] = max(out[i], out[a], out[b])
+        elif f is not None and f is not _PARAM:
+            out[i] = max(out[i], out[a])
+    return np.array(out, dtype=float).reshape(len(nodes))
 
 
-def _deps(nodes):
-    deps = []
-    for nd in nodes:
+def _deps(nodes, deps=None):
+    """Per node, the frozenset of the parameters it depends on; with `deps` (those of the
+    first nodes), the list completed in place."""
+    deps = [] if deps is None else deps
+    for nd in nodes[len(deps):]:
         if nd[0] == "p":
             deps.append(frozenset((nd[1],)))
         elif nd[0] == "c":
@@ -1756,15 +1842,22 @@ def _pvector(names, index, bvals, plist_defaults, values):
     return v
 
 
-def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None):
+def _draw(live, pmap, bvals, rng, scale, build, base, data_of, check, hits=None,
+          refused=None):
     """A random set of the live parameters (dict) whose data has D0's layout and passes
     `check` (-> "ok", "guard": another branch that a guard refuses, or "layout": the data's
     layout changed); scale shrinks on failure. A set whose build changes the structure of
     the data (StructureChanged, or another layout while the guards hold) is appended to
-    `hits`: the compiled program could not follow it. None when nothing works."""
+    `hits`: the compiled program could not follow it. None when nothing works.
+    refused(vals): True when `check` refuses vals whatever their data (a guard broken);
+    without `hits` to record, such a set is not built (its build could only fail or be
+    refused: the same draws follow)."""
     s = scale
     for attempt in range(12):
         vals = {n: _ranges(pmap[n], rng, s) if n in live else bvals[n] for n in bvals}
+        if hits is None and refused is not None and refused(vals):
+            s *= 0.5
+            continue
         try:
             with probing():        # (only whether it builds matters: a cheap failure)
                 D = np.asarray(data_of({**base, **{n: vals[n] for n in live}}),
@@ -1867,7 +1960,8 @@ def _match(tape, deps, P, Dm, slots):
     index on their values puts near it (sorted values, searched by bisection), so the cost
     grows with the number of slots plus the number of nodes, not with their product."""
     nodes = tape.nodes
-    E = np.array([_eval_nodes(nodes, p) for p in P])      # (rows, nnodes)
+    ops = tape.ops()
+    E = np.array([_eval_nodes(nodes, p, ops) for p in P])      # (rows, nnodes)
     cand = [i for i in range(len(nodes)) if deps[i]]
     found = {}
     if not cand:
@@ -1914,7 +2008,7 @@ def _match(tape, deps, P, Dm, slots):
     left = [s for s in slots if s not in out]
     if left:                        # rounding residues (a zero computed as 1e-18)
         with np.errstate(all="ignore"):
-            M = np.array([_magnitudes(nodes[:len(e)], e) for e in E])[:, cand]
+            M = np.array([_magnitudes(nodes[:len(e)], e, ops) for e in E])[:, cand]
         near_residue = _residue_index(V, M)
         for s in left:
             got = _residue(V, M, Dm[:, s], near_residue)
@@ -2067,7 +2161,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
             fixed[n] = (f"build() could not be traced with symbolic parameters "
                         f"({type(error).__name__}: {error})")
         return None
-    nodes, deps = tape.nodes, _deps(tape.nodes)
+    nodes, deps = tape.nodes, tape.deps()
     read = {}
     for node, what in tape.reads:         # values read by operations the tape cannot hold
         for k in sorted(deps[node]):
@@ -2081,10 +2175,17 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
     guards = list(dict.fromkeys(g for g in tape.guards if deps[g[1]] | deps[g[2]]))
     messages = tape.messages
 
+    # the guards' nodes alone are evaluated (the nodes they are computed from)
+    guard_ops, guard_pos = _cone_ops(tape.ops(), {i for g in guards for i in g[1:3]})
+    guard_tests = [(_CMP_FN[c], guard_pos[a], guard_pos[b], r) for c, a, b, r in guards]
+
     def guards_hold(vals):
         pv = _pvector(names, index, bvals, defaults, vals)
-        ev = _eval_nodes(nodes, pv)
-        return all(_CMP_FN[c](ev[a], ev[b]) == r for c, a, b, r in guards)
+        ev = _run(guard_ops, pv)
+        return all(f(ev[a], ev[b]) == r for f, a, b, r in guard_tests)
+
+    def broken(vals):
+        return not guards_hold(vals)
 
     def same_layout(vals, D):
         if not guards_hold(vals):
@@ -2115,7 +2216,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         dependent = np.setdiff1d(dependent, np.asarray(derived[0], dtype=int))
 
     match = _match(tape, deps, P, Dm, dependent)
-    deps = _deps(tape.nodes)
+    deps = tape.deps()
     nodes = tape.nodes
 
     def alone(n, slots):
@@ -2123,14 +2224,15 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         what spoils them.)"""
         rows_p, rows_d = [bvec], [D0]
         for _ in range(2):
-            got = _draw([n], pmap, bvals, rng, scale, build, base, data_of, same_layout)
+            got = _draw([n], pmap, bvals, rng, scale, build, base, data_of, same_layout,
+                        refused=broken)
             if got is None:
                 return False
             rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
             rows_d.append(got[1])
         Dn = np.array(rows_d)
         moved = [s for s in slots if np.any(_differs(Dn[:, s], D0[s]))]
-        found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
+        found = _match(tape, tape.deps(), np.array(rows_p), Dn, moved)
         return len(found) == len(moved)
 
     def without(n, slots):
@@ -2141,14 +2243,15 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
             return False
         rows_p, rows_d = [bvec], [D0]
         for _ in range(n_probe):
-            got = _draw(others, pmap, bvals, rng, scale, build, base, data_of, same_layout)
+            got = _draw(others, pmap, bvals, rng, scale, build, base, data_of, same_layout,
+                        refused=broken)
             if got is None:
                 return False
             rows_p.append(_pvector(names, index, bvals, defaults, got[0]))
             rows_d.append(got[1])
         Dn = np.array(rows_d)
         moved = [s for s in slots if np.any(_differs(Dn[:, s], D0[s]))]
-        found = _match(tape, _deps(tape.nodes), np.array(rows_p), Dn, moved)
+        found = _match(tape, tape.deps(), np.array(rows_p), Dn, moved)
         return len(found) == len(moved)
 
     unmatched = [s for s in dependent if s not in match]
@@ -2218,7 +2321,7 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         whole tape; the program itself runs only on a mismatch), then the derived slots; a
         non-finite node value is left for the program to judge."""
         with np.errstate(all="ignore"):
-            ev = _eval_nodes(nodes, pv)
+            ev = _eval_nodes(nodes, pv, tape.ops())
         out = D0.copy()
         out[stored] = ev[store_nodes]
         return derived[1](out) if derived is not None else out
@@ -2228,7 +2331,8 @@ def _compile_once(build, base, data_of, names, index, live, pmap, bvals, D0, fix
         values, or the largest number its expression computes from at pv (a marker l1 + l2
         - xc at l1 = 900 m: the difference of numbers near 900 carries their rounding)."""
         with np.errstate(all="ignore"):
-            mag = _magnitudes(nodes, _eval_nodes(nodes, pv))
+            ops = tape.ops()
+            mag = _magnitudes(nodes, _eval_nodes(nodes, pv, ops), ops)
         out = np.maximum(np.abs(D0), floor)
         out[stored] = np.maximum(out[stored], mag[store_nodes])
         return out

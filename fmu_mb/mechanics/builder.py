@@ -787,11 +787,20 @@ class ModelBuilder(SpatialItems, ShapeItems):
                              f"{self._names[name]}; names must be unique")
         self._names[name] = kind
 
+    def _body_named(self, name):
+        """The first body declared as `name` (a str), or None; the bodies by name are indexed
+        as they are appended (a lookup does not scan them)."""
+        seen, index = self.__dict__.get("_body_index", (0, {}))
+        for b in self._bodies[seen:]:
+            index.setdefault(b.name, b)
+        self._body_index = (len(self._bodies), index)
+        return index.get(name)
+
     def _body_ref(self, where, arg, value, allow_ground=True):
-        names = [b.name for b in self._bodies]
         if value == GROUND and allow_ground:
             return GROUND
-        if not isinstance(value, str) or value not in names:
+        if not isinstance(value, str) or self._body_named(value) is None:
+            names = [b.name for b in self._bodies]
             valid = ([GROUND] if allow_ground else []) + names
             raise ModelError(f"{where}: unknown {arg} body {value!r}; bodies are {valid}")
         return value

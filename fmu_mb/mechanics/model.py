@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..memo import per_object
 from .kinematics import PairSet
 from .motion import Motion
 
@@ -368,16 +369,16 @@ class Model:
         return self.coordinates_per_body * len(self.bodies)
 
     def body(self, name: str) -> Body:
-        return _lookup(self.bodies, name, "body")
+        return _lookup(self.bodies, name, "body", _by_name(self)[0])
 
     def joint(self, name: str) -> Joint:
-        return _lookup(self.joints, name, "joint")
+        return _lookup(self.joints, name, "joint", _by_name(self)[1])
 
     def contact(self, name: str) -> Contact:
-        return _lookup(self.contacts, name, "contact")
+        return _lookup(self.contacts, name, "contact", _by_name(self)[2])
 
     def parameter(self, name: str) -> Parameter:
-        return _lookup(self.parameters, name, "parameter")
+        return _lookup(self.parameters, name, "parameter", _by_name(self)[3])
 
     @property
     def parameter_values(self) -> dict:
@@ -436,7 +437,23 @@ def _finite(model, key, val):
     return v
 
 
-def _lookup(items, name, what):
+@per_object
+def _by_name(model):
+    """name -> item of the model's bodies, joints, contacts and parameters (the first of
+    each name), so that a lookup by name does not scan the items."""
+    out = []
+    for items in (model.bodies, model.joints, model.contacts, model.parameters):
+        index = {}
+        for item in items:
+            index.setdefault(item.name, item)
+        out.append(index)
+    return tuple(out)
+
+
+def _lookup(items, name, what, index=None):
+    """The first of `items` called `name` (index: those items by name, _by_name)."""
+    if index is not None and isinstance(name, str) and name in index:
+        return index[name]
     for item in items:
         if item.name == name:
             return item

@@ -104,7 +104,7 @@ class SpatialItems:
         cache = self.__dict__.setdefault("_pose_cache", {})
         hit = cache.get(body)
         if hit is None:
-            b = next(bb for bb in self._bodies if bb.name == body)
+            b = self._body_named(body)
             r, A = np.array(b.position), rot.matrix(np.array([b.orientation]))[0]
             r.setflags(write=False)
             A.setflags(write=False)

@@ -35,6 +35,7 @@ with f the Euler parameters of the joint frames F (body axes), d the joint trans
 parent joint frame and s = +-1 fixed once so that T(q0) reproduces the assembled Euler
 parameters' sign.
 """
+import heapq
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,35 +261,13 @@ def tree_map(model):
     idx = {b.name: b.index for b in model.bodies}
     idx["ground"] = nb
     jidx = {j.name: k for k, j in enumerate(model.joints)}
-    tree = [model.joint(name) for name in model.topology.tree_joints]
-    # order: (joint or None, X, Y, forward); grown from the ground first, then from each
-    # floating root, as the planar tree.tree_map
-    order = []
-    placed = {"ground"}
-    for root in ["ground"] + [b.name for b in model.bodies]:
-        if root in placed and root != "ground":
-            continue
-        if root != "ground":
-            order.append((None, "ground", root, True))
-            placed.add(root)
-        grown = True
-        while grown:
-            grown = False
-            for j in tree:
-                if any(o[0] is j for o in order):
-                    continue
-                if j.parent in placed and j.child not in placed:
-                    order.append((j, j.parent, j.child, True))
-                elif j.child in placed and j.parent not in placed:
-                    order.append((j, j.child, j.parent, False))
-                else:
-                    continue
-                placed.add(order[-1][2])
-                grown = True
+    tree = [model.joints[jidx[name]] for name in model.topology.tree_joints]
+    order = _placement_order(tree, [b.name for b in model.bodies])
     # coordinates: tree joints in declared order, then the floating roots
     offset, names, o = {}, [], 0
+    in_order = {id(r[0]) for r in order}
     for k, j in enumerate(model.joints):
-        if any(r[0] is j for r in order):
+        if id(j) in in_order:
             offset[j.name] = o
             names += [f"{j.name}.{c}" for c in _NAMES[j.kind]]
             o += NCOORD[j.kind]
@@ -320,6 +299,55 @@ def tree_map(model):
     tm = SpatialTreeMap(nb, o, tuple(rows), tuple(names), tuple(joints),
                         np.array(norm, dtype=np.intp), np.array(sorted(cut), dtype=np.intp))
     return _fix_signs(model, tm)
+
+
+def _row(j, placed):
+    """(j, X, Y, forward) of tree joint j that places its body Y from its placed body X, or
+    None unless exactly one of its bodies is placed."""
+    if j.parent in placed and j.child not in placed:
+        return (j, j.parent, j.child, True)
+    if j.child in placed and j.parent not in placed:
+        return (j, j.child, j.parent, False)
+    return None
+
+
+def _placement_order(tree, bodies):
+    """The rows' order [(joint or None, X, Y, forward)]: grown from the ground, then from each
+    body (in `bodies` order) that is not placed yet as a floating root (joint None). Growing
+    means passes over `tree` (the tree joints, in order) until one places nothing, each joint
+    with one of its bodies placed and the other not placing the other as it is met (a body
+    placed by a joint is usable by the joints after it in the same pass). Computed without
+    the passes: a joint becomes placeable when the first of its bodies is placed, at pass p
+    and tree index i; it is then met at (p, its index) when its index is after i, at
+    (p + 1, its index) otherwise, and the joints are taken in that order (a heap)."""
+    adj = {}
+    for k, j in enumerate(tree):
+        adj.setdefault(j.parent, []).append(k)
+        adj.setdefault(j.child, []).append(k)
+    order, placed, done = [], {"ground"}, set()
+    for root in ["ground"] + list(bodies):
+        if root in placed and root != "ground":
+            continue
+        if root != "ground":
+            order.append((None, "ground", root, True))
+            placed.add(root)
+        heap = [(0, k) for k in adj.get(root, ())]
+        heapq.heapify(heap)
+        while heap:
+            p, k = heapq.heappop(heap)
+            if k in done:
+                continue
+            row = _row(tree[k], placed)
+            if row is None:
+                continue
+            order.append(row)
+            done.add(k)
+            y = row[2]
+            placed.add(y)
+            for m in adj.get(y, ()):
+                if m not in done:
+                    heapq.heappush(heap, (p if m > k else p + 1, m))
+    return order
 
 
 def armature_diagonal(model, tm=None):
