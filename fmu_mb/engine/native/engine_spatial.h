@@ -378,6 +378,25 @@ static void sprows_dense(const SpRow *R, int k, int nb, double *D)
             memcpy(D + (size_t)r * nc + 7 * R[r].b[i], R[r].v[i], sizeof(double) * 7);
 }
 
+/* the spatial rows R (k, by body blocks) by their nonzero entries, in e's workspace (an exact
+ * zero of a block is not one: the nonzeros of sprows_dense's rows) */
+static NzRows nzrows_sp(MbEngine *e, const SpRow *R, int k)
+{
+    int *start = e->nzi, *col = start + k + 1, m = 0;
+    double *val = e->nzv;
+    for (int a = 0; a < k; a++) {
+        start[a] = m;
+        for (int j = 0; j < R[a].n; j++)
+            for (int i = 0; i < 7; i++)
+                if (R[a].v[j][i] != 0.0) {
+                    col[m] = 7 * R[a].b[j] + i;
+                    val[m++] = R[a].v[j][i];
+                }
+    }
+    start[k] = m;
+    return (NzRows){k, 7 * e->nb, start, col, val};
+}
+
 static int sprows_finite(const SpRow *R, int k)
 {
     for (int r = 0; r < k; r++)
@@ -1275,7 +1294,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
     const double *Minv = DA(e, A_DMINV);
     double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
-    SpRow *R = e->sr;                 /* the rows; A: dense for the solves when one is due */
+    SpRow *R = e->sr;                 /* the rows; A: dense for the fine cut's retries */
     double ta = DA(e, A_DT0)[0];      /* the drives' rows at the model's own t0 (planar too) */
     spatial_placement(e, x);
     double size = 0.0;
@@ -1296,8 +1315,15 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
                     ? spatial_given_rows(e, x, 0, e->nrows, r, R) : -1;
             if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
                 break;
-            sprows_dense(R, k, nb, A);
-            if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
+            int rc;
+            if (fine) {         /* (dense: the fine cut is the retry of a failed assembly) */
+                sprows_dense(R, k, nb, A);
+                rc = min_norm_fine(e, A, k, Minv, r, dx);
+            } else {
+                NzRows Z = nzrows_sp(e, R, k);
+                rc = min_norm(e, &Z, Minv, r, dx);
+            }
+            if (rc != OK)
                 break;
             for (int i = 0; i < nc; i++)
                 x[i] -= dx[i];
@@ -1331,17 +1357,19 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     for (int i = 0; i < k && !needed; i++)
         needed = r[i] != 0.0;
     if (needed) {
-        sprows_dense(R, k, nb, A);
-        if (min_norm(e, A, k, Minv, r, dx) != OK) {
+        NzRows Z = nzrows_sp(e, R, k);
+        if (min_norm(e, &Z, Minv, r, dx) != OK) {
             msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
             return MBE_ERROR;
         }
         for (int j = 0; j < nc; j++)
             xd[j] += dx[j];
-        res = velocity_residual(A, k, nc, xd, b, NULL);
+        res = sprows_velocity_residual(R, k, xd, b, NULL);
     }
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
-        /* the retry with the fine cut and residual corrections (assembly.assemble) */
+        /* the retry with the fine cut and residual corrections (assembly.assemble; dense:
+         * it runs only when the plain solve failed) */
+        sprows_dense(R, k, nb, A);
         double res2 = fine_velocities(e, A, k, nc, Minv, b, guess, r, dx);
         if (res2 <= 1e-8 * (1.0 + absmax(b, k))) {
             memcpy(xd, guess, sizeof(double) * nc);
