@@ -1094,6 +1094,25 @@ static void contact_defaults(const MbEngine *e, MbeSettings *s)
             *v[i] = S ? S[i] : 0.0;
 }
 
+/* 1 when a tree's nb rows place each body once and after its parent, the ground (nb) or a
+ * body placed before (a walk to the ground ends), 0 when not, -1 out of memory: row i's body
+ * is rows[i stride + ib], its parent rows[i stride + ip] (both checked to be in [0, nb]) */
+static int tree_order(const int *rows, int stride, int ib, int ip, int nb)
+{
+    char *placed = calloc((size_t)nb + 1, 1);
+    if (!placed)
+        return -1;
+    int ok = 1;
+    placed[nb] = 1;
+    for (int i = 0; i < nb && ok; i++) {
+        const int *R = rows + (size_t)i * stride;
+        ok = !placed[R[ib]] && placed[R[ip]];
+        placed[R[ib]] = 1;
+    }
+    free(placed);
+    return ok;
+}
+
 static int check_planar_data(MbEngine *e, char *err, size_t errlen)
 {
     int nb = e->nb, n = e->n;
@@ -1132,15 +1151,13 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
             J[3] < 0 || J[3] > nb || J[4] < -1 || J[4] >= n ||
             (J[1] == 3 && (J[4] < 0 || J[4] + 3 > n)),        /* a free body: 3 coordinates */
             "a tree joint's indices");
-        /* its body once, its parent the ground or a body placed before (a walk to the
-         * ground ends) */
-        int seen_b = 0, seen_p = J[2] == nb;
-        for (int j = 0; j < i; j++) {
-            seen_b |= IA(e, A_IJI)[JI * j] == J[0];
-            seen_p |= IA(e, A_IJI)[JI * j] == J[2];
-        }
-        BAD(seen_b || !seen_p, "the tree's order (each body once, after its parent)");
     }
+    int order = tree_order(IA(e, A_IJI), JI, 0, 2, nb);
+    if (order < 0) {
+        msg(err, errlen, "out of memory");
+        return 0;
+    }
+    BAD(!order, "the tree's order (each body once, after its parent)");
     for (int i = 0; i < e->ne; i++) {
         const int *E = IA(e, A_IEI) + EI * i;
         BAD(E[0] < 1 || E[0] > 4 || E[1] < 0 || E[1] > nb || E[2] < 0 || E[2] > nb ||

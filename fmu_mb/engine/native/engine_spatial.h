@@ -1003,17 +1003,15 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(R[0] < 0 || R[0] > 4 || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] >= nb ||
             R[3] < 0 || R[3] > n - nq[R[0]] || R[4] < 0 || R[4] > e->nv - dof[R[0]],
             "a tree joint's indices");
-        /* its body once, its parent the ground or a body placed before (a walk to the
-         * ground ends) */
-        int seen_b = 0, seen_p = R[1] == nb;
-        for (int j = 0; j < i; j++) {
-            seen_b |= IA(e, A_ISRI)[SRI * j + 2] == R[2];
-            seen_p |= IA(e, A_ISRI)[SRI * j + 2] == R[1];
-        }
-        BAD(seen_b || !seen_p, "the tree's order (each body once, after its parent)");
         sq += nq[R[0]];
         sv += dof[R[0]];
     }
+    int order = tree_order(IA(e, A_ISRI), SRI, 2, 1, nb);
+    if (order < 0) {
+        msg(err, errlen, "out of memory");
+        return 0;
+    }
+    BAD(!order, "the tree's order (each body once, after its parent)");
     BAD(sq != n || sv != e->nv, "the tree's coordinates");
     for (int i = 0; i < e->ne; i++) {
         const int *E = IA(e, A_ISEI) + SEI * i;
