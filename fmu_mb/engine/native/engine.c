@@ -1896,22 +1896,26 @@ static void tree_placement(MbEngine *e, double *x)
     memcpy(x, pose, sizeof(double) * 3 * nb);
 }
 
-/* the rows of the assembly's Newton (assembly._position_rows): phi and the given joint
- * coordinates' residuals into r, their rows by body blocks into R; returns the number of
- * rows (or -1) */
-static int position_rows(MbEngine *e, const double *x, double t0, double *r, PlRow *R)
+/* the rows of the assembly by body blocks into R, their right-hand sides into rhs: rates 0,
+ * its Newton's (assembly._position_rows): phi and the given joint coordinates' residuals;
+ * rates 1, its velocity solve's: -phi_t and the given joint rates (phi into e->phi). Returns
+ * the number of rows, -1 when a row is undefined at x. */
+static int given_rows(MbEngine *e, const double *x, double t, int rates, double *rhs,
+                      PlRow *R)
 {
     int k = e->nrows;
-    if (model_rows_pl(e, x, t0, r, e->phit, R) != OK)
+    if (model_rows_pl(e, x, t, rates ? e->phi : rhs, e->phit, R) != OK)
         return -1;
+    for (int i = 0; rates && i < e->nrows; i++)
+        rhs[i] = -e->phit[i];
     extend(e, x, e->xde);              /* (xe is model_rows_pl's work array) */
     for (int i = 0; i < e->ncj; i++) {
-        if (!IA(e, A_IINIT)[3 * i])
+        if (!IA(e, A_IINIT)[3 * i + rates])
             continue;
         double v, rate, J[6];
         int p, c;
         coordinate(e, i, e->xde, NULL, &v, &rate, J, &p, &c);
-        r[k] = v - DA(e, A_DINIT)[3 * i];
+        rhs[k] = rates ? DA(e, A_DINIT)[3 * i + 1] : v - DA(e, A_DINIT)[3 * i];
         plrow_set(R + k++, e->nb, p, c, J, 1.0);
     }
     return k;
@@ -2035,7 +2039,7 @@ static double fine_velocities(MbEngine *e, const double *A, int k, int nc, const
  * Python and C pick the same loop branch and polish it by the same Newton) */
 
 /* Newton-Raphson with minimum M-norm steps (fine: the fine cut) from x, in place
- * (assembly._newton); returns the number of rows of r (position_rows; -1: undefined) and
+ * (assembly._newton); returns the number of rows of r (given_rows; -1: undefined) and
  * sets *closed when max |r| <= 1e-9 scale */
 static int assembly_newton(MbEngine *e, double *x, double ta, const double *Minv,
                            double scale, int fine, int *closed)
@@ -2044,7 +2048,7 @@ static int assembly_newton(MbEngine *e, double *x, double ta, const double *Minv
     double *dx = e->f, *r = e->r;
     PlRow *R = e->pr;
     for (int it = 0; it < 50; it++) {
-        k = position_rows(e, x, ta, r, R);
+        k = given_rows(e, x, ta, 0, r, R);
         if (k < 0 || !all_finite(r, k))
             break;
         if (absmax(r, k) < 1e-12 * scale)
@@ -2062,7 +2066,7 @@ static int assembly_newton(MbEngine *e, double *x, double ta, const double *Minv
         for (int i = 0; i < nc; i++)
             x[i] -= dx[i];
     }
-    k = position_rows(e, x, ta, r, R);
+    k = given_rows(e, x, ta, 0, r, R);
     *closed = k >= 0 && all_finite(r, k) && absmax(r, k) <= 1e-9 * scale;
     return k;
 }
@@ -2431,7 +2435,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         double *xs = e->xda;              /* (scratch until the velocities) */
         if (closure_retry(e, xs, ta, Minv, scale, size, &open_joint, &open_res)) {
             memcpy(x, xs, sizeof(double) * nc);
-            k = position_rows(e, x, ta, r, e->pr);
+            k = given_rows(e, x, ta, 0, r, e->pr);
             closed = 1;
         }
     }
@@ -2458,23 +2462,11 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     /* velocities: least M-norm xd with D xd = -phi_t and the given rates (the rows R by
      * body blocks, Z by their nonzeros) */
     PlRow *R = e->pr;
-    if (model_rows_pl(e, x, ta, e->phi, e->phit, R) != OK) {
+    double *b = e->rhs;
+    k = given_rows(e, x, ta, 1, b, R);
+    if (k < 0) {
         msg(err, errlen, "the assembled pose makes a constraint row undefined");
         return MBE_ERROR;
-    }
-    double *b = e->rhs;
-    k = e->nrows;
-    for (int i = 0; i < e->nrows; i++)
-        b[i] = -e->phit[i];
-    extend(e, x, e->xde);
-    for (int i = 0; i < e->ncj; i++) {
-        if (!IA(e, A_IINIT)[3 * i + 1])
-            continue;
-        double v, rate, J[6];
-        int p, c;
-        coordinate(e, i, e->xde, NULL, &v, &rate, J, &p, &c);
-        plrow_set(R + k, nb, p, c, J, 1.0);
-        b[k++] = DA(e, A_DINIT)[3 * i + 1];
     }
     NzRows Z = nzrows_pl(e, R, k);
     for (int bb = 0; bb < nb; bb++) {
