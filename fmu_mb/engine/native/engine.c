@@ -154,8 +154,8 @@ typedef struct {
     const int *start, *col;
     const double *val;
 } NzRows;
-/* the nonzero entries a row can have: a planar row's two bodies, a spatial row's blocks */
-#define NZ_PER_ROW (7 * SPROW_BLOCKS)
+/* the nonzero entries a row can have: a spatial row's blocks, a planar row's two bodies */
+#define NZ_PER_ROW(e) ((e)->kind ? 7 * SPROW_BLOCKS : 6)
 
 struct MbEngine {
     /* the data (copied): ints, the doubles as given (base) and as patched by the parameters */
@@ -1506,8 +1506,8 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->srw = zalloc((4 + SPROW_BLOCKS) * (size_t)nr + 2 * (size_t)nb + 4, sizeof(int));
     e->srd = zalloc(2 * (size_t)nr, sizeof(double));
     e->sro = zalloc(nr, sizeof(ptrdiff_t));
-    e->nzi = zalloc((1 + NZ_PER_ROW) * (size_t)nr + 1, sizeof(int));
-    e->nzv = zalloc(NZ_PER_ROW * (size_t)nr, sizeof(double));
+    e->nzi = zalloc((1 + NZ_PER_ROW(e)) * (size_t)nr + 1, sizeof(int));
+    e->nzv = zalloc(NZ_PER_ROW(e) * (size_t)nr, sizeof(double));
     if (e->kind == 1) {
         e->sr = zalloc(nr, sizeof(SpRow));
         e->sr2 = zalloc(nr, sizeof(SpRow));
