@@ -17,6 +17,7 @@
  * gram_mismatches=... residual_mismatches=... min_norm_error=... fine_error=..." and exits
  * 1 when a number differs or an error exceeds 1e-9.
  */
+#include "blob_file.h"
 #include "engine.c"
 
 static double rnd(void)
@@ -117,20 +118,10 @@ int main(int argc, char **argv)
         return 2;
     }
     int trials = argc > 2 ? atoi(argv[2]) : 20;
-    FILE *f = fopen(argv[1], "rb");
-    if (!f) {
-        fprintf(stderr, "cannot open %s\n", argv[1]);
+    long size;
+    unsigned char *blob = read_blob(argv[1], &size);
+    if (!blob)
         return 2;
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *blob = malloc((size_t)size);
-    if (!blob || fread(blob, 1, (size_t)size, f) != (size_t)size) {
-        fprintf(stderr, "cannot read %s\n", argv[1]);
-        return 2;
-    }
-    fclose(f);
     char err[1024];
     MbEngine *e = mbe_create(blob, (size_t)size, err, sizeof err);
     if (!e || e->kind != 0 || mbe_initialize(e, 0.0, err, sizeof err) != MBE_OK) {

@@ -29,6 +29,7 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -718,23 +719,52 @@ static void gram(const double *A0, int k, int nc, const double *Minv, double *S)
 #undef A_ROW
 }
 
-/* the planar rows R (k, by body blocks) by their nonzero entries, in e's workspace (an exact
- * zero of a block is not one: the nonzeros of model_rows' dense rows) */
-static NzRows nzrows_pl(MbEngine *e, const PlRow *R, int k)
+/* the layout of a row type by body blocks (PlRow, SpRow: the count of blocks first, then the
+ * blocks' bodies b and their w entries each v) for nzrows and blocks_dense */
+#define ROW_BLOCKS(T, w) sizeof(T), offsetof(T, b), offsetof(T, v), (w)
+
+/* k rows by body blocks (size bytes each, the blocks' bodies at byte boff, their w entries
+ * each at voff: ROW_BLOCKS) by their nonzero entries, in e's workspace: an exact zero of a
+ * block is not one (the nonzeros of the dense rows) */
+static NzRows nzrows(MbEngine *e, const void *rows, size_t size, size_t boff, size_t voff,
+                     int w, int k)
 {
     int *start = e->nzi, *col = start + k + 1, m = 0;
     double *val = e->nzv;
     for (int a = 0; a < k; a++) {
+        const char *row = (const char *)rows + (size_t)a * size;
+        const int *b = (const int *)(row + boff);
+        const double *v = (const double *)(row + voff);
         start[a] = m;
-        for (int j = 0; j < R[a].n; j++)
-            for (int i = 0; i < 3; i++)
-                if (R[a].v[j][i] != 0.0) {
-                    col[m] = 3 * R[a].b[j] + i;
-                    val[m++] = R[a].v[j][i];
+        for (int j = 0; j < *(const int *)row; j++)
+            for (int i = 0; i < w; i++)
+                if (v[j * w + i] != 0.0) {
+                    col[m] = w * b[j] + i;
+                    val[m++] = v[j * w + i];
                 }
     }
     start[k] = m;
-    return (NzRows){k, 3 * e->nb, start, col, val};
+    return (NzRows){k, w * e->nb, start, col, val};
+}
+
+/* the k rows by body blocks (ROW_BLOCKS) as the dense k x w nb matrix A */
+static void blocks_dense(const void *rows, size_t size, size_t boff, size_t voff, int w,
+                         int k, int nb, double *A)
+{
+    size_t nc = (size_t)w * nb;
+    memset(A, 0, sizeof(double) * (size_t)k * nc);
+    for (int a = 0; a < k; a++) {
+        const char *row = (const char *)rows + (size_t)a * size;
+        const int *b = (const int *)(row + boff);
+        const double *v = (const double *)(row + voff);
+        for (int j = 0; j < *(const int *)row; j++)
+            memcpy(A + (size_t)a * nc + (size_t)w * b[j], v + j * w, sizeof(double) * w);
+    }
+}
+
+static NzRows nzrows_pl(MbEngine *e, const PlRow *R, int k)
+{
+    return nzrows(e, R, ROW_BLOCKS(PlRow, 3), k);
 }
 
 /* the sum over the columns rows a and b of Z share of Z[a] M^-1 Z[b], in column order (gram's
@@ -1506,8 +1536,9 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->srw = zalloc((4 + SPROW_BLOCKS) * (size_t)nr + 2 * (size_t)nb + 4, sizeof(int));
     e->srd = zalloc(2 * (size_t)nr, sizeof(double));
     e->sro = zalloc(nr, sizeof(ptrdiff_t));
-    e->nzi = zalloc((1 + NZ_PER_ROW(e)) * (size_t)nr + 1, sizeof(int));
-    e->nzv = zalloc(NZ_PER_ROW(e) * (size_t)nr, sizeof(double));
+    /* (written before they are read: not cleared) */
+    e->nzi = malloc(sizeof(int) * ((1 + NZ_PER_ROW(e)) * (size_t)nr + 1));
+    e->nzv = malloc(sizeof(double) * (NZ_PER_ROW(e) * (size_t)nr + 1));
     if (e->kind == 1) {
         e->sr = zalloc(nr, sizeof(SpRow));
         e->sr2 = zalloc(nr, sizeof(SpRow));
@@ -1924,11 +1955,7 @@ static int given_rows(MbEngine *e, const double *x, double t, int rates, double 
 /* the k planar rows R as the dense k x 3 nb matrix A (model_rows' numbers) */
 static void plrows_dense(const PlRow *R, int k, int nb, double *A)
 {
-    size_t nc = 3 * (size_t)nb;
-    memset(A, 0, sizeof(double) * (size_t)k * nc);
-    for (int r = 0; r < k; r++)
-        for (int j = 0; j < R[r].n; j++)
-            memcpy(A + (size_t)r * nc + 3 * R[r].b[j], R[r].v[j], sizeof(double) * 3);
+    blocks_dense(R, ROW_BLOCKS(PlRow, 3), k, nb, A);
 }
 
 /* the largest |v_i|, INFINITY when an entry is not finite (no call per entry: it runs in the

@@ -371,30 +371,12 @@ static double sprow_gram(const SpRow *P, const SpRow *Q, const double *Minv)
 /* the dense rows (k x 7 nb) of R */
 static void sprows_dense(const SpRow *R, int k, int nb, double *D)
 {
-    size_t nc = 7 * (size_t)nb;
-    memset(D, 0, sizeof(double) * (size_t)k * nc);
-    for (int r = 0; r < k; r++)
-        for (int i = 0; i < R[r].n; i++)
-            memcpy(D + (size_t)r * nc + 7 * R[r].b[i], R[r].v[i], sizeof(double) * 7);
+    blocks_dense(R, ROW_BLOCKS(SpRow, 7), k, nb, D);
 }
 
-/* the spatial rows R (k, by body blocks) by their nonzero entries, in e's workspace (an exact
- * zero of a block is not one: the nonzeros of sprows_dense's rows) */
 static NzRows nzrows_sp(MbEngine *e, const SpRow *R, int k)
 {
-    int *start = e->nzi, *col = start + k + 1, m = 0;
-    double *val = e->nzv;
-    for (int a = 0; a < k; a++) {
-        start[a] = m;
-        for (int j = 0; j < R[a].n; j++)
-            for (int i = 0; i < 7; i++)
-                if (R[a].v[j][i] != 0.0) {
-                    col[m] = 7 * R[a].b[j] + i;
-                    val[m++] = R[a].v[j][i];
-                }
-    }
-    start[k] = m;
-    return (NzRows){k, 7 * e->nb, start, col, val};
+    return nzrows(e, R, ROW_BLOCKS(SpRow, 7), k);
 }
 
 static int sprows_finite(const SpRow *R, int k)
