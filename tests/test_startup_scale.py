@@ -1,13 +1,14 @@
 """The start-up's Gram matrices on their envelope (dense.h ENV_ROW; engine.c plrows_psd_solve,
 min_norm; engine_spatial.h sprows_psd_solve) and the planar initialisation's rows by body
-blocks (engine.c PlRow: position_rows, the velocity rows, their nonzeros NzRows) on models
-large enough for the rows' order and the packed storage to matter: the engine's assembled
-initial state and its outputs (reactions included) against the Python reference, which forms
-and solves its matrices densely: the N-four-bar (a chain of loops: the rows reordered by their
-first body), a planar and a spatial chain, and a chain of unequal four-bars placed open with
-velocities that break the loops (the assembly's Newton takes minimum M-norm steps from the
-declared poses, so the pose it reaches depends on every entry of the rows and of M, and the
-velocity projection is the least M-norm correction: a wrong block of a row changes both)."""
+blocks (engine.c given_rows: the Newton's and the velocity solve's rows as PlRow, their
+nonzeros NzRows) on models large enough for the rows' order and the packed storage to matter:
+the engine's assembled initial state and its outputs (reactions included) against the Python
+reference, which forms and solves its matrices densely: the N-four-bar (a chain of loops: the
+rows reordered by their first body), a planar and a spatial chain, and a chain of unequal
+four-bars placed open with velocities that break the loops (the assembly's Newton takes
+minimum M-norm steps from the declared poses, and the velocity projection is the least M-norm
+correction: a wrong block of a row changes the state). The rows by blocks against the dense
+rows directly: tests/c_host/startup_rows_check.c."""
 import math
 import os
 import shutil
