@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blob_file.h"
 #include "engine.h"
 
 static double cpu_now(void)
@@ -30,20 +31,10 @@ int main(int argc, char** argv)
         fprintf(stderr, "usage: engine_step BLOB_FILE STEP N OUT_INDICES\n");
         return 2;
     }
-    FILE* f = fopen(argv[1], "rb");
-    if (!f) {
-        fprintf(stderr, "cannot read %s\n", argv[1]);
+    long size;
+    unsigned char* blob = read_blob(argv[1], &size);
+    if (!blob)
         return 1;
-    }
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char* blob = malloc((size_t)size);
-    if (!blob || fread(blob, 1, (size_t)size, f) != (size_t)size) {
-        fprintf(stderr, "cannot read %s\n", argv[1]);
-        return 1;
-    }
-    fclose(f);
     double h = atof(argv[2]);
     int n = atoi(argv[3]);
     int idx[64], nidx = 0;

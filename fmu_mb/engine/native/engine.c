@@ -29,6 +29,7 @@
  */
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,16 @@ typedef struct {
     double v[2][3];
 } PlRow;
 
+/* the rows of a k x nc matrix by their nonzero entries (the initialisation's minimum-norm
+ * corrections): row a's columns col[start[a] .. start[a + 1]) ascending, their values val */
+typedef struct {
+    int k, nc;
+    const int *start, *col;
+    const double *val;
+} NzRows;
+/* the nonzero entries a row can have: a spatial row's blocks, a planar row's two bodies */
+#define NZ_PER_ROW(e) ((e)->kind ? 7 * SPROW_BLOCKS : 6)
+
 struct MbEngine {
     /* the data (copied): ints, the doubles as given (base) and as patched by the parameters */
     int nints, ndoubles, ncode, nconst, nchars;
@@ -196,6 +207,10 @@ struct MbEngine {
     /* planar models: the outputs' rows by body blocks, at the dynamics' motion (pr) and at
      * the state's (pr + nr); srw and sro are their Gram matrix's envelope too */
     PlRow *pr;
+    /* the rows of a minimum-norm correction by their nonzero entries (NzRows): the rows'
+     * starts and columns (nr + 1 + nr NZ_PER_ROW ints), their values (nr NZ_PER_ROW) */
+    int *nzi;
+    double *nzv;
     /* joints' Coulomb friction (planar, the event loop's joints): njf frictional joints,
      * jfi (njf, 3) their tree coordinates and parent and child bodies, jfb their bounds, jfk
      * their model joints, jflim (ncon) the frictional joint each contact limits (-1), jfo
@@ -660,17 +675,15 @@ static int fine_solve(MbEngine *e, double *S, int k, const double *r)
     return OK;
 }
 
-/* S = A M^-1 A' (k x k, symmetric; Minv NULL: A A') for A (k x nc) over its nonzeros: a
+/* S = A M^-1 A' (k x k, symmetric) for A (k x nc, dense: the fine cut) over its nonzeros: a
  * row's entries span one or two bodies, so S is banded for a chain; each entry sums its terms
  * in column order as the dense product would, less the exact zeros. One pass finds each row's
  * span (its first and last nonzero column); an entry then sums over the overlap of its two
- * rows' spans only (none when they do not overlap): O(k nc) compares and O(k^2) span tests
- * instead of dense products. Without memory for the spans, the dense loops. perm (may be
- * NULL): row a of S is row perm[a] of A. */
-static void gram(const double *A0, int k, int nc, const double *Minv, const int *perm,
-                 double *S)
+ * rows' spans only (none when they do not overlap). Without memory for the spans, the dense
+ * loops. */
+static void gram(const double *A0, int k, int nc, const double *Minv, double *S)
 {
-#define A_ROW(a) (A0 + (size_t)(perm ? perm[a] : (a)) * nc)
+#define A_ROW(a) (A0 + (size_t)(a) * nc)
     int *lo = malloc(sizeof(int) * (2 * (size_t)k + 1)), *hi = lo ? lo + k : NULL;
     if (lo) {
         for (int a = 0; a < k; a++) {
@@ -692,7 +705,7 @@ static void gram(const double *A0, int k, int nc, const double *Minv, const int 
                 double s = 0.0;
                 for (int i = l; i <= h; i++)
                     if (Aa[i] != 0.0 && Ab[i] != 0.0)
-                        s += (Minv ? Aa[i] * Minv[i] : Aa[i]) * Ab[i];
+                        s += Aa[i] * Minv[i] * Ab[i];
                 Sa[b] = s;
             }
         }
@@ -704,7 +717,7 @@ static void gram(const double *A0, int k, int nc, const double *Minv, const int 
             for (int b = 0; b <= a; b++) {
                 double s = 0.0;
                 for (int i = 0; i < nc; i++)
-                    s += Minv ? A_ROW(a)[i] * Minv[i] * A_ROW(b)[i] : A_ROW(a)[i] * A_ROW(b)[i];
+                    s += A_ROW(a)[i] * Minv[i] * A_ROW(b)[i];
                 S[a * k + b] = S[b * k + a] = s;
             }
     }
@@ -712,130 +725,165 @@ static void gram(const double *A0, int k, int nc, const double *Minv, const int 
 #undef A_ROW
 }
 
-/* dx = M^-1 A' S^+ r with S = A M^-1 A' (fmu_mb.linalg.min_norm_correction); A (k x nc).
- * fine: S^+ with the rank cut FINE_RTOL, the assembly's retry when the metric's massless
- * coordinates (weight 1e-6 x the largest mass) spread S beyond RANK_RTOL and the plain solve
- * drops a row that is not redundant. The plain solve takes S's rows in the order of their
- * first nonzero columns (a stable counting sort: a loop's closing rows then sit next to the
- * rows of its bodies, so that S's envelope is a band for a chain of loops), its lower
- * envelope from the rows' nonzero columns (position p's first column is the first position
- * that shares a column with it) and S packed on it (ENV_ROW), each entry summed over the two
- * rows' shared nonzero columns in column order (gram's numbers): O(k b^2) for a band of
- * width b, not O(k^3); when the envelope Cholesky is not accepted, psd on gram's dense S in
- * that order. lam is put back in the rows' order. */
-static int min_norm_cut(MbEngine *e, const double *A, int k, const double *Minv,
-                        const double *r, double *dx, int fine)
+/* the layout of a row type by body blocks (PlRow, SpRow: the count of blocks first, then the
+ * blocks' bodies b and their w entries each v) for nzrows and blocks_dense */
+#define ROW_BLOCKS(T, w) sizeof(T), offsetof(T, b), offsetof(T, v), (w)
+
+/* k rows by body blocks (size bytes each, the blocks' bodies at byte boff, their w entries
+ * each at voff: ROW_BLOCKS) by their nonzero entries, in e's workspace: an exact zero of a
+ * block is not one (the nonzeros of the dense rows) */
+static NzRows nzrows(MbEngine *e, const void *rows, size_t size, size_t boff, size_t voff,
+                     int w, int k)
+{
+    int *start = e->nzi, *col = start + k + 1, m = 0;
+    double *val = e->nzv;
+    for (int a = 0; a < k; a++) {
+        const char *row = (const char *)rows + (size_t)a * size;
+        const int *b = (const int *)(row + boff);
+        const double *v = (const double *)(row + voff);
+        start[a] = m;
+        for (int j = 0; j < *(const int *)row; j++)
+            for (int i = 0; i < w; i++)
+                if (v[j * w + i] != 0.0) {
+                    col[m] = w * b[j] + i;
+                    val[m++] = v[j * w + i];
+                }
+    }
+    start[k] = m;
+    return (NzRows){k, w * e->nb, start, col, val};
+}
+
+/* the k rows by body blocks (ROW_BLOCKS) as the dense k x w nb matrix A */
+static void blocks_dense(const void *rows, size_t size, size_t boff, size_t voff, int w,
+                         int k, int nb, double *A)
+{
+    size_t nc = (size_t)w * nb;
+    memset(A, 0, sizeof(double) * (size_t)k * nc);
+    for (int a = 0; a < k; a++) {
+        const char *row = (const char *)rows + (size_t)a * size;
+        const int *b = (const int *)(row + boff);
+        const double *v = (const double *)(row + voff);
+        for (int j = 0; j < *(const int *)row; j++)
+            memcpy(A + (size_t)a * nc + (size_t)w * b[j], v + j * w, sizeof(double) * w);
+    }
+}
+
+static NzRows nzrows_pl(MbEngine *e, const PlRow *R, int k)
+{
+    return nzrows(e, R, ROW_BLOCKS(PlRow, 3), k);
+}
+
+/* the sum over the columns rows a and b of Z share of Z[a] M^-1 Z[b], in column order (gram's
+ * number: the other terms are exact zeros) */
+static double nz_gram(const NzRows *Z, int a, int b, const double *Minv)
+{
+    double v = 0.0;
+    for (int u = Z->start[a], w = Z->start[b]; u < Z->start[a + 1] && w < Z->start[b + 1];) {
+        int i = Z->col[u], j = Z->col[w];
+        if (i < j) {
+            u++;
+        } else if (i > j) {
+            w++;
+        } else {
+            v += Z->val[u] * Minv[i] * Z->val[w];
+            u++;
+            w++;
+        }
+    }
+    return v;
+}
+
+/* dx = M^-1 A' S^+ r with S = A M^-1 A' (fmu_mb.linalg.min_norm_correction) for the rows A
+ * given by their nonzeros (Z: k x nc). S's rows are taken in the order of their first nonzero
+ * columns (a stable counting sort: a loop's closing rows then sit next to the rows of its
+ * bodies, so that S's envelope is a band for a chain of loops), its lower envelope from the
+ * rows' nonzero columns (position p's first column is the first position that shares a column
+ * with it) and S packed on it (ENV_ROW), each entry summed over the two rows' shared nonzero
+ * columns in column order (gram's numbers); dx sums over each column's nonzeros in the rows'
+ * order (the dense product's numbers). O(nnz + k b^2) for a band of width b; when the envelope
+ * Cholesky is not accepted, psd on the dense S in that order (O(k^3), near a singular pose).
+ * lam is put back in the rows' order. */
+static int min_norm(MbEngine *e, const NzRows *Z, const double *Minv, const double *r,
+                    double *dx)
+{
+    int k = Z->k, nc = Z->nc;
+    const int *st = Z->start, *col = Z->col;
+    for (int i = 0; i < nc; i++)
+        dx[i] = 0.0;
+    if (k == 0)
+        return OK;
+    double *S = e->S, *rp = e->srd, *lp = e->srd + k;
+    int *perm = e->srw, *key = perm + k, *env = key + nc + 2, *cfirst = env + 2 * k;
+    for (int i = 0; i <= nc + 1; i++)
+        key[i] = 0;
+    for (int a = 0; a < k; a++) {                 /* perm: positions -> rows */
+        int l = st[a] < st[a + 1] ? col[st[a]] : nc;
+        perm[a] = l;                              /* (the first column, until the sort) */
+        key[l + 1]++;
+    }
+    for (int i = 0; i <= nc; i++)
+        key[i + 1] += key[i];
+    for (int a = 0; a < k; a++)
+        env[key[perm[a]]++] = a;
+    for (int i = 0; i < nc; i++)
+        cfirst[i] = k;
+    for (int p = 0; p < k; p++) {
+        perm[p] = env[p];
+        rp[p] = r[perm[p]];
+    }
+    for (int p = 0; p < k; p++) {
+        int a = perm[p], f = p;
+        for (int u = st[a]; u < st[a + 1]; u++) {
+            int i = col[u];
+            if (cfirst[i] == k)
+                cfirst[i] = p;
+            f = cfirst[i] < f ? cfirst[i] : f;
+        }
+        env[p] = f;
+    }
+    ptrdiff_t *off = e->sro;
+    dense_env_offsets(env, k, off);
+    for (int p = 0; p < k; p++)
+        for (int l = env[p]; l <= p; l++)
+            S[off[p] + l] = nz_gram(Z, perm[p], perm[l], Minv);
+    dense_envelope_last(env, k);
+    int rc = OK;
+    if (!dense_env_chol_solve(S, off, env, e->V, k, RANK_RTOL, 1, rp, lp, 0.0, NULL)) {
+        for (int p = 0; p < k; p++)
+            for (int l = 0; l <= p; l++)
+                S[(size_t)p * k + l] = S[(size_t)l * k + p] = nz_gram(Z, perm[p], perm[l], Minv);
+        rc = psd(e, S, k, rp, lp);
+    }
+    if (rc != OK)
+        return rc;
+    for (int p = 0; p < k; p++)
+        e->lam[perm[p]] = lp[p];
+    for (int a = 0; a < k; a++)
+        for (int u = st[a]; u < st[a + 1]; u++)
+            dx[col[u]] += Z->val[u] * Minv[col[u]] * e->lam[a];
+    return OK;
+}
+
+/* min_norm with the fine cut for the dense A (k x nc): S^+ with the rank cut FINE_RTOL, the
+ * assembly's retry when the metric's massless coordinates (weight 1e-6 x the largest mass)
+ * spread S beyond RANK_RTOL and the plain solve drops a row that is not redundant. Dense: it
+ * runs only when the plain solves failed. */
+static int min_norm_fine(MbEngine *e, const double *A, int k, const double *Minv,
+                         const double *r, double *dx)
 {
     int nc = (e->kind ? 7 : 3) * e->nb;
     for (int i = 0; i < nc; i++)
         dx[i] = 0.0;
     if (k == 0)
         return OK;
-    double *S = e->S;
-    int rc;
-    if (fine) {
-        gram(A, k, nc, Minv, NULL, S);
-        rc = fine_solve(e, S, k, r);
-    } else {
-        int *perm = e->srw, *key = perm + k;      /* key: nc + 2 counts */
-        double *rp = e->srd, *lp = e->srd + k;
-        for (int i = 0; i <= nc + 1; i++)
-            key[i] = 0;
-        for (int a = 0; a < k; a++) {             /* perm: positions -> rows */
-            const double *Aa = A + (size_t)a * nc;
-            int l = 0;
-            while (l < nc && Aa[l] == 0.0)
-                l++;
-            perm[a] = l;                          /* (the first column, until the sort) */
-            key[l + 1]++;
-        }
-        for (int i = 0; i <= nc; i++)
-            key[i + 1] += key[i];
-        for (int a = 0; a < k; a++)
-            lp[key[perm[a]]++] = a;
-        for (int p = 0; p < k; p++) {
-            perm[p] = (int)lp[p];
-            rp[p] = r[perm[p]];
-        }
-        int *env = key + nc + 2, *cfirst = env + 2 * k, *nzs = malloc(sizeof(int) * (k + 1));
-        int *nz = NULL, done = 0;
-        if (nzs) {                                /* the positions' nonzero columns */
-            size_t cnt = 0;
-            for (int p = 0; p < k; p++)
-                for (int i = 0; i < nc; i++)
-                    cnt += A[(size_t)perm[p] * nc + i] != 0.0;
-            nz = malloc(sizeof(int) * (cnt + 1));
-        }
-        if (nz) {
-            nzs[0] = 0;
-            for (int i = 0; i < nc; i++)
-                cfirst[i] = k;
-            for (int p = 0; p < k; p++) {
-                const double *Ap = A + (size_t)perm[p] * nc;
-                int m = nzs[p], f = p;
-                for (int i = 0; i < nc; i++)
-                    if (Ap[i] != 0.0) {
-                        nz[m++] = i;
-                        if (cfirst[i] == k)
-                            cfirst[i] = p;
-                        f = cfirst[i] < f ? cfirst[i] : f;
-                    }
-                nzs[p + 1] = m;
-                env[p] = f;
-            }
-            ptrdiff_t *off = e->sro;
-            dense_env_offsets(env, k, off);
-            for (int p = 0; p < k; p++) {
-                const double *Ap = A + (size_t)perm[p] * nc;
-                for (int l = env[p]; l <= p; l++) {
-                    const double *Al = A + (size_t)perm[l] * nc;
-                    double v = 0.0;
-                    for (int u = nzs[p], w = nzs[l]; u < nzs[p + 1] && w < nzs[l + 1];) {
-                        int i = nz[u], j = nz[w];
-                        if (i < j) {
-                            u++;
-                        } else if (i > j) {
-                            w++;
-                        } else {
-                            v += (Minv ? Ap[i] * Minv[i] : Ap[i]) * Al[i];
-                            u++;
-                            w++;
-                        }
-                    }
-                    S[off[p] + l] = v;
-                }
-            }
-            dense_envelope_last(env, k);
-            done = dense_env_chol_solve(S, off, env, e->V, k, RANK_RTOL, 1, rp, lp, 0.0, NULL);
-        }
-        free(nz);
-        free(nzs);
-        rc = OK;
-        if (!done) {
-            gram(A, k, nc, Minv, perm, S);
-            rc = psd(e, S, k, rp, lp);
-        }
-        for (int p = 0; rc == OK && p < k; p++)
-            e->lam[perm[p]] = lp[p];
-    }
+    gram(A, k, nc, Minv, e->S);
+    int rc = fine_solve(e, e->S, k, r);
     if (rc != OK)
         return rc;
     for (int a = 0; a < k; a++)
         for (int i = 0; i < nc; i++)
             dx[i] += A[(size_t)a * nc + i] * Minv[i] * e->lam[a];
     return OK;
-}
-
-static int min_norm(MbEngine *e, const double *A, int k, const double *Minv, const double *r,
-                    double *dx)
-{
-    return min_norm_cut(e, A, k, Minv, r, dx, 0);
-}
-
-static int min_norm_fine(MbEngine *e, const double *A, int k, const double *Minv,
-                         const double *r, double *dx)
-{
-    return min_norm_cut(e, A, k, Minv, r, dx, 1);
 }
 
 /* ------------------------------------------------------------------ creation */
@@ -1082,6 +1130,25 @@ static void contact_defaults(const MbEngine *e, MbeSettings *s)
             *v[i] = S ? S[i] : 0.0;
 }
 
+/* 1 when a tree's nb rows place each body once and after its parent, the ground (nb) or a
+ * body placed before (a walk to the ground ends), 0 when not, -1 out of memory: row i's body
+ * is rows[i stride + ib], its parent rows[i stride + ip] (both checked to be in [0, nb]) */
+static int tree_order(const int *rows, int stride, int ib, int ip, int nb)
+{
+    char *placed = calloc((size_t)nb + 1, 1);
+    if (!placed)
+        return -1;
+    int ok = 1;
+    placed[nb] = 1;
+    for (int i = 0; i < nb && ok; i++) {
+        const int *R = rows + (size_t)i * stride;
+        ok = !placed[R[ib]] && placed[R[ip]];
+        placed[R[ib]] = 1;
+    }
+    free(placed);
+    return ok;
+}
+
 static int check_planar_data(MbEngine *e, char *err, size_t errlen)
 {
     int nb = e->nb, n = e->n;
@@ -1120,15 +1187,13 @@ static int check_planar_data(MbEngine *e, char *err, size_t errlen)
             J[3] < 0 || J[3] > nb || J[4] < -1 || J[4] >= n ||
             (J[1] == 3 && (J[4] < 0 || J[4] + 3 > n)),        /* a free body: 3 coordinates */
             "a tree joint's indices");
-        /* its body once, its parent the ground or a body placed before (a walk to the
-         * ground ends) */
-        int seen_b = 0, seen_p = J[2] == nb;
-        for (int j = 0; j < i; j++) {
-            seen_b |= IA(e, A_IJI)[JI * j] == J[0];
-            seen_p |= IA(e, A_IJI)[JI * j] == J[2];
-        }
-        BAD(seen_b || !seen_p, "the tree's order (each body once, after its parent)");
     }
+    int order = tree_order(IA(e, A_IJI), JI, 0, 2, nb);
+    if (order < 0) {
+        msg(err, errlen, "out of memory");
+        return 0;
+    }
+    BAD(!order, "the tree's order (each body once, after its parent)");
     for (int i = 0; i < e->ne; i++) {
         const int *E = IA(e, A_IEI) + EI * i;
         BAD(E[0] < 1 || E[0] > 4 || E[1] < 0 || E[1] > nb || E[2] < 0 || E[2] > nb ||
@@ -1343,7 +1408,7 @@ void mbe_free(MbEngine *e)
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
                  e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup, e->sr, e->sr2,
-                 e->srw, e->srd, e->sro, e->pr};
+                 e->srw, e->srd, e->sro, e->pr, e->nzi, e->nzv};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
         free(p[i]);
     free(e);
@@ -1476,13 +1541,16 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->srw = zalloc((4 + SPROW_BLOCKS) * (size_t)nr + 2 * (size_t)nb + 4, sizeof(int));
     e->srd = zalloc(2 * (size_t)nr, sizeof(double));
     e->sro = zalloc(nr, sizeof(ptrdiff_t));
+    /* (written before they are read: not cleared) */
+    e->nzi = malloc(sizeof(int) * ((1 + NZ_PER_ROW(e)) * (size_t)nr + 1));
+    e->nzv = malloc(sizeof(double) * (NZ_PER_ROW(e) * (size_t)nr + 1));
     if (e->kind == 1) {
         e->sr = zalloc(nr, sizeof(SpRow));
         e->sr2 = zalloc(nr, sizeof(SpRow));
     } else {
         e->pr = zalloc(2 * (size_t)nr, sizeof(PlRow));
     }
-    if (!e->srw || !e->srd || !e->sro || (e->kind == 1 ? !e->sr || !e->sr2 : !e->pr)) {
+    if (!e->srw || !e->srd || !e->sro || !e->nzi || !e->nzv || (e->kind == 1 ? !e->sr || !e->sr2 : !e->pr)) {
         mbe_free(e);
         msg(err, errlen, "out of memory");
         return NULL;
@@ -1864,32 +1932,35 @@ static void tree_placement(MbEngine *e, double *x)
     memcpy(x, pose, sizeof(double) * 3 * nb);
 }
 
-/* the rows of the assembly's Newton (assembly._position_rows): phi and the given joint
- * coordinates' residuals into r, their Jacobian into A; returns the number of rows (or -1) */
-static int position_rows(MbEngine *e, const double *x, double t0, double *r, double *A)
+/* the rows of the assembly by body blocks into R, their right-hand sides into rhs: rates 0,
+ * its Newton's (assembly._position_rows): phi and the given joint coordinates' residuals;
+ * rates 1, its velocity solve's: -phi_t and the given joint rates (phi into e->phi). Returns
+ * the number of rows, -1 when a row is undefined at x. */
+static int given_rows(MbEngine *e, const double *x, double t, int rates, double *rhs,
+                      PlRow *R)
 {
-    int nc = 3 * e->nb, k = e->nrows;
-    if (model_rows(e, x, t0, r, e->phit, A) != OK)
+    int k = e->nrows;
+    if (model_rows_pl(e, x, t, rates ? e->phi : rhs, e->phit, R) != OK)
         return -1;
-    extend(e, x, e->xde);              /* (xe is model_rows' work array) */
+    for (int i = 0; rates && i < e->nrows; i++)
+        rhs[i] = -e->phit[i];
+    extend(e, x, e->xde);              /* (xe is model_rows_pl's work array) */
     for (int i = 0; i < e->ncj; i++) {
-        if (!IA(e, A_IINIT)[3 * i])
+        if (!IA(e, A_IINIT)[3 * i + rates])
             continue;
         double v, rate, J[6];
         int p, c;
         coordinate(e, i, e->xde, NULL, &v, &rate, J, &p, &c);
-        r[k] = v - DA(e, A_DINIT)[3 * i];
-        double *Ar = A + (size_t)k * nc;
-        memset(Ar, 0, sizeof(double) * nc);
-        for (int j = 0; j < 3; j++) {
-            if (p < e->nb)
-                Ar[3 * p + j] += J[j];
-            if (c < e->nb)
-                Ar[3 * c + j] += J[3 + j];
-        }
-        k++;
+        rhs[k] = rates ? DA(e, A_DINIT)[3 * i + 1] : v - DA(e, A_DINIT)[3 * i];
+        plrow_set(R + k++, e->nb, p, c, J, 1.0);
     }
     return k;
+}
+
+/* the k planar rows R as the dense k x 3 nb matrix A (model_rows' numbers) */
+static void plrows_dense(const PlRow *R, int k, int nb, double *A)
+{
+    blocks_dense(R, ROW_BLOCKS(PlRow, 3), k, nb, A);
 }
 
 /* the largest |v_i|, INFINITY when an entry is not finite (no call per entry: it runs in the
@@ -1951,15 +2022,31 @@ static double velocity_residual(const double *A, int k, int nc, const double *xd
     return res;
 }
 
+/* velocity_residual over the rows' nonzeros (the same numbers for a finite xd) */
+static double nz_velocity_residual(const NzRows *Z, const double *xd, const double *b,
+                                   double *r)
+{
+    double res = 0.0;
+    for (int i = 0; i < Z->k; i++) {
+        double s = 0.0;
+        for (int u = Z->start[i]; u < Z->start[i + 1]; u++)
+            s += Z->val[u] * xd[Z->col[u]];
+        res = fmax(res, fabs(s - b[i]));
+        if (r)
+            r[i] = b[i] - s;
+    }
+    return res;
+}
+
 /* 0 when the velocity guess meets the rows exactly (r = b - A xd all zero, A finite: at rest
  * without rheonomic rows), so that the least M-norm correction is zero and is skipped, as
  * assembly.assemble does; 1 otherwise */
-static int velocity_correction_needed(const double *A, int k, int nc, const double *r)
+static int velocity_correction_needed(const NzRows *Z, const double *r)
 {
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < Z->k; i++)
         if (r[i] != 0.0)
             return 1;
-    return !all_finite(A, k * nc);
+    return !all_finite(Z->val, Z->start[Z->k]);
 }
 
 /* The retry of the velocity solve with the fine cut and residual corrections
@@ -1984,25 +2071,34 @@ static double fine_velocities(MbEngine *e, const double *A, int k, int nc, const
  * Python and C pick the same loop branch and polish it by the same Newton) */
 
 /* Newton-Raphson with minimum M-norm steps (fine: the fine cut) from x, in place
- * (assembly._newton); returns the number of rows of r (position_rows; -1: undefined) and
+ * (assembly._newton); returns the number of rows of r (given_rows; -1: undefined) and
  * sets *closed when max |r| <= 1e-9 scale */
 static int assembly_newton(MbEngine *e, double *x, double ta, const double *Minv,
                            double scale, int fine, int *closed)
 {
     int nc = 3 * e->nb, k = 0;
-    double *dx = e->f, *r = e->r, *A = e->A;
+    double *dx = e->f, *r = e->r;
+    PlRow *R = e->pr;
     for (int it = 0; it < 50; it++) {
-        k = position_rows(e, x, ta, r, A);
+        k = given_rows(e, x, ta, 0, r, R);
         if (k < 0 || !all_finite(r, k))
             break;
         if (absmax(r, k) < 1e-12 * scale)
             break;
-        if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
+        int rc;
+        if (fine) {             /* (dense: the fine cut is the retry of a failed assembly) */
+            plrows_dense(R, k, e->nb, e->A);
+            rc = min_norm_fine(e, e->A, k, Minv, r, dx);
+        } else {
+            NzRows Z = nzrows_pl(e, R, k);
+            rc = min_norm(e, &Z, Minv, r, dx);
+        }
+        if (rc != OK)
             break;
         for (int i = 0; i < nc; i++)
             x[i] -= dx[i];
     }
-    k = position_rows(e, x, ta, r, A);
+    k = given_rows(e, x, ta, 0, r, R);
     *closed = k >= 0 && all_finite(r, k) && absmax(r, k) <= 1e-9 * scale;
     return k;
 }
@@ -2393,7 +2489,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         double *xs = e->xda;              /* (scratch until the velocities) */
         if (closure_retry(e, xs, ta, Minv, scale, size, &open_joint, &open_res)) {
             memcpy(x, xs, sizeof(double) * nc);
-            k = position_rows(e, x, ta, r, A);
+            k = given_rows(e, x, ta, 0, r, e->pr);
             closed = 1;
         }
     }
@@ -2417,56 +2513,37 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
         x[3 * b + 2] = (pl + pymod(x[3 * b + 2] - pl + PI, 2 * PI)) - PI;
     }
     declared_far(e, x, xd, size);
-    /* velocities: least M-norm xd with D xd = -phi_t and the given rates */
-    if (model_rows(e, x, ta, e->phi, e->phit, A) != OK) {
+    /* velocities: least M-norm xd with D xd = -phi_t and the given rates (the rows R by
+     * body blocks, Z by their nonzeros) */
+    PlRow *R = e->pr;
+    double *b = e->rhs;
+    k = given_rows(e, x, ta, 1, b, R);
+    if (k < 0) {
         msg(err, errlen, "the assembled pose makes a constraint row undefined");
         return MBE_ERROR;
     }
-    double *b = e->rhs;
-    k = e->nrows;
-    for (int i = 0; i < e->nrows; i++)
-        b[i] = -e->phit[i];
-    extend(e, x, e->xde);
-    for (int i = 0; i < e->ncj; i++) {
-        if (!IA(e, A_IINIT)[3 * i + 1])
-            continue;
-        double v, rate, J[6];
-        int p, c;
-        coordinate(e, i, e->xde, NULL, &v, &rate, J, &p, &c);
-        double *Ar = A + (size_t)k * nc;
-        memset(Ar, 0, sizeof(double) * nc);
-        for (int j = 0; j < 3; j++) {
-            if (p < nb)
-                Ar[3 * p + j] += J[j];
-            if (c < nb)
-                Ar[3 * c + j] += J[3 + j];
-        }
-        b[k++] = DA(e, A_DINIT)[3 * i + 1];
-    }
+    NzRows Z = nzrows_pl(e, R, k);
     for (int bb = 0; bb < nb; bb++) {
         const double *B0 = DA(e, A_DBODY0) + 6 * bb;
         xd[3 * bb] = B0[3];
         xd[3 * bb + 1] = B0[4];
         xd[3 * bb + 2] = B0[5];
     }
-    for (int i = 0; i < k; i++) {
-        double s = 0.0;
-        for (int j = 0; j < nc; j++)
-            s += A[(size_t)i * nc + j] * xd[j];
-        r[i] = b[i] - s;
-    }
+    nz_velocity_residual(&Z, xd, b, r);
     double res = 0.0;                 /* the guess meets the rows exactly: residual 0 */
-    if (velocity_correction_needed(A, k, nc, r)) {
-        if (min_norm(e, A, k, Minv, r, dx) != OK) {
+    if (velocity_correction_needed(&Z, r)) {
+        if (min_norm(e, &Z, Minv, r, dx) != OK) {
             msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
             return MBE_ERROR;
         }
         for (int j = 0; j < nc; j++)
             xd[j] += dx[j];
-        res = velocity_residual(A, k, nc, xd, b, NULL);
+        res = nz_velocity_residual(&Z, xd, b, NULL);
     }
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
-        /* the retry with the fine cut and residual corrections (assembly.assemble) */
+        /* the retry with the fine cut and residual corrections (assembly.assemble; dense:
+         * it runs only when the plain solve failed) */
+        plrows_dense(R, k, nb, A);
         double *xd2 = e->xde;          /* (scratch until extend() below) */
         for (int bb = 0; bb < nb; bb++)
             for (int j = 0; j < 3; j++)

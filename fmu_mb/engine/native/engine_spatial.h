@@ -371,11 +371,12 @@ static double sprow_gram(const SpRow *P, const SpRow *Q, const double *Minv)
 /* the dense rows (k x 7 nb) of R */
 static void sprows_dense(const SpRow *R, int k, int nb, double *D)
 {
-    size_t nc = 7 * (size_t)nb;
-    memset(D, 0, sizeof(double) * (size_t)k * nc);
-    for (int r = 0; r < k; r++)
-        for (int i = 0; i < R[r].n; i++)
-            memcpy(D + (size_t)r * nc + 7 * R[r].b[i], R[r].v[i], sizeof(double) * 7);
+    blocks_dense(R, ROW_BLOCKS(SpRow, 7), k, nb, D);
+}
+
+static NzRows nzrows_sp(MbEngine *e, const SpRow *R, int k)
+{
+    return nzrows(e, R, ROW_BLOCKS(SpRow, 7), k);
 }
 
 static int sprows_finite(const SpRow *R, int k)
@@ -984,17 +985,15 @@ static int check_spatial_data(MbEngine *e, char *err, size_t errlen)
         BAD(R[0] < 0 || R[0] > 4 || R[1] < 0 || R[1] > nb || R[2] < 0 || R[2] >= nb ||
             R[3] < 0 || R[3] > n - nq[R[0]] || R[4] < 0 || R[4] > e->nv - dof[R[0]],
             "a tree joint's indices");
-        /* its body once, its parent the ground or a body placed before (a walk to the
-         * ground ends) */
-        int seen_b = 0, seen_p = R[1] == nb;
-        for (int j = 0; j < i; j++) {
-            seen_b |= IA(e, A_ISRI)[SRI * j + 2] == R[2];
-            seen_p |= IA(e, A_ISRI)[SRI * j + 2] == R[1];
-        }
-        BAD(seen_b || !seen_p, "the tree's order (each body once, after its parent)");
         sq += nq[R[0]];
         sv += dof[R[0]];
     }
+    int order = tree_order(IA(e, A_ISRI), SRI, 2, 1, nb);
+    if (order < 0) {
+        msg(err, errlen, "out of memory");
+        return 0;
+    }
+    BAD(!order, "the tree's order (each body once, after its parent)");
     BAD(sq != n || sv != e->nv, "the tree's coordinates");
     for (int i = 0; i < e->ne; i++) {
         const int *E = IA(e, A_ISEI) + SEI * i;
@@ -1275,7 +1274,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
     const double *Minv = DA(e, A_DMINV);
     double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
-    SpRow *R = e->sr;                 /* the rows; A: dense for the solves when one is due */
+    SpRow *R = e->sr;                 /* the rows; A: dense for the fine cut's retries */
     double ta = DA(e, A_DT0)[0];      /* the drives' rows at the model's own t0 (planar too) */
     spatial_placement(e, x);
     double size = 0.0;
@@ -1296,8 +1295,15 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
                     ? spatial_given_rows(e, x, 0, e->nrows, r, R) : -1;
             if (it == 50 || k < 0 || !all_finite(r, k) || absmax(r, k) < 1e-12 * scale)
                 break;
-            sprows_dense(R, k, nb, A);
-            if ((fine ? min_norm_fine : min_norm)(e, A, k, Minv, r, dx) != OK)
+            int rc;
+            if (fine) {         /* (dense: the fine cut is the retry of a failed assembly) */
+                sprows_dense(R, k, nb, A);
+                rc = min_norm_fine(e, A, k, Minv, r, dx);
+            } else {
+                NzRows Z = nzrows_sp(e, R, k);
+                rc = min_norm(e, &Z, Minv, r, dx);
+            }
+            if (rc != OK)
                 break;
             for (int i = 0; i < nc; i++)
                 x[i] -= dx[i];
@@ -1331,17 +1337,19 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     for (int i = 0; i < k && !needed; i++)
         needed = r[i] != 0.0;
     if (needed) {
-        sprows_dense(R, k, nb, A);
-        if (min_norm(e, A, k, Minv, r, dx) != OK) {
+        NzRows Z = nzrows_sp(e, R, k);
+        if (min_norm(e, &Z, Minv, r, dx) != OK) {
             msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
             return MBE_ERROR;
         }
         for (int j = 0; j < nc; j++)
             xd[j] += dx[j];
-        res = velocity_residual(A, k, nc, xd, b, NULL);
+        res = sprows_velocity_residual(R, k, xd, b, NULL);
     }
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
-        /* the retry with the fine cut and residual corrections (assembly.assemble) */
+        /* the retry with the fine cut and residual corrections (assembly.assemble; dense:
+         * it runs only when the plain solve failed) */
+        sprows_dense(R, k, nb, A);
         double res2 = fine_velocities(e, A, k, nc, Minv, b, guess, r, dx);
         if (res2 <= 1e-8 * (1.0 + absmax(b, k))) {
             memcpy(xd, guess, sizeof(double) * nc);
