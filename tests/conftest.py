@@ -205,6 +205,14 @@ def _compile_jobs(fmu_objects):
                 chains[chain.target.name] = chain
                 fronts.append((f"{front.name} for {chain.target.name}", lambda c=chain, f=front:
                                npl.front_object(c, f, defines, cache)))
+    # zig builds a target's C library and compiler runtime on its first link into a shared
+    # library and keeps them in its own cache (MinGW's: about 90 s CPU, one process): linked
+    # here first, longest first, rather than by the first test that builds an FMU for the
+    # target while another test's link of the same target waits for zig's cache lock
+    links = [(f"zig's libraries for {chain.target.name}",
+              lambda c=chain: _link_once(c, npl._run))
+             for chain in sorted(chains.values(), key=lambda c: c.target.format != "pe")
+             if chain.kind == "zig"]
     for chain in chains.values():
         for source, obj in npl.engine_objects(chain, sources, defines, cache):
             if not obj.is_file():
@@ -212,7 +220,22 @@ def _compile_jobs(fmu_objects):
                              lambda c=chain, s=source, o=obj: npl._compile_object(
                                  c, s, o, defines, [npl.ENGINE_DIR],
                                  f"compiling {s.name} for {c.target.name}")))
-    return jobs + fronts
+    return links + jobs + fronts
+
+
+def _link_once(chain, run):
+    """A one-function shared library linked for the chain's target, as a native FMU's binary is
+    linked (its flags), in a temporary folder."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="fmu_mb_link_") as tmp:
+        folder = Path(tmp)
+        (folder / "one.c").write_text('__attribute__((visibility("default"))) '
+                                      "double fmi2One(double x) { return 2.0 * x; }\n")
+        exports = folder / "exports.map"
+        exports.write_text("{\n  global: fmi2*;\n  local: *;\n};\n")
+        run([*chain.command, *chain.cflags, str(folder / "one.c"), "-o",
+             str(folder / f"one{chain.target.ext}"), *chain.ldflags(exports, "one")],
+            f"linking a shared library for {chain.target.name}", cwd=folder)
 
 
 @pytest.fixture(scope="session", autouse=True)

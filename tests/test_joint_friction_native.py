@@ -97,13 +97,32 @@ SPATIAL_CASES = [
 ]
 
 
-@pytest.mark.parametrize("make, t_end, dt", SPATIAL_CASES)
+#: the spatial cases the engine library is compared on too (ENGINE_SPATIAL below): as
+#: ENGINE_CASES, one xdist_group per case and its Python loop computed once
+ENGINE_SPATIAL_CASES = range(5)
+
+
+def _spatial_case(i):
+    if i not in ENGINE_SPATIAL_CASES:
+        return SPATIAL_CASES[i]
+    return pytest.param(*SPATIAL_CASES[i],
+                        marks=pytest.mark.xdist_group(f"joint_friction_native_spatial_{i}"))
+
+
+def spatial_reference(make, t_end, dt, tmp_path):
+    """The Python loop's outputs of a spatial case, computed once per process (callers only
+    read)."""
+    return once(("joint_friction_native spatial", make, t_end, dt),
+                lambda: simulate(make(tmp_path), t_end, dt, settings=REFERENCE))
+
+
+@pytest.mark.parametrize("make, t_end, dt", [_spatial_case(i) for i in range(len(SPATIAL_CASES))])
 def test_the_spatial_compiled_loop_equals_the_python_loop(make, t_end, dt, tmp_path):
     """The spatial event loop (native/spatial_events.c: the sticking joints' rate rows of
     the spatial kernel, the slipping joints' forces on their velocity coordinates) against
     the Python loop of formulation newton_euler, every output at every point to 1e-9."""
     model = make(tmp_path)
-    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    ref = spatial_reference(make, t_end, dt, tmp_path)
     res = simulate(model, t_end, dt, settings=COMPILED)
     same_outputs(res, ref)
 
@@ -426,7 +445,7 @@ def reversed_rotor(w0=2.9, fc=0.5, inertia=0.5):
     return mb.build()
 
 
-ENGINE_SPATIAL = SPATIAL_CASES[:5] + [
+ENGINE_SPATIAL = [_spatial_case(i) for i in ENGINE_SPATIAL_CASES] + [
     (lambda tmp: reversed_pendulum(True, 0.9, 0.3), 2.5, 0.1),   # reversed: swings, stops
     (lambda tmp: reversed_rotor(), 3.5, 0.25),                   # reversed: slips, sticks
 ]
@@ -447,7 +466,7 @@ def test_the_engine_library_runs_spatial_joint_friction_as_the_python_loop(make,
 
     model = make(tmp_path)
     assert supported(model) is None
-    ref = simulate(model, t_end, dt, settings=REFERENCE)
+    ref = spatial_reference(make, t_end, dt, tmp_path)
     eng = Engine(model)
     eng.set_settings(REFERENCE)
     eng.initialize()
