@@ -239,6 +239,7 @@ static void *make_spatial_kernel(MbEngine *e);
 static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t errlen);
 static const char *kernel_error(int rc);
 static double absmax(const double *v, int n);
+static double max_abs_nan(double m, double v);
 static int all_finite(const double *v, int n);
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
                                  char *err, size_t errlen);
@@ -1978,6 +1979,14 @@ static double absmax(const double *v, int n)
     return m;
 }
 
+/* max(m, |v|) that keeps a NaN (fmax drops it): a residual that is not a number reads as
+ * NaN, never as the largest finite one (numpy's max of |phi| in the Python reference) */
+static double max_abs_nan(double m, double v)
+{
+    double a = fabs(v);
+    return (a > m || a != a) ? a : m;
+}
+
 /* the assembly's failure message: the largest residual r (k rows) and the joint it is at */
 static void open_rows_error(MbEngine *e, const double *r, int k, double t0, char *err,
                             size_t errlen)
@@ -2015,7 +2024,7 @@ static double velocity_residual(const double *A, int k, int nc, const double *xd
         double s = 0.0;
         for (int j = 0; j < nc; j++)
             s += A[(size_t)i * nc + j] * xd[j];
-        res = fmax(res, fabs(s - b[i]));
+        res = max_abs_nan(res, s - b[i]);
         if (r)
             r[i] = b[i] - s;
     }
@@ -2031,7 +2040,7 @@ static double nz_velocity_residual(const NzRows *Z, const double *xd, const doub
         double s = 0.0;
         for (int u = Z->start[i]; u < Z->start[i + 1]; u++)
             s += Z->val[u] * xd[Z->col[u]];
-        res = fmax(res, fabs(s - b[i]));
+        res = max_abs_nan(res, s - b[i]);
         if (r)
             r[i] = b[i] - s;
     }
@@ -3423,8 +3432,8 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
     }
     double res = 0.0, vres = 0.0;
     for (int r = 0; r < nr && G4; r++) {
-        res = fmax(res, fabs(e->phi[r]));
-        vres = fmax(vres, fabs(plrow_dot(R1 + r, xd, e->phit[r])));
+        res = max_abs_nan(res, e->phi[r]);
+        vres = max_abs_nan(vres, plrow_dot(R1 + r, xd, e->phit[r]));
     }
     PUT(GN, T);
     PUT(GN, V);

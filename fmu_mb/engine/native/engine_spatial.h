@@ -396,7 +396,7 @@ static double sprows_velocity_residual(const SpRow *R, int k, const double *xd,
     double res = 0.0;
     for (int i = 0; i < k; i++) {
         double s = sprow_dot(R + i, xd);
-        res = fmax(res, fabs(s - b[i]));
+        res = max_abs_nan(res, s - b[i]);
         if (r)
             r[i] = b[i] - s;
     }
@@ -2030,8 +2030,8 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
     }
     double res = 0.0, vres = 0.0;
     for (int r = 0; r < nr && G4; r++) {
-        res = fmax(res, fabs(e->phi[r]));
-        vres = fmax(vres, fabs(sprow_dot(e->sr2 + r, xd) + e->phit[r]));
+        res = max_abs_nan(res, e->phi[r]);
+        vres = max_abs_nan(vres, sprow_dot(e->sr2 + r, xd) + e->phit[r]);
     }
     PUT(GN, T);
     PUT(GN, V);
