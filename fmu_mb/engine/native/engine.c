@@ -42,7 +42,7 @@
 #include "params.h"
 #endif
 
-enum { OK = 0, ERR_NONFINITE = 1 };
+enum { OK = 0, ERR_NONFINITE = 1, ERR_NOMEM = 2 /* a workspace (reserve) */ };
 #include "dense.h"
 #include "planar_pairs.h"             /* planar shape pairs (A_DPAIR), shared with kernel.c */
 #define PAIRD 19                      /* doubles per shape-pair record (kernel.c) */
@@ -185,8 +185,16 @@ struct MbEngine {
     int fsal;
     double fsal_t, *fsal_f, *fsal_y, *fsal_u;
     /* workspace */
-    double *ytmp, *qdd, *q2, *qd2, *x, *xd, *xdd, *xa, *xda, *f, *phi, *phit, *D, *D2, *A,
-        *S, *V, *w, *rhs, *lam, *r, *xe, *xde, *u0, *eout;
+    double *ytmp, *qdd, *q2, *qd2, *x, *xd, *xdd, *xa, *xda, *f, *phi, *phit, *w, *rhs, *lam,
+        *r, *xe, *xde, *u0, *eout;
+    /* the workspaces whose size grows faster than the model (dense rows x columns, the Gram
+     * matrix's envelope or dense square and its factor), allocated on first use and grown
+     * by reserve(): D, the dense rows' Jacobian (linearization, model exchange, the spatial
+     * initial rates); A, the fine cut's dense rows (the assembly's retries); S and V, the
+     * Gram matrix and its factor or eigenvectors; ncap_*: their capacities in doubles */
+    double *D, *A, *S, *V;
+    size_t ncap_D, ncap_A, ncap_S, ncap_V;
+    double *rot;               /* spatial: (nb + 1) rotations of the tree placement */
     int *ogroup;               /* per output its group (MBE_GROUP_*) */
     /* contacts: the event loop of the current kernel, the records (ncon x EV_REC: part of
      * the state) and their copy during a step, the gaps and forces of the outputs */
@@ -586,9 +594,26 @@ static int coordinate(const MbEngine *e, int i, const double *xe, const double *
     return OK;
 }
 
+/* *p holding at least n doubles: grown (realloc, its entries kept, the new ones zero) when
+ * *cap < n; OK, or ERR_NOMEM (*p and *cap unchanged) */
+static int reserve(double **p, size_t *cap, size_t n)
+{
+    if (n <= *cap)
+        return OK;
+    double *q = realloc(*p, sizeof(double) * n);
+    if (!q)
+        return ERR_NOMEM;
+    memset(q + *cap, 0, sizeof(double) * (n - *cap));
+    *p = q;
+    *cap = n;
+    return OK;
+}
+
 /* y = S^+ rhs (fmu_mb.linalg.schur_solve) for S (m x m, destroyed) */
 static int psd(MbEngine *e, double *S, int m, const double *rhs, double *y)
 {
+    if (reserve(&e->V, &e->ncap_V, (size_t)m * m) != OK)
+        return ERR_NOMEM;
     return dense_psd_solve(S, e->V, e->w, m, NULL, NULL, 0, rhs, y);
 }
 
@@ -606,7 +631,7 @@ static int plrows_psd_solve(MbEngine *e, const PlRow *R, int nt, const double *r
     int nb = e->nb, *env = e->srw, *bfirst = env + 2 * nt, *perm = bfirst + nb,
         *key = perm + nt;
     ptrdiff_t *off = e->sro;
-    double *S = e->S, *bp = e->srd, *yp = e->srd + nt;
+    double *S, *bp = e->srd, *yp = e->srd + nt;
     for (int b = 0; b <= nb + 1; b++)
         key[b] = 0;
     for (int a = 0; a < nt; a++)
@@ -629,13 +654,19 @@ static int plrows_psd_solve(MbEngine *e, const PlRow *R, int nt, const double *r
         env[p] = f;
         bp[p] = rhs[perm[p]];
     }
-    dense_env_offsets(env, nt, off);
+    size_t size = dense_env_offsets(env, nt, off);
+    if (reserve(&e->S, &e->ncap_S, size) != OK || reserve(&e->V, &e->ncap_V, size) != OK)
+        return ERR_NOMEM;
+    S = e->S;
     for (int p = 0; p < nt; p++)
         for (int l = env[p]; l <= p; l++)
             S[off[p] + l] = plrow_gram(PR(p), PR(l));
     dense_envelope_last(env, nt);
     int rc = OK;
     if (!dense_env_chol_solve(S, off, env, e->V, nt, RANK_RTOL, 1, bp, yp, 0.0, NULL)) {
+        if (reserve(&e->S, &e->ncap_S, (size_t)nt * nt) != OK)
+            return ERR_NOMEM;
+        S = e->S;
         for (int p = 0; p < nt; p++)
             for (int l = 0; l <= p; l++)
                 S[(size_t)p * nt + l] = S[(size_t)l * nt + p] = plrow_gram(PR(p), PR(l));
@@ -656,6 +687,8 @@ static int fine_solve(MbEngine *e, double *S, int k, const double *r)
     for (int i = 0; i < k * k; i++)
         if (!isfinite(S[i]))
             return ERR_NONFINITE;
+    if (reserve(&e->V, &e->ncap_V, (size_t)k * k) != OK)
+        return ERR_NOMEM;
     dense_jacobi(S, e->V, e->w, k);      /* component i of eigenvector j: V[j + i k] */
     double wmax = 0.0;
     for (int i = 0; i < k; i++)
@@ -813,7 +846,7 @@ static int min_norm(MbEngine *e, const NzRows *Z, const double *Minv, const doub
         dx[i] = 0.0;
     if (k == 0)
         return OK;
-    double *S = e->S, *rp = e->srd, *lp = e->srd + k;
+    double *S, *rp = e->srd, *lp = e->srd + k;
     int *perm = e->srw, *key = perm + k, *env = key + nc + 2, *cfirst = env + 2 * k;
     for (int i = 0; i <= nc + 1; i++)
         key[i] = 0;
@@ -843,13 +876,19 @@ static int min_norm(MbEngine *e, const NzRows *Z, const double *Minv, const doub
         env[p] = f;
     }
     ptrdiff_t *off = e->sro;
-    dense_env_offsets(env, k, off);
+    size_t size = dense_env_offsets(env, k, off);
+    if (reserve(&e->S, &e->ncap_S, size) != OK || reserve(&e->V, &e->ncap_V, size) != OK)
+        return ERR_NOMEM;
+    S = e->S;
     for (int p = 0; p < k; p++)
         for (int l = env[p]; l <= p; l++)
             S[off[p] + l] = nz_gram(Z, perm[p], perm[l], Minv);
     dense_envelope_last(env, k);
     int rc = OK;
     if (!dense_env_chol_solve(S, off, env, e->V, k, RANK_RTOL, 1, rp, lp, 0.0, NULL)) {
+        if (reserve(&e->S, &e->ncap_S, (size_t)k * k) != OK)
+            return ERR_NOMEM;
+        S = e->S;
         for (int p = 0; p < k; p++)
             for (int l = 0; l <= p; l++)
                 S[(size_t)p * k + l] = S[(size_t)l * k + p] = nz_gram(Z, perm[p], perm[l], Minv);
@@ -877,6 +916,8 @@ static int min_norm_fine(MbEngine *e, const double *A, int k, const double *Minv
         dx[i] = 0.0;
     if (k == 0)
         return OK;
+    if (reserve(&e->S, &e->ncap_S, (size_t)k * k) != OK)
+        return ERR_NOMEM;
     gram(A, k, nc, Minv, e->S);
     int rc = fine_solve(e, e->S, k, r);
     if (rc != OK)
@@ -1407,7 +1448,7 @@ void mbe_free(MbEngine *e)
         free_kernel(e, e->kern);
     void *p[] = {e->fsal_f, e->fsal_y, e->fsal_u, e->rec, e->rectmp, e->gap, e->cforce, e->cft, e->cvt, e->jfi, e->jfk, e->jflim, e->jfb, e->jfo, e->jfq, e->jfnu, e->jfd, e->ints, e->code, e->base, e->d, e->consts, e->chars, (void *)e->pname,
                  e->params, e->y, e->ytmp, e->qdd, e->q2, e->qd2, e->x, e->xd, e->xdd, e->xa,
-                 e->xda, e->f, e->phi, e->phit, e->D, e->D2, e->A, e->S, e->V, e->w, e->rhs,
+                 e->xda, e->f, e->phi, e->phit, e->D, e->A, e->S, e->V, e->rot, e->w, e->rhs,
                  e->lam, e->r, e->xe, e->xde, e->u0, e->eout, e->ogroup, e->sr, e->sr2,
                  e->srw, e->srd, e->sro, e->pr, e->nzi, e->nzv};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
@@ -1516,11 +1557,7 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->f = zalloc(nc3, sizeof(double));
     e->phi = zalloc(nr, sizeof(double));
     e->phit = zalloc(nr, sizeof(double));
-    e->D = zalloc((size_t)nr * nc3, sizeof(double));
-    e->D2 = zalloc((size_t)nr * nc3, sizeof(double));
-    e->A = zalloc((size_t)nr * nc3, sizeof(double));
-    e->S = zalloc((size_t)nr * nr, sizeof(double));
-    e->V = zalloc((size_t)nr * nr, sizeof(double));
+    e->rot = zalloc(e->kind ? 9 * ((size_t)nb + 1) : 0, sizeof(double));
     e->w = zalloc(nr, sizeof(double));
     e->rhs = zalloc(nr, sizeof(double));
     e->lam = zalloc(nr, sizeof(double));
@@ -1531,8 +1568,8 @@ MbEngine *mbe_create(const unsigned char *data, size_t size, char *err, size_t e
     e->eout = zalloc(8 * (size_t)(e->ne + 1) + 6 * (size_t)e->nmark + 8, sizeof(double));
     e->ogroup = zalloc(e->nout, sizeof(int));
     if (!e->params || !e->y || !e->ytmp || !e->qdd || !e->q2 || !e->qd2 || !e->x || !e->xd ||
-        !e->xdd || !e->xa || !e->xda || !e->f || !e->phi || !e->phit || !e->D || !e->D2 ||
-        !e->A || !e->S || !e->V || !e->w || !e->rhs || !e->lam || !e->r || !e->xe ||
+        !e->xdd || !e->xa || !e->xda || !e->f || !e->phi || !e->phit || !e->rot ||
+        !e->w || !e->rhs || !e->lam || !e->r || !e->xe ||
         !e->xde || !e->u0 || !e->eout || !e->ogroup || !e->fsal_f || !e->fsal_y ||
         !e->fsal_u) {
         mbe_free(e);
@@ -2096,6 +2133,9 @@ static int assembly_newton(MbEngine *e, double *x, double ta, const double *Minv
             break;
         int rc;
         if (fine) {             /* (dense: the fine cut is the retry of a failed assembly) */
+            rc = reserve(&e->A, &e->ncap_A, (size_t)k * nc);
+            if (rc != OK)
+                break;
             plrows_dense(R, k, e->nb, e->A);
             rc = min_norm_fine(e, e->A, k, Minv, r, dx);
         } else {
@@ -2473,7 +2513,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     double ta = DA(e, A_DT0)[0];
     int nb = e->nb, nc = 3 * nb, n = e->n;
     const double *Minv = DA(e, A_DMINV);
-    double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
+    double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r;
     tree_placement(e, x);
     double size = 0.0;
     int any = 0;
@@ -2541,8 +2581,10 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     nz_velocity_residual(&Z, xd, b, r);
     double res = 0.0;                 /* the guess meets the rows exactly: residual 0 */
     if (velocity_correction_needed(&Z, r)) {
-        if (min_norm(e, &Z, Minv, r, dx) != OK) {
-            msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
+        int rc = min_norm(e, &Z, Minv, r, dx);
+        if (rc != OK) {
+            msg(err, errlen, "the initial velocities cannot be computed (%s)",
+                rc == ERR_NOMEM ? "out of memory" : "non-finite rows");
             return MBE_ERROR;
         }
         for (int j = 0; j < nc; j++)
@@ -2552,6 +2594,12 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         /* the retry with the fine cut and residual corrections (assembly.assemble; dense:
          * it runs only when the plain solve failed) */
+        if (reserve(&e->A, &e->ncap_A, (size_t)k * nc) != OK) {
+            msg(err, errlen, "the initial velocities' retry: out of memory for its dense rows "
+                "(%d x %d)", k, nc);
+            return MBE_ERROR;
+        }
+        double *A = e->A;
         plrows_dense(R, k, nb, A);
         double *xd2 = e->xde;          /* (scratch until extend() below) */
         for (int bb = 0; bb < nb; bb++)
@@ -3288,9 +3336,10 @@ MbeStatus mbe_outputs_groups(MbEngine *e, const double *u, int groups, double *y
         }
         for (int a = 0; a < nt; a++)
             e->rhs[a] = plrow_dot(R2 + a, e->r, 0.0);
-        if (plrows_psd_solve(e, R2, nt, e->rhs, lam) != OK) {
-            msg(err, errlen, "the reactions at t = %.9g s cannot be computed (non-finite "
-                "constraint rows)", t);
+        int rc = plrows_psd_solve(e, R2, nt, e->rhs, lam);
+        if (rc != OK) {
+            msg(err, errlen, "the reactions at t = %.9g s cannot be computed (%s)", t,
+                rc == ERR_NOMEM ? "out of memory" : "non-finite constraint rows");
             return MBE_ERROR;
         }
     }
@@ -3539,7 +3588,7 @@ static int lin_init(Lin *L, MbEngine *e, int f, const int *ind, char *err, size_
     L->phit = malloc(sizeof(double) * (size_t)(nr + 1));
     if (!L->q0 || !L->q || !L->qd || !L->qdd || !L->zero || !L->Jx || !L->Dq || !L->N ||
         !L->V || !L->w || !L->g || !L->dd || !L->x || !L->xd || !L->yo || !L->ysave ||
-        !L->phi || !L->phit) {
+        !L->phi || !L->phit || reserve(&e->D, &e->ncap_D, (size_t)(nr + 1) * nc) != OK) {
         msg(err, errlen, "directional derivatives: out of memory");
         return 0;
     }

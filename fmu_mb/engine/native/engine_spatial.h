@@ -418,7 +418,7 @@ static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *r
 {
     int nb = e->nb, *env = e->srw, *cnt = env + 2 * nt, *list = cnt + nb + 1,
         *stamp = list + SPROW_BLOCKS * nt, *perm = stamp + nt, *key = perm + nt;
-    double *S = e->S, *bp = e->srd, *yp = e->srd + nt;
+    double *S, *bp = e->srd, *yp = e->srd + nt;
     for (int b = 0; b <= nb + 1; b++)                /* perm: positions -> rows */
         key[b] = 0;
     for (int r = 0; r < nt; r++)
@@ -453,6 +453,9 @@ static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *r
     }
     ptrdiff_t *off = e->sro;
     size_t size = dense_env_offsets(env, nt, off);
+    if (reserve(&e->S, &e->ncap_S, size) != OK || reserve(&e->V, &e->ncap_V, size) != OK)
+        return ERR_NOMEM;
+    S = e->S;
     for (int p = 0; p < nt; p++) {
         const SpRow *Rp = R + perm[p];
         int f = env[p];
@@ -472,6 +475,10 @@ static int sprows_psd_solve(MbEngine *e, const SpRow *R, int nt, const double *r
     dense_envelope_last(env, nt);
     int rc = OK;
     if (!dense_env_chol_solve(S, off, env, e->V, nt, RANK_RTOL, 1, bp, yp, 0.0, NULL)) {
+        size_t dense = (size_t)nt * nt;
+        if (reserve(&e->S, &e->ncap_S, dense) != OK || reserve(&e->V, &e->ncap_V, dense) != OK)
+            return ERR_NOMEM;
+        S = e->S;
         memcpy(e->V, S, sizeof(double) * size);      /* S spread to the dense layout */
         for (int p = 0; p < nt; p++)
             memcpy(S + (size_t)p * nt + env[p], e->V + off[p] + env[p],
@@ -1154,7 +1161,7 @@ static void rowmajor(const double *F, double M[3][3])
 static void spatial_placement(MbEngine *e, double *x)
 {
     int nb = e->nb;
-    double (*A)[3][3] = (double (*)[3][3])e->V;          /* (nb + 1) rotations */
+    double (*A)[3][3] = (double (*)[3][3])e->rot;        /* (nb + 1) rotations */
     double *r = e->xe;                                  /* (nb + 1) x 3 */
     for (int b = 0; b < nb; b++) {
         const double *B0 = DA(e, A_DBODY0) + 13 * b;
@@ -1273,8 +1280,8 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
 {
     int nb = e->nb, nc = 7 * nb, n = e->n, k = 0;
     const double *Minv = DA(e, A_DMINV);
-    double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r, *A = e->A;
-    SpRow *R = e->sr;                 /* the rows; A: dense for the fine cut's retries */
+    double *x = e->xa, *xd = e->xda, *dx = e->f, *r = e->r;
+    SpRow *R = e->sr;                 /* the rows (e->A: dense for the fine cut's retries) */
     double ta = DA(e, A_DT0)[0];      /* the drives' rows at the model's own t0 (planar too) */
     spatial_placement(e, x);
     double size = 0.0;
@@ -1297,8 +1304,11 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
                 break;
             int rc;
             if (fine) {         /* (dense: the fine cut is the retry of a failed assembly) */
-                sprows_dense(R, k, nb, A);
-                rc = min_norm_fine(e, A, k, Minv, r, dx);
+                rc = reserve(&e->A, &e->ncap_A, (size_t)k * nc);
+                if (rc != OK)
+                    break;
+                sprows_dense(R, k, nb, e->A);
+                rc = min_norm_fine(e, e->A, k, Minv, r, dx);
             } else {
                 NzRows Z = nzrows_sp(e, R, k);
                 rc = min_norm(e, &Z, Minv, r, dx);
@@ -1338,8 +1348,10 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
         needed = r[i] != 0.0;
     if (needed) {
         NzRows Z = nzrows_sp(e, R, k);
-        if (min_norm(e, &Z, Minv, r, dx) != OK) {
-            msg(err, errlen, "the initial velocities cannot be computed (non-finite rows)");
+        int rc = min_norm(e, &Z, Minv, r, dx);
+        if (rc != OK) {
+            msg(err, errlen, "the initial velocities cannot be computed (%s)",
+                rc == ERR_NOMEM ? "out of memory" : "non-finite rows");
             return MBE_ERROR;
         }
         for (int j = 0; j < nc; j++)
@@ -1349,8 +1361,13 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     if (!(res <= 1e-8 * (1.0 + absmax(b, k)))) {
         /* the retry with the fine cut and residual corrections (assembly.assemble; dense:
          * it runs only when the plain solve failed) */
-        sprows_dense(R, k, nb, A);
-        double res2 = fine_velocities(e, A, k, nc, Minv, b, guess, r, dx);
+        if (reserve(&e->A, &e->ncap_A, (size_t)k * nc) != OK) {
+            msg(err, errlen, "the initial velocities' retry: out of memory for its dense rows "
+                "(%d x %d)", k, nc);
+            return MBE_ERROR;
+        }
+        sprows_dense(R, k, nb, e->A);
+        double res2 = fine_velocities(e, e->A, k, nc, Minv, b, guess, r, dx);
         if (res2 <= 1e-8 * (1.0 + absmax(b, k))) {
             memcpy(xd, guess, sizeof(double) * nc);
             res = res2;
@@ -1447,6 +1464,14 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     for (int j = 0; j < nc; j++)
         moving |= xd[j] != 0.0;
     if (moving) {
+        if (reserve(&e->D, &e->ncap_D, (size_t)n * nc) != OK ||
+            reserve(&e->S, &e->ncap_S, (size_t)n * n) != OK ||
+            reserve(&e->V, &e->ncap_V, (size_t)n * n) != OK) {
+            restore_signs(e, sign0);
+            msg(err, errlen, "the initial rates of the tree: out of memory for Tq (%d x %d)",
+                n, nc);
+            return MBE_ERROR;
+        }
         double *Tt = e->D, *N = e->S;                     /* Tq' (n x nc), Tq'Tq (n x n) */
         for (int i = 0; i < n; i++) {
             zero[i] = 1.0;
@@ -1851,8 +1876,10 @@ static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, doubl
             e->f[i] -= e->rhs[i];
         for (int a = 0; a < nt; a++)
             e->rhs[a] = sprow_dot(e->sr + a, e->f);
-        if (sprows_psd_solve(e, e->sr, nt, e->rhs, lam) != OK) {      /* D D' lam = rhs */
-            msg(err, errlen, "the reactions at t = %.9g s cannot be computed", t);
+        int rc = sprows_psd_solve(e, e->sr, nt, e->rhs, lam);     /* D D' lam = rhs */
+        if (rc != OK) {
+            msg(err, errlen, "the reactions at t = %.9g s cannot be computed%s", t,
+                rc == ERR_NOMEM ? " (out of memory)" : "");
             return MBE_ERROR;
         }
     }
