@@ -76,6 +76,8 @@ def library():
     lib.mbe_initialize.argtypes = [P, D, P, Z]
     lib.mbe_warning.restype = ctypes.c_char_p
     lib.mbe_warning.argtypes = [P]
+    lib.mbe_workspace_bytes.restype = Z
+    lib.mbe_workspace_bytes.argtypes = [P, I]
     lib.mbe_do_step.argtypes = [P, D, P, P, Z]
     lib.mbe_model_doubles.restype = ctypes.POINTER(D)
     lib.mbe_model_doubles.argtypes = [P, ctypes.POINTER(I)]
@@ -201,6 +203,14 @@ class Engine:
         """The last initialize's warning ("" when none: engine.h mbe_warning)."""
         with self._lock:
             return self.lib.mbe_warning(self.handle).decode("utf-8", "replace")
+
+    def workspace_bytes(self, which=-1):
+        """The bytes of the workspaces allocated on first use (mbe_workspace_bytes): which
+        "D", "A", "S", "V" or -1 (their sum)."""
+        code = {"D": 0, "A": 1, "S": 2, "V": 3, -1: -1}.get(which)
+        if code is None:
+            raise InputError(f"workspace {which!r}: expected 'D', 'A', 'S', 'V' or -1")
+        return self.lib.mbe_workspace_bytes(self.handle, code)
 
     def do_step(self, h, u=None):
         with self._lock:

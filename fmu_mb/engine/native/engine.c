@@ -2667,6 +2667,16 @@ const char *mbe_warning(const MbEngine *e)
     return e ? e->warning : "";
 }
 
+size_t mbe_workspace_bytes(const MbEngine *e, int which)
+{
+    if (!e)
+        return 0;
+    size_t cap[4] = {e->ncap_D, e->ncap_A, e->ncap_S, e->ncap_V};
+    if (which == -1)
+        return sizeof(double) * (cap[0] + cap[1] + cap[2] + cap[3]);
+    return which >= 0 && which < 4 ? sizeof(double) * cap[which] : 0;
+}
+
 /* ------------------------------------------------------------------ stepping */
 static const char *kernel_error(int rc)
 {

@@ -88,6 +88,12 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen);
  * that the assembly moved far from it (the loops closed on another assembly branch). The
  * string belongs to the engine and holds until the next mbe_initialize. */
 const char *mbe_warning(const MbEngine *e);
+/* The bytes of the instance's workspaces that are allocated on first use (the paths that
+ * need dense rows or a Gram matrix: the assembly's fine retries, the envelope solves, the
+ * linearization, the model-exchange closure): which = 0 the dense rows' Jacobian D, 1 the
+ * fine cut's dense rows A, 2 the Gram matrix S, 3 its factor or eigenvectors V, -1 their
+ * sum; 0 for a NULL instance or another which. */
+size_t mbe_workspace_bytes(const MbEngine *e, int which);
 
 /* One communication step from the current time t to t + h with the inputs u held. The work is
  * bounded whatever the settings say (settings.max_steps, and a hard cap of the engine's own).
