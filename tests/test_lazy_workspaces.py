@@ -8,13 +8,13 @@ Checked here:
   derivatives right after the initialisation (a four-bar: coordinate partitioning on the
   dense rows);
 - an open chain allocates none of them, and a chain of loops only the envelope of S and V;
-- the growth of the instance's heap from N = 32 to N = 64 (glibc's mallinfo2 around create +
-  initialise + one step) stays near x2 (it was x3.4 to x3.7 with the dense workspaces
+- the growth of the instance's heap from N = 32 to N = 64 (bench/instance_memory.py: glibc's
+  mallinfo2 around create + initialise + one step) stays near x2 (it was x3.4 to x3.7 with the dense workspaces
   allocated up front).
 """
 import ctypes
 import ctypes.util
-import gc
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,8 @@ from fmu_mb.engine.engine import Engine
 from fmu_mb.engine.kernel import compiler
 from fmu_mb.errors import InputError
 
-MODELS = Path(__file__).resolve().parents[1] / "models"
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "models"
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler for the engine")
 
@@ -90,39 +91,13 @@ def test_an_open_chain_allocates_none_and_loops_only_the_envelope():
         e.workspace_bytes("W")
 
 
-def _heap():
-    name = ctypes.util.find_library("c")
-    libc = ctypes.CDLL(name) if name else None
-    if libc is None or not hasattr(libc, "mallinfo2"):
-        return None
-
-    class MallInfo2(ctypes.Structure):
-        _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks",
-                    "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-    libc.mallinfo2.restype = MallInfo2
-
-    def used():
-        m = libc.mallinfo2()
-        return m.uordblks + m.hblkhd
-    return used
-
-
 @pytest.mark.parametrize("name", ["pendulum_chain", "spatial_chain"])
 def test_the_instance_memory_grows_linearly(name):
-    from fmu_mb.engine.data import model_data
-    used = _heap()
-    if used is None:
+    """bench/instance_memory.py's heap after create + initialise + one step."""
+    if not hasattr(ctypes.CDLL(ctypes.util.find_library("c")), "mallinfo2"):
         pytest.skip("needs glibc's mallinfo2")
-    grown = []
-    for n in (32, 64):
-        blob = model_data(fmu_mb.load_model(MODELS / f"{name}.py", N=n)).to_bytes(None)
-        Engine(blob=blob, name=name)            # the library and ctypes loaded
-        gc.collect()
-        m0 = used()
-        e = Engine(blob=blob, name=name)
-        e.initialize(0.0)
-        e.do_step(0.01)
-        grown.append(used() - m0)
-        del e
-        gc.collect()
+    sys.path.insert(0, str(ROOT / "bench"))
+    from instance_memory import heap_counter, instance_bytes
+    used = heap_counter()
+    grown = [instance_bytes(name, n, used)[1] for n in (32, 64)]
     assert grown[1] / grown[0] <= 2.3, grown
