@@ -191,28 +191,37 @@ def test_contact_closed_and_approaching_at_the_start_is_an_impact_there(dim):
     -0.5 rad/s becomes -e theta', each corner's impulse (1 + e) J |theta'| / (n L sin
     theta) and loss (1 - e^2) J theta'^2 / (2 n); the same for either cut, both loops and
     the engine library."""
-    from fmu_mb.engine.engine import Engine
-
     e, w, n, dt = 0.5, 0.5, len(CORNERS[dim]), 0.01
     J = 2.0 * 0.3 ** 2 + 2.0 * (2e-3 + 0.3 * 0.3 ** 2 / 4.0)
     # the links' angle turns the other way about the spatial model's y
     rate = -w if dim == "2d" else w
     vz = "deck.vy" if dim == "2d" else "deck.vz"
+
+    def check(r):
+        for c in CORNERS[dim]:
+            assert r[f"{c}.impacts"][0] == 1.0 and r[f"{c}.last_time"][0] == 0.0, c
+            assert r[f"{c}.active"][0] == 0.0, c
+            np.testing.assert_allclose(r[f"{c}.last_impulse"][0], (1.0 + e) * J * w / (
+                n * 0.3 * math.sin(TILT)), rtol=1e-9)
+            np.testing.assert_allclose(r[f"{c}.energy_loss"][0],
+                                       (1.0 - e * e) * J * w * w / (2.0 * n), rtol=1e-9)
+        np.testing.assert_allclose((r["deck.vx"][0], r[vz][0]),
+                                   e * w * 0.3 * np.array([math.cos(TILT), math.sin(TILT)]),
+                                   rtol=1e-9)
+    _every_cut_and_loop(check, dim, 0.02, dt, mu=0.0, gap=0.0, e=e, rate=rate)
+
+
+def _every_cut_and_loop(check, dim, t_end, dt, **kw):
+    """check(r) on the results of the model (dim, kw) whichever joint is cut, in both loops;
+    they and the engine library (the native FMU's code) all equal to 1e-9."""
+    from fmu_mb.engine.engine import Engine
+
     ref = None
     for cut in ("hinge1", "hinge0"):
-        model = load_model(DECK, dim=dim, cut=cut, tilt=TILT, mu=0.0, gap=0.0, e=e, rate=rate)
+        model = load_model(DECK, dim=dim, cut=cut, tilt=TILT, **kw)
         for loop in ("python", "compiled"):
-            r = simulate(model, 0.02, dt, settings=LOOPS[loop])
-            for c in CORNERS[dim]:
-                assert r[f"{c}.impacts"][0] == 1.0 and r[f"{c}.last_time"][0] == 0.0, c
-                assert r[f"{c}.active"][0] == 0.0, c
-                np.testing.assert_allclose(r[f"{c}.last_impulse"][0], (1.0 + e) * J * w / (
-                    n * 0.3 * math.sin(TILT)), rtol=1e-9)
-                np.testing.assert_allclose(r[f"{c}.energy_loss"][0],
-                                           (1.0 - e * e) * J * w * w / (2.0 * n), rtol=1e-9)
-            np.testing.assert_allclose((r["deck.vx"][0], r[vz][0]),
-                                       e * w * 0.3 * np.array([math.cos(TILT), math.sin(TILT)]),
-                                       rtol=1e-9)
+            r = simulate(model, t_end, dt, settings=LOOPS[loop])
+            check(r)
             ref = r if ref is None else ref
             same_outputs(r, ref)
         eng = Engine(model)
@@ -226,30 +235,20 @@ def test_frictionless_corners_closed_at_rest_at_the_start_stay_persistent(dim):
     """Frictionless corners at gap 0 and at rest at the start, pressed by gravity: persistent
     from t0 (as frictional ones), no impact, the deck at rest, each corner carrying the
     share f_n = g m_g / n of the closed form (virtual work on the links' angle, module
-    docstring); the same for either cut, both loops
-    and the engine library. A free start would close them at an impact at the time where the
-    rounding-size gap of the assembly closes (3.6e-5 s or 4e-9 s, by the cut). Released
-    moving away from the floor (gap rate above contact_velocity) they start free: no impact."""
-    from fmu_mb.engine.engine import Engine
-
-    n, dt = len(CORNERS[dim]), 0.05
+    docstring); the same for either cut, both loops and the engine library. A free start
+    would close them at an impact at the time where the rounding-size gap of the assembly
+    closes (3.6e-5 s or 4e-9 s, by the cut). Released moving away from the floor (gap rate
+    above contact_velocity) they start free: no impact."""
+    n = len(CORNERS[dim])
     vz = "deck.vy" if dim == "2d" else "deck.vz"
-    ref = None
-    for cut in ("hinge1", "hinge0"):
-        model = load_model(DECK, dim=dim, cut=cut, tilt=TILT, mu=0.0, gap=0.0)
-        for loop in ("python", "compiled"):
-            r = simulate(model, 0.1, dt, settings=LOOPS[loop])
-            for c in CORNERS[dim]:
-                assert set(r[f"{c}.impacts"]) == {0.0} and set(r[f"{c}.active"]) == {1.0}, c
-                np.testing.assert_allclose(r[f"{c}.force"], G * M_G / n, rtol=1e-9)
-            assert max(abs(r["deck.vx"]).max(), abs(r[vz]).max()) < 1e-9
-            _at_rest(r, dim)
-            ref = r if ref is None else ref
-            same_outputs(r, ref)
-        eng = Engine(model)
-        eng.set_settings(LOOPS["python"])
-        eng.initialize()
-        engine_equals(eng, ref, dt)
+
+    def check(r):
+        for c in CORNERS[dim]:
+            assert set(r[f"{c}.impacts"]) == {0.0} and set(r[f"{c}.active"]) == {1.0}, c
+            np.testing.assert_allclose(r[f"{c}.force"], G * M_G / n, rtol=1e-9)
+        assert max(abs(r["deck.vx"]).max(), abs(r[vz]).max()) < 1e-9
+        _at_rest(r, dim)
+    _every_cut_and_loop(check, dim, 0.1, 0.05, mu=0.0, gap=0.0)
     # the links' angle turns the other way about the spatial model's y
     model = load_model(DECK, dim=dim, tilt=TILT, mu=0.0, gap=0.0,
                        rate=0.5 if dim == "2d" else -0.5)

@@ -2029,7 +2029,21 @@ static int ev_initial_impact(EvLoop *ev, double t, double *y, const double *u, d
         if (!(ev->fr && ev->mu[i] > 0.0) && ev->gap[i] <= ctol &&
             fabs(ev->vminus[i]) < cvel)
             rec[ev->nrec * i + 4] = 1.0;
-    return ev_event_update(ev, t, y, u, rec, ctol, cvel, stab == 1, impacts, &released);
+    ev->jphase = 1;     /* the frictional joints' phase from the records, and back */
+    for (int j = 0; j < ev->nj; j++) {
+        const double *J = ev_jrec(ev, rec, j);
+        ev->jstk[j] = J[0] != 0.0;
+        ev->js0[j] = J[1] < 0.0 ? -1.0 : 1.0;
+    }
+    if ((rc = ev_event_update(ev, t, y, u, rec, ctol, cvel, stab == 1, impacts,
+                              &released)) != OK)
+        return rc;
+    for (int j = 0; j < ev->nj; j++) {
+        double *J = ev_jrec(ev, rec, j);
+        J[0] = ev->jstk[j] ? 1.0 : 0.0;
+        J[1] = ev->js0[j];
+    }
+    return OK;
 }
 
 /* the records of the frictional contacts closed at the start (integrate._initial_contacts):
