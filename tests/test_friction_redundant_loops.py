@@ -237,7 +237,7 @@ def test_frictionless_corners_closed_at_rest_at_the_start_stay_persistent(dim):
     share f_n = g m_g / n of the closed form (virtual work on the links' angle, module
     docstring); the same for either cut, both loops and the engine library. A free start
     would close them at an impact at the time where the rounding-size gap of the assembly
-    closes (3.6e-5 s or 4e-9 s, by the cut). Released moving away from the floor (gap rate
+    closes (3.6e-5 s; 2-D with hinge0 cut, 4e-9 s to 6e-9 s by the loop). Released moving away from the floor (gap rate
     above contact_velocity) they start free: no impact."""
     n = len(CORNERS[dim])
     vz = "deck.vy" if dim == "2d" else "deck.vz"
