@@ -13,7 +13,7 @@ from fmu_mb import (IntegrationError, ModelBuilder, ModelError, Settings, State,
 from fmu_mb.dynamics import impact
 from fmu_mb.errors import ImpactError
 
-from conftest import model
+from conftest import engine_equals, model
 
 G = 9.81
 
@@ -46,6 +46,37 @@ def test_bouncing_ball_impact_times_and_rebound_heights(e):
         assert s.q[1] - r == pytest.approx(v * v / (2 * G), abs=1e-11)
         assert abs(s.qd[1]) < 1e-10
         t_imp += 2 * v / G
+
+
+@pytest.mark.parametrize("g", [G, -G])
+def test_ball_released_on_the_floor_at_rest(g):
+    """h0 = 0: the contact closed at rest at the start. Pressed by gravity (g > 0) it is
+    persistent from t0: no impact, the ball at rest on the floor, the floor's force m g (a
+    free start would find an impact where the rounding-size gap closes). Pulled by gravity
+    (g < 0: along +y) its force would be tensile: released at t0, no impact, the ball rising
+    as y - r = |g| t^2 / 2. The same in the Python loop (absolute and joint coordinates), the
+    compiled loop and the engine library (the native FMU's code)."""
+    from fmu_mb.engine.engine import Engine
+
+    m = model("bouncing_ball", h0=0.0, g=g)
+    r, mass = m.parameter("r").value, m.parameter("m").value
+    t = np.linspace(0.0, 0.1, 3)
+    for f in ("newton_euler", "tmt", "recursive"):
+        res = simulate(m, 0.1, 0.05, settings=Settings(formulation=f))
+        assert set(res["floor.impacts"]) == {0.0}, f
+        if g > 0.0:
+            assert set(res["floor.active"]) == {1.0}, f
+            np.testing.assert_allclose(res["floor.force"], mass * g, rtol=1e-12)
+            np.testing.assert_allclose(res["ball.y"] - r, 0.0, atol=1e-12)
+            np.testing.assert_allclose(res["ball.vy"], 0.0, atol=1e-12)
+        else:
+            assert set(res["floor.active"]) == {0.0} and set(res["floor.force"]) == {0.0}, f
+            np.testing.assert_allclose(res["ball.y"] - r, -g * t * t / 2, rtol=1e-9, atol=1e-15)
+            np.testing.assert_allclose(res["ball.vy"], -g * t, rtol=1e-9, atol=1e-15)
+    eng = Engine(m)
+    eng.set_settings(Settings(formulation="newton_euler"))
+    eng.initialize()
+    engine_equals(eng, res, 0.05)
 
 
 @pytest.mark.parametrize("e", [0.0, 0.5, 1.0])

@@ -3,7 +3,7 @@ Coulomb friction): the pendulum that swings onto its stop and is held there (the
 carries the whole reaction: friction 0, state 0), the one thrown onto its stop that is then
 held by its friction (the limit releases; state 1, the friction balancing gravity), the one
 that slides back off its stop and comes to rest, and the Unitree Z1 arm of
-example-robot-data in its default pose (two joints swing onto their stops at once, the
+example-robot-data in its default pose (two joints start pressed on their stops, the
 gripper sticks at its stop throughout). The Python event loop (formulation newton_euler) is
 checked against closed forms (the impact time and speed from the equation of motion
 integrated by scipy, the static torque balance at rest, the energy balance); the compiled
@@ -212,25 +212,24 @@ Z1_GROUP = pytest.mark.xdist_group("limit_friction_z1")
 @Z1_GROUP
 def test_the_z1_in_its_default_pose_rests_on_its_stops():
     """The Z1 from its URDF's default pose (every joint at 0, at rest): the shoulder
-    (joint2) and elbow (joint3) start at their stops, slip (their gravity torques exceed
-    F_c) into them and are held from the same instant on (state 0: friction 0, the limits'
-    forces compressive); the gripper sits at its upper stop sticking throughout (its gap at
-    rounding of 0 is no impact); joint4 slips; every friction within its bound."""
+    (joint2) and elbow (joint3) start at their stops at rest, pressed into them (their
+    gravity torques exceed F_c), so the stops are persistent from t0 and hold them (state 0:
+    friction 0, the limits' forces compressive), with no impact (a free start would find one
+    where the rounding-size gap closes); the gripper sits at its upper stop sticking
+    throughout, its stop carrying no force; joint4 slips; every friction within its
+    bound."""
     model = z1_model()
     r = z1_reference()
     bound = {j.name: j.friction for j in model.joints if j.friction}
     assert len(bound) == 7
     t = r["time"]
     for j in ("joint2", "joint3"):
-        assert r[f"{j}.friction_state"][0] == 2.0
-        assert set(r[f"{j}.friction_state"][t > 0]) == {0.0}
-        assert np.all(r[f"{j}.friction"][t > 0] == 0.0)
-    t_hit = r["joint2_limit_lower.last_time"][-1]
-    assert 0.0 < t_hit < Z1_DT and r["joint3_limit_upper.last_time"][-1] == t_hit
+        assert set(r[f"{j}.friction_state"]) == {0.0}
+        assert np.all(r[f"{j}.friction"] == 0.0)
     for stop in ("joint2_limit_lower", "joint3_limit_upper"):
-        assert set(r[f"{stop}.active"][t > 0]) == {1.0}
-        assert np.all(r[f"{stop}.force"][t > 0] > 0.1)
-        assert set(r[f"{stop}.impacts"]) == {0.0, 1.0}
+        assert set(r[f"{stop}.active"]) == {1.0}
+        assert np.all(r[f"{stop}.force"] > 0.1)
+        assert set(r[f"{stop}.impacts"]) == {0.0}
     assert set(r["jointGripper.friction_state"]) == {1.0}
     assert set(r["jointGripper_limit_upper.impacts"]) == {0.0}
     assert np.abs(r["jointGripper_limit_upper.gap"]).max() < 1e-15

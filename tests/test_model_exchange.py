@@ -168,6 +168,33 @@ def test_bouncing_ball_impact_times(fmus, fmi):
     assert np.max(np.abs(me["floor.last_time"] - cs["floor.last_time"])) < 1e-6
 
 
+@pytest.mark.parametrize("fmi", [2, 3])
+@pytest.mark.parametrize("g", [9.81, -9.81])
+def test_ball_released_on_the_floor_at_rest(fmus, fmi, g):
+    """h0 = 0 (tests/test_impact.py's test of the same name): the contact closed at rest at
+    the start is persistent from t0 when gravity presses it (the ball at rest, its force
+    m g), released at t0 when gravity pulls it away (y - r = |g| t^2 / 2); no impact in
+    either, in model exchange (the initial state of fmi2ExitInitializationMode, then the
+    event iteration) as in co-simulation."""
+    path = fmus("bouncing_ball", fmi)
+    cols = ["floor.impacts", "floor.active", "floor.force", "ball.y", "ball.vy"]
+    start = {"h0": 0.0, "g": g}
+    me = simulate_fmu(path, fmi_type="ModelExchange", solver="CVode", relative_tolerance=1e-10,
+                      output=cols, output_interval=0.05, stop_time=0.2, start_values=start)
+    cs = simulate_fmu(path, fmi_type="CoSimulation", output=cols, output_interval=0.05,
+                      stop_time=0.2, start_values={**CS_TIGHT, **start})
+    for r in (on_grid(me, cs), cs):
+        assert set(r["floor.impacts"]) == {0.0}
+        t = r["time"]
+        if g > 0.0:
+            assert set(r["floor.active"]) == {1.0}
+            np.testing.assert_allclose(r["floor.force"], g, rtol=1e-9)
+            np.testing.assert_allclose(r["ball.y"], 0.1, atol=1e-9)
+        else:
+            assert set(r["floor.active"]) == {0.0}
+            np.testing.assert_allclose(r["ball.y"] - 0.1, -g * t * t / 2, rtol=1e-6, atol=1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fmi", [2, 3])
 def test_slider_crank_stop_impact_times(fmus, fmi):

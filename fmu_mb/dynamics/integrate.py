@@ -195,12 +195,14 @@ def initial_state(model, settings=None):
 
 
 def _initial_impact(model, state, settings):
-    """A contact closed at the start (gap <= contact_tol, not persistent, not a Reduction
-    contact) and approaching (gap rate < 0) has its impact at the start time, the one of
-    smallest gap with every contact within contact_tol as at an impact event, as a model
-    exchange host's event iteration finds it (native/event_loop.h ev_initial_impact): from
-    a gap of zero the gap's sign at the start would be rounding, and the impact at t0 or
-    after a penetration of contact_tol."""
+    """A frictionless contact closed at the start (gap <= contact_tol, not a Reduction
+    contact) at rest (|gap rate| < contact_velocity) starts persistent, as a frictional one
+    does (_initial_contacts), and is released at once when its force would pull. A contact
+    closed at the start, not persistent and approaching (gap rate < 0) has its impact at the
+    start time, the one of smallest gap with every contact within contact_tol as at an impact
+    event, as a model exchange host's event iteration finds it (native/event_loop.h
+    ev_initial_impact): from a gap of zero the gap's sign at the start would be rounding, and
+    the impact at t0 or after a penetration of contact_tol."""
     from .formulations import recursive
 
     if settings.formulation == "recursive" and recursive.NATIVE_EVENTS and not any(
@@ -220,13 +222,22 @@ def _initial_impact(model, state, settings):
     impact = _contact_kit(model, settings)
     st = Status(model, state.extra)
     gap, Dc, _ = impact.contact_rows(model, state.q, state.qd)
-    hit = ((gap <= settings.contact_tol) & (Dc @ state.qd < 0.0) & ~st.active()
-           & ~model.compiled.contacts.reduction)
-    if not hit.any():
+    vn = Dc @ state.qd
+    closed = (gap <= settings.contact_tol) & ~model.compiled.contacts.reduction
+    # the frictional ones: _initial_contacts
+    rest = (closed & (np.abs(vn) < settings.contact_velocity)
+            & ~(model.compiled.contacts.friction > 0.0))
+    for i in np.flatnonzero(rest):
+        st.data[st.names[i]]["active"] = True
+    hit = closed & (vn < 0.0) & ~st.active()
+    if not hit.any() and not rest.any():
         return state
-    i = int(np.argmin(np.where(hit, gap, np.inf)))
-    y = _apply_event(model, st, "impact", i, state.t, np.concatenate([state.q, state.qd]),
-                     settings, impact, model.input_vector(None))
+    uvec = model.input_vector(None)
+    y = np.concatenate([state.q, state.qd])
+    if hit.any():
+        i = int(np.argmin(np.where(hit, gap, np.inf)))
+        y = _apply_event(model, st, "impact", i, state.t, y, settings, impact, uvec)
+    y = _release_tensile(model, st, state.t, y, uvec, impact)
     n = state.q.shape[0]
     return replace(state, q=y[:n].copy(), qd=y[n:].copy(), extra=st.to_extra(state.extra))
 

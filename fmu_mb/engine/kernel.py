@@ -918,9 +918,10 @@ class ContactEvents:
             return self._rec.copy()
 
     def initial_impact(self, t, q, qd, u, rec, settings):
-        """(q, qd, rec) at the start t after the impact of a contact closed (gap <=
-        contact_tol) and approaching there (native/event_loop.h ev_initial_impact, as
-        integrate._initial_impact); rec as in advance(), new arrays."""
+        """(q, qd, rec) at the start t: the frictionless contacts closed (gap <=
+        contact_tol) at rest there persistent, the impact of one closed and approaching
+        (native/event_loop.h ev_initial_impact, as integrate._initial_impact); rec as in
+        advance(), new arrays."""
         mode = _STABILIZATION[settings.stabilization]
         (alpha, beta), impacts = settings.baumgarte, ctypes.c_int(0)
         with self._lock:

@@ -2002,9 +2002,11 @@ static int ev_joint_outputs(EvLoop *ev, double t, const double *y, const double 
     return OK;
 }
 
-/* The rule at the start of a simulation (integrate._initial_impact): a contact closed there
- * (gap <= ctol) and approaching has its impact at t, as the event iteration of a model
- * exchange host finds it (ev_event_update, with the phase kernel's drift control stab,
+/* The rule at the start of a simulation (integrate._initial_impact): a frictionless contact
+ * closed there (gap <= ctol) at rest (|gap rate| < cvel) starts persistent, as a frictional
+ * one does (ev_initial), and is released at once when its force would pull; a contact closed
+ * and approaching that is not persistent has its impact at t, as the event iteration of a
+ * model exchange host finds it (ev_event_update, with the phase kernel's drift control stab,
  * alpha, beta, ptol as ev_advance configures it); otherwise the gap's sign at t would be
  * rounding (an impact at t, or after a penetration of ctol). y's velocities and rec are
  * updated; *impacts counts the impact (0 or 1). */
@@ -2012,7 +2014,7 @@ static int ev_initial_impact(EvLoop *ev, double t, double *y, const double *u, d
                              double ctol, double cvel, int stab, double alpha, double beta,
                              double ptol, int *impacts)
 {
-    int released = 0;
+    int released = 0, n = ev->n, rc;
     *impacts = 0;
     if (ev->nc == 0)
         return OK;
@@ -2020,7 +2022,28 @@ static int ev_initial_impact(EvLoop *ev, double t, double *y, const double *u, d
     ev->mode = stab;
     ev->alpha = alpha;
     ev->beta = beta;
-    return ev_event_update(ev, t, y, u, rec, ctol, cvel, stab == 1, impacts, &released);
+    ev->u = u;
+    if ((rc = evk_contact_rates(ev, t, y, y + n, ev->gap, ev->vminus)) != OK)
+        return rc;
+    for (int i = 0; i < ev->nc; i++)    /* the frictional ones: ev_initial */
+        if (!(ev->fr && ev->mu[i] > 0.0) && ev->gap[i] <= ctol &&
+            fabs(ev->vminus[i]) < cvel)
+            rec[ev->nrec * i + 4] = 1.0;
+    ev->jphase = 1;     /* the frictional joints' phase from the records, and back */
+    for (int j = 0; j < ev->nj; j++) {
+        const double *J = ev_jrec(ev, rec, j);
+        ev->jstk[j] = J[0] != 0.0;
+        ev->js0[j] = J[1] < 0.0 ? -1.0 : 1.0;
+    }
+    if ((rc = ev_event_update(ev, t, y, u, rec, ctol, cvel, stab == 1, impacts,
+                              &released)) != OK)
+        return rc;
+    for (int j = 0; j < ev->nj; j++) {
+        double *J = ev_jrec(ev, rec, j);
+        J[0] = ev->jstk[j] ? 1.0 : 0.0;
+        J[1] = ev->js0[j];
+    }
+    return OK;
 }
 
 /* the records of the frictional contacts closed at the start (integrate._initial_contacts):

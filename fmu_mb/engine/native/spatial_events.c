@@ -765,8 +765,8 @@ int sk_events_values(SkEvents *ev, double t, const double *y, const double *u,
     return ev_event_values(ev, t, y, u, rec, v);
 }
 
-/* the start of a simulation (event_loop.h ev_initial_impact): a contact closed and
- * approaching at t has its impact there */
+/* the start of a simulation (event_loop.h ev_initial_impact): a frictionless contact closed
+ * at rest at t starts persistent, one closed and approaching has its impact there */
 int sk_events_initial_impact(SkEvents *ev, double t, double *y, const double *u, double *rec,
                               double ctol, double cvel, int stab, double alpha, double beta,
                               double ptol, int *impacts)
