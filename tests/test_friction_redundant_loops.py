@@ -187,10 +187,10 @@ def test_contact_closed_and_approaching_at_the_start_is_an_impact_there(dim):
     """Frictionless corners at gap 0 approaching at the start: the impact is at t0 (the rule
     of a model exchange host's event iteration), not after a penetration of contact_tol that
     the sign of the assembled gap decided (2-D newton_euler: -5.6e-17 m with hinge1 cut, the
-    impact at 1.7e-8 s; 1.7e-16 m with hinge0, at 1.3e-15 s). Newton's law on the one coordinate: the links' rate theta' =
-    -0.5 rad/s becomes -e theta', each corner's impulse (1 + e) J |theta'| / (n L sin
-    theta) and loss (1 - e^2) J theta'^2 / (2 n); the same for either cut, both loops and
-    the engine library."""
+    impact at 1.7e-8 s; 1.7e-16 m with hinge0, at 1.3e-15 s). Newton's law on the one
+    coordinate: the links' rate theta' = -0.5 rad/s becomes -e theta', each corner's impulse
+    (1 + e) J |theta'| / (n L sin theta) and loss (1 - e^2) J theta'^2 / (2 n); the same for
+    either cut, both loops and the engine library."""
     e, w, n, dt = 0.5, 0.5, len(CORNERS[dim]), 0.01
     J = 2.0 * 0.3 ** 2 + 2.0 * (2e-3 + 0.3 * 0.3 ** 2 / 4.0)
     # the links' angle turns the other way about the spatial model's y
@@ -237,8 +237,8 @@ def test_frictionless_corners_closed_at_rest_at_the_start_stay_persistent(dim):
     share f_n = g m_g / n of the closed form (virtual work on the links' angle, module
     docstring); the same for either cut, both loops and the engine library. A free start
     would close them at an impact at the time where the rounding-size gap of the assembly
-    closes (3.6e-5 s; 2-D with hinge0 cut, 4e-9 s to 6e-9 s by the loop). Released moving away from the floor (gap rate
-    above contact_velocity) they start free: no impact."""
+    closes (3.6e-5 s; 2-D with hinge0 cut, 4e-9 s to 6e-9 s by the loop). Released moving
+    away from the floor (gap rate above contact_velocity) they start free: no impact."""
     n = len(CORNERS[dim])
     vz = "deck.vy" if dim == "2d" else "deck.vz"
 

@@ -9,12 +9,11 @@ Checked here:
   dense rows);
 - an open chain allocates none of them, and a chain of loops only the envelope of S and V;
 - the growth of the instance's heap from N = 32 to N = 64 (bench/instance_memory.py: glibc's
-  mallinfo2 around create + initialise + one step) stays near x2 (it was x3.4 to x3.7 with the dense workspaces
-  allocated up front).
+  mallinfo2 around create + initialise + one step) stays near x2 (dense workspaces allocated
+  up front would make it x3.4 to x3.7).
 """
 import ctypes
 import ctypes.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -92,11 +91,11 @@ def test_an_open_chain_allocates_none_and_loops_only_the_envelope():
 
 
 @pytest.mark.parametrize("name", ["pendulum_chain", "spatial_chain"])
-def test_the_instance_memory_grows_linearly(name):
+def test_the_instance_memory_grows_linearly(name, monkeypatch):
     """bench/instance_memory.py's heap after create + initialise + one step."""
     if not hasattr(ctypes.CDLL(ctypes.util.find_library("c")), "mallinfo2"):
         pytest.skip("needs glibc's mallinfo2")
-    sys.path.insert(0, str(ROOT / "bench"))
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
     from instance_memory import heap_counter, instance_bytes
     used = heap_counter()
     grown = [instance_bytes(name, n, used)[1] for n in (32, 64)]

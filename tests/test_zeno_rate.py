@@ -233,3 +233,20 @@ def test_model_exchange_stops_a_fast_chatter_at_its_rate_bound():
     me.rattle(5001, 15001)
     with pytest.raises(IntegrationError, match="switches state endlessly"):
         me.hit(upper_hit(15001), 1.0)
+
+
+@pytest.mark.parametrize("back", ["set_time", "set_state"])
+def test_model_exchange_counts_restart_when_the_host_goes_back_before_the_next_event(back):
+    """A host that rolls back (fmi2SetTime to an earlier time, or a set FMU state) and then
+    meets the next hit at or after the last one counts that hit once: the windows restart at
+    the rollback itself, so hits 5001 .. 15000 pass after it and hit 15001 is refused (without
+    the restart the rolled-back hits would count twice and hit 10001 would be refused)."""
+    me = MeHost()
+    me.rattle(1, 5001)
+    if back == "set_time":
+        assert not me.eng.lib.mbe_me_set_time(me.eng.handle, upper_hit(2500), me.err, 1024)
+    else:
+        me.eng.set_state(me.eng.get_state())     # as fmi2SetFMUstate
+    me.rattle(5001, 15001)
+    with pytest.raises(IntegrationError, match="switches state endlessly"):
+        me.hit(upper_hit(15001), 1.0)

@@ -210,7 +210,8 @@ class Engine:
         code = {"D": 0, "A": 1, "S": 2, "V": 3, -1: -1}.get(which)
         if code is None:
             raise InputError(f"workspace {which!r}: expected 'D', 'A', 'S', 'V' or -1")
-        return self.lib.mbe_workspace_bytes(self.handle, code)
+        with self._lock:
+            return self.lib.mbe_workspace_bytes(self.handle, code)
 
     def do_step(self, h, u=None):
         with self._lock:

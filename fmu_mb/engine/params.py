@@ -1217,7 +1217,8 @@ def _ops(nodes, start=0):
 
 def _run(ops, params):
     """The values (a list of floats) of the nodes compiled by _ops at the parameter values
-    `params`: the same operations on the same floats as _eval_nodes' definition."""
+    `params`: each node's function (_FN) applied to its operands' values, node after node,
+    on the same floats as one evaluation of every node of the tape."""
     pf = [float(v) for v in params]
     out = []
     put = out.append

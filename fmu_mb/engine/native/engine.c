@@ -248,6 +248,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
 static const char *kernel_error(int rc);
 static double absmax(const double *v, int n);
 static double max_abs_nan(double m, double v);
+static void me_zeno_restart(MbEngine *e);
 static int all_finite(const double *v, int n);
 static MbeStatus spatial_outputs(MbEngine *e, const double *u, int groups, double *y,
                                  char *err, size_t errlen);
@@ -2632,7 +2633,7 @@ MbeStatus mbe_initialize(MbEngine *e, double t0, char *err, size_t errlen)
     mbk_kinematics(e->kern, q, qd, e->x, e->xd);
     double dev = 0.0;
     for (int i = 0; i < nc; i++)
-        dev = fmax(dev, fabs(e->x[i] - x[i]));
+        dev = max_abs_nan(dev, e->x[i] - x[i]);
     if (!(dev <= 1e-8 * (1.0 + absmax(x, nc)))) {
         msg(err, errlen, "T(q0) does not reproduce the assembled pose (error %.3g)", dev);
         return MBE_ERROR;
@@ -3053,6 +3054,7 @@ MbeStatus mbe_set_state(MbEngine *e, const double *s, char *err, size_t errlen)
     e->h = h;
     memcpy(e->rec, s + 2 * n + 2, sizeof(double) * rec_size(e));
     e->initialized = 1;
+    me_zeno_restart(e);               /* a set state inherits no event counts */
     return MBE_OK;
 }
 

@@ -1226,6 +1226,9 @@ MbeStatus mbe_me_set_time(MbEngine *e, double t, char *err, size_t errlen)
         msg(err, errlen, "the time %g is not finite; expected a finite time [s]", t);
         return MBE_ERROR;
     }
+    const MeCtx *c = (const MeCtx *)e->me;
+    if (c && c->have_last && t < c->t_last)
+        me_zeno_restart(e);               /* the host went back: the counts start again */
     e->t = t;
     return MBE_OK;
 }
@@ -1554,6 +1557,18 @@ MbeStatus mbe_me_set_chart(MbEngine *e, int f, const int *ind, const double *s, 
     return MBE_OK;
 }
 
+/* The Zeno guard of the event iterations started again: no last event, no counts (a set or
+ * restored state, a reset, the time set back) */
+static void me_zeno_restart(MbEngine *e)
+{
+    MeCtx *c = e ? (MeCtx *)e->me : NULL;
+    if (c) {
+        c->have_last = 0;
+        c->repeats = 0;
+        memset(c->zn, 0, sizeof(int) * (size_t)e->ncon);
+    }
+}
+
 /* The charts not set (at a new start: the identity and the sign of p_d at the next call) */
 void mbe_me_reset(MbEngine *e)
 {
@@ -1563,10 +1578,8 @@ void mbe_me_reset(MbEngine *e)
     if (c) {
         c->have = 0;
         c->have_qdd = 0;
-        c->have_last = 0;
-        c->repeats = 0;
-        memset(c->zn, 0, sizeof(int) * (size_t)e->ncon);
     }
+    me_zeno_restart(e);
 }
 
 /* the charts' part of an event iteration: re-centred charts change the states */

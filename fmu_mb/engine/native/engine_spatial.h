@@ -1452,7 +1452,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
     int rc = sk_kinematics(e->kern, q, zero, xt, xdt);
     double dev = 0.0;
     for (int i = 0; i < nc; i++)
-        dev = fmax(dev, fabs(xt[i] - x[i]));
+        dev = max_abs_nan(dev, xt[i] - x[i]);
     if (rc != OK || !(dev <= 1e-8 * (1.0 + absmax(x, nc)))) {
         restore_signs(e, sign0);
         msg(err, errlen, "T(q0) does not reproduce the assembled pose (error %.3g)", dev);
@@ -1500,7 +1500,7 @@ static MbeStatus spatial_initialize(MbEngine *e, double t0, char *err, size_t er
             double s = 0.0;
             for (int i = 0; i < n; i++)
                 s += Tt[(size_t)i * nc + j] * qd[i];
-            vdev = fmax(vdev, fabs(s - xd[j]));
+            vdev = max_abs_nan(vdev, s - xd[j]);
         }
         if (!(vdev <= 1e-8 * (1.0 + absmax(xd, nc)))) {
             restore_signs(e, sign0);

@@ -11,6 +11,8 @@
 #ifndef FMU_MB_ZENO_H
 #define FMU_MB_ZENO_H
 
+#include <math.h>
+
 #define EV_ZENO_COUNT 10000
 #define EV_ZENO_SPAN 1e-3
 
