@@ -234,12 +234,24 @@ def _initial_impact(model, state, settings):
         return state
     uvec = model.input_vector(None)
     y = np.concatenate([state.q, state.qd])
+    # as one event iteration (native/event_loop.h ev_event_update): the impact, the release
+    # of the contacts whose force would pull, then one projection onto the phase left, when
+    # the impact or the release changed it
+    phase = _contact_phase(st)
+    i = None
     if hit.any():
         i = int(np.argmin(np.where(hit, gap, np.inf)))
-        y = _apply_event(model, st, "impact", i, state.t, y, settings, impact, uvec)
+        y = _handle_event(model, st, "impact", i, state.t, y, settings, impact, uvec)
     y = _release_tensile(model, st, state.t, y, uvec, impact)
+    if i is not None or _contact_phase(st) != phase:
+        y = _project_event(model, st, "impact", i, state.t, y, settings, impact)
     n = state.q.shape[0]
     return replace(state, q=y[:n].copy(), qd=y[n:].copy(), extra=st.to_extra(state.extra))
+
+
+def _contact_phase(st):
+    """The contacts' phase in the records st: active, sticking and slip direction of each."""
+    return [(d["active"], d["stick"], tuple(d["sdir"])) for d in st.data.values()]
 
 
 def _contact_kit(model, settings):
@@ -847,6 +859,13 @@ def _apply_event(model, st, kind, i, te, y, settings, impact, uvec):
     drift control then y projected onto the new phase's rows, the kinetic energy this removes
     (a rebound below contact_velocity) added to an impact's or a pass's loss."""
     y = _handle_event(model, st, kind, i, te, y, settings, impact, uvec)
+    return _project_event(model, st, kind, i, te, y, settings, impact)
+
+
+def _project_event(model, st, kind, i, te, y, settings, impact):
+    """With the projection drift control, y after an event (kind, contact i) projected onto
+    the rows of the phase in st, the kinetic energy this removes added to an impact's or a
+    pass's loss; y as it is otherwise."""
     if settings.stabilization != "projection":
         return y
     T0 = _kinetic(model, y, impact)
@@ -855,7 +874,7 @@ def _apply_event(model, st, kind, i, te, y, settings, impact, uvec):
     charge()
     y = impact.project(model, y, te, settings.projection_tol, act, impact.pass_tuple(model, st),
                        impact.locks(model, st), **({} if fr is None else {"fric": fr}))
-    if kind in ("impact", "pass_end") and not isinstance(i, tuple):
+    if kind in ("impact", "pass_end") and i is not None and not isinstance(i, tuple):
         st.data[st.names[i]]["energy_loss"] += max(T0 - _kinetic(model, y, impact), 0.0)
     return y
 
