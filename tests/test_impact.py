@@ -449,3 +449,35 @@ def test_contact_declaration_errors(call, message):
     mb.weld("W", b, b2)
     with pytest.raises(ModelError, match=message):
         call(mb, b)
+
+
+@pytest.mark.parametrize("formulation", ["newton_euler", "tmt", "recursive"])
+def test_the_start_releases_a_pulling_stop_then_closes_the_pressed_one(formulation):
+    """Two sliders on their stops at the start (tests/data/two_stops.py): gravity pulls a off
+    its stop and presses b, 5e-10 m (inside contact_tol) above its stop, onto it. As one event
+    iteration (native/event_loop.h ev_event_update): a's stop released without an impact,
+    then one projection onto the phase left closes b's gap exactly; the Python loop of every
+    formulation and the engine library alike, a and b at rest."""
+    from pathlib import Path
+
+    from fmu_mb.dynamics.integrate import initial_state
+    from fmu_mb.dynamics.outputs import Outputs, output_names
+    from fmu_mb.engine.engine import Engine
+    from fmu_mb.mechanics.loader import load_model
+
+    m = load_model(Path(__file__).resolve().parent / "data" / "two_stops.py")
+    s = Settings(formulation=formulation)
+    st = initial_state(m, s)
+    names = output_names(m)
+    u = np.zeros(len(m.inputs))
+    got = dict(zip(names, Outputs(m, st, u, formulation, compiled=False).values()))
+    eng = Engine(m)
+    eng.set_settings(Settings())
+    eng.initialize(m.t0)
+    want = dict(zip(names, eng.outputs(u)))
+    assert [c["active"] for c in st.extra["contacts"].values()] == [False, True]
+    assert list(eng.records[:, 4]) == [0.0, 1.0]
+    for name in ("stop_a.gap", "stop_b.gap", "a.x", "b.x", "a.vx", "b.vx"):
+        assert abs(got[name]) <= 1e-15 and abs(want[name]) <= 1e-15, (name, got[name],
+                                                                       want[name])
+    assert got["stop_a.impacts"] == got["stop_b.impacts"] == want["stop_b.impacts"] == 0
